@@ -1,0 +1,50 @@
+// Package executor runs TypeScript tools: esbuild transpiles them (cached by
+// content hash), goja runs them in a fresh, hardened runtime per run, and the
+// `tgp` bridge is their only way out.
+//
+// # Isolation
+//
+// goja has no heap limit, and some native built-ins ignore interrupts for
+// seconds, so a limit that must hold cannot be enforced inside the host
+// process. By default (IsolationProcess) tools run in sandbox worker
+// processes: the program's own binary re-executed in worker mode, one tool at
+// a time each, in a pool of warm workers. A worker caps its address space
+// with RLIMIT_AS, interrupts the tool at its deadline, and is SIGKILLed by the
+// parent shortly after if it does not stop; its bridge calls are answered by
+// the parent over its stdin/stdout. A worker that dies is replaced
+// transparently and the run reports why (timeout, memory limit, crash).
+//
+// IsolationInProcess runs tools on goroutines of the host process: about 4x
+// faster per run, with the same interrupt, stack, output and guarded-
+// allocation limits, but a memory bomb the guards do not catch can still kill
+// the host. Use it only for trusted tools.
+//
+// IMPORTANT: a program using IsolationProcess MUST call WorkerMain at the very
+// start of main (and test binaries in TestMain), so that the re-executed
+// binary serves as a worker instead of running the program again:
+//
+//	func main() {
+//		executor.WorkerMain()
+//		...
+//	}
+//
+// # Protocol
+//
+// Exec(ctx, Request) is the only entry point; it is safe for concurrent use.
+// A run reads its tool through the jail (vfs), so a path outside the tool
+// root is refused. Every bridge call, plus the clock behind Date and the seed
+// behind Math.random, is a driver.Call on the run's Host: the executor's
+// devices wrapped by the Request's Middleware (the journal's hook).
+//
+// # Failure
+//
+// Exec never panics and never returns a Go error: every failure is a
+// Result.Error with a stable Kind (timeout, memory_limit, stack_overflow,
+// output_too_large, exception, compile_error, ...), a message saying what to
+// do, and the tool's stack with TypeScript line numbers where there is one.
+//
+// # Lifecycle
+//
+// New prewarms the worker pool in the background; Close kills every worker
+// and waits for them. Runs after Close fail with Kind "cancelled".
+package executor

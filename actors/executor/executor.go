@@ -1,0 +1,267 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
+	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/vfs"
+)
+
+// Request is one exec_tool call.
+type Request struct {
+	// Path of the tool, relative to the tool root, e.g. tools/math/fib.ts.
+	Path string
+	// Args is the JSON object passed to the tool's default export; empty
+	// means {}.
+	Args json.RawMessage
+	// Limits override the executor's default limits field by field.
+	Limits Limits
+	// Middleware wraps the run's Host, outermost first: the hook through
+	// which the journal records and replays every call of the run.
+	Middleware []driver.Middleware
+}
+
+// Result is what exec_tool returns.
+type Result struct {
+	Success bool            `json:"success"`
+	Result  json.RawMessage `json:"result"`
+	Logs    []string        `json:"logs"`
+	Error   *Error          `json:"error,omitempty"`
+	// Hash is the content hash of the tool's source ("" if it was not read).
+	Hash string `json:"hash,omitempty"`
+	// Calls is how many driver calls the run made.
+	Calls uint64 `json:"calls"`
+	// Duration is the wall time of the run, transpile included.
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Executor runs tools. It is safe for concurrent use.
+type Executor struct {
+	opts    Options
+	root    *vfs.Jail
+	engine  *sandbox.Engine
+	pool    *pool // nil in-process
+	closed  atomic.Bool
+	binding []sandbox.Binding
+}
+
+// New returns an Executor over the tool root opts.Root. With
+// IsolationProcess it starts warming its worker pool in the background.
+func New(opts Options) (*Executor, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	root, err := vfs.Open(opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("executor: opening the tool root: %w", err)
+	}
+	e := &Executor{opts: opts, root: root, binding: append(slices.Clone(sandbox.DefaultBindings), opts.Bindings...)}
+	if opts.Isolation == IsolationInProcess {
+		e.engine = sandbox.NewEngine(0)
+	} else {
+		n := opts.Workers
+		if n <= 0 {
+			n = runtime.GOMAXPROCS(0)
+		}
+		e.pool = newPool(n, opts)
+	}
+	return e, nil
+}
+
+// Options returns the executor's options with defaults filled in.
+func (e *Executor) Options() Options { return e.opts }
+
+// Close stops every worker process and releases the tool root. Runs in
+// flight end with Kind "cancelled" or "crash".
+func (e *Executor) Close() error {
+	if !e.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if e.pool != nil {
+		e.pool.close()
+	}
+	return e.root.Close()
+}
+
+// Exec runs the tool at req.Path with req.Args. It never panics and never
+// returns a Go error: see Result.Error.
+func (e *Executor) Exec(ctx context.Context, req Request) (res Result) {
+	start := time.Now()
+	defer func() {
+		res.Duration = time.Since(start)
+		res.Success = res.Error == nil
+		if res.Logs == nil {
+			res.Logs = []string{}
+		}
+		if res.Result == nil {
+			res.Result = json.RawMessage("null")
+		}
+	}()
+	if e.closed.Load() {
+		res.Error = &Error{Kind: sandbox.KindCancelled, Message: "the executor is closed"}
+		return res
+	}
+	if err := checkArgs(req.Args); err != nil {
+		res.Error = err
+		return res
+	}
+	entry, err := e.module(req.Path)
+	if err != nil {
+		res.Error = err
+		return res
+	}
+	res.Hash = entry.Hash
+
+	sb := vfs.NewSandbox(e.root, vfs.SandboxConfig{ToolsDir: e.opts.ToolsDir, WriteDirs: e.opts.WriteDirs, TempDir: e.opts.TempDir})
+	defer sb.Close()
+	mux := driver.Mux{
+		driver.FSDriver:     driver.FS{Sandbox: sb},
+		driver.ClockDriver:  driver.Clock{Now: e.opts.Clock},
+		driver.RandomDriver: driver.Random{Seed: e.opts.Seed},
+	}
+	for name, d := range e.opts.Devices {
+		mux[name] = d
+	}
+	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...)}
+	job := sandbox.Job{Entry: entry, Args: req.Args, Limits: mergeLimits(req.Limits, e.opts.Limits), Bindings: e.binding}
+
+	var out sandbox.Outcome
+	if e.pool != nil {
+		out = e.pool.run(ctx, job, br)
+	} else {
+		job.HeapShared = true
+		out = e.engine.Run(ctx, job, br)
+	}
+	res.Result, res.Logs, res.Error, res.Calls = out.Result, out.Logs, out.Err, out.Calls
+	return res
+}
+
+// checkArgs requires args to be a JSON object (or empty).
+func checkArgs(args json.RawMessage) *Error {
+	s := strings.TrimSpace(string(args))
+	if s == "" {
+		return nil
+	}
+	if !json.Valid(args) {
+		return &Error{Kind: sandbox.KindInvalidArgs, Message: "args is not valid JSON: pass a JSON object such as {\"n\": 10}"}
+	}
+	if s[0] != '{' {
+		return &Error{Kind: sandbox.KindInvalidArgs, Message: "args must be a JSON object such as {\"n\": 10}, not " + s[:min(len(s), 40)]}
+	}
+	return nil
+}
+
+func mergeLimits(l, def Limits) Limits {
+	if l.Timeout <= 0 {
+		l.Timeout = def.Timeout
+	}
+	if l.MemoryBytes <= 0 {
+		l.MemoryBytes = def.MemoryBytes
+	}
+	if l.MaxCallDepth <= 0 {
+		l.MaxCallDepth = def.MaxCallDepth
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = def.MaxOutputBytes
+	}
+	return l
+}
+
+// module reads and transpiles the tool at p (root-relative).
+func (e *Executor) module(p string) (sandbox.Module, *Error) {
+	clean, err := vfs.Clean(p)
+	if err != nil {
+		return sandbox.Module{}, pathError(p, err)
+	}
+	src, err := e.root.ReadFile(clean)
+	if err != nil {
+		return sandbox.Module{}, pathError(p, err)
+	}
+	out, err := e.opts.Transpiler.Transpile(clean, src)
+	if err != nil {
+		return sandbox.Module{}, &Error{Kind: sandbox.KindCompile, Message: err.Error()}
+	}
+	return sandbox.Module{Path: clean, Hash: out.Hash, JS: out.JS}, nil
+}
+
+func pathError(p string, err error) *Error {
+	switch {
+	case errors.Is(err, vfs.ErrSecurity):
+		return &Error{Kind: sandbox.KindSecurity, Message: err.Error(), Code: driver.CodeSecurity}
+	case errors.Is(err, vfs.ErrNotFound):
+		return &Error{Kind: sandbox.KindNotFound, Message: fmt.Sprintf("no tool at %q: check the path (relative to the tool root, e.g. tools/math/fib.ts)", p), Code: driver.CodeNotFound}
+	}
+	return &Error{Kind: sandbox.KindNotFound, Message: err.Error()}
+}
+
+// bridge answers a run's calls: driver calls through the Host, requires
+// through the executor's loader.
+type bridge struct {
+	e    *Executor
+	host driver.Host
+}
+
+func (b *bridge) Do(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+	return b.host.Do(ctx, c)
+}
+
+// Require resolves a module like Node's CommonJS, within the tools
+// directory: relative specifiers from the requiring module's directory,
+// /lib/... from the tools directory, bare names from <tools>/vendor/ when
+// allowed; then the exact path, .ts, .js, /index.ts, /index.js.
+func (b *bridge) Require(_ context.Context, from, spec string) (sandbox.Module, error) {
+	e := b.e
+	tools := path.Clean(e.opts.ToolsDir)
+	var base string
+	switch {
+	case spec == "":
+		return sandbox.Module{}, driver.Errorf(driver.CodeInvalid, "require(''): the module id is empty")
+	case strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || spec == "." || spec == "..":
+		base = path.Join(path.Dir(from), spec)
+	case strings.HasPrefix(spec, vfs.LibMount+"/"):
+		base = path.Join(tools, strings.TrimPrefix(spec, vfs.LibMount+"/"))
+	case strings.HasPrefix(spec, "/"):
+		return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: absolute module paths are refused; use './x' or '/lib/x'", spec, from)
+	default:
+		if !slices.Contains(e.opts.AllowedImports, spec) {
+			allowed := "none are configured"
+			if len(e.opts.AllowedImports) > 0 {
+				allowed = "allowed: " + strings.Join(e.opts.AllowedImports, ", ")
+			}
+			return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "import of module %q is not allowed (%s); tools reach the outside only through tgp (tgp.read_file, tgp.write_file, ...) and may require other tools by relative path", spec, allowed)
+		}
+		base = path.Join(tools, "vendor", spec)
+	}
+	if base != tools && !strings.HasPrefix(base, tools+"/") {
+		return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s leaves the tools directory %s/", spec, from, tools)
+	}
+	candidates := []string{base + ".ts", base + ".js", base + "/index.ts", base + "/index.js"}
+	if ext := path.Ext(base); ext == ".ts" || ext == ".js" {
+		candidates = append([]string{base}, candidates...)
+	}
+	for _, c := range candidates {
+		if fi, err := e.root.Stat(c); err != nil || fi.IsDir() {
+			if errors.Is(err, vfs.ErrSecurity) {
+				return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: %v", spec, from, err)
+			}
+			continue
+		}
+		m, xerr := e.module(c)
+		if xerr != nil {
+			return sandbox.Module{}, driver.Errorf(string(xerr.Kind), "require(%q) from %s: %s", spec, from, xerr.Message)
+		}
+		return m, nil
+	}
+	return sandbox.Module{}, driver.Errorf(driver.CodeNotFound, "cannot find module %q from %s (tried %s)", spec, from, strings.Join(candidates, ", "))
+}

@@ -1,0 +1,648 @@
+// Package sandbox runs one tool in a fresh goja runtime: the harness shared by
+// the executor's in-process mode and its worker processes.
+//
+// A run gets a new runtime (no state leaks between tools), hardened by a
+// bootstrap (no eval/Function constructors, guarded big allocations), a `tgp`
+// object whose functions become driver.Calls on the caller's Bridge, a
+// CommonJS `require` that loads other tools through the Bridge, a `console`
+// whose output is collected as logs, Math.random seeded from the "random"
+// device and Date read from the "clock" device. Data crosses the boundary only
+// as JSON text: Go values are never reflected into the runtime.
+//
+// # Limits
+//
+// Wall time (Interrupt at the deadline), call-stack depth, output size (result
+// plus logs), and memory: the guarded built-ins refuse single huge
+// allocations, and a watchdog samples the Go heap and interrupts a run that
+// grows past its limit. None of this survives a native built-in that runs
+// for seconds or one allocation the guards miss: that is what the worker
+// process (RLIMIT_AS, SIGKILL) is for.
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dlclark/regexp2/v2"
+	"github.com/dop251/goja"
+
+	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/lru"
+)
+
+// RegexpTimeout bounds one regular-expression match in the backtracking
+// engine goja uses for patterns Go's linear-time engine cannot run.
+const RegexpTimeout = 250 * time.Millisecond
+
+func init() {
+	// IMPORTANT: this is process-wide; it bounds catastrophic backtracking
+	// (e.g. /^(a+)+$/ on a long near-match) for every runtime.
+	regexp2.DefaultMatchTimeout = RegexpTimeout
+}
+
+// Limits bound one run. Zero fields mean the defaults of DefaultLimits.
+type Limits struct {
+	Timeout        time.Duration `json:"timeout"`
+	MemoryBytes    int64         `json:"memory_bytes"`
+	MaxCallDepth   int           `json:"max_call_depth"`
+	MaxOutputBytes int           `json:"max_output_bytes"`
+}
+
+// DefaultLimits are the limits of a run that sets none.
+var DefaultLimits = Limits{
+	Timeout:        5 * time.Second,
+	MemoryBytes:    256 << 20,
+	MaxCallDepth:   1000,
+	MaxOutputBytes: 1 << 20,
+}
+
+// WithDefaults fills zero fields from DefaultLimits.
+func (l Limits) WithDefaults() Limits {
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultLimits.Timeout
+	}
+	if l.MemoryBytes <= 0 {
+		l.MemoryBytes = DefaultLimits.MemoryBytes
+	}
+	if l.MaxCallDepth <= 0 {
+		l.MaxCallDepth = DefaultLimits.MaxCallDepth
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = DefaultLimits.MaxOutputBytes
+	}
+	return l
+}
+
+// Module is a transpiled tool module.
+type Module struct {
+	Path string `json:"path"` // tool-root-relative, e.g. tools/math/fib.ts
+	Hash string `json:"hash"` // content hash of the TypeScript source
+	JS   string `json:"js"`   // the wrapped CommonJS function expression
+}
+
+// Binding exposes one driver operation as tgp.<Name>(...): the positional
+// arguments become the fields Params of the request object.
+type Binding struct {
+	Name   string   `json:"name"`
+	Driver string   `json:"driver"`
+	Op     string   `json:"op"`
+	Params []string `json:"params"`
+}
+
+// DefaultBindings are the file functions every tool has.
+var DefaultBindings = []Binding{
+	{Name: "read_file", Driver: driver.FSDriver, Op: "read_file", Params: []string{"path"}},
+	{Name: "write_file", Driver: driver.FSDriver, Op: "write_file", Params: []string{"path", "content"}},
+	{Name: "list_files", Driver: driver.FSDriver, Op: "list_files", Params: []string{"dir"}},
+}
+
+// Bridge is how a run reaches outside the runtime.
+type Bridge interface {
+	// Do answers a driver call. It MAY be called from any goroutine.
+	Do(ctx context.Context, c driver.Call) (json.RawMessage, error)
+	// Require resolves spec as required from the module at path from and
+	// returns the module transpiled. It is called on the run's goroutine.
+	Require(ctx context.Context, from, spec string) (Module, error)
+}
+
+// Job is one run.
+type Job struct {
+	Entry    Module          `json:"entry"`
+	Args     json.RawMessage `json:"args"`
+	Limits   Limits          `json:"limits"`
+	Bindings []Binding       `json:"bindings"`
+	// HeapShared says other work shares this process's heap (in-process
+	// mode): the memory watchdog then measures growth since the run started.
+	HeapShared bool `json:"-"`
+}
+
+// Outcome is what a run produced.
+type Outcome struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Logs   []string        `json:"logs"`
+	Err    *Error          `json:"error,omitempty"`
+	Calls  uint64          `json:"calls"`
+}
+
+// Engine runs jobs and caches compiled programs by module. It is safe for
+// concurrent use; each run gets its own runtime.
+type Engine struct {
+	programs *lru.Cache[string, *goja.Program]
+}
+
+// NewEngine returns an Engine caching at most max compiled programs
+// (max < 1 means 1024).
+func NewEngine(max int) *Engine {
+	if max < 1 {
+		max = 1024
+	}
+	return &Engine{programs: lru.New[string, *goja.Program](max)}
+}
+
+func (e *Engine) program(m Module) (*goja.Program, error) {
+	key := m.Path + "\x00" + m.Hash
+	if p, ok := e.programs.Get(key); ok {
+		return p, nil
+	}
+	p, err := goja.Compile(m.Path, m.JS, false)
+	if err != nil {
+		return nil, err
+	}
+	e.programs.Add(key, p)
+	return p, nil
+}
+
+type callResult struct {
+	val json.RawMessage
+	err error
+}
+
+type pending struct {
+	ch              chan callResult
+	resolve, reject func(any) error
+}
+
+type run struct {
+	e      *Engine
+	ctx    context.Context
+	vm     *goja.Runtime
+	br     Bridge
+	lim    Limits
+	seq    atomic.Uint64
+	logs   []string
+	out    int // bytes of logs so far
+	queue  []*pending
+	mods   map[string]*goja.Object
+	rng    *rand.Rand
+	parse  goja.Callable
+	strfy  goja.Callable
+	errCtr goja.Value
+
+	stopOnce sync.Once
+	stop     chan struct{}
+	reason   atomic.Pointer[Error]
+}
+
+// Run executes job and returns its outcome. It never panics: a failure of the
+// tool, a limit or agentos itself is an Outcome.Err.
+func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
+	lim := job.Limits.WithDefaults()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &run{e: e, ctx: ctx, vm: goja.New(), br: br, lim: lim, mods: map[string]*goja.Object{}, stop: make(chan struct{})}
+	defer func() {
+		if p := recover(); p != nil {
+			out = Outcome{Logs: r.logs, Err: errorf(KindInternal, "the sandbox panicked: %v", p), Calls: r.seq.Load()}
+		}
+		if out.Logs == nil {
+			out.Logs = []string{}
+		}
+	}()
+
+	timer := time.AfterFunc(lim.Timeout, func() {
+		r.abort(errorf(KindTimeout, "the tool ran longer than its %v limit and was stopped; look for an endless loop or raise the timeout", lim.Timeout))
+	})
+	defer timer.Stop()
+	stopCtx := context.AfterFunc(ctx, func() {
+		if context.Cause(ctx) != nil && r.reason.Load() == nil {
+			r.abort(errorf(KindCancelled, "the run was cancelled by its caller: %v", context.Cause(ctx)))
+		}
+	})
+	defer stopCtx()
+	stopWatch := r.watchMemory(job.HeapShared)
+	defer stopWatch()
+
+	res, err := r.main(job)
+	out.Calls = r.seq.Load()
+	out.Logs = r.logs
+	if err != nil {
+		out.Err = r.classify(err)
+		return out
+	}
+	out.Result = res
+	return out
+}
+
+// abort stops the run with reason; the first reason wins.
+func (r *run) abort(reason *Error) {
+	r.stopOnce.Do(func() {
+		r.reason.Store(reason)
+		r.vm.Interrupt(reason)
+		close(r.stop)
+	})
+}
+
+func (r *run) main(job Job) (json.RawMessage, error) {
+	vm := r.vm
+	vm.SetMaxCallStackSize(r.lim.MaxCallDepth)
+	vm.SetRandSource(r.random)
+	vm.SetTimeSource(r.now)
+	boot, err := vm.RunProgram(bootstrapJS)
+	if err != nil {
+		return nil, err
+	}
+	bootFn, _ := goja.AssertFunction(boot)
+	if _, err := bootFn(nil, vm.ToValue(r.lim.MemoryBytes), vm.ToValue(r.oom)); err != nil {
+		return nil, err
+	}
+	jsonObj := vm.Get("JSON").ToObject(vm)
+	r.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
+	r.strfy, _ = goja.AssertFunction(jsonObj.Get("stringify"))
+	r.errCtr = vm.Get("Error")
+	r.installGlobals(job.Bindings)
+
+	exports, err := r.load(job.Entry)
+	if err != nil {
+		return nil, err
+	}
+	def := exports.Get("default")
+	if def == nil || goja.IsUndefined(def) {
+		def = exports // module.exports = function (...) {...}
+	}
+	fn, ok := goja.AssertFunction(def)
+	if !ok {
+		return nil, errorf(KindNoExport, "%s has no default export function: write `export default function (args) { ... }`", job.Entry.Path)
+	}
+	argsText := string(job.Args)
+	if strings.TrimSpace(argsText) == "" {
+		argsText = "{}"
+	}
+	args, err := r.parse(nil, vm.ToValue(argsText))
+	if err != nil {
+		return nil, errorf(KindInvalidArgs, "args is not valid JSON: %v", err)
+	}
+	v, err := fn(goja.Undefined(), args)
+	if err != nil {
+		return nil, err
+	}
+	if p, ok := v.Export().(*goja.Promise); ok {
+		if v, err = r.settle(p); err != nil {
+			return nil, err
+		}
+	}
+	return r.result(v)
+}
+
+// settle runs the completion loop until p settles: host calls complete in
+// the order they were issued, each resolved on this goroutine.
+func (r *run) settle(p *goja.Promise) (goja.Value, error) {
+	for p.State() == goja.PromiseStatePending {
+		if len(r.queue) == 0 {
+			return nil, errorf(KindUnsettled, "the tool's promise never settles: it awaits something no bridge call will resolve")
+		}
+		pc := r.queue[0]
+		r.queue = r.queue[1:]
+		var res callResult
+		select {
+		case res = <-pc.ch:
+		case <-r.stop:
+			return nil, r.reason.Load()
+		}
+		var err error
+		if res.err != nil {
+			err = pc.reject(r.jsError(res.err))
+		} else if v, perr := r.fromJSON(res.val); perr != nil {
+			err = pc.reject(r.jsError(perr))
+		} else {
+			err = pc.resolve(v)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if p.State() == goja.PromiseStateRejected {
+		return nil, r.thrown(p.Result(), "")
+	}
+	return p.Result(), nil
+}
+
+func (r *run) result(v goja.Value) (json.RawMessage, error) {
+	if v == nil || goja.IsUndefined(v) {
+		return json.RawMessage("null"), nil
+	}
+	s, err := r.strfy(nil, v)
+	if err != nil {
+		var ex *goja.Exception
+		if errors.As(err, &ex) {
+			return nil, &Error{Kind: KindException, Message: "the tool's result cannot be turned into JSON: " + ex.Value().String()}
+		}
+		return nil, err
+	}
+	if goja.IsUndefined(s) {
+		return json.RawMessage("null"), nil
+	}
+	text := s.String()
+	if r.out+len(text) > r.lim.MaxOutputBytes {
+		return nil, errorf(KindOutput, "the result (%d bytes) and logs (%d bytes) exceed the %d-byte output limit: return less, or write large output to a file", len(text), r.out, r.lim.MaxOutputBytes)
+	}
+	return json.RawMessage(text), nil
+}
+
+// load runs a module (once per run) and returns its exports object.
+func (r *run) load(m Module) (*goja.Object, error) {
+	if mod, ok := r.mods[m.Path]; ok {
+		return mod.Get("exports").ToObject(r.vm), nil
+	}
+	prog, err := r.e.program(m)
+	if err != nil {
+		return nil, errorf(KindCompile, "%s: %v", m.Path, err)
+	}
+	vm := r.vm
+	module := vm.NewObject()
+	exports := vm.NewObject()
+	module.Set("exports", exports)
+	r.mods[m.Path] = module // before running: cycles see the partial exports
+	wrapper, err := vm.RunProgram(prog)
+	if err != nil {
+		return nil, err
+	}
+	fn, ok := goja.AssertFunction(wrapper)
+	if !ok {
+		return nil, errorf(KindInternal, "%s: transpiled module is not a function", m.Path)
+	}
+	dir := m.Path[:max(strings.LastIndexByte(m.Path, '/'), 0)]
+	if _, err := fn(goja.Undefined(), exports, vm.ToValue(r.requireFrom(m.Path)), module, vm.ToValue(m.Path), vm.ToValue(dir)); err != nil {
+		return nil, err
+	}
+	return module.Get("exports").ToObject(vm), nil
+}
+
+func (r *run) requireFrom(from string) func(goja.FunctionCall) goja.Value {
+	return func(c goja.FunctionCall) goja.Value {
+		spec, ok := c.Argument(0).Export().(string)
+		if !ok {
+			panic(r.throw("invalid_argument", "require(id): id must be a string literal path like './lib/math'"))
+		}
+		m, err := r.br.Require(r.ctx, from, spec)
+		if err != nil {
+			panic(r.jsError(err))
+		}
+		exports, err := r.load(m)
+		if err != nil {
+			panic(r.rethrow(err))
+		}
+		return exports
+	}
+}
+
+// rethrow turns an error from a nested load into a value to panic with, so
+// a tool can catch a failed require, while uncatchable errors stay so.
+func (r *run) rethrow(err error) any {
+	var ex *goja.Exception
+	if errors.As(err, &ex) {
+		return ex
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return r.throw(string(e.Kind), e.Message)
+	}
+	return err
+}
+
+func (r *run) installGlobals(bindings []Binding) {
+	vm := r.vm
+	tgp := vm.NewObject()
+	if bindings == nil {
+		bindings = DefaultBindings
+	}
+	for _, b := range bindings {
+		tgp.Set(b.Name, r.binding(b))
+	}
+	tgp.Set("log", r.log(""))
+	vm.Set("tgp", tgp)
+	console := vm.NewObject()
+	for _, lvl := range []string{"log", "info", "debug"} {
+		console.Set(lvl, r.log(""))
+	}
+	console.Set("warn", r.log("warn: "))
+	console.Set("error", r.log("error: "))
+	vm.Set("console", console)
+}
+
+// binding returns tgp.<name>: positional args -> request object -> Call,
+// answered asynchronously through a promise.
+func (r *run) binding(b Binding) func(goja.FunctionCall) goja.Value {
+	return func(c goja.FunctionCall) goja.Value {
+		req := r.vm.NewObject()
+		for i, name := range b.Params {
+			if a := c.Argument(i); !goja.IsUndefined(a) {
+				req.Set(name, a)
+			}
+		}
+		s, err := r.strfy(nil, req)
+		if err != nil {
+			panic(r.throw(driver.CodeInvalid, fmt.Sprintf("tgp.%s: arguments are not JSON-serializable: %v", b.Name, err)))
+		}
+		call := driver.Call{Seq: r.seq.Add(1), Driver: b.Driver, Op: b.Op, Request: json.RawMessage(s.String())}
+		p, resolve, reject := r.vm.NewPromise()
+		pc := &pending{ch: make(chan callResult, 1), resolve: resolve, reject: reject}
+		r.queue = append(r.queue, pc)
+		go func() {
+			val, err := r.do(call)
+			pc.ch <- callResult{val, err}
+		}()
+		return r.vm.ToValue(p)
+	}
+}
+
+// do calls the bridge, turning a panic in a Host into an error.
+func (r *run) do(c driver.Call) (val json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = driver.Errorf(driver.CodeIO, "%s: the driver panicked: %v", c, p)
+		}
+	}()
+	return r.br.Do(r.ctx, c)
+}
+
+// syncCall makes a call that must answer before the runtime continues
+// (clock, random seed). A failure aborts the run: the tool cannot catch it.
+func (r *run) syncCall(drv, op string) json.RawMessage {
+	val, err := r.do(driver.Call{Seq: r.seq.Add(1), Driver: drv, Op: op})
+	if err != nil {
+		r.abort(&Error{Kind: KindHostFailure, Message: fmt.Sprintf("%s.%s: %v", drv, op, err), Code: driver.AsError(err).Code})
+		return nil
+	}
+	return val
+}
+
+func (r *run) now() time.Time {
+	var ms int64
+	if val := r.syncCall(driver.ClockDriver, "now"); val != nil {
+		if err := json.Unmarshal(val, &ms); err != nil {
+			r.abort(errorf(KindHostFailure, "clock.now answered %s, not Unix milliseconds", val))
+		}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func (r *run) random() float64 {
+	if r.rng == nil {
+		var seed uint64
+		if val := r.syncCall(driver.RandomDriver, "seed"); val != nil {
+			if err := json.Unmarshal(val, &seed); err != nil {
+				r.abort(errorf(KindHostFailure, "random.seed answered %s, not a 64-bit seed", val))
+			}
+		}
+		r.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	}
+	return r.rng.Float64()
+}
+
+func (r *run) log(prefix string) func(goja.FunctionCall) goja.Value {
+	return func(c goja.FunctionCall) goja.Value {
+		parts := make([]string, len(c.Arguments))
+		for i, a := range c.Arguments {
+			parts[i] = r.format(a)
+		}
+		line := prefix + strings.Join(parts, " ")
+		r.out += len(line)
+		if r.out > r.lim.MaxOutputBytes {
+			r.abort(errorf(KindOutput, "the tool logged more than its %d-byte output limit: log less", r.lim.MaxOutputBytes))
+			return goja.Undefined()
+		}
+		r.logs = append(r.logs, line)
+		return goja.Undefined()
+	}
+}
+
+func (r *run) format(v goja.Value) string {
+	if s, ok := v.Export().(string); ok {
+		return s
+	}
+	if _, isFn := goja.AssertFunction(v); !isFn && !goja.IsUndefined(v) {
+		if s, err := r.strfy(nil, v); err == nil && !goja.IsUndefined(s) {
+			return s.String()
+		}
+	}
+	return v.String()
+}
+
+func (r *run) oom(bytes int64, what string) {
+	r.abort(errorf(KindMemory, "%s would allocate %d bytes, over the run's %d-byte memory limit", what, bytes, r.lim.MemoryBytes))
+}
+
+// watchMemory samples the Go heap every millisecond and stops the run when
+// it exceeds the limit (growth since the start when the heap is shared).
+func (r *run) watchMemory(shared bool) (stop func()) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() int64 { metrics.Read(sample); return int64(sample[0].Value.Uint64()) }
+	base := int64(0)
+	if shared {
+		base = read()
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-r.stop:
+				return
+			case <-t.C:
+				if used := read() - base; used > r.lim.MemoryBytes {
+					r.abort(errorf(KindMemory, "the run's heap grew to %d bytes, over its %d-byte memory limit", used, r.lim.MemoryBytes))
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// fromJSON turns JSON text into a runtime value.
+func (r *run) fromJSON(val json.RawMessage) (goja.Value, error) {
+	if len(val) == 0 {
+		return goja.Undefined(), nil
+	}
+	return r.parse(nil, r.vm.ToValue(string(val)))
+}
+
+// throw builds a JS Error with a code, to panic with from a Go function.
+func (r *run) throw(code, msg string) *goja.Object {
+	obj, err := r.vm.New(r.errCtr, r.vm.ToValue(msg))
+	if err != nil {
+		return r.vm.NewTypeError(msg)
+	}
+	obj.Set("code", code)
+	return obj
+}
+
+func (r *run) jsError(err error) *goja.Object {
+	e := driver.AsError(err)
+	return r.throw(e.Code, e.Message)
+}
+
+// classify turns what the runtime returned into an *Error.
+func (r *run) classify(err error) *Error {
+	if reason := r.reason.Load(); reason != nil {
+		var ie *goja.InterruptedError
+		if errors.As(err, &ie) || errors.Is(err, reason) {
+			e := *reason
+			if ie != nil {
+				e.Stack = ie.String()
+			}
+			return &e
+		}
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		return &Error{Kind: KindStack, Message: fmt.Sprintf("the call stack grew past %d frames: look for runaway recursion", r.lim.MaxCallDepth), Stack: so.String()}
+	}
+	var ex *goja.Exception
+	if errors.As(err, &ex) {
+		return r.thrown(ex.Value(), ex.String())
+	}
+	var ie *goja.InterruptedError
+	if errors.As(err, &ie) {
+		return errorf(KindInternal, "interrupted: %v", ie.Value())
+	}
+	var ce *goja.CompilerSyntaxError
+	if errors.As(err, &ce) {
+		return errorf(KindCompile, "%v", ce)
+	}
+	return errorf(KindInternal, "%v", err)
+}
+
+// thrown describes a value the tool threw (or rejected with) and did not
+// catch: "Name: message", the driver code if it has one, and the stack.
+func (r *run) thrown(v goja.Value, stack string) *Error {
+	out := &Error{Kind: KindException, Message: "undefined", Stack: stack}
+	if v == nil {
+		return out
+	}
+	out.Message = v.String()
+	obj, ok := v.(*goja.Object)
+	if !ok {
+		out.Message = "the tool threw a non-Error value: " + r.format(v)
+		return out
+	}
+	str := func(name string) string {
+		if x := obj.Get(name); x != nil && !goja.IsUndefined(x) && !goja.IsNull(x) {
+			return x.String()
+		}
+		return ""
+	}
+	if m := str("message"); m != "" || str("name") != "" {
+		out.Message = strings.TrimPrefix(str("name")+": "+m, ": ")
+	}
+	out.Code = str("code")
+	if st := str("stack"); st != "" && (stack == "" || !strings.Contains(stack, "at ")) {
+		out.Stack = st
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package executor
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
+	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/transpile"
+)
+
+// Isolation says where tools run.
+type Isolation string
+
+// The isolation modes.
+const (
+	// IsolationProcess runs each tool in a sandbox worker process with hard
+	// memory and time limits. The default.
+	IsolationProcess Isolation = "process"
+	// IsolationInProcess runs tools in the host process: faster, for trusted
+	// tools only (see the package documentation).
+	IsolationInProcess Isolation = "inprocess"
+)
+
+// Limits bound one run. Zero fields take the defaults: 5 s wall time,
+// 256 MiB memory, 1000 stack frames, 1 MiB of result plus logs.
+type Limits = sandbox.Limits
+
+// Binding exposes a driver operation to tools as tgp.<Name>(...).
+type Binding = sandbox.Binding
+
+// Options configure an Executor. The zero value of every field but Root is a
+// sensible default.
+type Options struct {
+	// Root is the tool root directory. Required.
+	Root string
+	// ToolsDir is the directory of tools under Root, mounted at /lib.
+	// Default "tools".
+	ToolsDir string
+	// Isolation: IsolationProcess (default) or IsolationInProcess.
+	Isolation Isolation
+	// Limits are the defaults for runs that set none.
+	Limits Limits
+	// AllowedImports are bare module names tools may require; each resolves
+	// to the vendored copy under <ToolsDir>/vendor/<name>.
+	AllowedImports []string
+	// WriteDirs are root-relative directories tools may write under (besides
+	// /tmp).
+	WriteDirs []string
+	// Workers is the size of the worker pool. Default: GOMAXPROCS.
+	Workers int
+	// WorkerCommand starts a worker; nil means this program's own executable
+	// (which MUST call WorkerMain). The worker-mode environment is added.
+	WorkerCommand []string
+	// KillGrace is how long after a run's deadline a worker that did not stop
+	// is SIGKILLed. Default 100 ms.
+	KillGrace time.Duration
+	// Devices are extra drivers (e.g. "sql", "fetch") besides fs, clock and
+	// random, and Bindings the tgp functions that reach them.
+	Devices  map[string]driver.Device
+	Bindings []Binding
+	// Clock and Seed override the clock and random devices (tests, demos).
+	Clock func() time.Time
+	Seed  func() uint64
+	// Transpiler caches transpiled tools; nil means transpile.Default(),
+	// shared with check_tool.
+	Transpiler *transpile.Transpiler
+	// TempDir is where per-run /tmp directories are made; default os.TempDir().
+	TempDir string
+	// Logger receives worker lifecycle events; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Root == "" {
+		return o, fmt.Errorf("executor: Options.Root is empty: set it to the tool root directory")
+	}
+	if o.ToolsDir == "" {
+		o.ToolsDir = "tools"
+	}
+	switch o.Isolation {
+	case "":
+		o.Isolation = IsolationProcess
+	case IsolationProcess, IsolationInProcess:
+	default:
+		return o, fmt.Errorf("executor: unknown isolation %q: use %q or %q", o.Isolation, IsolationProcess, IsolationInProcess)
+	}
+	o.Limits = o.Limits.WithDefaults()
+	if o.KillGrace <= 0 {
+		o.KillGrace = 100 * time.Millisecond
+	}
+	if o.Transpiler == nil {
+		o.Transpiler = transpile.Default()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}

@@ -1,0 +1,181 @@
+package executor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
+	"github.com/agentos-run/agentos/driver"
+)
+
+// Environment of a worker process.
+const (
+	envWorker = "AGENTOS_SANDBOX_WORKER" // "1" in a worker
+	envMemory = "AGENTOS_WORKER_MEMORY"  // the per-run memory limit in bytes
+)
+
+// addressSpaceHeadroom is added to the worker's address space at start plus
+// twice the memory limit to make its RLIMIT_AS: the Go runtime reserves
+// address space (heap arenas, their metadata, thread stacks) well beyond what
+// it touches, and a limit that is too tight kills healthy runs.
+const addressSpaceHeadroom = 1 << 30
+
+// addressSpace returns this process's current virtual memory size in bytes.
+func addressSpace() (uint64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmSize:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmSize in /proc/self/status")
+}
+
+// IsWorker reports whether this process was started as a sandbox worker.
+func IsWorker() bool { return os.Getenv(envWorker) == "1" }
+
+// WorkerMain serves as a sandbox worker and exits if this process was started
+// as one; otherwise it returns at once. Programs that run tools with
+// IsolationProcess MUST call it first thing in main (tests: in TestMain).
+func WorkerMain() {
+	if !IsWorker() {
+		return
+	}
+	err := serveWorker(os.Stdin, os.Stdout)
+	if err != nil && err != io.EOF {
+		fmt.Fprintln(os.Stderr, "agentos worker:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// serveWorker hardens the process, then runs jobs from r one at a time,
+// answering on w, until r closes.
+func serveWorker(r io.Reader, w io.Writer) error {
+	time.Local = time.UTC // Date's local time zone is UTC in every tool
+	if mem, err := strconv.ParseInt(os.Getenv(envMemory), 10, 64); err == nil && mem > 0 {
+		base, err := addressSpace()
+		if err != nil {
+			return fmt.Errorf("measuring the worker's address space: %w", err)
+		}
+		lim := base + 2*uint64(mem) + addressSpaceHeadroom
+		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: lim, Max: lim}); err != nil {
+			return fmt.Errorf("setting RLIMIT_AS: %w", err)
+		}
+		debug.SetMemoryLimit(mem)
+	}
+	c := &workerConn{out: w, waiting: map[uint64]chan *frame{}}
+	in := bufio.NewReaderSize(r, 64<<10)
+	runs := make(chan *frame, 1)
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			f, err := readFrame(in)
+			if err != nil {
+				readErr <- err
+				close(runs)
+				return
+			}
+			switch f.T {
+			case "run":
+				runs <- f
+			case "reply":
+				c.deliver(f)
+			}
+		}
+	}()
+	engine := sandbox.NewEngine(0)
+	for f := range runs {
+		if f.Job == nil {
+			continue
+		}
+		out := engine.Run(context.Background(), *f.Job, c)
+		if err := c.send(&frame{T: "done", ID: f.ID, Out: &out}); err != nil {
+			return err
+		}
+	}
+	return <-readErr
+}
+
+// workerConn is the worker's side of the bridge: each call or require is a
+// frame to the parent, answered by a reply frame with the same id.
+type workerConn struct {
+	wmu     sync.Mutex
+	out     io.Writer
+	next    atomic.Uint64
+	mu      sync.Mutex
+	waiting map[uint64]chan *frame
+}
+
+func (c *workerConn) send(f *frame) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return writeFrame(c.out, f)
+}
+
+func (c *workerConn) deliver(f *frame) {
+	c.mu.Lock()
+	ch := c.waiting[f.ID]
+	delete(c.waiting, f.ID)
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- f
+	}
+}
+
+func (c *workerConn) ask(ctx context.Context, f *frame) (*frame, error) {
+	f.ID = c.next.Add(1)
+	ch := make(chan *frame, 1)
+	c.mu.Lock()
+	c.waiting[f.ID] = ch
+	c.mu.Unlock()
+	if err := c.send(f); err != nil {
+		return nil, driver.Errorf(driver.CodeUnavailable, "worker: sending to the parent: %v", err)
+	}
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r, nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.waiting, f.ID)
+		c.mu.Unlock()
+		return nil, driver.Errorf(driver.CodeUnavailable, "the run ended before the parent answered")
+	}
+}
+
+func (c *workerConn) Do(ctx context.Context, call driver.Call) (json.RawMessage, error) {
+	r, err := c.ask(ctx, &frame{T: "call", Call: &call})
+	if err != nil {
+		return nil, err
+	}
+	return r.Val, nil
+}
+
+func (c *workerConn) Require(ctx context.Context, from, spec string) (sandbox.Module, error) {
+	r, err := c.ask(ctx, &frame{T: "require", From: from, Spec: spec})
+	if err != nil {
+		return sandbox.Module{}, err
+	}
+	if r.Mod == nil {
+		return sandbox.Module{}, driver.Errorf(driver.CodeIO, "the parent answered require(%q) without a module", spec)
+	}
+	return *r.Mod, nil
+}

@@ -1,0 +1,73 @@
+package executor
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
+	"github.com/agentos-run/agentos/driver"
+)
+
+// The parent and a worker exchange frames over the worker's stdin (parent to
+// worker) and stdout (worker to parent): a 4-byte big-endian length, then one
+// JSON-encoded frame.
+//
+//	parent -> worker  run     {id, job}            start a run (one at a time)
+//	worker -> parent  call    {id, call}           a driver call of the run
+//	worker -> parent  require {id, from, spec}     resolve and load a module
+//	parent -> worker  reply   {id, val | mod | err} the answer to call/require
+//	worker -> parent  done    {id, out}            the run's outcome
+type frame struct {
+	T    string           `json:"t"`
+	ID   uint64           `json:"id"`
+	Job  *sandbox.Job     `json:"job,omitempty"`
+	Call *driver.Call     `json:"call,omitempty"`
+	From string           `json:"from,omitempty"`
+	Spec string           `json:"spec,omitempty"`
+	Val  json.RawMessage  `json:"val,omitempty"`
+	Mod  *sandbox.Module  `json:"mod,omitempty"`
+	Err  *driver.Error    `json:"err,omitempty"`
+	Out  *sandbox.Outcome `json:"out,omitempty"`
+}
+
+// maxFrame bounds one frame (a module source, a file read, an outcome).
+const maxFrame = 64 << 20
+
+func writeFrame(w io.Writer, f *frame) error {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 4+len(b))
+	binary.BigEndian.PutUint32(buf, uint32(len(b)))
+	copy(buf[4:], b)
+	_, err = w.Write(buf)
+	return err
+}
+
+func readFrame(r *bufio.Reader) (*frame, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > maxFrame {
+		return nil, fmt.Errorf("frame of %d bytes exceeds the %d-byte limit", n, maxFrame)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	f := new(frame)
+	if err := json.Unmarshal(b, f); err != nil {
+		return nil, fmt.Errorf("malformed frame: %w", err)
+	}
+	return f, nil
+}
+
+// timeAfter is time.AfterFunc, named for readability at call sites.
+var timeAfter = time.AfterFunc

@@ -1,0 +1,149 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Driver names used by the sandbox.
+const (
+	FSDriver     = "fs"
+	ClockDriver  = "clock"
+	RandomDriver = "random"
+)
+
+// Call is one request from a tool run to a device.
+type Call struct {
+	// Seq is the 1-based position of the call in its run, in issue order.
+	Seq uint64 `json:"seq"`
+	// Driver names the device: "fs", "clock", "random", "sql", "fetch", ...
+	Driver string `json:"driver"`
+	// Op is the operation on that device, e.g. "read_file".
+	Op string `json:"op"`
+	// Request is the operation's argument object as JSON; may be empty.
+	Request json.RawMessage `json:"request,omitempty"`
+}
+
+// String names the call for logs and errors: "#3 fs.read_file".
+func (c Call) String() string { return fmt.Sprintf("#%d %s.%s", c.Seq, c.Driver, c.Op) }
+
+// Host answers the calls of a tool run.
+//
+// IMPORTANT: Do MAY be called from several goroutines at once (a tool can
+// have several calls in flight); implementations MUST be safe for that. Errors
+// a tool should see with a code SHOULD be *Error; any other error reaches the
+// tool as a plain Error with the error's text.
+type Host interface {
+	Do(ctx context.Context, c Call) (json.RawMessage, error)
+}
+
+// HostFunc adapts a function to Host.
+type HostFunc func(ctx context.Context, c Call) (json.RawMessage, error)
+
+// Do calls f.
+func (f HostFunc) Do(ctx context.Context, c Call) (json.RawMessage, error) { return f(ctx, c) }
+
+// Middleware wraps a Host, e.g. to journal every call.
+type Middleware func(Host) Host
+
+// Chain applies middleware to h; the first middleware is the outermost.
+func Chain(h Host, mw ...Middleware) Host {
+	for i := len(mw) - 1; i >= 0; i-- {
+		if mw[i] != nil {
+			h = mw[i](h)
+		}
+	}
+	return h
+}
+
+// Error codes a tool sees as err.code.
+const (
+	CodeSecurity    = "security"         // the jail or an allow-list refused the call
+	CodeNotFound    = "not_found"        // nothing at that path
+	CodeInvalid     = "invalid_argument" // the request is malformed
+	CodeUnsupported = "unsupported"      // no such driver or operation
+	CodeIO          = "io"               // the device failed
+	CodeUnavailable = "unavailable"      // the device cannot answer now (e.g. run ended)
+)
+
+// Error is a failed call as the tool sees it: a JS Error whose .code is Code.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf returns an *Error with the given code.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// AsError turns any error into an *Error, keeping the code of one already.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: CodeIO, Message: err.Error()}
+}
+
+// Device is one driver: it answers the operations of calls routed to it.
+type Device interface {
+	Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error)
+}
+
+// DeviceFunc adapts a function to Device.
+type DeviceFunc func(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error)
+
+// Do calls f.
+func (f DeviceFunc) Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
+	return f(ctx, op, req)
+}
+
+// Mux is a Host that routes each call to the Device named by its Driver.
+// It is read-only once built and safe for concurrent use.
+type Mux map[string]Device
+
+// Do routes c; an unknown driver is a clear CodeUnsupported error.
+func (m Mux) Do(ctx context.Context, c Call) (json.RawMessage, error) {
+	d, ok := m[c.Driver]
+	if !ok {
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, Errorf(CodeUnsupported, "no %q driver is configured for this runtime (configured: %s)", c.Driver, strings.Join(names, ", "))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, Errorf(CodeUnavailable, "%s: the run ended: %v", c, err)
+	}
+	return d.Do(ctx, c.Op, c.Request)
+}
+
+// decode unmarshals a request into v, refusing unknown fields so that a
+// misspelled argument is an error, not silently ignored.
+func decode(op string, req json.RawMessage, v any) error {
+	if len(req) == 0 {
+		req = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(req)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Errorf(CodeInvalid, "%s: bad arguments: %v", op, err)
+	}
+	return nil
+}
+
+func encode(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, Errorf(CodeIO, "encoding the response: %v", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,165 @@
+// Package transpile turns a tool's TypeScript into JavaScript that goja runs,
+// with esbuild's Go API, and caches the output by content hash.
+//
+// The output is a CommonJS module body wrapped as a function expression
+//
+//	(function (exports, require, module, __filename, __dirname) { ... })
+//
+// targeting ES2022 with the features goja lacks (async generators, for await)
+// lowered by esbuild. Top-level await cannot be lowered and is reported as a
+// compile error. An inline source map is appended so that stack traces name
+// TypeScript lines and columns.
+//
+// IMPORTANT: transpiling costs about 0.6 ms warm and several ms the first time
+// in a process; the cache makes a source that did not change free to run
+// again. A Transpiler is safe for concurrent use.
+package transpile
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/evanw/esbuild/pkg/api"
+
+	"github.com/agentos-run/agentos/internal/lru"
+)
+
+// DefaultCacheEntries is how many transpiled sources a Transpiler made by New
+// with max < 1 (and the shared Default one) keeps.
+const DefaultCacheEntries = 4096
+
+// Wrapper prefix and suffix around every module body. The prefix is a
+// banner, so esbuild shifts the source map by it.
+const (
+	wrapPrefix = "(function (exports, require, module, __filename, __dirname) {"
+	wrapSuffix = "\n})"
+)
+
+// Diagnostic is one compile error at a 1-based line and column of the
+// TypeScript source.
+type Diagnostic struct {
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Message string `json:"message"`
+}
+
+// Error is returned when a source does not compile. It carries every
+// diagnostic esbuild reported.
+type Error struct {
+	Path        string
+	Diagnostics []Diagnostic
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	for i, d := range e.Diagnostics {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s:%d:%d: %s", e.Path, d.Line, d.Column, d.Message)
+	}
+	return b.String()
+}
+
+// Output is a transpiled module.
+type Output struct {
+	// JS is the wrapped CommonJS function expression, with an inline source map.
+	JS string
+	// Hash is the hex SHA-256 of the TypeScript source (see Hash).
+	Hash string
+}
+
+type key struct {
+	path string
+	hash string
+}
+
+type result struct {
+	out Output
+	err error
+}
+
+// Transpiler transpiles TypeScript and caches the result by (path, content
+// hash). The path takes part in the key because the source map names it.
+type Transpiler struct {
+	cache *lru.Cache[key, result]
+}
+
+// New returns a Transpiler that caches at most max sources
+// (max < 1 means DefaultCacheEntries).
+func New(max int) *Transpiler {
+	if max < 1 {
+		max = DefaultCacheEntries
+	}
+	return &Transpiler{cache: lru.New[key, result](max)}
+}
+
+var shared = New(DefaultCacheEntries)
+
+// Default returns the process-wide Transpiler that the executor and
+// check_tool share, so a tool checked once is never transpiled again to run.
+func Default() *Transpiler { return shared }
+
+// Hash returns the hex SHA-256 of src: the content hash a tool is known by in
+// caches, the registry and the journal.
+func Hash(src []byte) string {
+	sum := sha256.Sum256(src)
+	return hex.EncodeToString(sum[:])
+}
+
+// Transpile returns the JavaScript for the TypeScript src found at path.
+// A source that does not compile returns an *Error with line:column
+// diagnostics; the error is cached like a success.
+func (t *Transpiler) Transpile(path string, src []byte) (Output, error) {
+	k := key{path: path, hash: Hash(src)}
+	if r, ok := t.cache.Get(k); ok {
+		return r.out, r.err
+	}
+	r := transform(path, k.hash, src)
+	t.cache.Add(k, r)
+	return r.out, r.err
+}
+
+// Cached reports whether path with content src is in the cache.
+func (t *Transpiler) Cached(path string, src []byte) bool {
+	_, ok := t.cache.Get(key{path: path, hash: Hash(src)})
+	return ok
+}
+
+func transform(path, hash string, src []byte) result {
+	res := api.Transform(string(src), api.TransformOptions{
+		Loader:     api.LoaderTS,
+		Format:     api.FormatCommonJS,
+		Target:     api.ES2022,
+		Sourcefile: path,
+		Sourcemap:  api.SourceMapInline,
+		Banner:     wrapPrefix,
+		Footer:     wrapSuffix,
+		Charset:    api.CharsetUTF8,
+		LogLevel:   api.LogLevelSilent,
+		// goja has no async generators: esbuild lowers them (and for await)
+		// into generator-based helpers that goja runs.
+		Supported: map[string]bool{
+			"async-generator": false,
+			"for-await":       false,
+		},
+	})
+	if len(res.Errors) > 0 {
+		e := &Error{Path: path}
+		for _, m := range res.Errors {
+			d := Diagnostic{Message: m.Text}
+			if m.Location != nil {
+				d.Line = m.Location.Line
+				d.Column = m.Location.Column + 1
+			}
+			if strings.Contains(m.Text, "Top-level await") {
+				d.Message = "top-level await is not supported in tools: move the await into the default export (an async function)"
+			}
+			e.Diagnostics = append(e.Diagnostics, d)
+		}
+		return result{err: e}
+	}
+	return result{out: Output{JS: string(res.Code), Hash: hash}}
+}
