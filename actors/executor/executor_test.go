@@ -133,17 +133,17 @@ func TestAsyncToolReadsHostFile(t *testing.T) {
 func TestCompositionThroughRequire(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Isolation) {
 		e := newExec(t, mode, map[string]string{
-			"tools/lib/math.ts":       "export function double(n: number) { return n * 2; }\nexport const PI = 3.14;\n",
-			"tools/lib/index.ts":      "export { double } from './math';\n",
-			"tools/calc.ts":           "const { double, PI } = require('./lib/math');\nexport default function (args: { val: number }) { return double(args.val) + PI; }\n",
-			"tools/calc_import.ts":    "import { double } from './lib';\nimport * as m from '/lib/lib/math';\nexport default (a: { val: number }) => double(a.val) + m.PI;\n",
-			"tools/cycle/a.ts":        "import * as b from './b';\nexport const name = 'a';\nexport default () => b.peer();\n",
-			"tools/cycle/b.ts":        "import * as a from './a';\nexport const peer = () => 'b sees ' + a.name;\n",
-			"tools/escape.ts":         "const x = require('../../outside');\nexport default () => x;\n",
-			"tools/missing.ts":        "const x = require('./nope');\nexport default () => x;\n",
-			"tools/catch_require.ts":  "export default () => { try { require('./nope'); return 'loaded'; } catch (e) { return 'caught ' + e.code; } };\n",
-			"tools/shared_module.ts":  "import * as m1 from './lib/counter';\nconst m2 = require('./lib/counter.ts');\nexport default () => [m1.next(), m2.next()];\n",
-			"tools/lib/counter.ts":    "let n = 0;\nexport const next = () => ++n;\n",
+			"tools/lib/math.ts":      "export function double(n: number) { return n * 2; }\nexport const PI = 3.14;\n",
+			"tools/lib/index.ts":     "export { double } from './math';\n",
+			"tools/calc.ts":          "const { double, PI } = require('./lib/math');\nexport default function (args: { val: number }) { return double(args.val) + PI; }\n",
+			"tools/calc_import.ts":   "import { double } from './lib';\nimport * as m from '/lib/lib/math';\nexport default (a: { val: number }) => double(a.val) + m.PI;\n",
+			"tools/cycle/a.ts":       "import * as b from './b';\nexport const name = 'a';\nexport default () => b.peer();\n",
+			"tools/cycle/b.ts":       "import * as a from './a';\nexport const peer = () => 'b sees ' + a.name;\n",
+			"tools/escape.ts":        "const x = require('../../outside');\nexport default () => x;\n",
+			"tools/missing.ts":       "const x = require('./nope');\nexport default () => x;\n",
+			"tools/catch_require.ts": "export default () => { try { require('./nope'); return 'loaded'; } catch (e) { return 'caught ' + e.code; } };\n",
+			"tools/shared_module.ts": "import * as m1 from './lib/counter';\nconst m2 = require('./lib/counter.ts');\nexport default () => [m1.next(), m2.next()];\n",
+			"tools/lib/counter.ts":   "let n = 0;\nexport const next = () => ++n;\n",
 		})
 		wantResult(t, run(t, e, "tools/calc.ts", `{"val": 10}`), "23.14")
 		wantResult(t, run(t, e, "tools/calc_import.ts", `{"val": 10}`), "23.14")
@@ -163,8 +163,8 @@ func TestCompositionThroughRequire(t *testing.T) {
 func TestImportsOnlyFromAllowList(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Isolation) {
 		e := newExec(t, mode, map[string]string{
-			"tools/fs.ts":                  "import fs from 'fs';\nexport default () => fs.readFileSync('/etc/passwd', 'utf8');\n",
-			"tools/vendored.ts":            "import { slug } from 'slugify';\nexport default (a: { s: string }) => slug(a.s);\n",
+			"tools/fs.ts":                   "import fs from 'fs';\nexport default () => fs.readFileSync('/etc/passwd', 'utf8');\n",
+			"tools/vendored.ts":             "import { slug } from 'slugify';\nexport default (a: { s: string }) => slug(a.s);\n",
 			"tools/vendor/slugify/index.ts": "export const slug = (s: string) => s.toLowerCase().split(' ').join('-');\n",
 		}, func(o *Options) { o.AllowedImports = []string{"slugify"} })
 		r := run(t, e, "tools/fs.ts", `{}`)
@@ -287,12 +287,12 @@ func TestJailbreaks(t *testing.T) {
 func TestForbiddenGlobals(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Isolation) {
 		e := newExec(t, mode, map[string]string{
-			"tools/exit.ts":     "export default () => { process.exit(1); };\n",
-			"tools/fnctor.ts":   "export default () => (function () {}).constructor('return 1')();\n",
-			"tools/asyncctor.ts": "export default () => (async function () {}).constructor('return 1');\n",
-			"tools/genctor.ts":  "export default () => (function* () {}).constructor('yield 1');\n",
-			"tools/function.ts": "export default () => new Function('return 1')();\n",
-			"tools/eval.ts":     "export default () => (0, eval)('1 + 1');\n",
+			"tools/exit.ts":       "export default () => { process.exit(1); };\n",
+			"tools/fnctor.ts":     "export default () => (function () {}).constructor('return 1')();\n",
+			"tools/asyncctor.ts":  "export default () => (async function () {}).constructor('return 1');\n",
+			"tools/genctor.ts":    "export default () => (function* () {}).constructor('yield 1');\n",
+			"tools/function.ts":   "export default () => new Function('return 1')();\n",
+			"tools/eval.ts":       "export default () => (0, eval)('1 + 1');\n",
 			"tools/instanceof.ts": "export default () => (() => 1) instanceof Function;\n",
 		})
 		wantKind(t, run(t, e, "tools/exit.ts", `{}`), "exception", "process is not defined")
@@ -376,8 +376,8 @@ func TestMiddlewareSeesEveryCallInOrder(t *testing.T) {
 func TestTmpIsScratchAndWiped(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Isolation) {
 		e := newExec(t, mode, map[string]string{
-			"tools/tmp.ts":    "export default async () => { await tgp.write_file('/tmp/a/b.txt', 'hi'); return [await tgp.read_file('/tmp/a/b.txt'), await tgp.list_files('/tmp')]; };\n",
-			"tools/export.ts": "export default async () => { await tgp.write_file('exports/r.csv', 'a|b'); return tgp.list_files('exports'); };\n",
+			"tools/tmp.ts":     "export default async () => { await tgp.write_file('/tmp/a/b.txt', 'hi'); return [await tgp.read_file('/tmp/a/b.txt'), await tgp.list_files('/tmp')]; };\n",
+			"tools/export.ts":  "export default async () => { await tgp.write_file('exports/r.csv', 'a|b'); return tgp.list_files('exports'); };\n",
 			"tools/nowrite.ts": "export default () => tgp.write_file('data.json', '{}');\n",
 		}, func(o *Options) { o.WriteDirs = []string{"exports"} })
 		wantResult(t, run(t, e, "tools/tmp.ts", `{}`), `["hi",["/tmp/a/b.txt"]]`)
@@ -392,7 +392,7 @@ func TestTmpIsScratchAndWiped(t *testing.T) {
 func TestOutputLimits(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Isolation) {
 		e := newExec(t, mode, map[string]string{
-			"tools/big.ts":   "export default () => 'x'.repeat(2 << 20);\n",
+			"tools/big.ts":    "export default () => 'x'.repeat(2 << 20);\n",
 			"tools/chatty.ts": "export default () => { for (let i = 0; ; i++) console.log('line ' + i); };\n",
 		})
 		wantKind(t, run(t, e, "tools/big.ts", `{}`), "output_too_large", "output limit")

@@ -8,21 +8,21 @@ type Kind string
 
 // The kinds of failure.
 const (
-	KindException    Kind = "exception"        // the tool threw (or rejected) and did not catch it
-	KindTimeout      Kind = "timeout"          // the run exceeded its wall-clock limit
-	KindMemory       Kind = "memory_limit"     // the run exceeded its memory limit
-	KindStack        Kind = "stack_overflow"   // the run exceeded its call-stack depth
-	KindOutput       Kind = "output_too_large" // result plus logs exceeded the output limit
-	KindCompile      Kind = "compile_error"    // the tool (or a module it requires) does not compile
-	KindNotFound     Kind = "not_found"        // the tool file does not exist
-	KindSecurity     Kind = "security"         // the path or an import was refused
-	KindInvalidArgs  Kind = "invalid_args"     // args is not a JSON object
-	KindNoExport     Kind = "no_default_export" // the module has no default export function
-	KindCancelled    Kind = "cancelled"        // the caller's context ended the run
-	KindCrash        Kind = "crash"            // the worker process died for another reason
-	KindInternal     Kind = "internal"         // a bug in agentos; the message says where
-	KindUnsettled    Kind = "unsettled"        // the tool's promise can never settle
-	KindHostFailure  Kind = "host_failure"     // the Host (e.g. the journal) aborted the run
+	KindException   Kind = "exception"         // the tool threw (or rejected) and did not catch it
+	KindTimeout     Kind = "timeout"           // the run exceeded its wall-clock limit
+	KindMemory      Kind = "memory_limit"      // the run exceeded its memory limit
+	KindStack       Kind = "stack_overflow"    // the run exceeded its call-stack depth
+	KindOutput      Kind = "output_too_large"  // result plus logs exceeded the output limit
+	KindCompile     Kind = "compile_error"     // the tool (or a module it requires) does not compile
+	KindNotFound    Kind = "not_found"         // the tool file does not exist
+	KindSecurity    Kind = "security"          // the path or an import was refused
+	KindInvalidArgs Kind = "invalid_args"      // args is not a JSON object
+	KindNoExport    Kind = "no_default_export" // the module has no default export function
+	KindCancelled   Kind = "cancelled"         // the caller's context ended the run
+	KindCrash       Kind = "crash"             // the worker process died for another reason
+	KindInternal    Kind = "internal"          // a bug in agentos; the message says where
+	KindUnsettled   Kind = "unsettled"         // the tool's promise can never settle
+	KindHostFailure Kind = "host_failure"      // the Host (e.g. the journal) aborted the run
 )
 
 // Error is why a run failed: a kind, a message that says what to do, and the
