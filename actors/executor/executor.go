@@ -68,7 +68,7 @@ func New(opts Options) (*Executor, error) {
 	}
 	e := &Executor{opts: opts, root: root, binding: append(slices.Clone(sandbox.DefaultBindings), opts.Bindings...)}
 	if opts.Isolation == IsolationInProcess {
-		e.engine = sandbox.NewEngine(0)
+		e.engine = sandbox.NewEngine(0, true)
 	} else {
 		n := opts.Workers
 		if n <= 0 {

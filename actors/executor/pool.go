@@ -266,27 +266,35 @@ func (p *pool) death(w *worker, job sandbox.Job) *Error {
 	}
 }
 
-// tail keeps the last max bytes written to it (a worker's stderr).
+// tail keeps the first and the last max/2 bytes written to it (a worker's
+// stderr): a Go fatal error names its cause at the top of a long dump.
 type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
+	mu   sync.Mutex
+	max  int
+	head []byte
+	buf  []byte
 }
 
 func (t *tail) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	n := len(b)
+	if room := t.max/2 - len(t.head); room > 0 {
+		k := min(room, len(b))
+		t.head = append(t.head, b[:k]...)
+		b = b[k:]
+	}
 	t.buf = append(t.buf, b...)
-	if over := len(t.buf) - t.max; over > 0 {
+	if over := len(t.buf) - t.max/2; over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
 	}
-	return len(b), nil
+	return n, nil
 }
 
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return string(t.buf)
+	return string(t.head) + string(t.buf)
 }
 
 func lastLines(s string, n int) string {

@@ -99,7 +99,7 @@ func serveWorker(r io.Reader, w io.Writer) error {
 			}
 		}
 	}()
-	engine := sandbox.NewEngine(0)
+	engine := sandbox.NewEngine(0, false)
 	for f := range runs {
 		if f.Job == nil {
 			continue

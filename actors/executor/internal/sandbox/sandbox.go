@@ -134,17 +134,103 @@ type Outcome struct {
 
 // Engine runs jobs and caches compiled programs by module. It is safe for
 // concurrent use; each run gets its own runtime.
+//
+// Hardening a fresh goja runtime costs a few hundred microseconds (goja
+// builds its built-ins lazily, and the bootstrap touches many of them), so
+// the Engine keeps one hardened runtime ready, prepared in the background
+// while the previous run executes. IMPORTANT: a runtime serves exactly one
+// run and is then dropped; "ready" never means "reused".
 type Engine struct {
 	programs *lru.Cache[string, *goja.Program]
+	guard    bool
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	spare   *prepared // the next run's runtime, if ready
+	filling bool      // a goroutine is preparing the spare
+}
+
+// prepared is a fresh, hardened runtime not yet used by any run.
+type prepared struct {
+	vm     *goja.Runtime
+	cfg    *goja.Object // the bootstrap's config (cfg.max)
+	hooks  *hooks
+	parse  goja.Callable
+	strfy  goja.Callable
+	errCtr goja.Value
+	err    error
+}
+
+// hooks routes the bootstrap's callbacks to the run that takes the runtime.
+type hooks struct {
+	oom func(bytes int64, what string)
+}
+
+func (e *Engine) prepare() *prepared {
+	vm := goja.New()
+	p := &prepared{vm: vm, cfg: vm.NewObject(), hooks: &hooks{}}
+	p.cfg.Set("max", int64(1)<<62)
+	p.cfg.Set("guard", e.guard)
+	h := p.hooks
+	oom := func(bytes int64, what string) {
+		if h.oom != nil {
+			h.oom(bytes, what)
+		}
+	}
+	boot, err := vm.RunProgram(bootstrapJS)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	bootFn, _ := goja.AssertFunction(boot)
+	if _, err := bootFn(nil, p.cfg, vm.ToValue(oom)); err != nil {
+		p.err = err
+		return p
+	}
+	jsonObj := vm.Get("JSON").ToObject(vm)
+	p.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
+	p.strfy, _ = goja.AssertFunction(jsonObj.Get("stringify"))
+	p.errCtr = vm.Get("Error")
+	return p
+}
+
+// take returns the spare runtime (waiting for the one being prepared, if
+// any, rather than preparing a second) and starts preparing the next spare
+// in the background. Each run thus costs one preparation, mostly overlapped
+// with the previous run.
+func (e *Engine) take() *prepared {
+	e.mu.Lock()
+	for e.spare == nil && e.filling {
+		e.cond.Wait()
+	}
+	p := e.spare
+	e.spare = nil
+	e.filling = true
+	e.mu.Unlock()
+	go func() {
+		next := e.prepare()
+		e.mu.Lock()
+		e.spare, e.filling = next, false
+		e.cond.Broadcast()
+		e.mu.Unlock()
+	}()
+	if p == nil {
+		p = e.prepare()
+	}
+	return p
 }
 
 // NewEngine returns an Engine caching at most max compiled programs
-// (max < 1 means 1024).
-func NewEngine(max int) *Engine {
+// (max < 1 means 1024). guardAllocations turns on the bootstrap's guards
+// against single huge allocations: set it when the runtime shares the host's
+// process (no RLIMIT_AS behind it).
+func NewEngine(max int, guardAllocations bool) *Engine {
 	if max < 1 {
 		max = 1024
 	}
-	return &Engine{programs: lru.New[string, *goja.Program](max)}
+	e := &Engine{programs: lru.New[string, *goja.Program](max), guard: guardAllocations}
+	e.cond = sync.NewCond(&e.mu)
+	return e
 }
 
 func (e *Engine) program(m Module) (*goja.Program, error) {
@@ -197,7 +283,11 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	lim := job.Limits.WithDefaults()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r := &run{e: e, ctx: ctx, vm: goja.New(), br: br, lim: lim, mods: map[string]*goja.Object{}, stop: make(chan struct{})}
+	p := e.take()
+	r := &run{e: e, ctx: ctx, vm: p.vm, br: br, lim: lim, mods: map[string]*goja.Object{}, stop: make(chan struct{}),
+		parse: p.parse, strfy: p.strfy, errCtr: p.errCtr}
+	p.hooks.oom = r.oom
+	p.cfg.Set("max", lim.MemoryBytes)
 	defer func() {
 		if p := recover(); p != nil {
 			out = Outcome{Logs: r.logs, Err: errorf(KindInternal, "the sandbox panicked: %v", p), Calls: r.seq.Load()}
@@ -220,6 +310,9 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	stopWatch := r.watchMemory(job.HeapShared)
 	defer stopWatch()
 
+	if p.err != nil {
+		return Outcome{Logs: []string{}, Err: errorf(KindInternal, "preparing the runtime: %v", p.err)}
+	}
 	res, err := r.main(job)
 	out.Calls = r.seq.Load()
 	out.Logs = r.logs
@@ -245,18 +338,6 @@ func (r *run) main(job Job) (json.RawMessage, error) {
 	vm.SetMaxCallStackSize(r.lim.MaxCallDepth)
 	vm.SetRandSource(r.random)
 	vm.SetTimeSource(r.now)
-	boot, err := vm.RunProgram(bootstrapJS)
-	if err != nil {
-		return nil, err
-	}
-	bootFn, _ := goja.AssertFunction(boot)
-	if _, err := bootFn(nil, vm.ToValue(r.lim.MemoryBytes), vm.ToValue(r.oom)); err != nil {
-		return nil, err
-	}
-	jsonObj := vm.Get("JSON").ToObject(vm)
-	r.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
-	r.strfy, _ = goja.AssertFunction(jsonObj.Get("stringify"))
-	r.errCtr = vm.Get("Error")
 	r.installGlobals(job.Bindings)
 
 	exports, err := r.load(job.Entry)
