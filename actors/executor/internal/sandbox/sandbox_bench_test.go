@@ -31,7 +31,7 @@ func BenchmarkPrepare(b *testing.B) {
 type nopBridge struct{}
 
 func (nopBridge) Do(context.Context, driver.Call) (json.RawMessage, error) { return nil, nil }
-func (nopBridge) Require(context.Context, string, string) (Module, error) { return Module{}, nil }
+func (nopBridge) Require(context.Context, string, string) (Module, error)  { return Module{}, nil }
 
 func BenchmarkRunFib(b *testing.B) {
 	out, err := transpile.Default().Transpile("tools/fib.ts", []byte(`export default function fib(args: { n: number }): number {

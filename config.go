@@ -1,0 +1,204 @@
+package agentos
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge/check"
+)
+
+// Files and directories of a tool root.
+const (
+	ConfigFile   = "agentos.json" // the tool root's configuration
+	RegistryFile = "meta.json"    // the tool registry (filled by the registry)
+	DefaultTools = "tools"        // where tools live, mounted at /lib
+	StateDir     = ".agentos"     // agentos' own state (journal, caches); never visible to tools
+)
+
+// Config is a tool root's configuration, read from agentos.json. Every field
+// is optional: the zero value is the documented default.
+type Config struct {
+	// ToolsDir is the directory of tools under the root. Default "tools".
+	ToolsDir string `json:"tools_dir,omitempty"`
+	// Isolation is "process" (default: tools run in sandbox worker processes
+	// with hard limits) or "inprocess" (faster, trusted tools only).
+	Isolation string `json:"isolation,omitempty"`
+	// AllowedImports are bare module names tools may import; each resolves
+	// to <tools_dir>/vendor/<name>. Default: none.
+	AllowedImports []string `json:"allowed_imports,omitempty"`
+	// WriteDirs are root-relative directories tools may write under with
+	// tgp.write_file, besides /tmp. Default: none.
+	WriteDirs []string `json:"write_dirs,omitempty"`
+	// Limits bound every run.
+	Limits LimitsConfig `json:"limits,omitzero"`
+}
+
+// LimitsConfig are the per-run limits of a tool root.
+type LimitsConfig struct {
+	// Timeout is the wall-clock limit, e.g. "5s". Default 5s.
+	Timeout Duration `json:"timeout,omitzero"`
+	// MemoryMB is the memory limit in MiB. Default 256.
+	MemoryMB int `json:"memory_mb,omitempty"`
+	// MaxCallDepth is the call-stack limit in frames. Default 1000.
+	MaxCallDepth int `json:"max_call_depth,omitempty"`
+	// MaxOutputBytes bounds result plus logs. Default 1 MiB.
+	MaxOutputBytes int `json:"max_output_bytes,omitempty"`
+}
+
+// Duration is a time.Duration written in JSON as a string such as "1.5s".
+type Duration time.Duration
+
+// MarshalJSON writes d as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a Go duration string ("500ms", "5s").
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration must be a string such as \"5s\" or \"500ms\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("bad duration %q: use a form such as \"5s\" or \"500ms\"", s)
+	}
+	if v <= 0 {
+		return fmt.Errorf("duration %q must be positive", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// LoadConfig reads root/agentos.json. A missing file is the default Config;
+// an unreadable or malformed one, or one with an unknown field, is an error
+// naming the file and what to fix: nothing a user wrote is ignored silently.
+func LoadConfig(root string) (Config, error) {
+	var c Config
+	path := filepath.Join(root, ConfigFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("reading %s: %w", path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("%s: %v (see the Config fields in the agentos documentation)", path, err)
+	}
+	return c, c.validate(path)
+}
+
+func (c Config) validate(path string) error {
+	switch c.Isolation {
+	case "", string(executor.IsolationProcess), string(executor.IsolationInProcess):
+	default:
+		return fmt.Errorf("%s: isolation %q is not known: use %q or %q", path, c.Isolation, executor.IsolationProcess, executor.IsolationInProcess)
+	}
+	if c.Limits.MemoryMB < 0 || c.Limits.MaxCallDepth < 0 || c.Limits.MaxOutputBytes < 0 {
+		return fmt.Errorf("%s: limits must not be negative", path)
+	}
+	for _, d := range append(append([]string{}, c.WriteDirs...), c.ToolsDir) {
+		if strings.HasPrefix(d, "/") || strings.HasPrefix(filepath.Clean(d), "..") {
+			return fmt.Errorf("%s: %q must be a directory inside the tool root, written relative to it", path, d)
+		}
+	}
+	return nil
+}
+
+// Tools returns the tools directory (default "tools").
+func (c Config) Tools() string {
+	if c.ToolsDir == "" {
+		return DefaultTools
+	}
+	return filepath.ToSlash(filepath.Clean(c.ToolsDir))
+}
+
+// ExecutorOptions returns the executor options for the tool root at root.
+func (c Config) ExecutorOptions(root string) executor.Options {
+	return executor.Options{
+		Root:           root,
+		ToolsDir:       c.Tools(),
+		Isolation:      executor.Isolation(c.Isolation),
+		AllowedImports: c.AllowedImports,
+		WriteDirs:      c.WriteDirs,
+		Limits: executor.Limits{
+			Timeout:        time.Duration(c.Limits.Timeout),
+			MemoryBytes:    int64(c.Limits.MemoryMB) << 20,
+			MaxCallDepth:   c.Limits.MaxCallDepth,
+			MaxOutputBytes: c.Limits.MaxOutputBytes,
+		},
+	}
+}
+
+// CheckOptions returns the check_tool options of the tool root.
+func (c Config) CheckOptions() check.Options {
+	return check.Options{AllowedImports: c.AllowedImports}
+}
+
+// defaultConfigFile is what Init writes: every default spelled out, so a
+// user sees what can be changed.
+const defaultConfigFile = `{
+  "tools_dir": "tools",
+  "isolation": "process",
+  "allowed_imports": [],
+  "write_dirs": [],
+  "limits": {
+    "timeout": "5s",
+    "memory_mb": 256,
+    "max_call_depth": 1000,
+    "max_output_bytes": 1048576
+  }
+}
+`
+
+// Init lays out a tool root in dir: agentos.json, the tools directory,
+// meta.json and a .gitignore for agentos' state. It is idempotent: existing
+// files are never overwritten. It returns the paths it created.
+func Init(dir string) (created []string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the tool root %s: %w", dir, err)
+	}
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the existing configuration is invalid, fix it first: %w", err)
+	}
+	tools := filepath.Join(dir, filepath.FromSlash(cfg.Tools()))
+	if _, err := os.Stat(tools); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(tools, 0o755); err != nil {
+			return created, err
+		}
+		created = append(created, cfg.Tools()+"/")
+	}
+	for _, f := range []struct{ name, content string }{
+		{ConfigFile, defaultConfigFile},
+		{RegistryFile, "{\n  \"tools\": {}\n}\n"},
+		{".gitignore", StateDir + "/\n"},
+	} {
+		p := filepath.Join(dir, f.name)
+		file, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return created, fmt.Errorf("creating %s: %w", p, err)
+		}
+		_, werr := file.WriteString(f.content)
+		if cerr := file.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return created, fmt.Errorf("writing %s: %w", p, werr)
+		}
+		created = append(created, f.name)
+	}
+	return created, nil
+}
