@@ -1,0 +1,38 @@
+package check
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/agentos-run/agentos/transpile"
+)
+
+// BenchmarkCheckCached checks the same source repeatedly: the transpile is
+// a cache hit, so this measures hashing + parse + lint.
+func BenchmarkCheckCached(b *testing.B) {
+	c := New(Options{})
+	src := []byte(fibTool)
+	if r := c.Check("tools/fib.ts", src); !r.Valid {
+		b.Fatalf("fib tool is invalid: %v", r.Errors)
+	}
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		c.Check("tools/fib.ts", src)
+	}
+}
+
+// BenchmarkCheckNewSource checks a source that differs every iteration, so
+// the transpiler runs each time (with a private transpiler, to keep the
+// shared cache clean).
+func BenchmarkCheckNewSource(b *testing.B) {
+	c := New(Options{Transpiler: transpile.New(0)})
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		src := []byte(fibTool + "// " + strconv.Itoa(i) + "\n")
+		c.Check("tools/fib.ts", src)
+	}
+}

@@ -1,0 +1,892 @@
+package check
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+
+	sitter "github.com/smacker/go-tree-sitter"
+)
+
+// Rule ids.
+const (
+	ruleSyntax          = "syntax"
+	ruleNoAny           = "no-any"
+	ruleMagicNumbers    = "no-magic-numbers"
+	ruleEmail           = "no-hardcoded-email"
+	ruleSecret          = "no-hardcoded-secret"
+	ruleNoProcess       = "no-process"
+	ruleNoEval          = "no-eval"
+	ruleDynamicCode     = "no-dynamic-code"
+	ruleAllowedImports  = "allowed-imports"
+	ruleDefaultExport   = "default-export"
+	ruleParseIncomplete = "parse-incomplete"
+)
+
+const requireAsValue = "'require' may only be called directly, as require('./lib/x'): a require passed around as a value cannot be checked"
+
+// Thresholds of the medium risks.
+const (
+	maxQuietSize    = 10000 // bytes of source
+	maxQuietConcats = 10    // string concatenations with a literal operand
+)
+
+// analyzer runs every rule and risk probe over one flattened tree in a
+// single pre-order pass.
+type analyzer struct {
+	c    *Checker
+	src  []byte
+	t    *tree
+	lint bool // false when the source does not compile: risks only
+
+	errs  []Finding
+	warns []Finding
+	risks []RiskFinding
+
+	hasDefault bool
+	concats    int
+	concatAt   uint32
+}
+
+func (a *analyzer) n(i int32) *node { return &a.t.nodes[i] }
+
+// text returns the source bytes of node i (no copy).
+func (a *analyzer) text(i int32) []byte {
+	n := a.n(i)
+	return a.src[n.start:n.end]
+}
+
+// name returns the name an identifier-like node spells, with \uXXXX and
+// \u{X} escapes decoded (\u0065val is eval).
+func (a *analyzer) name(i int32) string {
+	t := a.text(i)
+	if bytes.IndexByte(t, '\\') < 0 {
+		return string(t)
+	}
+	return decodeIdentifier(t)
+}
+
+// is reports whether identifier-like node i spells s.
+func (a *analyzer) is(i int32, s string) bool {
+	if i < 0 {
+		return false
+	}
+	t := a.text(i)
+	if bytes.IndexByte(t, '\\') < 0 {
+		return string(t) == s
+	}
+	return decodeIdentifier(t) == s
+}
+
+// decodeIdentifier decodes the unicode escapes of an identifier.
+func decodeIdentifier(t []byte) string {
+	var b strings.Builder
+	for k := 0; k < len(t); {
+		if t[k] != '\\' || k+1 >= len(t) || t[k+1] != 'u' {
+			b.WriteByte(t[k])
+			k++
+			continue
+		}
+		j := k + 2
+		var hex []byte
+		if j < len(t) && t[j] == '{' {
+			e := bytes.IndexByte(t[j:], '}')
+			if e < 0 {
+				b.Write(t[k:])
+				break
+			}
+			hex, j = t[j+1:j+e], j+e+1
+		} else {
+			hex = t[j:min(j+4, len(t))]
+			j += len(hex)
+		}
+		v, err := strconv.ParseUint(string(hex), 16, 32)
+		if err != nil || v > unicode.MaxRune {
+			b.Write(t[k:j])
+		} else {
+			b.WriteRune(rune(v))
+		}
+		k = j
+	}
+	return b.String()
+}
+
+func (a *analyzer) report(sev Severity, at uint32, rule, msg string) {
+	if !a.lint {
+		return
+	}
+	line, col := a.t.pos(at)
+	f := Finding{Line: line, Column: col, Rule: rule, Message: msg, Severity: sev}
+	if sev == SeverityWarning {
+		a.warns = append(a.warns, f)
+	} else {
+		a.errs = append(a.errs, f)
+	}
+}
+
+func (a *analyzer) errorAt(at uint32, rule, msg string) { a.report(SeverityError, at, rule, msg) }
+
+func (a *analyzer) risk(level Risk, at uint32, reason string) {
+	line, col := a.t.pos(at)
+	a.risks = append(a.risks, RiskFinding{Level: level, Reason: reason, Line: line, Column: col})
+}
+
+// child returns the first child of i filling field f, or -1.
+func (a *analyzer) child(i int32, f field) int32 {
+	for c := a.n(i).first; c >= 0; c = a.n(c).next {
+		if a.n(c).field == f {
+			return c
+		}
+	}
+	return -1
+}
+
+// firstNamed returns the first named child of i, or -1.
+func (a *analyzer) firstNamed(i int32) int32 {
+	for c := a.n(i).first; c >= 0; c = a.n(c).next {
+		if a.n(c).named && a.n(c).kind != kComment {
+			return c
+		}
+	}
+	return -1
+}
+
+// lastNamed returns the last named child of i, or -1.
+func (a *analyzer) lastNamed(i int32) int32 {
+	last := int32(-1)
+	for c := a.n(i).first; c >= 0; c = a.n(c).next {
+		if a.n(c).named && a.n(c).kind != kComment {
+			last = c
+		}
+	}
+	return last
+}
+
+// hasToken reports whether i has an anonymous child of kind k.
+func (a *analyzer) hasToken(i int32, k kind) bool {
+	for c := a.n(i).first; c >= 0; c = a.n(c).next {
+		if !a.n(c).named && a.n(c).kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// unwrap looks through the wrappers that keep a value's identity:
+// parentheses, the last operand of a comma sequence ((0, eval)), type
+// assertions (x as T, x satisfies T, x!).
+func (a *analyzer) unwrap(i int32) int32 {
+	for i >= 0 {
+		switch a.n(i).kind {
+		case kParenExpr, kAsExpr, kSatisfiesExpr, kNonNullExpr:
+			i = a.firstNamed(i)
+		case kSequenceExpr:
+			i = a.lastNamed(i)
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// wrapped climbs from i through the parents that unwrap looks through and
+// returns the outermost one (i itself when it is not wrapped).
+func (a *analyzer) wrapped(i int32) int32 {
+	for {
+		p := a.n(i).parent
+		if p < 0 {
+			return i
+		}
+		switch a.n(p).kind {
+		case kParenExpr, kAsExpr, kSatisfiesExpr, kNonNullExpr:
+			if a.firstNamed(p) != i {
+				return i
+			}
+		case kSequenceExpr:
+			if a.lastNamed(p) != i {
+				return i
+			}
+		default:
+			return i
+		}
+		i = p
+	}
+}
+
+// isCallee reports whether the value i is what a call or a new expression
+// invokes.
+func (a *analyzer) isCallee(i int32) bool {
+	w := a.wrapped(i)
+	p := a.n(w).parent
+	if p < 0 {
+		return false
+	}
+	switch a.n(p).kind {
+	case kCallExpr:
+		return a.n(w).field == fFunction
+	case kNewExpr:
+		return a.n(w).field == fConstructor
+	}
+	return false
+}
+
+// callOf returns the call_expression that invokes i, or -1.
+func (a *analyzer) callOf(i int32) int32 {
+	w := a.wrapped(i)
+	p := a.n(w).parent
+	if p >= 0 && a.n(p).kind == kCallExpr && a.n(w).field == fFunction {
+		return p
+	}
+	return -1
+}
+
+// firstArg returns the first argument of call or new expression i, or -1.
+func (a *analyzer) firstArg(call int32) int32 {
+	args := a.child(call, fArguments)
+	if args < 0 {
+		return -1
+	}
+	return a.firstNamed(args)
+}
+
+// literal returns the value of a string literal or a template literal
+// without substitutions, decoded. ok is false for anything else.
+func (a *analyzer) literal(i int32) (string, bool) {
+	if i < 0 {
+		return "", false
+	}
+	switch a.n(i).kind {
+	case kString:
+	case kTemplateString:
+		if a.hasSubstitution(i) {
+			return "", false
+		}
+	default:
+		return "", false
+	}
+	v := a.decode(i)
+	return string(v.text), true
+}
+
+func (a *analyzer) hasSubstitution(i int32) bool {
+	for c := a.n(i).first; c >= 0; c = a.n(c).next {
+		if a.n(c).kind == kTemplateSubstitution {
+			return true
+		}
+	}
+	return false
+}
+
+// propName returns the property a member or subscript expression reads
+// when it is known statically (x.p, x['p'], x[`p`]).
+func (a *analyzer) propName(i int32) (string, bool) {
+	switch a.n(i).kind {
+	case kMemberExpr:
+		p := a.child(i, fProperty)
+		if p < 0 {
+			return "", false
+		}
+		return a.name(p), true
+	case kSubscriptExpr:
+		return a.literal(a.unwrap(a.child(i, fIndex)))
+	}
+	return "", false
+}
+
+var globalObjects = map[string]bool{"globalThis": true, "window": true, "self": true, "global": true}
+
+// globalName returns the name of the global that i denotes: an identifier
+// (eval), or a global object's property (globalThis.eval, window['eval']).
+func (a *analyzer) globalName(i int32) (string, bool) {
+	i = a.unwrap(i)
+	if i < 0 {
+		return "", false
+	}
+	switch a.n(i).kind {
+	case kIdentifier:
+		return a.name(i), true
+	case kMemberExpr, kSubscriptExpr:
+		obj := a.unwrap(a.child(i, fObject))
+		if obj < 0 || a.n(obj).kind != kIdentifier || !globalObjects[a.name(obj)] {
+			return "", false
+		}
+		return a.propName(i)
+	}
+	return "", false
+}
+
+// inType reports whether node i is part of a type, which the compiler
+// erases: nothing in it runs.
+func (a *analyzer) inType(i int32) bool { return a.n(i).inType }
+
+// run is the single pass over the tree.
+func (a *analyzer) run() {
+	nodes := a.t.nodes
+	for i := int32(0); int(i) < len(nodes); i++ {
+		switch nodes[i].kind {
+		case kIdentifier, kShorthandPropertyIdentifier:
+			a.identifier(i) // {process} reads process too
+		case kMemberExpr, kSubscriptExpr:
+			a.member(i)
+		case kCallExpr:
+			a.call(i)
+		case kPropertyIdentifier:
+			if bytes.IndexByte(a.text(i), '\\') >= 0 {
+				a.risk(RiskHigh, nodes[i].start, "unicode escapes in a name hide which name it is")
+			}
+		case kPredefinedType:
+			if a.is(i, "any") {
+				a.errorAt(nodes[i].start, ruleNoAny,
+					"'any' turns off type checking: use 'unknown' and narrow it, or write the specific type")
+			}
+		case kNumber:
+			a.number(i)
+		case kString, kTemplateString:
+			a.stringLiteral(i)
+		case kComment:
+			if bytes.Contains(a.text(i), []byte("@ignore-security")) {
+				a.risk(RiskHigh, nodes[i].start, "a @ignore-security comment asks reviewers and scanners to look away")
+			}
+		case kWithStatement:
+			a.errorAt(nodes[i].start, ruleDynamicCode,
+				"'with' makes every name ambiguous and is forbidden: name the object's properties explicitly (obj.x)")
+		case kImportStatement, kExportStatement, kImportRequireClause:
+			if s := a.child(i, fSource); s >= 0 {
+				a.specifier(s)
+			}
+			if nodes[i].kind == kExportStatement && (a.hasToken(i, tDefault) || a.hasToken(i, tEq)) {
+				a.hasDefault = true
+			}
+		case kExportSpecifier:
+			name := a.child(i, fAlias)
+			if name < 0 {
+				name = a.child(i, fName)
+			}
+			if a.is(name, "default") {
+				a.hasDefault = true
+			}
+		case kBinaryExpr:
+			if a.hasToken(i, tPlus) && (a.isStringy(a.child(i, fLeft)) || a.isStringy(a.child(i, fRight))) {
+				a.concat(i)
+			}
+		case kAugmentedAssign:
+			if a.hasToken(i, tPlusEq) && a.isStringy(a.child(i, fRight)) {
+				a.concat(i)
+			}
+		case kVariableDeclarator:
+			a.namedSecret(a.child(i, fName), a.child(i, fValue))
+		case kPair:
+			a.namedSecret(a.child(i, fKey), a.child(i, fValue))
+		case kPublicFieldDefinition:
+			a.namedSecret(a.child(i, fName), a.child(i, fValue))
+		case kRequiredParameter, kOptionalParameter:
+			a.namedSecret(a.child(i, fPattern), a.child(i, fValue))
+		case kAssignment:
+			left := a.child(i, fLeft)
+			if left >= 0 && a.n(left).kind == kMemberExpr {
+				left = a.child(left, fProperty)
+			}
+			a.namedSecret(left, a.child(i, fRight))
+		}
+	}
+
+	if len(a.src) > maxQuietSize {
+		a.risk(RiskMedium, 0, "the source is "+strconv.Itoa(len(a.src))+" bytes long (over "+
+			strconv.Itoa(maxQuietSize)+"): too large to review by eye")
+	}
+	if a.concats > maxQuietConcats {
+		a.risk(RiskMedium, a.concatAt, strconv.Itoa(a.concats)+" string concatenations with literals (over "+
+			strconv.Itoa(maxQuietConcats)+") can assemble hidden code or commands")
+	}
+	if a.lint && a.t.hasError {
+		if at, ok := a.firstTreeError(); ok {
+			a.report(SeverityWarning, at, ruleParseIncomplete,
+				"the checker's TypeScript grammar could not parse this part, so the analysis here may be incomplete: prefer plainer syntax")
+			a.risk(RiskMedium, at, "part of the source could not be analysed")
+		}
+	}
+	if a.lint && !a.hasDefault {
+		a.report(SeverityWarning, 0, ruleDefaultExport,
+			"the module has no default export: a tool MUST `export default function (args) { ... }` to be runnable (a library module that other tools require may ignore this)")
+	}
+}
+
+func (a *analyzer) isStringy(i int32) bool {
+	i = a.unwrap(i)
+	return i >= 0 && (a.n(i).kind == kString || a.n(i).kind == kTemplateString)
+}
+
+func (a *analyzer) concat(i int32) {
+	a.concats++
+	if a.concats == maxQuietConcats+1 {
+		a.concatAt = a.n(i).start
+	}
+}
+
+// identifier handles value references to forbidden globals.
+func (a *analyzer) identifier(i int32) {
+	n := a.n(i)
+	if bytes.IndexByte(a.text(i), '\\') >= 0 {
+		a.risk(RiskHigh, n.start, "unicode escapes in a name hide which name it is")
+	}
+	name := a.name(i)
+	switch name {
+	case "process", "eval", "Function", "require", "atob", "btoa":
+		if a.inType(i) {
+			return // typeof process in a type only names a type
+		}
+	default:
+		return
+	}
+	switch name {
+	case "process":
+		a.process(i)
+	case "eval":
+		a.eval(i, "eval")
+	case "Function":
+		if p := n.parent; p >= 0 && a.n(p).kind == kBinaryExpr && n.field == fRight && a.hasToken(p, tInstanceof) {
+			return // x instanceof Function only tests a value
+		}
+		a.eval(i, "Function")
+	case "require":
+		if a.n(a.wrapped(i)).field == fFunction && a.callOf(i) >= 0 {
+			return // checked with its call
+		}
+		if p := n.parent; p >= 0 && a.n(p).kind == kImportRequireClause {
+			return
+		}
+		a.errorAt(n.start, ruleAllowedImports, requireAsValue)
+	case "atob", "btoa":
+		a.risk(RiskHigh, n.start, "base64 encoding ("+name+") is a common way to hide code or data")
+	}
+}
+
+// process reports a use of the process global (identifier or
+// globalThis.process) at node i.
+func (a *analyzer) process(i int32) {
+	a.errorAt(a.n(i).start, ruleNoProcess,
+		"'process' does not exist in the sandbox: read inputs from args (the tool's parameter) and reach the outside only through tgp")
+	w := a.wrapped(i)
+	if p := a.n(w).parent; p >= 0 && a.n(w).field == fObject {
+		if prop, ok := a.propName(p); ok && prop == "env" {
+			a.risk(RiskMedium, a.n(p).start, "reads environment variables (process.env)")
+		}
+	}
+}
+
+func (a *analyzer) eval(i int32, name string) {
+	at := a.n(i).start
+	if name == "eval" {
+		a.errorAt(at, ruleNoEval,
+			"eval runs code from a string and is forbidden: write the code itself, or parse data with JSON.parse")
+		a.risk(RiskCritical, at, "eval runs arbitrary code")
+		return
+	}
+	a.errorAt(at, ruleNoEval,
+		"the Function constructor compiles code from a string and is forbidden: write the function in the tool's source")
+	a.risk(RiskCritical, at, "the Function constructor runs arbitrary code")
+}
+
+// member handles property reads: global object properties, constructor
+// tricks.
+func (a *analyzer) member(i int32) {
+	prop, ok := a.propName(i)
+	if !ok {
+		return
+	}
+	obj := a.unwrap(a.child(i, fObject))
+	if obj >= 0 && a.n(obj).kind == kIdentifier && globalObjects[a.name(obj)] {
+		if a.inType(i) {
+			return
+		}
+		switch prop {
+		case "process":
+			a.process(i)
+		case "eval", "Function":
+			a.eval(i, prop)
+		case "atob", "btoa":
+			a.risk(RiskHigh, a.n(i).start, "base64 encoding ("+prop+") is a common way to hide code or data")
+		case "require":
+			a.errorAt(a.n(i).start, ruleAllowedImports, requireAsValue)
+		}
+		return
+	}
+	if prop != "constructor" {
+		return
+	}
+	chained := false
+	if obj >= 0 && (a.n(obj).kind == kMemberExpr || a.n(obj).kind == kSubscriptExpr) {
+		if p, ok := a.propName(obj); ok && p == "constructor" {
+			chained = true
+		}
+	}
+	if !chained && !a.isCallee(i) && a.constructorStaysPut(i) {
+		return // reading x.constructor.name, or comparing it, is harmless
+	}
+	at := a.n(i).start
+	a.errorAt(at, ruleDynamicCode,
+		"using a value's .constructor (calling it, or passing it on) reaches the Function constructor (code from a string) and is forbidden: call the function you need directly; reading .constructor.name or comparing it is fine")
+	a.risk(RiskCritical, at, "a .constructor trick can reach the Function constructor and run arbitrary code")
+}
+
+// constructorStaysPut reports whether the value of x.constructor at i is
+// used only where it cannot be called later: as the object of a further
+// property read (x.constructor.name) or as an operand of a comparison
+// (x.constructor === Foo). Anything else (assigned, passed, returned,
+// spread) lets the Function constructor escape, e.g.
+// const F = (() => 0).constructor; F('code')().
+func (a *analyzer) constructorStaysPut(i int32) bool {
+	w := a.wrapped(i)
+	p := a.n(w).parent
+	if p < 0 {
+		return false
+	}
+	switch a.n(p).kind {
+	case kMemberExpr:
+		return a.n(w).field == fObject
+	case kBinaryExpr:
+		// The operator token carries no position: read it from the source
+		// around the operand. Logical operators (||, &&, ??) are not
+		// comparisons: they pass the constructor itself on.
+		full, pn, wn := a.text(p), a.n(p), a.n(w)
+		var op string
+		if a.n(w).field == fLeft {
+			op = strings.TrimSpace(string(full[wn.end-pn.start:]))
+		} else {
+			op = strings.TrimSpace(string(full[:wn.start-pn.start]))
+			op = op[strings.LastIndexAny(op, " \t\n)")+1:]
+		}
+		for _, cmp := range []string{"===", "!==", "==", "!=", "instanceof"} {
+			if strings.HasPrefix(op, cmp) || strings.HasSuffix(op, cmp) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// call handles calls whose callee decides the rule: dynamic import,
+// require, timers with code strings, the tgp bridge.
+func (a *analyzer) call(i int32) {
+	fn := a.unwrap(a.child(i, fFunction))
+	if fn < 0 {
+		return
+	}
+	at := a.n(i).start
+	if a.n(fn).kind == kImport {
+		if a.inType(i) {
+			return // import('./x').T names a type
+		}
+		a.errorAt(at, ruleDynamicCode,
+			"dynamic import() is forbidden: import the module statically at the top of the file (import x from './lib/x')")
+		if arg := a.firstArg(i); arg >= 0 {
+			if _, ok := a.literal(arg); ok {
+				a.specifier(arg)
+			} else {
+				a.risk(RiskHigh, at, "dynamic import() of a module chosen at run time")
+			}
+		}
+		return
+	}
+	if name, ok := a.globalName(fn); ok {
+		switch name {
+		case "require":
+			if a.n(fn).kind != kIdentifier {
+				break
+			}
+			arg := a.firstArg(i)
+			if _, ok := a.literal(arg); ok {
+				a.specifier(arg)
+				return
+			}
+			a.errorAt(at, ruleAllowedImports,
+				"require() needs a string literal naming the module, as require('./lib/x'): a module chosen at run time cannot be checked")
+			a.risk(RiskHigh, at, "require() of a module chosen at run time")
+			return
+		case "setTimeout", "setInterval":
+			if arg := a.firstArg(i); arg >= 0 && a.isCode(arg) {
+				a.errorAt(a.n(arg).start, ruleDynamicCode,
+					name+" with a string evaluates it as code and is forbidden: pass a function instead ("+name+"(() => { ... }, ms))")
+				a.risk(RiskCritical, a.n(arg).start, name+" with a string runs arbitrary code")
+			}
+			return
+		}
+	}
+	if a.n(fn).kind != kMemberExpr {
+		return
+	}
+	obj := a.unwrap(a.child(fn, fObject))
+	if obj < 0 || a.n(obj).kind != kIdentifier || !a.is(obj, "tgp") {
+		return
+	}
+	prop, _ := a.propName(fn)
+	switch prop {
+	case "fetch":
+		a.risk(RiskMedium, at, "reaches the network (tgp.fetch)")
+	case "write_file":
+		a.risk(RiskMedium, at, "writes files (tgp.write_file)")
+	case "exec_sql":
+		arg := a.firstArg(i)
+		if sql, ok := a.sqlText(arg); !ok {
+			a.risk(RiskMedium, at, "runs SQL built at run time (tgp.exec_sql): it may write")
+		} else if sqlWrites(sql) {
+			a.risk(RiskMedium, at, "writes to the database (tgp.exec_sql with INSERT/UPDATE/DELETE)")
+		}
+	}
+}
+
+// isCode reports whether a timer argument is source text: a string, a
+// template, or a concatenation involving one.
+func (a *analyzer) isCode(i int32) bool {
+	i = a.unwrap(i)
+	if i < 0 {
+		return false
+	}
+	switch a.n(i).kind {
+	case kString, kTemplateString:
+		return true
+	case kBinaryExpr:
+		return a.hasToken(i, tPlus) && (a.isCode(a.child(i, fLeft)) || a.isCode(a.child(i, fRight)))
+	}
+	return false
+}
+
+// sqlText returns the statically known text of an exec_sql argument: a
+// string or a template (its substitutions as placeholders).
+func (a *analyzer) sqlText(i int32) (string, bool) {
+	i = a.unwrap(i)
+	if i < 0 || (a.n(i).kind != kString && a.n(i).kind != kTemplateString) {
+		return "", false
+	}
+	return string(a.decode(i).text), true
+}
+
+// builtinModules are Node's built-in modules, each with what a tool does
+// instead ("" when the bridge list says it all).
+var builtinModules = map[string]string{
+	"fs":             "read and write files with tgp.read_file, tgp.write_file and tgp.list_files",
+	"child_process":  "tools cannot run programs: do the work in TypeScript",
+	"worker_threads": "tools cannot start threads", "cluster": "tools cannot start processes",
+	"vm":  "tools cannot evaluate code: write it in the tool",
+	"net": "reach HTTP services with tgp.fetch", "http": "reach HTTP services with tgp.fetch",
+	"https": "reach HTTP services with tgp.fetch", "http2": "reach HTTP services with tgp.fetch",
+	"dgram": "reach HTTP services with tgp.fetch", "tls": "reach HTTP services with tgp.fetch",
+	"dns": "reach HTTP services with tgp.fetch", "sqlite": "query the database with tgp.exec_sql",
+	"os": "take what you need from args", "process": "take what you need from args",
+	"readline": "take input from args", "console": "log with tgp.log",
+	"path":   "join '/lib/...' and '/tmp/...' paths with string operations",
+	"buffer": "use Uint8Array, TextEncoder and TextDecoder", "string_decoder": "use TextDecoder",
+	"url": "use the URL and URLSearchParams globals", "querystring": "use URLSearchParams",
+	"timers": "use setTimeout", "assert": "throw an Error when a check fails", "module": "use static imports",
+	"events": "", "stream": "", "util": "", "crypto": "", "zlib": "", "v8": "", "repl": "", "inspector": "",
+	"async_hooks": "", "perf_hooks": "", "tty": "", "diagnostics_channel": "", "trace_events": "",
+	"wasi": "", "domain": "", "punycode": "", "constants": "", "sys": "",
+}
+
+// moduleRisk rates importing a module (by its root name without "node:").
+func moduleRisk(root string) (Risk, string) {
+	switch root {
+	case "child_process", "worker_threads", "vm", "cluster":
+		return RiskCritical, "imports '" + root + "': it runs programs or code"
+	case "fs", "net", "http", "https", "http2", "dgram", "tls", "dns":
+		return RiskHigh, "imports '" + root + "': direct access to host files or the network"
+	}
+	return RiskLow, ""
+}
+
+// specifier checks the module specifier literal s of an import, export,
+// import-require or require call.
+func (a *analyzer) specifier(s int32) {
+	spec, ok := a.literal(s)
+	at := a.n(s).start
+	if !ok {
+		a.errorAt(at, ruleAllowedImports, "the module name must be a string literal such as './lib/x'")
+		return
+	}
+	if strings.HasPrefix(spec, ".") || strings.HasPrefix(spec, "/") {
+		return // another tool, resolved inside the jailed tool tree
+	}
+	bare := strings.TrimPrefix(spec, "node:")
+	root := bare
+	if k := strings.IndexByte(root, '/'); k >= 0 {
+		if strings.HasPrefix(root, "@") {
+			if k2 := strings.IndexByte(root[k+1:], '/'); k2 >= 0 {
+				root = root[:k+1+k2]
+			}
+		} else {
+			root = root[:k]
+		}
+	}
+	if level, reason := moduleRisk(root); level != RiskLow {
+		a.risk(level, at, reason)
+	}
+	ai := a.c.allowedImports
+	if ai[spec] || ai[bare] || ai[root] || ai["node:"+root] {
+		return
+	}
+	if instead, builtin := builtinModules[root]; builtin {
+		msg := "Node built-in module '" + spec + "' does not exist in the sandbox: the tgp bridge is the way out " +
+			"(tgp.read_file, tgp.write_file, tgp.list_files, tgp.fetch, tgp.exec_sql)"
+		if instead != "" {
+			msg += "; " + instead
+		}
+		a.errorAt(at, ruleAllowedImports, msg)
+		return
+	}
+	allowed := "none are configured"
+	if a.c.allowedList != "" {
+		allowed = "allowed: " + a.c.allowedList
+	}
+	a.errorAt(at, ruleAllowedImports, "import of '"+spec+"' is not allowed: import other tools by relative path ('./lib/x') or only the allowed modules ("+allowed+")")
+}
+
+// number applies no-magic-numbers to numeric literal i.
+func (a *analyzer) number(i int32) {
+	raw := string(a.text(i))
+	v, ok := parseNumber(raw)
+	if !ok {
+		return
+	}
+	if a.n(i).inType || a.n(i).inEnum {
+		return // a literal type, or a named enum member
+	}
+	negated := false
+	if p := a.n(i).parent; p >= 0 && a.n(p).kind == kUnaryExpr && a.hasToken(p, tMinus) {
+		negated = true
+	}
+	for _, x := range a.c.allowedNumbers {
+		if x == v || (negated && x == -v) {
+			return
+		}
+	}
+	format := byte('f')
+	if math.Abs(v) >= 1e21 || (v != 0 && math.Abs(v) < 1e-6) {
+		format = 'g'
+	}
+	shown := strconv.FormatFloat(v, format, -1, 64)
+	if shown != raw {
+		shown = raw + " (= " + shown + ")"
+	}
+	a.errorAt(a.n(i).start, ruleMagicNumbers,
+		"Found magic number "+shown+": pass it as an argument (args.x) or name it in the tool's parameters")
+}
+
+// namedSecret reports a credential-like name (password, token, apiKey ...)
+// given a non-empty string literal.
+func (a *analyzer) namedSecret(name, value int32) {
+	if name < 0 || value < 0 {
+		return
+	}
+	switch a.n(name).kind {
+	case kIdentifier, kPropertyIdentifier:
+	case kString:
+	default:
+		return
+	}
+	var id string
+	if a.n(name).kind == kString {
+		s, _ := a.literal(name)
+		id = s
+	} else {
+		id = a.name(name)
+	}
+	if !credentialName(id) {
+		return
+	}
+	value = a.unwrap(value)
+	v, ok := a.literal(value)
+	if !ok || strings.TrimSpace(v) == "" {
+		return
+	}
+	a.n(value).secret = true
+	at := a.n(value).start
+	a.errorAt(at, ruleSecret, "'"+id+"' is given a hardcoded secret: pass it as an argument (args."+id+") instead of writing it in the source")
+	a.risk(RiskHigh, at, "hardcoded credential")
+}
+
+// credentialName reports whether an identifier names a credential: its
+// last word is password/secret/token/..., or its last two words are
+// api+key, access+key, private+key ... (camelCase, snake_case or
+// kebab-case).
+func credentialName(id string) bool {
+	words := splitWords(id)
+	if len(words) == 0 {
+		return false
+	}
+	last := words[len(words)-1]
+	switch last {
+	case "password", "passwd", "pwd", "passphrase", "secret", "token", "credential", "credentials", "apikey":
+		return true
+	case "key":
+		if len(words) >= 2 {
+			switch words[len(words)-2] {
+			case "api", "access", "secret", "private", "auth", "signing", "encryption":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// splitWords splits an identifier into lower-case words at '_', '-', '.'
+// and lower-to-upper case changes.
+func splitWords(id string) []string {
+	var words []string
+	start := 0
+	flush := func(end int) {
+		if end > start {
+			words = append(words, strings.ToLower(id[start:end]))
+		}
+	}
+	for k := 0; k < len(id); k++ {
+		ch := id[k]
+		switch {
+		case ch == '_' || ch == '-' || ch == '.' || ch == ' ':
+			flush(k)
+			start = k + 1
+		case k > 0 && ch >= 'A' && ch <= 'Z' && id[k-1] >= 'a' && id[k-1] <= 'z':
+			flush(k)
+			start = k
+		}
+	}
+	flush(len(id))
+	return words
+}
+
+// firstTreeError returns the position of the first ERROR or MISSING node.
+func (a *analyzer) firstTreeError() (uint32, bool) {
+	for i := range a.t.nodes {
+		n := &a.t.nodes[i]
+		if n.kind == kError || n.missing {
+			return n.start, true
+		}
+	}
+	return 0, false
+}
+
+// treeSyntaxErrors reports tree-sitter's ERROR and MISSING nodes; used only
+// when the transpiler rejected the source without a diagnostic.
+func (a *analyzer) treeSyntaxErrors() []Finding {
+	var out []Finding
+	for i := int32(0); int(i) < len(a.t.nodes); i++ {
+		n := a.n(i)
+		var msg string
+		switch {
+		case n.missing:
+			msg = "missing " + language.SymbolName(sitter.Symbol(n.sym)) + " here: add it"
+		case n.kind == kError:
+			txt := string(a.text(i))
+			if len(txt) > 40 {
+				txt = txt[:40] + "..."
+			}
+			msg = "unexpected '" + txt + "': fix the syntax here"
+		default:
+			continue
+		}
+		line, col := a.t.pos(n.start)
+		out = append(out, Finding{Line: line, Column: col, Rule: ruleSyntax, Message: msg, Severity: SeverityError})
+	}
+	return out
+}

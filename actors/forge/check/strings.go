@@ -1,0 +1,329 @@
+package check
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Regular expressions here only ever look at the decoded value of ONE
+// string or template literal node; code patterns are found on the tree.
+
+// decoded is the value of a string or template literal with escapes
+// decoded and each template substitution replaced by one NUL byte.
+// offs[k] is the source offset that text[k] came from.
+type decoded struct {
+	text []byte
+	offs []uint32
+	// obfuscated is the source offset of the first \x escape, or of a \u
+	// escape that spells a printable ASCII character; -1 when none.
+	obfuscated int64
+}
+
+// decode decodes string or template literal i.
+func (a *analyzer) decode(i int32) decoded {
+	n := a.n(i)
+	d := decoded{obfuscated: -1}
+	start, end := n.start, n.end
+	if end > start {
+		q := a.src[start]
+		if q == '\'' || q == '"' || q == '`' {
+			start++
+			if end > start && a.src[end-1] == q {
+				end--
+			}
+		}
+	}
+	d.text = make([]byte, 0, end-start)
+	d.offs = make([]uint32, 0, end-start)
+	pos := start
+	raw := func(to uint32) {
+		for ; pos < to && pos < end; pos++ {
+			d.text = append(d.text, a.src[pos])
+			d.offs = append(d.offs, pos)
+		}
+	}
+	for c := n.first; c >= 0; c = a.n(c).next {
+		cn := a.n(c)
+		if cn.kind != kEscapeSequence && cn.kind != kTemplateSubstitution {
+			continue
+		}
+		if cn.start < pos || cn.end > end {
+			continue
+		}
+		raw(cn.start)
+		if cn.kind == kTemplateSubstitution {
+			d.text = append(d.text, 0)
+			d.offs = append(d.offs, cn.start)
+		} else {
+			d.escape(a.src[cn.start:cn.end], cn.start)
+		}
+		pos = cn.end
+	}
+	raw(end)
+	return d
+}
+
+// escape appends the value of escape sequence e found at offset at.
+func (d *decoded) escape(e []byte, at uint32) {
+	put := func(r rune) {
+		var buf [utf8.UTFMax]byte
+		k := utf8.EncodeRune(buf[:], r)
+		for j := 0; j < k; j++ {
+			d.text = append(d.text, buf[j])
+			d.offs = append(d.offs, at)
+		}
+	}
+	if len(e) < 2 || e[0] != '\\' {
+		for j := range e {
+			d.text = append(d.text, e[j])
+			d.offs = append(d.offs, at+uint32(j))
+		}
+		return
+	}
+	switch c := e[1]; c {
+	case 'n':
+		put('\n')
+	case 't':
+		put('\t')
+	case 'r':
+		put('\r')
+	case 'v':
+		put('\v')
+	case 'f':
+		put('\f')
+	case 'b':
+		put('\b')
+	case '0':
+		put(0)
+	case '\n', '\r':
+		// line continuation: no character
+	case 'x', 'u':
+		hex := string(e[2:])
+		if c == 'u' && strings.HasPrefix(hex, "{") {
+			hex = strings.Trim(hex, "{}")
+		}
+		v, err := strconv.ParseUint(hex, 16, 32)
+		if err != nil || v > utf8.MaxRune {
+			put(utf8.RuneError)
+			return
+		}
+		if d.obfuscated < 0 && (c == 'x' || (v >= 0x20 && v < 0x7f)) {
+			d.obfuscated = int64(at)
+		}
+		put(rune(v))
+	default:
+		r, _ := utf8.DecodeRune(e[1:])
+		put(r)
+	}
+}
+
+var (
+	reEmail      = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)
+	reKeyPrefix  = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|AKIA[0-9A-Z]{16}|xox[abposr]-[A-Za-z0-9-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----)`)
+	reRmRf       = regexp.MustCompile(`\brm\s+(?:-\S+\s+)*(?:-[A-Za-z]*(?:[rR][A-Za-z]*f|f[A-Za-z]*[rR])|--recursive\b|--force\b)`)
+	reDelS       = regexp.MustCompile(`(?i)\b(?:del|erase|rd|rmdir)\s+(?:/[a-z]\s+)*/s\b`)
+	reMkfs       = regexp.MustCompile(`\bmkfs(?:\.[a-z0-9]+)?\b`)
+	reForkBomb   = regexp.MustCompile(`:\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:`)
+	reDdDevice   = regexp.MustCompile(`\bdd\s+.*\bof=/dev/`)
+	reDropTable  = regexp.MustCompile(`(?i)\bdrop\s+(?:table|database|schema)\b`)
+	reTruncate   = regexp.MustCompile("(?i)\\btruncate\\s+table\\b|(?:^|;)\\s*truncate\\s+[A-Za-z_\"`\\[][\\w.\"`\\]]*\\s*(?:;|$)")
+	reDeleteFrom = regexp.MustCompile(`(?i)\bdelete\s+from\b`)
+	reUpdateSet  = regexp.MustCompile(`(?i)\bupdate\s+\S+\s+set\b`)
+	reWhere      = regexp.MustCompile(`(?i)\bwhere\b`)
+	reSQLWrite   = regexp.MustCompile(`(?i)\b(?:insert\s+(?:or\s+\w+\s+)?into|update\s+\S+\s+set|delete\s+from|replace\s+into|merge\s+into|create\s+(?:table|index|view|trigger)|alter\s+table)\b`)
+)
+
+// lowerASCII returns a lower-cased copy for cheap pre-filters.
+func lowerASCII(b []byte) []byte {
+	out := make([]byte, len(b))
+	for k, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[k] = c
+	}
+	return out
+}
+
+// isModuleSpecifier reports whether literal i names a module (checked by
+// the import rules instead).
+func (a *analyzer) isModuleSpecifier(i int32) bool {
+	n := a.n(i)
+	p := n.parent
+	if p < 0 {
+		return false
+	}
+	switch a.n(p).kind {
+	case kImportStatement, kExportStatement, kImportRequireClause:
+		return n.field == fSource
+	case kArguments:
+		call := a.n(p).parent
+		if call < 0 || a.n(call).kind != kCallExpr || a.firstNamed(p) != i {
+			return false
+		}
+		fn := a.unwrap(a.child(call, fFunction))
+		return fn >= 0 && (a.n(fn).kind == kImport || (a.n(fn).kind == kIdentifier && a.is(fn, "require")))
+	}
+	return false
+}
+
+// stringLiteral runs the text rules and risk probes on literal i.
+func (a *analyzer) stringLiteral(i int32) {
+	if a.isModuleSpecifier(i) {
+		return
+	}
+	if a.n(i).end-a.n(i).start <= 2 {
+		return // '' or ``
+	}
+	d := a.decode(i)
+	if d.obfuscated >= 0 {
+		a.risk(RiskHigh, uint32(d.obfuscated), "\\x or \\u escapes spelling plain characters in a string literal can hide code or data")
+	}
+	t := d.text
+	if len(t) == 0 {
+		return
+	}
+	at := func(k int) uint32 { return d.offs[k] }
+	low := lowerASCII(t)
+
+	if bytes.IndexByte(t, '@') >= 0 {
+		if m := reEmail.FindIndex(t); m != nil {
+			a.errorAt(at(m[0]), ruleEmail, "Found hardcoded email address '"+string(t[m[0]:m[1]])+
+				"': pass it as an argument (args.email) instead")
+		}
+	}
+	if !a.n(i).secret {
+		if k, ok := secretAt(t); ok {
+			a.errorAt(at(k), ruleSecret, "Found what looks like a hardcoded secret or ID ("+preview(t[k:])+
+				"): pass it as an argument (args.token, args.id ...) instead of writing it in the source")
+			a.risk(RiskHigh, at(k), "hardcoded credential or key")
+		}
+	}
+
+	if bytes.Contains(low, []byte("rm")) {
+		if m := reRmRf.FindIndex(t); m != nil {
+			a.risk(RiskCritical, at(m[0]), "destructive shell command (rm -rf)")
+		}
+	}
+	if bytes.Contains(low, []byte("/s")) {
+		if m := reDelS.FindIndex(t); m != nil {
+			a.risk(RiskCritical, at(m[0]), "destructive shell command (del /s)")
+		}
+	}
+	if bytes.Contains(t, []byte("mkfs")) {
+		if m := reMkfs.FindIndex(t); m != nil {
+			a.risk(RiskCritical, at(m[0]), "destructive shell command (mkfs formats a disk)")
+		}
+	}
+	if bytes.Contains(t, []byte("of=/dev/")) {
+		if m := reDdDevice.FindIndex(t); m != nil {
+			a.risk(RiskCritical, at(m[0]), "destructive shell command (dd onto a device)")
+		}
+	}
+	if bytes.Contains(t, []byte("|")) {
+		if m := reForkBomb.FindIndex(t); m != nil {
+			a.risk(RiskCritical, at(m[0]), "shell fork bomb")
+		}
+	}
+	if bytes.Contains(low, []byte("drop")) {
+		if m := reDropTable.FindIndex(t); m != nil {
+			a.risk(RiskCritical, at(m[0]), "destructive SQL ("+strings.ToUpper(string(t[m[0]:m[1]]))+")")
+		}
+	}
+	if bytes.Contains(low, []byte("truncate")) {
+		if m := reTruncate.FindIndex(t); m != nil {
+			a.risk(RiskCritical, at(m[0]), "destructive SQL (TRUNCATE)")
+		}
+	}
+	if bytes.Contains(low, []byte("delete")) || bytes.Contains(low, []byte("update")) {
+		a.sweepingSQL(t, at)
+	}
+	if bytes.Contains(t, []byte("../../")) || bytes.Contains(t, []byte(`..\..\`)) {
+		k := bytes.Index(t, []byte("../../"))
+		if k < 0 {
+			k = bytes.Index(t, []byte(`..\..\`))
+		}
+		a.risk(RiskHigh, at(k), "path traversal ('../../') out of the tool's directories")
+	}
+	if bytes.Contains(low, []byte("<hidden>")) {
+		a.risk(RiskHigh, at(bytes.Index(low, []byte("<hidden>"))), "<hidden> markers suggest output meant to escape review")
+	}
+}
+
+// sweepingSQL flags DELETE FROM and UPDATE ... SET statements that have no
+// WHERE: they touch every row.
+func (a *analyzer) sweepingSQL(t []byte, at func(int) uint32) {
+	off := 0
+	for _, stmt := range bytes.Split(t, []byte(";")) {
+		if !reWhere.Match(stmt) {
+			if m := reDeleteFrom.FindIndex(stmt); m != nil {
+				a.risk(RiskHigh, at(off+m[0]), "SQL DELETE without WHERE deletes every row")
+			} else if m := reUpdateSet.FindIndex(stmt); m != nil {
+				a.risk(RiskHigh, at(off+m[0]), "SQL UPDATE without WHERE rewrites every row")
+			}
+		}
+		off += len(stmt) + 1
+	}
+}
+
+// sqlWrites reports whether SQL text changes data or schema.
+func sqlWrites(sql string) bool { return reSQLWrite.MatchString(sql) }
+
+func isTokenByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+// secretAt returns the offset in t of something that looks like a key or
+// an ID: a known key prefix (sk-, ghp_, github_pat_, AKIA, xoxb- ...), a
+// run of 24 or more [A-Za-z0-9_-] mixing letters and digits in a value
+// without whitespace, or a run of 32 or more mixing upper case, lower case
+// and digits anywhere.
+func secretAt(t []byte) (int, bool) {
+	if m := reKeyPrefix.FindSubmatchIndex(t); m != nil {
+		return m[2], true
+	}
+	spaced := bytes.ContainsAny(t, " \t\r\n\v\f")
+	for k := 0; k < len(t); {
+		if !isTokenByte(t[k]) {
+			k++
+			continue
+		}
+		j := k
+		var letter, upper, lower, digit bool
+		for ; j < len(t) && isTokenByte(t[j]); j++ {
+			c := t[j]
+			switch {
+			case c >= '0' && c <= '9':
+				digit = true
+			case c >= 'a' && c <= 'z':
+				letter, lower = true, true
+			case c >= 'A' && c <= 'Z':
+				letter, upper = true, true
+			}
+		}
+		n := j - k
+		if n >= 24 && letter && digit && !spaced {
+			return k, true
+		}
+		if n >= 32 && upper && lower && digit {
+			return k, true
+		}
+		k = j
+	}
+	return 0, false
+}
+
+// preview shows the start of a secret without repeating all of it.
+func preview(b []byte) string {
+	n := 0
+	for n < len(b) && n < 8 && (isTokenByte(b[n]) || b[n] == ' ') {
+		n++
+	}
+	if n == 0 {
+		return "a long key-like string"
+	}
+	return "'" + string(b[:n]) + "...'"
+}

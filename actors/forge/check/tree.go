@@ -1,0 +1,398 @@
+package check
+
+import (
+	"context"
+	"sort"
+
+	sitter "github.com/smacker/go-tree-sitter"
+	"github.com/smacker/go-tree-sitter/typescript/typescript"
+)
+
+// The syntax tree is copied out of tree-sitter once, by a single cursor walk,
+// into a flat slice of nodes (pre-order, so source order). Every rule then
+// runs in plain Go over indices: no cgo call, no allocation and no node-type
+// string per question asked of the tree.
+
+// kind is what the rules need to know about a node's grammar symbol. Named
+// grammar nodes and anonymous tokens get distinct kinds (the grammar has a
+// named `import` node for dynamic import and an anonymous "import" keyword).
+type kind uint8
+
+const (
+	kOther kind = iota
+	kError      // tree-sitter ERROR node
+	kComment
+	kIdentifier
+	kPropertyIdentifier
+	kShorthandPropertyIdentifier
+	kPredefinedType
+	kNumber
+	kString
+	kStringFragment
+	kEscapeSequence
+	kTemplateString
+	kTemplateSubstitution
+	kLiteralType
+	kTypeContext // a node whose subtree is a type: nothing in it runs
+	kEnumAssignment
+	kCallExpr
+	kNewExpr
+	kMemberExpr
+	kSubscriptExpr
+	kParenExpr
+	kSequenceExpr
+	kAsExpr
+	kSatisfiesExpr
+	kNonNullExpr
+	kUnaryExpr
+	kBinaryExpr
+	kAugmentedAssign
+	kAssignment
+	kArguments
+	kImportStatement
+	kImportRequireClause
+	kImport // the callee of a dynamic import(...)
+	kExportStatement
+	kExportSpecifier
+	kWithStatement
+	kVariableDeclarator
+	kPair
+	kPublicFieldDefinition
+	kRequiredParameter
+	kOptionalParameter
+
+	// Anonymous tokens.
+	tDefault
+	tEq
+	tPlus
+	tMinus
+	tPlusEq
+	tInstanceof
+
+	numKinds // the number of kinds, not a kind
+)
+
+var namedKinds = map[string]kind{
+	"ERROR":                           kError,
+	"comment":                         kComment,
+	"identifier":                      kIdentifier,
+	"property_identifier":             kPropertyIdentifier,
+	"shorthand_property_identifier":   kShorthandPropertyIdentifier,
+	"predefined_type":                 kPredefinedType,
+	"number":                          kNumber,
+	"string":                          kString,
+	"string_fragment":                 kStringFragment,
+	"escape_sequence":                 kEscapeSequence,
+	"template_string":                 kTemplateString,
+	"template_substitution":           kTemplateSubstitution,
+	"literal_type":                    kLiteralType,
+	"enum_assignment":                 kEnumAssignment,
+	"call_expression":                 kCallExpr,
+	"new_expression":                  kNewExpr,
+	"member_expression":               kMemberExpr,
+	"subscript_expression":            kSubscriptExpr,
+	"parenthesized_expression":        kParenExpr,
+	"sequence_expression":             kSequenceExpr,
+	"as_expression":                   kAsExpr,
+	"satisfies_expression":            kSatisfiesExpr,
+	"non_null_expression":             kNonNullExpr,
+	"unary_expression":                kUnaryExpr,
+	"binary_expression":               kBinaryExpr,
+	"augmented_assignment_expression": kAugmentedAssign,
+	"assignment_expression":           kAssignment,
+	"arguments":                       kArguments,
+	"import_statement":                kImportStatement,
+	"import_require_clause":           kImportRequireClause,
+	"import":                          kImport,
+	"export_statement":                kExportStatement,
+	"export_specifier":                kExportSpecifier,
+	"with_statement":                  kWithStatement,
+	"variable_declarator":             kVariableDeclarator,
+	"pair":                            kPair,
+	"public_field_definition":         kPublicFieldDefinition,
+	"required_parameter":              kRequiredParameter,
+	"optional_parameter":              kOptionalParameter,
+
+	"type_annotation":           kTypeContext,
+	"type_query":                kTypeContext,
+	"type_alias_declaration":    kTypeContext,
+	"type_arguments":            kTypeContext,
+	"type_parameters":           kTypeContext,
+	"interface_declaration":     kTypeContext,
+	"asserts_annotation":        kTypeContext,
+	"type_predicate_annotation": kTypeContext,
+	"opting_type_annotation":    kTypeContext,
+	"omitting_type_annotation":  kTypeContext,
+	"adding_type_annotation":    kTypeContext,
+	"implements_clause":         kTypeContext,
+	"extends_type_clause":       kTypeContext,
+}
+
+var tokenKinds = map[string]kind{
+	"default":    tDefault,
+	"=":          tEq,
+	"+":          tPlus,
+	"-":          tMinus,
+	"+=":         tPlusEq,
+	"instanceof": tInstanceof,
+}
+
+// positioned reports whether the rules read the position or the text of
+// nodes of kind k.
+func positioned(k kind) bool {
+	switch k {
+	case kOther, kTypeContext, kLiteralType, kEnumAssignment, kStringFragment:
+		return false
+	}
+	return k < tDefault
+}
+
+// leaf reports whether nodes of this symbol are terminals of the grammar.
+func leaf(info symbolInfo) bool {
+	if !info.named {
+		return true
+	}
+	switch info.kind {
+	case kIdentifier, kPropertyIdentifier, kShorthandPropertyIdentifier, kNumber,
+		kComment, kStringFragment, kEscapeSequence:
+		return true
+	}
+	return false
+}
+
+// usesFields are the kinds whose children the rules find by field.
+var usesFields = [numKinds]bool{
+	kCallExpr: true, kNewExpr: true, kMemberExpr: true, kSubscriptExpr: true,
+	kBinaryExpr: true, kAugmentedAssign: true, kAssignment: true, kPair: true,
+	kVariableDeclarator: true, kPublicFieldDefinition: true, kRequiredParameter: true,
+	kOptionalParameter: true, kImportStatement: true, kExportStatement: true,
+	kImportRequireClause: true, kExportSpecifier: true,
+}
+
+// field is the grammar field a node fills in its parent.
+type field uint8
+
+const (
+	fNone field = iota
+	fObject
+	fProperty
+	fFunction
+	fArguments
+	fConstructor
+	fIndex
+	fName
+	fValue
+	fKey
+	fLeft
+	fRight
+	fSource
+	fAlias
+	fOperator
+	fArgument
+	fPattern
+	fOther
+)
+
+func fieldOf(name string) field {
+	switch name {
+	case "":
+		return fNone
+	case "object":
+		return fObject
+	case "property":
+		return fProperty
+	case "function":
+		return fFunction
+	case "arguments":
+		return fArguments
+	case "constructor":
+		return fConstructor
+	case "index":
+		return fIndex
+	case "name":
+		return fName
+	case "value":
+		return fValue
+	case "key":
+		return fKey
+	case "left":
+		return fLeft
+	case "right":
+		return fRight
+	case "source":
+		return fSource
+	case "alias":
+		return fAlias
+	case "operator":
+		return fOperator
+	case "argument":
+		return fArgument
+	case "pattern":
+		return fPattern
+	}
+	return fOther
+}
+
+// symbolInfo is the per-symbol table built once from the grammar.
+type symbolInfo struct {
+	kind  kind
+	named bool
+}
+
+var (
+	language = typescript.GetLanguage()
+	symbols  = buildSymbols(language)
+)
+
+func buildSymbols(l *sitter.Language) []symbolInfo {
+	n := l.SymbolCount()
+	out := make([]symbolInfo, n)
+	for s := uint32(0); s < n; s++ {
+		sym := sitter.Symbol(s)
+		name := l.SymbolName(sym)
+		switch l.SymbolType(sym) {
+		case sitter.SymbolTypeRegular:
+			out[s] = symbolInfo{kind: namedKinds[name], named: true}
+		case sitter.SymbolTypeAnonymous:
+			out[s] = symbolInfo{kind: tokenKinds[name]}
+		}
+	}
+	return out
+}
+
+// errorSymbol is the symbol of tree-sitter's ERROR nodes.
+const errorSymbol = 0xFFFF
+
+// node is one syntax node copied out of tree-sitter. Links are indices into
+// tree.nodes; -1 means none.
+type node struct {
+	start, end uint32 // byte offsets into the source; 0 for plain tokens
+	parent     int32
+	first      int32  // first child
+	next       int32  // next sibling
+	sym        uint16 // grammar symbol
+	kind       kind
+	field      field // the field this node fills in its parent
+	named      bool
+	missing    bool // inserted by error recovery (MISSING node)
+	inType     bool // an ancestor is a type (erased: nothing in it runs)
+	inEnum     bool // an ancestor is an enum member initializer
+	secret     bool // a name-based secret finding already covers this literal
+}
+
+// tree is a flattened syntax tree plus a line table for positions.
+type tree struct {
+	nodes    []node
+	lines    []int // byte offset at which each line starts
+	hasError bool  // the tree holds ERROR or MISSING nodes
+}
+
+// worker is one pooled parser with reusable buffers. A worker is used by one
+// goroutine at a time (tree-sitter parsers are not safe for concurrent use).
+type worker struct {
+	parser *sitter.Parser
+	tree   tree
+	stack  []int32
+}
+
+func newWorker() *worker {
+	p := sitter.NewParser()
+	p.SetLanguage(language)
+	return &worker{parser: p}
+}
+
+// parse fills w.tree from src. It returns false when tree-sitter gave no
+// tree at all (it only fails that way when cancelled, which we never do).
+func (w *worker) parse(src []byte) bool {
+	t := &w.tree
+	t.nodes = t.nodes[:0]
+	t.lines = append(t.lines[:0], 0)
+	for i, b := range src {
+		if b == '\n' {
+			t.lines = append(t.lines, i+1)
+		}
+	}
+	ts, err := w.parser.ParseCtx(context.Background(), nil, src)
+	if err != nil || ts == nil {
+		return false
+	}
+	defer ts.Close()
+	root := ts.RootNode()
+	t.hasError = root.HasError()
+	cur := sitter.NewTreeCursor(root)
+	defer cur.Close()
+
+	stack := w.stack[:0] // ancestors of the node being visited
+	prev := int32(-1)    // previous sibling of the node being visited
+	for {
+		n := cur.CurrentNode()
+		idx := int32(len(t.nodes))
+		parent := int32(-1)
+		if len(stack) > 0 {
+			parent = stack[len(stack)-1]
+		}
+		var info symbolInfo
+		sym := uint16(n.Symbol())
+		if int(sym) < len(symbols) {
+			info = symbols[sym]
+		} else if sym == errorSymbol {
+			info = symbolInfo{kind: kError, named: true}
+		}
+		nd := node{
+			sym:    sym,
+			parent: parent,
+			first:  -1,
+			next:   -1,
+			kind:   info.kind,
+			named:  info.named,
+		}
+		if t.hasError {
+			nd.missing = n.IsMissing()
+		}
+		if parent >= 0 {
+			p := &t.nodes[parent]
+			nd.inType = p.inType || p.kind == kTypeContext || p.kind == kLiteralType
+			nd.inEnum = p.inEnum || p.kind == kEnumAssignment
+		}
+		// Every cgo call costs (about 0.1 µs): only nodes the rules look at
+		// get a position, and only where a rule asks for it, a field.
+		if positioned(info.kind) || nd.missing {
+			nd.start, nd.end = n.StartByte(), n.EndByte()
+			if parent >= 0 && usesFields[t.nodes[parent].kind] {
+				nd.field = fieldOf(cur.CurrentFieldName())
+			}
+		}
+		t.nodes = append(t.nodes, nd)
+		if prev >= 0 {
+			t.nodes[prev].next = idx
+		} else if parent >= 0 {
+			t.nodes[parent].first = idx
+		}
+		// Tokens (anonymous nodes) and the named terminals below have no
+		// children: asking costs a cgo call.
+		if !leaf(info) && cur.GoToFirstChild() {
+			stack = append(stack, idx)
+			prev = -1
+			continue
+		}
+		prev = idx
+		for !cur.GoToNextSibling() {
+			if !cur.GoToParent() {
+				w.stack = stack
+				return true
+			}
+			prev = stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
+// pos converts a byte offset into a 1-based line and a 1-based byte column.
+func (t *tree) pos(off uint32) (line, col int) {
+	o := int(off)
+	i := sort.Search(len(t.lines), func(i int) bool { return t.lines[i] > o }) - 1
+	if i < 0 {
+		i = 0
+	}
+	return i + 1, o - t.lines[i] + 1
+}
