@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/evanw/esbuild/pkg/api"
 
@@ -129,6 +130,14 @@ func (t *Transpiler) Cached(path string, src []byte) bool {
 }
 
 func transform(path, hash string, src []byte) result {
+	// IMPORTANT: esbuild (v0.28.2) loops forever on some invalid UTF-8 (a
+	// truncated multi-byte sequence decodes with width 0). A tool source
+	// MUST be UTF-8; refuse anything else before esbuild sees it.
+	if !utf8.Valid(src) {
+		line, col := invalidUTF8At(src)
+		return result{err: &Error{Path: path, Diagnostics: []Diagnostic{{Line: line, Column: col,
+			Message: "the source is not valid UTF-8: save the file as UTF-8"}}}}
+	}
 	res := api.Transform(string(src), api.TransformOptions{
 		Loader:     api.LoaderTS,
 		Format:     api.FormatCommonJS,
@@ -162,4 +171,23 @@ func transform(path, hash string, src []byte) result {
 		return result{err: e}
 	}
 	return result{out: Output{JS: string(res.Code), Hash: hash}}
+}
+
+// invalidUTF8At returns the 1-based line and byte column of the first byte
+// of src that is not valid UTF-8.
+func invalidUTF8At(src []byte) (line, col int) {
+	line, col = 1, 1
+	for len(src) > 0 {
+		r, n := utf8.DecodeRune(src)
+		if r == utf8.RuneError && n <= 1 {
+			return line, col
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col += n
+		}
+		src = src[n:]
+	}
+	return line, col
 }

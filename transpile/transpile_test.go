@@ -84,3 +84,13 @@ func BenchmarkTranspileCached(b *testing.B) {
 		}
 	}
 }
+
+// esbuild v0.28.2 never returns on a truncated UTF-8 sequence; such a source
+// must be a compile error, not a hang.
+func TestInvalidUTF8IsACompileErrorNotAHang(t *testing.T) {
+	_, err := New(0).Transpile("tools/bin.ts", []byte("export default () => 1;\nconst s = '\xec\xec\xec\xec\xec\xec';\n"))
+	var e *Error
+	if !errors.As(err, &e) || e.Diagnostics[0].Line != 2 || e.Diagnostics[0].Column != 12 || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Fatalf("got %v", err)
+	}
+}

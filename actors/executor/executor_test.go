@@ -409,6 +409,7 @@ func TestBadInputs(t *testing.T) {
 			"tools/reject.ts":   "export default async () => { throw new TypeError('bad input'); };\n",
 			"tools/undef.ts":    "export default () => {};\n",
 			"tools/bigint.ts":   "export default () => 10n;\n",
+			"tools/binary.ts":   "export default () => '\xec\xec\xec';\n",
 		})
 		wantKind(t, run(t, e, "tools/math/fib.ts", `[1]`), "invalid_args", "JSON object")
 		wantKind(t, run(t, e, "tools/math/fib.ts", `{"n":`), "invalid_args", "not valid JSON")
@@ -418,6 +419,7 @@ func TestBadInputs(t *testing.T) {
 		wantKind(t, run(t, e, "tools/reject.ts", `{}`), "exception", "TypeError: bad input")
 		wantResult(t, run(t, e, "tools/undef.ts", `{}`), "null")
 		wantKind(t, run(t, e, "tools/bigint.ts", `{}`), "exception", "cannot be turned into JSON")
+		wantKind(t, run(t, e, "tools/binary.ts", `{}`), "compile_error", "not valid UTF-8")
 	})
 }
 
