@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/vfs"
+)
+
+// demoTool is one step of the demo: a tool, how it is run, and what must
+// come out. The demo fails (exit 1) if any step does not behave as expected.
+type demoTool struct {
+	path, title, src, args string
+	valid                  bool   // check_tool's verdict
+	want                   string // the JSON result, or the error kind when it starts with "!"
+	limits                 executor.Limits
+}
+
+var demoTools = []demoTool{
+	{path: "tools/math/fib.ts", title: "a pure function", valid: true, args: `{"n": 10}`, want: "55", src: `/** Returns the n-th Fibonacci number. */
+export default function fib(args: { n: number }): number {
+  const n = args.n;
+  if (n <= 1) return n;
+  let a = 0, b = 1;
+  for (let i = 2; i <= n; i++) {
+    const temp = a + b;
+    a = b;
+    b = temp;
+  }
+  return b;
+}
+`},
+	{path: "tools/lib/stats.ts", title: "a library other tools require", valid: true, src: `/** Sums and averages of a list of numbers. */
+export function sum(xs: number[]): number {
+  return xs.reduce((a, b) => a + b, 0);
+}
+
+export function mean(xs: number[]): number {
+  return xs.length === 0 ? 0 : sum(xs) / xs.length;
+}
+`},
+	{path: "tools/reports/orders.ts", title: "composition + the tgp bridge", valid: true, args: `{"file": "data/orders.json", "by": "region"}`,
+		want: `{"groups":{"north":{"count":2,"total":150,"mean":75},"south":{"count":1,"total":40,"mean":40}},"report":"/tmp/report.txt"}`, src: `/**
+ * Groups orders from a JSON file by a field and totals their amounts.
+ * @tag reports
+ */
+import { sum, mean } from '../lib/stats';
+
+type Order = { amount: number } & Record<string, unknown>;
+
+export default async function (args: { file: string; by: string }) {
+  const orders: Order[] = JSON.parse(await tgp.read_file(args.file));
+  const keys = [...new Set(orders.map((o) => String(o[args.by])))];
+  const groups = Object.fromEntries(keys.map((k) => {
+    const amounts = orders.filter((o) => String(o[args.by]) === k).map((o) => o.amount);
+    return [k, { count: amounts.length, total: sum(amounts), mean: mean(amounts) }];
+  }));
+  const lines = keys.map((k) => k + '|' + groups[k].total);
+  await tgp.write_file('/tmp/report.txt', lines.join('\n'));
+  tgp.log('wrote', lines.length, 'lines to /tmp/report.txt');
+  return { groups, report: '/tmp/report.txt' };
+}
+`},
+	{path: "tools/bad/magic.ts", title: "breaks the standards", valid: false, args: `{}`, want: "0.15", src: `export default function (args: any) {
+  const discount = 0.15;
+  return args.price > 42 ? 'ops@example.com' : discount;
+}
+`},
+	{path: "tools/bad/escape.ts", title: "tries to leave the jail", valid: true, args: `{}`, want: "!exception", src: `/** Reads a file outside the tool root. */
+export default async function () {
+  return tgp.read_file('../../etc/passwd');
+}
+`},
+	{path: "tools/bad/freeze.ts", title: "never returns", valid: true, args: `{}`, want: "!timeout", limits: executor.Limits{Timeout: 300 * time.Millisecond}, src: `/** Spins forever. */
+export default function () {
+  for (;;) {
+    // nothing
+  }
+}
+`},
+	{path: "tools/bad/bomb.ts", title: "allocates 64 GiB at once", valid: false, args: `{}`, want: "!memory_limit", src: `/** Builds a 64 GiB string. */
+export default function (args: { exp: number }) {
+  return 'x'.repeat(2 ** 36).length + args.exp;
+}
+`},
+	{path: "tools/bad/ctor.ts", title: "smuggles eval through a constructor", valid: false, args: `{}`, want: "!exception", src: `/** Builds code from a string. */
+export default function () {
+  const F = (() => null).constructor;
+  return F('return globalThis')();
+}
+`},
+}
+
+func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	dirFlag := fs.String("dir", "", "the tool root to create (default: a fresh temporary directory, removed at the end)")
+	keep := fs.Bool("keep", false, "keep the temporary tool root")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("demo takes no arguments")
+	}
+	dir := *dirFlag
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "agentos-demo-"); err != nil {
+			return err
+		}
+		if !*keep {
+			defer os.RemoveAll(dir)
+		}
+	}
+	if _, err := agentos.Init(dir); err != nil {
+		return err
+	}
+	cfg, err := agentos.LoadConfig(dir)
+	if err != nil {
+		return err
+	}
+	jail, err := vfs.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer jail.Close()
+	if err := jail.WriteFile("data/orders.json", []byte(`[{"region":"north","amount":100},{"region":"south","amount":40},{"region":"north","amount":50}]`)); err != nil {
+		return err
+	}
+	ex, err := executor.New(cfg.ExecutorOptions(dir))
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+	checker := check.New(cfg.CheckOptions())
+
+	fmt.Fprintf(stdout, "agentos demo: tools are written, checked on a syntax tree, and run in sandbox worker processes\n")
+	fmt.Fprintf(stdout, "tool root: %s\n\n", dir)
+	surprises := 0
+	for i, t := range demoTools {
+		fmt.Fprintf(stdout, "%d. %s — %s\n", i+1, t.path, t.title)
+		if err := jail.WriteFile(t.path, []byte(t.src)); err != nil {
+			return err
+		}
+		res := checker.Check(t.path, []byte(t.src))
+		verdict := "valid"
+		if !res.Valid {
+			verdict = fmt.Sprintf("invalid, %d errors", len(res.Errors))
+		}
+		fmt.Fprintf(stdout, "   check  %s, risk %s\n", verdict, res.Risk)
+		for j, f := range res.Errors {
+			if j == 3 {
+				fmt.Fprintf(stdout, "          ... %d more\n", len(res.Errors)-3)
+				break
+			}
+			fmt.Fprintf(stdout, "          %s\n", f)
+		}
+		if res.Valid != t.valid {
+			surprises++
+			fmt.Fprintf(stdout, "   UNEXPECTED: check said valid=%v\n", res.Valid)
+		}
+		if t.args == "" {
+			fmt.Fprintln(stdout)
+			continue
+		}
+		if !res.Valid {
+			fmt.Fprintf(stdout, "   exec   (run anyway, to show the sandbox holds)\n")
+		}
+		r := ex.Exec(ctx, executor.Request{Path: t.path, Args: json.RawMessage(t.args), Limits: t.limits})
+		got := string(r.Result)
+		if !r.Success {
+			got = "!" + string(r.Error.Kind)
+			fmt.Fprintf(stdout, "   exec   %s -> stopped: %s: %s\n", t.args, r.Error.Kind, firstLine(r.Error.Message))
+		} else {
+			fmt.Fprintf(stdout, "   exec   %s -> %s\n", t.args, got)
+		}
+		for _, l := range r.Logs {
+			fmt.Fprintf(stdout, "          log: %s\n", l)
+		}
+		fmt.Fprintf(stdout, "          %d bridge calls, %v\n", r.Calls, r.Duration.Round(10*time.Microsecond))
+		if got != t.want {
+			surprises++
+			fmt.Fprintf(stdout, "   UNEXPECTED: wanted %s\n", t.want)
+		}
+		fmt.Fprintln(stdout)
+	}
+	// The host survived every bad tool: one more good run proves it.
+	r := ex.Exec(ctx, executor.Request{Path: "tools/math/fib.ts", Args: json.RawMessage(`{"n": 30}`)})
+	fmt.Fprintf(stdout, "after all that, the runtime still serves: fib(30) = %s\n", r.Result)
+	if string(r.Result) != "832040" {
+		surprises++
+	}
+	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "agentos-run-*"))
+	fmt.Fprintf(stdout, "per-run /tmp directories left behind: %d\n", len(left))
+	if surprises > 0 {
+		fmt.Fprintf(stdout, "\n%d step(s) did not behave as expected\n", surprises)
+		return errFailed
+	}
+	fmt.Fprintf(stdout, "\nevery step behaved as expected\n")
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor"
+)
+
+// runExec is exec_tool from the terminal:
+// agentos exec [--root DIR] [--json] [--timeout D] PATH [ARGS_JSON].
+func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	root := fs.String("root", ".", "the tool root")
+	asJSON := fs.Bool("json", false, "print exactly one JSON object {success, result, logs, error}")
+	timeout := fs.Duration("timeout", 0, "wall-clock limit of the run (default: the tool root's, 5s)")
+	inproc := fs.Bool("inprocess", false, "run in this process instead of a sandbox worker (trusted tools only)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return usagef("expected PATH and optional ARGS_JSON, got %d arguments", len(pos))
+	}
+	argsJSON := json.RawMessage("{}")
+	if len(pos) == 2 {
+		argsJSON = json.RawMessage(pos[1])
+		if !json.Valid(argsJSON) || !strings.HasPrefix(strings.TrimSpace(pos[1]), "{") {
+			return usagef("ARGS_JSON must be a JSON object, e.g. '{\"n\": 10}'; got %q", pos[1])
+		}
+	}
+	absRoot, cfg, err := openRoot(*root)
+	if err != nil {
+		return err
+	}
+	rel, err := toolPath(absRoot, pos[0])
+	if err != nil {
+		return err
+	}
+	opts := cfg.ExecutorOptions(absRoot)
+	opts.Workers = 1
+	if *inproc {
+		opts.Isolation = executor.IsolationInProcess
+	}
+	ex, err := executor.New(opts)
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+	res := ex.Exec(ctx, executor.Request{Path: rel, Args: argsJSON, Limits: executor.Limits{Timeout: *timeout}})
+	if *asJSON {
+		if err := fprintJSON(stdout, res); err != nil {
+			return err
+		}
+	} else {
+		printExec(stdout, stderr, res)
+	}
+	if !res.Success {
+		return errFailed
+	}
+	return nil
+}
+
+func printExec(stdout, stderr io.Writer, res executor.Result) {
+	for _, l := range res.Logs {
+		fmt.Fprintf(stderr, "log: %s\n", l)
+	}
+	if res.Success {
+		var v any
+		if json.Unmarshal(res.Result, &v) == nil {
+			fprintJSON(stdout, v)
+		} else {
+			fmt.Fprintln(stdout, string(res.Result))
+		}
+		return
+	}
+	fmt.Fprintf(stderr, "error (%s): %s\n", res.Error.Kind, res.Error.Message)
+	if res.Error.Stack != "" {
+		fmt.Fprintf(stderr, "%s\n", res.Error.Stack)
+	}
+	fmt.Fprintf(stderr, "(run took %v)\n", res.Duration.Round(time.Microsecond))
+}

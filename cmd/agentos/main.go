@@ -1,0 +1,134 @@
+// Command agentos is the terminal interface of the agentos runtime.
+//
+//	agentos init  [DIR]                                  scaffold a tool root
+//	agentos check [--root DIR] [--json] PATH             static analysis of a tool
+//	agentos exec  [--root DIR] [--json] PATH [ARGS_JSON] run a tool in the sandbox
+//	agentos demo  [--dir DIR]                            write, check and run sample tools
+//
+// Exit status: 0 on success, 1 when a tool is invalid or its run failed, 2 on
+// a usage error (unknown flag, missing argument, malformed JSON, missing
+// file). Errors are one line that says what to do.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+
+	"github.com/agentos-run/agentos/actors/executor"
+)
+
+func main() {
+	executor.WorkerMain() // a sandbox worker is this binary re-executed
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	usage   string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = []command{
+	{"init", "scaffold a tool root (config, tools/, registry); safe to run twice", "agentos init [DIR]", runInit},
+	{"check", "check a tool: syntax, the standards, risk level", "agentos check [--root DIR] [--json] PATH", runCheck},
+	{"exec", "run a tool in the sandbox with JSON args", "agentos exec [--root DIR] [--json] [--timeout D] PATH [ARGS_JSON]", runExec},
+	{"demo", "write sample tools into a fresh tool root, check and run them", "agentos demo [--dir DIR] [--keep]", runDemo},
+}
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
+)
+
+// usageError is a mistake in how the command was called: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// failed means the command ran and reported a failure itself: exit status 1.
+var errFailed = errors.New("failed")
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		printUsage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, args[1:], stdout, stderr)
+		var ue *usageError
+		switch {
+		case err == nil:
+			return exitOK
+		case errors.Is(err, flag.ErrHelp):
+			fmt.Fprintf(stdout, "usage: %s\n\n%s\n", c.usage, c.summary)
+			return exitOK
+		case errors.As(err, &ue):
+			fmt.Fprintf(stderr, "agentos %s: %s (usage: %s)\n", c.name, ue.msg, c.usage)
+			return exitUsage
+		case errors.Is(err, errFailed):
+			return exitFailed
+		default:
+			fmt.Fprintf(stderr, "agentos %s: %v\n", c.name, err)
+			return exitFailed
+		}
+	}
+	fmt.Fprintf(stderr, "agentos: unknown command %q: run 'agentos help' for the list\n", args[0])
+	return exitUsage
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "agentos: a runtime where agents forge, check and run their own TypeScript tools")
+	fmt.Fprintln(w, "\nusage:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-66s %s\n", c.usage, c.summary)
+	}
+	fmt.Fprintln(w, "\nexit status: 0 ok, 1 tool invalid or run failed, 2 usage error")
+}
+
+// parseFlags parses flags that may stand before, between or after the
+// positional arguments, and returns the positional ones. Everything after a
+// literal "--" is positional.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var rest []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, rest = args[:i], args[i+1:]
+	}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("%v", err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}

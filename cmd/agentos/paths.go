@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentos-run/agentos"
+)
+
+// openRoot resolves --root and loads its configuration.
+func openRoot(root string) (string, agentos.Config, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", agentos.Config{}, err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil || !fi.IsDir() {
+		return "", agentos.Config{}, usagef("the tool root %s is not a directory: pass --root DIR or run 'agentos init'", abs)
+	}
+	cfg, err := agentos.LoadConfig(abs)
+	return abs, cfg, err
+}
+
+// toolPath turns the PATH argument into a path relative to the tool root: a
+// path that exists under the root as given, else a path relative to the
+// current directory (or absolute) that lies inside the root.
+func toolPath(root, p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
+			return filepath.ToSlash(filepath.Clean(p)), nil
+		}
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
+		return "", usagef("no file %s (paths are relative to the tool root %s or to the current directory)", p, root)
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", usagef("%s is outside the tool root %s: pass --root DIR", p, root)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+func fprintJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encoding JSON output: %w", err)
+	}
+	return nil
+}
