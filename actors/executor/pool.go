@@ -3,6 +3,7 @@ package executor
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,6 +36,9 @@ func newPool(n int, opts Options) *pool {
 	p.wg.Go(func() {
 		for range n {
 			w, err := p.spawn()
+			if errors.Is(err, errPoolClosed) {
+				return
+			}
 			if err != nil {
 				p.log.Warn("agentos: prewarming a sandbox worker failed; workers will be started on demand", "err", err)
 				return
@@ -44,6 +48,8 @@ func newPool(n int, opts Options) *pool {
 	})
 	return p
 }
+
+var errPoolClosed = errors.New("the executor is closed")
 
 // worker is the parent's handle on one worker process.
 type worker struct {
@@ -118,7 +124,7 @@ func (p *pool) spawn() (*worker, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, fmt.Errorf("the executor is closed")
+		return nil, errPoolClosed
 	}
 	if err := cmd.Start(); err != nil {
 		p.mu.Unlock()
@@ -257,13 +263,25 @@ func (p *pool) death(w *worker, job sandbox.Job) *Error {
 		return &Error{Kind: sandbox.KindTimeout, Message: fmt.Sprintf("the tool ran longer than its %v limit and did not stop (a native built-in such as JSON.stringify or sort was still running), so its worker was killed; look for huge inputs or an endless loop", job.Limits.Timeout)}
 	case reason == "cancelled":
 		return &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled by its caller and its worker stopped"}
-	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory"):
+	case outOfMemory(stderr):
 		return &Error{Kind: sandbox.KindMemory, Message: fmt.Sprintf("the tool exceeded its %d-byte memory limit and its worker process was stopped; allocate less (e.g. stream rows instead of building one huge string or array)", job.Limits.MemoryBytes)}
 	case strings.Contains(stderr, "stack overflow") || strings.Contains(stderr, "stack exceeds"):
 		return &Error{Kind: sandbox.KindStack, Message: "the tool overflowed the worker's native stack; look for runaway recursion"}
 	default:
 		return &Error{Kind: sandbox.KindCrash, Message: fmt.Sprintf("the sandbox worker died (%v); this is a bug in agentos or the runtime, please report it with this output: %s", w.cmd.ProcessState, lastLines(stderr, 5))}
 	}
+}
+
+// outOfMemory reports whether a worker's stderr shows it died because the
+// address-space limit refused memory: Go's "out of memory", mmap's ENOMEM,
+// or the race detector's failure to map its shadow memory.
+func outOfMemory(stderr string) bool {
+	for _, s := range []string{"out of memory", "cannot allocate memory", "address space collisions"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // tail keeps the first and the last max/2 bytes written to it (a worker's
