@@ -3,7 +3,11 @@
 //
 // The output is a CommonJS module body wrapped as a function expression
 //
-//	(function (exports, require, module, __filename, __dirname) { ... })
+//	(function (exports, require, module, __filename, __dirname, __agentos_helpers) { ... })
+//
+// where the last parameter MUST be the object HelpersJS evaluates to (see
+// helpers.go: esbuild's per-module interop prelude is replaced by helpers
+// prepared once per runtime)
 //
 // targeting ES2022 with the features goja lacks (async generators, for await)
 // lowered by esbuild. Top-level await cannot be lowered and is reported as a
@@ -34,7 +38,7 @@ const DefaultCacheEntries = 4096
 // Wrapper prefix and suffix around every module body. The prefix is a
 // banner, so esbuild shifts the source map by it.
 const (
-	wrapPrefix = "(function (exports, require, module, __filename, __dirname) {"
+	wrapPrefix = "(function (exports, require, module, __filename, __dirname, " + HelpersParam + ") {"
 	wrapSuffix = "\n})"
 )
 
@@ -170,7 +174,8 @@ func transform(path, hash string, src []byte) result {
 		}
 		return result{err: e}
 	}
-	return result{out: Output{JS: string(res.Code), Hash: hash}}
+	js, _ := rewriteHelpers(string(res.Code))
+	return result{out: Output{JS: js, Hash: hash}}
 }
 
 // invalidUTF8At returns the 1-based line and byte column of the first byte

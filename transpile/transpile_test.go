@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/evanw/esbuild/pkg/api"
 )
 
 func TestTranspileWrapsCommonJS(t *testing.T) {
@@ -92,5 +94,36 @@ func TestInvalidUTF8IsACompileErrorNotAHang(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.Diagnostics[0].Line != 2 || e.Diagnostics[0].Column != 12 || !strings.Contains(err.Error(), "not valid UTF-8") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestHelpersMatchEsbuild transpiles modules that use every interop helper
+// and requires each one to be recognised. It fails when an esbuild upgrade
+// changes a helper's text: update esbuildHelpers (and HelpersJS if the
+// semantics changed).
+func TestHelpersMatchEsbuild(t *testing.T) {
+	src := "import d from './x';\nimport * as ns from './y';\nexport * from './z';\nexport const a = d + ns.b;\nexport default a;\n"
+	res := api.Transform(src, api.TransformOptions{Loader: api.LoaderTS, Format: api.FormatCommonJS, Target: api.ES2022, Banner: wrapPrefix})
+	if len(res.Errors) > 0 {
+		t.Fatal(res.Errors)
+	}
+	js, n := rewriteHelpers(string(res.Code))
+	if n != len(esbuildHelpers) {
+		t.Fatalf("recognised %d of %d helpers; esbuild's prelude changed:\n%s", n, len(esbuildHelpers), res.Code)
+	}
+	if strings.Count(js, "\n") != strings.Count(string(res.Code), "\n") {
+		t.Fatal("the rewrite changed the line count: the source map would be off")
+	}
+	if !strings.Contains(js, "var __toCommonJS = "+HelpersParam+".__toCommonJS;") {
+		t.Fatalf("no alias in:\n%s", js)
+	}
+}
+
+// A user variable that merely looks like a helper is left alone, and so is
+// everything after the prelude.
+func TestRewriteStopsAtUserCode(t *testing.T) {
+	js := "(function () {\nvar __export = 1;\nvar __defProp = Object.defineProperty;\n})"
+	if out, n := rewriteHelpers(js); n != 0 || out != js {
+		t.Fatalf("rewrote %d: %s", n, out)
 	}
 }

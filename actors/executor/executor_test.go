@@ -134,7 +134,9 @@ func TestCompositionThroughRequire(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Isolation) {
 		e := newExec(t, mode, map[string]string{
 			"tools/lib/math.ts":      "export function double(n: number) { return n * 2; }\nexport const PI = 3.14;\n",
-			"tools/lib/index.ts":     "export { double } from './math';\n",
+			"tools/lib/index.ts":     "export { double } from './math';\nexport * from './more';\n",
+			"tools/lib/more.ts":      "export const triple = (n: number) => n * 3;\nexport default 'not re-exported';\n",
+			"tools/star.ts":          "import * as lib from './lib';\nimport def from './lib/more';\nexport default () => [lib.triple(2), Object.keys(lib).sort(), def];\n",
 			"tools/calc.ts":          "const { double, PI } = require('./lib/math');\nexport default function (args: { val: number }) { return double(args.val) + PI; }\n",
 			"tools/calc_import.ts":   "import { double } from './lib';\nimport * as m from '/lib/lib/math';\nexport default (a: { val: number }) => double(a.val) + m.PI;\n",
 			"tools/cycle/a.ts":       "import * as b from './b';\nexport const name = 'a';\nexport default () => b.peer();\n",
@@ -148,6 +150,7 @@ func TestCompositionThroughRequire(t *testing.T) {
 		wantResult(t, run(t, e, "tools/calc.ts", `{"val": 10}`), "23.14")
 		wantResult(t, run(t, e, "tools/calc_import.ts", `{"val": 10}`), "23.14")
 		wantResult(t, run(t, e, "tools/cycle/a.ts", `{}`), `"b sees a"`)
+		wantResult(t, run(t, e, "tools/star.ts", `{}`), `[6,["double","triple"],"not re-exported"]`)
 		wantResult(t, run(t, e, "tools/shared_module.ts", `{}`), `[1,2]`) // one module instance per run
 		wantResult(t, run(t, e, "tools/shared_module.ts", `{}`), `[1,2]`) // and none across runs
 		r := run(t, e, "tools/escape.ts", `{}`)

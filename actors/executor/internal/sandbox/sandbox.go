@@ -36,6 +36,7 @@ import (
 
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/internal/lru"
+	"github.com/agentos-run/agentos/transpile"
 )
 
 // RegexpTimeout bounds one regular-expression match in the backtracking
@@ -150,15 +151,19 @@ type Engine struct {
 	filling bool      // a goroutine is preparing the spare
 }
 
+// helpersJS is compiled once: see transpile.HelpersJS.
+var helpersJS = goja.MustCompile("agentos:helpers", transpile.HelpersJS, true)
+
 // prepared is a fresh, hardened runtime not yet used by any run.
 type prepared struct {
-	vm     *goja.Runtime
-	cfg    *goja.Object // the bootstrap's config (cfg.max)
-	hooks  *hooks
-	parse  goja.Callable
-	strfy  goja.Callable
-	errCtr goja.Value
-	err    error
+	vm      *goja.Runtime
+	helpers goja.Value   // the esbuild interop helpers every module receives
+	cfg     *goja.Object // the bootstrap's config (cfg.max)
+	hooks   *hooks
+	parse   goja.Callable
+	strfy   goja.Callable
+	errCtr  goja.Value
+	err     error
 }
 
 // hooks routes the bootstrap's callbacks to the run that takes the runtime.
@@ -184,6 +189,10 @@ func (e *Engine) prepare() *prepared {
 	}
 	bootFn, _ := goja.AssertFunction(boot)
 	if _, err := bootFn(nil, p.cfg, vm.ToValue(oom)); err != nil {
+		p.err = err
+		return p
+	}
+	if p.helpers, err = vm.RunProgram(helpersJS); err != nil {
 		p.err = err
 		return p
 	}
@@ -257,20 +266,21 @@ type pending struct {
 }
 
 type run struct {
-	e      *Engine
-	ctx    context.Context
-	vm     *goja.Runtime
-	br     Bridge
-	lim    Limits
-	seq    atomic.Uint64
-	logs   []string
-	out    int // bytes of logs so far
-	queue  []*pending
-	mods   map[string]*goja.Object
-	rng    *rand.Rand
-	parse  goja.Callable
-	strfy  goja.Callable
-	errCtr goja.Value
+	e       *Engine
+	ctx     context.Context
+	vm      *goja.Runtime
+	br      Bridge
+	lim     Limits
+	seq     atomic.Uint64
+	logs    []string
+	out     int // bytes of logs so far
+	queue   []*pending
+	mods    map[string]*goja.Object
+	rng     *rand.Rand
+	parse   goja.Callable
+	strfy   goja.Callable
+	errCtr  goja.Value
+	helpers goja.Value
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -285,7 +295,7 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	defer cancel()
 	p := e.take()
 	r := &run{e: e, ctx: ctx, vm: p.vm, br: br, lim: lim, mods: map[string]*goja.Object{}, stop: make(chan struct{}),
-		parse: p.parse, strfy: p.strfy, errCtr: p.errCtr}
+		parse: p.parse, strfy: p.strfy, errCtr: p.errCtr, helpers: p.helpers}
 	p.hooks.oom = r.oom
 	p.cfg.Set("max", lim.MemoryBytes)
 	defer func() {
@@ -450,7 +460,7 @@ func (r *run) load(m Module) (*goja.Object, error) {
 		return nil, errorf(KindInternal, "%s: transpiled module is not a function", m.Path)
 	}
 	dir := m.Path[:max(strings.LastIndexByte(m.Path, '/'), 0)]
-	if _, err := fn(goja.Undefined(), exports, vm.ToValue(r.requireFrom(m.Path)), module, vm.ToValue(m.Path), vm.ToValue(dir)); err != nil {
+	if _, err := fn(goja.Undefined(), exports, vm.ToValue(r.requireFrom(m.Path)), module, vm.ToValue(m.Path), vm.ToValue(dir), r.helpers); err != nil {
 		return nil, err
 	}
 	return module.Get("exports").ToObject(vm), nil
