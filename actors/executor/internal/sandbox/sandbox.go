@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -145,6 +146,8 @@ type Engine struct {
 	programs *lru.Cache[string, *goja.Program]
 	guard    bool
 
+	bindings atomic.Pointer[[]Binding] // the last job's, to prepare with
+
 	mu      sync.Mutex
 	cond    *sync.Cond
 	spare   *prepared // the next run's runtime, if ready
@@ -159,16 +162,19 @@ type prepared struct {
 	vm      *goja.Runtime
 	helpers goja.Value   // the esbuild interop helpers every module receives
 	cfg     *goja.Object // the bootstrap's config (cfg.max)
-	hooks   *hooks
-	parse   goja.Callable
-	strfy   goja.Callable
-	errCtr  goja.Value
-	err     error
+	// bindings are the tgp functions installed (nil: DefaultBindings)
+	bindings []Binding
+	hooks    *hooks
+	parse    goja.Callable
+	strfy    goja.Callable
+	errCtr   goja.Value
+	err      error
 }
 
-// hooks routes the bootstrap's callbacks to the run that takes the runtime.
+// hooks routes the callbacks installed while preparing a runtime (the
+// bootstrap's oom, the tgp and console functions) to the run that takes it.
 type hooks struct {
-	oom func(bytes int64, what string)
+	run *run
 }
 
 func (e *Engine) prepare() *prepared {
@@ -178,8 +184,8 @@ func (e *Engine) prepare() *prepared {
 	p.cfg.Set("guard", e.guard)
 	h := p.hooks
 	oom := func(bytes int64, what string) {
-		if h.oom != nil {
-			h.oom(bytes, what)
+		if h.run != nil {
+			h.run.oom(bytes, what)
 		}
 	}
 	boot, err := vm.RunProgram(bootstrapJS)
@@ -200,6 +206,10 @@ func (e *Engine) prepare() *prepared {
 	p.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
 	p.strfy, _ = goja.AssertFunction(jsonObj.Get("stringify"))
 	p.errCtr = vm.Get("Error")
+	if b := e.bindings.Load(); b != nil {
+		p.bindings = *b
+	}
+	installGlobals(vm, h, p.bindings)
 	return p
 }
 
@@ -296,8 +306,12 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	p := e.take()
 	r := &run{e: e, ctx: ctx, vm: p.vm, br: br, lim: lim, mods: map[string]*goja.Object{}, stop: make(chan struct{}),
 		parse: p.parse, strfy: p.strfy, errCtr: p.errCtr, helpers: p.helpers}
-	p.hooks.oom = r.oom
+	p.hooks.run = r
 	p.cfg.Set("max", lim.MemoryBytes)
+	if !slices.EqualFunc(p.bindings, job.Bindings, sameBinding) {
+		installGlobals(p.vm, p.hooks, job.Bindings) // this job brings other bindings
+		e.bindings.Store(&job.Bindings)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			out = Outcome{Logs: r.logs, Err: errorf(KindInternal, "the sandbox panicked: %v", p), Calls: r.seq.Load()}
@@ -348,7 +362,6 @@ func (r *run) main(job Job) (json.RawMessage, error) {
 	vm.SetMaxCallStackSize(r.lim.MaxCallDepth)
 	vm.SetRandSource(r.random)
 	vm.SetTimeSource(r.now)
-	r.installGlobals(job.Bindings)
 
 	exports, err := r.load(job.Entry)
 	if err != nil {
@@ -498,50 +511,56 @@ func (r *run) rethrow(err error) any {
 	return err
 }
 
-func (r *run) installGlobals(bindings []Binding) {
-	vm := r.vm
+// installGlobals defines tgp and console on vm; their functions act on the
+// run that h points at when they are called.
+func installGlobals(vm *goja.Runtime, h *hooks, bindings []Binding) {
 	tgp := vm.NewObject()
 	if bindings == nil {
 		bindings = DefaultBindings
 	}
 	for _, b := range bindings {
-		tgp.Set(b.Name, r.binding(b))
+		tgp.Set(b.Name, func(c goja.FunctionCall) goja.Value { return h.run.callBinding(b, c) })
 	}
-	tgp.Set("log", r.log(""))
+	logFn := func(prefix string) func(goja.FunctionCall) goja.Value {
+		return func(c goja.FunctionCall) goja.Value { return h.run.log(prefix, c) }
+	}
+	tgp.Set("log", logFn(""))
 	vm.Set("tgp", tgp)
 	console := vm.NewObject()
 	for _, lvl := range []string{"log", "info", "debug"} {
-		console.Set(lvl, r.log(""))
+		console.Set(lvl, logFn(""))
 	}
-	console.Set("warn", r.log("warn: "))
-	console.Set("error", r.log("error: "))
+	console.Set("warn", logFn("warn: "))
+	console.Set("error", logFn("error: "))
 	vm.Set("console", console)
 }
 
-// binding returns tgp.<name>: positional args -> request object -> Call,
+func sameBinding(a, b Binding) bool {
+	return a.Name == b.Name && a.Driver == b.Driver && a.Op == b.Op && slices.Equal(a.Params, b.Params)
+}
+
+// callBinding is tgp.<name>: positional args -> request object -> Call,
 // answered asynchronously through a promise.
-func (r *run) binding(b Binding) func(goja.FunctionCall) goja.Value {
-	return func(c goja.FunctionCall) goja.Value {
-		req := r.vm.NewObject()
-		for i, name := range b.Params {
-			if a := c.Argument(i); !goja.IsUndefined(a) {
-				req.Set(name, a)
-			}
+func (r *run) callBinding(b Binding, c goja.FunctionCall) goja.Value {
+	req := r.vm.NewObject()
+	for i, name := range b.Params {
+		if a := c.Argument(i); !goja.IsUndefined(a) {
+			req.Set(name, a)
 		}
-		s, err := r.strfy(nil, req)
-		if err != nil {
-			panic(r.throw(driver.CodeInvalid, fmt.Sprintf("tgp.%s: arguments are not JSON-serializable: %v", b.Name, err)))
-		}
-		call := driver.Call{Seq: r.seq.Add(1), Driver: b.Driver, Op: b.Op, Request: json.RawMessage(s.String())}
-		p, resolve, reject := r.vm.NewPromise()
-		pc := &pending{ch: make(chan callResult, 1), resolve: resolve, reject: reject}
-		r.queue = append(r.queue, pc)
-		go func() {
-			val, err := r.do(call)
-			pc.ch <- callResult{val, err}
-		}()
-		return r.vm.ToValue(p)
 	}
+	s, err := r.strfy(nil, req)
+	if err != nil {
+		panic(r.throw(driver.CodeInvalid, fmt.Sprintf("tgp.%s: arguments are not JSON-serializable: %v", b.Name, err)))
+	}
+	call := driver.Call{Seq: r.seq.Add(1), Driver: b.Driver, Op: b.Op, Request: json.RawMessage(s.String())}
+	p, resolve, reject := r.vm.NewPromise()
+	pc := &pending{ch: make(chan callResult, 1), resolve: resolve, reject: reject}
+	r.queue = append(r.queue, pc)
+	go func() {
+		val, err := r.do(call)
+		pc.ch <- callResult{val, err}
+	}()
+	return r.vm.ToValue(p)
 }
 
 // do calls the bridge, turning a panic in a Host into an error.
@@ -588,21 +607,20 @@ func (r *run) random() float64 {
 	return r.rng.Float64()
 }
 
-func (r *run) log(prefix string) func(goja.FunctionCall) goja.Value {
-	return func(c goja.FunctionCall) goja.Value {
-		parts := make([]string, len(c.Arguments))
-		for i, a := range c.Arguments {
-			parts[i] = r.format(a)
-		}
-		line := prefix + strings.Join(parts, " ")
-		r.out += len(line)
-		if r.out > r.lim.MaxOutputBytes {
-			r.abort(errorf(KindOutput, "the tool logged more than its %d-byte output limit: log less", r.lim.MaxOutputBytes))
-			return goja.Undefined()
-		}
-		r.logs = append(r.logs, line)
+// log is tgp.log and console.*: one line of the run's logs.
+func (r *run) log(prefix string, c goja.FunctionCall) goja.Value {
+	parts := make([]string, len(c.Arguments))
+	for i, a := range c.Arguments {
+		parts[i] = r.format(a)
+	}
+	line := prefix + strings.Join(parts, " ")
+	r.out += len(line)
+	if r.out > r.lim.MaxOutputBytes {
+		r.abort(errorf(KindOutput, "the tool logged more than its %d-byte output limit: log less", r.lim.MaxOutputBytes))
 		return goja.Undefined()
 	}
+	r.logs = append(r.logs, line)
+	return goja.Undefined()
 }
 
 func (r *run) format(v goja.Value) string {
