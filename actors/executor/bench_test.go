@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentos-run/agentos/internal/benchutil"
 )
 
 // benchExec runs fib(10) repeatedly: the tool is transpiled and compiled once,
@@ -17,6 +19,8 @@ func benchExec(b *testing.B, mode Isolation) {
 	if r := e.Exec(context.Background(), req); !r.Success || string(r.Result) != "55" { // warm up
 		b.Fatalf("%+v", r)
 	}
+	cpu := benchutil.CPUTime()
+	defer benchutil.ReportCPU(b, cpu) // the host process only: a worker's CPU is not counted
 	for b.Loop() {
 		if r := e.Exec(context.Background(), req); !r.Success {
 			b.Fatal(r.Error)

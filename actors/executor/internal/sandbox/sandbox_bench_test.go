@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/benchutil"
 	"github.com/agentos-run/agentos/transpile"
 )
 
@@ -46,6 +47,8 @@ func BenchmarkRunFib(b *testing.B) {
 	}
 	job := Job{Entry: Module{Path: "tools/fib.ts", Hash: out.Hash, JS: out.JS}, Args: json.RawMessage(`{"n":10}`)}
 	e := NewEngine(0, false)
+	cpu := benchutil.CPUTime()
+	defer benchutil.ReportCPU(b, cpu)
 	for b.Loop() {
 		if o := e.Run(context.Background(), job, nopBridge{}); o.Err != nil || string(o.Result) != "55" {
 			b.Fatal(o.Err, string(o.Result))
