@@ -134,7 +134,7 @@ func (e *Executor) Exec(ctx context.Context, req Request) (res Result) {
 		mux[name] = d
 	}
 	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...)}
-	job := sandbox.Job{Entry: entry, Args: req.Args, Limits: mergeLimits(req.Limits, e.opts.Limits), Bindings: e.binding}
+	job := sandbox.Job{Entry: entry, Args: req.Args, Limits: req.Limits.Or(e.opts.Limits), Bindings: e.binding}
 
 	var out sandbox.Outcome
 	if e.pool != nil {
@@ -160,22 +160,6 @@ func checkArgs(args json.RawMessage) *Error {
 		return &Error{Kind: sandbox.KindInvalidArgs, Message: "args must be a JSON object such as {\"n\": 10}, not " + s[:min(len(s), 40)]}
 	}
 	return nil
-}
-
-func mergeLimits(l, def Limits) Limits {
-	if l.Timeout <= 0 {
-		l.Timeout = def.Timeout
-	}
-	if l.MemoryBytes <= 0 {
-		l.MemoryBytes = def.MemoryBytes
-	}
-	if l.MaxCallDepth <= 0 {
-		l.MaxCallDepth = def.MaxCallDepth
-	}
-	if l.MaxOutputBytes <= 0 {
-		l.MaxOutputBytes = def.MaxOutputBytes
-	}
-	return l
 }
 
 // module reads and transpiles the tool at p (root-relative).

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/samples"
 )
 
 func TestMain(m *testing.M) {
@@ -23,19 +24,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"))
 }
 
-const fibTool = `/** Returns the n-th Fibonacci number. */
-export default function fib(args: { n: number }): number {
-  const n = args.n;
-  if (n <= 1) return n;
-  let a = 0, b = 1;
-  for (let i = 2; i <= n; i++) {
-    const temp = a + b;
-    a = b;
-    b = temp;
-  }
-  return b;
-}
-`
+const fibTool = samples.FibTool
 
 var modes = []Isolation{IsolationInProcess, IsolationProcess}
 

@@ -23,11 +23,7 @@ func runCheck(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("expected one PATH, got %d arguments", len(pos))
 	}
-	absRoot, cfg, err := openRoot(*root)
-	if err != nil {
-		return err
-	}
-	rel, err := toolPath(absRoot, pos[0])
+	absRoot, cfg, rel, err := rootedTool(*root, pos[0])
 	if err != nil {
 		return err
 	}

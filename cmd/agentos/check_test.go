@@ -4,21 +4,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/agentos-run/agentos/internal/samples"
 )
 
-const fibSrc = `/** Returns the n-th Fibonacci number. */
-export default function fib(args: { n: number }): number {
-  const n = args.n;
-  if (n <= 1) return n;
-  let a = 0, b = 1;
-  for (let i = 2; i <= n; i++) {
-    const temp = a + b;
-    a = b;
-    b = temp;
-  }
-  return b;
-}
-`
+const fibSrc = samples.FibTool
 
 func TestCheck(t *testing.T) {
 	root := toolRoot(t, map[string]string{

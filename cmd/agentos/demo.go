@@ -14,6 +14,7 @@ import (
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -27,19 +28,7 @@ type demoTool struct {
 }
 
 var demoTools = []demoTool{
-	{path: "tools/math/fib.ts", title: "a pure function", valid: true, args: `{"n": 10}`, want: "55", src: `/** Returns the n-th Fibonacci number. */
-export default function fib(args: { n: number }): number {
-  const n = args.n;
-  if (n <= 1) return n;
-  let a = 0, b = 1;
-  for (let i = 2; i <= n; i++) {
-    const temp = a + b;
-    a = b;
-    b = temp;
-  }
-  return b;
-}
-`},
+	{path: samples.FibPath, title: "a pure function", valid: true, args: `{"n": 10}`, want: "55", src: samples.FibTool},
 	{path: "tools/lib/stats.ts", title: "a library other tools require", valid: true, src: `/** Sums and averages of a list of numbers. */
 export function sum(xs: number[]): number {
   return xs.reduce((a, b) => a + b, 0);
@@ -194,7 +183,7 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		fmt.Fprintln(stdout)
 	}
 	// The host survived every bad tool: one more good run proves it.
-	r := ex.Exec(ctx, executor.Request{Path: "tools/math/fib.ts", Args: json.RawMessage(`{"n": 30}`)})
+	r := ex.Exec(ctx, executor.Request{Path: samples.FibPath, Args: json.RawMessage(`{"n": 30}`)})
 	fmt.Fprintf(stdout, "after all that, the runtime still serves: fib(30) = %s\n", r.Result)
 	if string(r.Result) != "832040" {
 		surprises++

@@ -34,11 +34,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usagef("ARGS_JSON must be a JSON object, e.g. '{\"n\": 10}'; got %q", pos[1])
 		}
 	}
-	absRoot, cfg, err := openRoot(*root)
-	if err != nil {
-		return err
-	}
-	rel, err := toolPath(absRoot, pos[0])
+	absRoot, cfg, rel, err := rootedTool(*root, pos[0])
 	if err != nil {
 		return err
 	}

@@ -67,18 +67,21 @@ var DefaultLimits = Limits{
 }
 
 // WithDefaults fills zero fields from DefaultLimits.
-func (l Limits) WithDefaults() Limits {
+func (l Limits) WithDefaults() Limits { return l.Or(DefaultLimits) }
+
+// Or fills the zero (or negative) fields of l from def.
+func (l Limits) Or(def Limits) Limits {
 	if l.Timeout <= 0 {
-		l.Timeout = DefaultLimits.Timeout
+		l.Timeout = def.Timeout
 	}
 	if l.MemoryBytes <= 0 {
-		l.MemoryBytes = DefaultLimits.MemoryBytes
+		l.MemoryBytes = def.MemoryBytes
 	}
 	if l.MaxCallDepth <= 0 {
-		l.MaxCallDepth = DefaultLimits.MaxCallDepth
+		l.MaxCallDepth = def.MaxCallDepth
 	}
 	if l.MaxOutputBytes <= 0 {
-		l.MaxOutputBytes = DefaultLimits.MaxOutputBytes
+		l.MaxOutputBytes = def.MaxOutputBytes
 	}
 	return l
 }
