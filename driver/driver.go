@@ -68,6 +68,9 @@ const (
 	CodeUnsupported = "unsupported"      // no such driver or operation
 	CodeIO          = "io"               // the device failed
 	CodeUnavailable = "unavailable"      // the device cannot answer now (e.g. run ended)
+	// CodeAbort ends the whole run instead of failing one call: the tool
+	// cannot catch it. The journal uses it when a replay diverges.
+	CodeAbort = "abort_run"
 )
 
 // Error is a failed call as the tool sees it: a JS Error whose .code is Code.

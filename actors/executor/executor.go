@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -29,6 +30,10 @@ type Request struct {
 	// Middleware wraps the run's Host, outermost first: the hook through
 	// which the journal records and replays every call of the run.
 	Middleware []driver.Middleware
+	// Source, when set, is run instead of the file at Path; Path still names
+	// the module (its directory resolves relative requires). Replay uses it
+	// to run the recorded or a patched version of a tool.
+	Source []byte
 }
 
 // Result is what exec_tool returns.
@@ -116,7 +121,7 @@ func (e *Executor) Exec(ctx context.Context, req Request) (res Result) {
 		res.Error = err
 		return res
 	}
-	entry, err := e.module(req.Path)
+	entry, err := e.moduleWith(req.Path, req.Source)
 	if err != nil {
 		res.Error = err
 		return res
@@ -162,15 +167,31 @@ func checkArgs(args json.RawMessage) *Error {
 	return nil
 }
 
+// Source returns the current source of the tool at p and its content hash.
+func (e *Executor) Source(p string) (src []byte, hash string, err error) {
+	clean, err := vfs.Clean(p)
+	if err != nil {
+		return nil, "", pathError(p, err)
+	}
+	if src, err = e.root.ReadFile(clean); err != nil {
+		return nil, "", pathError(p, err)
+	}
+	return src, transpile.Hash(src), nil
+}
+
 // module reads and transpiles the tool at p (root-relative).
-func (e *Executor) module(p string) (sandbox.Module, *Error) {
+func (e *Executor) module(p string) (sandbox.Module, *Error) { return e.moduleWith(p, nil) }
+
+// moduleWith transpiles src (or, when nil, the file at p) as module p.
+func (e *Executor) moduleWith(p string, src []byte) (sandbox.Module, *Error) {
 	clean, err := vfs.Clean(p)
 	if err != nil {
 		return sandbox.Module{}, pathError(p, err)
 	}
-	src, err := e.root.ReadFile(clean)
-	if err != nil {
-		return sandbox.Module{}, pathError(p, err)
+	if src == nil {
+		if src, err = e.root.ReadFile(clean); err != nil {
+			return sandbox.Module{}, pathError(p, err)
+		}
 	}
 	out, err := e.opts.Transpiler.Transpile(clean, src)
 	if err != nil {

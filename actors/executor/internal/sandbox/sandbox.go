@@ -414,7 +414,9 @@ func (r *run) settle(p *goja.Promise) (goja.Value, error) {
 			return nil, r.reason.Load()
 		}
 		var err error
-		if res.err != nil {
+		if res.err != nil && driver.AsError(res.err).Code == driver.CodeAbort {
+			return nil, &Error{Kind: KindHostFailure, Message: driver.AsError(res.err).Message, Code: driver.CodeAbort}
+		} else if res.err != nil {
 			err = pc.reject(r.jsError(res.err))
 		} else if v, perr := r.fromJSON(res.val); perr != nil {
 			err = pc.reject(r.jsError(perr))

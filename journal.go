@@ -1,0 +1,176 @@
+package agentos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/transpile"
+)
+
+// JournalFile is where a tool root's journal lives by default.
+var JournalFile = filepath.Join(StateDir, "journal.db")
+
+// Exec runs req on ex and records the run in j: its metadata, the tool's
+// source (by content hash) and every driver call. With a nil journal it runs
+// live. It returns the result and the run id ("" when live).
+//
+// A run cancelled by its caller (shutdown) is left "running" so that
+// Recover resumes it later; any other outcome ends the run.
+func Exec(ctx context.Context, ex *executor.Executor, j *journal.Journal, req executor.Request) (executor.Result, string, error) {
+	if j == nil {
+		return ex.Exec(ctx, req), "", nil
+	}
+	src, hash, err := ex.Source(req.Path)
+	if req.Source != nil {
+		src, hash, err = req.Source, transpile.Hash(req.Source), nil
+	}
+	if err != nil {
+		return ex.Exec(ctx, req), "", nil // the run reports the missing tool; there is nothing to record
+	}
+	if err := j.PutSource(hash, src); err != nil {
+		return executor.Result{}, "", fmt.Errorf("journaling the tool source: %w", err)
+	}
+	run, err := j.Begin(journal.RunMeta{Kind: "exec", Tool: req.Path, Hash: hash, Args: req.Args})
+	if err != nil {
+		return executor.Result{}, "", fmt.Errorf("journaling the run: %w", err)
+	}
+	req.Middleware = append([]driver.Middleware{run.Middleware()}, req.Middleware...)
+	res := ex.Exec(ctx, req)
+	if res.Error != nil && errors.Is(res.Error, executor.ErrCancelled) {
+		return res, run.ID(), nil
+	}
+	return res, run.ID(), endRun(run, res)
+}
+
+func endRun(run *journal.Run, res executor.Result) error {
+	status := journal.StatusOK
+	var errJSON json.RawMessage
+	if res.Error != nil {
+		status = journal.StatusFailed
+		errJSON, _ = json.Marshal(res.Error)
+	}
+	return run.End(status, res.Result, errJSON)
+}
+
+// ReplayReport compares a replayed run with its recording.
+type ReplayReport struct {
+	// Run is the recorded run.
+	Run journal.RunMeta `json:"run"`
+	// Result is what the replay produced.
+	Result executor.Result `json:"result"`
+	// Patched says the replay ran a different source than the recorded one.
+	Patched bool `json:"patched"`
+	// Same says the replay's result (or error kind) equals the recorded one.
+	Same bool `json:"same"`
+	// Divergence is the first point where the code asked for other I/O
+	// than recorded; nil when it followed the recording.
+	Divergence *journal.DivergenceError `json:"divergence,omitempty"`
+}
+
+// Replay re-executes run id offline: every driver call is answered from the
+// journal and no device is touched. patched, when not nil, is a new version
+// of the tool fed the recorded I/O (how a user debugs a bad tool); otherwise
+// the recorded source is run, even if the file changed since.
+func Replay(ctx context.Context, ex *executor.Executor, j *journal.Journal, id string, patched []byte) (ReplayReport, error) {
+	rep, err := j.Replayer(id)
+	if err != nil {
+		return ReplayReport{}, err
+	}
+	meta := rep.Meta()
+	src := patched
+	if src == nil {
+		if src, err = j.Source(meta.Hash); err != nil {
+			return ReplayReport{}, fmt.Errorf("run %s cannot be replayed: %w", meta.ID, err)
+		}
+	}
+	res := ex.Exec(ctx, executor.Request{Path: meta.Tool, Args: meta.Args, Source: src, Middleware: []driver.Middleware{rep.Middleware()}})
+	r := ReplayReport{Run: meta, Result: res, Patched: patched != nil, Divergence: rep.Finish()}
+	r.Same = sameOutcome(meta, res)
+	return r, nil
+}
+
+// sameOutcome compares a result with a recorded run's: equal JSON results,
+// or failures of the same kind.
+func sameOutcome(meta journal.RunMeta, res executor.Result) bool {
+	if (meta.Status == journal.StatusOK) != res.Success {
+		return false
+	}
+	if res.Success {
+		return jsonEqual(meta.Result, res.Result)
+	}
+	var rec executor.Error
+	if json.Unmarshal(meta.Error, &rec) != nil {
+		return false
+	}
+	return rec.Kind == res.Error.Kind && rec.Message == res.Error.Message
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
+}
+
+// RecoverReport says what became of one unfinished run.
+type RecoverReport struct {
+	Run     journal.RunMeta `json:"run"`
+	Resumed bool            `json:"resumed"`
+	Result  executor.Result `json:"result,omitzero"`
+	// Reason says why a run could not be resumed (it was marked failed).
+	Reason string `json:"reason,omitempty"`
+}
+
+// Recover finds the runs a crash left unfinished and resumes each: the
+// recorded prefix of its calls is answered from the journal (nothing is paid
+// for twice), then the run continues live and is appended to. A run whose
+// tool changed or vanished since is marked failed with the reason: none is
+// dropped silently.
+func Recover(ctx context.Context, ex *executor.Executor, j *journal.Journal) ([]RecoverReport, error) {
+	runs, err := j.Unfinished()
+	if err != nil {
+		return nil, err
+	}
+	var out []RecoverReport
+	for _, meta := range runs {
+		rep := RecoverReport{Run: meta}
+		_, hash, serr := ex.Source(meta.Tool)
+		switch {
+		case serr != nil:
+			rep.Reason = fmt.Sprintf("cannot resume: the tool %s is gone (%v)", meta.Tool, serr)
+		case hash != meta.Hash:
+			rep.Reason = fmt.Sprintf("cannot resume: the tool %s changed since the run started (content hash %.12s, now %.12s); replay it with 'agentos replay %s --tool %s' instead", meta.Tool, meta.Hash, hash, meta.ID, meta.Tool)
+		}
+		if rep.Reason != "" {
+			if err := j.MarkFailed(meta.ID, rep.Reason); err != nil {
+				return out, err
+			}
+			out = append(out, rep)
+			continue
+		}
+		rec, err := j.Recover(meta.ID)
+		if err != nil {
+			return out, err
+		}
+		rep.Result = ex.Exec(ctx, executor.Request{Path: meta.Tool, Args: meta.Args, Middleware: []driver.Middleware{rec.Middleware()}})
+		if rep.Result.Error != nil && errors.Is(rep.Result.Error, executor.ErrCancelled) {
+			out = append(out, rep) // interrupted again: still resumable
+			continue
+		}
+		rep.Resumed = true
+		if err := endRun(rec.Run(), rep.Result); err != nil {
+			return out, err
+		}
+		out = append(out, rep)
+	}
+	return out, nil
+}

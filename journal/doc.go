@@ -1,0 +1,42 @@
+// Package journal records every driver call of a run in a bbolt file, and
+// answers them again: to replay a run offline, to replay it against a
+// patched tool, and to resume a run that a crash interrupted.
+//
+// # The choke point
+//
+// A run's driver calls all pass through one driver.Host (see package
+// driver). The journal wraps that Host with a Middleware: there is no second
+// path. Each call is stored under (run id, sequence number) with its driver,
+// operation, request (canonical JSON, credentials redacted), response or
+// error, and duration.
+//
+// # Modes
+//
+//	live     no journal: the Host is used as is
+//	record   Begin + Run.Middleware: every call goes to the devices and is recorded
+//	replay   Replayer.Middleware: every call is answered from the journal, no device is touched
+//	recover  Recovery.Middleware: the recorded prefix is answered from the journal,
+//	         later calls go to the devices and are appended
+//
+// In replay, a call whose request differs from the recorded one, or that
+// comes after the recorded end, stops the run with a *DivergenceError
+// carrying a stable code ([AGENTOS-J001], [AGENTOS-J002]), the sequence
+// number, and the expected and actual requests.
+//
+// # Durability
+//
+// IMPORTANT: choose with Options.Durability, knowing what a crash (kill -9,
+// power loss) can cost:
+//
+//	SyncEach     an entry is committed and fsynced before its result is handed
+//	             to the tool: a crash loses nothing that the tool saw.
+//	GroupCommit  (default) entries are queued and a writer commits them in
+//	             batches, fsyncing each batch: a crash may lose the entries of
+//	             the last batch not yet committed (milliseconds of calls); the
+//	             run's start and end are always committed before returning.
+//	NoSync       like GroupCommit but without fsync (tests, scratch): an OS
+//	             crash may lose more; a process crash loses the queue.
+//
+// In every mode the file stays consistent: bbolt commits are atomic, so a
+// crash never leaves a torn entry or a corrupt file.
+package journal

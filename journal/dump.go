@@ -1,0 +1,57 @@
+package journal
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Dump is a whole run as JSON: its metadata, the tool's source and every
+// entry. It is what `agentos trace --json` prints and what golden journals
+// in testdata are made of.
+type Dump struct {
+	Run     RunMeta `json:"run"`
+	Source  string  `json:"source,omitempty"`
+	Entries []Entry `json:"entries"`
+}
+
+// Export returns run id as a Dump.
+func (j *Journal) Export(id string) (Dump, error) {
+	meta, err := j.Get(id)
+	if err != nil {
+		return Dump{}, err
+	}
+	entries, err := j.Entries(meta.ID)
+	if err != nil {
+		return Dump{}, err
+	}
+	d := Dump{Run: meta, Entries: entries}
+	if d.Entries == nil {
+		d.Entries = []Entry{}
+	}
+	if src, err := j.Source(meta.Hash); err == nil {
+		d.Source = string(src)
+	}
+	return d, nil
+}
+
+// Import writes a Dump into the journal (replacing a run with the same id).
+func (j *Journal) Import(d Dump) error {
+	if d.Run.ID == "" {
+		return fmt.Errorf("importing a run: the dump has no run id")
+	}
+	if d.Source != "" && d.Run.Hash != "" {
+		if err := j.PutSource(d.Run.Hash, []byte(d.Source)); err != nil {
+			return err
+		}
+	}
+	for _, e := range d.Entries {
+		b, err := json.Marshal(&e)
+		if err != nil {
+			return err
+		}
+		if err := j.submit(&write{run: d.Run.ID, seq: e.Seq, entry: b}, false); err != nil {
+			return err
+		}
+	}
+	return j.putMeta(d.Run)
+}

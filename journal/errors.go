@@ -1,0 +1,45 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the journal. Test with errors.Is.
+var (
+	// ErrNoRun: no run with that id is in the journal.
+	ErrNoRun = errors.New("no such run in the journal")
+	// ErrClosed: the journal was closed.
+	ErrClosed = errors.New("the journal is closed")
+	// ErrAmbiguous: a run id prefix matches more than one run.
+	ErrAmbiguous = errors.New("the run id prefix matches several runs")
+)
+
+// Divergence codes: stable, greppable, documented in docs/REPLAY.md.
+const (
+	// CodeRequestDiffers: the code asked for different I/O than recorded.
+	CodeRequestDiffers = "AGENTOS-J001"
+	// CodeBeyondEnd: the code made a call after the recorded run had ended.
+	CodeBeyondEnd = "AGENTOS-J002"
+	// CodeUnconsumed: the code ended without making calls the recording has.
+	CodeUnconsumed = "AGENTOS-J003"
+)
+
+// DivergenceError says where a replayed run stopped following its recording.
+type DivergenceError struct {
+	Code     string // CodeRequestDiffers, CodeBeyondEnd or CodeUnconsumed
+	RunID    string
+	Seq      uint64
+	Expected string // the recorded call, "driver.op request" ("" beyond the end)
+	Actual   string // the call the code made ("" when it made none)
+}
+
+func (e *DivergenceError) Error() string {
+	switch e.Code {
+	case CodeBeyondEnd:
+		return fmt.Sprintf("[%s] replay of run %s diverged at call #%d: the recording ended, but the code made another call: %s", e.Code, e.RunID, e.Seq, e.Actual)
+	case CodeUnconsumed:
+		return fmt.Sprintf("[%s] replay of run %s diverged: the code ended after call #%d, but the recording continues with #%d: %s", e.Code, e.RunID, e.Seq-1, e.Seq, e.Expected)
+	}
+	return fmt.Sprintf("[%s] replay of run %s diverged at call #%d: expected %s, got %s", e.Code, e.RunID, e.Seq, e.Expected, e.Actual)
+}

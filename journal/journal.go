@@ -1,0 +1,456 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/agentos-run/agentos/driver"
+)
+
+// Durability says when an entry is on disk; see the package documentation.
+type Durability int
+
+// The durability modes.
+const (
+	GroupCommit Durability = iota // the default
+	SyncEach
+	NoSync
+)
+
+func (d Durability) String() string {
+	return [...]string{"group-commit", "sync-each", "no-sync"}[d]
+}
+
+// Options configure a journal. The zero value is GroupCommit with defaults.
+type Options struct {
+	Durability Durability
+	// MaxBatch bounds the entries one group commit writes. Default 4096.
+	MaxBatch int
+	// Redact lists extra request/response field names (case-insensitive)
+	// whose values never reach the file, besides DefaultRedactedFields.
+	Redact []string
+	// Now is the clock of run start and end times; nil means time.Now.
+	Now func() time.Time
+}
+
+// Run status values.
+const (
+	StatusRunning = "running" // started, not ended: a crash left it, or it is in flight
+	StatusOK      = "ok"
+	StatusFailed  = "failed"
+)
+
+// RunMeta describes one run: one top-level operation (an exec_tool call;
+// later a forge or a conversation).
+type RunMeta struct {
+	ID      string          `json:"id"`
+	Kind    string          `json:"kind"`           // "exec"
+	Tool    string          `json:"tool,omitempty"` // tool path
+	Hash    string          `json:"hash,omitempty"` // the tool's content hash
+	Args    json.RawMessage `json:"args,omitempty"`
+	Started time.Time       `json:"started"`
+	Ended   time.Time       `json:"ended,omitzero"`
+	Status  string          `json:"status"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+	Reason  string          `json:"reason,omitempty"` // why a run was marked failed by recovery
+	// ReplayOf names the run this one replayed or recovered, if any.
+	ReplayOf string `json:"replay_of,omitempty"`
+}
+
+// Duration is how long the run took (0 while it runs).
+func (m RunMeta) Duration() time.Duration {
+	if m.Ended.IsZero() {
+		return 0
+	}
+	return m.Ended.Sub(m.Started)
+}
+
+// Entry is one recorded driver call.
+type Entry struct {
+	Seq      uint64          `json:"seq"`
+	Driver   string          `json:"driver"`
+	Op       string          `json:"op"`
+	Request  json.RawMessage `json:"request,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
+	Error    *driver.Error   `json:"error,omitempty"`
+	At       time.Time       `json:"at"`
+	Duration time.Duration   `json:"duration_ns"`
+	Cost     float64         `json:"cost,omitempty"`
+}
+
+// call renders the entry's request the way divergence errors show it.
+func (e *Entry) call() string { return fmt.Sprintf("%s.%s %s", e.Driver, e.Op, e.Request) }
+
+var (
+	bucketRuns    = []byte("runs")
+	bucketEntries = []byte("entries")
+	bucketSources = []byte("sources") // content hash -> tool source
+)
+
+// Journal is an open journal file. It is safe for concurrent use.
+type Journal struct {
+	db     *bolt.DB
+	opts   Options
+	redact *redactor
+	now    func() time.Time
+
+	writes chan *write
+	wg     sync.WaitGroup
+	mu     sync.RWMutex // guards closed against sends on writes
+	closed bool
+}
+
+// write is one unit for the writer goroutine.
+type write struct {
+	source []byte // a tool source to keep under run (its hash), or nil
+	run    string
+	entry []byte // encoded Entry, or nil
+	seq   uint64
+	meta  []byte // encoded RunMeta, or nil
+	done  chan error
+}
+
+// Open opens (creating if needed) the journal file at path.
+func Open(path string, opts Options) (*Journal, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.Durability == NoSync, NoFreelistSync: true})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("opening journal %s: another agentos process holds it open; stop it or use another journal file", path)
+		}
+		return nil, fmt.Errorf("opening journal %s: %w", path, err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketRuns, bucketEntries, bucketSources} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("initialising journal %s: %w", path, err)
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 4096
+	}
+	j := &Journal{db: db, opts: opts, redact: newRedactor(opts.Redact), now: opts.Now, writes: make(chan *write, opts.MaxBatch)}
+	if j.now == nil {
+		j.now = time.Now
+	}
+	j.wg.Go(j.writer)
+	return j, nil
+}
+
+// Path returns the journal file's path.
+func (j *Journal) Path() string { return j.db.Path() }
+
+// Close commits what is queued and closes the file. Runs still open stay
+// "running": recovery resumes them later.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return nil
+	}
+	j.closed = true
+	close(j.writes)
+	j.mu.Unlock()
+	j.wg.Wait()
+	return j.db.Close()
+}
+
+// submit hands w to the writer; with wait it returns once w is committed.
+func (j *Journal) submit(w *write, wait bool) error {
+	if wait {
+		w.done = make(chan error, 1)
+	}
+	j.mu.RLock()
+	if j.closed {
+		j.mu.RUnlock()
+		return ErrClosed
+	}
+	j.writes <- w
+	j.mu.RUnlock()
+	if wait {
+		return <-w.done
+	}
+	return nil
+}
+
+// writer commits queued writes in batches, one transaction per batch.
+func (j *Journal) writer() {
+	batch := make([]*write, 0, j.opts.MaxBatch)
+	for w := range j.writes {
+		batch = append(batch[:0], w)
+	fill:
+		for len(batch) < j.opts.MaxBatch {
+			select {
+			case w, ok := <-j.writes:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, w)
+			default:
+				break fill
+			}
+		}
+		err := j.db.Update(func(tx *bolt.Tx) error {
+			runs, entries := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries)
+			for _, w := range batch {
+				if w.source != nil {
+					if err := tx.Bucket(bucketSources).Put([]byte(w.run), w.source); err != nil {
+						return err
+					}
+				}
+				if w.meta != nil {
+					if err := runs.Put([]byte(w.run), w.meta); err != nil {
+						return err
+					}
+				}
+				if w.entry != nil {
+					b, err := entries.CreateBucketIfNotExists([]byte(w.run))
+					if err != nil {
+						return err
+					}
+					if err := b.Put(seqKey(w.seq), w.entry); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		for _, w := range batch {
+			if w.done != nil {
+				w.done <- err
+			}
+		}
+	}
+}
+
+func seqKey(seq uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k[:]
+}
+
+// newID returns a run id that sorts by start time: 20261122-205012.345-a1b2c3.
+func (j *Journal) newID() string {
+	var r [3]byte
+	rand.Read(r[:])
+	return j.now().UTC().Format("20060102-150405.000") + "-" + hex.EncodeToString(r[:])
+}
+
+// Begin records the start of a run (committed before it returns) and
+// returns the handle that records its calls. meta.ID, Started and Status
+// are filled in.
+func (j *Journal) Begin(meta RunMeta) (*Run, error) {
+	if meta.ID == "" {
+		meta.ID = j.newID()
+	}
+	meta.Started = j.now()
+	meta.Status = StatusRunning
+	if err := j.putMeta(meta); err != nil {
+		return nil, err
+	}
+	return &Run{j: j, meta: meta}, nil
+}
+
+func (j *Journal) putMeta(meta RunMeta) error {
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	return j.submit(&write{run: meta.ID, meta: b}, true)
+}
+
+// PutSource keeps a tool's source under its content hash (once), so that a
+// run can be replayed against the exact code it ran even after the file
+// changed.
+func (j *Journal) PutSource(hash string, src []byte) error {
+	if _, err := j.Source(hash); err == nil {
+		return nil
+	}
+	return j.submit(&write{run: hash, source: src}, true)
+}
+
+// Source returns the tool source kept under hash.
+func (j *Journal) Source(hash string) ([]byte, error) {
+	var src []byte
+	err := j.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketSources).Get([]byte(hash)); v != nil {
+			src = bytes.Clone(v)
+			return nil
+		}
+		return fmt.Errorf("the journal keeps no source with hash %s", hash)
+	})
+	return src, err
+}
+
+// Run is a run being recorded.
+type Run struct {
+	j    *Journal
+	meta RunMeta
+}
+
+// ID returns the run's id.
+func (r *Run) ID() string { return r.meta.ID }
+
+// Middleware records every call of the run: the call goes to the wrapped
+// Host, then its request and response are journaled before the response is
+// returned (and, under SyncEach, fsynced first).
+func (r *Run) Middleware() driver.Middleware {
+	return func(next driver.Host) driver.Host {
+		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+			start := r.j.now()
+			val, err := next.Do(ctx, c)
+			if rerr := r.j.record(r.meta.ID, c, val, err, start); rerr != nil {
+				return nil, driver.Errorf(driver.CodeUnavailable, "%s: the journal could not record the call, so its result is withheld: %v", c, rerr)
+			}
+			return val, err
+		})
+	}
+}
+
+// record journals one call.
+func (j *Journal) record(run string, c driver.Call, val json.RawMessage, callErr error, start time.Time) error {
+	e := Entry{Seq: c.Seq, Driver: c.Driver, Op: c.Op, Request: j.redact.json(c.Request), At: start, Duration: j.now().Sub(start)}
+	if callErr != nil {
+		e.Error = driver.AsError(callErr)
+		e.Error = &driver.Error{Code: e.Error.Code, Message: j.redact.text(e.Error.Message)}
+	} else {
+		e.Response = j.redact.json(val)
+	}
+	b, err := json.Marshal(&e)
+	if err != nil {
+		return err
+	}
+	return j.submit(&write{run: run, seq: c.Seq, entry: b}, j.opts.Durability == SyncEach)
+}
+
+// End records how the run ended (committed before it returns).
+func (r *Run) End(status string, result, errJSON json.RawMessage) error {
+	r.meta.Ended = r.j.now()
+	r.meta.Status = status
+	r.meta.Result = r.j.redact.json(result)
+	r.meta.Error = r.j.redact.json(errJSON)
+	return r.j.putMeta(r.meta)
+}
+
+// Meta returns the run's metadata as last written.
+func (r *Run) Meta() RunMeta { return r.meta }
+
+// Runs returns every run's metadata, oldest first.
+func (j *Journal) Runs() ([]RunMeta, error) {
+	var out []RunMeta
+	err := j.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
+			var m RunMeta
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			out = append(out, m)
+			return nil
+		})
+	})
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Started.Before(out[b].Started) })
+	return out, err
+}
+
+// Get returns the run whose id is id or starts with it (a unique prefix).
+func (j *Journal) Get(id string) (RunMeta, error) {
+	var found []RunMeta
+	err := j.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketRuns).Cursor()
+		for k, v := c.Seek([]byte(id)); k != nil && bytes.HasPrefix(k, []byte(id)); k, v = c.Next() {
+			var m RunMeta
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			if m.ID == id {
+				found = []RunMeta{m}
+				return nil
+			}
+			found = append(found, m)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return RunMeta{}, err
+	case len(found) == 0 || id == "":
+		return RunMeta{}, fmt.Errorf("%w: %q (list them with 'agentos runs')", ErrNoRun, id)
+	case len(found) > 1:
+		return RunMeta{}, fmt.Errorf("%w: %q matches %s and %d more; give more of the id", ErrAmbiguous, id, found[0].ID, len(found)-1)
+	}
+	return found[0], nil
+}
+
+// Entries returns a run's recorded calls in sequence order.
+func (j *Journal) Entries(id string) ([]Entry, error) {
+	var out []Entry
+	err := j.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEntries).Bucket([]byte(id))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			var e Entry
+			if err := json.Unmarshal(v, &e); err != nil {
+				return err
+			}
+			out = append(out, e)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Unfinished returns the runs that started and never ended.
+func (j *Journal) Unfinished() ([]RunMeta, error) {
+	runs, err := j.Runs()
+	var out []RunMeta
+	for _, r := range runs {
+		if r.Status == StatusRunning {
+			out = append(out, r)
+		}
+	}
+	return out, err
+}
+
+// MarkFailed ends a run that cannot be resumed, saying why: a run is never
+// silently dropped.
+func (j *Journal) MarkFailed(id, reason string) error {
+	m, err := j.Get(id)
+	if err != nil {
+		return err
+	}
+	m.Status, m.Reason, m.Ended = StatusFailed, reason, j.now()
+	return j.putMeta(m)
+}
+
+// Check runs bbolt's consistency check over the whole file.
+func (j *Journal) Check() error {
+	return j.db.View(func(tx *bolt.Tx) error {
+		var errs []string
+		for err := range tx.Check() {
+			errs = append(errs, err.Error())
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("journal %s is inconsistent: %s", j.db.Path(), strings.Join(errs, "; "))
+		}
+		return nil
+	})
+}

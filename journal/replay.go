@@ -1,0 +1,139 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/agentos-run/agentos/driver"
+)
+
+// Replayer answers a run's calls from its recording.
+type Replayer struct {
+	j       *Journal
+	meta    RunMeta
+	entries map[uint64]*Entry
+	last    uint64 // the highest recorded seq
+
+	mu   sync.Mutex
+	used map[uint64]bool
+	div  *DivergenceError // the first divergence
+}
+
+// Replayer loads the recording of run id (a unique prefix will do).
+func (j *Journal) Replayer(id string) (*Replayer, error) {
+	meta, err := j.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := j.Entries(meta.ID)
+	if err != nil {
+		return nil, err
+	}
+	p := &Replayer{j: j, meta: meta, entries: make(map[uint64]*Entry, len(entries)), used: map[uint64]bool{}}
+	for i := range entries {
+		e := &entries[i]
+		p.entries[e.Seq] = e
+		p.last = max(p.last, e.Seq)
+	}
+	return p, nil
+}
+
+// Meta returns the recorded run's metadata.
+func (p *Replayer) Meta() RunMeta { return p.meta }
+
+// Middleware answers every call from the recording and never calls the
+// wrapped Host: no device is touched. A call that diverges aborts the run
+// (the tool cannot catch it) with the divergence's message.
+func (p *Replayer) Middleware() driver.Middleware {
+	return func(driver.Host) driver.Host {
+		return driver.HostFunc(func(_ context.Context, c driver.Call) (json.RawMessage, error) {
+			return p.answer(c)
+		})
+	}
+}
+
+// answer serves c from the recording, or reports the divergence.
+func (p *Replayer) answer(c driver.Call) (json.RawMessage, error) {
+	e, ok := p.entries[c.Seq]
+	if !ok {
+		return nil, p.diverge(&DivergenceError{Code: CodeBeyondEnd, RunID: p.meta.ID, Seq: c.Seq, Actual: p.render(c)})
+	}
+	if e.Driver != c.Driver || e.Op != c.Op || !bytes.Equal(e.Request, p.j.redact.json(c.Request)) {
+		return nil, p.diverge(&DivergenceError{Code: CodeRequestDiffers, RunID: p.meta.ID, Seq: c.Seq, Expected: e.call(), Actual: p.render(c)})
+	}
+	p.mu.Lock()
+	p.used[c.Seq] = true
+	p.mu.Unlock()
+	if e.Error != nil {
+		return nil, e.Error
+	}
+	return e.Response, nil
+}
+
+func (p *Replayer) render(c driver.Call) string {
+	return fmt.Sprintf("%s.%s %s", c.Driver, c.Op, p.j.redact.json(c.Request))
+}
+
+func (p *Replayer) diverge(d *DivergenceError) error {
+	p.mu.Lock()
+	if p.div == nil {
+		p.div = d
+	}
+	p.mu.Unlock()
+	return &driver.Error{Code: driver.CodeAbort, Message: d.Error()}
+}
+
+// Finish reports the first divergence of the replay: one seen during the run
+// or, when the code ended early, the first recorded call it never made
+// ([AGENTOS-J003]). It returns nil when the run followed its recording.
+func (p *Replayer) Finish() *DivergenceError {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.div != nil {
+		return p.div
+	}
+	for seq := uint64(1); seq <= p.last; seq++ {
+		if e, ok := p.entries[seq]; ok && !p.used[seq] {
+			p.div = &DivergenceError{Code: CodeUnconsumed, RunID: p.meta.ID, Seq: seq, Expected: e.call()}
+			return p.div
+		}
+	}
+	return nil
+}
+
+// Recovery resumes an unfinished run: its recorded prefix is answered from
+// the journal (nothing is paid for twice), later calls go live and are
+// appended to the same run.
+type Recovery struct {
+	*Replayer
+	run *Run
+}
+
+// Recover prepares to resume run id.
+func (j *Journal) Recover(id string) (*Recovery, error) {
+	p, err := j.Replayer(id)
+	if err != nil {
+		return nil, err
+	}
+	return &Recovery{Replayer: p, run: &Run{j: j, meta: p.meta}}, nil
+}
+
+// Run returns the handle that ends the resumed run.
+func (r *Recovery) Run() *Run { return r.run }
+
+// Middleware serves recorded calls from the journal and records the rest.
+func (r *Recovery) Middleware() driver.Middleware {
+	record := r.run.Middleware()
+	return func(next driver.Host) driver.Host {
+		live := record(next)
+		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+			if _, ok := r.entries[c.Seq]; ok {
+				return r.answer(c)
+			}
+			return live.Do(ctx, c)
+		})
+	}
+}
