@@ -117,10 +117,10 @@ type Journal struct {
 type write struct {
 	source []byte // a tool source to keep under run (its hash), or nil
 	run    string
-	entry []byte // encoded Entry, or nil
-	seq   uint64
-	meta  []byte // encoded RunMeta, or nil
-	done  chan error
+	entry  []byte // encoded Entry, or nil
+	seq    uint64
+	meta   []byte // encoded RunMeta, or nil
+	done   chan error
 }
 
 // Open opens (creating if needed) the journal file at path.
