@@ -27,11 +27,11 @@ const (
 
 // DivergenceError says where a replayed run stopped following its recording.
 type DivergenceError struct {
-	Code     string // CodeRequestDiffers, CodeBeyondEnd or CodeUnconsumed
-	RunID    string
-	Seq      uint64
-	Expected string // the recorded call, "driver.op request" ("" beyond the end)
-	Actual   string // the call the code made ("" when it made none)
+	Code     string `json:"code"` // CodeRequestDiffers, CodeBeyondEnd or CodeUnconsumed
+	RunID    string `json:"run_id"`
+	Seq      uint64 `json:"seq"`
+	Expected string `json:"expected,omitempty"` // the recorded call, "driver.op request" ("" beyond the end)
+	Actual   string `json:"actual,omitempty"`   // the call the code made ("" when it made none)
 }
 
 func (e *DivergenceError) Error() string {

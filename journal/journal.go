@@ -418,6 +418,18 @@ func (j *Journal) Entries(id string) ([]Entry, error) {
 	return out, err
 }
 
+// Count returns how many calls run id recorded.
+func (j *Journal) Count(id string) (int, error) {
+	n := 0
+	err := j.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketEntries).Bucket([]byte(id)); b != nil {
+			n = b.Stats().KeyN
+		}
+		return nil
+	})
+	return n, err
+}
+
 // Unfinished returns the runs that started and never ended.
 func (j *Journal) Unfinished() ([]RunMeta, error) {
 	runs, err := j.Runs()

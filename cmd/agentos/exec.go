@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/journal"
 )
 
 // runExec is exec_tool from the terminal:
@@ -20,6 +22,8 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	asJSON := fs.Bool("json", false, "print exactly one JSON object {success, result, logs, error}")
 	timeout := fs.Duration("timeout", 0, "wall-clock limit of the run (default: the tool root's, 5s)")
 	inproc := fs.Bool("inprocess", false, "run in this process instead of a sandbox worker (trusted tools only)")
+	jpath := fs.String("journal", "", "the journal file (default: <root>/.agentos/journal.db)")
+	noJournal := fs.Bool("no-journal", false, "do not record the run")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -48,13 +52,29 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer ex.Close()
-	res := ex.Exec(ctx, executor.Request{Path: rel, Args: argsJSON, Limits: executor.Limits{Timeout: *timeout}})
+	var j *journal.Journal
+	if !*noJournal {
+		if j, err = openJournal(absRoot, *jpath, false); err != nil {
+			return err
+		}
+		defer j.Close()
+	}
+	res, runID, err := agentos.Exec(ctx, ex, j, executor.Request{Path: rel, Args: argsJSON, Limits: executor.Limits{Timeout: *timeout}})
+	if err != nil {
+		return err
+	}
 	if *asJSON {
-		if err := fprintJSON(stdout, res); err != nil {
+		if err := fprintJSON(stdout, struct {
+			executor.Result
+			Run string `json:"run,omitempty"`
+		}{res, runID}); err != nil {
 			return err
 		}
 	} else {
 		printExec(stdout, stderr, res)
+		if runID != "" {
+			fmt.Fprintf(stderr, "run %s recorded: replay it with 'agentos replay %s'\n", runID, runID)
+		}
 	}
 	if !res.Success {
 		return errFailed

@@ -3,6 +3,10 @@
 //	agentos init  [DIR]                                  scaffold a tool root
 //	agentos check [--root DIR] [--json] PATH             static analysis of a tool
 //	agentos exec  [--root DIR] [--json] PATH [ARGS_JSON] run a tool in the sandbox
+//	agentos runs    [--root DIR] [--json]                list the recorded runs
+//	agentos trace   [--root DIR] [--json] RUN            a run call by call
+//	agentos replay  [--root DIR] [--json] [--tool F] RUN re-run offline (or a patched tool)
+//	agentos recover [--root DIR] [--json]                resume runs a crash interrupted
 //	agentos demo  [--dir DIR]                            write, check and run sample tools
 //
 // Exit status: 0 on success, 1 when a tool is invalid or its run failed, 2 on
@@ -44,6 +48,10 @@ var commands = []command{
 	{"init", "scaffold a tool root (config, tools/, registry); safe to run twice", "agentos init [DIR]", runInit},
 	{"check", "check a tool: syntax, the standards, risk level", "agentos check [--root DIR] [--json] PATH", runCheck},
 	{"exec", "run a tool in the sandbox with JSON args", "agentos exec [--root DIR] [--json] [--timeout D] PATH [ARGS_JSON]", runExec},
+	{"runs", "list the recorded runs", "agentos runs [--root DIR] [--json]", runRuns},
+	{"trace", "show a recorded run call by call", "agentos trace [--root DIR] [--json] RUN", runTrace},
+	{"replay", "re-run a recorded run offline, or feed its I/O to a patched tool", "agentos replay [--root DIR] [--json] [--tool PATCHED.ts] RUN", runReplay},
+	{"recover", "resume the runs a crash left unfinished", "agentos recover [--root DIR] [--json]", runRecover},
 	{"demo", "write sample tools into a fresh tool root, check and run them", "agentos demo [--dir DIR] [--keep]", runDemo},
 }
 

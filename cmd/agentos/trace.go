@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+// runTrace shows a run step by step: agentos trace [--root DIR] [--json] RUN.
+func runTrace(_ context.Context, args []string, stdout, _ io.Writer) error {
+	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
+	root := fs.String("root", ".", "the tool root")
+	jpath := fs.String("journal", "", "the journal file (default: <root>/.agentos/journal.db)")
+	asJSON := fs.Bool("json", false, "print the whole run as one JSON object {run, source, entries}")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("expected one RUN id (or a unique prefix), got %d arguments", len(pos))
+	}
+	absRoot, _, err := openRoot(*root)
+	if err != nil {
+		return err
+	}
+	j, err := openJournal(absRoot, *jpath, true)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	d, err := j.Export(pos[0])
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if *asJSON {
+		return fprintJSON(stdout, d)
+	}
+	m := d.Run
+	fmt.Fprintf(stdout, "run %s: %s %s, %s", m.ID, m.Kind, m.Tool, m.Status)
+	if m.Duration() > 0 {
+		fmt.Fprintf(stdout, " in %v", m.Duration().Round(time.Microsecond))
+	}
+	fmt.Fprintf(stdout, "\nstarted %s, tool hash %.12s, args %s\n", m.Started.Format(time.RFC3339Nano), m.Hash, m.Args)
+	for _, e := range d.Entries {
+		out := string(e.Response)
+		if e.Error != nil {
+			out = "error " + e.Error.Code + ": " + e.Error.Message
+		}
+		fmt.Fprintf(stdout, "  #%-4d %-16s %s -> %s  (%v)\n", e.Seq, e.Driver+"."+e.Op, clip(string(e.Request), 80), clip(out, 100), e.Duration.Round(time.Microsecond))
+	}
+	switch {
+	case m.Status == "ok":
+		fmt.Fprintf(stdout, "result %s\n", clip(string(m.Result), 400))
+	case m.Reason != "":
+		fmt.Fprintf(stdout, "failed: %s\n", m.Reason)
+	case len(m.Error) > 0:
+		fmt.Fprintf(stdout, "error %s\n", clip(string(m.Error), 400))
+	default:
+		fmt.Fprintln(stdout, "the run has not ended: it is in flight, or a crash interrupted it ('agentos recover' resumes it)")
+	}
+	return nil
+}
+
+// clip shortens s to n bytes for a one-line display.
+func clip(s string, n int) string {
+	if s == "" {
+		return "-"
+	}
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("... (%d bytes)", len(s))
+}
