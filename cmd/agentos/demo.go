@@ -130,6 +130,12 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer ex.Close()
+	j, err := openJournal(dir, "", false)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	runIDs := map[string]string{}
 	checker := check.New(cfg.CheckOptions())
 
 	fmt.Fprintf(stdout, "agentos demo: tools are written, checked on a syntax tree, and run in sandbox worker processes\n")
@@ -164,7 +170,11 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if !res.Valid {
 			fmt.Fprintf(stdout, "   exec   (run anyway, to show the sandbox holds)\n")
 		}
-		r := ex.Exec(ctx, executor.Request{Path: t.path, Args: json.RawMessage(t.args), Limits: t.limits})
+		r, runID, err := agentos.Exec(ctx, ex, j, executor.Request{Path: t.path, Args: json.RawMessage(t.args), Limits: t.limits})
+		if err != nil {
+			return err
+		}
+		runIDs[t.path] = runID
 		got := string(r.Result)
 		if !r.Success {
 			got = "!" + string(r.Error.Kind)
@@ -186,6 +196,18 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	r := ex.Exec(ctx, executor.Request{Path: samples.FibPath, Args: json.RawMessage(`{"n": 30}`)})
 	fmt.Fprintf(stdout, "after all that, the runtime still serves: fib(30) = %s\n", r.Result)
 	if string(r.Result) != "832040" {
+		surprises++
+	}
+	// Every run was journaled: replay the report offline after the data changed.
+	if err := jail.WriteFile("data/orders.json", []byte(`[]`)); err != nil {
+		return err
+	}
+	rep, err := agentos.Replay(ctx, ex, j, runIDs["tools/reports/orders.ts"], nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "replayed run %s from the journal, offline, after data/orders.json was emptied: same result = %v\n", rep.Run.ID, rep.Same)
+	if !rep.Same || rep.Divergence != nil {
 		surprises++
 	}
 	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "agentos-run-*"))
