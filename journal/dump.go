@@ -1,9 +1,6 @@
 package journal
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "fmt"
 
 // Dump is a whole run as JSON: its metadata, the tool's source and every
 // entry. It is what `agentos trace --json` prints and what golden journals
@@ -44,8 +41,12 @@ func (j *Journal) Import(d Dump) error {
 			return err
 		}
 	}
+	// Replace the run: drop entries a previous run with this id had.
+	if err := j.submit(&write{run: d.Run.ID, reset: true}, true); err != nil {
+		return err
+	}
 	for _, e := range d.Entries {
-		b, err := json.Marshal(&e)
+		b, err := marshal(&e)
 		if err != nil {
 			return err
 		}

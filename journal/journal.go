@@ -108,6 +108,7 @@ type Journal struct {
 	now    func() time.Time
 
 	writes chan *write
+	lost   sync.Map // run id -> error of a write that failed after its caller moved on
 	wg     sync.WaitGroup
 	mu     sync.RWMutex // guards closed against sends on writes
 	closed bool
@@ -120,6 +121,7 @@ type write struct {
 	entry  []byte // encoded Entry, or nil
 	seq    uint64
 	meta   []byte // encoded RunMeta, or nil
+	reset  bool   // delete the run's entries first (Import)
 	done   chan error
 }
 
@@ -152,6 +154,36 @@ func Open(path string, opts Options) (*Journal, error) {
 	}
 	j.wg.Go(j.writer)
 	return j, nil
+}
+
+// usable reports why run's calls cannot be journaled now, if they cannot.
+func (j *Journal) usable(run string) error {
+	j.mu.RLock()
+	closed := j.closed
+	j.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return j.lostWrites(run)
+}
+
+// lostWrites returns the error of a write of run that failed after its
+// caller had moved on (group commit), if one did.
+func (j *Journal) lostWrites(run string) error {
+	if v, ok := j.lost.Load(run); ok {
+		return fmt.Errorf("journal: some calls of run %s could not be written: %w", run, v.(error))
+	}
+	return nil
+}
+
+// view runs fn in a read transaction, or reports ErrClosed.
+func (j *Journal) view(fn func(*bolt.Tx) error) error {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.closed {
+		return ErrClosed
+	}
+	return j.db.View(fn)
 }
 
 // Path returns the journal file's path.
@@ -207,37 +239,73 @@ func (j *Journal) writer() {
 				break fill
 			}
 		}
-		err := j.db.Update(func(tx *bolt.Tx) error {
-			runs, entries := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries)
+		err := j.db.Update(func(tx *bolt.Tx) error { return applyAll(tx, batch) })
+		if err == nil {
 			for _, w := range batch {
-				if w.source != nil {
-					if err := tx.Bucket(bucketSources).Put([]byte(w.run), w.source); err != nil {
-						return err
-					}
-				}
-				if w.meta != nil {
-					if err := runs.Put([]byte(w.run), w.meta); err != nil {
-						return err
-					}
-				}
-				if w.entry != nil {
-					b, err := entries.CreateBucketIfNotExists([]byte(w.run))
-					if err != nil {
-						return err
-					}
-					if err := b.Put(seqKey(w.seq), w.entry); err != nil {
-						return err
-					}
+				if w.done != nil {
+					w.done <- nil
 				}
 			}
-			return nil
-		})
+			continue
+		}
+		// One bad write must not take the others down with it: retry each
+		// alone, and remember a failure nobody waits for against its run.
 		for _, w := range batch {
+			werr := j.db.Update(func(tx *bolt.Tx) error { return applyAll(tx, []*write{w}) })
 			if w.done != nil {
-				w.done <- err
+				w.done <- werr
+			} else if werr != nil {
+				j.lost.LoadOrStore(w.run, werr)
 			}
 		}
 	}
+}
+
+// applyAll puts a batch of writes in one transaction.
+func applyAll(tx *bolt.Tx, batch []*write) error {
+	runs, entries := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries)
+	for _, w := range batch {
+		if w.run == "" {
+			return fmt.Errorf("journal: a write without a run id or hash")
+		}
+		if w.source != nil {
+			if err := tx.Bucket(bucketSources).Put([]byte(w.run), w.source); err != nil {
+				return err
+			}
+		}
+		if w.meta != nil {
+			if err := runs.Put([]byte(w.run), w.meta); err != nil {
+				return err
+			}
+		}
+		if w.entry != nil {
+			b, err := entries.CreateBucketIfNotExists([]byte(w.run))
+			if err != nil {
+				return err
+			}
+			if err := b.Put(seqKey(w.seq), w.entry); err != nil {
+				return err
+			}
+		}
+		if w.reset {
+			if err := entries.DeleteBucket([]byte(w.run)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// marshal encodes v as JSON without HTML escaping, so that stored requests
+// keep the canonical bytes the redactor produced ("&" stays "&").
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func seqKey(seq uint64) []byte {
@@ -259,6 +327,8 @@ func (j *Journal) newID() string {
 func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 	if meta.ID == "" {
 		meta.ID = j.newID()
+	} else if _, err := j.Get(meta.ID); err == nil {
+		return nil, fmt.Errorf("journal: a run with id %q exists already: run ids are unique (leave RunMeta.ID empty to get a fresh one)", meta.ID)
 	}
 	meta.Started = j.now()
 	meta.Status = StatusRunning
@@ -269,7 +339,9 @@ func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 }
 
 func (j *Journal) putMeta(meta RunMeta) error {
-	b, err := json.Marshal(meta)
+	meta.Args = j.redact.json(meta.Args)
+	meta.Reason = j.redact.text(meta.Reason)
+	b, err := marshal(meta)
 	if err != nil {
 		return err
 	}
@@ -280,6 +352,9 @@ func (j *Journal) putMeta(meta RunMeta) error {
 // run can be replayed against the exact code it ran even after the file
 // changed.
 func (j *Journal) PutSource(hash string, src []byte) error {
+	if hash == "" {
+		return fmt.Errorf("journal: PutSource needs the source's content hash")
+	}
 	if _, err := j.Source(hash); err == nil {
 		return nil
 	}
@@ -289,7 +364,7 @@ func (j *Journal) PutSource(hash string, src []byte) error {
 // Source returns the tool source kept under hash.
 func (j *Journal) Source(hash string) ([]byte, error) {
 	var src []byte
-	err := j.db.View(func(tx *bolt.Tx) error {
+	err := j.view(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketSources).Get([]byte(hash)); v != nil {
 			src = bytes.Clone(v)
 			return nil
@@ -314,6 +389,10 @@ func (r *Run) ID() string { return r.meta.ID }
 func (r *Run) Middleware() driver.Middleware {
 	return func(next driver.Host) driver.Host {
 		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+			if err := r.j.usable(r.meta.ID); err != nil {
+				// IMPORTANT: no I/O happens that the journal cannot record.
+				return nil, driver.Errorf(driver.CodeUnavailable, "%s: not performed: %v", c, err)
+			}
 			start := r.j.now()
 			val, err := next.Do(ctx, c)
 			if rerr := r.j.record(r.meta.ID, c, val, err, start); rerr != nil {
@@ -333,20 +412,28 @@ func (j *Journal) record(run string, c driver.Call, val json.RawMessage, callErr
 	} else {
 		e.Response = j.redact.json(val)
 	}
-	b, err := json.Marshal(&e)
+	b, err := marshal(&e)
 	if err != nil {
 		return err
 	}
 	return j.submit(&write{run: run, seq: c.Seq, entry: b}, j.opts.Durability == SyncEach)
 }
 
-// End records how the run ended (committed before it returns).
+// End records how the run ended (committed before it returns). It returns
+// an error if any of the run's calls could not be journaled.
 func (r *Run) End(status string, result, errJSON json.RawMessage) error {
+	if err := r.j.lostWrites(r.meta.ID); err != nil {
+		r.meta.Reason = err.Error()
+		status = StatusFailed
+	}
 	r.meta.Ended = r.j.now()
 	r.meta.Status = status
 	r.meta.Result = r.j.redact.json(result)
 	r.meta.Error = r.j.redact.json(errJSON)
-	return r.j.putMeta(r.meta)
+	if err := r.j.putMeta(r.meta); err != nil {
+		return err
+	}
+	return r.j.lostWrites(r.meta.ID)
 }
 
 // Meta returns the run's metadata as last written.
@@ -355,7 +442,7 @@ func (r *Run) Meta() RunMeta { return r.meta }
 // Runs returns every run's metadata, oldest first.
 func (j *Journal) Runs() ([]RunMeta, error) {
 	var out []RunMeta
-	err := j.db.View(func(tx *bolt.Tx) error {
+	err := j.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
 			var m RunMeta
 			if err := json.Unmarshal(v, &m); err != nil {
@@ -372,7 +459,7 @@ func (j *Journal) Runs() ([]RunMeta, error) {
 // Get returns the run whose id is id or starts with it (a unique prefix).
 func (j *Journal) Get(id string) (RunMeta, error) {
 	var found []RunMeta
-	err := j.db.View(func(tx *bolt.Tx) error {
+	err := j.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketRuns).Cursor()
 		for k, v := c.Seek([]byte(id)); k != nil && bytes.HasPrefix(k, []byte(id)); k, v = c.Next() {
 			var m RunMeta
@@ -401,7 +488,7 @@ func (j *Journal) Get(id string) (RunMeta, error) {
 // Entries returns a run's recorded calls in sequence order.
 func (j *Journal) Entries(id string) ([]Entry, error) {
 	var out []Entry
-	err := j.db.View(func(tx *bolt.Tx) error {
+	err := j.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketEntries).Bucket([]byte(id))
 		if b == nil {
 			return nil
@@ -421,7 +508,7 @@ func (j *Journal) Entries(id string) ([]Entry, error) {
 // Count returns how many calls run id recorded.
 func (j *Journal) Count(id string) (int, error) {
 	n := 0
-	err := j.db.View(func(tx *bolt.Tx) error {
+	err := j.view(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketEntries).Bucket([]byte(id)); b != nil {
 			n = b.Stats().KeyN
 		}
@@ -455,7 +542,7 @@ func (j *Journal) MarkFailed(id, reason string) error {
 
 // Check runs bbolt's consistency check over the whole file.
 func (j *Journal) Check() error {
-	return j.db.View(func(tx *bolt.Tx) error {
+	return j.view(func(tx *bolt.Tx) error {
 		var errs []string
 		for err := range tx.Check() {
 			errs = append(errs, err.Error())

@@ -35,6 +35,7 @@ func (j *Journal) Replayer(id string) (*Replayer, error) {
 	p := &Replayer{j: j, meta: meta, entries: make(map[uint64]*Entry, len(entries)), used: map[uint64]bool{}}
 	for i := range entries {
 		e := &entries[i]
+		e.Request = j.redact.json(e.Request) // canonical, whatever wrote it
 		p.entries[e.Seq] = e
 		p.last = max(p.last, e.Seq)
 	}
