@@ -327,7 +327,7 @@ func (j *Journal) newID() string {
 func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 	if meta.ID == "" {
 		meta.ID = j.newID()
-	} else if _, err := j.Get(meta.ID); err == nil {
+	} else if j.exists(meta.ID) {
 		return nil, fmt.Errorf("journal: a run with id %q exists already: run ids are unique (leave RunMeta.ID empty to get a fresh one)", meta.ID)
 	}
 	meta.Started = j.now()
@@ -336,6 +336,16 @@ func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 		return nil, err
 	}
 	return &Run{j: j, meta: meta}, nil
+}
+
+// exists reports whether a run has exactly this id (Get also matches prefixes).
+func (j *Journal) exists(id string) bool {
+	found := false
+	j.view(func(tx *bolt.Tx) error {
+		found = tx.Bucket(bucketRuns).Get([]byte(id)) != nil
+		return nil
+	})
+	return found
 }
 
 func (j *Journal) putMeta(meta RunMeta) error {
@@ -412,11 +422,7 @@ func (j *Journal) record(run string, c driver.Call, val json.RawMessage, callErr
 	} else {
 		e.Response = j.redact.json(val)
 	}
-	b, err := marshal(&e)
-	if err != nil {
-		return err
-	}
-	return j.submit(&write{run: run, seq: c.Seq, entry: b}, j.opts.Durability == SyncEach)
+	return j.submit(&write{run: run, seq: c.Seq, entry: e.appendJSON(nil)}, j.opts.Durability == SyncEach)
 }
 
 // End records how the run ended (committed before it returns). It returns

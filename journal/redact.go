@@ -60,14 +60,14 @@ func (r *redactor) text(s string) string {
 // json returns the canonical, redacted form of raw (raw itself when it is
 // empty or not JSON).
 func (r *redactor) json(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
+	if len(raw) == 0 || r.isCanonical(raw) {
 		return raw
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
-		return raw
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return json.RawMessage(r.text(string(raw))) // not one JSON value: keep it, minus secrets
 	}
 	v = r.walk(v)
 	var buf bytes.Buffer
