@@ -125,7 +125,7 @@ func TestCrashAndRecover(t *testing.T) {
 	totalCalls := want.Calls
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-	const trials = 8
+	const trials = 16
 	for trial := range trials {
 		killAfter := rng.IntN(int(totalCalls))
 		t.Run(fmt.Sprintf("kill-after-%d-acks", killAfter), func(t *testing.T) {
