@@ -1,0 +1,33 @@
+// Package capability holds the two things that gate every privileged call in
+// agentos: capability tokens (who may do what, on which resources) and quota
+// accounts (how much they may spend).
+//
+// # Tokens
+//
+// An Authority holds a secret key and issues Tokens. A token names its
+// holder, its grants (a right on a resource prefix: read on tools/reports/,
+// fetch on https://api.example.com/), its caveats (an expiry on the kernel
+// clock, a number of uses) and the chain of tokens it was derived from. Its
+// signature (HMAC-SHA256 under the key) covers every field, so:
+//
+//   - a token cannot be forged or edited: Verify fails on any change;
+//   - it can be checked on any node that shares the key (tokens are plain
+//     data: see Token.Encode and Decode);
+//   - attenuation only narrows: Attenuate refuses a right or a scope the
+//     parent lacks, and the parent's caveats are always carried over, so a
+//     caveat cannot be stripped by re-deriving;
+//   - revocation is transitive: a token is dead when it, or any token in its
+//     chain, was revoked; RevokeHolder kills every token issued to a process
+//     (called when it exits).
+//
+// IMPORTANT: revocation and use counts live in the Authority's memory. Until
+// the cluster shares them, a token revoked on one node is still accepted by
+// another node's Authority.
+//
+// # Quotas
+//
+// Accounts form a tree. A charge is all-or-nothing up the chain of
+// ancestors: it succeeds only if the account and every ancestor have room,
+// and then it is applied to all of them. Refunds never fail. Exceeding a
+// limit returns a *QuotaError whose Reason is "quota:<meter>".
+package capability

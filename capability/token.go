@@ -1,0 +1,286 @@
+package capability
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Right is one kind of privileged action.
+type Right string
+
+// The rights the kernel checks.
+const (
+	Read  Right = "read"  // read a tool path
+	Write Right = "write" // write or patch a tool path
+	Exec  Right = "exec"  // run a tool
+	Spawn Right = "spawn" // start a child process
+	SQL   Right = "sql"   // use the sql driver
+	Fetch Right = "fetch" // use the fetch driver (scope: URL prefix)
+	LLM   Right = "llm"   // use the llm driver
+)
+
+// Grant is a right on every resource that starts with Scope ("" means any).
+// A path scope ending in "/" covers that directory; without it, it covers
+// exactly that resource and the directory of that name ("tools/a" covers
+// tools/a and tools/a/x, not tools/ab).
+type Grant struct {
+	Right Right  `json:"right"`
+	Scope string `json:"scope,omitempty"`
+}
+
+// covers reports whether g grants r on resource.
+func (g Grant) covers(r Right, resource string) bool {
+	return g.Right == r && scopeCovers(g.Scope, resource)
+}
+
+func scopeCovers(scope, resource string) bool {
+	switch {
+	case scope == "":
+		return true
+	case strings.HasSuffix(scope, "/"):
+		return strings.HasPrefix(resource, scope)
+	default:
+		return resource == scope || strings.HasPrefix(resource, scope+"/")
+	}
+}
+
+// Caveats restrict a token further.
+type Caveats struct {
+	// NotAfter is when the token expires, on the Authority's clock.
+	NotAfter time.Time `json:"not_after,omitzero"`
+	// MaxUses bounds how many checks the token passes (0: unbounded).
+	MaxUses int `json:"max_uses,omitempty"`
+}
+
+// Token is a signed capability. Treat it as a value: any change breaks its
+// signature.
+type Token struct {
+	ID      string    `json:"id"`
+	Chain   []string  `json:"chain,omitempty"` // ancestors' ids, root first
+	Holder  string    `json:"holder"`
+	Grants  []Grant   `json:"grants"`
+	Caveats []Caveats `json:"caveats,omitempty"` // every ancestor's, then its own
+	Sig     []byte    `json:"sig"`
+}
+
+// Encode returns the token as a string to hand to another process or node.
+func (t Token) Encode() string {
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Decode parses a string made by Encode. It does not verify the token.
+func Decode(s string) (Token, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return Token{}, fmt.Errorf("%w: not an encoded token", ErrInvalid)
+	}
+	var t Token
+	if err := json.Unmarshal(b, &t); err != nil {
+		return Token{}, fmt.Errorf("%w: not an encoded token", ErrInvalid)
+	}
+	return t, nil
+}
+
+// Errors of token checks. Test with errors.Is; the messages say which
+// right, resource and token were involved.
+var (
+	ErrInvalid = errors.New("invalid capability token")             // forged, edited or malformed
+	ErrRevoked = errors.New("capability revoked")                   // it or an ancestor was revoked
+	ErrExpired = errors.New("capability expired")                   // past a NotAfter caveat
+	ErrUsedUp  = errors.New("capability used up")                   // past a MaxUses caveat
+	ErrDenied  = errors.New("capability does not grant this right") // no grant covers the request
+	ErrAmplify = errors.New("attenuation cannot add rights")        // Attenuate asked for more
+)
+
+// Authority issues and checks tokens. It is safe for concurrent use.
+type Authority struct {
+	key []byte
+	now func() time.Time
+
+	mu       sync.Mutex
+	revoked  map[string]bool
+	uses     map[string]int
+	byHolder map[string][]string // holder -> ids issued to it
+}
+
+// NewAuthority returns an Authority signing with key (at least 32 bytes; nil
+// means a fresh random key, valid for this process only) and reading time
+// from now (nil means time.Now).
+func NewAuthority(key []byte, now func() time.Time) (*Authority, error) {
+	if key == nil {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+	}
+	if len(key) < 32 {
+		return nil, fmt.Errorf("capability: the signing key has %d bytes; use at least 32 random bytes", len(key))
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Authority{key: slices.Clone(key), now: now, revoked: map[string]bool{}, uses: map[string]int{}, byHolder: map[string][]string{}}, nil
+}
+
+func (a *Authority) sign(t *Token) {
+	t.Sig = nil
+	b, _ := json.Marshal(t)
+	m := hmac.New(sha256.New, a.key)
+	m.Write(b)
+	t.Sig = m.Sum(nil)
+}
+
+func newID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (a *Authority) issue(t Token) Token {
+	t.ID = newID()
+	a.sign(&t)
+	a.mu.Lock()
+	a.byHolder[t.Holder] = append(a.byHolder[t.Holder], t.ID)
+	a.mu.Unlock()
+	return t
+}
+
+// Mint issues a root token: only the kernel, which owns the Authority, can.
+func (a *Authority) Mint(holder string, grants []Grant, c Caveats) Token {
+	t := Token{Holder: holder, Grants: slices.Clone(grants)}
+	if c != (Caveats{}) {
+		t.Caveats = []Caveats{c}
+	}
+	return a.issue(t)
+}
+
+// Attenuate derives from parent a token for the same holder with grants
+// (each covered by one of parent's) and the added caveats. The parent's
+// caveats are kept. It fails with ErrAmplify if a grant is not covered.
+func (a *Authority) Attenuate(parent Token, grants []Grant, c Caveats) (Token, error) {
+	return a.derive(parent, parent.Holder, grants, c)
+}
+
+// Delegate derives from parent a token for another holder, with the same
+// grants or fewer (nil: the same) and the added caveats.
+func (a *Authority) Delegate(parent Token, to string, grants []Grant, c Caveats) (Token, error) {
+	if grants == nil {
+		grants = parent.Grants
+	}
+	return a.derive(parent, to, grants, c)
+}
+
+func (a *Authority) derive(parent Token, holder string, grants []Grant, c Caveats) (Token, error) {
+	if err := a.live(parent); err != nil {
+		return Token{}, err
+	}
+	for _, g := range grants {
+		if !slices.ContainsFunc(parent.Grants, func(p Grant) bool {
+			return p.Right == g.Right && scopeCovers(p.Scope, g.Scope) && (p.Scope == "" || g.Scope != "")
+		}) {
+			return Token{}, fmt.Errorf("%w: %s on %q is not granted by token %s", ErrAmplify, g.Right, orAny(g.Scope), parent.ID)
+		}
+	}
+	t := Token{Chain: append(slices.Clone(parent.Chain), parent.ID), Holder: holder, Grants: slices.Clone(grants), Caveats: slices.Clone(parent.Caveats)}
+	if c != (Caveats{}) {
+		t.Caveats = append(t.Caveats, c)
+	}
+	return a.issue(t), nil
+}
+
+func orAny(scope string) string {
+	if scope == "" {
+		return "anything"
+	}
+	return scope
+}
+
+// Verify checks that t was issued by this Authority (or one sharing its key)
+// and is unchanged, not revoked and not expired. It consumes no use.
+func (a *Authority) Verify(t Token) error { return a.live(t) }
+
+func (a *Authority) live(t Token) error {
+	sig := t.Sig
+	a.sign(&t)
+	if !hmac.Equal(sig, t.Sig) {
+		return fmt.Errorf("%w: its signature does not match (forged or edited)", ErrInvalid)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range append(slices.Clone(t.Chain), t.ID) {
+		if a.revoked[id] {
+			return fmt.Errorf("%w: token %s (revoked: %s)", ErrRevoked, t.ID, id)
+		}
+	}
+	now := a.now()
+	for _, c := range t.Caveats {
+		if !c.NotAfter.IsZero() && now.After(c.NotAfter) {
+			return fmt.Errorf("%w: token %s expired at %s", ErrExpired, t.ID, c.NotAfter.Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// Check verifies t for holder and consumes one use: it succeeds only if a
+// grant covers right on resource. A refusal says which right was missing.
+func (a *Authority) Check(t Token, holder string, right Right, resource string) error {
+	if err := a.live(t); err != nil {
+		return err
+	}
+	if t.Holder != holder {
+		return fmt.Errorf("%w: token %s is held by %s, not %s (delegate it first)", ErrDenied, t.ID, t.Holder, holder)
+	}
+	if !slices.ContainsFunc(t.Grants, func(g Grant) bool { return g.covers(right, resource) }) {
+		return fmt.Errorf("%w: %s lacks the %q right on %q (token %s grants %s)", ErrDenied, holder, right, resource, t.ID, describe(t.Grants))
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range t.Caveats {
+		if c.MaxUses > 0 && a.uses[t.ID] >= c.MaxUses {
+			return fmt.Errorf("%w: token %s allowed %d uses", ErrUsedUp, t.ID, c.MaxUses)
+		}
+	}
+	a.uses[t.ID]++
+	return nil
+}
+
+func describe(gs []Grant) string {
+	if len(gs) == 0 {
+		return "nothing"
+	}
+	parts := make([]string, len(gs))
+	for i, g := range gs {
+		parts[i] = string(g.Right) + " on " + orAny(g.Scope)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Revoke kills the token with id and, transitively, every token derived
+// from it.
+func (a *Authority) Revoke(id string) {
+	a.mu.Lock()
+	a.revoked[id] = true
+	a.mu.Unlock()
+}
+
+// RevokeHolder kills every token issued to holder (and what was derived
+// from them): call it when a process exits.
+func (a *Authority) RevokeHolder(holder string) {
+	a.mu.Lock()
+	for _, id := range a.byHolder[holder] {
+		a.revoked[id] = true
+	}
+	delete(a.byHolder, holder)
+	a.mu.Unlock()
+}

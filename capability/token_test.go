@@ -1,0 +1,172 @@
+package capability
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func newAuth(t *testing.T) (*Authority, *clock) {
+	t.Helper()
+	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	a, err := NewAuthority([]byte("0123456789abcdef0123456789abcdef"), c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, c
+}
+
+func TestScopes(t *testing.T) {
+	for _, tc := range []struct {
+		scope, resource string
+		want            bool
+	}{
+		{"", "anything", true},
+		{"tools/", "tools/a.ts", true},
+		{"tools/", "tools", false},
+		{"tools/a", "tools/a", true},
+		{"tools/a", "tools/a/b.ts", true},
+		{"tools/a", "tools/ab.ts", false},
+		{"https://api.example.com/", "https://api.example.com/v1", true},
+		{"https://api.example.com/", "https://api.example.com.evil.io/", false},
+	} {
+		if got := scopeCovers(tc.scope, tc.resource); got != tc.want {
+			t.Errorf("scope %q on %q: %v, want %v", tc.scope, tc.resource, got, tc.want)
+		}
+	}
+}
+
+func TestCheckGrantsAndRefusals(t *testing.T) {
+	a, _ := newAuth(t)
+	tok := a.Mint("p1", []Grant{{Read, "tools/"}, {Exec, "tools/math/"}, {Fetch, "https://api.example.com/"}}, Caveats{})
+	if err := a.Check(tok, "p1", Read, "tools/x.ts"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Check(tok, "p1", Exec, "tools/math/fib.ts"); err != nil {
+		t.Fatal(err)
+	}
+	err := a.Check(tok, "p1", Write, "tools/x.ts")
+	if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), `lacks the "write" right on "tools/x.ts"`) {
+		t.Fatalf("write: %v", err)
+	}
+	if err := a.Check(tok, "p1", Exec, "tools/other.ts"); !errors.Is(err, ErrDenied) {
+		t.Fatalf("exec outside scope: %v", err)
+	}
+	if err := a.Check(tok, "p2", Read, "tools/x.ts"); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "held by p1") {
+		t.Fatalf("another holder: %v", err)
+	}
+}
+
+func TestForgeryIsRefused(t *testing.T) {
+	a, _ := newAuth(t)
+	tok := a.Mint("p1", []Grant{{Read, "tools/"}}, Caveats{MaxUses: 1})
+	for name, edit := range map[string]func(*Token){
+		"widen scope":    func(t *Token) { t.Grants[0].Scope = "" },
+		"add a right":    func(t *Token) { t.Grants = append(t.Grants, Grant{Write, "tools/"}) },
+		"change holder":  func(t *Token) { t.Holder = "p2" },
+		"strip a caveat": func(t *Token) { t.Caveats = nil },
+		"drop the chain": func(t *Token) { t.Chain = []string{"x"} },
+		"new signature":  func(t *Token) { t.Sig = []byte("nope") },
+	} {
+		forged := tok
+		forged.Grants = append([]Grant(nil), tok.Grants...)
+		edit(&forged)
+		if err := a.Check(forged, forged.Holder, Read, "tools/x.ts"); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	other, _ := NewAuthority(nil, nil) // another key: a token it mints is not ours
+	if err := a.Verify(other.Mint("p1", []Grant{{Read, ""}}, Caveats{})); !errors.Is(err, ErrInvalid) {
+		t.Errorf("foreign token: %v", err)
+	}
+	if _, err := Decode("not-a-token"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("decode garbage: %v", err)
+	}
+	back, err := Decode(tok.Encode())
+	if err != nil || a.Verify(back) != nil {
+		t.Fatalf("encode round trip: %v %v", err, a.Verify(back))
+	}
+}
+
+func TestAttenuationNeverAmplifies(t *testing.T) {
+	a, c := newAuth(t)
+	root := a.Mint("p1", []Grant{{Read, "tools/"}, {Write, "tools/drafts/"}}, Caveats{NotAfter: c.t.Add(time.Hour)})
+	child, err := a.Attenuate(root, []Grant{{Read, "tools/reports/"}}, Caveats{MaxUses: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Check(child, "p1", Read, "tools/reports/q.ts"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Check(child, "p1", Read, "tools/other.ts"); !errors.Is(err, ErrDenied) {
+		t.Fatalf("narrowed scope: %v", err)
+	}
+	for _, g := range []Grant{{Write, "tools/"}, {Read, ""}, {Exec, "tools/"}, {Write, "tools/drafts"}} {
+		if _, err := a.Attenuate(root, []Grant{g}, Caveats{}); !errors.Is(err, ErrAmplify) {
+			t.Errorf("attenuate to %+v: %v", g, err)
+		}
+	}
+	// Re-deriving from the child cannot shed the parent's caveats.
+	grand, err := a.Attenuate(child, []Grant{{Read, "tools/reports/"}}, Caveats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(grand.Caveats) != 2 {
+		t.Fatalf("caveats lost on re-derivation: %+v", grand.Caveats)
+	}
+	c.t = c.t.Add(2 * time.Hour)
+	if err := a.Check(grand, "p1", Read, "tools/reports/q.ts"); !errors.Is(err, ErrExpired) {
+		t.Fatalf("expired ancestor caveat: %v", err)
+	}
+}
+
+func TestUseCount(t *testing.T) {
+	a, _ := newAuth(t)
+	tok := a.Mint("p1", []Grant{{Exec, ""}}, Caveats{MaxUses: 2})
+	for i := range 2 {
+		if err := a.Check(tok, "p1", Exec, "tools/a.ts"); err != nil {
+			t.Fatalf("use %d: %v", i+1, err)
+		}
+	}
+	if err := a.Check(tok, "p1", Exec, "tools/a.ts"); !errors.Is(err, ErrUsedUp) {
+		t.Fatalf("third use: %v", err)
+	}
+}
+
+func TestRevocationIsTransitive(t *testing.T) {
+	a, _ := newAuth(t)
+	root := a.Mint("kernel", []Grant{{Read, ""}, {Spawn, ""}}, Caveats{})
+	toP1, _ := a.Delegate(root, "p1", nil, Caveats{})
+	toP2, _ := a.Delegate(toP1, "p2", []Grant{{Read, "tools/"}}, Caveats{})
+	other := a.Mint("p3", []Grant{{Read, ""}}, Caveats{})
+	if err := a.Check(toP2, "p2", Read, "tools/a.ts"); err != nil {
+		t.Fatal(err)
+	}
+	a.Revoke(toP1.ID)
+	for name, tok := range map[string]Token{"revoked": toP1, "derived": toP2} {
+		if err := a.Check(tok, tok.Holder, Read, "tools/a.ts"); !errors.Is(err, ErrRevoked) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := a.Delegate(toP1, "p4", nil, Caveats{}); !errors.Is(err, ErrRevoked) {
+		t.Errorf("deriving from a revoked token: %v", err)
+	}
+	if a.Verify(root) != nil || a.Verify(other) != nil {
+		t.Error("revocation reached tokens outside the chain")
+	}
+	a.RevokeHolder("p3") // p3 exits
+	if err := a.Verify(other); !errors.Is(err, ErrRevoked) {
+		t.Errorf("exited holder: %v", err)
+	}
+}
+
+func TestShortKeyIsRefused(t *testing.T) {
+	if _, err := NewAuthority([]byte("short"), nil); err == nil || !strings.Contains(err.Error(), "at least 32") {
+		t.Fatalf("got %v", err)
+	}
+}
