@@ -33,6 +33,9 @@ func Exec(ctx context.Context, ex *executor.Executor, j *journal.Journal, req ex
 	if err != nil {
 		return ex.Exec(ctx, req), "", nil // the run reports the missing tool; there is nothing to record
 	}
+	// IMPORTANT: run exactly the bytes that are journaled; reading the file
+	// again could run a version written in between.
+	req.Source = src
 	if err := j.PutSource(hash, src); err != nil {
 		return executor.Result{}, "", fmt.Errorf("journaling the tool source: %w", err)
 	}
