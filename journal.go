@@ -146,7 +146,7 @@ func Recover(ctx context.Context, ex *executor.Executor, j *journal.Journal) ([]
 	var out []RecoverReport
 	for _, meta := range runs {
 		rep := RecoverReport{Run: meta}
-		_, hash, serr := ex.Source(meta.Tool)
+		src, hash, serr := ex.Source(meta.Tool)
 		switch {
 		case serr != nil:
 			rep.Reason = fmt.Sprintf("cannot resume: the tool %s is gone (%v)", meta.Tool, serr)
@@ -164,7 +164,7 @@ func Recover(ctx context.Context, ex *executor.Executor, j *journal.Journal) ([]
 		if err != nil {
 			return out, err
 		}
-		rep.Result = ex.Exec(ctx, executor.Request{Path: meta.Tool, Args: meta.Args, Middleware: []driver.Middleware{rec.Middleware()}})
+		rep.Result = ex.Exec(ctx, executor.Request{Path: meta.Tool, Args: meta.Args, Source: src, Middleware: []driver.Middleware{rec.Middleware()}})
 		if rep.Result.Error != nil && errors.Is(rep.Result.Error, executor.ErrCancelled) {
 			out = append(out, rep) // interrupted again: still resumable
 			continue
