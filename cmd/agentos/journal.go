@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,4 +24,43 @@ func openJournal(absRoot, path string, mustExist bool) (*journal.Journal, error)
 		return nil, fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
 	}
 	return journal.Open(path, journal.Options{})
+}
+
+// journalCmd is the shared shape of the commands that read the journal
+// (runs, trace, replay, recover): --root, --journal, --json, a fixed number
+// of positional arguments, an existing journal.
+type journalCmd struct {
+	fs     *flag.FlagSet
+	root   *string
+	jpath  *string
+	asJSON *bool
+}
+
+func newJournalCmd(name, jsonHelp string) *journalCmd {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	return &journalCmd{
+		fs:     fs,
+		root:   fs.String("root", ".", "the tool root"),
+		jpath:  fs.String("journal", "", "the journal file (default: <root>/.agentos/journal.db)"),
+		asJSON: fs.Bool("json", false, jsonHelp),
+	}
+}
+
+// open parses args (wantArgs positional ones, described by what) and opens
+// the tool root and its journal; the caller MUST close the journal.
+func (c *journalCmd) open(args []string, wantArgs int, what string) (pos []string, absRoot string, cfg agentos.Config, j *journal.Journal, err error) {
+	if pos, err = parseFlags(c.fs, args); err != nil {
+		return nil, "", cfg, nil, err
+	}
+	if len(pos) != wantArgs {
+		if wantArgs == 0 {
+			return nil, "", cfg, nil, usagef("%s takes no arguments", c.fs.Name())
+		}
+		return nil, "", cfg, nil, usagef("expected %s, got %d arguments", what, len(pos))
+	}
+	if absRoot, cfg, err = openRoot(*c.root); err != nil {
+		return nil, "", cfg, nil, err
+	}
+	j, err = openJournal(absRoot, *c.jpath, true)
+	return pos, absRoot, cfg, j, err
 }

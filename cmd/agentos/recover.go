@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -13,26 +12,13 @@ import (
 // runRecover resumes the runs a crash left unfinished:
 // agentos recover [--root DIR] [--json].
 func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
-	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
-	root := fs.String("root", ".", "the tool root")
-	jpath := fs.String("journal", "", "the journal file (default: <root>/.agentos/journal.db)")
-	asJSON := fs.Bool("json", false, "print one JSON array of what became of each run")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return usagef("recover takes no arguments")
-	}
-	absRoot, cfg, err := openRoot(*root)
-	if err != nil {
-		return err
-	}
-	j, err := openJournal(absRoot, *jpath, true)
+	c := newJournalCmd("recover", "print one JSON array of what became of each run")
+	_, absRoot, cfg, j, err := c.open(args, 0, "")
 	if err != nil {
 		return err
 	}
 	defer j.Close()
+	asJSON := c.asJSON
 	ex, err := executor.New(cfg.ExecutorOptions(absRoot))
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,33 +13,20 @@ import (
 // runReplay re-executes a run offline:
 // agentos replay [--root DIR] [--json] [--tool PATCHED.ts] RUN.
 func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	root := fs.String("root", ".", "the tool root")
-	jpath := fs.String("journal", "", "the journal file (default: <root>/.agentos/journal.db)")
-	tool := fs.String("tool", "", "a patched version of the tool to feed the recorded I/O")
-	asJSON := fs.Bool("json", false, "print one JSON object {run, result, patched, same, divergence}")
-	pos, err := parseFlags(fs, args)
+	c := newJournalCmd("replay", "print one JSON object {run, result, patched, same, divergence}")
+	tool := c.fs.String("tool", "", "a patched version of the tool to feed the recorded I/O")
+	pos, absRoot, cfg, j, err := c.open(args, 1, "one RUN id (or a unique prefix)")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("expected one RUN id (or a unique prefix), got %d arguments", len(pos))
-	}
-	absRoot, cfg, err := openRoot(*root)
-	if err != nil {
-		return err
-	}
+	defer j.Close()
+	asJSON := c.asJSON
 	var patched []byte
 	if *tool != "" {
 		if patched, err = os.ReadFile(*tool); err != nil {
 			return usagef("cannot read the patched tool: %v", err)
 		}
 	}
-	j, err := openJournal(absRoot, *jpath, true)
-	if err != nil {
-		return err
-	}
-	defer j.Close()
 	opts := cfg.ExecutorOptions(absRoot)
 	opts.Workers = 1
 	ex, err := executor.New(opts)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -20,26 +19,13 @@ type runsRow struct {
 
 // runRuns lists the journal's runs: agentos runs [--root DIR] [--json].
 func runRuns(_ context.Context, args []string, stdout, _ io.Writer) error {
-	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
-	root := fs.String("root", ".", "the tool root")
-	jpath := fs.String("journal", "", "the journal file (default: <root>/.agentos/journal.db)")
-	asJSON := fs.Bool("json", false, "print one JSON array of runs")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return usagef("runs takes no arguments")
-	}
-	absRoot, _, err := openRoot(*root)
-	if err != nil {
-		return err
-	}
-	j, err := openJournal(absRoot, *jpath, true)
+	c := newJournalCmd("runs", "print one JSON array of runs")
+	_, _, _, j, err := c.open(args, 0, "")
 	if err != nil {
 		return err
 	}
 	defer j.Close()
+	asJSON := c.asJSON
 	runs, err := j.Runs()
 	if err != nil {
 		return err

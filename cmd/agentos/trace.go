@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -10,26 +9,13 @@ import (
 
 // runTrace shows a run step by step: agentos trace [--root DIR] [--json] RUN.
 func runTrace(_ context.Context, args []string, stdout, _ io.Writer) error {
-	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
-	root := fs.String("root", ".", "the tool root")
-	jpath := fs.String("journal", "", "the journal file (default: <root>/.agentos/journal.db)")
-	asJSON := fs.Bool("json", false, "print the whole run as one JSON object {run, source, entries}")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("expected one RUN id (or a unique prefix), got %d arguments", len(pos))
-	}
-	absRoot, _, err := openRoot(*root)
-	if err != nil {
-		return err
-	}
-	j, err := openJournal(absRoot, *jpath, true)
+	c := newJournalCmd("trace", "print the whole run as one JSON object {run, source, entries}")
+	pos, _, _, j, err := c.open(args, 1, "one RUN id (or a unique prefix)")
 	if err != nil {
 		return err
 	}
 	defer j.Close()
+	asJSON := c.asJSON
 	d, err := j.Export(pos[0])
 	if err != nil {
 		return usagef("%v", err)
