@@ -32,15 +32,18 @@ func (f FS) Do(_ context.Context, op string, req json.RawMessage) (json.RawMessa
 		if err := decode(op, req, &a); err != nil {
 			return nil, err
 		}
-		b, err := f.Sandbox.ReadFile(a.Path)
-		if err != nil {
-			return nil, fsError(err)
-		}
 		max := f.MaxReadBytes
 		if max == 0 {
 			max = 16 << 20
 		}
-		if len(b) > max {
+		if size, err := f.Sandbox.Size(a.Path); err == nil && size > int64(max) {
+			return nil, Errorf(CodeInvalid, "read_file %q: the file has %d bytes, more than the %d a tool may read at once", a.Path, size, max)
+		}
+		b, err := f.Sandbox.ReadFile(a.Path)
+		if err != nil {
+			return nil, fsError(err)
+		}
+		if len(b) > max { // it grew since
 			return nil, Errorf(CodeInvalid, "read_file %q: the file has %d bytes, more than the %d a tool may read at once", a.Path, len(b), max)
 		}
 		return encode(string(b))

@@ -195,7 +195,14 @@ func (s *scanner) object() bool {
 }
 
 // redacted reports whether key names a redacted field (case-insensitively).
+// A key with non-ASCII bytes is reported as redacted so that it takes the
+// slow path, whose Unicode lower-casing decides (e.g. a Kelvin sign K).
 func (s *scanner) redacted(key []byte) bool {
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			return true
+		}
+	}
 	for f := range s.fields {
 		if len(f) == len(key) && strings.EqualFold(f, string(key)) {
 			return true

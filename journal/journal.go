@@ -439,7 +439,15 @@ func (r *Run) End(status string, result, errJSON json.RawMessage) error {
 	if err := r.j.putMeta(r.meta); err != nil {
 		return err
 	}
-	return r.j.lostWrites(r.meta.ID)
+	if err := r.j.lostWrites(r.meta.ID); err != nil {
+		// A write failed while End was being written: the run is not ok.
+		if r.meta.Status != StatusFailed {
+			r.meta.Status, r.meta.Reason = StatusFailed, err.Error()
+			_ = r.j.putMeta(r.meta)
+		}
+		return err
+	}
+	return nil
 }
 
 // Meta returns the run's metadata as last written.

@@ -1,6 +1,8 @@
 package vfs
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -32,8 +34,10 @@ func Clean(p string) (string, error) {
 	if c == ".." || strings.HasPrefix(c, "../") {
 		return "", securityErr("resolve", p, "the path climbs out of the tool root with '..'")
 	}
-	if first, _, _ := strings.Cut(c, "/"); hidden[first] {
-		return "", securityErr("resolve", p, first+" is internal to agentos and not accessible")
+	for _, part := range strings.Split(c, "/") {
+		if hidden[part] {
+			return "", securityErr("resolve", p, part+" is internal (Git or agentos state) and not accessible")
+		}
 	}
 	return c, nil
 }
@@ -85,9 +89,22 @@ func (j *Jail) WriteFile(p string, data []byte) error {
 			return j.wrap("write", p, err)
 		}
 	}
-	tmp := path.Join(path.Dir(c), "."+path.Base(c)+".agentos-tmp")
-	if err := j.root.WriteFile(tmp, data, 0o644); err != nil {
+	// A temp name of its own per write (O_EXCL): two concurrent writers of
+	// one path each rename a whole file; the last rename wins, none tears.
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tmp := path.Join(path.Dir(c), "."+path.Base(c)+"."+hex.EncodeToString(rnd[:])+".agentos-tmp")
+	f, err := j.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
 		return j.wrap("write", p, err)
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		_ = j.root.Remove(tmp)
+		return j.wrap("write", p, werr)
 	}
 	if err := j.root.Rename(tmp, c); err != nil {
 		_ = j.root.Remove(tmp)
@@ -130,7 +147,7 @@ func (j *Jail) List(dir string) ([]string, error) {
 			return nil // an entry vanished or is unreadable: skip it, keep listing
 		}
 		if d.IsDir() {
-			if first, _, _ := strings.Cut(p, "/"); hidden[first] && p != "." {
+			if hidden[path.Base(p)] && p != "." {
 				return fs.SkipDir
 			}
 			return nil

@@ -63,6 +63,19 @@ func (s *Sandbox) ReadFile(p string) ([]byte, error) {
 	return b, rename(err, p)
 }
 
+// Size returns the size in bytes of the file at p in the sandbox namespace.
+func (s *Sandbox) Size(p string) (int64, error) {
+	j, rel, _, err := s.resolve("stat", p)
+	if err != nil {
+		return 0, err
+	}
+	fi, err := j.Stat(rel)
+	if err != nil {
+		return 0, rename(err, p)
+	}
+	return fi.Size(), nil
+}
+
 // WriteFile writes p in the sandbox namespace: under /tmp, or under one of
 // the configured write directories.
 func (s *Sandbox) WriteFile(p string, data []byte) error {

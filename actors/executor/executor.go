@@ -248,7 +248,8 @@ func (b *bridge) Require(_ context.Context, from, spec string) (sandbox.Module, 
 		}
 		base = path.Join(tools, "vendor", spec)
 	}
-	if base != tools && !strings.HasPrefix(base, tools+"/") {
+	inTools := func(p string) bool { return tools == "." || strings.HasPrefix(p, tools+"/") }
+	if base != tools && !inTools(base) {
 		return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s leaves the tools directory %s/", spec, from, tools)
 	}
 	candidates := []string{base + ".ts", base + ".js", base + "/index.ts", base + "/index.js"}
@@ -256,6 +257,9 @@ func (b *bridge) Require(_ context.Context, from, spec string) (sandbox.Module, 
 		candidates = append([]string{base}, candidates...)
 	}
 	for _, c := range candidates {
+		if !inTools(c) {
+			continue // e.g. require('.') from the top: tools.ts is outside
+		}
 		if fi, err := e.root.Stat(c); err != nil || fi.IsDir() {
 			if errors.Is(err, vfs.ErrSecurity) {
 				return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: %v", spec, from, err)

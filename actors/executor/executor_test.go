@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -483,4 +484,54 @@ func TestClosedExecutor(t *testing.T) {
 	if r.Error == nil || !errors.Is(r.Error, ErrCancelled) {
 		t.Fatalf("got %+v", r.Error)
 	}
+}
+
+// A tool that fires calls without awaiting them gets at most
+// sandbox.MaxInFlight at once, and none of them outlives its run.
+func TestUnawaitedCallsAreBoundedAndEndWithTheRun(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Isolation) {
+		e := newExec(t, mode, map[string]string{
+			"a.txt":         "A",
+			"tools/spam.ts": "export default () => { for (let i = 0; i < 500; i++) tgp.read_file('a.txt'); return 'returned'; };\n",
+		})
+		var inFlight, peak, total atomic.Int64
+		mw := func(next driver.Host) driver.Host {
+			return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+				n := inFlight.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				defer inFlight.Add(-1)
+				total.Add(1)
+				time.Sleep(time.Millisecond)
+				return next.Do(ctx, c)
+			})
+		}
+		r := e.Exec(context.Background(), Request{Path: "tools/spam.ts", Middleware: []driver.Middleware{mw}})
+		wantResult(t, r, `"returned"`)
+		after := total.Load()
+		if inFlight.Load() != 0 {
+			t.Fatalf("%d calls still in flight after the run returned", inFlight.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+		if total.Load() != after {
+			t.Fatalf("calls happened after the run returned: %d then %d", after, total.Load())
+		}
+		if p := peak.Load(); p > 64 {
+			t.Fatalf("%d calls were in flight at once; the cap is 64", p)
+		}
+	})
+}
+
+// A call whose frame would exceed the worker protocol's limit gets a clear
+// error the tool can catch, not a crash, and the worker keeps serving.
+func TestOversizedCallIsAClearError(t *testing.T) {
+	e := newExec(t, IsolationProcess, map[string]string{
+		"tools/huge.ts": "export default async () => { try { await tgp.write_file('/tmp/x', '\\u0000'.repeat(11 << 20)); return 'written'; } catch (e) { return e.code + ': ' + e.message; } };\n",
+		"tools/ok.ts":   "export default () => 'still serving';\n",
+	}, func(o *Options) { o.Workers = 1; o.Limits.MemoryBytes = 2 << 30 }) // room to encode 66 MB, even under -race
+	r := e.Exec(context.Background(), Request{Path: "tools/huge.ts", Limits: Limits{Timeout: 20 * time.Second}})
+	if !r.Success || !strings.Contains(string(r.Result), "invalid_argument: the request is too large") {
+		t.Fatalf("%s %+v", r.Result, r.Error)
+	}
+	wantResult(t, run(t, e, "tools/ok.ts", `{}`), `"still serving"`)
 }

@@ -206,6 +206,13 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// IMPORTANT: the parent's goroutines answering this run's calls end
+	// with it: cancelled, then waited for, before the worker is released.
+	var calls sync.WaitGroup
+	finish := func() {
+		cancel()
+		calls.Wait()
+	}
 	w.nextID++
 	id := w.nextID
 	if err := w.send(&frame{T: "run", ID: id, Job: &job}); err != nil {
@@ -213,13 +220,16 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 		return sandbox.Outcome{Err: p.death(w, job)}
 	}
 	deadline := timeAfter(job.Limits.Timeout+p.opts.KillGrace, func() { w.kill("timeout") })
-	defer deadline.Stop()
 	stop := context.AfterFunc(ctx, func() { w.kill("cancelled") })
-	defer stop()
+	// disarm stops both watchers; it reports false if either already fired
+	// (the worker is being killed and must not return to the pool).
+	disarm := func() bool { return deadline.Stop() && stop() }
 
 	for {
 		f, err := readFrame(w.out)
 		if err != nil {
+			disarm()
+			finish()
 			p.release(w, false)
 			return sandbox.Outcome{Err: p.death(w, job)}
 		}
@@ -229,13 +239,17 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 				continue
 			}
 			call, fid := *f.Call, f.ID
+			calls.Add(1)
 			go func() {
+				defer calls.Done()
 				val, err := br.Do(runCtx, call)
 				r := &frame{T: "reply", ID: fid, Val: val}
 				if err != nil {
 					r.Err, r.Val = driver.AsError(err), nil
 				}
-				_ = w.send(r)
+				if err := w.send(r); errors.Is(err, errFrameTooBig) {
+					_ = w.send(&frame{T: "reply", ID: fid, Err: driver.Errorf(driver.CodeInvalid, "%s: the answer is too large to hand to a tool in one call (%v); ask for less", call, err)})
+				}
 			}()
 		case "require":
 			m, err := br.Require(runCtx, f.From, f.Spec)
@@ -243,12 +257,16 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 			if err != nil {
 				r.Err, r.Mod = driver.AsError(err), nil
 			}
-			_ = w.send(r)
+			if err := w.send(r); errors.Is(err, errFrameTooBig) {
+				_ = w.send(&frame{T: "reply", ID: f.ID, Err: driver.Errorf(driver.CodeInvalid, "require(%q): the module is too large (%v)", f.Spec, err)})
+			}
 		case "done":
 			if f.ID != id || f.Out == nil {
 				continue
 			}
-			p.release(w, true)
+			healthy := disarm()
+			finish()
+			p.release(w, healthy)
 			return *f.Out
 		}
 	}
@@ -274,9 +292,9 @@ func (p *pool) death(w *worker, job sandbox.Job) *Error {
 
 // outOfMemory reports whether a worker's stderr shows it died because the
 // address-space limit refused memory: Go's "out of memory", mmap's ENOMEM,
-// or the race detector's failure to map its shadow memory.
+// or the race detector's failure to map or allocate its shadow memory.
 func outOfMemory(stderr string) bool {
-	for _, s := range []string{"out of memory", "cannot allocate memory", "address space collisions"} {
+	for _, s := range []string{"out of memory", "cannot allocate memory", "address space collisions", "failed to allocate"} {
 		if strings.Contains(stderr, s) {
 			return true
 		}

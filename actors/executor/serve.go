@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -79,7 +80,7 @@ func serveWorker(r io.Reader, w io.Writer) error {
 		}
 		debug.SetMemoryLimit(mem)
 	}
-	c := &workerConn{out: w, waiting: map[uint64]chan *frame{}}
+	c := &workerConn{out: w, waiting: map[uint64]chan *frame{}, dead: make(chan struct{})}
 	in := bufio.NewReaderSize(r, 64<<10)
 	runs := make(chan *frame, 1)
 	readErr := make(chan error, 1)
@@ -88,6 +89,7 @@ func serveWorker(r io.Reader, w io.Writer) error {
 			f, err := readFrame(in)
 			if err != nil {
 				readErr <- err
+				close(c.dead) // no reply can come any more: fail every waiting call
 				close(runs)
 				return
 			}
@@ -117,6 +119,7 @@ func serveWorker(r io.Reader, w io.Writer) error {
 type workerConn struct {
 	wmu     sync.Mutex
 	out     io.Writer
+	dead    chan struct{} // closed when the parent's stream ends
 	next    atomic.Uint64
 	mu      sync.Mutex
 	waiting map[uint64]chan *frame
@@ -145,6 +148,12 @@ func (c *workerConn) ask(ctx context.Context, f *frame) (*frame, error) {
 	c.waiting[f.ID] = ch
 	c.mu.Unlock()
 	if err := c.send(f); err != nil {
+		c.mu.Lock()
+		delete(c.waiting, f.ID)
+		c.mu.Unlock()
+		if errors.Is(err, errFrameTooBig) {
+			return nil, driver.Errorf(driver.CodeInvalid, "the request is too large to send in one call (%v); send less", err)
+		}
 		return nil, driver.Errorf(driver.CodeUnavailable, "worker: sending to the parent: %v", err)
 	}
 	select {
@@ -153,6 +162,8 @@ func (c *workerConn) ask(ctx context.Context, f *frame) (*frame, error) {
 			return nil, r.Err
 		}
 		return r, nil
+	case <-c.dead:
+		return nil, driver.Errorf(driver.CodeAbort, "the sandbox worker lost its connection to the runtime")
 	case <-ctx.Done():
 		c.mu.Lock()
 		delete(c.waiting, f.ID)

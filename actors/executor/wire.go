@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -37,10 +38,17 @@ type frame struct {
 // maxFrame bounds one frame (a module source, a file read, an outcome).
 const maxFrame = 64 << 20
 
+// errFrameTooBig: a frame was not written because it exceeds maxFrame; the
+// stream is intact.
+var errFrameTooBig = errors.New("frame too large")
+
 func writeFrame(w io.Writer, f *frame) error {
 	b, err := json.Marshal(f)
 	if err != nil {
 		return err
+	}
+	if len(b) > maxFrame {
+		return fmt.Errorf("%w: %d bytes encoded, the limit is %d", errFrameTooBig, len(b), maxFrame)
 	}
 	buf := make([]byte, 4+len(b))
 	binary.BigEndian.PutUint32(buf, uint32(len(b)))

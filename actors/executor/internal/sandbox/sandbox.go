@@ -50,6 +50,11 @@ func init() {
 	regexp2.DefaultMatchTimeout = RegexpTimeout
 }
 
+// MaxInFlight bounds the driver calls one run can have in flight; a tool that
+// issues more without awaiting them waits for a slot. IMPORTANT: without it
+// an untrusted tool could start unbounded I/O in the host.
+const MaxInFlight = 64
+
 // Limits bound one run. Zero fields mean the defaults of DefaultLimits.
 type Limits struct {
 	Timeout        time.Duration `json:"timeout"`
@@ -295,6 +300,9 @@ type run struct {
 	errCtr  goja.Value
 	helpers goja.Value
 
+	calls sync.WaitGroup // driver calls in flight
+	slots chan struct{}  // MaxInFlight tokens
+
 	stopOnce sync.Once
 	stop     chan struct{}
 	reason   atomic.Pointer[Error]
@@ -308,7 +316,14 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	defer cancel()
 	p := e.take()
 	r := &run{e: e, ctx: ctx, vm: p.vm, br: br, lim: lim, mods: map[string]*goja.Object{}, stop: make(chan struct{}),
-		parse: p.parse, strfy: p.strfy, errCtr: p.errCtr, helpers: p.helpers}
+		parse: p.parse, strfy: p.strfy, errCtr: p.errCtr, helpers: p.helpers, slots: make(chan struct{}, MaxInFlight)}
+	// IMPORTANT: no call of this run outlives it: cancel what is still in
+	// flight (a call the tool did not await) and wait for it, so that no
+	// side effect or journal entry happens after the result is returned.
+	defer func() {
+		cancel()
+		r.calls.Wait()
+	}()
 	p.hooks.run = r
 	p.cfg.Set("max", lim.MemoryBytes)
 	if !slices.EqualFunc(p.bindings, job.Bindings, sameBinding) {
@@ -471,6 +486,7 @@ func (r *run) load(m Module) (*goja.Object, error) {
 	r.mods[m.Path] = module // before running: cycles see the partial exports
 	wrapper, err := vm.RunProgram(prog)
 	if err != nil {
+		delete(r.mods, m.Path)
 		return nil, err
 	}
 	fn, ok := goja.AssertFunction(wrapper)
@@ -479,6 +495,7 @@ func (r *run) load(m Module) (*goja.Object, error) {
 	}
 	dir := m.Path[:max(strings.LastIndexByte(m.Path, '/'), 0)]
 	if _, err := fn(goja.Undefined(), exports, vm.ToValue(r.requireFrom(m.Path)), module, vm.ToValue(m.Path), vm.ToValue(dir), r.helpers); err != nil {
+		delete(r.mods, m.Path) // a retried require must not get half-run exports
 		return nil, err
 	}
 	return module.Get("exports").ToObject(vm), nil
@@ -557,12 +574,20 @@ func (r *run) callBinding(b Binding, c goja.FunctionCall) goja.Value {
 	if err != nil {
 		panic(r.throw(driver.CodeInvalid, fmt.Sprintf("tgp.%s: arguments are not JSON-serializable: %v", b.Name, err)))
 	}
+	select {
+	case r.slots <- struct{}{}:
+	case <-r.stop:
+		return goja.Undefined() // the run is being stopped; the interrupt follows
+	}
 	call := driver.Call{Seq: r.seq.Add(1), Driver: b.Driver, Op: b.Op, Request: json.RawMessage(s.String())}
 	p, resolve, reject := r.vm.NewPromise()
 	pc := &pending{ch: make(chan callResult, 1), resolve: resolve, reject: reject}
 	r.queue = append(r.queue, pc)
+	r.calls.Add(1)
 	go func() {
+		defer r.calls.Done()
 		val, err := r.do(call)
+		<-r.slots
 		pc.ch <- callResult{val, err}
 	}()
 	return r.vm.ToValue(p)
@@ -646,12 +671,21 @@ func (r *run) oom(bytes int64, what string) {
 
 // watchMemory samples the Go heap every millisecond and stops the run when
 // it exceeds the limit (growth since the start when the heap is shared).
+//
+// It trips only when both figures exceed the limit: the heap's objects
+// (current, but garbage counts until it is collected) and the live heap
+// (garbage-free, but only as of the last GC, whose cycle may span two runs).
+// A bomb grows both; garbage churn or a GC cycle that started in another run
+// grows only one. RLIMIT_AS backs this up in workers.
 func (r *run) watchMemory(shared bool) (stop func()) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() int64 { metrics.Read(sample); return int64(sample[0].Value.Uint64()) }
-	base := int64(0)
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	read := func() (objects, live int64) {
+		metrics.Read(sample)
+		return int64(sample[0].Value.Uint64()), int64(sample[1].Value.Uint64())
+	}
+	var baseObjects, baseLive int64
 	if shared {
-		base = read()
+		baseObjects, baseLive = read()
 	}
 	done := make(chan struct{})
 	go func() {
@@ -664,8 +698,9 @@ func (r *run) watchMemory(shared bool) (stop func()) {
 			case <-r.stop:
 				return
 			case <-t.C:
-				if used := read() - base; used > r.lim.MemoryBytes {
-					r.abort(errorf(KindMemory, "the run's heap grew to %d bytes, over its %d-byte memory limit", used, r.lim.MemoryBytes))
+				objects, live := read()
+				if objects-baseObjects > r.lim.MemoryBytes && live-baseLive > r.lim.MemoryBytes {
+					r.abort(errorf(KindMemory, "the run's heap grew to %d bytes (%d live), over its %d-byte memory limit", objects-baseObjects, live-baseLive, r.lim.MemoryBytes))
 					return
 				}
 			}
