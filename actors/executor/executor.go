@@ -56,6 +56,7 @@ type Executor struct {
 	root    *vfs.Jail
 	engine  *sandbox.Engine
 	pool    *pool // nil in-process
+	tel     *telemetry
 	closed  atomic.Bool
 	binding []sandbox.Binding
 }
@@ -71,7 +72,12 @@ func New(opts Options) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("executor: opening the tool root: %w", err)
 	}
-	e := &Executor{opts: opts, root: root, binding: append(slices.Clone(sandbox.DefaultBindings), opts.Bindings...)}
+	tel, err := newTelemetry(opts.TracerProvider, opts.MeterProvider)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("executor: setting up telemetry: %w", err)
+	}
+	e := &Executor{opts: opts, root: root, tel: tel, binding: append(slices.Clone(sandbox.DefaultBindings), opts.Bindings...)}
 	if opts.Isolation == IsolationInProcess {
 		e.engine = sandbox.NewEngine(0, true)
 	} else {
@@ -103,6 +109,7 @@ func (e *Executor) Close() error {
 // returns a Go error: see Result.Error.
 func (e *Executor) Exec(ctx context.Context, req Request) (res Result) {
 	start := time.Now()
+	ctx, span := e.tel.start(ctx, req, e.opts.Isolation)
 	defer func() {
 		res.Duration = time.Since(start)
 		res.Success = res.Error == nil
@@ -112,6 +119,7 @@ func (e *Executor) Exec(ctx context.Context, req Request) (res Result) {
 		if res.Result == nil {
 			res.Result = json.RawMessage("null")
 		}
+		e.tel.end(ctx, span, res, e.opts.Isolation)
 	}()
 	if e.closed.Load() {
 		res.Error = &Error{Kind: sandbox.KindCancelled, Message: "the executor is closed"}

@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/transpile"
@@ -70,6 +73,10 @@ type Options struct {
 	TempDir string
 	// Logger receives worker lifecycle events; nil means slog.Default().
 	Logger *slog.Logger
+	// TracerProvider and MeterProvider receive a span per run and the run
+	// metrics (see telemetry.go); nil means OpenTelemetry's global ones.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -1,0 +1,78 @@
+package executor
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// instrumentation is the OpenTelemetry scope of the executor's spans and
+// metrics.
+const instrumentation = "github.com/agentos-run/agentos/actors/executor"
+
+// telemetry instruments tool runs: one span per run ("agentos.exec_tool")
+// and three metrics:
+//
+//	agentos.tool.runs      counter, by outcome ("ok" or the error kind) and isolation
+//	agentos.tool.duration  histogram of run wall time in milliseconds, same attributes
+//	agentos.tool.calls     counter of driver calls runs made
+type telemetry struct {
+	tracer   trace.Tracer
+	runs     metric.Int64Counter
+	duration metric.Float64Histogram
+	calls    metric.Int64Counter
+}
+
+func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry, error) {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(instrumentation)
+	t := &telemetry{tracer: tp.Tracer(instrumentation)}
+	var err error
+	if t.runs, err = m.Int64Counter("agentos.tool.runs", metric.WithDescription("Tool runs, by outcome (ok or the error kind) and isolation.")); err != nil {
+		return nil, err
+	}
+	if t.duration, err = m.Float64Histogram("agentos.tool.duration", metric.WithUnit("ms"), metric.WithDescription("Wall time of tool runs, transpile included.")); err != nil {
+		return nil, err
+	}
+	if t.calls, err = m.Int64Counter("agentos.tool.calls", metric.WithDescription("Driver calls made by tool runs.")); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// start opens the span of a run.
+func (t *telemetry) start(ctx context.Context, req Request, iso Isolation) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, "agentos.exec_tool", trace.WithAttributes(
+		attribute.String("agentos.tool", req.Path),
+		attribute.String("agentos.isolation", string(iso)),
+	))
+}
+
+// end records the run's outcome on its span and in the metrics.
+func (t *telemetry) end(ctx context.Context, span trace.Span, res Result, iso Isolation) {
+	outcome := "ok"
+	if res.Error != nil {
+		outcome = string(res.Error.Kind)
+		span.SetStatus(codes.Error, res.Error.Message)
+	}
+	span.SetAttributes(
+		attribute.String("agentos.outcome", outcome),
+		attribute.String("agentos.tool.hash", res.Hash),
+		attribute.Int64("agentos.calls", int64(res.Calls)),
+	)
+	span.End()
+	attrs := metric.WithAttributes(attribute.String("outcome", outcome), attribute.String("isolation", string(iso)))
+	t.runs.Add(ctx, 1, attrs)
+	t.duration.Record(ctx, float64(res.Duration)/float64(time.Millisecond), attrs)
+	t.calls.Add(ctx, int64(res.Calls), metric.WithAttributes(attribute.String("isolation", string(iso))))
+}
