@@ -1,0 +1,36 @@
+// Package supervisor is supervision as data on protoactor-go: a Spec names a
+// strategy, a restart intensity, a backoff and an ordered list of children,
+// and Props turns it into a supervisor actor that starts the children in
+// order and restarts them as the spec says.
+//
+// # Protocol
+//
+// The supervisor answers WhichChildren with Children (the live children in
+// start order). Every decision it takes is reported to Spec.OnEvent.
+//
+// # Lifecycle
+//
+// On Started the supervisor spawns its children in spec order. A child that
+// fails (panics) is handled by the strategy:
+//
+//	OneForOne   restart the failed child
+//	OneForAll   restart every child
+//	RestForOne  restart the failed child and every child started after it
+//
+// subject to each child's Restart type (Permanent and Transient children are
+// restarted after a failure; a Temporary child is stopped and dropped), to
+// Backoff (each consecutive restart within Period waits Initial × Factor^n,
+// capped at Max: really exponential, unlike protoactor's own backoff, which
+// grows linearly), and to the intensity: more than Intensity restarts within
+// Period and the supervisor gives up and escalates the failure to its own
+// parent, as Erlang's supervisors do.
+//
+// # Failure
+//
+// IMPORTANT: protoactor's own strategies differ in ways this package fences:
+// AllForOne stops every child once its limit is hit instead of escalating,
+// and restart statistics are kept per child, where intensity must count the
+// supervisor's restarts; Supervisor.Children() loses start order when a
+// child stops (PIDSet removes by swapping), so RestForOne keeps its own
+// ordered list. A panic in a child never takes the process down.
+package supervisor

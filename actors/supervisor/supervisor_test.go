@@ -1,0 +1,220 @@
+package supervisor
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// starts counts the Started messages of each test child: its first start
+// plus every restart.
+type starts struct {
+	mu sync.Mutex
+	n  map[string]*atomic.Int64
+}
+
+func (s *starts) of(name string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n[name] == nil {
+		s.n[name] = &atomic.Int64{}
+	}
+	return s.n[name].Load()
+}
+
+func (s *starts) inc(name string) {
+	s.mu.Lock()
+	if s.n[name] == nil {
+		s.n[name] = &atomic.Int64{}
+	}
+	c := s.n[name]
+	s.mu.Unlock()
+	c.Add(1)
+}
+
+// worker is a test child: it counts its starts and panics on "boom".
+type worker struct {
+	name string
+	st   *starts
+}
+
+func (w *worker) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		w.st.inc(w.name)
+	case string:
+		if m == "boom" {
+			panic("boom in " + w.name)
+		}
+	}
+}
+
+func workers(st *starts, restart map[string]Restart, names ...string) []ChildSpec {
+	out := make([]ChildSpec, len(names))
+	for i, n := range names {
+		out[i] = ChildSpec{Name: n, Restart: restart[n], Props: actor.PropsFromProducer(func() actor.Actor { return &worker{name: n, st: st} })}
+	}
+	return out
+}
+
+func quietSystem(t *testing.T) *actor.ActorSystem {
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	t.Cleanup(sys.Shutdown)
+	return sys
+}
+
+// start spawns a supervisor for spec and returns it with its children's PIDs.
+func start(t *testing.T, sys *actor.ActorSystem, spec Spec) (*actor.PID, map[string]*actor.PID) {
+	t.Helper()
+	props, err := Props(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := sys.Root.Spawn(props)
+	t.Cleanup(func() { sys.Root.StopFuture(pid).Wait() }) // Shutdown stops no actor: stop the tree ourselves
+	res, err := sys.Root.RequestFuture(pid, &WhichChildren{}, time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids := map[string]*actor.PID{}
+	for i, n := range res.(*Children).Names {
+		kids[n] = res.(*Children).PIDs[i]
+	}
+	return pid, kids
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// events collects supervision events safely.
+type events struct {
+	mu sync.Mutex
+	ev []Event
+}
+
+func (e *events) add(ev Event) { e.mu.Lock(); e.ev = append(e.ev, ev); e.mu.Unlock() }
+func (e *events) all() []Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Event(nil), e.ev...)
+}
+
+func TestStrategiesRestartTheRightChildren(t *testing.T) {
+	for _, tc := range []struct {
+		strategy Strategy
+		want     map[string]int64 // starts after one failure of b
+	}{
+		{OneForOne, map[string]int64{"a": 1, "b": 2, "c": 1}},
+		{OneForAll, map[string]int64{"a": 2, "b": 2, "c": 2}},
+		{RestForOne, map[string]int64{"a": 1, "b": 2, "c": 2}},
+	} {
+		t.Run(tc.strategy.String(), func(t *testing.T) {
+			sys := quietSystem(t)
+			st := &starts{n: map[string]*atomic.Int64{}}
+			var ev events
+			_, kids := start(t, sys, Spec{Strategy: tc.strategy, Children: workers(st, nil, "a", "b", "c"), OnEvent: ev.add})
+			eventually(t, "all started", func() bool { return st.of("a") == 1 && st.of("b") == 1 && st.of("c") == 1 })
+			sys.Root.Send(kids["b"], "boom")
+			eventually(t, "restarts", func() bool {
+				for n, w := range tc.want {
+					if st.of(n) != w {
+						return false
+					}
+				}
+				return true
+			})
+			time.Sleep(20 * time.Millisecond) // nothing else restarts afterwards
+			for n, w := range tc.want {
+				if st.of(n) != w {
+					t.Fatalf("%s started %d times, want %d", n, st.of(n), w)
+				}
+			}
+			if e := ev.all(); len(e) != 1 || e[0].Action != ActionRestart || e[0].Failed != "b" {
+				t.Fatalf("events %+v", e)
+			}
+		})
+	}
+}
+
+func TestTemporaryChildrenAreNotRestarted(t *testing.T) {
+	sys := quietSystem(t)
+	st := &starts{n: map[string]*atomic.Int64{}}
+	sup, kids := start(t, sys, Spec{Strategy: OneForOne, Children: workers(st, map[string]Restart{"tmp": Temporary}, "perm", "tmp")})
+	eventually(t, "started", func() bool { return st.of("tmp") == 1 })
+	sys.Root.Send(kids["tmp"], "boom")
+	eventually(t, "tmp gone", func() bool {
+		res, err := sys.Root.RequestFuture(sup, &WhichChildren{}, time.Second).Result()
+		return err == nil && len(res.(*Children).Names) == 1 && res.(*Children).Names[0] == "perm"
+	})
+	if st.of("tmp") != 1 {
+		t.Fatalf("a temporary child was restarted")
+	}
+}
+
+func TestIntensityExceededEscalates(t *testing.T) {
+	sys := quietSystem(t)
+	st := &starts{n: map[string]*atomic.Int64{}}
+	var ev events
+	_, kids := start(t, sys, Spec{Strategy: OneForOne, Intensity: 2, Period: time.Minute, Children: workers(st, nil, "a"), OnEvent: ev.add})
+	for i := 1; i <= 3; i++ {
+		eventually(t, "a running", func() bool { return st.of("a") == int64(i) })
+		sys.Root.Send(kids["a"], "boom")
+	}
+	eventually(t, "escalation", func() bool {
+		e := ev.all()
+		return len(e) == 3 && e[2].Action == ActionEscalate
+	})
+	e := ev.all()
+	if e[0].Restarts != 1 || e[1].Restarts != 2 || e[2].Restarts != 3 {
+		t.Fatalf("restart counts %+v", e)
+	}
+}
+
+func TestBackoffGrowsExponentially(t *testing.T) {
+	b := Backoff{Initial: 10 * time.Millisecond, Max: 70 * time.Millisecond}
+	var got []time.Duration
+	for n := 1; n <= 5; n++ {
+		got = append(got, b.Delay(n))
+	}
+	want := []time.Duration{10, 20, 40, 70, 70}
+	for i := range want {
+		if got[i] != want[i]*time.Millisecond {
+			t.Fatalf("delays %v", got)
+		}
+	}
+	sys := quietSystem(t)
+	st := &starts{n: map[string]*atomic.Int64{}}
+	var ev events
+	_, kids := start(t, sys, Spec{Strategy: OneForOne, Intensity: 10, Period: time.Minute, Backoff: b, Children: workers(st, nil, "a"), OnEvent: ev.add})
+	for i := 1; i <= 3; i++ {
+		eventually(t, "a running", func() bool { return st.of("a") == int64(i) })
+		sys.Root.Send(kids["a"], "boom")
+	}
+	eventually(t, "third restart", func() bool { return st.of("a") == 4 })
+	e := ev.all()
+	if len(e) != 3 || e[0].Delay != 10*time.Millisecond || e[1].Delay != 20*time.Millisecond || e[2].Delay != 40*time.Millisecond {
+		t.Fatalf("events %+v", e)
+	}
+}
+
+func TestSpecErrors(t *testing.T) {
+	if _, err := Props(Spec{Children: []ChildSpec{{Name: "", Props: actor.PropsFromFunc(func(actor.Context) {})}}}); err == nil {
+		t.Fatal("a child without a name was accepted")
+	}
+	p := actor.PropsFromFunc(func(actor.Context) {})
+	if _, err := Props(Spec{Children: []ChildSpec{{Name: "x", Props: p}, {Name: "x", Props: p}}}); err == nil {
+		t.Fatal("two children with one name were accepted")
+	}
+}
