@@ -46,11 +46,8 @@ func (j *Journal) Import(d Dump) error {
 		return err
 	}
 	for _, e := range d.Entries {
-		b, err := marshal(&e)
-		if err != nil {
-			return err
-		}
-		if err := j.submit(&write{run: d.Run.ID, seq: e.Seq, entry: b}, false); err != nil {
+		// One encoding for entries, whoever writes them: the recorder's.
+		if err := j.submit(&write{run: d.Run.ID, seq: e.Seq, entry: e.appendJSON(nil)}, false); err != nil {
 			return err
 		}
 	}

@@ -215,11 +215,17 @@ func (a *analyzer) wrapped(i int32) int32 {
 	}
 }
 
+// usedBy returns the outermost wrapper w of the value i (see wrapped) and
+// the node p that uses it (-1 at the top).
+func (a *analyzer) usedBy(i int32) (w, p int32) {
+	w = a.wrapped(i)
+	return w, a.n(w).parent
+}
+
 // isCallee reports whether the value i is what a call or a new expression
 // invokes.
 func (a *analyzer) isCallee(i int32) bool {
-	w := a.wrapped(i)
-	p := a.n(w).parent
+	w, p := a.usedBy(i)
 	if p < 0 {
 		return false
 	}
@@ -538,8 +544,7 @@ func (a *analyzer) member(i int32) {
 // spread) lets the Function constructor escape, e.g.
 // const F = (() => 0).constructor; F('code')().
 func (a *analyzer) constructorStaysPut(i int32) bool {
-	w := a.wrapped(i)
-	p := a.n(w).parent
+	w, p := a.usedBy(i)
 	if p < 0 {
 		return false
 	}
