@@ -95,7 +95,7 @@ func crashChild() {
 		})
 	}
 	res := ex.Exec(context.Background(), executor.Request{Path: "tools/long.ts", Args: run.Meta().Args, Middleware: []driver.Middleware{ack, run.Middleware()}})
-	endRun(run, res)
+	executor.EndRun(run, res)
 	j.Close()
 	fmt.Println("done")
 	os.Exit(0)

@@ -10,7 +10,6 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
-	"github.com/agentos-run/agentos/transpile"
 )
 
 // JournalFile is where a tool root's journal lives by default.
@@ -23,42 +22,7 @@ var JournalFile = filepath.Join(StateDir, "journal.db")
 // A run cancelled by its caller (shutdown) is left "running" so that
 // Recover resumes it later; any other outcome ends the run.
 func Exec(ctx context.Context, ex *executor.Executor, j *journal.Journal, req executor.Request) (executor.Result, string, error) {
-	if j == nil {
-		return ex.Exec(ctx, req), "", nil
-	}
-	src, hash, err := ex.Source(req.Path)
-	if req.Source != nil {
-		src, hash, err = req.Source, transpile.Hash(req.Source), nil
-	}
-	if err != nil {
-		return ex.Exec(ctx, req), "", nil // the run reports the missing tool; there is nothing to record
-	}
-	// IMPORTANT: run exactly the bytes that are journaled; reading the file
-	// again could run a version written in between.
-	req.Source = src
-	if err := j.PutSource(hash, src); err != nil {
-		return executor.Result{}, "", fmt.Errorf("journaling the tool source: %w", err)
-	}
-	run, err := j.Begin(journal.RunMeta{Kind: "exec", Tool: req.Path, Hash: hash, Args: req.Args})
-	if err != nil {
-		return executor.Result{}, "", fmt.Errorf("journaling the run: %w", err)
-	}
-	req.Middleware = append([]driver.Middleware{run.Middleware()}, req.Middleware...)
-	res := ex.Exec(ctx, req)
-	if res.Error != nil && errors.Is(res.Error, executor.ErrCancelled) {
-		return res, run.ID(), nil
-	}
-	return res, run.ID(), endRun(run, res)
-}
-
-func endRun(run *journal.Run, res executor.Result) error {
-	status := journal.StatusOK
-	var errJSON json.RawMessage
-	if res.Error != nil {
-		status = journal.StatusFailed
-		errJSON, _ = json.Marshal(res.Error)
-	}
-	return run.End(status, res.Result, errJSON)
+	return executor.Record(ctx, ex, j, req)
 }
 
 // ReplayReport compares a replayed run with its recording.
@@ -170,7 +134,7 @@ func Recover(ctx context.Context, ex *executor.Executor, j *journal.Journal) ([]
 			continue
 		}
 		rep.Resumed = true
-		if err := endRun(rec.Run(), rep.Result); err != nil {
+		if err := executor.EndRun(rec.Run(), rep.Result); err != nil {
 			return out, err
 		}
 		out = append(out, rep)

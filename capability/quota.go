@@ -56,6 +56,9 @@ func NewAccount(name string, limits Limits) *Account {
 }
 
 func clone(l Limits) Limits {
+	if len(l) == 0 {
+		return nil
+	}
 	c := Limits{}
 	for k, v := range l {
 		c[k] = v
@@ -72,7 +75,7 @@ func (a *Account) Child(name string, limits Limits) (*Account, error) {
 	if err := a.Charge(Children, 1); err != nil {
 		return nil, err
 	}
-	return &Account{name: name, parent: a, mu: a.mu, limits: clone(limits), used: map[Meter]float64{}}, nil
+	return &Account{name: name, parent: a, mu: a.mu, limits: clone(limits)}, nil
 }
 
 // Close frees the child's Children slot in its ancestors. It is safe to call
@@ -103,6 +106,9 @@ func (a *Account) Charge(m Meter, amount float64) error {
 		}
 	}
 	for x := a; x != nil; x = x.parent {
+		if x.used == nil {
+			x.used = map[Meter]float64{}
+		}
 		x.used[m] += amount
 	}
 	return nil
@@ -114,7 +120,9 @@ func (a *Account) Refund(m Meter, amount float64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for x := a; x != nil; x = x.parent {
-		x.used[m] = max(0, x.used[m]-amount)
+		if x.used != nil {
+			x.used[m] = max(0, x.used[m]-amount)
+		}
 	}
 }
 

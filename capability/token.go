@@ -216,16 +216,30 @@ func (a *Authority) live(t Token) error {
 	if !hmac.Equal(sig, t.Sig) {
 		return fmt.Errorf("%w: its signature does not match (forged or edited)", ErrInvalid)
 	}
+	return a.state(t)
+}
+
+// state checks revocation and expiry, not the signature.
+func (a *Authority) state(t Token) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, id := range append(slices.Clone(t.Chain), t.ID) {
+	for _, id := range t.Chain {
 		if a.revoked[id] {
 			return fmt.Errorf("%w: token %s (revoked: %s)", ErrRevoked, t.ID, id)
 		}
 	}
-	now := a.now()
+	if a.revoked[t.ID] {
+		return fmt.Errorf("%w: token %s (revoked: %s)", ErrRevoked, t.ID, t.ID)
+	}
+	var now time.Time
 	for _, c := range t.Caveats {
-		if !c.NotAfter.IsZero() && now.After(c.NotAfter) {
+		if c.NotAfter.IsZero() {
+			continue
+		}
+		if now.IsZero() {
+			now = a.now()
+		}
+		if now.After(c.NotAfter) {
 			return fmt.Errorf("%w: token %s expired at %s", ErrExpired, t.ID, c.NotAfter.Format(time.RFC3339))
 		}
 	}
@@ -238,6 +252,11 @@ func (a *Authority) Check(t Token, holder string, right Right, resource string) 
 	if err := a.live(t); err != nil {
 		return err
 	}
+	return a.checkLive(t, holder, right, resource)
+}
+
+// checkLive is Check after the token was verified.
+func (a *Authority) checkLive(t Token, holder string, right Right, resource string) error {
 	if t.Holder != holder {
 		return fmt.Errorf("%w: token %s is held by %s, not %s (delegate it first)", ErrDenied, t.ID, t.Holder, holder)
 	}
@@ -253,6 +272,43 @@ func (a *Authority) Check(t Token, holder string, right Right, resource string) 
 	}
 	a.uses[t.ID]++
 	return nil
+}
+
+// Held is a token its Authority verified once, kept in memory the holder's
+// keeper owns (the kernel's process table). Only Hold makes one, so checking
+// it skips the signature (the expensive part of Check) and nothing else:
+// revocation, expiry and use counts are checked every time.
+type Held struct {
+	a *Authority
+	t Token
+}
+
+// Hold verifies t and returns it held. IMPORTANT: hand out Held values only
+// to code as trusted as the Authority itself; give processes Tokens.
+func (a *Authority) Hold(t Token) (*Held, error) {
+	if err := a.live(t); err != nil {
+		return nil, err
+	}
+	return &Held{a: a, t: t.clone()}, nil
+}
+
+// Token returns a copy of the held token.
+func (h *Held) Token() Token { return h.t.clone() }
+
+// Check is Authority.Check without re-verifying the signature.
+func (h *Held) Check(holder string, right Right, resource string) error {
+	if err := h.a.state(h.t); err != nil {
+		return err
+	}
+	return h.a.checkLive(h.t, holder, right, resource)
+}
+
+func (t Token) clone() Token {
+	t.Chain = slices.Clone(t.Chain)
+	t.Grants = slices.Clone(t.Grants)
+	t.Caveats = slices.Clone(t.Caveats)
+	t.Sig = slices.Clone(t.Sig)
+	return t
 }
 
 func describe(gs []Grant) string {

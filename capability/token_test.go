@@ -170,3 +170,50 @@ func TestShortKeyIsRefused(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A held token skips the signature check only: revocation, expiry and use
+// counts still apply, and a forged token cannot be held.
+func TestHeld(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	auth, err := NewAuthority(nil, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := auth.Mint("p", []Grant{{Right: Read, Scope: "tools/"}}, Caveats{NotAfter: now.Add(time.Hour), MaxUses: 2})
+	forged := tok
+	forged.Grants = []Grant{{Right: Write}}
+	if _, err := auth.Hold(forged); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Hold(forged) = %v, want ErrInvalid", err)
+	}
+	h, err := auth.Hold(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Check("p", Write, "tools/a.ts"); !errors.Is(err, ErrDenied) {
+		t.Fatalf("write with a read token: %v", err)
+	}
+	if err := h.Check("p", Read, "tools/a.ts"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Check("p", Read, "tools/a.ts"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Check("p", Read, "tools/a.ts"); !errors.Is(err, ErrUsedUp) {
+		t.Fatalf("third use: %v, want ErrUsedUp", err)
+	}
+	h2, _ := auth.Hold(auth.Mint("q", []Grant{{Right: Read}}, Caveats{NotAfter: now.Add(time.Minute)}))
+	now = now.Add(2 * time.Minute)
+	if err := h2.Check("q", Read, "x"); !errors.Is(err, ErrExpired) {
+		t.Fatalf("expired: %v", err)
+	}
+	auth.RevokeHolder("p")
+	if err := h.Check("p", Read, "tools/a.ts"); !errors.Is(err, ErrRevoked) {
+		t.Fatalf("revoked: %v", err)
+	}
+	// The held copy is not aliased to the caller's token.
+	got := h.Token()
+	got.Grants[0].Right = Write
+	if h.Token().Grants[0].Right != Read {
+		t.Fatal("Token() aliases the held token")
+	}
+}

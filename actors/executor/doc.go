@@ -36,6 +36,12 @@
 // behind Math.random, is a driver.Call on the run's Host: the executor's
 // devices wrapped by the Request's Middleware (the journal's hook).
 //
+// Props(ex, journal) is the executor as a protoactor actor: Run messages
+// (messages.go) are answered with Ran, each run on its own goroutine, and
+// recorded in the journal when asked. A driver that panics aborts its run
+// (Kind "internal") and the panic is raised in the actor, so its supervisor
+// restarts it as its spec says; other runs in flight are untouched.
+//
 // # Failure
 //
 // Exec never panics and never returns a Go error: every failure is a

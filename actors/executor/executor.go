@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -106,8 +107,16 @@ func (e *Executor) Close() error {
 }
 
 // Exec runs the tool at req.Path with req.Args. It never panics and never
-// returns a Go error: see Result.Error.
-func (e *Executor) Exec(ctx context.Context, req Request) (res Result) {
+// returns a Go error: see Result.Error. A driver or middleware that panics
+// aborts the run with Kind "internal"; the process lives on.
+func (e *Executor) Exec(ctx context.Context, req Request) Result {
+	res, _ := e.exec(ctx, req)
+	return res
+}
+
+// exec is Exec, also returning the value a driver panicked with (nil when
+// none did), so that the executor actor can hand it to its supervisor.
+func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked any) {
 	start := time.Now()
 	ctx, span := e.tel.start(ctx, req, e.opts.Isolation)
 	defer func() {
@@ -123,16 +132,16 @@ func (e *Executor) Exec(ctx context.Context, req Request) (res Result) {
 	}()
 	if e.closed.Load() {
 		res.Error = &Error{Kind: sandbox.KindCancelled, Message: "the executor is closed"}
-		return res
+		return res, nil
 	}
 	if err := checkArgs(req.Args); err != nil {
 		res.Error = err
-		return res
+		return res, nil
 	}
 	entry, err := e.moduleWith(req.Path, req.Source)
 	if err != nil {
 		res.Error = err
-		return res
+		return res, nil
 	}
 	res.Hash = entry.Hash
 
@@ -157,7 +166,11 @@ func (e *Executor) Exec(ctx context.Context, req Request) (res Result) {
 		out = e.engine.Run(ctx, job, br)
 	}
 	res.Result, res.Logs, res.Error, res.Calls = out.Result, out.Logs, out.Err, out.Calls
-	return res
+	if p := br.panicked.Load(); p != nil {
+		res.Error = &Error{Kind: sandbox.KindInternal, Message: p.msg}
+		return res, p.value
+	}
+	return res, nil
 }
 
 // checkArgs requires args to be a JSON object (or empty).
@@ -221,11 +234,26 @@ func pathError(p string, err error) *Error {
 // bridge answers a run's calls: driver calls through the Host, requires
 // through the executor's loader.
 type bridge struct {
-	e    *Executor
-	host driver.Host
+	e        *Executor
+	host     driver.Host
+	panicked atomic.Pointer[driverPanic] // the first driver panic of the run
 }
 
-func (b *bridge) Do(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+type driverPanic struct {
+	value any
+	msg   string
+}
+
+// Do answers one call. A panicking driver or middleware aborts the run (the
+// tool cannot catch it) instead of taking the process down.
+func (b *bridge) Do(ctx context.Context, c driver.Call) (out json.RawMessage, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			msg := fmt.Sprintf("the %s driver panicked on call %d (%s): %v; the run was aborted (a bug in that driver or a middleware)\n%s", c.Driver, c.Seq, c.Op, v, debug.Stack())
+			b.panicked.CompareAndSwap(nil, &driverPanic{value: v, msg: msg})
+			out, err = nil, driver.Errorf(driver.CodeAbort, "%s", msg)
+		}
+	}()
 	return b.host.Do(ctx, c)
 }
 

@@ -1,0 +1,66 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/transpile"
+)
+
+// Record runs req on ex and records the run in j: its metadata, the tool's
+// source (by content hash) and every driver call. With a nil journal it runs
+// live. It returns the result and the run id ("" when live).
+//
+// A run cancelled by its caller (shutdown) is left "running" so that
+// recovery resumes it later; any other outcome ends the run.
+func Record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) (Result, string, error) {
+	res, id, err, _ := record(ctx, ex, j, req)
+	return res, id, err
+}
+
+// record is Record, also returning what a driver panicked with.
+func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) (res Result, id string, err error, panicked any) {
+	if j == nil {
+		res, panicked = ex.exec(ctx, req)
+		return res, "", nil, panicked
+	}
+	src, hash, err := ex.Source(req.Path)
+	if req.Source != nil {
+		src, hash, err = req.Source, transpile.Hash(req.Source), nil
+	}
+	if err != nil {
+		res, panicked = ex.exec(ctx, req) // the run reports the missing tool; there is nothing to record
+		return res, "", nil, panicked
+	}
+	// IMPORTANT: run exactly the bytes that are journaled; reading the file
+	// again could run a version written in between.
+	req.Source = src
+	if err := j.PutSource(hash, src); err != nil {
+		return Result{}, "", fmt.Errorf("journaling the tool source: %w", err), nil
+	}
+	run, err := j.Begin(journal.RunMeta{Kind: "exec", Tool: req.Path, Hash: hash, Args: req.Args})
+	if err != nil {
+		return Result{}, "", fmt.Errorf("journaling the run: %w", err), nil
+	}
+	req.Middleware = append([]driver.Middleware{run.Middleware()}, req.Middleware...)
+	res, panicked = ex.exec(ctx, req)
+	if res.Error != nil && errors.Is(res.Error, ErrCancelled) {
+		return res, run.ID(), nil, panicked
+	}
+	return res, run.ID(), EndRun(run, res), panicked
+}
+
+// EndRun closes a journaled run with res's outcome.
+func EndRun(run *journal.Run, res Result) error {
+	status := journal.StatusOK
+	var errJSON json.RawMessage
+	if res.Error != nil {
+		status = journal.StatusFailed
+		errJSON, _ = json.Marshal(res.Error)
+	}
+	return run.End(status, res.Result, errJSON)
+}

@@ -1,0 +1,31 @@
+package git
+
+// WriteFile asks the git actor to write a tool file. Sender: the kernel,
+// with RequestFuture. Reply: *Written.
+type WriteFile struct {
+	// Path is relative to the tool root, e.g. tools/math/fib.ts.
+	Path    string
+	Content []byte
+}
+
+// PatchFile asks the git actor to replace the first occurrence of Search in
+// a file by Replace. Sender: the kernel, with RequestFuture. Reply: *Written;
+// Err wraps ErrSearchNotFound when Search is absent.
+type PatchFile struct {
+	Path    string
+	Search  string
+	Replace string
+}
+
+// Written is the reply to WriteFile and PatchFile.
+type Written struct {
+	Path string `json:"path"`
+	// Bytes is the new file's size.
+	Bytes int `json:"bytes"`
+	// Hash is the content hash of the new file (transpile.Hash).
+	Hash string `json:"hash"`
+	// Created says the file did not exist before.
+	Created bool `json:"created"`
+	// Err is why nothing was written (nil on success).
+	Err error `json:"-"`
+}

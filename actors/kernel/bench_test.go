@@ -1,0 +1,89 @@
+package kernel_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentos-run/agentos/capability"
+
+	"github.com/agentos-run/agentos/actors/kernel"
+)
+
+// BenchmarkMessages is the reference kernel's "two-process round trip":
+// two processes bounce one message back and forth; each op is one message
+// (so a round trip is two ops).
+//
+//	go test -run '^$' -bench Messages -count 6 ./actors/kernel/
+func BenchmarkMessages(b *testing.B) {
+	k := newKernel(b, kernel.Options{Logger: quiet})
+	n := b.N
+	done := make(chan struct{})
+	pong := spawn(b, k, func(ctx context.Context, p *kernel.Process) error {
+		for {
+			m, err := p.Recv(ctx)
+			if err != nil {
+				return nil
+			}
+			if err := p.Send(m.From, m.Body); err != nil {
+				return nil
+			}
+		}
+	}, kernel.SpawnOptions{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	spawn(b, k, func(ctx context.Context, p *kernel.Process) error {
+		defer close(done)
+		for i := 0; i < n; i += 2 {
+			if err := p.Send(pong.PID(), i); err != nil {
+				return err
+			}
+			if _, err := p.Recv(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, kernel.SpawnOptions{})
+	<-done
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// BenchmarkSpawnExit is the reference kernel's spawn+exit: a parent
+// (trapping exits) spawns linked children that return at once, and counts
+// their Down messages; each op is one spawn and one exit seen by the parent.
+//
+//	go test -run '^$' -bench SpawnExit -count 6 ./actors/kernel/
+func BenchmarkSpawnExit(b *testing.B) {
+	k := newKernel(b, kernel.Options{Logger: quiet})
+	nop := func(context.Context, *kernel.Process) error { return nil }
+	done := make(chan error, 1)
+	n := b.N
+	b.ReportAllocs()
+	b.ResetTimer()
+	spawn(b, k, func(ctx context.Context, p *kernel.Process) error {
+		p.TrapExits(true)
+		var err error
+		defer func() { done <- err }()
+		downs := 0
+		for i := 0; i < n; i++ {
+			if _, err = p.Spawn(nop, kernel.SpawnOptions{Link: true}); err != nil {
+				return err
+			}
+		}
+		for downs < n {
+			var m kernel.Message
+			if m, err = p.Recv(ctx); err != nil {
+				return err
+			}
+			if _, ok := m.Body.(*kernel.Down); ok {
+				downs++
+			}
+		}
+		return nil
+	}, kernel.SpawnOptions{Grants: []capability.Grant{{Right: capability.Spawn}}})
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "spawns/s")
+}

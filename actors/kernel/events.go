@@ -1,0 +1,96 @@
+package kernel
+
+import (
+	"sync"
+	"time"
+)
+
+// EventKind names a kernel event; the values are stable strings.
+type EventKind string
+
+// The kernel events.
+const (
+	EventSpawn    EventKind = "spawn"    // a process started
+	EventExit     EventKind = "exit"     // a process ended; Reason says why
+	EventSignal   EventKind = "signal"   // kill, term, stop or cont (Detail)
+	EventRegister EventKind = "register" // a process took a name
+	EventCharge   EventKind = "charge"   // Amount of Meter charged to PID
+	EventRefused  EventKind = "refused"  // a capability check failed; Detail says which right
+	EventRestart  EventKind = "restart"  // a supervisor restarted a child (Name)
+	EventCall     EventKind = "call"     // a kernel tool call ended (Name: the tool)
+)
+
+// Event is one entry of the kernel's recent-events log.
+type Event struct {
+	Seq    uint64    `json:"seq"`
+	Time   time.Time `json:"time"`
+	Kind   EventKind `json:"kind"`
+	PID    PID       `json:"pid,omitempty"`
+	Parent PID       `json:"parent,omitempty"`
+	Name   string    `json:"name,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	Meter  string    `json:"meter,omitempty"`
+	Amount float64   `json:"amount,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// eventLog is a ring of the most recent events.
+type eventLog struct {
+	mu   sync.Mutex
+	ring []Event
+	seq  uint64
+}
+
+func newEventLog(n int) *eventLog { return &eventLog{ring: make([]Event, n)} }
+
+func (l *eventLog) add(e Event) Event {
+	l.mu.Lock()
+	l.seq++
+	e.Seq = l.seq
+	l.ring[(l.seq-1)%uint64(len(l.ring))] = e
+	l.mu.Unlock()
+	return e
+}
+
+// since returns the kept events with Seq > after, oldest first, at most n
+// (n <= 0: all kept).
+func (l *eventLog) since(after uint64, n int) []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	size := uint64(len(l.ring))
+	first := uint64(1)
+	if l.seq > size {
+		first = l.seq - size + 1
+	}
+	if after+1 > first {
+		first = after + 1
+	}
+	if n > 0 && l.seq >= first && l.seq-first+1 > uint64(n) {
+		first = l.seq - uint64(n) + 1
+	}
+	var out []Event
+	for s := first; s <= l.seq; s++ {
+		out = append(out, l.ring[(s-1)%size])
+	}
+	return out
+}
+
+// emit stamps, keeps and publishes e.
+func (k *Kernel) emit(e Event) {
+	e.Time = k.now()
+	e = k.events.add(e)
+	if k.opts.OnEvent != nil {
+		k.opts.OnEvent(e)
+	}
+	for _, h := range k.hooks {
+		h(e)
+	}
+}
+
+// Events returns the most recent kernel events with Seq > after, oldest
+// first, at most n (n <= 0: every event still kept).
+func (k *Kernel) Events(after uint64, n int) []Event { return k.events.since(after, n) }
+
+// Emit records an event from outside the process table (a supervisor's
+// restart, a kernel tool call).
+func (k *Kernel) Emit(e Event) { k.emit(e) }

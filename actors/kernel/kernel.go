@@ -1,0 +1,510 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentos-run/agentos/capability"
+)
+
+// SpawnOptions configure a new process. The zero value is a nameless,
+// unlinked process with no rights and the parent's quota.
+type SpawnOptions struct {
+	// Name registers the process in the name service (see Lookup).
+	Name string
+	// Image names what the process runs, for ps and events ("agent",
+	// "supervisor" ...).
+	Image string
+	// Grants are the child's rights. From a process they MUST be a subset of
+	// the parent's; from the kernel (Kernel.Spawn) any grant is minted.
+	Grants []capability.Grant
+	// Caveats restrict the child's token further (expiry, use count).
+	Caveats capability.Caveats
+	// Quota limits the child's own account; absent meters are limited only
+	// by the ancestors.
+	Quota capability.Limits
+	// Link links the child with its parent (see Process.Link).
+	Link bool
+	// Deadline ends the child with reason "deadline" after this long.
+	Deadline time.Duration
+}
+
+// Options configure a kernel. The zero value works: a fresh capability
+// authority, unlimited quota, slog.Default, 1024 events kept.
+type Options struct {
+	// Authority signs and checks capability tokens (nil: a fresh one).
+	Authority *capability.Authority
+	// Quota limits the root account every process is charged to.
+	Quota capability.Limits
+	// Logger receives the kernel's logs (nil: slog.Default()).
+	Logger *slog.Logger
+	// Events is how many recent kernel events are kept (0: 1024).
+	Events int
+	// Now is the kernel clock (nil: time.Now).
+	Now func() time.Time
+	// OnEvent, when set, is called with every kernel event, on the
+	// goroutine that caused it. It MUST NOT block or call the kernel.
+	OnEvent func(Event)
+}
+
+// Kernel is the process table: spawn, signals, links, monitors, names,
+// capabilities and quotas of agent processes. It is safe for concurrent use.
+type Kernel struct {
+	opts   Options
+	auth   *capability.Authority
+	root   *capability.Account
+	log    *slog.Logger
+	events *eventLog
+	now    func() time.Time
+	next   atomic.Uint64
+	mains  sync.WaitGroup
+
+	shards [procShards]procShard // the process table, sharded by PID
+
+	mu     sync.RWMutex // guards names and closed
+	names  map[string]PID
+	closed bool
+
+	hooks []func(Event) // telemetry, set at construction
+}
+
+// New returns a kernel with no processes.
+func New(opts Options) (*Kernel, error) {
+	auth := opts.Authority
+	if auth == nil {
+		var err error
+		if auth, err = capability.NewAuthority(nil, opts.Now); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Events <= 0 {
+		opts.Events = 1024
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Kernel{
+		opts:   opts,
+		auth:   auth,
+		root:   capability.NewAccount("kernel", opts.Quota),
+		log:    opts.Logger,
+		events: newEventLog(opts.Events),
+		now:    opts.Now,
+		names:  map[string]PID{},
+	}, nil
+}
+
+// Authority returns the kernel's capability authority.
+func (k *Kernel) Authority() *capability.Authority { return k.auth }
+
+// Account returns the root quota account.
+func (k *Kernel) Account() *capability.Account { return k.root }
+
+// Spawn starts a process on behalf of the kernel (the embedding program):
+// its grants are minted, not derived, and its account is a child of the
+// root account.
+func (k *Kernel) Spawn(main Main, opts SpawnOptions) (*Process, error) {
+	return k.spawn(nil, main, opts)
+}
+
+func (k *Kernel) spawn(parent *Process, main Main, opts SpawnOptions) (*Process, error) {
+	if main == nil {
+		return nil, fmt.Errorf("%w: spawn needs a Main function", ErrInvalid)
+	}
+	pid := PID(k.next.Add(1))
+	holder := "pid:" + strconv.FormatUint(uint64(pid), 10)
+	parentAcct, parentPID := k.root, PID(0)
+	if parent != nil {
+		parentAcct, parentPID = parent.acct, parent.pid
+	}
+	acct, err := parentAcct.Child(holder, opts.Quota)
+	if err != nil {
+		if parent != nil {
+			var qe *capability.QuotaError
+			if errors.As(err, &qe) {
+				k.exit(parent, Reason{Kind: Quota, Detail: string(qe.Meter)})
+			}
+		}
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	var tok *capability.Held
+	if len(opts.Grants) > 0 {
+		var t capability.Token
+		if parent == nil {
+			t = k.auth.Mint(holder, opts.Grants, opts.Caveats)
+		} else {
+			ptok, ok := parent.Token()
+			if !ok {
+				acct.Close()
+				return nil, fmt.Errorf("spawn: %w: process %v holds no token to derive the child's grants from", capability.ErrDenied, parent.pid)
+			}
+			if t, err = k.auth.Delegate(ptok, holder, opts.Grants, opts.Caveats); err != nil {
+				acct.Close()
+				return nil, fmt.Errorf("spawn: %w", err)
+			}
+		}
+		if tok, err = k.auth.Hold(t); err != nil {
+			acct.Close()
+			return nil, fmt.Errorf("spawn: %w", err)
+		}
+	}
+	p := &Process{
+		k: k, pid: pid, parent: parentPID, image: opts.Image, holder: holder, started: k.now(),
+		acct: acct, token: tok, wake: make(chan struct{}, 1),
+		exited: make(chan struct{}),
+	}
+	p.ctx, p.cancel = context.WithCancelCause(context.Background())
+
+	// The read lock keeps Close out while the process is inserted; only a
+	// name needs the write lock.
+	lock, unlock := k.mu.RLock, k.mu.RUnlock
+	if opts.Name != "" {
+		lock, unlock = k.mu.Lock, k.mu.Unlock
+	}
+	lock()
+	if k.closed {
+		unlock()
+		acct.Close()
+		return nil, ErrClosed
+	}
+	if opts.Name != "" {
+		if cur, taken := k.names[opts.Name]; taken {
+			unlock()
+			acct.Close()
+			return nil, fmt.Errorf("%w: %q is held by %v", ErrNameTaken, opts.Name, cur)
+		}
+		k.names[opts.Name] = pid
+		p.name = opts.Name
+	}
+	k.shard(pid).put(p)
+	k.mains.Add(1)
+	unlock()
+
+	if opts.Link && parent != nil {
+		if err := k.link(parent, pid); err != nil {
+			k.exit(p, Reason{Kind: Killed, Detail: "parent gone before link"})
+		}
+	}
+	if opts.Deadline > 0 {
+		t := time.AfterFunc(opts.Deadline, func() { k.exit(p, Reason{Kind: Deadline, Detail: opts.Deadline.String()}) })
+		context.AfterFunc(p.ctx, func() { t.Stop() })
+	}
+	if left, ok := acct.Left(capability.WallMS); ok {
+		t := time.AfterFunc(time.Duration(left*float64(time.Millisecond)), func() { k.exit(p, Reason{Kind: Quota, Detail: string(capability.WallMS)}) })
+		context.AfterFunc(p.ctx, func() { t.Stop() })
+	}
+	k.emit(Event{Kind: EventSpawn, PID: pid, Parent: parentPID, Name: opts.Name, Detail: opts.Image})
+	go k.run(p, main)
+	return p, nil
+}
+
+// run is a process's goroutine.
+func (k *Kernel) run(p *Process, main Main) {
+	defer k.mains.Done()
+	var err error
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				k.log.Error("kernel: process panicked", slog.Any("pid", p.pid), slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+				err = fmt.Errorf("panic: %v", v)
+			}
+		}()
+		err = main(p.ctx, p)
+	}()
+	k.exit(p, reasonOf(err))
+}
+
+// exit ends p with r: it runs once per process, whoever gets there first
+// (Main returning, Kill, a deadline, a quota, a link, Close).
+func (k *Kernel) exit(p *Process, r Reason) {
+	p.mu.Lock()
+	if p.dead {
+		p.mu.Unlock()
+		return
+	}
+	p.dead, p.reason = true, r
+	name := p.name
+	links, monitors := p.links.all(), p.monitors.all()
+	p.links, p.monitors = pidSet{}, pidSet{}
+	p.box, p.head = nil, 0
+	p.mu.Unlock()
+	p.cancel(&ExitError{Reason: r})
+	close(p.exited)
+
+	k.shard(p.pid).del(p.pid)
+	if name != "" {
+		k.mu.Lock()
+		if k.names[name] == p.pid {
+			delete(k.names, name)
+		}
+		k.mu.Unlock()
+	}
+
+	if p.token != nil {
+		k.auth.RevokeHolder(p.holder)
+	}
+	p.acct.Close()
+	k.emit(Event{Kind: EventExit, PID: p.pid, Parent: p.parent, Name: name, Reason: r.String()})
+
+	for _, w := range monitors {
+		if t := k.lookupPID(w); t != nil {
+			t.deliver(Message{Body: &Down{PID: p.pid, Name: name, Reason: r}})
+		}
+	}
+	for _, l := range links {
+		t := k.lookupPID(l)
+		if t == nil {
+			continue
+		}
+		t.mu.Lock()
+		t.links.remove(p.pid)
+		trap := t.trapExits
+		t.mu.Unlock()
+		switch {
+		case trap:
+			t.deliver(Message{Body: &Down{PID: p.pid, Name: name, Reason: r, Link: true}})
+		case r.Kind != Normal:
+			k.exit(t, Reason{Kind: Killed, Detail: fmt.Sprintf("linked process %v ended (%s)", p.pid, r)})
+		}
+	}
+}
+
+func (k *Kernel) lookupPID(pid PID) *Process {
+	return k.shard(pid).get(pid)
+}
+
+// Process returns the live process pid (nil when it is not alive).
+func (k *Kernel) Process(pid PID) *Process { return k.lookupPID(pid) }
+
+// Lookup finds a registered name.
+func (k *Kernel) Lookup(name string) (PID, bool) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	pid, ok := k.names[name]
+	return pid, ok
+}
+
+func (k *Kernel) register(p *Process, name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: register needs a name", ErrInvalid)
+	}
+	k.mu.Lock()
+	if cur, taken := k.names[name]; taken && cur != p.pid {
+		k.mu.Unlock()
+		return fmt.Errorf("%w: %q is held by %v", ErrNameTaken, name, cur)
+	}
+	p.mu.Lock()
+	old := p.name
+	p.name = name
+	p.mu.Unlock()
+	if old != "" && old != name {
+		delete(k.names, old)
+	}
+	k.names[name] = p.pid
+	k.mu.Unlock()
+	k.emit(Event{Kind: EventRegister, PID: p.pid, Name: name})
+	return nil
+}
+
+func (k *Kernel) link(p *Process, other PID) error {
+	if other == p.pid {
+		return fmt.Errorf("%w: a process cannot link to itself", ErrInvalid)
+	}
+	t := k.lookupPID(other)
+	if t == nil {
+		return fmt.Errorf("%w: %v (link from %v)", ErrNoProcess, other, p.pid)
+	}
+	// Lock in PID order: two processes linking each other must not deadlock.
+	a, b := p, t
+	if a.pid > b.pid {
+		a, b = b, a
+	}
+	a.mu.Lock()
+	b.mu.Lock()
+	dead := a.dead || b.dead
+	if !dead {
+		a.links.add(b.pid)
+		b.links.add(a.pid)
+	}
+	b.mu.Unlock()
+	a.mu.Unlock()
+	if dead {
+		return fmt.Errorf("%w: %v (link from %v)", ErrNoProcess, other, p.pid)
+	}
+	return nil
+}
+
+func (k *Kernel) unlink(p *Process, other PID) {
+	p.mu.Lock()
+	p.links.remove(other)
+	p.mu.Unlock()
+	if t := k.lookupPID(other); t != nil {
+		t.mu.Lock()
+		t.links.remove(p.pid)
+		t.mu.Unlock()
+	}
+}
+
+func (k *Kernel) monitor(p *Process, other PID) {
+	t := k.lookupPID(other)
+	if t != nil {
+		t.mu.Lock()
+		if !t.dead {
+			t.monitors.add(p.pid)
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+	}
+	p.deliver(Message{Body: &Down{PID: other, Reason: Reason{Kind: NoProc}}})
+}
+
+// Send delivers body to pid from the embedding program (From is 0).
+func (k *Kernel) Send(pid PID, body any) error {
+	t := k.lookupPID(pid)
+	if t == nil || !t.deliver(Message{Body: body}) {
+		return fmt.Errorf("%w: %v", ErrNoProcess, pid)
+	}
+	return nil
+}
+
+// Kill ends pid at once with reason "killed" (by names who asked). Main's
+// context is cancelled; the process is dead for the kernel immediately.
+func (k *Kernel) Kill(pid PID, by string) error {
+	t := k.lookupPID(pid)
+	if t == nil {
+		return fmt.Errorf("%w: %v", ErrNoProcess, pid)
+	}
+	k.emit(Event{Kind: EventSignal, PID: pid, Detail: "kill"})
+	k.exit(t, Reason{Kind: Killed, Detail: by})
+	return nil
+}
+
+// Terminate asks pid to end: it receives a *Term message it may handle
+// (clean up, then return). Unlike Kill it never forces the end.
+func (k *Kernel) Terminate(pid PID, from PID) error {
+	t := k.lookupPID(pid)
+	if t == nil || !t.deliver(Message{From: from, Body: &Term{From: from}}) {
+		return fmt.Errorf("%w: %v", ErrNoProcess, pid)
+	}
+	k.emit(Event{Kind: EventSignal, PID: pid, Detail: "term"})
+	return nil
+}
+
+// Stop pauses pid: it receives no message and its kernel calls wait until
+// Continue. Code between kernel calls runs on (Go cannot pause a goroutine).
+func (k *Kernel) Stop(pid PID) error { return k.setStopped(pid, true) }
+
+// Continue resumes a process paused by Stop.
+func (k *Kernel) Continue(pid PID) error { return k.setStopped(pid, false) }
+
+func (k *Kernel) setStopped(pid PID, stop bool) error {
+	t := k.lookupPID(pid)
+	if t == nil {
+		return fmt.Errorf("%w: %v", ErrNoProcess, pid)
+	}
+	t.mu.Lock()
+	changed := t.stopped != stop && !t.dead
+	t.stopped = stop
+	t.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	if !stop {
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
+	}
+	sig := "stop"
+	if !stop {
+		sig = "cont"
+	}
+	k.emit(Event{Kind: EventSignal, PID: pid, Detail: sig})
+	return nil
+}
+
+// Close ends every process with reason "shutdown" and waits for their Main
+// functions to return, or for ctx. No process can be spawned after Close.
+func (k *Kernel) Close(ctx context.Context) error {
+	k.mu.Lock()
+	k.closed = true
+	k.mu.Unlock()
+	for _, p := range k.all() {
+		k.exit(p, Reason{Kind: Shutdown})
+	}
+	done := make(chan struct{})
+	go func() { k.mains.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("kernel: processes still running after close (a Main ignores its context): %w", ctx.Err())
+	}
+}
+
+func (k *Kernel) refused(p *Process, right capability.Right, resource string, err error) {
+	k.emit(Event{Kind: EventRefused, PID: p.pid, Name: p.Name(), Detail: fmt.Sprintf("%s on %q: %v", right, resource, err)})
+}
+
+func (k *Kernel) charged(p *Process, m capability.Meter, amount float64) {
+	k.emit(Event{Kind: EventCharge, PID: p.pid, Meter: string(m), Amount: amount})
+}
+
+const procShards = 16
+
+// procShard is one shard of the process table: spawns and exits of
+// different processes rarely contend.
+type procShard struct {
+	mu sync.RWMutex
+	m  map[PID]*Process
+	_  [32]byte // keep shards on separate cache lines
+}
+
+func (k *Kernel) shard(pid PID) *procShard { return &k.shards[pid%procShards] }
+
+func (s *procShard) put(p *Process) {
+	s.mu.Lock()
+	if s.m == nil {
+		s.m = map[PID]*Process{}
+	}
+	s.m[p.pid] = p
+	s.mu.Unlock()
+}
+
+func (s *procShard) del(pid PID) {
+	s.mu.Lock()
+	delete(s.m, pid)
+	s.mu.Unlock()
+}
+
+func (s *procShard) get(pid PID) *Process {
+	s.mu.RLock()
+	p := s.m[pid]
+	s.mu.RUnlock()
+	return p
+}
+
+// all returns every live process, in no order.
+func (k *Kernel) all() []*Process {
+	var out []*Process
+	for i := range k.shards {
+		s := &k.shards[i]
+		s.mu.RLock()
+		for _, p := range s.m {
+			out = append(out, p)
+		}
+		s.mu.RUnlock()
+	}
+	return out
+}

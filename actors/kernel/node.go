@@ -1,0 +1,192 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/git"
+	"github.com/agentos-run/agentos/actors/supervisor"
+	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/vfs"
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// NodeOptions configure Boot. Executor and Jail are required; nil and zero
+// fields take the documented defaults.
+type NodeOptions struct {
+	// Kernel is the process table (nil: New(Options{Logger})).
+	Kernel *Kernel
+	// Executor runs the tools; the node does not close it.
+	Executor *executor.Executor
+	// Journal records every exec_tool run (nil: runs are not recorded); the
+	// node does not close it.
+	Journal *journal.Journal
+	// Jail is the tool root; the node does not close it.
+	Jail *vfs.Jail
+	// Checker is check_tool's analyzer (nil: check.New with defaults).
+	Checker *check.Checker
+	// Logger receives the node's and protoactor's logs (nil: slog.Default).
+	Logger *slog.Logger
+	// Intensity, Period and Backoff tune the root supervisor (defaults: 10
+	// restarts within 10 s, backoff from 10 ms doubling to 1 s).
+	Intensity int
+	Period    time.Duration
+	Backoff   supervisor.Backoff
+	// TracerProvider and MeterProvider receive the kernel calls' spans and
+	// metrics (nil: the OpenTelemetry globals).
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+}
+
+// Node is a booted runtime: the process table plus the actor tree
+//
+//	agentos (supervisor, one_for_one)
+//	├── kernel    the process table's actor (ps, events, signals)
+//	├── executor  tool runs
+//	└── git       the one writer of the tool tree
+//
+// and the kernel tools bound to processes.
+type Node struct {
+	k       *Kernel
+	opts    NodeOptions
+	sys     *actor.ActorSystem
+	root    *actor.PID
+	kernel  *actor.PID
+	exec    *actor.PID
+	git     *actor.PID
+	checker *check.Checker
+	tel     *telemetry
+}
+
+// Boot starts the actor tree and returns the node.
+func Boot(opts NodeOptions) (*Node, error) {
+	if opts.Executor == nil || opts.Jail == nil {
+		return nil, fmt.Errorf("%w: Boot needs an Executor and a Jail", ErrInvalid)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	k := opts.Kernel
+	if k == nil {
+		var err error
+		if k, err = New(Options{Logger: opts.Logger}); err != nil {
+			return nil, err
+		}
+	}
+	checker := opts.Checker
+	if checker == nil {
+		checker = check.New(check.Options{})
+	}
+	tel, err := newTelemetry(k, opts.TracerProvider, opts.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{k: k, opts: opts, checker: checker, tel: tel}
+	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(levelHandler{h: opts.Logger.Handler(), min: slog.LevelWarn})
+	}))
+	spec := supervisor.Spec{
+		Strategy:  supervisor.OneForOne,
+		Intensity: opts.Intensity,
+		Period:    opts.Period,
+		Backoff:   opts.Backoff,
+		Children: []supervisor.ChildSpec{
+			{Name: "kernel", Props: Props(k)},
+			{Name: "executor", Props: executor.Props(opts.Executor, opts.Journal)},
+			{Name: "git", Props: git.Props(opts.Jail)},
+		},
+		OnEvent: func(ev supervisor.Event) {
+			k.Emit(Event{Kind: EventRestart, Name: ev.Failed, Reason: ev.Reason, Detail: fmt.Sprintf("%s %v after %s", ev.Action, ev.Children, ev.Delay)})
+		},
+	}
+	if spec.Intensity == 0 {
+		spec.Intensity = 10
+	}
+	if spec.Period == 0 {
+		spec.Period = 10 * time.Second
+	}
+	if spec.Backoff == (supervisor.Backoff{}) {
+		spec.Backoff = supervisor.Backoff{Initial: 10 * time.Millisecond, Max: time.Second, Factor: 2}
+	}
+	props, err := supervisor.Props(spec)
+	if err != nil {
+		return nil, err
+	}
+	if n.root, err = n.sys.Root.SpawnNamed(props, "agentos"); err != nil {
+		return nil, fmt.Errorf("kernel: starting the actor tree: %w", err)
+	}
+	res, err := n.sys.Root.RequestFuture(n.root, &supervisor.WhichChildren{}, 5*time.Second).Result()
+	if err != nil {
+		n.stopTree()
+		return nil, fmt.Errorf("kernel: the actor tree did not start: %w", err)
+	}
+	for i, name := range res.(*supervisor.Children).Names {
+		pid := res.(*supervisor.Children).PIDs[i]
+		switch name {
+		case "kernel":
+			n.kernel = pid
+		case "executor":
+			n.exec = pid
+		case "git":
+			n.git = pid
+		}
+	}
+	if n.kernel == nil || n.exec == nil || n.git == nil {
+		n.stopTree()
+		return nil, errors.New("kernel: the actor tree started without all its children (see the log)")
+	}
+	return n, nil
+}
+
+// Kernel returns the node's process table.
+func (n *Node) Kernel() *Kernel { return n.k }
+
+// ActorSystem returns the node's protoactor system, for actors of the
+// embedding program. IMPORTANT: do not call its Shutdown; Close the node.
+func (n *Node) ActorSystem() *actor.ActorSystem { return n.sys }
+
+// KernelPID is the kernel actor's PID (it answers PS, EventsQuery, Signal).
+func (n *Node) KernelPID() *actor.PID { return n.kernel }
+
+// Close ends every process (reason "shutdown", cancelling their tool runs),
+// then stops the actor tree children first, bounded by ctx. The executor,
+// journal and jail are left to their owner to close, after Close.
+func (n *Node) Close(ctx context.Context) error {
+	err := n.k.Close(ctx)
+	n.stopTree()
+	return err
+}
+
+// stopTree stops the supervisor (and with it every child: protoactor's
+// ActorSystem.Shutdown stops no actor) and waits for it.
+func (n *Node) stopTree() {
+	if n.root != nil {
+		_ = n.sys.Root.StopFuture(n.root).Wait()
+	}
+	n.sys.Shutdown()
+}
+
+// levelHandler drops records below min: protoactor logs every actor start
+// and stop at Info.
+type levelHandler struct {
+	h   slog.Handler
+	min slog.Level
+}
+
+func (l levelHandler) Enabled(ctx context.Context, lv slog.Level) bool {
+	return lv >= l.min && l.h.Enabled(ctx, lv)
+}
+func (l levelHandler) Handle(ctx context.Context, r slog.Record) error { return l.h.Handle(ctx, r) }
+func (l levelHandler) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelHandler{h: l.h.WithAttrs(a), min: l.min}
+}
+func (l levelHandler) WithGroup(g string) slog.Handler {
+	return levelHandler{h: l.h.WithGroup(g), min: l.min}
+}

@@ -1,0 +1,316 @@
+package kernel_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/git"
+	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/vfs"
+)
+
+type testNode struct {
+	*kernel.Node
+	j *journal.Journal
+}
+
+// boot starts a node over a fresh tool root with a real executor (mode) and
+// a real bbolt journal.
+func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options) testNode {
+	t.Helper()
+	root := t.TempDir()
+	ex, err := executor.New(executor.Options{Root: root, Isolation: mode, Workers: 1, TempDir: t.TempDir(), Limits: executor.Limits{Timeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := journal.Open(filepath.Join(t.TempDir(), "journal.db"), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jail, err := vfs.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kopts.Logger = quiet
+	k, err := kernel.New(kopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := kernel.Boot(kernel.NodeOptions{Kernel: k, Executor: ex, Journal: j, Jail: jail, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := n.Close(ctx); err != nil {
+			t.Error(err)
+		}
+		ex.Close()
+		j.Close()
+		jail.Close()
+	})
+	return testNode{Node: n, j: j}
+}
+
+func call(t testing.TB, n testNode, p *kernel.Process, tool, args string) (json.RawMessage, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return n.Call(ctx, p, tool, json.RawMessage(args))
+}
+
+func mustCall(t testing.TB, n testNode, p *kernel.Process, tool, args string) json.RawMessage {
+	t.Helper()
+	out, err := call(t, n, p, tool, args)
+	if err != nil {
+		t.Fatalf("%s %s: %v", tool, args, err)
+	}
+	return out
+}
+
+var agentGrants = []capability.Grant{{Right: capability.Read, Scope: "tools/"}, {Right: capability.Write, Scope: "tools/"}, {Right: capability.Exec, Scope: "tools/"}}
+
+func TestToolsSchemas(t *testing.T) {
+	n := boot(t, executor.IsolationInProcess, kernel.Options{})
+	p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
+	tools, err := n.Tools(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool.Name)
+		var schema struct {
+			Type       string                     `json:"type"`
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		}
+		if err := json.Unmarshal(tool.Parameters, &schema); err != nil || schema.Type != "object" || len(schema.Required) == 0 {
+			t.Errorf("%s: bad schema %s (%v)", tool.Name, tool.Parameters, err)
+		}
+		for _, r := range schema.Required {
+			if _, ok := schema.Properties[r]; !ok {
+				t.Errorf("%s: required %q is not a property", tool.Name, r)
+			}
+		}
+		if tool.Description == "" {
+			t.Errorf("%s: no description", tool.Name)
+		}
+	}
+	if want := []string{"list_files", "read_file", "write_file", "patch_file", "check_tool", "exec_tool"}; !slices.Equal(names, want) {
+		t.Fatalf("tools = %v, want %v", names, want)
+	}
+	if _, err := n.Tools(p, "rm_rf"); !errors.Is(err, kernel.ErrUnknownTool) {
+		t.Fatalf("unknown tool: %v", err)
+	}
+	sel, err := n.Tools(p, "exec_tool")
+	if err != nil || len(sel) != 1 {
+		t.Fatalf("select one tool: %v %v", sel, err)
+	}
+}
+
+// The kernel tools end to end, the way an LLM calls them: write a tool,
+// list, read, check and run it, patch it, run it again.
+func TestToolsEndToEnd(t *testing.T) {
+	for _, mode := range []executor.Isolation{executor.IsolationInProcess, executor.IsolationProcess} {
+		t.Run(string(mode), func(t *testing.T) {
+			n := boot(t, mode, kernel.Options{})
+			p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
+			src, _ := json.Marshal(samples.FibTool)
+			var w git.Written
+			if err := json.Unmarshal(mustCall(t, n, p, "write_file", `{"path":"tools/math/fib.ts","content":`+string(src)+`}`), &w); err != nil || !w.Created || w.Bytes != len(samples.FibTool) {
+				t.Fatalf("write_file: %+v %v", w, err)
+			}
+			if got := string(mustCall(t, n, p, "list_files", `{"dir":"tools"}`)); got != `["tools/math/fib.ts"]` {
+				t.Fatalf("list_files = %s", got)
+			}
+			var content string
+			_ = json.Unmarshal(mustCall(t, n, p, "read_file", `{"path":"tools/math/fib.ts"}`), &content)
+			if content != samples.FibTool {
+				t.Fatal("read_file does not return what write_file wrote")
+			}
+			var chk struct {
+				Valid bool `json:"valid"`
+			}
+			if err := json.Unmarshal(mustCall(t, n, p, "check_tool", `{"path":"tools/math/fib.ts"}`), &chk); err != nil || !chk.Valid {
+				t.Fatalf("check_tool: %v %v", chk, err)
+			}
+			var res kernel.ExecResult
+			if err := json.Unmarshal(mustCall(t, n, p, "exec_tool", `{"path":"tools/math/fib.ts","args":{"n":10}}`), &res); err != nil {
+				t.Fatal(err)
+			}
+			if !res.Success || string(res.Result.Result) != "55" || res.RunID == "" {
+				t.Fatalf("exec_tool = %+v", res)
+			}
+			if meta, err := n.j.Get(res.RunID); err != nil || meta.Status != journal.StatusOK {
+				t.Fatalf("journal run: %+v %v", meta, err)
+			}
+
+			_, err := call(t, n, p, "patch_file", `{"path":"tools/math/fib.ts","search":"no such text","replace":"x"}`)
+			if !errors.Is(err, git.ErrSearchNotFound) || !strings.Contains(err.Error(), "tools/math/fib.ts") {
+				t.Fatalf("patch with an absent search: %v", err)
+			}
+			mustCall(t, n, p, "patch_file", `{"path":"tools/math/fib.ts","search":"return b;","replace":"return b + 1;"}`)
+			if err := json.Unmarshal(mustCall(t, n, p, "exec_tool", `{"path":"tools/math/fib.ts","args":{"n":10}}`), &res); err != nil || string(res.Result.Result) != "56" {
+				t.Fatalf("after the patch: %+v %v", res, err)
+			}
+			// A failing tool is a result, not a Go error.
+			if err := json.Unmarshal(mustCall(t, n, p, "exec_tool", `{"path":"tools/math/missing.ts"}`), &res); err != nil || res.Success || !errors.Is(res.Error, executor.ErrNotFound) {
+				t.Fatalf("a failing run: %+v %v", res, err)
+			}
+			if calls := p.Info().Calls; calls != 9 {
+				t.Fatalf("ps counts %d calls, want 9", calls)
+			}
+		})
+	}
+}
+
+func TestToolsRefusals(t *testing.T) {
+	n := boot(t, executor.IsolationInProcess, kernel.Options{})
+	reader := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/math/"}}})
+	_, err := call(t, n, reader, "write_file", `{"path":"tools/math/x.ts","content":"x"}`)
+	if !errors.Is(err, capability.ErrDenied) || !strings.Contains(err.Error(), `"write"`) || !strings.Contains(err.Error(), "tools/math/x.ts") {
+		t.Fatalf("write without the right: %v", err)
+	}
+	if _, err := call(t, n, reader, "read_file", `{"path":"tools/secret.ts"}`); !errors.Is(err, capability.ErrDenied) {
+		t.Fatalf("read outside the scope: %v", err)
+	}
+	if _, err := call(t, n, reader, "read_file", `{"path":"../etc/passwd"}`); err == nil || errors.Is(err, capability.ErrDenied) {
+		t.Fatalf("a path escaping the root must fail as a path error: %v", err)
+	}
+	for _, bad := range []string{`{"path":"tools/math/a.ts","extra":1}`, `{}`, `[]`, `{"path":3}`} {
+		if _, err := call(t, n, reader, "read_file", bad); !errors.Is(err, kernel.ErrInvalidArgs) {
+			t.Errorf("read_file %s: %v, want ErrInvalidArgs", bad, err)
+		}
+	}
+	if _, err := call(t, n, reader, "format_disk", `{}`); !errors.Is(err, kernel.ErrUnknownTool) {
+		t.Fatalf("unknown tool: %v", err)
+	}
+	refused := 0
+	for _, e := range n.Kernel().Events(0, 0) {
+		if e.Kind == kernel.EventRefused && e.PID == reader.PID() {
+			refused++
+		}
+	}
+	if refused != 2 {
+		t.Fatalf("%d refusal events, want 2", refused)
+	}
+}
+
+// Exhausting a quota ends the offender with quota:<meter>; its sibling
+// keeps calling.
+func TestToolsQuota(t *testing.T) {
+	n := boot(t, executor.IsolationInProcess, kernel.Options{})
+	k := n.Kernel()
+	parent := spawn(t, k, block, kernel.SpawnOptions{Grants: append([]capability.Grant{{Right: capability.Spawn}}, agentGrants...)})
+	greedy, err := parent.Spawn(block, kernel.SpawnOptions{Grants: agentGrants, Quota: capability.Limits{capability.ToolCalls: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sibling, err := parent.Spawn(block, kernel.SpawnOptions{Grants: agentGrants})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		mustCall(t, n, greedy, "list_files", `{"dir":"tools"}`)
+	}
+	_, err = call(t, n, greedy, "list_files", `{"dir":"tools"}`)
+	var qe *capability.QuotaError
+	if !errors.As(err, &qe) || qe.Meter != capability.ToolCalls {
+		t.Fatalf("4th call: %v", err)
+	}
+	if r := wait(t, greedy); r.String() != "quota:tool_calls" {
+		t.Fatalf("offender: %v", r)
+	}
+	if _, err := call(t, n, greedy, "list_files", `{"dir":"tools"}`); !errors.Is(err, kernel.ErrExited) {
+		t.Fatalf("a call after the end: %v", err)
+	}
+	mustCall(t, n, sibling, "list_files", `{"dir":"tools"}`)
+
+	// memory_mb bounds each run: a process whose quota is below the
+	// executor's default gets a run limited to its quota.
+	mem, err := parent.Spawn(block, kernel.SpawnOptions{Grants: agentGrants, Quota: capability.Limits{capability.MemoryMB: 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = call(t, n, mem, "exec_tool", `{"path":"tools/none.ts"}`)
+	if !errors.As(err, &qe) || qe.Meter != capability.MemoryMB {
+		t.Fatalf("exec with half a megabyte: %v", err)
+	}
+}
+
+// A stopped process's kernel calls wait until it is continued.
+func TestToolsWaitWhileStopped(t *testing.T) {
+	n := boot(t, executor.IsolationInProcess, kernel.Options{})
+	k := n.Kernel()
+	p := spawn(t, k, block, kernel.SpawnOptions{Grants: agentGrants})
+	if err := k.Stop(p.PID()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.Call(context.Background(), p, "list_files", json.RawMessage(`{"dir":"tools"}`))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a stopped process's call returned: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := k.Continue(p.PID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Killing a process cancels its tool run; the journal keeps the run
+// resumable.
+func TestKillCancelsRun(t *testing.T) {
+	n := boot(t, executor.IsolationProcess, kernel.Options{})
+	k := n.Kernel()
+	p := spawn(t, k, block, kernel.SpawnOptions{Grants: agentGrants})
+	mustCall(t, n, p, "write_file", `{"path":"tools/spin.ts","content":"export default async function () { await tgp.list_files('tools'); for (;;) {} }"}`)
+	done := make(chan json.RawMessage, 1)
+	go func() {
+		out, _ := n.Call(context.Background(), p, "exec_tool", json.RawMessage(`{"path":"tools/spin.ts"}`))
+		done <- out
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		runs, _ := n.j.Unfinished()
+		if len(runs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := k.Kill(p.PID(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	var res kernel.ExecResult
+	if err := json.Unmarshal(<-done, &res); err != nil || res.Success || res.Error == nil || !errors.Is(res.Error, executor.ErrCancelled) {
+		t.Fatalf("killed run: %+v %v", res, err)
+	}
+	if runs, _ := n.j.Unfinished(); len(runs) != 1 {
+		t.Fatalf("unfinished runs after the kill: %d, want 1 (resumable)", len(runs))
+	}
+}

@@ -1,0 +1,379 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/git"
+	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/vfs"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Tool is a kernel tool bound to one process: what an LLM SDK needs (name,
+// description, JSON Schema of the parameters) and the function to call.
+// Every call checks the process's capability, charges one tool call to its
+// quota, and waits while the process is stopped.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	// Call runs the tool with args (a JSON object of the parameters) and
+	// returns its JSON result. Errors wrap ErrInvalidArgs,
+	// capability.ErrDenied, *capability.QuotaError or the tool's own.
+	Call func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) `json:"-"`
+}
+
+// ErrInvalidArgs: a kernel tool's arguments do not match its schema.
+var ErrInvalidArgs = errors.New("kernel: invalid tool arguments")
+
+// ErrUnknownTool: no kernel tool has the name.
+var ErrUnknownTool = errors.New("kernel: unknown tool")
+
+// toolDef is a tool before it is bound to a process.
+type toolDef struct {
+	name, desc, schema string
+	call               func(n *Node, ctx context.Context, p *Process, args json.RawMessage) (any, error)
+}
+
+var toolDefs = []toolDef{
+	{
+		name:   "list_files",
+		desc:   "List the files under a directory of the tool root, recursively. Returns paths relative to the tool root.",
+		schema: `{"type":"object","properties":{"dir":{"type":"string","description":"Directory relative to the tool root, e.g. tools or tools/math."}},"required":["dir"],"additionalProperties":false}`,
+		call:   (*Node).listFiles,
+	},
+	{
+		name:   "read_file",
+		desc:   "Read a file of the tool root and return its content.",
+		schema: `{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the tool root, e.g. tools/math/fib.ts."}},"required":["path"],"additionalProperties":false}`,
+		call:   (*Node).readFile,
+	},
+	{
+		name:   "write_file",
+		desc:   "Create or replace a file of the tool root (a TypeScript tool under tools/, with its JSDoc description on top).",
+		schema: `{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the tool root."},"content":{"type":"string","description":"The whole new content."}},"required":["path","content"],"additionalProperties":false}`,
+		call:   (*Node).writeFile,
+	},
+	{
+		name:   "patch_file",
+		desc:   "Replace the first occurrence of a search text in a file. Fails, naming the file, when the search text is absent; read the file first and copy the text exactly.",
+		schema: `{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the tool root."},"search":{"type":"string","description":"Exact text to replace (first occurrence)."},"replace":{"type":"string","description":"Replacement text."}},"required":["path","search","replace"],"additionalProperties":false}`,
+		call:   (*Node).patchFile,
+	},
+	{
+		name:   "check_tool",
+		desc:   "Compile a TypeScript tool and run the static checks (syntax, no any, no magic numbers, no secrets, no eval or dynamic code, allowed imports, default export). Returns {valid, errors[], warnings[], risk} with line:column positions.",
+		schema: `{"type":"object","properties":{"path":{"type":"string","description":"Tool path relative to the tool root."}},"required":["path"],"additionalProperties":false}`,
+		call:   (*Node).checkTool,
+	},
+	{
+		name:   "exec_tool",
+		desc:   "Run a TypeScript tool in the sandbox with JSON arguments. Returns {success, result, logs[], error}; the run is journaled and replayable.",
+		schema: `{"type":"object","properties":{"path":{"type":"string","description":"Tool path relative to the tool root."},"args":{"type":"object","description":"The object passed to the tool's default export."}},"required":["path"],"additionalProperties":false}`,
+		call:   (*Node).execTool,
+	},
+}
+
+// ToolNames lists the kernel tools this node serves, in order.
+func ToolNames() []string {
+	out := make([]string, len(toolDefs))
+	for i, d := range toolDefs {
+		out[i] = d.name
+	}
+	return out
+}
+
+// Tools returns the kernel tools bound to p: each call runs with p's
+// capabilities and is charged to p's quota. names selects tools (none: all).
+func (n *Node) Tools(p *Process, names ...string) ([]Tool, error) {
+	var out []Tool
+	for _, name := range names {
+		if findTool(name) == nil {
+			return nil, unknownTool(name)
+		}
+	}
+	for _, d := range toolDefs {
+		if len(names) > 0 && !contains(names, d.name) {
+			continue
+		}
+		out = append(out, Tool{
+			Name: d.name, Description: d.desc, Parameters: json.RawMessage(d.schema),
+			Call: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+				return n.Call(ctx, p, d.name, args)
+			},
+		})
+	}
+	return out, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func findTool(name string) *toolDef {
+	for i := range toolDefs {
+		if toolDefs[i].name == name {
+			return &toolDefs[i]
+		}
+	}
+	return nil
+}
+
+func unknownTool(name string) error {
+	return fmt.Errorf("%w %q: the kernel tools are %s", ErrUnknownTool, name, strings.Join(ToolNames(), ", "))
+}
+
+// Call runs the kernel tool name for p with args (a JSON object) and returns
+// its JSON result: exactly what an LLM tool call does.
+func (n *Node) Call(ctx context.Context, p *Process, name string, args json.RawMessage) (json.RawMessage, error) {
+	d := findTool(name)
+	if d == nil {
+		return nil, unknownTool(name)
+	}
+	ctx, span := n.tel.start(ctx, p, name)
+	start := time.Now()
+	out, err := n.call(ctx, p, d, args)
+	n.tel.end(ctx, span, name, start, err)
+	return out, err
+}
+
+func (n *Node) call(ctx context.Context, p *Process, d *toolDef, args json.RawMessage) (json.RawMessage, error) {
+	if err := p.gate(ctx); err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	res, err := d.call(n, ctx, p, args)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.name, err)
+	}
+	return json.Marshal(res)
+}
+
+// decode reads args strictly into v: unknown or missing parameters are
+// errors that name the parameters.
+func decode(args json.RawMessage, v any, params string, required ...string) error {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(args, &probe); err != nil {
+		return fmt.Errorf("%w: the arguments must be a JSON object with %s (%v)", ErrInvalidArgs, params, err)
+	}
+	for _, r := range required {
+		if _, ok := probe[r]; !ok {
+			return fmt.Errorf("%w: missing parameter %q (parameters: %s)", ErrInvalidArgs, r, params)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v (parameters: %s)", ErrInvalidArgs, err, params)
+	}
+	return nil
+}
+
+// authorize cleans path, checks right on it and charges one tool call.
+func authorize(p *Process, right capability.Right, path string) (string, error) {
+	clean := path
+	if !strings.HasSuffix(path, "/") && path != "" {
+		var err error
+		if clean, err = vfs.Clean(path); err != nil {
+			return "", err
+		}
+	}
+	if err := p.Check(right, clean); err != nil {
+		return "", err
+	}
+	if err := p.Charge(capability.ToolCalls, 1); err != nil {
+		return "", err
+	}
+	p.calls.Add(1)
+	return clean, nil
+}
+
+func (n *Node) listFiles(_ context.Context, p *Process, args json.RawMessage) (any, error) {
+	var a struct {
+		Dir string `json:"dir"`
+	}
+	if err := decode(args, &a, "dir", "dir"); err != nil {
+		return nil, err
+	}
+	dir := a.Dir
+	if dir == "" || dir == "/" {
+		dir = "."
+	}
+	dir, err := vfs.Clean(dir)
+	if err != nil {
+		return nil, err
+	}
+	// A directory is read as the scope of its contents: "tools/" grants
+	// listing tools; listing the root needs a grant on everything.
+	resource := ""
+	if dir != "." {
+		resource = dir + "/"
+	}
+	if _, err := authorize(p, capability.Read, resource); err != nil {
+		return nil, err
+	}
+	files, err := n.opts.Jail.List(dir)
+	if files == nil {
+		files = []string{}
+	}
+	return files, err
+}
+
+func (n *Node) readFile(_ context.Context, p *Process, args json.RawMessage) (any, error) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if err := decode(args, &a, "path", "path"); err != nil {
+		return nil, err
+	}
+	path, err := authorize(p, capability.Read, a.Path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := n.opts.Jail.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+func (n *Node) writeFile(ctx context.Context, p *Process, args json.RawMessage) (any, error) {
+	var a struct {
+		Path    string `json:"path"`
+		Content string `json:"content"`
+	}
+	if err := decode(args, &a, "path, content", "path", "content"); err != nil {
+		return nil, err
+	}
+	path, err := authorize(p, capability.Write, a.Path)
+	if err != nil {
+		return nil, err
+	}
+	return n.askGit(ctx, &git.WriteFile{Path: path, Content: []byte(a.Content)})
+}
+
+func (n *Node) patchFile(ctx context.Context, p *Process, args json.RawMessage) (any, error) {
+	var a struct {
+		Path    string `json:"path"`
+		Search  string `json:"search"`
+		Replace string `json:"replace"`
+	}
+	if err := decode(args, &a, "path, search, replace", "path", "search", "replace"); err != nil {
+		return nil, err
+	}
+	path, err := authorize(p, capability.Write, a.Path)
+	if err != nil {
+		return nil, err
+	}
+	return n.askGit(ctx, &git.PatchFile{Path: path, Search: a.Search, Replace: a.Replace})
+}
+
+// askGit sends a write to the git actor and waits for its reply.
+func (n *Node) askGit(ctx context.Context, msg any) (*git.Written, error) {
+	res, err := n.ask(ctx, n.git, msg, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	w := res.(*git.Written)
+	return w, w.Err
+}
+
+// ask is a request to an actor bounded by timeout and ctx.
+func (n *Node) ask(ctx context.Context, pid *actor.PID, msg any, timeout time.Duration) (any, error) {
+	f := n.sys.Root.RequestFuture(pid, msg, timeout)
+	done := make(chan struct{})
+	var res any
+	var err error
+	go func() { res, err = f.Result(); close(done) }()
+	select {
+	case <-done:
+		if err != nil {
+			return nil, fmt.Errorf("kernel: no reply from %s within %s (%v); the actor may be restarting, try again", pid.Id, timeout, err)
+		}
+		return res, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (n *Node) checkTool(_ context.Context, p *Process, args json.RawMessage) (any, error) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if err := decode(args, &a, "path", "path"); err != nil {
+		return nil, err
+	}
+	path, err := authorize(p, capability.Read, a.Path)
+	if err != nil {
+		return nil, err
+	}
+	src, err := n.opts.Jail.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return n.checker.Check(path, src), nil
+}
+
+// ExecResult is exec_tool's result: the run's result and its journal id.
+type ExecResult struct {
+	executor.Result
+	// RunID is the journal run ("" when the node records nothing).
+	RunID string `json:"run_id,omitempty"`
+}
+
+func (n *Node) execTool(ctx context.Context, p *Process, args json.RawMessage) (any, error) {
+	var a struct {
+		Path string          `json:"path"`
+		Args json.RawMessage `json:"args"`
+	}
+	if err := decode(args, &a, "path, args", "path"); err != nil {
+		return nil, err
+	}
+	path, err := authorize(p, capability.Exec, a.Path)
+	if err != nil {
+		return nil, err
+	}
+	lim := n.opts.Executor.Options().Limits
+	// The run's memory is held against the memory_mb quota while it runs;
+	// its timeout never exceeds the wall time left.
+	if left, ok := p.acct.Left(capability.MemoryMB); ok {
+		lim.MemoryBytes = min(lim.MemoryBytes, int64(left)<<20)
+	}
+	memMB := float64(lim.MemoryBytes >> 20)
+	if err := p.Charge(capability.MemoryMB, max(memMB, 1)); err != nil {
+		return nil, err
+	}
+	defer p.acct.Refund(capability.MemoryMB, max(memMB, 1))
+	if left, ok := p.acct.Left(capability.WallMS); ok {
+		lim.Timeout = min(lim.Timeout, time.Duration(left*float64(time.Millisecond)))
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(p.ctx, cancel) // the process ends: its runs end
+	defer stop()
+	req := executor.Request{Path: path, Args: a.Args, Limits: lim}
+	wait := lim.Timeout + n.opts.Executor.Options().KillGrace + time.Minute
+	res, err := n.ask(ctx, n.exec, &executor.Run{Ctx: runCtx, Request: req, Record: true}, wait)
+	if err != nil {
+		return nil, err
+	}
+	ran := res.(*executor.Ran)
+	if ran.Err != nil {
+		return nil, ran.Err
+	}
+	return ExecResult{Result: ran.Result, RunID: ran.RunID}, nil
+}
