@@ -28,6 +28,25 @@ type supervisor struct {
 	children []*child     // live children, in start order
 	restarts []time.Time  // restarts within the period
 	log      *slog.Logger // the actor system's logger
+	self     *actor.PID
+	// gen counts the supervisor's incarnations (one per Started): a
+	// delayed restart decided by an earlier one is dropped.
+	gen int
+	// stopping is set from the supervisor's own Stopping or Restarting
+	// until its next Started: its children are being stopped, and a
+	// failure that arrives meanwhile MUST NOT restart one, because
+	// protoactor's Restart resurrects an actor that already processed its
+	// Stop (it runs Started again outside the registry and the tree).
+	stopping bool
+}
+
+// restartDue is sent by a Backoff timer to the supervisor itself, so that
+// the delayed restart runs on the supervisor's goroutine, where gen and
+// stopping can be checked. Internal: never sent by anyone else.
+type restartDue struct {
+	gen  int
+	sup  actor.Supervisor
+	pids []*actor.PID
 }
 
 type child struct {
@@ -44,8 +63,13 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.onTerminated(m)
 	case *WhichChildren:
 		s.onWhichChildren(ctx)
-	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
-		// lifecycle: protoactor stops the children itself
+	case *restartDue:
+		s.onRestartDue(m)
+	case *actor.Stopping, *actor.Restarting:
+		// protoactor stops the children itself, right after this
+		s.stopping = true
+	case *actor.Stopped:
+		// lifecycle: nothing left to do
 	default:
 		ctx.Logger().Warn("supervisor: unknown message", slog.String("type", fmt.Sprintf("%T", m)))
 	}
@@ -55,6 +79,9 @@ func (s *supervisor) Receive(ctx actor.Context) {
 // old ones were stopped with the supervisor).
 func (s *supervisor) onStarted(ctx actor.Context) {
 	s.log = ctx.Logger()
+	s.self = ctx.Self()
+	s.gen++
+	s.stopping = false
 	s.children = s.children[:0]
 	s.restarts = nil
 	for _, cs := range s.spec.Children {
@@ -77,6 +104,23 @@ func (s *supervisor) onTerminated(m *actor.Terminated) {
 	}
 }
 
+// onRestartDue runs a Backoff restart, unless the supervisor has stopped or
+// restarted its children since it was decided.
+func (s *supervisor) onRestartDue(m *restartDue) {
+	if m.gen != s.gen || s.stopping {
+		return
+	}
+	var live []*actor.PID
+	for _, pid := range m.pids {
+		for _, c := range s.children {
+			if c.pid.Equal(pid) {
+				live = append(live, pid)
+			}
+		}
+	}
+	m.sup.RestartChildren(live...)
+}
+
 func (s *supervisor) onWhichChildren(ctx actor.Context) {
 	out := &Children{}
 	for _, c := range s.children {
@@ -87,7 +131,14 @@ func (s *supervisor) onWhichChildren(ctx actor.Context) {
 }
 
 // HandleFailure implements actor.SupervisorStrategy for the children.
-func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, pid *actor.PID, _ *actor.RestartStatistics, reason, message interface{}) {
+func (s *supervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, pid *actor.PID, _ *actor.RestartStatistics, reason, message interface{}) {
+	if s.stopping {
+		// The child already has its Stop; a Restart behind it would
+		// resurrect it.
+		s.emit(Event{Failed: s.nameOf(pid), Reason: fmt.Sprint(reason), Action: ActionStop, Children: []string{s.nameOf(pid)}})
+		sup.StopChildren(pid)
+		return
+	}
 	idx := -1
 	for i, c := range s.children {
 		if c.pid.Equal(pid) {
@@ -151,9 +202,25 @@ func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, p
 		sup.RestartChildren(restart...)
 		return
 	}
-	// A failed child stays suspended until the restart; RestartChildren
-	// only sends system messages, so calling it from the timer is safe.
-	time.AfterFunc(ev.Delay, func() { sup.RestartChildren(restart...) })
+	// A failed child stays suspended until the restart. The timer does
+	// not restart it itself: it asks the supervisor, which drops the
+	// restart if it has stopped or restarted its children meanwhile
+	// (children come back under the same names, so a stale restart would
+	// hit a new child that never failed).
+	due := &restartDue{gen: s.gen, sup: sup, pids: restart}
+	self := s.self
+	time.AfterFunc(ev.Delay, func() { sys.Root.Send(self, due) })
+}
+
+// nameOf returns the spec name of a child, or its PID when it is not one of
+// the live children.
+func (s *supervisor) nameOf(pid *actor.PID) string {
+	for _, c := range s.children {
+		if c.pid.Equal(pid) {
+			return c.spec.Name
+		}
+	}
+	return pid.String()
 }
 
 func (s *supervisor) emit(ev Event) {

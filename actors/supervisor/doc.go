@@ -32,5 +32,13 @@
 // and restart statistics are kept per child, where intensity must count the
 // supervisor's restarts; Supervisor.Children() loses start order when a
 // child stops (PIDSet removes by swapping), so RestForOne keeps its own
-// ordered list. A panic in a child never takes the process down.
+// ordered list. protoactor's Restart also resurrects a child that has
+// already processed its Stop (it runs Started again outside the registry
+// and the tree), so a failure that reaches a supervisor while it stops or
+// restarts its children MUST NOT restart, and does not: the child is
+// stopped (ActionStop). A Backoff restart is carried out by the supervisor
+// itself and dropped if the supervisor has stopped or restarted since it
+// was decided (its children come back under the same names, so a stale
+// restart would hit a child that never failed). A panic in a child never
+// takes the process down.
 package supervisor

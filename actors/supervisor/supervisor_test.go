@@ -218,3 +218,104 @@ func TestSpecErrors(t *testing.T) {
 		t.Fatal("two children with one name were accepted")
 	}
 }
+
+// lifecycle is a test child that records whether it ever ran Started
+// again after its Stopped (a "zombie": an actor that is out of the process
+// registry and out of its supervisor's tree, yet alive), tells failing
+// when it is about to panic, and panics on "boom".
+type lifecycle struct {
+	starts, stopped, zombie *atomic.Int64
+	failing                 chan<- struct{}
+}
+
+func (l *lifecycle) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		l.starts.Add(1)
+		if l.stopped.Load() > 0 {
+			l.zombie.Add(1)
+		}
+	case *actor.Stopped:
+		l.stopped.Add(1)
+	case string:
+		if m == "boom" {
+			if l.failing != nil {
+				l.failing <- struct{}{}
+			}
+			panic("boom")
+		}
+	}
+}
+
+type lifecycleCounts struct{ starts, stopped, zombie atomic.Int64 }
+
+func (c *lifecycleCounts) props(failing chan<- struct{}) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &lifecycle{starts: &c.starts, stopped: &c.stopped, zombie: &c.zombie, failing: failing}
+	})
+}
+
+// A failure that reaches the supervisor after it began stopping MUST NOT
+// restart the child: protoactor's Restart resurrects an actor that has
+// already processed its Stop.
+func TestNoRestartWhileStopping(t *testing.T) {
+	sys := quietSystem(t)
+	var a, b lifecycleCounts
+	entered, gate := make(chan struct{}), make(chan struct{})
+	bFailing := make(chan struct{}, 1)
+	var once sync.Once
+	props, err := Props(Spec{
+		Strategy: OneForOne, Intensity: 10, Period: time.Minute,
+		Children: []ChildSpec{{Name: "a", Props: a.props(nil)}, {Name: "b", Props: b.props(bFailing)}},
+		// The first decision (a's restart) holds the supervisor's
+		// goroutine until the stop and b's failure are queued behind it.
+		OnEvent: func(Event) { once.Do(func() { close(entered); <-gate }) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := sys.Root.Spawn(props)
+	res, err := sys.Root.RequestFuture(sup, &WhichChildren{}, time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids := res.(*Children).PIDs
+	sys.Root.Send(kids[0], "boom") // a fails: the supervisor blocks in OnEvent
+	<-entered
+	stopped := sys.Root.StopFuture(sup) // queued: Stop
+	sys.Root.Send(kids[1], "boom")      // queued after it: b's Failure
+	<-bFailing
+	time.Sleep(20 * time.Millisecond) // let b's panic post its Failure (ordering only, no timing assertion)
+	close(gate)
+	if err := stopped.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // a zombie would start now
+	if a.zombie.Load() != 0 || b.zombie.Load() != 0 {
+		t.Fatalf("a child ran Started after its Stopped (a: %d, b: %d)", a.zombie.Load(), b.zombie.Load())
+	}
+}
+
+// A delayed (Backoff) restart MUST NOT outlive the supervisor incarnation
+// that decided it: children are respawned under the same names, so the
+// stale restart would hit a new child that never failed.
+func TestBackoffRestartDoesNotOutliveTheSupervisor(t *testing.T) {
+	sys := quietSystem(t)
+	var a, b lifecycleCounts
+	var ev events
+	_, kids := start(t, sys, Spec{
+		Strategy: OneForOne, Intensity: 1, Period: time.Minute,
+		Backoff:  Backoff{Initial: 100 * time.Millisecond},
+		Children: []ChildSpec{{Name: "a", Props: a.props(nil)}, {Name: "b", Props: b.props(nil)}},
+		OnEvent:  ev.add,
+	})
+	sys.Root.Send(kids["a"], "boom") // restart of a in 100 ms
+	eventually(t, "a's restart decided", func() bool { return len(ev.all()) == 1 })
+	sys.Root.Send(kids["b"], "boom") // second restart within the period: escalate
+	// The root guardian restarts the supervisor, which starts a and b again.
+	eventually(t, "the supervisor restarted", func() bool { return a.starts.Load() == 2 && b.starts.Load() == 2 })
+	time.Sleep(200 * time.Millisecond) // past the backoff
+	if n := a.starts.Load(); n != 2 {
+		t.Fatalf("a started %d times, want 2 (first start, the supervisor's restart): the stale backoff restarted the new a", n)
+	}
+}
