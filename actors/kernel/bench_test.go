@@ -2,7 +2,10 @@ package kernel_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentos-run/agentos/capability"
 
@@ -86,4 +89,36 @@ func BenchmarkSpawnExit(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "spawns/s")
+}
+
+// BenchmarkRestarts is the reference kernel's supervisor restarts: a
+// one_for_one supervisor process restarts a child that fails as soon as it
+// starts; each op is one restart (failure seen, child spawned again).
+//
+//	go test -run '^$' -bench Restarts -count 6 ./actors/kernel/
+func BenchmarkRestarts(b *testing.B) {
+	k := newKernel(b, kernel.Options{Logger: quiet})
+	n := int64(b.N)
+	var starts atomic.Int64
+	done := make(chan struct{})
+	fail := errors.New("fail")
+	child := func(ctx context.Context, _ *kernel.Process) error {
+		switch s := starts.Add(1); {
+		case s <= n:
+			return fail
+		case s == n+1:
+			close(done)
+		}
+		<-ctx.Done()
+		return nil
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	spawn(b, k, kernel.Supervise(kernel.SupervisorSpec{
+		Intensity: b.N + 1, Period: time.Hour,
+		Children: []kernel.ChildSpec{{Name: "crashy", Main: child}},
+	}), kernel.SpawnOptions{Grants: []capability.Grant{{Right: capability.Spawn}}})
+	<-done
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "restarts/s")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/supervisor"
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
@@ -56,11 +57,12 @@ type NodeOptions struct {
 type Node struct {
 	k       *Kernel
 	opts    NodeOptions
-	sys     *actor.ActorSystem
+	sys     *system.System
 	root    *actor.PID
 	kernel  *actor.PID
 	exec    *actor.PID
 	git     *actor.PID
+	rootCtx *actor.RootContext
 	checker *check.Checker
 	tel     *telemetry
 }
@@ -89,9 +91,7 @@ func Boot(opts NodeOptions) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{k: k, opts: opts, checker: checker, tel: tel}
-	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(levelHandler{h: opts.Logger.Handler(), min: slog.LevelWarn})
-	}))
+	n.sys = system.New(system.Options{Logger: opts.Logger})
 	spec := supervisor.Spec{
 		Strategy:  supervisor.OneForOne,
 		Intensity: opts.Intensity,
@@ -119,12 +119,14 @@ func Boot(opts NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.root, err = n.sys.Root.SpawnNamed(props, "agentos"); err != nil {
+	if n.root, err = n.sys.SpawnNamed(props, "agentos"); err != nil {
+		_ = n.sys.Shutdown(0)
 		return nil, fmt.Errorf("kernel: starting the actor tree: %w", err)
 	}
-	res, err := n.sys.Root.RequestFuture(n.root, &supervisor.WhichChildren{}, 5*time.Second).Result()
+	n.rootCtx = n.sys.Root()
+	res, err := n.rootCtx.RequestFuture(n.root, &supervisor.WhichChildren{}, 5*time.Second).Result()
 	if err != nil {
-		n.stopTree()
+		_ = n.stopTree(context.Background())
 		return nil, fmt.Errorf("kernel: the actor tree did not start: %w", err)
 	}
 	for i, name := range res.(*supervisor.Children).Names {
@@ -139,7 +141,7 @@ func Boot(opts NodeOptions) (*Node, error) {
 		}
 	}
 	if n.kernel == nil || n.exec == nil || n.git == nil {
-		n.stopTree()
+		_ = n.stopTree(context.Background())
 		return nil, errors.New("kernel: the actor tree started without all its children (see the log)")
 	}
 	return n, nil
@@ -148,9 +150,9 @@ func Boot(opts NodeOptions) (*Node, error) {
 // Kernel returns the node's process table.
 func (n *Node) Kernel() *Kernel { return n.k }
 
-// ActorSystem returns the node's protoactor system, for actors of the
-// embedding program. IMPORTANT: do not call its Shutdown; Close the node.
-func (n *Node) ActorSystem() *actor.ActorSystem { return n.sys }
+// ActorSystem returns the node's actor system, for actors of the embedding
+// program (spawned with its Spawn, they are stopped by Close).
+func (n *Node) ActorSystem() *system.System { return n.sys }
 
 // KernelPID is the kernel actor's PID (it answers PS, EventsQuery, Signal).
 func (n *Node) KernelPID() *actor.PID { return n.kernel }
@@ -159,34 +161,15 @@ func (n *Node) KernelPID() *actor.PID { return n.kernel }
 // then stops the actor tree children first, bounded by ctx. The executor,
 // journal and jail are left to their owner to close, after Close.
 func (n *Node) Close(ctx context.Context) error {
-	err := n.k.Close(ctx)
-	n.stopTree()
-	return err
+	return errors.Join(n.k.Close(ctx), n.stopTree(ctx))
 }
 
-// stopTree stops the supervisor (and with it every child: protoactor's
-// ActorSystem.Shutdown stops no actor) and waits for it.
-func (n *Node) stopTree() {
-	if n.root != nil {
-		_ = n.sys.Root.StopFuture(n.root).Wait()
+// stopTree stops every actor (protoactor's own Shutdown stops none), the
+// supervisor after its children.
+func (n *Node) stopTree(ctx context.Context) error {
+	timeout := system.DefaultStopTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), time.Millisecond)
 	}
-	n.sys.Shutdown()
-}
-
-// levelHandler drops records below min: protoactor logs every actor start
-// and stop at Info.
-type levelHandler struct {
-	h   slog.Handler
-	min slog.Level
-}
-
-func (l levelHandler) Enabled(ctx context.Context, lv slog.Level) bool {
-	return lv >= l.min && l.h.Enabled(ctx, lv)
-}
-func (l levelHandler) Handle(ctx context.Context, r slog.Record) error { return l.h.Handle(ctx, r) }
-func (l levelHandler) WithAttrs(a []slog.Attr) slog.Handler {
-	return levelHandler{h: l.h.WithAttrs(a), min: l.min}
-}
-func (l levelHandler) WithGroup(g string) slog.Handler {
-	return levelHandler{h: l.h.WithGroup(g), min: l.min}
+	return n.sys.Shutdown(timeout)
 }

@@ -294,7 +294,7 @@ func (n *Node) askGit(ctx context.Context, msg any) (*git.Written, error) {
 
 // ask is a request to an actor bounded by timeout and ctx.
 func (n *Node) ask(ctx context.Context, pid *actor.PID, msg any, timeout time.Duration) (any, error) {
-	f := n.sys.Root.RequestFuture(pid, msg, timeout)
+	f := n.rootCtx.RequestFuture(pid, msg, timeout)
 	done := make(chan struct{})
 	var res any
 	var err error

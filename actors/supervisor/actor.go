@@ -26,7 +26,7 @@ func Props(spec Spec) (*actor.Props, error) {
 type supervisor struct {
 	spec     Spec
 	children []*child     // live children, in start order
-	restarts []time.Time  // restarts within the period
+	restarts Window       // restarts within the period
 	log      *slog.Logger // the actor system's logger
 	self     *actor.PID
 	// gen counts the supervisor's incarnations (one per Started): a
@@ -83,7 +83,7 @@ func (s *supervisor) onStarted(ctx actor.Context) {
 	s.gen++
 	s.stopping = false
 	s.children = s.children[:0]
-	s.restarts = nil
+	s.restarts.Reset()
 	for _, cs := range s.spec.Children {
 		pid, err := ctx.SpawnNamed(cs.Props, cs.Name)
 		if err != nil {
@@ -157,21 +157,13 @@ func (s *supervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor,
 		sup.StopChildren(pid)
 		return
 	}
-	now := time.Now()
-	kept := s.restarts[:0]
-	for _, t := range s.restarts {
-		if now.Sub(t) <= s.spec.Period {
-			kept = append(kept, t)
-		}
-	}
-	s.restarts = append(kept, now)
-	ev.Restarts = len(s.restarts)
-	if len(s.restarts) > s.spec.Intensity {
+	ev.Restarts = s.restarts.Add(time.Now(), s.spec.Period)
+	if ev.Restarts > s.spec.Intensity {
 		// Erlang semantics: too many restarts, the supervisor gives up and
 		// its own supervisor decides.
 		ev.Action = ActionEscalate
 		s.emit(ev)
-		s.restarts = nil
+		s.restarts.Reset()
 		sup.EscalateFailure(reason, message)
 		return
 	}
@@ -196,7 +188,7 @@ func (s *supervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor,
 	if len(stop) > 0 {
 		sup.StopChildren(stop...)
 	}
-	ev.Action, ev.Delay = ActionRestart, s.spec.Backoff.Delay(len(s.restarts))
+	ev.Action, ev.Delay = ActionRestart, s.spec.Backoff.Delay(ev.Restarts)
 	s.emit(ev)
 	if ev.Delay == 0 {
 		sup.RestartChildren(restart...)

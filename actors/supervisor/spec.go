@@ -121,3 +121,28 @@ func (s Spec) withDefaults() (Spec, error) {
 	}
 	return s, nil
 }
+
+// Window counts the restarts within the intensity period. The zero value is
+// empty. Adding is amortized O(1) whatever the intensity: times arrive in
+// order, so only the front expires.
+type Window struct{ ts []time.Time }
+
+// Add records a restart at now, forgets those older than period, and
+// returns how many remain, this one included.
+func (w *Window) Add(now time.Time, period time.Duration) int {
+	i := 0
+	for i < len(w.ts) && now.Sub(w.ts[i]) > period {
+		i++
+	}
+	if i > 0 {
+		w.ts = append(w.ts[:0], w.ts[i:]...)
+	}
+	w.ts = append(w.ts, now)
+	return len(w.ts)
+}
+
+// Len returns the restarts in the window.
+func (w *Window) Len() int { return len(w.ts) }
+
+// Reset empties the window.
+func (w *Window) Reset() { w.ts = w.ts[:0] }
