@@ -6,13 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/capability"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Files and directories of a tool root.
@@ -39,6 +45,69 @@ type Config struct {
 	WriteDirs []string `json:"write_dirs,omitempty"`
 	// Limits bound every run.
 	Limits LimitsConfig `json:"limits,omitzero"`
+	// Journal is the journal file, relative to the root. Default
+	// ".agentos/journal.db".
+	Journal string `json:"journal,omitempty"`
+	// Agent is the default process: the one `agentos call` and
+	// Runtime.Tools run as.
+	Agent AgentConfig `json:"agent,omitzero"`
+	// Quota limits the whole node: every process is charged to it. Keys are
+	// meters (llm_tokens, tool_calls, cost_usd, children, wall_ms,
+	// memory_mb). Default: unlimited.
+	Quota map[string]float64 `json:"quota,omitempty"`
+	// MetricsAddr, when set (e.g. "127.0.0.1:9464"), serves the runtime's
+	// metrics in the Prometheus text format at http://MetricsAddr/metrics.
+	MetricsAddr string `json:"metrics_addr,omitempty"`
+
+	// Root is the tool root (not read from agentos.json). Default: the
+	// current directory.
+	Root string `json:"-"`
+	// Logger receives the runtime's logs (nil: slog.Default()).
+	Logger *slog.Logger `json:"-"`
+	// TracerProvider receives spans (nil: the OpenTelemetry global).
+	TracerProvider trace.TracerProvider `json:"-"`
+	// MeterProvider receives metrics. nil: the runtime makes its own, which
+	// Runtime.MetricsHandler and MetricsAddr serve. IMPORTANT: protoactor's
+	// own metrics always go to the OpenTelemetry global meter provider.
+	MeterProvider metric.MeterProvider `json:"-"`
+}
+
+// AgentConfig configures the default process.
+type AgentConfig struct {
+	// Grants are its rights. Default: read, write and exec on the tools
+	// directory, and spawn.
+	Grants []capability.Grant `json:"grants,omitempty"`
+	// Quota limits it, like Config.Quota. Default: the node's.
+	Quota map[string]float64 `json:"quota,omitempty"`
+}
+
+// DefaultGrants are the default process's rights when the configuration
+// names none.
+func (c Config) DefaultGrants() []capability.Grant {
+	if len(c.Agent.Grants) > 0 {
+		return c.Agent.Grants
+	}
+	scope := c.Tools() + "/"
+	return []capability.Grant{{Right: capability.Read, Scope: scope}, {Right: capability.Write, Scope: scope}, {Right: capability.Exec, Scope: scope}, {Right: capability.Spawn}}
+}
+
+// limits converts a quota map, refusing unknown meters.
+func limits(path, field string, q map[string]float64) (capability.Limits, error) {
+	if len(q) == 0 {
+		return nil, nil
+	}
+	out := capability.Limits{}
+	for k, v := range q {
+		m := capability.Meter(k)
+		if !slices.Contains(kernel.Meters, m) {
+			return nil, fmt.Errorf("%s: %s has an unknown meter %q: use one of %v", path, field, k, kernel.Meters)
+		}
+		if v < 0 {
+			return nil, fmt.Errorf("%s: %s.%s must not be negative", path, field, k)
+		}
+		out[m] = v
+	}
+	return out, nil
 }
 
 // LimitsConfig are the per-run limits of a tool root.
@@ -106,13 +175,26 @@ func (c Config) validate(path string) error {
 	if c.Limits.MemoryMB < 0 || c.Limits.MaxCallDepth < 0 || c.Limits.MaxOutputBytes < 0 {
 		return fmt.Errorf("%s: limits must not be negative", path)
 	}
-	for _, d := range append(append([]string{}, c.WriteDirs...), c.ToolsDir) {
+	if _, err := limits(path, "quota", c.Quota); err != nil {
+		return err
+	}
+	if _, err := limits(path, "agent.quota", c.Agent.Quota); err != nil {
+		return err
+	}
+	for _, g := range c.Agent.Grants {
+		if !slices.Contains(allRights, g.Right) {
+			return fmt.Errorf("%s: agent.grants has an unknown right %q: use one of %v", path, g.Right, allRights)
+		}
+	}
+	for _, d := range append(append([]string{}, c.WriteDirs...), c.ToolsDir, c.Journal) {
 		if strings.HasPrefix(d, "/") || strings.HasPrefix(filepath.Clean(d), "..") {
 			return fmt.Errorf("%s: %q must be a directory inside the tool root, written relative to it", path, d)
 		}
 	}
 	return nil
 }
+
+var allRights = []capability.Right{capability.Read, capability.Write, capability.Exec, capability.Spawn, capability.SQL, capability.Fetch, capability.LLM}
 
 // Tools returns the tools directory (default "tools").
 func (c Config) Tools() string {
@@ -136,6 +218,9 @@ func (c Config) ExecutorOptions(root string) executor.Options {
 			MaxCallDepth:   c.Limits.MaxCallDepth,
 			MaxOutputBytes: c.Limits.MaxOutputBytes,
 		},
+		Logger:         c.Logger,
+		TracerProvider: c.TracerProvider,
+		MeterProvider:  c.MeterProvider,
 	}
 }
 

@@ -1,0 +1,260 @@
+package agentos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/internal/promtext"
+	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/vfs"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
+
+// CloseTimeout bounds Runtime.Close: how long processes and actors get to
+// stop before Close reports them.
+const CloseTimeout = 10 * time.Second
+
+// Runtime is a running agentos node: the kernel (processes, capabilities,
+// quotas), the actor tree (executor, git), the journal, and a default
+// process the kernel tools run as. Its methods are safe for concurrent use.
+type Runtime struct {
+	cfg       Config
+	root      string
+	log       *slog.Logger
+	j         *journal.Journal
+	ex        *executor.Executor
+	jail      *vfs.Jail
+	node      *kernel.Node
+	agent     *kernel.Process
+	recovered []RecoverReport
+	reader    *sdkmetric.ManualReader // nil when the caller gave a MeterProvider
+	mp        *sdkmetric.MeterProvider
+	metrics   *http.Server
+	metricsLn net.Listener
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start boots a runtime over cfg.Root (default: the current directory) with
+// the configuration's defaults: tools in tools/, the journal in
+// .agentos/journal.db, process isolation, 5 s and 256 MiB per run. It
+// creates the tools and state directories when missing, resumes the runs a
+// crash left unfinished (Recovered reports them), and spawns the default
+// process with the configured grants and quota.
+//
+// IMPORTANT: with process isolation the program MUST call
+// executor.WorkerMain at the start of main (see the executor package).
+// Close the runtime to stop it; ctx bounds only the start.
+func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
+	root := cfg.Root
+	if root == "" {
+		root = "."
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return nil, err
+	}
+	if err := cfg.validate("agentos.Config"); err != nil {
+		return nil, err
+	}
+	rt = &Runtime{cfg: cfg, root: root, log: cfg.Logger}
+	if rt.log == nil {
+		rt.log = slog.Default()
+	}
+	defer func() {
+		if err != nil {
+			rt.Close()
+			rt = nil
+		}
+	}()
+	for _, d := range []string{cfg.Tools(), StateDir} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(d)), 0o755); err != nil {
+			return rt, fmt.Errorf("agentos: preparing the tool root: %w", err)
+		}
+	}
+	if cfg.MeterProvider == nil {
+		rt.reader = sdkmetric.NewManualReader()
+		rt.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(rt.reader))
+		cfg.MeterProvider = rt.mp
+	}
+	if rt.j, err = journal.Open(cfg.JournalPath(root), journal.Options{}); err != nil {
+		return rt, err
+	}
+	if rt.ex, err = executor.New(cfg.ExecutorOptions(root)); err != nil {
+		return rt, err
+	}
+	if rt.recovered, err = Recover(ctx, rt.ex, rt.j); err != nil {
+		return rt, fmt.Errorf("agentos: resuming unfinished runs: %w", err)
+	}
+	for _, r := range rt.recovered {
+		rt.log.Info("agentos: unfinished run", slog.String("run", r.Run.ID), slog.String("tool", r.Run.Tool), slog.Bool("resumed", r.Resumed), slog.String("reason", r.Reason))
+	}
+	if rt.jail, err = vfs.Open(root); err != nil {
+		return rt, err
+	}
+	quota, _ := limits("", "quota", cfg.Quota)
+	k, err := kernel.New(kernel.Options{Quota: quota, Logger: rt.log})
+	if err != nil {
+		return rt, err
+	}
+	if rt.node, err = kernel.Boot(kernel.NodeOptions{
+		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail,
+		Checker: check.New(cfg.CheckOptions()), Logger: rt.log,
+		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
+	}); err != nil {
+		return rt, err
+	}
+	agentQuota, _ := limits("", "agent.quota", cfg.Agent.Quota)
+	if rt.agent, err = k.Spawn(serveForever, kernel.SpawnOptions{Name: "agent", Image: "default", Grants: cfg.DefaultGrants(), Quota: agentQuota}); err != nil {
+		return rt, err
+	}
+	if cfg.MetricsAddr != "" {
+		if err := rt.serveMetrics(cfg.MetricsAddr); err != nil {
+			return rt, err
+		}
+	}
+	return rt, nil
+}
+
+// serveForever is the default process's body: it waits (status
+// "waiting" in ps) until it is ended or receives a *kernel.Term. Its kernel
+// calls come from the embedding program, not from its mailbox, so other
+// messages are dropped.
+func serveForever(ctx context.Context, p *kernel.Process) error {
+	for {
+		m, err := p.Recv(ctx)
+		if err != nil {
+			return nil
+		}
+		if _, ok := m.Body.(*kernel.Term); ok {
+			return nil
+		}
+	}
+}
+
+// JournalPath returns the journal file of the tool root at root.
+func (c Config) JournalPath(root string) string {
+	if c.Journal != "" {
+		return filepath.Join(root, filepath.FromSlash(c.Journal))
+	}
+	return filepath.Join(root, JournalFile)
+}
+
+// Root returns the absolute tool root.
+func (rt *Runtime) Root() string { return rt.root }
+
+// Kernel returns the process table: spawn agent processes, signal them,
+// read ps and the recent events.
+func (rt *Runtime) Kernel() *kernel.Kernel { return rt.node.Kernel() }
+
+// Node returns the booted node (its actor system and tool calls).
+func (rt *Runtime) Node() *kernel.Node { return rt.node }
+
+// Journal returns the runtime's journal (replay and trace its runs).
+func (rt *Runtime) Journal() *journal.Journal { return rt.j }
+
+// Executor returns the runtime's executor.
+func (rt *Runtime) Executor() *executor.Executor { return rt.ex }
+
+// Agent returns the default process.
+func (rt *Runtime) Agent() *kernel.Process { return rt.agent }
+
+// Recovered reports what Start did with the runs a crash left unfinished.
+func (rt *Runtime) Recovered() []RecoverReport { return rt.recovered }
+
+// Tools returns the kernel tools (SPEC section 1) bound to the default
+// process, ready to hand to an LLM SDK: name, description, JSON Schema and
+// a call function. names selects tools (none: all).
+func (rt *Runtime) Tools(names ...string) ([]kernel.Tool, error) {
+	return rt.node.Tools(rt.agent, names...)
+}
+
+// ToolsFor returns the kernel tools bound to p: its capabilities, its quota.
+func (rt *Runtime) ToolsFor(p *kernel.Process, names ...string) ([]kernel.Tool, error) {
+	return rt.node.Tools(p, names...)
+}
+
+// Call runs one kernel tool as the default process, exactly as an LLM tool
+// call would.
+func (rt *Runtime) Call(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
+	return rt.node.Call(ctx, rt.agent, tool, args)
+}
+
+// MetricsHandler serves the runtime's metrics in the Prometheus text format.
+// It is nil when Config.MeterProvider was given (export them your way).
+func (rt *Runtime) MetricsHandler() http.Handler {
+	if rt.reader == nil {
+		return nil
+	}
+	return promtext.Handler(rt.reader)
+}
+
+// MetricsURL is where Config.MetricsAddr serves the metrics ("" when it is
+// not set).
+func (rt *Runtime) MetricsURL() string {
+	if rt.metricsLn == nil {
+		return ""
+	}
+	return "http://" + rt.metricsLn.Addr().String() + "/metrics"
+}
+
+func (rt *Runtime) serveMetrics(addr string) error {
+	h := rt.MetricsHandler()
+	if h == nil {
+		return errors.New("agentos: metrics_addr needs the runtime's own meter provider; do not set Config.MeterProvider, or serve your exporter yourself")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("agentos: metrics_addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	rt.metricsLn = ln
+	rt.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = rt.metrics.Serve(ln) }()
+	return nil
+}
+
+// Close stops the runtime in order: every process ends (reason "shutdown")
+// and its tool runs are cancelled, leaving their journal runs resumable;
+// the actor tree stops; the sandbox workers are killed and waited for; the
+// journal is closed cleanly. It is safe to call twice.
+func (rt *Runtime) Close() error {
+	rt.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), CloseTimeout)
+		defer cancel()
+		var errs []error
+		if rt.metrics != nil {
+			errs = append(errs, rt.metrics.Shutdown(ctx))
+		}
+		if rt.node != nil {
+			errs = append(errs, rt.node.Close(ctx))
+		}
+		if rt.ex != nil {
+			errs = append(errs, rt.ex.Close())
+		}
+		if rt.jail != nil {
+			errs = append(errs, rt.jail.Close())
+		}
+		if rt.j != nil {
+			errs = append(errs, rt.j.Close())
+		}
+		if rt.mp != nil {
+			errs = append(errs, rt.mp.Shutdown(ctx))
+		}
+		rt.closeErr = errors.Join(errs...)
+	})
+	return rt.closeErr
+}
