@@ -458,7 +458,7 @@ func (k *Kernel) refused(p *Process, right capability.Right, resource string, er
 }
 
 func (k *Kernel) charged(p *Process, m capability.Meter, amount float64) {
-	k.emit(Event{Kind: EventCharge, PID: p.pid, Meter: string(m), Amount: amount})
+	k.emit(Event{Kind: EventCharge, PID: p.pid, Name: p.Name(), Meter: string(m), Amount: amount})
 }
 
 const procShards = 16

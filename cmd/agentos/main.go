@@ -7,6 +7,10 @@
 //	agentos trace   [--root DIR] [--json] RUN            a run call by call
 //	agentos replay  [--root DIR] [--json] [--tool F] RUN re-run offline (or a patched tool)
 //	agentos recover [--root DIR] [--json]                resume runs a crash interrupted
+//	agentos call    [--root DIR] [--json] TOOL ARGS_JSON a kernel tool, as an LLM calls it
+//	agentos serve   [--root DIR] [--metrics ADDR]        run a node until SIGTERM
+//	agentos ps      [--root DIR] [--json]                the serving node's processes
+//	agentos events  [--root DIR] [--json]                the serving node's recent kernel events
 //	agentos demo  [--dir DIR]                            write, check and run sample tools
 //
 // Exit status: 0 on success, 1 when a tool is invalid or its run failed, 2 on
@@ -52,6 +56,10 @@ var commands = []command{
 	{"trace", "show a recorded run call by call", "agentos trace [--root DIR] [--json] RUN", runTrace},
 	{"replay", "re-run a recorded run offline, or feed its I/O to a patched tool", "agentos replay [--root DIR] [--json] [--tool PATCHED.ts] RUN", runReplay},
 	{"recover", "resume the runs a crash left unfinished", "agentos recover [--root DIR] [--json]", runRecover},
+	{"call", "call a kernel tool as an LLM would (on the serving node, or a runtime started for it)", "agentos call [--root DIR] [--json] TOOL ARGS_JSON", runCall},
+	{"serve", "run a node until SIGTERM: processes, actors, journal; ps/events/call talk to it", "agentos serve [--root DIR] [--metrics ADDR]", runServe},
+	{"ps", "the process table of the serving node", "agentos ps [--root DIR] [--json]", runPS},
+	{"events", "the recent kernel events of the serving node", "agentos events [--root DIR] [--json]", runEvents},
 	{"demo", "write sample tools into a fresh tool root, check and run them", "agentos demo [--dir DIR] [--keep]", runDemo},
 }
 

@@ -15,6 +15,9 @@ import (
 
 func TestMain(m *testing.M) {
 	executor.WorkerMain()
+	if os.Getenv("AGENTOS_CLI_CHILD") == "1" { // the test binary as the agentos command
+		main()
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"))
 }
 

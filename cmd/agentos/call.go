@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/actors/kernel"
+)
+
+// runCall calls a kernel tool exactly as an LLM would:
+// agentos call [--root DIR] [--json] TOOL ARGS_JSON. When a node serves the
+// tool root the call goes to it; otherwise a runtime starts for the call.
+func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("call", flag.ContinueOnError)
+	root := fs.String("root", ".", "the tool root")
+	asJSON := fs.Bool("json", false, "print exactly one JSON object: the tool's result, or {\"error\": ...}")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return usagef("expected TOOL and ARGS_JSON (the kernel tools: %s)", strings.Join(kernel.ToolNames(), ", "))
+	}
+	tool := pos[0]
+	if !contains(kernel.ToolNames(), tool) {
+		return usagef("unknown tool %q: the kernel tools are %s", tool, strings.Join(kernel.ToolNames(), ", "))
+	}
+	argsJSON := json.RawMessage("{}")
+	if len(pos) == 2 {
+		argsJSON = json.RawMessage(pos[1])
+		if !json.Valid(argsJSON) || !strings.HasPrefix(strings.TrimSpace(pos[1]), "{") {
+			return usagef("ARGS_JSON must be a JSON object, e.g. '{\"path\": \"tools/math/fib.ts\"}'; got %q", pos[1])
+		}
+	}
+	abs, cfg, err := openRoot(*root)
+	if err != nil {
+		return err
+	}
+	out, err := callTool(ctx, abs, cfg, tool, argsJSON)
+	if err != nil {
+		if *asJSON {
+			_ = fprintJSON(stdout, map[string]string{"error": err.Error()})
+			return errFailed
+		}
+		return err
+	}
+	var v any
+	_ = json.Unmarshal(out, &v)
+	if !*asJSON {
+		if s, ok := v.(string); ok { // read_file: print the content as is
+			_, err := io.WriteString(stdout, s)
+			return err
+		}
+	}
+	if err := fprintJSON(stdout, v); err != nil {
+		return err
+	}
+	if m, ok := v.(map[string]any); ok && m["success"] == false {
+		return errFailed // a failed tool run exits 1, like agentos exec
+	}
+	return nil
+}
+
+// callTool sends the call to the node serving root, or runs it on a
+// runtime started for it.
+func callTool(ctx context.Context, root string, cfg agentos.Config, tool string, args json.RawMessage) (json.RawMessage, error) {
+	c, err := agentos.DialNode(root)
+	if err == nil {
+		defer c.Close()
+		return c.Call(ctx, tool, args)
+	}
+	if !errors.Is(err, agentos.ErrNoNode) {
+		return nil, err
+	}
+	cfg.Root = root
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	rt, err := agentos.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	return rt.Call(ctx, tool, args)
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
