@@ -27,7 +27,7 @@ type testNode struct {
 
 // boot starts a node over a fresh tool root with a real executor (mode) and
 // a real bbolt journal.
-func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options) testNode {
+func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...func(*kernel.NodeOptions)) testNode {
 	t.Helper()
 	root := t.TempDir()
 	ex, err := executor.New(executor.Options{Root: root, Isolation: mode, Workers: 1, TempDir: t.TempDir(), Limits: executor.Limits{Timeout: 5 * time.Second}})
@@ -50,7 +50,11 @@ func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options) testNode 
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := kernel.Boot(kernel.NodeOptions{Kernel: k, Executor: ex, Journal: j, Jail: jail, Logger: quiet})
+	nopts := kernel.NodeOptions{Kernel: k, Executor: ex, Journal: j, Jail: jail, Logger: quiet}
+	for _, f := range tweak {
+		f(&nopts)
+	}
+	n, err := kernel.Boot(nopts)
 	if err != nil {
 		t.Fatal(err)
 	}
