@@ -46,6 +46,11 @@ func TestLoadConfigErrors(t *testing.T) {
 		{`{"limits": {"timeout": "5 secs"}}`, `bad duration "5 secs"`},
 		{`{"write_dirs": ["../up"]}`, `must be a directory inside the tool root`},
 		{`{`, `unexpected EOF`},
+		{`{"quota": {"tokens": 5}}`, `quota has an unknown meter "tokens"`},
+		{`{"agent": {"quota": {"tool_calls": -1}}}`, `agent.quota.tool_calls must not be negative`},
+		{`{"agent": {"grants": [{"right": "sudo"}]}}`, `agent.grants has an unknown right "sudo"`},
+		{`{"agent": {"grants": [{"right": "read", "scop": "tools/"}]}}`, `unknown field "scop"`},
+		{`{"journal": "/var/j.db"}`, `must be a directory inside the tool root`},
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(tc.body), 0o644)
@@ -56,5 +61,33 @@ func TestLoadConfigErrors(t *testing.T) {
 	}
 	if _, err := LoadConfig(t.TempDir()); err != nil {
 		t.Fatalf("a missing config must mean defaults, got %v", err)
+	}
+}
+
+// The README's agentos.json loads as written.
+func TestLoadConfigFull(t *testing.T) {
+	dir := t.TempDir()
+	body := `{
+  "tools_dir": "tools",
+  "isolation": "process",
+  "limits": { "timeout": "5s", "memory_mb": 256, "max_call_depth": 1000, "max_output_bytes": 1048576 },
+  "journal": ".agentos/journal.db",
+  "quota": { "tool_calls": 100000 },
+  "agent": {
+    "grants": [{ "right": "read", "scope": "tools/" }, { "right": "exec", "scope": "tools/" }],
+    "quota": { "tool_calls": 1000, "memory_mb": 512 }
+  },
+  "metrics_addr": "127.0.0.1:9464"
+}`
+	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(body), 0o644)
+	c, err := LoadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.DefaultGrants()) != 2 || c.Quota["tool_calls"] != 100000 || c.Agent.Quota["memory_mb"] != 512 || c.MetricsAddr != "127.0.0.1:9464" {
+		t.Fatalf("loaded %+v", c)
+	}
+	if g := (Config{}).DefaultGrants(); len(g) != 4 || g[0].Scope != "tools/" {
+		t.Fatalf("default grants %+v", g)
 	}
 }
