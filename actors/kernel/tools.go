@@ -234,21 +234,24 @@ func (n *Node) listFiles(_ context.Context, p *Process, args json.RawMessage) (a
 }
 
 func (n *Node) readFile(_ context.Context, p *Process, args json.RawMessage) (any, error) {
+	_, src, err := n.readArg(p, args)
+	return string(src), err
+}
+
+// readArg decodes {path}, checks the read right and reads the file.
+func (n *Node) readArg(p *Process, args json.RawMessage) (string, []byte, error) {
 	var a struct {
 		Path string `json:"path"`
 	}
 	if err := decode(args, &a, "path", "path"); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	path, err := authorize(p, capability.Read, a.Path)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	b, err := n.opts.Jail.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
+	src, err := n.opts.Jail.ReadFile(path)
+	return path, src, err
 }
 
 func (n *Node) writeFile(ctx context.Context, p *Process, args json.RawMessage) (any, error) {
@@ -311,17 +314,7 @@ func (n *Node) ask(ctx context.Context, pid *actor.PID, msg any, timeout time.Du
 }
 
 func (n *Node) checkTool(_ context.Context, p *Process, args json.RawMessage) (any, error) {
-	var a struct {
-		Path string `json:"path"`
-	}
-	if err := decode(args, &a, "path", "path"); err != nil {
-		return nil, err
-	}
-	path, err := authorize(p, capability.Read, a.Path)
-	if err != nil {
-		return nil, err
-	}
-	src, err := n.opts.Jail.ReadFile(path)
+	path, src, err := n.readArg(p, args)
 	if err != nil {
 		return nil, err
 	}

@@ -31,12 +31,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !contains(kernel.ToolNames(), tool) {
 		return usagef("unknown tool %q: the kernel tools are %s", tool, strings.Join(kernel.ToolNames(), ", "))
 	}
-	argsJSON := json.RawMessage("{}")
-	if len(pos) == 2 {
-		argsJSON = json.RawMessage(pos[1])
-		if !json.Valid(argsJSON) || !strings.HasPrefix(strings.TrimSpace(pos[1]), "{") {
-			return usagef("ARGS_JSON must be a JSON object, e.g. '{\"path\": \"tools/math/fib.ts\"}'; got %q", pos[1])
-		}
+	argsJSON, err := argsObject(pos[1:], `{"path": "tools/math/fib.ts"}`)
+	if err != nil {
+		return err
 	}
 	abs, cfg, err := openRoot(*root)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/agentos-run/agentos"
@@ -31,12 +30,9 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(pos) < 1 || len(pos) > 2 {
 		return usagef("expected PATH and optional ARGS_JSON, got %d arguments", len(pos))
 	}
-	argsJSON := json.RawMessage("{}")
-	if len(pos) == 2 {
-		argsJSON = json.RawMessage(pos[1])
-		if !json.Valid(argsJSON) || !strings.HasPrefix(strings.TrimSpace(pos[1]), "{") {
-			return usagef("ARGS_JSON must be a JSON object, e.g. '{\"n\": 10}'; got %q", pos[1])
-		}
+	argsJSON, err := argsObject(pos[1:], `{"n": 10}`)
+	if err != nil {
+		return err
 	}
 	absRoot, cfg, rel, err := rootedTool(*root, pos[0])
 	if err != nil {

@@ -69,3 +69,15 @@ func fprintJSON(w io.Writer, v any) error {
 	}
 	return nil
 }
+
+// argsObject returns the optional ARGS_JSON argument ({} when absent); it
+// must be a JSON object such as example.
+func argsObject(rest []string, example string) (json.RawMessage, error) {
+	if len(rest) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	if !json.Valid([]byte(rest[0])) || !strings.HasPrefix(strings.TrimSpace(rest[0]), "{") {
+		return nil, usagef("ARGS_JSON must be a JSON object, e.g. '%s'; got %q", example, rest[0])
+	}
+	return json.RawMessage(rest[0]), nil
+}
