@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,8 @@ import (
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -210,6 +214,11 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if !rep.Same || rep.Divergence != nil {
 		surprises++
 	}
+	// The same tools, now through the kernel: an agent process with narrow
+	// rights and a budget. The runtime takes over the journal.
+	ex.Close()
+	j.Close()
+	surprises += demoKernel(ctx, dir, stdout)
 	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "agentos-run-*"))
 	fmt.Fprintf(stdout, "per-run /tmp directories left behind: %d\n", len(left))
 	if surprises > 0 {
@@ -223,4 +232,78 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
+}
+
+// demoKernel runs an agent process through the kernel: its capability
+// refuses a read outside its scope, its quota ends it, and ps and events
+// show what happened. It returns how many steps surprised.
+func demoKernel(ctx context.Context, dir string, stdout io.Writer) int {
+	surprises := 0
+	expect := func(ok bool, what string) {
+		if !ok {
+			surprises++
+			fmt.Fprintf(stdout, "   UNEXPECTED: %s\n", what)
+		}
+	}
+	rt, err := agentos.Start(ctx, agentos.Config{Root: dir, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		fmt.Fprintf(stdout, "\nkernel: cannot start the runtime: %v\n", err)
+		return 1
+	}
+	defer rt.Close()
+	k := rt.Kernel()
+	fmt.Fprintf(stdout, "\nthe kernel: an agent process that may read and exec tools/math/ only, with a budget of 3 tool calls\n")
+	lines := make(chan string, 8)
+	agent, err := k.Spawn(func(ctx context.Context, p *kernel.Process) error {
+		defer close(lines)
+		calls := []struct{ tool, args string }{
+			{"exec_tool", `{"path":"tools/math/fib.ts","args":{"n":20}}`},
+			{"read_file", `{"path":"tools/reports/orders.ts"}`},
+			{"exec_tool", `{"path":"tools/math/fib.ts","args":{"n":21}}`},
+			{"exec_tool", `{"path":"tools/math/fib.ts","args":{"n":22}}`},
+			{"exec_tool", `{"path":"tools/math/fib.ts","args":{"n":23}}`},
+		}
+		for _, c := range calls {
+			out, err := rt.Node().Call(ctx, p, c.tool, json.RawMessage(c.args))
+			if err != nil {
+				lines <- fmt.Sprintf("   %s %s -> %s", c.tool, c.args, firstLine(err.Error()))
+				var qe *capability.QuotaError
+				if errors.As(err, &qe) {
+					return err
+				}
+				continue
+			}
+			var res struct {
+				Result json.RawMessage `json:"result"`
+			}
+			_ = json.Unmarshal(out, &res)
+			lines <- fmt.Sprintf("   %s %s -> %s", c.tool, c.args, res.Result)
+		}
+		return nil
+	}, kernel.SpawnOptions{
+		Name:   "analyst",
+		Image:  "demo-agent",
+		Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/math/"}, {Right: capability.Exec, Scope: "tools/math/"}},
+		Quota:  capability.Limits{capability.ToolCalls: 3},
+	})
+	if err != nil {
+		fmt.Fprintf(stdout, "   cannot spawn: %v\n", err)
+		return 1
+	}
+	for l := range lines {
+		fmt.Fprintln(stdout, l)
+	}
+	reason, _ := agent.Wait(ctx)
+	fmt.Fprintf(stdout, "   the process ended: %s (its siblings would have kept running)\n", reason)
+	expect(reason.String() == "quota:tool_calls", "the agent should end with quota:tool_calls")
+	counts := map[kernel.EventKind]int{}
+	for _, e := range k.Events(0, 0) {
+		counts[e.Kind]++
+	}
+	fmt.Fprintf(stdout, "   kernel events: %d spawn, %d refused, %d charge, %d exit\n", counts[kernel.EventSpawn], counts[kernel.EventRefused], counts[kernel.EventCharge], counts[kernel.EventExit])
+	expect(counts[kernel.EventRefused] == 1, "one capability refusal")
+	for _, p := range k.PS() {
+		fmt.Fprintf(stdout, "   ps: pid %d %s (%s) %s, %d calls\n", p.PID, p.Name, p.Image, p.Status, p.Calls)
+	}
+	return surprises
 }
