@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,8 +53,9 @@ func BenchmarkMessages(b *testing.B) {
 }
 
 // BenchmarkSpawnExit is the reference kernel's spawn+exit: a parent
-// (trapping exits) spawns linked children that return at once, and counts
-// their Down messages; each op is one spawn and one exit seen by the parent.
+// (trapping exits) spawns a linked child that returns at once and waits for
+// its Down before the next; each op is one spawn and one exit seen by the
+// parent.
 //
 //	go test -run '^$' -bench SpawnExit -count 6 ./actors/kernel/
 func BenchmarkSpawnExit(b *testing.B) {
@@ -67,19 +69,17 @@ func BenchmarkSpawnExit(b *testing.B) {
 		p.TrapExits(true)
 		var err error
 		defer func() { done <- err }()
-		downs := 0
 		for i := 0; i < n; i++ {
 			if _, err = p.Spawn(nop, kernel.SpawnOptions{Link: true}); err != nil {
 				return err
 			}
-		}
-		for downs < n {
 			var m kernel.Message
 			if m, err = p.Recv(ctx); err != nil {
 				return err
 			}
-			if _, ok := m.Body.(*kernel.Down); ok {
-				downs++
+			if _, ok := m.Body.(*kernel.Down); !ok {
+				err = fmt.Errorf("got %T, want *Down", m.Body)
+				return err
 			}
 		}
 		return nil

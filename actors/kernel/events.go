@@ -17,7 +17,6 @@ const (
 	EventCharge   EventKind = "charge"   // Amount of Meter charged to PID
 	EventRefused  EventKind = "refused"  // a capability check failed; Detail says which right
 	EventRestart  EventKind = "restart"  // a supervisor restarted a child (Name)
-	EventCall     EventKind = "call"     // a kernel tool call ended (Name: the tool)
 )
 
 // Event is one entry of the kernel's recent-events log.
@@ -76,14 +75,19 @@ func (l *eventLog) since(after uint64, n int) []Event {
 }
 
 // emit stamps, keeps and publishes e.
-func (k *Kernel) emit(e Event) {
-	e.Time = k.now()
+func (k *Kernel) emit(e Event) { k.emitAt(k.now(), e) }
+
+// emitAt is emit with the time already read.
+func (k *Kernel) emitAt(t time.Time, e Event) {
+	e.Time = t
 	e = k.events.add(e)
 	if k.opts.OnEvent != nil {
 		k.opts.OnEvent(e)
 	}
-	for _, h := range k.hooks {
-		h(e)
+	if hs := k.hooks.Load(); hs != nil {
+		for _, h := range *hs {
+			h(e)
+		}
 	}
 }
 

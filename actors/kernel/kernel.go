@@ -72,7 +72,7 @@ type Kernel struct {
 	names  map[string]PID
 	closed bool
 
-	hooks []func(Event) // telemetry, set at construction
+	hooks atomic.Pointer[[]func(Event)] // telemetry; copy on write, so Boot may add while processes run
 }
 
 // New returns a kernel with no processes.
@@ -158,10 +158,10 @@ func (k *Kernel) spawn(parent *Process, main Main, opts SpawnOptions) (*Process,
 			return nil, fmt.Errorf("spawn: %w", err)
 		}
 	}
+	now := k.now()
 	p := &Process{
-		k: k, pid: pid, parent: parentPID, image: opts.Image, holder: holder, started: k.now(),
+		k: k, pid: pid, parent: parentPID, image: opts.Image, holder: holder, started: now,
 		acct: acct, token: tok, wake: make(chan struct{}, 1),
-		exited: make(chan struct{}),
 	}
 	p.ctx, p.cancel = context.WithCancelCause(context.Background())
 
@@ -175,12 +175,18 @@ func (k *Kernel) spawn(parent *Process, main Main, opts SpawnOptions) (*Process,
 	if k.closed {
 		unlock()
 		acct.Close()
+		if tok != nil {
+			k.auth.RevokeHolder(holder)
+		}
 		return nil, ErrClosed
 	}
 	if opts.Name != "" {
 		if cur, taken := k.names[opts.Name]; taken {
 			unlock()
 			acct.Close()
+			if tok != nil {
+				k.auth.RevokeHolder(holder)
+			}
 			return nil, fmt.Errorf("%w: %q is held by %v", ErrNameTaken, opts.Name, cur)
 		}
 		k.names[opts.Name] = pid
@@ -199,11 +205,19 @@ func (k *Kernel) spawn(parent *Process, main Main, opts SpawnOptions) (*Process,
 		t := time.AfterFunc(opts.Deadline, func() { k.exit(p, Reason{Kind: Deadline, Detail: opts.Deadline.String()}) })
 		context.AfterFunc(p.ctx, func() { t.Stop() })
 	}
+	// wall_ms is a lifetime: the tightest of the process's own limit and
+	// its parent's deadline (a child spawned late does not outlive it).
 	if left, ok := acct.Left(capability.WallMS); ok {
-		t := time.AfterFunc(time.Duration(left*float64(time.Millisecond)), func() { k.exit(p, Reason{Kind: Quota, Detail: string(capability.WallMS)}) })
+		p.wallDeadline = now.Add(time.Duration(left * float64(time.Millisecond)))
+	}
+	if parent != nil && !parent.wallDeadline.IsZero() && (p.wallDeadline.IsZero() || parent.wallDeadline.Before(p.wallDeadline)) {
+		p.wallDeadline = parent.wallDeadline
+	}
+	if !p.wallDeadline.IsZero() {
+		t := time.AfterFunc(p.wallDeadline.Sub(now), func() { k.exit(p, Reason{Kind: Quota, Detail: string(capability.WallMS)}) })
 		context.AfterFunc(p.ctx, func() { t.Stop() })
 	}
-	k.emit(Event{Kind: EventSpawn, PID: pid, Parent: parentPID, Name: opts.Name, Detail: opts.Image})
+	k.emitAt(now, Event{Kind: EventSpawn, PID: pid, Parent: parentPID, Name: opts.Name, Detail: opts.Image})
 	go k.run(p, main)
 	return p, nil
 }
@@ -234,12 +248,10 @@ func (k *Kernel) exit(p *Process, r Reason) {
 	}
 	p.dead, p.reason = true, r
 	name := p.name
-	links, monitors := p.links.all(), p.monitors.all()
-	p.links, p.monitors = pidSet{}, pidSet{}
+	links, monitors, watched := p.links.all(), p.monitors.all(), p.monitoring.all()
+	p.links, p.monitors, p.monitoring = pidSet{}, pidSet{}, pidSet{}
 	p.box, p.head = nil, 0
 	p.mu.Unlock()
-	p.cancel(&ExitError{Reason: r})
-	close(p.exited)
 
 	k.shard(p.pid).del(p.pid)
 	if name != "" {
@@ -256,9 +268,22 @@ func (k *Kernel) exit(p *Process, r Reason) {
 	p.acct.Close()
 	k.emit(Event{Kind: EventExit, PID: p.pid, Parent: p.parent, Name: name, Reason: r.String()})
 
+	for _, w := range watched { // a dead watcher needs no Down
+		if t := k.lookupPID(w); t != nil {
+			t.mu.Lock()
+			t.monitors.remove(p.pid)
+			t.mu.Unlock()
+		}
+	}
 	for _, w := range monitors {
 		if t := k.lookupPID(w); t != nil {
-			t.deliver(Message{Body: &Down{PID: p.pid, Name: name, Reason: r}})
+			t.deliverIf(func() bool {
+				if !t.monitoring.has(p.pid) {
+					return false // demonitored meanwhile
+				}
+				t.monitoring.remove(p.pid)
+				return true
+			}, Message{Body: &Down{PID: p.pid, Name: name, Reason: r}})
 		}
 	}
 	for _, l := range links {
@@ -266,17 +291,22 @@ func (k *Kernel) exit(p *Process, r Reason) {
 		if t == nil {
 			continue
 		}
-		t.mu.Lock()
-		t.links.remove(p.pid)
-		trap := t.trapExits
-		t.mu.Unlock()
-		switch {
-		case trap:
-			t.deliver(Message{Body: &Down{PID: p.pid, Name: name, Reason: r, Link: true}})
-		case r.Kind != Normal:
+		kill := false
+		t.deliverIf(func() bool {
+			if !t.links.has(p.pid) {
+				return false // unlinked meanwhile
+			}
+			t.links.remove(p.pid)
+			kill = !t.trapExits && r.Kind != Normal
+			return t.trapExits
+		}, Message{Body: &Down{PID: p.pid, Name: name, Reason: r, Link: true}})
+		if kill {
 			k.exit(t, Reason{Kind: Killed, Detail: fmt.Sprintf("linked process %v ended (%s)", p.pid, r)})
 		}
 	}
+	// Last: Done (and Wait) MUST mean the process is gone everywhere: out
+	// of the table and the names, tokens revoked, watchers told.
+	p.cancel(&ExitError{Reason: r})
 }
 
 func (k *Kernel) lookupPID(pid PID) *Process {
@@ -304,6 +334,11 @@ func (k *Kernel) register(p *Process, name string) error {
 		return fmt.Errorf("%w: %q is held by %v", ErrNameTaken, name, cur)
 	}
 	p.mu.Lock()
+	if p.dead { // exit already cleared the names: registering now would leak one
+		p.mu.Unlock()
+		k.mu.Unlock()
+		return p.exitedErr()
+	}
 	old := p.name
 	p.name = name
 	p.mu.Unlock()
@@ -356,8 +391,12 @@ func (k *Kernel) unlink(p *Process, other PID) {
 }
 
 func (k *Kernel) monitor(p *Process, other PID) {
-	t := k.lookupPID(other)
-	if t != nil {
+	// Listed on the watcher first: exit delivers only to watchers that
+	// list it, so a Down can be neither lost nor sent after Demonitor.
+	p.mu.Lock()
+	p.monitoring.add(other)
+	p.mu.Unlock()
+	if t := k.lookupPID(other); t != nil {
 		t.mu.Lock()
 		if !t.dead {
 			t.monitors.add(p.pid)
@@ -366,7 +405,13 @@ func (k *Kernel) monitor(p *Process, other PID) {
 		}
 		t.mu.Unlock()
 	}
-	p.deliver(Message{Body: &Down{PID: other, Reason: Reason{Kind: NoProc}}})
+	p.deliverIf(func() bool {
+		if !p.monitoring.has(other) {
+			return false // its exit delivered the Down already
+		}
+		p.monitoring.remove(other)
+		return true
+	}, Message{Body: &Down{PID: other, Reason: Reason{Kind: NoProc}}})
 }
 
 // Send delivers body to pid from the embedding program (From is 0).
@@ -415,16 +460,25 @@ func (k *Kernel) setStopped(pid PID, stop bool) error {
 	}
 	t.mu.Lock()
 	changed := t.stopped != stop && !t.dead
-	t.stopped = stop
-	t.mu.Unlock()
-	if !changed {
-		return nil
+	wake := changed && !stop && t.waiting
+	if changed {
+		t.stopped = stop
+		if stop {
+			t.cont = make(chan struct{})
+		} else {
+			close(t.cont) // wakes every waiter: Recv and concurrent kernel calls
+			t.cont = nil
+		}
 	}
-	if !stop {
+	t.mu.Unlock()
+	if wake { // a Recv parked before the Stop waits on wake, not on cont
 		select {
 		case t.wake <- struct{}{}:
 		default:
 		}
+	}
+	if !changed {
+		return nil
 	}
 	sig := "stop"
 	if !stop {
@@ -507,4 +561,19 @@ func (k *Kernel) all() []*Process {
 		s.mu.RUnlock()
 	}
 	return out
+}
+
+// addHook subscribes h to every event from now on.
+func (k *Kernel) addHook(h func(Event)) {
+	for {
+		old := k.hooks.Load()
+		var next []func(Event)
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, h)
+		if k.hooks.CompareAndSwap(old, &next) {
+			return
+		}
+	}
 }

@@ -129,25 +129,28 @@ type Process struct {
 	image   string
 	holder  string
 	started time.Time
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	acct    *capability.Account
-	calls   atomic.Uint64
+	// wallDeadline is when the wall_ms quota ends the process (zero: none).
+	wallDeadline time.Time
+	ctx          context.Context
+	cancel       context.CancelCauseFunc
+	acct         *capability.Account
+	calls        atomic.Uint64
 
-	mu        sync.Mutex
-	name      string
-	token     *capability.Held // nil: no rights
-	box       []Message
-	head      int
-	wake      chan struct{} // cap 1: a message arrived or the process was continued
-	waiting   bool
-	stopped   bool
-	dead      bool
-	reason    Reason
-	trapExits bool
-	links     pidSet
-	monitors  pidSet        // processes monitoring this one
-	exited    chan struct{} // closed when the process is dead
+	mu         sync.Mutex
+	name       string
+	token      *capability.Held // nil: no rights
+	box        []Message
+	head       int
+	wake       chan struct{} // cap 1: a message arrived or the process was continued
+	waiting    bool          // blocked in Recv
+	stopped    bool
+	cont       chan struct{} // while stopped: closed by Continue, waking every waiter
+	dead       bool
+	reason     Reason
+	trapExits  bool
+	links      pidSet
+	monitors   pidSet // processes monitoring this one
+	monitoring pidSet // processes this one monitors (a Down is delivered only while listed)
 }
 
 // PID returns the process id.
@@ -187,7 +190,7 @@ func (p *Process) Name() string {
 func (p *Process) Kernel() *Kernel { return p.k }
 
 // Done is closed when the process has ended.
-func (p *Process) Done() <-chan struct{} { return p.exited }
+func (p *Process) Done() <-chan struct{} { return p.ctx.Done() }
 
 // Reason returns why the process ended (ok false: it is alive).
 func (p *Process) Reason() (Reason, bool) {
@@ -199,7 +202,7 @@ func (p *Process) Reason() (Reason, bool) {
 // Wait blocks until the process ends and returns why, or ctx's error.
 func (p *Process) Wait(ctx context.Context) (Reason, error) {
 	select {
-	case <-p.exited:
+	case <-p.ctx.Done():
 		r, _ := p.Reason()
 		return r, nil
 	case <-ctx.Done():
@@ -229,27 +232,13 @@ func (p *Process) Send(to PID, body any) error {
 }
 
 // deliver appends m to the mailbox; false when the process is dead.
-func (p *Process) deliver(m Message) bool {
-	p.mu.Lock()
-	if p.dead {
-		p.mu.Unlock()
-		return false
-	}
-	p.box = append(p.box, m)
-	w := p.waiting && !p.stopped
-	p.mu.Unlock()
-	if w {
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
-	}
-	return true
-}
+func (p *Process) deliver(m Message) bool { return p.deliverIf(nil, m) }
 
 // Recv returns the next message, waiting for one. It fails when ctx ends or
 // the process ends (ErrExited). A stopped process receives nothing until it
-// is continued.
+// is continued. IMPORTANT: call Recv from one goroutine at a time (the
+// process's own): two concurrent receivers may leave one waiting for a
+// message the other took.
 func (p *Process) Recv(ctx context.Context) (Message, error) {
 	for {
 		p.mu.Lock()
@@ -257,7 +246,18 @@ func (p *Process) Recv(ctx context.Context) (Message, error) {
 			p.mu.Unlock()
 			return Message{}, p.exitedErr()
 		}
-		if !p.stopped && p.head < len(p.box) {
+		if p.stopped {
+			cont := p.cont
+			p.mu.Unlock()
+			select {
+			case <-cont:
+			case <-ctx.Done():
+				return Message{}, ctx.Err()
+			case <-p.ctx.Done():
+			}
+			continue
+		}
+		if p.head < len(p.box) {
 			m := p.box[p.head]
 			p.box[p.head] = Message{}
 			p.head++
@@ -302,10 +302,7 @@ func (p *Process) Mailbox() int {
 func (p *Process) gate(ctx context.Context) error {
 	for {
 		p.mu.Lock()
-		dead, stopped := p.dead, p.stopped
-		if stopped {
-			p.waiting = true
-		}
+		dead, stopped, cont := p.dead, p.stopped, p.cont
 		p.mu.Unlock()
 		switch {
 		case dead:
@@ -314,9 +311,8 @@ func (p *Process) gate(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-p.wake:
+		case <-cont:
 		case <-ctx.Done():
-			p.setWaiting(false)
 			return ctx.Err()
 		case <-p.ctx.Done():
 		}
@@ -377,8 +373,12 @@ func (p *Process) Monitor(other PID) error {
 	return nil
 }
 
-// Demonitor cancels Monitor.
+// Demonitor cancels Monitor: once it returns, no Down for other is
+// delivered (one delivered before stays in the mailbox).
 func (p *Process) Demonitor(other PID) {
+	p.mu.Lock()
+	p.monitoring.remove(other)
+	p.mu.Unlock()
 	if t := p.k.lookupPID(other); t != nil {
 		t.mu.Lock()
 		t.monitors.remove(p.pid)
@@ -406,8 +406,11 @@ func (p *Process) Spawn(main Main, opts SpawnOptions) (*Process, error) {
 // "refused" kernel event.
 func (p *Process) Check(right capability.Right, resource string) error {
 	p.mu.Lock()
-	held := p.token
+	held, dead := p.token, p.dead
 	p.mu.Unlock()
+	if dead {
+		return p.exitedErr()
+	}
 	var err error
 	if held == nil {
 		err = fmt.Errorf("%w: process %v holds no capability token, so it lacks the %q right on %q (spawn it with SpawnOptions.Grants)", capability.ErrDenied, p.pid, right, resource)
@@ -424,6 +427,9 @@ func (p *Process) Check(right capability.Right, resource string) error {
 // all-or-nothing. A refused charge ends p with reason quota:<meter> (its
 // siblings keep running) and returns the *capability.QuotaError.
 func (p *Process) Charge(m capability.Meter, amount float64) error {
+	if err := p.alive(); err != nil {
+		return err
+	}
 	if amount == 0 {
 		return nil
 	}
@@ -468,6 +474,14 @@ func (s *pidSet) add(pid PID) {
 	s.small = nil
 }
 
+func (s *pidSet) has(pid PID) bool {
+	if s.big != nil {
+		_, ok := s.big[pid]
+		return ok
+	}
+	return slices.Contains(s.small, pid)
+}
+
 func (s *pidSet) remove(pid PID) {
 	if s.big != nil {
 		delete(s.big, pid)
@@ -489,4 +503,26 @@ func (s *pidSet) all() []PID {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// deliverIf appends m to the mailbox if the process is alive and cond (nil:
+// true), evaluated under the process's lock, holds: the check and the
+// delivery are one step for exit racing Demonitor or Unlink. It reports
+// whether m was delivered.
+func (p *Process) deliverIf(cond func() bool, m Message) bool {
+	p.mu.Lock()
+	if p.dead || (cond != nil && !cond()) {
+		p.mu.Unlock()
+		return false
+	}
+	p.box = append(p.box, m)
+	w := p.waiting && !p.stopped
+	p.mu.Unlock()
+	if w {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
 }

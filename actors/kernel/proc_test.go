@@ -457,3 +457,26 @@ func TestCloseEndsEverything(t *testing.T) {
 		t.Fatalf("spawn after Close: %v", err)
 	}
 }
+
+// wall_ms is a lifetime: the process ends with quota:wall_ms, and a child
+// spawned later never outlives its parent's deadline.
+func TestWallQuota(t *testing.T) {
+	k := newKernel(t, kernel.Options{Logger: quiet})
+	parent := spawn(t, k, block, kernel.SpawnOptions{Grants: spawnRight, Quota: capability.Limits{capability.WallMS: 60}})
+	child, err := parent.Spawn(block, kernel.SpawnOptions{Quota: capability.Limits{capability.WallMS: 60_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := child.Info().Left[capability.WallMS]; left > 60 {
+		t.Fatalf("child's wall time left = %g ms, want at most its parent's 60", left)
+	}
+	if r := wait(t, parent); r.String() != "quota:wall_ms" {
+		t.Fatalf("parent: %v", r)
+	}
+	if r := wait(t, child); r.Kind != kernel.Quota && r.Kind != kernel.Killed {
+		t.Fatalf("child: %v", r)
+	}
+	if err := parent.Charge(capability.ToolCalls, 1); !errors.Is(err, kernel.ErrExited) {
+		t.Fatalf("a dead handle charged: %v", err)
+	}
+}

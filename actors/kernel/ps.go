@@ -64,6 +64,13 @@ func (p *Process) info() ProcInfo {
 			}
 			in.Usage[m] = u
 		}
+		if m == capability.WallMS && !p.wallDeadline.IsZero() {
+			if in.Left == nil {
+				in.Left = map[capability.Meter]float64{}
+			}
+			in.Left[m] = float64(max(0, time.Until(p.wallDeadline).Milliseconds()))
+			continue
+		}
 		if l, ok := p.acct.Left(m); ok {
 			if in.Left == nil {
 				in.Left = map[capability.Meter]float64{}

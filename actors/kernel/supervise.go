@@ -43,7 +43,9 @@ type SupervisorSpec struct {
 // says (Permanent children always, Transient ones after an abnormal exit,
 // Temporary ones never), waiting Backoff between consecutive restarts. A
 // *Term stops the children and ends the supervisor normally; when the
-// supervisor ends any other way, its links end the children.
+// supervisor ends any other way, its links end the children. Although it
+// traps exits, a supervisor ends (after its children) when its parent ends,
+// or another linked process ends abnormally.
 func Supervise(spec SupervisorSpec) Main {
 	if spec.Intensity <= 0 {
 		spec.Intensity = 3
@@ -71,6 +73,15 @@ func Supervise(spec SupervisorSpec) Main {
 				}
 				return nil
 			case *Down:
+				if _, child := s.byPID[b.PID]; !child && !s.ignore[b.PID] && b.Link && (b.PID == p.Parent() || b.Reason.Kind != Normal) {
+					// Trapping exits must not make the supervisor outlive its
+					// parent (or another linked process that failed): end
+					// the children, then itself, as the link would have.
+					for i := len(s.pids) - 1; i >= 0; i-- {
+						s.stop(i, "supervisor ending: "+b.Reason.String())
+					}
+					return Exit(Reason{Kind: Killed, Detail: fmt.Sprintf("linked process %v ended (%s)", b.PID, b.Reason)})
+				}
 				if err := s.onDown(ctx, b); err != nil {
 					return err
 				}

@@ -76,7 +76,7 @@ func newTelemetry(k *Kernel, tp trace.TracerProvider, mp metric.MeterProvider) (
 		return nil, err
 	}
 	bg := context.Background()
-	k.hooks = append(k.hooks, func(e Event) {
+	k.addHook(func(e Event) {
 		switch e.Kind {
 		case EventCharge:
 			charges.Add(bg, e.Amount, metric.WithAttributes(attribute.String("meter", e.Meter)))

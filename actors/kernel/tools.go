@@ -184,22 +184,27 @@ func decode(args json.RawMessage, v any, params string, required ...string) erro
 }
 
 // authorize cleans path, checks right on it and charges one tool call.
+// IMPORTANT: the check MUST see the cleaned path, or "tools/../x" would
+// pass a "tools/" scope.
 func authorize(p *Process, right capability.Right, path string) (string, error) {
-	clean := path
-	if !strings.HasSuffix(path, "/") && path != "" {
-		var err error
-		if clean, err = vfs.Clean(path); err != nil {
-			return "", err
-		}
-	}
-	if err := p.Check(right, clean); err != nil {
+	clean, err := vfs.Clean(path)
+	if err != nil {
 		return "", err
+	}
+	return clean, charge(p, right, clean)
+}
+
+// charge checks right on an already clean resource and charges one tool
+// call.
+func charge(p *Process, right capability.Right, resource string) error {
+	if err := p.Check(right, resource); err != nil {
+		return err
 	}
 	if err := p.Charge(capability.ToolCalls, 1); err != nil {
-		return "", err
+		return err
 	}
 	p.calls.Add(1)
-	return clean, nil
+	return nil
 }
 
 func (n *Node) listFiles(_ context.Context, p *Process, args json.RawMessage) (any, error) {
@@ -223,7 +228,7 @@ func (n *Node) listFiles(_ context.Context, p *Process, args json.RawMessage) (a
 	if dir != "." {
 		resource = dir + "/"
 	}
-	if _, err := authorize(p, capability.Read, resource); err != nil {
+	if err := charge(p, capability.Read, resource); err != nil {
 		return nil, err
 	}
 	files, err := n.opts.Jail.List(dir)
@@ -343,16 +348,16 @@ func (n *Node) execTool(ctx context.Context, p *Process, args json.RawMessage) (
 	lim := n.opts.Executor.Options().Limits
 	// The run's memory is held against the memory_mb quota while it runs;
 	// its timeout never exceeds the wall time left.
-	if left, ok := p.acct.Left(capability.MemoryMB); ok {
-		lim.MemoryBytes = min(lim.MemoryBytes, int64(left)<<20)
+	if left, ok := p.acct.Left(capability.MemoryMB); ok && left < float64(lim.MemoryBytes>>20) {
+		lim.MemoryBytes = int64(left * (1 << 20))
 	}
 	memMB := float64(lim.MemoryBytes >> 20)
 	if err := p.Charge(capability.MemoryMB, max(memMB, 1)); err != nil {
 		return nil, err
 	}
 	defer p.acct.Refund(capability.MemoryMB, max(memMB, 1))
-	if left, ok := p.acct.Left(capability.WallMS); ok {
-		lim.Timeout = min(lim.Timeout, time.Duration(left*float64(time.Millisecond)))
+	if !p.wallDeadline.IsZero() {
+		lim.Timeout = max(min(lim.Timeout, time.Until(p.wallDeadline)), time.Millisecond)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
