@@ -11,6 +11,8 @@ import (
 	"github.com/agentos-run/agentos/capability"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/system"
+	"github.com/asynkron/protoactor-go/actor"
 )
 
 // BenchmarkMessages is the reference kernel's "two-process round trip":
@@ -121,4 +123,36 @@ func BenchmarkRestarts(b *testing.B) {
 	<-done
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "restarts/s")
+}
+
+// BenchmarkActorMessages is BenchmarkMessages between two protoactor
+// actors instead of two kernel processes: why processes are not actors.
+//
+//	go test -run '^$' -bench 'Messages' -count 6 ./actors/kernel/
+func BenchmarkActorMessages(b *testing.B) {
+	sys := system.New(system.Options{Logger: quiet})
+	defer sys.Shutdown(0)
+	pong := sys.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*int); ok {
+			c.Send(c.Sender(), m)
+		}
+	}))
+	n := b.N
+	done := make(chan struct{})
+	ping := sys.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*int); ok {
+			if *m += 2; *m >= n {
+				close(done)
+				return
+			}
+			c.Request(pong, m)
+		}
+	}))
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := 0
+	sys.Root().Send(ping, &start)
+	<-done
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }

@@ -217,7 +217,7 @@ func (k *Kernel) spawn(parent *Process, main Main, opts SpawnOptions) (*Process,
 		t := time.AfterFunc(p.wallDeadline.Sub(now), func() { k.exit(p, Reason{Kind: Quota, Detail: string(capability.WallMS)}) })
 		context.AfterFunc(p.ctx, func() { t.Stop() })
 	}
-	k.emitAt(now, Event{Kind: EventSpawn, PID: pid, Parent: parentPID, Name: opts.Name, Detail: opts.Image})
+	k.emitAt(now, &Event{Kind: EventSpawn, PID: pid, Parent: parentPID, Name: opts.Name, Detail: opts.Image})
 	go k.run(p, main)
 	return p, nil
 }
@@ -266,7 +266,7 @@ func (k *Kernel) exit(p *Process, r Reason) {
 		k.auth.RevokeHolder(p.holder)
 	}
 	p.acct.Close()
-	k.emit(Event{Kind: EventExit, PID: p.pid, Parent: p.parent, Name: name, Reason: r.String()})
+	k.emit(&Event{Kind: EventExit, PID: p.pid, Parent: p.parent, Name: name, Reason: r.String()})
 
 	for _, w := range watched { // a dead watcher needs no Down
 		if t := k.lookupPID(w); t != nil {
@@ -347,7 +347,7 @@ func (k *Kernel) register(p *Process, name string) error {
 	}
 	k.names[name] = p.pid
 	k.mu.Unlock()
-	k.emit(Event{Kind: EventRegister, PID: p.pid, Name: name})
+	k.emit(&Event{Kind: EventRegister, PID: p.pid, Name: name})
 	return nil
 }
 
@@ -430,7 +430,7 @@ func (k *Kernel) Kill(pid PID, by string) error {
 	if t == nil {
 		return fmt.Errorf("%w: %v", ErrNoProcess, pid)
 	}
-	k.emit(Event{Kind: EventSignal, PID: pid, Detail: "kill"})
+	k.emit(&Event{Kind: EventSignal, PID: pid, Detail: "kill"})
 	k.exit(t, Reason{Kind: Killed, Detail: by})
 	return nil
 }
@@ -442,7 +442,7 @@ func (k *Kernel) Terminate(pid PID, from PID) error {
 	if t == nil || !t.deliver(Message{From: from, Body: &Term{From: from}}) {
 		return fmt.Errorf("%w: %v", ErrNoProcess, pid)
 	}
-	k.emit(Event{Kind: EventSignal, PID: pid, Detail: "term"})
+	k.emit(&Event{Kind: EventSignal, PID: pid, Detail: "term"})
 	return nil
 }
 
@@ -484,7 +484,7 @@ func (k *Kernel) setStopped(pid PID, stop bool) error {
 	if !stop {
 		sig = "cont"
 	}
-	k.emit(Event{Kind: EventSignal, PID: pid, Detail: sig})
+	k.emit(&Event{Kind: EventSignal, PID: pid, Detail: sig})
 	return nil
 }
 
@@ -508,11 +508,11 @@ func (k *Kernel) Close(ctx context.Context) error {
 }
 
 func (k *Kernel) refused(p *Process, right capability.Right, resource string, err error) {
-	k.emit(Event{Kind: EventRefused, PID: p.pid, Name: p.Name(), Detail: fmt.Sprintf("%s on %q: %v", right, resource, err)})
+	k.emit(&Event{Kind: EventRefused, PID: p.pid, Name: p.Name(), Detail: fmt.Sprintf("%s on %q: %v", right, resource, err)})
 }
 
 func (k *Kernel) charged(p *Process, m capability.Meter, amount float64) {
-	k.emit(Event{Kind: EventCharge, PID: p.pid, Name: p.Name(), Meter: string(m), Amount: amount})
+	k.emit(&Event{Kind: EventCharge, PID: p.pid, Name: p.Name(), Meter: string(m), Amount: amount})
 }
 
 const procShards = 16

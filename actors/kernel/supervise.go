@@ -199,5 +199,5 @@ func (s *procSupervisor) emit(ev supervisor.Event) {
 	if s.spec.OnEvent != nil {
 		s.spec.OnEvent(ev)
 	}
-	s.p.k.emit(Event{Kind: EventRestart, PID: s.p.pid, Name: ev.Failed, Reason: ev.Reason, Detail: fmt.Sprintf("%s %v", ev.Action, ev.Children)})
+	s.p.k.emit(&Event{Kind: EventRestart, PID: s.p.pid, Name: ev.Failed, Reason: ev.Reason, Detail: fmt.Sprintf("%s %v", ev.Action, ev.Children)})
 }
