@@ -17,6 +17,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agentos-run/agentos/internal/leaktest"
+
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
@@ -28,7 +30,7 @@ func TestMain(m *testing.M) {
 		crashChild()
 		return
 	}
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"))
+	goleak.VerifyTestMain(m, leaktest.Options...)
 }
 
 // longTool makes n paid calls (think: LLM or web requests) and mixes their

@@ -16,13 +16,15 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agentos-run/agentos/internal/leaktest"
+
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/internal/samples"
 )
 
 func TestMain(m *testing.M) {
 	WorkerMain() // the test binary doubles as the sandbox worker
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"))
+	goleak.VerifyTestMain(m, leaktest.Options...)
 }
 
 const fibTool = samples.FibTool

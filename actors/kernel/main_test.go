@@ -5,9 +5,11 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"go.uber.org/goleak"
+
+	"github.com/agentos-run/agentos/internal/leaktest"
 )
 
 func TestMain(m *testing.M) {
 	executor.WorkerMain() // the test binary doubles as the sandbox worker
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"))
+	goleak.VerifyTestMain(m, leaktest.Options...)
 }

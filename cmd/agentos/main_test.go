@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agentos-run/agentos/internal/leaktest"
+
 	"github.com/agentos-run/agentos/actors/executor"
 )
 
@@ -18,7 +20,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("AGENTOS_CLI_CHILD") == "1" { // the test binary as the agentos command
 		main()
 	}
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"))
+	goleak.VerifyTestMain(m, leaktest.Options...)
 }
 
 // cli runs the command in-process and returns its exit code and output.

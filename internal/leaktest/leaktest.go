@@ -1,0 +1,16 @@
+// Package leaktest holds the goleak options shared by the packages whose
+// tests run protoactor-go or goja.
+package leaktest
+
+import "go.uber.org/goleak"
+
+// Options ignores goroutines that are not leaks but outlive a test run on
+// their own schedule:
+//   - regexp2's clock, a process-wide timer goroutine goja's regexps start;
+//   - protoactor's dead-letter throttle, which every dead letter starts and
+//     which ends by itself one second later (a test ending less than a
+//     second after a dead letter would otherwise fail goleak).
+var Options = []goleak.Option{
+	goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"),
+	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+}
