@@ -303,6 +303,16 @@ func (h *Held) Check(holder string, right Right, resource string) error {
 	return h.a.checkLive(h.t, holder, right, resource)
 }
 
+// Covers reports whether the held token, live, grants right on resource,
+// without consuming a use: for filtering what a holder may see (search
+// results), never for authorizing an action.
+func (h *Held) Covers(right Right, resource string) bool {
+	if h.a.state(h.t) != nil {
+		return false
+	}
+	return slices.ContainsFunc(h.t.Grants, func(g Grant) bool { return g.covers(right, resource) })
+}
+
 func (t Token) clone() Token {
 	t.Chain = slices.Clone(t.Chain)
 	t.Grants = slices.Clone(t.Grants)

@@ -192,10 +192,13 @@ func TestHeld(t *testing.T) {
 	if err := h.Check("p", Write, "tools/a.ts"); !errors.Is(err, ErrDenied) {
 		t.Fatalf("write with a read token: %v", err)
 	}
+	if !h.Covers(Read, "tools/a.ts") || h.Covers(Read, "secret.ts") || h.Covers(Write, "tools/a.ts") {
+		t.Fatal("Covers disagrees with the grants")
+	}
 	if err := h.Check("p", Read, "tools/a.ts"); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Check("p", Read, "tools/a.ts"); err != nil {
+	if err := h.Check("p", Read, "tools/a.ts"); err != nil { // Covers consumed no use
 		t.Fatal(err)
 	}
 	if err := h.Check("p", Read, "tools/a.ts"); !errors.Is(err, ErrUsedUp) {
@@ -209,6 +212,9 @@ func TestHeld(t *testing.T) {
 	auth.RevokeHolder("p")
 	if err := h.Check("p", Read, "tools/a.ts"); !errors.Is(err, ErrRevoked) {
 		t.Fatalf("revoked: %v", err)
+	}
+	if h.Covers(Read, "tools/a.ts") {
+		t.Fatal("a revoked token covers")
 	}
 	// The held copy is not aliased to the caller's token.
 	got := h.Token()

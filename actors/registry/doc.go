@@ -1,0 +1,66 @@
+// Package registry is the tool registry of a tool root: every tool under
+// the tools directory with its description, parameters schema, tags,
+// content hash, version and usage count, persisted in meta.json and
+// searchable by relevance, so the forge can reuse a tool instead of forging
+// it again.
+//
+// # Registry file
+//
+// meta.json is {"tools": {"<path>": Tool, ...}}: keys sorted, indented by
+// two spaces, written atomically through the jail (vfs.Jail.WriteFile).
+// The registry owns it: it MUST NOT be edited by hand while a runtime
+// serves the root, and a Git merge of it is followed by Rebuild.
+//
+// A tool's metadata comes from its source (extract.go), parsed with the
+// tree-sitter TypeScript grammar: the description is the leading JSDoc (the
+// one right before the default export, else before the declaration the
+// default export names, else the first before the first statement), its
+// @tag lines the tags, and the parameters schema is the JSON Schema of the
+// default export's first parameter when its type is declared (inline
+// object types, local interfaces and type aliases, number / string /
+// boolean / arrays / nested objects / literal unions; anything else {}).
+// A source that does not parse is registered with what could be found.
+//
+// # Search
+//
+// Search ranks with BM25F over name, tags, description and path, and
+// reports a score normalised to 0..1: the idf-weighted share of the query
+// the tool covers (Registry.Search documents the formula). Threshold (default
+// 0.85) is the score at or above which the forge reuses a tool: a query
+// naming a tool's name and purpose scores at least that; an unrelated query
+// scores near 0. The index is updated incrementally on every change, and a
+// search over 10,000 tools takes well under a millisecond.
+//
+// # Protocol
+//
+// The Registry is the API: Open, Register, Remove, Rebuild, Used, Get,
+// List, Search, Flush, Close. It is safe for concurrent use: searches run
+// in parallel with each other and with registrations, and never wait for a
+// file write. Register, Remove and Rebuild are serialised with each other.
+//
+// Props(r) serves r as a protoactor actor (messages.go): Register ->
+// *Registered, Search -> *SearchResult, Rebuild -> *Rebuilt, Remove ->
+// *Removed, Flush -> *Flushed, Used (no reply). Unknown messages are logged
+// at Warn and dropped.
+//
+// # Lifecycle
+//
+// Open loads meta.json and reconciles it with the tool files (as Rebuild
+// does). Register and Remove write meta.json before they return; Used
+// counts are batched for Options.FlushDelay and MUST be on disk after
+// Flush or Close return. IMPORTANT: the owner of a Registry MUST call Close
+// (or Flush) before the process exits, or the last usage counts are lost.
+// The actor flushes when it stops, holds no state of its own, and so loses
+// nothing when restarted; it never closes the Registry. IMPORTANT: stop it
+// with Poison, not Stop, to keep the Used messages already queued: Stop is
+// a system message and overtakes them.
+//
+// # Failure
+//
+// A missing or corrupt meta.json (bad JSON, wrong shape, corrupt entries,
+// entries whose hash no longer matches their file) MUST NOT make Open
+// fail: it is logged at Warn via slog and rebuilt from the tools. A failed
+// write returns an error wrapping ErrPersist; the change stays in memory
+// and is written by the next write or Flush. Errors are sentinels
+// (errors.go) wrapped with the path and what to do.
+package registry

@@ -1,0 +1,26 @@
+package registry
+
+import "errors"
+
+// Errors of the registry. They are wrapped with the path or file concerned
+// and what to do; test with errors.Is.
+var (
+	// ErrNotTool: Register was given a path that is not a tool: outside the
+	// tools directory, not a .ts or .js file, a test file (*.test.ts,
+	// *.spec.ts), a declaration file (*.d.ts), or under tools/vendor/. The
+	// kernel MAY ignore it for files that are not meant to be tools.
+	ErrNotTool = errors.New("registry: not a tool path")
+	// ErrNotRegistered: Remove was given a path the registry does not hold.
+	ErrNotRegistered = errors.New("registry: tool not registered")
+	// ErrPersist: the registry could not write its file (meta.json). The
+	// change is kept in memory and written by the next successful write or
+	// Flush.
+	ErrPersist = errors.New("registry: cannot write the registry file")
+	// ErrScan: Open or Rebuild could not list the tools directory.
+	ErrScan = errors.New("registry: cannot list the tools")
+	// ErrClosed: the registry was closed; it refuses changes.
+	ErrClosed = errors.New("registry: closed")
+	// ErrOptions: Open was given invalid Options (a tools directory or file
+	// outside the tool root, a threshold outside 0..1, a nil jail).
+	ErrOptions = errors.New("registry: invalid options")
+)

@@ -1,0 +1,73 @@
+package registry
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzExtract: extract never panics, always returns, and its schema is
+// valid JSON of an object.
+func FuzzExtract(f *testing.F) {
+	for _, src := range corpus {
+		f.Add([]byte(src))
+	}
+	for _, s := range []string{
+		compoundSrc,
+		"",
+		"/**",
+		"/** */",
+		"/***/",
+		"/** @tag */",
+		"/** @param {",
+		"/** {@link } @tag a,,b */ export default (x) => x",
+		"export default function f(args: { a: { b: { c: Array<Record<string, 'x' | 1 | -2 | true>> } } }) {}",
+		"type A = B; type B = A; export default function f(args: A) {}",
+		"interface A { a: A[] } export default function f(args: A) {}",
+		"export default function f({ a = 1, b: { c }, ...rest }) {}",
+		"export default function f(args: { n: number ) {",
+		"export default f; const f = async ({ x }: { x: string }) => x;",
+		"\xff\xfe/** bad utf8 \xc3 */ export default function f(args: { \xff: number }) {}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		m := extract(src)
+		if m.parameters != nil {
+			var s map[string]any
+			if err := json.Unmarshal(m.parameters, &s); err != nil || s["type"] != "object" {
+				t.Fatalf("parameters %s: %v", m.parameters, err)
+			}
+		}
+		for _, tg := range m.tags {
+			if tg == "" {
+				t.Fatal("empty tag")
+			}
+		}
+		if utf8.Valid(src) && !utf8.ValidString(m.description) {
+			t.Fatalf("description %q is not UTF-8", m.description)
+		}
+	})
+}
+
+// FuzzSearch: any query returns ordered hits scored in 0..1.
+func FuzzSearch(f *testing.F) {
+	for _, q := range []string{"compound interest calculator", "", "fibonacci", "a the", "日本語", "URLs2JSON", "\xff"} {
+		f.Add(q)
+	}
+	x := newIndex()
+	for _, t := range synthetic(300) {
+		x.put(t, "tools")
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		ms := x.search(q, 20)
+		for i, m := range ms {
+			if m.score < 0 || m.score > 1 || m.raw <= 0 {
+				t.Fatalf("match %+v", m)
+			}
+			if i > 0 && m.score > ms[i-1].score {
+				t.Fatal("not ordered")
+			}
+		}
+	})
+}

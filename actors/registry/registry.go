@@ -1,0 +1,745 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentos-run/agentos/transpile"
+	"github.com/agentos-run/agentos/vfs"
+)
+
+// Tool is one registered tool, as stored in meta.json.
+type Tool struct {
+	// Path is relative to the tool root, e.g. tools/math/fib.ts.
+	Path string `json:"path"`
+	// Name is the file's base name without extension, e.g. fib.
+	Name string `json:"name"`
+	// Description is the text of the tool's leading JSDoc comment, block
+	// tags removed and whitespace collapsed; "" when there is none.
+	Description string `json:"description"`
+	// Parameters is the JSON Schema (type object) of the default export's
+	// first parameter, when its type is an object type the file declares
+	// (inline, or as a local interface or type alias). It is nil (omitted)
+	// when the parameter or its type is undeclared.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	// Tags come from the JSDoc's @tag lines ("@tag finance, reports"),
+	// lowercased, in order, without duplicates.
+	Tags []string `json:"tags,omitempty"`
+	// Hash is the content hash of the source (transpile.Hash).
+	Hash string `json:"hash"`
+	// Version is 1 when the tool is first registered and grows by one each
+	// time its hash changes.
+	Version int `json:"version"`
+	// Usage counts the tool's uses (Used).
+	Usage int `json:"usage"`
+	// Created is when the tool was first registered, Updated when its hash
+	// last changed (UTC).
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+// Hit is one search result.
+type Hit struct {
+	Tool
+	// Score is how much of the query the tool covers, 0..1 (see Search).
+	Score float64 `json:"score"`
+}
+
+// Defaults of Options.
+const (
+	DefaultToolsDir   = "tools"
+	DefaultFile       = "meta.json"
+	DefaultThreshold  = 0.85
+	DefaultFlushDelay = time.Second
+	// DefaultLimit is the number of hits Search returns for limit <= 0.
+	DefaultLimit = 10
+)
+
+// Options configure Open. The zero value means the defaults.
+type Options struct {
+	// ToolsDir is the directory of the tools, relative to the tool root.
+	// Default "tools".
+	ToolsDir string
+	// File is the registry file, relative to the tool root. Default
+	// "meta.json".
+	File string
+	// Threshold is the score at or above which the forge reuses a tool
+	// instead of forging one, in (0, 1]. Default 0.85.
+	Threshold float64
+	// Now is the clock of Created and Updated. Default time.Now.
+	Now func() time.Time
+	// Logger receives warnings (a corrupt registry file, an unreadable
+	// tool). Default slog.Default().
+	Logger *slog.Logger
+	// FlushDelay is how long usage counts (Used) may wait in memory before
+	// they are written: counts of a burst of runs are written once. Default
+	// one second; negative writes on every Used.
+	FlushDelay time.Duration
+}
+
+// Registry is the tool registry of a tool root: every tool under the tools
+// directory with its description, parameters, tags, content hash, version
+// and usage, kept in memory with a search index and persisted in
+// meta.json. It is safe for concurrent use; Search and Get never wait for a
+// file write.
+type Registry struct {
+	jail       *vfs.Jail
+	toolsDir   string
+	file       string
+	threshold  float64
+	now        func() time.Time
+	log        *slog.Logger
+	flushDelay time.Duration
+
+	// mut serialises the structural changes (Register's upsert, Remove,
+	// Rebuild), so a Rebuild's scan of the disk never overwrites a
+	// Register made meanwhile.
+	mut sync.Mutex
+
+	mu     sync.RWMutex // guards the fields below
+	tools  map[string]*Tool
+	idx    *index
+	dirty  bool // memory may differ from the file
+	closed bool
+	timer  *time.Timer // a pending usage flush
+
+	io      sync.Mutex // serialises writes of the file; guards written
+	written []byte     // what the file holds, as far as the registry knows
+}
+
+// Open returns the registry of the tool root jail: it loads the registry
+// file and reconciles it with the tools on disk (as Rebuild does), then
+// writes the file if that changed it.
+//
+// IMPORTANT: a missing or corrupt file (bad JSON, wrong shape, bad entries)
+// MUST NOT make Open fail: it is logged at Warn and rebuilt from the .ts
+// and .js files under the tools directory. Open fails only on invalid
+// Options, when the tools directory cannot be listed (ErrScan), or when
+// the rebuilt file cannot be written (ErrPersist).
+func Open(jail *vfs.Jail, opts Options) (*Registry, error) {
+	if jail == nil {
+		return nil, fmt.Errorf("%w: no jail: open the tool root with vfs.Open first", ErrOptions)
+	}
+	r := &Registry{
+		jail:       jail,
+		toolsDir:   opts.ToolsDir,
+		file:       opts.File,
+		threshold:  opts.Threshold,
+		now:        opts.Now,
+		log:        opts.Logger,
+		flushDelay: opts.FlushDelay,
+		tools:      map[string]*Tool{},
+		idx:        newIndex(),
+	}
+	if r.toolsDir == "" {
+		r.toolsDir = DefaultToolsDir
+	}
+	if r.file == "" {
+		r.file = DefaultFile
+	}
+	var err error
+	if r.toolsDir, err = vfs.Clean(r.toolsDir); err != nil {
+		return nil, fmt.Errorf("%w: tools directory: %w", ErrOptions, err)
+	}
+	if r.file, err = vfs.Clean(r.file); err != nil || r.file == "." {
+		return nil, fmt.Errorf("%w: registry file %q: give a file path relative to the tool root, e.g. meta.json", ErrOptions, opts.File)
+	}
+	if r.threshold == 0 {
+		r.threshold = DefaultThreshold
+	}
+	if !(r.threshold > 0 && r.threshold <= 1) {
+		return nil, fmt.Errorf("%w: threshold %v: give a score in (0, 1], e.g. 0.85", ErrOptions, opts.Threshold)
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if r.flushDelay == 0 {
+		r.flushDelay = DefaultFlushDelay
+	}
+	if err := r.Rebuild(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Threshold returns the reuse threshold: the forge reuses a tool whose
+// search score is at least this.
+func (r *Registry) Threshold() float64 { return r.threshold }
+
+// Get returns the tool registered at path.
+func (r *Registry) Get(p string) (Tool, bool) {
+	c, err := vfs.Clean(p)
+	if err != nil {
+		return Tool{}, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tools[c]
+	if !ok {
+		return Tool{}, false
+	}
+	return t.clone(), true
+}
+
+// List returns every tool, sorted by path.
+func (r *Registry) List() []Tool {
+	r.mu.RLock()
+	out := make([]Tool, 0, len(r.tools))
+	for _, t := range r.tools {
+		out = append(out, t.clone())
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// Search returns the tools best matching query, best first, at most limit
+// of them (limit <= 0 means 10), never nil. A query with no searchable word
+// returns no hits. It is safe to call concurrently with everything else and
+// never waits for a file write.
+//
+// # Ranking
+//
+// Tools are ranked with BM25F (BM25 over weighted fields, Robertson &
+// Zaragoza 2009). Fields and weights: name 3, tags 2, description 1, path
+// 0.4 (the path under the tools directory, without its extension). Every
+// field, and the query, is tokenised the same way: split at anything that
+// is not a letter or digit and at camelCase humps (parseHTTPResponse ->
+// parse http response), lowercased, English stop words and single letters
+// dropped, Porter-stemmed (calculates, calculator -> calcul). For a query
+// term t and a tool d, with k1 = 1.2 and b = 0.75:
+//
+//	tf(t,d) = Σ_f w_f · tf_f(t,d) / ((1-b) + b · len_f(d)/avglen_f)
+//	idf(t)  = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+//	s(t,d)  = idf(t) · tf(t,d) / (k1 + tf(t,d))
+//	BM25F(q,d) = Σ_t s(t,d)   (each distinct query term once)
+//
+// # Score
+//
+// BM25F has no upper bound, so it cannot be compared with a threshold.
+// Hit.Score is normalised against an ideal tool whose description holds
+// every query term once and is of average length (tf = 1):
+//
+//	Score(q,d) = Σ_t min(s(t,d), s(t,ideal)) / Σ_t s(t,ideal)
+//
+// capped at 1 and rounded to 4 decimals. Read it as the idf-weighted share
+// of the query the tool covers: a term in the tool's name, tags or
+// description counts fully; a term only in its path, or lost in a much
+// longer than average description, in part; a missing term not at all.
+// Capping each term keeps a strong match on one term from making up for a
+// missing one, and makes the score independent of the registry's size
+// except through the idf weights. A query naming a tool's name and purpose
+// scores 1 or close ("compound interest calculator" for "Calculates
+// compound interest over years."); an unrelated query 0; a query whose
+// words no tool has lowers every score, since nothing covers them. So
+// Threshold (0.85) means "the tool covers at least 85% of what was asked".
+//
+// Hits are ordered by Score, then BM25F, then usage, then path.
+func (r *Registry) Search(query string, limit int) []Hit {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ms := r.idx.search(query, limit)
+	hits := make([]Hit, 0, len(ms))
+	for _, m := range ms {
+		t := r.tools[r.idx.docs[m.doc].path]
+		hits = append(hits, Hit{Tool: t.clone(), Score: m.score})
+	}
+	return hits
+}
+
+// Register registers the tool at path (relative to the tool root) with
+// source src, and writes the registry file: a new path gets Version 1; a
+// known path whose hash changed gets Version+1 and Updated = now, keeping
+// Created and Usage; the same hash changes nothing and writes nothing.
+//
+// It returns the entry after the call. Errors wrap ErrNotTool (a path that
+// is not a tool), a vfs path error, ErrClosed, or ErrPersist: then the
+// tool IS registered in memory and is written by the next write.
+func (r *Registry) Register(p string, src []byte) (Tool, error) {
+	c, err := r.toolPath(p)
+	if err != nil {
+		return Tool{}, err
+	}
+	h := transpile.Hash(src)
+	r.mu.RLock()
+	cur, ok := r.tools[c]
+	closed := r.closed
+	var same Tool
+	if ok && cur.Hash == h {
+		same = cur.clone()
+	}
+	r.mu.RUnlock()
+	if closed {
+		return Tool{}, fmt.Errorf("%w: cannot register %s", ErrClosed, c)
+	}
+	if same.Path != "" {
+		return same, nil
+	}
+	m := extract(src) // outside the locks: parsing is the slow part
+
+	r.mut.Lock()
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		r.mut.Unlock()
+		return Tool{}, fmt.Errorf("%w: cannot register %s", ErrClosed, c)
+	}
+	now := r.stamp()
+	t := &Tool{Path: c, Name: toolName(c), Hash: h, Version: 1, Created: now, Updated: now}
+	t.setMeta(m)
+	if cur, ok := r.tools[c]; ok {
+		if cur.Hash == h { // registered meanwhile
+			out := cur.clone()
+			r.mu.Unlock()
+			r.mut.Unlock()
+			return out, nil
+		}
+		t.Version, t.Created, t.Usage = cur.Version+1, cur.Created, cur.Usage
+	}
+	r.tools[c] = t
+	r.idx.put(t, r.toolsDir)
+	r.dirty = true
+	out := t.clone()
+	r.mu.Unlock()
+	r.mut.Unlock()
+	return out, r.persist(false)
+}
+
+// Remove drops the tool at path and writes the registry file. Errors wrap
+// ErrNotRegistered, ErrClosed or ErrPersist (the tool is removed from
+// memory all the same).
+func (r *Registry) Remove(p string) error {
+	c, err := vfs.Clean(p)
+	if err != nil {
+		return err
+	}
+	r.mut.Lock()
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		r.mut.Unlock()
+		return fmt.Errorf("%w: cannot remove %s", ErrClosed, c)
+	}
+	if _, ok := r.tools[c]; !ok {
+		r.mu.Unlock()
+		r.mut.Unlock()
+		return fmt.Errorf("%w: %s: list the tools to see which are registered", ErrNotRegistered, c)
+	}
+	delete(r.tools, c)
+	r.idx.remove(c)
+	r.dirty = true
+	r.mu.Unlock()
+	r.mut.Unlock()
+	return r.persist(false)
+}
+
+// Used counts one use of the tool at path; unknown paths are ignored. The
+// count is written within FlushDelay, and MUST be on disk after Flush or
+// Close return.
+func (r *Registry) Used(p string) {
+	c, err := vfs.Clean(p)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	t, ok := r.tools[c]
+	if !ok || r.closed {
+		r.mu.Unlock()
+		return
+	}
+	// Copy on write: clones handed out earlier share nothing mutable, but
+	// a persist snapshot may be reading *t.
+	nt := *t
+	nt.Usage++
+	r.tools[c] = &nt
+	r.idx.used(c)
+	r.dirty = true
+	now := r.flushDelay < 0
+	if !now && r.timer == nil {
+		r.timer = time.AfterFunc(r.flushDelay, r.flushLater)
+	}
+	r.mu.Unlock()
+	if now {
+		if err := r.persist(false); err != nil {
+			r.log.Warn("registry: usage count not written", slog.String("file", r.file), slog.Any("err", err))
+		}
+	}
+}
+
+// flushLater is the usage timer's function.
+func (r *Registry) flushLater() {
+	r.mu.Lock()
+	r.timer = nil
+	r.mu.Unlock()
+	if err := r.persist(false); err != nil {
+		r.log.Warn("registry: usage counts not written; retrying at the next write", slog.String("file", r.file), slog.Any("err", err))
+	}
+}
+
+// Flush writes what is not on disk yet (usage counts, a change whose write
+// failed). Errors wrap ErrPersist.
+func (r *Registry) Flush() error { return r.persist(false) }
+
+// Close flushes and stops the usage timer. After Close the registry still
+// answers Get, List and Search, ignores Used, and refuses changes with
+// ErrClosed. Close does not close the jail. It is idempotent.
+func (r *Registry) Close() error {
+	r.mut.Lock()
+	r.mu.Lock()
+	r.closed = true
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	r.mu.Unlock()
+	r.mut.Unlock()
+	return r.persist(false)
+}
+
+// Rebuild re-scans the tools on disk, e.g. after a Git merge: it re-reads
+// the registry file (which the merge may have changed) and reconciles it
+// and the registry in memory with the tool files. A tool whose hash is
+// unchanged keeps its entry (Created, Usage, Version; the larger usage and
+// version when the file and memory disagree); a changed tool is extracted
+// again and its Version bumped; a new one is added with Version 1; a
+// vanished one is dropped. The file is written only if that changed it.
+//
+// Errors wrap ErrScan (the tools directory cannot be listed), ErrClosed or
+// ErrPersist. A corrupt registry file is not an error: it is logged at Warn
+// and replaced.
+func (r *Registry) Rebuild() error {
+	r.mut.Lock()
+	defer r.mut.Unlock()
+	r.mu.RLock()
+	closed := r.closed
+	mem := make(map[string]*Tool, len(r.tools))
+	for p, t := range r.tools {
+		mem[p] = t
+	}
+	r.mu.RUnlock()
+	if closed {
+		return fmt.Errorf("%w: cannot rebuild", ErrClosed)
+	}
+
+	raw, disk := r.load()
+	files, err := r.scan()
+	if err != nil {
+		return err
+	}
+	now := r.stamp()
+	next := make(map[string]*Tool, len(files))
+	diskUsage := make(map[string]int, len(files))
+	for _, p := range files {
+		src, err := r.jail.ReadFile(p)
+		if err != nil {
+			r.log.Warn("registry: cannot read a tool; keeping its entry as it was", slog.String("path", p), slog.Any("err", err))
+			if m, ok := mem[p]; ok {
+				next[p] = m
+			}
+			continue
+		}
+		m, d := mem[p], disk[p]
+		next[p] = reconcile(p, transpile.Hash(src), src, m, d, now)
+		if d != nil {
+			diskUsage[p] = d.Usage
+		}
+	}
+
+	r.mu.Lock()
+	for p, t := range next {
+		cur := r.tools[p]
+		// Usage only grows: take the larger of memory (counting uses made
+		// during the scan) and the file (counting another node's uses).
+		usage := diskUsage[p]
+		if cur != nil {
+			usage = max(usage, cur.Usage)
+		}
+		if t.Usage != usage {
+			nt := *t
+			nt.Usage = usage
+			t = &nt
+		}
+		if cur == t {
+			continue
+		}
+		if cur == nil || !cur.sameSearch(t) {
+			r.idx.put(t, r.toolsDir)
+		} else {
+			r.idx.docs[r.idx.byPath[p]].usage = t.Usage
+		}
+		r.tools[p] = t
+		r.dirty = true
+	}
+	for p := range r.tools {
+		if _, ok := next[p]; !ok {
+			delete(r.tools, p)
+			r.idx.remove(p)
+			r.dirty = true
+		}
+	}
+	r.mu.Unlock()
+
+	r.io.Lock()
+	r.written = raw // compare with what the file holds now
+	r.io.Unlock()
+	return r.persist(true)
+}
+
+// reconcile decides the entry of the tool at p, whose source src hashes to
+// h, from its entry in memory (m) and in the registry file (d), either of
+// which may be nil or stale. Usage is settled by the caller.
+func reconcile(p, h string, src []byte, m, d *Tool, now time.Time) *Tool {
+	var base *Tool
+	version := 0
+	for _, e := range []*Tool{m, d} {
+		if e != nil && e.Hash == h {
+			if base == nil {
+				base = e
+			}
+			version = max(version, e.Version)
+		}
+	}
+	created := time.Time{}
+	for _, e := range []*Tool{m, d} {
+		if e != nil && !e.Created.IsZero() && (created.IsZero() || e.Created.Before(created)) {
+			created = e.Created
+		}
+	}
+	if base != nil {
+		if base.Version == version && base.Created.Equal(created) && base == m {
+			return m
+		}
+		t := base.clone()
+		t.Version, t.Created = version, created
+		if t.Created.IsZero() {
+			t.Created = now
+		}
+		return &t
+	}
+	// New or changed: extract again.
+	t := &Tool{Path: p, Name: toolName(p), Hash: h, Version: 1, Created: created, Updated: now}
+	for _, e := range []*Tool{m, d} {
+		if e != nil {
+			t.Version = max(t.Version, e.Version+1)
+			t.Usage = max(t.Usage, e.Usage)
+		}
+	}
+	if t.Created.IsZero() {
+		t.Created = now
+	}
+	t.setMeta(extract(src))
+	return t
+}
+
+// load reads the registry file: its raw content (nil when missing) and its
+// valid entries. It never fails: a corrupt file or entry is logged at Warn
+// and skipped.
+func (r *Registry) load() ([]byte, map[string]*Tool) {
+	raw, err := r.jail.ReadFile(r.file)
+	if err != nil {
+		if errors.Is(err, vfs.ErrNotFound) {
+			r.log.Debug("registry: no registry file; building it from the tools", slog.String("file", r.file))
+		} else {
+			r.log.Warn("registry: cannot read the registry file; rebuilding it from the tools", slog.String("file", r.file), slog.Any("err", err))
+		}
+		return nil, nil
+	}
+	var f struct {
+		Tools map[string]json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil || f.Tools == nil {
+		if err == nil {
+			err = errors.New(`no "tools" object`)
+		}
+		r.log.Warn("registry: the registry file is corrupt; rebuilding it from the tools", slog.String("file", r.file), slog.Any("err", err))
+		return raw, nil
+	}
+	out := make(map[string]*Tool, len(f.Tools))
+	for p, e := range f.Tools {
+		var t Tool
+		err := json.Unmarshal(e, &t)
+		if err == nil {
+			var c string
+			if c, err = r.toolPath(p); err == nil && c != p {
+				err = fmt.Errorf("path %q is not clean (%q)", p, c)
+			}
+		}
+		if err == nil && t.Hash == "" {
+			err = errors.New("no hash")
+		}
+		if err != nil {
+			r.log.Warn("registry: skipping a corrupt entry of the registry file; it is registered again from its file", slog.String("file", r.file), slog.String("path", p), slog.Any("err", err))
+			continue
+		}
+		t.Path, t.Name = p, toolName(p)
+		t.Version = max(t.Version, 1)
+		t.Usage = max(t.Usage, 0)
+		if len(t.Parameters) == 0 || string(t.Parameters) == "null" {
+			t.Parameters = nil
+		}
+		if len(t.Tags) == 0 {
+			t.Tags = nil
+		}
+		out[p] = &t
+	}
+	return raw, out
+}
+
+// scan lists the tool files under the tools directory.
+func (r *Registry) scan() ([]string, error) {
+	all, err := r.jail.List(r.toolsDir)
+	if errors.Is(err, vfs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrScan, r.toolsDir, err)
+	}
+	out := all[:0]
+	for _, p := range all {
+		if r.isTool(p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// toolPath cleans p and checks that it names a tool.
+func (r *Registry) toolPath(p string) (string, error) {
+	c, err := vfs.Clean(p)
+	if err != nil {
+		return "", err
+	}
+	if !r.isTool(c) {
+		return "", fmt.Errorf("%w: %s: a tool is a .ts or .js file under %s/ (not a test, declaration or vendor file)", ErrNotTool, p, r.toolsDir)
+	}
+	return c, nil
+}
+
+// isTool reports whether the clean path c is a tool file.
+func (r *Registry) isTool(c string) bool {
+	rel := c
+	if r.toolsDir != "." {
+		var ok bool
+		if rel, ok = strings.CutPrefix(c, r.toolsDir+"/"); !ok {
+			return false
+		}
+	}
+	if rel == "" || strings.HasPrefix(rel, "vendor/") {
+		return false
+	}
+	for _, part := range strings.Split(rel, "/") {
+		if strings.HasPrefix(part, ".") || part == "node_modules" {
+			return false
+		}
+	}
+	base := path.Base(rel)
+	switch {
+	case strings.HasSuffix(base, ".d.ts"),
+		strings.HasSuffix(base, ".test.ts"), strings.HasSuffix(base, ".test.js"),
+		strings.HasSuffix(base, ".spec.ts"), strings.HasSuffix(base, ".spec.js"):
+		return false
+	}
+	ext := path.Ext(base)
+	return (ext == ".ts" || ext == ".js") && len(base) > len(ext)
+}
+
+// persist writes the registry file when memory may differ from it (or,
+// with force, whenever the content differs from what the file holds).
+func (r *Registry) persist(force bool) error {
+	r.io.Lock()
+	defer r.io.Unlock()
+	r.mu.Lock()
+	if !r.dirty && !force {
+		r.mu.Unlock()
+		return nil
+	}
+	r.dirty = false
+	// Entries are copied on write, never changed in place: the snapshot is
+	// the map of pointers, marshalled outside the lock.
+	snap := make(map[string]*Tool, len(r.tools))
+	for p, t := range r.tools {
+		snap[p] = t
+	}
+	r.mu.Unlock()
+
+	data, err := marshalFile(snap)
+	if err == nil && bytes.Equal(data, r.written) {
+		return nil
+	}
+	if err == nil {
+		err = r.jail.WriteFile(r.file, data)
+	}
+	if err != nil {
+		r.mu.Lock()
+		r.dirty = true
+		r.mu.Unlock()
+		return fmt.Errorf("%w: %s: %w", ErrPersist, r.file, err)
+	}
+	r.written = data
+	return nil
+}
+
+// marshalFile renders meta.json: {"tools": {path: Tool}}, keys sorted,
+// indented by two spaces, with a final newline.
+func marshalFile(tools map[string]*Tool) ([]byte, error) {
+	b, err := json.MarshalIndent(struct {
+		Tools map[string]*Tool `json:"tools"`
+	}{tools}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// stamp returns now as stored: UTC, without monotonic reading.
+func (r *Registry) stamp() time.Time { return r.now().UTC().Round(0) }
+
+// toolName is the file's base name without its extension.
+func toolName(p string) string {
+	b := path.Base(p)
+	return strings.TrimSuffix(b, path.Ext(b))
+}
+
+func (t *Tool) setMeta(m meta) {
+	t.Description, t.Tags, t.Parameters = m.description, m.tags, m.parameters
+}
+
+// clone returns a copy of t sharing no slice with it.
+func (t *Tool) clone() Tool {
+	c := *t
+	if t.Tags != nil {
+		c.Tags = append([]string(nil), t.Tags...)
+	}
+	if t.Parameters != nil {
+		c.Parameters = append(json.RawMessage(nil), t.Parameters...)
+	}
+	return c
+}
+
+// sameSearch reports whether t and o index the same (name, tags,
+// description, path).
+func (t *Tool) sameSearch(o *Tool) bool {
+	if t.Path != o.Path || t.Name != o.Name || t.Description != o.Description || len(t.Tags) != len(o.Tags) {
+		return false
+	}
+	for i := range t.Tags {
+		if t.Tags[i] != o.Tags[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,346 @@
+package registry
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+)
+
+// BM25F parameters and the ideal document of the score normalisation; the
+// ranking and the normalisation are documented on Registry.Search.
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+	// idealTF is the pseudo term frequency of the ideal document: once in
+	// the description, at average length.
+	idealTF = 1.0
+)
+
+type fieldID int
+
+const (
+	fieldName fieldID = iota
+	fieldTags
+	fieldDesc
+	fieldPath
+	numFields
+)
+
+var fieldWeights = [numFields]float64{fieldName: 3, fieldTags: 2, fieldDesc: 1, fieldPath: 0.4}
+
+// stopWords carry no meaning in a tool search.
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a an the and or of to in on for with by from at as into over per via
+		is are be been was were it its this that these those which what how
+		i me my we our you your can could will would should do does need want please some
+		tool tools`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// tokenize appends the index terms of s to out.
+func tokenize(s string, out []string) []string {
+	var word []rune
+	flush := func() {
+		if len(word) == 0 {
+			return
+		}
+		w := strings.ToLower(string(word))
+		single := len(word) == 1 && unicode.IsLetter(word[0])
+		word = word[:0]
+		if stopWords[w] || single { // single letters: the s of "tool's", x, ...
+			return
+		}
+		out = append(out, stem(w))
+	}
+	var prev rune
+	for i, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			flush()
+			prev = 0
+			continue
+		}
+		if unicode.IsUpper(r) && len(word) > 0 {
+			rest := s[i+utf8.RuneLen(r):]
+			next, n := utf8.DecodeRuneInString(rest)
+			after, _ := utf8.DecodeRuneInString(rest[n:])
+			// fooBar -> foo|Bar; HTTPResponse -> HTTP|Response; but URLs
+			// and getURLs2 keep their plural s.
+			plural := next == 's' && !unicode.IsLower(after)
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) || unicode.IsUpper(prev) && unicode.IsLower(next) && !plural {
+				flush()
+			}
+		}
+		word = append(word, r)
+		prev = r
+	}
+	flush()
+	return out
+}
+
+// posting is one tool's term frequencies, per field, for one term.
+type posting struct {
+	doc int32
+	tf  [numFields]uint16
+}
+
+// doc is one indexed tool.
+type doc struct {
+	path  string
+	lens  [numFields]uint32
+	terms []string // distinct terms, to remove the doc from their postings
+	usage int
+	live  bool
+}
+
+// index is the inverted index of the registry's tools. It is not safe for
+// concurrent use: the Registry guards it.
+type index struct {
+	docs   []doc
+	byPath map[string]int32
+	free   []int32
+	// post holds, per term, its postings sorted by doc id.
+	post   map[string][]posting
+	n      int
+	sumLen [numFields]int
+}
+
+func newIndex() *index {
+	return &index{byPath: map[string]int32{}, post: map[string][]posting{}}
+}
+
+// fieldTexts returns the texts a tool's fields are tokenised from.
+func fieldTexts(t *Tool, toolsDir string) [numFields][]string {
+	p := strings.TrimPrefix(t.Path, toolsDir+"/")
+	if i := strings.LastIndexByte(p, '.'); i > strings.LastIndexByte(p, '/') {
+		p = p[:i]
+	}
+	return [numFields][]string{
+		fieldName: {t.Name},
+		fieldTags: t.Tags,
+		fieldDesc: {t.Description},
+		fieldPath: {p},
+	}
+}
+
+// put indexes t, replacing what was indexed under its path.
+func (x *index) put(t *Tool, toolsDir string) {
+	usage := 0
+	if id, ok := x.byPath[t.Path]; ok {
+		usage = x.docs[id].usage
+		x.remove(t.Path)
+	}
+	var id int32
+	if n := len(x.free); n > 0 {
+		id, x.free = x.free[n-1], x.free[:n-1]
+	} else {
+		id = int32(len(x.docs))
+		x.docs = append(x.docs, doc{})
+	}
+	d := doc{path: t.Path, live: true, usage: max(usage, t.Usage)}
+	tfs := map[string]*[numFields]uint16{}
+	var toks []string
+	for f, texts := range fieldTexts(t, toolsDir) {
+		for _, s := range texts {
+			toks = tokenize(s, toks[:0])
+			for _, w := range toks {
+				c := tfs[w]
+				if c == nil {
+					c = new([numFields]uint16)
+					tfs[w] = c
+					d.terms = append(d.terms, w)
+				}
+				if c[f] < math.MaxUint16 {
+					c[f]++
+				}
+				d.lens[f]++
+			}
+		}
+	}
+	for _, w := range d.terms {
+		ps := x.post[w]
+		i := sort.Search(len(ps), func(i int) bool { return ps[i].doc >= id })
+		ps = append(ps, posting{})
+		copy(ps[i+1:], ps[i:])
+		ps[i] = posting{doc: id, tf: *tfs[w]}
+		x.post[w] = ps
+	}
+	for f := range d.lens {
+		x.sumLen[f] += int(d.lens[f])
+	}
+	x.docs[id] = d
+	x.byPath[t.Path] = id
+	x.n++
+}
+
+// remove drops the tool at path from the index.
+func (x *index) remove(path string) {
+	id, ok := x.byPath[path]
+	if !ok {
+		return
+	}
+	d := &x.docs[id]
+	for _, w := range d.terms {
+		ps := x.post[w]
+		i := sort.Search(len(ps), func(i int) bool { return ps[i].doc >= id })
+		if i < len(ps) && ps[i].doc == id {
+			ps = append(ps[:i], ps[i+1:]...)
+		}
+		if len(ps) == 0 {
+			delete(x.post, w)
+		} else {
+			x.post[w] = ps
+		}
+	}
+	for f := range d.lens {
+		x.sumLen[f] -= int(d.lens[f])
+	}
+	*d = doc{}
+	delete(x.byPath, path)
+	x.free = append(x.free, id)
+	x.n--
+}
+
+// used adds one to the usage of the tool at path.
+func (x *index) used(path string) {
+	if id, ok := x.byPath[path]; ok {
+		x.docs[id].usage++
+	}
+}
+
+// match is one scored tool.
+type match struct {
+	doc   int32
+	score float64 // normalised, 0..1
+	raw   float64 // BM25F
+}
+
+// scratch is a search's per-doc accumulators, pooled: a search touches few
+// docs but indexes them by id.
+type scratch struct {
+	norm, raw []float64
+	touched   []int32
+	terms     []string
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// search returns the best limit matches of query, best first.
+func (x *index) search(query string, limit int) []match {
+	if x.n == 0 {
+		return nil
+	}
+	sc := scratches.Get().(*scratch)
+	defer scratches.Put(sc)
+	terms := tokenize(query, sc.terms[:0])
+	sc.terms = terms
+	// Distinct terms, in query order.
+	uniq := terms[:0]
+	for _, t := range terms {
+		dup := false
+		for _, u := range uniq {
+			if u == t {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			uniq = append(uniq, t)
+		}
+	}
+	if len(uniq) == 0 {
+		return nil
+	}
+	if cap(sc.norm) < len(x.docs) {
+		sc.norm = make([]float64, len(x.docs), len(x.docs)+len(x.docs)/4)
+		sc.raw = make([]float64, len(x.docs), cap(sc.norm))
+	}
+	sc.norm, sc.raw = sc.norm[:len(x.docs)], sc.raw[:len(x.docs)]
+	touched := sc.touched[:0]
+
+	// Per field: tf / ((1-b) + b·len/avg) = tf / (a + c·len).
+	n := float64(x.n)
+	var c [numFields]float64
+	for f := range c {
+		if x.sumLen[f] > 0 {
+			c[f] = bm25B * n / float64(x.sumLen[f])
+		}
+	}
+	a := 1 - bm25B
+	var denom float64
+	for _, t := range uniq {
+		ps := x.post[t]
+		df := float64(len(ps))
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		ideal := idf * idealTF / (bm25K1 + idealTF)
+		denom += ideal
+		for i := range ps {
+			p := &ps[i]
+			d := &x.docs[p.doc]
+			var tf float64
+			for f := fieldID(0); f < numFields; f++ {
+				if p.tf[f] != 0 {
+					norm := 1.0
+					if c[f] != 0 {
+						norm = a + c[f]*float64(d.lens[f])
+					}
+					tf += fieldWeights[f] * float64(p.tf[f]) / norm
+				}
+			}
+			s := idf * tf / (bm25K1 + tf)
+			if sc.raw[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
+			sc.raw[p.doc] += s
+			sc.norm[p.doc] += min(s, ideal)
+		}
+	}
+	sc.touched = touched
+
+	better := func(m, o match) bool {
+		if m.score != o.score {
+			return m.score > o.score
+		}
+		if m.raw != o.raw {
+			return m.raw > o.raw
+		}
+		if um, uo := x.docs[m.doc].usage, x.docs[o.doc].usage; um != uo {
+			return um > uo
+		}
+		return x.docs[m.doc].path < x.docs[o.doc].path
+	}
+	scoreOf := func(id int32) match {
+		m := match{doc: id, score: math.Round(min(sc.norm[id]/denom, 1)*1e4) / 1e4, raw: sc.raw[id]}
+		sc.norm[id], sc.raw[id] = 0, 0
+		return m
+	}
+	if limit > 64 {
+		// A large limit: sort every match.
+		all := make([]match, len(touched))
+		for i, id := range touched {
+			all[i] = scoreOf(id)
+		}
+		sort.Slice(all, func(i, j int) bool { return better(all[i], all[j]) })
+		return all[:min(limit, len(all))]
+	}
+	// Keep the best limit in a sorted slice.
+	top := make([]match, 0, min(limit, len(touched)))
+	for _, id := range touched {
+		m := scoreOf(id)
+		if len(top) == limit && !better(m, top[len(top)-1]) {
+			continue
+		}
+		i := sort.Search(len(top), func(i int) bool { return better(m, top[i]) })
+		if len(top) < limit {
+			top = append(top, match{})
+		}
+		copy(top[i+1:], top[i:])
+		top[i] = m
+	}
+	return top
+}
