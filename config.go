@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"go.opentelemetry.io/otel/metric"
@@ -55,6 +57,11 @@ type Config struct {
 	// meters (llm_tokens, tool_calls, cost_usd, children, wall_ms,
 	// memory_mb). Default: unlimited.
 	Quota map[string]float64 `json:"quota,omitempty"`
+	// Git is where tools are persisted and shared. Default: not persisted.
+	Git GitConfig `json:"git,omitzero"`
+	// ReuseThreshold is the search score (0..1) above which forge_tool
+	// reuses an existing tool instead of forging one. Default 0.85.
+	ReuseThreshold float64 `json:"reuse_threshold,omitempty"`
 	// MetricsAddr, when set (e.g. "127.0.0.1:9464"), serves the runtime's
 	// metrics in the Prometheus text format at http://MetricsAddr/metrics.
 	MetricsAddr string `json:"metrics_addr,omitempty"`
@@ -70,6 +77,32 @@ type Config struct {
 	// Runtime.MetricsHandler and MetricsAddr serve. IMPORTANT: protoactor's
 	// own metrics always go to the OpenTelemetry global meter provider.
 	MeterProvider metric.MeterProvider `json:"-"`
+}
+
+// GitConfig is the tool root's Git upstream.
+type GitConfig struct {
+	// Upstream is a bare repository: a path (relative to the tool root or
+	// absolute), a file:// URL or an https:// URL. Empty: tools are written
+	// to the working tree only.
+	Upstream string `json:"upstream,omitempty"`
+	// Branch is the shared branch. Default "main".
+	Branch string `json:"branch,omitempty"`
+	// Strategy is "direct" (default: commit and push to Branch) or "pr"
+	// (gatekeeper: push a feat/<tool>-<time> branch and open a review).
+	Strategy string `json:"strategy,omitempty"`
+	// AuthorName and AuthorEmail sign the commits. Default agentos,
+	// agentos@localhost.
+	AuthorName  string `json:"author_name,omitempty"`
+	AuthorEmail string `json:"author_email,omitempty"`
+	// TokenEnv names the environment variable holding the HTTPS token.
+	// Default AGENTOS_GIT_TOKEN. IMPORTANT: the token itself never goes in
+	// this file.
+	TokenEnv string `json:"token_env,omitempty"`
+	// GitHubRepo ("owner/name") makes the pr strategy open pull requests
+	// through the GitHub REST API (GitHubAPI, default
+	// https://api.github.com). Empty: the branch is pushed, no review opened.
+	GitHubRepo string `json:"github_repo,omitempty"`
+	GitHubAPI  string `json:"github_api,omitempty"`
 }
 
 // AgentConfig configures the default process.
@@ -175,6 +208,17 @@ func (c Config) validate(path string) error {
 	if c.Limits.MemoryMB < 0 || c.Limits.MaxCallDepth < 0 || c.Limits.MaxOutputBytes < 0 {
 		return fmt.Errorf("%s: limits must not be negative", path)
 	}
+	switch c.Git.Strategy {
+	case "", "direct", "pr":
+	default:
+		return fmt.Errorf("%s: git.strategy %q is not known: use \"direct\" or \"pr\"", path, c.Git.Strategy)
+	}
+	if u, err := url.Parse(c.Git.Upstream); err == nil && u.User != nil {
+		return fmt.Errorf("%s: git.upstream carries credentials; remove them and put the token in the environment variable %s", path, orDefault(c.Git.TokenEnv, "AGENTOS_GIT_TOKEN"))
+	}
+	if c.ReuseThreshold < 0 || c.ReuseThreshold > 1 {
+		return fmt.Errorf("%s: reuse_threshold %g must be between 0 and 1", path, c.ReuseThreshold)
+	}
 	if _, err := limits(path, "quota", c.Quota); err != nil {
 		return err
 	}
@@ -192,6 +236,13 @@ func (c Config) validate(path string) error {
 		}
 	}
 	return nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }
 
 var allRights = []capability.Right{capability.Read, capability.Write, capability.Exec, capability.Spawn, capability.SQL, capability.Fetch, capability.LLM}
@@ -229,9 +280,20 @@ func (c Config) CheckOptions() check.Options {
 	return check.Options{AllowedImports: c.AllowedImports}
 }
 
-// defaultConfigFile is what Init writes: every default spelled out, so a
-// user sees what can be changed.
-const defaultConfigFile = `{
+// configFile is what Init writes: every default spelled out, so a user
+// sees what can be changed; upstream "" leaves Git out.
+func configFile(upstream string) string {
+	git := ""
+	if upstream != "" {
+		u, _ := json.Marshal(upstream)
+		git = fmt.Sprintf(`,
+  "git": {
+    "upstream": %s,
+    "branch": "main",
+    "strategy": "direct"
+  }`, u)
+	}
+	return `{
   "tools_dir": "tools",
   "isolation": "process",
   "allowed_imports": [],
@@ -241,14 +303,26 @@ const defaultConfigFile = `{
     "memory_mb": 256,
     "max_call_depth": 1000,
     "max_output_bytes": 1048576
-  }
+  }` + git + `
 }
 `
+}
+
+// InitOptions configure Init.
+type InitOptions struct {
+	// Upstream is the Git upstream written into agentos.json. Empty: a bare
+	// repository is created beside the tool root (DIR.git) and used.
+	Upstream string
+	// NoGit leaves Git out: tools are written to the working tree only.
+	NoGit bool
+}
 
 // Init lays out a tool root in dir: agentos.json, the tools directory,
 // meta.json and a .gitignore for agentos' state. It is idempotent: existing
-// files are never overwritten. It returns the paths it created.
-func Init(dir string) (created []string, err error) {
+// files are never overwritten. It returns the paths it created. Without Git
+// (NoGit) tools stay in the working tree; otherwise agentos.json names
+// opts.Upstream, or a bare repository Init creates beside dir (DIR.git).
+func Init(dir string, opts InitOptions) (created []string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the tool root %s: %w", dir, err)
 	}
@@ -263,8 +337,25 @@ func Init(dir string) (created []string, err error) {
 		}
 		created = append(created, cfg.Tools()+"/")
 	}
+	upstream := ""
+	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); errors.Is(err, fs.ErrNotExist) && !opts.NoGit {
+		if upstream = opts.Upstream; upstream == "" {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return created, err
+			}
+			bare := abs + ".git"
+			if _, err := os.Stat(bare); errors.Is(err, fs.ErrNotExist) {
+				if err := repo.InitBare(bare, "main"); err != nil {
+					return created, fmt.Errorf("creating the Git upstream %s: %w", bare, err)
+				}
+				created = append(created, bare+" (bare Git upstream)")
+			}
+			upstream = filepath.Join("..", filepath.Base(bare))
+		}
+	}
 	for _, f := range []struct{ name, content string }{
-		{ConfigFile, defaultConfigFile},
+		{ConfigFile, ""},
 		{RegistryFile, "{\n  \"tools\": {}\n}\n"},
 		{".gitignore", StateDir + "/\n"},
 	} {
@@ -276,7 +367,11 @@ func Init(dir string) (created []string, err error) {
 		if err != nil {
 			return created, fmt.Errorf("creating %s: %w", p, err)
 		}
-		_, werr := file.WriteString(f.content)
+		content := f.content
+		if f.name == ConfigFile {
+			content = configFile(upstream)
+		}
+		_, werr := file.WriteString(content)
 		if cerr := file.Close(); werr == nil {
 			werr = cerr
 		}

@@ -13,7 +13,7 @@ import (
 
 func TestInitIsIdempotent(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "root")
-	created, err := Init(dir)
+	created, err := Init(dir, InitOptions{NoGit: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,7 @@ func TestInitIsIdempotent(t *testing.T) {
 		t.Fatalf("created %v, want %v", created, want)
 	}
 	os.WriteFile(filepath.Join(dir, RegistryFile), []byte(`{"tools":{"x":{}}}`), 0o644)
-	again, err := Init(dir)
+	again, err := Init(dir, InitOptions{NoGit: true})
 	if err != nil || len(again) != 0 {
 		t.Fatalf("second Init created %v, %v", again, err)
 	}

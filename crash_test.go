@@ -108,7 +108,7 @@ func TestCrashAndRecover(t *testing.T) {
 		t.Skip("the crash test starts and kills child processes")
 	}
 	root := t.TempDir()
-	if _, err := Init(root); err != nil {
+	if _, err := Init(root, InitOptions{NoGit: true}); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(root, "tools", "long.ts"), []byte(longTool), 0o644)

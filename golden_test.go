@@ -41,7 +41,7 @@ func TestGoldenJournals(t *testing.T) {
 		t.Fatalf("found %d golden journals in %s; run go test -run TestGoldenJournals -update .", len(files), dir)
 	}
 	root := t.TempDir()
-	Init(root)
+	Init(root, InitOptions{NoGit: true})
 	ex, err := executor.New(executor.Options{Root: root, Isolation: executor.IsolationInProcess})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestGoldenJournals(t *testing.T) {
 // writeGoldens records the golden tool for real and derives the bad journals.
 func writeGoldens(t *testing.T, dir string) {
 	root := t.TempDir()
-	Init(root)
+	Init(root, InitOptions{NoGit: true})
 	os.WriteFile(filepath.Join(root, "tools", "orders.ts"), []byte(goldenTool), 0o644)
 	os.WriteFile(filepath.Join(root, "orders.csv"), []byte("id,amount\n1,40\n2,60\n3,25\n"), 0o644)
 	ex, err := executor.New(executor.Options{Root: root, Isolation: executor.IsolationInProcess,

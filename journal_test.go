@@ -58,7 +58,7 @@ func newEnv(t *testing.T, durability journal.Durability, files map[string]string
 		io.WriteString(w, "price of "+strings.TrimPrefix(r.URL.Path, "/")+" is 7")
 	}))
 	t.Cleanup(srv.Close)
-	if _, err := Init(e.root); err != nil {
+	if _, err := Init(e.root, InitOptions{NoGit: true}); err != nil {
 		t.Fatal(err)
 	}
 	for name, content := range files {

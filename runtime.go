@@ -10,12 +10,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/internal/promtext"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
@@ -36,6 +39,8 @@ type Runtime struct {
 	j         *journal.Journal
 	ex        *executor.Executor
 	jail      *vfs.Jail
+	reg       *registry.Registry
+	repo      *repo.Repo // nil without a Git upstream
 	node      *kernel.Node
 	agent     *kernel.Process
 	recovered []RecoverReport
@@ -54,6 +59,11 @@ type Runtime struct {
 // creates the tools and state directories when missing, resumes the runs a
 // crash left unfinished (Recovered reports them), and spawns the default
 // process with the configured grants and quota.
+//
+// Start uses cfg as given: to honour a tool root's agentos.json, pass
+// LoadConfig(root) (with Root set). With cfg.Git.Upstream set, Start
+// clones or updates the tools from it, and every write is committed and
+// pushed.
 //
 // IMPORTANT: with process isolation the program MUST call
 // executor.WorkerMain at the start of main (see the executor package).
@@ -89,6 +99,19 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		rt.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(rt.reader))
 		cfg.MeterProvider = rt.mp
 	}
+	// The tools first: the registry, then Git brings the tree up to date
+	// (and the registry with it), so that recovery runs current tools.
+	if rt.jail, err = vfs.Open(root); err != nil {
+		return rt, err
+	}
+	if rt.reg, err = registry.Open(rt.jail, registry.Options{ToolsDir: cfg.Tools(), File: RegistryFile, Threshold: cfg.ReuseThreshold, Logger: rt.log}); err != nil {
+		return rt, err
+	}
+	if cfg.Git.Upstream != "" {
+		if rt.repo, err = repo.Hydrate(ctx, cfg.repoOptions(root, rt.reg.Rebuild, rt.log)); err != nil {
+			return rt, fmt.Errorf("agentos: bringing the tools up to date from %s: %w", cfg.Git.Upstream, err)
+		}
+	}
 	if rt.j, err = journal.Open(cfg.JournalPath(root), journal.Options{}); err != nil {
 		return rt, err
 	}
@@ -101,16 +124,13 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	for _, r := range rt.recovered {
 		rt.log.Info("agentos: unfinished run", slog.String("run", r.Run.ID), slog.String("tool", r.Run.Tool), slog.Bool("resumed", r.Resumed), slog.String("reason", r.Reason))
 	}
-	if rt.jail, err = vfs.Open(root); err != nil {
-		return rt, err
-	}
 	quota, _ := limits("", "quota", cfg.Quota)
 	k, err := kernel.New(kernel.Options{Quota: quota, Logger: rt.log})
 	if err != nil {
 		return rt, err
 	}
 	if rt.node, err = kernel.Boot(kernel.NodeOptions{
-		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail,
+		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log,
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 	}); err != nil {
@@ -150,6 +170,33 @@ func (c Config) JournalPath(root string) string {
 		return filepath.Join(root, filepath.FromSlash(c.Journal))
 	}
 	return filepath.Join(root, JournalFile)
+}
+
+// Registry returns the tool registry (meta.json, search).
+func (rt *Runtime) Registry() *registry.Registry { return rt.reg }
+
+// Repo returns the Git repository the tools persist to (nil without an
+// upstream).
+func (rt *Runtime) Repo() *repo.Repo { return rt.repo }
+
+// repoOptions turns the git section into the repo's options; a relative
+// upstream path is relative to the tool root.
+func (c Config) repoOptions(root string, regenerate func() error, log *slog.Logger) repo.Options {
+	up := c.Git.Upstream
+	if !strings.Contains(up, "://") && !filepath.IsAbs(up) {
+		up = filepath.Join(root, filepath.FromSlash(up))
+	}
+	var pr repo.PRAdapter = repo.NoopPR{}
+	if c.Git.GitHubRepo != "" {
+		pr = &repo.GitHubPR{API: c.Git.GitHubAPI, Repo: c.Git.GitHubRepo, TokenEnv: c.Git.TokenEnv}
+	}
+	return repo.Options{
+		Dir: root, Upstream: up, Branch: c.Git.Branch,
+		AuthorName: c.Git.AuthorName, AuthorEmail: c.Git.AuthorEmail, TokenEnv: c.Git.TokenEnv,
+		Strategy: repo.Strategy(c.Git.Strategy), PR: pr,
+		Derived: []string{RegistryFile}, Regenerate: regenerate,
+		Ignore: []string{StateDir + "/"}, Logger: log,
+	}
 }
 
 // Root returns the absolute tool root.
@@ -244,6 +291,12 @@ func (rt *Runtime) Close() error {
 		}
 		if rt.ex != nil {
 			errs = append(errs, rt.ex.Close())
+		}
+		if rt.reg != nil {
+			errs = append(errs, rt.reg.Flush())
+		}
+		if rt.repo != nil {
+			errs = append(errs, rt.repo.Close())
 		}
 		if rt.jail != nil {
 			errs = append(errs, rt.jail.Close())

@@ -2,21 +2,42 @@ package git
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
+	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// Props returns the props of a git actor writing under jail.
-func Props(jail *vfs.Jail) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &gitActor{jail: jail} })
+// Options configure the git actor.
+type Options struct {
+	// Jail is the tool root (REQUIRED).
+	Jail *vfs.Jail
+	// Repo persists every write (commit and push, or a review branch). nil:
+	// writes stay in the working tree.
+	Repo *repo.Repo
+	// OnWrite, when set, is called after a file is written and before it
+	// is committed (the registry's Register, so that meta.json goes in the
+	// same commit). Its error fails the write.
+	OnWrite func(path string, content []byte) error
+	// PersistTimeout bounds one persist (commit, push, retries). Default 1 min.
+	PersistTimeout time.Duration
 }
 
-type gitActor struct{ jail *vfs.Jail }
+// Props returns the props of a git actor.
+func Props(opts Options) *actor.Props {
+	if opts.PersistTimeout <= 0 {
+		opts.PersistTimeout = time.Minute
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return &gitActor{opts: opts} })
+}
+
+type gitActor struct{ opts Options }
 
 // Receive is the git actor's one message switch.
 func (a *gitActor) Receive(ctx actor.Context) {
@@ -32,16 +53,16 @@ func (a *gitActor) Receive(ctx actor.Context) {
 }
 
 func (a *gitActor) onWrite(m *WriteFile) *Written {
-	_, err := a.jail.Stat(m.Path)
+	_, err := a.opts.Jail.Stat(m.Path)
 	created := errors.Is(err, vfs.ErrNotFound)
-	return a.write(m.Path, m.Content, created)
+	return a.write(m.Path, m.Content, created, "write")
 }
 
 func (a *gitActor) onPatch(m *PatchFile) *Written {
 	if m.Search == "" {
 		return &Written{Path: m.Path, Err: fmt.Errorf("%w: patch_file %s needs the text to replace; to rewrite the whole file use write_file", ErrEmptySearch, m.Path)}
 	}
-	old, err := a.jail.ReadFile(m.Path)
+	old, err := a.opts.Jail.ReadFile(m.Path)
 	if err != nil {
 		return &Written{Path: m.Path, Err: err}
 	}
@@ -53,12 +74,30 @@ func (a *gitActor) onPatch(m *PatchFile) *Written {
 	next = append(next, old[:i]...)
 	next = append(next, m.Replace...)
 	next = append(next, old[i+len(m.Search):]...)
-	return a.write(m.Path, next, false)
+	return a.write(m.Path, next, false, "patch")
 }
 
-func (a *gitActor) write(p string, content []byte, created bool) *Written {
-	if err := a.jail.WriteFile(p, content); err != nil {
+// write writes the file, lets OnWrite derive from it, and persists it.
+func (a *gitActor) write(p string, content []byte, created bool, verb string) *Written {
+	if err := a.opts.Jail.WriteFile(p, content); err != nil {
 		return &Written{Path: p, Err: err}
 	}
-	return &Written{Path: p, Bytes: len(content), Hash: transpile.Hash(content), Created: created}
+	w := &Written{Path: p, Bytes: len(content), Hash: transpile.Hash(content), Created: created}
+	if a.opts.OnWrite != nil {
+		if err := a.opts.OnWrite(p, content); err != nil {
+			w.Err = fmt.Errorf("%s was written but not registered: %w", p, err)
+			return w
+		}
+	}
+	if a.opts.Repo == nil {
+		return w
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.opts.PersistTimeout)
+	defer cancel()
+	res, err := a.opts.Repo.Persist(ctx, []string{p}, fmt.Sprintf("%s %s", verb, p))
+	w.Commit, w.Branch, w.PRURL = res.Commit, res.Branch, res.PRURL
+	if err != nil {
+		w.Err = fmt.Errorf("%s: %w", p, err)
+	}
+	return w
 }

@@ -25,7 +25,7 @@ func start(t *testing.T) (*actor.RootContext, *actor.PID, string) {
 		t.Fatal(err)
 	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
-	pid := sys.Root.Spawn(git.Props(jail))
+	pid := sys.Root.Spawn(git.Props(git.Options{Jail: jail}))
 	t.Cleanup(func() {
 		_ = sys.Root.StopFuture(pid).Wait()
 		jail.Close()

@@ -1,24 +1,29 @@
-// Package git is the git actor: the one writer of a node's tool tree.
+// Package git is the git actor: the one writer of a node's tool tree, and
+// its persistence to a shared Git upstream (package repo, go-git in
+// process).
 //
 // # Protocol
 //
 // WriteFile and PatchFile (messages.go) are answered with *Written. The
 // actor handles one message at a time, so a node's writes to its working
-// tree are serialized: two agents patching the same tool never interleave.
-//
-// IMPORTANT: this is the thin first version. It writes the working tree
-// atomically through the jail (vfs) and does not yet commit or push: Git
-// persistence (hydrate, commit, push, merge, gatekeeper mode) is the next
-// step of this package.
+// tree never interleave. A write is: the file written atomically through the
+// jail; Options.OnWrite (the registry, which updates meta.json); then, with
+// a Repo, a commit naming the tool and the configured author, pushed to the
+// shared branch (direct strategy; a rejected push is rebased on the new
+// upstream and retried) or to a review branch (pr strategy).
 //
 // # Lifecycle
 //
-// Props(jail) builds the actor; it holds no state between messages, so a
-// restart loses nothing.
+// Props(opts) builds the actor; it keeps no state between messages, so a
+// restart loses nothing. The Repo belongs to the caller, who closes it
+// after the actor stops.
 //
 // # Failure
 //
-// A failed write replies with Written.Err (a path outside the tool root, a
-// search text not found ...) and leaves the file as it was; the actor keeps
-// running.
+// A refused write (a path outside the tool root, a search text not found)
+// replies with Written.Err and leaves the file as it was. A write that
+// reached the working tree but could not be persisted replies with the
+// file written and Err saying why; when another writer changed the same
+// tool first, Err wraps repo.ErrConflict and names the branch that keeps
+// this version: nothing is lost silently.
 package git

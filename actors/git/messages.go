@@ -26,6 +26,14 @@ type Written struct {
 	Hash string `json:"hash"`
 	// Created says the file did not exist before.
 	Created bool `json:"created"`
-	// Err is why nothing was written (nil on success).
+	// Commit is the commit that persisted the write ("" without a Repo).
+	Commit string `json:"commit,omitempty"`
+	// Branch is where it was pushed when not the shared branch: the review
+	// branch (pr strategy), or the conflict branch keeping a version that
+	// lost to another writer's.
+	Branch string `json:"branch,omitempty"`
+	// PRURL is the review opened for it (pr strategy).
+	PRURL string `json:"pr_url,omitempty"`
+	// Err is why the write failed or was not persisted (nil on success).
 	Err error `json:"-"`
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
+	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/actors/supervisor"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/journal"
@@ -33,6 +35,12 @@ type NodeOptions struct {
 	Jail *vfs.Jail
 	// Checker is check_tool's analyzer (nil: check.New with defaults).
 	Checker *check.Checker
+	// Registry indexes the tools for search_tools (nil: a registry over
+	// Jail with the defaults is opened).
+	Registry *registry.Registry
+	// Repo persists every write to Git (nil: writes stay in the working
+	// tree); the node does not close it.
+	Repo *repo.Repo
 	// Logger receives the node's and protoactor's logs (nil: slog.Default).
 	Logger *slog.Logger
 	// Intensity, Period and Backoff tune the root supervisor (defaults: 10
@@ -51,7 +59,8 @@ type NodeOptions struct {
 //	agentos (supervisor, one_for_one)
 //	├── kernel    the process table's actor (ps, events, signals)
 //	├── executor  tool runs
-//	└── git       the one writer of the tool tree
+//	├── registry  the tool index (meta.json, search)
+//	└── git       the one writer of the tool tree, persisting to Git
 //
 // and the kernel tools bound to processes.
 type Node struct {
@@ -61,6 +70,7 @@ type Node struct {
 	root    *actor.PID
 	kernel  *actor.PID
 	exec    *actor.PID
+	reg     *actor.PID
 	git     *actor.PID
 	rootCtx *actor.RootContext
 	checker *check.Checker
@@ -86,6 +96,12 @@ func Boot(opts NodeOptions) (*Node, error) {
 	if checker == nil {
 		checker = check.New(check.Options{})
 	}
+	if opts.Registry == nil {
+		var err error
+		if opts.Registry, err = registry.Open(opts.Jail, registry.Options{Logger: opts.Logger}); err != nil {
+			return nil, err
+		}
+	}
 	tel, err := newTelemetry(k, opts.TracerProvider, opts.MeterProvider)
 	if err != nil {
 		return nil, err
@@ -100,7 +116,13 @@ func Boot(opts NodeOptions) (*Node, error) {
 		Children: []supervisor.ChildSpec{
 			{Name: "kernel", Props: Props(k)},
 			{Name: "executor", Props: executor.Props(opts.Executor, opts.Journal)},
-			{Name: "git", Props: git.Props(opts.Jail)},
+			{Name: "registry", Props: registry.Props(opts.Registry)},
+			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, OnWrite: func(path string, content []byte) error {
+				if _, err := opts.Registry.Register(path, content); err != nil && !errors.Is(err, registry.ErrNotTool) {
+					return err // data files and tests are written, not registered
+				}
+				return nil
+			}})},
 		},
 		OnEvent: func(ev supervisor.Event) {
 			k.Emit(Event{Kind: EventRestart, Name: ev.Failed, Reason: ev.Reason, Detail: fmt.Sprintf("%s %v after %s", ev.Action, ev.Children, ev.Delay)})
@@ -136,11 +158,13 @@ func Boot(opts NodeOptions) (*Node, error) {
 			n.kernel = pid
 		case "executor":
 			n.exec = pid
+		case "registry":
+			n.reg = pid
 		case "git":
 			n.git = pid
 		}
 	}
-	if n.kernel == nil || n.exec == nil || n.git == nil {
+	if n.kernel == nil || n.exec == nil || n.reg == nil || n.git == nil {
 		_ = n.stopTree(context.Background())
 		return nil, errors.New("kernel: the actor tree started without all its children (see the log)")
 	}

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/git"
+	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
@@ -74,6 +76,12 @@ var toolDefs = []toolDef{
 		call:   (*Node).checkTool,
 	},
 	{
+		name:   "search_tools",
+		desc:   "Search the registered tools by what they do. Returns the best matches first, each with {path, name, description, parameters, tags, usage, score}; a score near 1 means the tool fits: reuse it instead of writing a new one.",
+		schema: `{"type":"object","properties":{"query":{"type":"string","description":"What the tool should do, in words, e.g. compound interest calculator."},"limit":{"type":"integer","minimum":1,"maximum":100,"description":"How many results at most (default 10)."}},"required":["query"],"additionalProperties":false}`,
+		call:   (*Node).searchTools,
+	},
+	{
 		name:   "exec_tool",
 		desc:   "Run a TypeScript tool in the sandbox with JSON arguments. Returns {success, result, logs[], error}; the run is journaled and replayable.",
 		schema: `{"type":"object","properties":{"path":{"type":"string","description":"Tool path relative to the tool root."},"args":{"type":"object","description":"The object passed to the tool's default export."}},"required":["path"],"additionalProperties":false}`,
@@ -100,7 +108,7 @@ func (n *Node) Tools(p *Process, names ...string) ([]Tool, error) {
 		}
 	}
 	for _, d := range toolDefs {
-		if len(names) > 0 && !contains(names, d.name) {
+		if len(names) > 0 && !slices.Contains(names, d.name) {
 			continue
 		}
 		out = append(out, Tool{
@@ -111,15 +119,6 @@ func (n *Node) Tools(p *Process, names ...string) ([]Tool, error) {
 		})
 	}
 	return out, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func findTool(name string) *toolDef {
@@ -326,6 +325,52 @@ func (n *Node) checkTool(_ context.Context, p *Process, args json.RawMessage) (a
 	return n.checker.Check(path, src), nil
 }
 
+// SearchHit is one search_tools result.
+type SearchHit = registry.Hit
+
+func (n *Node) searchTools(ctx context.Context, p *Process, args json.RawMessage) (any, error) {
+	var a struct {
+		Query string `json:"query"`
+		Limit int    `json:"limit"`
+	}
+	if err := decode(args, &a, "query, limit", "query"); err != nil {
+		return nil, err
+	}
+	if a.Limit < 0 || a.Limit > 100 {
+		return nil, fmt.Errorf("%w: limit %d must be between 1 and 100", ErrInvalidArgs, a.Limit)
+	}
+	if strings.TrimSpace(a.Query) == "" {
+		return nil, fmt.Errorf("%w: the query is empty; say what the tool should do", ErrInvalidArgs)
+	}
+	// The results are the tools the process may read; a process that may
+	// read nothing is refused (and the refusal logged).
+	p.mu.Lock()
+	held := p.token
+	p.mu.Unlock()
+	if held == nil || !slices.ContainsFunc(held.Token().Grants, func(g capability.Grant) bool { return g.Right == capability.Read }) {
+		return nil, p.Check(capability.Read, n.toolsDir()+"/")
+	}
+	if err := p.Charge(capability.ToolCalls, 1); err != nil {
+		return nil, err
+	}
+	p.calls.Add(1)
+	limit := a.Limit
+	if limit == 0 {
+		limit = 10
+	}
+	res, err := n.ask(ctx, n.reg, &registry.Search{Query: a.Query, Limit: 4 * limit}, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	hits := []SearchHit{}
+	for _, h := range res.(*registry.SearchResult).Hits {
+		if held.Covers(capability.Read, h.Path) && len(hits) < limit {
+			hits = append(hits, h)
+		}
+	}
+	return hits, nil
+}
+
 // ExecResult is exec_tool's result: the run's result and its journal id.
 type ExecResult struct {
 	executor.Result
@@ -373,5 +418,16 @@ func (n *Node) execTool(ctx context.Context, p *Process, args json.RawMessage) (
 	if ran.Err != nil {
 		return nil, ran.Err
 	}
+	if ran.Result.Success {
+		n.opts.Registry.Used(path) // usage counts in meta.json; direct, so a stop cannot drop them
+	}
 	return ExecResult{Result: ran.Result, RunID: ran.RunID}, nil
+}
+
+// toolsDir is the tools directory of the node's executor.
+func (n *Node) toolsDir() string {
+	if d := n.opts.Executor.Options().ToolsDir; d != "" {
+		return d
+	}
+	return "tools"
 }

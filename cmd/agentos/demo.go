@@ -16,6 +16,7 @@ import (
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/samples"
@@ -114,7 +115,18 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 			defer os.RemoveAll(dir)
 		}
 	}
-	if _, err := agentos.Init(dir); err != nil {
+	// The demo's Git upstream lives in its state directory, so the demo
+	// leaves nothing beside its tool root.
+	upstream := filepath.Join(agentos.StateDir, "upstream.git")
+	if err := os.MkdirAll(filepath.Join(dir, agentos.StateDir), 0o755); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, upstream)); errors.Is(err, os.ErrNotExist) {
+		if err := repo.InitBare(filepath.Join(dir, upstream), "main"); err != nil {
+			return err
+		}
+	}
+	if _, err := agentos.Init(dir, agentos.InitOptions{Upstream: upstream}); err != nil {
 		return err
 	}
 	cfg, err := agentos.LoadConfig(dir)
@@ -218,7 +230,7 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	// rights and a budget. The runtime takes over the journal.
 	ex.Close()
 	j.Close()
-	surprises += demoKernel(ctx, dir, stdout)
+	surprises += demoKernel(ctx, dir, cfg, stdout)
 	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "agentos-run-*"))
 	fmt.Fprintf(stdout, "per-run /tmp directories left behind: %d\n", len(left))
 	if surprises > 0 {
@@ -237,7 +249,7 @@ func firstLine(s string) string {
 // demoKernel runs an agent process through the kernel: its capability
 // refuses a read outside its scope, its quota ends it, and ps and events
 // show what happened. It returns how many steps surprised.
-func demoKernel(ctx context.Context, dir string, stdout io.Writer) int {
+func demoKernel(ctx context.Context, dir string, cfg agentos.Config, stdout io.Writer) int {
 	surprises := 0
 	expect := func(ok bool, what string) {
 		if !ok {
@@ -245,7 +257,8 @@ func demoKernel(ctx context.Context, dir string, stdout io.Writer) int {
 			fmt.Fprintf(stdout, "   UNEXPECTED: %s\n", what)
 		}
 	}
-	rt, err := agentos.Start(ctx, agentos.Config{Root: dir, Logger: slog.New(slog.DiscardHandler)})
+	cfg.Root, cfg.Logger = dir, slog.New(slog.DiscardHandler)
+	rt, err := agentos.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stdout, "\nkernel: cannot start the runtime: %v\n", err)
 		return 1
@@ -305,5 +318,28 @@ func demoKernel(ctx context.Context, dir string, stdout io.Writer) int {
 	for _, p := range k.PS() {
 		fmt.Fprintf(stdout, "   ps: pid %d %s (%s) %s, %d calls\n", p.PID, p.Name, p.Image, p.Status, p.Calls)
 	}
+
+	// The default process writes a tool: it is registered, committed and
+	// pushed to the upstream, and search finds it.
+	fmt.Fprintf(stdout, "\nthe default process writes a tool; the registry indexes it and Git shares it\n")
+	slug := "/** Turns a title into a URL slug. @tag text */\nexport default function slug(args: { title: string }): string {\n  return args.title.toLowerCase().trim().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');\n}\n"
+	wargs, _ := json.Marshal(map[string]string{"path": "tools/text/slug.ts", "content": slug})
+	out, err := rt.Call(ctx, "write_file", wargs)
+	var w struct {
+		Commit string `json:"commit"`
+	}
+	_ = json.Unmarshal(out, &w)
+	fmt.Fprintf(stdout, "   write_file tools/text/slug.ts -> commit %.12s pushed to %s\n", w.Commit, filepath.Join(agentos.StateDir, "upstream.git"))
+	expect(err == nil && w.Commit != "", fmt.Sprintf("the write should be committed (%v)", err))
+	out, err = rt.Call(ctx, "search_tools", json.RawMessage(`{"query":"make a url slug from a title","limit":1}`))
+	var hits []struct {
+		Path  string  `json:"path"`
+		Score float64 `json:"score"`
+	}
+	_ = json.Unmarshal(out, &hits)
+	if err == nil && len(hits) == 1 {
+		fmt.Fprintf(stdout, "   search_tools \"make a url slug from a title\" -> %s (score %.2f)\n", hits[0].Path, hits[0].Score)
+	}
+	expect(err == nil && len(hits) == 1 && hits[0].Path == "tools/text/slug.ts", "search should find the slug tool")
 	return surprises
 }

@@ -13,6 +13,8 @@ import (
 // runInit scaffolds a tool root: agentos init [DIR].
 func runInit(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	upstream := fs.String("upstream", "", "the Git upstream tools are shared through (default: a bare repository DIR.git created beside the tool root)")
+	noGit := fs.Bool("no-git", false, "keep tools in the working tree only, without Git")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -24,7 +26,10 @@ func runInit(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if len(pos) == 1 {
 		dir = pos[0]
 	}
-	created, err := agentos.Init(dir)
+	if *noGit && *upstream != "" {
+		return usagef("--upstream and --no-git exclude each other")
+	}
+	created, err := agentos.Init(dir, agentos.InitOptions{Upstream: *upstream, NoGit: *noGit})
 	if err != nil {
 		return err
 	}

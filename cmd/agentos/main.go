@@ -1,6 +1,6 @@
 // Command agentos is the terminal interface of the agentos runtime.
 //
-//	agentos init  [DIR]                                  scaffold a tool root
+//	agentos init  [--upstream URL | --no-git] [DIR]      scaffold a tool root
 //	agentos check [--root DIR] [--json] PATH             static analysis of a tool
 //	agentos exec  [--root DIR] [--json] PATH [ARGS_JSON] run a tool in the sandbox
 //	agentos runs    [--root DIR] [--json]                list the recorded runs
@@ -49,7 +49,7 @@ type command struct {
 }
 
 var commands = []command{
-	{"init", "scaffold a tool root (config, tools/, registry); safe to run twice", "agentos init [DIR]", runInit},
+	{"init", "scaffold a tool root (config, tools/, registry, Git upstream); safe to run twice", "agentos init [--upstream URL | --no-git] [DIR]", runInit},
 	{"check", "check a tool: syntax, the standards, risk level", "agentos check [--root DIR] [--json] PATH", runCheck},
 	{"exec", "run a tool in the sandbox with JSON args", "agentos exec [--root DIR] [--json] [--timeout D] PATH [ARGS_JSON]", runExec},
 	{"runs", "list the recorded runs", "agentos runs [--root DIR] [--json]", runRuns},

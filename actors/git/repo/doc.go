@@ -1,0 +1,70 @@
+// Package repo keeps a tool root in Git: it hydrates the working tree from
+// an upstream repository and persists tools back to it, with go-git, in
+// process. It is the library under the git actor; it knows nothing of
+// actors.
+//
+// # Protocol
+//
+// Hydrate(ctx, Options) opens a tool root and brings it to the upstream's
+// branch (clone into a directory that may already hold files, or fetch and
+// fast-forward); then Repo.Persist(ctx, paths, message) commits the current
+// content of paths (plus the Derived files) and publishes it:
+//
+//   - Direct (default): push to the branch. A push rejected because another
+//     writer moved the branch is fetched, rebuilt on the new head (working
+//     tree reset to upstream, our files re-applied, Regenerate, commit
+//     again) and retried: the history stays linear, nothing is lost. When
+//     the other writer changed one of our paths to different content, the
+//     later writer gets a *ConflictError (ErrConflict) naming the branch
+//     "conflict/<tool>-<time>" that holds its version; the branch keeps the
+//     first version and so does the working tree.
+//   - PR (gatekeeper mode): commit on "feat/<tool>-<time>" made from the
+//     upstream branch, push that branch only, and open a pull request
+//     through a PRAdapter (GitHubPR: the GitHub REST API).
+//
+// Derived files (meta.json) are never merged: after every update from
+// upstream they are rebuilt by Options.Regenerate, so the published
+// meta.json is always what Regenerate makes of the published tree.
+//
+// A Persist that changes nothing makes no commit. .git/ and .agentos/
+// (journal, sockets) are never committed.
+//
+// # Lifecycle
+//
+// InitBare creates an upstream (agentos init). Hydrate returns a *Repo;
+// Close releases it (and writes .git/index for `git status`). A Repo is safe
+// for concurrent use: one operation runs at a time. IMPORTANT: one process
+// per tool root; several processes and nodes may share an upstream.
+//
+// Transports: a local path or file:// URL is served in process (see
+// transport.go: this package installs, at init, an in-process "file"
+// transport in go-git, replacing go-git's default, which executes
+// git-upload-pack / git-receive-pack). The git binary is never run. An
+// https:// upstream authenticates with the token in the environment
+// variable Options.TokenEnv (HTTP basic auth, user "x-access-token"); the
+// token is never logged, put in an error, or committed.
+//
+// # Failure
+//
+// Crash safety: every file this package writes in .git (refs, kept in
+// packed-refs; the index; the config) and in the working tree is written to
+// a temporary file and renamed into place; objects are written by go-git
+// the same way. No "*.lock" file is ever created, so none can be left
+// behind by a kill; Hydrate removes the temporary files and stale locks a
+// killed writer left (it assumes no other process writes the tool root).
+// The refs on disk are only moved once a step is complete: a process
+// killed at any point restarts from a consistent state. Local commits that
+// were never pushed are replayed and pushed by the next Hydrate;
+// uncommitted changes in the working tree are kept and committed by the
+// next Persist.
+//
+// A local upstream is written under an exclusive flock (released by the
+// kernel when a process dies): each push compares the branch with the
+// value its writer saw (compare-and-swap) and writers take turns, so they
+// never starve each other. Over HTTPS a rejected push is retried with a
+// random, growing pause, up to Options.Retries attempts (ErrRejected; the
+// commit is kept and pushed later).
+//
+// Errors wrap the sentinels of errors.go: ErrOptions, ErrPath, ErrConflict,
+// ErrRejected, ErrUpstream, ErrPullRequest, ErrClosed.
+package repo

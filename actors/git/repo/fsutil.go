@@ -1,0 +1,324 @@
+package repo
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Crash safety. go-git writes refs, the index and the config in place
+// (truncate, then write): a process killed between the two leaves an empty
+// file. This package never lets go-git write those files: every ref, the
+// index, the config and every working-tree file is written to a temporary
+// file "agentos-tmp-*" at the top of the git directory and renamed over its
+// target, which is atomic. Objects are written by go-git, which already
+// writes them to temporary files (tmp_obj_*, tmp_pack_*) and renames them.
+// So a kill at any point leaves either the old or the new file, plus at most
+// a stale temporary file, which cleanStale removes at the next Hydrate.
+// No "*.lock" file is ever created.
+
+const tmpPrefix = "agentos-tmp-"
+
+// initPrefix names the directory a new .git is built in before it is
+// renamed into place.
+const initPrefix = ".agentos-git-init-"
+
+func randomSuffix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// atomicWrite writes data to target through a temporary file in tmpDir
+// (which MUST be on target's filesystem) and a rename.
+func atomicWrite(tmpDir, target string, data []byte, perm os.FileMode) error {
+	tmp := filepath.Join(tmpDir, tmpPrefix+randomSuffix())
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			if err = os.MkdirAll(filepath.Dir(target), 0o755); err == nil {
+				err = os.Rename(tmp, target)
+			}
+		}
+		if err != nil {
+			_ = os.Remove(tmp)
+			return err
+		}
+	}
+	return nil
+}
+
+// atomicSymlink makes target a symlink to dest through a rename.
+func atomicSymlink(tmpDir, target, dest string) error {
+	tmp := filepath.Join(tmpDir, tmpPrefix+randomSuffix())
+	if err := os.Symlink(dest, tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// writeRef points the reference name of the repository at gitDir to h.
+func writeRef(gitDir string, name plumbing.ReferenceName, h plumbing.Hash) error {
+	return atomicWrite(gitDir, filepath.Join(gitDir, filepath.FromSlash(name.String())), []byte(h.String()+"\n"), 0o644)
+}
+
+// writeSymRef makes the reference name of gitDir symbolic to target.
+func writeSymRef(gitDir string, name, target plumbing.ReferenceName) error {
+	return atomicWrite(gitDir, filepath.Join(gitDir, filepath.FromSlash(name.String())), []byte("ref: "+target.String()+"\n"), 0o644)
+}
+
+// readLooseRef reads a loose hash reference; ok is false when it is missing
+// or unreadable (an empty or corrupt file left by another tool).
+func readLooseRef(gitDir string, name plumbing.ReferenceName) (plumbing.Hash, bool) {
+	b, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(name.String())))
+	if err != nil {
+		return plumbing.ZeroHash, false
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) != 40 || !plumbing.IsHash(s) {
+		return plumbing.ZeroHash, false
+	}
+	return plumbing.NewHash(s), true
+}
+
+// readPackedRefs parses .git/packed-refs (empty when missing).
+func readPackedRefs(gitDir string) map[plumbing.ReferenceName]plumbing.Hash {
+	out := map[plumbing.ReferenceName]plumbing.Hash{}
+	b, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		h, name, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if ok && len(h) == 40 && plumbing.IsHash(h) {
+			out[plumbing.ReferenceName(name)] = plumbing.NewHash(h)
+		}
+	}
+	return out
+}
+
+// writePackedRefs sets refs in .git/packed-refs (one atomic rename for all
+// of them), keeping the other entries, and removes loose files of the same
+// names, which would shadow them.
+func writePackedRefs(gitDir string, refs map[plumbing.ReferenceName]plumbing.Hash, removeLoose bool) error {
+	var keep []string
+	if b, err := os.ReadFile(filepath.Join(gitDir, "packed-refs")); err == nil {
+		skipPeel := false
+		for _, line := range strings.Split(string(b), "\n") {
+			switch {
+			case line == "" || strings.HasPrefix(line, "#"):
+				continue
+			case strings.HasPrefix(line, "^"):
+				if !skipPeel {
+					keep = append(keep, line)
+				}
+				continue
+			}
+			_, name, _ := strings.Cut(line, " ")
+			_, mine := refs[plumbing.ReferenceName(name)]
+			skipPeel = mine
+			if !mine {
+				keep = append(keep, line)
+			}
+		}
+	}
+	var buf strings.Builder
+	for _, l := range keep {
+		buf.WriteString(l + "\n")
+	}
+	names := make([]string, 0, len(refs))
+	for n := range refs {
+		names = append(names, n.String())
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if h := refs[plumbing.ReferenceName(n)]; !h.IsZero() {
+			buf.WriteString(h.String() + " " + n + "\n")
+		}
+	}
+	if err := atomicWrite(gitDir, filepath.Join(gitDir, "packed-refs"), []byte(buf.String()), 0o644); err != nil {
+		return err
+	}
+	if removeLoose {
+		for n := range refs {
+			if err := os.Remove(filepath.Join(gitDir, filepath.FromSlash(n.String()))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeConfig writes the git config of a repository atomically.
+func writeConfig(gitDir string, cfg *config.Config) error {
+	b, err := cfg.Marshal()
+	if err != nil {
+		return err
+	}
+	return atomicWrite(gitDir, filepath.Join(gitDir, "config"), b, 0o644)
+}
+
+// layout is the least a git directory needs (git wants objects/ and
+// refs/; go-git writes packs in objects/pack). Directories are expensive
+// on some filesystems: refs live in packed-refs.
+var layout = []string{"objects", "objects/pack", "refs"}
+
+// newGitDir builds an empty repository layout (config, HEAD, objects/,
+// refs/) in a fresh directory next to final and renames it to final, so
+// final either does not exist or is complete.
+func newGitDir(final string, cfg *config.Config, branch string) error {
+	parent := filepath.Dir(final)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, initPrefix)
+	if err != nil {
+		return err
+	}
+	if err := func() error {
+		for _, d := range layout {
+			if err := os.Mkdir(filepath.Join(tmp, filepath.FromSlash(d)), 0o755); err != nil {
+				return err
+			}
+		}
+		if err := writeConfig(tmp, cfg); err != nil {
+			return err
+		}
+		if err := writeSymRef(tmp, plumbing.HEAD, plumbing.NewBranchReferenceName(branch)); err != nil {
+			return err
+		}
+		if err := os.Chmod(tmp, 0o755); err != nil {
+			return err
+		}
+		return os.Rename(tmp, final)
+	}(); err != nil {
+		_ = os.RemoveAll(tmp)
+		return err
+	}
+	return nil
+}
+
+// removeStaleInits removes directories a killed newGitDir left in parent.
+func removeStaleInits(parent string) {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), initPrefix) {
+			_ = os.RemoveAll(filepath.Join(parent, e.Name()))
+		}
+	}
+}
+
+// cleanStale removes what a killed writer can leave in a git directory:
+// our temporary files, go-git's tmp_obj_/tmp_pack_ files and pack indexes
+// without their pack (written before the pack is renamed into place), when
+// older than minAge; with locks, also "*.lock" files (a killed git binary's:
+// this package never creates one). It scans the top level, refs/, logs/
+// and objects/pack, never the loose-object fan-out.
+//
+// IMPORTANT: it MUST only run when no other process writes gitDir: the
+// package assumes one writer process per tool root (Hydrate), and holds
+// the upstream's flock around every push (receive-pack).
+func cleanStale(gitDir string, minAge time.Duration, locks bool) (removed []string) {
+	now := time.Now()
+	rm := func(p string) {
+		if minAge > 0 {
+			if fi, err := os.Lstat(p); err != nil || now.Sub(fi.ModTime()) < minAge {
+				return
+			}
+		}
+		if os.Remove(p) == nil {
+			removed = append(removed, p)
+		}
+	}
+	stale := func(name string) bool {
+		return strings.HasPrefix(name, tmpPrefix) || strings.HasPrefix(name, "tmp_obj_") ||
+			strings.HasPrefix(name, "tmp_pack_") || (locks && strings.HasSuffix(name, ".lock"))
+	}
+	if ents, err := os.ReadDir(gitDir); err == nil {
+		for _, e := range ents {
+			if !e.IsDir() && stale(e.Name()) {
+				rm(filepath.Join(gitDir, e.Name()))
+			}
+		}
+	}
+	for _, sub := range []string{"refs", "logs"} {
+		_ = filepath.WalkDir(filepath.Join(gitDir, sub), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && stale(d.Name()) {
+				rm(p)
+			}
+			return nil
+		})
+	}
+	packDir := filepath.Join(gitDir, "objects", "pack")
+	if ents, err := os.ReadDir(packDir); err == nil {
+		names := map[string]bool{}
+		for _, e := range ents {
+			names[e.Name()] = true
+		}
+		for _, e := range ents {
+			n := e.Name()
+			switch {
+			case stale(n):
+				rm(filepath.Join(packDir, n))
+			case strings.HasPrefix(n, "pack-") && strings.HasSuffix(n, ".idx"):
+				if !names[strings.TrimSuffix(n, ".idx")+".pack"] {
+					rm(filepath.Join(packDir, n))
+				}
+			}
+		}
+	}
+	return removed
+}
+
+// cleanRel validates a path relative to the tool root and returns it in
+// canonical form (slash-separated, cleaned).
+func cleanRel(p string) (string, error) {
+	if p == "" {
+		return "", errors.New("empty path")
+	}
+	p = filepath.ToSlash(p)
+	if strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("path %q is absolute: give it relative to the tool root", p)
+	}
+	c := path.Clean(p)
+	if c == "." || c == ".." || strings.HasPrefix(c, "../") {
+		return "", fmt.Errorf("path %q leaves the tool root", p)
+	}
+	for _, part := range strings.Split(c, "/") {
+		if strings.EqualFold(part, ".git") {
+			return "", fmt.Errorf("path %q names .git", p)
+		}
+	}
+	return c, nil
+}
+
+// safeTreePath says whether a path read from a tree may be written to the
+// working tree (no "..", no .git, no absolute path).
+func safeTreePath(p string) bool {
+	c, err := cleanRel(p)
+	return err == nil && c == p
+}

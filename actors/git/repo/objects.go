@@ -1,0 +1,396 @@
+package repo
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// entry is one file of a tree: its blob and mode. The zero entry means
+// "absent" (in a change: deleted).
+type entry struct {
+	hash plumbing.Hash
+	mode filemode.FileMode
+}
+
+func (e entry) absent() bool { return e.hash.IsZero() }
+
+// emptyTree is the hash of the empty tree object.
+var emptyTree = plumbing.NewHash("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+
+// putObject stores an object unless it is already there.
+func putObject(s storer.EncodedObjectStorer, t plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
+	h := plumbing.ComputeHash(t, content)
+	if s.HasEncodedObject(h) == nil {
+		return h, nil
+	}
+	o := s.NewEncodedObject()
+	o.SetType(t)
+	o.SetSize(int64(len(content)))
+	w, err := o.Writer()
+	if err != nil {
+		return h, err
+	}
+	if _, err := w.Write(content); err != nil {
+		return h, err
+	}
+	if err := w.Close(); err != nil {
+		return h, err
+	}
+	return s.SetEncodedObject(o)
+}
+
+// readBlob returns a blob's content.
+func readBlob(s storer.EncodedObjectStorer, h plumbing.Hash) ([]byte, error) {
+	o, err := s.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(rd)
+}
+
+// treeEntries returns a tree's entries; the zero hash and the empty tree
+// have none.
+func treeEntries(s storer.EncodedObjectStorer, h plumbing.Hash) ([]object.TreeEntry, error) {
+	if h.IsZero() || h == emptyTree {
+		return nil, nil
+	}
+	t, err := object.GetTree(s, h)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s: %w", h, err)
+	}
+	return t.Entries, nil
+}
+
+// writeTree stores a tree made of ents (any order).
+func writeTree(s storer.EncodedObjectStorer, ents []object.TreeEntry) (plumbing.Hash, error) {
+	sort.Sort(object.TreeEntrySorter(ents))
+	var buf bytes.Buffer
+	for _, e := range ents {
+		fmt.Fprintf(&buf, "%o %s", e.Mode, e.Name)
+		buf.WriteByte(0)
+		buf.Write(e.Hash[:])
+	}
+	return putObject(s, plumbing.TreeObject, buf.Bytes())
+}
+
+// updateTree returns the tree root with changes applied (path -> entry; an
+// absent entry deletes the path). Only the trees along changed paths are
+// read and written. Empty directories disappear; the root may become the
+// empty tree.
+func updateTree(s storer.EncodedObjectStorer, root plumbing.Hash, changes map[string]entry) (plumbing.Hash, error) {
+	h, err := updateSubtree(s, root, changes)
+	if err != nil {
+		return h, err
+	}
+	if h.IsZero() {
+		return writeTree(s, nil)
+	}
+	return h, nil
+}
+
+func updateSubtree(s storer.EncodedObjectStorer, root plumbing.Hash, changes map[string]entry) (plumbing.Hash, error) {
+	if len(changes) == 0 {
+		return root, nil
+	}
+	ents, err := treeEntries(s, root)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	byName := make(map[string]object.TreeEntry, len(ents)+len(changes))
+	for _, e := range ents {
+		byName[e.Name] = e
+	}
+	files := map[string]entry{}
+	dirs := map[string]map[string]entry{}
+	for p, e := range changes {
+		name, rest, nested := strings.Cut(p, "/")
+		if !nested {
+			files[name] = e
+			continue
+		}
+		if dirs[name] == nil {
+			dirs[name] = map[string]entry{}
+		}
+		dirs[name][rest] = e
+	}
+	for name, e := range files {
+		if e.absent() {
+			if cur, ok := byName[name]; ok && cur.Mode != filemode.Dir {
+				delete(byName, name)
+			}
+			continue
+		}
+		byName[name] = object.TreeEntry{Name: name, Mode: e.mode, Hash: e.hash}
+	}
+	for name, sub := range dirs {
+		base := plumbing.ZeroHash
+		if cur, ok := byName[name]; ok && cur.Mode == filemode.Dir {
+			base = cur.Hash
+		}
+		h, err := updateSubtree(s, base, sub)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if h.IsZero() || h == emptyTree {
+			if cur, ok := byName[name]; ok && cur.Mode == filemode.Dir {
+				delete(byName, name)
+			}
+			continue
+		}
+		byName[name] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
+	}
+	if len(byName) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	out := make([]object.TreeEntry, 0, len(byName))
+	for _, e := range byName {
+		out = append(out, e)
+	}
+	return writeTree(s, out)
+}
+
+// diffTrees calls fn for every file path whose entry differs between trees
+// a and b (either may be zero = empty), skipping identical subtrees.
+func diffTrees(s storer.EncodedObjectStorer, a, b plumbing.Hash, fn func(p string, from, to entry)) error {
+	return diffSub(s, a, b, "", fn)
+}
+
+func diffSub(s storer.EncodedObjectStorer, a, b plumbing.Hash, prefix string, fn func(p string, from, to entry)) error {
+	if a == b {
+		return nil
+	}
+	ea, err := treeEntries(s, a)
+	if err != nil {
+		return err
+	}
+	eb, err := treeEntries(s, b)
+	if err != nil {
+		return err
+	}
+	ma := make(map[string]object.TreeEntry, len(ea))
+	for _, e := range ea {
+		ma[e.Name] = e
+	}
+	mb := make(map[string]object.TreeEntry, len(eb))
+	for _, e := range eb {
+		mb[e.Name] = e
+	}
+	names := make([]string, 0, len(ma)+len(mb))
+	for n := range ma {
+		names = append(names, n)
+	}
+	for n := range mb {
+		if _, ok := ma[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		x, inA := ma[n]
+		y, inB := mb[n]
+		if inA && inB && x.Hash == y.Hash && x.Mode == y.Mode {
+			continue
+		}
+		p := prefix + n
+		xDir := inA && x.Mode == filemode.Dir
+		yDir := inB && y.Mode == filemode.Dir
+		var subA, subB plumbing.Hash
+		var from, to entry
+		if xDir {
+			subA = x.Hash
+		} else if inA {
+			from = entry{x.Hash, x.Mode}
+		}
+		if yDir {
+			subB = y.Hash
+		} else if inB {
+			to = entry{y.Hash, y.Mode}
+		}
+		if from != to {
+			fn(p, from, to)
+		}
+		if xDir || yDir {
+			if err := diffSub(s, subA, subB, p+"/", fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flatten lists every file of a tree.
+func flatten(s storer.EncodedObjectStorer, tree plumbing.Hash) (map[string]entry, error) {
+	files := map[string]entry{}
+	err := diffTrees(s, plumbing.ZeroHash, tree, func(p string, _, to entry) { files[p] = to })
+	return files, err
+}
+
+// newObjects lists the objects of tree b that are not in tree a (the
+// parent's tree, which the receiver has): the trees along changed paths
+// and the new blobs.
+func newObjects(s storer.EncodedObjectStorer, a, b plumbing.Hash, out map[plumbing.Hash]bool) error {
+	if a == b || b.IsZero() {
+		return nil
+	}
+	out[b] = true
+	ea, err := treeEntries(s, a)
+	if err != nil {
+		return err
+	}
+	eb, err := treeEntries(s, b)
+	if err != nil {
+		return err
+	}
+	ma := make(map[string]object.TreeEntry, len(ea))
+	for _, e := range ea {
+		ma[e.Name] = e
+	}
+	for _, y := range eb {
+		x, ok := ma[y.Name]
+		if ok && x.Hash == y.Hash {
+			continue
+		}
+		switch y.Mode {
+		case filemode.Dir:
+			base := plumbing.ZeroHash
+			if ok && x.Mode == filemode.Dir {
+				base = x.Hash
+			}
+			if err := newObjects(s, base, y.Hash, out); err != nil {
+				return err
+			}
+		case filemode.Submodule:
+		default:
+			out[y.Hash] = true
+		}
+	}
+	return nil
+}
+
+// Object counts below which a received pack is exploded into loose
+// objects (git's receive.unpackLimit / fetch.unpackLimit). The upstream
+// keeps small pushes loose (git's default, 100): loose objects are never
+// deleted, so readers in other processes never race a repack. A tool root
+// keeps every fetch as a pack (creating files is the expensive part) and
+// repacks when packs pile up (see repack).
+const (
+	receiveLooseLimit = 100
+	fetchLooseLimit   = 1
+)
+
+// unpack stores the objects of a packfile stream. Small packs become loose
+// objects written blobs and trees first, commits last (parents before
+// children), so a commit present in the store always has its whole tree
+// even if the process is killed midway; large packs are written as one
+// pack and index by go-git (renamed into place when complete).
+func unpack(s storer.Storer, r io.Reader, looseLimit uint32) error {
+	var hdr [12]byte
+	n, err := io.ReadFull(r, hdr[:])
+	if n == 0 && (err == io.EOF || err == io.ErrUnexpectedEOF) {
+		return nil // no packfile: nothing to store
+	}
+	if err != nil {
+		return fmt.Errorf("reading pack header: %w", err)
+	}
+	if !bytes.Equal(hdr[:4], []byte("PACK")) {
+		return errors.New("received data is not a packfile")
+	}
+	count := binary.BigEndian.Uint32(hdr[8:12])
+
+	full := io.MultiReader(bytes.NewReader(hdr[:]), r)
+	if count == 0 {
+		_, err := io.Copy(io.Discard, r)
+		return err
+	}
+	if count >= looseLimit {
+		if pw, ok := s.(storer.PackfileWriter); ok {
+			err := packfile.WritePackfileToObjectStorage(pw, full)
+			if errors.Is(err, packfile.ErrEmptyPackfile) {
+				err = nil
+			}
+			return err
+		}
+	}
+	mem := memory.NewStorage()
+	p, err := packfile.NewParserWithStorage(packfile.NewScanner(full), mem)
+	if err != nil {
+		return err
+	}
+	if _, err := p.Parse(); err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, r)
+	return copyOrdered(mem, s)
+}
+
+// copyOrdered copies every object of src into dst: blobs, trees and tags
+// first, then commits with parents before children.
+func copyOrdered(src *memory.Storage, dst storer.EncodedObjectStorer) error {
+	commits := map[plumbing.Hash]plumbing.EncodedObject{}
+	for h, o := range src.ObjectStorage.Objects {
+		if o.Type() == plumbing.CommitObject {
+			commits[h] = o
+		}
+	}
+	for _, t := range []plumbing.ObjectType{plumbing.BlobObject, plumbing.TreeObject, plumbing.TagObject} {
+		for _, o := range src.ObjectStorage.Objects {
+			if o.Type() != t || dst.HasEncodedObject(o.Hash()) == nil {
+				continue
+			}
+			if _, err := dst.SetEncodedObject(o); err != nil {
+				return err
+			}
+		}
+	}
+	done := map[plumbing.Hash]bool{}
+	var visit func(h plumbing.Hash) error
+	visit = func(h plumbing.Hash) error {
+		o, ok := commits[h]
+		if !ok || done[h] {
+			return nil
+		}
+		done[h] = true
+		c, err := object.DecodeCommit(src, o)
+		if err != nil {
+			return err
+		}
+		for _, p := range c.ParentHashes {
+			if err := visit(p); err != nil {
+				return err
+			}
+		}
+		if dst.HasEncodedObject(h) == nil {
+			return nil
+		}
+		_, err = dst.SetEncodedObject(o)
+		return err
+	}
+	hs := make([]plumbing.Hash, 0, len(commits))
+	for h := range commits {
+		hs = append(hs, h)
+	}
+	sort.Slice(hs, func(i, j int) bool { return bytes.Compare(hs[i][:], hs[j][:]) < 0 })
+	for _, h := range hs {
+		if err := visit(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}

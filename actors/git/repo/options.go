@@ -1,0 +1,200 @@
+package repo
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Strategy says how Persist publishes a commit.
+type Strategy string
+
+const (
+	// Direct commits on Options.Branch and pushes it (the default).
+	Direct Strategy = "direct"
+	// PR (gatekeeper mode) commits on a new branch
+	// "feat/<tool>-<yyyymmddThhmmss>" made from upstream's branch, pushes
+	// that branch and opens a pull request through Options.PR; the main
+	// branch is never written.
+	PR Strategy = "pr"
+)
+
+// DefaultTokenEnv is the environment variable that holds the HTTPS token
+// when Options.TokenEnv (or GitHubPR.TokenEnv) is empty.
+const DefaultTokenEnv = "AGENTOS_GIT_TOKEN"
+
+// Options configure Hydrate. The zero value of every field but Dir and
+// Upstream means a sensible default.
+type Options struct {
+	// Dir is the tool root = the Git working tree (REQUIRED). It is created
+	// when missing; files already in it are kept (see Hydrate).
+	Dir string
+	// Upstream is a local path or file:// URL of a (bare) repository, or an
+	// https:// URL (REQUIRED). http:// is accepted for loopback hosts only
+	// (tests, a local Git server). IMPORTANT: the URL MUST NOT carry
+	// credentials; the token comes from TokenEnv.
+	Upstream string
+	// Branch is the upstream branch; default "main".
+	Branch string
+	// AuthorName and AuthorEmail sign every commit; default "agentos" and
+	// "agentos@localhost".
+	AuthorName  string
+	AuthorEmail string
+	// TokenEnv names the environment variable holding the HTTPS token;
+	// default DefaultTokenEnv. The token is read from the environment at
+	// every fetch and push, sent as HTTP basic auth (user
+	// "x-access-token"), and never logged, put in an error or committed.
+	TokenEnv string
+	// Strategy is Direct (default) or PR.
+	Strategy Strategy
+	// PR opens pull requests in PR mode; nil means NoopPR.
+	PR PRAdapter
+	// Retries bounds the push attempts of one Persist when the upstream
+	// rejects the push because another writer moved the branch; default 8.
+	Retries int
+	// Derived are files generated from the others (e.g. "meta.json"). They
+	// are always committed with a Persist, never merged by hand and never
+	// a conflict: after the tree was updated from upstream they are
+	// rebuilt by Regenerate.
+	Derived []string
+	// Regenerate rewrites the Derived files in the working tree from the
+	// current tree. It is called after Hydrate updated the tree, and before
+	// re-committing after a rejected push. It runs with the Repo's lock
+	// held: it MUST NOT call the Repo. nil means derived files keep the
+	// content this writer gave them (last writer wins).
+	Regenerate func() error
+	// Ignore lists paths that are never committed: "dir/" ignores a
+	// directory, anything else one file. Default [".agentos/"].
+	// IMPORTANT: ".git/" and ".agentos/" (journal, sockets) are ignored
+	// whatever Ignore says.
+	Ignore []string
+	// Now is the clock of commit times and branch names; default time.Now.
+	Now func() time.Time
+	// Logger receives progress (Info) and anomalies (Warn); default: no
+	// logging.
+	Logger *slog.Logger
+}
+
+// normalize applies the defaults and validates o.
+func (o Options) normalize() (Options, error) {
+	if o.Dir == "" {
+		return o, fmt.Errorf("%w: Dir (the tool root) is required", ErrOptions)
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return o, fmt.Errorf("%w: Dir %q: %v", ErrOptions, o.Dir, err)
+	}
+	o.Dir = dir
+	if o.Upstream == "" {
+		return o, fmt.Errorf("%w: Upstream (the repository tools are kept in) is required: a path of a bare repository (see InitBare) or an https:// URL", ErrOptions)
+	}
+	up, err := normalizeUpstream(o.Upstream)
+	if err != nil {
+		return o, err
+	}
+	o.Upstream = up
+	if o.Branch == "" {
+		o.Branch = "main"
+	}
+	if err := plumbing.NewBranchReferenceName(o.Branch).Validate(); err != nil || strings.HasPrefix(o.Branch, "-") {
+		return o, fmt.Errorf("%w: Branch %q is not a valid branch name", ErrOptions, o.Branch)
+	}
+	if o.AuthorName == "" {
+		o.AuthorName = "agentos"
+	}
+	if o.AuthorEmail == "" {
+		o.AuthorEmail = "agentos@localhost"
+	}
+	if o.TokenEnv == "" {
+		o.TokenEnv = DefaultTokenEnv
+	}
+	switch o.Strategy {
+	case "":
+		o.Strategy = Direct
+	case Direct, PR:
+	default:
+		return o, fmt.Errorf("%w: Strategy %q: use %q or %q", ErrOptions, o.Strategy, Direct, PR)
+	}
+	if o.PR == nil {
+		o.PR = NoopPR{}
+	}
+	if o.Retries <= 0 {
+		o.Retries = 8
+	}
+	if o.Ignore == nil {
+		o.Ignore = []string{".agentos/"}
+	}
+	o.Derived = slices.Clone(o.Derived)
+	o.Ignore = slices.Clone(o.Ignore)
+	for i, p := range o.Derived {
+		c, err := cleanRel(p)
+		if err != nil {
+			return o, fmt.Errorf("%w: Derived %q: %v", ErrOptions, p, err)
+		}
+		o.Derived[i] = c
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// normalizeUpstream returns the URL handed to go-git: an absolute path for
+// local repositories, the URL otherwise.
+func normalizeUpstream(s string) (string, error) {
+	if !strings.Contains(s, "://") {
+		abs, err := filepath.Abs(s)
+		if err != nil {
+			return "", fmt.Errorf("%w: Upstream path: %v", ErrOptions, err)
+		}
+		return abs, nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		// url.Parse errors quote the URL, which may hold credentials.
+		return "", fmt.Errorf("%w: Upstream is not a valid URL", ErrOptions)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("%w: Upstream %s://%s%s carries credentials: remove them from the URL and export the token in the environment variable named by TokenEnv (default %s)",
+			ErrOptions, u.Scheme, u.Host, u.Path, DefaultTokenEnv)
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Path == "" {
+			return "", fmt.Errorf("%w: Upstream %q has no path", ErrOptions, s)
+		}
+		return filepath.Clean(u.Path), nil
+	case "https":
+		return s, nil
+	case "http":
+		if !isLoopback(u.Hostname()) {
+			return "", fmt.Errorf("%w: Upstream %s uses plain http to a non-loopback host: use https", ErrOptions, s)
+		}
+		return s, nil
+	default:
+		return "", fmt.Errorf("%w: Upstream scheme %q is not supported: use a local path, file:// or https://", ErrOptions, u.Scheme)
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// isRemote says whether the upstream is reached over HTTP(S).
+func isRemote(upstream string) bool {
+	return strings.HasPrefix(upstream, "https://") || strings.HasPrefix(upstream, "http://")
+}

@@ -1,0 +1,310 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/utils/ioutil"
+)
+
+// The "file" transport. go-git's default client for local paths and file://
+// URLs executes the git-upload-pack / git-receive-pack binaries when they
+// are installed. IMPORTANT: this package never runs the git binary, so at
+// init it replaces, process-wide, go-git's "file" client by an in-process
+// one (client.InstallProtocol): every go-git fetch, clone or push to a
+// local repository in this process (the package's and any other caller's)
+// runs in-process.
+//
+//   - upload-pack (fetch, clone) sends the objects between the wants and
+//     the haves found by walking back from the wants (go-git's server,
+//     plumbing/transport/server, lists everything reachable from the haves:
+//     a cost growing with the history at every fetch);
+//   - receive-pack (push): go-git's server updates a
+//     reference without comparing it with the old value the client saw (two
+//     concurrent pushes both "win" and the first is lost) and writes the
+//     ref file in place (a kill mid-write empties the branch). Ours takes an
+//     exclusive flock on the repository directory for the whole push,
+//     compares each reference with the command's old value (a moved branch
+//     is rejected: "fetch first"), and writes refs by rename. Small packs
+//     are exploded into loose objects, like git's receive.unpackLimit.
+//
+// IMPORTANT: the flock is advisory: writers of a local upstream MUST be
+// processes using this package (the git binary, which uses ref.lock files,
+// is not excluded).
+func init() {
+	client.InstallProtocol("file", fileTransport{})
+}
+
+// fileTransport is the in-process transport installed for "file".
+type fileTransport struct{}
+
+func (t fileTransport) NewUploadPackSession(ep *transport.Endpoint, _ transport.AuthMethod) (transport.UploadPackSession, error) {
+	dir, err := resolveGitDir(ep.Path)
+	if err != nil {
+		return nil, err
+	}
+	return &uploadSession{sto: openStorage(dir)}, nil
+}
+
+// uploadSession is the in-process upload-pack.
+type uploadSession struct {
+	sto *filesystem.Storage
+}
+
+func (s *uploadSession) Close() error { return s.sto.Close() }
+
+func (s *uploadSession) AdvertisedReferences() (*packp.AdvRefs, error) {
+	return s.AdvertisedReferencesContext(context.Background())
+}
+
+func (s *uploadSession) AdvertisedReferencesContext(ctx context.Context) (*packp.AdvRefs, error) {
+	ar, err := advertise(ctx, s.sto)
+	if err != nil {
+		return nil, err
+	}
+	if len(ar.References) == 0 {
+		return nil, transport.ErrEmptyRemoteRepository
+	}
+	return ar, nil
+}
+
+// UploadPack sends the objects reachable from the wants and not from the
+// haves. Unlike go-git's server, which lists every object reachable from
+// the haves (the whole history), it walks back from each want only until a
+// have and sends, per new commit, the objects its tree adds to its first
+// parent's: the cost follows what is new, not the history's size.
+func (s *uploadSession) UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
+	if req.IsEmpty() {
+		return nil, transport.ErrEmptyUploadPackRequest
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if len(req.Shallows) > 0 || !req.Depth.IsZero() {
+		return nil, errors.New("shallow fetches are not supported")
+	}
+	objs, err := objectsBetween(s.sto, req.Wants, req.Haves)
+	if err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := packfile.NewEncoder(pw, s.sto, false).Encode(objs, 0)
+		_ = pw.CloseWithError(err)
+	}()
+	return packp.NewUploadPackResponseWithPackfile(req, ioutil.NewContextReadCloser(ctx, pr)), nil
+}
+
+// objectsBetween lists the objects reachable from wants but not from
+// haves (assuming whoever has a commit has everything it reaches).
+func objectsBetween(s storer.EncodedObjectStorer, wants, haves []plumbing.Hash) ([]plumbing.Hash, error) {
+	stop := map[plumbing.Hash]bool{}
+	for _, h := range haves {
+		stop[h] = true
+	}
+	out := map[plumbing.Hash]bool{}
+	seen := map[plumbing.Hash]bool{}
+	queue := append([]plumbing.Hash{}, wants...)
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if stop[h] || seen[h] {
+			continue
+		}
+		seen[h] = true
+		c, err := object.GetCommit(s, h)
+		if err != nil {
+			return nil, fmt.Errorf("commit %s: %w", h, err)
+		}
+		out[h] = true
+		parentTree := plumbing.ZeroHash
+		for i, p := range c.ParentHashes {
+			if i == 0 {
+				pc, err := object.GetCommit(s, p)
+				if err != nil {
+					return nil, fmt.Errorf("commit %s: %w", p, err)
+				}
+				parentTree = pc.TreeHash
+			}
+			queue = append(queue, p)
+		}
+		if err := newObjects(s, parentTree, c.TreeHash, out); err != nil {
+			return nil, err
+		}
+		if c.TreeHash == emptyTree {
+			out[emptyTree] = true
+		}
+	}
+	list := make([]plumbing.Hash, 0, len(out))
+	for h := range out {
+		list = append(list, h)
+	}
+	return list, nil
+}
+
+// advertise lists a repository's references and HEAD, as both sessions
+// announce them.
+func advertise(ctx context.Context, sto *filesystem.Storage) (*packp.AdvRefs, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ar := packp.NewAdvRefs()
+	if err := ar.Capabilities.Set(capability.Agent, capability.DefaultAgent()); err != nil {
+		return nil, err
+	}
+	if err := ar.Capabilities.Set(capability.OFSDelta); err != nil {
+		return nil, err
+	}
+	iter, err := sto.IterReferences()
+	if err != nil {
+		return nil, err
+	}
+	err = iter.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() == plumbing.HashReference {
+			ar.References[ref.Name().String()] = ref.Hash()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if head, err := sto.Reference(plumbing.HEAD); err == nil && head.Type() == plumbing.SymbolicReference {
+		if h, ok := ar.References[head.Target().String()]; ok {
+			_ = ar.AddReference(head)
+			ar.Head = &h
+		}
+	}
+	return ar, nil
+}
+
+func (t fileTransport) NewReceivePackSession(ep *transport.Endpoint, _ transport.AuthMethod) (transport.ReceivePackSession, error) {
+	dir, err := resolveGitDir(ep.Path)
+	if err != nil {
+		return nil, err
+	}
+	return &receiveSession{gitDir: dir, sto: openStorage(dir)}, nil
+}
+
+// resolveGitDir returns the git directory of a bare repository or of a
+// working tree.
+func resolveGitDir(p string) (string, error) {
+	if fi, err := os.Stat(filepath.Join(p, "config")); err == nil && !fi.IsDir() {
+		if _, err := os.Stat(filepath.Join(p, "objects")); err == nil {
+			return p, nil
+		}
+	}
+	dotgit := filepath.Join(p, ".git")
+	if fi, err := os.Stat(filepath.Join(dotgit, "config")); err == nil && !fi.IsDir() {
+		return dotgit, nil
+	}
+	return "", fmt.Errorf("%w: %s", transport.ErrRepositoryNotFound, p)
+}
+
+// openStorage opens a git directory keeping up to 64 pack files open
+// between reads (go-git otherwise reopens the pack for every object). Close
+// releases them.
+func openStorage(gitDir string) *filesystem.Storage {
+	return filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(), filesystem.Options{MaxOpenDescriptors: 64})
+}
+
+// receiveSession is the in-process receive-pack.
+type receiveSession struct {
+	gitDir string
+	sto    *filesystem.Storage
+}
+
+func (s *receiveSession) Close() error { return s.sto.Close() }
+
+func (s *receiveSession) AdvertisedReferences() (*packp.AdvRefs, error) {
+	return s.AdvertisedReferencesContext(context.Background())
+}
+
+func (s *receiveSession) AdvertisedReferencesContext(ctx context.Context) (*packp.AdvRefs, error) {
+	ar, err := advertise(ctx, s.sto)
+	if err != nil {
+		return nil, err
+	}
+	if err := ar.Capabilities.Set(capability.ReportStatus); err != nil {
+		return nil, err
+	}
+	return ar, nil
+}
+
+func (s *receiveSession) ReceivePack(ctx context.Context, req *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
+	if req.Packfile != nil {
+		defer req.Packfile.Close()
+	}
+	unlock, err := lockDir(s.gitDir)
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", s.gitDir, err)
+	}
+	defer unlock()
+	// Under the flock no other writer of ours is inside this repository:
+	// an old temporary file was left by a killed writer. Lock files are
+	// not ours (a git binary may be working): they are left alone.
+	cleanStale(s.gitDir, time.Hour, false)
+
+	rs := packp.NewReportStatus()
+	rs.UnpackStatus = "ok"
+	if req.Packfile != nil {
+		if err := unpack(s.sto, ioutil.NewContextReadCloser(ctx, req.Packfile), receiveLooseLimit); err != nil {
+			rs.UnpackStatus = err.Error()
+			return rs, fmt.Errorf("unpack: %w", err)
+		}
+	}
+	for _, cmd := range req.Commands {
+		rs.CommandStatuses = append(rs.CommandStatuses, &packp.CommandStatus{
+			ReferenceName: cmd.Name,
+			Status:        s.update(cmd),
+		})
+	}
+	return rs, nil
+}
+
+// statusStale is the command status of an update whose old value is not
+// the reference's current value (another writer pushed first).
+const statusStale = "fetch first: the reference moved since it was advertised"
+
+// update applies one command: compare-and-swap, rename into place.
+func (s *receiveSession) update(cmd *packp.Command) string {
+	name := cmd.Name
+	if !strings.HasPrefix(name.String(), "refs/") || name.Validate() != nil {
+		return "invalid reference name"
+	}
+	cur := plumbing.ZeroHash
+	if ref, err := s.sto.Reference(name); err == nil {
+		cur = ref.Hash()
+	} else if err != plumbing.ErrReferenceNotFound {
+		return "cannot read reference: " + err.Error()
+	}
+	if cur != cmd.Old {
+		return statusStale
+	}
+	if cmd.New.IsZero() {
+		return "deleting references is not supported"
+	}
+	if _, err := s.sto.EncodedObject(plumbing.CommitObject, cmd.New); err != nil {
+		return "missing object " + cmd.New.String()
+	}
+	if err := writeRef(s.gitDir, name, cmd.New); err != nil {
+		return "cannot write reference: " + err.Error()
+	}
+	return "ok"
+}

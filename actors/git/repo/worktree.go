@@ -1,0 +1,300 @@
+package repo
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+)
+
+// abs returns the absolute path of a tool-root-relative path.
+func (r *Repo) abs(p string) string { return filepath.Join(r.opts.Dir, filepath.FromSlash(p)) }
+
+// ignored says whether a path is never committed: .git/ and .agentos/
+// always, plus Options.Ignore.
+func (r *Repo) ignored(p string) bool {
+	if p == ".git" || strings.HasPrefix(p, ".git/") || p == ".agentos" || strings.HasPrefix(p, ".agentos/") {
+		return true
+	}
+	if top, _, _ := strings.Cut(p, "/"); strings.HasPrefix(top, initPrefix) {
+		return true
+	}
+	for _, ig := range r.opts.Ignore {
+		ig = strings.TrimPrefix(filepath.ToSlash(ig), "./")
+		if strings.HasSuffix(ig, "/") {
+			if p == strings.TrimSuffix(ig, "/") || strings.HasPrefix(p, ig) {
+				return true
+			}
+		} else if p == ig {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Repo) isDerived(p string) bool {
+	for _, d := range r.opts.Derived {
+		if d == p {
+			return true
+		}
+	}
+	return false
+}
+
+// workEntry hashes the working-tree file at p (absent entry when missing);
+// store also writes its blob.
+func (r *Repo) workEntry(p string, store bool) (entry, error) {
+	a := r.abs(p)
+	fi, err := os.Lstat(a)
+	if errors.Is(err, fs.ErrNotExist) {
+		return entry{}, nil
+	}
+	if err != nil {
+		return entry{}, err
+	}
+	var content []byte
+	mode := filemode.Regular
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		dest, err := os.Readlink(a)
+		if err != nil {
+			return entry{}, err
+		}
+		content, mode = []byte(filepath.ToSlash(dest)), filemode.Symlink
+	case fi.Mode().IsRegular():
+		if content, err = os.ReadFile(a); err != nil {
+			return entry{}, err
+		}
+		if fi.Mode()&0o111 != 0 {
+			mode = filemode.Executable
+		}
+	default:
+		return entry{}, nil // a directory, socket ...: not a file
+	}
+	h := plumbing.ComputeHash(plumbing.BlobObject, content)
+	r.recordStat(p, h, mode, fi)
+	if store && h != r.files[p].hash {
+		if _, err := putObject(r.sto, plumbing.BlobObject, content); err != nil {
+			return entry{}, err
+		}
+	}
+	return entry{hash: h, mode: mode}, nil
+}
+
+// walkWork calls fn for every file of the working tree that may be
+// committed (not .git, not ignored).
+func (r *Repo) walkWork(under string, fn func(p string, d fs.DirEntry) error) error {
+	root := r.opts.Dir
+	if under != "" {
+		root = r.abs(under)
+	}
+	return filepath.WalkDir(root, func(a string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		rel, err := filepath.Rel(r.opts.Dir, a)
+		if err != nil {
+			return err
+		}
+		if rel == "." {
+			return nil
+		}
+		p := filepath.ToSlash(rel)
+		if r.ignored(p) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
+			return fn(p, d)
+		}
+		return nil
+	})
+}
+
+// fileOp is one working-tree update.
+type fileOp struct {
+	p  string
+	to entry
+}
+
+// moveTo makes r.tree = tree: the working tree is updated file by file
+// (deletions first), except the paths in keep, whose working files are
+// left alone (uncommitted changes, or content we just committed).
+func (r *Repo) moveTo(tree plumbing.Hash, keep map[string]bool) error {
+	if tree == r.tree {
+		return nil
+	}
+	var dels, writes []fileOp
+	err := diffTrees(r.sto, r.tree, tree, func(p string, _, to entry) {
+		if to.absent() {
+			delete(r.files, p)
+		} else {
+			r.files[p] = to
+		}
+		delete(r.idx, p)
+		if keep[p] {
+			return
+		}
+		if !safeTreePath(p) || r.ignored(p) {
+			r.log.Warn("git: skipping an unsafe or ignored path from the upstream tree", slog.String("path", p))
+			return
+		}
+		if to.absent() {
+			dels = append(dels, fileOp{p, to})
+		} else {
+			writes = append(writes, fileOp{p, to})
+		}
+	})
+	if err != nil {
+		return err
+	}
+	r.tree = tree
+	for _, op := range dels {
+		if err := os.Remove(r.abs(op.p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		r.removeEmptyParents(op.p)
+	}
+	for _, op := range writes {
+		if err := r.writeWork(op.p, op.to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeWork writes a blob to the working tree (by rename: a kill never
+// leaves a half-written tool).
+func (r *Repo) writeWork(p string, e entry) error {
+	content, err := readBlob(r.sto, e.hash)
+	if err != nil {
+		return err
+	}
+	a := r.abs(p)
+	if fi, err := os.Lstat(a); err == nil && fi.IsDir() {
+		if err := os.Remove(a); err != nil {
+			return err
+		}
+	}
+	if e.mode == filemode.Symlink {
+		err = atomicSymlink(r.gitDir, a, filepath.FromSlash(string(content)))
+	} else {
+		perm := os.FileMode(0o644)
+		if e.mode == filemode.Executable {
+			perm = 0o755
+		}
+		if r.direct {
+			err = writeDirect(a, content, perm)
+		} else {
+			err = atomicWrite(r.gitDir, a, content, perm)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(a); err == nil {
+		r.recordStat(p, e.hash, e.mode, fi)
+	}
+	return nil
+}
+
+// recordStat remembers the stat data of a working file whose content was
+// just written or read with hash h (the index's stat cache).
+func (r *Repo) recordStat(p string, h plumbing.Hash, mode filemode.FileMode, fi fs.FileInfo) {
+	e := index.Entry{Name: p, Hash: h, Mode: mode}
+	fillStat(&e, fi)
+	r.idx[p] = e
+}
+
+// writeDirect writes a file in place (first checkout only: until the refs
+// are written, a killed checkout is redone from scratch, and a half-written
+// file is replaced by the upstream's version).
+func writeDirect(a string, content []byte, perm os.FileMode) error {
+	err := os.WriteFile(a, content, perm)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(a), 0o755); err == nil {
+			err = os.WriteFile(a, content, perm)
+		}
+	}
+	return err
+}
+
+func (r *Repo) removeEmptyParents(p string) {
+	for d := filepath.Dir(r.abs(p)); d != r.opts.Dir && strings.HasPrefix(d, r.opts.Dir); d = filepath.Dir(d) {
+		if os.Remove(d) != nil {
+			return
+		}
+	}
+}
+
+// loadIndex reads the stat cache of .git/index (empty when missing or
+// unreadable).
+func (r *Repo) loadIndex() {
+	r.idx = map[string]index.Entry{}
+	f, err := os.Open(filepath.Join(r.gitDir, "index"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var idx index.Index
+	if err := index.NewDecoder(bufio.NewReader(f)).Decode(&idx); err != nil {
+		return
+	}
+	for _, e := range idx.Entries {
+		r.idx[e.Name] = *e
+	}
+}
+
+// statClean says whether the working file at p is unchanged since the
+// index recorded it with the hash h.
+func (r *Repo) statClean(p string, h plumbing.Hash, fi fs.FileInfo) bool {
+	e, ok := r.idx[p]
+	return ok && e.Hash == h && int64(e.Size) == fi.Size() && e.ModifiedAt.Equal(fi.ModTime())
+}
+
+// writeIndex writes .git/index for r.tree so that `git status` in the tool
+// root is right. Paths with uncommitted changes get no stat data (git
+// rehashes them). Written by rename, like everything else.
+func (r *Repo) writeIndex() error {
+	names := make([]string, 0, len(r.files))
+	for p := range r.files {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	idx := &index.Index{Version: 2, Entries: make([]*index.Entry, 0, len(names))}
+	for _, p := range names {
+		f := r.files[p]
+		if f.mode == filemode.Submodule {
+			continue
+		}
+		// Stat data only when the file is known to hold f's content;
+		// otherwise git rehashes the file.
+		e, ok := r.idx[p]
+		if !ok || e.Hash != f.hash || r.pending[p] {
+			e = index.Entry{Name: p, Hash: f.hash, Mode: f.mode}
+		}
+		idx.Entries = append(idx.Entries, &e)
+	}
+	var buf bytes.Buffer
+	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
+		return err
+	}
+	return atomicWrite(r.gitDir, filepath.Join(r.gitDir, "index"), buf.Bytes(), 0o644)
+}
