@@ -3,6 +3,7 @@ package agentos_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -295,5 +296,53 @@ func TestGatekeeper(t *testing.T) {
 	defer mu.Unlock()
 	if got.Path != "/repos/acme/tools/pulls" || got.Head != w.Branch || got.Base != "main" || !strings.Contains(got.Title, "tools/x.ts") || got.Auth != "Bearer s3cret" {
 		t.Fatalf("pull request = %+v", got)
+	}
+}
+
+// Two nodes write the same tool differently: the later gets a clear error
+// naming the branch that keeps its version; main keeps the first; nothing
+// is lost.
+func TestSameToolConflict(t *testing.T) {
+	bare := upstream(t)
+	a, _ := gitRoot(t, bare)
+	b, dirB := gitRoot(t, bare)
+	write(t, a, "tools/shared.ts", "/** A's version. */\nexport default function (): number { return 1; }\n")
+	args, _ := json.Marshal(map[string]string{"path": "tools/shared.ts", "content": "/** B's version. */\nexport default function (): number { return 2; }\n"})
+	_, err := b.Call(context.Background(), "write_file", args)
+	if !errors.Is(err, repo.ErrConflict) {
+		t.Fatalf("the later writer: %v, want ErrConflict", err)
+	}
+	var ce *repo.ConflictError
+	if !errors.As(err, &ce) || !strings.HasPrefix(ce.Branch, "conflict/") || !strings.Contains(err.Error(), ce.Branch) {
+		t.Fatalf("the error must name the branch keeping B's version: %v", err)
+	}
+	if got := upstreamTree(t, bare, ce.Branch)["tools/shared.ts"]; !strings.Contains(got, "B's version") {
+		t.Fatalf("branch %s has %q", ce.Branch, got)
+	}
+	if got := upstreamTree(t, bare, "main")["tools/shared.ts"]; !strings.Contains(got, "A's version") {
+		t.Fatalf("main has %q", got)
+	}
+	// B's working tree follows upstream again.
+	if got, _ := os.ReadFile(filepath.Join(dirB, "tools/shared.ts")); !strings.Contains(string(got), "A's version") {
+		t.Fatalf("B's tree has %q", got)
+	}
+}
+
+// patch_file persists like write_file.
+func TestPatchPersists(t *testing.T) {
+	bare := upstream(t)
+	rt, _ := gitRoot(t, bare)
+	write(t, rt, samples.FibPath, samples.FibTool)
+	if _, err := rt.Call(context.Background(), "patch_file", json.RawMessage(`{"path":"tools/math/fib.ts","search":"Returns the n-th","replace":"Computes the n-th"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := upstreamTree(t, bare, "main")[samples.FibPath]; !strings.Contains(got, "Computes the n-th") {
+		t.Fatalf("upstream after the patch: %q", got)
+	}
+	if msgs := history(t, bare); !strings.Contains(msgs[0], "patch tools/math/fib.ts") {
+		t.Fatalf("last commit %q", msgs[0])
+	}
+	if tool, _ := rt.Registry().Get(samples.FibPath); tool.Version != 2 || !strings.Contains(tool.Description, "Computes") {
+		t.Fatalf("registry after the patch: %+v", tool)
 	}
 }

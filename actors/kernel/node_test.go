@@ -318,3 +318,30 @@ func TestKillCancelsRun(t *testing.T) {
 		t.Fatalf("unfinished runs after the kill: %d, want 1 (resumable)", len(runs))
 	}
 }
+
+// search_tools shows a process only the tools it may read; a process that
+// may read nothing is refused.
+func TestSearchToolsScope(t *testing.T) {
+	n := boot(t, executor.IsolationInProcess, kernel.Options{})
+	k := n.Kernel()
+	writer := spawn(t, k, block, kernel.SpawnOptions{Grants: agentGrants})
+	mustCall(t, n, writer, "write_file", `{"path":"tools/math/sum.ts","content":"/** Adds numbers together. */\nexport default function (a: { xs: number[] }): number { return a.xs.reduce((s, x) => s + x, 0); }\n"}`)
+	mustCall(t, n, writer, "write_file", `{"path":"tools/secret/sum.ts","content":"/** Adds secret numbers together. */\nexport default function (): number { return 0; }\n"}`)
+	var hits []kernel.SearchHit
+	_ = json.Unmarshal(mustCall(t, n, writer, "search_tools", `{"query":"add numbers"}`), &hits)
+	if len(hits) != 2 {
+		t.Fatalf("writer sees %d hits, want 2", len(hits))
+	}
+	mathOnly := spawn(t, k, block, kernel.SpawnOptions{Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/math/"}}})
+	_ = json.Unmarshal(mustCall(t, n, mathOnly, "search_tools", `{"query":"add numbers","limit":5}`), &hits)
+	if len(hits) != 1 || hits[0].Path != "tools/math/sum.ts" {
+		t.Fatalf("a tools/math/ reader sees %+v", hits)
+	}
+	blind := spawn(t, k, block, kernel.SpawnOptions{Grants: []capability.Grant{{Right: capability.Exec, Scope: "tools/"}}})
+	if _, err := call(t, n, blind, "search_tools", `{"query":"add numbers"}`); !errors.Is(err, capability.ErrDenied) {
+		t.Fatalf("search without any read right: %v", err)
+	}
+	if _, err := call(t, n, writer, "search_tools", `{"query":"  "}`); !errors.Is(err, kernel.ErrInvalidArgs) {
+		t.Fatalf("empty query: %v", err)
+	}
+}

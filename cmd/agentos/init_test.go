@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentos-run/agentos"
 )
 
 func TestInit(t *testing.T) {
@@ -28,5 +30,33 @@ func TestInit(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "agentos.json"), []byte(`{"isolation": "vm"}`), 0o644)
 	if code, _, stderr := cli(t, "init", dir); code != 1 || !strings.Contains(stderr, `isolation "vm" is not known`) {
 		t.Fatalf("bad config: %d %q", code, stderr)
+	}
+}
+
+func TestInitGitUpstream(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tools-root")
+	code, stdout, stderr := cli(t, "init", dir)
+	if code != 0 || !strings.Contains(stdout, dir+".git (bare Git upstream)") {
+		t.Fatalf("init: %d %s %s", code, stdout, stderr)
+	}
+	cfg, err := agentos.LoadConfig(dir)
+	if err != nil || cfg.Git.Upstream != "../tools-root.git" {
+		t.Fatalf("config git = %+v %v", cfg.Git, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir+".git", "HEAD")); err != nil {
+		t.Fatalf("no bare repository beside the root: %v", err)
+	}
+	plain := filepath.Join(t.TempDir(), "plain")
+	if code, _, stderr := cli(t, "init", "--no-git", plain); code != 0 {
+		t.Fatal(stderr)
+	}
+	if cfg, _ := agentos.LoadConfig(plain); cfg.Git.Upstream != "" {
+		t.Fatalf("--no-git wrote an upstream: %+v", cfg.Git)
+	}
+	if _, err := os.Stat(plain + ".git"); err == nil {
+		t.Fatal("--no-git created a repository")
+	}
+	if code, _, _ := cli(t, "init", "--no-git", "--upstream", "x", t.TempDir()); code != 2 {
+		t.Fatalf("--no-git with --upstream: exit %d, want 2", code)
 	}
 }
