@@ -51,6 +51,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{`{"agent": {"grants": [{"right": "sudo"}]}}`, `agent.grants has an unknown right "sudo"`},
 		{`{"agent": {"grants": [{"right": "read", "scop": "tools/"}]}}`, `unknown field "scop"`},
 		{`{"journal": "/var/j.db"}`, `must be a directory inside the tool root`},
+		{`{"git": {"strategy": "merge"}}`, `git.strategy "merge" is not known`},
+		{`{"git": {"upstream": "https://bot:tok@example.com/t.git"}}`, `git.upstream carries credentials`},
+		{`{"reuse_threshold": 2}`, `reuse_threshold 2 must be between 0 and 1`},
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(tc.body), 0o644)
@@ -77,6 +80,7 @@ func TestLoadConfigFull(t *testing.T) {
     "grants": [{ "right": "read", "scope": "tools/" }, { "right": "exec", "scope": "tools/" }],
     "quota": { "tool_calls": 1000, "memory_mb": 512 }
   },
+  "git": { "upstream": "../tools.git", "branch": "main", "strategy": "direct" },
   "metrics_addr": "127.0.0.1:9464"
 }`
 	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(body), 0o644)
@@ -84,7 +88,7 @@ func TestLoadConfigFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.DefaultGrants()) != 2 || c.Quota["tool_calls"] != 100000 || c.Agent.Quota["memory_mb"] != 512 || c.MetricsAddr != "127.0.0.1:9464" {
+	if len(c.DefaultGrants()) != 2 || c.Quota["tool_calls"] != 100000 || c.Agent.Quota["memory_mb"] != 512 || c.MetricsAddr != "127.0.0.1:9464" || c.Git.Upstream != "../tools.git" {
 		t.Fatalf("loaded %+v", c)
 	}
 	if g := (Config{}).DefaultGrants(); len(g) != 4 || g[0].Scope != "tools/" {
