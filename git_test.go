@@ -346,3 +346,26 @@ func TestPatchPersists(t *testing.T) {
 		t.Fatalf("registry after the patch: %+v", tool)
 	}
 }
+
+// A corrupt meta.json never stops a runtime: it is rebuilt from the tools.
+func TestCorruptRegistryRebuilt(t *testing.T) {
+	bare := upstream(t)
+	rt, dir := gitRoot(t, bare)
+	write(t, rt, samples.FibPath, samples.FibTool)
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, agentos.RegistryFile), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := agentos.LoadConfig(dir)
+	cfg.Root, cfg.Isolation = dir, "inprocess"
+	rt2 := start(t, cfg)
+	if tool, ok := rt2.Registry().Get(samples.FibPath); !ok || !strings.Contains(tool.Description, "Fibonacci") {
+		t.Fatalf("after the rebuild: %+v %v", tool, ok)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, agentos.RegistryFile))
+	if !json.Valid(b) {
+		t.Fatalf("meta.json still corrupt: %q", b)
+	}
+}
