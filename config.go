@@ -19,6 +19,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/driver"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -59,6 +60,8 @@ type Config struct {
 	Quota map[string]float64 `json:"quota,omitempty"`
 	// Git is where tools are persisted and shared. Default: not persisted.
 	Git GitConfig `json:"git,omitzero"`
+	// Fetch configures tgp.fetch: which URL prefixes tools may reach.
+	Fetch FetchConfig `json:"fetch,omitzero"`
 	// ReuseThreshold is the search score (0..1) above which forge_tool
 	// reuses an existing tool instead of forging one. Default 0.85.
 	ReuseThreshold float64 `json:"reuse_threshold,omitempty"`
@@ -105,6 +108,17 @@ type GitConfig struct {
 	GitHubAPI  string `json:"github_api,omitempty"`
 }
 
+// FetchConfig configures the fetch driver.
+type FetchConfig struct {
+	// Allow lists the URL prefixes tools may fetch, e.g.
+	// "https://api.example.com/v1/". Default: none (every fetch refused).
+	Allow []string `json:"allow,omitempty"`
+	// Timeout bounds one request. Default 10s.
+	Timeout Duration `json:"timeout,omitzero"`
+	// MaxBytes caps a response body. Default 4 MiB.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+}
+
 // AgentConfig configures the default process.
 type AgentConfig struct {
 	// Grants are its rights. Default: read, write and exec on the tools
@@ -115,13 +129,14 @@ type AgentConfig struct {
 }
 
 // DefaultGrants are the default process's rights when the configuration
-// names none.
+// names none: read, write and exec under the tools directory, spawn, and
+// fetch (which fetch.allow still limits).
 func (c Config) DefaultGrants() []capability.Grant {
 	if len(c.Agent.Grants) > 0 {
 		return c.Agent.Grants
 	}
 	scope := c.Tools() + "/"
-	return []capability.Grant{{Right: capability.Read, Scope: scope}, {Right: capability.Write, Scope: scope}, {Right: capability.Exec, Scope: scope}, {Right: capability.Spawn}}
+	return []capability.Grant{{Right: capability.Read, Scope: scope}, {Right: capability.Write, Scope: scope}, {Right: capability.Exec, Scope: scope}, {Right: capability.Spawn}, {Right: capability.Fetch}}
 }
 
 // limits converts a quota map, refusing unknown meters.
@@ -216,6 +231,11 @@ func (c Config) validate(path string) error {
 	if u, err := url.Parse(c.Git.Upstream); err == nil && u.User != nil {
 		return fmt.Errorf("%s: git.upstream carries credentials; remove them and put the token in the environment variable %s", path, orDefault(c.Git.TokenEnv, "AGENTOS_GIT_TOKEN"))
 	}
+	for _, p := range c.Fetch.Allow {
+		if u, err := url.Parse(p); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s: fetch.allow %q must be an http(s) URL prefix with a host, e.g. \"https://api.example.com/\"", path, p)
+		}
+	}
 	if c.ReuseThreshold < 0 || c.ReuseThreshold > 1 {
 		return fmt.Errorf("%s: reuse_threshold %g must be between 0 and 1", path, c.ReuseThreshold)
 	}
@@ -269,6 +289,10 @@ func (c Config) ExecutorOptions(root string) executor.Options {
 			MaxCallDepth:   c.Limits.MaxCallDepth,
 			MaxOutputBytes: c.Limits.MaxOutputBytes,
 		},
+		Devices: map[string]driver.Device{
+			driver.FetchDriver: driver.Fetch{Allow: c.Fetch.Allow, Timeout: time.Duration(c.Fetch.Timeout), MaxBytes: c.Fetch.MaxBytes},
+		},
+		Bindings:       []executor.Binding{executor.FetchBinding},
 		Logger:         c.Logger,
 		TracerProvider: c.TracerProvider,
 		MeterProvider:  c.MeterProvider,

@@ -54,6 +54,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{`{"git": {"strategy": "merge"}}`, `git.strategy "merge" is not known`},
 		{`{"git": {"upstream": "https://bot:tok@example.com/t.git"}}`, `git.upstream carries credentials`},
 		{`{"reuse_threshold": 2}`, `reuse_threshold 2 must be between 0 and 1`},
+		{`{"fetch": {"allow": ["api.example.com"]}}`, `fetch.allow "api.example.com" must be an http(s) URL prefix`},
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(tc.body), 0o644)
@@ -91,7 +92,7 @@ func TestLoadConfigFull(t *testing.T) {
 	if len(c.DefaultGrants()) != 2 || c.Quota["tool_calls"] != 100000 || c.Agent.Quota["memory_mb"] != 512 || c.MetricsAddr != "127.0.0.1:9464" || c.Git.Upstream != "../tools.git" {
 		t.Fatalf("loaded %+v", c)
 	}
-	if g := (Config{}).DefaultGrants(); len(g) != 4 || g[0].Scope != "tools/" {
+	if g := (Config{}).DefaultGrants(); len(g) != 5 || g[0].Scope != "tools/" {
 		t.Fatalf("default grants %+v", g)
 	}
 }

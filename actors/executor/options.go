@@ -33,6 +33,10 @@ type Limits = sandbox.Limits
 // Binding exposes a driver operation to tools as tgp.<Name>(...).
 type Binding = sandbox.Binding
 
+// FetchBinding is tgp.fetch(url, init): the driver.Fetch device's one
+// operation.
+var FetchBinding = Binding{Name: "fetch", Driver: driver.FetchDriver, Op: "fetch", Params: []string{"url", "init"}}
+
 // Options configure an Executor. The zero value of every field but Root is a
 // sensible default.
 type Options struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -408,7 +409,7 @@ func (n *Node) execTool(ctx context.Context, p *Process, args json.RawMessage) (
 	defer cancel()
 	stop := context.AfterFunc(p.ctx, cancel) // the process ends: its runs end
 	defer stop()
-	req := executor.Request{Path: path, Args: a.Args, Limits: lim}
+	req := executor.Request{Path: path, Args: a.Args, Limits: lim, Middleware: []driver.Middleware{driverRights(p)}}
 	wait := lim.Timeout + n.opts.Executor.Options().KillGrace + time.Minute
 	res, err := n.ask(ctx, n.exec, &executor.Run{Ctx: runCtx, Request: req, Record: true}, wait)
 	if err != nil {
@@ -430,4 +431,37 @@ func (n *Node) toolsDir() string {
 		return d
 	}
 	return "tools"
+}
+
+// driverRights checks, call by call, that the process running a tool holds
+// the right its drivers need: fetch (on the URL), sql, llm. The files a tool
+// touches are the sandbox's business (the jail, /lib, /tmp, write_dirs). A
+// refusal is the call's error, which the tool sees, and is journaled like
+// any answer.
+func driverRights(p *Process) driver.Middleware {
+	return func(next driver.Host) driver.Host {
+		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+			var right capability.Right
+			resource := ""
+			switch c.Driver {
+			case driver.FetchDriver:
+				right = capability.Fetch
+				var r struct {
+					URL string `json:"url"`
+				}
+				_ = json.Unmarshal(c.Request, &r)
+				resource = r.URL
+			case "sql":
+				right = capability.SQL
+			case "llm":
+				right = capability.LLM
+			default:
+				return next.Do(ctx, c)
+			}
+			if err := p.Check(right, resource); err != nil {
+				return nil, driver.Errorf(driver.CodeSecurity, "%s.%s refused: %v", c.Driver, c.Op, err)
+			}
+			return next.Do(ctx, c)
+		})
+	}
 }
