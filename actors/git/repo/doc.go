@@ -18,9 +18,15 @@
 //     later writer gets a *ConflictError (ErrConflict) naming the branch
 //     "conflict/<tool>-<time>" that holds its version; the branch keeps the
 //     first version and so does the working tree.
-//   - PR (gatekeeper mode): commit on "feat/<tool>-<time>" made from the
-//     upstream branch, push that branch only, and open a pull request
-//     through a PRAdapter (GitHubPR: the GitHub REST API).
+//   - PR (gatekeeper mode): commit the given paths (and the Derived files)
+//     on "feat/<tool>-<time>" made from the upstream branch, push that
+//     branch only, and open a pull request through a PRAdapter (GitHubPR:
+//     the GitHub REST API). Local changes that clash with the upstream
+//     stay in the working tree (pushed to a conflict branch unless a
+//     proposal already holds them).
+//
+// Rebases never overwrite a working file a tool wrote and has not
+// persisted yet.
 //
 // Derived files (meta.json) are never merged: after every update from
 // upstream they are rebuilt by Options.Regenerate, so the published

@@ -49,6 +49,22 @@ type Repo struct {
 	chain    []*changeSet // unpushed commits upstream..local, oldest first
 	pending  map[string]bool
 	idx      map[string]index.Entry
+	// conflicts are the working files kept by a rebase although they clash
+	// with the upstream (written by a tool that had not persisted them
+	// yet): their version is on a conflict branch, and the tool's Persist
+	// of them reports it.
+	conflicts map[string]conflictRecord
+	// remote is what the upstream advertised at the last fetch (ref name ->
+	// hash): the proposals (feat/, conflict/ branches) PR mode compares with.
+	remote map[string]plumbing.Hash
+}
+
+// conflictRecord is a working file whose version was pushed to a conflict
+// branch but kept in the working tree.
+type conflictRecord struct {
+	entry  entry
+	commit plumbing.Hash
+	err    *ConflictError
 }
 
 // changeSet is one local commit, replayable on another base.
@@ -107,6 +123,7 @@ func Hydrate(ctx context.Context, opts Options) (*Repo, error) {
 		gitDir:    filepath.Join(o.Dir, ".git"),
 		branchRef: plumbing.NewBranchReferenceName(o.Branch),
 		trackRef:  plumbing.NewRemoteReferenceName("origin", o.Branch),
+		conflicts: map[string]conflictRecord{},
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("repo: creating the tool root: %w", err)
@@ -388,6 +405,9 @@ func (r *Repo) scanDirty() error {
 			return err
 		}
 		if e != f {
+			if c, ok := r.conflicts[p]; ok && c.entry == e {
+				return nil // on a conflict branch; its tool's Persist reports it
+			}
 			r.pending[p] = true
 		}
 		return nil
@@ -525,8 +545,12 @@ func (r *Repo) rebaseOnto(ctx context.Context, u plumbing.Hash) ([]conflictResul
 		return bad
 	}
 
-	// 1. Conflicts, published before anything local changes.
+	// 1. Conflicts, published before anything local changes. The local
+	// changes are the pending paths and every working file the update
+	// would overwrite or delete that no longer holds r.files' content (a
+	// tool wrote it and has not persisted it yet).
 	var results []conflictResult
+	var reset []string // pushed to a conflict branch: take the upstream's
 	keep := map[string]bool{}
 	pendingChanges := map[string]entry{}
 	for _, p := range sortedKeys(r.pending) {
@@ -536,21 +560,86 @@ func (r *Repo) rebaseOnto(ctx context.Context, u plumbing.Hash) ([]conflictResul
 		}
 		pendingChanges[p] = e
 	}
+	candidates := map[string]bool{}
+	if err := diffTrees(r.sto, r.tree, uTree, func(p string, _, _ entry) { candidates[p] = true }); err != nil {
+		return nil, err
+	}
+	for _, cs := range r.chain {
+		for p := range cs.changes {
+			candidates[p] = true
+		}
+	}
+	dirty := map[string]entry{}
+	for _, p := range sortedKeys(candidates) {
+		if r.pending[p] || !r.guarded(p) || !safeTreePath(p) || r.ignored(p) {
+			continue
+		}
+		e, changed, err := r.workDirty(p, r.files[p])
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			dirty[p] = e
+			keep[p] = true
+		}
+	}
 	if bad := clash(pendingChanges); len(bad) > 0 {
 		conflicting := map[string]entry{}
 		for _, p := range bad {
 			conflicting[p] = pendingChanges[p]
-			delete(r.pending, p)
 		}
 		if r.opts.Strategy == PR {
-			r.log.Info("git: the upstream changed files this node had proposed; taking the upstream's version", slog.Any("paths", bad))
+			// The working tree keeps the local version (still pending); it
+			// is pushed for review unless a proposal already holds it.
+			var fresh []string
+			for _, p := range bad {
+				if !r.proposed(p, conflicting[p]) {
+					fresh = append(fresh, p)
+				}
+			}
+			if len(fresh) > 0 {
+				sub := map[string]entry{}
+				for _, p := range fresh {
+					sub[p] = conflicting[p]
+				}
+				cs := &changeSet{message: "agentos: uncommitted changes to " + strings.Join(fresh, ", ") + "\n", author: r.signature(), tool: r.toolName(fresh), changes: sub}
+				res, err := r.pushConflict(ctx, u, uTree, cs, fresh)
+				if err != nil {
+					return nil, err
+				}
+				results = append(results, res)
+			} else {
+				r.log.Warn("git: the upstream changed files this node had proposed; the working tree keeps the proposed version", slog.Any("paths", bad))
+			}
 		} else {
+			for _, p := range bad {
+				delete(r.pending, p)
+				reset = append(reset, p)
+			}
 			cs := &changeSet{message: "agentos: uncommitted changes to " + strings.Join(bad, ", ") + "\n", author: r.signature(), tool: r.toolName(bad), changes: conflicting}
 			res, err := r.pushConflict(ctx, u, uTree, cs, bad)
 			if err != nil {
 				return nil, err
 			}
 			results = append(results, res)
+		}
+	}
+	if bad := clash(dirty); len(bad) > 0 && r.opts.Strategy != PR {
+		// Written by a tool that has not persisted it yet: its version is
+		// pushed to a conflict branch now, the working tree keeps it, and
+		// the tool's Persist of it reports the conflict.
+		conflicting := map[string]entry{}
+		for _, p := range bad {
+			conflicting[p] = dirty[p]
+		}
+		cs := &changeSet{message: "agentos: unpersisted changes to " + strings.Join(bad, ", ") + "\n", author: r.signature(), tool: r.toolName(bad), changes: conflicting}
+		res, err := r.pushConflict(ctx, u, uTree, cs, bad)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, res)
+		for _, p := range bad {
+			r.conflicts[p] = conflictRecord{entry: dirty[p], commit: res.commit, err: res.err}
 		}
 	}
 	for p := range r.pending {
@@ -569,10 +658,8 @@ func (r *Repo) rebaseOnto(ctx context.Context, u plumbing.Hash) ([]conflictResul
 		sets = append(sets, cs)
 	}
 
-	// 2. Reset to upstream, re-apply, regenerate, commit again.
-	if err := r.moveTo(uTree, keep); err != nil {
-		return nil, err
-	}
+	// 2. Rebuild the commits on u and move the working tree to the result:
+	// once, or once per commit when Regenerate must see its files.
 	head, tree := u, uTree
 	var replayed []*changeSet
 	for _, cs := range sets {
@@ -589,10 +676,10 @@ func (r *Repo) rebaseOnto(ctx context.Context, u plumbing.Hash) ([]conflictResul
 		if err != nil {
 			return nil, err
 		}
-		if err := r.moveTo(t1, keep); err != nil {
-			return nil, err
-		}
 		if r.opts.Regenerate != nil {
+			if err := r.moveTo(t1, keep); err != nil {
+				return nil, err
+			}
 			if err := r.regenerate(); err != nil {
 				return nil, err
 			}
@@ -609,18 +696,17 @@ func (r *Repo) rebaseOnto(ctx context.Context, u plumbing.Hash) ([]conflictResul
 		if err != nil {
 			return nil, err
 		}
-		dkeep := keep
 		if r.opts.Regenerate != nil {
-			dkeep = map[string]bool{}
+			dkeep := map[string]bool{}
 			for p := range keep {
 				dkeep[p] = true
 			}
 			for _, p := range r.opts.Derived {
 				dkeep[p] = true
 			}
-		}
-		if err := r.moveTo(t2, dkeep); err != nil {
-			return nil, err
+			if err := r.moveTo(t2, dkeep); err != nil {
+				return nil, err
+			}
 		}
 		if t2 == tree {
 			continue // already upstream: no empty commit
@@ -632,6 +718,14 @@ func (r *Repo) rebaseOnto(ctx context.Context, u plumbing.Hash) ([]conflictResul
 		cs.commit, cs.tree = c, t2
 		replayed = append(replayed, cs)
 		head, tree = c, t2
+	}
+	if err := r.moveTo(tree, keep); err != nil {
+		return nil, err
+	}
+	for _, p := range reset {
+		if err := r.resetWork(p); err != nil {
+			return nil, err
+		}
 	}
 	r.chain = replayed
 	r.upstream, r.local = u, head
@@ -689,6 +783,30 @@ func (r *Repo) pushNewBranch(ctx context.Context, name string, c plumbing.Hash, 
 		}
 	}
 	return "", err
+}
+
+// proposed says whether a proposal branch of the upstream (feat/...,
+// conflict/..., as advertised at the last fetch, and made by this node, so
+// that its commit is here) holds e at p.
+func (r *Repo) proposed(p string, e entry) bool {
+	for name, h := range r.remote {
+		if !strings.HasPrefix(name, "refs/heads/feat/") && !strings.HasPrefix(name, "refs/heads/conflict/") {
+			continue
+		}
+		c, err := object.GetCommit(r.sto, h)
+		if err != nil {
+			continue
+		}
+		t, err := c.Tree()
+		if err != nil {
+			continue
+		}
+		te, err := t.FindEntry(p)
+		if err == nil && te.Hash == e.hash && te.Mode == e.mode {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Repo) stamp() string { return r.opts.Now().UTC().Format("20060102T150405") }
@@ -764,11 +882,17 @@ func toolName(p string) string {
 // upstream changed one of our paths to different content since our base,
 // the error is a *ConflictError (ErrConflict): our version is on branch
 // "conflict/<tool>-<time>" and the working tree holds the upstream's.
+// A file written but not yet persisted is never overwritten by such a
+// rebase: when the upstream changed it too, its version is pushed to a
+// conflict branch at once, the working tree keeps it, and the Persist of
+// that file returns the *ConflictError (then resets it to the upstream's).
 //
 // PR: the commit is made on a new branch "feat/<tool>-<time>" from the
 // upstream's branch, that branch is pushed (Branch is never written) and
 // PR.Open is called with Title "agentos: <message>", Head the branch and
-// Base Branch. The working tree keeps the new files.
+// Base Branch. The working tree keeps the new files. Only paths (and the
+// Derived files) are proposed: earlier proposals still in the working tree
+// are not bundled in.
 func (r *Repo) Persist(ctx context.Context, paths []string, message string) (Persisted, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -812,11 +936,14 @@ func (r *Repo) Persist(ctx context.Context, paths []string, message string) (Per
 }
 
 // collect reads the working-tree content of paths, the Derived files and
-// the pending paths, stores new blobs, and returns what differs from r.tree.
-func (r *Repo) collect(paths []string) (map[string]entry, error) {
+// (withPending) the pending paths, stores new blobs, and returns what
+// differs from r.tree.
+func (r *Repo) collect(paths []string, withPending bool) (map[string]entry, error) {
 	all := append([]string{}, paths...)
 	all = append(all, r.opts.Derived...)
-	all = append(all, sortedKeys(r.pending)...)
+	if withPending {
+		all = append(all, sortedKeys(r.pending)...)
+	}
 	changes := map[string]entry{}
 	seen := map[string]bool{}
 	add := func(p string) error {
@@ -858,7 +985,11 @@ func (r *Repo) collect(paths []string) (map[string]entry, error) {
 }
 
 func (r *Repo) persistDirect(ctx context.Context, paths []string, message string) (Persisted, error) {
-	changes, err := r.collect(paths)
+	changes, err := r.collect(paths, true)
+	if err != nil {
+		return Persisted{}, err
+	}
+	conflict, err := r.takeConflicts(ctx, paths, changes)
 	if err != nil {
 		return Persisted{}, err
 	}
@@ -889,11 +1020,18 @@ func (r *Repo) persistDirect(ctx context.Context, paths []string, message string
 		}
 	}
 	if r.local == r.upstream {
+		if conflict != nil {
+			return Persisted{Commit: conflict.commit.String(), Branch: conflict.err.Branch}, conflict.err
+		}
 		return Persisted{Commit: r.local.String(), Branch: r.opts.Branch}, nil
 	}
 	attempts, results, err := r.publish(ctx)
 	var mineErr error
 	var out = Persisted{Commit: r.local.String(), Branch: r.opts.Branch, Attempts: attempts}
+	if conflict != nil {
+		mineErr = conflict.err
+		out.Commit, out.Branch = conflict.commit.String(), conflict.err.Branch
+	}
 	for _, res := range results {
 		if res.set == mine {
 			mineErr = res.err
@@ -913,6 +1051,80 @@ func (r *Repo) persistDirect(ctx context.Context, paths []string, message string
 	}
 	r.log.Info("git: persisted", slog.String("commit", short(r.local)), slog.Int("attempts", attempts), slog.String("tool", r.toolName(paths)))
 	return out, nil
+}
+
+// takeConflicts removes from changes the paths a rebase kept although they
+// clash with the upstream (r.conflicts): their version goes to a conflict
+// branch (the one the rebase pushed, unless the file changed since), the
+// working file is reset to the upstream's version. It returns the conflict
+// of a path among paths (what the caller asked to persist), if any; the
+// others are logged.
+func (r *Repo) takeConflicts(ctx context.Context, paths []string, changes map[string]entry) (*conflictResult, error) {
+	var stale []string
+	for p := range changes {
+		if _, ok := r.conflicts[p]; ok {
+			stale = append(stale, p)
+		}
+	}
+	if len(stale) == 0 {
+		return nil, nil
+	}
+	sort.Strings(stale)
+	asked := func(p string) bool {
+		for _, q := range paths {
+			if p == q || strings.HasPrefix(p, q+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	var mine *conflictResult
+	var fresh []string
+	for _, p := range stale {
+		c := r.conflicts[p]
+		if changes[p] == c.entry {
+			res := conflictResult{commit: c.commit, err: c.err}
+			if asked(p) {
+				if mine == nil {
+					mine = &res
+				}
+			} else {
+				r.warnConflicts([]conflictResult{res})
+			}
+		} else {
+			fresh = append(fresh, p)
+		}
+	}
+	if len(fresh) > 0 {
+		// Rewritten since: still based on the old version.
+		upTree, err := r.commitTree(r.upstream)
+		if err != nil {
+			return nil, err
+		}
+		sub := map[string]entry{}
+		for _, p := range fresh {
+			sub[p] = changes[p]
+		}
+		cs := &changeSet{message: "agentos: changes to " + strings.Join(fresh, ", ") + "\n", author: r.signature(), tool: r.toolName(fresh), changes: sub}
+		res, err := r.pushConflict(ctx, r.upstream, upTree, cs, fresh)
+		if err != nil {
+			return nil, err
+		}
+		if asked(fresh[0]) && mine == nil {
+			mine = &res
+		} else {
+			r.warnConflicts([]conflictResult{res})
+		}
+	}
+	for _, p := range stale {
+		delete(changes, p)
+		delete(r.conflicts, p)
+		delete(r.pending, p)
+		if err := r.resetWork(p); err != nil {
+			return nil, err
+		}
+	}
+	return mine, nil
 }
 
 // publish pushes r.local to the upstream branch, rebasing on rejection.
@@ -1015,9 +1227,11 @@ func (r *Repo) persistPR(ctx context.Context, paths []string, message string) (P
 		return Persisted{}, err
 	}
 	if !u.IsZero() && u != r.upstream {
-		if _, err := r.rebaseOnto(ctx, u); err != nil {
+		results, err := r.rebaseOnto(ctx, u)
+		if err != nil {
 			return Persisted{}, err
 		}
+		r.warnConflicts(results)
 		if err := r.saveRefs(); err != nil {
 			return Persisted{}, err
 		}
@@ -1025,7 +1239,9 @@ func (r *Repo) persistPR(ctx context.Context, paths []string, message string) (P
 			return Persisted{}, err
 		}
 	}
-	changes, err := r.collect(paths)
+	// Only the given paths (and the derived files): earlier proposals still
+	// in the working tree are not bundled into this one.
+	changes, err := r.collect(paths, false)
 	if err != nil {
 		return Persisted{}, err
 	}

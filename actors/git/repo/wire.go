@@ -92,6 +92,7 @@ func (r *Repo) fetchOnce(ctx context.Context, haves []plumbing.Hash) (plumbing.H
 	if err != nil {
 		return plumbing.ZeroHash, r.upstreamErr("fetch from", err, token)
 	}
+	r.remote = ar.References
 	head, ok := ar.References[plumbing.NewBranchReferenceName(r.opts.Branch).String()]
 	if !ok || head.IsZero() {
 		return plumbing.ZeroHash, nil

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -130,54 +131,134 @@ func (r *Repo) walkWork(under string, fn func(p string, d fs.DirEntry) error) er
 
 // fileOp is one working-tree update.
 type fileOp struct {
-	p  string
-	to entry
+	p        string
+	from, to entry
+}
+
+// workDirty says whether the working file at p no longer holds e (the
+// entry the tree the working tree is at gives it): the tool wrote it (or
+// deleted it) and did not persist it yet. It returns the working entry,
+// whose blob is stored when it differs from e.
+func (r *Repo) workDirty(p string, e entry) (entry, bool, error) {
+	fi, err := os.Lstat(r.abs(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return entry{}, !e.absent(), nil
+	}
+	if err != nil {
+		return entry{}, false, err
+	}
+	if !e.absent() && r.statClean(p, e.hash, fi) {
+		return e, false, nil
+	}
+	w, err := r.workEntry(p, true)
+	if err != nil {
+		return entry{}, false, err
+	}
+	return w, w != e, nil
+}
+
+// guarded says whether moveTo must check that a working file still holds
+// the tree's content before it overwrites or deletes it: always, except in
+// the first checkout and for derived files that Regenerate rebuilds.
+func (r *Repo) guarded(p string) bool {
+	return !r.direct && !(r.opts.Regenerate != nil && r.isDerived(p))
 }
 
 // moveTo makes r.tree = tree: the working tree is updated file by file
 // (deletions first), except the paths in keep, whose working files are
-// left alone (uncommitted changes, or content we just committed).
+// left alone (uncommitted changes, or content we just committed). A
+// working file that no longer holds the content of the tree it was at (a
+// tool wrote it meanwhile and has not persisted it yet) is never
+// overwritten or deleted either: it stays, and its tool's next Persist
+// commits it.
 func (r *Repo) moveTo(tree plumbing.Hash, keep map[string]bool) error {
 	if tree == r.tree {
 		return nil
 	}
 	var dels, writes []fileOp
-	err := diffTrees(r.sto, r.tree, tree, func(p string, _, to entry) {
+	err := diffTrees(r.sto, r.tree, tree, func(p string, from, to entry) {
 		if to.absent() {
 			delete(r.files, p)
 		} else {
 			r.files[p] = to
 		}
-		delete(r.idx, p)
 		if keep[p] {
+			delete(r.idx, p)
 			return
 		}
 		if !safeTreePath(p) || r.ignored(p) {
+			delete(r.idx, p)
 			r.log.Warn("git: skipping an unsafe or ignored path from the upstream tree", slog.String("path", p))
 			return
 		}
 		if to.absent() {
-			dels = append(dels, fileOp{p, to})
+			dels = append(dels, fileOp{p, from, to})
 		} else {
-			writes = append(writes, fileOp{p, to})
+			writes = append(writes, fileOp{p, from, to})
 		}
 	})
 	if err != nil {
 		return err
 	}
 	r.tree = tree
+	skip := func(op fileOp) (bool, error) {
+		if !r.guarded(op.p) {
+			delete(r.idx, op.p)
+			return false, nil
+		}
+		w, dirty, err := r.workDirty(op.p, op.from)
+		delete(r.idx, op.p)
+		if err != nil || !dirty {
+			return false, err
+		}
+		if w == op.to {
+			return true, nil // already there
+		}
+		r.log.Warn("git: keeping a file written since it was last checked out (not persisted yet)", slog.String("path", op.p))
+		return true, nil
+	}
 	for _, op := range dels {
+		if s, err := skip(op); err != nil || s {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if err := os.Remove(r.abs(op.p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		r.removeEmptyParents(op.p)
 	}
 	for _, op := range writes {
+		if s, err := skip(op); err != nil || s {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if err := r.writeWork(op.p, op.to); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// resetWork makes the working file at p hold r.files[p] (deleting it when
+// the tree has no such file).
+func (r *Repo) resetWork(p string) error {
+	delete(r.idx, p)
+	if !safeTreePath(p) || r.ignored(p) {
+		return nil
+	}
+	f, ok := r.files[p]
+	if !ok {
+		if err := os.Remove(r.abs(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		r.removeEmptyParents(p)
+		return nil
+	}
+	return r.writeWork(p, f)
 }
 
 // writeWork writes a blob to the working tree (by rename: a kill never
@@ -217,11 +298,21 @@ func (r *Repo) writeWork(p string, e entry) error {
 
 // recordStat remembers the stat data of a working file whose content was
 // just written or read with hash h (the index's stat cache).
+//
+// A file modified less than racyWindow ago is "racily clean": it may be
+// written again without its size or mtime changing (coarse timestamps), so
+// no stat data is kept for it and the next check hashes it (as git smudges
+// such entries).
 func (r *Repo) recordStat(p string, h plumbing.Hash, mode filemode.FileMode, fi fs.FileInfo) {
 	e := index.Entry{Name: p, Hash: h, Mode: mode}
-	fillStat(&e, fi)
+	if fi.ModTime().Before(time.Now().Add(-racyWindow)) {
+		fillStat(&e, fi)
+	}
 	r.idx[p] = e
 }
+
+// racyWindow covers the timestamp granularity of common filesystems.
+const racyWindow = 2 * time.Second
 
 // writeDirect writes a file in place (first checkout only: until the refs
 // are written, a killed checkout is redone from scratch, and a half-written
@@ -257,7 +348,16 @@ func (r *Repo) loadIndex() {
 	if err := index.NewDecoder(bufio.NewReader(f)).Decode(&idx); err != nil {
 		return
 	}
+	fi, err := f.Stat()
+	if err != nil {
+		return
+	}
 	for _, e := range idx.Entries {
+		// Racily clean (git's rule): modified no earlier than the index was
+		// written, the file may have changed without its stat data.
+		if !e.ModifiedAt.Before(fi.ModTime()) {
+			continue
+		}
 		r.idx[e.Name] = *e
 	}
 }
@@ -266,7 +366,7 @@ func (r *Repo) loadIndex() {
 // index recorded it with the hash h.
 func (r *Repo) statClean(p string, h plumbing.Hash, fi fs.FileInfo) bool {
 	e, ok := r.idx[p]
-	return ok && e.Hash == h && int64(e.Size) == fi.Size() && e.ModifiedAt.Equal(fi.ModTime())
+	return ok && e.Hash == h && !e.ModifiedAt.IsZero() && int64(e.Size) == fi.Size() && e.ModifiedAt.Equal(fi.ModTime())
 }
 
 // writeIndex writes .git/index for r.tree so that `git status` in the tool

@@ -3,18 +3,19 @@ package repo_test
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/git/repo"
 )
 
-// TestReviewRebaseClobbersUnpersistedWrite: a tool file written in the
+// TestRegressionRebaseClobbersUnpersistedWrite: a tool file written in the
 // working tree but not yet persisted (another tool's Persist runs first) is
 // overwritten by the rebase after a rejected push when the upstream also
 // changed that path. The later Persist of that file then returns nil and
 // publishes nothing: the write is lost, no conflict branch.
-func TestReviewRebaseClobbersUnpersistedWrite(t *testing.T) {
+func TestRegressionRebaseClobbersUnpersistedWrite(t *testing.T) {
 	up := newUpstream(t)
 	d1 := filepath.Join(t.TempDir(), "n1")
 	d2 := filepath.Join(t.TempDir(), "n2")
@@ -45,12 +46,12 @@ func TestReviewRebaseClobbersUnpersistedWrite(t *testing.T) {
 	}
 }
 
-// TestReviewRebaseClobbersRewriteDuringPush: the same tool is rewritten
+// TestRegressionRebaseClobbersRewriteDuringPush: the same tool is rewritten
 // while its Persist is in flight (after the content was read, before the
 // push); a concurrent writer on another node moved the branch (another
 // path). The rebase writes the old content back over the rewrite, and the
 // next Persist of the tool is a no-op returning nil.
-func TestReviewRebaseClobbersRewriteDuringPush(t *testing.T) {
+func TestRegressionRebaseClobbersRewriteDuringPush(t *testing.T) {
 	up := newUpstream(t)
 	d1 := filepath.Join(t.TempDir(), "n1")
 	d2 := filepath.Join(t.TempDir(), "n2")
@@ -89,11 +90,11 @@ func TestReviewRebaseClobbersRewriteDuringPush(t *testing.T) {
 	}
 }
 
-// TestReviewPRHydrateDropsUncommitted: in PR mode, an uncommitted change
+// TestRegressionPRHydrateDropsUncommitted: in PR mode, an uncommitted change
 // found by Hydrate to a path the upstream changed meanwhile is discarded
 // (working file overwritten, Info log only); Direct mode pushes it to a
 // conflict branch instead.
-func TestReviewPRHydrateDropsUncommitted(t *testing.T) {
+func TestRegressionPRHydrateDropsUncommitted(t *testing.T) {
 	up := newUpstream(t)
 	dir := filepath.Join(t.TempDir(), "n")
 	pr := func(o *repo.Options) { o.Strategy = repo.PR }
@@ -109,5 +110,61 @@ func TestReviewPRHydrateDropsUncommitted(t *testing.T) {
 	hydrate(t, dir, up, pr)
 	if got := readFile(t, dir, "tools/x.ts"); got != "local work" {
 		t.Errorf("Hydrate (PR) replaced the uncommitted tools/x.ts with %q; branches %v", got, upstreamBranches(t, up))
+	}
+}
+
+// TestRegressionPRHydratePushesConflict: the uncommitted version kept by a
+// PR-mode Hydrate that clashes with the upstream is also pushed to a
+// conflict branch.
+func TestRegressionPRHydratePushesConflict(t *testing.T) {
+	up := newUpstream(t)
+	dir := filepath.Join(t.TempDir(), "n")
+	pr := func(o *repo.Options) { o.Strategy = repo.PR }
+	plainCommit(t, up, "main", map[string]string{"tools/x.ts": "base"}, "base")
+	r := hydrate(t, dir, up, pr)
+	must(t, r.Close())
+	writeFile(t, dir, "tools/x.ts", "local work")
+	plainCommit(t, up, "main", map[string]string{"tools/x.ts": "upstream"}, "up")
+	hydrate(t, dir, up, pr)
+	var found bool
+	for _, b := range upstreamBranches(t, up) {
+		if strings.HasPrefix(b, "conflict/x-") && upstreamFiles(t, up, b)["tools/x.ts"] == "local work" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no conflict branch holds the local version; branches %v", upstreamBranches(t, up))
+	}
+}
+
+// TestRegressionPRRestartProposesOnlyItsPath: after a restart, the files
+// of earlier (unmerged) proposals are still in the working tree; a new
+// Persist proposes only its own path.
+func TestRegressionPRRestartProposesOnlyItsPath(t *testing.T) {
+	up := newUpstream(t)
+	dir := filepath.Join(t.TempDir(), "n")
+	pr := func(o *repo.Options) { o.Strategy = repo.PR }
+	r := hydrate(t, dir, up, pr)
+	writeFile(t, dir, "tools/a.ts", "a")
+	p1, err := r.Persist(ctx, []string{"tools/a.ts"}, "a")
+	must(t, err)
+	must(t, r.Close())
+
+	r = hydrate(t, dir, up, pr)
+	writeFile(t, dir, "tools/b.ts", "b")
+	p2, err := r.Persist(ctx, []string{"tools/b.ts"}, "b")
+	must(t, err)
+	if p2.Branch == p1.Branch {
+		t.Fatalf("same branch %s", p2.Branch)
+	}
+	files := upstreamFiles(t, up, p2.Branch)
+	if files["tools/b.ts"] != "b" {
+		t.Fatalf("proposal %s lacks tools/b.ts: %v", p2.Branch, files)
+	}
+	if _, ok := files["tools/a.ts"]; ok {
+		t.Fatalf("proposal %s bundles the earlier proposal tools/a.ts: %v", p2.Branch, files)
+	}
+	if readFile(t, dir, "tools/a.ts") != "a" {
+		t.Fatal("the working tree lost the earlier proposal")
 	}
 }
