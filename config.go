@@ -60,6 +60,9 @@ type Config struct {
 	Quota map[string]float64 `json:"quota,omitempty"`
 	// Git is where tools are persisted and shared. Default: not persisted.
 	Git GitConfig `json:"git,omitzero"`
+	// SQL is the database exec_sql reaches. Default: the SQLite file
+	// .agentos/data.db.
+	SQL SQLConfig `json:"sql,omitzero"`
 	// Fetch configures tgp.fetch: which URL prefixes tools may reach.
 	Fetch FetchConfig `json:"fetch,omitzero"`
 	// ReuseThreshold is the search score (0..1) above which forge_tool
@@ -108,6 +111,24 @@ type GitConfig struct {
 	GitHubAPI  string `json:"github_api,omitempty"`
 }
 
+// SQLConfig configures the sql driver.
+type SQLConfig struct {
+	// SQLite is the database file, relative to the tool root. Default
+	// ".agentos/data.db" (agentos' state directory: never visible to tools,
+	// never committed).
+	SQLite string `json:"sqlite,omitempty"`
+	// MaxRows caps the rows one statement returns. Default 10,000.
+	MaxRows int `json:"max_rows,omitempty"`
+}
+
+// SQLitePath returns the SQLite file of the tool root at root.
+func (c Config) SQLitePath(root string) string {
+	if c.SQL.SQLite != "" {
+		return filepath.Join(root, filepath.FromSlash(c.SQL.SQLite))
+	}
+	return filepath.Join(root, StateDir, "data.db")
+}
+
 // FetchConfig configures the fetch driver.
 type FetchConfig struct {
 	// Allow lists the URL prefixes tools may fetch, e.g.
@@ -129,14 +150,14 @@ type AgentConfig struct {
 }
 
 // DefaultGrants are the default process's rights when the configuration
-// names none: read, write and exec under the tools directory, spawn, and
-// fetch (which fetch.allow still limits).
+// names none: read, write and exec under the tools directory, spawn, sql,
+// and fetch (which fetch.allow still limits).
 func (c Config) DefaultGrants() []capability.Grant {
 	if len(c.Agent.Grants) > 0 {
 		return c.Agent.Grants
 	}
 	scope := c.Tools() + "/"
-	return []capability.Grant{{Right: capability.Read, Scope: scope}, {Right: capability.Write, Scope: scope}, {Right: capability.Exec, Scope: scope}, {Right: capability.Spawn}, {Right: capability.Fetch}}
+	return []capability.Grant{{Right: capability.Read, Scope: scope}, {Right: capability.Write, Scope: scope}, {Right: capability.Exec, Scope: scope}, {Right: capability.Spawn}, {Right: capability.Fetch}, {Right: capability.SQL}}
 }
 
 // limits converts a quota map, refusing unknown meters.
@@ -250,7 +271,7 @@ func (c Config) validate(path string) error {
 			return fmt.Errorf("%s: agent.grants has an unknown right %q: use one of %v", path, g.Right, allRights)
 		}
 	}
-	for _, d := range append(append([]string{}, c.WriteDirs...), c.ToolsDir, c.Journal) {
+	for _, d := range append(append([]string{}, c.WriteDirs...), c.ToolsDir, c.Journal, c.SQL.SQLite) {
 		if strings.HasPrefix(d, "/") || strings.HasPrefix(filepath.Clean(d), "..") {
 			return fmt.Errorf("%s: %q must be a directory inside the tool root, written relative to it", path, d)
 		}
@@ -292,7 +313,7 @@ func (c Config) ExecutorOptions(root string) executor.Options {
 		Devices: map[string]driver.Device{
 			driver.FetchDriver: driver.Fetch{Allow: c.Fetch.Allow, Timeout: time.Duration(c.Fetch.Timeout), MaxBytes: c.Fetch.MaxBytes},
 		},
-		Bindings:       []executor.Binding{executor.FetchBinding},
+		Bindings:       []executor.Binding{executor.FetchBinding, executor.SQLBinding},
 		Logger:         c.Logger,
 		TracerProvider: c.TracerProvider,
 		MeterProvider:  c.MeterProvider,

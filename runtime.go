@@ -2,6 +2,7 @@ package agentos
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,10 +20,12 @@ import (
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/internal/promtext"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	_ "modernc.org/sqlite" // the embedded database, no cgo
 )
 
 // CloseTimeout bounds Runtime.Close: how long processes and actors get to
@@ -41,6 +44,8 @@ type Runtime struct {
 	jail      *vfs.Jail
 	reg       *registry.Registry
 	repo      *repo.Repo // nil without a Git upstream
+	db        *sql.DB
+	sql       *driver.SQL
 	node      *kernel.Node
 	agent     *kernel.Process
 	recovered []RecoverReport
@@ -115,7 +120,13 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if rt.j, err = journal.Open(cfg.JournalPath(root), journal.Options{}); err != nil {
 		return rt, err
 	}
-	if rt.ex, err = executor.New(cfg.ExecutorOptions(root)); err != nil {
+	if rt.db, err = openSQLite(cfg.SQLitePath(root)); err != nil {
+		return rt, err
+	}
+	rt.sql = &driver.SQL{DB: rt.db, MaxRows: cfg.SQL.MaxRows}
+	exOpts := cfg.ExecutorOptions(root)
+	exOpts.Sessions = map[string]driver.Session{driver.SQLDriver: rt.sql}
+	if rt.ex, err = executor.New(exOpts); err != nil {
 		return rt, err
 	}
 	if rt.recovered, err = Recover(ctx, rt.ex, rt.j); err != nil {
@@ -130,7 +141,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		return rt, err
 	}
 	if rt.node, err = kernel.Boot(kernel.NodeOptions{
-		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo,
+		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log,
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 	}); err != nil {
@@ -170,6 +181,26 @@ func (c Config) JournalPath(root string) string {
 		return filepath.Join(root, filepath.FromSlash(c.Journal))
 	}
 	return filepath.Join(root, JournalFile)
+}
+
+// DB returns the database exec_sql reaches.
+func (rt *Runtime) DB() *sql.DB { return rt.db }
+
+// openSQLite opens the embedded database: WAL, so readers never wait, and a
+// busy timeout, so concurrent runs' transactions queue instead of failing.
+func openSQLite(path string) (*sql.DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)")
+	if err != nil {
+		return nil, fmt.Errorf("agentos: opening the database %s: %w", path, err)
+	}
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("agentos: opening the database %s: %w", path, err)
+	}
+	return db, nil
 }
 
 // Registry returns the tool registry (meta.json, search).
@@ -291,6 +322,9 @@ func (rt *Runtime) Close() error {
 		}
 		if rt.ex != nil {
 			errs = append(errs, rt.ex.Close())
+		}
+		if rt.db != nil {
+			errs = append(errs, rt.db.Close())
 		}
 		if rt.reg != nil {
 			errs = append(errs, rt.reg.Flush())

@@ -155,6 +155,12 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 	for name, d := range e.opts.Devices {
 		mux[name] = d
 	}
+	sessions := make([]driver.RunDevice, 0, len(e.opts.Sessions))
+	for name, s := range e.opts.Sessions {
+		rd := s.Open()
+		mux[name] = rd
+		sessions = append(sessions, rd)
+	}
 	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...)}
 	job := sandbox.Job{Entry: entry, Args: req.Args, Limits: req.Limits.Or(e.opts.Limits), Bindings: e.binding}
 
@@ -168,6 +174,15 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 	res.Result, res.Logs, res.Error, res.Calls = out.Result, out.Logs, out.Err, out.Calls
 	if p := br.panicked.Load(); p != nil {
 		res.Error = &Error{Kind: sandbox.KindInternal, Message: p.msg}
+	}
+	// The run's sessions end with its outcome: a SQL transaction commits
+	// only when the tool succeeded. A failed commit fails the run.
+	for _, rd := range sessions {
+		if err := rd.End(context.WithoutCancel(ctx), res.Error == nil); err != nil && res.Error == nil {
+			res.Error = &Error{Kind: sandbox.KindHostFailure, Message: err.Error() + "; nothing the run wrote through that driver was kept"}
+		}
+	}
+	if p := br.panicked.Load(); p != nil {
 		return res, p.value
 	}
 	return res, nil

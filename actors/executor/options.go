@@ -33,6 +33,10 @@ type Limits = sandbox.Limits
 // Binding exposes a driver operation to tools as tgp.<Name>(...).
 type Binding = sandbox.Binding
 
+// SQLBinding is tgp.exec_sql(sql, params): the driver.SQL session's one
+// operation.
+var SQLBinding = Binding{Name: "exec_sql", Driver: driver.SQLDriver, Op: "exec", Params: []string{"sql", "params"}}
+
 // FetchBinding is tgp.fetch(url, init): the driver.Fetch device's one
 // operation.
 var FetchBinding = Binding{Name: "fetch", Driver: driver.FetchDriver, Op: "fetch", Params: []string{"url", "init"}}
@@ -67,6 +71,9 @@ type Options struct {
 	// random, and Bindings the tgp functions that reach them.
 	Devices  map[string]driver.Device
 	Bindings []Binding
+	// Sessions are devices with per-run state (e.g. "sql": one transaction
+	// per run, committed only when the run succeeds).
+	Sessions map[string]driver.Session
 	// Clock and Seed override the clock and random devices (tests, demos).
 	Clock func() time.Time
 	Seed  func() uint64

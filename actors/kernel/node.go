@@ -14,6 +14,7 @@ import (
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/actors/supervisor"
 	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
@@ -38,6 +39,9 @@ type NodeOptions struct {
 	// Registry indexes the tools for search_tools (nil: a registry over
 	// Jail with the defaults is opened).
 	Registry *registry.Registry
+	// SQL is the database of the exec_sql kernel tool (nil: exec_sql
+	// answers that no database is configured).
+	SQL *driver.SQL
 	// Repo persists every write to Git (nil: writes stay in the working
 	// tree); the node does not close it.
 	Repo *repo.Repo

@@ -77,6 +77,12 @@ var toolDefs = []toolDef{
 		call:   (*Node).checkTool,
 	},
 	{
+		name:   "exec_sql",
+		desc:   "Run one SQL statement on the database, with parameters bound (? placeholders), in its own transaction. Returns {columns, rows} for a query, {rows_affected} otherwise.",
+		schema: `{"type":"object","properties":{"sql":{"type":"string","description":"One statement, e.g. SELECT name FROM users WHERE plan = ?"},"params":{"type":"array","description":"Values for the placeholders, in order."}},"required":["sql"],"additionalProperties":false}`,
+		call:   (*Node).execSQL,
+	},
+	{
 		name:   "search_tools",
 		desc:   "Search the registered tools by what they do. Returns the best matches first, each with {path, name, description, parameters, tags, usage, score}; a score near 1 means the tool fits: reuse it instead of writing a new one.",
 		schema: `{"type":"object","properties":{"query":{"type":"string","description":"What the tool should do, in words, e.g. compound interest calculator."},"limit":{"type":"integer","minimum":1,"maximum":100,"description":"How many results at most (default 10)."}},"required":["query"],"additionalProperties":false}`,
@@ -324,6 +330,20 @@ func (n *Node) checkTool(_ context.Context, p *Process, args json.RawMessage) (a
 		return nil, err
 	}
 	return n.checker.Check(path, src), nil
+}
+
+func (n *Node) execSQL(ctx context.Context, p *Process, args json.RawMessage) (any, error) {
+	var a driver.SQLRequest
+	if err := decode(args, &a, "sql, params", "sql"); err != nil {
+		return nil, err
+	}
+	if err := charge(p, capability.SQL, ""); err != nil {
+		return nil, err
+	}
+	if n.opts.SQL == nil {
+		return nil, errors.New("no database is configured for this node (see the sql section of agentos.json)")
+	}
+	return n.opts.SQL.Exec(ctx, a)
 }
 
 // SearchHit is one search_tools result.

@@ -1,0 +1,124 @@
+package agentos_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/actors/kernel"
+)
+
+func sqlRuntime(t *testing.T, isolation ...string) *agentos.Runtime {
+	t.Helper()
+	iso := "inprocess"
+	if len(isolation) > 0 {
+		iso = isolation[0]
+	}
+	rt := start(t, agentos.Config{Root: t.TempDir(), Isolation: iso})
+	for _, stmt := range []string{
+		`{"sql":"CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, plan TEXT, changed TEXT)"}`,
+		`{"sql":"INSERT INTO users (name, plan, changed) VALUES (?, ?, ?), (?, ?, ?)","params":["ada","free","2026-06-03","bob","pro","2026-05-01"]}`,
+	} {
+		if _, err := rt.Call(context.Background(), "exec_sql", json.RawMessage(stmt)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rt
+}
+
+func runTool(t *testing.T, rt *agentos.Runtime, path, src, args string) kernel.ExecResult {
+	t.Helper()
+	write(t, rt, path, src)
+	out, err := rt.Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"`+path+`","args":`+args+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res kernel.ExecResult
+	_ = json.Unmarshal(out, &res)
+	return res
+}
+
+func count(t *testing.T, rt *agentos.Runtime) string {
+	t.Helper()
+	out, err := rt.Call(context.Background(), "exec_sql", json.RawMessage(`{"sql":"SELECT count(*) AS n FROM users"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// A tool queries with bound parameters; the rows come back as objects.
+func TestSQLQuery(t *testing.T) {
+	rt := sqlRuntime(t)
+	res := runTool(t, rt, "tools/report.ts", `/** Users on a plan, pipe-delimited. */
+export default async function (a: { plan: string }): Promise<string> {
+  const r = await tgp.exec_sql("SELECT name, changed FROM users WHERE plan = ? ORDER BY name", [a.plan]);
+  return r.rows.map((u: { name: string; changed: string }) => u.name + "|" + u.changed).join("\n");
+}
+`, `{"plan":"free"}`)
+	if !res.Success || string(res.Result.Result) != `"ada|2026-06-03"` {
+		t.Fatalf("report: %+v", res)
+	}
+	// Parameters are bound, never interpolated.
+	res = runTool(t, rt, "tools/report2.ts", `/** Same, by name. */
+export default async function (a: { name: string }): Promise<number> {
+  const r = await tgp.exec_sql("SELECT count(*) AS n FROM users WHERE name = ?", [a.name]);
+  return r.rows[0].n;
+}
+`, `{"name":"x' OR '1'='1"}`)
+	if !res.Success || string(res.Result.Result) != "0" {
+		t.Fatalf("an injection attempt matched rows: %+v", res)
+	}
+}
+
+// The seed's "transaction safety": a tool inserts then throws; the row is
+// absent and the existing rows are intact.
+func TestSQLRollbackOnThrow(t *testing.T) {
+	for _, iso := range []string{"inprocess", "process"} {
+		t.Run(iso, func(t *testing.T) { testRollback(t, sqlRuntime(t, iso)) })
+	}
+}
+
+func testRollback(t *testing.T, rt *agentos.Runtime) {
+	res := runTool(t, rt, "tools/bad.ts", `/** Inserts then fails. */
+export default async function (): Promise<void> {
+  await tgp.exec_sql("INSERT INTO users (name, plan) VALUES (?, ?)", ["eve", "free"]);
+  throw new Error("something went wrong after the insert");
+}
+`, `{}`)
+	if res.Success {
+		t.Fatal("the tool succeeded")
+	}
+	if got := count(t, rt); !strings.Contains(got, `"n":2`) {
+		t.Fatalf("after the rollback: %s, want the 2 original rows", got)
+	}
+	// The same insert in a tool that succeeds is committed.
+	res = runTool(t, rt, "tools/good.ts", `/** Inserts. */
+export default async function (): Promise<number> {
+  const r = await tgp.exec_sql("INSERT INTO users (name, plan) VALUES (?, ?)", ["eve", "free"]);
+  return r.rows_affected;
+}
+`, `{}`)
+	if !res.Success || !strings.Contains(count(t, rt), `"n":3`) {
+		t.Fatalf("commit: %+v %s", res, count(t, rt))
+	}
+}
+
+// The seed's "SQL error propagation": the tool's error names the SQL
+// failure.
+func TestSQLErrorPropagates(t *testing.T) {
+	rt := sqlRuntime(t)
+	res := runTool(t, rt, "tools/typo.ts", `/** Has a typo. */
+export default async function (): Promise<unknown> {
+  return await tgp.exec_sql("SELEC name FROM users", []);
+}
+`, `{}`)
+	if res.Success || !strings.Contains(res.Error.Message, "SELEC") || !strings.Contains(res.Error.Message, "syntax error") {
+		t.Fatalf("the error should name the SQL failure: %+v", res.Error)
+	}
+	if _, err := rt.Call(context.Background(), "exec_sql", json.RawMessage(`{"sql":"INSERT INTO users (plan) VALUES ('x')"}`)); err == nil || !strings.Contains(err.Error(), "NOT NULL") {
+		t.Fatalf("kernel exec_sql constraint error: %v", err)
+	}
+}
