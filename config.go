@@ -60,6 +60,10 @@ type Config struct {
 	Quota map[string]float64 `json:"quota,omitempty"`
 	// Git is where tools are persisted and shared. Default: not persisted.
 	Git GitConfig `json:"git,omitzero"`
+	// LLM is the model forge_tool asks. Default: from the environment
+	// (AGENTOS_LLM_BASE_URL, AGENTOS_LLM_MODEL, key in AGENTOS_LLM_API_KEY);
+	// none configured: forge_tool says so.
+	LLM LLMConfig `json:"llm,omitzero"`
 	// SQL is the database exec_sql reaches. Default: the SQLite file
 	// .agentos/data.db.
 	SQL SQLConfig `json:"sql,omitzero"`
@@ -109,6 +113,22 @@ type GitConfig struct {
 	// https://api.github.com). Empty: the branch is pushed, no review opened.
 	GitHubRepo string `json:"github_repo,omitempty"`
 	GitHubAPI  string `json:"github_api,omitempty"`
+}
+
+// LLMConfig configures the LLM driver (any OpenAI-compatible chat
+// completions server: OpenAI, vLLM, Ollama, llama.cpp's server).
+type LLMConfig struct {
+	BaseURL string `json:"base_url,omitempty"`
+	Model   string `json:"model,omitempty"`
+	// APIKeyEnv names the environment variable holding the key (default
+	// AGENTOS_LLM_API_KEY). IMPORTANT: the key itself never goes in this
+	// file.
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+	// Prices in USD per million tokens, charged to the cost_usd quota.
+	PriceInPerMTok  float64 `json:"price_in_per_mtok,omitempty"`
+	PriceOutPerMTok float64 `json:"price_out_per_mtok,omitempty"`
+	// ForgeAttempts bounds a forge's generate-check-test rounds. Default 3.
+	ForgeAttempts int `json:"forge_attempts,omitempty"`
 }
 
 // SQLConfig configures the sql driver.

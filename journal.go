@@ -97,7 +97,8 @@ type RecoverReport struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Recover finds the runs a crash left unfinished and resumes each: the
+// Recover finds the tool runs ("exec") a crash left unfinished and resumes
+// each (forge runs are left to the forge): the
 // recorded prefix of its calls is answered from the journal (nothing is paid
 // for twice), then the run continues live and is appended to. A run whose
 // tool changed or vanished since is marked failed with the reason: none is
@@ -109,6 +110,9 @@ func Recover(ctx context.Context, ex *executor.Executor, j *journal.Journal) ([]
 	}
 	var out []RecoverReport
 	for _, meta := range runs {
+		if meta.Kind != "exec" {
+			continue // a forge run is resumed by the forge (Runtime does it at start)
+		}
 		rep := RecoverReport{Run: meta}
 		src, hash, serr := ex.Source(meta.Tool)
 		switch {

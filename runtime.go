@@ -11,16 +11,19 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/internal/promtext"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
@@ -53,6 +56,11 @@ type Runtime struct {
 	mp        *sdkmetric.MeterProvider
 	metrics   *http.Server
 	metricsLn net.Listener
+
+	bg        sync.WaitGroup // forges resumed at start
+	stopBG    context.CancelFunc
+	resumedMu sync.Mutex
+	resumed   []ForgeReport
 
 	closeOnce sync.Once
 	closeErr  error
@@ -140,7 +148,16 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if err != nil {
 		return rt, err
 	}
+	var model driver.Device
+	if cfg.LLM.Model != "" || os.Getenv("AGENTOS_LLM_MODEL") != "" {
+		client, err := llm.New(llm.Config{BaseURL: cfg.LLM.BaseURL, Model: cfg.LLM.Model, APIKeyEnv: cfg.LLM.APIKeyEnv, PriceInPerMTok: cfg.LLM.PriceInPerMTok, PriceOutPerMTok: cfg.LLM.PriceOutPerMTok})
+		if err != nil {
+			return rt, err
+		}
+		model = client.Device()
+	}
 	if rt.node, err = kernel.Boot(kernel.NodeOptions{
+		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts,
 		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log,
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
@@ -156,7 +173,58 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 			return rt, err
 		}
 	}
+	rt.resumeForges()
 	return rt, nil
+}
+
+// resumeForges resumes, in the background, the forges a crash interrupted:
+// their recorded model answers are replayed (no request is sent twice),
+// then they go on live as the default process. Close cancels them (they
+// stay resumable).
+func (rt *Runtime) resumeForges() {
+	runs, err := rt.j.Unfinished()
+	if err != nil {
+		rt.log.Warn("agentos: listing unfinished forges", slog.Any("err", err))
+		return
+	}
+	var ctx context.Context
+	ctx, rt.stopBG = context.WithCancel(context.Background())
+	for _, meta := range runs {
+		if meta.Kind != forge.Kind {
+			continue
+		}
+		rt.bg.Add(1)
+		go func() {
+			defer rt.bg.Done()
+			res, err := rt.node.ResumeForge(ctx, rt.agent, meta.ID)
+			rt.log.Info("agentos: resumed forge", slog.String("run", meta.ID), slog.String("path", res.Path), slog.Any("err", err))
+			rt.resumedMu.Lock()
+			rt.resumed = append(rt.resumed, ForgeReport{Run: meta.ID, Result: res, Err: errString(err)})
+			rt.resumedMu.Unlock()
+		}()
+	}
+}
+
+// ForgeReport says what became of a forge resumed at start.
+type ForgeReport struct {
+	Run    string       `json:"run"`
+	Result forge.Result `json:"result"`
+	Err    string       `json:"error,omitempty"`
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// ResumedForges waits for the forges resumed at start and reports them.
+func (rt *Runtime) ResumedForges() []ForgeReport {
+	rt.bg.Wait()
+	rt.resumedMu.Lock()
+	defer rt.resumedMu.Unlock()
+	return slices.Clone(rt.resumed)
 }
 
 // serveForever is the default process's body: it waits (status
@@ -316,6 +384,10 @@ func (rt *Runtime) Close() error {
 		var errs []error
 		if rt.metrics != nil {
 			errs = append(errs, rt.metrics.Shutdown(ctx))
+		}
+		if rt.stopBG != nil {
+			rt.stopBG()
+			rt.bg.Wait()
 		}
 		if rt.node != nil {
 			errs = append(errs, rt.node.Close(ctx))

@@ -63,6 +63,15 @@ func (j *Jail) Dir() string { return j.dir }
 // Close releases the jail's handle on its root directory.
 func (j *Jail) Close() error { return j.root.Close() }
 
+// Remove deletes the file at p (not a directory).
+func (j *Jail) Remove(p string) error {
+	c, err := Clean(p)
+	if err != nil {
+		return err
+	}
+	return j.wrap("remove", p, j.root.Remove(c))
+}
+
 // ReadFile returns the content of the file at p.
 func (j *Jail) ReadFile(p string) ([]byte, error) {
 	c, err := Clean(p)

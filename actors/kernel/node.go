@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/repo"
@@ -39,6 +40,11 @@ type NodeOptions struct {
 	// Registry indexes the tools for search_tools (nil: a registry over
 	// Jail with the defaults is opened).
 	Registry *registry.Registry
+	// LLM is the model forge_tool asks (llm.Client.Device()); nil:
+	// forge_tool answers that no model is configured.
+	LLM driver.Device
+	// ForgeAttempts bounds a forge's generate-check-test rounds (0: 3).
+	ForgeAttempts int
 	// SQL is the database of the exec_sql kernel tool (nil: exec_sql
 	// answers that no database is configured).
 	SQL *driver.SQL
@@ -76,6 +82,7 @@ type Node struct {
 	exec    *actor.PID
 	reg     *actor.PID
 	git     *actor.PID
+	forge   *actor.PID // nil without an LLM
 	rootCtx *actor.RootContext
 	checker *check.Checker
 	tel     *telemetry
@@ -141,6 +148,16 @@ func Boot(opts NodeOptions) (*Node, error) {
 	if spec.Backoff == (supervisor.Backoff{}) {
 		spec.Backoff = supervisor.Backoff{Initial: 10 * time.Millisecond, Max: time.Second, Factor: 2}
 	}
+	if opts.LLM != nil {
+		f, err := forge.New(forge.Options{
+			LLM: opts.LLM, Registry: opts.Registry, Checker: checker, Executor: opts.Executor,
+			Jail: opts.Jail, Journal: opts.Journal, Write: n.writeTool, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		spec.Children = append(spec.Children, supervisor.ChildSpec{Name: "forge", Props: forge.Props(f)})
+	}
 	props, err := supervisor.Props(spec)
 	if err != nil {
 		return nil, err
@@ -166,6 +183,8 @@ func Boot(opts NodeOptions) (*Node, error) {
 			n.reg = pid
 		case "git":
 			n.git = pid
+		case "forge":
+			n.forge = pid
 		}
 	}
 	if n.kernel == nil || n.exec == nil || n.reg == nil || n.git == nil {

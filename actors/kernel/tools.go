@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -87,6 +89,12 @@ var toolDefs = []toolDef{
 		desc:   "Search the registered tools by what they do. Returns the best matches first, each with {path, name, description, parameters, tags, usage, score}; a score near 1 means the tool fits: reuse it instead of writing a new one.",
 		schema: `{"type":"object","properties":{"query":{"type":"string","description":"What the tool should do, in words, e.g. compound interest calculator."},"limit":{"type":"integer","minimum":1,"maximum":100,"description":"How many results at most (default 10)."}},"required":["query"],"additionalProperties":false}`,
 		call:   (*Node).searchTools,
+	},
+	{
+		name:   "forge_tool",
+		desc:   "Get a tool for a spec: reuse a registered one that fits (score >= 0.85), or have one written with its tests, checked, tested and registered. Returns {reused, path, score, attempts[], commit}. Prefer this to writing one-off code.",
+		schema: `{"type":"object","properties":{"spec":{"type":"string","description":"What the tool must do: inputs, output, edge cases."}},"required":["spec"],"additionalProperties":false}`,
+		call:   (*Node).forgeTool,
 	},
 	{
 		name:   "exec_tool",
@@ -344,6 +352,68 @@ func (n *Node) execSQL(ctx context.Context, p *Process, args json.RawMessage) (a
 		return nil, errors.New("no database is configured for this node (see the sql section of agentos.json)")
 	}
 	return n.opts.SQL.Exec(ctx, a)
+}
+
+func (n *Node) forgeTool(ctx context.Context, p *Process, args json.RawMessage) (any, error) {
+	var a struct {
+		Spec string `json:"spec"`
+	}
+	if err := decode(args, &a, "spec", "spec"); err != nil {
+		return nil, err
+	}
+	// A forge asks the model and writes a tool: it needs both rights.
+	if err := p.Check(capability.LLM, ""); err != nil {
+		return nil, err
+	}
+	if err := charge(p, capability.Write, n.toolsDir()+"/"); err != nil {
+		return nil, err
+	}
+	if n.forge == nil {
+		return nil, errors.New("no model is configured for this node: set AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL (and the key in AGENTOS_LLM_API_KEY)")
+	}
+	res, err := n.ask(ctx, n.forge, &forge.Run{Ctx: ctx, Spec: a.Spec, Charge: chargeUsage(p)}, 30*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	done := res.(*forge.Done)
+	if done.Err != nil {
+		return done.Result, done.Err
+	}
+	return done.Result, nil
+}
+
+// ResumeForge resumes the forge run id (interrupted by a crash) on behalf
+// of p: the recorded model answers are replayed, then it goes on live.
+func (n *Node) ResumeForge(ctx context.Context, p *Process, id string) (forge.Result, error) {
+	if n.forge == nil {
+		return forge.Result{}, fmt.Errorf("forge run %s cannot resume: no model is configured", id)
+	}
+	res, err := n.ask(ctx, n.forge, &forge.Resume{Ctx: ctx, ID: id, Charge: chargeUsage(p)}, 30*time.Minute)
+	if err != nil {
+		return forge.Result{}, err
+	}
+	done := res.(*forge.Done)
+	return done.Result, done.Err
+}
+
+// chargeUsage charges a model answer's tokens and cost to p.
+func chargeUsage(p *Process) forge.Charge {
+	return func(u llm.Usage) error {
+		if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
+			return err
+		}
+		return p.Charge(capability.CostUSD, u.CostUSD)
+	}
+}
+
+// writeTool is the forge's writer: the git actor writes, registers and
+// persists, and returns the commit.
+func (n *Node) writeTool(ctx context.Context, path string, content []byte) (string, error) {
+	w, err := n.askGit(ctx, &git.WriteFile{Path: path, Content: content})
+	if err != nil {
+		return "", err
+	}
+	return w.Commit, nil
 }
 
 // SearchHit is one search_tools result.

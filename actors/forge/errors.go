@@ -1,0 +1,14 @@
+package forge
+
+import "errors"
+
+// Errors of the forge, wrapped with what to do.
+var (
+	// ErrOptions: the forge is missing a required part.
+	ErrOptions = errors.New("forge: bad options")
+	// ErrSpec: the spec (or the run to resume) is unusable.
+	ErrSpec = errors.New("forge: bad spec")
+	// ErrGaveUp: no attempt passed check_tool and the tests; the result
+	// lists every attempt with its errors.
+	ErrGaveUp = errors.New("forge: no attempt passed")
+)

@@ -1,0 +1,322 @@
+package forge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"strings"
+	"sync/atomic"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/vfs"
+)
+
+// Options configure a Forge. LLM, Registry, Checker, Executor, Jail and
+// Write are required.
+type Options struct {
+	// LLM answers the forge's chat requests (llm.Client.Device()).
+	LLM driver.Device
+	// Registry is searched for a tool to reuse, and indexes forged ones.
+	Registry *registry.Registry
+	// Threshold is the search score from which a tool is reused (0: the
+	// registry's, 0.85 by default).
+	Threshold float64
+	// Checker runs check_tool on every candidate.
+	Checker *check.Checker
+	// Executor runs every candidate's tests in the sandbox.
+	Executor *executor.Executor
+	// Jail is the tool root (candidates are written there to be tested).
+	Jail *vfs.Jail
+	// Journal records every LLM call and test run of a forge under the
+	// forge's run, so a crashed forge resumes without paying twice (nil:
+	// not journaled).
+	Journal *journal.Journal
+	// Write persists a forged file: the git actor's write (register,
+	// commit, push). It returns the commit ("" when not persisted).
+	Write func(ctx context.Context, path string, content []byte) (commit string, err error)
+	// MaxAttempts bounds the generate-check-test loop (0: 3).
+	MaxAttempts int
+	// Logger receives progress (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Forge runs the reuse-or-forge closed loop.
+type Forge struct{ opts Options }
+
+// New returns a forge.
+func New(opts Options) (*Forge, error) {
+	if opts.LLM == nil || opts.Registry == nil || opts.Checker == nil || opts.Executor == nil || opts.Jail == nil || opts.Write == nil {
+		return nil, fmt.Errorf("%w: a forge needs an LLM, a registry, a checker, an executor, a jail and a writer", ErrOptions)
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 3
+	}
+	if opts.Threshold <= 0 {
+		opts.Threshold = opts.Registry.Threshold()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Forge{opts: opts}, nil
+}
+
+// Attempt is one generate-check-test round.
+type Attempt struct {
+	N    int    `json:"n"`
+	Path string `json:"path,omitempty"`
+	// Errors are what failed (check findings, test failures), as sent back
+	// to the model; empty for the attempt that passed.
+	Errors []string `json:"errors,omitempty"`
+	Passed bool     `json:"passed"`
+}
+
+// Result is what forge_tool returns.
+type Result struct {
+	// Reused says an existing tool fit the spec (Score >= the threshold).
+	Reused bool    `json:"reused"`
+	Path   string  `json:"path"`
+	Score  float64 `json:"score,omitempty"`
+	// Attempts are the rounds of a forge (none when reused).
+	Attempts []Attempt `json:"attempts,omitempty"`
+	// Tests is the path of the forged tool's tests.
+	Tests string `json:"tests,omitempty"`
+	// Commit persisted the tool ("" without Git).
+	Commit string `json:"commit,omitempty"`
+	// RunID is the forge's journal run.
+	RunID string `json:"run_id,omitempty"`
+	// Usage is what the model calls cost.
+	Usage llm.Usage `json:"usage"`
+}
+
+// Charge is told the usage of every model answer (the caller's quota); an
+// error stops the forge.
+type Charge func(llm.Usage) error
+
+// Forge reuses a registered tool that fits spec, or forges one: the model
+// writes a tool and its tests, check_tool and the tests judge them, the
+// errors go back to the model, at most MaxAttempts times; only a tool that
+// passes both is written (registered and persisted).
+func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return Result{}, fmt.Errorf("%w: the spec is empty; say what the tool must do", ErrSpec)
+	}
+	if hits := f.opts.Registry.Search(spec, 1); len(hits) > 0 && hits[0].Score >= f.opts.Threshold {
+		return Result{Reused: true, Path: hits[0].Path, Score: hits[0].Score}, nil
+	}
+	var host driver.Host = f.devices()
+	var run *journal.Run
+	if f.opts.Journal != nil {
+		args, _ := json.Marshal(map[string]string{"spec": spec})
+		var err error
+		if run, err = f.opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args}); err != nil {
+			return Result{}, fmt.Errorf("journaling the forge: %w", err)
+		}
+		host = driver.Chain(host, run.Middleware())
+	}
+	res, err := f.loop(ctx, host, spec, charge)
+	if run != nil {
+		res.RunID = run.ID()
+		if !errors.Is(err, context.Canceled) { // a cancelled forge stays resumable
+			endRun(run, res, err)
+		}
+	}
+	return res, err
+}
+
+// Kind is the journal kind of forge runs.
+const Kind = "forge"
+
+// Resume continues the forge run id that a crash interrupted: the recorded
+// model answers and test results are served from the journal (no model
+// request is sent twice), then the loop goes on live.
+func (f *Forge) Resume(ctx context.Context, id string, charge Charge) (Result, error) {
+	if f.opts.Journal == nil {
+		return Result{}, fmt.Errorf("%w: resuming needs the journal", ErrOptions)
+	}
+	rec, err := f.opts.Journal.Recover(id)
+	if err != nil {
+		return Result{}, err
+	}
+	meta := rec.Meta()
+	if meta.Kind != Kind {
+		return Result{}, fmt.Errorf("%w: run %s is a %s run, not a forge", ErrSpec, id, meta.Kind)
+	}
+	var a struct {
+		Spec string `json:"spec"`
+	}
+	if err := json.Unmarshal(meta.Args, &a); err != nil || a.Spec == "" {
+		return Result{}, fmt.Errorf("%w: run %s has no spec to resume", ErrSpec, id)
+	}
+	host := driver.Chain(f.devices(), rec.Middleware())
+	res, err := f.loop(ctx, host, a.Spec, charge)
+	res.RunID = id
+	if !errors.Is(err, context.Canceled) {
+		endRun(rec.Run(), res, err)
+	}
+	return res, err
+}
+
+func endRun(run *journal.Run, res Result, err error) {
+	out, _ := json.Marshal(res)
+	if err != nil {
+		e, _ := json.Marshal(map[string]string{"message": err.Error()})
+		_ = run.End(journal.StatusFailed, out, e)
+		return
+	}
+	_ = run.End(journal.StatusOK, out, nil)
+}
+
+// candidate is what the model submits.
+type candidate struct {
+	Path  string `json:"path"`
+	Code  string `json:"code"`
+	Tests string `json:"tests"`
+}
+
+// loop is the closed loop over a host whose calls are journaled.
+func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, charge Charge) (Result, error) {
+	var seq atomic.Uint64
+	call := func(drv, op string, req any, out any) error {
+		b, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		resp, err := host.Do(ctx, driver.Call{Seq: seq.Add(1), Driver: drv, Op: op, Request: b})
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(resp, out)
+	}
+	res := Result{}
+	msgs := []llm.Message{{Role: "system", Content: systemPrompt}, {Role: "user", Content: "Write a tool for this spec:\n\n" + spec}}
+	for n := 1; n <= f.opts.MaxAttempts; n++ {
+		var answer llm.Response
+		if err := call(llm.Driver, "complete", llm.Request{Messages: msgs, Tools: []llm.ToolSpec{submitTool}}, &answer); err != nil {
+			return res, fmt.Errorf("forge attempt %d: asking the model: %w", n, err)
+		}
+		res.Usage = addUsage(res.Usage, answer.Usage)
+		if charge != nil {
+			if err := charge(answer.Usage); err != nil {
+				return res, err
+			}
+		}
+		msgs = append(msgs, answer.Message)
+		cand, callID, perr := parseCandidate(answer.Message)
+		att := Attempt{N: n, Path: cand.Path}
+		if perr == nil {
+			att.Errors = f.judge(cand, call)
+		} else {
+			att.Errors = []string{perr.Error()}
+		}
+		att.Passed = len(att.Errors) == 0
+		res.Attempts = append(res.Attempts, att)
+		f.opts.Logger.Info("forge: attempt", slog.Int("n", n), slog.String("path", cand.Path), slog.Int("errors", len(att.Errors)))
+		if att.Passed {
+			return f.keep(ctx, res, cand)
+		}
+		feedback := fmt.Sprintf("Attempt %d failed. Fix every error and call submit_tool again with the whole tool and tests:\n- %s", n, strings.Join(att.Errors, "\n- "))
+		if callID != "" {
+			msgs = append(msgs, llm.Message{Role: "tool", ToolCallID: callID, Content: feedback})
+		} else {
+			msgs = append(msgs, llm.Message{Role: "user", Content: feedback})
+		}
+	}
+	return res, fmt.Errorf("%w: %d attempts, the last failed with: %s", ErrGaveUp, len(res.Attempts), strings.Join(res.Attempts[len(res.Attempts)-1].Errors, "; "))
+}
+
+// judge checks the candidate and runs its tests; it returns the errors to
+// send back (none: it passed).
+func (f *Forge) judge(c candidate, call func(drv, op string, req any, out any) error) []string {
+	chk := f.opts.Checker.Check(c.Path, []byte(c.Code))
+	if !chk.Valid {
+		errs := make([]string, 0, len(chk.Errors))
+		for _, e := range chk.Errors {
+			errs = append(errs, "check_tool: "+e.String())
+		}
+		return errs
+	}
+	var out testOutcome
+	if err := call(testDriver, "run", c, &out); err != nil {
+		return []string{"running the tests: " + err.Error()}
+	}
+	if !out.Passed {
+		return []string{"tests failed: " + out.Error}
+	}
+	return nil
+}
+
+// keep writes the tool and its tests for good (registry, Git).
+func (f *Forge) keep(ctx context.Context, res Result, c candidate) (Result, error) {
+	res.Path, res.Tests = c.Path, testPath(c.Path)
+	commit, err := f.opts.Write(ctx, c.Path, []byte(c.Code))
+	if err != nil {
+		return res, fmt.Errorf("forge: the tool passed but could not be kept: %w", err)
+	}
+	if _, err := f.opts.Write(ctx, res.Tests, []byte(c.Tests)); err != nil {
+		return res, fmt.Errorf("forge: the tool was kept but its tests could not be: %w", err)
+	}
+	res.Commit = commit
+	return res, nil
+}
+
+func addUsage(a, b llm.Usage) llm.Usage {
+	a.PromptTokens += b.PromptTokens
+	a.CompletionTokens += b.CompletionTokens
+	a.TotalTokens += b.TotalTokens
+	a.CostUSD += b.CostUSD
+	return a
+}
+
+// testPath is where a tool's tests live: tools/math/fib.ts ->
+// tools/math/fib.test.ts.
+func testPath(p string) string {
+	ext := path.Ext(p)
+	return strings.TrimSuffix(p, ext) + ".test" + ext
+}
+
+// parseCandidate reads the submit_tool call (or a JSON object in the text).
+func parseCandidate(m llm.Message) (candidate, string, error) {
+	var c candidate
+	var id string
+	switch {
+	case len(m.ToolCalls) > 0:
+		tc := m.ToolCalls[0]
+		id = tc.ID
+		if tc.Name != submitTool.Name {
+			return c, id, fmt.Errorf("call submit_tool (not %s) with path, code and tests", tc.Name)
+		}
+		if err := json.Unmarshal([]byte(tc.Arguments), &c); err != nil {
+			return c, id, fmt.Errorf("submit_tool's arguments are not valid JSON (%v); send {path, code, tests}", err)
+		}
+	default:
+		s := strings.TrimSpace(m.Content)
+		if i, j := strings.Index(s, "{"), strings.LastIndex(s, "}"); i >= 0 && j > i {
+			s = s[i : j+1]
+		}
+		if err := json.Unmarshal([]byte(s), &c); err != nil {
+			return c, "", errors.New("no tool was submitted: call submit_tool with path, code and tests")
+		}
+	}
+	clean, err := vfs.Clean(c.Path)
+	switch {
+	case err != nil:
+		return c, id, fmt.Errorf("path %q: %v", c.Path, err)
+	case !strings.HasPrefix(clean, "tools/") || (path.Ext(clean) != ".ts" && path.Ext(clean) != ".js") || strings.Contains(clean, ".test."):
+		return c, id, fmt.Errorf("path %q must be a .ts file under tools/, e.g. tools/math/fib.ts", c.Path)
+	case strings.TrimSpace(c.Code) == "":
+		return c, id, errors.New("the code is empty")
+	case strings.TrimSpace(c.Tests) == "":
+		return c, id, errors.New("the tests are empty: every tool ships with tests")
+	}
+	c.Path = clean
+	return c, id, nil
+}

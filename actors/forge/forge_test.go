@@ -1,0 +1,205 @@
+package forge_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/vfs"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+const fibCode = `/** Returns the n-th Fibonacci number. @tag math */
+export default function fib(args: { n: number }): number {
+  if (!Number.isInteger(args.n) || args.n < 0) {
+    throw new Error("n must be a non-negative integer");
+  }
+  let a = 0;
+  let b = 1;
+  for (let i = 0; i < args.n; i++) {
+    const next = a + b;
+    a = b;
+    b = next;
+  }
+  return a;
+}
+`
+
+// buggyCode returns b instead of a: off by one.
+var buggyCode = strings.Replace(fibCode, "return a;", "return b;", 1)
+
+const fibTests = `const fib = require('./fib').default;
+export default async function (): Promise<void> {
+  const cases: Array<[number, number]> = [[0, 0], [1, 1], [2, 1], [10, 55]];
+  for (const [n, want] of cases) {
+    const got = fib({ n });
+    if (got !== want) {
+      throw new Error("fib(" + n + ") = " + got + ", want " + want);
+    }
+  }
+}
+`
+
+func submit(code string) llmtest.Step {
+	args, _ := json.Marshal(map[string]string{"path": "tools/math/fib.ts", "code": code, "tests": fibTests})
+	return llmtest.Step{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "submit_tool", Arguments: string(args)}}}
+}
+
+type env struct {
+	f   *forge.Forge
+	reg *registry.Registry
+	j   *journal.Journal
+	jl  *vfs.Jail
+}
+
+func newEnv(t *testing.T, srv *llmtest.Server, root string) env {
+	t.Helper()
+	ex, err := executor.New(executor.Options{Root: root, Isolation: executor.IsolationInProcess, TempDir: t.TempDir(), Limits: executor.Limits{Timeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ex.Close() })
+	jl, err := vfs.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jl.Close() })
+	reg, err := registry.Open(jl, registry.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	j, err := journal.Open(filepath.Join(root, "journal.db"), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	client, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "scripted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(_ context.Context, p string, content []byte) (string, error) {
+		if err := jl.WriteFile(p, content); err != nil {
+			return "", err
+		}
+		if _, err := reg.Register(p, content); err != nil && !errors.Is(err, registry.ErrNotTool) {
+			return "", err
+		}
+		return "", nil
+	}
+	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: reg, Checker: check.New(check.Options{}), Executor: ex, Jail: jl, Journal: j, Write: write, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{f: f, reg: reg, j: j, jl: jl}
+}
+
+// The seed's forge scenario: the first attempt fails its tests, the errors
+// go back to the model, the second passes and only then is registered.
+func TestForgeSecondAttempt(t *testing.T) {
+	srv := llmtest.NewServer([]llmtest.Step{
+		submit(buggyCode),
+		func() llmtest.Step {
+			s := submit(fibCode)
+			s.Check = func(r llmtest.Received) error {
+				last := r.Messages[len(r.Messages)-1]
+				if last.Role != "tool" || !strings.Contains(last.Content, "fib(0) = 1, want 0") {
+					return fmt.Errorf("the test failure was not sent back: %+v", last)
+				}
+				return nil
+			}
+			return s
+		}(),
+	})
+	defer srv.Close()
+	e := newEnv(t, srv, t.TempDir())
+	res, err := e.f.Forge(context.Background(), "a tool that returns the n-th Fibonacci number", nil)
+	if err != nil {
+		t.Fatalf("%v (%+v)", err, res)
+	}
+	if srv.Err() != nil {
+		t.Fatal(srv.Err())
+	}
+	if res.Reused || res.Path != "tools/math/fib.ts" || len(res.Attempts) != 2 || res.Attempts[0].Passed || !res.Attempts[1].Passed {
+		t.Fatalf("result = %+v", res)
+	}
+	if _, ok := e.reg.Get("tools/math/fib.ts"); !ok {
+		t.Fatal("the forged tool is not registered")
+	}
+	if b, err := e.jl.ReadFile("tools/math/fib.test.ts"); err != nil || string(b) != fibTests {
+		t.Fatalf("the tests do not live with the tool: %v", err)
+	}
+	// A similar spec is reused, not forged again: no model request.
+	res, err = e.f.Forge(context.Background(), "fibonacci number", nil)
+	if err != nil || !res.Reused || res.Path != "tools/math/fib.ts" || srv.Requests() != 2 {
+		t.Fatalf("reuse: %+v %v (requests %d)", res, err, srv.Requests())
+	}
+}
+
+// A tool that never passes is not kept, and the result lists every attempt.
+func TestForgeGivesUp(t *testing.T) {
+	srv := llmtest.NewServer([]llmtest.Step{submit(buggyCode), submit(buggyCode), submit(buggyCode)})
+	defer srv.Close()
+	e := newEnv(t, srv, t.TempDir())
+	res, err := e.f.Forge(context.Background(), "a tool that returns the n-th Fibonacci number", nil)
+	if !errors.Is(err, forge.ErrGaveUp) || len(res.Attempts) != 3 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if _, ok := e.reg.Get("tools/math/fib.ts"); ok {
+		t.Fatal("a failing tool was registered")
+	}
+	if _, err := e.jl.ReadFile("tools/math/fib.ts"); !errors.Is(err, vfs.ErrNotFound) {
+		t.Fatalf("a failing candidate stayed in the tree: %v", err)
+	}
+}
+
+// A forge interrupted after its first model answer resumes from the
+// journal: the recorded answer is replayed, the model is asked only for
+// what was not answered yet.
+func TestForgeResumeNoRequestTwice(t *testing.T) {
+	root := t.TempDir()
+	first := llmtest.NewServer([]llmtest.Step{submit(buggyCode)})
+	defer first.Close()
+	e := newEnv(t, first, root)
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := e.f.Forge(ctx, "a tool that returns the n-th Fibonacci number", func(llm.Usage) error {
+		cancel() // the process "dies" right after paying for the first answer
+		return context.Canceled
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted forge: %v", err)
+	}
+	runs, _ := e.j.Unfinished()
+	if len(runs) != 1 || runs[0].Kind != forge.Kind {
+		t.Fatalf("unfinished runs: %+v", runs)
+	}
+	e.j.Close()
+
+	second := llmtest.NewServer([]llmtest.Step{submit(fibCode)})
+	defer second.Close()
+	e2 := newEnv(t, second, root)
+	res, err := e2.f.Resume(context.Background(), runs[0].ID, nil)
+	if err != nil || !res.Attempts[len(res.Attempts)-1].Passed {
+		t.Fatalf("resumed: %+v %v", res, err)
+	}
+	if first.Requests()+second.Requests() != 2 {
+		t.Fatalf("model requests: %d + %d, want 2 in all (none twice)", first.Requests(), second.Requests())
+	}
+	if runs, _ := e2.j.Unfinished(); len(runs) != 0 {
+		t.Fatalf("still unfinished: %+v", runs)
+	}
+}

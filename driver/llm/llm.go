@@ -1,0 +1,475 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/agentos-run/agentos/driver"
+)
+
+// Driver is the name the LLM device is registered under in a driver.Mux.
+const Driver = "llm"
+
+// OpComplete is the device's only operation: one chat completion.
+const OpComplete = "complete"
+
+// Environment variables read by New for the zero values of Config.
+const (
+	// EnvBaseURL holds the default base URL.
+	EnvBaseURL = "AGENTOS_LLM_BASE_URL"
+	// EnvModel holds the default model.
+	EnvModel = "AGENTOS_LLM_MODEL"
+	// EnvAPIKey is the default name of the variable holding the API key.
+	EnvAPIKey = "AGENTOS_LLM_API_KEY"
+)
+
+// DefaultBaseURL is used when neither Config.BaseURL nor AGENTOS_LLM_BASE_URL is set.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// DefaultTimeout bounds one request when Config.Timeout is zero.
+const DefaultTimeout = 120 * time.Second
+
+// Message roles.
+const (
+	// RoleSystem sets the model's instructions.
+	RoleSystem = "system"
+	// RoleDeveloper is OpenAI's newer name for system instructions; other
+	// servers MAY not know it (use RoleSystem for portability).
+	RoleDeveloper = "developer"
+	// RoleUser is the user's (or the agent's caller's) turn.
+	RoleUser = "user"
+	// RoleAssistant is the model's turn: Response.Message has this role.
+	RoleAssistant = "assistant"
+	// RoleTool carries a tool's result back, with ToolCallID set.
+	RoleTool = "tool"
+)
+
+// Config configures a Client. The zero value of every field means its
+// default; only the model has none (New fails without one).
+type Config struct {
+	// BaseURL is the server's API root, e.g. http://127.0.0.1:8080/v1 (the
+	// driver appends chat/completions). Empty: $AGENTOS_LLM_BASE_URL, else
+	// https://api.openai.com/v1.
+	BaseURL string
+	// Model names the model, e.g. "gpt-4o-mini" or "qwen2.5-coder". Empty:
+	// $AGENTOS_LLM_MODEL.
+	Model string
+	// APIKeyEnv names the environment variable holding the API key. Empty:
+	// "AGENTOS_LLM_API_KEY". The variable MAY be unset for local servers
+	// that need no key. IMPORTANT: the key is read from the environment
+	// only, once, by New, and never logged nor put in an error.
+	APIKeyEnv string
+	// Timeout bounds one request, headers and body. Zero: 120 s.
+	Timeout time.Duration
+	// PriceInPerMTok is the price in USD of a million prompt tokens; 0 =
+	// unpriced.
+	PriceInPerMTok float64
+	// PriceOutPerMTok is the price in USD of a million completion tokens;
+	// 0 = unpriced.
+	PriceOutPerMTok float64
+	// HTTPClient sends the requests. Nil: a fresh http.Client over
+	// http.DefaultTransport.
+	HTTPClient *http.Client
+}
+
+// Message is one chat message, in either direction.
+type Message struct {
+	// Role is "system", "developer", "user", "assistant" or "tool".
+	Role string `json:"role"`
+	// Content is the message's text; it MAY be empty for an assistant
+	// message that only calls tools.
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message asks for.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID ties a "tool" message (a tool's result) to the ToolCall.ID
+	// it answers. It is REQUIRED for role "tool".
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Name optionally names the participant (system, developer, user and
+	// assistant messages); ignored for tool messages.
+	Name string `json:"name,omitempty"`
+}
+
+// ToolCall is one function call requested by the model.
+type ToolCall struct {
+	// ID identifies the call; the tool message answering it carries it as
+	// ToolCallID.
+	ID string `json:"id"`
+	// Name is the function's name, one of the request's ToolSpec names.
+	Name string `json:"name"`
+	// Arguments is the call's arguments as JSON text, as the model wrote
+	// it: it MAY be invalid JSON or disagree with the schema, and callers
+	// MUST validate it.
+	Arguments string `json:"arguments"`
+}
+
+// ToolSpec declares a function the model may call.
+type ToolSpec struct {
+	// Name is the function's name (a-z, A-Z, 0-9, _ and -, at most 64).
+	Name string `json:"name"`
+	// Description tells the model what the function does and when to call it.
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema of the arguments object; empty means no
+	// parameters. It MUST be a JSON object.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Request is one chat completion request.
+type Request struct {
+	// Messages is the conversation so far; it MUST NOT be empty.
+	Messages []Message `json:"messages"`
+	// Tools are the functions the model may call.
+	Tools []ToolSpec `json:"tools,omitempty"`
+	// Temperature is the sampling temperature; nil leaves the server's default.
+	Temperature *float64 `json:"temperature,omitempty"`
+	// MaxTokens caps the completion's tokens (sent as max_tokens, which
+	// every OpenAI-compatible server understands); 0 = no cap.
+	MaxTokens int `json:"max_tokens,omitempty"`
+}
+
+// Response is the model's answer to a Request.
+type Response struct {
+	// Message is the assistant's message: Content, ToolCalls or both.
+	// Append it to Request.Messages as is to continue the conversation.
+	Message Message `json:"message"`
+	// FinishReason is the server's reason: "stop", "tool_calls", "length",
+	// "content_filter", ...
+	FinishReason string `json:"finish_reason"`
+	// Usage is the call's token counts and cost.
+	Usage Usage `json:"usage"`
+}
+
+// Usage counts a call's tokens and prices them.
+type Usage struct {
+	// PromptTokens is the number of tokens the server read.
+	PromptTokens int64 `json:"prompt_tokens"`
+	// CompletionTokens is the number of tokens the server wrote.
+	CompletionTokens int64 `json:"completion_tokens"`
+	// TotalTokens is their sum as the server reported it.
+	TotalTokens int64 `json:"total_tokens"`
+	// CostUSD is the call's cost from Config's prices; 0 when unpriced.
+	CostUSD float64 `json:"cost_usd"`
+}
+
+// Client is an LLM driver. It is safe for concurrent use.
+type Client struct {
+	baseURL   string
+	model     string
+	keyEnv    string
+	key       string
+	timeout   time.Duration
+	priceIn   float64
+	priceOut  float64
+	completer openai.ChatCompletionService
+}
+
+// New returns a Client for cfg, with the defaults described on Config.
+// It fails with ErrNoModel when no model is configured and ErrBadBaseURL when
+// the base URL is not an absolute http(s) URL. New sends no request.
+func New(cfg Config) (*Client, error) {
+	c := &Client{
+		baseURL:  cfg.BaseURL,
+		model:    cfg.Model,
+		keyEnv:   cfg.APIKeyEnv,
+		timeout:  cfg.Timeout,
+		priceIn:  cfg.PriceInPerMTok,
+		priceOut: cfg.PriceOutPerMTok,
+	}
+	if c.model == "" {
+		c.model = os.Getenv(EnvModel)
+	}
+	if c.model == "" {
+		return nil, fmt.Errorf("%w: set Config.Model or the %s environment variable (and %s for a server other than OpenAI, e.g. http://127.0.0.1:8080/v1)", ErrNoModel, EnvModel, EnvBaseURL)
+	}
+	if c.baseURL == "" {
+		c.baseURL = os.Getenv(EnvBaseURL)
+	}
+	if c.baseURL == "" {
+		c.baseURL = DefaultBaseURL
+	}
+	u, err := url.Parse(c.baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return nil, fmt.Errorf("%w: %q is not an http(s) URL without credentials, like http://127.0.0.1:8080/v1 (set Config.BaseURL or %s)", ErrBadBaseURL, redactURL(c.baseURL), EnvBaseURL)
+	}
+	if c.keyEnv == "" {
+		c.keyEnv = EnvAPIKey
+	}
+	c.key = os.Getenv(c.keyEnv)
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	// NewChatCompletionService, unlike openai.NewClient, reads no OPENAI_*
+	// environment variable: Config is the only configuration.
+	opts := []option.RequestOption{
+		option.WithBaseURL(c.baseURL),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+	}
+	if c.key != "" {
+		opts = append(opts, option.WithAPIKey(c.key))
+	}
+	c.completer = openai.NewChatCompletionService(opts...)
+	return c, nil
+}
+
+// Model returns the model the client asks for.
+func (c *Client) Model() string { return c.model }
+
+// BaseURL returns the server's API root.
+func (c *Client) BaseURL() string { return c.baseURL }
+
+// Complete sends one chat completion request and returns the first choice.
+// It sends exactly one HTTP request (no retries). Errors are *driver.Error;
+// see the package documentation, "Failure".
+func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
+	params, err := c.params(req)
+	if err != nil {
+		return Response{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var raw *http.Response
+	cc, err := c.completer.New(cctx, params, option.WithResponseInto(&raw))
+	if err != nil {
+		return Response{}, c.callError(ctx, cctx, raw, err)
+	}
+	if cc == nil || len(cc.Choices) == 0 {
+		return Response{}, driver.Errorf(driver.CodeIO, "llm %s: the server at %s answered without any choice", c.model, c.baseURL)
+	}
+	ch := cc.Choices[0]
+	out := Response{
+		Message:      Message{Role: RoleAssistant, Content: ch.Message.Content},
+		FinishReason: ch.FinishReason,
+		Usage: Usage{
+			PromptTokens:     cc.Usage.PromptTokens,
+			CompletionTokens: cc.Usage.CompletionTokens,
+			TotalTokens:      cc.Usage.TotalTokens,
+		},
+	}
+	if out.Message.Content == "" && ch.Message.Refusal != "" {
+		out.Message.Content = ch.Message.Refusal
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		call := ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		if tc.Type == "custom" {
+			call.Name, call.Arguments = tc.Custom.Name, tc.Custom.Input
+		}
+		out.Message.ToolCalls = append(out.Message.ToolCalls, call)
+	}
+	if out.Usage.TotalTokens == 0 {
+		out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
+	}
+	out.Usage.CostUSD = Cost(out.Usage, c.priceIn, c.priceOut)
+	return out, nil
+}
+
+// Cost prices u: prompt tokens at in and completion tokens at out, both in
+// USD per million tokens.
+func Cost(u Usage, in, out float64) float64 {
+	return float64(u.PromptTokens)*in/1e6 + float64(u.CompletionTokens)*out/1e6
+}
+
+// params translates req into the SDK's request, refusing what the wire
+// format cannot carry.
+func (c *Client) params(req Request) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(c.model)}
+	if len(req.Messages) == 0 {
+		return p, driver.Errorf(driver.CodeInvalid, "llm: the request has no messages (give at least one user message)")
+	}
+	for i, m := range req.Messages {
+		mp, err := messageParam(m)
+		if err != nil {
+			return p, driver.Errorf(driver.CodeInvalid, "llm: message %d: %v", i, err)
+		}
+		p.Messages = append(p.Messages, mp)
+	}
+	for i, t := range req.Tools {
+		if t.Name == "" {
+			return p, driver.Errorf(driver.CodeInvalid, "llm: tool %d has no name", i)
+		}
+		fd := shared.FunctionDefinitionParam{Name: t.Name}
+		if t.Description != "" {
+			fd.Description = openai.String(t.Description)
+		}
+		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
+			var schema shared.FunctionParameters
+			if err := json.Unmarshal(t.Parameters, &schema); err != nil || schema == nil {
+				return p, driver.Errorf(driver.CodeInvalid, "llm: tool %q: parameters must be a JSON Schema object: %v", t.Name, errOr(err, "got null"))
+			}
+			fd.Parameters = schema
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
+	}
+	if req.Temperature != nil {
+		p.Temperature = openai.Float(*req.Temperature)
+	}
+	if req.MaxTokens < 0 {
+		return p, driver.Errorf(driver.CodeInvalid, "llm: max_tokens is %d; it must be positive (or 0 for no cap)", req.MaxTokens)
+	}
+	if req.MaxTokens > 0 {
+		p.MaxTokens = openai.Int(int64(req.MaxTokens))
+	}
+	return p, nil
+}
+
+func errOr(err error, s string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return s
+}
+
+func messageParam(m Message) (openai.ChatCompletionMessageParamUnion, error) {
+	var u openai.ChatCompletionMessageParamUnion
+	if len(m.ToolCalls) > 0 && m.Role != RoleAssistant {
+		return u, fmt.Errorf("only assistant messages carry tool_calls, not %q ones", m.Role)
+	}
+	if m.ToolCallID != "" && m.Role != RoleTool {
+		return u, fmt.Errorf("only tool messages carry tool_call_id, not %q ones", m.Role)
+	}
+	switch m.Role {
+	case RoleSystem:
+		u = openai.SystemMessage(m.Content)
+		if m.Name != "" {
+			u.OfSystem.Name = openai.String(m.Name)
+		}
+	case RoleDeveloper:
+		u = openai.DeveloperMessage(m.Content)
+		if m.Name != "" {
+			u.OfDeveloper.Name = openai.String(m.Name)
+		}
+	case RoleUser:
+		u = openai.UserMessage(m.Content)
+		if m.Name != "" {
+			u.OfUser.Name = openai.String(m.Name)
+		}
+	case RoleAssistant:
+		a := openai.ChatCompletionAssistantMessageParam{}
+		if m.Content != "" || len(m.ToolCalls) == 0 {
+			a.Content.OfString = openai.String(m.Content)
+		}
+		if m.Name != "" {
+			a.Name = openai.String(m.Name)
+		}
+		for j, tc := range m.ToolCalls {
+			if tc.ID == "" || tc.Name == "" {
+				return u, fmt.Errorf("tool call %d needs an id and a name", j)
+			}
+			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: tc.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+						Name:      tc.Name,
+						Arguments: tc.Arguments,
+					},
+				},
+			})
+		}
+		u = openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
+	case RoleTool:
+		if m.ToolCallID == "" {
+			return u, errors.New("a tool message needs the tool_call_id of the call it answers")
+		}
+		u = openai.ToolMessage(m.Content, m.ToolCallID)
+	default:
+		return u, fmt.Errorf("unknown role %q (use system, developer, user, assistant or tool)", m.Role)
+	}
+	return u, nil
+}
+
+// callError maps a failed SDK call to a *driver.Error whose text never
+// contains the API key.
+func (c *Client) callError(parent, cctx context.Context, raw *http.Response, err error) error {
+	where := fmt.Sprintf("llm %s at %s", c.model, c.baseURL)
+	var e *driver.Error
+	var apiErr *openai.Error
+	status := 0
+	if errors.As(err, &apiErr) {
+		status = apiErr.StatusCode
+	} else if raw != nil && raw.StatusCode >= 400 {
+		status = raw.StatusCode
+	}
+	switch {
+	case status != 0:
+		msg := http.StatusText(status)
+		if apiErr != nil && apiErr.Message != "" {
+			msg = apiErr.Message
+		}
+		detail := fmt.Sprintf("%s: the server answered %d: %s", where, status, msg)
+		switch {
+		case status == http.StatusTooManyRequests:
+			ra := ""
+			if raw != nil {
+				ra = raw.Header.Get("Retry-After")
+			}
+			if ra == "" {
+				ra = "unspecified"
+			}
+			e = driver.Errorf(driver.CodeUnavailable, "%s (rate limited; retry after %s s)", detail, ra)
+		case status >= 500:
+			e = driver.Errorf(driver.CodeUnavailable, "%s (the server failed; try again later)", detail)
+		case status == http.StatusUnauthorized || status == http.StatusForbidden:
+			if c.key == "" {
+				e = driver.Errorf(driver.CodeInvalid, "%s (no API key was sent: $%s is not set)", detail, c.keyEnv)
+			} else {
+				e = driver.Errorf(driver.CodeInvalid, "%s (check the API key in $%s)", detail, c.keyEnv)
+			}
+		case status == http.StatusNotFound:
+			e = driver.Errorf(driver.CodeInvalid, "%s (check the model name and that the base URL ends in /v1)", detail)
+		default:
+			e = driver.Errorf(driver.CodeInvalid, "%s", detail)
+		}
+	case parent.Err() != nil:
+		e = driver.Errorf(driver.CodeUnavailable, "%s: the call was cancelled: %v", where, parent.Err())
+	case cctx.Err() != nil:
+		e = driver.Errorf(driver.CodeUnavailable, "%s: no answer within %s (Config.Timeout)", where, c.timeout)
+	case isNetError(err):
+		e = driver.Errorf(driver.CodeUnavailable, "%s: cannot reach the server: %v", where, err)
+	default:
+		e = driver.Errorf(driver.CodeIO, "%s: %v", where, err)
+	}
+	e.Message = c.scrub(e.Message)
+	return e
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	var ue *url.Error
+	var oe *net.OpError
+	return errors.As(err, &ne) || errors.As(err, &ue) || errors.As(err, &oe)
+}
+
+// scrub removes the API key from s: a server or a proxy MAY echo it.
+func (c *Client) scrub(s string) string {
+	if c.key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.key, "[redacted]")
+}
+
+// redactURL hides a password in a URL so that it is safe in an error.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		if err != nil {
+			return "(unparsable URL)"
+		}
+		return s
+	}
+	return u.Redacted()
+}
