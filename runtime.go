@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/agent"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git/repo"
@@ -48,6 +50,7 @@ type Runtime struct {
 	reg       *registry.Registry
 	repo      *repo.Repo // nil without a Git upstream
 	db        *sql.DB
+	model     driver.Device // nil without an LLM
 	sql       *driver.SQL
 	node      *kernel.Node
 	agent     *kernel.Process
@@ -156,6 +159,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		}
 		model = client.Device()
 	}
+	rt.model = model
 	if rt.node, err = kernel.Boot(kernel.NodeOptions{
 		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts,
 		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql,
@@ -203,6 +207,75 @@ func (rt *Runtime) resumeForges() {
 			rt.resumedMu.Unlock()
 		}()
 	}
+}
+
+// AgentOptions configure RunAgent. The zero value: the default grants and
+// quota, 20 steps.
+type AgentOptions struct {
+	// Name registers the agent's process.
+	Name string
+	// Grants are its rights (nil: the default process's).
+	Grants []capability.Grant
+	// Quota limits it (its llm_tokens and cost_usd are charged per answer).
+	Quota capability.Limits
+	// MaxSteps bounds its model requests (0: 20).
+	MaxSteps int
+}
+
+// RunAgent runs task as a new agent process: a model calling the kernel
+// tools under the process's capabilities and quota until it answers (see
+// package agent). Its model calls are journaled under a run of kind
+// "agent".
+func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions) (agent.Result, error) {
+	if rt.model == nil {
+		return agent.Result{}, errors.New("agentos: no model is configured: set AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL (or llm in agentos.json)")
+	}
+	grants := opts.Grants
+	if grants == nil {
+		grants = rt.cfg.DefaultGrants()
+	}
+	if !slices.ContainsFunc(grants, func(g capability.Grant) bool { return g.Right == capability.LLM }) {
+		grants = append(slices.Clone(grants), capability.Grant{Right: capability.LLM})
+	}
+	var res agent.Result
+	var runErr error
+	p, err := rt.Kernel().Spawn(func(ctx context.Context, p *kernel.Process) error {
+		tools, err := rt.node.Tools(p)
+		if err != nil {
+			return err
+		}
+		var host driver.Host = driver.Mux{llm.Driver: rt.model}
+		args, _ := json.Marshal(map[string]string{"task": task})
+		run, err := rt.j.Begin(journal.RunMeta{Kind: "agent", Args: args})
+		if err != nil {
+			return err
+		}
+		host = driver.Chain(host, run.Middleware())
+		res, runErr = agent.Run(ctx, agent.Options{LLM: host, Tools: tools, MaxSteps: opts.MaxSteps, Charge: func(u llm.Usage) error {
+			if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
+				return err
+			}
+			return p.Charge(capability.CostUSD, u.CostUSD)
+		}}, task)
+		out, _ := json.Marshal(res)
+		status := journal.StatusOK
+		if runErr != nil {
+			status = journal.StatusFailed
+		}
+		_ = run.End(status, out, nil)
+		return runErr
+	}, kernel.SpawnOptions{Name: opts.Name, Image: "agent", Grants: grants, Quota: opts.Quota})
+	if err != nil {
+		return agent.Result{}, err
+	}
+	reason, err := p.Wait(ctx)
+	if err != nil {
+		return res, err
+	}
+	if runErr == nil && reason.Kind != kernel.Normal {
+		runErr = fmt.Errorf("agentos: the agent process ended: %s", reason)
+	}
+	return res, runErr
 }
 
 // ForgeReport says what became of a forge resumed at start.

@@ -1,0 +1,186 @@
+// Package agent is the agent loop: a model calls the kernel tools, under a
+// process's capabilities and quota, until it answers.
+//
+// # Protocol
+//
+// Run sends the task with a system prompt that states the protocol (reuse
+// or forge tools, no one-off scripts, the standards) and the kernel tools as
+// LLM tools; each tool call the model makes is run through the tool's Call
+// (so it is checked, charged and journaled like any kernel call) and its
+// result sent back, truncated when huge. The loop ends with the model's
+// answer, or with a clear Reason: the step budget ran out, the model
+// repeated the same call without progress, the model failed.
+//
+// # Failure
+//
+// A tool call that fails is not the end: its error goes back to the model,
+// which may correct itself. Only the budget, repetition or the model itself
+// end a run early; none of them is silent.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/driver/llm"
+)
+
+// SystemPrompt is the protocol an agent follows.
+const SystemPrompt = `You are an agent on agentos. You act only through the kernel tools you are given.
+Protocol:
+1. Before writing code, call search_tools: if a tool fits (score near 1), reuse it with exec_tool.
+2. Otherwise call forge_tool with a precise spec (inputs, output, edge cases): it writes, checks, tests and registers a reusable tool. Never write one-off scripts.
+3. Run tools with exec_tool; query data with exec_sql (parameters bound, never interpolated).
+4. When a call fails, read the error and fix the cause; do not repeat the same call.
+5. Answer the task in plain text when you are done.`
+
+// Options configure Run. LLM and Tools are required.
+type Options struct {
+	// LLM answers chat requests (llm.Client.Device(), possibly journaled
+	// through a driver.Host).
+	LLM driver.Host
+	// Tools are the kernel tools bound to the agent's process.
+	Tools []kernel.Tool
+	// System overrides SystemPrompt.
+	System string
+	// MaxSteps bounds the model requests (0: 20).
+	MaxSteps int
+	// MaxResultBytes truncates a tool result sent back (0: 16 KiB).
+	MaxResultBytes int
+	// RepeatLimit ends the run when the same call (tool and arguments) is
+	// made this many times (0: 3).
+	RepeatLimit int
+	// Charge is told every answer's usage (the process's quota); an error
+	// ends the run.
+	Charge func(llm.Usage) error
+}
+
+// The reasons a run ends.
+const (
+	ReasonAnswer   = "answer"         // the model answered
+	ReasonBudget   = "step_budget"    // MaxSteps model requests without an answer
+	ReasonRepeated = "repeated_calls" // the same call RepeatLimit times
+)
+
+// Call is one tool call the model made.
+type Call struct {
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+	Error     string `json:"error,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// Result is how a run ended.
+type Result struct {
+	Answer string    `json:"answer,omitempty"`
+	Reason string    `json:"reason"`
+	Steps  int       `json:"steps"`
+	Calls  []Call    `json:"calls"`
+	Usage  llm.Usage `json:"usage"`
+}
+
+// Run runs task to its end.
+func Run(ctx context.Context, opts Options, task string) (Result, error) {
+	if opts.LLM == nil || len(opts.Tools) == 0 {
+		return Result{}, errors.New("agent: Run needs a model and tools")
+	}
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = 20
+	}
+	if opts.MaxResultBytes <= 0 {
+		opts.MaxResultBytes = 16 << 10
+	}
+	if opts.RepeatLimit <= 0 {
+		opts.RepeatLimit = 3
+	}
+	system := opts.System
+	if system == "" {
+		system = SystemPrompt
+	}
+	tools := map[string]kernel.Tool{}
+	specs := make([]llm.ToolSpec, 0, len(opts.Tools))
+	for _, t := range opts.Tools {
+		tools[t.Name] = t
+		specs = append(specs, llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	msgs := []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: task}}
+	seen := map[string]int{}
+	res := Result{Calls: []Call{}}
+	for res.Steps < opts.MaxSteps {
+		res.Steps++
+		req, _ := json.Marshal(llm.Request{Messages: msgs, Tools: specs})
+		out, err := opts.LLM.Do(ctx, driver.Call{Seq: uint64(res.Steps), Driver: llm.Driver, Op: llm.OpComplete, Request: req})
+		if err != nil {
+			return res, fmt.Errorf("agent step %d: the model failed: %w", res.Steps, err)
+		}
+		var answer llm.Response
+		if err := json.Unmarshal(out, &answer); err != nil {
+			return res, fmt.Errorf("agent step %d: %w", res.Steps, err)
+		}
+		res.Usage.PromptTokens += answer.Usage.PromptTokens
+		res.Usage.CompletionTokens += answer.Usage.CompletionTokens
+		res.Usage.TotalTokens += answer.Usage.TotalTokens
+		res.Usage.CostUSD += answer.Usage.CostUSD
+		if opts.Charge != nil {
+			if err := opts.Charge(answer.Usage); err != nil {
+				return res, err
+			}
+		}
+		msgs = append(msgs, answer.Message)
+		if len(answer.Message.ToolCalls) == 0 {
+			res.Answer, res.Reason = answer.Message.Content, ReasonAnswer
+			return res, nil
+		}
+		for _, tc := range answer.Message.ToolCalls {
+			key := tc.Name + "\x00" + canonical(tc.Arguments)
+			seen[key]++
+			c := Call{Tool: tc.Name, Arguments: tc.Arguments}
+			if seen[key] >= opts.RepeatLimit {
+				res.Calls = append(res.Calls, c)
+				res.Reason = ReasonRepeated
+				return res, nil
+			}
+			content := runTool(ctx, tools, tc, &c, opts.MaxResultBytes)
+			res.Calls = append(res.Calls, c)
+			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: content})
+		}
+	}
+	res.Reason = ReasonBudget
+	return res, nil
+}
+
+// runTool runs one call and returns what goes back to the model.
+func runTool(ctx context.Context, tools map[string]kernel.Tool, tc llm.ToolCall, c *Call, max int) string {
+	t, ok := tools[tc.Name]
+	if !ok {
+		c.Error = "unknown tool"
+		return fmt.Sprintf("error: there is no tool %q; use one of the tools you were given", tc.Name)
+	}
+	out, err := t.Call(ctx, json.RawMessage(tc.Arguments))
+	if err != nil {
+		c.Error = err.Error()
+		return "error: " + err.Error()
+	}
+	s := string(out)
+	if len(s) > max {
+		c.Truncated = true
+		s = s[:max] + fmt.Sprintf("\n[truncated: %d more bytes; ask for less, e.g. a narrower query or a LIMIT]", len(out)-max)
+	}
+	return s
+}
+
+// canonical normalises JSON arguments so that the same call in another
+// key order or spacing counts as a repeat.
+func canonical(args string) string {
+	var v any
+	if json.Unmarshal([]byte(args), &v) != nil {
+		return strings.TrimSpace(args)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
