@@ -171,13 +171,13 @@ type AgentConfig struct {
 
 // DefaultGrants are the default process's rights when the configuration
 // names none: read, write and exec under the tools directory, spawn, sql,
-// and fetch (which fetch.allow still limits).
+// llm (forge_tool), and fetch (which fetch.allow still limits).
 func (c Config) DefaultGrants() []capability.Grant {
 	if len(c.Agent.Grants) > 0 {
 		return c.Agent.Grants
 	}
 	scope := c.Tools() + "/"
-	return []capability.Grant{{Right: capability.Read, Scope: scope}, {Right: capability.Write, Scope: scope}, {Right: capability.Exec, Scope: scope}, {Right: capability.Spawn}, {Right: capability.Fetch}, {Right: capability.SQL}}
+	return []capability.Grant{{Right: capability.Read, Scope: scope}, {Right: capability.Write, Scope: scope}, {Right: capability.Exec, Scope: scope}, {Right: capability.Spawn}, {Right: capability.Fetch}, {Right: capability.SQL}, {Right: capability.LLM}}
 }
 
 // limits converts a quota map, refusing unknown meters.

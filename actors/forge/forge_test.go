@@ -66,7 +66,7 @@ type env struct {
 	jl  *vfs.Jail
 }
 
-func newEnv(t *testing.T, srv *llmtest.Server, root string) env {
+func newEnv(t testing.TB, srv *llmtest.Server, root string, threshold ...float64) env {
 	t.Helper()
 	ex, err := executor.New(executor.Options{Root: root, Isolation: executor.IsolationInProcess, TempDir: t.TempDir(), Limits: executor.Limits{Timeout: 5 * time.Second}})
 	if err != nil {
@@ -101,7 +101,11 @@ func newEnv(t *testing.T, srv *llmtest.Server, root string) env {
 		}
 		return "", nil
 	}
-	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: reg, Checker: check.New(check.Options{}), Executor: ex, Jail: jl, Journal: j, Write: write, Logger: quiet})
+	th := 0.0
+	if len(threshold) > 0 {
+		th = threshold[0]
+	}
+	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: reg, Threshold: th, Checker: check.New(check.Options{}), Executor: ex, Jail: jl, Journal: j, Write: write, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@
 //	agentos replay  [--root DIR] [--json] [--tool F] RUN re-run offline (or a patched tool)
 //	agentos recover [--root DIR] [--json]                resume runs a crash interrupted
 //	agentos call    [--root DIR] [--json] TOOL ARGS_JSON a kernel tool, as an LLM calls it
+//	agentos forge   [--root DIR] [--json] SPEC           reuse or forge a tool with the model
 //	agentos serve   [--root DIR] [--metrics ADDR]        run a node until SIGTERM
 //	agentos ps      [--root DIR] [--json]                the serving node's processes
 //	agentos events  [--root DIR] [--json]                the serving node's recent kernel events
@@ -57,6 +58,7 @@ var commands = []command{
 	{"replay", "re-run a recorded run offline, or feed its I/O to a patched tool", "agentos replay [--root DIR] [--json] [--tool PATCHED.ts] RUN", runReplay},
 	{"recover", "resume the runs a crash left unfinished", "agentos recover [--root DIR] [--json]", runRecover},
 	{"call", "call a kernel tool as an LLM would (on the serving node, or a runtime started for it)", "agentos call [--root DIR] [--json] TOOL ARGS_JSON", runCall},
+	{"forge", "reuse or forge a tool for a spec with the configured model", "agentos forge [--root DIR] [--json] SPEC", runForge},
 	{"serve", "run a node until SIGTERM: processes, actors, journal; ps/events/call talk to it", "agentos serve [--root DIR] [--metrics ADDR]", runServe},
 	{"ps", "the process table of the serving node", "agentos ps [--root DIR] [--json]", runPS},
 	{"events", "the recent kernel events of the serving node", "agentos events [--root DIR] [--json]", runEvents},

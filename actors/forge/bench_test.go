@@ -1,0 +1,38 @@
+package forge_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/driver/llm/llmtest"
+)
+
+// BenchmarkForgeCycle is one whole forge against the scripted model: the
+// request over loopback HTTP, check_tool, the tests in the sandbox, the
+// journal, the registry. The model answers at once, so the time is the
+// runtime's.
+//
+//	go test -run '^$' -bench ForgeCycle -count 6 ./actors/forge/
+func BenchmarkForgeCycle(b *testing.B) {
+	script := make([]llmtest.Step, b.N)
+	for i := range script {
+		code := strings.Replace(fibCode, "n-th Fibonacci number", fmt.Sprintf("n-th Fibonacci number, variant %d", i), 1)
+		tests := strings.Replace(fibTests, "require('./fib')", fmt.Sprintf("require('./fib%d')", i), 1)
+		args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("tools/bench/fib%d.ts", i), "code": code, "tests": tests})
+		script[i] = llmtest.Step{ToolCalls: []llm.ToolCall{{ID: "c", Name: "submit_tool", Arguments: string(args)}}}
+	}
+	srv := llmtest.NewServer(script)
+	defer srv.Close()
+	e := newEnv(b, srv, b.TempDir(), 2) // a threshold above 1: never reuse
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := e.f.Forge(context.Background(), fmt.Sprintf("fibonacci variant %d", i), nil)
+		if err != nil || !res.Attempts[0].Passed {
+			b.Fatalf("%v %+v", err, res)
+		}
+	}
+}

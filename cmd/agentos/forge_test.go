@@ -1,0 +1,51 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/driver/llm/llmtest"
+)
+
+const cliFib = `/** Returns the n-th Fibonacci number. */
+export default function fib(args: { n: number }): number {
+  let a = 0;
+  let b = 1;
+  for (let i = 0; i < args.n; i++) {
+    const next = a + b;
+    a = b;
+    b = next;
+  }
+  return a;
+}
+`
+
+const cliFibTests = `const fib = require('./fib').default;
+export default async function (): Promise<void> {
+  if (fib({ n: 10 }) !== 55) {
+    throw new Error("fib(10) = " + fib({ n: 10 }) + ", want 55");
+  }
+}
+`
+
+func TestForgeCommand(t *testing.T) {
+	args, _ := json.Marshal(map[string]string{"path": "tools/math/fib.ts", "code": cliFib, "tests": cliFibTests})
+	srv := llmtest.NewServer([]llmtest.Step{{ToolCalls: []llm.ToolCall{{ID: "1", Name: "submit_tool", Arguments: string(args)}}}})
+	defer srv.Close()
+	t.Setenv("AGENTOS_LLM_BASE_URL", srv.URL())
+	t.Setenv("AGENTOS_LLM_MODEL", "scripted")
+	root := toolRoot(t, nil)
+	code, stdout, stderr := cli(t, "forge", "--root", root, "a tool that returns the n-th Fibonacci number")
+	if code != 0 || !strings.Contains(stdout, "attempt 1: tools/math/fib.ts passed check and tests") || !strings.Contains(stdout, "forged tools/math/fib.ts") {
+		t.Fatalf("forge: %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ = cli(t, "forge", "--root", root, "--json", "fibonacci number")
+	if code != 0 || !strings.Contains(stdout, `"reused": true`) || srv.Requests() != 1 {
+		t.Fatalf("second forge must reuse: %d %s (requests %d)", code, stdout, srv.Requests())
+	}
+	if code, _, _ := cli(t, "forge", "--root", root); code != 2 {
+		t.Fatalf("no spec: exit %d", code)
+	}
+}
