@@ -82,6 +82,9 @@ func TestLoadConfigFull(t *testing.T) {
     "quota": { "tool_calls": 1000, "memory_mb": 512 }
   },
   "git": { "upstream": "../tools.git", "branch": "main", "strategy": "direct" },
+  "fetch": { "allow": ["https://api.example.com/v1/"], "timeout": "10s", "max_bytes": 4194304 },
+  "sql": { "sqlite": ".agentos/data.db" },
+  "llm": { "base_url": "http://127.0.0.1:8080/v1", "model": "qwen2.5-coder", "forge_attempts": 3 },
   "metrics_addr": "127.0.0.1:9464"
 }`
 	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(body), 0o644)
