@@ -133,6 +133,9 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(stdout, "agentos demo in %s\n", dir)
+	// First the forge: agents get tools by reuse or by forging them.
+	surprises := demoForge(ctx, dir, cfg, stdout)
 	jail, err := vfs.Open(dir)
 	if err != nil {
 		return err
@@ -154,9 +157,7 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	runIDs := map[string]string{}
 	checker := check.New(cfg.CheckOptions())
 
-	fmt.Fprintf(stdout, "agentos demo: tools are written, checked on a syntax tree, and run in sandbox worker processes\n")
-	fmt.Fprintf(stdout, "tool root: %s\n\n", dir)
-	surprises := 0
+	fmt.Fprintf(stdout, "\nthe sandbox: tools are written, checked on a syntax tree, and run in sandbox worker processes\n\n")
 	for i, t := range demoTools {
 		fmt.Fprintf(stdout, "%d. %s — %s\n", i+1, t.path, t.title)
 		if err := jail.WriteFile(t.path, []byte(t.src)); err != nil {
