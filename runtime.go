@@ -250,7 +250,7 @@ func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions)
 		if err != nil {
 			return err
 		}
-		host = driver.Chain(host, run.Middleware())
+		host = driver.Chain(host, run.Durable().Middleware())
 		res, runErr = agent.Run(ctx, agent.Options{LLM: host, Tools: tools, MaxSteps: opts.MaxSteps, Charge: func(u llm.Usage) error {
 			if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
 				return err

@@ -386,8 +386,18 @@ func (j *Journal) Source(hash string) ([]byte, error) {
 
 // Run is a run being recorded.
 type Run struct {
-	j    *Journal
-	meta RunMeta
+	j       *Journal
+	meta    RunMeta
+	durable bool
+}
+
+// Durable makes every call of the run committed and fsynced before its
+// result is handed on, whatever the journal's mode: for calls that are
+// paid for (a model's answer), so that a crash can never make a resumed
+// run pay for one again. Call it before Middleware.
+func (r *Run) Durable() *Run {
+	r.durable = true
+	return r
 }
 
 // ID returns the run's id.
@@ -405,7 +415,7 @@ func (r *Run) Middleware() driver.Middleware {
 			}
 			start := r.j.now()
 			val, err := next.Do(ctx, c)
-			if rerr := r.j.record(r.meta.ID, c, val, err, start); rerr != nil {
+			if rerr := r.j.record(r.meta.ID, c, val, err, start, r.durable); rerr != nil {
 				return nil, driver.Errorf(driver.CodeUnavailable, "%s: the journal could not record the call, so its result is withheld: %v", c, rerr)
 			}
 			return val, err
@@ -414,7 +424,7 @@ func (r *Run) Middleware() driver.Middleware {
 }
 
 // record journals one call.
-func (j *Journal) record(run string, c driver.Call, val json.RawMessage, callErr error, start time.Time) error {
+func (j *Journal) record(run string, c driver.Call, val json.RawMessage, callErr error, start time.Time, durable bool) error {
 	e := Entry{Seq: c.Seq, Driver: c.Driver, Op: c.Op, Request: j.redact.json(c.Request), At: start, Duration: j.now().Sub(start)}
 	if callErr != nil {
 		e.Error = driver.AsError(callErr)
@@ -422,7 +432,7 @@ func (j *Journal) record(run string, c driver.Call, val json.RawMessage, callErr
 	} else {
 		e.Response = j.redact.json(val)
 	}
-	return j.submit(&write{run: run, seq: c.Seq, entry: e.appendJSON(nil)}, j.opts.Durability == SyncEach)
+	return j.submit(&write{run: run, seq: c.Seq, entry: e.appendJSON(nil)}, durable || j.opts.Durability == SyncEach)
 }
 
 // End records how the run ended (committed before it returns). It returns

@@ -1250,3 +1250,28 @@ func ExampleJournal_Replayer() {
 	// replayed: {"content":"[1,2,3]"}
 	// abort_run - AGENTOS-J002
 }
+
+// A durable run's calls are committed before they are answered, even in
+// group-commit mode: the entry is readable as soon as the call returns.
+func TestDurableRun(t *testing.T) {
+	j, err := Open(filepath.Join(t.TempDir(), "j.db"), Options{Durability: GroupCommit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	run, err := j.Begin(RunMeta{Kind: "forge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := driver.Chain(driver.HostFunc(func(context.Context, driver.Call) (json.RawMessage, error) {
+		return json.RawMessage(`{"answer":1}`), nil
+	}), run.Durable().Middleware())
+	for seq := uint64(1); seq <= 3; seq++ {
+		if _, err := host.Do(context.Background(), driver.Call{Seq: seq, Driver: "llm", Op: "complete"}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := j.Count(run.ID()); err != nil || n != int(seq) {
+			t.Fatalf("after call %d the journal holds %d entries (%v)", seq, n, err)
+		}
+	}
+}

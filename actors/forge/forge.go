@@ -120,7 +120,9 @@ func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, 
 		if run, err = f.opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args}); err != nil {
 			return Result{}, fmt.Errorf("journaling the forge: %w", err)
 		}
-		host = driver.Chain(host, run.Middleware())
+		// Model answers are paid for: each is on disk before it is used, so
+		// a crash can never make the resumed forge ask again.
+		host = driver.Chain(host, run.Durable().Middleware())
 	}
 	res, err := f.loop(ctx, host, spec, charge)
 	if run != nil {
@@ -156,6 +158,7 @@ func (f *Forge) Resume(ctx context.Context, id string, charge Charge) (Result, e
 	if err := json.Unmarshal(meta.Args, &a); err != nil || a.Spec == "" {
 		return Result{}, fmt.Errorf("%w: run %s has no spec to resume", ErrSpec, id)
 	}
+	rec.Run().Durable()
 	host := driver.Chain(f.devices(), rec.Middleware())
 	res, err := f.loop(ctx, host, a.Spec, charge)
 	res.RunID = id
