@@ -101,8 +101,8 @@ func TestServeSIGTERM(t *testing.T) {
 	// The run is under way once its scratch directory exists.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		entries, _ := os.ReadDir(tmp)
-		if len(entries) > 0 {
+		// The run's own scratch directory, not any temp file the node made.
+		if runs, _ := filepath.Glob(filepath.Join(tmp, "agentos-run-*")); len(runs) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
