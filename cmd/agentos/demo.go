@@ -136,6 +136,7 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(stdout, "agentos demo in %s\n", dir)
 	// First the forge: agents get tools by reuse or by forging them.
 	surprises := demoForge(ctx, dir, cfg, stdout)
+	surprises += demoCrash(ctx, dir, cfg, stdout)
 	jail, err := vfs.Open(dir)
 	if err != nil {
 		return err

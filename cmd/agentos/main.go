@@ -90,6 +90,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	if args[0] == demoCrashChild {
+		return runDemoCrashChild(ctx, args[1:])
+	}
 	for _, c := range commands {
 		if c.name != args[0] {
 			continue

@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("AGENTOS_CLI_CHILD") == "1" { // the test binary as the agentos command
 		main()
 	}
+	if len(os.Args) > 1 && os.Args[1] == demoCrashChild { // the demo re-executing itself
+		os.Exit(runDemoCrashChild(context.Background(), os.Args[2:]))
+	}
 	goleak.VerifyTestMain(m, leaktest.Options...)
 }
 
