@@ -137,6 +137,12 @@ type SQLConfig struct {
 	// ".agentos/data.db" (agentos' state directory: never visible to tools,
 	// never committed).
 	SQLite string `json:"sqlite,omitempty"`
+	// PostgresDSNEnv names an environment variable holding a PostgreSQL
+	// DSN (postgres://user:pass@host/db). When it is set and not empty,
+	// exec_sql reaches that database through pgx instead of SQLite
+	// (statements use $1, $2 placeholders). IMPORTANT: the DSN carries a
+	// password, so it never goes in this file.
+	PostgresDSNEnv string `json:"postgres_dsn_env,omitempty"`
 	// MaxRows caps the rows one statement returns. Default 10,000.
 	MaxRows int `json:"max_rows,omitempty"`
 }

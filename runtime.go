@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,6 +30,7 @@ import (
 	"github.com/agentos-run/agentos/internal/promtext"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
+	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL, when a DSN is configured
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	_ "modernc.org/sqlite" // the embedded database, no cgo
 )
@@ -131,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if rt.j, err = journal.Open(cfg.JournalPath(root), journal.Options{}); err != nil {
 		return rt, err
 	}
-	if rt.db, err = openSQLite(cfg.SQLitePath(root)); err != nil {
+	if rt.db, err = openDB(cfg, root); err != nil {
 		return rt, err
 	}
 	rt.sql = &driver.SQL{DB: rt.db, MaxRows: cfg.SQL.MaxRows}
@@ -326,6 +328,43 @@ func (c Config) JournalPath(root string) string {
 
 // DB returns the database exec_sql reaches.
 func (rt *Runtime) DB() *sql.DB { return rt.db }
+
+// openDB opens PostgreSQL when sql.postgres_dsn_env names a set variable,
+// else the embedded SQLite file.
+func openDB(cfg Config, root string) (*sql.DB, error) {
+	if env := cfg.SQL.PostgresDSNEnv; env != "" {
+		dsn := os.Getenv(env)
+		if dsn == "" {
+			return nil, fmt.Errorf("agentos: sql.postgres_dsn_env names %s, which is not set: export the PostgreSQL DSN in it, or remove the setting to use SQLite", env)
+		}
+		db, err := sql.Open("pgx", dsn)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err = db.PingContext(ctx)
+			cancel()
+			if err != nil {
+				db.Close()
+			}
+		}
+		if err != nil {
+			// pgx errors can quote the DSN; name the variable, not its value.
+			return nil, fmt.Errorf("agentos: cannot reach the PostgreSQL database in %s: %s", env, redactDSN(err.Error(), dsn))
+		}
+		return db, nil
+	}
+	return openSQLite(cfg.SQLitePath(root))
+}
+
+// redactDSN removes the DSN and its password from an error text.
+func redactDSN(msg, dsn string) string {
+	msg = strings.ReplaceAll(msg, dsn, "[dsn]")
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "[redacted]")
+		}
+	}
+	return msg
+}
 
 // openSQLite opens the embedded database: WAL, so readers never wait, and a
 // busy timeout, so concurrent runs' transactions queue instead of failing.

@@ -122,3 +122,17 @@ export default async function (): Promise<unknown> {
 		t.Fatalf("kernel exec_sql constraint error: %v", err)
 	}
 }
+
+// PostgreSQL is reached through pgx when the DSN variable is set; an
+// unreachable database is a clear error that never shows the password.
+func TestPostgresDSN(t *testing.T) {
+	t.Setenv("TEST_PG_DSN", "postgres://agent:hunter2@127.0.0.1:1/tools?connect_timeout=2")
+	_, err := agentos.Start(context.Background(), agentos.Config{Root: t.TempDir(), Isolation: "inprocess", Logger: quiet, SQL: agentos.SQLConfig{PostgresDSNEnv: "TEST_PG_DSN"}})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the PostgreSQL database in TEST_PG_DSN") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("unreachable PostgreSQL: %v", err)
+	}
+	_, err = agentos.Start(context.Background(), agentos.Config{Root: t.TempDir(), Isolation: "inprocess", Logger: quiet, SQL: agentos.SQLConfig{PostgresDSNEnv: "TEST_PG_UNSET"}})
+	if err == nil || !strings.Contains(err.Error(), "TEST_PG_UNSET, which is not set") {
+		t.Fatalf("unset DSN variable: %v", err)
+	}
+}
