@@ -24,6 +24,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -60,36 +61,11 @@ func init() {
 	os.Exit(forgeCrashChild())
 }
 
-const forgeCrashFib = `/** Returns the n-th Fibonacci number. @tag math */
-export default function fib(args: { n: number }): number {
-  if (!Number.isInteger(args.n) || args.n < 0) {
-    throw new Error("n must be a non-negative integer");
-  }
-  let a = 0;
-  let b = 1;
-  for (let i = 0; i < args.n; i++) {
-    const next = a + b;
-    a = b;
-    b = next;
-  }
-  return a;
-}
-`
-
-// forgeCrashBuggy returns b instead of a: off by one, so its tests fail.
-var forgeCrashBuggy = strings.Replace(forgeCrashFib, "return a;", "return b;", 1)
-
-const forgeCrashTests = `const fib = require('./fib').default;
-export default async function (): Promise<void> {
-  const cases: Array<[number, number]> = [[0, 0], [1, 1], [2, 1], [10, 55]];
-  for (const [n, want] of cases) {
-    const got = fib({ n });
-    if (got !== want) {
-      throw new Error("fib(" + n + ") = " + got + ", want " + want);
-    }
-  }
-}
-`
+var (
+	forgeCrashFib   = samples.FibForged
+	forgeCrashBuggy = samples.FibForgedBuggy
+	forgeCrashTests = samples.FibForgedTests
+)
 
 func forgeCrashSubmit(code string) llmtest.Step {
 	args, _ := json.Marshal(map[string]string{"path": forgeCrashPath, "code": code, "tests": forgeCrashTests})

@@ -415,6 +415,12 @@ func (r *Run) Middleware() driver.Middleware {
 			}
 			start := r.j.now()
 			val, err := next.Do(ctx, c)
+			if err != nil && ctx.Err() != nil {
+				// Interrupted (shutdown, a killed process), not answered:
+				// nothing is recorded, so a resumed run performs it again
+				// instead of replaying an interruption it never saw.
+				return val, err
+			}
 			if rerr := r.j.record(r.meta.ID, c, val, err, start, r.durable); rerr != nil {
 				return nil, driver.Errorf(driver.CodeUnavailable, "%s: the journal could not record the call, so its result is withheld: %v", c, rerr)
 			}

@@ -1275,3 +1275,32 @@ func TestDurableRun(t *testing.T) {
 		}
 	}
 }
+
+// A call interrupted by its run's cancellation is not an answer: it is not
+// recorded, so recovery performs it again.
+func TestInterruptedCallNotRecorded(t *testing.T) {
+	j, err := Open(filepath.Join(t.TempDir(), "j.db"), Options{Durability: SyncEach})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	run, err := j.Begin(RunMeta{Kind: "exec"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	host := driver.Chain(driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+		if c.Seq == 2 {
+			cancel()
+			return nil, ctx.Err()
+		}
+		return json.RawMessage(`1`), nil
+	}), run.Middleware())
+	_, _ = host.Do(ctx, driver.Call{Seq: 1, Driver: "fetch", Op: "fetch"})
+	if _, err := host.Do(ctx, driver.Call{Seq: 2, Driver: "fetch", Op: "fetch"}); err == nil {
+		t.Fatal("the interrupted call succeeded")
+	}
+	if n, _ := j.Count(run.ID()); n != 1 {
+		t.Fatalf("%d entries, want 1: the interrupted call must not be recorded", n)
+	}
+}

@@ -127,7 +127,7 @@ func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, 
 	res, err := f.loop(ctx, host, spec, charge)
 	if run != nil {
 		res.RunID = run.ID()
-		if !errors.Is(err, context.Canceled) { // a cancelled forge stays resumable
+		if ctx.Err() == nil { // a cancelled forge (shutdown, crash) stays resumable
 			endRun(run, res, err)
 		}
 	}
@@ -162,7 +162,7 @@ func (f *Forge) Resume(ctx context.Context, id string, charge Charge) (Result, e
 	host := driver.Chain(f.devices(), rec.Middleware())
 	res, err := f.loop(ctx, host, a.Spec, charge)
 	res.RunID = id
-	if !errors.Is(err, context.Canceled) {
+	if ctx.Err() == nil {
 		endRun(rec.Run(), res, err)
 	}
 	return res, err
@@ -204,6 +204,9 @@ func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, charge 
 	for n := 1; n <= f.opts.MaxAttempts; n++ {
 		var answer llm.Response
 		if err := call(llm.Driver, "complete", llm.Request{Messages: msgs, Tools: []llm.ToolSpec{submitTool}}, &answer); err != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
 			return res, fmt.Errorf("forge attempt %d: asking the model: %w", n, err)
 		}
 		res.Usage = addUsage(res.Usage, answer.Usage)
@@ -219,6 +222,9 @@ func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, charge 
 			att.Errors = f.judge(cand, call)
 		} else {
 			att.Errors = []string{perr.Error()}
+		}
+		if ctx.Err() != nil { // interrupted, not judged: the resumed forge judges it
+			return res, ctx.Err()
 		}
 		att.Passed = len(att.Errors) == 0
 		res.Attempts = append(res.Attempts, att)

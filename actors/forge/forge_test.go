@@ -17,42 +17,18 @@ import (
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
 
-const fibCode = `/** Returns the n-th Fibonacci number. @tag math */
-export default function fib(args: { n: number }): number {
-  if (!Number.isInteger(args.n) || args.n < 0) {
-    throw new Error("n must be a non-negative integer");
-  }
-  let a = 0;
-  let b = 1;
-  for (let i = 0; i < args.n; i++) {
-    const next = a + b;
-    a = b;
-    b = next;
-  }
-  return a;
-}
-`
-
-// buggyCode returns b instead of a: off by one.
-var buggyCode = strings.Replace(fibCode, "return a;", "return b;", 1)
-
-const fibTests = `const fib = require('./fib').default;
-export default async function (): Promise<void> {
-  const cases: Array<[number, number]> = [[0, 0], [1, 1], [2, 1], [10, 55]];
-  for (const [n, want] of cases) {
-    const got = fib({ n });
-    if (got !== want) {
-      throw new Error("fib(" + n + ") = " + got + ", want " + want);
-    }
-  }
-}
-`
+var (
+	fibCode   = samples.FibForged
+	buggyCode = samples.FibForgedBuggy
+	fibTests  = samples.FibForgedTests
+)
 
 func submit(code string) llmtest.Step {
 	args, _ := json.Marshal(map[string]string{"path": "tools/math/fib.ts", "code": code, "tests": fibTests})

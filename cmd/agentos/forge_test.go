@@ -7,31 +7,11 @@ import (
 
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/samples"
 )
 
-const cliFib = `/** Returns the n-th Fibonacci number. */
-export default function fib(args: { n: number }): number {
-  let a = 0;
-  let b = 1;
-  for (let i = 0; i < args.n; i++) {
-    const next = a + b;
-    a = b;
-    b = next;
-  }
-  return a;
-}
-`
-
-const cliFibTests = `const fib = require('./fib').default;
-export default async function (): Promise<void> {
-  if (fib({ n: 10 }) !== 55) {
-    throw new Error("fib(10) = " + fib({ n: 10 }) + ", want 55");
-  }
-}
-`
-
 func TestForgeCommand(t *testing.T) {
-	args, _ := json.Marshal(map[string]string{"path": "tools/math/fib.ts", "code": cliFib, "tests": cliFibTests})
+	args, _ := json.Marshal(map[string]string{"path": "tools/math/fib.ts", "code": samples.FibForged, "tests": samples.FibForgedTests})
 	srv := llmtest.NewServer([]llmtest.Step{{ToolCalls: []llm.ToolCall{{ID: "1", Name: "submit_tool", Arguments: string(args)}}}})
 	defer srv.Close()
 	t.Setenv("AGENTOS_LLM_BASE_URL", srv.URL())
