@@ -115,7 +115,17 @@ func Recover(ctx context.Context, ex *executor.Executor, j *journal.Journal) ([]
 		}
 		rep := RecoverReport{Run: meta}
 		src, hash, serr := ex.Source(meta.Tool)
+		usedSQL := false
+		if entries, err := j.Entries(meta.ID); err == nil {
+			for _, e := range entries {
+				usedSQL = usedSQL || e.Driver == driver.SQLDriver
+			}
+		}
 		switch {
+		case usedSQL:
+			// Its transaction died with the process: replaying the recorded
+			// statements would skip writes the database never kept.
+			rep.Reason = fmt.Sprintf("cannot resume: the run used SQL, and the crash rolled back its transaction; run %s again", meta.Tool)
 		case serr != nil:
 			rep.Reason = fmt.Sprintf("cannot resume: the tool %s is gone (%v)", meta.Tool, serr)
 		case hash != meta.Hash:

@@ -241,7 +241,13 @@ func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions)
 	}
 	var res agent.Result
 	var runErr error
+	callerCtx := ctx
 	p, err := rt.Kernel().Spawn(func(ctx context.Context, p *kernel.Process) error {
+		// The agent stops when its process ends or its caller gives up.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(callerCtx, cancel)
+		defer stop()
 		tools, err := rt.node.Tools(p)
 		if err != nil {
 			return err
@@ -270,10 +276,10 @@ func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions)
 	if err != nil {
 		return agent.Result{}, err
 	}
-	reason, err := p.Wait(ctx)
-	if err != nil {
-		return res, err
-	}
+	// Wait for the process itself, so that res is complete (the caller's
+	// ctx ending cancels the agent, which then ends).
+	<-p.Done()
+	reason, _ := p.Reason()
 	if runErr == nil && reason.Kind != kernel.Normal {
 		runErr = fmt.Errorf("agentos: the agent process ended: %s", reason)
 	}
@@ -406,7 +412,7 @@ func (c Config) repoOptions(root string, regenerate func() error, log *slog.Logg
 		AuthorName: c.Git.AuthorName, AuthorEmail: c.Git.AuthorEmail, TokenEnv: c.Git.TokenEnv,
 		Strategy: repo.Strategy(c.Git.Strategy), PR: pr,
 		Derived: []string{RegistryFile}, Regenerate: regenerate,
-		Ignore: []string{StateDir + "/"}, Logger: log,
+		Ignore: []string{StateDir + "/", c.Tools() + "/.forge/"}, Logger: log,
 	}
 }
 

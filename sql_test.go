@@ -8,6 +8,8 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/journal"
 )
 
 func sqlRuntime(t *testing.T, isolation ...string) *agentos.Runtime {
@@ -134,5 +136,33 @@ func TestPostgresDSN(t *testing.T) {
 	_, err = agentos.Start(context.Background(), agentos.Config{Root: t.TempDir(), Isolation: "inprocess", Logger: quiet, SQL: agentos.SQLConfig{PostgresDSNEnv: "TEST_PG_UNSET"}})
 	if err == nil || !strings.Contains(err.Error(), "TEST_PG_UNSET, which is not set") {
 		t.Fatalf("unset DSN variable: %v", err)
+	}
+}
+
+// A run that used SQL is not resumed after a crash: its transaction died
+// with the process, so replaying the recorded statements would skip writes.
+func TestSQLRunNotResumed(t *testing.T) {
+	rt := sqlRuntime(t)
+	write(t, rt, "tools/w.ts", "/** Writes. */\nexport default async function (): Promise<number> { const r = await tgp.exec_sql(\"INSERT INTO users (name) VALUES (?)\", [\"zed\"]); return r.rows_affected; }\n")
+	j := rt.Journal()
+	// A crashed run: begun, one SQL call recorded, never ended.
+	src, hash, err := rt.Executor().Source("tools/w.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = j.PutSource(hash, src)
+	run, err := j.Begin(journal.RunMeta{Kind: "exec", Tool: "tools/w.ts", Hash: hash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := driver.Chain(driver.HostFunc(func(context.Context, driver.Call) (json.RawMessage, error) {
+		return json.RawMessage(`{"rows_affected":1}`), nil
+	}), run.Durable().Middleware()) // committed, as a recorded call is after a crash
+	if _, err := host.Do(context.Background(), driver.Call{Seq: 1, Driver: driver.SQLDriver, Op: "exec", Request: json.RawMessage(`{"sql":"INSERT INTO users (name) VALUES (?)","params":["zed"]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	reps, err := agentos.Recover(context.Background(), rt.Executor(), j)
+	if err != nil || len(reps) != 1 || reps[0].Resumed || !strings.Contains(reps[0].Reason, "used SQL") {
+		t.Fatalf("recover: %+v %v", reps, err)
 	}
 }

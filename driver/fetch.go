@@ -61,24 +61,43 @@ type FetchResponse struct {
 	Body    string            `json:"body"`
 }
 
-// Allowed reports whether u may be fetched under allow.
+// Allowed reports whether u may be fetched under allow. The scheme and
+// host (with its port, default ports made explicit) MUST equal a prefix's;
+// then the path must start with the prefix's path. A URL with userinfo is
+// never allowed (https://api.example.com:443@evil.io/ goes to evil.io).
 func Allowed(allow []string, u string) bool {
+	t, err := url.Parse(u)
+	if err != nil || t.User != nil || t.Host == "" || t.Opaque != "" {
+		return false
+	}
 	for _, p := range allow {
-		if !strings.HasPrefix(u, p) {
-			continue
-		}
-		// The prefix must not stop in the middle of the host name.
 		pu, err := url.Parse(p)
-		if err != nil || pu.Host == "" {
+		if err != nil || pu.Host == "" || pu.User != nil {
 			continue
 		}
-		rest := u[len(p):]
-		if pu.Path == "" && rest != "" && !strings.HasPrefix(rest, "/") && !strings.HasPrefix(rest, ":") && !strings.HasPrefix(rest, "?") {
+		if !strings.EqualFold(pu.Scheme, t.Scheme) || hostPort(pu) != hostPort(t) {
 			continue
 		}
-		return true
+		if strings.HasPrefix(t.EscapedPath(), pu.EscapedPath()) {
+			return true
+		}
 	}
 	return false
+}
+
+// hostPort is u's lowercased host with its port, the scheme's default
+// port made explicit.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "https":
+			port = "443"
+		case "http":
+			port = "80"
+		}
+	}
+	return strings.ToLower(u.Hostname()) + ":" + port
 }
 
 // Do runs one fetch.

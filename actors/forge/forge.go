@@ -65,7 +65,9 @@ func New(opts Options) (*Forge, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Forge{opts: opts}, nil
+	f := &Forge{opts: opts}
+	f.Clean() // candidates a crash left staged
+	return f, nil
 }
 
 // Attempt is one generate-check-test round.
@@ -245,6 +247,9 @@ func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, charge 
 // judge checks the candidate and runs its tests; it returns the errors to
 // send back (none: it passed).
 func (f *Forge) judge(c candidate, call func(drv, op string, req any, out any) error) []string {
+	if t, ok := f.opts.Registry.Get(c.Path); ok {
+		return []string{fmt.Sprintf("%s already holds another tool (%q); choose a new path, or reuse that tool", c.Path, t.Description)}
+	}
 	chk := f.opts.Checker.Check(c.Path, []byte(c.Code))
 	if !chk.Valid {
 		errs := make([]string, 0, len(chk.Errors))

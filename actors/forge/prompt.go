@@ -18,7 +18,7 @@ The tool MUST:
 2. have exactly one default export: export default function <name>(args: { ... }): <ReturnType> (async is fine), with every argument typed;
 3. never use the type any; name every numeric constant other than -1, 0, 1, 2 (const MAX_ITEMS = 100);
 4. never hard-code emails, passwords, keys or tokens;
-5. never use process, eval, new Function, or .constructor tricks; import only relative paths (./x) or /lib/...;
+5. never use process, eval, new Function, or .constructor tricks; import other tools only as /lib/<path under tools> (e.g. require('/lib/text/slug'));
 6. reach the outside only through tgp: await tgp.read_file(path), tgp.write_file(path, content), tgp.list_files(dir), tgp.exec_sql(sql, params) (rows come back as {rows: [{column: value}]}), tgp.fetch(url, init); log with tgp.log(...);
 7. validate its arguments and throw an Error with a clear message on bad input.
 

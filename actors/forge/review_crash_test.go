@@ -11,10 +11,9 @@ import (
 	"github.com/agentos-run/agentos/vfs"
 )
 
-// REVIEW: a crash while a candidate's tests run leaves it in the tree; the
-// resumed forge re-runs that test live, takes the crashed candidate as
-// "what was there before", and restores it on failure: a failed candidate
-// stays in the tree after the forge gives up.
+// REVIEW (fixed): a crash while a candidate's tests ran left it in the tree,
+// where the next start registered it. Candidates are now staged under
+// tools/.forge/ (never registered, never committed) and cleaned at start.
 func TestReviewCrashDuringTestsLeavesCandidate(t *testing.T) {
 	root := t.TempDir()
 	first := llmtest.NewServer([]llmtest.Step{submit(buggyCode)})
@@ -28,8 +27,8 @@ func TestReviewCrashDuringTestsLeavesCandidate(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
-	// The crash happened inside runTests: the candidate had been written.
-	if err := e.jl.WriteFile("tools/math/fib.ts", []byte(buggyCode)); err != nil {
+	// The crash happened inside runTests: the candidate had been staged.
+	if err := e.jl.WriteFile("tools/.forge/math/fib.ts", []byte(buggyCode)); err != nil {
 		t.Fatal(err)
 	}
 	runs, _ := e.j.Unfinished()
@@ -43,5 +42,11 @@ func TestReviewCrashDuringTestsLeavesCandidate(t *testing.T) {
 	}
 	if _, err := e2.jl.ReadFile("tools/math/fib.ts"); !errors.Is(err, vfs.ErrNotFound) {
 		t.Fatalf("a failing candidate stayed in the tree after the forge gave up: %v", err)
+	}
+	if staged, _ := e2.jl.List("tools/.forge"); len(staged) != 0 {
+		t.Fatalf("staged candidates left: %v", staged)
+	}
+	if _, ok := e2.reg.Get("tools/.forge/math/fib.ts"); ok {
+		t.Fatal("a staged candidate was registered")
 	}
 }

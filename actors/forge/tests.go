@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/driver"
@@ -28,33 +29,52 @@ func (f *Forge) devices() driver.Host {
 	}
 }
 
-// runTests writes the candidate where it will live (the tests require it
-// by its relative path) and runs the tests' default export in the sandbox:
-// it passes when it returns, fails with the error it throws.
-//
-// IMPORTANT: the candidate is in the working tree, unregistered and
-// uncommitted, while its tests run; a failing last attempt restores what
-// was there before.
+// stagingDir holds candidates while their tests run: a dot directory, so
+// the registry never indexes them and Git never commits them, whatever a
+// crash leaves there (Clean empties it).
+const stagingDir = "tools/.forge/"
+
+// staged is where candidate path p is tested.
+func staged(p string) string { return stagingDir + strings.TrimPrefix(p, "tools/") }
+
+// runTests writes the candidate and its tests into the staging directory
+// (the tests load it with require('./<name>')) and runs the tests' default
+// export in the sandbox: they pass when it returns, fail with what it
+// throws. The staged files are removed whatever happens.
 func (f *Forge) runTests(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
 	var c candidate
 	if err := json.Unmarshal(req, &c); err != nil || op != "run" {
 		return nil, driver.Errorf(driver.CodeInvalid, "forge.%s: bad request", op)
 	}
-	prev, prevErr := f.opts.Jail.ReadFile(c.Path)
-	if err := f.opts.Jail.WriteFile(c.Path, []byte(c.Code)); err != nil {
-		return nil, driver.Errorf(driver.CodeIO, "writing the candidate %s: %v", c.Path, err)
+	tool, tests := staged(c.Path), staged(testPath(c.Path))
+	defer func() {
+		_ = f.opts.Jail.Remove(tool)
+		_ = f.opts.Jail.Remove(tests)
+	}()
+	if err := f.opts.Jail.WriteFile(tool, []byte(c.Code)); err != nil {
+		return nil, driver.Errorf(driver.CodeIO, "staging the candidate %s: %v", c.Path, err)
 	}
-	res := f.opts.Executor.Exec(ctx, executor.Request{Path: testPath(c.Path), Source: []byte(c.Tests)})
+	if err := f.opts.Jail.WriteFile(tests, []byte(c.Tests)); err != nil {
+		return nil, driver.Errorf(driver.CodeIO, "staging the tests of %s: %v", c.Path, err)
+	}
+	res := f.opts.Executor.Exec(ctx, executor.Request{Path: tests})
+	if ctx.Err() != nil {
+		// Interrupted, not judged: an error, so the journal does not record
+		// it and a resumed forge runs the tests again.
+		return nil, ctx.Err()
+	}
 	out := testOutcome{Passed: res.Success, Logs: res.Logs}
 	if !res.Success {
 		out.Error = fmt.Sprintf("%s: %s", res.Error.Kind, res.Error.Message)
-		// Put back what was there: a failed candidate never stays.
-		if prevErr == nil {
-			_ = f.opts.Jail.WriteFile(c.Path, prev)
-		} else {
-			_ = f.opts.Jail.Remove(c.Path)
-		}
 	}
 	b, _ := json.Marshal(out)
 	return b, nil
+}
+
+// Clean removes what a crash left in the staging directory.
+func (f *Forge) Clean() {
+	files, _ := f.opts.Jail.List(strings.TrimSuffix(stagingDir, "/"))
+	for _, p := range files {
+		_ = f.opts.Jail.Remove(p)
+	}
 }
