@@ -584,26 +584,17 @@ func (r *Repo) rebaseOnto(ctx context.Context, u plumbing.Hash) ([]conflictResul
 		}
 	}
 	if bad := clash(pendingChanges); len(bad) > 0 {
-		conflicting := map[string]entry{}
-		for _, p := range bad {
-			conflicting[p] = pendingChanges[p]
-		}
 		if r.opts.Strategy == PR {
 			// The working tree keeps the local version (still pending); it
 			// is pushed for review unless a proposal already holds it.
 			var fresh []string
 			for _, p := range bad {
-				if !r.proposed(p, conflicting[p]) {
+				if !r.proposed(p, pendingChanges[p]) {
 					fresh = append(fresh, p)
 				}
 			}
 			if len(fresh) > 0 {
-				sub := map[string]entry{}
-				for _, p := range fresh {
-					sub[p] = conflicting[p]
-				}
-				cs := &changeSet{message: "agentos: uncommitted changes to " + strings.Join(fresh, ", ") + "\n", author: r.signature(), tool: r.toolName(fresh), changes: sub}
-				res, err := r.pushConflict(ctx, u, uTree, cs, fresh)
+				res, err := r.conflictOf(ctx, u, uTree, "uncommitted changes to", fresh, pendingChanges)
 				if err != nil {
 					return nil, err
 				}
@@ -616,8 +607,7 @@ func (r *Repo) rebaseOnto(ctx context.Context, u plumbing.Hash) ([]conflictResul
 				delete(r.pending, p)
 				reset = append(reset, p)
 			}
-			cs := &changeSet{message: "agentos: uncommitted changes to " + strings.Join(bad, ", ") + "\n", author: r.signature(), tool: r.toolName(bad), changes: conflicting}
-			res, err := r.pushConflict(ctx, u, uTree, cs, bad)
+			res, err := r.conflictOf(ctx, u, uTree, "uncommitted changes to", bad, pendingChanges)
 			if err != nil {
 				return nil, err
 			}
@@ -628,12 +618,7 @@ func (r *Repo) rebaseOnto(ctx context.Context, u plumbing.Hash) ([]conflictResul
 		// Written by a tool that has not persisted it yet: its version is
 		// pushed to a conflict branch now, the working tree keeps it, and
 		// the tool's Persist of it reports the conflict.
-		conflicting := map[string]entry{}
-		for _, p := range bad {
-			conflicting[p] = dirty[p]
-		}
-		cs := &changeSet{message: "agentos: unpersisted changes to " + strings.Join(bad, ", ") + "\n", author: r.signature(), tool: r.toolName(bad), changes: conflicting}
-		res, err := r.pushConflict(ctx, u, uTree, cs, bad)
+		res, err := r.conflictOf(ctx, u, uTree, "unpersisted changes to", bad, dirty)
 		if err != nil {
 			return nil, err
 		}
@@ -735,6 +720,17 @@ func (r *Repo) rebaseOnto(ctx context.Context, u plumbing.Hash) ([]conflictResul
 
 // pushConflict pushes a change set that clashed with the upstream to a new
 // branch "conflict/<tool>-<time>" made from u.
+// conflictOf pushes the entries of paths (taken from changes) to a
+// conflict branch in one commit whose message says what they are.
+func (r *Repo) conflictOf(ctx context.Context, u, uTree plumbing.Hash, what string, paths []string, changes map[string]entry) (conflictResult, error) {
+	sub := make(map[string]entry, len(paths))
+	for _, p := range paths {
+		sub[p] = changes[p]
+	}
+	cs := &changeSet{message: "agentos: " + what + " " + strings.Join(paths, ", ") + "\n", author: r.signature(), tool: r.toolName(paths), changes: sub}
+	return r.pushConflict(ctx, u, uTree, cs, paths)
+}
+
 func (r *Repo) pushConflict(ctx context.Context, u, uTree plumbing.Hash, cs *changeSet, bad []string) (conflictResult, error) {
 	plain := map[string]entry{}
 	for p, e := range cs.changes {
@@ -1101,12 +1097,7 @@ func (r *Repo) takeConflicts(ctx context.Context, paths []string, changes map[st
 		if err != nil {
 			return nil, err
 		}
-		sub := map[string]entry{}
-		for _, p := range fresh {
-			sub[p] = changes[p]
-		}
-		cs := &changeSet{message: "agentos: changes to " + strings.Join(fresh, ", ") + "\n", author: r.signature(), tool: r.toolName(fresh), changes: sub}
-		res, err := r.pushConflict(ctx, r.upstream, upTree, cs, fresh)
+		res, err := r.conflictOf(ctx, r.upstream, upTree, "changes to", fresh, changes)
 		if err != nil {
 			return nil, err
 		}
