@@ -230,7 +230,10 @@ func TestMemoryBombs(t *testing.T) {
 				continue // one 1 GiB step can outrun the in-process watchdog: process isolation exists for this
 			}
 			t.Run(name, func(t *testing.T) {
-				r := e.Exec(context.Background(), Request{Path: "tools/bomb/" + name + ".ts", Limits: Limits{Timeout: 10 * time.Second, MemoryBytes: 64 << 20}})
+				// A generous timeout: under -race on a loaded 2-core machine an
+				// array bomb once took over 10 s to reach 64 MiB. The limit
+				// that must stop it is the memory one.
+				r := e.Exec(context.Background(), Request{Path: "tools/bomb/" + name + ".ts", Limits: Limits{Timeout: 60 * time.Second, MemoryBytes: 64 << 20}})
 				wantKind(t, r, "memory_limit", "memory limit")
 				wantResult(t, run(t, e, "tools/math/fib.ts", `{"n": 10}`), "55")
 			})
