@@ -4,16 +4,29 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 )
 
-// hidden lists the root-level entries a Jail never lists or serves: the Git
-// repository and agentos' own state (journal, caches).
+// hidden lists the entry names a Jail never lists or serves, at any depth
+// and whatever path (lexical or through links) leads to them: the Git
+// repository and agentos' own state (journal, database, caches).
 var hidden = map[string]bool{".git": true, ".agentos": true}
+
+// ConfigFile is the node's configuration file at the top of the tool root.
+// IMPORTANT: a Jail serves it only by its own name ("agentos.json"), never
+// through a symbolic link, and a Sandbox never writes it.
+const ConfigFile = "agentos.json"
+
+// maxLinks bounds the symbolic links one resolution follows (Linux's own
+// limit is 40).
+const maxLinks = 40
 
 // Clean turns a caller's path into a clean, slash-separated path relative to
 // the jail root ("." is the root itself). It is purely lexical: absolute
@@ -63,28 +76,141 @@ func (j *Jail) Dir() string { return j.dir }
 // Close releases the jail's handle on its root directory.
 func (j *Jail) Close() error { return j.root.Close() }
 
-// Remove deletes the file at p (not a directory).
+// Remove deletes the file at p (not a directory). A symbolic link is
+// removed itself, not its target.
 func (j *Jail) Remove(p string) error {
 	c, err := Clean(p)
 	if err != nil {
 		return err
 	}
-	return j.wrap("remove", p, j.root.Remove(c))
+	dir, err := j.resolve("remove", p, path.Dir(c))
+	if err != nil {
+		return err
+	}
+	return j.wrap("remove", p, j.root.Remove(path.Join(dir, path.Base(c))))
 }
 
-// ReadFile returns the content of the file at p.
+// Resolve returns the path p leads to inside the jail: clean, relative to
+// the root, with every symbolic link on the way followed (the last one
+// included). Every check (rights, write directories, mounts) MUST be made on
+// this path, never on the path as written. It refuses, with an error
+// wrapping ErrSecurity, a path that leaves the root (lexically or through a
+// link, absolute link targets included), that passes through .git or
+// .agentos at any depth, or that reaches the root's agentos.json through a
+// link. A missing tail is resolved lexically from the last existing
+// directory (a file about to be created).
+func (j *Jail) Resolve(p string) (string, error) {
+	c, err := Clean(p)
+	if err != nil {
+		return "", err
+	}
+	return j.resolve("resolve", p, c)
+}
+
+// resolve is Resolve for the clean path c (p is the caller's path, for
+// errors).
+func (j *Jail) resolve(op, p, c string) (string, error) {
+	todo := strings.Split(c, "/")
+	var done []string
+	links, missing := 0, false
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..": // only a link's target brings one: Clean removed the caller's
+			if len(done) == 0 {
+				return "", securityErr(op, p, "a symbolic link on the way climbs out of the tool root")
+			}
+			done = done[:len(done)-1]
+			continue
+		}
+		if hidden[name] {
+			return "", securityErr(op, p, "it leads (through a symbolic link) to "+path.Join(path.Join(done...), name)+", which is internal (Git or agentos state) and not accessible")
+		}
+		done = append(done, name)
+		if missing {
+			continue
+		}
+		rel := strings.Join(done, "/")
+		fi, err := j.root.Lstat(rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			missing = true
+			continue
+		}
+		if err != nil {
+			return "", j.wrap(op, p, err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", &PathError{Op: op, Path: p, Err: ErrInvalidPath, Hint: fmt.Sprintf("more than %d symbolic links on the way (a loop?)", maxLinks)}
+		}
+		target, err := j.root.Readlink(rel)
+		if err != nil {
+			return "", j.wrap(op, p, err)
+		}
+		if target == "" || strings.HasPrefix(target, "/") || strings.ContainsRune(target, 0) {
+			return "", securityErr(op, p, "the symbolic link "+rel+" points to "+strconv.Quote(target)+"; only relative links that stay inside the tool root are followed")
+		}
+		done = done[:len(done)-1]
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	r := strings.Join(done, "/")
+	if r == "" {
+		r = "."
+	}
+	if r == ConfigFile && c != ConfigFile {
+		return "", securityErr(op, p, "it leads through a symbolic link to "+ConfigFile+", which is reachable only by its own name")
+	}
+	return r, nil
+}
+
+// ReadFile returns the content of the file at p. It refuses (ErrSecurity) a
+// regular file with more than one hard link: a hard link cannot be told from
+// the file it shares (.agentos/journal.db, a key outside the root), so none
+// is served.
 func (j *Jail) ReadFile(p string) ([]byte, error) {
 	c, err := Clean(p)
 	if err != nil {
 		return nil, err
 	}
-	b, err := j.root.ReadFile(c)
+	r, err := j.resolve("read", p, c)
+	if err != nil {
+		return nil, err
+	}
+	return j.readResolved(p, r)
+}
+
+// readResolved reads the resolved path r (p is the caller's path, for
+// errors).
+func (j *Jail) readResolved(p, r string) ([]byte, error) {
+	f, err := j.root.Open(r)
+	if err != nil {
+		return nil, j.wrap("read", p, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, j.wrap("read", p, err)
+	}
+	if fi.Mode().IsRegular() && links(fi) > 1 {
+		return nil, securityErr("read", p, fmt.Sprintf("the file has %d hard links; agentos never reads a hard-linked file, since it may be another file's twin (its journal, a key): copy it instead", links(fi)))
+	}
+	if fi.IsDir() {
+		return nil, &PathError{Op: "read", Path: p, Err: ErrInvalidPath, Hint: "it is a directory; use list_files"}
+	}
+	b, err := io.ReadAll(f)
 	return b, j.wrap("read", p, err)
 }
 
 // WriteFile writes data to the file at p, creating missing parent
 // directories, and replaces the file atomically (write to a temporary file
-// in the same directory, then rename) so readers never see half a file.
+// in the same directory, then rename) so readers never see half a file. A
+// symbolic link on the way is followed (the file written is the one Resolve
+// names); a hard-linked file is replaced, never written through.
 func (j *Jail) WriteFile(p string, data []byte) error {
 	c, err := Clean(p)
 	if err != nil {
@@ -93,7 +219,19 @@ func (j *Jail) WriteFile(p string, data []byte) error {
 	if c == "." {
 		return &PathError{Op: "write", Path: p, Err: ErrInvalidPath, Hint: "the path names the root directory, not a file"}
 	}
-	if dir := path.Dir(c); dir != "." {
+	r, err := j.resolve("write", p, c)
+	if err != nil {
+		return err
+	}
+	return j.writeResolved(p, r, data)
+}
+
+// writeResolved writes the resolved path r (p is the caller's path).
+func (j *Jail) writeResolved(p, r string, data []byte) error {
+	if r == "." {
+		return &PathError{Op: "write", Path: p, Err: ErrInvalidPath, Hint: "the path names the root directory, not a file"}
+	}
+	if dir := path.Dir(r); dir != "." {
 		if err := j.root.MkdirAll(dir, 0o755); err != nil {
 			return j.wrap("write", p, err)
 		}
@@ -102,7 +240,7 @@ func (j *Jail) WriteFile(p string, data []byte) error {
 	// one path each rename a whole file; the last rename wins, none tears.
 	var rnd [6]byte
 	rand.Read(rnd[:])
-	tmp := path.Join(path.Dir(c), "."+path.Base(c)+"."+hex.EncodeToString(rnd[:])+".agentos-tmp")
+	tmp := path.Join(path.Dir(r), "."+path.Base(r)+"."+hex.EncodeToString(rnd[:])+".agentos-tmp")
 	f, err := j.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return j.wrap("write", p, err)
@@ -115,42 +253,83 @@ func (j *Jail) WriteFile(p string, data []byte) error {
 		_ = j.root.Remove(tmp)
 		return j.wrap("write", p, werr)
 	}
-	if err := j.root.Rename(tmp, c); err != nil {
+	if err := j.root.Rename(tmp, r); err != nil {
 		_ = j.root.Remove(tmp)
 		return j.wrap("write", p, err)
 	}
 	return nil
 }
 
-// Stat returns the file info of p, following symlinks inside the jail.
+// Stat returns the file info of p, following symlinks inside the jail (see
+// Resolve).
 func (j *Jail) Stat(p string) (fs.FileInfo, error) {
 	c, err := Clean(p)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := j.root.Stat(c)
+	r, err := j.resolve("stat", p, c)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := j.root.Stat(r)
 	return fi, j.wrap("stat", p, err)
 }
 
 // List returns the files under dir, recursively, as slash-separated paths
-// relative to the jail root, sorted. Directories are not listed themselves;
-// hidden bookkeeping directories and symlinks that leave the jail are skipped.
+// relative to the jail root, sorted: the Path of each of Entries.
 func (j *Jail) List(dir string) ([]string, error) {
+	es, err := j.Entries(dir)
+	if es == nil {
+		return nil, err
+	}
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Path
+	}
+	return out, err
+}
+
+// Entry is one file a listing found.
+type Entry struct {
+	// Path is where the listing found it, relative to the jail root, below
+	// the resolved directory that was listed.
+	Path string
+	// Resolved is the file it is: Path itself, or where the symbolic link
+	// at Path leads (Resolve). Checks MUST be made on Resolved.
+	Resolved string
+}
+
+// Entries lists the files under dir, recursively, sorted by path. dir is
+// resolved first (Resolve), so the paths are below where dir leads.
+// Directories are not listed themselves; hidden bookkeeping directories and
+// hard-linked files (ReadFile refuses them) are skipped; a symbolic link is listed only when it leads to a regular file
+// Resolve accepts (links to directories are not followed: a listing never
+// loops or climbs).
+func (j *Jail) Entries(dir string) ([]Entry, error) {
 	c, err := Clean(dir)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := j.root.Stat(c)
+	r, err := j.resolve("list", dir, c)
+	if err != nil {
+		return nil, err
+	}
+	return j.entries(dir, r)
+}
+
+// entries lists the resolved directory r (dir is the caller's path).
+func (j *Jail) entries(dir, r string) ([]Entry, error) {
+	fi, err := j.root.Stat(r)
 	if err != nil {
 		return nil, j.wrap("list", dir, err)
 	}
 	if !fi.IsDir() {
 		return nil, &PathError{Op: "list", Path: dir, Err: ErrInvalidPath, Hint: "not a directory; use read_file for a file"}
 	}
-	var out []string
-	err = fs.WalkDir(j.root.FS(), c, func(p string, d fs.DirEntry, err error) error {
+	var out []Entry
+	err = fs.WalkDir(j.root.FS(), r, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if p == c {
+			if p == r {
 				return err
 			}
 			return nil // an entry vanished or is unreadable: skip it, keep listing
@@ -161,21 +340,32 @@ func (j *Jail) List(dir string) ([]string, error) {
 			}
 			return nil
 		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			if _, serr := j.root.Stat(p); serr != nil {
-				return nil // dangling or escaping link
-			}
-		}
 		if strings.HasSuffix(p, ".agentos-tmp") {
 			return nil
 		}
-		out = append(out, p)
+		e := Entry{Path: p, Resolved: p}
+		if d.Type().IsRegular() {
+			if fi, ierr := d.Info(); ierr != nil || links(fi) > 1 {
+				return nil // vanished, or hard-linked (never read, so not listed)
+			}
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			t, rerr := j.resolve("list", p, p)
+			if rerr != nil {
+				return nil // escaping, hidden or looping link
+			}
+			if fi, serr := j.root.Stat(t); serr != nil || !fi.Mode().IsRegular() || links(fi) > 1 {
+				return nil // dangling, a directory (never followed) or hard-linked
+			}
+			e.Resolved = t
+		}
+		out = append(out, e)
 		return nil
 	})
 	if err != nil {
 		return nil, j.wrap("list", dir, err)
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(a, b int) bool { return out[a].Path < out[b].Path })
 	return out, nil
 }
 

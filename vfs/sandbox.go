@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"fmt"
 	"os"
 	"path"
 	"strings"
@@ -24,6 +25,35 @@ type SandboxConfig struct {
 	// TempDir is the parent of per-run scratch directories. Empty means
 	// os.TempDir().
 	TempDir string
+	// Rights are the rights of the run's caller. When set, every operation
+	// on the tool root (/lib and root-relative paths; /tmp is the run's own)
+	// MUST pass them on the resolved path, on top of the sandbox's own rules:
+	// a tool never does more than its caller could do directly. nil means no
+	// caller restriction (the operator's own runs: agentos exec, tests).
+	Rights Rights
+}
+
+// Access is what a Rights check is asked about.
+type Access string
+
+// The accesses a Sandbox asks its Rights about. They are spelt like the
+// capability rights of the same name.
+const (
+	AccessRead  Access = "read"
+	AccessWrite Access = "write"
+)
+
+// Rights say what the caller of a run may do on the tool root. path is
+// always resolved (Jail.Resolve) and relative to the root; a directory being
+// listed is given as "dir/" (its contents' scope), the root itself as "".
+type Rights interface {
+	// Allow authorizes one operation: nil, or an error saying which right
+	// on which path is missing. It may count the check (a use, a refusal
+	// event).
+	Allow(a Access, path string) error
+	// Covers reports whether the caller holds a on path, with no side
+	// effect: for filtering what a listing shows, never for authorizing.
+	Covers(a Access, path string) bool
 }
 
 // Sandbox is the filesystem of one tool run: see the package documentation.
@@ -32,6 +62,7 @@ type Sandbox struct {
 	toolsDir  string
 	writeDirs []string
 	tempDir   string
+	rights    Rights
 
 	mu      sync.Mutex
 	scratch *Jail // created on first use of /tmp
@@ -41,7 +72,7 @@ type Sandbox struct {
 // NewSandbox returns the namespace of one run over the tool root. The caller
 // MUST Close it when the run ends.
 func NewSandbox(root *Jail, cfg SandboxConfig) *Sandbox {
-	s := &Sandbox{root: root, toolsDir: "tools", tempDir: cfg.TempDir}
+	s := &Sandbox{root: root, toolsDir: "tools", tempDir: cfg.TempDir, rights: cfg.Rights}
 	if cfg.ToolsDir != "" {
 		s.toolsDir = path.Clean(cfg.ToolsDir)
 	}
@@ -55,69 +86,150 @@ func NewSandbox(root *Jail, cfg SandboxConfig) *Sandbox {
 
 // ReadFile reads p in the sandbox namespace.
 func (s *Sandbox) ReadFile(p string) ([]byte, error) {
-	j, rel, _, err := s.resolve("read", p)
+	j, rel, area, err := s.resolve("read", p)
 	if err != nil {
 		return nil, err
 	}
-	b, err := j.ReadFile(rel)
+	if area == areaTmp {
+		b, err := j.ReadFile(rel)
+		return b, rename(err, p)
+	}
+	if err := s.allow("read", p, AccessRead, rel); err != nil {
+		return nil, err
+	}
+	b, err := j.readResolved(p, rel)
 	return b, rename(err, p)
 }
 
 // Size returns the size in bytes of the file at p in the sandbox namespace.
+// A file the caller may not read has no size (ErrSecurity, with no refusal
+// counted: the read that follows reports it).
 func (s *Sandbox) Size(p string) (int64, error) {
-	j, rel, _, err := s.resolve("stat", p)
+	j, rel, area, err := s.resolve("stat", p)
 	if err != nil {
 		return 0, err
 	}
-	fi, err := j.Stat(rel)
+	if area != areaTmp && s.rights != nil && !s.rights.Covers(AccessRead, rel) {
+		return 0, securityErr("stat", p, "the caller may not read "+rel)
+	}
+	fi, err := j.root.Stat(rel)
 	if err != nil {
-		return 0, rename(err, p)
+		return 0, rename(j.wrap("stat", p, err), p)
 	}
 	return fi.Size(), nil
 }
 
 // WriteFile writes p in the sandbox namespace: under /tmp, or under one of
-// the configured write directories.
+// the configured write directories, where the path resolves (through any
+// link) and the caller holds the write right there. agentos.json is never
+// written.
 func (s *Sandbox) WriteFile(p string, data []byte) error {
-	j, rel, writable, err := s.resolve("write", p)
+	j, rel, area, err := s.resolve("write", p)
 	if err != nil {
 		return err
 	}
-	if !writable {
-		hint := "writes are allowed only under /tmp"
-		if len(s.writeDirs) > 0 {
-			hint += " and " + strings.Join(s.writeDirs, ", ")
+	switch {
+	case area == areaTmp:
+		return rename(j.WriteFile(rel, data), p)
+	case area == areaLib:
+		return securityErr("write", p, "/lib is read-only; "+s.writeHint())
+	case rel == ConfigFile:
+		return securityErr("write", p, "a tool never writes the node's configuration")
+	case !s.writable(rel):
+		hint := s.writeHint()
+		if c, _ := Clean(p); c != rel {
+			hint = "it resolves (through a symbolic link) to " + rel + ", and " + hint
 		}
 		return securityErr("write", p, hint)
 	}
-	return rename(j.WriteFile(rel, data), p)
+	if err := s.allow("write", p, AccessWrite, rel); err != nil {
+		return err
+	}
+	return rename(j.writeResolved(p, rel, data), p)
+}
+
+func (s *Sandbox) writeHint() string {
+	hint := "writes are allowed only under /tmp"
+	if len(s.writeDirs) > 0 {
+		hint += " and " + strings.Join(s.writeDirs, ", ")
+	}
+	return hint
+}
+
+// writable reports whether the resolved path rel is under a write directory.
+func (s *Sandbox) writable(rel string) bool {
+	for _, d := range s.writeDirs {
+		if rel == d || strings.HasPrefix(rel, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // List lists the files under dir in the sandbox namespace, recursively, as
-// paths in that namespace (/lib/..., /tmp/..., or root-relative).
+// paths in that namespace (/lib/..., /tmp/..., or root-relative). On the
+// tool root the caller needs the read right on the directory (resolved) and
+// sees only the files it may read; under /lib a link leading out of the
+// tools directory is not listed.
 func (s *Sandbox) List(dir string) ([]string, error) {
-	j, rel, _, err := s.resolve("list", dir)
+	j, rel, area, err := s.resolve("list", dir)
 	if err != nil {
 		return nil, err
 	}
-	names, err := j.List(rel)
+	if area == areaTmp {
+		names, err := j.List(rel)
+		if err != nil {
+			return nil, rename(err, dir)
+		}
+		for i, n := range names {
+			names[i] = TmpMount + "/" + n
+		}
+		return names, nil
+	}
+	scope := ""
+	if rel != "." {
+		scope = rel + "/"
+	}
+	if err := s.allow("list", dir, AccessRead, scope); err != nil {
+		return nil, err
+	}
+	es, err := j.entries(dir, rel)
 	if err != nil {
 		return nil, rename(err, dir)
 	}
-	prefix := ""
-	switch {
-	case j == s.scratch:
-		prefix = TmpMount + "/"
-	case isUnder(dir, LibMount):
-		prefix = LibMount + "/"
-	}
-	for i, n := range names {
-		if prefix == LibMount+"/" {
-			n = strings.TrimPrefix(n, s.toolsDir+"/")
+	names := []string{}
+	for _, e := range es {
+		if area == areaLib && !under(e.Resolved, s.toolsDir) {
+			continue
 		}
-		names[i] = prefix + n
+		if s.rights != nil && !s.rights.Covers(AccessRead, e.Resolved) {
+			continue
+		}
+		if area == areaLib {
+			names = append(names, LibMount+"/"+strings.TrimPrefix(e.Path, s.toolsDir+"/"))
+		} else {
+			names = append(names, e.Path)
+		}
 	}
 	return names, nil
+}
+
+// allow asks the caller's rights (when set) about the resolved path rel;
+// a refusal is a security error naming the path, where it resolves and
+// the missing right.
+func (s *Sandbox) allow(op, p string, a Access, rel string) error {
+	if s.rights == nil {
+		return nil
+	}
+	err := s.rights.Allow(a, rel)
+	if err == nil {
+		return nil
+	}
+	target := rel
+	if target == "" {
+		target = "the tool root"
+	}
+	return securityErr(op, p, fmt.Sprintf("the tool runs with its caller's rights, and the caller may not %s %s (%v)", a, target, err))
 }
 
 // Close wipes the run's scratch directory. It is safe to call twice.
@@ -134,35 +246,55 @@ func (s *Sandbox) Close() error {
 	return os.RemoveAll(dir)
 }
 
-// resolve maps a sandbox path to a jail and a path inside it.
-func (s *Sandbox) resolve(op, p string) (j *Jail, rel string, writable bool, err error) {
+// The areas of the namespace.
+const (
+	areaTmp  = "tmp"
+	areaLib  = "lib"
+	areaRoot = "root"
+)
+
+// resolve maps a sandbox path to a jail and a path inside it. On the tool
+// root (areaLib, areaRoot) the path is resolved (Jail.Resolve): links are
+// followed, and a /lib path that leads out of the tools directory is
+// refused. Under /tmp it is the clean path in the run's scratch jail.
+func (s *Sandbox) resolve(op, p string) (j *Jail, rel string, area string, err error) {
 	switch {
 	case isUnder(p, TmpMount):
 		rel, err = mountRel(p, TmpMount)
 		if err != nil {
-			return nil, "", false, err
+			return nil, "", "", err
 		}
 		j, err = s.scratchJail()
-		return j, rel, true, err
+		return j, rel, areaTmp, err
 	case isUnder(p, LibMount):
 		rel, err = mountRel(p, LibMount)
 		if err != nil {
-			return nil, "", false, err
+			return nil, "", "", err
 		}
-		return s.root, path.Join(s.toolsDir, rel), false, nil
+		lexical := path.Join(s.toolsDir, rel)
+		if rel, err = s.root.resolve(op, p, lexical); err != nil {
+			return nil, "", "", err
+		}
+		if !under(rel, s.toolsDir) {
+			return nil, "", "", securityErr(op, p, "it resolves (through a symbolic link) to "+rel+", outside /lib (the tools directory "+s.toolsDir+")")
+		}
+		return s.root, rel, areaLib, nil
 	case strings.HasPrefix(p, "/"):
-		return nil, "", false, securityErr(op, p, "a tool sees only /lib (the tools, read-only), /tmp (scratch) and paths relative to the tool root")
+		return nil, "", "", securityErr(op, p, "a tool sees only /lib (the tools, read-only), /tmp (scratch) and paths relative to the tool root")
 	}
-	rel, err = Clean(p)
+	c, err := Clean(p)
 	if err != nil {
-		return nil, "", false, err
+		return nil, "", "", err
 	}
-	for _, d := range s.writeDirs {
-		if rel == d || strings.HasPrefix(rel, d+"/") {
-			return s.root, rel, true, nil
-		}
+	if rel, err = s.root.resolve(op, p, c); err != nil {
+		return nil, "", "", err
 	}
-	return s.root, rel, false, nil
+	return s.root, rel, areaRoot, nil
+}
+
+// under reports whether the root-relative path p is dir or below it.
+func under(p, dir string) bool {
+	return dir == "." || p == dir || strings.HasPrefix(p, dir+"/")
 }
 
 func (s *Sandbox) scratchJail() (*Jail, error) {
