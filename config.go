@@ -176,14 +176,22 @@ type AgentConfig struct {
 }
 
 // DefaultGrants are the default process's rights when the configuration
-// names none: read, write and exec under the tools directory, spawn, sql,
+// names none: read, write and exec under the tools directory, read and
+// write under each of write_dirs (a tool runs with its caller's rights, so
+// this is what lets the default process's tools write there), spawn, sql,
 // llm (forge_tool), and fetch (which fetch.allow still limits).
 func (c Config) DefaultGrants() []capability.Grant {
 	if len(c.Agent.Grants) > 0 {
 		return c.Agent.Grants
 	}
 	scope := c.Tools() + "/"
-	return []capability.Grant{{Right: capability.Read, Scope: scope}, {Right: capability.Write, Scope: scope}, {Right: capability.Exec, Scope: scope}, {Right: capability.Spawn}, {Right: capability.Fetch}, {Right: capability.SQL}, {Right: capability.LLM}}
+	grants := []capability.Grant{{Right: capability.Read, Scope: scope}, {Right: capability.Write, Scope: scope}, {Right: capability.Exec, Scope: scope}, {Right: capability.Spawn}, {Right: capability.Fetch}, {Right: capability.SQL}, {Right: capability.LLM}}
+	for _, d := range c.WriteDirs {
+		if d = filepath.ToSlash(filepath.Clean(d)); d != "." && d != ".." && !strings.HasPrefix(d, "../") && !strings.HasPrefix(d, "/") {
+			grants = append(grants, capability.Grant{Right: capability.Read, Scope: d + "/"}, capability.Grant{Right: capability.Write, Scope: d + "/"})
+		}
+	}
+	return grants
 }
 
 // limits converts a quota map, refusing unknown meters.

@@ -4,11 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/capability"
 )
 
 func TestInitIsIdempotent(t *testing.T) {
@@ -97,5 +99,14 @@ func TestLoadConfigFull(t *testing.T) {
 	}
 	if g := (Config{}).DefaultGrants(); len(g) != 7 || g[0].Scope != "tools/" {
 		t.Fatalf("default grants %+v", g)
+	}
+	// A tool runs with its caller's rights: the default process holds read
+	// and write on each write directory (never on "." or outside the root),
+	// or its tools could not write where write_dirs says they may.
+	g := (Config{WriteDirs: []string{"out", "exports/", ".", "../up"}}).DefaultGrants()
+	if want := (Config{}).DefaultGrants(); len(g) != len(want)+4 ||
+		!slices.Contains(g, capability.Grant{Right: capability.Write, Scope: "out/"}) || !slices.Contains(g, capability.Grant{Right: capability.Read, Scope: "out/"}) ||
+		!slices.Contains(g, capability.Grant{Right: capability.Write, Scope: "exports/"}) || slices.Contains(g, capability.Grant{Right: capability.Write, Scope: "./"}) {
+		t.Fatalf("default grants with write_dirs: %+v", g)
 	}
 }

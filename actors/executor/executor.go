@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"runtime"
 	"runtime/debug"
@@ -35,6 +36,15 @@ type Request struct {
 	// the module (its directory resolves relative requires). Replay uses it
 	// to run the recorded or a patched version of a tool.
 	Source []byte
+	// Rights are the rights of the run's caller. When set, every file
+	// operation on the tool root (read_file, write_file, list_files in /lib
+	// and root-relative paths; /tmp is the run's own) and every require of
+	// another module MUST pass them, checked on the resolved path: a tool
+	// never does more than its caller could do directly. The entry module
+	// itself is not checked here (the caller's exec right on it is the
+	// kernel's check). nil means no caller restriction (the operator's own
+	// runs: agentos exec, replay).
+	Rights vfs.Rights
 }
 
 // Result is what exec_tool returns.
@@ -145,7 +155,7 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 	}
 	res.Hash = entry.Hash
 
-	sb := vfs.NewSandbox(e.root, vfs.SandboxConfig{ToolsDir: e.opts.ToolsDir, WriteDirs: e.opts.WriteDirs, TempDir: e.opts.TempDir})
+	sb := vfs.NewSandbox(e.root, vfs.SandboxConfig{ToolsDir: e.opts.ToolsDir, WriteDirs: e.opts.WriteDirs, TempDir: e.opts.TempDir, Rights: req.Rights})
 	defer sb.Close()
 	mux := driver.Mux{
 		driver.FSDriver:     driver.FS{Sandbox: sb},
@@ -161,7 +171,7 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		mux[name] = rd
 		sessions = append(sessions, rd)
 	}
-	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...)}
+	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights}
 	job := sandbox.Job{Entry: entry, Args: req.Args, Limits: req.Limits.Or(e.opts.Limits), Bindings: e.binding}
 
 	var out sandbox.Outcome
@@ -218,13 +228,18 @@ func (e *Executor) Source(p string) (src []byte, hash string, err error) {
 // module reads and transpiles the tool at p (root-relative).
 func (e *Executor) module(p string) (sandbox.Module, *Error) { return e.moduleWith(p, nil) }
 
-// moduleWith transpiles src (or, when nil, the file at p) as module p.
+// moduleWith transpiles src (or, when nil, the file at p) as module p. A
+// module read from the root is named by where its path resolves (like
+// Node's realpath), so that its own relative requires start from there.
 func (e *Executor) moduleWith(p string, src []byte) (sandbox.Module, *Error) {
 	clean, err := vfs.Clean(p)
 	if err != nil {
 		return sandbox.Module{}, pathError(p, err)
 	}
 	if src == nil {
+		if clean, err = e.root.Resolve(clean); err != nil {
+			return sandbox.Module{}, pathError(p, err)
+		}
 		if src, err = e.root.ReadFile(clean); err != nil {
 			return sandbox.Module{}, pathError(p, err)
 		}
@@ -251,6 +266,7 @@ func pathError(p string, err error) *Error {
 type bridge struct {
 	e        *Executor
 	host     driver.Host
+	rights   vfs.Rights                  // the caller's (Request.Rights); nil: none
 	panicked atomic.Pointer[driverPanic] // the first driver panic of the run
 }
 
@@ -275,7 +291,10 @@ func (b *bridge) Do(ctx context.Context, c driver.Call) (out json.RawMessage, er
 // Require resolves a module like Node's CommonJS, within the tools
 // directory: relative specifiers from the requiring module's directory,
 // /lib/... from the tools directory, bare names from <tools>/vendor/ when
-// allowed; then the exact path, .ts, .js, /index.ts, /index.js.
+// allowed; then the exact path, .ts, .js, /index.ts, /index.js. A candidate
+// is resolved through its links (vfs.Jail.Resolve) and MUST stay in the
+// tools directory where it leads; with the caller's Rights set, the caller
+// MUST hold the read right on that resolved path.
 func (b *bridge) Require(_ context.Context, from, spec string) (sandbox.Module, error) {
 	e := b.e
 	tools := path.Clean(e.opts.ToolsDir)
@@ -311,13 +330,28 @@ func (b *bridge) Require(_ context.Context, from, spec string) (sandbox.Module, 
 		if !inTools(c) {
 			continue // e.g. require('.') from the top: tools.ts is outside
 		}
-		if fi, err := e.root.Stat(c); err != nil || fi.IsDir() {
+		r, err := e.root.Resolve(c)
+		if err == nil {
+			var fi fs.FileInfo
+			if fi, err = e.root.Stat(r); err == nil && fi.IsDir() {
+				continue
+			}
+		}
+		if err != nil {
 			if errors.Is(err, vfs.ErrSecurity) {
 				return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: %v", spec, from, err)
 			}
 			continue
 		}
-		m, xerr := e.module(c)
+		if !inTools(r) {
+			return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: %s resolves (through a symbolic link) to %s, outside the tools directory %s/", spec, from, c, r, tools)
+		}
+		if b.rights != nil {
+			if err := b.rights.Allow(vfs.AccessRead, r); err != nil {
+				return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: the tool runs with its caller's rights, and the caller may not read %s (%v)", spec, from, r, err)
+			}
+		}
+		m, xerr := e.module(r)
 		if xerr != nil {
 			return sandbox.Module{}, driver.Errorf(string(xerr.Kind), "require(%q) from %s: %s", spec, from, xerr.Message)
 		}

@@ -22,7 +22,8 @@ import (
 
 type testNode struct {
 	*kernel.Node
-	j *journal.Journal
+	j    *journal.Journal
+	root string // the tool root
 }
 
 // boot starts a node over a fresh tool root with a real executor (mode) and
@@ -68,7 +69,7 @@ func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...
 		j.Close()
 		jail.Close()
 	})
-	return testNode{Node: n, j: j}
+	return testNode{Node: n, j: j, root: root}
 }
 
 func call(t testing.TB, n testNode, p *kernel.Process, tool, args string) (json.RawMessage, error) {

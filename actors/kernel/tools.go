@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -197,15 +198,24 @@ func decode(args json.RawMessage, v any, params string, required ...string) erro
 	return nil
 }
 
-// authorize cleans path, checks right on it and charges one tool call.
-// IMPORTANT: the check MUST see the cleaned path, or "tools/../x" would
-// pass a "tools/" scope.
-func authorize(p *Process, right capability.Right, path string) (string, error) {
-	clean, err := vfs.Clean(path)
+// authorizeResolved cleans path, resolves it through the tool root's
+// symbolic links (vfs.Jail.Resolve), checks right on where it leads, charges
+// one tool call and returns the resolved path: the one the call MUST then
+// use. IMPORTANT: every right on a file is checked on the
+// resolved path, never the lexical one, or a link tools/pub/x ->
+// ../priv/y would pass a "tools/pub/" scope.
+func (n *Node) authorizeResolved(p *Process, right capability.Right, path string) (string, error) {
+	resolved, err := n.opts.Jail.Resolve(path)
 	if err != nil {
 		return "", err
 	}
-	return clean, charge(p, right, clean)
+	if err := charge(p, right, resolved); err != nil {
+		if clean, _ := vfs.Clean(path); clean != resolved {
+			return "", fmt.Errorf("%s resolves (through a symbolic link) to %s: %w", clean, resolved, err)
+		}
+		return "", err
+	}
+	return resolved, nil
 }
 
 // charge checks right on an already clean resource and charges one tool
@@ -232,22 +242,31 @@ func (n *Node) listFiles(_ context.Context, p *Process, args json.RawMessage) (a
 	if dir == "" || dir == "/" {
 		dir = "."
 	}
-	dir, err := vfs.Clean(dir)
+	asked := dir
+	dir, err := n.opts.Jail.Resolve(dir)
 	if err != nil {
 		return nil, err
 	}
 	// A directory is read as the scope of its contents: "tools/" grants
-	// listing tools; listing the root needs a grant on everything.
+	// listing tools; listing the root needs a grant on everything. Both on
+	// where the directory resolves.
 	resource := ""
 	if dir != "." {
 		resource = dir + "/"
 	}
 	if err := charge(p, capability.Read, resource); err != nil {
+		if clean, _ := vfs.Clean(asked); clean != dir {
+			return nil, fmt.Errorf("%s resolves (through a symbolic link) to %s: %w", clean, dir, err)
+		}
 		return nil, err
 	}
-	files, err := n.opts.Jail.List(dir)
-	if files == nil {
-		files = []string{}
+	entries, err := n.opts.Jail.Entries(dir)
+	files := []string{}
+	for _, e := range entries {
+		// A link is listed only when the process may read where it leads.
+		if e.Resolved == e.Path || p.covers(capability.Read, e.Resolved) {
+			files = append(files, e.Path)
+		}
 	}
 	return files, err
 }
@@ -265,7 +284,7 @@ func (n *Node) readArg(p *Process, args json.RawMessage) (string, []byte, error)
 	if err := decode(args, &a, "path", "path"); err != nil {
 		return "", nil, err
 	}
-	path, err := authorize(p, capability.Read, a.Path)
+	path, err := n.authorizeResolved(p, capability.Read, a.Path)
 	if err != nil {
 		return "", nil, err
 	}
@@ -281,7 +300,7 @@ func (n *Node) writeFile(ctx context.Context, p *Process, args json.RawMessage) 
 	if err := decode(args, &a, "path, content", "path", "content"); err != nil {
 		return nil, err
 	}
-	path, err := authorize(p, capability.Write, a.Path)
+	path, err := n.authorizeResolved(p, capability.Write, a.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +316,7 @@ func (n *Node) patchFile(ctx context.Context, p *Process, args json.RawMessage) 
 	if err := decode(args, &a, "path, search, replace", "path", "search", "replace"); err != nil {
 		return nil, err
 	}
-	path, err := authorize(p, capability.Write, a.Path)
+	path, err := n.authorizeResolved(p, capability.Write, a.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +474,7 @@ func (n *Node) searchTools(ctx context.Context, p *Process, args json.RawMessage
 	}
 	hits := []SearchHit{}
 	for _, h := range res.(*registry.SearchResult).Hits {
-		if held.Covers(capability.Read, h.Path) && len(hits) < limit {
+		if r, err := n.opts.Jail.Resolve(h.Path); err == nil && held.Covers(capability.Read, r) && len(hits) < limit {
 			hits = append(hits, h)
 		}
 	}
@@ -477,7 +496,9 @@ func (n *Node) execTool(ctx context.Context, p *Process, args json.RawMessage) (
 	if err := decode(args, &a, "path, args", "path"); err != nil {
 		return nil, err
 	}
-	path, err := authorize(p, capability.Exec, a.Path)
+	// exec on where the path leads suffices to load the entry module; the
+	// run itself then holds exactly p's rights (procRights, driverRights).
+	path, err := n.authorizeResolved(p, capability.Exec, a.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -499,7 +520,7 @@ func (n *Node) execTool(ctx context.Context, p *Process, args json.RawMessage) (
 	defer cancel()
 	stop := context.AfterFunc(p.ctx, cancel) // the process ends: its runs end
 	defer stop()
-	req := executor.Request{Path: path, Args: a.Args, Limits: lim, Middleware: []driver.Middleware{driverRights(p)}}
+	req := executor.Request{Path: path, Args: a.Args, Limits: lim, Middleware: []driver.Middleware{driverRights(p)}, Rights: procRights{p}}
 	wait := lim.Timeout + n.opts.Executor.Options().KillGrace + time.Minute
 	res, err := n.ask(ctx, n.exec, &executor.Run{Ctx: runCtx, Request: req, Record: true}, wait)
 	if err != nil {
@@ -523,9 +544,36 @@ func (n *Node) toolsDir() string {
 	return "tools"
 }
 
+// procRights are the rights of the process running a tool, as the tool's
+// sandbox and module loader ask them (executor.Request.Rights): read and
+// write on the resolved root-relative path of every file operation and
+// require, on top of the node's own rules (the jail, /lib read-only,
+// write_dirs). A refusal is logged like any refused check.
+type procRights struct{ p *Process }
+
+// Allow implements vfs.Rights.
+func (r procRights) Allow(a vfs.Access, path string) error {
+	return r.p.Check(capability.Right(a), path)
+}
+
+// Covers implements vfs.Rights.
+func (r procRights) Covers(a vfs.Access, path string) bool {
+	return r.p.covers(capability.Right(a), path)
+}
+
+// covers reports whether p's token, live, grants right on resource, with
+// no side effect: for filtering listings, never for authorizing.
+func (p *Process) covers(right capability.Right, resource string) bool {
+	p.mu.Lock()
+	held, dead := p.token, p.dead
+	p.mu.Unlock()
+	return !dead && held != nil && held.Covers(right, resource)
+}
+
 // driverRights checks, call by call, that the process running a tool holds
 // the right its drivers need: fetch (on the URL), sql, llm. The files a tool
-// touches are the sandbox's business (the jail, /lib, /tmp, write_dirs). A
+// touches are checked by the sandbox against the same process's rights
+// (procRights) on top of its own rules (the jail, /lib, /tmp, write_dirs). A
 // refusal is the call's error, which the tool sees, and is journaled like
 // any answer.
 func driverRights(p *Process) driver.Middleware {
@@ -541,6 +589,13 @@ func driverRights(p *Process) driver.Middleware {
 				}
 				_ = json.Unmarshal(c.Request, &r)
 				resource = r.URL
+				// The grant is a URL prefix: a dot segment would let
+				// ".../v1/../admin" pass a ".../v1/" grant, whatever the
+				// fetch device later sends. None is accepted, so what is
+				// checked here is what any normalisation leaves unchanged.
+				if seg, ok := dotSegment(r.URL); ok {
+					return nil, driver.Errorf(driver.CodeSecurity, "%s.%s refused: the URL %s has the dot segment %q in its path, which could leave the caller's fetch grant; write the path without '.' or '..' segments", c.Driver, c.Op, truncate(r.URL, 200), seg)
+				}
 			case "sql":
 				right = capability.SQL
 			case "llm":
@@ -554,4 +609,43 @@ func driverRights(p *Process) driver.Middleware {
 			return next.Do(ctx, c)
 		})
 	}
+}
+
+// dotSegment reports the first "." or ".." segment of u's path, decoded
+// (%2e, %2f and their double encodings included) and split on '/' and '\\'
+// as a lenient server would.
+func dotSegment(u string) (string, bool) {
+	rest := u
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+		j := strings.IndexAny(rest, "/\\")
+		if j < 0 {
+			return "", false
+		}
+		rest = rest[j:]
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	for range 3 { // %252e -> %2e -> .
+		d, err := url.PathUnescape(rest)
+		if err != nil || d == rest {
+			break
+		}
+		rest = d
+	}
+	for _, seg := range strings.FieldsFunc(rest, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == "." || seg == ".." {
+			return seg, true
+		}
+	}
+	return "", false
+}
+
+// truncate shortens s to at most n bytes for an error message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
