@@ -390,7 +390,7 @@ func (n *Node) forgeTool(ctx context.Context, p *Process, args json.RawMessage) 
 	if n.forge == nil {
 		return nil, errors.New("no model is configured for this node: set AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL (and the key in AGENTOS_LLM_API_KEY)")
 	}
-	res, err := n.ask(ctx, n.forge, &forge.Run{Ctx: ctx, Spec: a.Spec, Charge: chargeUsage(p)}, 30*time.Minute)
+	res, err := n.ask(ctx, n.forge, &forge.Run{Ctx: asCaller(ctx, p), Spec: a.Spec, Charge: chargeUsage(p)}, 30*time.Minute)
 	if err != nil {
 		return nil, err
 	}
@@ -407,12 +407,19 @@ func (n *Node) ResumeForge(ctx context.Context, p *Process, id string) (forge.Re
 	if n.forge == nil {
 		return forge.Result{}, fmt.Errorf("forge run %s cannot resume: no model is configured", id)
 	}
-	res, err := n.ask(ctx, n.forge, &forge.Resume{Ctx: ctx, ID: id, Charge: chargeUsage(p)}, 30*time.Minute)
+	res, err := n.ask(ctx, n.forge, &forge.Resume{Ctx: asCaller(ctx, p), ID: id, Charge: chargeUsage(p)}, 30*time.Minute)
 	if err != nil {
 		return forge.Result{}, err
 	}
 	done := res.(*forge.Done)
 	return done.Result, done.Err
+}
+
+// asCaller returns ctx carrying p as the caller of every tool run started
+// under it by another actor (a forge's test runs): they execute with p's
+// rights, exactly like exec_tool's.
+func asCaller(ctx context.Context, p *Process) context.Context {
+	return executor.WithCaller(ctx, executor.Caller{Rights: procRights{p}, Middleware: []driver.Middleware{driverRights(p)}})
 }
 
 // chargeUsage charges a model answer's tokens and cost to p.
