@@ -184,6 +184,27 @@ func (j *Jail) ReadFile(p string) ([]byte, error) {
 	return j.readResolved(p, r)
 }
 
+// ReadFileResolved is ReadFile resolving p once: it returns the content and
+// where p resolved (Resolve), and, when check is not nil, calls it on the
+// resolved path before reading and returns its error instead of reading.
+func (j *Jail) ReadFileResolved(p string, check func(resolved string) error) ([]byte, string, error) {
+	c, err := Clean(p)
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := j.resolve("read", p, c)
+	if err != nil {
+		return nil, "", err
+	}
+	if check != nil {
+		if err := check(r); err != nil {
+			return nil, r, err
+		}
+	}
+	b, err := j.readResolved(p, r)
+	return b, r, err
+}
+
 // readResolved reads the resolved path r (p is the caller's path, for
 // errors).
 func (j *Jail) readResolved(p, r string) ([]byte, error) {

@@ -274,10 +274,7 @@ func (e *Executor) moduleWith(p string, src []byte) (sandbox.Module, *Error) {
 		return sandbox.Module{}, pathError(p, err)
 	}
 	if src == nil {
-		if clean, err = e.root.Resolve(clean); err != nil {
-			return sandbox.Module{}, pathError(p, err)
-		}
-		if src, err = e.root.ReadFile(clean); err != nil {
+		if src, clean, err = e.root.ReadFileResolved(clean, nil); err != nil {
 			return sandbox.Module{}, pathError(p, err)
 		}
 	}

@@ -209,13 +209,19 @@ func (n *Node) authorizeResolved(p *Process, right capability.Right, path string
 	if err != nil {
 		return "", err
 	}
+	return resolved, chargeResolved(p, right, path, resolved)
+}
+
+// chargeResolved is charge on resolved, the path asked resolves to; a
+// refusal says where a link led.
+func chargeResolved(p *Process, right capability.Right, asked, resolved string) error {
 	if err := charge(p, right, resolved); err != nil {
-		if clean, _ := vfs.Clean(path); clean != resolved {
-			return "", fmt.Errorf("%s resolves (through a symbolic link) to %s: %w", clean, resolved, err)
+		if clean, _ := vfs.Clean(asked); clean != resolved {
+			return fmt.Errorf("%s resolves (through a symbolic link) to %s: %w", clean, resolved, err)
 		}
-		return "", err
+		return err
 	}
-	return resolved, nil
+	return nil
 }
 
 // charge checks right on an already clean resource and charges one tool
@@ -284,11 +290,11 @@ func (n *Node) readArg(p *Process, args json.RawMessage) (string, []byte, error)
 	if err := decode(args, &a, "path", "path"); err != nil {
 		return "", nil, err
 	}
-	path, err := n.authorizeResolved(p, capability.Read, a.Path)
-	if err != nil {
-		return "", nil, err
-	}
-	src, err := n.opts.Jail.ReadFile(path)
+	// One resolution for the check and the read: the right is checked on
+	// the path that is then read.
+	src, path, err := n.opts.Jail.ReadFileResolved(a.Path, func(resolved string) error {
+		return chargeResolved(p, capability.Read, a.Path, resolved)
+	})
 	return path, src, err
 }
 
