@@ -289,3 +289,68 @@ func TestSandboxChecksCallerRights(t *testing.T) {
 		t.Errorf("/tmp asked the caller's rights: %v", r.asked[asked:])
 	}
 }
+
+// FuzzResolveThroughLinks puts a link of any target at tools/l and reads
+// any path: whatever resolves is clean and inside the root, and no read, by
+// any path, returns the content of .agentos, .git, agentos.json (unless asked
+// by its own name) or a file outside the root.
+func FuzzResolveThroughLinks(f *testing.F) {
+	for _, s := range [][2]string{
+		{"../.agentos", "tools/l/journal.db"}, {"..", "tools/l/agentos.json"}, {"../..", "tools/l/outside/secret"},
+		{"../.git", "tools/l/config"}, {"a.ts", "tools/l"}, {"../../", "tools/l"}, {"./../.agentos/../.agentos", "tools/l/journal.db"},
+		{"../agentos.json", "tools/l"}, {"l", "tools/l"}, {"../tools/l", "tools/l/x"}, {"../data", "tools/l/x"}, {"/etc", "tools/l/passwd"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, target, p string) {
+		if target == "" || strings.ContainsRune(target, 0) || len(target) > 256 || len(p) > 256 {
+			t.Skip()
+		}
+		top := t.TempDir()
+		dir := filepath.Join(top, "root")
+		for name, content := range map[string]string{
+			"root/.agentos/journal.db": "SECRET-STATE", "root/.git/config": "SECRET-GIT", "root/agentos.json": "SECRET-CONFIG",
+			"root/tools/a.ts": "tool", "root/data/x": "data", "outside/secret": "SECRET-OUTSIDE",
+		} {
+			path := filepath.Join(top, filepath.FromSlash(name))
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			os.WriteFile(path, []byte(content), 0o644)
+		}
+		if err := os.Symlink(target, filepath.Join(dir, "tools", "l")); err != nil {
+			t.Skip()
+		}
+		j, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		if r, err := j.Resolve(p); err == nil {
+			if r != "." && (filepath.Clean(r) != r || strings.HasPrefix(r, "/") || r == ".." || strings.HasPrefix(r, "../")) {
+				t.Fatalf("Resolve(%q) with tools/l -> %q = %q: not clean or not inside", p, target, r)
+			}
+			for _, part := range strings.Split(r, "/") {
+				if hidden[part] {
+					t.Fatalf("Resolve(%q) with tools/l -> %q = %q reaches hidden state", p, target, r)
+				}
+			}
+		}
+		b, err := j.ReadFile(p)
+		if err == nil && strings.HasPrefix(string(b), "SECRET") {
+			if c, _ := Clean(p); !(c == ConfigFile && string(b) == "SECRET-CONFIG") {
+				t.Fatalf("ReadFile(%q) with tools/l -> %q returned %q", p, target, b)
+			}
+		}
+		s := NewSandbox(j, SandboxConfig{WriteDirs: []string{"tools"}, TempDir: t.TempDir()})
+		defer s.Close()
+		if b, err := s.ReadFile("/lib/" + strings.TrimPrefix(p, "tools/")); err == nil && strings.HasPrefix(string(b), "SECRET") {
+			t.Fatalf("Sandbox read of %q with tools/l -> %q returned %q", p, target, b)
+		}
+		if err := s.WriteFile(p, []byte("pwned")); err == nil {
+			for _, name := range []string{"root/.agentos/journal.db", "root/.git/config", "root/agentos.json", "outside/secret"} {
+				if b, _ := os.ReadFile(filepath.Join(top, filepath.FromSlash(name))); string(b) == "pwned" {
+					t.Fatalf("Sandbox write of %q with tools/l -> %q overwrote %s", p, target, name)
+				}
+			}
+		}
+	})
+}
