@@ -541,6 +541,13 @@ func driverRights(p *Process) driver.Middleware {
 				}
 				_ = json.Unmarshal(c.Request, &r)
 				resource = r.URL
+				// The scope is checked on the URL the fetch driver sends
+				// (dot segments resolved), not on what the tool wrote:
+				// /v1/../admin is /admin. A URL the driver refuses is
+				// checked as written, and refused by the driver.
+				if u, err := driver.CanonicalURL(r.URL); err == nil {
+					resource = u.String()
+				}
 			case "sql":
 				right = capability.SQL
 			case "llm":
