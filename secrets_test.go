@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -394,5 +395,79 @@ func TestSecretsConfigValidation(t *testing.T) {
 	}
 	if _, err := agentos.Start(context.Background(), agentos.Config{Root: t.TempDir(), Logger: quiet, Fetch: agentos.FetchConfig{Allow: []string{"https://h/v1/%2e%2e/"}}}); err == nil || !strings.Contains(err.Error(), "ambiguous") {
 		t.Errorf("an ambiguous fetch.allow prefix: %v", err)
+	}
+}
+
+// A run whose arguments carried credentials is not resumed with
+// [REDACTED] in their place: recovery marks it failed, saying why.
+func TestRecoverRefusesRedactedArguments(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "tools"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "tools", "login.ts"), []byte("/** Logs in. */\nexport default (a: { password: string }) => 'logged in with ' + a.password;\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := executor.New(executor.Options{Root: root, Isolation: executor.IsolationInProcess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	j, err := journal.Open(filepath.Join(root, "journal.db"), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	_, hash, err := ex.Source("tools/login.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := j.Begin(journal.RunMeta{Kind: "exec", Tool: "tools/login.ts", Hash: hash, Args: json.RawMessage(`{"password":"hunter2-in-args"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports, err := agentos.Recover(context.Background(), ex, j)
+	if err != nil || len(reports) != 1 || reports[0].Resumed || !strings.Contains(reports[0].Reason, "credentials") {
+		t.Fatalf("recover: %+v %v", reports, err)
+	}
+	if m, _ := j.Get(run.ID()); m.Status != journal.StatusFailed || !m.ArgsRedacted {
+		t.Fatalf("run %+v", m)
+	}
+}
+
+// agentos.json's secrets and secret_paths load; SecretValues finds every
+// configured value in the environment, the PostgreSQL password included.
+func TestSecretsConfigLoadsAndValues(t *testing.T) {
+	root := t.TempDir()
+	conf := `{
+  "secrets": {"gh": {"env": "AGENTOS_TEST_GH", "header": "Authorization", "format": "token {}", "allow": ["https://api.github.com/"]}},
+  "secret_paths": ["secrets.env", "keys/"],
+  "llm": {"api_key_env": "AGENTOS_TEST_LLM"},
+  "git": {"token_env": "AGENTOS_TEST_GIT"},
+  "sql": {"postgres_dsn_env": "AGENTOS_TEST_DSN"}
+}`
+	if err := os.WriteFile(filepath.Join(root, agentos.ConfigFile), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := agentos.LoadConfig(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Secrets["gh"].Format != "token {}" || len(cfg.SecretPaths) != 2 {
+		t.Fatalf("loaded %+v", cfg)
+	}
+	t.Setenv("AGENTOS_TEST_GH", "gh-value-1")
+	t.Setenv("AGENTOS_TEST_LLM", "llm-value-2")
+	t.Setenv("AGENTOS_TEST_GIT", "git-value-3")
+	t.Setenv("AGENTOS_TEST_DSN", "postgres://agent:pg-pass-4@db.example/tools")
+	got := strings.Join(cfg.SecretValues(), " ")
+	for _, want := range []string{"gh-value-1", "token gh-value-1", "llm-value-2", "git-value-3", "pg-pass-4", "postgres://agent:pg-pass-4@db.example/tools"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("SecretValues = %q, missing %q", got, want)
+		}
+	}
+	t.Setenv("AGENTOS_TEST_DSN", "host=db user=agent password='kv-pass-5' dbname=tools")
+	if got := cfg.SecretValues(); !slices.Contains(got, "kv-pass-5") {
+		t.Errorf("key=value DSN: SecretValues = %q, want the bare password kv-pass-5 among them", got)
 	}
 }
