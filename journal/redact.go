@@ -52,7 +52,8 @@ var keyQualifiers = []string{"api", "private", "secret", "access", "auth", "sign
 
 // argNames are credential names only in a run's arguments: an argument
 // named "key" or "pass" is a credential, a "key" column in a SQL row is not.
-var argNames = []string{"key", "pass", "auth"}
+// ("auth" is not one: it names a secret binding, as in fetch's init.auth.)
+var argNames = []string{"key", "pass"}
 
 // queryNames are credential names only as URL query parameters
 // (?key=... in Google's APIs, ?sig= in signed URLs, ?auth= in Firebase's).

@@ -65,7 +65,7 @@ func TestCredentialNames(t *testing.T) {
 		{"primary_key", false, false, false},
 		{"keyword", false, false, false},
 		{"path", false, false, false},
-		{"auth", false, true, true},
+		{"auth", false, false, true}, // a secret binding's name in args, a credential in a URL
 	} {
 		if got := credentialName(c.name, nil, inData); got != c.data {
 			t.Errorf("%q in data: %v, want %v", c.name, got, c.data)
