@@ -69,6 +69,17 @@ type Config struct {
 	SQL SQLConfig `json:"sql,omitzero"`
 	// Fetch configures tgp.fetch: which URL prefixes tools may reach.
 	Fetch FetchConfig `json:"fetch,omitzero"`
+	// Secrets are named credentials tools use without seeing them:
+	// tgp.fetch(url, {auth: "name"}) has the fetch driver add the value
+	// (from an environment variable) on the way out, and the journal
+	// records only the name. See SecretConfig. Default: none.
+	Secrets map[string]SecretConfig `json:"secrets,omitempty"`
+	// SecretPaths are files or directories, relative to the root, whose
+	// content is secret (e.g. "secrets.env", "keys/"): a tool's read of one
+	// is journaled as a hash only, and their content is scrubbed by value
+	// from the journal. Replaying a run that read one needs the file
+	// present with the same content ([AGENTOS-J004] otherwise). Default: none.
+	SecretPaths []string `json:"secret_paths,omitempty"`
 	// ReuseThreshold is the search score (0..1) above which forge_tool
 	// reuses an existing tool instead of forging one. Default 0.85.
 	ReuseThreshold float64 `json:"reuse_threshold,omitempty"`
@@ -287,9 +298,12 @@ func (c Config) validate(path string) error {
 		return fmt.Errorf("%s: git.upstream carries credentials; remove them and put the token in the environment variable %s", path, orDefault(c.Git.TokenEnv, "AGENTOS_GIT_TOKEN"))
 	}
 	for _, p := range c.Fetch.Allow {
-		if u, err := url.Parse(p); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%s: fetch.allow %q must be an http(s) URL prefix with a host, e.g. \"https://api.example.com/\"", path, p)
+		if err := checkPrefix(p); err != nil {
+			return fmt.Errorf("%s: fetch.allow %v", path, err)
 		}
+	}
+	if err := c.validateSecrets(path); err != nil {
+		return err
 	}
 	if c.ReuseThreshold < 0 || c.ReuseThreshold > 1 {
 		return fmt.Errorf("%s: reuse_threshold %g must be between 0 and 1", path, c.ReuseThreshold)
@@ -345,7 +359,7 @@ func (c Config) ExecutorOptions(root string) executor.Options {
 			MaxOutputBytes: c.Limits.MaxOutputBytes,
 		},
 		Devices: map[string]driver.Device{
-			driver.FetchDriver: driver.Fetch{Allow: c.Fetch.Allow, Timeout: time.Duration(c.Fetch.Timeout), MaxBytes: c.Fetch.MaxBytes},
+			driver.FetchDriver: driver.Fetch{Allow: c.Fetch.Allow, Timeout: time.Duration(c.Fetch.Timeout), MaxBytes: c.Fetch.MaxBytes, Secrets: c.fetchSecrets()},
 		},
 		Bindings:       []executor.Binding{executor.FetchBinding, executor.SQLBinding},
 		Logger:         c.Logger,
@@ -402,7 +416,7 @@ type InitOptions struct {
 // (NoGit) tools stay in the working tree; otherwise agentos.json names
 // opts.Upstream, or a bare repository Init creates beside dir (DIR.git).
 func Init(dir string, opts InitOptions) (created []string, err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the tool root %s: %w", dir, err)
 	}
 	cfg, err := LoadConfig(dir)
@@ -411,7 +425,7 @@ func Init(dir string, opts InitOptions) (created []string, err error) {
 	}
 	tools := filepath.Join(dir, filepath.FromSlash(cfg.Tools()))
 	if _, err := os.Stat(tools); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(tools, 0o755); err != nil {
+		if err := os.MkdirAll(tools, 0o700); err != nil {
 			return created, err
 		}
 		created = append(created, cfg.Tools()+"/")
@@ -439,7 +453,7 @@ func Init(dir string, opts InitOptions) (created []string, err error) {
 		{".gitignore", StateDir + "/\n"},
 	} {
 		p := filepath.Join(dir, f.name)
-		file, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		file, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}

@@ -58,7 +58,18 @@ func Replay(ctx context.Context, ex *executor.Executor, j *journal.Journal, id s
 	}
 	res := ex.Exec(ctx, executor.Request{Path: meta.Tool, Args: meta.Args, Source: src, Middleware: []driver.Middleware{rep.Middleware()}})
 	r := ReplayReport{Run: meta, Result: res, Patched: patched != nil, Divergence: rep.Finish()}
-	r.Same = sameOutcome(meta, res)
+	// The recorded result was scrubbed of the run's secrets: compare the
+	// replayed one scrubbed the same way.
+	scrubbed := res
+	if res.Success {
+		scrubbed.Result = rep.Redact(res.Result)
+	} else if b, err := json.Marshal(res.Error); err == nil {
+		var e executor.Error
+		if json.Unmarshal(rep.Redact(b), &e) == nil {
+			scrubbed.Error = &e
+		}
+	}
+	r.Same = sameOutcome(meta, scrubbed)
 	return r, nil
 }
 
@@ -128,6 +139,10 @@ func Recover(ctx context.Context, ex *executor.Executor, j *journal.Journal) ([]
 			rep.Reason = fmt.Sprintf("cannot resume: the run used SQL, and the crash rolled back its transaction; run %s again", meta.Tool)
 		case serr != nil:
 			rep.Reason = fmt.Sprintf("cannot resume: the tool %s is gone (%v)", meta.Tool, serr)
+		case meta.ArgsRedacted:
+			// Resuming would run the tool with [REDACTED] in place of its
+			// credentials, silently: refuse, clearly.
+			rep.Reason = fmt.Sprintf("cannot resume: its arguments carried credentials, which the journal does not keep; run %s again (pass credentials as named secrets, not arguments)", meta.Tool)
 		case hash != meta.Hash:
 			rep.Reason = fmt.Sprintf("cannot resume: the tool %s changed since the run started (content hash %.12s, now %.12s); replay it with 'agentos replay %s --tool %s' instead", meta.Tool, meta.Hash, hash, meta.ID, meta.Tool)
 		}

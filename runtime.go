@@ -108,9 +108,12 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		}
 	}()
 	for _, d := range []string{cfg.Tools(), StateDir} {
-		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(d)), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(d)), 0o700); err != nil {
 			return rt, fmt.Errorf("agentos: preparing the tool root: %w", err)
 		}
+	}
+	if err := cfg.secureState(root, rt.log); err != nil {
+		return rt, err
 	}
 	if cfg.MeterProvider == nil {
 		rt.reader = sdkmetric.NewManualReader()
@@ -130,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 			return rt, fmt.Errorf("agentos: bringing the tools up to date from %s: %w", cfg.Git.Upstream, err)
 		}
 	}
-	if rt.j, err = journal.Open(cfg.JournalPath(root), journal.Options{}); err != nil {
+	if rt.j, err = cfg.OpenJournal(root, ""); err != nil {
 		return rt, err
 	}
 	if rt.db, err = openDB(cfg, root); err != nil {
@@ -158,6 +161,9 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		client, err := llm.New(llm.Config{BaseURL: cfg.LLM.BaseURL, Model: cfg.LLM.Model, APIKeyEnv: cfg.LLM.APIKeyEnv, PriceInPerMTok: cfg.LLM.PriceInPerMTok, PriceOutPerMTok: cfg.LLM.PriceOutPerMTok})
 		if err != nil {
 			return rt, err
+		}
+		for _, v := range client.Secrets() {
+			rt.j.AddSecret(v) // a server may echo the key in an answer
 		}
 		model = client.Device()
 	}
@@ -375,8 +381,8 @@ func redactDSN(msg, dsn string) string {
 // openSQLite opens the embedded database: WAL, so readers never wait, and a
 // busy timeout, so concurrent runs' transactions queue instead of failing.
 func openSQLite(path string) (*sql.DB, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("agentos: creating the database %s: %w", path, err)
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)")
 	if err != nil {

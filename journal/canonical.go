@@ -13,16 +13,17 @@ import (
 // redacted field name, characters Go's encoder escapes) answers false and
 // takes the slow path. Sandbox requests come from JSON.stringify of objects
 // whose keys are sorted, so they nearly always take the fast path.
-func (r *redactor) isCanonical(raw []byte) bool {
-	r.mu.RLock()
-	for _, v := range r.values {
-		if bytes.Contains(raw, []byte(v)) {
-			r.mu.RUnlock()
-			return false
-		}
+func (r *redactor) isCanonical(raw []byte) bool { return r.canonical(raw, nil) }
+
+// canonical is isCanonical with a run's scope of found secrets too.
+func (r *redactor) canonical(raw []byte, scope *secretSet) bool {
+	if r.global.in(raw) || scope.in(raw) {
+		return false
 	}
-	r.mu.RUnlock()
-	s := scanner{b: raw, fields: r.fields}
+	if scanURLSecrets(raw, r.extra, nil) > 0 {
+		return false
+	}
+	s := scanner{b: raw, extra: r.extra}
 	if !s.value() {
 		return false
 	}
@@ -31,9 +32,9 @@ func (r *redactor) isCanonical(raw []byte) bool {
 
 // scanner walks one JSON value; see isCanonical.
 type scanner struct {
-	b      []byte
-	i      int
-	fields map[string]bool
+	b     []byte
+	i     int
+	extra map[string]bool
 }
 
 func (s *scanner) value() bool {
@@ -203,10 +204,5 @@ func (s *scanner) redacted(key []byte) bool {
 			return true
 		}
 	}
-	for f := range s.fields {
-		if len(f) == len(key) && strings.EqualFold(f, string(key)) {
-			return true
-		}
-	}
-	return false
+	return credentialName(string(key), s.extra, inData)
 }

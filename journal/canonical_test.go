@@ -28,7 +28,8 @@ func slowCanonical(r *redactor, raw []byte) []byte {
 // compares the same form whichever path ran.
 func FuzzCanonicalFastPath(f *testing.F) {
 	for _, s := range []string{`{"path":"a.txt"}`, `{"content":"x","path":"/tmp/x"}`, `{"b":1,"a":2}`, `{"a":{"z":[1,2,{"k":null}]},"b":"é"}`,
-		`{"Authorization":"x"}`, `{"a":"\u2028"}`, `{"a":"<&>"}`, `[1,"x",true,false,null,-1.5e10]`, `{"a":1,"a":2}`, `{"a":"\/"}`, `"s"`, `{ "a":1}`, `{"k":"tab\t"}`} {
+		`{"Authorization":"x"}`, `{"a":"\u2028"}`, `{"a":"<&>"}`, `[1,"x",true,false,null,-1.5e10]`, `{"a":1,"a":2}`, `{"a":"\/"}`, `"s"`, `{ "a":1}`, `{"k":"tab\t"}`,
+		`{"url":"https://u:p@h/?api_key=x&a=1"}`, `{"a":"?token=[REDACTED]&b=2"}`, `{"Sort_Key":1,"x-api-key":"v"}`, `{"apiKey":"v","max_tokens":3}`, `{"u":"s://a:[REDACTED]@h;sig=1"}`} {
 		f.Add([]byte(s))
 	}
 	r := newRedactor(nil)

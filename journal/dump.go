@@ -1,6 +1,10 @@
 package journal
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/agentos-run/agentos/driver"
+)
 
 // Dump is a whole run as JSON: its metadata, the tool's source and every
 // entry. It is what `agentos trace --json` prints and what golden journals
@@ -45,7 +49,17 @@ func (j *Journal) Import(d Dump) error {
 	if err := j.submit(&write{run: d.Run.ID, reset: true}, true); err != nil {
 		return err
 	}
+	scope := &secretSet{}
 	for _, e := range d.Entries {
+		// A dump is redacted like a live recording: whoever wrote it, no
+		// credential reaches the file.
+		e.Request = j.redact.jsonIn(e.Request, scope)
+		if e.Sealed == "" {
+			e.Response = j.redact.jsonIn(e.Response, scope)
+		}
+		if e.Error != nil {
+			e.Error = &driver.Error{Code: e.Error.Code, Message: j.redact.textIn(e.Error.Message, scope)}
+		}
 		// One encoding for entries, whoever writes them: the recorder's.
 		if err := j.submit(&write{run: d.Run.ID, seq: e.Seq, entry: e.appendJSON(nil)}, false); err != nil {
 			return err

@@ -41,6 +41,10 @@ func (e *Entry) appendJSON(b []byte) []byte {
 		b = append(b, `,"cost":`...)
 		b = strconv.AppendFloat(b, e.Cost, 'g', -1, 64)
 	}
+	if e.Sealed != "" {
+		b = append(b, `,"sealed":`...)
+		b = appendString(b, e.Sealed)
+	}
 	return append(b, '}')
 }
 

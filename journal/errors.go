@@ -23,11 +23,15 @@ const (
 	CodeBeyondEnd = "AGENTOS-J002"
 	// CodeUnconsumed: the code ended without making calls the recording has.
 	CodeUnconsumed = "AGENTOS-J003"
+	// CodeSealed: the run read a secret (a file under a secret path) whose
+	// content the journal keeps only as a hash, and replay could not read
+	// the same content again: the file is gone or changed.
+	CodeSealed = "AGENTOS-J004"
 )
 
 // DivergenceError says where a replayed run stopped following its recording.
 type DivergenceError struct {
-	Code     string `json:"code"` // CodeRequestDiffers, CodeBeyondEnd or CodeUnconsumed
+	Code     string `json:"code"` // CodeRequestDiffers, CodeBeyondEnd, CodeUnconsumed or CodeSealed
 	RunID    string `json:"run_id"`
 	Seq      uint64 `json:"seq"`
 	Expected string `json:"expected,omitempty"` // the recorded call, "driver.op request" ("" beyond the end)
@@ -38,6 +42,8 @@ func (e *DivergenceError) Error() string {
 	switch e.Code {
 	case CodeBeyondEnd:
 		return fmt.Sprintf("[%s] replay of run %s diverged at call #%d: the recording ended, but the code made another call: %s", e.Code, e.RunID, e.Seq, e.Actual)
+	case CodeSealed:
+		return fmt.Sprintf("[%s] replay of run %s cannot answer call #%d (%s): the run read a secret (a file under secret_paths) that the journal keeps only as a hash, and %s; replay needs the file present with the content the run read", e.Code, e.RunID, e.Seq, e.Expected, e.Actual)
 	case CodeUnconsumed:
 		return fmt.Sprintf("[%s] replay of run %s diverged: the code ended after call #%d, but the recording continues with #%d: %s", e.Code, e.RunID, e.Seq-1, e.Seq, e.Expected)
 	}

@@ -41,6 +41,18 @@ type Options struct {
 	// Redact lists extra request/response field names (case-insensitive)
 	// whose values never reach the file, besides DefaultRedactedFields.
 	Redact []string
+	// Secrets are literal secret values (API keys, tokens, passwords)
+	// scrubbed by value from everything the journal writes, as AddSecret
+	// does.
+	Secrets []string
+	// Seal, when set, reports whether the answer to c is itself a secret
+	// (the content of a file under a configured secret path): the journal
+	// then keeps only its SHA-256 (Entry.Sealed), never its bytes, and
+	// scrubs its content from the rest of the run. IMPORTANT: Seal MUST
+	// select only calls that are safe to make again (reads without side
+	// effects): replay makes them again to get the answer back, and fails
+	// with [AGENTOS-J004] when the answer is gone or changed.
+	Seal func(c driver.Call) bool
 	// Now is the clock of run start and end times; nil means time.Now.
 	Now func() time.Time
 }
@@ -66,6 +78,9 @@ type RunMeta struct {
 	Result  json.RawMessage `json:"result,omitempty"`
 	Error   json.RawMessage `json:"error,omitempty"`
 	Reason  string          `json:"reason,omitempty"` // why a run was marked failed by recovery
+	// ArgsRedacted says the arguments held credentials the journal does
+	// not keep: replay and recovery see [REDACTED] in their place.
+	ArgsRedacted bool `json:"args_redacted,omitempty"`
 	// ReplayOf names the run this one replayed or recovered, if any.
 	ReplayOf string `json:"replay_of,omitempty"`
 }
@@ -89,6 +104,9 @@ type Entry struct {
 	At       time.Time       `json:"at"`
 	Duration time.Duration   `json:"duration_ns"`
 	Cost     float64         `json:"cost,omitempty"`
+	// Sealed is "sha256:<hex>" of an answer the journal does not keep (see
+	// Options.Seal); Response is then "[REDACTED]".
+	Sealed string `json:"sealed,omitempty"`
 }
 
 // call renders the entry's request the way divergence errors show it.
@@ -149,6 +167,9 @@ func Open(path string, opts Options) (*Journal, error) {
 		opts.MaxBatch = 4096
 	}
 	j := &Journal{db: db, opts: opts, redact: newRedactor(opts.Redact), now: opts.Now, writes: make(chan *write, opts.MaxBatch)}
+	for _, v := range opts.Secrets {
+		j.AddSecret(v)
+	}
 	if j.now == nil {
 		j.now = time.Now
 	}
@@ -332,10 +353,14 @@ func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 	}
 	meta.Started = j.now()
 	meta.Status = StatusRunning
+	scope := &secretSet{}
+	var redacted bool
+	meta.Args, redacted = j.redact.args(meta.Args, scope)
+	meta.ArgsRedacted = meta.ArgsRedacted || redacted
 	if err := j.putMeta(meta); err != nil {
 		return nil, err
 	}
-	return &Run{j: j, meta: meta}, nil
+	return &Run{j: j, meta: meta, scope: scope}, nil
 }
 
 // exists reports whether a run has exactly this id (Get also matches prefixes).
@@ -349,7 +374,11 @@ func (j *Journal) exists(id string) bool {
 }
 
 func (j *Journal) putMeta(meta RunMeta) error {
-	meta.Args = j.redact.json(meta.Args)
+	var redacted bool
+	meta.Args, redacted = j.redact.args(meta.Args, nil)
+	meta.ArgsRedacted = meta.ArgsRedacted || redacted
+	meta.Result = j.redact.json(meta.Result)
+	meta.Error = j.redact.json(meta.Error)
 	meta.Reason = j.redact.text(meta.Reason)
 	b, err := marshal(meta)
 	if err != nil {
@@ -389,6 +418,10 @@ type Run struct {
 	j       *Journal
 	meta    RunMeta
 	durable bool
+	// scope holds the secrets found in this run (credential arguments and
+	// headers, secret files' content): scrubbed from its later entries and
+	// its result too.
+	scope *secretSet
 }
 
 // Durable makes every call of the run committed and fsynced before its
@@ -414,6 +447,7 @@ func (r *Run) Middleware() driver.Middleware {
 				return nil, driver.Errorf(driver.CodeUnavailable, "%s: not performed: %v", c, err)
 			}
 			start := r.j.now()
+			sealed := r.j.opts.Seal != nil && r.j.opts.Seal(c)
 			val, err := next.Do(ctx, c)
 			if err != nil && ctx.Err() != nil {
 				// Interrupted (shutdown, a killed process), not answered:
@@ -421,7 +455,7 @@ func (r *Run) Middleware() driver.Middleware {
 				// instead of replaying an interruption it never saw.
 				return val, err
 			}
-			if rerr := r.j.record(r.meta.ID, c, val, err, start, r.durable); rerr != nil {
+			if rerr := r.j.record(r.meta.ID, r.scope, c, val, err, start, r.durable, sealed); rerr != nil {
 				return nil, driver.Errorf(driver.CodeUnavailable, "%s: the journal could not record the call, so its result is withheld: %v", c, rerr)
 			}
 			return val, err
@@ -429,14 +463,23 @@ func (r *Run) Middleware() driver.Middleware {
 	}
 }
 
-// record journals one call.
-func (j *Journal) record(run string, c driver.Call, val json.RawMessage, callErr error, start time.Time, durable bool) error {
-	e := Entry{Seq: c.Seq, Driver: c.Driver, Op: c.Op, Request: j.redact.json(c.Request), At: start, Duration: j.now().Sub(start)}
-	if callErr != nil {
+// record journals one call: its request redacted (what it holds under
+// credential names or in URLs joins the run's scope first, so that an
+// answer echoing it is scrubbed too), its answer redacted or, sealed, only
+// hashed.
+func (j *Journal) record(run string, scope *secretSet, c driver.Call, val json.RawMessage, callErr error, start time.Time, durable, sealed bool) error {
+	if sealed && callErr == nil {
+		scope.addContent(val)
+	}
+	e := Entry{Seq: c.Seq, Driver: c.Driver, Op: c.Op, Request: j.redact.jsonIn(c.Request, scope), At: start, Duration: j.now().Sub(start)}
+	switch {
+	case callErr != nil:
 		e.Error = driver.AsError(callErr)
-		e.Error = &driver.Error{Code: e.Error.Code, Message: j.redact.text(e.Error.Message)}
-	} else {
-		e.Response = j.redact.json(val)
+		e.Error = &driver.Error{Code: e.Error.Code, Message: j.redact.textIn(e.Error.Message, scope)}
+	case sealed:
+		e.Response, e.Sealed = json.RawMessage(`"`+Redacted+`"`), sealOf(val)
+	default:
+		e.Response = j.redact.jsonIn(val, scope)
 	}
 	return j.submit(&write{run: run, seq: c.Seq, entry: e.appendJSON(nil)}, durable || j.opts.Durability == SyncEach)
 }
@@ -450,8 +493,9 @@ func (r *Run) End(status string, result, errJSON json.RawMessage) error {
 	}
 	r.meta.Ended = r.j.now()
 	r.meta.Status = status
-	r.meta.Result = r.j.redact.json(result)
-	r.meta.Error = r.j.redact.json(errJSON)
+	r.meta.Result = r.j.redact.jsonIn(result, r.scope)
+	r.meta.Error = r.j.redact.jsonIn(errJSON, r.scope)
+	r.meta.Reason = r.j.redact.textIn(r.meta.Reason, r.scope)
 	if err := r.j.putMeta(r.meta); err != nil {
 		return err
 	}

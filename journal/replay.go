@@ -20,6 +20,10 @@ type Replayer struct {
 	mu   sync.Mutex
 	used map[uint64]bool
 	div  *DivergenceError // the first divergence
+
+	// scope holds the secrets the replayed run found, as its recording
+	// did: live requests are redacted with them before they are compared.
+	scope *secretSet
 }
 
 // Replayer loads the recording of run id (a unique prefix will do).
@@ -32,7 +36,7 @@ func (j *Journal) Replayer(id string) (*Replayer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Replayer{j: j, meta: meta, entries: make(map[uint64]*Entry, len(entries)), used: map[uint64]bool{}}
+	p := &Replayer{j: j, meta: meta, entries: make(map[uint64]*Entry, len(entries)), used: map[uint64]bool{}, scope: &secretSet{}}
 	for i := range entries {
 		e := &entries[i]
 		e.Request = j.redact.json(e.Request) // canonical, whatever wrote it
@@ -46,24 +50,32 @@ func (j *Journal) Replayer(id string) (*Replayer, error) {
 func (p *Replayer) Meta() RunMeta { return p.meta }
 
 // Middleware answers every call from the recording and never calls the
-// wrapped Host: no device is touched. A call that diverges aborts the run
+// wrapped Host: no device is touched, except for a sealed answer (a secret
+// file's content, see Options.Seal), which is read again through it and
+// checked against its recorded hash. A call that diverges aborts the run
 // (the tool cannot catch it) with the divergence's message.
 func (p *Replayer) Middleware() driver.Middleware {
-	return func(driver.Host) driver.Host {
-		return driver.HostFunc(func(_ context.Context, c driver.Call) (json.RawMessage, error) {
-			return p.answer(c)
+	return func(next driver.Host) driver.Host {
+		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+			return p.answer(ctx, c, next)
 		})
 	}
 }
 
 // answer serves c from the recording, or reports the divergence.
-func (p *Replayer) answer(c driver.Call) (json.RawMessage, error) {
+func (p *Replayer) answer(ctx context.Context, c driver.Call, next driver.Host) (json.RawMessage, error) {
 	e, ok := p.entries[c.Seq]
 	if !ok {
 		return nil, p.diverge(&DivergenceError{Code: CodeBeyondEnd, RunID: p.meta.ID, Seq: c.Seq, Actual: p.render(c)})
 	}
-	if e.Driver != c.Driver || e.Op != c.Op || (!bytes.Equal(e.Request, c.Request) && !bytes.Equal(e.Request, p.j.redact.json(c.Request))) {
+	// Both sides redacted alike: the recording was redacted with the
+	// secrets the run had found so far, the live call is redacted with the
+	// ones the replay has found (the same ones, found the same way).
+	if e.Driver != c.Driver || e.Op != c.Op || (!bytes.Equal(e.Request, c.Request) && !bytes.Equal(p.j.redact.jsonIn(e.Request, p.scope), p.j.redact.jsonIn(c.Request, p.scope))) {
 		return nil, p.diverge(&DivergenceError{Code: CodeRequestDiffers, RunID: p.meta.ID, Seq: c.Seq, Expected: e.call(), Actual: p.render(c)})
+	}
+	if e.Sealed != "" && e.Error == nil {
+		return p.unseal(ctx, c, e, next)
 	}
 	p.mu.Lock()
 	p.used[c.Seq] = true
@@ -74,8 +86,38 @@ func (p *Replayer) answer(c driver.Call) (json.RawMessage, error) {
 	return e.Response, nil
 }
 
+// unseal answers a sealed call by making it again, live, and checking the
+// answer against the recorded hash: the journal never kept the secret.
+func (p *Replayer) unseal(ctx context.Context, c driver.Call, e *Entry, next driver.Host) (json.RawMessage, error) {
+	var val json.RawMessage
+	err := fmt.Errorf("no device to read it from")
+	if next != nil {
+		val, err = next.Do(ctx, c)
+	}
+	switch {
+	case err != nil:
+		return nil, p.diverge(&DivergenceError{Code: CodeSealed, RunID: p.meta.ID, Seq: c.Seq, Expected: e.call(),
+			Actual: fmt.Sprintf("it cannot be read now: %s", p.j.redact.textIn(err.Error(), p.scope))})
+	case sealOf(val) != e.Sealed:
+		return nil, p.diverge(&DivergenceError{Code: CodeSealed, RunID: p.meta.ID, Seq: c.Seq, Expected: e.call(),
+			Actual: fmt.Sprintf("it changed since the run (%.19s then, %.19s now)", e.Sealed, sealOf(val))})
+	}
+	p.scope.addContent(val)
+	p.mu.Lock()
+	p.used[c.Seq] = true
+	p.mu.Unlock()
+	return val, nil
+}
+
+// Redact scrubs a document the way the recorded run's result was scrubbed
+// (with the secrets this replay has found so far), so that a replayed
+// result can be compared with the recorded one.
+func (p *Replayer) Redact(raw json.RawMessage) json.RawMessage {
+	return p.j.redact.jsonIn(raw, p.scope)
+}
+
 func (p *Replayer) render(c driver.Call) string {
-	return fmt.Sprintf("%s.%s %s", c.Driver, c.Op, p.j.redact.json(c.Request))
+	return fmt.Sprintf("%s.%s %s", c.Driver, c.Op, p.j.redact.textIn(string(p.j.redact.json(c.Request)), p.scope))
 }
 
 func (p *Replayer) diverge(d *DivergenceError) error {
@@ -119,7 +161,7 @@ func (j *Journal) Recover(id string) (*Recovery, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Recovery{Replayer: p, run: &Run{j: j, meta: p.meta}}, nil
+	return &Recovery{Replayer: p, run: &Run{j: j, meta: p.meta, scope: p.scope}}, nil
 }
 
 // Run returns the handle that ends the resumed run.
@@ -132,7 +174,7 @@ func (r *Recovery) Middleware() driver.Middleware {
 		live := record(next)
 		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
 			if _, ok := r.entries[c.Seq]; ok {
-				return r.answer(c)
+				return r.answer(ctx, c, next)
 			}
 			return live.Do(ctx, c)
 		})

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -601,14 +600,15 @@ func driverRights(p *Process) driver.Middleware {
 					URL string `json:"url"`
 				}
 				_ = json.Unmarshal(c.Request, &r)
-				resource = r.URL
-				// The grant is a URL prefix: a dot segment would let
-				// ".../v1/../admin" pass a ".../v1/" grant, whatever the
-				// fetch device later sends. None is accepted, so what is
-				// checked here is what any normalisation leaves unchanged.
-				if seg, ok := dotSegment(r.URL); ok {
-					return nil, driver.Errorf(driver.CodeSecurity, "%s.%s refused: the URL %s has the dot segment %q in its path, which could leave the caller's fetch grant; write the path without '.' or '..' segments", c.Driver, c.Op, truncate(r.URL, 200), seg)
+				// The scope is checked on the URL the fetch driver sends
+				// (dot segments resolved), never on what the tool wrote:
+				// /v1/../admin is /admin. A URL the driver would refuse is
+				// refused here, with the driver's reason.
+				u, err := driver.CanonicalURL(r.URL)
+				if err != nil {
+					return nil, err
 				}
+				resource = u.String()
 			case "sql":
 				right = capability.SQL
 			case "llm":
@@ -622,43 +622,4 @@ func driverRights(p *Process) driver.Middleware {
 			return next.Do(ctx, c)
 		})
 	}
-}
-
-// dotSegment reports the first "." or ".." segment of u's path, decoded
-// (%2e, %2f and their double encodings included) and split on '/' and '\\'
-// as a lenient server would.
-func dotSegment(u string) (string, bool) {
-	rest := u
-	if i := strings.Index(rest, "://"); i >= 0 {
-		rest = rest[i+3:]
-		j := strings.IndexAny(rest, "/\\")
-		if j < 0 {
-			return "", false
-		}
-		rest = rest[j:]
-	}
-	if i := strings.IndexAny(rest, "?#"); i >= 0 {
-		rest = rest[:i]
-	}
-	for range 3 { // %252e -> %2e -> .
-		d, err := url.PathUnescape(rest)
-		if err != nil || d == rest {
-			break
-		}
-		rest = d
-	}
-	for _, seg := range strings.FieldsFunc(rest, func(r rune) bool { return r == '/' || r == '\\' }) {
-		if seg == "." || seg == ".." {
-			return seg, true
-		}
-	}
-	return "", false
-}
-
-// truncate shortens s to at most n bytes for an error message.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

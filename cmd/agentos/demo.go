@@ -118,7 +118,7 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	// The demo's Git upstream lives in its state directory, so the demo
 	// leaves nothing beside its tool root.
 	upstream := filepath.Join(agentos.StateDir, "upstream.git")
-	if err := os.MkdirAll(filepath.Join(dir, agentos.StateDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, agentos.StateDir), 0o700); err != nil {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(dir, upstream)); errors.Is(err, os.ErrNotExist) {
@@ -150,7 +150,7 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer ex.Close()
-	j, err := openJournal(dir, "", false)
+	j, err := openJournal(dir, cfg, "", false)
 	if err != nil {
 		return err
 	}

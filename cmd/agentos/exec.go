@@ -50,7 +50,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer ex.Close()
 	var j *journal.Journal
 	if !*noJournal {
-		if j, err = openJournal(absRoot, *jpath, false); err != nil {
+		if j, err = openJournal(absRoot, cfg, *jpath, false); err != nil {
 			return err
 		}
 		defer j.Close()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -13,17 +12,17 @@ import (
 // openJournal opens the journal at path, or at the tool root's default
 // (.agentos/journal.db) when path is empty. With mustExist, a missing
 // journal is a usage error rather than a new empty file.
-func openJournal(absRoot, path string, mustExist bool) (*journal.Journal, error) {
+//
+// The journal scrubs the secrets cfg points at and seals reads of its
+// secret_paths, as a runtime's does (see agentos.Config.OpenJournal).
+func openJournal(absRoot string, cfg agentos.Config, path string, mustExist bool) (*journal.Journal, error) {
 	if path == "" {
 		path = filepath.Join(absRoot, agentos.JournalFile)
 	}
 	if _, err := os.Stat(path); err != nil && mustExist {
 		return nil, usagef("no journal at %s: run a tool with 'agentos exec' first, or pass --journal PATH", path)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
-	}
-	return journal.Open(path, journal.Options{})
+	return cfg.OpenJournal(absRoot, path)
 }
 
 // journalCmd is the shared shape of the commands that read the journal
@@ -61,6 +60,6 @@ func (c *journalCmd) open(args []string, wantArgs int, what string) (pos []strin
 	if absRoot, cfg, err = openRoot(*c.root); err != nil {
 		return nil, "", cfg, nil, err
 	}
-	j, err = openJournal(absRoot, *c.jpath, true)
+	j, err = openJournal(absRoot, cfg, *c.jpath, true)
 	return pos, absRoot, cfg, j, err
 }

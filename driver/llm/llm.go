@@ -227,6 +227,18 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// Secrets returns the credentials the client holds (its API key, when one
+// is set), so that whoever journals its calls can scrub them by value: a
+// server or a proxy MAY echo the key in a successful answer, where the
+// client's own error scrubbing never looks. IMPORTANT: register them with
+// the journal (journal.Journal.AddSecret) before the first call.
+func (c *Client) Secrets() []string {
+	if c.key == "" {
+		return nil
+	}
+	return []string{c.key}
+}
+
 // Model returns the model the client asks for.
 func (c *Client) Model() string { return c.model }
 
