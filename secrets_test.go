@@ -236,6 +236,11 @@ func TestSecretFileNeverInJournal(t *testing.T) {
 	if sealed == 0 {
 		t.Fatal("no read of the secret file was recorded")
 	}
+	// The jail never reads a file with two hard links (it may be another
+	// file's twin): take the twin away before replaying the direct read.
+	if err := os.Remove(filepath.Join(root, "tools", "hard.env")); err != nil {
+		t.Fatal(err)
+	}
 	rep, err := agentos.Replay(context.Background(), ex, j, res.RunID, nil)
 	if err != nil || rep.Divergence != nil || !rep.Same {
 		t.Fatalf("replay with the file present: %+v %v %v", rep.Result, err, rep.Divergence)
