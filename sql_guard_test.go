@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/agentos-run/agentos"
 )
 
 // Issue 10 item 1: exec_sql is the tool's door to the database and nothing
@@ -187,5 +185,3 @@ func TestSQLErrorPrefixOnce(t *testing.T) {
 		t.Fatalf("kernel exec_sql error: %v", err)
 	}
 }
-
-var _ = agentos.Config{}

@@ -32,10 +32,10 @@ var sqliteAllowedPragmas = map[string]bool{
 	"foreign_key_list": true, "foreign_key_check": true,
 }
 
-// sqliteReadOnlyPragmas may be read (never set) by the statements SQLite
-// modules run for a tool: the R*Tree module reads page_size when it creates
-// its table.
-var sqliteReadOnlyPragmas = map[string]bool{"page_size": true}
+// sqliteReadOnlyPragmas may be read (never set) because SQLite's modules
+// read them for a tool's statement: R*Tree reads page_size when it creates
+// its table, FTS5 reads data_version on every query.
+var sqliteReadOnlyPragmas = map[string]bool{"page_size": true, "data_version": true}
 
 // sqliteAllowedModules are the virtual-table modules CREATE VIRTUAL TABLE
 // may use: full-text search and spatial indexes, all stored in the database

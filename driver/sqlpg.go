@@ -94,44 +94,23 @@ func (s *SQL) pgExec(ctx context.Context, conn *sql.Conn, q SQLRequest) (SQLResu
 		}
 		pc := sc.Conn()
 		defer func() { stillInTx = pc.PgConn().TxStatus() != 'I' }()
-		// DescribeExec: Parse (one command only) + Describe, then Bind/Execute.
-		rows, err := pc.Query(ctx, q.SQL, append([]any{pgx.QueryExecModeDescribeExec}, q.Params...)...)
+		// A failed statement is undone alone, as on SQLite: without the
+		// savepoint PostgreSQL would refuse every later statement of the
+		// run, and a tool that caught the error could never succeed.
+		keep := context.WithoutCancel(ctx)
+		if _, err := pc.Exec(keep, "SAVEPOINT agentos_statement"); err != nil {
+			return err
+		}
+		err := s.pgStatement(ctx, pc, q, &out)
 		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		fields := rows.FieldDescriptions()
-		if len(fields) > 0 {
-			out.Columns = make([]string, len(fields))
-			for i, f := range fields {
-				out.Columns[i] = f.Name
+			if _, rerr := pc.Exec(keep, "ROLLBACK TO SAVEPOINT agentos_statement"); rerr != nil {
+				return fmt.Errorf("%w (and undoing it failed: %v)", err, rerr)
 			}
-			out.Rows = []map[string]any{}
 		}
-		max := s.maxRows()
-		for rows.Next() {
-			if len(out.Rows) == max {
-				return errTooManyRows(max)
-			}
-			vals, err := rows.Values()
-			if err != nil {
-				return err
-			}
-			row := make(map[string]any, len(fields))
-			for i, f := range fields {
-				row[f.Name] = pgJSONValue(vals[i], f.DataTypeOID)
-			}
-			out.Rows = append(out.Rows, row)
+		if _, rerr := pc.Exec(keep, "RELEASE SAVEPOINT agentos_statement"); rerr != nil && err == nil {
+			err = rerr
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(fields) == 0 {
-			n := rows.CommandTag().RowsAffected()
-			out.RowsAffected = &n
-		}
-		return nil
+		return err
 	})
 	if !stillInTx {
 		// Only a statement refused above can end a transaction; this is the
@@ -150,6 +129,49 @@ func (s *SQL) pgExec(ctx context.Context, conn *sql.Conn, q SQLRequest) (SQLResu
 		return SQLResult{}, Errorf(CodeInvalid, "%v", err)
 	}
 	return out, nil
+}
+
+// pgStatement runs one statement through the extended protocol
+// (DescribeExec: Parse, which takes one command only, and Describe; then
+// Bind and Execute) and fills out.
+func (s *SQL) pgStatement(ctx context.Context, pc *pgx.Conn, q SQLRequest, out *SQLResult) error {
+	rows, err := pc.Query(ctx, q.SQL, append([]any{pgx.QueryExecModeDescribeExec}, q.Params...)...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	fields := rows.FieldDescriptions()
+	if len(fields) > 0 {
+		out.Columns = make([]string, len(fields))
+		for i, f := range fields {
+			out.Columns[i] = f.Name
+		}
+		out.Rows = []map[string]any{}
+	}
+	max := s.maxRows()
+	for rows.Next() {
+		if len(out.Rows) == max {
+			return errTooManyRows(max)
+		}
+		vals, err := rows.Values()
+		if err != nil {
+			return err
+		}
+		row := make(map[string]any, len(fields))
+		for i, f := range fields {
+			row[f.Name] = pgJSONValue(vals[i], f.DataTypeOID)
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(fields) == 0 {
+		n := rows.CommandTag().RowsAffected()
+		out.RowsAffected = &n
+	}
+	return nil
 }
 
 // pgJSONValue turns a value pgx decoded into one JSON carries plainly.
