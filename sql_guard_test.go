@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentos-run/agentos"
 )
 
 // Issue 10 item 1: exec_sql is the tool's door to the database and nothing
@@ -183,5 +186,44 @@ func TestSQLErrorPrefixOnce(t *testing.T) {
 	_, err := rt.Call(context.Background(), "exec_sql", json.RawMessage(`{"sql":"SELEC 1"}`))
 	if err == nil || strings.Contains(err.Error(), "exec_sql: exec_sql:") || !strings.Contains(err.Error(), "exec_sql: ") {
 		t.Fatalf("kernel exec_sql error: %v", err)
+	}
+}
+
+// A runaway query (an endless recursive CTE) ends with its run: SQLite is
+// interrupted at the run's deadline, the run reports its timeout, and the
+// database serves the next call.
+func TestSQLRunawayQueryEndsWithRun(t *testing.T) {
+	rt := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess", Limits: agentos.LimitsConfig{Timeout: agentos.Duration(time.Second)}})
+	if _, err := rt.Call(context.Background(), "exec_sql", json.RawMessage(`{"sql":"CREATE TABLE users (name TEXT)"}`)); err != nil {
+		t.Fatal(err)
+	}
+	res := runTool(t, rt, "tools/forever.ts", `/** Counts forever. */
+export default async function (): Promise<unknown> {
+  await tgp.exec_sql("INSERT INTO users VALUES ('x')");
+  return await tgp.exec_sql("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) AS n FROM c");
+}
+`, `{}`)
+	if res.Success || res.Error == nil {
+		t.Fatalf("an endless query succeeded: %+v", res)
+	}
+	out, err := rt.Call(context.Background(), "exec_sql", json.RawMessage(`{"sql":"SELECT count(*) AS n FROM users"}`))
+	if err != nil || !strings.Contains(string(out), `"n":0`) {
+		t.Fatalf("after the runaway run: %s %v", out, err)
+	}
+}
+
+// A value or an answer larger than a call can carry is refused by SQLite
+// (SQLITE_LIMIT_LENGTH) or by the device before the host holds it.
+func TestSQLHugeValuesRefused(t *testing.T) {
+	rt := sqlRuntime(t)
+	for _, stmt := range []string{
+		"SELECT length(zeroblob(200000000)) AS n",
+		"SELECT length(printf('%.*c', 200000000, 'x')) AS n",
+		"WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 100) SELECT randomblob(1000000) AS b FROM c",
+	} {
+		_, err := rt.Call(context.Background(), "exec_sql", json.RawMessage(`{"sql":`+tsString(stmt)+`}`))
+		if err == nil || !strings.Contains(err.Error(), "too big") && !strings.Contains(err.Error(), "more than 64 MiB") {
+			t.Errorf("%s: %v", stmt, err)
+		}
 	}
 }

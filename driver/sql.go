@@ -162,6 +162,12 @@ func sqlValue(v any, name string) (any, error) {
 	return nil, fmt.Errorf("%s: %w", name, errNotScalar)
 }
 
+// MaxSQLAnswer bounds one exec_sql answer (64 MiB, the worker protocol's
+// frame): the rows a statement returns, and on SQLite any one string or
+// blob (SQLITE_LIMIT_LENGTH). A larger answer is an error that says so, and
+// the host never holds more.
+const MaxSQLAnswer = 64 << 20
+
 // SQLResult is its answer.
 type SQLResult struct {
 	Columns      []string         `json:"columns,omitempty"`
@@ -324,6 +330,10 @@ func errTooManyRows(max int) *Error {
 	return Errorf(CodeIO, "the statement returns more than %d rows; add a LIMIT or aggregate", max)
 }
 
+func errTooBig() *Error {
+	return Errorf(CodeIO, "the statement returns more than 64 MiB; select fewer rows or columns, or add a LIMIT")
+}
+
 func errMultipleStatements() *Error {
 	return Errorf(CodeSecurity, "exec_sql runs one statement per call; split the text into one call per statement (they share the run's transaction)")
 }
@@ -387,6 +397,7 @@ func (s *SQL) run(ctx context.Context, tx *sql.Tx, stmt string, args []any) (SQL
 	}
 	max := s.maxRows()
 	out := SQLResult{Columns: cols, Rows: []map[string]any{}}
+	size := 0
 	for rows.Next() {
 		if len(out.Rows) == max {
 			return SQLResult{}, errTooManyRows(max)
@@ -401,14 +412,22 @@ func (s *SQL) run(ctx context.Context, tx *sql.Tx, stmt string, args []any) (SQL
 		}
 		row := make(map[string]any, len(cols))
 		for i, c := range cols {
+			size += len(c) + 8
 			switch v := vals[i].(type) {
 			case []byte:
 				row[c] = string(v)
+				size += len(v)
+			case string:
+				row[c] = v
+				size += len(v)
 			case time.Time:
 				row[c] = v.UTC().Format(time.RFC3339Nano)
 			default:
 				row[c] = v
 			}
+		}
+		if size > MaxSQLAnswer {
+			return SQLResult{}, errTooBig()
 		}
 		out.Rows = append(out.Rows, row)
 	}

@@ -130,7 +130,8 @@ func (g *sqliteGuard) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, 
 func sortedKeys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
 
 // installGuard gives the physical connection behind conn the authorizer g
-// and sets its limits: no attached database at all.
+// and sets its limits: no attached database at all, no string or blob
+// larger than an answer may be.
 func installGuard(conn *sql.Conn, g *sqliteGuard) error {
 	err := conn.Raw(func(dc any) error {
 		reg, ok := dc.(sqlite.AuthorizerRegisterer)
@@ -144,6 +145,9 @@ func installGuard(conn *sql.Conn, g *sqliteGuard) error {
 	}
 	if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_ATTACHED, 0); err != nil {
 		return fmt.Errorf("setting SQLITE_LIMIT_ATTACHED: %w", err)
+	}
+	if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, MaxSQLAnswer); err != nil {
+		return fmt.Errorf("setting SQLITE_LIMIT_LENGTH: %w", err)
 	}
 	return nil
 }

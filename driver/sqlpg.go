@@ -149,9 +149,16 @@ func (s *SQL) pgStatement(ctx context.Context, pc *pgx.Conn, q SQLRequest, out *
 		out.Rows = []map[string]any{}
 	}
 	max := s.maxRows()
+	size := 0
 	for rows.Next() {
 		if len(out.Rows) == max {
 			return errTooManyRows(max)
+		}
+		for _, raw := range rows.RawValues() {
+			size += len(raw) + 8
+		}
+		if size > MaxSQLAnswer {
+			return errTooBig()
 		}
 		vals, err := rows.Values()
 		if err != nil {

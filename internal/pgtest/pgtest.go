@@ -20,12 +20,11 @@ import (
 // superuser "agent" on database "postgres".
 func Start(t testing.TB) string {
 	t.Helper()
-	initdb, err := exec.LookPath("initdb")
-	if err != nil {
-		t.Skip("PostgreSQL is not installed on this machine (no initdb on PATH): install the postgresql package to run this test")
+	initdb, pgctl := find("initdb"), find("pg_ctl")
+	if initdb == "" {
+		t.Skip("PostgreSQL is not installed on this machine (no initdb on PATH or in /usr/lib/postgresql/*/bin): install the postgresql package to run this test")
 	}
-	pgctl, err := exec.LookPath("pg_ctl")
-	if err != nil {
+	if pgctl == "" {
 		t.Skip("PostgreSQL's pg_ctl is not installed")
 	}
 	dir, err := os.MkdirTemp("", "agentos-pg-")
@@ -69,6 +68,24 @@ func Start(t testing.TB) string {
 		_ = cmd.Run()
 	})
 	return fmt.Sprintf("postgres://agent@127.0.0.1:%d/postgres?sslmode=disable", port)
+}
+
+// find returns the path of a PostgreSQL program: on PATH, else in the
+// newest /usr/lib/postgresql/N/bin (where Debian's package puts it); "" when
+// absent.
+func find(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	best, bestVersion := "", -1
+	for _, m := range matches {
+		v, err := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(m))))
+		if err == nil && v > bestVersion {
+			best, bestVersion = m, v
+		}
+	}
+	return best
 }
 
 // DSNAs returns dsn with its user replaced (trust authentication: no
