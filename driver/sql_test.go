@@ -348,3 +348,29 @@ func FuzzSplitStatement(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSQLiteRun measures one tool run of one statement: a pooled
+// connection, the run's authorizer and limits, BEGIN, the statement (split,
+// authorized, run), COMMIT.
+func BenchmarkSQLiteRun(b *testing.B) {
+	db, err := OpenSQLite(filepath.Join(b.TempDir(), "data.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s := &SQL{DB: db}
+	if _, err := s.Exec(context.Background(), SQLRequest{SQL: "CREATE TABLE t (x TEXT)"}); err != nil {
+		b.Fatal(err)
+	}
+	req := json.RawMessage(`{"sql":"SELECT count(*) AS n FROM t WHERE x = ?","params":["a"]}`)
+	b.ResetTimer()
+	for b.Loop() {
+		run := s.Open()
+		if _, err := run.Do(context.Background(), "exec", req); err != nil {
+			b.Fatal(err)
+		}
+		if err := run.End(context.Background(), true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -248,3 +248,23 @@ func TestPostgresRole(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPostgresStatement measures one statement inside a run: the
+// savepoint, Parse/Describe/Bind/Execute, the release.
+func BenchmarkPostgresStatement(b *testing.B) {
+	db, err := sql.Open("pgx", pgtest.Start(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s := &SQL{DB: db}
+	run := s.Open()
+	defer run.End(context.Background(), false)
+	req := json.RawMessage(`{"sql":"SELECT $1::int + 1 AS n","params":[1]}`)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := run.Do(context.Background(), "exec", req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
