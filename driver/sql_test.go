@@ -374,3 +374,25 @@ func BenchmarkSQLiteRun(b *testing.B) {
 		}
 	}
 }
+
+// The first keyword of a PostgreSQL statement, past blanks, comments
+// (nested block comments included) and parentheses.
+func TestPgLeadingKeyword(t *testing.T) {
+	for in, want := range map[string]string{
+		"commit":                          "COMMIT",
+		"  \n\tBegin;":                    "BEGIN",
+		"-- a\n-- b\nset role x":          "SET",
+		"/* a /* b */ still */ COPY t":    "COPY",
+		"/* a /* b */ COMMIT */ SELECT 1": "SELECT",
+		"((select 1))":                    "SELECT",
+		"start transaction":               "START",
+		"-- only a comment":               "",
+		"/* unterminated COMMIT":          "",
+		`"commit"`:                        "",
+		"":                                "",
+	} {
+		if got := pgLeadingKeyword(in); got != want {
+			t.Errorf("pgLeadingKeyword(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -38,7 +38,8 @@ import (
 // pgRefused maps the first keyword of statements tools may not run to why.
 var pgRefused = map[string]string{
 	"BEGIN": pgTxMsg, "START": pgTxMsg, "COMMIT": pgTxMsg, "END": pgTxMsg, "ABORT": pgTxMsg,
-	"ROLLBACK": pgTxMsg, "SAVEPOINT": pgTxMsg, "RELEASE": pgTxMsg, "PREPARE": pgTxMsg,
+	"ROLLBACK": pgTxMsg, "SAVEPOINT": pgTxMsg, "RELEASE": pgTxMsg,
+	"PREPARE":    "PREPARE is not allowed: PREPARE TRANSACTION would end the run's transaction, and prepared statements are the driver's",
 	"SET":        "SET and RESET are not allowed: session settings (the role above all) are the node's, not a tool's",
 	"RESET":      "SET and RESET are not allowed: session settings (the role above all) are the node's, not a tool's",
 	"DISCARD":    "DISCARD is not allowed: session state is the node's",
@@ -52,7 +53,7 @@ var pgRefused = map[string]string{
 	"CHECKPOINT": "CHECKPOINT is not allowed: it is the server administrator's",
 }
 
-const pgTxMsg = "transaction control is not allowed (BEGIN, START, COMMIT, END, ABORT, ROLLBACK, SAVEPOINT, RELEASE, PREPARE TRANSACTION): each run is one transaction, committed when the tool succeeds and rolled back when it throws; to undo the run's writes, throw"
+const pgTxMsg = "transaction control is not allowed (BEGIN, START, COMMIT, END, ABORT, ROLLBACK, SAVEPOINT, RELEASE): each run is one transaction, committed when the tool succeeds and rolled back when it throws; to undo the run's writes, throw"
 
 // isPostgres reports whether db is a pgx (jackc/pgx/v5/stdlib) pool.
 func isPostgres(db *sql.DB) bool {
@@ -86,7 +87,7 @@ func (s *SQL) pgExec(ctx context.Context, conn *sql.Conn, q SQLRequest) (SQLResu
 		return SQLResult{}, Errorf(CodeSecurity, "%s", msg)
 	}
 	var out SQLResult
-	var stillInTx bool
+	stillInTx := true // until the connection says otherwise
 	err := conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
