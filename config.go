@@ -154,6 +154,13 @@ type SQLConfig struct {
 	// (statements use $1, $2 placeholders). IMPORTANT: the DSN carries a
 	// password, so it never goes in this file.
 	PostgresDSNEnv string `json:"postgres_dsn_env,omitempty"`
+	// Role (PostgreSQL only) is the role tool statements run as: every
+	// run's transaction begins with SET LOCAL ROLE. It must exist, be
+	// granted to the login role, and reach no server file. IMPORTANT: it
+	// narrows well-behaved tools; the boundary against a hostile one is the
+	// DSN's login role, which must itself have only the rights tools need
+	// (a superuser login is warned about at start).
+	Role string `json:"role,omitempty"`
 	// MaxRows caps the rows one statement returns. Default 10,000.
 	MaxRows int `json:"max_rows,omitempty"`
 }

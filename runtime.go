@@ -136,10 +136,10 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if rt.j, err = cfg.OpenJournal(root, ""); err != nil {
 		return rt, err
 	}
-	if rt.db, err = openDB(cfg, root); err != nil {
+	if rt.db, err = openDB(cfg, root, rt.log); err != nil {
 		return rt, err
 	}
-	rt.sql = &driver.SQL{DB: rt.db, MaxRows: cfg.SQL.MaxRows}
+	rt.sql = &driver.SQL{DB: rt.db, MaxRows: cfg.SQL.MaxRows, Role: cfg.SQL.Role}
 	exOpts := cfg.ExecutorOptions(root)
 	exOpts.Sessions = map[string]driver.Session{driver.SQLDriver: rt.sql}
 	if rt.ex, err = executor.New(exOpts); err != nil {
@@ -338,12 +338,15 @@ func (c Config) JournalPath(root string) string {
 	return filepath.Join(root, JournalFile)
 }
 
-// DB returns the database exec_sql reaches.
+// DB returns the database exec_sql reaches. IMPORTANT: on SQLite its
+// connections run under the tools' policy (see driver.OpenSQLite): BEGIN,
+// ATTACH and most PRAGMAs are refused on them.
 func (rt *Runtime) DB() *sql.DB { return rt.db }
 
 // openDB opens PostgreSQL when sql.postgres_dsn_env names a set variable,
-// else the embedded SQLite file.
-func openDB(cfg Config, root string) (*sql.DB, error) {
+// else the embedded SQLite file. A PostgreSQL login role that can reach the
+// server's files is logged as a warning; an unusable sql.role is an error.
+func openDB(cfg Config, root string, log *slog.Logger) (*sql.DB, error) {
 	if env := cfg.SQL.PostgresDSNEnv; env != "" {
 		dsn := os.Getenv(env)
 		if dsn == "" {
@@ -362,7 +365,20 @@ func openDB(cfg Config, root string) (*sql.DB, error) {
 			// pgx errors can quote the DSN; name the variable, not its value.
 			return nil, fmt.Errorf("agentos: cannot reach the PostgreSQL database in %s: %s", env, redactDSN(err.Error(), dsn))
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		warnings, err := driver.PostgresCheck(ctx, db, cfg.SQL.Role)
+		cancel()
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("agentos: the PostgreSQL database in %s: %s", env, redactDSN(err.Error(), dsn))
+		}
+		for _, w := range warnings {
+			log.Warn("agentos: "+w, slog.String("dsn_env", env))
+		}
 		return db, nil
+	}
+	if cfg.SQL.Role != "" {
+		return nil, fmt.Errorf("agentos: sql.role applies to PostgreSQL only (set sql.postgres_dsn_env), or remove it")
 	}
 	return openSQLite(cfg.SQLitePath(root))
 }
@@ -378,19 +394,15 @@ func redactDSN(msg, dsn string) string {
 	return msg
 }
 
-// openSQLite opens the embedded database: WAL, so readers never wait, and a
-// busy timeout, so concurrent runs' transactions queue instead of failing.
+// openSQLite opens the embedded database (driver.OpenSQLite: WAL, busy
+// timeout, foreign keys, defensive mode, the tools' authorizer).
 func openSQLite(path string) (*sql.DB, error) {
 	if err := createPrivate(path); err != nil {
 		return nil, fmt.Errorf("agentos: creating the database %s: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)")
+	db, err := driver.OpenSQLite(path)
 	if err != nil {
-		return nil, fmt.Errorf("agentos: opening the database %s: %w", path, err)
-	}
-	if err := db.Ping(); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("agentos: opening the database %s: %w", path, err)
+		return nil, fmt.Errorf("agentos: %w", err)
 	}
 	return db, nil
 }

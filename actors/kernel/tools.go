@@ -80,8 +80,8 @@ var toolDefs = []toolDef{
 	},
 	{
 		name:   "exec_sql",
-		desc:   "Run one SQL statement on the database, with parameters bound (? placeholders), in its own transaction. Returns {columns, rows} for a query, {rows_affected} otherwise.",
-		schema: `{"type":"object","properties":{"sql":{"type":"string","description":"One statement, e.g. SELECT name FROM users WHERE plan = ?"},"params":{"type":"array","description":"Values for the placeholders, in order."}},"required":["sql"],"additionalProperties":false}`,
+		desc:   "Run one SQL statement on the database, with parameters bound (? or $1 placeholders, or :name on SQLite), in its own transaction. One statement per call; no transaction control, ATTACH or settings. Returns {columns, rows} for a query, {rows_affected} otherwise.",
+		schema: `{"type":"object","properties":{"sql":{"type":"string","description":"Exactly one statement, e.g. SELECT name FROM users WHERE plan = ?"},"params":{"type":["array","object"],"description":"Values for the placeholders: an array in order (? or $1), or an object by name (:name, SQLite only)."}},"required":["sql"],"additionalProperties":false}`,
 		call:   (*Node).execSQL,
 	},
 	{
