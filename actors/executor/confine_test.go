@@ -24,9 +24,9 @@ import (
 
 // Test-only environment of a worker (see testHooks).
 const (
-	envTestEscape     = "AGENTOS_TEST_ESCAPE"      // JSON escapeTargets: try to escape after confinement
-	envTestHide       = "AGENTOS_TEST_HIDE"        // "landlock" or "seccomp": the worker's kernel "lacks" it
-	envTestVictim     = "AGENTOS_TEST_VICTIM"      // "1": sleep, as a process a worker may try to trace
+	envTestEscape = "AGENTOS_TEST_ESCAPE" // JSON escapeTargets: try to escape after confinement
+	envTestHide   = "AGENTOS_TEST_HIDE"   // "landlock" or "seccomp": the worker's kernel "lacks" it
+	envTestVictim = "AGENTOS_TEST_VICTIM" // "1": sleep, as a process a worker may try to trace
 )
 
 // testHooks runs first in TestMain, in the test binary and in the workers
@@ -194,7 +194,7 @@ func escapeFrom(t *testing.T, mode Confine) (Protections, map[string]string) {
 	}
 	tg := escapeTargets{
 		File: file, Dir: dir, TCP: listen(t, "tcp", "127.0.0.1:0").Addr().String(),
-		Unix: listen(t, "unix", filepath.Join(dir, "node.sock")).Addr().String(),
+		Unix:   listen(t, "unix", filepath.Join(dir, "node.sock")).Addr().String(),
 		Victim: startVictim(t), Parent: os.Getpid(),
 		Addr: uintptr(unsafe.Pointer(&parentSecret[0])), Len: len(parentSecret),
 	}
