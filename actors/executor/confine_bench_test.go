@@ -15,10 +15,12 @@ var confineModes = []Confine{ConfineOff, ConfineBestEffort}
 
 // BenchmarkWorkerStart starts a worker, waits for its hello and stops it:
 // what confinement adds to a worker's start (it is paid once per worker,
-// not per run). worker-cpu-µs/op is the worker's own CPU time.
+// not per run). worker-cpu-µs/op is the worker's own CPU time, setup-µs/op
+// the time the worker reports applying and checking its confinement took.
 func BenchmarkWorkerStart(b *testing.B) {
 	for _, mode := range confineModes {
-		b.Run(string(mode), func(b *testing.B) {
+		b.Run("confine="+string(mode), func(b *testing.B) {
+			var setup float64
 			var before syscall.Rusage
 			_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
 			for b.Loop() {
@@ -29,11 +31,13 @@ func BenchmarkWorkerStart(b *testing.B) {
 				if mode != ConfineOff && !prot.Complete() {
 					b.Fatalf("not confined: %s", prot.Missing())
 				}
+				setup += prot.SetupMicros
 			}
 			var after syscall.Rusage
 			_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
 			cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
 			b.ReportMetric(float64(cpu)/float64(time.Microsecond)/float64(b.N), "worker-cpu-µs/op")
+			b.ReportMetric(setup/float64(b.N), "setup-µs/op")
 		})
 	}
 }
@@ -50,7 +54,7 @@ func BenchmarkExecCachedWorkerConfine(b *testing.B) {
 	}
 	for _, tc := range []struct{ name, path, want string }{{"fib", "tools/math/fib.ts", "55"}, {"io", "tools/io.ts", "250"}} {
 		for _, mode := range confineModes {
-			b.Run(tc.name+"/"+string(mode), func(b *testing.B) {
+			b.Run(tc.name+"/confine="+string(mode), func(b *testing.B) {
 				e := newExec(b, IsolationProcess, tools, func(o *Options) { o.Workers = 1; o.Confine = mode })
 				req := Request{Path: tc.path, Args: json.RawMessage(`{"n": 10}`)}
 				if r := e.Exec(context.Background(), req); !r.Success || string(r.Result) != tc.want { // warm up

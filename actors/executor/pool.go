@@ -31,8 +31,9 @@ type pool struct {
 	closed bool
 	wg     sync.WaitGroup // prewarming and reaper goroutines
 
-	prot     atomic.Pointer[Protections] // the latest worker's hello
-	warnOnce sync.Once
+	prot       atomic.Pointer[Protections] // the latest worker's hello
+	warnOnce   sync.Once                   // best effort fell short
+	refuseOnce sync.Once                   // required could not be met
 }
 
 func newPool(n int, opts Options) *pool {
@@ -288,7 +289,9 @@ func (p *pool) death(w *worker, job sandbox.Job) *Error {
 	case reason == "cancelled":
 		return &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled by its caller and its worker stopped"}
 	case w.cmd.ProcessState != nil && w.cmd.ProcessState.ExitCode() == exitConfine:
-		return &Error{Kind: sandbox.KindCrash, Message: fmt.Sprintf("the sandbox worker refused to start: %s", lastLines(stderr, 2))}
+		msg := "the sandbox worker refused to start: " + lastLines(stderr, 2)
+		p.refuseOnce.Do(func() { p.log.Error("agentos: "+msg, "confine", p.opts.Confine) })
+		return &Error{Kind: sandbox.KindCrash, Message: msg}
 	case outOfMemory(stderr):
 		return &Error{Kind: sandbox.KindMemory, Message: fmt.Sprintf("the tool exceeded its %d-byte memory limit and its worker process was stopped; allocate less (e.g. stream rows instead of building one huge string or array)", job.Limits.MemoryBytes)}
 	case strings.Contains(stderr, "stack overflow") || strings.Contains(stderr, "stack exceeds"):

@@ -20,6 +20,7 @@ package confine
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Mode says how hard a worker insists on being confined.
@@ -64,6 +65,9 @@ type Report struct {
 	// no_new_privs set (execve can never grant privileges, and the other
 	// layers cannot be dropped).
 	NoNewPrivs bool `json:"no_new_privs"`
+	// SetupMicros is how long applying and checking the layers took in the
+	// worker, in microseconds: paid once per worker start.
+	SetupMicros float64 `json:"setup_us"`
 }
 
 // RlimitReport describes the worker's address-space limit.
@@ -79,9 +83,11 @@ type LandlockReport struct {
 	// kernel whose signal scoping has a known bug (0: none).
 	ABI int `json:"abi"`
 	// Restricts names what the ruleset handles at that ABI: "fs" (every
-	// filesystem access), "net_tcp" (TCP bind and connect), "scope_signal"
-	// (signals to processes outside the worker), "scope_abstract_unix"
-	// (abstract UNIX sockets outside the worker). Nothing is allowed.
+	// filesystem access), "ptrace" (tracing or reading the memory of
+	// processes outside the worker), "net_tcp" (TCP bind and connect),
+	// "scope_signal" (signals to processes outside the worker),
+	// "scope_abstract_unix" (abstract UNIX sockets outside the worker).
+	// Nothing is allowed.
 	Restricts []string `json:"restricts,omitempty"`
 	// Reason says why the layer is not active.
 	Reason string `json:"reason,omitempty"`
@@ -122,8 +128,10 @@ func (r Report) Missing() string {
 // force. In Required mode it returns an error when a layer could not be
 // applied (the worker MUST then exit without serving); in BestEffort mode
 // it never fails and the report says what is missing.
-func Apply(mode Mode) (Report, error) {
-	r := Report{Mode: mode}
+func Apply(mode Mode) (r Report, err error) {
+	r = Report{Mode: mode}
+	start := time.Now()
+	defer func() { r.SetupMicros = float64(time.Since(start).Nanoseconds()) / 1e3 }()
 	if mode == Off {
 		r.Landlock.Reason = "confinement is off"
 		r.Seccomp.Reason = "confinement is off"

@@ -58,7 +58,7 @@ func applyLandlock() LandlockReport {
 
 // restricts names the access classes Landlock handles at abi.
 func restricts(abi int) []string {
-	r := []string{"fs"}
+	r := []string{"fs", "ptrace"}
 	if abi >= 4 {
 		r = append(r, "net_tcp")
 	}
