@@ -29,7 +29,7 @@ func BenchmarkWorkerStart(b *testing.B) {
 					b.Fatal(err)
 				}
 				if mode != ConfineOff && !prot.Complete() {
-					b.Fatalf("not confined: %s", prot.Missing())
+					b.Skipf("workers are not fully confined on this machine (%s): nothing to compare", prot.Missing())
 				}
 				setup += prot.SetupMicros
 			}
@@ -61,7 +61,7 @@ func BenchmarkExecCachedWorkerConfine(b *testing.B) {
 					b.Fatalf("%+v", r)
 				}
 				if p, _ := e.Protections(); mode != ConfineOff && !p.Complete() {
-					b.Fatalf("not confined: %s", p.Missing())
+					b.Skipf("workers are not fully confined on this machine (%s): nothing to compare", p.Missing())
 				}
 				pid := workerPID(e)
 				cpu := procCPU(pid)
