@@ -40,6 +40,11 @@ type Config struct {
 	// Isolation is "process" (default: tools run in sandbox worker processes
 	// with hard limits) or "inprocess" (faster, trusted tools only).
 	Isolation string `json:"isolation,omitempty"`
+	// Confine is how sandbox workers confine themselves at the OS level
+	// (Landlock, seccomp, no_new_privs): "best_effort" (default: whatever
+	// the kernel supports, a warning for what it lacks), "required" (workers
+	// refuse to start, so runs fail, without all of them) or "off".
+	Confine string `json:"confine,omitempty"`
 	// AllowedImports are bare module names tools may import; each resolves
 	// to <tools_dir>/vendor/<name>. Default: none.
 	AllowedImports []string `json:"allowed_imports,omitempty"`
@@ -293,6 +298,11 @@ func (c Config) validate(path string) error {
 	default:
 		return fmt.Errorf("%s: isolation %q is not known: use %q or %q", path, c.Isolation, executor.IsolationProcess, executor.IsolationInProcess)
 	}
+	switch executor.Confine(c.Confine) {
+	case "", executor.ConfineBestEffort, executor.ConfineRequired, executor.ConfineOff:
+	default:
+		return fmt.Errorf("%s: confine %q is not known: use %q (the default), %q or %q", path, c.Confine, executor.ConfineBestEffort, executor.ConfineRequired, executor.ConfineOff)
+	}
 	if c.Limits.MemoryMB < 0 || c.Limits.MaxCallDepth < 0 || c.Limits.MaxOutputBytes < 0 {
 		return fmt.Errorf("%s: limits must not be negative", path)
 	}
@@ -357,6 +367,7 @@ func (c Config) ExecutorOptions(root string) executor.Options {
 		Root:           root,
 		ToolsDir:       c.Tools(),
 		Isolation:      executor.Isolation(c.Isolation),
+		Confine:        executor.Confine(c.Confine),
 		AllowedImports: c.AllowedImports,
 		WriteDirs:      c.WriteDirs,
 		Limits: executor.Limits{

@@ -9,7 +9,9 @@
 // process. By default (IsolationProcess) tools run in sandbox worker
 // processes: the program's own binary re-executed in worker mode, one tool at
 // a time each, in a pool of warm workers. A worker caps its address space
-// with RLIMIT_AS, interrupts the tool at its deadline, and is SIGKILLed by the
+// with RLIMIT_AS, confines itself at the OS level (Landlock, seccomp,
+// no_new_privs: no file, socket or process of its own; see Confine),
+// interrupts the tool at its deadline, and is SIGKILLed by the
 // parent shortly after if it does not stop; its bridge calls are answered by
 // the parent over its stdin/stdout. A worker that dies is replaced
 // transparently and the run reports why (timeout, memory limit, crash).

@@ -23,6 +23,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	testHooks()  // test-only worker behaviour (confine_test.go)
 	WorkerMain() // the test binary doubles as the sandbox worker
 	goleak.VerifyTestMain(m, leaktest.Options...)
 }

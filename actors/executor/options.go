@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentos-run/agentos/actors/executor/internal/confine"
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/transpile"
@@ -64,6 +65,11 @@ type Options struct {
 	// WorkerCommand starts a worker; nil means this program's own executable
 	// (which MUST call WorkerMain). The worker-mode environment is added.
 	WorkerCommand []string
+	// Confine is how sandbox workers confine themselves at the OS level
+	// (Landlock, seccomp, no_new_privs; see confine.go): ConfineBestEffort
+	// (default), ConfineRequired or ConfineOff. In-process runs are never
+	// confined.
+	Confine Confine
 	// KillGrace is how long after a run's deadline a worker that did not stop
 	// is SIGKILLed. Default 100 ms.
 	KillGrace time.Duration
@@ -104,6 +110,11 @@ func (o Options) withDefaults() (Options, error) {
 	default:
 		return o, fmt.Errorf("executor: unknown isolation %q: use %q or %q", o.Isolation, IsolationProcess, IsolationInProcess)
 	}
+	mode, err := confine.ParseMode(string(o.Confine))
+	if err != nil {
+		return o, fmt.Errorf("executor: %w", err)
+	}
+	o.Confine = mode
 	o.Limits = o.Limits.WithDefaults()
 	if o.KillGrace <= 0 {
 		o.KillGrace = 100 * time.Millisecond

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
@@ -29,6 +30,10 @@ type pool struct {
 	all    map[*worker]struct{}
 	closed bool
 	wg     sync.WaitGroup // prewarming and reaper goroutines
+
+	prot       atomic.Pointer[Protections] // the latest worker's hello
+	warnOnce   sync.Once                   // best effort fell short
+	refuseOnce sync.Once                   // required could not be met
 }
 
 func newPool(n int, opts Options) *pool {
@@ -108,7 +113,7 @@ func (p *pool) spawn() (*worker, error) {
 		argv = []string{exe}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), envWorker+"=1", envMemory+"="+strconv.FormatInt(p.opts.Limits.MemoryBytes, 10))
+	cmd.Env = append(os.Environ(), envWorker+"=1", envMemory+"="+strconv.FormatInt(p.opts.Limits.MemoryBytes, 10), envConfine+"="+string(p.opts.Confine))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	w := &worker{cmd: cmd, stderr: &tail{max: 8 << 10}, exited: make(chan struct{})}
 	cmd.Stderr = w.stderr
@@ -234,6 +239,8 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 			return sandbox.Outcome{Err: p.death(w, job)}
 		}
 		switch f.T {
+		case "hello":
+			p.hello(f.Prot)
 		case "call":
 			if f.Call == nil {
 				continue
@@ -281,6 +288,10 @@ func (p *pool) death(w *worker, job sandbox.Job) *Error {
 		return &Error{Kind: sandbox.KindTimeout, Message: fmt.Sprintf("the tool ran longer than its %v limit and did not stop (a native built-in such as JSON.stringify or sort was still running), so its worker was killed; look for huge inputs or an endless loop", job.Limits.Timeout)}
 	case reason == "cancelled":
 		return &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled by its caller and its worker stopped"}
+	case w.cmd.ProcessState != nil && w.cmd.ProcessState.ExitCode() == exitConfine:
+		msg := "the sandbox worker refused to start: " + lastLines(stderr, 2)
+		p.refuseOnce.Do(func() { p.log.Error("agentos: "+msg, "confine", p.opts.Confine) })
+		return &Error{Kind: sandbox.KindCrash, Message: msg}
 	case outOfMemory(stderr):
 		return &Error{Kind: sandbox.KindMemory, Message: fmt.Sprintf("the tool exceeded its %d-byte memory limit and its worker process was stopped; allocate less (e.g. stream rows instead of building one huge string or array)", job.Limits.MemoryBytes)}
 	case strings.Contains(stderr, "stack overflow") || strings.Contains(stderr, "stack exceeds"):

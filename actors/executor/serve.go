@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentos-run/agentos/actors/executor/internal/confine"
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/driver"
 )
@@ -25,6 +26,13 @@ const (
 	envWorker = "AGENTOS_SANDBOX_WORKER" // "1" in a worker
 	envMemory = "AGENTOS_WORKER_MEMORY"  // the per-run memory limit in bytes
 )
+
+// envConfine is the worker's confine mode (see Options.Confine).
+const envConfine = "AGENTOS_WORKER_CONFINE"
+
+// exitConfine is the exit status of a worker that refused to start because
+// the confinement its mode requires could not be applied.
+const exitConfine = 78
 
 // addressSpaceHeadroom is added to the worker's address space at start plus
 // twice the memory limit to make its RLIMIT_AS: the Go runtime reserves
@@ -60,15 +68,33 @@ func WorkerMain() {
 	err := serveWorker(os.Stdin, os.Stdout)
 	if err != nil && err != io.EOF {
 		fmt.Fprintln(os.Stderr, "agentos worker:", err)
+		if errors.Is(err, errNotConfined) {
+			os.Exit(exitConfine)
+		}
 		os.Exit(1)
 	}
 	os.Exit(0)
 }
 
+// errNotConfined: the worker's mode requires a confinement the kernel could
+// not apply.
+var errNotConfined = errors.New("refusing to serve unconfined")
+
+// testEscape, set only by tests, runs in the worker right after it is
+// confined and its result is sent to the parent in a "probe" frame: it
+// stands for code that escaped goja.
+var testEscape func() json.RawMessage
+
 // serveWorker hardens the process, then runs jobs from r one at a time,
-// answering on w, until r closes.
+// answering on w, until r closes. Its first frame is a hello saying which
+// protections are in force.
 func serveWorker(r io.Reader, w io.Writer) error {
 	time.Local = time.UTC // Date's local time zone is UTC in every tool
+	mode, err := confine.ParseMode(os.Getenv(envConfine))
+	if err != nil {
+		return err
+	}
+	var rlimit confine.RlimitReport
 	if mem, err := strconv.ParseInt(os.Getenv(envMemory), 10, 64); err == nil && mem > 0 {
 		base, err := addressSpace()
 		if err != nil {
@@ -79,8 +105,24 @@ func serveWorker(r io.Reader, w io.Writer) error {
 			return fmt.Errorf("setting RLIMIT_AS: %w", err)
 		}
 		debug.SetMemoryLimit(mem)
+		rlimit = confine.RlimitReport{Active: true, Bytes: lim}
+	}
+	// IMPORTANT: from here on the worker can open no file, socket or
+	// process: everything it needs it already holds (its pipes).
+	prot, err := confine.Apply(mode)
+	prot.RlimitAS = rlimit
+	if err != nil {
+		return fmt.Errorf("%w: %v (confine mode %q; set it to %q to run without, or use a kernel with Landlock and seccomp)", errNotConfined, err, mode, confine.BestEffort)
 	}
 	c := &workerConn{out: w, waiting: map[uint64]chan *frame{}, dead: make(chan struct{})}
+	if err := c.send(&frame{T: "hello", Prot: &prot}); err != nil {
+		return err
+	}
+	if testEscape != nil {
+		if err := c.send(&frame{T: "probe", Val: testEscape()}); err != nil {
+			return err
+		}
+	}
 	in := bufio.NewReaderSize(r, 64<<10)
 	runs := make(chan *frame, 1)
 	readErr := make(chan error, 1)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/agentos-run/agentos/actors/executor/internal/confine"
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/driver"
 )
@@ -22,6 +23,7 @@ import (
 //	worker -> parent  require {id, from, spec}     resolve and load a module
 //	parent -> worker  reply   {id, val | mod | err} the answer to call/require
 //	worker -> parent  done    {id, out}            the run's outcome
+//	worker -> parent  hello   {prot}               first frame: protections in force
 type frame struct {
 	T    string           `json:"t"`
 	ID   uint64           `json:"id"`
@@ -33,6 +35,7 @@ type frame struct {
 	Mod  *sandbox.Module  `json:"mod,omitempty"`
 	Err  *driver.Error    `json:"err,omitempty"`
 	Out  *sandbox.Outcome `json:"out,omitempty"`
+	Prot *confine.Report  `json:"prot,omitempty"`
 }
 
 // maxFrame bounds one frame (a module source, a file read, an outcome).

@@ -63,6 +63,7 @@ var commands = []command{
 	{"ps", "the process table of the serving node", "agentos ps [--root DIR] [--json]", runPS},
 	{"events", "the recent kernel events of the serving node", "agentos events [--root DIR] [--json]", runEvents},
 	{"demo", "write sample tools into a fresh tool root, check and run them", "agentos demo [--dir DIR] [--keep]", runDemo},
+	{"version", "the build, and which OS protections sandbox workers have on this machine (also --version)", "agentos version [--root DIR] [--json]", runVersion},
 }
 
 // Exit codes.
@@ -89,6 +90,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return exitOK
+	}
+	if args[0] == "--version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	if args[0] == demoCrashChild {
 		return runDemoCrashChild(ctx, args[1:])
