@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/clip"
 )
 
 // SpawnOptions configure a new process. The zero value is a nameless,
@@ -508,7 +509,7 @@ func (k *Kernel) Close(ctx context.Context) error {
 }
 
 func (k *Kernel) refused(p *Process, right capability.Right, resource string, err error) {
-	k.emit(&Event{Kind: EventRefused, PID: p.pid, Name: p.Name(), Detail: fmt.Sprintf("%s on %q: %v", right, resource, err)})
+	k.emit(&Event{Kind: EventRefused, PID: p.pid, Name: p.Name(), Detail: fmt.Sprintf("%s on %q: %s", right, clip.Text(resource), clip.Text(err.Error()))})
 }
 
 func (k *Kernel) charged(p *Process, m capability.Meter, amount float64) {
