@@ -205,7 +205,7 @@ func limits(path, field string, q map[string]float64) (capability.Limits, error)
 	return out, nil
 }
 
-// LimitsConfig are the per-run limits of a tool root.
+// LimitsConfig are the per-run and per-call limits of a tool root.
 type LimitsConfig struct {
 	// Timeout is the wall-clock limit, e.g. "5s". Default 5s.
 	Timeout Duration `json:"timeout,omitzero"`
@@ -215,6 +215,19 @@ type LimitsConfig struct {
 	MaxCallDepth int `json:"max_call_depth,omitempty"`
 	// MaxOutputBytes bounds result plus logs. Default 1 MiB.
 	MaxOutputBytes int `json:"max_output_bytes,omitempty"`
+	// MaxArgsBytes bounds the JSON arguments of one kernel tool call (an
+	// LLM's tool call, `agentos call`, a request on the node socket): larger
+	// calls are refused, and charged, before they are read further. Default
+	// 4 MiB (kernel.DefaultMaxArgsBytes).
+	MaxArgsBytes int `json:"max_args_bytes,omitempty"`
+}
+
+// MaxArgs returns limits.max_args_bytes or its default.
+func (c Config) MaxArgs() int {
+	if c.Limits.MaxArgsBytes > 0 {
+		return c.Limits.MaxArgsBytes
+	}
+	return kernel.DefaultMaxArgsBytes
 }
 
 // Duration is a time.Duration written in JSON as a string such as "1.5s".
@@ -267,7 +280,7 @@ func (c Config) validate(path string) error {
 	default:
 		return fmt.Errorf("%s: isolation %q is not known: use %q or %q", path, c.Isolation, executor.IsolationProcess, executor.IsolationInProcess)
 	}
-	if c.Limits.MemoryMB < 0 || c.Limits.MaxCallDepth < 0 || c.Limits.MaxOutputBytes < 0 {
+	if c.Limits.MemoryMB < 0 || c.Limits.MaxCallDepth < 0 || c.Limits.MaxOutputBytes < 0 || c.Limits.MaxArgsBytes < 0 {
 		return fmt.Errorf("%s: limits must not be negative", path)
 	}
 	switch c.Git.Strategy {

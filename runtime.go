@@ -165,7 +165,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if rt.node, err = kernel.Boot(kernel.NodeOptions{
 		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts,
 		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql,
-		Checker: check.New(cfg.CheckOptions()), Logger: rt.log,
+		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(),
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 	}); err != nil {
 		return rt, err
