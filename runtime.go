@@ -47,6 +47,7 @@ type Runtime struct {
 	root      string
 	log       *slog.Logger
 	j         *journal.Journal
+	ledger    *capability.FileLedger // quota use across restarts
 	ex        *executor.Executor
 	jail      *vfs.Jail
 	reg       *registry.Registry
@@ -73,7 +74,10 @@ type Runtime struct {
 
 // Start boots a runtime over cfg.Root (default: the current directory) with
 // the configuration's defaults: tools in tools/, the journal in
-// .agentos/journal.db, process isolation, 5 s and 256 MiB per run. It
+// .agentos/journal.db, process isolation, 5 s and 256 MiB per run. Quota
+// use (tool_calls, llm_tokens, cost_usd) of the node and of the default
+// process is kept in .agentos/quota.db (QuotaFile) across starts; reset it
+// with ResetQuota ('agentos quota reset'). It
 // creates the tools and state directories when missing, resumes the runs a
 // crash left unfinished (Recovered reports them), and spawns the default
 // process with the configured grants and quota.
@@ -149,7 +153,10 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		rt.log.Info("agentos: unfinished run", slog.String("run", r.Run.ID), slog.String("tool", r.Run.Tool), slog.Bool("resumed", r.Resumed), slog.String("reason", r.Reason))
 	}
 	quota, _ := limits("", "quota", cfg.Quota)
-	k, err := kernel.New(kernel.Options{Quota: quota, Logger: rt.log})
+	if rt.ledger, err = capability.OpenLedger(filepath.Join(root, QuotaFile)); err != nil {
+		return rt, err
+	}
+	k, err := kernel.New(kernel.Options{Quota: quota, Logger: rt.log, Ledger: rt.ledger})
 	if err != nil {
 		return rt, err
 	}
@@ -515,6 +522,9 @@ func (rt *Runtime) Close() error {
 		}
 		if rt.db != nil {
 			errs = append(errs, rt.db.Close())
+		}
+		if rt.ledger != nil {
+			errs = append(errs, rt.ledger.Close())
 		}
 		if rt.reg != nil {
 			errs = append(errs, rt.reg.Flush())

@@ -12,6 +12,7 @@
 //	agentos serve   [--root DIR] [--metrics ADDR]        run a node until SIGTERM
 //	agentos ps      [--root DIR] [--json]                the serving node's processes
 //	agentos events  [--root DIR] [--json]                the serving node's recent kernel events
+//	agentos quota   [--root DIR] [--json] [reset [ACCOUNT...]] quota use kept across invocations
 //	agentos demo  [--dir DIR]                            write, check and run sample tools
 //
 // Exit status: 0 on success, 1 when a tool is invalid or its run failed, 2 on
@@ -62,6 +63,7 @@ var commands = []command{
 	{"serve", "run a node until SIGTERM: processes, actors, journal; ps/events/call talk to it", "agentos serve [--root DIR] [--metrics ADDR]", runServe},
 	{"ps", "the process table of the serving node", "agentos ps [--root DIR] [--json]", runPS},
 	{"events", "the recent kernel events of the serving node", "agentos events [--root DIR] [--json]", runEvents},
+	{"quota", "show the quota use kept across invocations, or reset it", "agentos quota [--root DIR] [--json] [reset [ACCOUNT...]]", runQuota},
 	{"demo", "write sample tools into a fresh tool root, check and run them", "agentos demo [--dir DIR] [--keep]", runDemo},
 }
 
