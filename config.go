@@ -20,6 +20,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/journal"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -51,6 +52,9 @@ type Config struct {
 	// Journal is the journal file, relative to the root. Default
 	// ".agentos/journal.db".
 	Journal string `json:"journal,omitempty"`
+	// Retention bounds the journal. Default: the runs of the last 30 days,
+	// at most 1 GiB stored.
+	Retention RetentionConfig `json:"retention,omitzero"`
 	// Agent is the default process: the one `agentos call` and
 	// Runtime.Tools run as.
 	Agent AgentConfig `json:"agent,omitzero"`
@@ -230,6 +234,51 @@ func (c Config) MaxArgs() int {
 	return kernel.DefaultMaxArgsBytes
 }
 
+// RetentionConfig bounds the journal: the finished runs beyond any bound
+// are deleted, with the payloads and sources only they used, when a runtime
+// starts, every hour while it runs (RetainEvery), and by 'agentos runs
+// prune'. A run that has not ended (in flight, or waiting for recovery) is
+// never deleted. 0 takes the default; -1 lifts the bound.
+type RetentionConfig struct {
+	// KeepDays keeps the runs started in the last N days. Default 30.
+	KeepDays int `json:"keep_days,omitempty"`
+	// KeepRuns keeps the N most recent runs. Default: no bound.
+	KeepRuns int `json:"keep_runs,omitempty"`
+	// KeepBytes bounds what the journal stores (runs, calls, payloads,
+	// sources), deleting the oldest runs first. Default 1 GiB. The file
+	// keeps its size and reuses the space; 'agentos runs prune' compacts
+	// it.
+	KeepBytes int64 `json:"keep_bytes,omitempty"`
+}
+
+// Retention defaults.
+const (
+	DefaultKeepDays  = 30
+	DefaultKeepBytes = 1 << 30
+)
+
+// PruneOptions returns the retention settings as journal.PruneOptions.
+func (c Config) PruneOptions() journal.PruneOptions {
+	r := c.Retention
+	var o journal.PruneOptions
+	switch {
+	case r.KeepDays == 0:
+		o.OlderThan = DefaultKeepDays * 24 * time.Hour
+	case r.KeepDays > 0:
+		o.OlderThan = time.Duration(r.KeepDays) * 24 * time.Hour
+	}
+	if r.KeepRuns > 0 {
+		o.KeepRuns = r.KeepRuns
+	}
+	switch {
+	case r.KeepBytes == 0:
+		o.KeepBytes = DefaultKeepBytes
+	case r.KeepBytes > 0:
+		o.KeepBytes = r.KeepBytes
+	}
+	return o
+}
+
 // Duration is a time.Duration written in JSON as a string such as "1.5s".
 type Duration time.Duration
 
@@ -295,6 +344,9 @@ func (c Config) validate(path string) error {
 		if u, err := url.Parse(p); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%s: fetch.allow %q must be an http(s) URL prefix with a host, e.g. \"https://api.example.com/\"", path, p)
 		}
+	}
+	if r := c.Retention; r.KeepDays < -1 || r.KeepRuns < -1 || r.KeepBytes < -1 {
+		return fmt.Errorf("%s: retention values must be positive, 0 for the default or -1 for no bound", path)
 	}
 	if c.ReuseThreshold < 0 || c.ReuseThreshold > 1 {
 		return fmt.Errorf("%s: reuse_threshold %g must be between 0 and 1", path, c.ReuseThreshold)

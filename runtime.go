@@ -70,6 +70,8 @@ type Runtime struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	stopRetention func() // nil until startRetention
 }
 
 // Start boots a runtime over cfg.Root (default: the current directory) with
@@ -152,6 +154,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	for _, r := range rt.recovered {
 		rt.log.Info("agentos: unfinished run", slog.String("run", r.Run.ID), slog.String("tool", r.Run.Tool), slog.Bool("resumed", r.Resumed), slog.String("reason", r.Reason))
 	}
+	rt.startRetention()
 	quota, _ := limits("", "quota", cfg.Quota)
 	if rt.ledger, err = capability.OpenLedger(filepath.Join(root, QuotaFile)); err != nil {
 		return rt, err
@@ -513,6 +516,9 @@ func (rt *Runtime) Close() error {
 		if rt.stopBG != nil {
 			rt.stopBG()
 			rt.bg.Wait()
+		}
+		if rt.stopRetention != nil {
+			rt.stopRetention()
 		}
 		if rt.node != nil {
 			errs = append(errs, rt.node.Close(ctx))

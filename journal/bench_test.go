@@ -232,8 +232,8 @@ func BenchmarkBytesPerEntry(b *testing.B) {
 		threshold int
 	}{
 		{"small", func(int) json.RawMessage { return benchResponse }, 0},
-		{"4KiB-distinct", distinct(4 << 10), 0},
-		{"4KiB-distinct/inline", distinct(4 << 10), -1},
+		{"16KiB-distinct", distinct(16 << 10), 0},
+		{"16KiB-distinct/inline", distinct(16 << 10), -1},
 		{"64KiB-same", same(64 << 10), 0},
 		{"64KiB-same/inline", same(64 << 10), -1},
 		{"64KiB-distinct", distinct(64 << 10), 0},

@@ -19,28 +19,30 @@ import (
 // Storage. A run's metadata is in the bucket "runs" under its id; its
 // entries in "entries"/<run id> under their sequence number (big-endian);
 // tool sources in "sources" under their content hash. A request or
-// response longer than Options.BlobThreshold is stored once: "blobs" maps
-// the hex SHA-256 of its bytes to a sequence number, "blobdata" that number
-// to the bytes (appended in order, so that a new payload never rewrites the
-// pages of older ones), and the entry names the hash instead
-// ("request_blob", "response_blob"); reading an entry puts the payload back,
+// response longer than Options.BlobThreshold is stored once, in a bucket
+// of its own "blobs"/<hex SHA-256 of its bytes> under the key "p" (a bucket
+// of its own, so that adding a payload rewrites a page of small bucket
+// headers, never the pages of other payloads), and the entry names the hash
+// instead ("request_blob", "response_blob"); reading an entry puts it back,
 // so Entries, Replayer and Export never show a reference. Entries written
 // before blobs existed (payloads inline) read as before. "meta"/"format"
 // holds the storage format: a journal of a newer format is refused at Open.
 
 // DefaultBlobThreshold is Options.BlobThreshold's default: payloads above
-// 2 KiB are stored once by content hash.
-const DefaultBlobThreshold = 2 << 10
+// 8 KiB are stored once by content hash. (A payload stored apart takes
+// whole 4 KiB pages: below 8 KiB that rounding costs more than repeats
+// save.)
+const DefaultBlobThreshold = 8 << 10
 
 // storageFormat is the format this package writes and reads: 1 had no
 // blobs (and no "meta" bucket), 2 adds them. Format 1 journals read as 2.
 const storageFormat = 2
 
 var (
-	bucketBlobs = []byte("blobs")    // hex sha256 -> blobdata key
-	bucketData  = []byte("blobdata") // 8-byte sequence -> payload
-	bucketMeta  = []byte("meta")     // "format" -> storageFormat
+	bucketBlobs = []byte("blobs") // hex sha256 -> bucket {"p": payload}
+	bucketMeta  = []byte("meta")  // "format" -> storageFormat
 	keyFormat   = []byte("format")
+	keyPayload  = []byte("p")
 )
 
 // blob is a payload to keep under its hash.
@@ -93,20 +95,16 @@ func newBlob(data []byte) blob {
 // travel with every write that refers to them, so that a blob deleted by a
 // concurrent Prune is put back by the next entry needing it.
 func putBlobs(tx *bolt.Tx, blobs []blob) error {
-	index, data := tx.Bucket(bucketBlobs), tx.Bucket(bucketData)
-	data.FillPercent = 1 // appended in key order: full pages
+	all := tx.Bucket(bucketBlobs)
 	for _, x := range blobs {
-		if index.Get([]byte(x.hash)) != nil {
+		if all.Bucket([]byte(x.hash)) != nil {
 			continue
 		}
-		n, err := data.NextSequence()
+		b, err := all.CreateBucket([]byte(x.hash))
 		if err != nil {
 			return err
 		}
-		if err := data.Put(seqKey(n), x.data); err != nil {
-			return err
-		}
-		if err := index.Put([]byte(x.hash), seqKey(n)); err != nil {
+		if err := b.Put(keyPayload, x.data); err != nil {
 			return err
 		}
 	}
@@ -116,11 +114,11 @@ func putBlobs(tx *bolt.Tx, blobs []blob) error {
 // getBlob returns the payload kept under hash (nil: none), valid for the
 // transaction only.
 func getBlob(tx *bolt.Tx, hash string) []byte {
-	key := tx.Bucket(bucketBlobs).Get([]byte(hash))
-	if key == nil {
+	b := tx.Bucket(bucketBlobs).Bucket([]byte(hash))
+	if b == nil {
 		return nil
 	}
-	return tx.Bucket(bucketData).Get(key)
+	return b.Get(keyPayload)
 }
 
 // decodeEntry reads a stored entry, putting its blobs back.
@@ -169,7 +167,7 @@ func blobRefs(v []byte) []string {
 
 // initStorage creates the buckets and checks (or writes) the format.
 func initStorage(tx *bolt.Tx) error {
-	for _, b := range [][]byte{bucketRuns, bucketEntries, bucketSources, bucketBlobs, bucketData, bucketMeta} {
+	for _, b := range [][]byte{bucketRuns, bucketEntries, bucketSources, bucketBlobs, bucketMeta} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}
@@ -278,7 +276,7 @@ func (j *Journal) liveBytes() int64 {
 }
 
 func (j *Journal) prune(tx *bolt.Tx, opts PruneOptions, now time.Time, rep *PruneReport) error {
-	runsB, entriesB, blobsB, dataB, sourcesB := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs), tx.Bucket(bucketData), tx.Bucket(bucketSources)
+	runsB, entriesB, blobsB, sourcesB := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs), tx.Bucket(bucketSources)
 	var runs []*runSize
 	var total int64
 	err := runsB.ForEach(func(k, v []byte) error {
@@ -316,8 +314,8 @@ func (j *Journal) prune(tx *bolt.Tx, opts PruneOptions, now time.Time, rep *Prun
 		}
 	}
 	blobSize := map[string]int64{}
-	if err := blobsB.ForEach(func(k, v []byte) error {
-		size := int64(len(k) + 2*len(v) + len(dataB.Get(v)))
+	if err := blobsB.ForEachBucket(func(k []byte) error {
+		size := int64(len(k) + len(getBlob(tx, string(k))))
 		blobSize[string(k)] = size
 		total += size
 		return nil
@@ -381,12 +379,7 @@ func (j *Journal) prune(tx *bolt.Tx, opts PruneOptions, now time.Time, rep *Prun
 		}
 		rep.Blobs++
 		rep.Bytes += size
-		if key := blobsB.Get([]byte(h)); key != nil {
-			if err := dataB.Delete(bytes.Clone(key)); err != nil {
-				return err
-			}
-		}
-		if err := blobsB.Delete([]byte(h)); err != nil {
+		if err := blobsB.DeleteBucket([]byte(h)); err != nil {
 			return err
 		}
 	}

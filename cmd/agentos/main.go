@@ -4,6 +4,8 @@
 //	agentos check [--root DIR] [--json] PATH             static analysis of a tool
 //	agentos exec  [--root DIR] [--json] PATH [ARGS_JSON] run a tool in the sandbox
 //	agentos runs    [--root DIR] [--json]                list the recorded runs
+//	agentos runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]
+//	                                                     delete old runs, compact the journal
 //	agentos trace   [--root DIR] [--json] RUN            a run call by call
 //	agentos replay  [--root DIR] [--json] [--tool F] RUN re-run offline (or a patched tool)
 //	agentos recover [--root DIR] [--json]                resume runs a crash interrupted
@@ -54,7 +56,7 @@ var commands = []command{
 	{"init", "scaffold a tool root (config, tools/, registry, Git upstream); safe to run twice", "agentos init [--upstream URL | --no-git] [DIR]", runInit},
 	{"check", "check a tool: syntax, the standards, risk level", "agentos check [--root DIR] [--json] PATH", runCheck},
 	{"exec", "run a tool in the sandbox with JSON args", "agentos exec [--root DIR] [--json] [--timeout D] PATH [ARGS_JSON]", runExec},
-	{"runs", "list the recorded runs", "agentos runs [--root DIR] [--json]", runRuns},
+	{"runs", "list the recorded runs; 'prune' deletes old ones (default: the configured retention) and compacts the journal", "agentos runs [--root DIR] [--json] | runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]", runRuns},
 	{"trace", "show a recorded run call by call", "agentos trace [--root DIR] [--json] RUN", runTrace},
 	{"replay", "re-run a recorded run offline, or feed its I/O to a patched tool", "agentos replay [--root DIR] [--json] [--tool PATCHED.ts] RUN", runReplay},
 	{"recover", "resume the runs a crash left unfinished", "agentos recover [--root DIR] [--json]", runRecover},
