@@ -67,13 +67,21 @@ func (rt *Runtime) Serve(ctx context.Context) error {
 		return err
 	}
 	srv := &http.Server{Handler: rt.adminMux(), ReadHeaderTimeout: 5 * time.Second}
+	served, shut := make(chan struct{}), make(chan struct{})
 	go func() {
-		<-ctx.Done()
+		defer close(shut)
+		select {
+		case <-ctx.Done():
+		case <-served:
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+	err = srv.Serve(ln)
+	close(served)
+	<-shut // Serve returns as Shutdown starts: wait for the connections it closes
+	if !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

@@ -239,3 +239,30 @@ func dialChild(path string) {
 	c.Close()
 	os.Exit(0)
 }
+
+// limits.max_args_bytes in agentos.json reaches the kernel and the socket:
+// a call over it is refused with an error that names the configured limit.
+func TestMaxArgsBytesFromConfig(t *testing.T) {
+	root := t.TempDir()
+	if _, err := Init(root, InitOptions{NoGit: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ConfigFile), []byte(`{"limits": {"max_args_bytes": 2048}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, c := serveRoot(t, root, cfg)
+	args := json.RawMessage(`{"path":"tools/a.ts","content":"` + strings.Repeat("x", 4096) + `"}`)
+	if _, err := rt.Call(context.Background(), "write_file", args); err == nil || !strings.Contains(err.Error(), "2048") || !strings.Contains(err.Error(), "max_args_bytes") {
+		t.Fatalf("a 4 KB call over a 2 KB limit, in process: %v", err)
+	}
+	if _, err := c.Call(context.Background(), "write_file", args); err == nil || !strings.Contains(err.Error(), "2048") {
+		t.Fatalf("a 4 KB call over a 2 KB limit, on the socket: %v", err)
+	}
+	if _, err := rt.Call(context.Background(), "write_file", json.RawMessage(`{"path":"tools/a.ts","content":"ok"}`)); err != nil {
+		t.Fatal(err)
+	}
+}
