@@ -67,9 +67,12 @@ func (rt *Runtime) Serve(ctx context.Context) error {
 		return err
 	}
 	srv := &http.Server{Handler: rt.adminMux(), ReadHeaderTimeout: 5 * time.Second}
-	served, shut := make(chan struct{}), make(chan struct{})
+	served := make(chan struct{})
+	// The shutdown goes on after Serve returns (in-flight calls end when
+	// Close cancels their runs); Close waits for it.
+	rt.serving.Add(1)
 	go func() {
-		defer close(shut)
+		defer rt.serving.Done()
 		select {
 		case <-ctx.Done():
 		case <-served:
@@ -80,7 +83,6 @@ func (rt *Runtime) Serve(ctx context.Context) error {
 	}()
 	err = srv.Serve(ln)
 	close(served)
-	<-shut // Serve returns as Shutdown starts: wait for the connections it closes
 	if !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -71,7 +71,8 @@ type Runtime struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	stopRetention func() // nil until startRetention
+	stopRetention func()         // nil until startRetention
+	serving       sync.WaitGroup // Serve's shutdowns still closing connections
 }
 
 // Start boots a runtime over cfg.Root (default: the current directory) with
@@ -523,6 +524,7 @@ func (rt *Runtime) Close() error {
 		if rt.node != nil {
 			errs = append(errs, rt.node.Close(ctx))
 		}
+		rt.serving.Wait() // the node socket's connections, answered now that runs are cancelled
 		if rt.ex != nil {
 			errs = append(errs, rt.ex.Close())
 		}
