@@ -20,6 +20,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/journal"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -56,6 +57,9 @@ type Config struct {
 	// Journal is the journal file, relative to the root. Default
 	// ".agentos/journal.db".
 	Journal string `json:"journal,omitempty"`
+	// Retention bounds the journal. Default: the runs of the last 30 days,
+	// at most 1 GiB stored.
+	Retention RetentionConfig `json:"retention,omitzero"`
 	// Agent is the default process: the one `agentos call` and
 	// Runtime.Tools run as.
 	Agent AgentConfig `json:"agent,omitzero"`
@@ -236,7 +240,7 @@ func limits(path, field string, q map[string]float64) (capability.Limits, error)
 	return out, nil
 }
 
-// LimitsConfig are the per-run limits of a tool root.
+// LimitsConfig are the per-run and per-call limits of a tool root.
 type LimitsConfig struct {
 	// Timeout is the wall-clock limit, e.g. "5s". Default 5s.
 	Timeout Duration `json:"timeout,omitzero"`
@@ -246,6 +250,64 @@ type LimitsConfig struct {
 	MaxCallDepth int `json:"max_call_depth,omitempty"`
 	// MaxOutputBytes bounds result plus logs. Default 1 MiB.
 	MaxOutputBytes int `json:"max_output_bytes,omitempty"`
+	// MaxArgsBytes bounds the JSON arguments of one kernel tool call (an
+	// LLM's tool call, `agentos call`, a request on the node socket): larger
+	// calls are refused, and charged, before they are read further. Default
+	// 4 MiB (kernel.DefaultMaxArgsBytes).
+	MaxArgsBytes int `json:"max_args_bytes,omitempty"`
+}
+
+// MaxArgs returns limits.max_args_bytes or its default.
+func (c Config) MaxArgs() int {
+	if c.Limits.MaxArgsBytes > 0 {
+		return c.Limits.MaxArgsBytes
+	}
+	return kernel.DefaultMaxArgsBytes
+}
+
+// RetentionConfig bounds the journal: the finished runs beyond any bound
+// are deleted, with the payloads and sources only they used, when a runtime
+// starts, every hour while it runs (RetainEvery), and by 'agentos runs
+// prune'. A run that has not ended (in flight, or waiting for recovery) is
+// never deleted. 0 takes the default; -1 lifts the bound.
+type RetentionConfig struct {
+	// KeepDays keeps the runs started in the last N days. Default 30.
+	KeepDays int `json:"keep_days,omitempty"`
+	// KeepRuns keeps the N most recent runs. Default: no bound.
+	KeepRuns int `json:"keep_runs,omitempty"`
+	// KeepBytes bounds what the journal stores (runs, calls, payloads,
+	// sources), deleting the oldest runs first. Default 1 GiB. The file
+	// keeps its size and reuses the space; 'agentos runs prune' compacts
+	// it.
+	KeepBytes int64 `json:"keep_bytes,omitempty"`
+}
+
+// Retention defaults.
+const (
+	DefaultKeepDays  = 30
+	DefaultKeepBytes = 1 << 30
+)
+
+// PruneOptions returns the retention settings as journal.PruneOptions.
+func (c Config) PruneOptions() journal.PruneOptions {
+	r := c.Retention
+	var o journal.PruneOptions
+	switch {
+	case r.KeepDays == 0:
+		o.OlderThan = DefaultKeepDays * 24 * time.Hour
+	case r.KeepDays > 0:
+		o.OlderThan = time.Duration(r.KeepDays) * 24 * time.Hour
+	}
+	if r.KeepRuns > 0 {
+		o.KeepRuns = r.KeepRuns
+	}
+	switch {
+	case r.KeepBytes == 0:
+		o.KeepBytes = DefaultKeepBytes
+	case r.KeepBytes > 0:
+		o.KeepBytes = r.KeepBytes
+	}
+	return o
 }
 
 // Duration is a time.Duration written in JSON as a string such as "1.5s".
@@ -303,7 +365,7 @@ func (c Config) validate(path string) error {
 	default:
 		return fmt.Errorf("%s: confine %q is not known: use %q (the default), %q or %q", path, c.Confine, executor.ConfineBestEffort, executor.ConfineRequired, executor.ConfineOff)
 	}
-	if c.Limits.MemoryMB < 0 || c.Limits.MaxCallDepth < 0 || c.Limits.MaxOutputBytes < 0 {
+	if c.Limits.MemoryMB < 0 || c.Limits.MaxCallDepth < 0 || c.Limits.MaxOutputBytes < 0 || c.Limits.MaxArgsBytes < 0 {
 		return fmt.Errorf("%s: limits must not be negative", path)
 	}
 	switch c.Git.Strategy {
@@ -321,6 +383,9 @@ func (c Config) validate(path string) error {
 	}
 	if err := c.validateSecrets(path); err != nil {
 		return err
+	}
+	if r := c.Retention; r.KeepDays < -1 || r.KeepRuns < -1 || r.KeepBytes < -1 {
+		return fmt.Errorf("%s: retention values must be positive, 0 for the default or -1 for no bound", path)
 	}
 	if c.ReuseThreshold < 0 || c.ReuseThreshold > 1 {
 		return fmt.Errorf("%s: reuse_threshold %g must be between 0 and 1", path, c.ReuseThreshold)

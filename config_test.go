@@ -57,6 +57,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{`{"git": {"upstream": "https://bot:tok@example.com/t.git"}}`, `git.upstream carries credentials`},
 		{`{"reuse_threshold": 2}`, `reuse_threshold 2 must be between 0 and 1`},
 		{`{"fetch": {"allow": ["api.example.com"]}}`, `fetch.allow "api.example.com" must be an http(s) URL prefix`},
+		{`{"limits": {"max_args_bytes": -1}}`, `limits must not be negative`},
+		{`{"retention": {"keep_days": -2}}`, `retention values must be positive, 0 for the default or -1`},
+		{`{"retention": {"keep_for": 3}}`, `unknown field "keep_for"`},
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(tc.body), 0o644)

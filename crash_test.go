@@ -26,6 +26,9 @@ import (
 
 func TestMain(m *testing.M) {
 	executor.WorkerMain()
+	if path := os.Getenv("AGENTOS_DIAL_CHILD"); path != "" { // another user dialing the node socket
+		dialChild(path)
+	}
 	if os.Getenv("AGENTOS_CRASH_CHILD") == "1" {
 		crashChild()
 		return

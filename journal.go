@@ -15,6 +15,12 @@ import (
 // JournalFile is where a tool root's journal lives by default.
 var JournalFile = filepath.Join(StateDir, "journal.db")
 
+// QuotaFile is where a tool root keeps quota use across runtimes: what the
+// node and each named process with a quota spent of tool_calls, llm_tokens
+// and cost_usd (see capability.FileLedger). A runtime holds it open while
+// it runs.
+var QuotaFile = filepath.Join(StateDir, "quota.db")
+
 // Exec runs req on ex and records the run in j: its metadata, the tool's
 // source (by content hash) and every driver call. With a nil journal it runs
 // live. It returns the result and the run id ("" when live).

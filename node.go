@@ -16,12 +16,19 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/internal/clip"
 )
 
 // NodeSocket is where a serving runtime listens for the agentos CLI (ps,
-// events, call), relative to the tool root. It is a unix socket readable by
-// its owner only.
-var NodeSocket = filepath.Join(StateDir, "node.sock")
+// events, call), relative to the tool root. It is a unix socket of mode 0600
+// in a directory of mode 0700 that Serve creates (and checks) before it
+// listens: another user can never connect, not even in the moment between
+// the socket's creation and its chmod.
+var NodeSocket = filepath.Join(StateDir, "node", "node.sock")
+
+// afterListen, when set (tests), is called between Listen and the socket's
+// chmod: the moment a socket in a shared directory was connectable.
+var afterListen func(path string)
 
 // ErrNoNode: no runtime is serving the tool root (start one with
 // 'agentos serve').
@@ -34,8 +41,15 @@ var ErrNoNode = errors.New("agentos: no running node")
 //	GET  /v1/events?after=N&limit=M recent kernel events ([]kernel.Event)
 //	POST /v1/call/TOOL              a kernel tool call as the default process
 //	GET  /metrics                   Prometheus text (when the runtime owns its metrics)
+//
+// A request body over limits.max_args_bytes is answered 413 with an error
+// naming the limit, before more of it is read.
 func (rt *Runtime) Serve(ctx context.Context) error {
 	path := filepath.Join(rt.root, NodeSocket)
+	dir := filepath.Dir(path)
+	if err := privateDir(dir); err != nil {
+		return err
+	}
 	if err := removeStaleSocket(path); err != nil {
 		return err
 	}
@@ -43,20 +57,55 @@ func (rt *Runtime) Serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agentos: listening on %s: %w", path, err)
 	}
+	defer os.Remove(dir) // only when empty: after the socket
 	defer os.Remove(path)
+	if afterListen != nil {
+		afterListen(path)
+	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
 		return err
 	}
 	srv := &http.Server{Handler: rt.adminMux(), ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan struct{})
+	// The shutdown goes on after Serve returns (in-flight calls end when
+	// Close cancels their runs); Close waits for it.
+	rt.serving.Add(1)
 	go func() {
-		<-ctx.Done()
+		defer rt.serving.Done()
+		select {
+		case <-ctx.Done():
+		case <-served:
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+	err = srv.Serve(ln)
+	close(served)
+	if !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	return nil
+}
+
+// privateDir makes dir a directory only its owner can enter (0700), owned
+// by this process's user: the socket inside is unreachable by others from
+// its creation on, whatever the umask.
+func privateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("agentos: creating the node socket's directory %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || (ok && int(st.Uid) != os.Geteuid()) {
+		return fmt.Errorf("agentos: %s must be a directory owned by this user (uid %d), not a link or another user's: remove it and start again", dir, os.Geteuid())
+	}
+	if fi.Mode().Perm() != 0o700 {
+		return os.Chmod(dir, 0o700)
 	}
 	return nil
 }
@@ -90,14 +139,20 @@ func (rt *Runtime) adminMux() *http.ServeMux {
 		writeJSON(w, http.StatusOK, evs)
 	})
 	mux.HandleFunc("POST /v1/call/{tool}", func(w http.ResponseWriter, r *http.Request) {
-		args, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		limit := rt.cfg.MaxArgs()
+		args, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(limit)))
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("agentos: the request is over the node's limit of %d bytes of arguments: send less, or raise limits.max_args_bytes in agentos.json and restart the node", limit)})
+				return
+			}
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": clip.Text(err.Error())})
 			return
 		}
 		out, err := rt.Call(r.Context(), r.PathValue("tool"), args)
 		if err != nil {
-			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": err.Error()})
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": clip.N(err.Error(), 4096)})
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -47,6 +47,7 @@ type Runtime struct {
 	root      string
 	log       *slog.Logger
 	j         *journal.Journal
+	ledger    *capability.FileLedger // quota use across restarts
 	ex        *executor.Executor
 	jail      *vfs.Jail
 	reg       *registry.Registry
@@ -69,11 +70,17 @@ type Runtime struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	stopRetention func()         // nil until startRetention
+	serving       sync.WaitGroup // Serve's shutdowns still closing connections
 }
 
 // Start boots a runtime over cfg.Root (default: the current directory) with
 // the configuration's defaults: tools in tools/, the journal in
-// .agentos/journal.db, process isolation, 5 s and 256 MiB per run. It
+// .agentos/journal.db, process isolation, 5 s and 256 MiB per run. Quota
+// use (tool_calls, llm_tokens, cost_usd) of the node and of the default
+// process is kept in .agentos/quota.db (QuotaFile) across starts; reset it
+// with ResetQuota ('agentos quota reset'). It
 // creates the tools and state directories when missing, resumes the runs a
 // crash left unfinished (Recovered reports them), and spawns the default
 // process with the configured grants and quota.
@@ -151,8 +158,12 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	for _, r := range rt.recovered {
 		rt.log.Info("agentos: unfinished run", slog.String("run", r.Run.ID), slog.String("tool", r.Run.Tool), slog.Bool("resumed", r.Resumed), slog.String("reason", r.Reason))
 	}
+	rt.startRetention()
 	quota, _ := limits("", "quota", cfg.Quota)
-	k, err := kernel.New(kernel.Options{Quota: quota, Logger: rt.log})
+	if rt.ledger, err = capability.OpenLedger(filepath.Join(root, QuotaFile)); err != nil {
+		return rt, err
+	}
+	k, err := kernel.New(kernel.Options{Quota: quota, Logger: rt.log, Ledger: rt.ledger})
 	if err != nil {
 		return rt, err
 	}
@@ -171,7 +182,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if rt.node, err = kernel.Boot(kernel.NodeOptions{
 		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts,
 		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql,
-		Checker: check.New(cfg.CheckOptions()), Logger: rt.log,
+		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(),
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 	}); err != nil {
 		return rt, err
@@ -525,14 +536,21 @@ func (rt *Runtime) Close() error {
 			rt.stopBG()
 			rt.bg.Wait()
 		}
+		if rt.stopRetention != nil {
+			rt.stopRetention()
+		}
 		if rt.node != nil {
 			errs = append(errs, rt.node.Close(ctx))
 		}
+		rt.serving.Wait() // the node socket's connections, answered now that runs are cancelled
 		if rt.ex != nil {
 			errs = append(errs, rt.ex.Close())
 		}
 		if rt.db != nil {
 			errs = append(errs, rt.db.Close())
+		}
+		if rt.ledger != nil {
+			errs = append(errs, rt.ledger.Close())
 		}
 		if rt.reg != nil {
 			errs = append(errs, rt.reg.Flush())

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentos-run/agentos/internal/clip"
 )
 
 // Right is one kind of privileged action.
@@ -261,7 +263,7 @@ func (a *Authority) checkLive(t Token, holder string, right Right, resource stri
 		return fmt.Errorf("%w: token %s is held by %s, not %s (delegate it first)", ErrDenied, t.ID, t.Holder, holder)
 	}
 	if !slices.ContainsFunc(t.Grants, func(g Grant) bool { return g.covers(right, resource) }) {
-		return fmt.Errorf("%w: %s lacks the %q right on %q (token %s grants %s)", ErrDenied, holder, right, resource, t.ID, describe(t.Grants))
+		return fmt.Errorf("%w: %s lacks the %q right on %q (token %s grants %s)", ErrDenied, holder, right, clip.Text(resource), t.ID, describe(t.Grants))
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -16,8 +16,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/internal/benchutil"
@@ -200,4 +203,83 @@ func BenchmarkReplayerLoad(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*replayN)/b.Elapsed().Seconds(), "entries/s")
+}
+
+// BenchmarkBytesPerEntry measures what one recorded call costs on disk:
+// the journal file's size after b.N calls of one run (then closed), over
+// b.N. Run it with a fixed count, so every shape records as many calls:
+//
+//	go test -run XXX -bench BytesPerEntry -benchtime 2000x ./journal/
+//
+// disk-B/entry is the file's size per call (bbolt pages, free pages and
+// all), used-B/entry the same without the free pages bbolt will reuse;
+// payload-B/entry is the request and response bytes each call carries. The "inline" shapes store every payload inside its entry, as
+// journals did before blobs (Options.BlobThreshold < 0).
+func BenchmarkBytesPerEntry(b *testing.B) {
+	distinct := func(size int) func(i int) json.RawMessage {
+		return func(i int) json.RawMessage {
+			v, _ := json.Marshal(fmt.Sprintf("%08d", i) + strings.Repeat("x", size-10))
+			return v
+		}
+	}
+	same := func(size int) func(int) json.RawMessage {
+		v, _ := json.Marshal(strings.Repeat("x", size-2))
+		return func(int) json.RawMessage { return v }
+	}
+	for _, c := range []struct {
+		name      string
+		response  func(i int) json.RawMessage
+		threshold int
+	}{
+		{"small", func(int) json.RawMessage { return benchResponse }, 0},
+		{"16KiB-distinct", distinct(16 << 10), 0},
+		{"16KiB-distinct/inline", distinct(16 << 10), -1},
+		{"64KiB-same", same(64 << 10), 0},
+		{"64KiB-same/inline", same(64 << 10), -1},
+		{"64KiB-distinct", distinct(64 << 10), 0},
+		{"64KiB-distinct/inline", distinct(64 << 10), -1},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "journal.db")
+			j, err := Open(path, Options{BlobThreshold: c.threshold})
+			if err != nil {
+				b.Fatal(err)
+			}
+			run, err := j.Begin(RunMeta{Kind: "exec", Tool: "tools/orders.ts"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			payload := 0
+			for i := range b.N {
+				resp := c.response(i)
+				payload += len(benchRequest) + len(resp)
+				h := run.Middleware()(driver.HostFunc(func(context.Context, driver.Call) (json.RawMessage, error) { return resp, nil }))
+				if _, err := h.Do(ctx, driver.Call{Seq: uint64(i + 1), Driver: "fs", Op: "read_file", Request: benchRequest}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := run.End(StatusOK, nil, nil); err != nil {
+				b.Fatal(err)
+			}
+			if err := j.Close(); err != nil {
+				b.Fatal(err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var used int64
+			db.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil })
+			used -= int64(db.Stats().FreePageN) * int64(db.Info().PageSize)
+			db.Close()
+			b.ReportMetric(float64(fi.Size())/float64(b.N), "disk-B/entry")
+			b.ReportMetric(float64(used)/float64(b.N), "used-B/entry")
+			b.ReportMetric(float64(payload)/float64(b.N), "payload-B/entry")
+		})
+	}
 }

@@ -61,7 +61,8 @@ func (j *Journal) Import(d Dump) error {
 			e.Error = &driver.Error{Code: e.Error.Code, Message: j.redact.textIn(e.Error.Message, scope)}
 		}
 		// One encoding for entries, whoever writes them: the recorder's.
-		if err := j.submit(&write{run: d.Run.ID, seq: e.Seq, entry: e.appendJSON(nil)}, false); err != nil {
+		entry, blobs := j.encodeEntry(&e)
+		if err := j.submit(&write{run: d.Run.ID, seq: e.Seq, entry: entry, blobs: blobs}, false); err != nil {
 			return err
 		}
 	}

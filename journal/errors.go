@@ -13,6 +13,9 @@ var (
 	ErrClosed = errors.New("the journal is closed")
 	// ErrAmbiguous: a run id prefix matches more than one run.
 	ErrAmbiguous = errors.New("the run id prefix matches several runs")
+	// ErrFormat: the journal file has a storage format this version does
+	// not read (written by a newer agentos).
+	ErrFormat = errors.New("unknown journal storage format")
 )
 
 // Divergence codes: stable, greppable, documented in docs/REPLAY.md.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -55,6 +56,10 @@ type Options struct {
 	Seal func(c driver.Call) bool
 	// Now is the clock of run start and end times; nil means time.Now.
 	Now func() time.Time
+	// BlobThreshold is the size in bytes above which a request or response
+	// is stored once by content hash instead of inside its entry (0:
+	// DefaultBlobThreshold; negative: never).
+	BlobThreshold int
 }
 
 // Run status values.
@@ -130,6 +135,8 @@ type Journal struct {
 	wg     sync.WaitGroup
 	mu     sync.RWMutex // guards closed against sends on writes
 	closed bool
+
+	sources sync.Map // hashes PutSource kept since Open: Prune leaves them (their run may be starting)
 }
 
 // write is one unit for the writer goroutine.
@@ -137,6 +144,7 @@ type write struct {
 	source []byte // a tool source to keep under run (its hash), or nil
 	run    string
 	entry  []byte // encoded Entry, or nil
+	blobs  []blob // payloads entry refers to
 	seq    uint64
 	meta   []byte // encoded RunMeta, or nil
 	reset  bool   // delete the run's entries first (Import)
@@ -145,21 +153,29 @@ type write struct {
 
 // Open opens (creating if needed) the journal file at path.
 func Open(path string, opts Options) (*Journal, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.Durability == NoSync, NoFreelistSync: true})
-	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("opening journal %s: another agentos process holds it open; stop it or use another journal file", path)
-		}
-		return nil, fmt.Errorf("opening journal %s: %w", path, err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketRuns, bucketEntries, bucketSources} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
+	var db *bolt.DB
+	for attempt := 0; ; attempt++ {
+		was, statErr := os.Stat(path)
+		var err error
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.Durability == NoSync, NoFreelistSync: true})
+		if err != nil {
+			if errors.Is(err, bolt.ErrTimeout) {
+				return nil, fmt.Errorf("opening journal %s: another agentos process holds it open; stop it or use another journal file", path)
 			}
+			return nil, fmt.Errorf("opening journal %s: %w", path, err)
 		}
-		return nil
-	}); err != nil {
+		// Compact replaces the file while holding the old one's lock: a
+		// lock won on a file no longer at path is the old file's.
+		is, err := os.Stat(path)
+		if statErr != nil || err == nil && os.SameFile(was, is) {
+			break
+		}
+		db.Close()
+		if attempt == 3 {
+			return nil, fmt.Errorf("opening journal %s: the file keeps being replaced (a compaction?); try again", path)
+		}
+	}
+	if err := db.Update(initStorage); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("initialising journal %s: %w", path, err)
 	}
@@ -289,10 +305,13 @@ func applyAll(tx *bolt.Tx, batch []*write) error {
 		if w.run == "" {
 			return fmt.Errorf("journal: a write without a run id or hash")
 		}
-		if w.source != nil {
+		if w.source != nil && tx.Bucket(bucketSources).Get([]byte(w.run)) == nil {
 			if err := tx.Bucket(bucketSources).Put([]byte(w.run), w.source); err != nil {
 				return err
 			}
+		}
+		if err := putBlobs(tx, w.blobs); err != nil {
+			return err
 		}
 		if w.meta != nil {
 			if err := runs.Put([]byte(w.run), w.meta); err != nil {
@@ -304,6 +323,7 @@ func applyAll(tx *bolt.Tx, batch []*write) error {
 			if err != nil {
 				return err
 			}
+			b.FillPercent = 1 // a run's calls come in sequence order: full pages
 			if err := b.Put(seqKey(w.seq), w.entry); err != nil {
 				return err
 			}
@@ -394,6 +414,7 @@ func (j *Journal) PutSource(hash string, src []byte) error {
 	if hash == "" {
 		return fmt.Errorf("journal: PutSource needs the source's content hash")
 	}
+	j.sources.Store(hash, true)
 	if _, err := j.Source(hash); err == nil {
 		return nil
 	}
@@ -481,7 +502,8 @@ func (j *Journal) record(run string, scope *secretSet, c driver.Call, val json.R
 	default:
 		e.Response = j.redact.jsonIn(val, scope)
 	}
-	return j.submit(&write{run: run, seq: c.Seq, entry: e.appendJSON(nil)}, durable || j.opts.Durability == SyncEach)
+	entry, blobs := j.encodeEntry(&e)
+	return j.submit(&write{run: run, seq: c.Seq, entry: entry, blobs: blobs}, durable || j.opts.Durability == SyncEach)
 }
 
 // End records how the run ended (committed before it returns). It returns
@@ -568,8 +590,8 @@ func (j *Journal) Entries(id string) ([]Entry, error) {
 			return nil
 		}
 		return b.ForEach(func(_, v []byte) error {
-			var e Entry
-			if err := json.Unmarshal(v, &e); err != nil {
+			e, err := decodeEntry(tx, id, v)
+			if err != nil {
 				return err
 			}
 			out = append(out, e)

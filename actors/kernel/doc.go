@@ -40,9 +40,13 @@
 //
 // Node.Tools(p) returns the kernel tools bound to process p: list_files,
 // read_file, write_file, patch_file, check_tool, exec_tool. Every call
-// waits while p is stopped, checks p's token for the right on the cleaned
-// path (read, write, exec; a directory as "dir/"), charges one tool call,
-// and is traced (a span "agentos.kernel.<tool>") and counted. exec_tool
+// waits while p is stopped, charges one tool call (refused calls too, so a
+// flood of refusals uses the quota up), refuses arguments over
+// NodeOptions.MaxArgsBytes and paths over MaxPathBytes, checks p's token for
+// the right on the cleaned path (read, write, exec; a directory as "dir/"),
+// and is traced (a span "agentos.kernel.<tool>") and counted. Values quoted
+// in errors and kept in events are clipped (a few hundred bytes and the
+// whole length). exec_tool
 // reserves its run's memory against memory_mb while it runs, never runs
 // longer than the wall time left, is journaled, and is cancelled when p
 // ends.

@@ -3,6 +3,8 @@ package kernel
 import (
 	"sync"
 	"time"
+
+	"github.com/agentos-run/agentos/internal/clip"
 )
 
 // EventKind names a kernel event; the values are stable strings.
@@ -84,6 +86,9 @@ func (k *Kernel) emit(e *Event) { k.emitAt(k.now(), e) }
 // emitAt is emit with the time already read.
 func (k *Kernel) emitAt(t time.Time, e *Event) {
 	e.Time = t
+	// The ring keeps what callers chose (a refused path, a fault's error,
+	// a name): never more than a clipped prefix of it.
+	e.Name, e.Reason, e.Detail = clip.Text(e.Name), clip.Text(e.Reason), clip.Text(e.Detail)
 	k.events.add(e)
 	if k.opts.OnEvent != nil {
 		k.opts.OnEvent(*e)

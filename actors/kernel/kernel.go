@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/clip"
 )
 
 // SpawnOptions configure a new process. The zero value is a nameless,
@@ -52,6 +53,22 @@ type Options struct {
 	// OnEvent, when set, is called with every kernel event, on the
 	// goroutine that caused it. It MUST NOT block or call the kernel.
 	OnEvent func(Event)
+	// Ledger, when set, keeps the spending of the cumulative meters
+	// (capability.Cumulative) across restarts: the root account's under
+	// the key "node" when Quota limits one of them, and a process's under
+	// "process:<name>" when it is spawned with a Name and a Quota limiting
+	// one of them. A process spawned under a persisted name starts with
+	// what that name spent before. (nil: spending is kept in memory only.)
+	Ledger capability.Ledger
+}
+
+// LedgerKey is the ledger key of the account of a process spawned with
+// SpawnOptions.Name name ("" for the root account: "node").
+func LedgerKey(name string) string {
+	if name == "" {
+		return "node"
+	}
+	return "process:" + name
 }
 
 // Kernel is the process table: spawn, signals, links, monitors, names,
@@ -93,10 +110,16 @@ func New(opts Options) (*Kernel, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	root := capability.NewAccount("kernel", opts.Quota)
+	if opts.Ledger != nil && capability.HasCumulative(opts.Quota) {
+		if err := root.Persist(opts.Ledger, LedgerKey("")); err != nil {
+			return nil, err
+		}
+	}
 	return &Kernel{
 		opts:   opts,
 		auth:   auth,
-		root:   capability.NewAccount("kernel", opts.Quota),
+		root:   root,
 		log:    opts.Logger,
 		events: newEventLog(opts.Events),
 		now:    opts.Now,
@@ -136,6 +159,12 @@ func (k *Kernel) spawn(parent *Process, main Main, opts SpawnOptions) (*Process,
 			}
 		}
 		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	if opts.Name != "" && k.opts.Ledger != nil && capability.HasCumulative(opts.Quota) {
+		if err := acct.Persist(k.opts.Ledger, LedgerKey(opts.Name)); err != nil {
+			acct.Close()
+			return nil, fmt.Errorf("spawn: %w", err)
+		}
 	}
 	var tok *capability.Held
 	if len(opts.Grants) > 0 {
@@ -508,7 +537,7 @@ func (k *Kernel) Close(ctx context.Context) error {
 }
 
 func (k *Kernel) refused(p *Process, right capability.Right, resource string, err error) {
-	k.emit(&Event{Kind: EventRefused, PID: p.pid, Name: p.Name(), Detail: fmt.Sprintf("%s on %q: %v", right, resource, err)})
+	k.emit(&Event{Kind: EventRefused, PID: p.pid, Name: p.Name(), Detail: fmt.Sprintf("%s on %q: %s", right, clip.Text(resource), clip.Text(err.Error()))})
 }
 
 func (k *Kernel) charged(p *Process, m capability.Meter, amount float64) {

@@ -53,6 +53,10 @@ type NodeOptions struct {
 	Repo *repo.Repo
 	// Logger receives the node's and protoactor's logs (nil: slog.Default).
 	Logger *slog.Logger
+	// MaxArgsBytes bounds the JSON arguments of one kernel tool call (0:
+	// DefaultMaxArgsBytes). Larger calls are refused, and charged, with
+	// ErrArgsTooLarge before they are decoded.
+	MaxArgsBytes int
 	// Intensity, Period and Backoff tune the root supervisor (defaults: 10
 	// restarts within 10 s, backoff from 10 ms doubling to 1 s).
 	Intensity int

@@ -17,14 +17,15 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/internal/clip"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
 // Tool is a kernel tool bound to one process: what an LLM SDK needs (name,
 // description, JSON Schema of the parameters) and the function to call.
-// Every call checks the process's capability, charges one tool call to its
-// quota, and waits while the process is stopped.
+// Every call waits while the process is stopped, charges one tool call to
+// its quota (refused calls too), and checks the process's capability.
 type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
@@ -40,6 +41,18 @@ var ErrInvalidArgs = errors.New("kernel: invalid tool arguments")
 
 // ErrUnknownTool: no kernel tool has the name.
 var ErrUnknownTool = errors.New("kernel: unknown tool")
+
+// ErrArgsTooLarge: a kernel tool's arguments are longer than the node's
+// limit (NodeOptions.MaxArgsBytes). The error also wraps ErrInvalidArgs.
+var ErrArgsTooLarge = errors.New("kernel: tool arguments too large")
+
+// DefaultMaxArgsBytes bounds a kernel tool call's arguments (their JSON
+// text) when NodeOptions.MaxArgsBytes is 0: 4 MiB.
+const DefaultMaxArgsBytes = 4 << 20
+
+// MaxPathBytes bounds a path or directory argument of a kernel tool: a
+// longer one is refused before it is cleaned, checked or quoted.
+const MaxPathBytes = 1024
 
 // toolDef is a tool before it is bound to a process.
 type toolDef struct {
@@ -146,7 +159,7 @@ func findTool(name string) *toolDef {
 }
 
 func unknownTool(name string) error {
-	return fmt.Errorf("%w %q: the kernel tools are %s", ErrUnknownTool, name, strings.Join(ToolNames(), ", "))
+	return fmt.Errorf("%w %q: the kernel tools are %s", ErrUnknownTool, clip.Text(name), strings.Join(ToolNames(), ", "))
 }
 
 // Call runs the kernel tool name for p with args (a JSON object) and returns
@@ -154,6 +167,10 @@ func unknownTool(name string) error {
 func (n *Node) Call(ctx context.Context, p *Process, name string, args json.RawMessage) (json.RawMessage, error) {
 	d := findTool(name)
 	if d == nil {
+		// A call to no tool is a refused call like any other: it is charged.
+		if err := p.Charge(capability.ToolCalls, 1); err != nil {
+			return nil, err
+		}
 		return nil, unknownTool(name)
 	}
 	ctx, span := n.tel.start(ctx, p, name)
@@ -163,18 +180,48 @@ func (n *Node) Call(ctx context.Context, p *Process, name string, args json.RawM
 	return out, err
 }
 
+// maxErrorBytes bounds the message of a kernel call's error: the values it
+// quotes are clipped where they are quoted, and this is the backstop.
+const maxErrorBytes = 4096
+
 func (n *Node) call(ctx context.Context, p *Process, d *toolDef, args json.RawMessage) (json.RawMessage, error) {
 	if err := p.gate(ctx); err != nil {
 		return nil, err
+	}
+	// IMPORTANT: every call is charged before it is examined, refused or
+	// not: a flood of refused calls uses the caller's quota up instead of
+	// costing nothing.
+	if err := p.Charge(capability.ToolCalls, 1); err != nil {
+		return nil, fmt.Errorf("%s: %w", d.name, err)
+	}
+	if limit := n.maxArgs(); len(args) > limit {
+		return nil, fmt.Errorf("%s: %w: %w: the arguments are %d bytes, over the node's limit of %d; send less (write large data in several files), or raise limits.max_args_bytes in agentos.json (NodeOptions.MaxArgsBytes)", d.name, ErrInvalidArgs, ErrArgsTooLarge, len(args), limit)
 	}
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
 	res, err := d.call(n, ctx, p, args)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", d.name, err)
+		return nil, clip.Error(fmt.Errorf("%s: %w", d.name, err), maxErrorBytes)
 	}
 	return json.Marshal(res)
+}
+
+// maxArgs is the node's limit on a call's arguments.
+func (n *Node) maxArgs() int {
+	if n.opts.MaxArgsBytes > 0 {
+		return n.opts.MaxArgsBytes
+	}
+	return DefaultMaxArgsBytes
+}
+
+// checkPathLen refuses a path argument longer than MaxPathBytes, quoting
+// only its start.
+func checkPathLen(param, path string) error {
+	if len(path) > MaxPathBytes {
+		return fmt.Errorf("%w: %s %q is %d bytes long; paths are at most %d bytes", ErrInvalidArgs, param, clip.N(path, 64), len(path), MaxPathBytes)
+	}
+	return nil
 }
 
 // decode reads args strictly into v: unknown or missing parameters are
@@ -182,7 +229,7 @@ func (n *Node) call(ctx context.Context, p *Process, d *toolDef, args json.RawMe
 func decode(args json.RawMessage, v any, params string, required ...string) error {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(args, &probe); err != nil {
-		return fmt.Errorf("%w: the arguments must be a JSON object with %s (%v)", ErrInvalidArgs, params, err)
+		return fmt.Errorf("%w: the arguments must be a JSON object with %s (%s)", ErrInvalidArgs, params, clip.Text(err.Error()))
 	}
 	for _, r := range required {
 		if _, ok := probe[r]; !ok {
@@ -192,29 +239,33 @@ func decode(args json.RawMessage, v any, params string, required ...string) erro
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: %v (parameters: %s)", ErrInvalidArgs, err, params)
+		// An unknown parameter's name is quoted: clip it.
+		return fmt.Errorf("%w: %s (parameters: %s)", ErrInvalidArgs, clip.Text(err.Error()), params)
 	}
 	return nil
 }
 
 // authorizeResolved cleans path, resolves it through the tool root's
-// symbolic links (vfs.Jail.Resolve), checks right on where it leads, charges
-// one tool call and returns the resolved path: the one the call MUST then
-// use. IMPORTANT: every right on a file is checked on the
-// resolved path, never the lexical one, or a link tools/pub/x ->
-// ../priv/y would pass a "tools/pub/" scope.
+// symbolic links (vfs.Jail.Resolve), checks right on where it leads and
+// returns the resolved path: the one the call MUST then use. IMPORTANT:
+// every right on a file is checked on the resolved path, never the lexical
+// one, or a link tools/pub/x -> ../priv/y would pass a "tools/pub/" scope.
+// The call was charged already (Node.call).
 func (n *Node) authorizeResolved(p *Process, right capability.Right, path string) (string, error) {
+	if err := checkPathLen("path", path); err != nil {
+		return "", err
+	}
 	resolved, err := n.opts.Jail.Resolve(path)
 	if err != nil {
 		return "", err
 	}
-	return resolved, chargeResolved(p, right, path, resolved)
+	return resolved, permitResolved(p, right, path, resolved)
 }
 
-// chargeResolved is charge on resolved, the path asked resolves to; a
+// permitResolved is permit on resolved, the path asked resolves to; a
 // refusal says where a link led.
-func chargeResolved(p *Process, right capability.Right, asked, resolved string) error {
-	if err := charge(p, right, resolved); err != nil {
+func permitResolved(p *Process, right capability.Right, asked, resolved string) error {
+	if err := permit(p, right, resolved); err != nil {
 		if clean, _ := vfs.Clean(asked); clean != resolved {
 			return fmt.Errorf("%s resolves (through a symbolic link) to %s: %w", clean, resolved, err)
 		}
@@ -223,13 +274,10 @@ func chargeResolved(p *Process, right capability.Right, asked, resolved string) 
 	return nil
 }
 
-// charge checks right on an already clean resource and charges one tool
-// call.
-func charge(p *Process, right capability.Right, resource string) error {
+// permit checks right on an already clean resource and counts the call as
+// performed (ps). The call was charged already (Node.call).
+func permit(p *Process, right capability.Right, resource string) error {
 	if err := p.Check(right, resource); err != nil {
-		return err
-	}
-	if err := p.Charge(capability.ToolCalls, 1); err != nil {
 		return err
 	}
 	p.calls.Add(1)
@@ -241,6 +289,9 @@ func (n *Node) listFiles(_ context.Context, p *Process, args json.RawMessage) (a
 		Dir string `json:"dir"`
 	}
 	if err := decode(args, &a, "dir", "dir"); err != nil {
+		return nil, err
+	}
+	if err := checkPathLen("dir", a.Dir); err != nil {
 		return nil, err
 	}
 	dir := a.Dir
@@ -259,7 +310,7 @@ func (n *Node) listFiles(_ context.Context, p *Process, args json.RawMessage) (a
 	if dir != "." {
 		resource = dir + "/"
 	}
-	if err := charge(p, capability.Read, resource); err != nil {
+	if err := permit(p, capability.Read, resource); err != nil {
 		if clean, _ := vfs.Clean(asked); clean != dir {
 			return nil, fmt.Errorf("%s resolves (through a symbolic link) to %s: %w", clean, dir, err)
 		}
@@ -289,10 +340,13 @@ func (n *Node) readArg(p *Process, args json.RawMessage) (string, []byte, error)
 	if err := decode(args, &a, "path", "path"); err != nil {
 		return "", nil, err
 	}
+	if err := checkPathLen("path", a.Path); err != nil {
+		return "", nil, err
+	}
 	// One resolution for the check and the read: the right is checked on
 	// the path that is then read.
 	src, path, err := n.opts.Jail.ReadFileResolved(a.Path, func(resolved string) error {
-		return chargeResolved(p, capability.Read, a.Path, resolved)
+		return permitResolved(p, capability.Read, a.Path, resolved)
 	})
 	return path, src, err
 }
@@ -369,7 +423,7 @@ func (n *Node) execSQL(ctx context.Context, p *Process, args json.RawMessage) (a
 	if err := decode(args, &a, "sql, params", "sql"); err != nil {
 		return nil, err
 	}
-	if err := charge(p, capability.SQL, ""); err != nil {
+	if err := permit(p, capability.SQL, ""); err != nil {
 		return nil, err
 	}
 	if n.opts.SQL == nil {
@@ -389,7 +443,7 @@ func (n *Node) forgeTool(ctx context.Context, p *Process, args json.RawMessage) 
 	if err := p.Check(capability.LLM, ""); err != nil {
 		return nil, err
 	}
-	if err := charge(p, capability.Write, n.toolsDir()+"/"); err != nil {
+	if err := permit(p, capability.Write, n.toolsDir()+"/"); err != nil {
 		return nil, err
 	}
 	if n.forge == nil {
@@ -471,9 +525,6 @@ func (n *Node) searchTools(ctx context.Context, p *Process, args json.RawMessage
 	p.mu.Unlock()
 	if held == nil || !slices.ContainsFunc(held.Token().Grants, func(g capability.Grant) bool { return g.Right == capability.Read }) {
 		return nil, p.Check(capability.Read, n.toolsDir()+"/")
-	}
-	if err := p.Charge(capability.ToolCalls, 1); err != nil {
-		return nil, err
 	}
 	p.calls.Add(1)
 	limit := a.Limit

@@ -40,6 +40,7 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	out, err := callTool(ctx, abs, cfg, tool, argsJSON)
+	err = quotaHint(err)
 	if err != nil {
 		if *asJSON {
 			_ = fprintJSON(stdout, map[string]string{"error": err.Error()})

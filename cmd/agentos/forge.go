@@ -43,6 +43,7 @@ func runForge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer rt.Close()
 	spec, _ := json.Marshal(map[string]string{"spec": pos[0]})
 	out, callErr := rt.Call(ctx, "forge_tool", spec)
+	callErr = quotaHint(callErr)
 	var res forge.Result
 	_ = json.Unmarshal(out, &res)
 	if *asJSON {

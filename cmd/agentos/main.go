@@ -4,6 +4,8 @@
 //	agentos check [--root DIR] [--json] PATH             static analysis of a tool
 //	agentos exec  [--root DIR] [--json] PATH [ARGS_JSON] run a tool in the sandbox
 //	agentos runs    [--root DIR] [--json]                list the recorded runs
+//	agentos runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]
+//	                                                     delete old runs, compact the journal
 //	agentos trace   [--root DIR] [--json] RUN            a run call by call
 //	agentos replay  [--root DIR] [--json] [--tool F] RUN re-run offline (or a patched tool)
 //	agentos recover [--root DIR] [--json]                resume runs a crash interrupted
@@ -12,6 +14,7 @@
 //	agentos serve   [--root DIR] [--metrics ADDR]        run a node until SIGTERM
 //	agentos ps      [--root DIR] [--json]                the serving node's processes
 //	agentos events  [--root DIR] [--json]                the serving node's recent kernel events
+//	agentos quota   [--root DIR] [--json] [reset [ACCOUNT...]] quota use kept across invocations
 //	agentos demo  [--dir DIR]                            write, check and run sample tools
 //
 // Exit status: 0 on success, 1 when a tool is invalid or its run failed, 2 on
@@ -53,7 +56,7 @@ var commands = []command{
 	{"init", "scaffold a tool root (config, tools/, registry, Git upstream); safe to run twice", "agentos init [--upstream URL | --no-git] [DIR]", runInit},
 	{"check", "check a tool: syntax, the standards, risk level", "agentos check [--root DIR] [--json] PATH", runCheck},
 	{"exec", "run a tool in the sandbox with JSON args", "agentos exec [--root DIR] [--json] [--timeout D] PATH [ARGS_JSON]", runExec},
-	{"runs", "list the recorded runs", "agentos runs [--root DIR] [--json]", runRuns},
+	{"runs", "list the recorded runs; 'prune' deletes old ones (default: the configured retention) and compacts the journal", "agentos runs [--root DIR] [--json] | runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]", runRuns},
 	{"trace", "show a recorded run call by call", "agentos trace [--root DIR] [--json] RUN", runTrace},
 	{"replay", "re-run a recorded run offline, or feed its I/O to a patched tool", "agentos replay [--root DIR] [--json] [--tool PATCHED.ts] RUN", runReplay},
 	{"recover", "resume the runs a crash left unfinished", "agentos recover [--root DIR] [--json]", runRecover},
@@ -62,6 +65,7 @@ var commands = []command{
 	{"serve", "run a node until SIGTERM: processes, actors, journal; ps/events/call talk to it", "agentos serve [--root DIR] [--metrics ADDR]", runServe},
 	{"ps", "the process table of the serving node", "agentos ps [--root DIR] [--json]", runPS},
 	{"events", "the recent kernel events of the serving node", "agentos events [--root DIR] [--json]", runEvents},
+	{"quota", "show the quota use kept across invocations, or reset it", "agentos quota [--root DIR] [--json] [reset [ACCOUNT...]]", runQuota},
 	{"demo", "write sample tools into a fresh tool root, check and run them", "agentos demo [--dir DIR] [--keep]", runDemo},
 	{"version", "the build, and which OS protections sandbox workers have on this machine (also --version)", "agentos version [--root DIR] [--json]", runVersion},
 }

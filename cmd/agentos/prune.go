@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentos-run/agentos/journal"
+)
+
+// pruneReport is what `agentos runs prune --json` prints.
+type pruneReport struct {
+	journal.PruneReport
+	FileBefore int64 `json:"file_before"`
+	FileAfter  int64 `json:"file_after"`
+	Compacted  bool  `json:"compacted"`
+}
+
+// runPrune deletes old runs and the payloads only they used, then compacts
+// the journal file: agentos runs prune [--root DIR] [--journal PATH]
+// [--json] [--older-than D] [--keep N] [--keep-bytes N] [--no-compact].
+// Without a bound it applies the tool root's retention (agentos.json).
+func runPrune(args []string, stdout io.Writer) error {
+	c := newJournalCmd("runs prune", "print one JSON object: what was deleted, the file's size before and after")
+	olderThan := c.fs.String("older-than", "", "delete the runs started longer ago than D (e.g. 30d, 12h)")
+	keep := c.fs.Int("keep", 0, "keep only the N most recent runs")
+	keepBytes := c.fs.Int64("keep-bytes", 0, "delete the oldest runs until the journal stores at most N bytes")
+	noCompact := c.fs.Bool("no-compact", false, "do not rewrite the file: it keeps its size and reuses the freed space")
+	_, absRoot, cfg, j, err := c.open(args, 0, "")
+	if err != nil {
+		return err
+	}
+	opts := journal.PruneOptions{KeepRuns: *keep, KeepBytes: *keepBytes}
+	if *olderThan != "" {
+		if opts.OlderThan, err = parseAge(*olderThan); err != nil {
+			j.Close()
+			return err
+		}
+	}
+	if *keep < 0 || *keepBytes < 0 {
+		j.Close()
+		return usagef("--keep and --keep-bytes must be positive")
+	}
+	if opts == (journal.PruneOptions{}) {
+		opts = cfg.PruneOptions() // the configured retention
+	}
+	path := j.Path()
+	rep := pruneReport{FileBefore: fileSize(path)}
+	rep.PruneReport, err = j.Prune(opts)
+	if cerr := j.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	rep.FileAfter = fileSize(path)
+	if !*noCompact {
+		if _, rep.FileAfter, err = journal.Compact(path); err != nil {
+			return err
+		}
+		rep.Compacted = true
+	}
+	if *c.asJSON {
+		return fprintJSON(stdout, rep)
+	}
+	fmt.Fprintf(stdout, "deleted %d runs, %d payloads and %d tool sources (%s stored); %d runs kept\n", rep.Runs, rep.Blobs, rep.Sources, mb(rep.Bytes), rep.Kept)
+	if rep.Compacted {
+		fmt.Fprintf(stdout, "journal %s: %s -> %s\n", relTo(absRoot, path), mb(rep.FileBefore), mb(rep.FileAfter))
+	} else {
+		fmt.Fprintf(stdout, "journal %s: %s (the file keeps its size and reuses the freed space; run without --no-compact, with no node serving, to shrink it)\n", relTo(absRoot, path), mb(rep.FileAfter))
+	}
+	return nil
+}
+
+// parseAge reads a duration, with "d" for days ("30d").
+func parseAge(s string) (time.Duration, error) {
+	var d time.Duration
+	var err error
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days float64
+		days, err = strconv.ParseFloat(n, 64)
+		d = time.Duration(days * float64(24*time.Hour))
+	} else {
+		d, err = time.ParseDuration(s)
+	}
+	if err != nil || d <= 0 {
+		return 0, usagef("--older-than %q: give a positive duration such as 30d, 12h or 90m", s)
+	}
+	return d, nil
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+
+func relTo(root, path string) string {
+	if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}

@@ -1,0 +1,60 @@
+package agentos_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/samples"
+)
+
+// Issue 10, item 10: nothing ever deleted a run, so the journal grew
+// without bound. A runtime applies Config.Retention when it starts and
+// every RetainEvery while it runs: with keep_runs 2, the journal holds the
+// two latest runs.
+func TestRetention(t *testing.T) {
+	root := t.TempDir()
+	if _, err := agentos.Init(root, agentos.InitOptions{NoGit: true}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := agentos.Config{Root: root, Isolation: "inprocess", Retention: agentos.RetentionConfig{KeepRuns: 2}}
+	execFib := func(rt *agentos.Runtime, n int) {
+		for range n {
+			if _, err := rt.Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"`+samples.FibPath+`","args":{"n":5}}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	runs := func(rt *agentos.Runtime) int {
+		rs, err := rt.Journal().Runs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rs)
+	}
+	old := agentos.RetainEvery
+	agentos.RetainEvery = time.Hour
+	rt := start(t, cfg)
+	writeFib(t, rt)
+	execFib(rt, 4)
+	if n := runs(rt); n != 4 {
+		t.Fatalf("%d runs recorded, want 4", n)
+	}
+	rt.Close()
+
+	// At start.
+	rt = start(t, cfg)
+	if n := runs(rt); n != 2 {
+		t.Fatalf("after a start with keep_runs 2: %d runs", n)
+	}
+	rt.Close()
+
+	// While running.
+	agentos.RetainEvery = 20 * time.Millisecond
+	defer func() { agentos.RetainEvery = old }()
+	rt = start(t, cfg)
+	execFib(rt, 3)
+	waitFor(t, func() bool { return runs(rt) == 2 })
+}
