@@ -61,23 +61,6 @@ func atomicWrite(tmpDir, target string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
-// atomicSymlink makes target a symlink to dest through a rename.
-func atomicSymlink(tmpDir, target, dest string) error {
-	tmp := filepath.Join(tmpDir, tmpPrefix+randomSuffix())
-	if err := os.Symlink(dest, tmp); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, target); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
 // writeRef points the reference name of the repository at gitDir to h.
 func writeRef(gitDir string, name plumbing.ReferenceName, h plumbing.Hash) error {
 	return atomicWrite(gitDir, filepath.Join(gitDir, filepath.FromSlash(name.String())), []byte(h.String()+"\n"), 0o644)
@@ -130,12 +113,16 @@ func writePackedRefs(gitDir string, refs map[plumbing.ReferenceName]plumbing.Has
 			case line == "" || strings.HasPrefix(line, "#"):
 				continue
 			case strings.HasPrefix(line, "^"):
-				if !skipPeel {
+				if !skipPeel && len(line) == 41 && plumbing.IsHash(line[1:]) {
 					keep = append(keep, line)
 				}
 				continue
 			}
-			_, name, _ := strings.Cut(line, " ")
+			h, name, ok := strings.Cut(line, " ")
+			if !ok || len(h) != 40 || !plumbing.IsHash(h) || plumbing.ReferenceName(name).Validate() != nil {
+				skipPeel = true // a damaged line (and its peel) is dropped
+				continue
+			}
 			_, mine := refs[plumbing.ReferenceName(name)]
 			skipPeel = mine
 			if !mine {
