@@ -226,9 +226,10 @@ func removeStaleInits(parent string) {
 // this package never creates one). It scans the top level, refs/, logs/
 // and objects/pack, never the loose-object fan-out.
 //
-// IMPORTANT: it MUST only run when no other process writes gitDir: the
-// package assumes one writer process per tool root (Hydrate), and holds
-// the upstream's flock around every push (receive-pack).
+// IMPORTANT: it MUST only run when no other writer of ours is inside
+// gitDir: Hydrate runs it under the tool root's lock, receive-pack under
+// the upstream's flock (and with a minimum age, for writers that do not
+// take it).
 func cleanStale(gitDir string, minAge time.Duration, locks bool) (removed []string) {
 	now := time.Now()
 	rm := func(p string) {

@@ -114,9 +114,10 @@ type Persisted struct {
 // renamed into place) and the upstream branch is fetched and checked out
 // into Dir: this is init + fetch + checkout, not a clone into another
 // directory, so that files already in Dir (agentos.json ...) stay where they
-// are. Those not in the upstream are kept and committed by the next Persist;
-// those the upstream also has are replaced by the upstream's version (with
-// a warning). When the upstream has no such branch yet, an initial empty
+// are. Those not in the upstream stay local: never committed unless a
+// Persist names them (they are listed in .git/info/exclude); those the
+// upstream also has are replaced by the upstream's version (with a
+// warning). When the upstream has no such branch yet, an initial empty
 // commit creates it.
 //
 // When Dir has a .git, stale temporary files of a killed writer are
@@ -126,8 +127,12 @@ type Persisted struct {
 // uncommitted changes to the working tree are kept and committed by the
 // next Persist; a tracked file missing from the working tree is restored.
 //
-// Then Regenerate is called. IMPORTANT: one process per tool root: Hydrate
-// removes temporary files it did not create.
+// Then Regenerate is called. Hydrate runs under the tool root's lock, from
+// its first step: processes sharing a tool root take turns. Before the
+// update it verifies the tool root's object store and repairs damage from
+// the upstream (see the package doc). Entries of the upstream's tree that
+// are not regular files are never checked out (see Refused), and the
+// node-local paths (agentos.json, .agentos/, .git/) are never written.
 func Hydrate(ctx context.Context, opts Options) (_ *Repo, err error) {
 	o, err := opts.normalize()
 	if err != nil {
