@@ -194,22 +194,35 @@ func (r *Repo) hydrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.repairing = repaired
-	err = r.sync(ctx)
-	if err != nil && !r.repairing && damaged(err) {
-		r.log.Warn("git: the local repository is damaged; repairing it from the upstream", slog.String("err", err.Error()))
-		r.repairing = true
-		if rerr := r.sto.reopen(r.gitDir); rerr != nil {
-			r.log.Warn("git: closing the object store", slog.String("err", rerr.Error()))
-		}
-		err = r.sync(ctx)
+	if repaired {
+		err = r.repair(ctx, nil)
+	} else if err = r.sync(ctx); damaged(err) {
+		err = r.repair(ctx, err)
 	}
-	r.repairing = false
 	if err != nil {
 		return err
 	}
 	r.log.Info("git: hydrated", slog.String("dir", o.Dir), slog.String("head", short(r.local)))
 	return nil
+}
+
+// repair brings a damaged tool root back (see repair.go): verify and
+// salvage the store, then sync in repair mode (full fetch, unreadable
+// local commits dropped, working files kept). cause is the failure that
+// revealed the damage (nil when the verification did).
+func (r *Repo) repair(ctx context.Context, cause error) error {
+	if cause != nil {
+		r.log.Warn("git: the local repository is damaged; repairing it from the upstream", slog.String("err", cause.Error()))
+		if _, err := r.checkStore(); err != nil {
+			return err
+		}
+		if err := r.sto.reopen(r.gitDir); err != nil {
+			r.log.Warn("git: closing the object store", slog.String("err", err.Error()))
+		}
+	}
+	r.repairing = true
+	defer func() { r.repairing = false }()
+	return r.sync(ctx)
 }
 
 // config is the .git/config this package writes.
@@ -1064,7 +1077,16 @@ func (r *Repo) Persist(ctx context.Context, paths []string, message string) (_ P
 	defer unlock()
 	defer r.remember()
 	r.refresh()
-	return r.persist(ctx, paths, message)
+	p, err := r.persist(ctx, paths, message)
+	if damaged(err) && ctx.Err() == nil {
+		// A missing or unreadable object: repair from the upstream (the
+		// working files are kept) and write again.
+		if rerr := r.repair(ctx, err); rerr != nil {
+			return p, fmt.Errorf("%w (and the repair failed: %v)", err, rerr)
+		}
+		return r.persist(ctx, paths, message)
+	}
+	return p, err
 }
 
 // persist is Persist under the locks.

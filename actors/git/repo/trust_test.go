@@ -575,3 +575,72 @@ func TestRepair(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairDuringPersist: the packs of an open tool root vanish (a
+// process that did not take the lock removed them): the next Persist
+// finds objects missing, repairs from the upstream and writes.
+func TestRepairDuringPersist(t *testing.T) {
+	up := newUpstream(t)
+	dir := t.TempDir()
+	r := hydrate(t, dir, up)
+	for i := range 3 {
+		p := fmt.Sprintf("tools/t%d.ts", i)
+		writeFile(t, dir, p, p)
+		_, err := r.Persist(ctx, []string{p}, "write "+p)
+		must(t, err)
+	}
+	packs, err := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "pack-*"))
+	must(t, err)
+	for _, p := range packs {
+		must(t, os.Remove(p))
+	}
+	writeFile(t, dir, "tools/x.ts", "x")
+	if _, err := r.Persist(ctx, []string{"tools/x.ts"}, "write tools/x.ts"); err != nil {
+		t.Fatalf("Persist after the packs vanished: %v", err)
+	}
+	files := upstreamFiles(t, up, "main")
+	for _, p := range []string{"tools/t0.ts", "tools/t1.ts", "tools/t2.ts", "tools/x.ts"} {
+		if files[p] == "" {
+			t.Errorf("%s is not upstream", p)
+		}
+	}
+	if problems, err := repo.Verify(filepath.Join(dir, ".git"), true); err != nil || len(problems) > 0 {
+		t.Fatalf("after the repair: %v %v", problems, err)
+	}
+}
+
+// TestRepairDuringPersistKeepsUnpushedWork: the pack holding a local
+// commit not yet upstream is damaged while the Repo is open. The next
+// Persist cannot read the objects to push, repairs (the damaged pack goes
+// aside, the upstream is fetched in full, the unreadable commit is dropped
+// but its file stays in the working tree) and writes again: the file of
+// the lost commit and the new one are both upstream.
+func TestRepairDuringPersistKeepsUnpushedWork(t *testing.T) {
+	up := newUpstream(t)
+	dir := t.TempDir()
+	var logs syncBuffer
+	r := hydrate(t, dir, up, func(o *repo.Options) { o.Logger = newLogger(&logs) })
+	writeFile(t, dir, "tools/t0.ts", "t0")
+	_, err := r.Persist(ctx, []string{"tools/t0.ts"}, "write tools/t0.ts")
+	must(t, err)
+	away := up + ".away"
+	must(t, os.Rename(up, away))
+	writeFile(t, dir, "tools/unpushed.ts", strings.Repeat("unpushed work ", 100))
+	if _, err := r.Persist(ctx, []string{"tools/unpushed.ts"}, "write tools/unpushed.ts"); !errors.Is(err, repo.ErrUpstream) {
+		t.Fatalf("Persist with the upstream away: %v", err)
+	}
+	must(t, os.Rename(away, up))
+	flipMiddle(t, newestPack(t, filepath.Join(dir, ".git")))
+
+	writeFile(t, dir, "tools/x.ts", "x")
+	if _, err := r.Persist(ctx, []string{"tools/x.ts"}, "write tools/x.ts"); err != nil {
+		t.Fatalf("Persist with a damaged pack: %v\n%s", err, logs.String())
+	}
+	files := upstreamFiles(t, up, "main")
+	if files["tools/x.ts"] != "x" || files["tools/t0.ts"] != "t0" || files["tools/unpushed.ts"] != strings.Repeat("unpushed work ", 100) {
+		t.Fatalf("upstream after the repair: %v\n%s", files, logs.String())
+	}
+	if !strings.Contains(logs.String(), "damaged") {
+		t.Fatalf("the repair was not logged:\n%s", logs.String())
+	}
+}
