@@ -71,7 +71,7 @@ func (s *store) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (o plumbin
 	}
 	defer recoverInto(&err, s.log, "reading object "+h.String())
 	o, err = s.Storage.EncodedObject(t, h)
-	return guard(o, s.log), err
+	return s.guard(o), err
 }
 
 // DeltaObject is EncodedObject that may return a pack's delta as is (what
@@ -84,7 +84,7 @@ func (s *store) DeltaObject(t plumbing.ObjectType, h plumbing.Hash) (o plumbing.
 	}
 	defer recoverInto(&err, s.log, "reading object "+h.String())
 	o, err = s.Storage.DeltaObject(t, h)
-	return guard(o, s.log), err
+	return s.guard(o), err
 }
 
 // HasEncodedObject looks in memory, then on disk.
@@ -155,23 +155,28 @@ func (s *store) flush() error {
 }
 
 // guard wraps an object that reads its content lazily from a pack (a
-// go-git FSObject, for objects over 16 KiB) so that a panic while reading
-// it (a damaged pack) is an error. Delta objects and in-memory objects are
-// returned as they are (the packfile encoder type-asserts deltas).
-func guard(o plumbing.EncodedObject, log *slog.Logger) plumbing.EncodedObject {
+// go-git FSObject, for objects over 16 KiB) so that opening its content
+// takes the store's lock too (it decodes from the pack, through go-git
+// state shared with the store: the pack's index, the object cache) and a
+// panic while reading it (a damaged pack) is an error. Delta objects and
+// in-memory objects are returned as they are (the packfile encoder
+// type-asserts deltas).
+func (s *store) guard(o plumbing.EncodedObject) plumbing.EncodedObject {
 	if f, ok := o.(*packfile.FSObject); ok {
-		return guardedObject{f, log}
+		return guardedObject{f, s}
 	}
 	return o
 }
 
 type guardedObject struct {
 	*packfile.FSObject
-	log *slog.Logger
+	s *store
 }
 
 func (g guardedObject) Reader() (rc io.ReadCloser, err error) {
-	defer recoverInto(&err, g.log, "reading object "+g.Hash().String())
+	g.s.mu.Lock()
+	defer g.s.mu.Unlock()
+	defer recoverInto(&err, g.s.log, "reading object "+g.Hash().String())
 	rc, err = g.FSObject.Reader()
 	if err != nil {
 		return nil, err

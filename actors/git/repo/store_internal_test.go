@@ -38,7 +38,7 @@ func deltaRoot(t *testing.T) (*Repo, []plumbing.Hash) {
 		if err := os.WriteFile(a, []byte(fmt.Sprintf("// %d\n%s\n", i, strings.Repeat("shared padding ", 50+i))), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "meta.json"), []byte(strings.Repeat(fmt.Sprintf("entry %d\n", i), 10+i)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "meta.json"), []byte(strings.Repeat(fmt.Sprintf("entry %d\n", i), 2000+i)) /* over 16 KiB: read lazily by go-git */, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := r.Persist(context.Background(), []string{p, "meta.json"}, "write "+p); err != nil {
