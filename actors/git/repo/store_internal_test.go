@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -107,5 +108,29 @@ func TestRepackEncodeWithDeltas(t *testing.T) {
 		if _, err := packfile.NewEncoder(io.Discard, r.sto, false).Encode(all, 10); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestTruncatedPackLeavesNoTemp: a pack cut short (a pusher that died
+// mid-push) fails to unpack and leaves no tmp_pack_ file behind (go-git
+// leaves its own; issue 10 item 13).
+func TestTruncatedPackLeavesNoTemp(t *testing.T) {
+	r, all := deltaRoot(t)
+	var pack bytes.Buffer
+	if _, err := packfile.NewEncoder(&pack, r.sto, false).Encode(all, 0); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(t.TempDir(), "dest.git")
+	if err := InitBare(dest, "main"); err != nil {
+		t.Fatal(err)
+	}
+	sto := openStorage(dest)
+	defer sto.Close()
+	cut := pack.Bytes()[:pack.Len()/2]
+	if err := unpack(sto, bytes.NewReader(cut), 1); err == nil {
+		t.Fatal("a truncated pack was accepted")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dest, "objects", "pack", "tmp_*")); len(left) > 0 {
+		t.Fatalf("temporary files left: %v", left)
 	}
 }
