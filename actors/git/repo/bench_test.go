@@ -43,3 +43,31 @@ func BenchmarkHydrate100(b *testing.B) {
 		r.Close()
 	}
 }
+
+// BenchmarkRehydrate200: start again on an existing tool root holding 200
+// persisted tools (several packs) with nothing new upstream: what every
+// CLI command without a node pays (lock, verification of the store,
+// fetch, scan of the working tree).
+func BenchmarkRehydrate200(b *testing.B) {
+	up := newUpstream(b)
+	dir := b.TempDir()
+	r := hydrate(b, dir, up)
+	for i := 0; i < 200; i++ {
+		p := fmt.Sprintf("tools/t%02d/tool%d.ts", i%10, i)
+		writeFile(b, dir, p, fmt.Sprintf("/** Tool %d. */\nexport default function tool%d(args: { n: number }): number {\n  return args.n * %d;\n}\n", i, i, i))
+		if _, err := r.Persist(ctx, []string{p}, "write "+p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := r.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := repo.Hydrate(ctx, repo.Options{Dir: dir, Upstream: up})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+	}
+}

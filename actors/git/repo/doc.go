@@ -32,15 +32,28 @@
 // upstream they are rebuilt by Options.Regenerate, so the published
 // meta.json is always what Regenerate makes of the published tree.
 //
-// A Persist that changes nothing makes no commit. .git/ and .agentos/
-// (journal, sockets) are never committed.
+// A Persist that changes nothing makes no commit, and a Persist commits
+// the paths it names (plus the Derived files and changes a crash left
+// uncommitted), nothing else: files that were in the tool root before its
+// first checkout stay local until a Persist names them.
+//
+// Trust (see checkout.go): the upstream is shared, so nothing from it may
+// reach beyond the tools. Only regular files are checked out: symbolic
+// links, submodules and other modes are refused (logged, listed by
+// Refused), and nothing is written or deleted through a linked directory.
+// The node-local paths .git/, .agentos/ (journal, databases, sockets) and
+// agentos.json (the node's security configuration) are never written from
+// the upstream and never committed; links are never committed.
 //
 // # Lifecycle
 //
 // InitBare creates an upstream (agentos init). Hydrate returns a *Repo;
 // Close releases it (and writes .git/index for `git status`). A Repo is safe
-// for concurrent use: one operation runs at a time. IMPORTANT: one process
-// per tool root; several processes and nodes may share an upstream.
+// for concurrent use: one operation runs at a time. Several processes may
+// share a tool root: Hydrate, Persist and Close take turns under an flock
+// on the tool root (lock.go), and a Repo reloads its state when another
+// process changed the root. Several processes and nodes may share an
+// upstream.
 //
 // Transports: a local path or file:// URL is served in process (see
 // transport.go: this package installs, at init, an in-process "file"
@@ -57,7 +70,23 @@
 // a temporary file and renamed into place; objects are written by go-git
 // the same way. No "*.lock" file is ever created, so none can be left
 // behind by a kill; Hydrate removes the temporary files and stale locks a
-// killed writer left (it assumes no other process writes the tool root).
+// killed writer left (under the tool root's lock, so no other writer of
+// ours is at work).
+//
+// Damage: Hydrate verifies the object store (Verify) and repairs it from
+// the upstream without losing local work (repair.go): readable objects of
+// a damaged pack are salvaged, the damaged files are moved to
+// .git/corrupt/, the upstream is fetched in full, and local commits that
+// cannot be read any more are dropped while their files stay in the
+// working tree (committed by the next Persist). The same repair runs when
+// an update fails on a missing or unreadable object.
+//
+// Panics: no panic from Git work (go-git's or this package's) leaves the
+// package: the exported functions and every goroutine the package starts
+// recover it, log its stack and return ErrInternal; the Repo reloads its
+// state from disk at the next call. go-git's filesystem storage is not
+// safe for concurrent reads, and go-git reads it from several goroutines
+// when it searches deltas: the store serializes every read (store.go).
 // The refs on disk are only moved once a step is complete: a process
 // killed at any point restarts from a consistent state. Local commits that
 // were never pushed are replayed and pushed by the next Hydrate;
@@ -72,5 +101,5 @@
 // commit is kept and pushed later).
 //
 // Errors wrap the sentinels of errors.go: ErrOptions, ErrPath, ErrConflict,
-// ErrRejected, ErrUpstream, ErrPullRequest, ErrClosed.
+// ErrRejected, ErrUpstream, ErrPullRequest, ErrClosed, ErrInternal.
 package repo

@@ -40,6 +40,12 @@ var (
 
 	// ErrClosed: the Repo was closed.
 	ErrClosed = errors.New("repo: closed")
+
+	// ErrInternal: Git work panicked (a bug in go-git or in this package).
+	// The panic was recovered and its stack logged; the operation was
+	// aborted and the Repo reloads its state from disk at the next call.
+	// Nothing a completed step wrote is lost. Report it with the log.
+	ErrInternal = errors.New("repo: internal error in Git work")
 )
 
 // ConflictError is the error Persist returns when a tool it wrote was

@@ -61,23 +61,6 @@ func atomicWrite(tmpDir, target string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
-// atomicSymlink makes target a symlink to dest through a rename.
-func atomicSymlink(tmpDir, target, dest string) error {
-	tmp := filepath.Join(tmpDir, tmpPrefix+randomSuffix())
-	if err := os.Symlink(dest, tmp); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, target); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
 // writeRef points the reference name of the repository at gitDir to h.
 func writeRef(gitDir string, name plumbing.ReferenceName, h plumbing.Hash) error {
 	return atomicWrite(gitDir, filepath.Join(gitDir, filepath.FromSlash(name.String())), []byte(h.String()+"\n"), 0o644)
@@ -130,12 +113,16 @@ func writePackedRefs(gitDir string, refs map[plumbing.ReferenceName]plumbing.Has
 			case line == "" || strings.HasPrefix(line, "#"):
 				continue
 			case strings.HasPrefix(line, "^"):
-				if !skipPeel {
+				if !skipPeel && len(line) == 41 && plumbing.IsHash(line[1:]) {
 					keep = append(keep, line)
 				}
 				continue
 			}
-			_, name, _ := strings.Cut(line, " ")
+			h, name, ok := strings.Cut(line, " ")
+			if !ok || len(h) != 40 || !plumbing.IsHash(h) || plumbing.ReferenceName(name).Validate() != nil {
+				skipPeel = true // a damaged line (and its peel) is dropped
+				continue
+			}
 			_, mine := refs[plumbing.ReferenceName(name)]
 			skipPeel = mine
 			if !mine {
@@ -239,9 +226,10 @@ func removeStaleInits(parent string) {
 // this package never creates one). It scans the top level, refs/, logs/
 // and objects/pack, never the loose-object fan-out.
 //
-// IMPORTANT: it MUST only run when no other process writes gitDir: the
-// package assumes one writer process per tool root (Hydrate), and holds
-// the upstream's flock around every push (receive-pack).
+// IMPORTANT: it MUST only run when no other writer of ours is inside
+// gitDir: Hydrate runs it under the tool root's lock, receive-pack under
+// the upstream's flock (and with a minimum age, for writers that do not
+// take it).
 func cleanStale(gitDir string, minAge time.Duration, locks bool) (removed []string) {
 	now := time.Now()
 	rm := func(p string) {

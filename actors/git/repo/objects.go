@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/go-git/go-billy/v5"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -321,9 +325,22 @@ func unpack(s storer.Storer, r io.Reader, looseLimit uint32) error {
 	}
 	if count >= looseLimit {
 		if pw, ok := s.(storer.PackfileWriter); ok {
+			before := packTemps(s)
 			err := packfile.WritePackfileToObjectStorage(pw, full)
 			if errors.Is(err, packfile.ErrEmptyPackfile) {
 				err = nil
+			}
+			if err != nil {
+				// go-git leaves its tmp_pack_ file when the pack is
+				// truncated or malformed (a pusher that died mid-push):
+				// remove it now rather than at the next cleanStale. The
+				// caller holds the repository's lock: the new temporary
+				// files are this write's.
+				for name, path := range packTemps(s) {
+					if _, old := before[name]; !old {
+						_ = os.Remove(path)
+					}
+				}
 			}
 			return err
 		}
@@ -338,6 +355,24 @@ func unpack(s storer.Storer, r io.Reader, looseLimit uint32) error {
 	}
 	_, _ = io.Copy(io.Discard, r)
 	return copyOrdered(mem, s)
+}
+
+// packTemps lists go-git's temporary pack files in the objects/pack
+// directory of a filesystem storage (name -> path; nil for other stores).
+func packTemps(s storer.Storer) map[string]string {
+	fsys, ok := s.(interface{ Filesystem() billy.Filesystem })
+	if !ok {
+		return nil
+	}
+	dir := filepath.Join(fsys.Filesystem().Root(), "objects", "pack")
+	ents, _ := os.ReadDir(dir)
+	out := map[string]string{}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "tmp_pack_") {
+			out[e.Name()] = filepath.Join(dir, e.Name())
+		}
+	}
+	return out
 }
 
 // copyOrdered copies every object of src into dst: blobs, trees and tags

@@ -70,10 +70,12 @@ type Options struct {
 	// held: it MUST NOT call the Repo. nil means derived files keep the
 	// content this writer gave them (last writer wins).
 	Regenerate func() error
-	// Ignore lists paths that are never committed: "dir/" ignores a
-	// directory, anything else one file. Default [".agentos/"].
-	// IMPORTANT: ".git/" and ".agentos/" (journal, sockets) are ignored
-	// whatever Ignore says.
+	// Ignore lists paths that are never committed (nor written from the
+	// upstream): "dir/" ignores a directory, anything else one file.
+	// Default [".agentos/"]. IMPORTANT: ".git/", ".agentos/" (journal,
+	// sockets) and "agentos.json" (the node's configuration), in any case,
+	// are ignored whatever Ignore says, and so are temporary files
+	// ("agentos-tmp-*", "*.agentos-tmp").
 	Ignore []string
 	// Now is the clock of commit times and branch names; default time.Now.
 	Now func() time.Time

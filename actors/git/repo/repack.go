@@ -84,10 +84,9 @@ func (r *Repo) repack() error {
 		return fmt.Errorf("repack: %d packs after writing one to %d", len(fresh), len(packs))
 	}
 	// Reopen the storage: it caches the indexes of the packs to delete.
-	if err := r.sto.Storage.Close(); err != nil {
+	if err := r.sto.reopen(r.gitDir); err != nil {
 		return err
 	}
-	r.sto.Storage = openStorage(r.gitDir)
 	for _, p := range merge {
 		base := filepath.Join(dir, "pack-"+p.String())
 		for _, ext := range []string{".pack", ".idx", ".rev"} { // pack first: an orphan idx is cleaned at Hydrate

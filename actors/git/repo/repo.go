@@ -57,6 +57,22 @@ type Repo struct {
 	// remote is what the upstream advertised at the last fetch (ref name ->
 	// hash): the proposals (feat/, conflict/ branches) PR mode compares with.
 	remote map[string]plumbing.Hash
+
+	// seen is the disk state at the end of this Repo's last operation
+	// (see lock.go): another process changed the tool root when it differs.
+	seen string
+	// repairing says sync runs after damage was found: fetch everything,
+	// drop local commits that cannot be read, keep the working files.
+	repairing bool
+	// fullFetch makes the next fetch ask for everything (a repair).
+	fullFetch bool
+	// refused are the upstream's entries never checked out (links,
+	// submodules, other modes), by path.
+	refused map[string]Refusal
+	// localOnly are the files that were in the tool root before its first
+	// checkout and that the upstream does not have: they stay local (never
+	// committed unless a Persist names them). Kept in .git/info/exclude.
+	localOnly map[string]bool
 }
 
 // conflictRecord is a working file whose version was pushed to a conflict
@@ -98,9 +114,10 @@ type Persisted struct {
 // renamed into place) and the upstream branch is fetched and checked out
 // into Dir: this is init + fetch + checkout, not a clone into another
 // directory, so that files already in Dir (agentos.json ...) stay where they
-// are. Those not in the upstream are kept and committed by the next Persist;
-// those the upstream also has are replaced by the upstream's version (with
-// a warning). When the upstream has no such branch yet, an initial empty
+// are. Those not in the upstream stay local: never committed unless a
+// Persist names them (they are listed in .git/info/exclude); those the
+// upstream also has are replaced by the upstream's version (with a
+// warning). When the upstream has no such branch yet, an initial empty
 // commit creates it.
 //
 // When Dir has a .git, stale temporary files of a killed writer are
@@ -110,9 +127,13 @@ type Persisted struct {
 // uncommitted changes to the working tree are kept and committed by the
 // next Persist; a tracked file missing from the working tree is restored.
 //
-// Then Regenerate is called. IMPORTANT: one process per tool root: Hydrate
-// removes temporary files it did not create.
-func Hydrate(ctx context.Context, opts Options) (*Repo, error) {
+// Then Regenerate is called. Hydrate runs under the tool root's lock, from
+// its first step: processes sharing a tool root take turns. Before the
+// update it verifies the tool root's object store and repairs damage from
+// the upstream (see the package doc). Entries of the upstream's tree that
+// are not regular files are never checked out (see Refused), and the
+// node-local paths (agentos.json, .agentos/, .git/) are never written.
+func Hydrate(ctx context.Context, opts Options) (_ *Repo, err error) {
 	o, err := opts.normalize()
 	if err != nil {
 		return nil, err
@@ -124,35 +145,84 @@ func Hydrate(ctx context.Context, opts Options) (*Repo, error) {
 		branchRef: plumbing.NewBranchReferenceName(o.Branch),
 		trackRef:  plumbing.NewRemoteReferenceName("origin", o.Branch),
 		conflicts: map[string]conflictRecord{},
+		refused:   map[string]Refusal{},
 	}
+	defer func() {
+		if err != nil && r.sto != nil {
+			_ = r.sto.Close()
+		}
+	}()
+	defer recoverInto(&err, r.log, "hydrating "+o.Dir)
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("repo: creating the tool root: %w", err)
 	}
+	unlock, err := r.lockRoot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.hydrate(ctx); err != nil {
+		return nil, err
+	}
+	r.remember()
+	return r, nil
+}
+
+// hydrate is Hydrate under the tool root's lock.
+func (r *Repo) hydrate(ctx context.Context) error {
+	o := r.opts
 	removeStaleInits(o.Dir)
 	if fi, err := os.Stat(r.gitDir); errors.Is(err, fs.ErrNotExist) {
 		if err := newGitDir(r.gitDir, r.config(), o.Branch); err != nil {
-			return nil, fmt.Errorf("repo: initialising %s: %w", r.gitDir, err)
+			return fmt.Errorf("repo: initialising %s: %w", r.gitDir, err)
 		}
 	} else if err != nil {
-		return nil, fmt.Errorf("repo: %w", err)
+		return fmt.Errorf("repo: %w", err)
 	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("%w: %s is not a directory (a worktree link is not supported)", ErrOptions, r.gitDir)
+		return fmt.Errorf("%w: %s is not a directory (a worktree link is not supported)", ErrOptions, r.gitDir)
 	}
 	if removed := cleanStale(r.gitDir, 0, true); len(removed) > 0 {
 		r.log.Info("git: removed stale files of a killed writer", slog.Any("files", removed))
 	}
 	if err := r.ensureConfig(); err != nil {
-		return nil, err
+		return err
 	}
-	r.sto = newStore(r.gitDir)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.sync(ctx); err != nil {
-		_ = r.sto.Close()
-		return nil, err
+	r.sto = newStore(r.gitDir, r.log)
+	repaired, err := r.checkStore()
+	if err != nil {
+		return err
+	}
+	if repaired {
+		err = r.repair(ctx, nil)
+	} else if err = r.sync(ctx); damaged(err) {
+		err = r.repair(ctx, err)
+	}
+	if err != nil {
+		return err
 	}
 	r.log.Info("git: hydrated", slog.String("dir", o.Dir), slog.String("head", short(r.local)))
-	return r, nil
+	return nil
+}
+
+// repair brings a damaged tool root back (see repair.go): verify and
+// salvage the store, then sync in repair mode (full fetch, unreadable
+// local commits dropped, working files kept). cause is the failure that
+// revealed the damage (nil when the verification did).
+func (r *Repo) repair(ctx context.Context, cause error) error {
+	if cause != nil {
+		r.log.Warn("git: the local repository is damaged; repairing it from the upstream", slog.String("err", cause.Error()))
+		if _, err := r.checkStore(); err != nil {
+			return err
+		}
+		if err := r.sto.reopen(r.gitDir); err != nil {
+			r.log.Warn("git: closing the object store", slog.String("err", err.Error()))
+		}
+	}
+	r.repairing = true
+	defer func() { r.repairing = false }()
+	return r.sync(ctx)
 }
 
 // config is the .git/config this package writes.
@@ -246,8 +316,20 @@ func (r *Repo) commitTree(h plumbing.Hash) (plumbing.Hash, error) {
 // upstream (see Hydrate). Called with r.mu held.
 func (r *Repo) sync(ctx context.Context) error {
 	r.resync = true
+	// No checkout ever completed here: no ref, and no index (written after
+	// the refs at the end of every sync).
+	_, ierr := os.Lstat(filepath.Join(r.gitDir, "index"))
+	fresh := !r.refRecorded(r.branchRef) && errors.Is(ierr, fs.ErrNotExist)
 	local := r.readRef(r.branchRef)
 	track := r.readRef(r.trackRef)
+	if r.repairing {
+		// Fetch everything the upstream has, not only what is new: a
+		// repair lost objects the upstream still holds.
+		r.fullFetch = true
+		if !track.IsZero() && r.readableHistory(track, plumbing.ZeroHash, 1) != nil {
+			track = plumbing.ZeroHash
+		}
+	}
 	r.local, r.upstream = local, track
 	u, err := r.fetch(ctx)
 	if err != nil {
@@ -258,12 +340,24 @@ func (r *Repo) sync(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.repairing && !local.IsZero() {
+		if err := r.readableHistory(local, track, maxWalk); err != nil {
+			r.log.Warn("git: the local commits not yet upstream can no longer be read; they are dropped, and every working file that differs from the upstream is kept and committed by the next Persist",
+				slog.String("head", local.String()), slog.String("damage", err.Error()))
+			local = plumbing.ZeroHash
+		}
+	}
+	if local.IsZero() && !fresh {
+		r.log.Warn("git: the tool root's branch is missing or damaged; checking out the upstream's and keeping every working file that differs from it (committed by the next Persist)",
+			slog.String("branch", r.opts.Branch))
+	}
 	r.loadIndex()
+	r.loadLocalOnly()
 	r.pending = map[string]bool{}
 	r.files = map[string]entry{}
 	r.chain = nil
 	if local.IsZero() {
-		if err := r.firstCheckout(u); err != nil {
+		if err := r.firstCheckout(u, fresh); err != nil {
 			return err
 		}
 	} else {
@@ -347,8 +441,15 @@ func (r *Repo) createBranch(ctx context.Context) (plumbing.Hash, error) {
 	return c, nil
 }
 
-// firstCheckout checks out u into a tool root that had no branch yet.
-func (r *Repo) firstCheckout(u plumbing.Hash) error {
+// firstCheckout checks out u into a tool root whose branch is unknown
+// (absent, or dropped by a repair). Working files the upstream does not
+// have stay: in a fresh tool root (no checkout ever completed in it) they
+// are the user's own files and stay local (localOnly, never committed
+// unless a Persist names them); after a repair they are changes of lost
+// local commits, committed by the next Persist. Working files that differ
+// from the upstream's are replaced by the upstream's version in a fresh
+// tool root (with a warning), and kept after a repair.
+func (r *Repo) firstCheckout(u plumbing.Hash, fresh bool) error {
 	uTree, err := r.commitTree(u)
 	if err != nil {
 		return err
@@ -358,27 +459,58 @@ func (r *Repo) firstCheckout(u plumbing.Hash) error {
 		return err
 	}
 	keep := map[string]bool{}
-	err = r.walkWork("", func(p string, _ fs.DirEntry) error {
+	var localOnly, kept, links []string
+	err = r.walkWork("", func(p string, d fs.DirEntry) error {
 		e, err := r.workEntry(p, false)
+		var le *linkError
+		if errors.As(err, &le) {
+			links = append(links, p)
+			return nil
+		}
 		if err != nil {
 			return err
 		}
 		uf, inUpstream := ufiles[p]
 		switch {
+		case r.localOnly[p]:
+			keep[p] = inUpstream
 		case !inUpstream:
-			r.pending[p] = true
+			if fresh && !r.isDerived(p) {
+				localOnly = append(localOnly, p)
+			} else {
+				r.pending[p] = true
+			}
 		case uf == e:
 			keep[p] = true
-		default:
+		case fresh || !r.guarded(p):
 			r.log.Warn("git: a file already in the tool root is replaced by the upstream's version", slog.String("path", p))
+		default:
+			keep[p], r.pending[p] = true, true
+			kept = append(kept, p)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	if len(links) > 0 {
+		r.log.Warn("git: symbolic links in the tool root are never committed", slog.Any("paths", links))
+	}
+	if len(kept) > 0 {
+		r.log.Warn("git: kept working files that differ from the upstream (changes of local commits that could not be read); the next Persist commits them", slog.Any("paths", kept))
+	}
+	if len(localOnly) > 0 {
+		for _, p := range localOnly {
+			r.localOnly[p] = true
+		}
+		if err := r.saveLocalOnly(); err != nil {
+			return fmt.Errorf("repo: recording the local files in %s: %w", excludeFile, err)
+		}
+		r.log.Info("git: files that were in the tool root before its first checkout and that the upstream does not have stay local (listed in .git/"+excludeFile+"); a write of one of them (write_file, Persist by name) publishes it",
+			slog.Int("files", len(localOnly)), slog.Any("paths", firstN(localOnly, 20)))
+	}
 	r.tree = plumbing.ZeroHash
-	r.direct = true
+	r.direct = fresh
 	err = r.moveTo(uTree, keep)
 	r.direct = false
 	if err != nil {
@@ -388,12 +520,38 @@ func (r *Repo) firstCheckout(u plumbing.Hash) error {
 	return nil
 }
 
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(append([]string{}, s[:n]...), fmt.Sprintf("... and %d more", len(s)-n))
+}
+
 // scanDirty finds the working-tree files that differ from r.files
-// (pending) and restores tracked files that are missing.
+// (pending) and restores tracked files that are missing. A symbolic link
+// at a tracked path (an earlier version checked out links from the
+// upstream) is removed (and the tracked file restored when it is a
+// regular file); other links are never committed.
 func (r *Repo) scanDirty() error {
 	seen := map[string]bool{}
+	var links []string
 	err := r.walkWork("", func(p string, d fs.DirEntry) error {
 		seen[p] = true
+		if d.Type()&fs.ModeSymlink != 0 {
+			f, tracked := r.files[p]
+			if !tracked {
+				links = append(links, p)
+				return nil
+			}
+			if err := os.Remove(r.abs(p)); err != nil {
+				return err
+			}
+			r.log.Warn("git: removed a symbolic link at a tracked path of the tool root", slog.String("path", p), slog.String("tracked mode", f.mode.String()))
+			return r.writeWork(p, f)
+		}
+		if r.localOnly[p] {
+			return nil
+		}
 		f, tracked := r.files[p]
 		if tracked {
 			if fi, err := d.Info(); err == nil && r.statClean(p, f.hash, fi) {
@@ -401,6 +559,10 @@ func (r *Repo) scanDirty() error {
 			}
 		}
 		e, err := r.workEntry(p, false)
+		var le *linkError
+		if errors.As(err, &le) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -415,8 +577,16 @@ func (r *Repo) scanDirty() error {
 	if err != nil {
 		return err
 	}
-	for p, f := range r.files {
+	if len(links) > 0 {
+		r.log.Warn("git: symbolic links in the tool root are never committed", slog.Any("paths", links))
+	}
+	for _, p := range sortedKeys(r.files) {
+		f := r.files[p]
 		if !seen[p] && !r.ignored(p) && safeTreePath(p) {
+			if why := checkoutRefusal(f.mode); why != "" {
+				r.refuse(p, f, why)
+				continue
+			}
 			r.log.Info("git: restoring a tracked file missing from the tool root", slog.String("path", p))
 			if err := r.writeWork(p, f); err != nil {
 				return err
@@ -429,7 +599,6 @@ func (r *Repo) scanDirty() error {
 // loadChain finds the local commits not known to be upstream: those after
 // the tracking ref (or after u, or after their merge base with u).
 func (r *Repo) loadChain(local, track, u plumbing.Hash) error {
-	const maxWalk = 10000
 	var commits []*object.Commit
 	base := plumbing.ZeroHash
 	found := false
@@ -889,12 +1058,39 @@ func toolName(p string) string {
 // Base Branch. The working tree keeps the new files. Only paths (and the
 // Derived files) are proposed: earlier proposals still in the working tree
 // are not bundled in.
-func (r *Repo) Persist(ctx context.Context, paths []string, message string) (Persisted, error) {
+func (r *Repo) Persist(ctx context.Context, paths []string, message string) (_ Persisted, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return Persisted{}, ErrClosed
 	}
+	defer func() {
+		if errors.Is(err, ErrInternal) {
+			r.resync = true // the state may be half-updated: reload it from disk
+		}
+	}()
+	defer recoverInto(&err, r.log, "persisting "+strings.Join(paths, ", "))
+	unlock, err := r.lockRoot(ctx)
+	if err != nil {
+		return Persisted{}, err
+	}
+	defer unlock()
+	defer r.remember()
+	r.refresh()
+	p, err := r.persist(ctx, paths, message)
+	if damaged(err) && ctx.Err() == nil {
+		// A missing or unreadable object: repair from the upstream (the
+		// working files are kept) and write again.
+		if rerr := r.repair(ctx, err); rerr != nil {
+			return p, fmt.Errorf("%w (and the repair failed: %v)", err, rerr)
+		}
+		return r.persist(ctx, paths, message)
+	}
+	return p, err
+}
+
+// persist is Persist under the locks.
+func (r *Repo) persist(ctx context.Context, paths []string, message string) (Persisted, error) {
 	if strings.TrimSpace(message) == "" {
 		message = "agentos: update " + strings.Join(paths, ", ")
 	}
@@ -925,10 +1121,30 @@ func (r *Repo) Persist(ctx context.Context, paths []string, message string) (Per
 			return Persisted{}, err
 		}
 	}
+	r.publishLocal(want)
 	if r.opts.Strategy == PR {
 		return r.persistPR(ctx, want, message)
 	}
 	return r.persistDirect(ctx, want, message)
+}
+
+// publishLocal takes the local files (localOnly) named by paths off the
+// list: a Persist that names one publishes it.
+func (r *Repo) publishLocal(paths []string) {
+	changed := false
+	for _, p := range paths {
+		for q := range r.localOnly {
+			if q == p || strings.HasPrefix(q, p+"/") {
+				delete(r.localOnly, q)
+				changed = true
+			}
+		}
+	}
+	if changed {
+		if err := r.saveLocalOnly(); err != nil {
+			r.log.Warn("git: updating .git/"+excludeFile, slog.String("err", err.Error()))
+		}
+	}
 }
 
 // collect reads the working-tree content of paths, the Derived files and
@@ -942,12 +1158,20 @@ func (r *Repo) collect(paths []string, withPending bool) (map[string]entry, erro
 	}
 	changes := map[string]entry{}
 	seen := map[string]bool{}
-	add := func(p string) error {
+	add := func(p string, named bool) error {
 		if seen[p] || r.ignored(p) {
 			return nil
 		}
 		seen[p] = true
 		e, err := r.workEntry(p, true)
+		var le *linkError
+		if errors.As(err, &le) {
+			if named {
+				return fmt.Errorf("%w: %v", ErrPath, err)
+			}
+			r.log.Warn("git: not committing a symbolic link", slog.String("path", p), slog.String("link", le.link))
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("repo: reading %s: %w", p, err)
 		}
@@ -956,14 +1180,21 @@ func (r *Repo) collect(paths []string, withPending bool) (map[string]entry, erro
 		}
 		return nil
 	}
-	for _, p := range all {
+	for i, p := range all {
+		named := i < len(paths)
+		if named && r.linkAt(p, true) != "" {
+			if err := add(p, true); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		fi, err := os.Lstat(r.abs(p))
 		if err == nil && fi.IsDir() {
-			err := r.walkWork(p, func(q string, _ fs.DirEntry) error { return add(q) })
+			err := r.walkWork(p, func(q string, _ fs.DirEntry) error { return add(q, false) })
 			if err != nil {
 				return nil, err
 			}
-		} else if err := add(p); err != nil {
+		} else if err := add(p, named); err != nil {
 			return nil, err
 		}
 		// Tracked files under p that are gone from the working tree.
@@ -1301,19 +1532,35 @@ func (r *Repo) Head() (string, error) {
 // Close writes .git/index (so that `git status` in the tool root is right;
 // it is also written by Hydrate) and releases the repository's files.
 // Persist and Head fail afterwards with ErrClosed; Close is idempotent.
-func (r *Repo) Close() error {
+func (r *Repo) Close() (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil
 	}
 	r.closed = true
-	err := r.flush()
+	defer func() {
+		if cerr := r.sto.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	defer recoverInto(&err, r.log, "closing "+r.opts.Dir)
+	ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+	defer cancel()
+	unlock, err := r.lockRoot(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if r.diskState() != r.seen {
+		// Another process wrote the tool root since: our index would be
+		// stale. Only our unflushed objects (none after a completed
+		// operation) are written.
+		return r.sto.flush()
+	}
+	err = r.flush()
 	if !r.resync {
 		err = errors.Join(err, r.writeIndex())
-	}
-	if cerr := r.sto.Close(); err == nil {
-		err = cerr
 	}
 	return err
 }

@@ -110,8 +110,9 @@ func TestColdStart(t *testing.T) {
 }
 
 // TestHydrateKeepsLocalFiles: files already in the tool root (agentos.json)
-// survive the first Hydrate and are committed by the next Persist; the
-// .agentos/ directory never is.
+// survive the first Hydrate; agentos.json (the node's security
+// configuration, issue 10 item 12) and the .agentos/ directory are never
+// committed.
 func TestHydrateKeepsLocalFiles(t *testing.T) {
 	up := newUpstream(t)
 	plainCommit(t, up, "main", map[string]string{"tools/up.ts": "up"}, "upstream tool")
@@ -127,8 +128,11 @@ func TestHydrateKeepsLocalFiles(t *testing.T) {
 	_, err := r.Persist(ctx, []string{"tools/b.ts", ".agentos/journal.db"}, "write tools/b.ts")
 	must(t, err)
 	files := upstreamFiles(t, up, "main")
-	if files["agentos.json"] != `{"name":"demo"}` || files["tools/b.ts"] != "b" || files["tools/up.ts"] != "up" {
-		t.Fatalf("upstream files = %v", files)
+	if _, ok := files["agentos.json"]; ok || files["tools/b.ts"] != "b" || files["tools/up.ts"] != "up" {
+		t.Fatalf("upstream files = %v (agentos.json must never be committed)", files)
+	}
+	if readFile(t, dir, "agentos.json") != `{"name":"demo"}` {
+		t.Fatal("the local agentos.json changed")
 	}
 	for p := range files {
 		if strings.HasPrefix(p, ".agentos") {

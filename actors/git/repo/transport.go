@@ -66,9 +66,20 @@ func (t fileTransport) NewUploadPackSession(ep *transport.Endpoint, _ transport.
 // uploadSession is the in-process upload-pack.
 type uploadSession struct {
 	sto *filesystem.Storage
+	// pack is the pipe the pack is read from, and encoding is closed when
+	// the goroutine writing it ends: Close stops and waits for it, so the
+	// storage is never closed under a reader.
+	pack     *io.PipeReader
+	encoding chan struct{}
 }
 
-func (s *uploadSession) Close() error { return s.sto.Close() }
+func (s *uploadSession) Close() error {
+	if s.encoding != nil {
+		_ = s.pack.Close()
+		<-s.encoding
+	}
+	return s.sto.Close()
+}
 
 func (s *uploadSession) AdvertisedReferences() (*packp.AdvRefs, error) {
 	return s.AdvertisedReferencesContext(context.Background())
@@ -105,9 +116,13 @@ func (s *uploadSession) UploadPack(ctx context.Context, req *packp.UploadPackReq
 		return nil, err
 	}
 	pr, pw := io.Pipe()
+	s.pack, s.encoding = pr, make(chan struct{})
 	go func() {
-		_, err := packfile.NewEncoder(pw, s.sto, false).Encode(objs, 0)
-		_ = pw.CloseWithError(err)
+		var err error
+		defer close(s.encoding)
+		defer func() { _ = pw.CloseWithError(err) }()
+		defer recoverInto(&err, nil, "encoding the objects to send")
+		_, err = packfile.NewEncoder(pw, s.sto, false).Encode(objs, 0)
 	}()
 	return packp.NewUploadPackResponseWithPackfile(req, ioutil.NewContextReadCloser(ctx, pr)), nil
 }
@@ -257,9 +272,11 @@ func (s *receiveSession) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 	}
 	defer unlock()
 	// Under the flock no other writer of ours is inside this repository:
-	// an old temporary file was left by a killed writer. Lock files are
-	// not ours (a git binary may be working): they are left alone.
-	cleanStale(s.gitDir, time.Hour, false)
+	// a temporary file (tmp_obj_*, tmp_pack_*, agentos-tmp-*) was left by a
+	// writer killed mid-push. Only those older than staleUpstreamAge are
+	// removed: a git binary (not excluded by our flock) may be writing.
+	// Lock files are not ours: they are left alone.
+	cleanStale(s.gitDir, staleUpstreamAge, false)
 
 	rs := packp.NewReportStatus()
 	rs.UnpackStatus = "ok"
@@ -277,6 +294,10 @@ func (s *receiveSession) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 	}
 	return rs, nil
 }
+
+// staleUpstreamAge is the age above which a temporary file in a local
+// upstream is known to be left by a killed writer.
+const staleUpstreamAge = 5 * time.Minute
 
 // statusStale is the command status of an update whose old value is not
 // the reference's current value (another writer pushed first).

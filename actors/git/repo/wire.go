@@ -62,7 +62,7 @@ func (r *Repo) transport() (transport.Transport, *transport.Endpoint, error) {
 // lack. It returns the zero hash when the upstream has no such branch.
 func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 	var haves []plumbing.Hash
-	if !r.upstream.IsZero() && r.sto.HasEncodedObject(r.upstream) == nil {
+	if !r.fullFetch && !r.upstream.IsZero() && r.sto.HasEncodedObject(r.upstream) == nil {
 		haves = append(haves, r.upstream)
 	}
 	head, err := r.fetchOnce(ctx, haves)
@@ -97,8 +97,9 @@ func (r *Repo) fetchOnce(ctx context.Context, haves []plumbing.Hash) (plumbing.H
 	if !ok || head.IsZero() {
 		return plumbing.ZeroHash, nil
 	}
-	// A commit we hold is complete: objects are stored bottom-up.
-	if _, err := r.sto.EncodedObject(plumbing.CommitObject, head); err == nil {
+	// A commit we hold is complete: objects are stored bottom-up (unless
+	// a repair lost some: then everything is fetched again).
+	if _, err := r.sto.EncodedObject(plumbing.CommitObject, head); err == nil && !r.fullFetch {
 		return head, nil
 	}
 	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
@@ -126,6 +127,7 @@ func (r *Repo) fetchOnce(ctx context.Context, haves []plumbing.Hash) (plumbing.H
 	if _, err := r.sto.EncodedObject(plumbing.CommitObject, head); err != nil {
 		return plumbing.ZeroHash, r.upstreamErr("fetch from", fmt.Errorf("commit %s missing after fetch: %w", head, err), token)
 	}
+	r.fullFetch = false
 	return head, nil
 }
 
@@ -163,16 +165,20 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, old, new pl
 	req.Packfile = rd
 	done := make(chan error, 1)
 	go func() {
+		var err error
+		defer func() { done <- err }()
+		defer func() { _ = wr.CloseWithError(err) }()
+		defer recoverInto(&err, r.log, "encoding the objects to push")
 		// Window 0: no delta search; pushes are a handful of new objects.
-		_, err := packfile.NewEncoder(wr, r.sto, useRefDeltas).Encode(objs, 0)
-		_ = wr.CloseWithError(err)
-		done <- err
+		_, err = packfile.NewEncoder(wr, r.sto, useRefDeltas).Encode(objs, 0)
 	}()
 	rs, err := sess.ReceivePack(ctx, req)
 	_ = rd.Close() // unblocks the encoder if the receiver stopped reading
 	encErr := <-done
-	if err == nil && encErr != nil && !errors.Is(encErr, io.ErrClosedPipe) {
-		err = encErr
+	if encErr != nil && !errors.Is(encErr, io.ErrClosedPipe) {
+		// Our own objects could not be read: that, not the upstream's
+		// complaint about the truncated pack, is the error.
+		return fmt.Errorf("repo: reading the local objects to push: %w", encErr)
 	}
 	if err == nil && rs != nil {
 		err = rs.Error()

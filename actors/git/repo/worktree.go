@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -20,13 +22,17 @@ import (
 // abs returns the absolute path of a tool-root-relative path.
 func (r *Repo) abs(p string) string { return filepath.Join(r.opts.Dir, filepath.FromSlash(p)) }
 
-// ignored says whether a path is never committed: .git/ and .agentos/
-// always, plus Options.Ignore.
+// ignored says whether a path is never committed (nor written from the
+// upstream): the node-local paths (.git, .agentos, agentos.json) always,
+// plus Options.Ignore.
 func (r *Repo) ignored(p string) bool {
-	if p == ".git" || strings.HasPrefix(p, ".git/") || p == ".agentos" || strings.HasPrefix(p, ".agentos/") {
+	if nodeLocal(p) {
 		return true
 	}
 	if top, _, _ := strings.Cut(p, "/"); strings.HasPrefix(top, initPrefix) {
+		return true
+	}
+	if tempFile(path.Base(p)) {
 		return true
 	}
 	for _, ig := range r.opts.Ignore {
@@ -51,9 +57,31 @@ func (r *Repo) isDerived(p string) bool {
 	return false
 }
 
+// tempFile says whether a file name is an in-flight temporary file of a
+// writer (ours, "agentos-tmp-*", or the jail's ".<name>.<rand>.agentos-tmp",
+// possibly another process's): never work, never committed.
+func tempFile(name string) bool {
+	return strings.HasPrefix(name, tmpPrefix) || strings.HasSuffix(name, ".agentos-tmp")
+}
+
+// linkError is the error of a working path that is, or is under, a
+// symbolic link: links are never committed, nor read through.
+type linkError struct{ path, link string }
+
+func (e *linkError) Error() string {
+	if e.path == e.link {
+		return fmt.Sprintf("%s is a symbolic link: links are never committed; write the file itself", e.path)
+	}
+	return fmt.Sprintf("%s is under %s, a symbolic link: nothing is read or committed through a link", e.path, e.link)
+}
+
 // workEntry hashes the working-tree file at p (absent entry when missing);
-// store also writes its blob.
+// store also writes its blob. A symbolic link at p, or on the way to it,
+// is a *linkError.
 func (r *Repo) workEntry(p string, store bool) (entry, error) {
+	if l := r.linkAt(p, false); l != "" {
+		return entry{}, &linkError{p, l}
+	}
 	a := r.abs(p)
 	fi, err := os.Lstat(a)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -66,13 +94,11 @@ func (r *Repo) workEntry(p string, store bool) (entry, error) {
 	mode := filemode.Regular
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		dest, err := os.Readlink(a)
-		if err != nil {
-			return entry{}, err
-		}
-		content, mode = []byte(filepath.ToSlash(dest)), filemode.Symlink
+		return entry{}, &linkError{p, p}
 	case fi.Mode().IsRegular():
-		if content, err = os.ReadFile(a); err != nil {
+		if content, err = os.ReadFile(a); errors.Is(err, fs.ErrNotExist) {
+			return entry{}, nil // removed meanwhile (by another process)
+		} else if err != nil {
 			return entry{}, err
 		}
 		if fi.Mode()&0o111 != 0 {
@@ -139,13 +165,22 @@ type fileOp struct {
 // entry the tree the working tree is at gives it): the tool wrote it (or
 // deleted it) and did not persist it yet. It returns the working entry,
 // whose blob is stored when it differs from e.
+//
+// A symbolic link is not work (it is never committed): it reads as clean,
+// so an update replaces it (by rename: the link itself, not its target).
 func (r *Repo) workDirty(p string, e entry) (entry, bool, error) {
+	if r.linkAt(p, false) != "" {
+		return e, false, nil
+	}
 	fi, err := os.Lstat(r.abs(p))
 	if errors.Is(err, fs.ErrNotExist) {
 		return entry{}, !e.absent(), nil
 	}
 	if err != nil {
 		return entry{}, false, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return e, false, nil
 	}
 	if !e.absent() && r.statClean(p, e.hash, fi) {
 		return e, false, nil
@@ -188,7 +223,7 @@ func (r *Repo) moveTo(tree plumbing.Hash, keep map[string]bool) error {
 		}
 		if !safeTreePath(p) || r.ignored(p) {
 			delete(r.idx, p)
-			r.log.Warn("git: skipping an unsafe or ignored path from the upstream tree", slog.String("path", p))
+			r.warnUpstreamPath(p)
 			return
 		}
 		if to.absent() {
@@ -224,10 +259,9 @@ func (r *Repo) moveTo(tree plumbing.Hash, keep map[string]bool) error {
 			}
 			continue
 		}
-		if err := os.Remove(r.abs(op.p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := r.removeWork(op.p); err != nil {
 			return err
 		}
-		r.removeEmptyParents(op.p)
 	}
 	for _, op := range writes {
 		if s, err := skip(op); err != nil || s {
@@ -252,40 +286,59 @@ func (r *Repo) resetWork(p string) error {
 	}
 	f, ok := r.files[p]
 	if !ok {
-		if err := os.Remove(r.abs(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		r.removeEmptyParents(p)
-		return nil
+		return r.removeWork(p)
 	}
 	return r.writeWork(p, f)
 }
 
+// removeWork deletes the working file at p (never through a linked
+// directory) and the directories it leaves empty.
+func (r *Repo) removeWork(p string) error {
+	if l := r.linkAt(p, false); l != "" {
+		r.log.Warn("git: not deleting a file under a symbolic link", slog.String("path", p), slog.String("link", l))
+		return nil
+	}
+	if err := os.Remove(r.abs(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	r.removeEmptyParents(p)
+	return nil
+}
+
 // writeWork writes a blob to the working tree (by rename: a kill never
 // leaves a half-written tool).
+//
+// IMPORTANT: this is the one place the working tree is written from a
+// tree: only regular files are (see checkout.go), never through a linked
+// directory; a link at p itself is replaced, not followed.
 func (r *Repo) writeWork(p string, e entry) error {
+	if why := checkoutRefusal(e.mode); why != "" {
+		r.refuse(p, e, why)
+		return nil
+	}
+	if l := r.linkAt(p, false); l != "" {
+		r.refuse(p, e, "its directory "+l+" is a symbolic link in the tool root: nothing is written through a link")
+		return nil
+	}
+	delete(r.refused, p)
 	content, err := readBlob(r.sto, e.hash)
 	if err != nil {
 		return err
 	}
 	a := r.abs(p)
-	if fi, err := os.Lstat(a); err == nil && fi.IsDir() {
+	if fi, err := os.Lstat(a); err == nil && (fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0) {
 		if err := os.Remove(a); err != nil {
 			return err
 		}
 	}
-	if e.mode == filemode.Symlink {
-		err = atomicSymlink(r.gitDir, a, filepath.FromSlash(string(content)))
+	perm := os.FileMode(0o644)
+	if e.mode == filemode.Executable {
+		perm = 0o755
+	}
+	if r.direct {
+		err = writeDirect(a, content, perm)
 	} else {
-		perm := os.FileMode(0o644)
-		if e.mode == filemode.Executable {
-			perm = 0o755
-		}
-		if r.direct {
-			err = writeDirect(a, content, perm)
-		} else {
-			err = atomicWrite(r.gitDir, a, content, perm)
-		}
+		err = atomicWrite(r.gitDir, a, content, perm)
 	}
 	if err != nil {
 		return err
