@@ -126,3 +126,39 @@ export default function () {
 		wantResult(t, run(t, e, "tools/arrays.ts", `{}`), want)
 	})
 }
+
+// Issue 10, item 13: memory bombs in worker mode were reported as
+// "timeout": the worker's heap watchdog stopped the run for its memory, but
+// a native loop ignored the interrupt until the parent's deadline killed the
+// worker, and the parent knew only that it had killed it at the deadline.
+// The worker now says why it is stopping ("abort" frame), and the parent
+// kills a worker that ignores it with that reason.
+func TestWorkerMemoryBombInNativeLoopIsMemoryLimit(t *testing.T) {
+	e := newExec(t, IsolationProcess, map[string]string{
+		"tools/fill.ts":     "export default () => new Array(1e9).fill(0).length;\n",
+		"tools/math/fib.ts": fibTool,
+	}, func(o *Options) { o.Limits.MemoryBytes = 64 << 20 })
+	r := e.Exec(context.Background(), Request{Path: "tools/fill.ts", Limits: Limits{Timeout: 60 * time.Second, MemoryBytes: 64 << 20}})
+	wantKind(t, r, "memory_limit", "memory limit")
+	if r.Duration > 50*time.Second {
+		t.Fatalf("the bomb ran %v: it must end at its memory limit, not its 60 s deadline", r.Duration)
+	}
+	wantResult(t, run(t, e, "tools/math/fib.ts", `{"n": 10}`), "55") // a fresh worker took over
+}
+
+// Issue 11, item 12: an endless JS loop in a worker is interrupted at its
+// deadline and reported as a plain timeout; only a run that ignores the
+// interrupt (a native built-in) gets its worker killed. (Before, the parent
+// killed the worker 100 ms after the deadline it measured from its own
+// clock, which on a loaded machine came before the worker's own interrupt
+// could answer: "did not stop ..., so its worker was killed".)
+func TestEndlessLoopInWorkerIsInterruptedNotKilled(t *testing.T) {
+	e := newExec(t, IsolationProcess, map[string]string{"tools/freeze.ts": "export default () => { while (true) {} };\n"})
+	for range 5 {
+		r := e.Exec(context.Background(), Request{Path: "tools/freeze.ts", Limits: Limits{Timeout: 200 * time.Millisecond}})
+		wantKind(t, r, "timeout", "longer than its 200ms limit and was stopped")
+		if strings.Contains(r.Error.Message, "killed") {
+			t.Fatalf("an interruptible loop got its worker killed: %s", r.Error.Message)
+		}
+	}
+}

@@ -21,6 +21,8 @@ import (
 //	worker -> parent  call    {id, call}           a driver call of the run
 //	worker -> parent  require {id, from, spec}     resolve and load a module
 //	parent -> worker  reply   {id, val | mod | err} the answer to call/require
+//	worker -> parent  abort   {id, stop}           the run is being stopped, and why
+//	parent -> worker  stop    {id, stop}           stop the run (its deadline passed)
 //	worker -> parent  done    {id, out}            the run's outcome
 type frame struct {
 	T    string           `json:"t"`
@@ -33,6 +35,7 @@ type frame struct {
 	Mod  *sandbox.Module  `json:"mod,omitempty"`
 	Err  *driver.Error    `json:"err,omitempty"`
 	Out  *sandbox.Outcome `json:"out,omitempty"`
+	Stop *sandbox.Error   `json:"stop,omitempty"`
 }
 
 // maxFrame bounds one frame (a module source, a file read, an outcome).

@@ -348,9 +348,16 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	})
 	defer timer.Stop()
 	stopCtx := context.AfterFunc(ctx, func() {
-		if context.Cause(ctx) != nil && r.reason.Load() == nil {
-			r.abort(errorf(KindCancelled, "the run was cancelled by its caller: %v", context.Cause(ctx)))
+		cause := context.Cause(ctx)
+		if cause == nil || r.reason.Load() != nil {
+			return
 		}
+		var reason *Error
+		if errors.As(cause, &reason) { // the caller says why (a worker's parent: its deadline)
+			r.abort(reason)
+			return
+		}
+		r.abort(errorf(KindCancelled, "the run was cancelled by its caller: %v", cause))
 	})
 	defer stopCtx()
 	stopWatch := r.watchMemory(job.HeapShared)
@@ -370,12 +377,25 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	return out
 }
 
+// Aborter is implemented by a Bridge that must know at once when its run is
+// stopped (deadline, memory, output, cancellation), before the run has
+// unwound: a worker tells its parent, which then knows why the run is ending
+// even if a native built-in that ignores the interrupt keeps it from ending.
+type Aborter interface {
+	// Aborted is called once, from any goroutine, with the reason the run
+	// is being stopped. It MUST NOT block for long.
+	Aborted(reason *Error)
+}
+
 // abort stops the run with reason; the first reason wins.
 func (r *run) abort(reason *Error) {
 	r.stopOnce.Do(func() {
 		r.reason.Store(reason)
 		r.vm.Interrupt(reason)
 		close(r.stop)
+		if a, ok := r.br.(Aborter); ok {
+			a.Aborted(reason)
+		}
 	})
 }
 
