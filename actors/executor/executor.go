@@ -78,6 +78,9 @@ func New(opts Options) (*Executor, error) {
 		root.Close()
 		return nil, fmt.Errorf("executor: setting up telemetry: %w", err)
 	}
+	// The scratch directories of runs whose process was SIGKILLed (a
+	// crashed host, a killed worker's parent) are never cleaned by them.
+	cleanStaleScratch(opts.TempDir, opts.Logger)
 	e := &Executor{opts: opts, root: root, tel: tel, binding: append(slices.Clone(sandbox.DefaultBindings), opts.Bindings...)}
 	if opts.Isolation == IsolationInProcess {
 		e.engine = sandbox.NewEngine(0, true)
