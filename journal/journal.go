@@ -50,6 +50,10 @@ const (
 	StatusRunning = "running" // started, not ended: a crash left it, or it is in flight
 	StatusOK      = "ok"
 	StatusFailed  = "failed"
+	// StatusQuarantined: the run's host died while the run was executing
+	// in-process; it is resumed only on request, in process isolation (see
+	// RunMeta.Quarantine).
+	StatusQuarantined = "quarantined"
 )
 
 // RunMeta describes one run: one top-level operation (an exec_tool call;
@@ -68,6 +72,8 @@ type RunMeta struct {
 	Reason  string          `json:"reason,omitempty"` // why a run was marked failed by recovery
 	// ReplayOf names the run this one replayed or recovered, if any.
 	ReplayOf string `json:"replay_of,omitempty"`
+	// Host is the process that last ran (or resumed) the run; see host.go.
+	Host
 }
 
 // Duration is how long the run took (0 while it runs).
@@ -332,6 +338,7 @@ func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 	}
 	meta.Started = j.now()
 	meta.Status = StatusRunning
+	meta.Host.stamp()
 	if err := j.putMeta(meta); err != nil {
 		return nil, err
 	}
