@@ -156,6 +156,10 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		return rt, fmt.Errorf("agentos: resuming unfinished runs: %w", err)
 	}
 	for _, r := range rt.recovered {
+		if r.Quarantined {
+			rt.log.Warn("agentos: quarantined run", slog.String("run", r.Run.ID), slog.String("tool", r.Run.Tool), slog.String("reason", r.Reason))
+			continue
+		}
 		rt.log.Info("agentos: unfinished run", slog.String("run", r.Run.ID), slog.String("tool", r.Run.Tool), slog.Bool("resumed", r.Resumed), slog.String("reason", r.Reason))
 	}
 	rt.startRetention()

@@ -16,7 +16,13 @@
 //	record   Begin + Run.Middleware: every call goes to the devices and is recorded
 //	replay   Replayer.Middleware: every call is answered from the journal, no device is touched
 //	recover  Recovery.Middleware: the recorded prefix is answered from the journal,
-//	         later calls go to the devices and are appended
+//	         later calls go to the devices and are appended; Recovery.Redo
+//	         names recorded calls performed again (a run's /tmp writes)
+//
+// A run records its Host (isolation, host pid and boot id) when it begins,
+// committed before its tool starts, and Run.Interrupt marks a run its host
+// cancelled; Journal.Quarantine sets aside a run whose host died while it
+// ran in-process (status "quarantined"), which Unfinished no longer lists.
 //
 // In replay, a call whose request differs from the recorded one, or that
 // comes after the recorded end, stops the run with a *DivergenceError

@@ -67,6 +67,10 @@ const (
 	StatusRunning = "running" // started, not ended: a crash left it, or it is in flight
 	StatusOK      = "ok"
 	StatusFailed  = "failed"
+	// StatusQuarantined: the run's host died while the run was executing
+	// in-process; it is resumed only on request, in process isolation (see
+	// RunMeta.Quarantine).
+	StatusQuarantined = "quarantined"
 )
 
 // RunMeta describes one run: one top-level operation (an exec_tool call;
@@ -88,6 +92,8 @@ type RunMeta struct {
 	ArgsRedacted bool `json:"args_redacted,omitempty"`
 	// ReplayOf names the run this one replayed or recovered, if any.
 	ReplayOf string `json:"replay_of,omitempty"`
+	// Host is the process that last ran (or resumed) the run; see host.go.
+	Host
 }
 
 // Duration is how long the run took (0 while it runs).
@@ -377,6 +383,7 @@ func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 	var redacted bool
 	meta.Args, redacted = j.redact.args(meta.Args, scope)
 	meta.ArgsRedacted = meta.ArgsRedacted || redacted
+	meta.Host.stamp()
 	if err := j.putMeta(meta); err != nil {
 		return nil, err
 	}

@@ -153,6 +153,12 @@ func (p *Replayer) Finish() *DivergenceError {
 type Recovery struct {
 	*Replayer
 	run *Run
+	// Redo, when set, names recorded calls that the resumed run also
+	// performs again on the wrapped Host (the tool still gets the recorded
+	// answer): state that died with the crashed process, such as the run's
+	// /tmp, is rebuilt as it was at the crash. Only calls recorded as
+	// successful are redone; a redo that fails aborts the run.
+	Redo func(driver.Call) bool
 }
 
 // Recover prepares to resume run id.
@@ -173,10 +179,17 @@ func (r *Recovery) Middleware() driver.Middleware {
 	return func(next driver.Host) driver.Host {
 		live := record(next)
 		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
-			if _, ok := r.entries[c.Seq]; ok {
-				return r.answer(ctx, c, next)
+			e, ok := r.entries[c.Seq]
+			if !ok {
+				return live.Do(ctx, c)
 			}
-			return live.Do(ctx, c)
+			val, err := r.answer(ctx, c, next)
+			if err == nil && e.Error == nil && r.Redo != nil && r.Redo(c) {
+				if _, rerr := next.Do(ctx, c); rerr != nil {
+					return nil, driver.Errorf(driver.CodeAbort, "resuming run %s: performing %s again, to rebuild what the crash lost, failed: %v", r.meta.ID, c, rerr)
+				}
+			}
+			return val, err
 		})
 	}
 }

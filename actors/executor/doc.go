@@ -11,15 +11,20 @@
 // a time each, in a pool of warm workers. A worker caps its address space
 // with RLIMIT_AS, confines itself at the OS level (Landlock, seccomp,
 // no_new_privs: no file, socket or process of its own; see Confine),
-// interrupts the tool at its deadline, and is SIGKILLed by the
-// parent shortly after if it does not stop; its bridge calls are answered by
+// interrupts the tool at its deadline or limit and tells the parent why,
+// and is SIGKILLed by the parent KillGrace later if it has not stopped (a
+// native built-in ignoring the interrupt); its bridge calls are
+// answered by
 // the parent over its stdin/stdout. A worker that dies is replaced
 // transparently and the run reports why (timeout, memory limit, crash).
 //
 // IsolationInProcess runs tools on goroutines of the host process: about 4x
-// faster per run, with the same interrupt, stack, output and guarded-
-// allocation limits, but a memory bomb the guards do not catch can still kill
-// the host. Use it only for trusted tools.
+// faster per run, with the same interrupt, stack, output, JSON-nesting and
+// guarded-allocation limits, but a native built-in that ignores the
+// interrupt runs past the deadline, and a memory bomb the guards do not catch
+// can still kill the host (a journaled run in flight is then quarantined at
+// the next start, not re-run). New logs InProcessWarning. Use it only for
+// trusted tools.
 //
 // IMPORTANT: a program using IsolationProcess MUST call WorkerMain at the very
 // start of main (and test binaries in TestMain), so that the re-executed

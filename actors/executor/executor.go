@@ -97,6 +97,10 @@ type Result struct {
 	Duration time.Duration `json:"duration_ns"`
 }
 
+// InProcessWarning is logged once by every executor started with
+// IsolationInProcess: what that mode cannot bound (see docs/SANDBOX.md).
+const InProcessWarning = "agentos: isolation is inprocess: tools run inside this process, where a native built-in that ignores its interrupt (a sort or JSON.stringify of huge data) can run past the timeout, a single allocation the guards miss can exceed the memory limit or kill the process, and a crash takes the host down (its run is then quarantined); use process isolation for tools you do not trust"
+
 // Executor runs tools. It is safe for concurrent use.
 type Executor struct {
 	opts    Options
@@ -124,8 +128,12 @@ func New(opts Options) (*Executor, error) {
 		root.Close()
 		return nil, fmt.Errorf("executor: setting up telemetry: %w", err)
 	}
+	// The scratch directories of runs whose process was SIGKILLed (a
+	// crashed host, a killed worker's parent) are never cleaned by them.
+	cleanStaleScratch(opts.TempDir, opts.Logger)
 	e := &Executor{opts: opts, root: root, tel: tel, binding: append(slices.Clone(sandbox.DefaultBindings), opts.Bindings...)}
 	if opts.Isolation == IsolationInProcess {
+		opts.Logger.Warn(InProcessWarning)
 		e.engine = sandbox.NewEngine(0, true)
 	} else {
 		n := opts.Workers

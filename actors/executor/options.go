@@ -70,8 +70,12 @@ type Options struct {
 	// (default), ConfineRequired or ConfineOff. In-process runs are never
 	// confined.
 	Confine Confine
-	// KillGrace is how long after a run's deadline a worker that did not stop
-	// is SIGKILLed. Default 100 ms.
+	// KillGrace is how long a worker gets to finish a run it was told to
+	// stop (its deadline, memory or output limit) before it is SIGKILLed:
+	// only a native built-in that ignores the interrupt outlasts it. The
+	// parent's own deadline is the run's timeout plus KillGrace, so a run
+	// that ignores its interrupt ends at most 2 × KillGrace past its
+	// timeout. Default 500 ms.
 	KillGrace time.Duration
 	// Devices are extra drivers (e.g. "sql", "fetch") besides fs, clock and
 	// random, and Bindings the tgp functions that reach them.
@@ -117,7 +121,7 @@ func (o Options) withDefaults() (Options, error) {
 	o.Confine = mode
 	o.Limits = o.Limits.WithDefaults()
 	if o.KillGrace <= 0 {
-		o.KillGrace = 100 * time.Millisecond
+		o.KillGrace = 500 * time.Millisecond
 	}
 	if o.Transpiler == nil {
 		o.Transpiler = transpile.Default()

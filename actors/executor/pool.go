@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/driver"
@@ -67,6 +68,7 @@ type worker struct {
 
 	mu     sync.Mutex
 	reason string // why the parent killed it, if it did
+	peak   int64  // its peak RSS when killed for a run that did not stop
 	wmu    sync.Mutex
 }
 
@@ -82,13 +84,50 @@ func (w *worker) alive() bool {
 // kill SIGKILLs the worker, remembering why (the first reason wins).
 func (w *worker) kill(reason string) {
 	w.mu.Lock()
-	if w.reason == "" {
+	first := w.reason == ""
+	if first {
 		w.reason = reason
 	}
 	w.mu.Unlock()
-	if w.cmd.Process != nil {
-		_ = w.cmd.Process.Kill()
+	if w.cmd.Process == nil {
+		return
 	}
+	if first && (reason == "timeout" || reason == "limit") {
+		// Its memory at the moment a stuck run is killed tells a memory
+		// bomb (a native loop growing an array) from a slow computation.
+		peak := peakRSS(w.cmd.Process.Pid)
+		w.mu.Lock()
+		w.peak = peak
+		w.mu.Unlock()
+	}
+	_ = w.cmd.Process.Kill()
+}
+
+// peakRSS returns the peak resident set size of process pid in bytes
+// (VmHWM), or 0 when it cannot be read.
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// peakAtKill is the worker's peak RSS when the parent killed it for a run
+// that did not stop (0 if unknown).
+func (w *worker) peakAtKill() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.peak
 }
 
 func (w *worker) killReason() string {
@@ -222,13 +261,52 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 	id := w.nextID
 	if err := w.send(&frame{T: "run", ID: id, Job: &job}); err != nil {
 		p.release(w, false)
-		return sandbox.Outcome{Err: p.death(w, job)}
+		return sandbox.Outcome{Err: p.death(w, job, nil)}
 	}
-	deadline := timeAfter(job.Limits.Timeout+p.opts.KillGrace, func() { w.kill("timeout") })
+	// IMPORTANT: interrupt first, kill only what ignores the interrupt. The
+	// worker stops its own run at the deadline (or its memory or output
+	// limit) and says so at once with an "abort" frame; at the parent's
+	// deadline (a KillGrace later, in case the worker's clock started late)
+	// the parent asks it to stop. Either way, a worker that has not
+	// finished its run KillGrace after being stopped is SIGKILLed: a native
+	// built-in is ignoring the interrupt.
+	var (
+		smu      sync.Mutex
+		stopped  *Error      // why the worker said its run is stopping
+		killer   *time.Timer // armed once the run is being stopped
+		stopping = func(why string) {
+			smu.Lock()
+			defer smu.Unlock()
+			if killer == nil {
+				killer = timeAfter(p.opts.KillGrace, func() { w.kill(why) })
+			}
+		}
+	)
+	timeout := &Error{Kind: sandbox.KindTimeout, Message: fmt.Sprintf("the tool ran longer than its %v limit and was stopped; look for an endless loop or raise the timeout", job.Limits.Timeout)}
+	deadline := timeAfter(job.Limits.Timeout+p.opts.KillGrace, func() {
+		_ = w.send(&frame{T: "stop", ID: id, Stop: timeout})
+		stopping("timeout")
+	})
 	stop := context.AfterFunc(ctx, func() { w.kill("cancelled") })
-	// disarm stops both watchers; it reports false if either already fired
-	// (the worker is being killed and must not return to the pool).
-	disarm := func() bool { return deadline.Stop() && stop() }
+	// disarm stops every watcher; it reports false if one already fired
+	// and the worker may be killed (it must not return to the pool).
+	disarm := func() bool {
+		ok := deadline.Stop()
+		ok = stop() && ok
+		smu.Lock()
+		if killer != nil {
+			ok = killer.Stop() && ok
+		}
+		smu.Unlock()
+		return ok
+	}
+	// death explains the worker's death, with what it said before dying.
+	death := func() *Error {
+		smu.Lock()
+		said := stopped
+		smu.Unlock()
+		return p.death(w, job, said)
+	}
 
 	for {
 		f, err := readFrame(w.out)
@@ -236,11 +314,21 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 			disarm()
 			finish()
 			p.release(w, false)
-			return sandbox.Outcome{Err: p.death(w, job)}
+			return sandbox.Outcome{Err: death()}
 		}
 		switch f.T {
 		case "hello":
 			p.hello(f.Prot)
+		case "abort":
+			if f.ID != id || f.Stop == nil {
+				continue
+			}
+			smu.Lock()
+			if stopped == nil {
+				stopped = f.Stop
+			}
+			smu.Unlock()
+			stopping("limit")
 		case "call":
 			if f.Call == nil {
 				continue
@@ -279,13 +367,30 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 	}
 }
 
-// death explains why a worker stopped answering during a run.
-func (p *pool) death(w *worker, job sandbox.Job) *Error {
+// death explains why a worker stopped answering during a run. said is
+// what the worker reported as the reason its run was stopping, if it did.
+func (p *pool) death(w *worker, job sandbox.Job, said *Error) *Error {
 	<-w.exited
 	stderr := w.stderr.String()
+	ignored := fmt.Sprintf("; it did not stop within %v of being interrupted (a native built-in such as JSON.stringify, sort or a huge array operation was still running), so its worker was killed", p.opts.KillGrace)
+	peak := w.peakAtKill()
 	switch reason := w.killReason(); {
-	case reason == "timeout":
-		return &Error{Kind: sandbox.KindTimeout, Message: fmt.Sprintf("the tool ran longer than its %v limit and did not stop (a native built-in such as JSON.stringify or sort was still running), so its worker was killed; look for huge inputs or an endless loop", job.Limits.Timeout)}
+	case (reason == "timeout" || reason == "limit") && (said == nil || said.Kind == sandbox.KindTimeout) && peak > job.Limits.MemoryBytes:
+		// Stopped at its deadline while a native built-in kept allocating:
+		// a memory bomb that had not yet tripped the heap watchdog.
+		return &Error{Kind: sandbox.KindMemory, Message: fmt.Sprintf("the tool exceeded its %d-byte memory limit (its worker process grew to %d bytes) while a native built-in that ignores interrupts was running, so its worker was killed; allocate less (e.g. no huge arrays or strings)", job.Limits.MemoryBytes, peak)}
+	case (reason == "timeout" || reason == "limit") && said != nil:
+		// The worker said why it was stopping (its memory limit, its
+		// deadline, its output limit): that is the run's failure.
+		e := *said
+		e.Message += ignored
+		return &e
+	case reason == "timeout" || reason == "limit":
+		grew := ""
+		if peak > 0 {
+			grew = fmt.Sprintf(" (it had grown to %d of its %d bytes of memory)", peak, job.Limits.MemoryBytes)
+		}
+		return &Error{Kind: sandbox.KindTimeout, Message: fmt.Sprintf("the tool ran longer than its %v limit and was stopped", job.Limits.Timeout) + ignored + grew + "; look for huge inputs or an endless loop"}
 	case reason == "cancelled":
 		return &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled by its caller and its worker stopped"}
 	case w.cmd.ProcessState != nil && w.cmd.ProcessState.ExitCode() == exitConfine:

@@ -42,13 +42,20 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 	if err := j.PutSource(hash, src); err != nil {
 		return Result{}, "", fmt.Errorf("journaling the tool source: %w", err), nil
 	}
-	run, err := j.Begin(journal.RunMeta{Kind: "exec", Tool: req.Path, Hash: hash, Args: req.Args})
+	// IMPORTANT: the run's isolation is committed before the tool starts:
+	// if the host dies during an in-process run, the tool may be what
+	// killed it, and recovery MUST NOT run it in-process again.
+	run, err := j.Begin(journal.RunMeta{Kind: "exec", Tool: req.Path, Hash: hash, Args: req.Args, Host: journal.Host{Isolation: string(ex.opts.Isolation)}})
 	if err != nil {
 		return Result{}, "", fmt.Errorf("journaling the run: %w", err), nil
 	}
 	req.Middleware = append([]driver.Middleware{run.Middleware()}, req.Middleware...)
 	res, panicked = ex.exec(ctx, req)
 	if res.Error != nil && errors.Is(res.Error, ErrCancelled) {
+		// The host stopped the run and lives on: resumable, and not
+		// suspected of having harmed its host. (If this cannot be written,
+		// recovery treats the run as one its host died under: the safe side.)
+		_ = run.Interrupt("cancelled: " + res.Error.Message)
 		return res, run.ID(), nil, panicked
 	}
 	return res, run.ID(), EndRun(run, res), panicked

@@ -140,6 +140,8 @@ func serveWorker(r io.Reader, w io.Writer) error {
 				runs <- f
 			case "reply":
 				c.deliver(f)
+			case "stop":
+				c.stopRun(f.ID, f.Stop)
 			}
 		}
 	}()
@@ -148,7 +150,11 @@ func serveWorker(r io.Reader, w io.Writer) error {
 		if f.Job == nil {
 			continue
 		}
-		out := engine.Run(context.Background(), *f.Job, c)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		c.startRun(f.ID, cancel)
+		out := engine.Run(ctx, *f.Job, c)
+		c.endRun()
+		cancel(nil)
 		if err := c.send(&frame{T: "done", ID: f.ID, Out: &out}); err != nil {
 			return err
 		}
@@ -165,6 +171,49 @@ type workerConn struct {
 	next    atomic.Uint64
 	mu      sync.Mutex
 	waiting map[uint64]chan *frame
+
+	rmu    sync.Mutex
+	run    uint64                  // the id of the run in progress, 0 between runs
+	cancel context.CancelCauseFunc // stops it
+}
+
+// startRun and endRun bracket the run with parent id; stopRun stops it if
+// it is still the one in progress (a stop for an ended run is ignored).
+func (c *workerConn) startRun(id uint64, cancel context.CancelCauseFunc) {
+	c.rmu.Lock()
+	c.run, c.cancel = id, cancel
+	c.rmu.Unlock()
+}
+
+func (c *workerConn) endRun() {
+	c.rmu.Lock()
+	c.run, c.cancel = 0, nil
+	c.rmu.Unlock()
+}
+
+func (c *workerConn) stopRun(id uint64, reason *sandbox.Error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.run != id || c.cancel == nil {
+		return
+	}
+	if reason == nil {
+		reason = &sandbox.Error{Kind: sandbox.KindCancelled, Message: "the run was stopped by its parent"}
+	}
+	c.cancel(reason)
+}
+
+// Aborted tells the parent at once that the run is being stopped and why
+// (see sandbox.Aborter): if a native built-in keeps it from stopping, the
+// parent kills this worker and still reports the right kind (memory_limit
+// rather than timeout, for a memory bomb).
+func (c *workerConn) Aborted(reason *sandbox.Error) {
+	c.rmu.Lock()
+	id := c.run
+	c.rmu.Unlock()
+	if id != 0 {
+		_ = c.send(&frame{T: "abort", ID: id, Stop: reason})
+	}
 }
 
 func (c *workerConn) send(f *frame) error {

@@ -22,6 +22,8 @@ import (
 //	worker -> parent  call    {id, call}           a driver call of the run
 //	worker -> parent  require {id, from, spec}     resolve and load a module
 //	parent -> worker  reply   {id, val | mod | err} the answer to call/require
+//	worker -> parent  abort   {id, stop}           the run is being stopped, and why
+//	parent -> worker  stop    {id, stop}           stop the run (its deadline passed)
 //	worker -> parent  done    {id, out}            the run's outcome
 //	worker -> parent  hello   {prot}               first frame: protections in force
 type frame struct {
@@ -36,6 +38,7 @@ type frame struct {
 	Err  *driver.Error    `json:"err,omitempty"`
 	Out  *sandbox.Outcome `json:"out,omitempty"`
 	Prot *confine.Report  `json:"prot,omitempty"`
+	Stop *sandbox.Error   `json:"stop,omitempty"`
 }
 
 // maxFrame bounds one frame (a module source, a file read, an outcome).

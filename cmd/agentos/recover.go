@@ -10,22 +10,37 @@ import (
 )
 
 // runRecover resumes the runs a crash left unfinished:
-// agentos recover [--root DIR] [--json].
+// agentos recover [--root DIR] [--json] [--run ID].
+//
+// With --run it resumes that one run, unfinished or quarantined, always in
+// sandbox worker processes (whatever agentos.json says): a quarantined run's
+// host died while it ran in-process, and it must never run in-process again.
 func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	c := newJournalCmd("recover", "print one JSON array of what became of each run")
+	only := c.fs.String("run", "", "resume only this run (an id or unique prefix), in worker processes; a quarantined run is resumed only this way")
 	_, absRoot, cfg, j, err := c.open(args, 0, "")
 	if err != nil {
 		return err
 	}
 	defer j.Close()
 	asJSON := c.asJSON
-	ex, err := executor.New(cfg.ExecutorOptions(absRoot))
+	opts := cfg.ExecutorOptions(absRoot)
+	if *only != "" {
+		opts.Isolation = executor.IsolationProcess
+	}
+	ex, err := executor.New(opts)
 	if err != nil {
 		return err
 	}
 	defer ex.Close()
-	reports, err := agentos.Recover(ctx, ex, j)
-	if err != nil {
+	var reports []agentos.RecoverReport
+	if *only != "" {
+		rep, err := agentos.RecoverRun(ctx, ex, j, *only)
+		if err != nil {
+			return err
+		}
+		reports = []agentos.RecoverReport{rep}
+	} else if reports, err = agentos.Recover(ctx, ex, j); err != nil {
 		return err
 	}
 	if *asJSON {
@@ -42,7 +57,9 @@ func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		case r.Resumed && r.Result.Success:
 			fmt.Fprintf(stdout, "resumed run %s (%s): ok %s\n", r.Run.ID, r.Run.Tool, clip(string(r.Result.Result), 200))
 		case r.Resumed:
-			fmt.Fprintf(stdout, "resumed run %s (%s): failed: %s\n", r.Run.ID, r.Run.Tool, r.Result.Error.Message)
+			fmt.Fprintf(stdout, "resumed run %s (%s): failed: %s: %s\n", r.Run.ID, r.Run.Tool, r.Result.Error.Kind, r.Result.Error.Message)
+		case r.Quarantined:
+			fmt.Fprintf(stdout, "run %s (%s) quarantined: %s\n", r.Run.ID, r.Run.Tool, r.Reason)
 		case r.Reason != "":
 			fmt.Fprintf(stdout, "run %s marked failed: %s\n", r.Run.ID, r.Reason)
 		default:

@@ -41,7 +41,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	for _, r := range rt.Recovered() {
 		state := "resumed"
-		if !r.Resumed {
+		switch {
+		case r.Quarantined:
+			state = "quarantined: " + r.Reason
+		case !r.Resumed:
 			state = "not resumed: " + r.Reason
 		}
 		fmt.Fprintf(stdout, "recovered run %s (%s): %s\n", r.Run.ID, r.Run.Tool, state)

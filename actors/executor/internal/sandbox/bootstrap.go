@@ -17,6 +17,11 @@ import "github.com/dop251/goja"
 //     and the guards would cost every run ~150 µs of goja initialisation.
 var bootstrapJS = goja.MustCompile("agentos:bootstrap", `(function (cfg, oom) {
 	'use strict';
+	// The built-ins the guards call, taken before any tool code runs: a tool
+	// that replaces Reflect.apply or Number must not be handed the originals
+	// or fool a check.
+	const apply = Reflect.apply, construct = Reflect.construct, get = Reflect.get, N = Number, O = Object, S = String, isArray = Array.isArray;
+	const isProto = Object.prototype.isPrototypeOf, symHasInstance = Symbol.hasInstance;
 	const deny = function () {
 		throw new EvalError('code generation from strings is disabled in the agentos sandbox (eval, Function and their constructors): write the logic as ordinary functions');
 	};
@@ -39,25 +44,31 @@ var bootstrapJS = goja.MustCompile("agentos:bootstrap", `(function (cfg, oom) {
 	const repeat = SP.repeat, padStart = SP.padStart, padEnd = SP.padEnd;
 	const wrap = (name, fn) => Object.defineProperty(SP, name, { value: fn, writable: true, enumerable: false, configurable: true });
 	wrap('repeat', function repeat_(count) {
-		check(String(this).length * 2 * Number(count), 'String.prototype.repeat');
-		return Reflect.apply(repeat, this, arguments);
+		check(S(this).length * 2 * N(count), 'String.prototype.repeat');
+		return apply(repeat, this, arguments);
 	});
 	wrap('padStart', function padStart_(len) {
-		check(2 * Number(len), 'String.prototype.padStart');
-		return Reflect.apply(padStart, this, arguments);
+		check(2 * N(len), 'String.prototype.padStart');
+		return apply(padStart, this, arguments);
 	});
 	wrap('padEnd', function padEnd_(len) {
-		check(2 * Number(len), 'String.prototype.padEnd');
-		return Reflect.apply(padEnd, this, arguments);
+		check(2 * N(len), 'String.prototype.padEnd');
+		return apply(padEnd, this, arguments);
 	});
+	// goja cannot run 'x instanceof P' for a Proxy P of a constructor (it
+	// throws a TypeError), so each guarded constructor answers
+	// Symbol.hasInstance itself, as OrdinaryHasInstance would.
+	const hasInstance = function (v) { return apply(isProto, this.prototype, [v]); };
+	const getter = (target, key, receiver) => key === symHasInstance ? hasInstance : get(target, key, receiver);
 	const guard = (name, perElement) => {
 		const C = globalThis[name];
 		if (typeof C !== 'function') return;
 		globalThis[name] = new Proxy(C, {
 			construct(target, args, newTarget) {
 				if (typeof args[0] === 'number') check(args[0] * perElement, name);
-				return Reflect.construct(target, args, newTarget);
+				return construct(target, args, newTarget);
 			},
+			get: getter,
 		});
 	};
 	guard('ArrayBuffer', 1);
@@ -65,5 +76,55 @@ var bootstrapJS = goja.MustCompile("agentos:bootstrap", `(function (cfg, oom) {
 	const typed = ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array'];
 	for (let i = 0; i < typed.length; i++) {
 		guard(typed[i], globalThis[typed[i]].BYTES_PER_ELEMENT);
+	}
+
+	// Arrays. goja's array built-ins loop over 'length' natively, without
+	// looking at the interrupt flag: new Array(1e9).fill(0), a join of 2**28
+	// holes or Array.from({length: 2e9}) ran for minutes past their deadline
+	// and grew the host's heap by gigabytes. Each element costs at least one
+	// 16-byte slot, so an array (or array-like) longer than max/16 cannot be
+	// worked on within the limit: refuse it before the native loop starts.
+	const SLOT = 16;
+	const lengthOf = (o) => {
+		if (o === null || o === undefined) return 0;
+		const n = N(O(o).length);
+		return n > 0 ? n : 0;
+	};
+	const A = Array, AP = Array.prototype;
+	const GuardedArray = new Proxy(A, {
+		apply(target, self, args) {
+			if (args.length === 1 && typeof args[0] === 'number') check(args[0] * SLOT, 'Array(' + args[0] + ')');
+			return apply(target, self, args);
+		},
+		construct(target, args, newTarget) {
+			if (args.length === 1 && typeof args[0] === 'number') check(args[0] * SLOT, 'new Array(' + args[0] + ')');
+			return construct(target, args, newTarget === GuardedArray ? target : newTarget);
+		},
+		get: getter,
+	});
+	globalThis.Array = GuardedArray;
+	Object.defineProperty(AP, 'constructor', { value: GuardedArray, writable: true, enumerable: false, configurable: true });
+	const from = A.from;
+	Object.defineProperty(A, 'from', { value: function from_(items) {
+		check(lengthOf(items) * SLOT, 'Array.from');
+		return apply(from, this === GuardedArray ? A : this, arguments);
+	}, writable: true, enumerable: false, configurable: true });
+	const iterating = ['fill', 'join', 'toString', 'toLocaleString', 'indexOf', 'lastIndexOf', 'includes',
+		'reverse', 'sort', 'slice', 'splice', 'concat', 'copyWithin', 'flat', 'flatMap', 'forEach', 'map',
+		'filter', 'some', 'every', 'find', 'findIndex', 'findLast', 'findLastIndex', 'reduce', 'reduceRight',
+		'shift', 'unshift', 'toReversed', 'toSorted', 'toSpliced', 'with'];
+	for (let i = 0; i < iterating.length; i++) {
+		const name = iterating[i];
+		const fn = AP[name];
+		if (typeof fn !== 'function') continue;
+		const what = 'Array.prototype.' + name;
+		Object.defineProperty(AP, name, { value: { [name]: function () {
+			let n = lengthOf(this);
+			if (name === 'concat') {
+				for (let k = 0; k < arguments.length; k++) n += isArray(arguments[k]) ? lengthOf(arguments[k]) : 1;
+			}
+			check(n * SLOT, what);
+			return apply(fn, this, arguments);
+		} }[name], writable: true, enumerable: false, configurable: true });
 	}
 })`, true)

@@ -20,6 +20,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -211,9 +212,12 @@ func (e *Engine) prepare() *prepared {
 		return p
 	}
 	jsonObj := vm.Get("JSON").ToObject(vm)
-	p.parse, _ = goja.AssertFunction(jsonObj.Get("parse"))
 	p.strfy, _ = goja.AssertFunction(jsonObj.Get("stringify"))
 	p.errCtr = vm.Get("Error")
+	if p.parse, err = guardJSONParse(vm, jsonObj); err != nil {
+		p.err = err
+		return p
+	}
 	if b := e.bindings.Load(); b != nil {
 		p.bindings = *b
 	}
@@ -332,7 +336,7 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			out = Outcome{Logs: r.logs, Err: errorf(KindInternal, "the sandbox panicked: %v", p), Calls: r.seq.Load()}
+			out = Outcome{Logs: r.logs, Err: errorf(KindInternal, "the sandbox panicked: %s", describePanic(p)), Calls: r.seq.Load()}
 		}
 		if out.Logs == nil {
 			out.Logs = []string{}
@@ -344,9 +348,16 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	})
 	defer timer.Stop()
 	stopCtx := context.AfterFunc(ctx, func() {
-		if context.Cause(ctx) != nil && r.reason.Load() == nil {
-			r.abort(errorf(KindCancelled, "the run was cancelled by its caller: %v", context.Cause(ctx)))
+		cause := context.Cause(ctx)
+		if cause == nil || r.reason.Load() != nil {
+			return
 		}
+		var reason *Error
+		if errors.As(cause, &reason) { // the caller says why (a worker's parent: its deadline)
+			r.abort(reason)
+			return
+		}
+		r.abort(errorf(KindCancelled, "the run was cancelled by its caller: %v", cause))
 	})
 	defer stopCtx()
 	stopWatch := r.watchMemory(job.HeapShared)
@@ -355,7 +366,7 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	if p.err != nil {
 		return Outcome{Logs: []string{}, Err: errorf(KindInternal, "preparing the runtime: %v", p.err)}
 	}
-	res, err := r.main(job)
+	res, err := r.protected(job)
 	out.Calls = r.seq.Load()
 	out.Logs = r.logs
 	if err != nil {
@@ -366,13 +377,51 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	return out
 }
 
+// Aborter is implemented by a Bridge that must know at once when its run is
+// stopped (deadline, memory, output, cancellation), before the run has
+// unwound: a worker tells its parent, which then knows why the run is ending
+// even if a native built-in that ignores the interrupt keeps it from ending.
+type Aborter interface {
+	// Aborted is called once, from any goroutine, with the reason the run
+	// is being stopped. It MUST NOT block for long.
+	Aborted(reason *Error)
+}
+
 // abort stops the run with reason; the first reason wins.
 func (r *run) abort(reason *Error) {
 	r.stopOnce.Do(func() {
 		r.reason.Store(reason)
 		r.vm.Interrupt(reason)
 		close(r.stop)
+		if a, ok := r.br.(Aborter); ok {
+			a.Aborted(reason)
+		}
 	})
+}
+
+// protected runs main so that a throw, an interrupt or a stack overflow
+// raised where Go code reads the tool's objects (module.exports, its default
+// export: getters and Proxy traps the tool defined) is returned as an error,
+// with the runtime's state unwound, rather than escaping as a panic.
+func (r *run) protected(job Job) (res json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			switch x := p.(type) {
+			case *goja.InterruptedError:
+				res, err = nil, x
+			case *goja.StackOverflowError:
+				res, err = nil, x
+			case *Error:
+				res, err = nil, x
+			default:
+				panic(p)
+			}
+		}
+	}()
+	if ex := r.vm.Try(func() { res, err = r.main(job) }); ex != nil {
+		return nil, ex
+	}
+	return res, err
 }
 
 func (r *run) main(job Job) (json.RawMessage, error) {
@@ -443,7 +492,7 @@ func (r *run) settle(p *goja.Promise) (goja.Value, error) {
 		}
 	}
 	if p.State() == goja.PromiseStateRejected {
-		return nil, r.thrown(p.Result(), "")
+		return nil, r.thrown(p.Result(), nil)
 	}
 	return p.Result(), nil
 }
@@ -733,8 +782,33 @@ func (r *run) jsError(err error) *goja.Object {
 }
 
 // classify turns what the runtime returned into an *Error.
+//
+// IMPORTANT: it never formats a goja.Exception with Error or String, and
+// looks at the error's own type before any errors.As/Is: those would run the
+// tool's code (a toString, a getter, a Proxy trap on the thrown value) with
+// no bound, outside the run.
 func (r *run) classify(err error) *Error {
-	if reason := r.reason.Load(); reason != nil {
+	reason := r.reason.Load()
+	switch x := err.(type) {
+	case *goja.InterruptedError:
+		if reason != nil {
+			e := *reason
+			e.Stack = x.String()
+			return &e
+		}
+		return errorf(KindInternal, "interrupted: %v", x.Value())
+	case *goja.StackOverflowError:
+		return &Error{Kind: KindStack, Message: fmt.Sprintf("the call stack grew past %d frames: look for runaway recursion", r.lim.MaxCallDepth), Stack: x.String()}
+	case *goja.Exception:
+		return r.thrown(x.Value(), x.Stack())
+	case *Error:
+		if reason != nil && x == reason {
+			e := *reason
+			return &e
+		}
+		return x
+	}
+	if reason != nil {
 		var ie *goja.InterruptedError
 		if errors.As(err, &ie) || errors.Is(err, reason) {
 			e := *reason
@@ -752,10 +826,6 @@ func (r *run) classify(err error) *Error {
 	if errors.As(err, &so) {
 		return &Error{Kind: KindStack, Message: fmt.Sprintf("the call stack grew past %d frames: look for runaway recursion", r.lim.MaxCallDepth), Stack: so.String()}
 	}
-	var ex *goja.Exception
-	if errors.As(err, &ex) {
-		return r.thrown(ex.Value(), ex.String())
-	}
 	var ie *goja.InterruptedError
 	if errors.As(err, &ie) {
 		return errorf(KindInternal, "interrupted: %v", ie.Value())
@@ -767,31 +837,159 @@ func (r *run) classify(err error) *Error {
 	return errorf(KindInternal, "%v", err)
 }
 
+// maxThrownText bounds the message and the stack of a thrown value as
+// reported: a tool can throw a string of hundreds of megabytes.
+const maxThrownText = 64 << 10
+
 // thrown describes a value the tool threw (or rejected with) and did not
-// catch: "Name: message", the driver code if it has one, and the stack.
-func (r *run) thrown(v goja.Value, stack string) *Error {
-	out := &Error{Kind: KindException, Message: "undefined", Stack: stack}
+// catch: "Name: message", the driver code if it has one, and the stack
+// (frames, when the runtime captured them, else the value's own stack).
+//
+// Reading name, message, code or stack may run the tool's code (getters,
+// toString, Proxy traps): each read is bounded (see safely), and a read
+// that throws, loops or overflows is reported as part of the tool's error.
+func (r *run) thrown(v goja.Value, frames []goja.StackFrame) *Error {
+	out := &Error{Kind: KindException, Message: "undefined"}
+	defer func() {
+		out.Message = clip(out.Message, maxThrownText)
+		out.Stack = clip(out.Stack, maxThrownText)
+	}()
+	withFrames := func() {
+		if len(frames) > 0 {
+			var b strings.Builder
+			b.WriteString(out.Message)
+			b.WriteByte('\n')
+			for _, f := range frames {
+				var fb bytes.Buffer
+				f.Write(&fb)
+				b.WriteString("\tat ")
+				b.Write(fb.Bytes())
+				b.WriteByte('\n')
+			}
+			out.Stack = b.String()
+		}
+	}
 	if v == nil {
+		withFrames()
 		return out
 	}
-	out.Message = v.String()
 	obj, ok := v.(*goja.Object)
 	if !ok {
-		out.Message = "the tool threw a non-Error value: " + r.format(v)
+		s := v.String() // a primitive: no tool code runs
+		if err := r.safely(func() { s = r.format(v) }); err != nil {
+			s = v.String()
+		}
+		out.Message = "the tool threw a non-Error value: " + s
+		withFrames()
 		return out
 	}
-	str := func(name string) string {
-		if x := obj.Get(name); x != nil && !goja.IsUndefined(x) && !goja.IsNull(x) {
-			return x.String()
-		}
-		return ""
+	str := func(name string) (string, error) {
+		var s string
+		err := r.safely(func() {
+			if x := obj.Get(name); x != nil && !goja.IsUndefined(x) && !goja.IsNull(x) {
+				s = x.String()
+			}
+		})
+		return s, err
 	}
-	if m := str("message"); m != "" || str("name") != "" {
-		out.Message = strings.TrimPrefix(str("name")+": "+m, ": ")
+	name, err := str("name")
+	if err != nil {
+		out.Message = fmt.Sprintf("the tool threw %s whose name could not be read: %v", plain(v), err)
+		withFrames()
+		return out
 	}
-	out.Code = str("code")
-	if st := str("stack"); st != "" && (stack == "" || !strings.Contains(stack, "at ")) {
+	msg, err := str("message")
+	if err != nil {
+		out.Message = fmt.Sprintf("the tool threw %s whose message could not be read: %v", plain(v), err)
+		withFrames()
+		return out
+	}
+	if msg != "" || name != "" {
+		out.Message = strings.TrimPrefix(name+": "+msg, ": ")
+	} else if err := r.safely(func() { out.Message = v.String() }); err != nil {
+		out.Message = fmt.Sprintf("the tool threw %s that could not be turned into text: %v", plain(v), err)
+	}
+	withFrames()
+	out.Code, _ = str("code")
+	if st, err := str("stack"); err == nil && st != "" && (out.Stack == "" || !strings.Contains(out.Stack, "at ")) {
 		out.Stack = st
 	}
 	return out
+}
+
+// describeBudget bounds the tool code that describing a thrown value may run
+// (a getter on message, a toString). IMPORTANT: the run's own deadline may
+// have passed already, so nothing else would stop a getter that loops.
+const describeBudget = 250 * time.Millisecond
+
+// errDescribeBudget interrupts the tool code run by safely.
+var errDescribeBudget = fmt.Errorf("it ran longer than %v and was stopped", describeBudget)
+
+// safely runs f, which may run the tool's code, for at most describeBudget.
+// A throw, an interrupt or a stack overflow in it is returned as an error
+// whose text runs no tool code.
+func (r *run) safely(f func()) (err error) {
+	fired := make(chan struct{})
+	t := time.AfterFunc(describeBudget, func() {
+		r.vm.Interrupt(errDescribeBudget)
+		close(fired)
+	})
+	defer func() {
+		if !t.Stop() {
+			<-fired
+			r.vm.ClearInterrupt() // had it not reached the tool's code, it must not stop the next read
+		}
+	}()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s", describePanic(p))
+		}
+	}()
+	if ex := r.vm.Try(f); ex != nil {
+		return fmt.Errorf("it threw %s", plain(ex.Value()))
+	}
+	return nil
+}
+
+// describePanic describes what a goja call panicked with without running
+// any tool code (never Exception.Error, which calls the value's toString).
+func describePanic(p any) string {
+	switch x := p.(type) {
+	case *goja.InterruptedError:
+		if e, ok := x.Value().(error); ok {
+			return e.Error()
+		}
+		return "it was interrupted"
+	case *goja.StackOverflowError:
+		return "it overflowed the call stack"
+	case *goja.Exception:
+		return "it threw " + plain(x.Value())
+	case *Error:
+		return x.Error()
+	case goja.Value:
+		return "it threw " + plain(x)
+	case error:
+		return x.Error()
+	}
+	return fmt.Sprint(p)
+}
+
+// plain names v without running any tool code: a primitive as its text, an
+// object by its class.
+func plain(v goja.Value) string {
+	if v == nil {
+		return "undefined"
+	}
+	if o, ok := v.(*goja.Object); ok {
+		return "an object of class " + o.ClassName()
+	}
+	return clip(v.String(), 200)
+}
+
+// clip cuts s to at most n bytes, saying how much was left out.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", strings.ToValidUTF8(s[:n], ""), len(s)-n)
 }

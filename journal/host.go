@@ -1,0 +1,90 @@
+package journal
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+)
+
+// Host says where a run executes and whether its host stopped it. It is
+// recorded (committed) before the run's tool starts, so that after a crash
+// recovery can tell a run whose host died under it (possibly killed by the
+// tool itself, when it ran in-process) from one its host cancelled.
+type Host struct {
+	// Isolation is where the run's tool executes: "process" (a sandbox
+	// worker) or "inprocess" (the host's own process); empty for runs that
+	// are not tool runs, or were recorded before agentos kept it.
+	Isolation string `json:"isolation,omitempty"`
+	// PID and Boot identify the host process: its pid and the machine's
+	// boot id (a pid is reused after a reboot).
+	PID  int    `json:"host_pid,omitempty"`
+	Boot string `json:"host_boot,omitempty"`
+	// Interrupted is set when the host itself stopped the run and survived
+	// (a shutdown): the run is left resumable and did not harm its host.
+	Interrupted string `json:"interrupted,omitempty"`
+	// Quarantine is why the run was quarantined: its host died while it ran
+	// in-process. It stays set when the run is resumed: IMPORTANT: such a
+	// run MUST never run in-process again.
+	Quarantine string `json:"quarantine,omitempty"`
+}
+
+// stamp records this process as the host.
+func (h *Host) stamp() {
+	h.PID, h.Boot = os.Getpid(), BootID()
+}
+
+// Current reports whether h is this very process: a run it hosts is in
+// flight here, not left over by a crash.
+func (h Host) Current() bool {
+	return h.PID == os.Getpid() && h.Boot == BootID()
+}
+
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
+
+// BootID returns the machine's boot id ("" where the system does not say).
+func BootID() string { return bootID() }
+
+// Interrupt records, committed before it returns, that the run's host
+// stopped it and lives on (why, e.g. "cancelled: shutdown"). The run stays
+// "running", resumable.
+func (r *Run) Interrupt(why string) error {
+	if why == "" {
+		why = "interrupted"
+	}
+	r.meta.Interrupted = why
+	return r.j.putMeta(r.meta)
+}
+
+// Rehost records, committed before it returns, that this process is about
+// to resume the run with the given isolation: its status is "running"
+// again and a crash from now on is this process's. A quarantined run keeps
+// its Quarantine reason.
+func (r *Run) Rehost(isolation string) error {
+	r.meta.Status = StatusRunning
+	r.meta.Isolation = isolation
+	r.meta.Interrupted = ""
+	r.meta.Host.stamp()
+	return r.j.putMeta(r.meta)
+}
+
+// Quarantine sets run id aside with the reason, committed before it
+// returns: its host died while it ran in-process, so it is not resumed
+// automatically (Unfinished no longer lists it).
+func (j *Journal) Quarantine(id, reason string) error {
+	m, err := j.Get(id)
+	if err != nil {
+		return err
+	}
+	if m.Status != StatusRunning {
+		return fmt.Errorf("journal: run %s is %s, not running: only an unfinished run can be quarantined", m.ID, m.Status)
+	}
+	m.Status, m.Quarantine, m.Reason = StatusQuarantined, reason, reason
+	return j.putMeta(m)
+}
