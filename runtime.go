@@ -164,10 +164,19 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	}
 	rt.startRetention()
 	quota, _ := limits("", "quota", cfg.Quota)
-	if rt.ledger, err = capability.OpenLedger(filepath.Join(root, QuotaFile)); err != nil {
-		return rt, err
+	agentQuota, _ := limits("", "agent.quota", cfg.Agent.Quota)
+	// The ledger is opened only when a spending limit is configured: it is
+	// held by one runtime at a time, and runtimes with nothing to count
+	// (the default) must not queue behind each other on one root.
+	var kopts kernel.Options
+	if capability.HasCumulative(quota) || capability.HasCumulative(agentQuota) {
+		if rt.ledger, err = capability.OpenLedger(filepath.Join(root, QuotaFile)); err != nil {
+			return rt, err
+		}
+		kopts.Ledger = rt.ledger
 	}
-	k, err := kernel.New(kernel.Options{Quota: quota, Logger: rt.log, Ledger: rt.ledger})
+	kopts.Quota, kopts.Logger = quota, rt.log
+	k, err := kernel.New(kopts)
 	if err != nil {
 		return rt, err
 	}
@@ -191,7 +200,6 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	}); err != nil {
 		return rt, err
 	}
-	agentQuota, _ := limits("", "agent.quota", cfg.Agent.Quota)
 	if rt.agent, err = k.Spawn(serveForever, kernel.SpawnOptions{Name: "agent", Image: "default", Grants: cfg.DefaultGrants(), Quota: agentQuota}); err != nil {
 		return rt, err
 	}
