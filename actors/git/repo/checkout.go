@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -126,14 +125,4 @@ func (r *Repo) warnUpstreamPath(p string) {
 		return
 	}
 	r.log.Warn("git: skipping an unsafe or node-local path from the upstream tree", slog.String("path", p))
-}
-
-// refusedPaths lists the refused paths (for logs).
-func (r *Repo) refusedPaths() []string {
-	ps := make([]string, 0, len(r.refused))
-	for p := range r.refused {
-		ps = append(ps, p)
-	}
-	sort.Strings(ps)
-	return ps
 }

@@ -119,13 +119,6 @@ func (s *store) reopen(gitDir string) error {
 	return err
 }
 
-// pending says how many objects wait for flush.
-func (s *store) pending() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.mem)
-}
-
 // flush writes the in-memory objects to disk as one pack.
 func (s *store) flush() error {
 	s.mu.Lock()
