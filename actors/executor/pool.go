@@ -68,7 +68,7 @@ type worker struct {
 
 	mu     sync.Mutex
 	reason string // why the parent killed it, if it did
-	peak   int64  // its peak RSS when killed for a run that did not stop
+	rss    int64  // its resident memory when killed for a run that did not stop
 	wmu    sync.Mutex
 }
 
@@ -93,25 +93,28 @@ func (w *worker) kill(reason string) {
 		return
 	}
 	if first && (reason == "timeout" || reason == "limit") {
-		// Its memory at the moment a stuck run is killed tells a memory
-		// bomb (a native loop growing an array) from a slow computation.
-		peak := peakRSS(w.cmd.Process.Pid)
+		// What it holds when a stuck run is killed tells a memory bomb (a
+		// native loop growing an array past the limit) from a slow
+		// computation. A worker's Go runtime has a soft memory limit equal
+		// to the run's limit and returns memory to the system to stay
+		// under it: resident memory over the limit is live data over it.
+		rss := residentBytes(w.cmd.Process.Pid)
 		w.mu.Lock()
-		w.peak = peak
+		w.rss = rss
 		w.mu.Unlock()
 	}
 	_ = w.cmd.Process.Kill()
 }
 
-// peakRSS returns the peak resident set size of process pid in bytes
-// (VmHWM), or 0 when it cannot be read.
-func peakRSS(pid int) int64 {
+// residentBytes returns the resident set size of process pid in bytes
+// (VmRSS), or 0 when it cannot be read.
+func residentBytes(pid int) int64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			if err != nil {
 				return 0
@@ -122,12 +125,12 @@ func peakRSS(pid int) int64 {
 	return 0
 }
 
-// peakAtKill is the worker's peak RSS when the parent killed it for a run
-// that did not stop (0 if unknown).
-func (w *worker) peakAtKill() int64 {
+// rssAtKill is the worker's resident memory when the parent killed it for
+// a run that did not stop (0 if unknown).
+func (w *worker) rssAtKill() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.peak
+	return w.rss
 }
 
 func (w *worker) killReason() string {
@@ -324,7 +327,10 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 				continue
 			}
 			smu.Lock()
-			if stopped == nil {
+			// The first reason wins, but memory wins over a deadline: a
+			// run stopped at its deadline whose native built-in then kept
+			// allocating past the limit is a memory bomb.
+			if stopped == nil || f.Stop.Kind == sandbox.KindMemory && stopped.Kind != sandbox.KindMemory {
 				stopped = f.Stop
 			}
 			smu.Unlock()
@@ -373,24 +379,27 @@ func (p *pool) death(w *worker, job sandbox.Job, said *Error) *Error {
 	<-w.exited
 	stderr := w.stderr.String()
 	ignored := fmt.Sprintf("; it did not stop within %v of being interrupted (a native built-in such as JSON.stringify, sort or a huge array operation was still running), so its worker was killed", p.opts.KillGrace)
-	peak := w.peakAtKill()
+	rss := w.rssAtKill()
 	switch reason := w.killReason(); {
-	case (reason == "timeout" || reason == "limit") && (said == nil || said.Kind == sandbox.KindTimeout) && peak > job.Limits.MemoryBytes:
+	case (reason == "timeout" || reason == "limit") && (said == nil || said.Kind == sandbox.KindTimeout) && rss > job.Limits.MemoryBytes:
 		// Stopped at its deadline while a native built-in kept allocating:
 		// a memory bomb that had not yet tripped the heap watchdog.
-		return &Error{Kind: sandbox.KindMemory, Message: fmt.Sprintf("the tool exceeded its %d-byte memory limit (its worker process grew to %d bytes) while a native built-in that ignores interrupts was running, so its worker was killed; allocate less (e.g. no huge arrays or strings)", job.Limits.MemoryBytes, peak)}
+		return &Error{Kind: sandbox.KindMemory, Message: fmt.Sprintf("the tool exceeded its %d-byte memory limit (its worker process held %d bytes when it was killed) while a native built-in that ignores interrupts was still running past its %v deadline; allocate less (e.g. no huge arrays or strings)", job.Limits.MemoryBytes, rss, job.Limits.Timeout)}
 	case (reason == "timeout" || reason == "limit") && said != nil:
 		// The worker said why it was stopping (its memory limit, its
 		// deadline, its output limit): that is the run's failure.
 		e := *said
 		e.Message += ignored
+		if said.Kind == sandbox.KindTimeout && rss > 0 {
+			e.Message += fmt.Sprintf(" (it held %d of its %d bytes of memory)", rss, job.Limits.MemoryBytes)
+		}
 		return &e
 	case reason == "timeout" || reason == "limit":
-		grew := ""
-		if peak > 0 {
-			grew = fmt.Sprintf(" (it had grown to %d of its %d bytes of memory)", peak, job.Limits.MemoryBytes)
+		held := ""
+		if rss > 0 {
+			held = fmt.Sprintf(" (it held %d of its %d bytes of memory)", rss, job.Limits.MemoryBytes)
 		}
-		return &Error{Kind: sandbox.KindTimeout, Message: fmt.Sprintf("the tool ran longer than its %v limit and was stopped", job.Limits.Timeout) + ignored + grew + "; look for huge inputs or an endless loop"}
+		return &Error{Kind: sandbox.KindTimeout, Message: fmt.Sprintf("the tool ran longer than its %v limit and was stopped", job.Limits.Timeout) + ignored + held + "; look for huge inputs or an endless loop"}
 	case reason == "cancelled":
 		return &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled by its caller and its worker stopped"}
 	case w.cmd.ProcessState != nil && w.cmd.ProcessState.ExitCode() == exitConfine:

@@ -382,8 +382,10 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 // unwound: a worker tells its parent, which then knows why the run is ending
 // even if a native built-in that ignores the interrupt keeps it from ending.
 type Aborter interface {
-	// Aborted is called once, from any goroutine, with the reason the run
-	// is being stopped. It MUST NOT block for long.
+	// Aborted is called, from any goroutine, with the reason the run is
+	// being stopped; a second time, with a memory_limit reason, if a run
+	// stopped for another reason then grows past its memory limit (a native
+	// built-in ignoring the interrupt). It MUST NOT block for long.
 	Aborted(reason *Error)
 }
 
@@ -744,12 +746,21 @@ func (r *run) watchMemory(shared bool) (stop func()) {
 			select {
 			case <-done:
 				return
-			case <-r.stop:
-				return
 			case <-t.C:
 				objects, live := read()
 				if objects-baseObjects > r.lim.MemoryBytes && live-baseLive > r.lim.MemoryBytes {
-					r.abort(errorf(KindMemory, "the run's heap grew to %d bytes (%d live), over its %d-byte memory limit", objects-baseObjects, live-baseLive, r.lim.MemoryBytes))
+					over := errorf(KindMemory, "the run's heap grew to %d bytes (%d live), over its %d-byte memory limit", objects-baseObjects, live-baseLive, r.lim.MemoryBytes)
+					if r.reason.Load() == nil {
+						r.abort(over)
+						return
+					}
+					// Stopped already (its deadline), but a native built-in
+					// that ignores the interrupt is still allocating: a
+					// memory bomb. The Bridge hears of it (a worker's parent
+					// then reports memory_limit, not timeout).
+					if a, ok := r.br.(Aborter); ok && r.reason.Load().Kind != KindMemory {
+						a.Aborted(over)
+					}
 					return
 				}
 			}
