@@ -322,3 +322,34 @@ func TestOpenDuringCompaction(t *testing.T) {
 		t.Fatalf("a run recorded by a journal opened during the compaction is lost: %v", err)
 	}
 }
+
+// A quarantined run waits for 'agentos recover --run': retention never
+// deletes it, however old, however many runs follow it.
+func TestPruneKeepsQuarantinedRuns(t *testing.T) {
+	clk := newClock()
+	j, err := Open(filepath.Join(t.TempDir(), "journal.db"), Options{Durability: NoSync, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	q := mustBegin(t, j, RunMeta{Kind: "exec", Tool: "tools/bomb.ts"})
+	if err := j.Quarantine(q.ID(), "its host died while it ran in-process"); err != nil {
+		t.Fatal(err)
+	}
+	done := mustBegin(t, j, RunMeta{Kind: "exec", Tool: "tools/ok.ts"})
+	done.End(StatusOK, nil, nil)
+	clk.mu.Lock()
+	clk.t = clk.t.Add(1000 * time.Hour)
+	clk.mu.Unlock()
+	for _, opts := range []PruneOptions{{OlderThan: time.Hour}, {KeepRuns: 0, KeepBytes: 1}, {KeepRuns: 1, OlderThan: time.Minute}} {
+		if _, err := j.Prune(opts); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := j.Get(q.ID()); err != nil || m.Status != StatusQuarantined {
+			t.Fatalf("prune %+v: the quarantined run is gone or changed: %+v %v", opts, m, err)
+		}
+	}
+	if _, err := j.Get(done.ID()); !errors.Is(err, ErrNoRun) {
+		t.Errorf("the old finished run was kept: %v", err)
+	}
+}

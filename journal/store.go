@@ -248,13 +248,20 @@ func (j *Journal) Prune(opts PruneOptions) (PruneReport, error) {
 	return rep, err
 }
 
+// ended reports whether a run with status may be pruned: a run still
+// running, or quarantined (waiting for 'agentos recover --run'), is never
+// deleted.
+func ended(status string) bool {
+	return status != StatusRunning && status != StatusQuarantined
+}
+
 // selectRuns returns the ids of the finished runs that age or count select.
 func selectRuns(runs []RunMeta, opts PruneOptions, now time.Time) map[string]bool {
 	out := map[string]bool{}
 	finished := 0
 	for i := len(runs) - 1; i >= 0; i-- { // newest first
 		r := runs[i]
-		if r.Status == StatusRunning {
+		if !ended(r.Status) {
 			continue
 		}
 		finished++
@@ -353,7 +360,7 @@ func (j *Journal) prune(tx *bolt.Tx, opts PruneOptions, now time.Time, rep *Prun
 			if total <= opts.KeepBytes {
 				break
 			}
-			if !r.deleted && r.meta.Status != StatusRunning {
+			if !r.deleted && ended(r.meta.Status) {
 				drop(r)
 			}
 		}
