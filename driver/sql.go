@@ -335,7 +335,7 @@ func errTooBig() *Error {
 }
 
 func errMultipleStatements() *Error {
-	return Errorf(CodeSecurity, "exec_sql runs one statement per call; split the text into one call per statement (they share the run's transaction)")
+	return Errorf(CodeSecurity, "one statement per call: split the text into one call per statement (they share the run's transaction)")
 }
 
 // returnsRows tells a query from a statement by its first keyword.

@@ -128,7 +128,7 @@ func TestSQLitePolicy(t *testing.T) {
 		{"SELECT count(*) FROM dbstat", "dbstat is not available to tools"},
 		{"CREATE VIRTUAL TABLE pages USING dbstat", "USING dbstat is not allowed"},
 		{"INSERT INTO sqlite_master VALUES ('table', 'x', 'x', 0, 'CREATE TABLE x(y)')", "may not be modified"},
-		{"SELECT 1; DROP TABLE t", "exec_sql runs one statement per call; split"},
+		{"SELECT 1; DROP TABLE t", "exec_sql: one statement per call: split"},
 		{"INSERT INTO t VALUES ('bad'); SELECT 1", "one statement per call"},
 		{"SELECT ';'; DROP TABLE t", "one statement per call"},
 		{"CREATE TRIGGER t_ins AFTER INSERT ON t BEGIN DELETE FROM t; END; DROP TABLE t", "one statement per call"},

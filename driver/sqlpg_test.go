@@ -96,7 +96,7 @@ func TestPostgresPolicy(t *testing.T) {
 		params []any
 		want   string
 	}{
-		{"SELECT 1; DROP TABLE t", nil, "exec_sql runs one statement per call; split"},
+		{"SELECT 1; DROP TABLE t", nil, "exec_sql: one statement per call: split"},
 		{"SELECT $1::int; DROP TABLE t", []any{int64(1)}, "one statement per call"},
 		{"INSERT INTO t VALUES ('bad'); SELECT 1", nil, "one statement per call"},
 		{"BEGIN", nil, "transaction control is not allowed"},
