@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
@@ -314,7 +315,16 @@ func resumeRun(ctx context.Context, ex *executor.Executor, j *journal.Journal, r
 	if err := rec.Run().Rehost(string(ex.Options().Isolation)); err != nil {
 		return err
 	}
-	rep.Result = ex.Exec(ctx, executor.Request{Path: meta.Tool, Args: meta.Args, Source: src, Middleware: []driver.Middleware{rec.Middleware()}})
+	req := executor.Request{Path: meta.Tool, Args: meta.Args, Source: src, Middleware: []driver.Middleware{rec.Middleware()}}
+	if meta.Caller != nil {
+		// IMPORTANT: the resumed run holds exactly the rights its caller
+		// held, as the original run did; only a run no process made (the
+		// operator's) runs without a caller restriction.
+		rights, checks := kernel.CallerRights(*meta.Caller)
+		req.Rights, req.Caller = rights, meta.Caller
+		req.Middleware = append(req.Middleware, checks)
+	}
+	rep.Result = ex.Exec(ctx, req)
 	if rep.Result.Error != nil && errors.Is(rep.Result.Error, executor.ErrCancelled) {
 		_ = rec.Run().Interrupt("cancelled: " + rep.Result.Error.Message) // interrupted again: still resumable
 		return nil

@@ -373,3 +373,68 @@ export default async function (): Promise<void> {
 		t.Fatalf("the attempt does not say the test was refused: %s %v", out, err)
 	}
 }
+
+// A run interrupted while its caller held narrow rights is resumed, after a
+// restart, with exactly those rights: before, recovery ran the rest of the
+// run with no caller restriction, so a tool whose caller could read only
+// tools/pub/ read tools/priv/ once resumed.
+func TestResumedRunKeepsItsCallersRights(t *testing.T) {
+	root := t.TempDir()
+	for p, content := range map[string]string{
+		"tools/priv/secret.txt": "PRIV-SECRET",
+		"tools/pub/wait.ts": `/** Waits for go.txt, then reads a file its caller may not read. */
+export default async function (): Promise<string> {
+  while (true) {
+    const f: string[] = await tgp.list_files("tools/pub");
+    if (f.includes("tools/pub/go.txt")) { break; }
+  }
+  return await tgp.read_file("tools/priv/secret.txt");
+}
+`,
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := agentos.Config{Root: root, Logger: quiet,
+		Limits: agentos.LimitsConfig{Timeout: agentos.Duration(time.Minute)},
+		Agent: agentos.AgentConfig{Grants: []capability.Grant{
+			{Right: capability.Read, Scope: "tools/pub/"}, {Right: capability.Exec, Scope: "tools/pub/"},
+		}}}
+	rt, err := agentos.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"tools/pub/wait.ts"}`))
+		done <- err
+	}()
+	waitFor(t, func() bool { runs, _ := rt.Journal().Unfinished(); return len(runs) == 1 })
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if err := os.WriteFile(filepath.Join(root, "tools", "pub", "go.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rt2 := start(t, cfg)
+	rec := rt2.Recovered()
+	if len(rec) != 1 || !rec[0].Resumed {
+		runs, _ := rt2.Journal().Runs()
+		t.Fatalf("recovered = %+v; runs %+v", rec, runs)
+	}
+	res := rec[0].Result
+	if res.Success || strings.Contains(string(res.Result), "PRIV-SECRET") {
+		t.Fatalf("the resumed run read tools/priv/secret.txt, which its caller may not read: %s", res.Result)
+	}
+	if res.Error == nil || res.Error.Code != "security" || !strings.Contains(res.Error.Message, "tools/priv/secret.txt") {
+		t.Fatalf("the refusal should be a security error naming the path: %+v", res.Error)
+	}
+	if c := rec[0].Run.Caller; c == nil || c.Process != "agent" || len(c.Grants) != 2 {
+		t.Errorf("the run's caller is not recorded: %+v", c)
+	}
+}

@@ -45,6 +45,18 @@ func (g Grant) covers(r Right, resource string) bool {
 	return g.Right == r && scopeCovers(g.Scope, resource)
 }
 
+// GrantsCover reports whether any of grants gives r on resource: the check a
+// token's grants make, for grants kept without their token (a journaled
+// run's caller, see journal.Caller).
+func GrantsCover(grants []Grant, r Right, resource string) bool {
+	for _, g := range grants {
+		if g.covers(r, resource) {
+			return true
+		}
+	}
+	return false
+}
+
 func scopeCovers(scope, resource string) bool {
 	switch {
 	case scope == "":

@@ -17,6 +17,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 )
 
@@ -92,8 +93,20 @@ type RunMeta struct {
 	ArgsRedacted bool `json:"args_redacted,omitempty"`
 	// ReplayOf names the run this one replayed or recovered, if any.
 	ReplayOf string `json:"replay_of,omitempty"`
+	// Caller is the process the run was made for, with the rights it held
+	// then; nil for a run no process made (agentos exec, the operator's).
+	// IMPORTANT: recovery MUST resume a run with a Caller under those
+	// rights, as the original run was.
+	Caller *Caller `json:"caller,omitempty"`
 	// Host is the process that last ran (or resumed) the run; see host.go.
 	Host
+}
+
+// Caller is who a run was made for: a kernel process's name (or pid) and
+// the grants of its capability token when the run began.
+type Caller struct {
+	Process string             `json:"process"`
+	Grants  []capability.Grant `json:"grants"`
 }
 
 // Duration is how long the run took (0 while it runs).

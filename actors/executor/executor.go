@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -45,6 +46,9 @@ type Request struct {
 	// kernel's check). nil means no caller restriction (the operator's own
 	// runs: agentos exec, replay).
 	Rights vfs.Rights
+	// Caller, when set, is journaled with the run (journal.RunMeta.Caller)
+	// so that recovery resumes it under the same rights as Rights.
+	Caller *journal.Caller
 }
 
 // Caller is who runs started under a context execute for: the rights and

@@ -18,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/internal/clip"
+	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -583,7 +584,7 @@ func (n *Node) execTool(ctx context.Context, p *Process, args json.RawMessage) (
 	defer cancel()
 	stop := context.AfterFunc(p.ctx, cancel) // the process ends: its runs end
 	defer stop()
-	req := executor.Request{Path: path, Args: a.Args, Limits: lim, Middleware: []driver.Middleware{driverRights(p)}, Rights: procRights{p}}
+	req := executor.Request{Path: path, Args: a.Args, Limits: lim, Middleware: []driver.Middleware{driverRights(p)}, Rights: procRights{p}, Caller: p.caller()}
 	wait := lim.Timeout + n.opts.Executor.Options().KillGrace + time.Minute
 	res, err := n.ask(ctx, n.exec, &executor.Run{Ctx: runCtx, Request: req, Record: true}, wait)
 	if err != nil {
@@ -639,7 +640,51 @@ func (p *Process) covers(right capability.Right, resource string) bool {
 // (procRights) on top of its own rules (the jail, /lib, /tmp, write_dirs). A
 // refusal is the call's error, which the tool sees, and is journaled like
 // any answer.
-func driverRights(p *Process) driver.Middleware {
+func driverRights(p *Process) driver.Middleware { return checkDrivers(p.Check) }
+
+// caller is p as a journaled run records it: name (or pid) and grants.
+func (p *Process) caller() *journal.Caller {
+	c := &journal.Caller{Process: p.Name(), Grants: []capability.Grant{}}
+	if c.Process == "" {
+		c.Process = fmt.Sprint(p.PID())
+	}
+	if t, ok := p.Token(); ok {
+		c.Grants = t.Grants
+	}
+	return c
+}
+
+// CallerRights returns the rights of a journaled run's caller, for runs
+// made again without their process (recovery after a crash): the sandbox's
+// file rights and the driver checks (fetch, sql, llm) that exec_tool gave
+// the original run, from the grants the caller held when it began.
+func CallerRights(c journal.Caller) (vfs.Rights, driver.Middleware) {
+	g := grantRights{c}
+	return g, checkDrivers(g.check)
+}
+
+// grantRights checks rights against a recorded caller's grants.
+type grantRights struct{ c journal.Caller }
+
+func (g grantRights) check(right capability.Right, resource string) error {
+	if capability.GrantsCover(g.c.Grants, right, resource) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (whose run this is) held no %q right on %q", capability.ErrDenied, g.c.Process, right, resource)
+}
+
+// Allow implements vfs.Rights.
+func (g grantRights) Allow(a vfs.Access, path string) error {
+	return g.check(capability.Right(a), path)
+}
+
+// Covers implements vfs.Rights.
+func (g grantRights) Covers(a vfs.Access, path string) bool {
+	return capability.GrantsCover(g.c.Grants, capability.Right(a), path)
+}
+
+// checkDrivers is the driver half of a caller's rights: check decides.
+func checkDrivers(check func(capability.Right, string) error) driver.Middleware {
 	return func(next driver.Host) driver.Host {
 		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
 			var right capability.Right
@@ -667,7 +712,7 @@ func driverRights(p *Process) driver.Middleware {
 			default:
 				return next.Do(ctx, c)
 			}
-			if err := p.Check(right, resource); err != nil {
+			if err := check(right, resource); err != nil {
 				return nil, driver.Errorf(driver.CodeSecurity, "%s.%s refused: %v", c.Driver, c.Op, err)
 			}
 			return next.Do(ctx, c)
