@@ -76,22 +76,12 @@ func TestConcurrentWritesThroughANode(t *testing.T) {
 	const writers = 4
 	bare := upstream(t)
 	rt, dir := gitRoot(t, bare)
-	var mu sync.Mutex
-	acked := map[string]string{}
+	acked := &acks{m: map[string]string{}}
 	for r := range stressRounds() {
 		var wg sync.WaitGroup
 		for w := range writers {
 			wg.Go(func() {
-				p := fmt.Sprintf("tools/w%d/r%d.ts", w, r)
-				content := stressTool(w, r)
-				args, _ := json.Marshal(map[string]string{"path": p, "content": content})
-				if _, err := rt.Call(context.Background(), "write_file", args); err != nil {
-					t.Errorf("write_file %s: %v", p, err)
-					return
-				}
-				mu.Lock()
-				acked[p] = content
-				mu.Unlock()
+				acked.write(t, rt, w, r)
 			})
 		}
 		wg.Wait()
@@ -102,7 +92,7 @@ func TestConcurrentWritesThroughANode(t *testing.T) {
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	checkStress(t, bare, []string{dir}, acked)
+	checkStress(t, bare, []string{dir}, acked.m)
 }
 
 // TestConcurrentRuntimesOnOneRoot is the same load without a node: 4
@@ -122,8 +112,7 @@ func TestConcurrentRuntimesOnOneRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	base.Root, base.Isolation = dir, "inprocess"
-	var mu sync.Mutex
-	acked := map[string]string{}
+	acked := &acks{m: map[string]string{}}
 	rounds := stressRounds()
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -155,21 +144,36 @@ func TestConcurrentRuntimesOnOneRoot(t *testing.T) {
 						return
 					}
 				}
-				p := fmt.Sprintf("tools/w%d/r%d.ts", w, r)
-				content := stressTool(w, r)
-				args, _ := json.Marshal(map[string]string{"path": p, "content": content})
-				if _, err := rt.Call(context.Background(), "write_file", args); err != nil {
-					t.Errorf("write_file %s: %v", p, err)
+				if !acked.write(t, rt, w, r) {
 					return
 				}
-				mu.Lock()
-				acked[p] = content
-				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	checkStress(t, bare, []string{dir}, acked)
+	checkStress(t, bare, []string{dir}, acked.m)
+}
+
+// acks are the writes a runtime acknowledged: each MUST end up upstream.
+type acks struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// write makes writer w's round-r write through rt and records it once
+// acknowledged; false when it failed (the test is marked failed).
+func (a *acks) write(t *testing.T, rt *agentos.Runtime, w, r int) bool {
+	p := fmt.Sprintf("tools/w%d/r%d.ts", w, r)
+	content := stressTool(w, r)
+	args, _ := json.Marshal(map[string]string{"path": p, "content": content})
+	if _, err := rt.Call(context.Background(), "write_file", args); err != nil {
+		t.Errorf("write_file %s: %v", p, err)
+		return false
+	}
+	a.mu.Lock()
+	a.m[p] = content
+	a.mu.Unlock()
+	return true
 }
 
 // lockedBuffer is a goroutine-safe log sink.

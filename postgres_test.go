@@ -3,12 +3,10 @@ package agentos_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentos-run/agentos"
@@ -62,8 +60,8 @@ export default async function (): Promise<void> {
 func TestPostgresToolGuards(t *testing.T) {
 	dsn := startPostgres(t)
 	t.Setenv("TEST_PG_DSN", dsn)
-	var logs strings.Builder
-	cfg := agentos.Config{Root: t.TempDir(), Isolation: "inprocess", Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil)), SQL: agentos.SQLConfig{PostgresDSNEnv: "TEST_PG_DSN"}}
+	var logs lockedBuffer
+	cfg := agentos.Config{Root: t.TempDir(), Isolation: "inprocess", Logger: slog.New(slog.NewTextHandler(&logs, nil)), SQL: agentos.SQLConfig{PostgresDSNEnv: "TEST_PG_DSN"}}
 	rt, err := agentos.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -175,17 +173,4 @@ func serverWritableDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-// syncWriter serializes writes to w (a handler may log from several
-// goroutines).
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
