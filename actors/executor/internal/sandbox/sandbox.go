@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentos-run/agentos/internal/clip"
 	"github.com/dlclark/regexp2/v2"
 	"github.com/dop251/goja"
 
@@ -862,8 +863,8 @@ const maxThrownText = 64 << 10
 func (r *run) thrown(v goja.Value, frames []goja.StackFrame) *Error {
 	out := &Error{Kind: KindException, Message: "undefined"}
 	defer func() {
-		out.Message = clip(out.Message, maxThrownText)
-		out.Stack = clip(out.Stack, maxThrownText)
+		out.Message = clip.N(out.Message, maxThrownText)
+		out.Stack = clip.N(out.Stack, maxThrownText)
 	}()
 	withFrames := func() {
 		if len(frames) > 0 {
@@ -994,13 +995,5 @@ func plain(v goja.Value) string {
 	if o, ok := v.(*goja.Object); ok {
 		return "an object of class " + o.ClassName()
 	}
-	return clip(v.String(), 200)
-}
-
-// clip cuts s to at most n bytes, saying how much was left out.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return fmt.Sprintf("%s… (%d more bytes)", strings.ToValidUTF8(s[:n], ""), len(s)-n)
+	return clip.N(v.String(), 200)
 }
