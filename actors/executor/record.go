@@ -51,6 +51,7 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 	}
 	req.Middleware = append([]driver.Middleware{run.Middleware()}, req.Middleware...)
 	res, panicked = ex.exec(ctx, req)
+	res = cancelledUnder(ctx, res)
 	if res.Error != nil && errors.Is(res.Error, ErrCancelled) {
 		// The host stopped the run and lives on: resumable, and not
 		// suspected of having harmed its host. (If this cannot be written,
@@ -59,6 +60,26 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 		return res, run.ID(), nil, panicked
 	}
 	return res, run.ID(), EndRun(run, res), panicked
+}
+
+// cancelledUnder reports, as cancelled, a run that failed after its
+// caller's context ended. IMPORTANT: the host stopping a run changes what
+// the run sees (its process's rights are revoked, its worker is stopped),
+// so a failure from then on is the stop's doing, not the tool's: the run
+// MUST stay resumable. A verdict about the tool itself (its time, memory,
+// stack or output limit, a compile error, bad arguments) stands.
+func cancelledUnder(ctx context.Context, res Result) Result {
+	if res.Error == nil || ctx.Err() == nil {
+		return res
+	}
+	switch res.Error.Kind {
+	case ErrException.Kind, ErrSecurity.Kind, ErrCrash.Kind, ErrHostFailure.Kind, ErrUnsettled.Kind:
+		e := *res.Error
+		e.Kind = ErrCancelled.Kind
+		e.Message = fmt.Sprintf("the run was cancelled by its caller (%v); it then failed: %s", context.Cause(ctx), res.Error.Message)
+		res.Error = &e
+	}
+	return res
 }
 
 // EndRun closes a journaled run with res's outcome.

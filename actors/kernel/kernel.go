@@ -280,8 +280,15 @@ func (k *Kernel) exit(p *Process, r Reason) {
 	links, monitors, watched := p.links.all(), p.monitors.all(), p.monitoring.all()
 	p.links, p.monitors, p.monitoring = pidSet{}, pidSet{}, pidSet{}
 	p.box, p.head = nil, 0
+	runs := p.runs
+	p.runs = nil
 	p.mu.Unlock()
 
+	// First: the process's tool runs are cancelled (see holdRun), before
+	// anything they could observe changes.
+	for _, cancel := range runs {
+		cancel()
+	}
 	k.shard(p.pid).del(p.pid)
 	if name != "" {
 		k.mu.Lock()

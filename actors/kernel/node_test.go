@@ -320,6 +320,43 @@ func TestKillCancelsRun(t *testing.T) {
 	}
 }
 
+// Killing a process whose run is calling drivers in a loop leaves the run
+// cancelled and resumable, never failed by the refusal its revoked rights
+// cause (a shutdown used to race the two).
+func TestKillDuringDriverCallsCancelsRun(t *testing.T) {
+	n := boot(t, executor.IsolationInProcess, kernel.Options{})
+	k := n.Kernel()
+	w := spawn(t, k, block, kernel.SpawnOptions{Grants: agentGrants})
+	mustCall(t, n, w, "write_file", `{"path":"tools/poll.ts","content":"export default async function () { for (;;) { await tgp.list_files('tools'); } }"}`)
+	for i := range 20 {
+		p := spawn(t, k, block, kernel.SpawnOptions{Grants: agentGrants})
+		done := make(chan json.RawMessage, 1)
+		go func() {
+			out, _ := n.Call(context.Background(), p, "exec_tool", json.RawMessage(`{"path":"tools/poll.ts"}`))
+			done <- out
+		}()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			if runs, _ := n.j.Unfinished(); len(runs) == i+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d never started", i)
+			}
+		}
+		time.Sleep(time.Duration(i%4) * time.Millisecond) // kill at different points of the loop
+		if err := k.Kill(p.PID(), "test"); err != nil {
+			t.Fatal(err)
+		}
+		var res kernel.ExecResult
+		if err := json.Unmarshal(<-done, &res); err != nil || res.Error == nil || !errors.Is(res.Error, executor.ErrCancelled) {
+			t.Fatalf("run %d, killed while calling drivers: %+v %v (want cancelled)", i, res.Error, err)
+		}
+		if runs, _ := n.j.Unfinished(); len(runs) != i+1 {
+			t.Fatalf("run %d: %d unfinished runs, want %d (every killed run resumable)", i, len(runs), i+1)
+		}
+	}
+}
+
 // search_tools shows a process only the tools it may read; a process that
 // may read nothing is refused.
 func TestSearchToolsScope(t *testing.T) {

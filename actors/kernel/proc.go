@@ -142,6 +142,8 @@ type Process struct {
 	box        []Message
 	head       int
 	wake       chan struct{} // cap 1: a message arrived or the process was continued
+	runs       map[uint64]context.CancelFunc // the tool runs p started, by holdRun
+	nextRun    uint64
 	waiting    bool          // blocked in Recv
 	stopped    bool
 	cont       chan struct{} // while stopped: closed by Continue, waking every waiter
@@ -525,4 +527,29 @@ func (p *Process) deliverIf(cond func() bool, m Message) bool {
 		}
 	}
 	return true
+}
+
+// holdRun ties a tool run to p: when p ends, cancel is called
+// synchronously, before p's rights are revoked. IMPORTANT: a run MUST see
+// its own cancellation before any refusal that revocation causes, or a
+// shutdown would end it as failed instead of leaving it resumable. It
+// returns false, calling nothing, when p has already ended; release
+// unties the run once it is over.
+func (p *Process) holdRun(cancel context.CancelFunc) (release func(), ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dead {
+		return nil, false
+	}
+	if p.runs == nil {
+		p.runs = map[uint64]context.CancelFunc{}
+	}
+	p.nextRun++
+	id := p.nextRun
+	p.runs[id] = cancel
+	return func() {
+		p.mu.Lock()
+		delete(p.runs, id)
+		p.mu.Unlock()
+	}, true
 }

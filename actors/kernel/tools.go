@@ -582,8 +582,11 @@ func (n *Node) execTool(ctx context.Context, p *Process, args json.RawMessage) (
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(p.ctx, cancel) // the process ends: its runs end
-	defer stop()
+	release, alive := p.holdRun(cancel) // the process ends: its runs end first
+	if !alive {
+		return nil, fmt.Errorf("exec_tool: process %v has ended; its runs cannot start", p.pid)
+	}
+	defer release()
 	req := executor.Request{Path: path, Args: a.Args, Limits: lim, Middleware: []driver.Middleware{driverRights(p)}, Rights: procRights{p}, Caller: p.caller()}
 	wait := lim.Timeout + n.opts.Executor.Options().KillGrace + time.Minute
 	res, err := n.ask(ctx, n.exec, &executor.Run{Ctx: runCtx, Request: req, Record: true}, wait)
