@@ -141,10 +141,10 @@ type Process struct {
 	token      *capability.Held // nil: no rights
 	box        []Message
 	head       int
-	wake       chan struct{} // cap 1: a message arrived or the process was continued
+	wake       chan struct{}                 // cap 1: a message arrived or the process was continued
 	runs       map[uint64]context.CancelFunc // the tool runs p started, by holdRun
 	nextRun    uint64
-	waiting    bool          // blocked in Recv
+	waiting    bool // blocked in Recv
 	stopped    bool
 	cont       chan struct{} // while stopped: closed by Continue, waking every waiter
 	dead       bool
