@@ -151,6 +151,12 @@ var (
 // (RecoverRun). A run its host cancelled (a shutdown) is resumed as usual.
 // Runs quarantined earlier are reported again, until they are resumed.
 func Recover(ctx context.Context, ex *executor.Executor, j *journal.Journal) ([]RecoverReport, error) {
+	return recoverRuns(ctx, ex, j, nil)
+}
+
+// recoverRuns is Recover, leaving alone the runs skip selects (a serving
+// node's runs in flight).
+func recoverRuns(ctx context.Context, ex *executor.Executor, j *journal.Journal, skip func(journal.RunMeta) bool) ([]RecoverReport, error) {
 	runs, err := j.Runs()
 	if err != nil {
 		return nil, err
@@ -160,6 +166,9 @@ func Recover(ctx context.Context, ex *executor.Executor, j *journal.Journal) ([]
 	for _, meta := range runs {
 		if meta.Kind != "exec" {
 			continue // a forge run is resumed by the forge (Runtime does it at start)
+		}
+		if skip != nil && skip(meta) {
+			continue
 		}
 		switch {
 		case meta.Status == journal.StatusQuarantined:

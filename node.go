@@ -40,6 +40,8 @@ var ErrNoNode = errors.New("agentos: no running node")
 //	GET  /v1/ps                     the process table ([]kernel.ProcInfo)
 //	GET  /v1/events?after=N&limit=M recent kernel events ([]kernel.Event)
 //	POST /v1/call/TOOL              a kernel tool call as the default process
+//	GET  /v1/runs, /v1/runs/{id}    the journal's runs, one run (node_journal.go)
+//	POST /v1/exec, /v1/recover      a tool run as 'agentos exec' does; resume runs
 //	GET  /metrics                   Prometheus text (when the runtime owns its metrics)
 //
 // A request body over limits.max_args_bytes is answered 413 with an error
@@ -66,7 +68,7 @@ func (rt *Runtime) Serve(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: rt.adminMux(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: rt.adminMux(ctx), ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan struct{})
 	// The shutdown goes on after Serve returns (in-flight calls end when
 	// Close cancels their runs); Close waits for it.
@@ -124,8 +126,9 @@ func removeStaleSocket(path string) error {
 	return os.Remove(path)
 }
 
-func (rt *Runtime) adminMux() *http.ServeMux {
+func (rt *Runtime) adminMux(ctx context.Context) *http.ServeMux {
 	mux := http.NewServeMux()
+	rt.journalRoutes(ctx, mux) // runs, trace, exec, recover: see node_journal.go
 	mux.HandleFunc("GET /v1/ps", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, rt.Kernel().PS())
 	})

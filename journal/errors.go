@@ -16,6 +16,10 @@ var (
 	// ErrFormat: the journal file has a storage format this version does
 	// not read (written by a newer agentos).
 	ErrFormat = errors.New("unknown journal storage format")
+	// ErrLocked: another process holds the journal file open (a serving
+	// node, or another agentos command in the same tool root); Open gave up
+	// waiting for its lock.
+	ErrLocked = errors.New("another agentos process holds it open")
 )
 
 // Divergence codes: stable, greppable, documented in docs/REPLAY.md.

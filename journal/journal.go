@@ -179,7 +179,7 @@ func Open(path string, opts Options) (*Journal, error) {
 		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.Durability == NoSync, NoFreelistSync: true})
 		if err != nil {
 			if errors.Is(err, bolt.ErrTimeout) {
-				return nil, fmt.Errorf("opening journal %s: another agentos process holds it open; stop it or use another journal file", path)
+				return nil, fmt.Errorf("opening journal %s: %w; stop it or use another journal file", path, ErrLocked)
 			}
 			return nil, fmt.Errorf("opening journal %s: %w", path, err)
 		}

@@ -38,6 +38,22 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	var j *journal.Journal
+	if !*noJournal { // a node serving the root runs it; another command's journal is waited for
+		nc, jj, err := execJournal(ctx, absRoot, cfg, *jpath, *timeout, stderr)
+		if err != nil {
+			return err
+		}
+		if nc != nil {
+			defer nc.Close()
+			if *inproc {
+				return usagef("a node serves this tool root and holds its journal: it runs tools with its own isolation; drop --inprocess to run on the node, or pass --no-journal to run in this process unrecorded")
+			}
+			return execOnNode(ctx, nc, rel, argsJSON, *timeout, *asJSON, stdout, stderr)
+		}
+		j = jj
+		defer j.Close()
+	}
 	opts := cfg.ExecutorOptions(absRoot)
 	opts.Workers = 1
 	if *inproc {
@@ -48,18 +64,17 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer ex.Close()
-	var j *journal.Journal
-	if !*noJournal {
-		if j, err = openJournal(absRoot, cfg, *jpath, false); err != nil {
-			return err
-		}
-		defer j.Close()
-	}
 	res, runID, err := agentos.Exec(ctx, ex, j, executor.Request{Path: rel, Args: argsJSON, Limits: executor.Limits{Timeout: *timeout}})
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	return reportExec(stdout, stderr, *asJSON, res, runID)
+}
+
+// reportExec prints a run's outcome as 'agentos exec' does, wherever it
+// ran; a failed run is errFailed (exit status 1).
+func reportExec(stdout, stderr io.Writer, asJSON bool, res executor.Result, runID string) error {
+	if asJSON {
 		if err := fprintJSON(stdout, struct {
 			executor.Result
 			Run string `json:"run,omitempty"`

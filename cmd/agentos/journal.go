@@ -48,16 +48,7 @@ func newJournalCmd(name, jsonHelp string) *journalCmd {
 // open parses args (wantArgs positional ones, described by what) and opens
 // the tool root and its journal; the caller MUST close the journal.
 func (c *journalCmd) open(args []string, wantArgs int, what string) (pos []string, absRoot string, cfg agentos.Config, j *journal.Journal, err error) {
-	if pos, err = parseFlags(c.fs, args); err != nil {
-		return nil, "", cfg, nil, err
-	}
-	if len(pos) != wantArgs {
-		if wantArgs == 0 {
-			return nil, "", cfg, nil, usagef("%s takes no arguments", c.fs.Name())
-		}
-		return nil, "", cfg, nil, usagef("expected %s, got %d arguments", what, len(pos))
-	}
-	if absRoot, cfg, err = openRoot(*c.root); err != nil {
+	if pos, absRoot, cfg, err = c.parse(args, wantArgs, what); err != nil {
 		return nil, "", cfg, nil, err
 	}
 	j, err = openJournal(absRoot, cfg, *c.jpath, true)

@@ -18,7 +18,17 @@ import (
 func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	c := newJournalCmd("recover", "print one JSON array of what became of each run")
 	only := c.fs.String("run", "", "resume only this run (an id or unique prefix), in worker processes; a quarantined run is resumed only this way")
-	_, absRoot, cfg, j, err := c.open(args, 0, "")
+	_, absRoot, cfg, err := c.parse(args, 0, "")
+	if err != nil {
+		return err
+	}
+	if nc, err := nodeFor(absRoot, cfg, *c.jpath); err != nil {
+		return err
+	} else if nc != nil { // the node holds the journal: it resumes the runs
+		defer nc.Close()
+		return recoverOnNode(ctx, nc, *only, *c.asJSON, stdout)
+	}
+	j, err := openJournal(absRoot, cfg, *c.jpath, true)
 	if err != nil {
 		return err
 	}
@@ -52,6 +62,12 @@ func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if len(reports) == 0 {
 		fmt.Fprintln(stdout, "no unfinished runs")
 	}
+	printRecovered(stdout, reports)
+	return nil
+}
+
+// printRecovered prints what became of each run, one line each.
+func printRecovered(stdout io.Writer, reports []agentos.RecoverReport) {
 	for _, r := range reports {
 		switch {
 		case r.Resumed && r.Result.Success:
@@ -66,5 +82,4 @@ func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 			fmt.Fprintf(stdout, "run %s interrupted again; it stays resumable\n", r.Run.ID)
 		}
 	}
-	return nil
 }

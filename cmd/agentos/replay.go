@@ -15,7 +15,7 @@ import (
 func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	c := newJournalCmd("replay", "print one JSON object {run, result, patched, same, divergence}")
 	tool := c.fs.String("tool", "", "a patched version of the tool to feed the recorded I/O")
-	pos, absRoot, cfg, j, err := c.open(args, 1, "one RUN id (or a unique prefix)")
+	pos, absRoot, cfg, j, err := c.openRun(ctx, args, "one RUN id (or a unique prefix)") // from the node when one serves the root
 	if err != nil {
 		return err
 	}

@@ -19,12 +19,12 @@ type runsRow struct {
 
 // runRuns lists the journal's runs: agentos runs [--root DIR] [--json];
 // agentos runs prune ... deletes old ones (see runPrune).
-func runRuns(_ context.Context, args []string, stdout, _ io.Writer) error {
+func runRuns(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if len(args) > 0 && args[0] == "prune" {
 		return runPrune(args[1:], stdout)
 	}
 	c := newJournalCmd("runs", "print one JSON array of runs")
-	_, _, _, j, err := c.open(args, 0, "")
+	j, err := c.openRuns(ctx, args) // through the node when one serves the root
 	if err != nil {
 		return err
 	}

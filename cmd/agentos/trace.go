@@ -8,9 +8,9 @@ import (
 )
 
 // runTrace shows a run step by step: agentos trace [--root DIR] [--json] RUN.
-func runTrace(_ context.Context, args []string, stdout, _ io.Writer) error {
+func runTrace(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	c := newJournalCmd("trace", "print the whole run as one JSON object {run, source, entries}")
-	pos, _, _, j, err := c.open(args, 1, "one RUN id (or a unique prefix)")
+	pos, _, _, j, err := c.openRun(ctx, args, "one RUN id (or a unique prefix)") // from the node when one serves the root
 	if err != nil {
 		return err
 	}
