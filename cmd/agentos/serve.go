@@ -49,7 +49,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stdout, "recovered run %s (%s): %s\n", r.Run.ID, r.Run.Tool, state)
 	}
-	fmt.Fprintf(stdout, "agentos node serving %s (pid %d); 'agentos ps', 'agentos events' and 'agentos call' talk to it; SIGTERM stops it\n", abs, os.Getpid())
+	fmt.Fprintf(stdout, "agentos node serving %s (pid %d); 'agentos ps', 'events', 'call', 'exec', 'runs', 'trace', 'replay' and 'recover' go through it; SIGTERM stops it\n", abs, os.Getpid())
 	if u := rt.MetricsURL(); u != "" {
 		fmt.Fprintf(stdout, "metrics at %s\n", u)
 	}
