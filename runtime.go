@@ -454,7 +454,7 @@ func (c Config) repoOptions(root string, regenerate func() error, log *slog.Logg
 		AuthorName: c.Git.AuthorName, AuthorEmail: c.Git.AuthorEmail, TokenEnv: c.Git.TokenEnv,
 		Strategy: repo.Strategy(c.Git.Strategy), PR: pr,
 		Derived: []string{RegistryFile}, Regenerate: regenerate,
-		Hold: gitactor.Compiles, // a crash-left tool that does not compile stays local
+		Hold:   gitactor.Compiles, // a crash-left tool that does not compile stays local
 		Ignore: []string{StateDir + "/", c.Tools() + "/.forge/"}, Logger: log,
 	}
 }
