@@ -62,4 +62,3 @@ func Behind(ctx context.Context, opts Options) (bool, error) {
 	}
 	return false, nil
 }
-
