@@ -20,6 +20,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
+	gitactor "github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
@@ -453,6 +454,7 @@ func (c Config) repoOptions(root string, regenerate func() error, log *slog.Logg
 		AuthorName: c.Git.AuthorName, AuthorEmail: c.Git.AuthorEmail, TokenEnv: c.Git.TokenEnv,
 		Strategy: repo.Strategy(c.Git.Strategy), PR: pr,
 		Derived: []string{RegistryFile}, Regenerate: regenerate,
+		Hold:   gitactor.Compiles, // a crash-left tool that does not compile stays local
 		Ignore: []string{StateDir + "/", c.Tools() + "/.forge/"}, Logger: log,
 	}
 }

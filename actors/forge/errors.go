@@ -11,4 +11,7 @@ var (
 	// ErrGaveUp: no attempt passed check_tool and the tests; the result
 	// lists every attempt with its errors.
 	ErrGaveUp = errors.New("forge: no attempt passed")
+	// ErrNoModel: a tool must be forged (none is reused) and no model is
+	// configured. Reuse never needs one.
+	ErrNoModel = errors.New("no model configured (set llm.* in agentos.json, see docs/CONFIG.md)")
 )

@@ -19,10 +19,12 @@ import (
 	"github.com/agentos-run/agentos/vfs"
 )
 
-// Options configure a Forge. LLM, Registry, Checker, Executor, Jail and
-// Write are required.
+// Options configure a Forge. Registry, Checker, Executor, Jail and Write
+// are required.
 type Options struct {
-	// LLM answers the forge's chat requests (llm.Client.Device()).
+	// LLM answers the forge's chat requests (llm.Client.Device()). nil: the
+	// forge only reuses; a spec no registered tool fits fails with
+	// ErrNoModel (reuse needs no model).
 	LLM driver.Device
 	// Registry is searched for a tool to reuse, and indexes forged ones.
 	Registry *registry.Registry
@@ -53,8 +55,8 @@ type Forge struct{ opts Options }
 
 // New returns a forge.
 func New(opts Options) (*Forge, error) {
-	if opts.LLM == nil || opts.Registry == nil || opts.Checker == nil || opts.Executor == nil || opts.Jail == nil || opts.Write == nil {
-		return nil, fmt.Errorf("%w: a forge needs an LLM, a registry, a checker, an executor, a jail and a writer", ErrOptions)
+	if opts.Registry == nil || opts.Checker == nil || opts.Executor == nil || opts.Jail == nil || opts.Write == nil {
+		return nil, fmt.Errorf("%w: a forge needs a registry, a checker, an executor, a jail and a writer", ErrOptions)
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 3
@@ -111,8 +113,16 @@ func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, 
 	if spec == "" {
 		return Result{}, fmt.Errorf("%w: the spec is empty; say what the tool must do", ErrSpec)
 	}
-	if hits := f.opts.Registry.Search(spec, 1); len(hits) > 0 && hits[0].Score >= f.opts.Threshold {
+	hits := f.opts.Registry.Search(spec, 1)
+	if len(hits) > 0 && hits[0].Score >= f.opts.Threshold {
 		return Result{Reused: true, Path: hits[0].Path, Score: hits[0].Score}, nil
+	}
+	if f.opts.LLM == nil {
+		best := "no registered tool matches it"
+		if len(hits) > 0 {
+			best = fmt.Sprintf("the best registered tool, %s, scores %.2f, under the reuse threshold %.2f", hits[0].Path, hits[0].Score, f.opts.Threshold)
+		}
+		return Result{}, fmt.Errorf("%w: %s; forging a new tool needs a model (or export AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL)", ErrNoModel, best)
 	}
 	var host driver.Host = f.devices()
 	var run *journal.Run
@@ -145,6 +155,9 @@ const Kind = "forge"
 func (f *Forge) Resume(ctx context.Context, id string, charge Charge) (Result, error) {
 	if f.opts.Journal == nil {
 		return Result{}, fmt.Errorf("%w: resuming needs the journal", ErrOptions)
+	}
+	if f.opts.LLM == nil {
+		return Result{}, fmt.Errorf("%w: forge run %s cannot resume", ErrNoModel, id)
 	}
 	rec, err := f.opts.Journal.Recover(id)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/git/repo"
@@ -78,11 +79,21 @@ func (a *gitActor) onPatch(m *PatchFile) *Written {
 }
 
 // write writes the file, lets OnWrite derive from it, and persists it.
+// IMPORTANT: with a Repo, a tool source that does not compile is written to
+// the working tree only: never registered, committed or pushed to the
+// shared upstream, until a later write makes it compile.
 func (a *gitActor) write(p string, content []byte, created bool, verb string) *Written {
 	if err := a.opts.Jail.WriteFile(p, content); err != nil {
 		return &Written{Path: p, Err: err}
 	}
 	w := &Written{Path: p, Bytes: len(content), Hash: transpile.Hash(content), Created: created}
+	if a.opts.Repo != nil {
+		if err := Compiles(p, content); err != nil {
+			w.Held = true
+			w.Err = fmt.Errorf("%w; it was written locally only and is not persisted or shared until it compiles: fix it with write_file or patch_file", err)
+			return w
+		}
+	}
 	if a.opts.OnWrite != nil {
 		if err := a.opts.OnWrite(p, content); err != nil {
 			w.Err = fmt.Errorf("%s was written but not registered: %w", p, err)
@@ -100,4 +111,21 @@ func (a *gitActor) write(p string, content []byte, created bool, verb string) *W
 		w.Err = fmt.Errorf("%s: %w", p, err)
 	}
 	return w
+}
+
+// Compiles returns nil when content at path is not a tool source (.ts or
+// .js) or when it transpiles; otherwise an error wrapping ErrNotCompiled
+// with esbuild's line:column diagnostics. It is what decides that a write
+// stays local (and the repo's Options.Hold for files a crash left
+// unsaved).
+func Compiles(p string, content []byte) error {
+	switch path.Ext(p) {
+	case ".ts", ".js":
+	default:
+		return nil
+	}
+	if _, err := transpile.Default().Transpile(p, content); err != nil {
+		return fmt.Errorf("%w: %v", ErrNotCompiled, err)
+	}
+	return nil
 }

@@ -12,6 +12,12 @@
 // shared branch (direct strategy; a rejected push is rebased on the new
 // upstream and retried) or to a review branch (pr strategy).
 //
+// IMPORTANT: with a Repo, a tool source (.ts, .js) that does not compile
+// (esbuild, see Compiles) is written to the working tree only: it is not
+// registered, committed or pushed, and the reply's Err (ErrNotCompiled)
+// says so, with the diagnostics; the write that makes it compile persists
+// it. Code that does not compile never reaches the shared upstream.
+//
 // # Lifecycle
 //
 // Props(opts) builds the actor; it keeps no state between messages, so a

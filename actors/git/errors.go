@@ -8,4 +8,8 @@ var (
 	ErrSearchNotFound = errors.New("git: search text not found")
 	// ErrEmptySearch: PatchFile was given an empty search text.
 	ErrEmptySearch = errors.New("git: empty search text")
+	// ErrNotCompiled: a written tool source does not compile; it was
+	// written to the working tree only, not registered, committed or
+	// pushed (see Compiles).
+	ErrNotCompiled = errors.New("git: the tool does not compile")
 )

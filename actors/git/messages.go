@@ -34,6 +34,11 @@ type Written struct {
 	Branch string `json:"branch,omitempty"`
 	// PRURL is the review opened for it (pr strategy).
 	PRURL string `json:"pr_url,omitempty"`
+	// Held says the file was written to the working tree only: it is a
+	// tool source that does not compile (Err wraps ErrNotCompiled), so it
+	// was neither registered nor persisted; the write that makes it
+	// compile persists it.
+	Held bool `json:"held,omitempty"`
 	// Err is why the write failed or was not persisted (nil on success).
 	Err error `json:"-"`
 }

@@ -41,7 +41,8 @@ type NodeOptions struct {
 	// Jail with the defaults is opened).
 	Registry *registry.Registry
 	// LLM is the model forge_tool asks (llm.Client.Device()); nil:
-	// forge_tool answers that no model is configured.
+	// forge_tool still reuses a registered tool that fits, and answers
+	// forge.ErrNoModel when one would have to be written.
 	LLM driver.Device
 	// ForgeAttempts bounds a forge's generate-check-test rounds (0: 3).
 	ForgeAttempts int
@@ -86,7 +87,7 @@ type Node struct {
 	exec    *actor.PID
 	reg     *actor.PID
 	git     *actor.PID
-	forge   *actor.PID // nil without an LLM
+	forge   *actor.PID // reuses without an LLM; forging needs one
 	rootCtx *actor.RootContext
 	checker *check.Checker
 	tel     *telemetry
@@ -152,7 +153,9 @@ func Boot(opts NodeOptions) (*Node, error) {
 	if spec.Backoff == (supervisor.Backoff{}) {
 		spec.Backoff = supervisor.Backoff{Initial: 10 * time.Millisecond, Max: time.Second, Factor: 2}
 	}
-	if opts.LLM != nil {
+	// The forge runs without a model too: reuse needs none (forge_tool then
+	// fails only when a tool must be written).
+	{
 		f, err := forge.New(forge.Options{
 			LLM: opts.LLM, Registry: opts.Registry, Checker: checker, Executor: opts.Executor,
 			Jail: opts.Jail, Journal: opts.Journal, Write: n.writeTool, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger,

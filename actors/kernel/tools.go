@@ -447,9 +447,6 @@ func (n *Node) forgeTool(ctx context.Context, p *Process, args json.RawMessage) 
 	if err := permit(p, capability.Write, n.toolsDir()+"/"); err != nil {
 		return nil, err
 	}
-	if n.forge == nil {
-		return nil, errors.New("no model is configured for this node: set AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL (and the key in AGENTOS_LLM_API_KEY)")
-	}
 	res, err := n.ask(ctx, n.forge, &forge.Run{Ctx: asCaller(ctx, p), Spec: a.Spec, Charge: chargeUsage(p)}, 30*time.Minute)
 	if err != nil {
 		return nil, err
@@ -464,8 +461,8 @@ func (n *Node) forgeTool(ctx context.Context, p *Process, args json.RawMessage) 
 // ResumeForge resumes the forge run id (interrupted by a crash) on behalf
 // of p: the recorded model answers are replayed, then it goes on live.
 func (n *Node) ResumeForge(ctx context.Context, p *Process, id string) (forge.Result, error) {
-	if n.forge == nil {
-		return forge.Result{}, fmt.Errorf("forge run %s cannot resume: no model is configured", id)
+	if n.opts.LLM == nil {
+		return forge.Result{}, fmt.Errorf("forge run %s cannot resume: %w", id, forge.ErrNoModel)
 	}
 	res, err := n.ask(ctx, n.forge, &forge.Resume{Ctx: asCaller(ctx, p), ID: id, Charge: chargeUsage(p)}, 30*time.Minute)
 	if err != nil {

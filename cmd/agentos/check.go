@@ -12,7 +12,7 @@ import (
 )
 
 // runCheck is check_tool from the terminal: agentos check [--root DIR] [--json] PATH.
-func runCheck(_ context.Context, args []string, stdout, _ io.Writer) error {
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	root := fs.String("root", ".", "the tool root")
 	asJSON := fs.Bool("json", false, "print exactly one JSON object {valid, errors, warnings, risk, risks}")
@@ -23,7 +23,7 @@ func runCheck(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("expected one PATH, got %d arguments", len(pos))
 	}
-	absRoot, cfg, rel, err := rootedTool(*root, pos[0])
+	absRoot, cfg, rel, err := syncedTool(ctx, "check", *root, pos[0], stderr)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	absRoot, cfg, rel, err := rootedTool(*root, pos[0])
+	absRoot, cfg, rel, err := syncedTool(ctx, "exec", *root, pos[0], stderr)
 	if err != nil {
 		return err
 	}

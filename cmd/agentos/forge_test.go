@@ -29,3 +29,35 @@ func TestForgeCommand(t *testing.T) {
 		t.Fatalf("no spec: exit %d", code)
 	}
 }
+
+// csvTool is a hand-written tool that fits "parse csv text into rows".
+const csvTool = `/**
+ * Parse CSV text into rows of fields.
+ * @tags csv, parse, rows
+ */
+export default function parseCsv({ text }: { text: string }): string[][] {
+  return text.split("\n").filter((l) => l !== "").map((l) => l.split(","));
+}
+`
+
+// TestForgeReusesWithoutModel is issue 11 item 7: with no model
+// configured, forge failed although a registered tool scored above the
+// reuse threshold. Reuse needs no model; only forging fails, saying how to
+// configure one.
+func TestForgeReusesWithoutModel(t *testing.T) {
+	t.Setenv("AGENTOS_LLM_BASE_URL", "")
+	t.Setenv("AGENTOS_LLM_MODEL", "")
+	root := toolRoot(t, map[string]string{"tools/text/csv.ts": csvTool})
+	code, stdout, stderr := cli(t, "forge", "--root", root, "parse csv text into rows")
+	if code != 0 || !strings.Contains(stdout, "reused tools/text/csv.ts") {
+		t.Fatalf("forge with no model must reuse: %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ = cli(t, "forge", "--root", root, "--json", "parse csv text into rows")
+	if code != 0 || !strings.Contains(stdout, `"reused": true`) {
+		t.Fatalf("forge --json with no model must reuse: %d %s", code, stdout)
+	}
+	code, stdout, stderr = cli(t, "forge", "--root", root, "compute the phase of the moon for a date")
+	if code != 1 || !strings.Contains(stderr, "no model configured (set llm.* in agentos.json, see docs/CONFIG.md)") {
+		t.Fatalf("forging with no model: %d\n%s\n%s", code, stdout, stderr)
+	}
+}

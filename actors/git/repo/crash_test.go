@@ -55,7 +55,10 @@ func crashChild() {
 
 // TestKillLeavesNoLock kills a persisting child process at random points:
 // no *.lock file is ever left, every tool it reported persisted is
-// upstream, and the next Hydrate and Persist work.
+// upstream, and the next Hydrate and Persist work. A tool written but not
+// yet persisted when the kill came is recovered by the next Hydrate under
+// its own commit (issue 11 item 2): every commit of a write holds exactly
+// the written tool and meta.json, never a file another write left behind.
 func TestKillLeavesNoLock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
@@ -140,7 +143,21 @@ func TestKillLeavesNoLock(t *testing.T) {
 		if files["meta.json"] != listing(files) {
 			t.Fatalf("trial %d: meta.json upstream is not the listing of the tools", trial)
 		}
-		history(t, up, "main")
+		for _, c := range history(t, up, "main") {
+			msg := strings.TrimSpace(c.Message)
+			var tools []string
+			for _, p := range commitPaths(t, c) {
+				if p != "meta.json" {
+					tools = append(tools, p)
+				}
+			}
+			written, isWrite := strings.CutPrefix(msg, "write ")
+			switch {
+			case isWrite && (len(tools) != 1 || tools[0] != written),
+				msg == "after kill" && (len(tools) != 1 || !strings.HasPrefix(tools[0], "tools/after/")):
+				t.Fatalf("trial %d: commit %q holds %v: a write persists exactly its own tool (and meta.json)", trial, msg, tools)
+			}
+		}
 	}
 }
 

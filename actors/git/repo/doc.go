@@ -33,9 +33,11 @@
 // meta.json is always what Regenerate makes of the published tree.
 //
 // A Persist that changes nothing makes no commit, and a Persist commits
-// the paths it names (plus the Derived files and changes a crash left
-// uncommitted), nothing else: files that were in the tool root before its
-// first checkout stay local until a Persist names them.
+// the paths it names plus the Derived files, nothing else (IMPORTANT):
+// files that were in the tool root before its first checkout stay local
+// until a Persist names them, and files a killed writer left uncommitted
+// are committed by the next Hydrate under their own commit, "agentos:
+// recover unsaved <paths>" (recover.go), never inside another write's.
 //
 // Trust (see checkout.go): the upstream is shared, so nothing from it may
 // reach beyond the tools. Only regular files are checked out: symbolic
@@ -78,8 +80,8 @@
 // a damaged pack are salvaged, the damaged files are moved to
 // .git/corrupt/, the upstream is fetched in full, and local commits that
 // cannot be read any more are dropped while their files stay in the
-// working tree (committed by the next Persist). The same repair runs when
-// an update fails on a missing or unreadable object.
+// working tree (recovered under their own commit, see recover.go). The
+// same repair runs when an update fails on a missing or unreadable object.
 //
 // Panics: no panic from Git work (go-git's or this package's) leaves the
 // package: the exported functions and every goroutine the package starts
@@ -91,7 +93,8 @@
 // killed at any point restarts from a consistent state. Local commits that
 // were never pushed are replayed and pushed by the next Hydrate;
 // uncommitted changes in the working tree are kept and committed by the
-// next Persist.
+// next Hydrate under their own commit (those Options.Hold refuses stay
+// uncommitted).
 //
 // A local upstream is written under an exclusive flock (released by the
 // kernel when a process dies): each push compares the branch with the

@@ -232,3 +232,30 @@ func plainStatus(t testing.TB, dir string) git.Status {
 	}
 	return st
 }
+
+// commitPaths lists the paths commit c changes against its first parent,
+// sorted.
+func commitPaths(t testing.TB, c *object.Commit) []string {
+	t.Helper()
+	var parentTree *object.Tree
+	if c.NumParents() > 0 {
+		p, err := c.Parent(0)
+		must(t, err)
+		parentTree, err = p.Tree()
+		must(t, err)
+	}
+	tree, err := c.Tree()
+	must(t, err)
+	changes, err := object.DiffTree(parentTree, tree)
+	must(t, err)
+	var out []string
+	for _, ch := range changes {
+		name := ch.To.Name
+		if name == "" {
+			name = ch.From.Name
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -70,6 +70,12 @@ type Options struct {
 	// held: it MUST NOT call the Repo. nil means derived files keep the
 	// content this writer gave them (last writer wins).
 	Regenerate func() error
+	// Hold, when set, says why a working file must not be committed yet
+	// (e.g. a tool that does not compile): Hydrate's recovery of files a
+	// killed writer left unsaved skips it (it stays in the working tree,
+	// reported at Warn). nil: every such file is recovered. It runs with
+	// the Repo's lock held: it MUST NOT call the Repo.
+	Hold func(path string, content []byte) error
 	// Ignore lists paths that are never committed (nor written from the
 	// upstream): "dir/" ignores a directory, anything else one file.
 	// Default [".agentos/"]. IMPORTANT: ".git/", ".agentos/" (journal,

@@ -69,6 +69,12 @@ type Repo struct {
 	// refused are the upstream's entries never checked out (links,
 	// submodules, other modes), by path.
 	refused map[string]Refusal
+	// recovering says the running sync is Hydrate's: files a killed writer
+	// left unsaved (r.pending) are committed under their own commit
+	// (recoverUnsaved). Other syncs (a reload after another process wrote
+	// the tool root) leave them pending: their writer may still persist
+	// them.
+	recovering bool
 	// localOnly are the files that were in the tool root before its first
 	// checkout and that the upstream does not have: they stay local (never
 	// committed unless a Persist names them). Kept in .git/info/exclude.
@@ -124,8 +130,12 @@ type Persisted struct {
 // removed, the upstream is fetched and the working tree fast-forwarded.
 // Local commits that were never pushed (a kill between commit and push)
 // are replayed on top of the upstream as in Persist and pushed (Direct);
-// uncommitted changes to the working tree are kept and committed by the
-// next Persist; a tracked file missing from the working tree is restored.
+// uncommitted changes to the working tree (files a killed writer left
+// unsaved) are kept, and in Direct mode committed under their own commit
+// "agentos: recover unsaved <paths>" and pushed, except those Options.Hold
+// refuses, which stay uncommitted (see recover.go): IMPORTANT: they are
+// never swept into a later Persist of another path. A tracked file missing
+// from the working tree is restored.
 //
 // Then Regenerate is called. Hydrate runs under the tool root's lock, from
 // its first step: processes sharing a tool root take turns. Before the
@@ -194,11 +204,13 @@ func (r *Repo) hydrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.recovering = true
 	if repaired {
 		err = r.repair(ctx, nil)
 	} else if err = r.sync(ctx); damaged(err) {
 		err = r.repair(ctx, err)
 	}
+	r.recovering = false
 	if err != nil {
 		return err
 	}
@@ -220,8 +232,10 @@ func (r *Repo) repair(ctx context.Context, cause error) error {
 			r.log.Warn("git: closing the object store", slog.String("err", err.Error()))
 		}
 	}
-	r.repairing = true
-	defer func() { r.repairing = false }()
+	// The files of the local commits a repair drops stay in the working
+	// tree: recovered under their own commit, like a killed writer's.
+	r.repairing, r.recovering = true, true
+	defer func() { r.repairing, r.recovering = false, false }()
 	return r.sync(ctx)
 }
 
@@ -342,13 +356,13 @@ func (r *Repo) sync(ctx context.Context) error {
 	}
 	if r.repairing && !local.IsZero() {
 		if err := r.readableHistory(local, track, maxWalk); err != nil {
-			r.log.Warn("git: the local commits not yet upstream can no longer be read; they are dropped, and every working file that differs from the upstream is kept and committed by the next Persist",
+			r.log.Warn("git: the local commits not yet upstream can no longer be read; they are dropped, and every working file that differs from the upstream is kept and recovered under its own commit",
 				slog.String("head", local.String()), slog.String("damage", err.Error()))
 			local = plumbing.ZeroHash
 		}
 	}
 	if local.IsZero() && !fresh {
-		r.log.Warn("git: the tool root's branch is missing or damaged; checking out the upstream's and keeping every working file that differs from it (committed by the next Persist)",
+		r.log.Warn("git: the tool root's branch is missing or damaged; checking out the upstream's and keeping every working file that differs from it (recovered under its own commit)",
 			slog.String("branch", r.opts.Branch))
 	}
 	r.loadIndex()
@@ -378,7 +392,14 @@ func (r *Repo) sync(ctx context.Context) error {
 			return err
 		}
 		r.warnConflicts(results)
-		if r.opts.Strategy == Direct && len(r.chain) > 0 {
+	}
+	if r.opts.Strategy == Direct {
+		if r.recovering {
+			if err := r.recoverUnsaved(); err != nil {
+				return err
+			}
+		}
+		if len(r.chain) > 0 {
 			r.log.Info("git: pushing local commits left unpushed", slog.Int("commits", len(r.chain)))
 			_, results, err := r.publish(ctx)
 			r.warnConflicts(results)
@@ -446,7 +467,7 @@ func (r *Repo) createBranch(ctx context.Context) (plumbing.Hash, error) {
 // have stay: in a fresh tool root (no checkout ever completed in it) they
 // are the user's own files and stay local (localOnly, never committed
 // unless a Persist names them); after a repair they are changes of lost
-// local commits, committed by the next Persist. Working files that differ
+// local commits, recovered under their own commit. Working files that differ
 // from the upstream's are replaced by the upstream's version in a fresh
 // tool root (with a warning), and kept after a repair.
 func (r *Repo) firstCheckout(u plumbing.Hash, fresh bool) error {
@@ -497,7 +518,7 @@ func (r *Repo) firstCheckout(u plumbing.Hash, fresh bool) error {
 		r.log.Warn("git: symbolic links in the tool root are never committed", slog.Any("paths", links))
 	}
 	if len(kept) > 0 {
-		r.log.Warn("git: kept working files that differ from the upstream (changes of local commits that could not be read); the next Persist commits them", slog.Any("paths", kept))
+		r.log.Warn("git: kept working files that differ from the upstream (changes of local commits that could not be read); they are recovered under their own commit", slog.Any("paths", kept))
 	}
 	if len(localOnly) > 0 {
 		for _, p := range localOnly {
@@ -1147,15 +1168,11 @@ func (r *Repo) publishLocal(paths []string) {
 	}
 }
 
-// collect reads the working-tree content of paths, the Derived files and
-// (withPending) the pending paths, stores new blobs, and returns what
-// differs from r.tree.
-func (r *Repo) collect(paths []string, withPending bool) (map[string]entry, error) {
+// collect reads the working-tree content of paths and the Derived files,
+// stores new blobs, and returns what differs from r.tree.
+func (r *Repo) collect(paths []string) (map[string]entry, error) {
 	all := append([]string{}, paths...)
 	all = append(all, r.opts.Derived...)
-	if withPending {
-		all = append(all, sortedKeys(r.pending)...)
-	}
 	changes := map[string]entry{}
 	seen := map[string]bool{}
 	add := func(p string, named bool) error {
@@ -1212,7 +1229,10 @@ func (r *Repo) collect(paths []string, withPending bool) (map[string]entry, erro
 }
 
 func (r *Repo) persistDirect(ctx context.Context, paths []string, message string) (Persisted, error) {
-	changes, err := r.collect(paths, true)
+	// IMPORTANT: only paths (and the derived files): a file another writer
+	// left unsaved (r.pending) is never swept into this commit under this
+	// message; Hydrate recovers it under its own (recoverUnsaved).
+	changes, err := r.collect(paths)
 	if err != nil {
 		return Persisted{}, err
 	}
@@ -1463,7 +1483,7 @@ func (r *Repo) persistPR(ctx context.Context, paths []string, message string) (P
 	}
 	// Only the given paths (and the derived files): earlier proposals still
 	// in the working tree are not bundled into this one.
-	changes, err := r.collect(paths, false)
+	changes, err := r.collect(paths)
 	if err != nil {
 		return Persisted{}, err
 	}

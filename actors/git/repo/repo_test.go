@@ -278,8 +278,11 @@ func TestUnpushedCommitSurvives(t *testing.T) {
 }
 
 // TestUncommittedChangesKept: a file written but never persisted (a kill
-// between write and Persist) survives a Hydrate that moves the tree and is
-// committed by the next Persist.
+// between write and Persist) survives a Hydrate that moves the tree and
+// reaches the upstream. Issue 11 item 2: it reaches it under its own
+// commit ("agentos: recover unsaved ..."), made by that Hydrate, and never
+// inside the next, unrelated Persist (which used to sweep it in under its
+// own message): the next Persist's commit holds exactly its own file.
 func TestUncommittedChangesKept(t *testing.T) {
 	up := newUpstream(t)
 	dir := t.TempDir()
@@ -304,6 +307,13 @@ func TestUncommittedChangesKept(t *testing.T) {
 		if files[p] != want {
 			t.Errorf("upstream %s = %q, want %q", p, files[p], want)
 		}
+	}
+	hist := history(t, up, "main")
+	if got := strings.Join(commitPaths(t, hist[0]), ","); strings.TrimSpace(hist[0].Message) != "c" || got != "tools/c.ts" {
+		t.Fatalf("the Persist of tools/c.ts committed %q under %q: a write persists exactly its own file", got, strings.TrimSpace(hist[0].Message))
+	}
+	if got := strings.Join(commitPaths(t, hist[1]), ","); !strings.HasPrefix(hist[1].Message, "agentos: recover unsaved tools/a.ts, tools/new.ts\n") || got != "tools/a.ts,tools/new.ts" {
+		t.Fatalf("the unsaved files were not recovered under their own commit: %q with %q", got, hist[1].Message)
 	}
 }
 
@@ -351,5 +361,43 @@ func TestRepack(t *testing.T) {
 	head, _ := r2.Head()
 	if head != upstreamCommit(t, up, "main").Hash.String() {
 		t.Fatal("Head differs from upstream after repacks")
+	}
+}
+
+// TestRecoveryKeepsHeldFilesLocal: a file left unsaved that Options.Hold
+// refuses (a tool that does not compile) is neither recovered nor swept
+// into a later Persist; it stays in the working tree, and the Persist that
+// names it once Hold accepts it publishes it.
+func TestRecoveryKeepsHeldFilesLocal(t *testing.T) {
+	up := newUpstream(t)
+	dir := t.TempDir()
+	hold := func(o *repo.Options) {
+		o.Hold = func(p string, b []byte) error {
+			if strings.Contains(string(b), "broken") {
+				return errors.New(p + " does not compile")
+			}
+			return nil
+		}
+	}
+	r := hydrate(t, dir, up, hold)
+	writeFile(t, dir, "tools/bad.ts", "broken")
+	writeFile(t, dir, "tools/good.ts", "good")
+	must(t, r.Close())
+	r = hydrate(t, dir, up, hold)
+	files := upstreamFiles(t, up, "main")
+	if _, ok := files["tools/bad.ts"]; ok || files["tools/good.ts"] != "good" {
+		t.Fatalf("upstream after recovery: %v (want good.ts recovered, bad.ts held)", files)
+	}
+	writeFile(t, dir, "tools/c.ts", "c")
+	_, err := r.Persist(ctx, []string{"tools/c.ts"}, "c")
+	must(t, err)
+	if _, ok := upstreamFiles(t, up, "main")["tools/bad.ts"]; ok || readFile(t, dir, "tools/bad.ts") != "broken" {
+		t.Fatal("a held file was swept into another Persist or lost from the working tree")
+	}
+	writeFile(t, dir, "tools/bad.ts", "fixed")
+	_, err = r.Persist(ctx, []string{"tools/bad.ts"}, "fix bad")
+	must(t, err)
+	if upstreamFiles(t, up, "main")["tools/bad.ts"] != "fixed" {
+		t.Fatal("the fixed file was not published")
 	}
 }

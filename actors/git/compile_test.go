@@ -1,0 +1,123 @@
+package git_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/git"
+	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/vfs"
+	"github.com/asynkron/protoactor-go/actor"
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// upstreamHas reads path at the upstream branch main ("" and false when
+// absent).
+func upstreamHas(t *testing.T, up, p string) (string, bool) {
+	t.Helper()
+	r, err := gogit.PlainOpen(up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := r.Reference(plumbing.NewBranchReferenceName("main"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.CommitObject(ref.Hash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.File(p)
+	if err != nil {
+		return "", false
+	}
+	s, err := f.Contents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, true
+}
+
+// TestBrokenToolNeverShared is issue 11 item 3: write_file of a tool with
+// a syntax error was committed and pushed to every agent sharing the
+// upstream. It is written locally, not registered, and the reply says it
+// is not persisted until it compiles; the write that fixes it persists it.
+func TestBrokenToolNeverShared(t *testing.T) {
+	up := filepath.Join(t.TempDir(), "up.git")
+	if err := repo.InitBare(up, "main"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rp, err := repo.Hydrate(context.Background(), repo.Options{Dir: dir, Upstream: up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rp.Close()
+	jail, err := vfs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jail.Close()
+	var registered []string
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	pid := sys.Root.Spawn(git.Props(git.Options{Jail: jail, Repo: rp, OnWrite: func(p string, _ []byte) error {
+		registered = append(registered, p)
+		return nil
+	}}))
+	defer func() { _ = sys.Root.StopFuture(pid).Wait() }()
+	ask := func(msg any) *git.Written {
+		t.Helper()
+		res, err := sys.Root.RequestFuture(pid, msg, time.Minute).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*git.Written)
+	}
+
+	const broken = "export default function (n: number) { return n +; }\n"
+	w := ask(&git.WriteFile{Path: "tools/math/bad.ts", Content: []byte(broken)})
+	if !errors.Is(w.Err, git.ErrNotCompiled) || !w.Held || w.Commit != "" {
+		t.Fatalf("broken write: %+v (err %v), want ErrNotCompiled, held, no commit", w, w.Err)
+	}
+	for _, want := range []string{"tools/math/bad.ts:1:", "written locally", "not persisted or shared until it compiles"} {
+		if !strings.Contains(w.Err.Error(), want) {
+			t.Fatalf("the error %q does not say %q", w.Err, want)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "tools", "math", "bad.ts")); string(b) != broken {
+		t.Fatalf("the broken file is not kept locally: %q", b)
+	}
+	if _, ok := upstreamHas(t, up, "tools/math/bad.ts"); ok || len(registered) > 0 {
+		t.Fatalf("a tool that does not compile reached the upstream or the registry (%v)", registered)
+	}
+	// Another tool's write does not carry it along.
+	if w := ask(&git.WriteFile{Path: "tools/ok.ts", Content: []byte("export default () => 1;\n")}); w.Err != nil || w.Commit == "" {
+		t.Fatalf("good write: %+v %v", w, w.Err)
+	}
+	if _, ok := upstreamHas(t, up, "tools/math/bad.ts"); ok {
+		t.Fatal("the broken tool was swept into another write's commit")
+	}
+	// Patched to compile, it is persisted.
+	w = ask(&git.PatchFile{Path: "tools/math/bad.ts", Search: "n +;", Replace: "n + 1;"})
+	if w.Err != nil || w.Held || w.Commit == "" {
+		t.Fatalf("fixing patch: %+v %v", w, w.Err)
+	}
+	if s, ok := upstreamHas(t, up, "tools/math/bad.ts"); !ok || !strings.Contains(s, "n + 1;") {
+		t.Fatalf("the fixed tool is not upstream: %q %v", s, ok)
+	}
+	// A patch that breaks it again is held; the upstream keeps the good one.
+	w = ask(&git.PatchFile{Path: "tools/math/bad.ts", Search: "n + 1;", Replace: "n + ;"})
+	if !errors.Is(w.Err, git.ErrNotCompiled) {
+		t.Fatalf("breaking patch: %v", w.Err)
+	}
+	if s, _ := upstreamHas(t, up, "tools/math/bad.ts"); !strings.Contains(s, "n + 1;") {
+		t.Fatalf("a breaking patch reached the upstream: %q", s)
+	}
+}

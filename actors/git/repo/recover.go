@@ -1,0 +1,94 @@
+package repo
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+// Files a killed writer left unsaved.
+//
+// A write is two steps: the file reaches the working tree, then Persist
+// commits it. A writer killed in between leaves a working file that
+// differs from the tree (r.pending, found by scanDirty at Hydrate).
+// IMPORTANT: such a file MUST NOT be swept into the next, unrelated
+// Persist (it would be published under another tool's message, and a
+// write publishes exactly its own tool plus the derived files). Hydrate
+// (Direct) commits the recoverable ones under their own commit, "agentos:
+// recover unsaved <paths>", and pushes it with the other unpushed commits:
+// nothing is lost and the history says what happened. A file Options.Hold
+// refuses (a tool that does not compile) stays in the working tree,
+// uncommitted, and is reported at Warn; the write that fixes it persists
+// it. In PR mode the files stay in the working tree (a review branch is
+// proposed per write, never for leftovers).
+
+// recoverMessage is the subject of a recovery commit.
+const recoverMessage = "agentos: recover unsaved "
+
+// recoverUnsaved commits the pending files (minus the held ones) and the
+// derived files rebuilt from them, on r.local, as one change set of r.chain.
+// Called by sync (Hydrate, Direct) with r.mu and the root lock held.
+func (r *Repo) recoverUnsaved() error {
+	var paths []string
+	for _, p := range sortedKeys(r.pending) {
+		if r.isDerived(p) || r.localOnly[p] || r.ignored(p) {
+			delete(r.pending, p)
+			continue
+		}
+		if _, conflicted := r.conflicts[p]; conflicted {
+			continue // on a conflict branch already; its Persist reports it
+		}
+		if r.opts.Hold != nil {
+			b, err := os.ReadFile(r.abs(p))
+			if err != nil {
+				continue // gone meanwhile: nothing to recover
+			}
+			if why := r.opts.Hold(p, b); why != nil {
+				r.log.Warn("git: a file left unsaved stays local, uncommitted, until it is written again: "+why.Error(), slog.String("path", p))
+				continue
+			}
+		}
+		paths = append(paths, p)
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	// The derived files must describe the recovered files too.
+	if err := r.regenerate(); err != nil {
+		return err
+	}
+	changes, err := r.collect(paths)
+	if err != nil {
+		return err
+	}
+	tree, err := updateTree(r.sto, r.tree, changes)
+	if err != nil {
+		return err
+	}
+	if tree == r.tree {
+		return nil
+	}
+	msg := recoverMessage + strings.Join(firstN(paths, 10), ", ") + "\n\n" +
+		"A writer stopped between writing these files and committing them;\n" +
+		"they were recovered from the working tree at the next start:\n\n- " +
+		strings.Join(paths, "\n- ") + "\n"
+	c, err := r.writeCommit(tree, r.local, msg, r.signature())
+	if err != nil {
+		return fmt.Errorf("repo: committing the recovered files: %w", err)
+	}
+	keep := map[string]bool{}
+	for p := range changes {
+		keep[p] = true
+	}
+	if err := r.moveTo(tree, keep); err != nil {
+		return err
+	}
+	for p := range changes {
+		delete(r.pending, p)
+	}
+	r.local = c
+	r.chain = append(r.chain, &changeSet{commit: c, tree: tree, message: msg, author: r.signature(), tool: r.toolName(paths), changes: changes})
+	r.log.Warn("git: committed files a stopped writer left unsaved, under their own commit", slog.Any("paths", firstN(paths, 20)), slog.String("commit", short(c)))
+	return nil
+}

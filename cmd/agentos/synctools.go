@@ -1,0 +1,25 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/agentos-run/agentos"
+)
+
+// syncedTool is rootedTool for commands that read a tool (exec, check):
+// before PATH is resolved, the tool root is brought up to date with its
+// Git upstream when it is behind (agentos.SyncTools: one ls-remote when it
+// is current). An unreachable upstream is a warning on stderr, never a
+// failure: the local copy is used.
+func syncedTool(ctx context.Context, cmd, root, path string, stderr io.Writer) (absRoot string, cfg agentos.Config, rel string, err error) {
+	if absRoot, cfg, err = openRoot(root); err != nil {
+		return "", cfg, "", err
+	}
+	if _, err := agentos.SyncTools(ctx, cfg, absRoot, nil); err != nil {
+		fmt.Fprintf(stderr, "agentos %s: warning: the tools could not be brought up to date (%v); using the local copy\n", cmd, err)
+	}
+	rel, err = toolPath(absRoot, path)
+	return absRoot, cfg, rel, err
+}
