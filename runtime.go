@@ -160,7 +160,11 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 			rt.log.Warn("agentos: quarantined run", slog.String("run", r.Run.ID), slog.String("tool", r.Run.Tool), slog.String("reason", r.Reason))
 			continue
 		}
-		rt.log.Info("agentos: unfinished run", slog.String("run", r.Run.ID), slog.String("tool", r.Run.Tool), slog.Bool("resumed", r.Resumed), slog.String("reason", r.Reason))
+		level := slog.LevelInfo
+		if r.Failed() {
+			level = slog.LevelWarn // resumed and failed, or could not be resumed: never logged as a success
+		}
+		rt.log.Log(ctx, level, "agentos: unfinished run", slog.String("run", r.Run.ID), slog.String("tool", r.Run.Tool), slog.String("outcome", r.Outcome), slog.String("summary", r.Summary()))
 	}
 	rt.startRetention()
 	quota, _ := limits("", "quota", cfg.Quota)
