@@ -236,7 +236,11 @@ func (rt *Runtime) resumeForges() {
 		go func() {
 			defer rt.bg.Done()
 			res, err := rt.node.ResumeForge(ctx, rt.agent, meta.ID)
-			rt.log.Info("agentos: resumed forge", slog.String("run", meta.ID), slog.String("path", res.Path), slog.Any("err", err))
+			if err != nil { // a resumed forge that failed is never logged as a success
+				rt.log.Warn("agentos: resumed forge failed", slog.String("run", meta.ID), slog.Any("err", err))
+			} else {
+				rt.log.Info("agentos: resumed forge", slog.String("run", meta.ID), slog.String("path", res.Path))
+			}
 			rt.resumedMu.Lock()
 			rt.resumed = append(rt.resumed, ForgeReport{Run: meta.ID, Result: res, Err: errString(err)})
 			rt.resumedMu.Unlock()
