@@ -49,13 +49,49 @@ type ReplayReport struct {
 	// Divergence is the first point where the code asked for other I/O
 	// than recorded; nil when it followed the recording.
 	Divergence *journal.DivergenceError `json:"divergence,omitempty"`
+	// Limits are the limits the replay ran under: the run's recorded ones,
+	// with ReplayOptions.Limits over them. LimitsNote says when they are
+	// not simply the recorded ones (overridden, or never recorded).
+	Limits     executor.Limits `json:"limits"`
+	LimitsNote string          `json:"limits_note,omitempty"`
+	// LimitHit is set when the replay stopped at one of its limits (the
+	// result's error says which): IMPORTANT: that is not a divergence, and
+	// the recorded calls the replay never reached are not reported as one.
+	LimitHit string `json:"limit_hit,omitempty"`
+}
+
+// ReplayOptions adjust ReplayWith. The zero value replays the recorded tool
+// under the run's recorded limits.
+type ReplayOptions struct {
+	// Patched, when not nil, is a new version of the tool fed the recorded
+	// I/O instead of the recorded source.
+	Patched []byte
+	// Limits override the run's recorded limits field by field (zero
+	// fields keep the recorded ones), e.g. a longer timeout.
+	Limits executor.Limits
+
+	// skip leaves alone the runs it selects (a serving node's runs in
+	// flight).
+	skip func(journal.RunMeta) bool
 }
 
 // Replay re-executes run id offline: every driver call is answered from the
 // journal and no device is touched. patched, when not nil, is a new version
 // of the tool fed the recorded I/O (how a user debugs a bad tool); otherwise
 // the recorded source is run, even if the file changed since.
+//
+// The run is replayed under the limits it was recorded with (see
+// ReplayWith to override them).
 func Replay(ctx context.Context, ex *executor.Executor, j *journal.Journal, id string, patched []byte) (ReplayReport, error) {
+	return ReplayWith(ctx, ex, j, id, ReplayOptions{Patched: patched})
+}
+
+// ReplayWith is Replay with options. A replay that stops at one of its
+// limits (its timeout, memory, output or call-depth limit) reports it in
+// LimitHit, never as a divergence: the code did not ask for other I/O, it
+// ran out of room before it asked for the rest.
+func ReplayWith(ctx context.Context, ex *executor.Executor, j *journal.Journal, id string, opts ReplayOptions) (ReplayReport, error) {
+	patched := opts.Patched
 	rep, err := j.Replayer(id)
 	if err != nil {
 		return ReplayReport{}, err
@@ -67,8 +103,14 @@ func Replay(ctx context.Context, ex *executor.Executor, j *journal.Journal, id s
 			return ReplayReport{}, fmt.Errorf("run %s cannot be replayed: %w", meta.ID, err)
 		}
 	}
-	res := ex.Exec(ctx, executor.Request{Path: meta.Tool, Args: meta.Args, Source: src, Middleware: []driver.Middleware{rep.Middleware()}})
-	r := ReplayReport{Run: meta, Result: res, Patched: patched != nil, Divergence: rep.Finish()}
+	lim, note := runLimits(ex, meta, opts.Limits)
+	res := ex.Exec(ctx, executor.Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: lim, Middleware: []driver.Middleware{rep.Middleware()}})
+	r := ReplayReport{Run: meta, Result: res, Patched: patched != nil, Limits: lim, LimitsNote: note}
+	if r.LimitHit = limitHit(res, lim); r.LimitHit != "" {
+		r.Divergence = rep.Diverged() // only one seen before the limit stopped it
+	} else {
+		r.Divergence = rep.Finish()
+	}
 	// The recorded result was scrubbed of the run's secrets: compare the
 	// replayed one scrubbed the same way.
 	scrubbed := res
@@ -82,6 +124,54 @@ func Replay(ctx context.Context, ex *executor.Executor, j *journal.Journal, id s
 	}
 	r.Same = sameOutcome(meta, scrubbed)
 	return r, nil
+}
+
+// limitHit says which limit a run stopped at ("" when none): its error's
+// kind and the limit, e.g. "timeout 5s".
+func limitHit(res executor.Result, lim executor.Limits) string {
+	if res.Error == nil {
+		return ""
+	}
+	switch res.Error.Kind {
+	case executor.ErrTimeout.Kind:
+		return fmt.Sprintf("%s %v", res.Error.Kind, lim.Timeout)
+	case executor.ErrMemoryLimit.Kind:
+		return fmt.Sprintf("%s %d bytes", res.Error.Kind, lim.MemoryBytes)
+	case executor.ErrOutput.Kind:
+		return fmt.Sprintf("%s %d bytes", res.Error.Kind, lim.MaxOutputBytes)
+	case executor.ErrStack.Kind:
+		return fmt.Sprintf("%s %d frames", res.Error.Kind, lim.MaxCallDepth)
+	}
+	return ""
+}
+
+// runLimits returns the limits a recorded run is run again under (its
+// recorded ones, override over them field by field) and, when they are not
+// simply the recorded ones, a note saying so. A run recorded before agentos
+// kept its limits gets the executor's defaults (the tool root's).
+func runLimits(ex *executor.Executor, meta journal.RunMeta, override executor.Limits) (executor.Limits, string) {
+	rec, recorded := executor.RecordedLimits(meta)
+	base := rec.Or(ex.Options().Limits)
+	lim := override.Or(base)
+	var notes []string
+	if !recorded {
+		notes = append(notes, fmt.Sprintf("the run was recorded without its limits (before agentos kept them): the tool root's defaults apply (%s)", executor.JournalLimits(base)))
+	}
+	for _, f := range []struct {
+		name      string
+		now, then any
+		set       bool
+	}{
+		{"timeout", lim.Timeout, base.Timeout, override.Timeout > 0},
+		{"memory_bytes", lim.MemoryBytes, base.MemoryBytes, override.MemoryBytes > 0},
+		{"max_call_depth", lim.MaxCallDepth, base.MaxCallDepth, override.MaxCallDepth > 0},
+		{"max_output_bytes", lim.MaxOutputBytes, base.MaxOutputBytes, override.MaxOutputBytes > 0},
+	} {
+		if f.set && f.now != f.then {
+			notes = append(notes, fmt.Sprintf("%s overridden: %v (the run's: %v)", f.name, f.now, f.then))
+		}
+	}
+	return lim, strings.Join(notes, "; ")
 }
 
 // sameOutcome compares a result with a recorded run's: equal JSON results,
@@ -112,9 +202,18 @@ func jsonEqual(a, b json.RawMessage) bool {
 
 // RecoverReport says what became of one unfinished run.
 type RecoverReport struct {
-	Run     journal.RunMeta `json:"run"`
+	Run journal.RunMeta `json:"run"`
+	// Outcome is what became of the run, one of the Outcome* values.
+	// IMPORTANT: Resumed alone does not say the run succeeded: a resumed
+	// run may fail (Result.Error says how); Failed reports both.
+	Outcome string          `json:"outcome"`
 	Resumed bool            `json:"resumed"`
 	Result  executor.Result `json:"result,omitzero"`
+	// Limits are the limits a resumed run ran under (its recorded ones,
+	// with RecoverOptions.Limits over them); LimitsNote says when they
+	// are not simply the recorded ones.
+	Limits     executor.Limits `json:"limits,omitzero"`
+	LimitsNote string          `json:"limits_note,omitempty"`
 	// Quarantined says the run is set aside (Reason says why): its host
 	// died while it ran in-process. Resume it with RecoverRun in process
 	// isolation ('agentos recover --run ID').
@@ -122,6 +221,74 @@ type RecoverReport struct {
 	// Reason says why a run could not be resumed (it was marked failed) or
 	// why it is quarantined.
 	Reason string `json:"reason,omitempty"`
+}
+
+// What became of an unfinished run (RecoverReport.Outcome).
+const (
+	// OutcomeOK: resumed, and it ended successfully.
+	OutcomeOK = "resumed"
+	// OutcomeFailed: resumed, and the resumed execution failed
+	// (Result.Error says how, e.g. a timeout).
+	OutcomeFailed = "resumed_failed"
+	// OutcomeNotResumed: it could not be resumed (Reason says why) and
+	// was marked failed.
+	OutcomeNotResumed = "not_resumed"
+	// OutcomeQuarantined: set aside (Reason says why); resume it with
+	// 'agentos recover --run ID'.
+	OutcomeQuarantined = "quarantined"
+	// OutcomeInterrupted: resumed, then cancelled again (a shutdown); it
+	// stays resumable.
+	OutcomeInterrupted = "interrupted"
+)
+
+// Failed reports whether the run ended failed during this recovery: it was
+// resumed and its execution failed, or it could not be resumed.
+func (r RecoverReport) Failed() bool {
+	return r.Outcome == OutcomeFailed || r.Outcome == OutcomeNotResumed
+}
+
+// Summary says in a few words what became of the run: "resumed" (it ended
+// ok), "resumed and failed: timeout: ...", "quarantined: ...", ...
+func (r RecoverReport) Summary() string {
+	switch r.Outcome {
+	case OutcomeOK:
+		return "resumed"
+	case OutcomeFailed:
+		return fmt.Sprintf("resumed and failed: %s: %s", r.Result.Error.Kind, r.Result.Error.Message)
+	case OutcomeQuarantined:
+		return "quarantined: " + r.Reason
+	case OutcomeNotResumed:
+		return "not resumed, marked failed: " + r.Reason
+	}
+	return "interrupted again; it stays resumable"
+}
+
+// setOutcome fills in r.Outcome from the rest of the report.
+func (r *RecoverReport) setOutcome() {
+	switch {
+	case r.Quarantined:
+		r.Outcome = OutcomeQuarantined
+	case r.Resumed && r.Result.Success:
+		r.Outcome = OutcomeOK
+	case r.Resumed:
+		r.Outcome = OutcomeFailed
+	case r.Reason != "":
+		r.Outcome = OutcomeNotResumed
+	default:
+		r.Outcome = OutcomeInterrupted
+	}
+}
+
+// RecoverOptions adjust RecoverWith and RecoverRunWith. The zero value
+// resumes every run under its recorded limits.
+type RecoverOptions struct {
+	// Limits override each run's recorded limits field by field (zero
+	// fields keep the recorded ones), e.g. a longer timeout.
+	Limits executor.Limits
+
+	// skip leaves alone the runs it selects (a serving node's runs in
+	// flight).
+	skip func(journal.RunMeta) bool
 }
 
 // Errors of RecoverRun.
@@ -150,13 +317,25 @@ var (
 // Quarantined, and resumed only on request, in process isolation
 // (RecoverRun). A run its host cancelled (a shutdown) is resumed as usual.
 // Runs quarantined earlier are reported again, until they are resumed.
+//
+// IMPORTANT: a run is resumed under the limits it was recorded with (its
+// timeout, memory, output and call-depth limits; see RecoverWith to
+// override them), and each report's Outcome says what became of it: a
+// resumed run may still fail.
 func Recover(ctx context.Context, ex *executor.Executor, j *journal.Journal) ([]RecoverReport, error) {
-	return recoverRuns(ctx, ex, j, nil)
+	return RecoverWith(ctx, ex, j, RecoverOptions{})
 }
 
-// recoverRuns is Recover, leaving alone the runs skip selects (a serving
-// node's runs in flight).
-func recoverRuns(ctx context.Context, ex *executor.Executor, j *journal.Journal, skip func(journal.RunMeta) bool) ([]RecoverReport, error) {
+// RecoverWith is Recover with options.
+func RecoverWith(ctx context.Context, ex *executor.Executor, j *journal.Journal, opts RecoverOptions) ([]RecoverReport, error) {
+	out, err := recoverAll(ctx, ex, j, opts)
+	for i := range out {
+		out[i].setOutcome()
+	}
+	return out, err
+}
+
+func recoverAll(ctx context.Context, ex *executor.Executor, j *journal.Journal, opts RecoverOptions) ([]RecoverReport, error) {
 	runs, err := j.Runs()
 	if err != nil {
 		return nil, err
@@ -167,7 +346,7 @@ func recoverRuns(ctx context.Context, ex *executor.Executor, j *journal.Journal,
 		if meta.Kind != "exec" {
 			continue // a forge run is resumed by the forge (Runtime does it at start)
 		}
-		if skip != nil && skip(meta) {
+		if opts.skip != nil && opts.skip(meta) {
 			continue
 		}
 		switch {
@@ -218,7 +397,7 @@ func recoverRuns(ctx context.Context, ex *executor.Executor, j *journal.Journal,
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			errs[i] = resumeRun(ctx, ex, j, &out[i])
+			errs[i] = resumeRun(ctx, ex, j, &out[i], opts)
 		})
 	}
 	wg.Wait()
@@ -230,7 +409,21 @@ func recoverRuns(ctx context.Context, ex *executor.Executor, j *journal.Journal,
 // died while it ran in-process, is resumed only by an executor in process
 // isolation (ErrQuarantined otherwise): in a worker, whatever killed the
 // host ends as a classified failure (stack_overflow, memory_limit, ...).
+//
+// The run is resumed under its recorded limits (RecoverRunWith overrides
+// them).
 func RecoverRun(ctx context.Context, ex *executor.Executor, j *journal.Journal, id string) (RecoverReport, error) {
+	return RecoverRunWith(ctx, ex, j, id, RecoverOptions{})
+}
+
+// RecoverRunWith is RecoverRun with options.
+func RecoverRunWith(ctx context.Context, ex *executor.Executor, j *journal.Journal, id string, opts RecoverOptions) (RecoverReport, error) {
+	rep, err := recoverOne(ctx, ex, j, id, opts)
+	rep.setOutcome()
+	return rep, err
+}
+
+func recoverOne(ctx context.Context, ex *executor.Executor, j *journal.Journal, id string, opts RecoverOptions) (RecoverReport, error) {
 	meta, err := j.Get(id)
 	if err != nil {
 		return RecoverReport{}, err
@@ -260,7 +453,7 @@ func RecoverRun(ctx context.Context, ex *executor.Executor, j *journal.Journal, 
 	if suspect != "" {
 		rep.Run.Quarantine = suspect
 	}
-	return rep, resumeRun(ctx, ex, j, &rep)
+	return rep, resumeRun(ctx, ex, j, &rep, opts)
 }
 
 // hostDied returns why an unfinished run must be quarantined: its host
@@ -308,7 +501,11 @@ func unresumable(ex *executor.Executor, j *journal.Journal, meta journal.RunMeta
 // resumeRun resumes the run rep describes and fills in its result: the
 // recorded prefix is answered from the journal, the /tmp writes in it are
 // performed again (the run's /tmp died with its host), the rest runs live.
-func resumeRun(ctx context.Context, ex *executor.Executor, j *journal.Journal, rep *RecoverReport) error {
+//
+// IMPORTANT: the run resumes under the limits it was recorded with (opts
+// over them): a run started with a 60 s timeout MUST NOT be cut at the
+// default 5 s because it was resumed.
+func resumeRun(ctx context.Context, ex *executor.Executor, j *journal.Journal, rep *RecoverReport, opts RecoverOptions) error {
 	meta := rep.Run
 	src, _, err := ex.Source(meta.Tool)
 	if err != nil {
@@ -319,12 +516,14 @@ func resumeRun(ctx context.Context, ex *executor.Executor, j *journal.Journal, r
 		return err
 	}
 	rec.Redo = redoTmpWrite
+	rep.Limits, rep.LimitsNote = runLimits(ex, meta, opts.Limits)
+	rec.Run().SetLimits(executor.JournalLimits(rep.Limits))
 	// IMPORTANT: committed before the tool runs again: should this host
 	// die during the resumed run, the next start knows where it ran.
 	if err := rec.Run().Rehost(string(ex.Options().Isolation)); err != nil {
 		return err
 	}
-	req := executor.Request{Path: meta.Tool, Args: meta.Args, Source: src, Middleware: []driver.Middleware{rec.Middleware()}}
+	req := executor.Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: rep.Limits, Middleware: []driver.Middleware{rec.Middleware()}}
 	if meta.Caller != nil {
 		// IMPORTANT: the resumed run holds exactly the rights its caller
 		// held, as the original run did; only a run no process made (the

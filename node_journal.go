@@ -59,6 +59,9 @@ type ExecReply struct {
 // node (Run empty).
 type RecoverRequest struct {
 	Run string `json:"run,omitempty"`
+	// Timeout, when positive, overrides each resumed run's recorded
+	// timeout ('agentos recover --timeout').
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
 // NodeRecovery says what a serving node did about unfinished runs: what it
@@ -140,7 +143,7 @@ func (rt *Runtime) journalRoutes(ctx context.Context, mux *http.ServeMux) {
 		defer cancel()
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()
-		out, code, err := rt.recoverOnNode(runCtx, req.Run)
+		out, code, err := rt.recoverOnNode(runCtx, req.Run, RecoverOptions{Limits: executor.Limits{Timeout: req.Timeout}})
 		if err != nil {
 			writeJSON(w, code, map[string]string{"error": clip.N(err.Error(), 4096)})
 			return
@@ -158,7 +161,7 @@ func inFlight(m journal.RunMeta) bool {
 // recoverOnNode resumes run id (or, with id empty, every unfinished tool
 // run not in flight here) on the serving node, as 'agentos recover' does
 // without a node. It never resumes a run the node is executing.
-func (rt *Runtime) recoverOnNode(ctx context.Context, id string) (NodeRecovery, int, error) {
+func (rt *Runtime) recoverOnNode(ctx context.Context, id string, ropts RecoverOptions) (NodeRecovery, int, error) {
 	recovering.Lock()
 	defer recovering.Unlock()
 	out := NodeRecovery{PID: os.Getpid(), AtStart: rt.Recovered(), Now: []RecoverReport{}}
@@ -166,7 +169,7 @@ func (rt *Runtime) recoverOnNode(ctx context.Context, id string) (NodeRecovery, 
 		out.AtStart = []RecoverReport{}
 	}
 	if id == "" {
-		reps, err := recoverRuns(ctx, rt.ex, rt.j, inFlight)
+		reps, err := RecoverWith(ctx, rt.ex, rt.j, RecoverOptions{Limits: ropts.Limits, skip: inFlight})
 		if err != nil {
 			return out, http.StatusUnprocessableEntity, err
 		}
@@ -192,7 +195,7 @@ func (rt *Runtime) recoverOnNode(ctx context.Context, id string) (NodeRecovery, 
 		}
 		defer ex.Close()
 	}
-	rep, err := RecoverRun(ctx, ex, rt.j, meta.ID)
+	rep, err := RecoverRunWith(ctx, ex, rt.j, meta.ID, ropts)
 	if err != nil {
 		return out, http.StatusUnprocessableEntity, err
 	}

@@ -161,7 +161,11 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 			rt.log.Warn("agentos: quarantined run", slog.String("run", r.Run.ID), slog.String("tool", r.Run.Tool), slog.String("reason", r.Reason))
 			continue
 		}
-		rt.log.Info("agentos: unfinished run", slog.String("run", r.Run.ID), slog.String("tool", r.Run.Tool), slog.Bool("resumed", r.Resumed), slog.String("reason", r.Reason))
+		level := slog.LevelInfo
+		if r.Failed() {
+			level = slog.LevelWarn // resumed and failed, or could not be resumed: never logged as a success
+		}
+		rt.log.Log(ctx, level, "agentos: unfinished run", slog.String("run", r.Run.ID), slog.String("tool", r.Run.Tool), slog.String("outcome", r.Outcome), slog.String("summary", r.Summary()))
 	}
 	rt.startRetention()
 	quota, _ := limits("", "quota", cfg.Quota)
@@ -233,7 +237,11 @@ func (rt *Runtime) resumeForges() {
 		go func() {
 			defer rt.bg.Done()
 			res, err := rt.node.ResumeForge(ctx, rt.agent, meta.ID)
-			rt.log.Info("agentos: resumed forge", slog.String("run", meta.ID), slog.String("path", res.Path), slog.Any("err", err))
+			if err != nil { // a resumed forge that failed is never logged as a success
+				rt.log.Warn("agentos: resumed forge failed", slog.String("run", meta.ID), slog.Any("err", err))
+			} else {
+				rt.log.Info("agentos: resumed forge", slog.String("run", meta.ID), slog.String("path", res.Path))
+			}
 			rt.resumedMu.Lock()
 			rt.resumed = append(rt.resumed, ForgeReport{Run: meta.ID, Result: res, Err: errString(err)})
 			rt.resumedMu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Host says where a run executes and whether its host stopped it. It is
@@ -20,6 +21,9 @@ type Host struct {
 	// boot id (a pid is reused after a reboot).
 	PID  int    `json:"host_pid,omitempty"`
 	Boot string `json:"host_boot,omitempty"`
+	// Since is when that process took the run (began or resumed it): a
+	// later process that reuses the pid is not the host.
+	Since time.Time `json:"host_since,omitzero"`
 	// Interrupted is set when the host itself stopped the run and survived
 	// (a shutdown): the run is left resumable and did not harm its host.
 	Interrupted string `json:"interrupted,omitempty"`
@@ -31,7 +35,57 @@ type Host struct {
 
 // stamp records this process as the host.
 func (h *Host) stamp() {
-	h.PID, h.Boot = os.Getpid(), BootID()
+	h.PID, h.Boot, h.Since = os.Getpid(), BootID(), time.Now().UTC()
+}
+
+// StatusInterrupted is how a run is shown (never stored) whose status is
+// "running" but which no live process runs: its host was killed, crashed
+// or stopped it. 'agentos recover --run ID' resumes it (ResumeCommand).
+const StatusInterrupted = "interrupted"
+
+// Gone reports whether the run's host process is certainly no longer
+// running it: it stopped the run itself (Interrupted), the machine
+// rebooted since, or no live process is the host (no process has its pid,
+// or the one that has started after the host took the run). It is false
+// when it cannot tell (a run recorded before agentos kept its host).
+func (h Host) Gone() bool {
+	switch {
+	case h.Interrupted != "":
+		return true
+	case h.PID == 0:
+		return false
+	case h.Current():
+		return false
+	case h.Boot != "" && BootID() != "" && h.Boot != BootID():
+		return true
+	}
+	return hostGone(h)
+}
+
+// Shown is the status a user is shown for the run: its stored status,
+// except that a "running" run whose host is Gone is "interrupted".
+func (m RunMeta) Shown() string {
+	if m.Status == StatusRunning && m.Gone() {
+		return StatusInterrupted
+	}
+	return m.Status
+}
+
+// ResumeCommand is the command that resumes the run when it is
+// interrupted or quarantined ("" otherwise): 'agentos recover --run ID' for
+// a tool run.
+// A forge run is resumed by the next node that starts ('agentos serve').
+func (m RunMeta) ResumeCommand() string {
+	s := m.Shown()
+	switch {
+	case s != StatusInterrupted && s != StatusQuarantined:
+		return ""
+	case m.Kind == "exec":
+		return "agentos recover --run " + m.ID
+	case m.Kind == "forge" && s == StatusInterrupted:
+		return "agentos serve"
+	}
+	return ""
 }
 
 // Current reports whether h is this very process: a run it hosts is in

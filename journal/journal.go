@@ -98,6 +98,9 @@ type RunMeta struct {
 	// IMPORTANT: recovery MUST resume a run with a Caller under those
 	// rights, as the original run was.
 	Caller *Caller `json:"caller,omitempty"`
+	// Limits are the limits the run executed under (see limits.go); nil
+	// for a run recorded before agentos kept them, or not a tool run.
+	Limits *Limits `json:"limits,omitempty"`
 	// Host is the process that last ran (or resumed) the run; see host.go.
 	Host
 }

@@ -193,3 +193,13 @@ func (r *Recovery) Middleware() driver.Middleware {
 		})
 	}
 }
+
+// Diverged returns the first divergence seen while the replayed code ran
+// (nil when none), without looking for recorded calls it never made: for a
+// replay that stopped early for another reason (a limit), those are not a
+// divergence.
+func (p *Replayer) Diverged() *DivergenceError {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.div
+}

@@ -45,7 +45,10 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 	// IMPORTANT: the run's isolation is committed before the tool starts:
 	// if the host dies during an in-process run, the tool may be what
 	// killed it, and recovery MUST NOT run it in-process again.
-	run, err := j.Begin(journal.RunMeta{Kind: "exec", Tool: req.Path, Hash: hash, Args: req.Args, Caller: req.Caller, Host: journal.Host{Isolation: string(ex.opts.Isolation)}})
+	// IMPORTANT: the limits the run executes under are part of its record:
+	// recovery and replay run it under the same ones.
+	req.Limits = req.Limits.Or(ex.opts.Limits)
+	run, err := j.Begin(journal.RunMeta{Kind: "exec", Tool: req.Path, Hash: hash, Args: req.Args, Caller: req.Caller, Limits: JournalLimits(req.Limits), Host: journal.Host{Isolation: string(ex.opts.Isolation)}})
 	if err != nil {
 		return Result{}, "", fmt.Errorf("journaling the run: %w", err), nil
 	}

@@ -196,13 +196,16 @@ func execOnNode(ctx context.Context, nc *agentos.NodeClient, rel string, args js
 
 // recoverOnNode asks the serving node to resume runs (only, or every
 // unfinished one not in flight) and prints what it did, at its start and now.
-func recoverOnNode(ctx context.Context, nc *agentos.NodeClient, only string, asJSON bool, stdout io.Writer) error {
-	rec, err := nc.Recover(ctx, agentos.RecoverRequest{Run: only})
+func recoverOnNode(ctx context.Context, nc *agentos.NodeClient, req agentos.RecoverRequest, asJSON bool, stdout io.Writer) error {
+	rec, err := nc.Recover(ctx, req)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		return fprintJSON(stdout, rec)
+		if err := fprintJSON(stdout, rec); err != nil {
+			return err
+		}
+		return recoverStatus(rec.Now)
 	}
 	if len(rec.AtStart) > 0 {
 		fmt.Fprintf(stdout, "the serving node (pid %d) recovered these runs when it started:\n", rec.PID)
@@ -217,5 +220,5 @@ func recoverOnNode(ctx context.Context, nc *agentos.NodeClient, only string, asJ
 	default:
 		fmt.Fprintf(stdout, "no unfinished runs (the serving node, pid %d, resumes a root's runs when it starts)\n", rec.PID)
 	}
-	return nil
+	return recoverStatus(rec.Now)
 }

@@ -51,6 +51,11 @@ type runRow struct {
 	Status      string `json:"status"`
 	Calls       int    `json:"calls"`
 	Interrupted string `json:"interrupted"`
+	Resume      string `json:"resume"`
+	Limits      *struct {
+		Timeout time.Duration `json:"timeout_ns"`
+	} `json:"limits"`
+	PID int `json:"host_pid"`
 }
 
 func listRuns(t *testing.T, root string) []runRow {

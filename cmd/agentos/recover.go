@@ -2,15 +2,21 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 )
 
 // runRecover resumes the runs a crash left unfinished:
-// agentos recover [--root DIR] [--json] [--run ID].
+// agentos recover [--root DIR] [--json] [--run ID] [--timeout D].
+//
+// Each run resumes under the limits it was recorded with; --timeout
+// overrides the recorded timeout. It exits 1 when a resumed run failed or a
+// run could not be resumed.
 //
 // With --run it resumes that one run, unfinished or quarantined, always in
 // sandbox worker processes (whatever agentos.json says): a quarantined run's
@@ -18,21 +24,26 @@ import (
 func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	c := newJournalCmd("recover", "print one JSON array of what became of each run")
 	only := c.fs.String("run", "", "resume only this run (an id or unique prefix), in worker processes; a quarantined run is resumed only this way")
+	timeout := c.fs.Duration("timeout", 0, "wall-clock limit of each resumed run (default: the one recorded with the run)")
 	_, absRoot, cfg, err := c.parse(args, 0, "")
 	if err != nil {
+		return err
+	}
+	if err := positiveFlag(c.fs, "timeout", *timeout); err != nil {
 		return err
 	}
 	if nc, err := nodeFor(absRoot, cfg, *c.jpath); err != nil {
 		return err
 	} else if nc != nil { // the node holds the journal: it resumes the runs
 		defer nc.Close()
-		return recoverOnNode(ctx, nc, *only, *c.asJSON, stdout)
+		return recoverOnNode(ctx, nc, agentos.RecoverRequest{Run: *only, Timeout: *timeout}, *c.asJSON, stdout)
 	}
 	j, err := openJournal(absRoot, cfg, *c.jpath, true)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
+	ropts := agentos.RecoverOptions{Limits: executor.Limits{Timeout: *timeout}}
 	asJSON := c.asJSON
 	opts := cfg.ExecutorOptions(absRoot)
 	if *only != "" {
@@ -45,25 +56,28 @@ func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	defer ex.Close()
 	var reports []agentos.RecoverReport
 	if *only != "" {
-		rep, err := agentos.RecoverRun(ctx, ex, j, *only)
+		rep, err := agentos.RecoverRunWith(ctx, ex, j, *only, ropts)
 		if err != nil {
 			return err
 		}
 		reports = []agentos.RecoverReport{rep}
-	} else if reports, err = agentos.Recover(ctx, ex, j); err != nil {
+	} else if reports, err = agentos.RecoverWith(ctx, ex, j, ropts); err != nil {
 		return err
 	}
 	if *asJSON {
 		if reports == nil {
 			reports = []agentos.RecoverReport{}
 		}
-		return fprintJSON(stdout, reports)
+		if err := fprintJSON(stdout, reports); err != nil {
+			return err
+		}
+		return recoverStatus(reports)
 	}
 	if len(reports) == 0 {
 		fmt.Fprintln(stdout, "no unfinished runs")
 	}
 	printRecovered(stdout, reports)
-	return nil
+	return recoverStatus(reports)
 }
 
 // printRecovered prints what became of each run, one line each.
@@ -81,5 +95,31 @@ func printRecovered(stdout io.Writer, reports []agentos.RecoverReport) {
 		default:
 			fmt.Fprintf(stdout, "run %s interrupted again; it stays resumable\n", r.Run.ID)
 		}
+		if r.LimitsNote != "" {
+			fmt.Fprintf(stdout, "  limits: %s\n", r.LimitsNote)
+		}
 	}
+}
+
+// recoverStatus is errFailed (exit 1) when a resumed run failed or a run
+// could not be resumed: IMPORTANT: recover MUST NOT exit 0 for a run whose
+// resumed execution failed.
+func recoverStatus(reports []agentos.RecoverReport) error {
+	for _, r := range reports {
+		if r.Failed() {
+			return errFailed
+		}
+	}
+	return nil
+}
+
+// positiveFlag refuses a duration flag the user set to zero or less: it
+// would otherwise silently mean the default.
+func positiveFlag(fs *flag.FlagSet, name string, d time.Duration) error {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	if set && d <= 0 {
+		return usagef("--%s %v: the limit must be positive (e.g. 90s)", name, d)
+	}
+	return nil
 }

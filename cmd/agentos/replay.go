@@ -5,21 +5,30 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 )
 
 // runReplay re-executes a run offline:
-// agentos replay [--root DIR] [--json] [--tool PATCHED.ts] RUN.
+// agentos replay [--root DIR] [--json] [--tool PATCHED.ts] [--timeout D] RUN.
+//
+// The run replays under the limits it was recorded with; --timeout
+// overrides the recorded timeout. A replay stopped by a limit says so (it
+// is not a divergence).
 func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	c := newJournalCmd("replay", "print one JSON object {run, result, patched, same, divergence}")
 	tool := c.fs.String("tool", "", "a patched version of the tool to feed the recorded I/O")
+	timeout := c.fs.Duration("timeout", 0, "wall-clock limit of the replay (default: the one recorded with the run)")
 	pos, absRoot, cfg, j, err := c.openRun(ctx, args, "one RUN id (or a unique prefix)") // from the node when one serves the root
 	if err != nil {
 		return err
 	}
 	defer j.Close()
+	if err := positiveFlag(c.fs, "timeout", *timeout); err != nil {
+		return err
+	}
 	asJSON := c.asJSON
 	var patched []byte
 	if *tool != "" {
@@ -34,11 +43,11 @@ func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer ex.Close()
-	rep, err := agentos.Replay(ctx, ex, j, pos[0], patched)
+	rep, err := agentos.ReplayWith(ctx, ex, j, pos[0], agentos.ReplayOptions{Patched: patched, Limits: executor.Limits{Timeout: *timeout}})
 	if err != nil {
 		return usagef("%v", err)
 	}
-	failed := rep.Divergence != nil || (!rep.Patched && !rep.Same)
+	failed := rep.Divergence != nil || (!rep.Patched && !rep.Same) || (rep.LimitHit != "" && !rep.Same)
 	if *asJSON {
 		if err := fprintJSON(stdout, rep); err != nil {
 			return err
@@ -50,6 +59,14 @@ func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return errFailed
 	}
 	return nil
+}
+
+// recordedTimeout is the timeout run rep replayed was recorded under.
+func recordedTimeout(rep agentos.ReplayReport) string {
+	if rep.Run.Limits == nil {
+		return "limits it did not record (it predates recorded limits)"
+	}
+	return "a timeout of " + rep.Run.Limits.Timeout.String()
 }
 
 func printReplay(w io.Writer, rep agentos.ReplayReport) {
@@ -68,8 +85,19 @@ func printReplay(w io.Writer, rep agentos.ReplayReport) {
 	} else {
 		fmt.Fprintf(w, "  replayed  failed: %s: %s\n", rep.Result.Error.Kind, clip(rep.Result.Error.Message, 300))
 	}
+	if rep.LimitsNote != "" {
+		fmt.Fprintf(w, "  limits    %s\n", rep.LimitsNote)
+	}
 	if d := rep.Divergence; d != nil {
 		fmt.Fprintf(w, "DIVERGED %s\n", d.Error())
+		return
+	}
+	if rep.LimitHit != "" && !rep.Same {
+		hint := ""
+		if strings.HasPrefix(rep.LimitHit, "timeout ") {
+			hint = fmt.Sprintf("; the run was recorded under %s: raise it with --timeout", recordedTimeout(rep))
+		}
+		fmt.Fprintf(w, "LIMIT the replay stopped at its limit (%s) before the run's end: this is not a divergence%s\n", rep.LimitHit, hint)
 		return
 	}
 	switch {

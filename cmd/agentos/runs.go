@@ -15,6 +15,19 @@ type runsRow struct {
 	journal.RunMeta
 	DurationNS time.Duration `json:"duration_ns"`
 	Calls      int           `json:"calls"`
+	// Resume is the command that resumes an interrupted (or quarantined)
+	// run.
+	Resume string `json:"resume,omitempty"`
+}
+
+// newRunsRow is run r as 'agentos runs' shows it. IMPORTANT: a run left
+// "running" by a host that is gone (killed, crashed) is shown
+// "interrupted", with the command that resumes it; only a run a live
+// process executes shows "running".
+func newRunsRow(r journal.RunMeta, calls int) runsRow {
+	row := runsRow{RunMeta: r, DurationNS: r.Duration(), Calls: calls, Resume: r.ResumeCommand()}
+	row.Status = r.Shown()
+	return row
 }
 
 // runRuns lists the journal's runs: agentos runs [--root DIR] [--json];
@@ -40,7 +53,7 @@ func runRuns(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if err != nil {
 			return err
 		}
-		rows = append(rows, runsRow{RunMeta: r, DurationNS: r.Duration(), Calls: n})
+		rows = append(rows, newRunsRow(r, n))
 	}
 	if *asJSON {
 		return fprintJSON(stdout, rows)
@@ -58,5 +71,13 @@ func runRuns(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Kind, r.Tool, r.Status, dur, r.Calls)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Resume != "" {
+			fmt.Fprintf(stdout, "run %s is %s: resume it with '%s'\n", r.ID, r.Status, r.Resume)
+		}
+	}
+	return nil
 }

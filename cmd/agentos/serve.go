@@ -40,14 +40,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	for _, r := range rt.Recovered() {
-		state := "resumed"
-		switch {
-		case r.Quarantined:
-			state = "quarantined: " + r.Reason
-		case !r.Resumed:
-			state = "not resumed: " + r.Reason
-		}
-		fmt.Fprintf(stdout, "recovered run %s (%s): %s\n", r.Run.ID, r.Run.Tool, state)
+		fmt.Fprintf(stdout, "recovered run %s (%s): %s\n", r.Run.ID, r.Run.Tool, r.Summary())
 	}
 	fmt.Fprintf(stdout, "agentos node serving %s (pid %d); 'agentos ps', 'events', 'call', 'exec', 'runs', 'trace', 'replay' and 'recover' go through it; SIGTERM stops it\n", abs, os.Getpid())
 	if u := rt.MetricsURL(); u != "" {

@@ -24,7 +24,7 @@ func runTrace(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return fprintJSON(stdout, d)
 	}
 	m := d.Run
-	fmt.Fprintf(stdout, "run %s: %s %s, %s", m.ID, m.Kind, m.Tool, m.Status)
+	fmt.Fprintf(stdout, "run %s: %s %s, %s", m.ID, m.Kind, m.Tool, m.Shown())
 	if m.Duration() > 0 {
 		fmt.Fprintf(stdout, " in %v", m.Duration().Round(time.Microsecond))
 	}
