@@ -186,7 +186,7 @@ func TestJournalCommandsThroughServingNode(t *testing.T) {
 		waitFor(t, "the node to interrupt the run its caller left", func() bool {
 			for _, r := range listRuns(t, root) {
 				if r.ID == spinID {
-					return r.Status == "running" && r.Interrupted != ""
+					return r.Status == "interrupted" && r.Interrupted != "" // its host stopped it: shown interrupted (item 6)
 				}
 			}
 			return false
