@@ -146,7 +146,11 @@ func transform(path, hash string, src []byte) result {
 		Loader:     api.LoaderTS,
 		Format:     api.FormatCommonJS,
 		Target:     api.ES2022,
-		Sourcefile: path,
+		// IMPORTANT: a source map's sources are relative to the generated
+		// file, which is named by path (goja resolves them against its
+		// directory): the full path here printed tools/math/tools/math/x.ts
+		// in stack traces.
+		Sourcefile: path[strings.LastIndexByte(path, '/')+1:],
 		Sourcemap:  api.SourceMapInline,
 		Banner:     wrapPrefix,
 		Footer:     wrapSuffix,
