@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,48 @@ func TestStackNamesNestedToolPathOnce(t *testing.T) {
 		}
 		if strings.Contains(r.Error.Stack, "tools/math/tools/") || strings.Contains(r.Error.Stack, "deep/tools/") {
 			t.Errorf("stack doubles a path:\n%s", r.Error.Stack)
+		}
+	})
+}
+
+// TestThrownNonErrorIsReportedAsJSON: a value thrown that is not an Error
+// is described by its JSON (issue 11, item 9: throw {code: "E_BAD"} was
+// reported as "[object Object]"), its code kept; a primitive as JSON writes
+// it.
+func TestThrownNonErrorIsReportedAsJSON(t *testing.T) {
+	cases := map[string]string{
+		`{code: "E_BAD"}`:                    `the tool threw a non-Error value: {"code":"E_BAD"}`,
+		`{code: "E", detail: [1, 2]}`:        `the tool threw a non-Error value: {"code":"E","detail":[1,2]}`,
+		`[1, "a"]`:                           `the tool threw a non-Error value: [1,"a"]`,
+		`"oops"`:                             `the tool threw a non-Error value: "oops"`,
+		`42`:                                 `the tool threw a non-Error value: 42`,
+		`null`:                               `the tool threw a non-Error value: null`,
+		`undefined`:                          `the tool threw a non-Error value: undefined`,
+		`NaN`:                                `the tool threw a non-Error value: NaN`,
+		`10n`:                                `the tool threw a non-Error value: 10n`,
+		`{ toString() { return "custom" } }`: `custom`,
+		`new Map([["a", 1]])`:                `[object Map]`,
+	}
+	files := map[string]string{}
+	names := map[string]string{}
+	i := 0
+	for expr := range cases {
+		i++
+		name := fmt.Sprintf("tools/throw/t%d.ts", i)
+		files[name] = "export default async function () { await tgp.list_files('tools'); throw " + expr + "; }\n"
+		names[expr] = name
+	}
+	forModes(t, func(t *testing.T, mode Isolation) {
+		e := newExec(t, mode, files)
+		for expr, want := range cases {
+			r := run(t, e, names[expr], `{}`)
+			if r.Success || r.Error.Kind != "exception" || r.Error.Message != want {
+				t.Errorf("throw %s: got %+v, want exception %q", expr, r.Error, want)
+			}
+		}
+		r := run(t, e, names[`{code: "E_BAD"}`], `{}`)
+		if r.Error.Code != "E_BAD" || r.Error.Error() != `exception: the tool threw a non-Error value: {"code":"E_BAD"}` {
+			t.Errorf("got %q code %q", r.Error.Error(), r.Error.Code)
 		}
 	})
 }

@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"math/rand/v2"
 	"runtime/metrics"
 	"slices"
@@ -887,11 +888,7 @@ func (r *run) thrown(v goja.Value, frames []goja.StackFrame) *Error {
 	}
 	obj, ok := v.(*goja.Object)
 	if !ok {
-		s := v.String() // a primitive: no tool code runs
-		if err := r.safely(func() { s = r.format(v) }); err != nil {
-			s = v.String()
-		}
-		out.Message = "the tool threw a non-Error value: " + s
+		out.Message = "the tool threw a non-Error value: " + primitiveText(v) // no tool code runs
 		withFrames()
 		return out
 	}
@@ -920,6 +917,17 @@ func (r *run) thrown(v goja.Value, frames []goja.StackFrame) *Error {
 		out.Message = strings.TrimPrefix(name+": "+msg, ": ")
 	} else if err := r.safely(func() { out.Message = v.String() }); err != nil {
 		out.Message = fmt.Sprintf("the tool threw %s that could not be turned into text: %v", plain(v), err)
+	} else if strings.HasPrefix(out.Message, "[object ") || obj.ClassName() == "Array" {
+		// throw {code: "E_BAD"}: its own toString says nothing ("[object
+		// Object]"), its JSON says what the tool meant.
+		var text string
+		if err := r.safely(func() {
+			if s, err := r.strfy(nil, v); err == nil && !goja.IsUndefined(s) {
+				text = s.String()
+			}
+		}); err == nil && text != "" && (text != "{}" || out.Message == "[object Object]") {
+			out.Message = "the tool threw a non-Error value: " + text
+		}
 	}
 	withFrames()
 	out.Code, _ = str("code")
@@ -927,6 +935,25 @@ func (r *run) thrown(v goja.Value, frames []goja.StackFrame) *Error {
 		out.Stack = st
 	}
 	return out
+}
+
+// primitiveText writes a thrown primitive as JSON where JSON can say it
+// (a string quoted, null, a number, true/false) and as JavaScript writes it
+// otherwise (undefined, NaN, Infinity, 5n, Symbol(x)). It runs no tool code.
+func primitiveText(v goja.Value) string {
+	switch x := v.Export().(type) {
+	case string:
+		b, _ := json.Marshal(clip.N(x, maxThrownText))
+		return string(b)
+	case nil:
+		if goja.IsNull(v) {
+			return "null"
+		}
+		return "undefined"
+	case *big.Int:
+		return x.String() + "n"
+	}
+	return v.String()
 }
 
 // describeBudget bounds the tool code that describing a thrown value may run
