@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -69,5 +71,29 @@ func TestThrownNonErrorIsReportedAsJSON(t *testing.T) {
 		if r.Error.Code != "E_BAD" || r.Error.Error() != `exception: the tool threw a non-Error value: {"code":"E_BAD"}` {
 			t.Errorf("got %q code %q", r.Error.Error(), r.Error.Code)
 		}
+	})
+}
+
+// TestArgsAreCheckedAgainstDeclaredTypes: arguments that do not match the
+// tool's declared parameter types fail the run with invalid_args naming the
+// path and what was expected (issue 11, item 9: a number for a string
+// parameter ran and returned null, success), in both isolation modes and
+// for a Source given with the request (replay) as for the file.
+func TestArgsAreCheckedAgainstDeclaredTypes(t *testing.T) {
+	const greet = "interface Args { name: string; times?: number; mode?: 'loud' | 'soft' }\n" +
+		"export default function greet(args: Args) { return (args.name.toUpperCase ? 'ok ' : 'bad ') + args.name; }\n"
+	forModes(t, func(t *testing.T, mode Isolation) {
+		e := newExec(t, mode, map[string]string{"tools/text/greet.ts": greet, "tools/free.ts": "export default ({ a }) => a ?? null;\n"})
+		wantResult(t, run(t, e, "tools/text/greet.ts", `{"name": "ada"}`), `"ok ada"`)
+		wantKind(t, run(t, e, "tools/text/greet.ts", `{"name": 5}`), "invalid_args", "args.name: expected string, got number")
+		wantKind(t, run(t, e, "tools/text/greet.ts", `{}`), "invalid_args", "args.name: expected string, got nothing (the property is required)")
+		wantKind(t, run(t, e, "tools/text/greet.ts", `{"name": "a", "mode": "shout"}`), "invalid_args", `args.mode: expected one of "loud", "soft", got "shout"`)
+		r := e.Exec(context.Background(), Request{Path: "tools/text/greet.ts", Source: []byte(greet), Args: json.RawMessage(`{"name": "a", "times": "2"}`)})
+		wantKind(t, r, "invalid_args", "args.times: expected number, got string")
+		if r.Calls != 0 || !strings.Contains(r.Error.Message, "tools/text/greet.ts declares") {
+			t.Fatalf("the run must not start: %+v", r)
+		}
+		// No declared type: nothing to hold the arguments to.
+		wantResult(t, run(t, e, "tools/free.ts", `{"a": 5}`), "5")
 	})
 }
