@@ -306,8 +306,9 @@ type run struct {
 	errCtr  goja.Value
 	helpers goja.Value
 
-	calls sync.WaitGroup // driver calls in flight
-	slots chan struct{}  // MaxInFlight tokens
+	calls  sync.WaitGroup // driver calls in flight
+	slots  chan struct{}  // MaxInFlight tokens
+	timers timers         // setTimeout and setInterval
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -458,20 +459,49 @@ func (r *run) main(job Job) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p, ok := v.Export().(*goja.Promise); ok {
-		if v, err = r.settle(p); err != nil {
+	p, _ := v.Export().(*goja.Promise)
+	if p != nil || r.pendingTimers() > 0 {
+		if err := r.settle(p); err != nil {
 			return nil, err
+		}
+		if p != nil {
+			v = p.Result()
 		}
 	}
 	return r.result(v)
 }
 
-// settle runs the completion loop until p settles: host calls complete in
-// the order they were issued, each resolved on this goroutine.
-func (r *run) settle(p *goja.Promise) (goja.Value, error) {
-	for p.State() == goja.PromiseStatePending {
+// settle runs the run's loop until p (nil: none) settles and no timer is
+// left: timers due by the journaled clock fire first (see timers.go), then
+// host calls complete in the order they were issued, each resolved on this
+// goroutine, and when only timers are left the loop waits for the next.
+func (r *run) settle(p *goja.Promise) error {
+	for {
+		if p != nil && p.State() == goja.PromiseStateRejected {
+			return r.thrown(p.Result(), nil)
+		}
+		pending := p != nil && p.State() == goja.PromiseStatePending
+		if !pending && r.pendingTimers() == 0 {
+			return nil
+		}
+		select {
+		case <-r.stop:
+			return r.reason.Load()
+		default:
+		}
+		if fired, err := r.fireDue(); err != nil {
+			return err
+		} else if fired {
+			continue
+		}
 		if len(r.queue) == 0 {
-			return nil, errorf(KindUnsettled, "the tool's promise never settles: it awaits something no bridge call will resolve")
+			if r.pendingTimers() > 0 {
+				if err := r.sleepUntilNextTimer(); err != nil {
+					return err
+				}
+				continue
+			}
+			return errorf(KindUnsettled, "the tool's promise never settles: it awaits something no bridge call or timer will resolve")
 		}
 		pc := r.queue[0]
 		r.queue = r.queue[1:]
@@ -479,11 +509,11 @@ func (r *run) settle(p *goja.Promise) (goja.Value, error) {
 		select {
 		case res = <-pc.ch:
 		case <-r.stop:
-			return nil, r.reason.Load()
+			return r.reason.Load()
 		}
 		var err error
 		if res.err != nil && driver.AsError(res.err).Code == driver.CodeAbort {
-			return nil, &Error{Kind: KindHostFailure, Message: driver.AsError(res.err).Message, Code: driver.CodeAbort}
+			return &Error{Kind: KindHostFailure, Message: driver.AsError(res.err).Message, Code: driver.CodeAbort}
 		} else if res.err != nil {
 			err = pc.reject(r.jsError(res.err))
 		} else if v, perr := r.fromJSON(res.val); perr != nil {
@@ -492,13 +522,9 @@ func (r *run) settle(p *goja.Promise) (goja.Value, error) {
 			err = pc.resolve(v)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if p.State() == goja.PromiseStateRejected {
-		return nil, r.thrown(p.Result(), nil)
-	}
-	return p.Result(), nil
 }
 
 func (r *run) result(v goja.Value) (json.RawMessage, error) {
@@ -601,6 +627,10 @@ func installGlobals(vm *goja.Runtime, h *hooks, bindings []Binding) {
 	}
 	tgp.Set("log", logFn(""))
 	vm.Set("tgp", tgp)
+	vm.Set("setTimeout", func(c goja.FunctionCall) goja.Value { return h.run.setTimer(c, false) })
+	vm.Set("setInterval", func(c goja.FunctionCall) goja.Value { return h.run.setTimer(c, true) })
+	vm.Set("clearTimeout", func(c goja.FunctionCall) goja.Value { return h.run.clearTimer(c) })
+	vm.Set("clearInterval", func(c goja.FunctionCall) goja.Value { return h.run.clearTimer(c) })
 	console := vm.NewObject()
 	for _, lvl := range []string{"log", "info", "debug"} {
 		console.Set(lvl, logFn(""))
@@ -674,6 +704,7 @@ func (r *run) now() time.Time {
 			r.abort(errorf(KindHostFailure, "clock.now answered %s, not Unix milliseconds", val))
 		}
 	}
+	r.timers.now, r.timers.haveNow = max(ms, r.timers.now), true
 	return time.UnixMilli(ms).UTC()
 }
 
@@ -807,6 +838,7 @@ func (r *run) classify(err error) *Error {
 		if reason != nil {
 			e := *reason
 			e.Stack = x.String()
+			r.timersNote(&e)
 			return &e
 		}
 		return errorf(KindInternal, "interrupted: %v", x.Value())
@@ -817,6 +849,7 @@ func (r *run) classify(err error) *Error {
 	case *Error:
 		if reason != nil && x == reason {
 			e := *reason
+			r.timersNote(&e)
 			return &e
 		}
 		return x
