@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -128,5 +130,29 @@ func TestEndlessIntervalEndsAtTheTimeout(t *testing.T) {
 		wantKind(t, r, "timeout", "1 interval(s) still running kept it alive")
 		wantKind(t, run(t, e, "tools/throw.ts", `{}`), "exception", "Error: late boom")
 		wantKind(t, run(t, e, "tools/code.ts", `{}`), "exception", "TypeError: setTimeout: the first argument must be a function")
+	})
+}
+
+// TestCheckKnowsTheSandboxGlobals keeps check_tool and the sandbox in sync:
+// the globals check.SandboxGlobals lists are exactly those a tool finds on
+// globalThis, so none that check flags as missing (check.MissingGlobals)
+// exists, and a global added to or removed from the sandbox fails this test
+// until the checker agrees.
+func TestCheckKnowsTheSandboxGlobals(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Isolation) {
+		e := newExec(t, mode, map[string]string{"tools/globals.ts": "export default () => Object.getOwnPropertyNames(globalThis).sort();\n"})
+		r := run(t, e, "tools/globals.ts", `{}`)
+		var got []string
+		if err := json.Unmarshal(r.Result, &got); err != nil || !r.Success {
+			t.Fatalf("%s %+v", r.Result, r.Error)
+		}
+		if !reflect.DeepEqual(got, check.SandboxGlobals) {
+			t.Fatalf("the sandbox's globals differ from check.SandboxGlobals:\n sandbox %q\n check   %q", got, check.SandboxGlobals)
+		}
+		for name := range check.MissingGlobals {
+			if slices.Contains(got, name) {
+				t.Errorf("check flags %s as missing, but the sandbox has it", name)
+			}
+		}
 	})
 }
