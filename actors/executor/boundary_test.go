@@ -97,3 +97,65 @@ func TestArgsAreCheckedAgainstDeclaredTypes(t *testing.T) {
 		wantResult(t, run(t, e, "tools/free.ts", `{"a": 5}`), "5")
 	})
 }
+
+// TestResultValuesCrossFaithfullyOrSaySo: values JSON cannot hold as such
+// either cross in their natural JSON form or the run says what happened
+// (issue 11, item 9: a Map result became {}, NaN became null, silently).
+func TestResultValuesCrossFaithfullyOrSaySo(t *testing.T) {
+	ok := map[string]struct{ result, warn string }{
+		`new Map([["a", 1], ["b", new Map([["c", 2]])]])`:    {`{"a":1,"b":{"c":2}}`, ""},
+		`new Map([[1, "x"]])`:                                {`{"1":"x"}`, ""},
+		`new Set([1, "a", 1])`:                               {`[1,"a"]`, ""},
+		`{ s: new Set([new Map([["k", [new Set([1])]]])]) }`: {`{"s":[{"k":[[1]]}]}`, ""},
+		`new Uint8Array([1, 2, 255])`:                        {`[1,2,255]`, ""},
+		`10n`:                                                {`10`, ""},
+		`{ big: -(2n ** 53n) }`:                              {`{"big":-9007199254740992}`, ""},
+		`new Date(Date.UTC(2020, 0, 2))`:                     {`"2020-01-02T00:00:00.000Z"`, ""},
+		`{ a: undefined, b: [undefined] }`:                   {`{"b":[null]}`, ""},
+		`undefined`:                                          {`null`, ""},
+		`(() => { const e: any = new RangeError("bad"); e.code = "E"; return { e }; })()`: {`{"e":{"name":"RangeError","message":"bad","code":"E"}}`, ""},
+		`{ avg: 0 / 0, list: [1, Infinity, -Infinity] }`:                                  {`{"avg":null,"list":[1,null,null]}`, "warn: result.avg is NaN, which JSON cannot hold: it was returned as null (and 2 more such values)"},
+		`{ f() { return 1; }, n: 1 }`:                                                     {`{"n":1}`, "warn: result.f is a function, which JSON cannot hold: it was left out of the result"},
+	}
+	bad := map[string]string{
+		`new Map([[{}, 1]])`:        "result: a Map whose keys are not strings or numbers has no JSON form: return Array.from(map)",
+		`{ x: [2n ** 64n] }`:        "result.x[0]: the BigInt 18446744073709551616n is too large to be exact as a JSON number",
+		`{ p: Promise.resolve(1) }`: "result.p: a Promise has no JSON form: await it before returning",
+		`() => 1`:                   "result: the tool returned a function, which has no JSON form",
+		`{ w: new WeakMap() }`:      "result.w: a WeakMap or WeakSet cannot be read",
+	}
+	files := map[string]string{}
+	name := map[string]string{}
+	i := 0
+	for expr := range ok {
+		i++
+		name[expr] = fmt.Sprintf("tools/values/ok%d.ts", i)
+		files[name[expr]] = "export default async function (): Promise<any> { await tgp.list_files('tools'); return " + expr + "; }\n"
+	}
+	for expr := range bad {
+		i++
+		name[expr] = fmt.Sprintf("tools/values/bad%d.ts", i)
+		files[name[expr]] = "export default function (): any { return " + expr + "; }\n"
+	}
+	files["tools/values/log.ts"] = "export default () => { console.log(new Map([['a', new Set([1])]]), NaN, 5n, undefined); return null; };\n"
+	forModes(t, func(t *testing.T, mode Isolation) {
+		e := newExec(t, mode, files)
+		for expr, want := range ok {
+			r := run(t, e, name[expr], `{}`)
+			if !r.Success || string(r.Result) != want.result {
+				t.Errorf("return %s: got %s %+v, want %s", expr, r.Result, r.Error, want.result)
+				continue
+			}
+			if want.warn == "" && len(r.Logs) != 0 || want.warn != "" && (len(r.Logs) != 1 || r.Logs[0] != want.warn) {
+				t.Errorf("return %s: logs %q, want %q", expr, r.Logs, want.warn)
+			}
+		}
+		for expr, want := range bad {
+			wantKind(t, run(t, e, name[expr], `{}`), "exception", "the tool's result cannot be turned into JSON: TypeError: "+want)
+		}
+		r := run(t, e, "tools/values/log.ts", `{}`)
+		if len(r.Logs) != 1 || r.Logs[0] != `{"a":[1]} NaN 5 undefined` {
+			t.Errorf("logs %q", r.Logs)
+		}
+	})
+}

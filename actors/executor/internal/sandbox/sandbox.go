@@ -178,6 +178,7 @@ type prepared struct {
 	hooks    *hooks
 	parse    goja.Callable
 	strfy    goja.Callable
+	replacer goja.Value // see values.go
 	errCtr   goja.Value
 	err      error
 }
@@ -217,6 +218,21 @@ func (e *Engine) prepare() *prepared {
 	p.strfy, _ = goja.AssertFunction(jsonObj.Get("stringify"))
 	p.errCtr = vm.Get("Error")
 	if p.parse, err = guardJSONParse(vm, jsonObj); err != nil {
+		p.err = err
+		return p
+	}
+	mk, err := vm.RunProgram(replacerJS)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	mkFn, _ := goja.AssertFunction(mk)
+	note := func(kind, path, text string) {
+		if h.run != nil && h.run.notes != nil {
+			h.run.notes.add(kind, path, text)
+		}
+	}
+	if p.replacer, err = mkFn(nil, vm.ToValue(note)); err != nil {
 		p.err = err
 		return p
 	}
@@ -301,10 +317,12 @@ type run struct {
 	queue   []*pending
 	mods    map[string]*goja.Object
 	rng     *rand.Rand
-	parse   goja.Callable
-	strfy   goja.Callable
-	errCtr  goja.Value
-	helpers goja.Value
+	parse    goja.Callable
+	strfy    goja.Callable
+	replacer goja.Value
+	notes    *valueNotes // set while the result is turned into JSON
+	errCtr   goja.Value
+	helpers  goja.Value
 
 	calls  sync.WaitGroup // driver calls in flight
 	slots  chan struct{}  // MaxInFlight tokens
@@ -323,7 +341,7 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	defer cancel()
 	p := e.take()
 	r := &run{e: e, ctx: ctx, vm: p.vm, br: br, lim: lim, mods: map[string]*goja.Object{}, stop: make(chan struct{}),
-		parse: p.parse, strfy: p.strfy, errCtr: p.errCtr, helpers: p.helpers, slots: make(chan struct{}, MaxInFlight)}
+		parse: p.parse, strfy: p.strfy, replacer: p.replacer, errCtr: p.errCtr, helpers: p.helpers, slots: make(chan struct{}, MaxInFlight)}
 	// IMPORTANT: no call of this run outlives it: cancel what is still in
 	// flight (a call the tool did not await) and wait for it, so that no
 	// side effect or journal entry happens after the result is returned.
@@ -531,13 +549,24 @@ func (r *run) result(v goja.Value) (json.RawMessage, error) {
 	if v == nil || goja.IsUndefined(v) {
 		return json.RawMessage("null"), nil
 	}
-	s, err := r.strfy(nil, v)
+	r.notes = &valueNotes{}
+	s, err := r.strfy(nil, v, r.replacer)
+	notes := r.notes
+	r.notes = nil
 	if err != nil {
 		var ex *goja.Exception
 		if errors.As(err, &ex) {
-			return nil, &Error{Kind: KindException, Message: "the tool's result cannot be turned into JSON: " + ex.Value().String()}
+			var msg string
+			if derr := r.safely(func() { msg = ex.Value().String() }); derr != nil {
+				msg = plain(ex.Value())
+			}
+			return nil, &Error{Kind: KindException, Message: "the tool's result cannot be turned into JSON: " + msg}
 		}
 		return nil, err
+	}
+	for _, w := range notes.warnings() {
+		r.out += len(w)
+		r.logs = append(r.logs, w)
 	}
 	if goja.IsUndefined(s) {
 		return json.RawMessage("null"), nil
@@ -741,8 +770,11 @@ func (r *run) format(v goja.Value) string {
 	if s, ok := v.Export().(string); ok {
 		return s
 	}
-	if _, isFn := goja.AssertFunction(v); !isFn && !goja.IsUndefined(v) {
-		if s, err := r.strfy(nil, v); err == nil && !goja.IsUndefined(s) {
+	if _, isObj := v.(*goja.Object); !isObj {
+		return v.String() // NaN, Infinity, 10 (a BigInt), undefined, null, true
+	}
+	if _, isFn := goja.AssertFunction(v); !isFn {
+		if s, err := r.strfy(nil, v, r.replacer); err == nil && !goja.IsUndefined(s) {
 			return s.String()
 		}
 	}
