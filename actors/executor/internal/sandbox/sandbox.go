@@ -306,17 +306,17 @@ type pending struct {
 }
 
 type run struct {
-	e       *Engine
-	ctx     context.Context
-	vm      *goja.Runtime
-	br      Bridge
-	lim     Limits
-	seq     atomic.Uint64
-	logs    []string
-	out     int // bytes of logs so far
-	queue   []*pending
-	mods    map[string]*goja.Object
-	rng     *rand.Rand
+	e        *Engine
+	ctx      context.Context
+	vm       *goja.Runtime
+	br       Bridge
+	lim      Limits
+	seq      atomic.Uint64
+	logs     []string
+	out      int // bytes of logs so far
+	queue    []*pending
+	mods     map[string]*goja.Object
+	rng      *rand.Rand
 	parse    goja.Callable
 	strfy    goja.Callable
 	replacer goja.Value
