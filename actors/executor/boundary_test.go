@@ -108,8 +108,6 @@ func TestResultValuesCrossFaithfullyOrSaySo(t *testing.T) {
 		`new Set([1, "a", 1])`:                               {`[1,"a"]`, ""},
 		`{ s: new Set([new Map([["k", [new Set([1])]]])]) }`: {`{"s":[{"k":[[1]]}]}`, ""},
 		`new Uint8Array([1, 2, 255])`:                        {`[1,2,255]`, ""},
-		`10n`:                                                {`10`, ""},
-		`{ big: -(2n ** 53n) }`:                              {`{"big":-9007199254740992}`, ""},
 		`new Date(Date.UTC(2020, 0, 2))`:                     {`"2020-01-02T00:00:00.000Z"`, ""},
 		`{ a: undefined, b: [undefined] }`:                   {`{"b":[null]}`, ""},
 		`undefined`:                                          {`null`, ""},
@@ -119,7 +117,8 @@ func TestResultValuesCrossFaithfullyOrSaySo(t *testing.T) {
 	}
 	bad := map[string]string{
 		`new Map([[{}, 1]])`:        "result: a Map whose keys are not strings or numbers has no JSON form: return Array.from(map)",
-		`{ x: [2n ** 64n] }`:        "result.x[0]: the BigInt 18446744073709551616n is too large to be exact as a JSON number",
+		`{ x: [2n ** 64n] }`:        "result.x[0]: the BigInt 18446744073709551616n has no JSON form: return Number(n) when it is exact as a number",
+		`10n`:                       "result: the BigInt 10n has no JSON form",
 		`{ p: Promise.resolve(1) }`: "result.p: a Promise has no JSON form: await it before returning",
 		`() => 1`:                   "result: the tool returned a function, which has no JSON form",
 		`{ w: new WeakMap() }`:      "result.w: a WeakMap or WeakSet cannot be read",

@@ -15,8 +15,8 @@ import (
 //   - Map with string (or number) keys -> an object; with other keys -> an
 //     error saying how to convert it;
 //   - Set -> an array; a typed array (Uint8Array ...) -> an array of numbers;
-//   - BigInt -> a number when it is exact as one (|n| <= 2^53), else an
-//     error;
+//   - BigInt -> an error saying to return Number(n) or String(n) (JSON has
+//     no integers beyond 2^53, and a silent conversion would lose digits);
 //   - an Error -> {name, message, ...its own enumerable properties};
 //   - NaN, Infinity, -Infinity -> null, with a warning in the run's logs;
 //   - a function or symbol as a property -> omitted, with a warning; as the
@@ -33,7 +33,7 @@ var replacerJS = goja.MustCompile("agentos:values", `(function (note) {
 	const MapP = Map.prototype, SetP = Set.prototype, PromiseP = Promise.prototype, ErrorP = Error.prototype;
 	const WeakMapP = WeakMap.prototype, WeakSetP = WeakSet.prototype, DataViewP = DataView.prototype;
 	const mapEntries = MapP.entries, setValues = SetP.values, isView = ArrayBuffer.isView, from = Array.from;
-	const isArray = Array.isArray, N = Number, S = String, MAX = 9007199254740992;
+	const isArray = Array.isArray, S = String;
 	const paths = new Map();
 	const where = (holder, key) => {
 		const base = paths.get(holder);
@@ -50,8 +50,7 @@ var replacerJS = goja.MustCompile("agentos:values", `(function (note) {
 			}
 			return v;
 		case 'bigint':
-			if (v <= MAX && v >= -MAX) return N(v);
-			return fail(where(this, key), 'the BigInt ' + S(v) + 'n is too large to be exact as a JSON number: return String(n) (or a number)');
+			return fail(where(this, key), 'the BigInt ' + S(v) + 'n has no JSON form: return Number(n) when it is exact as a number (|n| <= 2^53), or String(n)');
 		case 'function':
 		case 'symbol': {
 			const path = where(this, key);
