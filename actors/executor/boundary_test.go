@@ -47,6 +47,7 @@ func TestThrownNonErrorIsReportedAsJSON(t *testing.T) {
 		`undefined`:                          `the tool threw a non-Error value: undefined`,
 		`NaN`:                                `the tool threw a non-Error value: NaN`,
 		`10n`:                                `the tool threw a non-Error value: 10n`,
+		`Symbol("x")`:                        `the tool threw a non-Error value: Symbol(x)`,
 		`{ toString() { return "custom" } }`: `custom`,
 		`new Map([["a", 1]])`:                `[object Map]`,
 	}

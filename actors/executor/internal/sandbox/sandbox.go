@@ -770,6 +770,9 @@ func (r *run) format(v goja.Value) string {
 	if s, ok := v.Export().(string); ok {
 		return s
 	}
+	if _, isSym := v.(*goja.Symbol); isSym {
+		return primitiveText(v)
+	}
 	if _, isObj := v.(*goja.Object); !isObj {
 		return v.String() // NaN, Infinity, 10 (a BigInt), undefined, null, true
 	}
@@ -1006,6 +1009,9 @@ func (r *run) thrown(v goja.Value, frames []goja.StackFrame) *Error {
 // (a string quoted, null, a number, true/false) and as JavaScript writes it
 // otherwise (undefined, NaN, Infinity, 5n, Symbol(x)). It runs no tool code.
 func primitiveText(v goja.Value) string {
+	if sym, ok := v.(*goja.Symbol); ok {
+		return "Symbol(" + sym.String() + ")" // String and Export give only its description
+	}
 	switch x := v.Export().(type) {
 	case string:
 		b, _ := json.Marshal(clip.N(x, maxThrownText))
