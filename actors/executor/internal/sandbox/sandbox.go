@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"math/rand/v2"
 	"runtime/metrics"
@@ -548,6 +549,23 @@ func (r *run) settle(p *goja.Promise) error {
 func (r *run) result(v goja.Value) (json.RawMessage, error) {
 	if v == nil || goja.IsUndefined(v) {
 		return json.RawMessage("null"), nil
+	}
+	if _, isObj := v.(*goja.Object); !isObj {
+		// A primitive: decided here, without the replacer.
+		switch x := v.Export().(type) {
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				w := fmt.Sprintf("warn: result is %s, which JSON cannot hold: it was returned as null", v.String())
+				r.out += len(w)
+				r.logs = append(r.logs, w)
+				return json.RawMessage("null"), nil
+			}
+		case *big.Int:
+			return nil, &Error{Kind: KindException, Message: "the tool's result cannot be turned into JSON: TypeError: result: the BigInt " + x.String() + "n has no JSON form: return Number(n) when it is exact as a number (|n| <= 2^53), or String(n)"}
+		}
+		if _, isSym := v.(*goja.Symbol); isSym {
+			return nil, &Error{Kind: KindException, Message: "the tool's result cannot be turned into JSON: TypeError: result: the tool returned a symbol, which has no JSON form: return data (an object, array, string, number, boolean or null)"}
+		}
 	}
 	r.notes = &valueNotes{}
 	s, err := r.strfy(nil, v, r.replacer)

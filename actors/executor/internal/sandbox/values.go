@@ -25,21 +25,40 @@ import (
 //   - undefined -> omitted from objects, null in arrays and as the result
 //     (JSON's own rule); a Date -> its ISO string (Date.prototype.toJSON).
 //
-// The replacer is built before any tool code runs, from the intrinsics as
-// they were then: a tool replacing Map or Array.from cannot change it.
+// The replacer is built before any tool code runs, but reaches Map, Set and
+// Array.from only when a value needs them (goja builds them lazily, at a
+// cost): a tool that replaces them can garble only its own result.
 var replacerJS = goja.MustCompile("agentos:values", `(function (note) {
 	'use strict';
-	const apply = Reflect.apply, isProto = Object.prototype.isPrototypeOf, keys = Object.keys;
-	const MapP = Map.prototype, SetP = Set.prototype, PromiseP = Promise.prototype, ErrorP = Error.prototype;
-	const WeakMapP = WeakMap.prototype, WeakSetP = WeakSet.prototype, DataViewP = DataView.prototype;
-	const mapEntries = MapP.entries, setValues = SetP.values, isView = ArrayBuffer.isView, from = Array.from;
-	const isArray = Array.isArray, S = String;
-	const paths = new Map();
-	const where = (holder, key) => {
-		const base = paths.get(holder);
-		if (base === undefined) return 'result';
-		return isArray(holder) ? base + '[' + key + ']' : (/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? base + '.' + key : base + '[' + JSON.stringify(key) + ']');
+	// IMPORTANT: touch no intrinsic goja builds lazily (Map, Set, Promise,
+	// typed arrays ...) here or on the way of plain data: building one costs
+	// tens of microseconds, on every run. They are reached only when the
+	// value at hand is one (its toStringTag says so).
+	const apply = Reflect.apply, keys = Object.keys, getProto = Object.getPrototypeOf, OP = Object.prototype;
+	const tag = OP.toString, isArray = Array.isArray, S = String, quote = JSON.stringify;
+	// The objects being written, as a stack with where each sits (the index
+	// of its holder and its key): JSON.stringify walks depth first, so the
+	// holder of a key is on it, and what lies above the holder is finished.
+	// A path is written out only for a message.
+	const holders = [], parents = [], keysOf = [];
+	const at = (holder) => {
+		let i = holders.length - 1;
+		while (i >= 0 && holders[i] !== holder) i--;
+		holders.length = parents.length = keysOf.length = i + 1;
+		return i;
 	};
+	const render = (i, key) => {
+		const parts = [], ident = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+		for (; i >= 0; key = keysOf[i], i = parents[i]) {
+			if (isArray(holders[i])) parts.push('[' + key + ']');
+			else if (apply(ident.test, ident, [key])) parts.push('.' + key);
+			else parts.push('[' + quote(key) + ']');
+		}
+		let out = 'result';
+		for (let k = parts.length - 1; k >= 0; k--) out += parts[k];
+		return out;
+	};
+	const where = (holder, key) => render(at(holder), key);
 	const fail = (path, msg) => { throw new TypeError(path + ': ' + msg); };
 	return function (key, v) {
 		switch (typeof v) {
@@ -60,32 +79,47 @@ var replacerJS = goja.MustCompile("agentos:values", `(function (note) {
 		}
 		case 'object': {
 			if (v === null) return v;
-			const path = where(this, key);
+			const parent = at(this);
+			const path = () => render(parent, key);
 			let out = v;
-			if (apply(isProto, MapP, [v])) {
-				out = {};
-				const it = apply(mapEntries, v, []);
-				for (let e = it.next(); !e.done; e = it.next()) {
-					const k = e.value[0];
-					if (typeof k !== 'string' && typeof k !== 'number') {
-						return fail(path, 'a Map whose keys are not strings or numbers has no JSON form: return Array.from(map) (its [key, value] pairs) instead');
+			if (!isArray(v) && getProto(v) !== OP) {
+				switch (apply(tag, v, [])) {
+				case '[object Map]': {
+					out = {};
+					const it = apply(Map.prototype.entries, v, []);
+					for (let e = it.next(); !e.done; e = it.next()) {
+						const k = e.value[0];
+						if (typeof k !== 'string' && typeof k !== 'number') {
+							return fail(path(), 'a Map whose keys are not strings or numbers has no JSON form: return Array.from(map) (its [key, value] pairs) instead');
+						}
+						out[S(k)] = e.value[1];
 					}
-					out[S(k)] = e.value[1];
+					break;
 				}
-			} else if (apply(isProto, SetP, [v])) {
-				out = from(apply(setValues, v, []));
-			} else if (isView(v) && !apply(isProto, DataViewP, [v])) {
-				out = from(v);
-			} else if (apply(isProto, ErrorP, [v])) {
-				out = { name: S(v.name), message: S(v.message) };
-				const own = keys(v);
-				for (let i = 0; i < own.length; i++) out[own[i]] = v[own[i]];
-			} else if (apply(isProto, PromiseP, [v])) {
-				return fail(path, 'a Promise has no JSON form: await it before returning');
-			} else if (apply(isProto, WeakMapP, [v]) || apply(isProto, WeakSetP, [v])) {
-				return fail(path, 'a WeakMap or WeakSet cannot be read, so it has no JSON form: use a Map or Set');
+				case '[object Set]':
+					out = Array.from(apply(Set.prototype.values, v, []));
+					break;
+				case '[object Int8Array]': case '[object Uint8Array]': case '[object Uint8ClampedArray]':
+				case '[object Int16Array]': case '[object Uint16Array]': case '[object Int32Array]':
+				case '[object Uint32Array]': case '[object Float32Array]': case '[object Float64Array]':
+				case '[object BigInt64Array]': case '[object BigUint64Array]':
+					out = Array.from(v);
+					break;
+				case '[object Error]': {
+					out = { name: S(v.name), message: S(v.message) };
+					const own = keys(v);
+					for (let i = 0; i < own.length; i++) out[own[i]] = v[own[i]];
+					break;
+				}
+				case '[object Promise]':
+					return fail(path(), 'a Promise has no JSON form: await it before returning');
+				case '[object WeakMap]': case '[object WeakSet]':
+					return fail(path(), 'a WeakMap or WeakSet cannot be read, so it has no JSON form: use a Map or Set');
+				}
 			}
-			paths.set(out, path);
+			holders.push(out);
+			parents.push(parent);
+			keysOf.push(key);
 			return out;
 		}
 		}
