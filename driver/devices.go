@@ -93,23 +93,56 @@ func fsError(err error) error {
 	return &Error{Code: CodeIO, Message: err.Error()}
 }
 
-// Clock is the time device behind Date. Operation "now" answers the time as
-// Unix milliseconds (a JSON number), the resolution of a JS Date.
+// Clock is the time device behind Date and the sandbox's timers. Operation
+// "now" answers the time as Unix milliseconds (a JSON number), the
+// resolution of a JS Date. Operation "sleep" with request {"until": ms}
+// waits until the clock reads at least ms (the real time that is missing, at
+// most; it ends early with an error when ctx ends) and answers the time it
+// woke, never less than until, so timers make progress even on a clock that
+// stands still. Both are driver calls, so the journal records them and a
+// replay serves them without waiting: the same timers fire in the same order
+// with the same Date values.
 type Clock struct {
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 }
 
+// MaxSleep bounds one clock "sleep" (a timer's delay): longer waits are
+// refused, as no run may last that long anyway.
+const MaxSleep = 24 * time.Hour
+
 // Do implements Device.
-func (c Clock) Do(_ context.Context, op string, _ json.RawMessage) (json.RawMessage, error) {
-	if op != "now" {
-		return nil, Errorf(CodeUnsupported, "clock has no operation %q (now)", op)
-	}
+func (c Clock) Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
 	now := time.Now
 	if c.Now != nil {
 		now = c.Now
 	}
-	return encode(now().UnixMilli())
+	switch op {
+	case "now":
+		return encode(now().UnixMilli())
+	case "sleep":
+		var r struct {
+			Until *int64 `json:"until"`
+		}
+		if err := json.Unmarshal(req, &r); err != nil || r.Until == nil {
+			return nil, Errorf(CodeInvalid, "clock.sleep takes {\"until\": unix_ms}, got %s", req)
+		}
+		d := time.Duration(*r.Until-now().UnixMilli()) * time.Millisecond
+		if d > MaxSleep {
+			return nil, Errorf(CodeInvalid, "clock.sleep of %v is longer than the %v a timer may wait", d, MaxSleep)
+		}
+		if d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, Errorf(CodeUnavailable, "clock.sleep ended early: %v", context.Cause(ctx))
+			}
+		}
+		return encode(max(now().UnixMilli(), *r.Until))
+	}
+	return nil, Errorf(CodeUnsupported, "clock has no operation %q (now, sleep)", op)
 }
 
 // Random is the entropy device behind Math.random. Operation "seed" answers a

@@ -143,10 +143,14 @@ func transform(path, hash string, src []byte) result {
 			Message: "the source is not valid UTF-8: save the file as UTF-8"}}}}
 	}
 	res := api.Transform(string(src), api.TransformOptions{
-		Loader:     api.LoaderTS,
-		Format:     api.FormatCommonJS,
-		Target:     api.ES2022,
-		Sourcefile: path,
+		Loader: api.LoaderTS,
+		Format: api.FormatCommonJS,
+		Target: api.ES2022,
+		// IMPORTANT: a source map's sources are relative to the generated
+		// file, which is named by path (goja resolves them against its
+		// directory): the full path here printed tools/math/tools/math/x.ts
+		// in stack traces.
+		Sourcefile: path[strings.LastIndexByte(path, '/')+1:],
 		Sourcemap:  api.SourceMapInline,
 		Banner:     wrapPrefix,
 		Footer:     wrapSuffix,

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
+	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/lru"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
@@ -114,6 +116,9 @@ type Executor struct {
 	tel     *telemetry
 	closed  atomic.Bool
 	binding []sandbox.Binding
+	// params caches the declared parameter schema of entry modules by
+	// content hash (nil: the tool declares none).
+	params *lru.Cache[string, *registry.Params]
 }
 
 // New returns an Executor over the tool root opts.Root. With
@@ -135,7 +140,8 @@ func New(opts Options) (*Executor, error) {
 	// The scratch directories of runs whose process was SIGKILLed (a
 	// crashed host, a killed worker's parent) are never cleaned by them.
 	cleanStaleScratch(opts.TempDir, opts.Logger)
-	e := &Executor{opts: opts, root: root, tel: tel, binding: append(slices.Clone(sandbox.DefaultBindings), opts.Bindings...)}
+	e := &Executor{opts: opts, root: root, tel: tel, binding: append(slices.Clone(sandbox.DefaultBindings), opts.Bindings...),
+		params: lru.New[string, *registry.Params](transpile.DefaultCacheEntries)}
 	if opts.Isolation == IsolationInProcess {
 		opts.Logger.Warn(InProcessWarning)
 		e.engine = sandbox.NewEngine(0, true)
@@ -197,12 +203,16 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		return res, nil
 	}
 	req = withCaller(ctx, req)
-	entry, err := e.moduleWith(req.Path, req.Source)
+	entry, src, err := e.moduleWith(req.Path, req.Source)
 	if err != nil {
 		res.Error = err
 		return res, nil
 	}
 	res.Hash = entry.Hash
+	if err := e.checkParams(entry, src, req.Args); err != nil {
+		res.Error = err
+		return res, nil
+	}
 
 	sb := vfs.NewSandbox(e.root, vfs.SandboxConfig{ToolsDir: e.opts.ToolsDir, WriteDirs: e.opts.WriteDirs, TempDir: e.opts.TempDir, Rights: req.Rights})
 	defer sb.Close()
@@ -262,6 +272,23 @@ func checkArgs(args json.RawMessage) *Error {
 	return nil
 }
 
+// checkParams validates args against the parameter types the entry module
+// declares: the JSON Schema the registry derives for meta.json, computed
+// here from the source being run (never a possibly stale meta.json) and
+// cached by content hash. Every entry point (agentos exec, exec_tool, the
+// embedding API, replay) runs through here.
+func (e *Executor) checkParams(entry sandbox.Module, src []byte, args json.RawMessage) *Error {
+	ps, ok := e.params.Get(entry.Hash)
+	if !ok {
+		ps = registry.ParamsOf(src)
+		e.params.Add(entry.Hash, ps)
+	}
+	if err := ps.Validate(args); err != nil {
+		return &Error{Kind: sandbox.KindInvalidArgs, Message: fmt.Sprintf("%v; %s declares its parameters' types (its meta.json lists them as JSON Schema): pass arguments of those types", err, entry.Path)}
+	}
+	return nil
+}
+
 // Source returns the current source of the tool at p and its content hash.
 func (e *Executor) Source(p string) (src []byte, hash string, err error) {
 	clean, err := vfs.Clean(p)
@@ -275,26 +302,30 @@ func (e *Executor) Source(p string) (src []byte, hash string, err error) {
 }
 
 // module reads and transpiles the tool at p (root-relative).
-func (e *Executor) module(p string) (sandbox.Module, *Error) { return e.moduleWith(p, nil) }
+func (e *Executor) module(p string) (sandbox.Module, *Error) {
+	m, _, err := e.moduleWith(p, nil)
+	return m, err
+}
 
 // moduleWith transpiles src (or, when nil, the file at p) as module p. A
 // module read from the root is named by where its path resolves (like
-// Node's realpath), so that its own relative requires start from there.
-func (e *Executor) moduleWith(p string, src []byte) (sandbox.Module, *Error) {
+// Node's realpath), so that its own relative requires start from there. It
+// also returns the TypeScript source.
+func (e *Executor) moduleWith(p string, src []byte) (sandbox.Module, []byte, *Error) {
 	clean, err := vfs.Clean(p)
 	if err != nil {
-		return sandbox.Module{}, pathError(p, err)
+		return sandbox.Module{}, nil, pathError(p, err)
 	}
 	if src == nil {
 		if src, clean, err = e.root.ReadFileResolved(clean, nil); err != nil {
-			return sandbox.Module{}, pathError(p, err)
+			return sandbox.Module{}, nil, pathError(p, err)
 		}
 	}
 	out, err := e.opts.Transpiler.Transpile(clean, src)
 	if err != nil {
-		return sandbox.Module{}, &Error{Kind: sandbox.KindCompile, Message: err.Error()}
+		return sandbox.Module{}, nil, &Error{Kind: sandbox.KindCompile, Message: err.Error()}
 	}
-	return sandbox.Module{Path: clean, Hash: out.Hash, JS: out.JS}, nil
+	return sandbox.Module{Path: clean, Hash: out.Hash, JS: out.JS}, src, nil
 }
 
 func pathError(p string, err error) *Error {

@@ -19,6 +19,11 @@ type meta struct {
 	description string
 	tags        []string
 	parameters  json.RawMessage // nil when the first parameter's type is not declared
+	// params is parameters before marshalling; declared says it comes from
+	// a type annotation (not from an untyped destructuring pattern), so
+	// arguments may be validated against it (see Params).
+	params   *schema
+	declared bool
 }
 
 // maxSchemaDepth bounds the nesting of the parameters schema (and of type
@@ -160,7 +165,14 @@ func (x *extractor) run(m *meta) {
 	}
 
 	if fn != nil {
-		m.parameters = x.parameters(fn, paramDocs)
+		m.params, m.declared = x.paramSchema(fn, paramDocs)
+		if m.params != nil {
+			if b, err := json.Marshal(m.params); err == nil {
+				m.parameters = b
+			} else {
+				m.params = nil
+			}
+		}
 	}
 }
 
@@ -216,15 +228,16 @@ func (x *extractor) jsdocBefore(i int) string {
 	return ""
 }
 
-// parameters returns the JSON Schema of fn's first parameter, or nil when
+// paramSchema returns the JSON Schema of fn's first parameter, or nil when
 // fn is not a function or its first parameter's type is not an object type
-// the file declares.
-func (x *extractor) parameters(fn *sitter.Node, docs map[string]string) json.RawMessage {
+// the file declares; declared reports that the schema comes from a type
+// annotation rather than an untyped destructuring pattern.
+func (x *extractor) paramSchema(fn *sitter.Node, docs map[string]string) (s *schema, declared bool) {
 	switch fn.Type() {
 	case "function_declaration", "function_expression", "function", "arrow_function",
 		"generator_function_declaration", "generator_function":
 	default:
-		return nil
+		return nil, false
 	}
 	var param *sitter.Node
 	if ps := fn.ChildByFieldName("parameters"); ps != nil {
@@ -235,9 +248,8 @@ func (x *extractor) parameters(fn *sitter.Node, docs map[string]string) json.Raw
 		param = p // `x => ...`: an untyped identifier
 	}
 	if param == nil {
-		return nil
+		return nil, false
 	}
-	var s *schema
 	var argName string
 	switch param.Type() {
 	case "required_parameter", "optional_parameter":
@@ -246,13 +258,13 @@ func (x *extractor) parameters(fn *sitter.Node, docs map[string]string) json.Raw
 			argName = x.text(pat)
 		}
 		if t := param.ChildByFieldName("type"); t != nil {
-			s = x.schemaOf(t, 0, nil)
+			s, declared = x.schemaOf(t, 0, nil), true
 		} else if pat != nil && pat.Type() == "object_pattern" {
 			s = x.patternSchema(pat)
 		}
 	}
 	if s == nil || s.Type != "object" {
-		return nil
+		return nil, false
 	}
 	if argName != "" && len(docs) > 0 {
 		for i := range s.Properties {
@@ -262,11 +274,7 @@ func (x *extractor) parameters(fn *sitter.Node, docs map[string]string) json.Raw
 			}
 		}
 	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil
-	}
-	return b
+	return s, declared
 }
 
 // patternSchema is the schema of an untyped destructuring parameter
@@ -448,6 +456,7 @@ func propName(s string) string {
 // anything else anyOf.
 func (x *extractor) unionSchema(t *sitter.Node, depth int, seen []string) *schema {
 	var members []*schema
+	var nullable, optional bool
 	var walk func(n *sitter.Node)
 	walk = func(n *sitter.Node) {
 		for i := 0; i < int(n.NamedChildCount()); i++ {
@@ -457,10 +466,14 @@ func (x *extractor) unionSchema(t *sitter.Node, depth int, seen []string) *schem
 				continue
 			}
 			if c.Type() == "predefined_type" && (x.text(c) == "undefined" || x.text(c) == "null" || x.text(c) == "void") {
+				nullable = nullable || x.text(c) == "null"
+				optional = optional || x.text(c) != "null"
 				continue
 			}
 			if c.Type() == "literal_type" && c.NamedChildCount() > 0 {
 				if k := c.NamedChild(0).Type(); k == "null" || k == "undefined" {
+					nullable = nullable || k == "null"
+					optional = optional || k == "undefined"
 					continue
 				}
 			}
@@ -472,9 +485,11 @@ func (x *extractor) unionSchema(t *sitter.Node, depth int, seen []string) *schem
 	case 0:
 		return &schema{}
 	case 1:
+		members[0].nullable = members[0].nullable || nullable
+		members[0].optional = members[0].optional || optional
 		return members[0]
 	}
-	enum := &schema{Type: members[0].Type}
+	enum := &schema{Type: members[0].Type, nullable: nullable, optional: optional}
 	for _, m := range members {
 		if len(m.Enum) == 0 || m.Type != enum.Type {
 			enum = nil
@@ -488,7 +503,7 @@ func (x *extractor) unionSchema(t *sitter.Node, depth int, seen []string) *schem
 		}
 		return enum
 	}
-	return &schema{AnyOf: members}
+	return &schema{AnyOf: members, nullable: nullable, optional: optional}
 }
 
 // genericSchema knows Array<T>, ReadonlyArray<T>, Record<K, V>,
@@ -570,6 +585,12 @@ type schema struct {
 	AdditionalProperties *schema    `json:"additionalProperties,omitempty"`
 	Enum                 []any      `json:"enum,omitempty"`
 	AnyOf                []*schema  `json:"anyOf,omitempty"`
+
+	// nullable and optional say the TypeScript type was a union with null
+	// (resp. undefined or void), which the schema drops: null (resp. an
+	// absent property) is then valid. Not part of meta.json.
+	nullable bool
+	optional bool
 }
 
 type property struct {

@@ -82,7 +82,7 @@ export default function () {
   }
 }
 `},
-	{path: "tools/bad/bomb.ts", title: "allocates 64 GiB at once", valid: false, args: `{}`, want: "!memory_limit", src: `/** Builds a 64 GiB string. */
+	{path: "tools/bad/bomb.ts", title: "allocates 64 GiB at once", valid: false, args: `{"exp": 0}`, want: "!memory_limit", src: `/** Builds a 64 GiB string. */
 export default function (args: { exp: number }) {
   return 'x'.repeat(2 ** 36).length + args.exp;
 }

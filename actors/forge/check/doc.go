@@ -38,6 +38,14 @@
 //   - no-process: the name process as a value or a binding (process.exit(),
 //     {process}, const process = ..., globalThis.process); property names
 //     (obj.process, {process: 1}) and types are fine.
+//   - no-host-global: a read of a global the sandbox does not define
+//     (MissingGlobals: fetch, structuredClone, Intl, atob/btoa, Buffer, URL,
+//     TextEncoder, window, document, setImmediate, queueMicrotask ...),
+//     as an identifier or a property of globalThis, unless the file
+//     declares a name of its own so called (a variable, function,
+//     parameter, import or destructured name, anywhere in the file; a
+//     class of that name is not recognised). SandboxGlobals lists what the
+//     sandbox does define; a test in the executor keeps it exact.
 //   - no-eval: eval and the Function constructor, called or referenced
 //     (eval(...), (0, eval)(...), globalThis.eval, window['eval'],
 //     new Function(...), Function(...)); x instanceof Function is allowed.

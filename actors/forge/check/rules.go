@@ -46,6 +46,7 @@ type analyzer struct {
 	risks []RiskFinding
 
 	hasDefault bool
+	declared   map[string]bool // names the file declares (see declaredNames)
 	concats    int
 	concatAt   uint32
 }
@@ -330,6 +331,7 @@ func (a *analyzer) inType(i int32) bool { return a.n(i).inType }
 // run is the single pass over the tree.
 func (a *analyzer) run() {
 	nodes := a.t.nodes
+	a.declared = a.declaredNames()
 	for i := int32(0); int(i) < len(nodes); i++ {
 		switch nodes[i].kind {
 		case kIdentifier, kShorthandPropertyIdentifier:
@@ -438,6 +440,9 @@ func (a *analyzer) identifier(i int32) {
 		a.risk(RiskHigh, n.start, "unicode escapes in a name hide which name it is")
 	}
 	name := a.name(i)
+	if _, missing := MissingGlobals[name]; missing && !a.inType(i) {
+		a.hostGlobal(i, name)
+	}
 	switch name {
 	case "process", "eval", "Function", "require", "atob", "btoa":
 		if a.inType(i) {
@@ -506,6 +511,9 @@ func (a *analyzer) member(i int32) {
 	if obj >= 0 && a.n(obj).kind == kIdentifier && globalObjects[a.name(obj)] {
 		if a.inType(i) {
 			return
+		}
+		if _, missing := MissingGlobals[prop]; missing && a.name(obj) == "globalThis" && prop != "process" {
+			a.errorAt(a.n(i).start, ruleNoHostGlobal, "'globalThis."+prop+"' does not exist in the agentos sandbox: "+MissingGlobals[prop])
 		}
 		switch prop {
 		case "process":
@@ -682,9 +690,9 @@ var builtinModules = map[string]string{
 	"os": "take what you need from args", "process": "take what you need from args",
 	"readline": "take input from args", "console": "log with tgp.log",
 	"path":   "join '/lib/...' and '/tmp/...' paths with string operations",
-	"buffer": "use Uint8Array, TextEncoder and TextDecoder", "string_decoder": "use TextDecoder",
-	"url": "use the URL and URLSearchParams globals", "querystring": "use URLSearchParams",
-	"timers": "use setTimeout", "assert": "throw an Error when a check fails", "module": "use static imports",
+	"buffer": "work with strings, or Uint8Array for bytes", "string_decoder": "work with strings",
+	"url": "parse the URL with string functions (the sandbox has no URL global)", "querystring": "build the query with encodeURIComponent",
+	"timers": "use the global setTimeout / setInterval", "assert": "throw an Error when a check fails", "module": "use static imports",
 	"events": "", "stream": "", "util": "", "crypto": "", "zlib": "", "v8": "", "repl": "", "inspector": "",
 	"async_hooks": "", "perf_hooks": "", "tty": "", "diagnostics_channel": "", "trace_events": "",
 	"wasi": "", "domain": "", "punycode": "", "constants": "", "sys": "",

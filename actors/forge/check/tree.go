@@ -60,6 +60,9 @@ const (
 	kPublicFieldDefinition
 	kRequiredParameter
 	kOptionalParameter
+	kDeclares         // a node whose identifier children are names it declares
+	kArrowFunction    // its parameter field, when an identifier, is declared
+	kShorthandPattern // {a} in a destructuring pattern: declares a
 
 	// Anonymous tokens.
 	tDefault
@@ -73,45 +76,58 @@ const (
 )
 
 var namedKinds = map[string]kind{
-	"ERROR":                           kError,
-	"comment":                         kComment,
-	"identifier":                      kIdentifier,
-	"property_identifier":             kPropertyIdentifier,
-	"shorthand_property_identifier":   kShorthandPropertyIdentifier,
-	"predefined_type":                 kPredefinedType,
-	"number":                          kNumber,
-	"string":                          kString,
-	"string_fragment":                 kStringFragment,
-	"escape_sequence":                 kEscapeSequence,
-	"template_string":                 kTemplateString,
-	"template_substitution":           kTemplateSubstitution,
-	"literal_type":                    kLiteralType,
-	"enum_assignment":                 kEnumAssignment,
-	"call_expression":                 kCallExpr,
-	"new_expression":                  kNewExpr,
-	"member_expression":               kMemberExpr,
-	"subscript_expression":            kSubscriptExpr,
-	"parenthesized_expression":        kParenExpr,
-	"sequence_expression":             kSequenceExpr,
-	"as_expression":                   kAsExpr,
-	"satisfies_expression":            kSatisfiesExpr,
-	"non_null_expression":             kNonNullExpr,
-	"unary_expression":                kUnaryExpr,
-	"binary_expression":               kBinaryExpr,
-	"augmented_assignment_expression": kAugmentedAssign,
-	"assignment_expression":           kAssignment,
-	"arguments":                       kArguments,
-	"import_statement":                kImportStatement,
-	"import_require_clause":           kImportRequireClause,
-	"import":                          kImport,
-	"export_statement":                kExportStatement,
-	"export_specifier":                kExportSpecifier,
-	"with_statement":                  kWithStatement,
-	"variable_declarator":             kVariableDeclarator,
-	"pair":                            kPair,
-	"public_field_definition":         kPublicFieldDefinition,
-	"required_parameter":              kRequiredParameter,
-	"optional_parameter":              kOptionalParameter,
+	"ERROR":                                 kError,
+	"comment":                               kComment,
+	"identifier":                            kIdentifier,
+	"property_identifier":                   kPropertyIdentifier,
+	"shorthand_property_identifier":         kShorthandPropertyIdentifier,
+	"predefined_type":                       kPredefinedType,
+	"number":                                kNumber,
+	"string":                                kString,
+	"string_fragment":                       kStringFragment,
+	"escape_sequence":                       kEscapeSequence,
+	"template_string":                       kTemplateString,
+	"template_substitution":                 kTemplateSubstitution,
+	"literal_type":                          kLiteralType,
+	"enum_assignment":                       kEnumAssignment,
+	"call_expression":                       kCallExpr,
+	"new_expression":                        kNewExpr,
+	"member_expression":                     kMemberExpr,
+	"subscript_expression":                  kSubscriptExpr,
+	"parenthesized_expression":              kParenExpr,
+	"sequence_expression":                   kSequenceExpr,
+	"as_expression":                         kAsExpr,
+	"satisfies_expression":                  kSatisfiesExpr,
+	"non_null_expression":                   kNonNullExpr,
+	"unary_expression":                      kUnaryExpr,
+	"binary_expression":                     kBinaryExpr,
+	"augmented_assignment_expression":       kAugmentedAssign,
+	"assignment_expression":                 kAssignment,
+	"arguments":                             kArguments,
+	"import_statement":                      kImportStatement,
+	"import_require_clause":                 kImportRequireClause,
+	"import":                                kImport,
+	"export_statement":                      kExportStatement,
+	"export_specifier":                      kExportSpecifier,
+	"with_statement":                        kWithStatement,
+	"variable_declarator":                   kVariableDeclarator,
+	"pair":                                  kPair,
+	"public_field_definition":               kPublicFieldDefinition,
+	"required_parameter":                    kRequiredParameter,
+	"optional_parameter":                    kOptionalParameter,
+	"arrow_function":                        kArrowFunction,
+	"shorthand_property_identifier_pattern": kShorthandPattern,
+	"function_declaration":                  kDeclares,
+	"generator_function_declaration":        kDeclares,
+	"function_expression":                   kDeclares,
+	"import_specifier":                      kDeclares,
+	"namespace_import":                      kDeclares,
+	"import_clause":                         kDeclares,
+	"catch_clause":                          kDeclares,
+	"array_pattern":                         kDeclares,
+	"assignment_pattern":                    kDeclares,
+	"rest_pattern":                          kDeclares,
+	"pair_pattern":                          kDeclares,
 
 	"type_annotation":           kTypeContext,
 	"type_query":                kTypeContext,
@@ -141,7 +157,7 @@ var tokenKinds = map[string]kind{
 // nodes of kind k.
 func positioned(k kind) bool {
 	switch k {
-	case kOther, kTypeContext, kLiteralType, kEnumAssignment, kStringFragment:
+	case kOther, kTypeContext, kLiteralType, kEnumAssignment, kStringFragment, kDeclares, kArrowFunction:
 		return false
 	}
 	return k < tDefault
@@ -154,7 +170,7 @@ func leaf(info symbolInfo) bool {
 	}
 	switch info.kind {
 	case kIdentifier, kPropertyIdentifier, kShorthandPropertyIdentifier, kNumber,
-		kComment, kStringFragment, kEscapeSequence:
+		kComment, kStringFragment, kEscapeSequence, kShorthandPattern:
 		return true
 	}
 	return false
@@ -166,7 +182,7 @@ var usesFields = [numKinds]bool{
 	kBinaryExpr: true, kAugmentedAssign: true, kAssignment: true, kPair: true,
 	kVariableDeclarator: true, kPublicFieldDefinition: true, kRequiredParameter: true,
 	kOptionalParameter: true, kImportStatement: true, kExportStatement: true,
-	kImportRequireClause: true, kExportSpecifier: true,
+	kImportRequireClause: true, kExportSpecifier: true, kArrowFunction: true,
 }
 
 // field is the grammar field a node fills in its parent.
@@ -190,6 +206,7 @@ const (
 	fOperator
 	fArgument
 	fPattern
+	fParameter
 	fOther
 )
 
@@ -229,6 +246,8 @@ func fieldOf(name string) field {
 		return fArgument
 	case "pattern":
 		return fPattern
+	case "parameter":
+		return fParameter
 	}
 	return fOther
 }

@@ -16,7 +16,7 @@ const (
 	KindCompile     Kind = "compile_error"     // the tool (or a module it requires) does not compile
 	KindNotFound    Kind = "not_found"         // the tool file does not exist
 	KindSecurity    Kind = "security"          // the path or an import was refused
-	KindInvalidArgs Kind = "invalid_args"      // args is not a JSON object
+	KindInvalidArgs Kind = "invalid_args"      // args is not a JSON object, or does not match the declared parameter types
 	KindNoExport    Kind = "no_default_export" // the module has no default export function
 	KindCancelled   Kind = "cancelled"         // the caller's context ended the run
 	KindCrash       Kind = "crash"             // the worker process died for another reason

@@ -25,6 +25,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"math/rand/v2"
 	"runtime/metrics"
 	"slices"
@@ -177,6 +179,7 @@ type prepared struct {
 	hooks    *hooks
 	parse    goja.Callable
 	strfy    goja.Callable
+	replacer goja.Value // see values.go
 	errCtr   goja.Value
 	err      error
 }
@@ -216,6 +219,21 @@ func (e *Engine) prepare() *prepared {
 	p.strfy, _ = goja.AssertFunction(jsonObj.Get("stringify"))
 	p.errCtr = vm.Get("Error")
 	if p.parse, err = guardJSONParse(vm, jsonObj); err != nil {
+		p.err = err
+		return p
+	}
+	mk, err := vm.RunProgram(replacerJS)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	mkFn, _ := goja.AssertFunction(mk)
+	note := func(kind, path, text string) {
+		if h.run != nil && h.run.notes != nil {
+			h.run.notes.add(kind, path, text)
+		}
+	}
+	if p.replacer, err = mkFn(nil, vm.ToValue(note)); err != nil {
 		p.err = err
 		return p
 	}
@@ -289,24 +307,27 @@ type pending struct {
 }
 
 type run struct {
-	e       *Engine
-	ctx     context.Context
-	vm      *goja.Runtime
-	br      Bridge
-	lim     Limits
-	seq     atomic.Uint64
-	logs    []string
-	out     int // bytes of logs so far
-	queue   []*pending
-	mods    map[string]*goja.Object
-	rng     *rand.Rand
-	parse   goja.Callable
-	strfy   goja.Callable
-	errCtr  goja.Value
-	helpers goja.Value
+	e        *Engine
+	ctx      context.Context
+	vm       *goja.Runtime
+	br       Bridge
+	lim      Limits
+	seq      atomic.Uint64
+	logs     []string
+	out      int // bytes of logs so far
+	queue    []*pending
+	mods     map[string]*goja.Object
+	rng      *rand.Rand
+	parse    goja.Callable
+	strfy    goja.Callable
+	replacer goja.Value
+	notes    *valueNotes // set while the result is turned into JSON
+	errCtr   goja.Value
+	helpers  goja.Value
 
-	calls sync.WaitGroup // driver calls in flight
-	slots chan struct{}  // MaxInFlight tokens
+	calls  sync.WaitGroup // driver calls in flight
+	slots  chan struct{}  // MaxInFlight tokens
+	timers timers         // setTimeout and setInterval
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -321,7 +342,7 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	defer cancel()
 	p := e.take()
 	r := &run{e: e, ctx: ctx, vm: p.vm, br: br, lim: lim, mods: map[string]*goja.Object{}, stop: make(chan struct{}),
-		parse: p.parse, strfy: p.strfy, errCtr: p.errCtr, helpers: p.helpers, slots: make(chan struct{}, MaxInFlight)}
+		parse: p.parse, strfy: p.strfy, replacer: p.replacer, errCtr: p.errCtr, helpers: p.helpers, slots: make(chan struct{}, MaxInFlight)}
 	// IMPORTANT: no call of this run outlives it: cancel what is still in
 	// flight (a call the tool did not await) and wait for it, so that no
 	// side effect or journal entry happens after the result is returned.
@@ -457,20 +478,49 @@ func (r *run) main(job Job) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p, ok := v.Export().(*goja.Promise); ok {
-		if v, err = r.settle(p); err != nil {
+	p, _ := v.Export().(*goja.Promise)
+	if p != nil || r.pendingTimers() > 0 {
+		if err := r.settle(p); err != nil {
 			return nil, err
+		}
+		if p != nil {
+			v = p.Result()
 		}
 	}
 	return r.result(v)
 }
 
-// settle runs the completion loop until p settles: host calls complete in
-// the order they were issued, each resolved on this goroutine.
-func (r *run) settle(p *goja.Promise) (goja.Value, error) {
-	for p.State() == goja.PromiseStatePending {
+// settle runs the run's loop until p (nil: none) settles and no timer is
+// left: timers due by the journaled clock fire first (see timers.go), then
+// host calls complete in the order they were issued, each resolved on this
+// goroutine, and when only timers are left the loop waits for the next.
+func (r *run) settle(p *goja.Promise) error {
+	for {
+		if p != nil && p.State() == goja.PromiseStateRejected {
+			return r.thrown(p.Result(), nil)
+		}
+		pending := p != nil && p.State() == goja.PromiseStatePending
+		if !pending && r.pendingTimers() == 0 {
+			return nil
+		}
+		select {
+		case <-r.stop:
+			return r.reason.Load()
+		default:
+		}
+		if fired, err := r.fireDue(); err != nil {
+			return err
+		} else if fired {
+			continue
+		}
 		if len(r.queue) == 0 {
-			return nil, errorf(KindUnsettled, "the tool's promise never settles: it awaits something no bridge call will resolve")
+			if r.pendingTimers() > 0 {
+				if err := r.sleepUntilNextTimer(); err != nil {
+					return err
+				}
+				continue
+			}
+			return errorf(KindUnsettled, "the tool's promise never settles: it awaits something no bridge call or timer will resolve")
 		}
 		pc := r.queue[0]
 		r.queue = r.queue[1:]
@@ -478,11 +528,11 @@ func (r *run) settle(p *goja.Promise) (goja.Value, error) {
 		select {
 		case res = <-pc.ch:
 		case <-r.stop:
-			return nil, r.reason.Load()
+			return r.reason.Load()
 		}
 		var err error
 		if res.err != nil && driver.AsError(res.err).Code == driver.CodeAbort {
-			return nil, &Error{Kind: KindHostFailure, Message: driver.AsError(res.err).Message, Code: driver.CodeAbort}
+			return &Error{Kind: KindHostFailure, Message: driver.AsError(res.err).Message, Code: driver.CodeAbort}
 		} else if res.err != nil {
 			err = pc.reject(r.jsError(res.err))
 		} else if v, perr := r.fromJSON(res.val); perr != nil {
@@ -491,26 +541,50 @@ func (r *run) settle(p *goja.Promise) (goja.Value, error) {
 			err = pc.resolve(v)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if p.State() == goja.PromiseStateRejected {
-		return nil, r.thrown(p.Result(), nil)
-	}
-	return p.Result(), nil
 }
 
 func (r *run) result(v goja.Value) (json.RawMessage, error) {
 	if v == nil || goja.IsUndefined(v) {
 		return json.RawMessage("null"), nil
 	}
-	s, err := r.strfy(nil, v)
+	if _, isObj := v.(*goja.Object); !isObj {
+		// A primitive: decided here, without the replacer.
+		switch x := v.Export().(type) {
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				w := fmt.Sprintf("warn: result is %s, which JSON cannot hold: it was returned as null", v.String())
+				r.out += len(w)
+				r.logs = append(r.logs, w)
+				return json.RawMessage("null"), nil
+			}
+		case *big.Int:
+			return nil, &Error{Kind: KindException, Message: "the tool's result cannot be turned into JSON: TypeError: result: the BigInt " + x.String() + "n has no JSON form: return Number(n) when it is exact as a number (|n| <= 2^53), or String(n)"}
+		}
+		if _, isSym := v.(*goja.Symbol); isSym {
+			return nil, &Error{Kind: KindException, Message: "the tool's result cannot be turned into JSON: TypeError: result: the tool returned a symbol, which has no JSON form: return data (an object, array, string, number, boolean or null)"}
+		}
+	}
+	r.notes = &valueNotes{}
+	s, err := r.strfy(nil, v, r.replacer)
+	notes := r.notes
+	r.notes = nil
 	if err != nil {
 		var ex *goja.Exception
 		if errors.As(err, &ex) {
-			return nil, &Error{Kind: KindException, Message: "the tool's result cannot be turned into JSON: " + ex.Value().String()}
+			var msg string
+			if derr := r.safely(func() { msg = ex.Value().String() }); derr != nil {
+				msg = plain(ex.Value())
+			}
+			return nil, &Error{Kind: KindException, Message: "the tool's result cannot be turned into JSON: " + msg}
 		}
 		return nil, err
+	}
+	for _, w := range notes.warnings() {
+		r.out += len(w)
+		r.logs = append(r.logs, w)
 	}
 	if goja.IsUndefined(s) {
 		return json.RawMessage("null"), nil
@@ -600,6 +674,10 @@ func installGlobals(vm *goja.Runtime, h *hooks, bindings []Binding) {
 	}
 	tgp.Set("log", logFn(""))
 	vm.Set("tgp", tgp)
+	vm.Set("setTimeout", func(c goja.FunctionCall) goja.Value { return h.run.setTimer(c, false) })
+	vm.Set("setInterval", func(c goja.FunctionCall) goja.Value { return h.run.setTimer(c, true) })
+	vm.Set("clearTimeout", func(c goja.FunctionCall) goja.Value { return h.run.clearTimer(c) })
+	vm.Set("clearInterval", func(c goja.FunctionCall) goja.Value { return h.run.clearTimer(c) })
 	console := vm.NewObject()
 	for _, lvl := range []string{"log", "info", "debug"} {
 		console.Set(lvl, logFn(""))
@@ -673,6 +751,7 @@ func (r *run) now() time.Time {
 			r.abort(errorf(KindHostFailure, "clock.now answered %s, not Unix milliseconds", val))
 		}
 	}
+	r.timers.now, r.timers.haveNow = max(ms, r.timers.now), true
 	return time.UnixMilli(ms).UTC()
 }
 
@@ -709,8 +788,14 @@ func (r *run) format(v goja.Value) string {
 	if s, ok := v.Export().(string); ok {
 		return s
 	}
-	if _, isFn := goja.AssertFunction(v); !isFn && !goja.IsUndefined(v) {
-		if s, err := r.strfy(nil, v); err == nil && !goja.IsUndefined(s) {
+	if _, isSym := v.(*goja.Symbol); isSym {
+		return primitiveText(v)
+	}
+	if _, isObj := v.(*goja.Object); !isObj {
+		return v.String() // NaN, Infinity, 10 (a BigInt), undefined, null, true
+	}
+	if _, isFn := goja.AssertFunction(v); !isFn {
+		if s, err := r.strfy(nil, v, r.replacer); err == nil && !goja.IsUndefined(s) {
 			return s.String()
 		}
 	}
@@ -806,6 +891,7 @@ func (r *run) classify(err error) *Error {
 		if reason != nil {
 			e := *reason
 			e.Stack = x.String()
+			r.timersNote(&e)
 			return &e
 		}
 		return errorf(KindInternal, "interrupted: %v", x.Value())
@@ -816,6 +902,7 @@ func (r *run) classify(err error) *Error {
 	case *Error:
 		if reason != nil && x == reason {
 			e := *reason
+			r.timersNote(&e)
 			return &e
 		}
 		return x
@@ -887,11 +974,7 @@ func (r *run) thrown(v goja.Value, frames []goja.StackFrame) *Error {
 	}
 	obj, ok := v.(*goja.Object)
 	if !ok {
-		s := v.String() // a primitive: no tool code runs
-		if err := r.safely(func() { s = r.format(v) }); err != nil {
-			s = v.String()
-		}
-		out.Message = "the tool threw a non-Error value: " + s
+		out.Message = "the tool threw a non-Error value: " + primitiveText(v) // no tool code runs
 		withFrames()
 		return out
 	}
@@ -920,6 +1003,17 @@ func (r *run) thrown(v goja.Value, frames []goja.StackFrame) *Error {
 		out.Message = strings.TrimPrefix(name+": "+msg, ": ")
 	} else if err := r.safely(func() { out.Message = v.String() }); err != nil {
 		out.Message = fmt.Sprintf("the tool threw %s that could not be turned into text: %v", plain(v), err)
+	} else if strings.HasPrefix(out.Message, "[object ") || obj.ClassName() == "Array" {
+		// throw {code: "E_BAD"}: its own toString says nothing ("[object
+		// Object]"), its JSON says what the tool meant.
+		var text string
+		if err := r.safely(func() {
+			if s, err := r.strfy(nil, v); err == nil && !goja.IsUndefined(s) {
+				text = s.String()
+			}
+		}); err == nil && text != "" && (text != "{}" || out.Message == "[object Object]") {
+			out.Message = "the tool threw a non-Error value: " + text
+		}
 	}
 	withFrames()
 	out.Code, _ = str("code")
@@ -927,6 +1021,28 @@ func (r *run) thrown(v goja.Value, frames []goja.StackFrame) *Error {
 		out.Stack = st
 	}
 	return out
+}
+
+// primitiveText writes a thrown primitive as JSON where JSON can say it
+// (a string quoted, null, a number, true/false) and as JavaScript writes it
+// otherwise (undefined, NaN, Infinity, 5n, Symbol(x)). It runs no tool code.
+func primitiveText(v goja.Value) string {
+	if sym, ok := v.(*goja.Symbol); ok {
+		return "Symbol(" + sym.String() + ")" // String and Export give only its description
+	}
+	switch x := v.Export().(type) {
+	case string:
+		b, _ := json.Marshal(clip.N(x, maxThrownText))
+		return string(b)
+	case nil:
+		if goja.IsNull(v) {
+			return "null"
+		}
+		return "undefined"
+	case *big.Int:
+		return x.String() + "n"
+	}
+	return v.String()
 }
 
 // describeBudget bounds the tool code that describing a thrown value may run

@@ -1,0 +1,266 @@
+package registry
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Params is the JSON Schema of a tool's declared parameters (the same one
+// its meta.json `parameters` holds), ready to validate arguments against.
+// It is immutable and safe for concurrent use.
+type Params struct {
+	s       *schema
+	trivial bool // accepts any JSON object: validating costs nothing
+}
+
+// ParamsOf returns the parameters schema of the tool source src: the type
+// of its default export's first parameter, derived by the same code that
+// writes meta.json. It returns nil when the tool declares no parameter type
+// (no parameter, an untyped one, or an untyped destructuring pattern): its
+// arguments are then not validated.
+//
+// IMPORTANT: it parses src (tree-sitter, about a millisecond for a small
+// tool); callers running a tool many times MUST cache the result by content
+// hash.
+func ParamsOf(src []byte) *Params {
+	m := extract(src)
+	if m.params == nil || !m.declared {
+		return nil
+	}
+	return &Params{s: m.params, trivial: accepts(m.params)}
+}
+
+// accepts reports whether s (an object schema) accepts every JSON object.
+func accepts(s *schema) bool {
+	if len(s.Required) > 0 || s.AdditionalProperties != nil && !anything(s.AdditionalProperties) {
+		return false
+	}
+	for _, p := range s.Properties {
+		if !anything(p.Schema) {
+			return false
+		}
+	}
+	return true
+}
+
+// anything reports whether s accepts every JSON value.
+func anything(s *schema) bool {
+	return s.Type == "" && len(s.Enum) == 0 && len(s.AnyOf) == 0
+}
+
+// ArgsError says which argument did not match the tool's declared
+// parameters: Path is where (args.name, args.items[2].id), Expected what the
+// type asks for, Got what was passed.
+type ArgsError struct {
+	Path     string
+	Expected string
+	Got      string
+}
+
+func (e *ArgsError) Error() string {
+	return fmt.Sprintf("%s: expected %s, got %s", e.Path, e.Expected, e.Got)
+}
+
+// Validate checks args, a JSON object (empty means {}), against p: JSON
+// types, required properties, enums (literal types), arrays and nested
+// objects. A property the type does not name is allowed (TypeScript's
+// structural typing), null is valid only where the type includes null, and
+// an absent property only where it is optional (`?`) or includes undefined.
+// It returns nil or an *ArgsError for the first mismatch. A nil p accepts
+// everything.
+func (p *Params) Validate(args []byte) error {
+	if p == nil || p.trivial {
+		return nil
+	}
+	if len(strings.TrimSpace(string(args))) == 0 {
+		args = []byte("{}")
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return &ArgsError{Path: "args", Expected: "a JSON object", Got: "text that is not JSON (" + err.Error() + ")"}
+	}
+	return check(p.s, v, "args")
+}
+
+// check validates v against s at path.
+func check(s *schema, v any, path string) error {
+	if v == nil && (s.nullable || s.Type == "null") {
+		return nil
+	}
+	if len(s.AnyOf) > 0 {
+		for _, m := range s.AnyOf {
+			if check(m, v, path) == nil {
+				return nil
+			}
+		}
+		return &ArgsError{Path: path, Expected: expected(s), Got: kindOf(v)}
+	}
+	if s.Type != "" && !hasType(s.Type, v) {
+		return &ArgsError{Path: path, Expected: expected(s), Got: kindOf(v)}
+	}
+	if len(s.Enum) > 0 {
+		ok := false
+		for _, e := range s.Enum {
+			if e == v {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return &ArgsError{Path: path, Expected: expected(s), Got: valueText(v)}
+		}
+	}
+	switch x := v.(type) {
+	case []any:
+		if s.Items != nil && !anything(s.Items) {
+			for i, e := range x {
+				if err := check(s.Items, e, path+"["+strconv.Itoa(i)+"]"); err != nil {
+					return err
+				}
+			}
+		}
+	case map[string]any:
+		if s.Type != "object" {
+			return nil
+		}
+		named := make(map[string]bool, len(s.Properties))
+		for _, p := range s.Properties {
+			named[p.Name] = true
+			e, present := x[p.Name]
+			if !present {
+				if p.Schema.optional || !contains(s.Required, p.Name) {
+					continue
+				}
+				return &ArgsError{Path: member(path, p.Name), Expected: expected(p.Schema), Got: "nothing (the property is required)"}
+			}
+			if err := check(p.Schema, e, member(path, p.Name)); err != nil {
+				return err
+			}
+		}
+		if s.AdditionalProperties != nil && !anything(s.AdditionalProperties) {
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				if !named[k] {
+					keys = append(keys, k)
+				}
+			}
+			sort.Strings(keys) // the same error every time
+			for _, k := range keys {
+				if err := check(s.AdditionalProperties, x[k], member(path, k)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// member is path.name, or path["name"] when name is not an identifier.
+func member(path, name string) string {
+	ident := name != ""
+	for i, c := range name {
+		if !(c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			ident = false
+			break
+		}
+	}
+	if ident {
+		return path + "." + name
+	}
+	return path + "[" + strconv.Quote(name) + "]"
+}
+
+func hasType(t string, v any) bool {
+	switch t {
+	case "number":
+		_, ok := v.(float64)
+		return ok
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	case "null":
+		return v == nil
+	case "array":
+		_, ok := v.([]any)
+		return ok
+	case "object":
+		_, ok := v.(map[string]any)
+		return ok
+	}
+	return true
+}
+
+// kindOf names the JSON type of v.
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case float64:
+		return "number"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// valueText writes v as JSON, shortened.
+func valueText(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 60 {
+		return string(b[:57]) + "..."
+	}
+	return string(b)
+}
+
+// expected says in words what s accepts: "string", "one of \"a\", \"b\"",
+// "number or string", "array of number", "string or null".
+func expected(s *schema) string {
+	var out string
+	switch {
+	case len(s.Enum) == 1:
+		out = valueText(s.Enum[0])
+	case len(s.Enum) > 1:
+		parts := make([]string, len(s.Enum))
+		for i, e := range s.Enum {
+			parts[i] = valueText(e)
+		}
+		out = "one of " + strings.Join(parts, ", ")
+	case len(s.AnyOf) > 0:
+		parts := make([]string, len(s.AnyOf))
+		for i, m := range s.AnyOf {
+			parts[i] = expected(m)
+		}
+		out = strings.Join(parts, " or ")
+	case s.Type == "array" && s.Items != nil && !anything(s.Items):
+		out = "array of " + expected(s.Items)
+	case s.Type != "":
+		out = s.Type
+	default:
+		out = "any value"
+	}
+	if s.nullable {
+		out += " or null"
+	}
+	return out
+}
