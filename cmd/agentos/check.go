@@ -14,7 +14,7 @@ import (
 // runCheck is check_tool from the terminal: agentos check [--root DIR] [--json] PATH.
 func runCheck(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	root := fs.String("root", ".", "the tool root")
+	root := fs.String("root", ".", rootUsage)
 	asJSON := fs.Bool("json", false, "print exactly one JSON object {valid, errors, warnings, risk, risks}")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -23,7 +23,7 @@ func runCheck(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("expected one PATH, got %d arguments", len(pos))
 	}
-	absRoot, cfg, rel, err := rootedTool(*root, pos[0])
+	absRoot, cfg, rel, err := rootedTool(*root, pos[0], false)
 	if err != nil {
 		return err
 	}

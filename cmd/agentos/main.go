@@ -28,9 +28,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/agentos-run/agentos/actors/executor"
@@ -88,6 +90,7 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 var errFailed = errors.New("failed")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	args = moveLeadingFlags(args)
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		printUsage(stdout)
 		if len(args) == 0 {
@@ -101,38 +104,87 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if args[0] == demoCrashChild {
 		return runDemoCrashChild(ctx, args[1:])
 	}
+	// One place sets up logging for every command: warnings and errors on
+	// stderr by default, -v for progress, --quiet for errors only.
+	g := scanGlobal(args[1:])
+	logger := newLogger(stderr, g.level)
+	prev := slog.Default()
+	slog.SetDefault(logger)
+	defer slog.SetDefault(prev)
+	ctx = context.WithValue(ctx, loggerKey{}, logger)
 	for _, c := range commands {
 		if c.name != args[0] {
 			continue
 		}
 		err := c.run(ctx, args[1:], stdout, stderr)
 		var ue *usageError
+		var he *helpError
 		switch {
 		case err == nil:
 			return exitOK
+		case errors.As(err, &he):
+			printCommandHelp(stdout, c, he.fs)
+			return exitOK
 		case errors.Is(err, flag.ErrHelp):
-			fmt.Fprintf(stdout, "usage: %s\n\n%s\n", c.usage, c.summary)
+			printCommandHelp(stdout, c, nil)
 			return exitOK
 		case errors.As(err, &ue):
-			fmt.Fprintf(stderr, "agentos %s: %s (usage: %s)\n", c.name, ue.msg, c.usage)
+			msg := strings.TrimPrefix(ue.msg, "agentos: ")
+			fmt.Fprintf(stderr, "agentos %s: %s (usage: %s)\n", c.name, msg, c.usage)
+			if g.json {
+				printJSONError(stdout, "usage", msg, c.usage)
+			}
 			return exitUsage
 		case errors.Is(err, errFailed):
-			return exitFailed
+			return exitFailed // the command printed what failed (its JSON object under --json)
 		default:
-			fmt.Fprintf(stderr, "agentos %s: %v\n", c.name, err)
+			fmt.Fprintf(stderr, "agentos %s: %s\n", c.name, errorText(err))
+			if g.json {
+				printJSONError(stdout, "failed", errorText(err), "")
+			}
 			return exitFailed
 		}
 	}
 	fmt.Fprintf(stderr, "agentos: unknown command %q: run 'agentos help' for the list\n", args[0])
+	if g.json {
+		printJSONError(stdout, "usage", fmt.Sprintf("unknown command %q: run 'agentos help' for the list", args[0]), "")
+	}
 	return exitUsage
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "agentos: a runtime where agents forge, check and run their own TypeScript tools")
+	info := buildVersion()
+	head := fmt.Sprintf("agentos %s (%s %s", info.Version, info.Go, info.Platform)
+	if info.Commit != "" {
+		head += ", commit " + info.Commit[:min(12, len(info.Commit))]
+		if info.Modified {
+			head += "+modified"
+		}
+	}
+	fmt.Fprintln(w, head+"): a runtime where agents forge, check and run their own TypeScript tools")
 	fmt.Fprintln(w, "\nusage:")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-66s %s\n", c.usage, c.summary)
 	}
+	fmt.Fprintln(w, "\nflags of each command ('agentos COMMAND --help' says more):")
+	for _, c := range commands {
+		fs := commandFlags(c)
+		if fs == nil {
+			continue
+		}
+		fmt.Fprintf(w, "  %s:\n", c.name)
+		printFlags(w, fs, "    ")
+		if c.name == "runs" {
+			if pfs := commandFlags(c, "prune"); pfs != nil {
+				fmt.Fprintln(w, "  runs prune:")
+				printFlags(w, pfs, "    ")
+			}
+		}
+	}
+	fmt.Fprintln(w, "\n"+argsUsage)
+	fmt.Fprintln(w, "Durations (--timeout, --older-than) are Go durations (30s, 5m, 1h30m), days (7d) or a bare number of seconds; they must be positive.")
+	fmt.Fprintln(w, "With --json a command prints exactly one JSON object on stdout, also when it fails: {\"error\": {\"kind\": \"usage\"|\"failed\", \"message\": ...}}.")
+	fmt.Fprintln(w, "The logging flags (-v, --verbose, --quiet, --log-level) may also stand before the command.")
 	fmt.Fprintln(w, "\nexit status: 0 ok, 1 tool invalid or run failed, 2 usage error")
 }
 
@@ -141,6 +193,7 @@ func printUsage(w io.Writer) {
 // literal "--" is positional.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
+	addLogFlags(fs, &logFlags{}) // read by run (scanGlobal); defined here so every command accepts and documents them
 	var rest []string
 	if i := slices.Index(args, "--"); i >= 0 {
 		args, rest = args[:i], args[i+1:]
@@ -149,12 +202,13 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+				return nil, &helpError{fs}
 			}
 			return nil, usagef("%v", err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
+			defaultRoot(fs)
 			return append(pos, rest...), nil
 		}
 		pos = append(pos, args[0])

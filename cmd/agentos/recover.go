@@ -16,7 +16,7 @@ import (
 // sandbox worker processes (whatever agentos.json says): a quarantined run's
 // host died while it ran in-process, and it must never run in-process again.
 func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
-	c := newJournalCmd("recover", "print one JSON array of what became of each run")
+	c := newJournalCmd("recover", "print one JSON object {\"recovered\": [...]}: what became of each run")
 	only := c.fs.String("run", "", "resume only this run (an id or unique prefix), in worker processes; a quarantined run is resumed only this way")
 	_, absRoot, cfg, j, err := c.open(args, 0, "")
 	if err != nil {
@@ -47,7 +47,7 @@ func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if reports == nil {
 			reports = []agentos.RecoverReport{}
 		}
-		return fprintJSON(stdout, reports)
+		return fprintJSON(stdout, map[string][]agentos.RecoverReport{"recovered": reports})
 	}
 	if len(reports) == 0 {
 		fmt.Fprintln(stdout, "no unfinished runs")

@@ -23,7 +23,7 @@ func runRuns(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if len(args) > 0 && args[0] == "prune" {
 		return runPrune(args[1:], stdout)
 	}
-	c := newJournalCmd("runs", "print one JSON array of runs")
+	c := newJournalCmd("runs", "print one JSON object {\"runs\": [...]}")
 	_, _, _, j, err := c.open(args, 0, "")
 	if err != nil {
 		return err
@@ -43,7 +43,7 @@ func runRuns(_ context.Context, args []string, stdout, _ io.Writer) error {
 		rows = append(rows, runsRow{RunMeta: r, DurationNS: r.Duration(), Calls: n})
 	}
 	if *asJSON {
-		return fprintJSON(stdout, rows)
+		return fprintJSON(stdout, map[string][]runsRow{"runs": rows})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(stdout, "no runs recorded yet: 'agentos exec' records every run")

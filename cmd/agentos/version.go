@@ -67,7 +67,7 @@ func runVersion(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	info := buildVersion()
 	opts := executor.Options{}
-	if abs, cfg, err := openRoot(*root); err != nil {
+	if abs, cfg, err := openDir(*root, false); err != nil {
 		info.ConfigError = err.Error()
 	} else {
 		opts = cfg.ExecutorOptions(abs)
