@@ -2,10 +2,12 @@ package git
 
 import "errors"
 
-// Errors of the git actor, wrapped with the path and what to do.
+// Errors of the git actor, wrapped with the path and what to do. They name
+// no layer: the caller names the operation (the kernel tool prefixes
+// "patch_file: "), so a message never says "patch_file: git: ...".
 var (
 	// ErrSearchNotFound: PatchFile's search text does not occur in the file.
-	ErrSearchNotFound = errors.New("git: search text not found")
+	ErrSearchNotFound = errors.New("search text not found")
 	// ErrEmptySearch: PatchFile was given an empty search text.
-	ErrEmptySearch = errors.New("git: empty search text")
+	ErrEmptySearch = errors.New("empty search text")
 )

@@ -18,7 +18,7 @@ import (
 func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	root := fs.String("root", ".", rootUsage)
-	asJSON := fs.Bool("json", false, "print exactly one JSON object: the tool's result, or {\"error\": ...}")
+	asJSON := fs.Bool("json", false, "print exactly one JSON object: the tool's result (wrapped as {\"result\": ...} when it is not an object), or {\"error\": ...}")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -50,6 +50,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			_, err := io.WriteString(stdout, s)
 			return err
 		}
+	}
+	if _, isObject := v.(map[string]any); *asJSON && !isObject {
+		v = map[string]any{"result": v} // --json prints one object: list_files' array, read_file's text are wrapped
 	}
 	if err := fprintJSON(stdout, v); err != nil {
 		return err
