@@ -437,7 +437,7 @@ func moveLeadingFlags(args []string) []string {
 var commandHelp = map[string]string{
 	"exec": argsUsage + "\nOutside a tool root exec refuses to run (it would create .agentos/ there) unless --no-journal is given; PATH MUST be a file.\n" +
 		"With --json: {success, result, logs, error, run}.",
-	"call":    argsUsage + "\nWith --json: the tool's result object, or {\"error\": {\"kind\", \"message\"}}.",
+	"call":    argsUsage + "\nWith --json: the tool's result object (a result that is not an object, such as list_files' array or read_file's text, as {\"result\": ...}), or {\"error\": {\"kind\", \"message\"}}.",
 	"runs":    "With --json: {\"runs\": [{id, kind, tool, status, started, ended, duration_ns, calls, ...}]}.",
 	"ps":      "With --json: {\"processes\": [{pid, parent, name, image, status, mailbox, calls, started, usage, left}]}.",
 	"events":  "With --json: {\"events\": [{seq, time, kind, pid, name, reason, detail, meter, amount}]}.",

@@ -2,24 +2,48 @@
 //
 //	agentos init  [--upstream URL | --no-git] [DIR]      scaffold a tool root
 //	agentos check [--root DIR] [--json] PATH             static analysis of a tool
-//	agentos exec  [--root DIR] [--json] PATH [ARGS_JSON] run a tool in the sandbox
+//	agentos exec  [--root DIR] [--json] [--timeout D] [--inprocess] [--journal PATH | --no-journal]
+//	              PATH [ARGS_JSON | - | @FILE]           run a tool in the sandbox
 //	agentos runs    [--root DIR] [--json]                list the recorded runs
 //	agentos runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]
 //	                                                     delete old runs, compact the journal
 //	agentos trace   [--root DIR] [--json] RUN            a run call by call
 //	agentos replay  [--root DIR] [--json] [--tool F] RUN re-run offline (or a patched tool)
-//	agentos recover [--root DIR] [--json]                resume runs a crash interrupted
-//	agentos call    [--root DIR] [--json] TOOL ARGS_JSON a kernel tool, as an LLM calls it
+//	agentos recover [--root DIR] [--json] [--run ID]     resume runs a crash interrupted
+//	agentos call    [--root DIR] [--json] TOOL ARGS_JSON|-|@FILE a kernel tool, as an LLM calls it
 //	agentos forge   [--root DIR] [--json] SPEC           reuse or forge a tool with the model
 //	agentos serve   [--root DIR] [--metrics ADDR]        run a node until SIGTERM
 //	agentos ps      [--root DIR] [--json]                the serving node's processes
 //	agentos events  [--root DIR] [--json]                the serving node's recent kernel events
 //	agentos quota   [--root DIR] [--json] [reset [ACCOUNT...]] quota use kept across invocations
 //	agentos demo  [--dir DIR]                            write, check and run sample tools
+//	agentos version [--root DIR] [--json]                the build and the sandbox's protections
+//
+// agentos --help (or COMMAND --help) lists every flag with its description;
+// the help is printed from the flag sets the commands really parse.
+//
+// The tool root is --root, or the nearest directory holding agentos.json
+// from the current one up. A command that keeps state in the tool root
+// MUST NOT create it where there is no agentos.json: it refuses (exit 2)
+// with what to do; check and exec --no-journal work anywhere.
+//
+// ARGS_JSON is inline JSON, "-" (stdin) or "@FILE", at most
+// limits.max_args_bytes. Durations are Go durations, days (7d) or a bare
+// number of seconds, and MUST be positive.
+//
+// Logging (every command, before or after its name): warnings and errors on
+// stderr by default; -v/--verbose adds INFO, -v -v debug, --quiet leaves
+// errors only, --log-level LEVEL sets it. run sets up the one logger.
+//
+// With --json a command prints exactly one JSON object on stdout, in every
+// case: its result (lists wrapped, e.g. {"runs": [...]}) or
+// {"error": {"kind": "usage"|"failed", "message": "..."}}.
 //
 // Exit status: 0 on success, 1 when a tool is invalid or its run failed, 2 on
 // a usage error (unknown flag, missing argument, malformed JSON, missing
-// file). Errors are one line that says what to do.
+// file, not a tool root). Errors are one line that says what to do, naming
+// the command once ("agentos ps: ..."): the library's "agentos: " prefix is
+// not repeated.
 package main
 
 import (
