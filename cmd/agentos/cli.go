@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +49,15 @@ func printCommandHelp(w io.Writer, c command, fs *flag.FlagSet) {
 
 // printFlags lists every flag of fs, each with its description.
 func printFlags(w io.Writer, fs *flag.FlagSet, indent string) {
+	printFlagsExcept(w, fs, indent, nil)
+}
+
+// printFlagsExcept is printFlags without the flags skip names.
+func printFlagsExcept(w io.Writer, fs *flag.FlagSet, indent string, skip []string) {
 	fs.VisitAll(func(f *flag.Flag) {
+		if slices.Contains(skip, f.Name) {
+			return
+		}
 		name, usage := flag.UnquoteUsage(f)
 		dash := "--"
 		if len(f.Name) == 1 {
@@ -58,7 +67,7 @@ func printFlags(w io.Writer, fs *flag.FlagSet, indent string) {
 		if name != "" {
 			head += " " + name
 		}
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "." {
 			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		fmt.Fprintf(w, "%s%-22s %s\n", indent, head, usage)
@@ -140,6 +149,9 @@ func parseLevel(s string) (slog.Level, error) {
 	}
 	return 0, fmt.Errorf("unknown log level %q: use debug, info, warn or error", s)
 }
+
+// logFlagNames are the names addLogFlags defines.
+var logFlagNames = []string{"v", "verbose", "quiet", "log-level"}
 
 // addLogFlags defines the logging flags on fs (once).
 func addLogFlags(fs *flag.FlagSet, lf *logFlags) {

@@ -18,7 +18,7 @@ import (
 func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	root := fs.String("root", ".", rootUsage)
-	asJSON := fs.Bool("json", false, "print exactly one JSON object {success, result, logs, error}")
+	asJSON := fs.Bool("json", false, "print exactly one JSON object {success, result, logs, error, run}")
 	timeout := durationFlag(fs, "timeout", "wall-clock limit `D` of the run, e.g. 30s, 2m or 10 (seconds); it MUST be positive (default: the tool root's limits.timeout, 5s)")
 	inproc := fs.Bool("inprocess", false, "run in this process instead of a sandbox worker (trusted tools only)")
 	jpath := fs.String("journal", "", "record the run in the journal file `PATH` (default: <root>/.agentos/journal.db)")

@@ -81,12 +81,12 @@ type command struct {
 var commands = []command{
 	{"init", "scaffold a tool root (config, tools/, registry, Git upstream); safe to run twice", "agentos init [--upstream URL | --no-git] [DIR]", runInit},
 	{"check", "check a tool: syntax, the standards, risk level", "agentos check [--root DIR] [--json] PATH", runCheck},
-	{"exec", "run a tool in the sandbox with JSON args", "agentos exec [--root DIR] [--json] [--timeout D] PATH [ARGS_JSON]", runExec},
+	{"exec", "run a tool in the sandbox with JSON args", "agentos exec [--root DIR] [--json] [--timeout D] [--inprocess] [--journal PATH | --no-journal] PATH [ARGS_JSON | - | @FILE]", runExec},
 	{"runs", "list the recorded runs; 'prune' deletes old ones (default: the configured retention) and compacts the journal", "agentos runs [--root DIR] [--json] | runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]", runRuns},
 	{"trace", "show a recorded run call by call", "agentos trace [--root DIR] [--json] RUN", runTrace},
 	{"replay", "re-run a recorded run offline, or feed its I/O to a patched tool", "agentos replay [--root DIR] [--json] [--tool PATCHED.ts] RUN", runReplay},
 	{"recover", "resume the runs a crash left unfinished", "agentos recover [--root DIR] [--json] [--run ID]", runRecover},
-	{"call", "call a kernel tool as an LLM would (on the serving node, or a runtime started for it)", "agentos call [--root DIR] [--json] TOOL ARGS_JSON", runCall},
+	{"call", "call a kernel tool as an LLM would (on the serving node, or a runtime started for it)", "agentos call [--root DIR] [--json] TOOL ARGS_JSON | - | @FILE", runCall},
 	{"forge", "reuse or forge a tool for a spec with the configured model", "agentos forge [--root DIR] [--json] SPEC", runForge},
 	{"serve", "run a node until SIGTERM: processes, actors, journal; ps/events/call talk to it", "agentos serve [--root DIR] [--metrics ADDR]", runServe},
 	{"ps", "the process table of the serving node", "agentos ps [--root DIR] [--json]", runPS},
@@ -191,24 +191,35 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-66s %s\n", c.usage, c.summary)
 	}
 	fmt.Fprintln(w, "\nflags of each command ('agentos COMMAND --help' says more):")
+	var logFS *flag.FlagSet
 	for _, c := range commands {
 		fs := commandFlags(c)
 		if fs == nil {
 			continue
 		}
+		logFS = fs
 		fmt.Fprintf(w, "  %s:\n", c.name)
-		printFlags(w, fs, "    ")
+		printFlagsExcept(w, fs, "    ", logFlagNames)
 		if c.name == "runs" {
 			if pfs := commandFlags(c, "prune"); pfs != nil {
 				fmt.Fprintln(w, "  runs prune:")
-				printFlags(w, pfs, "    ")
+				printFlagsExcept(w, pfs, "    ", logFlagNames)
 			}
 		}
+	}
+	if logFS != nil {
+		fmt.Fprintln(w, "  logging flags of every command (also before the command's name):")
+		fs := flag.NewFlagSet("logging", flag.ContinueOnError)
+		logFS.VisitAll(func(f *flag.Flag) {
+			if slices.Contains(logFlagNames, f.Name) {
+				fs.Var(f.Value, f.Name, f.Usage)
+			}
+		})
+		printFlags(w, fs, "    ")
 	}
 	fmt.Fprintln(w, "\n"+argsUsage)
 	fmt.Fprintln(w, "Durations (--timeout, --older-than) are Go durations (30s, 5m, 1h30m), days (7d) or a bare number of seconds; they must be positive.")
 	fmt.Fprintln(w, "With --json a command prints exactly one JSON object on stdout, also when it fails: {\"error\": {\"kind\": \"usage\"|\"failed\", \"message\": ...}}.")
-	fmt.Fprintln(w, "The logging flags (-v, --verbose, --quiet, --log-level) may also stand before the command.")
 	fmt.Fprintln(w, "\nexit status: 0 ok, 1 tool invalid or run failed, 2 usage error")
 }
 
