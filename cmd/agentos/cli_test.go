@@ -488,8 +488,14 @@ func TestExecOutsideToolRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
-	for _, args := range [][]string{{"exec", "hello.ts"}, {"exec", "--root", dir, "hello.ts"}, {"call", "list_files", "{}"}, {"serve"}, {"recover"}} {
-		code, stdout, stderr := cli(t, args...)
+	// serve runs under a cancelled context: were it to start, it would stop
+	// at once instead of serving until the test times out.
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, args := range [][]string{{"exec", "hello.ts"}, {"exec", "--root", dir, "hello.ts"}, {"call", "list_files", "{}"}, {"serve"}, {"recover"}, {"runs"}, {"quota"}} {
+		var out, errb bytes.Buffer
+		code := run(cancelled, args, &out, &errb)
+		stdout, stderr := out.String(), errb.String()
 		if code != 2 || stdout != "" || !strings.Contains(stderr, "is not a tool root") || !strings.Contains(stderr, "agentos init") {
 			t.Errorf("%v outside a tool root: exit %d %q %q", args, code, stdout, stderr)
 		}

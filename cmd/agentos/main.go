@@ -130,7 +130,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// One place sets up logging for every command: warnings and errors on
 	// stderr by default, -v for progress, --quiet for errors only.
-	g := scanGlobal(args[1:])
+	g := scanGlobal(args)
 	logger := newLogger(stderr, g.level)
 	prev := slog.Default()
 	slog.SetDefault(logger)
