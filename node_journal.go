@@ -72,7 +72,7 @@ type NodeRecovery struct {
 	// AtStart is what the node did when it started (Runtime.Recovered).
 	AtStart []RecoverReport `json:"at_start"`
 	// Now is what this request did.
-	Now []RecoverReport `json:"now"`
+	Now []RecoverReport `json:"recovered"` // the same key as recover --json without a node
 }
 
 // recovering serializes the recover requests of the nodes in this process:

@@ -61,7 +61,7 @@ func (a *gitActor) onWrite(m *WriteFile) *Written {
 
 func (a *gitActor) onPatch(m *PatchFile) *Written {
 	if m.Search == "" {
-		return &Written{Path: m.Path, Err: fmt.Errorf("%w: patch_file %s needs the text to replace; to rewrite the whole file use write_file", ErrEmptySearch, m.Path)}
+		return &Written{Path: m.Path, Err: fmt.Errorf("%w: %s needs the text to replace; to rewrite the whole file use write_file", ErrEmptySearch, m.Path)}
 	}
 	old, err := a.opts.Jail.ReadFile(m.Path)
 	if err != nil {

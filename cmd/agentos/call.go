@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/agentos-run/agentos"
@@ -18,8 +17,8 @@ import (
 // tool root the call goes to it; otherwise a runtime starts for the call.
 func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
-	root := fs.String("root", ".", "the tool root")
-	asJSON := fs.Bool("json", false, "print exactly one JSON object: the tool's result, or {\"error\": ...}")
+	root := fs.String("root", ".", rootUsage)
+	asJSON := fs.Bool("json", false, "print exactly one JSON object: the tool's result (wrapped as {\"result\": ...} when it is not an object), or {\"error\": ...}")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -31,22 +30,18 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !contains(kernel.ToolNames(), tool) {
 		return usagef("unknown tool %q: the kernel tools are %s", tool, strings.Join(kernel.ToolNames(), ", "))
 	}
-	argsJSON, err := argsObject(pos[1:], `{"path": "tools/math/fib.ts"}`)
-	if err != nil {
-		return err
-	}
 	abs, cfg, err := openRoot(*root)
 	if err != nil {
 		return err
 	}
-	out, err := callTool(ctx, abs, cfg, tool, argsJSON)
-	err = quotaHint(err)
+	argsJSON, err := argsObject(pos[1:], `{"path": "tools/math/fib.ts"}`, cfg.MaxArgs())
 	if err != nil {
-		if *asJSON {
-			_ = fprintJSON(stdout, map[string]string{"error": err.Error()})
-			return errFailed
-		}
 		return err
+	}
+	cfg.Logger = cmdLogger(ctx)
+	out, err := callTool(ctx, abs, cfg, tool, argsJSON)
+	if err = quotaHint(err); err != nil {
+		return err // run prints it, as {"error": ...} under --json
 	}
 	var v any
 	_ = json.Unmarshal(out, &v)
@@ -55,6 +50,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			_, err := io.WriteString(stdout, s)
 			return err
 		}
+	}
+	if _, isObject := v.(map[string]any); *asJSON && !isObject {
+		v = map[string]any{"result": v} // --json prints one object: list_files' array, read_file's text are wrapped
 	}
 	if err := fprintJSON(stdout, v); err != nil {
 		return err
@@ -77,7 +75,6 @@ func callTool(ctx context.Context, root string, cfg agentos.Config, tool string,
 		return nil, err
 	}
 	cfg.Root = root
-	cfg.Logger = slog.New(slog.DiscardHandler)
 	rt, err := agentos.Start(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -90,8 +90,10 @@ func TestCallPSEventsWithNode(t *testing.T) {
 		}
 	}
 	code, stdout, _ = cli(t, "ps", "--root", root, "--json")
-	var ps []map[string]any
-	if code != 0 || json.Unmarshal([]byte(stdout), &ps) != nil || len(ps) != 1 || ps[0]["calls"] != float64(1) {
+	var psOut struct{ Processes []map[string]any }
+	err = json.Unmarshal([]byte(stdout), &psOut)
+	ps := psOut.Processes
+	if code != 0 || err != nil || len(ps) != 1 || ps[0]["calls"] != float64(1) {
 		t.Fatalf("ps --json: %d %s", code, stdout)
 	}
 	cancel()

@@ -14,7 +14,7 @@ import (
 // runCheck is check_tool from the terminal: agentos check [--root DIR] [--json] PATH.
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	root := fs.String("root", ".", "the tool root")
+	root := fs.String("root", ".", rootUsage)
 	asJSON := fs.Bool("json", false, "print exactly one JSON object {valid, errors, warnings, risk, risks}")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -23,7 +23,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) != 1 {
 		return usagef("expected one PATH, got %d arguments", len(pos))
 	}
-	absRoot, cfg, rel, err := syncedTool(ctx, "check", *root, pos[0], stderr)
+	absRoot, cfg, rel, err := syncedTool(ctx, "check", *root, pos[0], false, stderr)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func runEvents(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		return fprintJSON(stdout, evs)
+		return fprintJSON(stdout, map[string]any{"events": nonNilSlice(evs)})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tPID\tNAME\tDETAIL")

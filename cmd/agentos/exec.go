@@ -17,12 +17,12 @@ import (
 // agentos exec [--root DIR] [--json] [--timeout D] PATH [ARGS_JSON].
 func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
-	root := fs.String("root", ".", "the tool root")
-	asJSON := fs.Bool("json", false, "print exactly one JSON object {success, result, logs, error}")
-	timeout := fs.Duration("timeout", 0, "wall-clock limit of the run (default: the tool root's, 5s)")
+	root := fs.String("root", ".", rootUsage)
+	asJSON := fs.Bool("json", false, "print exactly one JSON object {success, result, logs, error, run}")
+	timeout := durationFlag(fs, "timeout", "wall-clock limit `D` of the run, e.g. 30s, 2m or 10 (seconds); it MUST be positive (default: the tool root's limits.timeout, 5s)")
 	inproc := fs.Bool("inprocess", false, "run in this process instead of a sandbox worker (trusted tools only)")
-	jpath := fs.String("journal", "", "the journal file (default: <root>/.agentos/journal.db)")
-	noJournal := fs.Bool("no-journal", false, "do not record the run")
+	jpath := fs.String("journal", "", "record the run in the journal file `PATH` (default: <root>/.agentos/journal.db)")
+	noJournal := fs.Bool("no-journal", false, "do not record the run (exec then also runs outside a tool root)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -30,11 +30,11 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(pos) < 1 || len(pos) > 2 {
 		return usagef("expected PATH and optional ARGS_JSON, got %d arguments", len(pos))
 	}
-	argsJSON, err := argsObject(pos[1:], `{"n": 10}`)
+	absRoot, cfg, rel, err := syncedTool(ctx, "exec", *root, pos[0], !*noJournal && *jpath == "", stderr)
 	if err != nil {
 		return err
 	}
-	absRoot, cfg, rel, err := syncedTool(ctx, "exec", *root, pos[0], stderr)
+	argsJSON, err := argsObject(pos[1:], `{"n": 10}`, cfg.MaxArgs())
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/agentos-run/agentos"
@@ -16,9 +15,9 @@ import (
 // runForge runs one forge from the terminal: agentos forge [--root DIR]
 // [--json] "SPEC". The model comes from agentos.json's llm section or the
 // environment (AGENTOS_LLM_BASE_URL, AGENTOS_LLM_MODEL, AGENTOS_LLM_API_KEY).
-func runForge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runForge(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("forge", flag.ContinueOnError)
-	root := fs.String("root", ".", "the tool root")
+	root := fs.String("root", ".", rootUsage)
 	asJSON := fs.Bool("json", false, "print exactly one JSON object: the forge's result")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -32,10 +31,7 @@ func runForge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfg.Root = abs
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if *asJSON {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmdLogger(ctx)
 	rt, err := agentos.Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -46,15 +42,11 @@ func runForge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	callErr = quotaHint(callErr)
 	var res forge.Result
 	_ = json.Unmarshal(out, &res)
-	if *asJSON {
-		if callErr != nil {
-			_ = fprintJSON(stdout, map[string]string{"error": callErr.Error()})
-			return errFailed
-		}
-		return fprintJSON(stdout, res)
-	}
 	if callErr != nil {
-		return callErr
+		return callErr // run prints it, as {"error": ...} under --json
+	}
+	if *asJSON {
+		return fprintJSON(stdout, res)
 	}
 	switch {
 	case res.Reused:

@@ -13,7 +13,7 @@ import (
 // runInit scaffolds a tool root: agentos init [DIR].
 func runInit(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("init", flag.ContinueOnError)
-	upstream := fs.String("upstream", "", "the Git upstream tools are shared through (default: a bare repository DIR.git created beside the tool root)")
+	upstream := fs.String("upstream", "", "the Git upstream `URL` tools are shared through (default: a bare repository DIR.git created beside the tool root)")
 	noGit := fs.Bool("no-git", false, "keep tools in the working tree only, without Git")
 	pos, err := parseFlags(fs, args)
 	if err != nil {

@@ -39,7 +39,7 @@ func newJournalCmd(name, jsonHelp string) *journalCmd {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	return &journalCmd{
 		fs:     fs,
-		root:   fs.String("root", ".", "the tool root"),
+		root:   fs.String("root", ".", rootUsage),
 		jpath:  fs.String("journal", "", "the journal file (default: <root>/.agentos/journal.db)"),
 		asJSON: fs.Bool("json", false, jsonHelp),
 	}

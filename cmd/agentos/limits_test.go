@@ -150,19 +150,23 @@ func TestRecoverKeepsTheRunsLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := cli(t, "recover", "--root", root, "--json")
-	var reports []struct {
-		Run     struct{ ID string }
-		Outcome string
-		Resumed bool
-		Result  struct {
-			Success bool
-			Error   *struct{ Kind, Message string }
-		}
-		Limits struct {
-			Timeout time.Duration `json:"timeout"`
-		}
+	var wrapped struct {
+		Recovered []struct {
+			Run     struct{ ID string }
+			Outcome string
+			Resumed bool
+			Result  struct {
+				Success bool
+				Error   *struct{ Kind, Message string }
+			}
+			Limits struct {
+				Timeout time.Duration `json:"timeout"`
+			}
+		} `json:"recovered"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &reports); err != nil || code != 0 || len(reports) != 1 || reports[0].Run.ID != id ||
+	err := json.Unmarshal([]byte(stdout), &wrapped)
+	reports := wrapped.Recovered
+	if err != nil || code != 0 || len(reports) != 1 || reports[0].Run.ID != id ||
 		!reports[0].Resumed || !reports[0].Result.Success || reports[0].Outcome != "resumed" || reports[0].Limits.Timeout != 60*time.Second {
 		t.Fatalf("recover: %d %q %q (%v)", code, stdout, stderr, err)
 	}

@@ -2,24 +2,48 @@
 //
 //	agentos init  [--upstream URL | --no-git] [DIR]      scaffold a tool root
 //	agentos check [--root DIR] [--json] PATH             static analysis of a tool
-//	agentos exec  [--root DIR] [--json] PATH [ARGS_JSON] run a tool in the sandbox
+//	agentos exec  [--root DIR] [--json] [--timeout D] [--inprocess] [--journal PATH | --no-journal]
+//	              PATH [ARGS_JSON | - | @FILE]           run a tool in the sandbox
 //	agentos runs    [--root DIR] [--json]                list the recorded runs
 //	agentos runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]
 //	                                                     delete old runs, compact the journal
 //	agentos trace   [--root DIR] [--json] RUN            a run call by call
 //	agentos replay  [--root DIR] [--json] [--tool F] RUN re-run offline (or a patched tool)
-//	agentos recover [--root DIR] [--json]                resume runs a crash interrupted
-//	agentos call    [--root DIR] [--json] TOOL ARGS_JSON a kernel tool, as an LLM calls it
+//	agentos recover [--root DIR] [--json] [--run ID]     resume runs a crash interrupted
+//	agentos call    [--root DIR] [--json] TOOL ARGS_JSON|-|@FILE a kernel tool, as an LLM calls it
 //	agentos forge   [--root DIR] [--json] SPEC           reuse or forge a tool with the model
 //	agentos serve   [--root DIR] [--metrics ADDR]        run a node until SIGTERM
 //	agentos ps      [--root DIR] [--json]                the serving node's processes
 //	agentos events  [--root DIR] [--json]                the serving node's recent kernel events
 //	agentos quota   [--root DIR] [--json] [reset [ACCOUNT...]] quota use kept across invocations
 //	agentos demo  [--dir DIR]                            write, check and run sample tools
+//	agentos version [--root DIR] [--json]                the build and the sandbox's protections
+//
+// agentos --help (or COMMAND --help) lists every flag with its description;
+// the help is printed from the flag sets the commands really parse.
+//
+// The tool root is --root, or the nearest directory holding agentos.json
+// from the current one up. A command that keeps state in the tool root
+// MUST NOT create it where there is no agentos.json: it refuses (exit 2)
+// with what to do; check and exec --no-journal work anywhere.
+//
+// ARGS_JSON is inline JSON, "-" (stdin) or "@FILE", at most
+// limits.max_args_bytes. Durations are Go durations, days (7d) or a bare
+// number of seconds, and MUST be positive.
+//
+// Logging (every command, before or after its name): warnings and errors on
+// stderr by default; -v/--verbose adds INFO, -v -v debug, --quiet leaves
+// errors only, --log-level LEVEL sets it. run sets up the one logger.
+//
+// With --json a command prints exactly one JSON object on stdout, in every
+// case: its result (lists wrapped, e.g. {"runs": [...]}) or
+// {"error": {"kind": "usage"|"failed", "message": "..."}}.
 //
 // Exit status: 0 on success, 1 when a tool is invalid or its run failed, 2 on
 // a usage error (unknown flag, missing argument, malformed JSON, missing
-// file). Errors are one line that says what to do.
+// file, not a tool root). Errors are one line that says what to do, naming
+// the command once ("agentos ps: ..."): the library's "agentos: " prefix is
+// not repeated.
 package main
 
 import (
@@ -28,9 +52,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/agentos-run/agentos/actors/executor"
@@ -55,14 +81,14 @@ type command struct {
 var commands = []command{
 	{"init", "scaffold a tool root (config, tools/, registry, Git upstream); safe to run twice", "agentos init [--upstream URL | --no-git] [DIR]", runInit},
 	{"check", "check a tool: syntax, the standards, risk level", "agentos check [--root DIR] [--json] PATH", runCheck},
-	{"exec", "run a tool in the sandbox with JSON args", "agentos exec [--root DIR] [--json] [--timeout D] PATH [ARGS_JSON]", runExec},
+	{"exec", "run a tool in the sandbox with JSON args", "agentos exec [--root DIR] [--json] [--timeout D] [--inprocess] [--journal PATH | --no-journal] PATH [ARGS_JSON | - | @FILE]", runExec},
 	{"runs", "list the recorded runs; 'prune' deletes old ones (default: the configured retention) and compacts the journal", "agentos runs [--root DIR] [--json] | runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]", runRuns},
 	{"trace", "show a recorded run call by call", "agentos trace [--root DIR] [--json] RUN", runTrace},
 	{"replay", "re-run a recorded run offline, or feed its I/O to a patched tool", "agentos replay [--root DIR] [--json] [--tool PATCHED.ts] [--timeout D] RUN", runReplay},
 	{"recover", "resume the runs a crash left unfinished", "agentos recover [--root DIR] [--json] [--run ID] [--timeout D]", runRecover},
-	{"call", "call a kernel tool as an LLM would (on the serving node, or a runtime started for it)", "agentos call [--root DIR] [--json] TOOL ARGS_JSON", runCall},
+	{"call", "call a kernel tool as an LLM would (on the serving node, or a runtime started for it)", "agentos call [--root DIR] [--json] TOOL ARGS_JSON | - | @FILE", runCall},
 	{"forge", "reuse or forge a tool for a spec with the configured model", "agentos forge [--root DIR] [--json] SPEC", runForge},
-	{"serve", "run a node until SIGTERM: processes, actors, journal; ps/events/call talk to it", "agentos serve [--root DIR] [--metrics ADDR]", runServe},
+	{"serve", "run a node until SIGTERM: processes, actors, journal; every other command goes through it while it serves", "agentos serve [--root DIR] [--metrics ADDR]", runServe},
 	{"ps", "the process table of the serving node", "agentos ps [--root DIR] [--json]", runPS},
 	{"events", "the recent kernel events of the serving node", "agentos events [--root DIR] [--json]", runEvents},
 	{"quota", "show the quota use kept across invocations, or reset it", "agentos quota [--root DIR] [--json] [reset [ACCOUNT...]]", runQuota},
@@ -88,6 +114,7 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 var errFailed = errors.New("failed")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	args = moveLeadingFlags(args)
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		printUsage(stdout)
 		if len(args) == 0 {
@@ -101,38 +128,98 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if args[0] == demoCrashChild {
 		return runDemoCrashChild(ctx, args[1:])
 	}
+	// One place sets up logging for every command: warnings and errors on
+	// stderr by default, -v for progress, --quiet for errors only.
+	g := scanGlobal(args)
+	logger := newLogger(stderr, g.level)
+	prev := slog.Default()
+	slog.SetDefault(logger)
+	defer slog.SetDefault(prev)
+	ctx = context.WithValue(ctx, loggerKey{}, logger)
 	for _, c := range commands {
 		if c.name != args[0] {
 			continue
 		}
 		err := c.run(ctx, args[1:], stdout, stderr)
 		var ue *usageError
+		var he *helpError
 		switch {
 		case err == nil:
 			return exitOK
+		case errors.As(err, &he):
+			printCommandHelp(stdout, c, he.fs)
+			return exitOK
 		case errors.Is(err, flag.ErrHelp):
-			fmt.Fprintf(stdout, "usage: %s\n\n%s\n", c.usage, c.summary)
+			printCommandHelp(stdout, c, nil)
 			return exitOK
 		case errors.As(err, &ue):
-			fmt.Fprintf(stderr, "agentos %s: %s (usage: %s)\n", c.name, ue.msg, c.usage)
+			msg := strings.TrimPrefix(ue.msg, "agentos: ")
+			fmt.Fprintf(stderr, "agentos %s: %s (usage: %s)\n", c.name, msg, c.usage)
+			if g.json {
+				printJSONError(stdout, "usage", msg, c.usage)
+			}
 			return exitUsage
 		case errors.Is(err, errFailed):
-			return exitFailed
+			return exitFailed // the command printed what failed (its JSON object under --json)
 		default:
-			fmt.Fprintf(stderr, "agentos %s: %v\n", c.name, err)
+			fmt.Fprintf(stderr, "agentos %s: %s\n", c.name, errorText(err))
+			if g.json {
+				printJSONError(stdout, "failed", errorText(err), "")
+			}
 			return exitFailed
 		}
 	}
 	fmt.Fprintf(stderr, "agentos: unknown command %q: run 'agentos help' for the list\n", args[0])
+	if g.json {
+		printJSONError(stdout, "usage", fmt.Sprintf("unknown command %q: run 'agentos help' for the list", args[0]), "")
+	}
 	return exitUsage
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "agentos: a runtime where agents forge, check and run their own TypeScript tools")
+	info := buildVersion()
+	head := fmt.Sprintf("agentos %s (%s %s", info.Version, info.Go, info.Platform)
+	if info.Commit != "" {
+		head += ", commit " + info.Commit[:min(12, len(info.Commit))]
+		if info.Modified {
+			head += "+modified"
+		}
+	}
+	fmt.Fprintln(w, head+"): a runtime where agents forge, check and run their own TypeScript tools")
 	fmt.Fprintln(w, "\nusage:")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-66s %s\n", c.usage, c.summary)
 	}
+	fmt.Fprintln(w, "\nflags of each command ('agentos COMMAND --help' says more):")
+	var logFS *flag.FlagSet
+	for _, c := range commands {
+		fs := commandFlags(c)
+		if fs == nil {
+			continue
+		}
+		logFS = fs
+		fmt.Fprintf(w, "  %s:\n", c.name)
+		printFlagsExcept(w, fs, "    ", logFlagNames)
+		if c.name == "runs" {
+			if pfs := commandFlags(c, "prune"); pfs != nil {
+				fmt.Fprintln(w, "  runs prune:")
+				printFlagsExcept(w, pfs, "    ", logFlagNames)
+			}
+		}
+	}
+	if logFS != nil {
+		fmt.Fprintln(w, "  logging flags of every command (also before the command's name):")
+		fs := flag.NewFlagSet("logging", flag.ContinueOnError)
+		logFS.VisitAll(func(f *flag.Flag) {
+			if slices.Contains(logFlagNames, f.Name) {
+				fs.Var(f.Value, f.Name, f.Usage)
+			}
+		})
+		printFlags(w, fs, "    ")
+	}
+	fmt.Fprintln(w, "\n"+argsUsage)
+	fmt.Fprintln(w, "Durations (--timeout, --older-than) are Go durations (30s, 5m, 1h30m), days (7d) or a bare number of seconds; they must be positive.")
+	fmt.Fprintln(w, "With --json a command prints exactly one JSON object on stdout, also when it fails: {\"error\": {\"kind\": \"usage\"|\"failed\", \"message\": ...}}.")
 	fmt.Fprintln(w, "\nexit status: 0 ok, 1 tool invalid or run failed, 2 usage error")
 }
 
@@ -141,6 +228,7 @@ func printUsage(w io.Writer) {
 // literal "--" is positional.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
+	addLogFlags(fs, &logFlags{}) // read by run (scanGlobal); defined here so every command accepts and documents them
 	var rest []string
 	if i := slices.Index(args, "--"); i >= 0 {
 		args, rest = args[:i], args[i+1:]
@@ -149,12 +237,13 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+				return nil, &helpError{fs}
 			}
 			return nil, usagef("%v", err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
+			defaultRoot(fs)
 			return append(pos, rest...), nil
 		}
 		pos = append(pos, args[0])

@@ -61,11 +61,13 @@ type runRow struct {
 func listRuns(t *testing.T, root string) []runRow {
 	t.Helper()
 	code, stdout, stderr := cli(t, "runs", "--root", root, "--json")
-	var rows []runRow
-	if err := json.Unmarshal([]byte(stdout), &rows); err != nil || code != 0 {
+	var out struct {
+		Runs []runRow `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil || code != 0 {
 		t.Fatalf("runs --json: %d %v %q %q", code, err, stdout, stderr)
 	}
-	return rows
+	return out.Runs
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -203,7 +205,7 @@ func TestJournalCommandsThroughServingNode(t *testing.T) {
 				t.Fatalf("the resumed run is %s, want ok", r.Status)
 			}
 		}
-		if code, stdout, _ = cli(t, "recover", "--root", root, "--json"); code != 0 || !strings.Contains(stdout, `"now": []`) {
+		if code, stdout, _ = cli(t, "recover", "--root", root, "--json"); code != 0 || !strings.Contains(stdout, `"recovered": []`) {
 			t.Fatalf("recover --json with nothing left: %d %q", code, stdout)
 		}
 	})

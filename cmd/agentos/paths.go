@@ -13,8 +13,15 @@ import (
 	"github.com/agentos-run/agentos"
 )
 
-// openRoot resolves --root and loads its configuration.
-func openRoot(root string) (string, agentos.Config, error) {
+// openRoot resolves --root and loads its configuration. The directory MUST
+// be a tool root (hold agentos.json): commands MUST NOT create state
+// (.agentos/) in a directory the user never initialised.
+func openRoot(root string) (string, agentos.Config, error) { return openDir(root, true) }
+
+// openDir is openRoot; with mustBeRoot false a directory without
+// agentos.json is used with the default configuration (check, version,
+// exec --no-journal: commands that write nothing there).
+func openDir(root string, mustBeRoot bool) (string, agentos.Config, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return "", agentos.Config{}, err
@@ -23,14 +30,17 @@ func openRoot(root string) (string, agentos.Config, error) {
 	if err != nil || !fi.IsDir() {
 		return "", agentos.Config{}, usagef("the tool root %s is not a directory: pass --root DIR or run 'agentos init'", abs)
 	}
+	if mustBeRoot && !isToolRoot(abs) {
+		return "", agentos.Config{}, notRootError(abs)
+	}
 	cfg, err := agentos.LoadConfig(abs)
 	return abs, cfg, err
 }
 
 // rootedTool resolves --root and the PATH argument of check and exec: the
 // absolute tool root, its configuration, and PATH relative to it.
-func rootedTool(root, path string) (absRoot string, cfg agentos.Config, rel string, err error) {
-	if absRoot, cfg, err = openRoot(root); err != nil {
+func rootedTool(root, path string, mustBeRoot bool) (absRoot string, cfg agentos.Config, rel string, err error) {
+	if absRoot, cfg, err = openDir(root, mustBeRoot); err != nil {
 		return "", cfg, "", err
 	}
 	rel, err = toolPath(absRoot, path)
@@ -42,7 +52,10 @@ func rootedTool(root, path string) (absRoot string, cfg agentos.Config, rel stri
 // current directory (or absolute) that lies inside the root.
 func toolPath(root, p string) (string, error) {
 	if !filepath.IsAbs(p) {
-		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
+		if fi, err := os.Stat(filepath.Join(root, p)); err == nil {
+			if fi.IsDir() {
+				return "", isDirError(p)
+			}
 			return filepath.ToSlash(filepath.Clean(p)), nil
 		}
 	}
@@ -50,14 +63,22 @@ func toolPath(root, p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
+	fi, err := os.Stat(abs)
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", usagef("no file %s (paths are relative to the tool root %s or to the current directory)", p, root)
+	}
+	if err == nil && fi.IsDir() {
+		return "", isDirError(p)
 	}
 	rel, err := filepath.Rel(root, abs)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return "", usagef("%s is outside the tool root %s: pass --root DIR", p, root)
 	}
 	return filepath.ToSlash(rel), nil
+}
+
+func isDirError(p string) error {
+	return usagef("%s is a directory: give a tool file, e.g. %s/NAME.ts ('agentos call list_files' lists them)", p, strings.TrimSuffix(filepath.ToSlash(p), "/"))
 }
 
 func fprintJSON(w io.Writer, v any) error {
@@ -70,14 +91,19 @@ func fprintJSON(w io.Writer, v any) error {
 	return nil
 }
 
-// argsObject returns the optional ARGS_JSON argument ({} when absent); it
-// must be a JSON object such as example.
-func argsObject(rest []string, example string) (json.RawMessage, error) {
+// argsObject returns the optional ARGS_JSON argument ({} when absent): a
+// JSON object such as example, given inline, as "-" (stdin) or "@FILE",
+// at most limit bytes (limits.max_args_bytes).
+func argsObject(rest []string, example string, limit int) (json.RawMessage, error) {
 	if len(rest) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	if !json.Valid([]byte(rest[0])) || !strings.HasPrefix(strings.TrimSpace(rest[0]), "{") {
-		return nil, usagef("ARGS_JSON must be a JSON object, e.g. '%s'; got %q", example, rest[0])
+	b, err := readArgs(rest[0], limit)
+	if err != nil {
+		return nil, err
 	}
-	return json.RawMessage(rest[0]), nil
+	if !json.Valid(b) || !strings.HasPrefix(strings.TrimSpace(string(b)), "{") {
+		return nil, usagef("ARGS_JSON must be a JSON object, e.g. '%s' (or - for stdin, @FILE for a file); got %q", example, clip(string(b), 80))
+	}
+	return json.RawMessage(b), nil
 }

@@ -5,9 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentos-run/agentos/journal"
 )
@@ -26,7 +24,7 @@ type pruneReport struct {
 // Without a bound it applies the tool root's retention (agentos.json).
 func runPrune(args []string, stdout io.Writer) error {
 	c := newJournalCmd("runs prune", "print one JSON object: what was deleted, the file's size before and after")
-	olderThan := c.fs.String("older-than", "", "delete the runs started longer ago than D (e.g. 30d, 12h)")
+	olderThan := durationFlag(c.fs, "older-than", "delete the runs started longer ago than `D`, e.g. 30d, 12h or 90m")
 	keep := c.fs.Int("keep", 0, "keep only the N most recent runs")
 	keepBytes := c.fs.Int64("keep-bytes", 0, "delete the oldest runs until the journal stores at most N bytes")
 	noCompact := c.fs.Bool("no-compact", false, "do not rewrite the file: it keeps its size and reuses the freed space")
@@ -34,13 +32,7 @@ func runPrune(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := journal.PruneOptions{KeepRuns: *keep, KeepBytes: *keepBytes}
-	if *olderThan != "" {
-		if opts.OlderThan, err = parseAge(*olderThan); err != nil {
-			j.Close()
-			return err
-		}
-	}
+	opts := journal.PruneOptions{KeepRuns: *keep, KeepBytes: *keepBytes, OlderThan: *olderThan}
 	if *keep < 0 || *keepBytes < 0 {
 		j.Close()
 		return usagef("--keep and --keep-bytes must be positive")
@@ -74,23 +66,6 @@ func runPrune(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "journal %s: %s (the file keeps its size and reuses the freed space; run without --no-compact, with no node serving, to shrink it)\n", relTo(absRoot, path), mb(rep.FileAfter))
 	}
 	return nil
-}
-
-// parseAge reads a duration, with "d" for days ("30d").
-func parseAge(s string) (time.Duration, error) {
-	var d time.Duration
-	var err error
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		var days float64
-		days, err = strconv.ParseFloat(n, 64)
-		d = time.Duration(days * float64(24*time.Hour))
-	} else {
-		d, err = time.ParseDuration(s)
-	}
-	if err != nil || d <= 0 {
-		return 0, usagef("--older-than %q: give a positive duration such as 30d, 12h or 90m", s)
-	}
-	return d, nil
 }
 
 func fileSize(path string) int64 {

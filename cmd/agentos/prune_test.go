@@ -55,9 +55,10 @@ func TestRunsPrune(t *testing.T) {
 		t.Fatalf("runs after the prune: %s", stdout)
 	}
 	// The kept run still replays from the journal.
-	var rows []struct{ ID string }
+	var out struct{ Runs []struct{ ID string } }
 	_, stdout, _ = cli(t, "runs", "--root", root, "--json")
-	json.Unmarshal([]byte(stdout), &rows)
+	json.Unmarshal([]byte(stdout), &out)
+	rows := out.Runs
 	if code, stdout, stderr := cli(t, "replay", "--root", root, rows[0].ID); code != 0 {
 		t.Fatalf("replay after prune: %d %s %s", code, stdout, stderr)
 	}

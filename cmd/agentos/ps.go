@@ -27,7 +27,7 @@ func runPS(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		return fprintJSON(stdout, ps)
+		return fprintJSON(stdout, map[string]any{"processes": nonNilSlice(ps)})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tPARENT\tNAME\tIMAGE\tSTATUS\tMAILBOX\tCALLS\tUPTIME\tUSAGE\tLEFT")
@@ -41,8 +41,8 @@ func runPS(ctx context.Context, args []string, stdout, _ io.Writer) error {
 // dialNode parses --root and --json and connects to the node.
 func dialNode(name string, args []string) (*agentos.NodeClient, *bool, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	root := fs.String("root", ".", "the tool root")
-	asJSON := fs.Bool("json", false, "print JSON")
+	root := fs.String("root", ".", rootUsage)
+	asJSON := fs.Bool("json", false, "print one JSON object {\"processes\": [...]} (events: {\"events\": [...]})")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return nil, nil, err

@@ -28,8 +28,8 @@ type quotaRow struct {
 // [--root DIR] [ACCOUNT...].
 func runQuota(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("quota", flag.ContinueOnError)
-	root := fs.String("root", ".", "the tool root")
-	asJSON := fs.Bool("json", false, "print one JSON array of accounts")
+	root := fs.String("root", ".", rootUsage)
+	asJSON := fs.Bool("json", false, "print one JSON object {\"accounts\": [...]}")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ func runQuota(_ context.Context, args []string, stdout, _ io.Writer) error {
 		rows = append(rows, row)
 	}
 	if *asJSON {
-		return fprintJSON(stdout, rows)
+		return fprintJSON(stdout, map[string][]quotaRow{"accounts": rows})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(stdout, "no quota use recorded: use is kept for the node and the default process while agentos.json limits tool_calls, llm_tokens or cost_usd")

@@ -75,11 +75,15 @@ func TestQuotaPersistsAcrossInvocations(t *testing.T) {
 				}
 			}
 			code, stdout, stderr := agentosCmd(t, "quota", "--root", root, "--json")
-			var rows []struct {
-				Account string             `json:"account"`
-				Spent   map[string]float64 `json:"spent"`
+			var out struct {
+				Accounts []struct {
+					Account string             `json:"account"`
+					Spent   map[string]float64 `json:"spent"`
+				} `json:"accounts"`
 			}
-			if err := json.Unmarshal([]byte(stdout), &rows); code != 0 || err != nil {
+			err := json.Unmarshal([]byte(stdout), &out)
+			rows := out.Accounts
+			if code != 0 || err != nil {
 				t.Fatalf("quota --json: %d %q %q %v", code, stdout, stderr, err)
 			}
 			found := false

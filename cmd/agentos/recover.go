@@ -22,7 +22,7 @@ import (
 // sandbox worker processes (whatever agentos.json says): a quarantined run's
 // host died while it ran in-process, and it must never run in-process again.
 func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
-	c := newJournalCmd("recover", "print one JSON array of what became of each run")
+	c := newJournalCmd("recover", "print one JSON object {\"recovered\": [...]}: what became of each run")
 	only := c.fs.String("run", "", "resume only this run (an id or unique prefix), in worker processes; a quarantined run is resumed only this way")
 	timeout := c.fs.Duration("timeout", 0, "wall-clock limit of each resumed run (default: the one recorded with the run)")
 	_, absRoot, cfg, err := c.parse(args, 0, "")
@@ -68,7 +68,7 @@ func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if reports == nil {
 			reports = []agentos.RecoverReport{}
 		}
-		if err := fprintJSON(stdout, reports); err != nil {
+		if err := fprintJSON(stdout, map[string][]agentos.RecoverReport{"recovered": reports}); err != nil {
 			return err
 		}
 		return recoverStatus(reports)

@@ -20,7 +20,7 @@ func TestRecover(t *testing.T) {
 		t.Fatalf("recover: %d %q", code, stdout)
 	}
 	code, stdout, _ = cli(t, "recover", "--root", root, "--json")
-	if code != 0 || strings.TrimSpace(stdout) != "[]" {
+	if code != 0 || strings.Join(strings.Fields(stdout), "") != `{"recovered":[]}` {
 		t.Fatalf("recover --json: %d %q", code, stdout)
 	}
 	if code, _, _ := cli(t, "recover", "--root", root, "extra"); code != 2 {
@@ -76,13 +76,17 @@ export default async function (): Promise<number> {
 	}
 
 	code, stdout, stderr := cli(t, "recover", "--root", root, "--json")
-	var reports []struct {
-		Run         struct{ ID, Status string }
-		Resumed     bool
-		Quarantined bool
-		Reason      string
+	var recOut struct {
+		Recovered []struct {
+			Run         struct{ ID, Status string }
+			Resumed     bool
+			Quarantined bool
+			Reason      string
+		}
 	}
-	if err := json.Unmarshal([]byte(stdout), &reports); code != 0 || err != nil || len(reports) != 1 || !reports[0].Quarantined || reports[0].Resumed ||
+	err = json.Unmarshal([]byte(stdout), &recOut)
+	reports := recOut.Recovered
+	if code != 0 || err != nil || len(reports) != 1 || !reports[0].Quarantined || reports[0].Resumed ||
 		!strings.Contains(reports[0].Reason, "died while the run was executing in-process") {
 		t.Fatalf("recover: %d %q %q (%v)", code, stdout, stderr, err)
 	}

@@ -36,7 +36,7 @@ func runRuns(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if len(args) > 0 && args[0] == "prune" {
 		return runPrune(args[1:], stdout)
 	}
-	c := newJournalCmd("runs", "print one JSON array of runs")
+	c := newJournalCmd("runs", "print one JSON object {\"runs\": [...]}")
 	j, err := c.openRuns(ctx, args) // through the node when one serves the root
 	if err != nil {
 		return err
@@ -56,7 +56,7 @@ func runRuns(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		rows = append(rows, newRunsRow(r, n))
 	}
 	if *asJSON {
-		return fprintJSON(stdout, rows)
+		return fprintJSON(stdout, map[string][]runsRow{"runs": rows})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(stdout, "no runs recorded yet: 'agentos exec' records every run")

@@ -36,12 +36,16 @@ func TestRuns(t *testing.T) {
 		t.Fatalf("runs: %d %q", code, stdout)
 	}
 	code, stdout, _ = cli(t, "runs", "--root", root, "--json")
-	var rows []struct {
-		ID     string `json:"id"`
-		Status string `json:"status"`
-		Calls  int    `json:"calls"`
+	var out struct {
+		Runs []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+			Calls  int    `json:"calls"`
+		} `json:"runs"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &rows); err != nil || code != 0 || len(rows) != 1 || rows[0].ID != id || rows[0].Calls != 1 || rows[0].Status != "ok" {
+	err := json.Unmarshal([]byte(stdout), &out)
+	rows := out.Runs
+	if err != nil || code != 0 || len(rows) != 1 || rows[0].ID != id || rows[0].Calls != 1 || rows[0].Status != "ok" {
 		t.Fatalf("runs --json: %d %q %v", code, stdout, err)
 	}
 	code, _, stderr := cli(t, "runs", "--root", toolRoot(t, nil))

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
 	"github.com/agentos-run/agentos"
@@ -15,9 +14,9 @@ import (
 // agentos serve [--root DIR] [--metrics ADDR].
 // It shuts down gracefully: running tools are cancelled (their journal runs
 // stay resumable), workers end, the journal closes, the socket is removed.
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	root := fs.String("root", ".", "the tool root")
+	root := fs.String("root", ".", rootUsage)
 	metrics := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics (overrides metrics_addr)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -31,7 +30,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfg.Root = abs
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg.Logger = cmdLogger(ctx)
 	if *metrics != "" {
 		cfg.MetricsAddr = *metrics
 	}

@@ -13,8 +13,8 @@ import (
 // Git upstream when it is behind (agentos.SyncTools: one ls-remote when it
 // is current). An unreachable upstream is a warning on stderr, never a
 // failure: the local copy is used.
-func syncedTool(ctx context.Context, cmd, root, path string, stderr io.Writer) (absRoot string, cfg agentos.Config, rel string, err error) {
-	if absRoot, cfg, err = openRoot(root); err != nil {
+func syncedTool(ctx context.Context, cmd, root, path string, mustBeRoot bool, stderr io.Writer) (absRoot string, cfg agentos.Config, rel string, err error) {
+	if absRoot, cfg, err = openDir(root, mustBeRoot); err != nil {
 		return "", cfg, "", err
 	}
 	if _, err := agentos.SyncTools(ctx, cfg, absRoot, nil); err != nil {

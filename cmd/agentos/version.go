@@ -56,8 +56,8 @@ type versionDep struct {
 // agentos --version). Exit status 1 when no worker could start.
 func runVersion(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	root := fs.String("root", ".", "the tool root whose settings (isolation, confine, memory) the probe uses")
-	asJSON := fs.Bool("json", false, "print JSON")
+	root := fs.String("root", ".", "the tool root `DIR` whose settings (isolation, confine, memory) the probe uses (default: the nearest directory holding agentos.json, from the current one up)")
+	asJSON := fs.Bool("json", false, "print one JSON object {version, go, platform, commit, isolation, protections, ...}")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -67,7 +67,7 @@ func runVersion(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	info := buildVersion()
 	opts := executor.Options{}
-	if abs, cfg, err := openRoot(*root); err != nil {
+	if abs, cfg, err := openDir(*root, false); err != nil {
 		info.ConfigError = err.Error()
 	} else {
 		opts = cfg.ExecutorOptions(abs)
