@@ -204,7 +204,7 @@ func TestRecoverKeepsTheRunsLimits(t *testing.T) {
 	}
 
 	for _, bad := range []string{"0s", "-1s"} {
-		if code, _, stderr := cli(t, "recover", "--root", root, "--timeout", bad); code != 2 || !strings.Contains(stderr, "must be positive") {
+		if code, _, stderr := cli(t, "recover", "--root", root, "--timeout", bad); code != 2 || !strings.Contains(stderr, "give a positive duration") {
 			t.Fatalf("recover --timeout %s: %d %q", bad, code, stderr)
 		}
 	}
@@ -273,7 +273,7 @@ func TestReplayKeepsTheRunsLimits(t *testing.T) {
 		rep.Limits.Timeout != time.Millisecond || rep.Result.Error == nil || rep.Result.Error.Kind != "timeout" {
 		t.Fatalf("replay --json --timeout 1ms: %d %q (%v)", code, stdout, err)
 	}
-	if code, _, stderr := cli(t, "replay", "--root", root, "--timeout", "0s", res.Run); code != 2 || !strings.Contains(stderr, "must be positive") {
+	if code, _, stderr := cli(t, "replay", "--root", root, "--timeout", "0s", res.Run); code != 2 || !strings.Contains(stderr, "give a positive duration") {
 		t.Fatalf("replay --timeout 0s: %d %q", code, stderr)
 	}
 }

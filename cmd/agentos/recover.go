@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
@@ -24,12 +22,9 @@ import (
 func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	c := newJournalCmd("recover", "print one JSON object {\"recovered\": [...]}: what became of each run")
 	only := c.fs.String("run", "", "resume only this run (an id or unique prefix), in worker processes; a quarantined run is resumed only this way")
-	timeout := c.fs.Duration("timeout", 0, "wall-clock limit of each resumed run (default: the one recorded with the run)")
+	timeout := durationFlag(c.fs, "timeout", "wall-clock limit `D` of each resumed run, e.g. 90s or 90 (seconds); it MUST be positive (default: the one recorded with the run)")
 	_, absRoot, cfg, err := c.parse(args, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := positiveFlag(c.fs, "timeout", *timeout); err != nil {
 		return err
 	}
 	if nc, err := nodeFor(absRoot, cfg, *c.jpath); err != nil {
@@ -109,17 +104,6 @@ func recoverStatus(reports []agentos.RecoverReport) error {
 		if r.Failed() {
 			return errFailed
 		}
-	}
-	return nil
-}
-
-// positiveFlag refuses a duration flag the user set to zero or less: it
-// would otherwise silently mean the default.
-func positiveFlag(fs *flag.FlagSet, name string, d time.Duration) error {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	if set && d <= 0 {
-		return usagef("--%s %v: the limit must be positive (e.g. 90s)", name, d)
 	}
 	return nil
 }

@@ -20,15 +20,12 @@ import (
 func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	c := newJournalCmd("replay", "print one JSON object {run, result, patched, same, divergence}")
 	tool := c.fs.String("tool", "", "a patched version of the tool to feed the recorded I/O")
-	timeout := c.fs.Duration("timeout", 0, "wall-clock limit of the replay (default: the one recorded with the run)")
+	timeout := durationFlag(c.fs, "timeout", "wall-clock limit `D` of the replay, e.g. 90s or 90 (seconds); it MUST be positive (default: the one recorded with the run)")
 	pos, absRoot, cfg, j, err := c.openRun(ctx, args, "one RUN id (or a unique prefix)") // from the node when one serves the root
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	if err := positiveFlag(c.fs, "timeout", *timeout); err != nil {
-		return err
-	}
 	asJSON := c.asJSON
 	var patched []byte
 	if *tool != "" {
