@@ -426,7 +426,10 @@ func (c Config) Tools() string {
 	return filepath.ToSlash(filepath.Clean(c.ToolsDir))
 }
 
-// ExecutorOptions returns the executor options for the tool root at root.
+// ExecutorOptions returns the executor options for the tool root at root
+// that need no open resource: everything but the sql driver's session.
+// IMPORTANT: an entry point that runs tools MUST use OpenExecutorSetup
+// instead, which adds the sql session (see ExecutorSetup).
 func (c Config) ExecutorOptions(root string) executor.Options {
 	return executor.Options{
 		Root:           root,

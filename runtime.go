@@ -143,13 +143,12 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if rt.j, err = cfg.OpenJournal(root, ""); err != nil {
 		return rt, err
 	}
-	if rt.db, err = openDB(cfg, root, rt.log); err != nil {
+	setup, err := cfg.OpenExecutorSetup(root, rt.log)
+	if err != nil {
 		return rt, err
 	}
-	rt.sql = &driver.SQL{DB: rt.db, MaxRows: cfg.SQL.MaxRows, Role: cfg.SQL.Role}
-	exOpts := cfg.ExecutorOptions(root)
-	exOpts.Sessions = map[string]driver.Session{driver.SQLDriver: rt.sql}
-	if rt.ex, err = executor.New(exOpts); err != nil {
+	rt.db, rt.sql = setup.DB, setup.SQL // closed by rt.Close
+	if rt.ex, err = setup.NewExecutor(nil); err != nil {
 		return rt, err
 	}
 	if rt.recovered, err = Recover(ctx, rt.ex, rt.j); err != nil {

@@ -145,11 +145,11 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err := jail.WriteFile("data/orders.json", []byte(`[{"region":"north","amount":100},{"region":"south","amount":40},{"region":"north","amount":50}]`)); err != nil {
 		return err
 	}
-	ex, err := executor.New(cfg.ExecutorOptions(dir))
+	ex, stop, err := toolExecutor(dir, cfg, nil)
 	if err != nil {
 		return err
 	}
-	defer ex.Close()
+	defer stop()
 	j, err := openJournal(dir, cfg, "", false)
 	if err != nil {
 		return err

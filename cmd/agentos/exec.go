@@ -38,16 +38,16 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	opts := cfg.ExecutorOptions(absRoot)
-	opts.Workers = 1
-	if *inproc {
-		opts.Isolation = executor.IsolationInProcess
-	}
-	ex, err := executor.New(opts)
+	ex, stop, err := toolExecutor(absRoot, cfg, func(opts *executor.Options) {
+		opts.Workers = 1
+		if *inproc {
+			opts.Isolation = executor.IsolationInProcess
+		}
+	})
 	if err != nil {
 		return err
 	}
-	defer ex.Close()
+	defer stop()
 	var j *journal.Journal
 	if !*noJournal {
 		if j, err = openJournal(absRoot, cfg, *jpath, false); err != nil {
