@@ -169,3 +169,31 @@ func TestEveryEntryPointHasEveryDriver(t *testing.T) {
 	}
 	wantEveryDriver(t, "recover", reports[0].Result.Result)
 }
+
+// Issue 11 ("the paths cannot drift"): the CLI's journal commands read and
+// write the journal agentos.json names, as a runtime does. Before, exec,
+// runs, replay and recover used .agentos/journal.db whatever "journal" said,
+// so runs recorded by serve or call were invisible to them.
+func TestCLIUsesTheConfiguredJournal(t *testing.T) {
+	root := toolRoot(t, map[string]string{"tools/math/fib.ts": fibSrc})
+	if err := os.WriteFile(filepath.Join(root, agentos.ConfigFile), []byte(`{"journal": "state/runs.db"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := cli(t, "exec", "--root", root, "tools/math/fib.ts", `{"n": 10}`); code != 0 {
+		t.Fatalf("exec: %d %s", code, stderr)
+	}
+	code, stdout, stderr := cli(t, "call", "--root", root, "exec_tool", `{"path": "tools/math/fib.ts", "args": {"n": 11}}`)
+	if code != 0 {
+		t.Fatalf("call: %d %s %s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(root, "state", "runs.db")); err != nil {
+		t.Fatalf("the configured journal was not written: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, agentos.JournalFile)); err == nil {
+		t.Fatalf("a journal was written at the default %s although agentos.json names state/runs.db", agentos.JournalFile)
+	}
+	code, stdout, stderr = cli(t, "runs", "--root", root, "--json")
+	if code != 0 || strings.Count(stdout, `"tools/math/fib.ts"`) != 2 {
+		t.Fatalf("runs must list the exec and the call runs: %d %s %s", code, stdout, stderr)
+	}
+}
