@@ -102,7 +102,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		return nil, err
 	}
 	if err := cfg.validate("agentos.Config"); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (every setting is documented in %s)", err, ConfigDoc)
 	}
 	rt = &Runtime{cfg: cfg, root: root, log: cfg.Logger}
 	if rt.log == nil {
