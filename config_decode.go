@@ -256,13 +256,20 @@ func (w *configWalker) object(line, col int, key string, field func(name string,
 		}
 		return w.fail(line, col, key, "%s must be %s, not %s", keyName(key), what, describe(tok))
 	}
+	seen := map[string][2]int{}
 	for w.dec.More() {
 		kl, kc := w.at()
 		tok, err := w.dec.Token()
 		if err != nil {
 			return w.fail(kl, kc, key, "%v", err)
 		}
-		if err := field(tok.(string), kl, kc); err != nil {
+		name := tok.(string)
+		if first, dup := seen[name]; dup {
+			// JSON decoding would keep the last silently: refuse instead.
+			return w.fail(kl, kc, join(key, name), "%s is set twice (first at %d:%d): keep one", join(key, name), first[0], first[1])
+		}
+		seen[name] = [2]int{kl, kc}
+		if err := field(name, kl, kc); err != nil {
 			return err
 		}
 	}

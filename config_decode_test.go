@@ -36,6 +36,8 @@ func TestConfigErrorsNamePositionAndExpectation(t *testing.T) {
 		{`{"a" 1}`, ":1:6:", []string{"expected ':' after the key"}},
 		{`[1]`, ":1:1:", []string{"must be one JSON object"}},
 		{`{"isolation": "vm"}`, ":", []string{`isolation "vm" is not known`}},
+		{"{\"limits\": {\"timeout\": \"5s\",\n \"timeout\": \"1s\"}}", ":2:2:", []string{`limits.timeout is set twice (first at 1:13): keep one`}},
+		{`{"quota": {"tool_calls": 1, "tool_calls": 2}}`, ":1:29:", []string{`quota.tool_calls is set twice (first at 1:12)`}},
 	} {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(tc.body), 0o600); err != nil {
