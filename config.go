@@ -1,7 +1,6 @@
 package agentos
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -346,12 +345,13 @@ func LoadConfig(root string) (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("reading %s: %w", path, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("%s: %v (see the Config fields in the agentos documentation)", path, err)
+	if err := decodeConfig(path, b, &c); err != nil {
+		return c, err
 	}
-	return c, c.validate(path)
+	if err := c.validate(path); err != nil {
+		return c, fmt.Errorf("%w (every key of %s is documented in %s)", err, ConfigFile, ConfigDoc)
+	}
+	return c, nil
 }
 
 func (c Config) validate(path string) error {
@@ -426,7 +426,10 @@ func (c Config) Tools() string {
 	return filepath.ToSlash(filepath.Clean(c.ToolsDir))
 }
 
-// ExecutorOptions returns the executor options for the tool root at root.
+// ExecutorOptions returns the executor options for the tool root at root
+// that need no open resource: everything but the sql driver's session.
+// IMPORTANT: an entry point that runs tools MUST use OpenExecutorSetup
+// instead, which adds the sql session (see ExecutorSetup).
 func (c Config) ExecutorOptions(root string) executor.Options {
 	return executor.Options{
 		Root:           root,

@@ -103,7 +103,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		return nil, err
 	}
 	if err := cfg.validate("agentos.Config"); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (every setting is documented in %s)", err, ConfigDoc)
 	}
 	rt = &Runtime{cfg: cfg, root: root, log: cfg.Logger}
 	if rt.log == nil {
@@ -144,13 +144,12 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if rt.j, err = cfg.OpenJournal(root, ""); err != nil {
 		return rt, err
 	}
-	if rt.db, err = openDB(cfg, root, rt.log); err != nil {
+	setup, err := cfg.OpenExecutorSetup(root, rt.log)
+	if err != nil {
 		return rt, err
 	}
-	rt.sql = &driver.SQL{DB: rt.db, MaxRows: cfg.SQL.MaxRows, Role: cfg.SQL.Role}
-	exOpts := cfg.ExecutorOptions(root)
-	exOpts.Sessions = map[string]driver.Session{driver.SQLDriver: rt.sql}
-	if rt.ex, err = executor.New(exOpts); err != nil {
+	rt.db, rt.sql = setup.DB, setup.SQL // closed by rt.Close
+	if rt.ex, err = setup.NewExecutor(nil); err != nil {
 		return rt, err
 	}
 	if rt.recovered, err = Recover(ctx, rt.ex, rt.j); err != nil {

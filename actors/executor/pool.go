@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/units"
 )
 
 // pool keeps up to n warm worker processes; each runs one tool at a time.
@@ -407,7 +408,7 @@ func (p *pool) death(w *worker, job sandbox.Job, said *Error) *Error {
 		p.refuseOnce.Do(func() { p.log.Error("agentos: "+msg, "confine", p.opts.Confine) })
 		return &Error{Kind: sandbox.KindCrash, Message: msg}
 	case outOfMemory(stderr):
-		return &Error{Kind: sandbox.KindMemory, Message: fmt.Sprintf("the tool exceeded its %d-byte memory limit and its worker process was stopped; allocate less (e.g. stream rows instead of building one huge string or array)", job.Limits.MemoryBytes)}
+		return &Error{Kind: sandbox.KindMemory, Message: fmt.Sprintf("the tool exceeded its %s memory limit and its worker process was stopped; allocate less (e.g. stream rows instead of building one huge string or array)", units.Bytes(job.Limits.MemoryBytes))}
 	case strings.Contains(stderr, "stack overflow") || strings.Contains(stderr, "stack exceeds"):
 		return &Error{Kind: sandbox.KindStack, Message: "the tool overflowed the worker's native stack; look for runaway recursion"}
 	default:

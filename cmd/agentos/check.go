@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/internal/units"
 )
 
 // runCheck is check_tool from the terminal: agentos check [--root DIR] [--json] PATH.
@@ -48,7 +49,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func printCheck(w io.Writer, path string, res check.Result) {
 	status := "valid"
 	if !res.Valid {
-		status = fmt.Sprintf("invalid (%d errors)", len(res.Errors))
+		status = "invalid (" + units.Plural(len(res.Errors), "error", "errors") + ")"
 	}
 	fmt.Fprintf(w, "%s: %s, risk %s\n", path, status, res.Risk)
 	for _, f := range res.Errors {

@@ -20,6 +20,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/internal/units"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -28,6 +29,7 @@ import (
 type demoTool struct {
 	path, title, src, args string
 	valid                  bool   // check_tool's verdict
+	note                   string // what the verdict means, when a reader could misread it
 	want                   string // the JSON result, or the error kind when it starts with "!"
 	limits                 executor.Limits
 }
@@ -70,7 +72,8 @@ export default async function (args: { file: string; by: string }) {
   return args.price > 42 ? 'ops@example.com' : discount;
 }
 `},
-	{path: "tools/bad/escape.ts", title: "tries to leave the jail", valid: true, args: `{}`, want: "!exception", src: `/** Reads a file outside the tool root. */
+	{path: "tools/bad/escape.ts", title: "tries to leave the jail", valid: true, args: `{}`, want: "!exception",
+		note: "valid means it breaks no coding standard; the attempt shows as its risk, high, and the jail refuses the read when it runs", src: `/** Reads a file outside the tool root. */
 export default async function () {
   return tgp.read_file('../../etc/passwd');
 }
@@ -82,9 +85,10 @@ export default function () {
   }
 }
 `},
-	{path: "tools/bad/bomb.ts", title: "allocates 64 GiB at once", valid: false, args: `{"exp": 0}`, want: "!memory_limit", src: `/** Builds a 64 GiB string. */
-export default function (args: { exp: number }) {
-  return 'x'.repeat(2 ** 36).length + args.exp;
+	{path: "tools/bad/bomb.ts", title: "asks for a string of 2 ** 36 characters (64 GiB; the exponent comes in its arguments)", valid: true, args: `{"exp": 36}`, want: "!memory_limit",
+		note: "valid: how much memory a tool will ask for is not in its code, so no check can see it; the memory limit stops it", src: `/** Builds a string of 2 ** exp characters. */
+export default function (args: { exp: number }): number {
+  return 'x'.repeat(2 ** args.exp).length;
 }
 `},
 	{path: "tools/bad/ctor.ts", title: "smuggles eval through a constructor", valid: false, args: `{}`, want: "!exception", src: `/** Builds code from a string. */
@@ -114,6 +118,8 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if !*keep {
 			defer os.RemoveAll(dir)
 		}
+	} else if err := demoDir(dir, stdout); err != nil {
+		return err
 	}
 	// The demo's Git upstream lives in its state directory, so the demo
 	// leaves nothing beside its tool root.
@@ -145,11 +151,11 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err := jail.WriteFile("data/orders.json", []byte(`[{"region":"north","amount":100},{"region":"south","amount":40},{"region":"north","amount":50}]`)); err != nil {
 		return err
 	}
-	ex, err := executor.New(cfg.ExecutorOptions(dir))
+	ex, stop, err := toolExecutor(dir, cfg, nil)
 	if err != nil {
 		return err
 	}
-	defer ex.Close()
+	defer stop()
 	j, err := openJournal(dir, cfg, "", false)
 	if err != nil {
 		return err
@@ -158,7 +164,8 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	runIDs := map[string]string{}
 	checker := check.New(cfg.CheckOptions())
 
-	fmt.Fprintf(stdout, "\nthe sandbox: tools are written, checked on a syntax tree, and run in sandbox worker processes\n\n")
+	fmt.Fprintf(stdout, "\nthe sandbox: tools are written, checked on a syntax tree, and run in sandbox worker processes\n")
+	fmt.Fprintf(stdout, "(a bridge call is one I/O of the tool through tgp, the clock or Math.random; each is journaled)\n\n")
 	for i, t := range demoTools {
 		fmt.Fprintf(stdout, "%d. %s — %s\n", i+1, t.path, t.title)
 		if err := jail.WriteFile(t.path, []byte(t.src)); err != nil {
@@ -167,15 +174,24 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		res := checker.Check(t.path, []byte(t.src))
 		verdict := "valid"
 		if !res.Valid {
-			verdict = fmt.Sprintf("invalid, %d errors", len(res.Errors))
+			verdict = "invalid, " + units.Plural(len(res.Errors), "error", "errors")
 		}
 		fmt.Fprintf(stdout, "   check  %s, risk %s\n", verdict, res.Risk)
 		for j, f := range res.Errors {
 			if j == 3 {
-				fmt.Fprintf(stdout, "          ... %d more\n", len(res.Errors)-3)
+				fmt.Fprintf(stdout, "          ... and %s\n", units.Plural(len(res.Errors)-3, "more error", "more errors"))
 				break
 			}
 			fmt.Fprintf(stdout, "          %s\n", f)
+		}
+		for _, r := range res.Risks {
+			if r.Level != res.Risk {
+				continue // the risks that set the level
+			}
+			fmt.Fprintf(stdout, "          %d:%d risk %s: %s\n", r.Line, r.Column, r.Level, r.Reason)
+		}
+		if t.note != "" {
+			fmt.Fprintf(stdout, "          (%s)\n", t.note)
 		}
 		if res.Valid != t.valid {
 			surprises++
@@ -203,7 +219,7 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		for _, l := range r.Logs {
 			fmt.Fprintf(stdout, "          log: %s\n", l)
 		}
-		fmt.Fprintf(stdout, "          %d bridge calls, %v\n", r.Calls, r.Duration.Round(10*time.Microsecond))
+		fmt.Fprintf(stdout, "          %s, %v\n", units.Plural(r.Calls, "bridge call", "bridge calls"), r.Duration.Round(10*time.Microsecond))
 		if got != t.want {
 			surprises++
 			fmt.Fprintf(stdout, "   UNEXPECTED: wanted %s\n", t.want)
@@ -241,6 +257,39 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\nevery step behaved as expected\n")
 	return nil
+}
+
+// demoMarker, in a tool root's state directory, says the demo made it.
+const demoMarker = "demo-root"
+
+// demoDir prepares --dir: the demo needs a fresh tool root (its steps
+// expect an empty registry and journal). A missing or empty directory is
+// used; one a previous demo made (it holds the demo's marker) is emptied
+// and used again; any other non-empty directory is refused, untouched.
+func demoDir(dir string, stdout io.Writer) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("creating the demo's directory: %w", err)
+		}
+	case err != nil:
+		return usagef("--dir %s: %v", dir, err)
+	case len(entries) > 0:
+		if fi, err := os.Lstat(filepath.Join(dir, agentos.StateDir, demoMarker)); err != nil || !fi.Mode().IsRegular() {
+			return usagef("--dir %s is not empty and was not made by 'agentos demo': the demo builds a fresh tool root, so pass a new or empty directory (nothing in %s was changed)", dir, dir)
+		}
+		fmt.Fprintf(stdout, "%s holds an earlier demo's tool root: removing it to start again\n", dir)
+		for _, e := range entries {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("removing the earlier demo: %w", err)
+			}
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, agentos.StateDir), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, agentos.StateDir, demoMarker), []byte("made by 'agentos demo': a new demo with --dir here removes everything in this tool root\n"), 0o600)
 }
 
 func firstLine(s string) string {
@@ -315,10 +364,10 @@ func demoKernel(ctx context.Context, dir string, cfg agentos.Config, stdout io.W
 	for _, e := range k.Events(0, 0) {
 		counts[e.Kind]++
 	}
-	fmt.Fprintf(stdout, "   kernel events: %d spawn, %d refused, %d charge, %d exit\n", counts[kernel.EventSpawn], counts[kernel.EventRefused], counts[kernel.EventCharge], counts[kernel.EventExit])
+	fmt.Fprintf(stdout, "   kernel events: %s, %s, %s, %s\n", units.Plural(counts[kernel.EventSpawn], "spawn", "spawns"), units.Plural(counts[kernel.EventRefused], "refusal", "refusals"), units.Plural(counts[kernel.EventCharge], "quota charge", "quota charges"), units.Plural(counts[kernel.EventExit], "exit", "exits"))
 	expect(counts[kernel.EventRefused] == 1, "one capability refusal")
 	for _, p := range k.PS() {
-		fmt.Fprintf(stdout, "   ps: pid %d %s (%s) %s, %d calls\n", p.PID, p.Name, p.Image, p.Status, p.Calls)
+		fmt.Fprintf(stdout, "   ps: pid %d %s (%s) %s, %s\n", p.PID, p.Name, p.Image, p.Status, units.Plural(p.Calls, "call", "calls"))
 	}
 
 	// The default process writes a tool: it is registered, committed and

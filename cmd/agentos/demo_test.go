@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -19,5 +22,60 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q", want)
 		}
+	}
+}
+
+// Issue 11: 'agentos demo --dir D' run twice failed the second time ("3
+// step(s) did not behave as expected"); a directory the demo did not make
+// must be refused untouched; and the demo's wording must be true and read
+// well: the 64 GiB tool is stopped by the memory limit (not judged invalid
+// for a magic number), the escaping tool shows why its risk is high, limits
+// print in MiB, counts agree with their nouns.
+func TestDemoAgainAndWording(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	var stdout string
+	for i := range 2 {
+		var code int
+		var stderr string
+		code, stdout, stderr = cli(t, "demo", "--dir", dir)
+		if code != 0 || !strings.Contains(stdout, "every step behaved as expected") {
+			t.Fatalf("demo run %d in %s: exit %d\n%s\n%s", i+1, dir, code, stdout, stderr)
+		}
+	}
+	if !strings.Contains(stdout, "holds an earlier demo's tool root") {
+		t.Errorf("the second run does not say it starts again:\n%s", stdout)
+	}
+	for _, want := range []string{
+		"tools/bad/bomb.ts — asks for a string of 2 ** 36 characters (64 GiB",
+		"256 MiB memory limit",
+		"risk high: path traversal",
+		"1 bridge call,",
+		"invalid, 1 error, risk critical",
+		"1 refusal",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	bomb := stdout[strings.Index(stdout, "tools/bad/bomb.ts"):]
+	bomb = bomb[:strings.Index(bomb, "\n\n")]
+	if !strings.Contains(bomb, "check  valid") || strings.Contains(bomb, "magic number") || !strings.Contains(bomb, "stopped: memory_limit") {
+		t.Errorf("the bomb must pass the check and be stopped by the memory limit:\n%s", bomb)
+	}
+	if bad := regexp.MustCompile(`\b1 (errors|bridge calls|calls|refused)\b|\d-byte`).FindAllString(stdout, -1); bad != nil {
+		t.Errorf("demo output reads badly: %q", bad)
+	}
+
+	foreign := t.TempDir()
+	mine := filepath.Join(foreign, "notes.txt")
+	if err := os.WriteFile(mine, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := cli(t, "demo", "--dir", foreign)
+	if code != 2 || !strings.Contains(stderr, "is not empty and was not made by 'agentos demo'") {
+		t.Fatalf("a foreign non-empty --dir: exit %d %q, want exit 2 and a refusal", code, stderr)
+	}
+	if entries, _ := os.ReadDir(foreign); len(entries) != 1 {
+		t.Fatalf("the refused directory was changed: %v", entries)
 	}
 }

@@ -54,16 +54,16 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		j = jj
 		defer j.Close()
 	}
-	opts := cfg.ExecutorOptions(absRoot)
-	opts.Workers = 1
-	if *inproc {
-		opts.Isolation = executor.IsolationInProcess
-	}
-	ex, err := executor.New(opts)
+	ex, stop, err := toolExecutor(absRoot, cfg, func(opts *executor.Options) {
+		opts.Workers = 1
+		if *inproc {
+			opts.Isolation = executor.IsolationInProcess
+		}
+	})
 	if err != nil {
 		return err
 	}
-	defer ex.Close()
+	defer stop()
 	res, runID, err := agentos.Exec(ctx, ex, j, executor.Request{Path: rel, Args: argsJSON, Limits: executor.Limits{Timeout: *timeout}})
 	if err != nil {
 		return err

@@ -3,21 +3,21 @@ package main
 import (
 	"flag"
 	"os"
-	"path/filepath"
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/journal"
 )
 
-// openJournal opens the journal at path, or at the tool root's default
-// (.agentos/journal.db) when path is empty. With mustExist, a missing
+// openJournal opens the journal at path, or at the tool root's (the
+// journal key of agentos.json, default .agentos/journal.db) when path is
+// empty. With mustExist, a missing
 // journal is a usage error rather than a new empty file.
 //
 // The journal scrubs the secrets cfg points at and seals reads of its
 // secret_paths, as a runtime's does (see agentos.Config.OpenJournal).
 func openJournal(absRoot string, cfg agentos.Config, path string, mustExist bool) (*journal.Journal, error) {
 	if path == "" {
-		path = filepath.Join(absRoot, agentos.JournalFile)
+		path = cfg.JournalPath(absRoot) // where a runtime (serve, call) records
 	}
 	if _, err := os.Stat(path); err != nil && mustExist {
 		return nil, usagef("no journal at %s: run a tool with 'agentos exec' first, or pass --journal PATH", path)

@@ -40,15 +40,15 @@ func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	defer j.Close()
 	ropts := agentos.RecoverOptions{Limits: executor.Limits{Timeout: *timeout}}
 	asJSON := c.asJSON
-	opts := cfg.ExecutorOptions(absRoot)
-	if *only != "" {
-		opts.Isolation = executor.IsolationProcess
-	}
-	ex, err := executor.New(opts)
+	ex, stop, err := toolExecutor(absRoot, cfg, func(opts *executor.Options) {
+		if *only != "" {
+			opts.Isolation = executor.IsolationProcess
+		}
+	})
 	if err != nil {
 		return err
 	}
-	defer ex.Close()
+	defer stop()
 	var reports []agentos.RecoverReport
 	if *only != "" {
 		rep, err := agentos.RecoverRunWith(ctx, ex, j, *only, ropts)

@@ -33,13 +33,11 @@ func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
 			return usagef("cannot read the patched tool: %v", err)
 		}
 	}
-	opts := cfg.ExecutorOptions(absRoot)
-	opts.Workers = 1
-	ex, err := executor.New(opts)
+	ex, stop, err := toolExecutor(absRoot, cfg, func(opts *executor.Options) { opts.Workers = 1 })
 	if err != nil {
 		return err
 	}
-	defer ex.Close()
+	defer stop()
 	rep, err := agentos.ReplayWith(ctx, ex, j, pos[0], agentos.ReplayOptions{Patched: patched, Limits: executor.Limits{Timeout: *timeout}})
 	if err != nil {
 		return usagef("%v", err)

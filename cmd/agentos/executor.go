@@ -1,0 +1,24 @@
+package main
+
+import (
+	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/actors/executor"
+)
+
+// toolExecutor starts the executor of the tool root from its configuration
+// through agentos.OpenExecutorSetup, the one place that assembles a tool's
+// drivers (sql, fetch and its secrets, fs, clock, random), so that a tool
+// run by exec, replay, recover or the demo sees what it sees under serve
+// and call. adjust (may be nil) changes what the command needs (workers,
+// isolation). The caller MUST call stop when done.
+func toolExecutor(absRoot string, cfg agentos.Config, adjust func(*executor.Options)) (ex *executor.Executor, stop func(), err error) {
+	setup, err := cfg.OpenExecutorSetup(absRoot, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ex, err = setup.NewExecutor(adjust); err != nil {
+		setup.Close()
+		return nil, nil, err
+	}
+	return ex, func() { ex.Close(); setup.Close() }, nil
+}

@@ -1,0 +1,69 @@
+package agentos
+
+import (
+	"database/sql"
+	"log/slog"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/driver"
+)
+
+// ExecutorSetup is what the executor of a tool root is built from: its
+// options, complete (limits, isolation, confinement, tools directory,
+// imports, write_dirs, and every driver a tool reaches: fs, clock and
+// random built in, fetch with its allow-list and secrets, sql with the
+// configured database), and the resources those drivers hold.
+//
+// IMPORTANT: every entry point that runs tools (Start, and the CLI's exec,
+// replay, recover and demo) MUST build its executor from OpenExecutorSetup,
+// so that a tool sees the same drivers however it is run. An entry point
+// MAY adjust Options afterwards (workers, isolation) but MUST NOT assemble
+// drivers of its own.
+type ExecutorSetup struct {
+	// Options are the executor's options: pass them to executor.New.
+	Options executor.Options
+	// DB is the database tgp.exec_sql reaches (SQLite, or PostgreSQL with
+	// sql.postgres_dsn_env). Close closes it.
+	DB *sql.DB
+	// SQL is the sql driver over DB, also behind the kernel tool exec_sql.
+	SQL *driver.SQL
+}
+
+// OpenExecutorSetup builds the executor setup of the tool root at root
+// (absolute) from the configuration, opening the configured database. log
+// receives the database's warnings (nil: c.Logger, else slog.Default()).
+// The caller MUST Close the setup after the executor built from it.
+func (c Config) OpenExecutorSetup(root string, log *slog.Logger) (*ExecutorSetup, error) {
+	if log == nil {
+		log = c.Logger
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	db, err := openDB(c, root, log)
+	if err != nil {
+		return nil, err
+	}
+	s := &ExecutorSetup{Options: c.ExecutorOptions(root), DB: db, SQL: &driver.SQL{DB: db, MaxRows: c.SQL.MaxRows, Role: c.SQL.Role}}
+	s.Options.Sessions = map[string]driver.Session{driver.SQLDriver: s.SQL}
+	return s, nil
+}
+
+// NewExecutor starts an executor from the setup's options, after adjust (if
+// not nil) changed what its entry point needs (e.g. Workers, Isolation).
+func (s *ExecutorSetup) NewExecutor(adjust func(*executor.Options)) (*executor.Executor, error) {
+	opts := s.Options
+	if adjust != nil {
+		adjust(&opts)
+	}
+	return executor.New(opts)
+}
+
+// Close releases the setup's resources (the database). Close the executor
+// first.
+func (s *ExecutorSetup) Close() error {
+	if s == nil || s.DB == nil {
+		return nil
+	}
+	return s.DB.Close()
+}
