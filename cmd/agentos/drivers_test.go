@@ -155,16 +155,20 @@ func TestEveryEntryPointHasEveryDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr = cli(t, "recover", "--root", root, "--json")
-	var reports []struct {
-		Run     struct{ ID string }
-		Resumed bool
-		Reason  string
-		Result  struct {
-			Success bool
-			Result  json.RawMessage
-		}
+	var wrapped struct {
+		Recovered []struct {
+			Run     struct{ ID string }
+			Resumed bool
+			Reason  string
+			Result  struct {
+				Success bool
+				Result  json.RawMessage
+			}
+		} `json:"recovered"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &reports); err != nil || code != 0 || len(reports) != 1 || reports[0].Run.ID != id || !reports[0].Resumed || !reports[0].Result.Success {
+	err = json.Unmarshal([]byte(stdout), &wrapped)
+	reports := wrapped.Recovered
+	if err != nil || code != 0 || len(reports) != 1 || reports[0].Run.ID != id || !reports[0].Resumed || !reports[0].Result.Success {
 		t.Fatalf("recover: exit %d %s %s (%v)", code, stdout, stderr, err)
 	}
 	wantEveryDriver(t, "recover", reports[0].Result.Result)

@@ -11,7 +11,21 @@ import (
 // run by exec, replay, recover or the demo sees what it sees under serve
 // and call. adjust (may be nil) changes what the command needs (workers,
 // isolation). The caller MUST call stop when done.
+//
+// IMPORTANT: in a directory that is not a tool root (exec --no-journal runs
+// there) nothing may be created, so the embedded database is not opened:
+// tgp.exec_sql then answers that no sql driver is configured.
 func toolExecutor(absRoot string, cfg agentos.Config, adjust func(*executor.Options)) (ex *executor.Executor, stop func(), err error) {
+	if !isToolRoot(absRoot) && cfg.SQL.PostgresDSNEnv == "" {
+		opts := cfg.ExecutorOptions(absRoot) // every driver but sql, which would create <dir>/.agentos/data.db
+		if adjust != nil {
+			adjust(&opts)
+		}
+		if ex, err = executor.New(opts); err != nil {
+			return nil, nil, err
+		}
+		return ex, func() { ex.Close() }, nil
+	}
 	setup, err := cfg.OpenExecutorSetup(absRoot, nil)
 	if err != nil {
 		return nil, nil, err
