@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The crash itself is tested in the root package (TestCrashAndRecover); here
@@ -50,27 +48,7 @@ export default async function (): Promise<number> {
 	if err := os.WriteFile(cfgPath, bytes.Replace(b, []byte(`"isolation": "process"`), []byte(`"isolation": "inprocess"`), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tmp := t.TempDir()
-	cmd := exec.Command(os.Args[0], "exec", "--root", root, "--inprocess", "tools/poison.ts")
-	cmd.Env = append(os.Environ(), "AGENTOS_CLI_CHILD=1", "TMPDIR="+tmp)
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if m, _ := filepath.Glob(filepath.Join(tmp, "agentos-run-*", "started")); len(m) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the run never started:\n%s", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	killedExec(t, root, "--inprocess", "tools/poison.ts") // SIGKILLed while its run is under way
 	if err := os.WriteFile(filepath.Join(root, "tools", "go.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
