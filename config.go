@@ -17,6 +17,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
@@ -252,7 +253,7 @@ type LimitsConfig struct {
 	// MaxArgsBytes bounds the JSON arguments of one kernel tool call (an
 	// LLM's tool call, `agentos call`, a request on the node socket): larger
 	// calls are refused, and charged, before they are read further. Default
-	// 4 MiB (kernel.DefaultMaxArgsBytes).
+	// 4 MiB (node.DefaultMaxArgsBytes).
 	MaxArgsBytes int `json:"max_args_bytes,omitempty"`
 }
 
@@ -261,7 +262,7 @@ func (c Config) MaxArgs() int {
 	if c.Limits.MaxArgsBytes > 0 {
 		return c.Limits.MaxArgsBytes
 	}
-	return kernel.DefaultMaxArgsBytes
+	return node.DefaultMaxArgsBytes
 }
 
 // RetentionConfig bounds the journal: the finished runs beyond any bound

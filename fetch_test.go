@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/capability"
 )
 
@@ -31,14 +32,14 @@ func TestFetchThroughTheKernel(t *testing.T) {
 	}))
 	rt := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess", Fetch: agentos.FetchConfig{Allow: []string{srv.URL + "/prices/"}}})
 	write(t, rt, "tools/price.ts", fetchTool)
-	exec := func(p *kernel.Process, url string) kernel.ExecResult {
+	exec := func(p *kernel.Process, url string) node.ExecResult {
 		t.Helper()
 		args, _ := json.Marshal(map[string]any{"path": "tools/price.ts", "args": map[string]string{"url": url}})
 		out, err := rt.Node().Call(context.Background(), p, "exec_tool", args)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res kernel.ExecResult
+		var res node.ExecResult
 		_ = json.Unmarshal(out, &res)
 		return res
 	}

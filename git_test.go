@@ -20,7 +20,7 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/git/repo"
-	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/internal/samples"
 )
 
@@ -197,7 +197,7 @@ func TestRegistryIntegrity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var hits []kernel.SearchHit
+	var hits []node.SearchHit
 	if err := json.Unmarshal(out, &hits); err != nil || len(hits) == 0 || hits[0].Path != "tools/finance/interest.ts" || hits[0].Score < 0.85 {
 		t.Fatalf("search: %s %v", out, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/agentos-run/agentos/actors/executor"
-	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
@@ -528,7 +528,7 @@ func resumeRun(ctx context.Context, ex *executor.Executor, j *journal.Journal, r
 		// IMPORTANT: the resumed run holds exactly the rights its caller
 		// held, as the original run did; only a run no process made (the
 		// operator's) runs without a caller restriction.
-		rights, checks := kernel.CallerRights(*meta.Caller)
+		rights, checks := node.CallerRights(*meta.Caller)
 		req.Rights, req.Caller = rights, meta.Caller
 		req.Middleware = append(req.Middleware, checks)
 	}

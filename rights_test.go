@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
@@ -51,16 +52,16 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 
 // execAs runs exec_tool for p and returns the run's result; a kernel
 // refusal (no exec right) is returned as the error.
-func execAs(t *testing.T, rt *agentos.Runtime, p *kernel.Process, tool string, args any) (kernel.ExecResult, error) {
+func execAs(t *testing.T, rt *agentos.Runtime, p *kernel.Process, tool string, args any) (node.ExecResult, error) {
 	t.Helper()
 	raw, _ := json.Marshal(map[string]any{"path": tool, "args": args})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, err := rt.Node().Call(ctx, p, "exec_tool", raw)
 	if err != nil {
-		return kernel.ExecResult{}, err
+		return node.ExecResult{}, err
 	}
-	var res kernel.ExecResult
+	var res node.ExecResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("exec_tool %s: %s (%v)", tool, out, err)
 	}
@@ -108,7 +109,7 @@ func TestToolRunsWithItsCallersRights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	probe := func(op, path string) kernel.ExecResult {
+	probe := func(op, path string) node.ExecResult {
 		t.Helper()
 		res, err := execAs(t, rt, caller, "tools/pub/probe.ts", map[string]string{"op": op, "path": path})
 		if err != nil {
@@ -239,7 +240,7 @@ func TestLinksNeverReachStateEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(filepath.Join(root, "agentos.json"))
-	probe := func(op, path string) kernel.ExecResult {
+	probe := func(op, path string) node.ExecResult {
 		t.Helper()
 		res, err := execAs(t, rt, rt.Agent(), "tools/probe.ts", map[string]string{"op": op, "path": path})
 		if err != nil {

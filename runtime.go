@@ -23,6 +23,7 @@ import (
 	gitactor "github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/agent"
 	"github.com/agentos-run/agentos/capability"
@@ -56,7 +57,7 @@ type Runtime struct {
 	db        *sql.DB
 	model     driver.Device // nil without an LLM
 	sql       *driver.SQL
-	node      *kernel.Node
+	node      *node.Node
 	agent     *kernel.Process
 	recovered []RecoverReport
 	reader    *sdkmetric.ManualReader // nil when the caller gave a MeterProvider
@@ -196,7 +197,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		model = client.Device()
 	}
 	rt.model = model
-	if rt.node, err = kernel.Boot(kernel.NodeOptions{
+	if rt.node, err = node.Boot(node.Options{
 		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts,
 		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(),
@@ -474,7 +475,7 @@ func (rt *Runtime) Root() string { return rt.root }
 func (rt *Runtime) Kernel() *kernel.Kernel { return rt.node.Kernel() }
 
 // Node returns the booted node (its actor system and tool calls).
-func (rt *Runtime) Node() *kernel.Node { return rt.node }
+func (rt *Runtime) Node() *node.Node { return rt.node }
 
 // Journal returns the runtime's journal (replay and trace its runs).
 func (rt *Runtime) Journal() *journal.Journal { return rt.j }
@@ -491,12 +492,12 @@ func (rt *Runtime) Recovered() []RecoverReport { return rt.recovered }
 // Tools returns the kernel tools (SPEC section 1) bound to the default
 // process, ready to hand to an LLM SDK: name, description, JSON Schema and
 // a call function. names selects tools (none: all).
-func (rt *Runtime) Tools(names ...string) ([]kernel.Tool, error) {
+func (rt *Runtime) Tools(names ...string) ([]node.Tool, error) {
 	return rt.node.Tools(rt.agent, names...)
 }
 
 // ToolsFor returns the kernel tools bound to p: its capabilities, its quota.
-func (rt *Runtime) ToolsFor(p *kernel.Process, names ...string) ([]kernel.Tool, error) {
+func (rt *Runtime) ToolsFor(p *kernel.Process, names ...string) ([]node.Tool, error) {
 	return rt.node.Tools(p, names...)
 }
 

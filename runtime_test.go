@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/samples"
 )
@@ -51,7 +52,7 @@ func TestStartToolsClose(t *testing.T) {
 			root := t.TempDir()
 			rt := start(t, agentos.Config{Root: root, Isolation: iso})
 			tools, err := rt.Tools()
-			if err != nil || len(tools) != len(kernel.ToolNames()) {
+			if err != nil || len(tools) != len(node.ToolNames()) {
 				t.Fatalf("Tools = %d tools, %v", len(tools), err)
 			}
 			writeFib(t, rt)
@@ -59,7 +60,7 @@ func TestStartToolsClose(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var res kernel.ExecResult
+			var res node.ExecResult
 			if err := json.Unmarshal(out, &res); err != nil || string(res.Result.Result) != "55" || res.RunID == "" {
 				t.Fatalf("exec_tool = %s (%v)", out, err)
 			}
@@ -185,7 +186,7 @@ func ExampleStart() {
 	args, _ := json.Marshal(map[string]string{"path": "tools/hello.ts", "content": "/** Greets. */\nexport default function (a: { name: string }): string { return `hello ${a.name}`; }\n"})
 	_, _ = tools[0].Call(context.Background(), args)
 	out, _ := tools[1].Call(context.Background(), json.RawMessage(`{"path":"tools/hello.ts","args":{"name":"ada"}}`))
-	var res kernel.ExecResult
+	var res node.ExecResult
 	_ = json.Unmarshal(out, &res)
 	fmt.Println(res.Success, string(res.Result.Result))
 	// Output:

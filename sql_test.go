@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentos-run/agentos"
-	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -30,14 +30,14 @@ func sqlRuntime(t *testing.T, isolation ...string) *agentos.Runtime {
 	return rt
 }
 
-func runTool(t *testing.T, rt *agentos.Runtime, path, src, args string) kernel.ExecResult {
+func runTool(t *testing.T, rt *agentos.Runtime, path, src, args string) node.ExecResult {
 	t.Helper()
 	write(t, rt, path, src)
 	out, err := rt.Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"`+path+`","args":`+args+`}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res kernel.ExecResult
+	var res node.ExecResult
 	_ = json.Unmarshal(out, &res)
 	return res
 }

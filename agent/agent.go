@@ -25,7 +25,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 )
@@ -45,7 +45,7 @@ type Options struct {
 	// through a driver.Host).
 	LLM driver.Host
 	// Tools are the kernel tools bound to the agent's process.
-	Tools []kernel.Tool
+	Tools []node.Tool
 	// System overrides SystemPrompt.
 	System string
 	// MaxSteps bounds the model requests (0: 20).
@@ -102,7 +102,7 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 	if system == "" {
 		system = SystemPrompt
 	}
-	tools := map[string]kernel.Tool{}
+	tools := map[string]node.Tool{}
 	specs := make([]llm.ToolSpec, 0, len(opts.Tools))
 	for _, t := range opts.Tools {
 		tools[t.Name] = t
@@ -155,7 +155,7 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 }
 
 // runTool runs one call and returns what goes back to the model.
-func runTool(ctx context.Context, tools map[string]kernel.Tool, tc llm.ToolCall, c *Call, max int) string {
+func runTool(ctx context.Context, tools map[string]node.Tool, tc llm.ToolCall, c *Call, max int) string {
 	t, ok := tools[tc.Name]
 	if !ok {
 		c.Error = "unknown tool"

@@ -1,6 +1,7 @@
 // Package kernel is the agentos kernel: the process table of agent
-// processes, their capabilities and quotas, the kernel tools they call, and
-// the node's actor tree.
+// processes, their capabilities and quotas, and the kernel actor that is
+// the table's endpoint for other actors. The node's actor tree and the
+// kernel tools bound to processes are package node's.
 //
 // # Processes
 //
@@ -32,39 +33,19 @@
 //
 // # Protocol
 //
-// Boot starts the node's actors under one supervisor (one_for_one):
-//
-//	kernel    PS, EventsQuery, Signal (messages.go), for other actors
-//	executor  tool runs (actors/executor)
-//	git       the one writer of the tool tree (actors/git)
-//
-// Node.Tools(p) returns the kernel tools bound to process p: list_files,
-// read_file, write_file, patch_file, check_tool, exec_tool. Every call
-// waits while p is stopped, charges one tool call (refused calls too, so a
-// flood of refusals uses the quota up), refuses arguments over
-// NodeOptions.MaxArgsBytes and paths over MaxPathBytes, checks p's token for
-// the right on the cleaned path (read, write, exec; a directory as "dir/"),
-// and is traced (a span "agentos.kernel.<tool>") and counted. Values quoted
-// in errors and kept in events are clipped (a few hundred bytes and the
-// whole length). exec_tool
-// reserves its run's memory against memory_mb while it runs, never runs
-// longer than the wall time left, is journaled, and is cancelled when p
-// ends.
+// The kernel actor (Props) answers PS, EventsQuery and Signal
+// (messages.go) for other actors; package node boots it under the node's
+// supervisor. The embedding program calls the Kernel's methods directly.
 //
 // # Lifecycle
 //
-// New makes an empty table; Boot starts the actors. Node.Close ends every
-// process with reason "shutdown" (cancelling their runs, which stay
-// resumable in the journal), waits for their Main functions, then stops the
-// actors, children first. The executor, journal and jail belong to the
-// caller, who closes them after.
+// New makes an empty table. Close ends every process with reason
+// "shutdown" (cancelling the tool runs each holds, see Process.HoldRun,
+// which stay resumable in the journal) and waits for their Main functions.
 //
 // # Failure
 //
-// A panicking Main is a fault of that process only; a panicking actor is
-// restarted by the supervisor (a driver panicking inside a tool run aborts
-// that run and restarts the executor actor, other runs go on). Refused
-// calls wrap capability.ErrDenied and name the missing right; quota
-// refusals are *capability.QuotaError; bad arguments wrap ErrInvalidArgs
-// and list the parameters.
+// A panicking Main is a fault of that process only. Refused checks wrap
+// capability.ErrDenied and name the missing right; quota refusals are
+// *capability.QuotaError.
 package kernel

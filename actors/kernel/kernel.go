@@ -284,7 +284,7 @@ func (k *Kernel) exit(p *Process, r Reason) {
 	p.runs = nil
 	p.mu.Unlock()
 
-	// First: the process's tool runs are cancelled (see holdRun), before
+	// First: the process's tool runs are cancelled (see HoldRun), before
 	// anything they could observe changes.
 	for _, cancel := range runs {
 		cancel()

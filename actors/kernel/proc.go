@@ -142,7 +142,7 @@ type Process struct {
 	box        []Message
 	head       int
 	wake       chan struct{}                 // cap 1: a message arrived or the process was continued
-	runs       map[uint64]context.CancelFunc // the tool runs p started, by holdRun
+	runs       map[uint64]context.CancelFunc // the tool runs p started, by HoldRun
 	nextRun    uint64
 	waiting    bool // blocked in Recv
 	stopped    bool
@@ -299,9 +299,9 @@ func (p *Process) Mailbox() int {
 	return len(p.box) - p.head
 }
 
-// gate blocks while the process is stopped; it fails when the process has
+// Gate blocks while the process is stopped; it fails when the process has
 // ended or ctx is done. Every kernel call passes it first.
-func (p *Process) gate(ctx context.Context) error {
+func (p *Process) Gate(ctx context.Context) error {
 	for {
 		p.mu.Lock()
 		dead, stopped, cont := p.dead, p.stopped, p.cont
@@ -394,7 +394,7 @@ func (p *Process) Demonitor(other PID) {
 // of p's: charges reach every ancestor, and the child takes one of p's
 // "children" slots until it ends.
 func (p *Process) Spawn(main Main, opts SpawnOptions) (*Process, error) {
-	if err := p.gate(p.ctx); err != nil {
+	if err := p.Gate(p.ctx); err != nil {
 		return nil, err
 	}
 	if err := p.Check(capability.Spawn, ""); err != nil {
@@ -529,13 +529,13 @@ func (p *Process) deliverIf(cond func() bool, m Message) bool {
 	return true
 }
 
-// holdRun ties a tool run to p: when p ends, cancel is called
+// HoldRun ties a tool run to p: when p ends, cancel is called
 // synchronously, before p's rights are revoked. IMPORTANT: a run MUST see
 // its own cancellation before any refusal that revocation causes, or a
 // shutdown would end it as failed instead of leaving it resumable. It
 // returns false, calling nothing, when p has already ended; release
 // unties the run once it is over.
-func (p *Process) holdRun(cancel context.CancelFunc) (release func(), ok bool) {
+func (p *Process) HoldRun(cancel context.CancelFunc) (release func(), ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.dead {
@@ -553,3 +553,21 @@ func (p *Process) holdRun(cancel context.CancelFunc) (release func(), ok bool) {
 		p.mu.Unlock()
 	}, true
 }
+
+// Covers reports whether p's token, live, grants right on resource, with
+// no side effect: for filtering listings, never for authorizing (Check
+// authorizes, and logs a refusal).
+func (p *Process) Covers(right capability.Right, resource string) bool {
+	p.mu.Lock()
+	held, dead := p.token, p.dead
+	p.mu.Unlock()
+	return !dead && held != nil && held.Covers(right, resource)
+}
+
+// WallDeadline is when the wall_ms quota ends p (zero: no wall quota). A
+// tool run p starts MUST NOT outlive it.
+func (p *Process) WallDeadline() time.Time { return p.wallDeadline }
+
+// CountCall counts one kernel tool call p made and that was performed (not
+// refused): ProcInfo.Calls, shown by ps.
+func (p *Process) CountCall() { p.calls.Add(1) }

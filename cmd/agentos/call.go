@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentos-run/agentos"
-	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/node"
 )
 
 // runCall calls a kernel tool exactly as an LLM would:
@@ -24,11 +24,11 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if len(pos) < 1 || len(pos) > 2 {
-		return usagef("expected TOOL and ARGS_JSON (the kernel tools: %s)", strings.Join(kernel.ToolNames(), ", "))
+		return usagef("expected TOOL and ARGS_JSON (the kernel tools: %s)", strings.Join(node.ToolNames(), ", "))
 	}
 	tool := pos[0]
-	if !contains(kernel.ToolNames(), tool) {
-		return usagef("unknown tool %q: the kernel tools are %s", tool, strings.Join(kernel.ToolNames(), ", "))
+	if !contains(node.ToolNames(), tool) {
+		return usagef("unknown tool %q: the kernel tools are %s", tool, strings.Join(node.ToolNames(), ", "))
 	}
 	abs, cfg, err := openRoot(*root)
 	if err != nil {

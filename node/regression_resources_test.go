@@ -1,4 +1,4 @@
-package kernel_test
+package node_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/node"
 )
 
 // Issue 10, item 8: a refused call cost nothing, so a flood of refusals
@@ -49,14 +50,14 @@ func TestRefusedCallsAreCharged(t *testing.T) {
 
 // Issue 10, item 8: kernel tool arguments had no size limit (a 60 MB
 // argument was decoded, copied and echoed). Arguments over
-// NodeOptions.MaxArgsBytes are refused before decoding with an error that
+// Options.MaxArgsBytes are refused before decoding with an error that
 // names the limit and how to raise it, and quotes none of the value.
 func TestLargeArgumentsRefused(t *testing.T) {
-	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *kernel.NodeOptions) { o.MaxArgsBytes = 64 << 10 })
+	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *node.Options) { o.MaxArgsBytes = 64 << 10 })
 	p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
 	big := strings.Repeat("x", 128<<10)
 	_, err := call(t, n, p, "write_file", `{"path":"tools/big.ts","content":"`+big+`"}`)
-	if !errors.Is(err, kernel.ErrArgsTooLarge) || !errors.Is(err, kernel.ErrInvalidArgs) {
+	if !errors.Is(err, node.ErrArgsTooLarge) || !errors.Is(err, node.ErrInvalidArgs) {
 		t.Fatalf("128 KiB of arguments over a 64 KiB limit: %.300v", err)
 	}
 	if msg := err.Error(); len(msg) > 1024 || !strings.Contains(msg, "65536") || !strings.Contains(msg, "max_args_bytes") {
@@ -67,14 +68,14 @@ func TestLargeArgumentsRefused(t *testing.T) {
 	// The default limit applies when none is configured.
 	d := boot(t, executor.IsolationInProcess, kernel.Options{})
 	q := spawn(t, d.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
-	huge := `{"path":"tools/big.ts","content":"` + strings.Repeat("x", kernel.DefaultMaxArgsBytes) + `"}`
-	if _, err := call(t, d, q, "write_file", huge); !errors.Is(err, kernel.ErrArgsTooLarge) {
+	huge := `{"path":"tools/big.ts","content":"` + strings.Repeat("x", node.DefaultMaxArgsBytes) + `"}`
+	if _, err := call(t, d, q, "write_file", huge); !errors.Is(err, node.ErrArgsTooLarge) {
 		t.Fatalf("arguments over the default limit: %.300v", err)
 	}
 }
 
 // Issue 10, item 8: an error echoed a 60 MB path back. A path longer than
-// kernel.MaxPathBytes is refused with an error that says so and quotes a
+// node.MaxPathBytes is refused with an error that says so and quotes a
 // short prefix only; other long values (an unknown parameter's name, an
 // unknown tool's name) are clipped in errors too.
 func TestLongValuesNotEchoed(t *testing.T) {
@@ -85,12 +86,12 @@ func TestLongValuesNotEchoed(t *testing.T) {
 		tool, args string
 		is         error
 	}{
-		{"read_file", `{"path":"tools/` + long + `"}`, kernel.ErrInvalidArgs},
-		{"read_file", `{"path":"secret/` + long + `"}`, kernel.ErrInvalidArgs},
-		{"list_files", `{"dir":"` + long + `"}`, kernel.ErrInvalidArgs},
-		{"read_file", `{"path":"tools/a.ts","` + long + `":1}`, kernel.ErrInvalidArgs},
-		{"exec_sql", `{"sql":"SELECT 1","` + long + `":1}`, kernel.ErrInvalidArgs},
-		{"read_" + long, `{}`, kernel.ErrUnknownTool},
+		{"read_file", `{"path":"tools/` + long + `"}`, node.ErrInvalidArgs},
+		{"read_file", `{"path":"secret/` + long + `"}`, node.ErrInvalidArgs},
+		{"list_files", `{"dir":"` + long + `"}`, node.ErrInvalidArgs},
+		{"read_file", `{"path":"tools/a.ts","` + long + `":1}`, node.ErrInvalidArgs},
+		{"exec_sql", `{"sql":"SELECT 1","` + long + `":1}`, node.ErrInvalidArgs},
+		{"read_" + long, `{}`, node.ErrUnknownTool},
 	}
 	for i, c := range cases {
 		_, err := call(t, n, p, c.tool, c.args)
@@ -101,7 +102,7 @@ func TestLongValuesNotEchoed(t *testing.T) {
 		if len(err.Error()) > 2048 {
 			t.Errorf("case %d: the error is %d bytes long (it echoes the value): %.300s", i, len(err.Error()), err)
 		}
-		if i < 3 && !strings.Contains(err.Error(), fmt.Sprint(kernel.MaxPathBytes)) {
+		if i < 3 && !strings.Contains(err.Error(), fmt.Sprint(node.MaxPathBytes)) {
 			t.Errorf("case %d: the error does not name the path limit: %.300s", i, err)
 		}
 	}

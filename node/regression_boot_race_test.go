@@ -1,4 +1,4 @@
-package kernel_test
+package node_test
 
 import (
 	"context"
@@ -7,12 +7,13 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/vfs"
 )
 
 // newTelemetry (telemetry.go) appends to k.hooks without synchronization,
 // while emit (events.go) ranges over k.hooks on every kernel event. Boot
-// accepts a caller's Kernel (NodeOptions.Kernel) that may already run
+// accepts a caller's Kernel (Options.Kernel) that may already run
 // processes, so booting races with them. Fails under -race.
 func TestReviewBootRacesRunningKernel(t *testing.T) {
 	k := newKernel(t, kernel.Options{Logger: quiet})
@@ -29,7 +30,7 @@ func TestReviewBootRacesRunningKernel(t *testing.T) {
 }
 
 // bootWith is boot (node_test.go) over an existing kernel.
-func bootWith(t *testing.T, k *kernel.Kernel) *kernel.Node {
+func bootWith(t *testing.T, k *kernel.Kernel) *node.Node {
 	t.Helper()
 	root := t.TempDir()
 	ex, err := executor.New(executor.Options{Root: root, Isolation: executor.IsolationInProcess, Workers: 1, TempDir: t.TempDir()})
@@ -40,7 +41,7 @@ func bootWith(t *testing.T, k *kernel.Kernel) *kernel.Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := kernel.Boot(kernel.NodeOptions{Kernel: k, Executor: ex, Jail: jail, Logger: quiet})
+	n, err := node.Boot(node.Options{Kernel: k, Executor: ex, Jail: jail, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package kernel_test
+package node_test
 
 import (
 	"encoding/json"

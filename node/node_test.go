@@ -1,4 +1,4 @@
-package kernel_test
+package node_test
 
 import (
 	"context"
@@ -17,18 +17,19 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/vfs"
 )
 
 type testNode struct {
-	*kernel.Node
+	*node.Node
 	j    *journal.Journal
 	root string // the tool root
 }
 
 // boot starts a node over a fresh tool root with a real executor (mode) and
 // a real bbolt journal.
-func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...func(*kernel.NodeOptions)) testNode {
+func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...func(*node.Options)) testNode {
 	t.Helper()
 	root := t.TempDir()
 	ex, err := executor.New(executor.Options{Root: root, Isolation: mode, Workers: 1, TempDir: t.TempDir(), Limits: executor.Limits{Timeout: 5 * time.Second}})
@@ -51,11 +52,11 @@ func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...
 	if err != nil {
 		t.Fatal(err)
 	}
-	nopts := kernel.NodeOptions{Kernel: k, Executor: ex, Journal: j, Jail: jail, Logger: quiet}
+	nopts := node.Options{Kernel: k, Executor: ex, Journal: j, Jail: jail, Logger: quiet}
 	for _, f := range tweak {
 		f(&nopts)
 	}
-	n, err := kernel.Boot(nopts)
+	n, err := node.Boot(nopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestToolsSchemas(t *testing.T) {
 	if want := []string{"list_files", "read_file", "write_file", "patch_file", "check_tool", "exec_sql", "search_tools", "forge_tool", "exec_tool"}; !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
-	if _, err := n.Tools(p, "rm_rf"); !errors.Is(err, kernel.ErrUnknownTool) {
+	if _, err := n.Tools(p, "rm_rf"); !errors.Is(err, node.ErrUnknownTool) {
 		t.Fatalf("unknown tool: %v", err)
 	}
 	sel, err := n.Tools(p, "exec_tool")
@@ -155,7 +156,7 @@ func TestToolsEndToEnd(t *testing.T) {
 			if err := json.Unmarshal(mustCall(t, n, p, "check_tool", `{"path":"tools/math/fib.ts"}`), &chk); err != nil || !chk.Valid {
 				t.Fatalf("check_tool: %v %v", chk, err)
 			}
-			var res kernel.ExecResult
+			var res node.ExecResult
 			if err := json.Unmarshal(mustCall(t, n, p, "exec_tool", `{"path":"tools/math/fib.ts","args":{"n":10}}`), &res); err != nil {
 				t.Fatal(err)
 			}
@@ -199,11 +200,11 @@ func TestToolsRefusals(t *testing.T) {
 		t.Fatalf("a path escaping the root must fail as a path error: %v", err)
 	}
 	for _, bad := range []string{`{"path":"tools/math/a.ts","extra":1}`, `{}`, `[]`, `{"path":3}`} {
-		if _, err := call(t, n, reader, "read_file", bad); !errors.Is(err, kernel.ErrInvalidArgs) {
+		if _, err := call(t, n, reader, "read_file", bad); !errors.Is(err, node.ErrInvalidArgs) {
 			t.Errorf("read_file %s: %v, want ErrInvalidArgs", bad, err)
 		}
 	}
-	if _, err := call(t, n, reader, "format_disk", `{}`); !errors.Is(err, kernel.ErrUnknownTool) {
+	if _, err := call(t, n, reader, "format_disk", `{}`); !errors.Is(err, node.ErrUnknownTool) {
 		t.Fatalf("unknown tool: %v", err)
 	}
 	refused := 0
@@ -311,7 +312,7 @@ func TestKillCancelsRun(t *testing.T) {
 	if err := k.Kill(p.PID(), "test"); err != nil {
 		t.Fatal(err)
 	}
-	var res kernel.ExecResult
+	var res node.ExecResult
 	if err := json.Unmarshal(<-done, &res); err != nil || res.Success || res.Error == nil || !errors.Is(res.Error, executor.ErrCancelled) {
 		t.Fatalf("killed run: %+v %v", res, err)
 	}
@@ -347,7 +348,7 @@ func TestKillDuringDriverCallsCancelsRun(t *testing.T) {
 		if err := k.Kill(p.PID(), "test"); err != nil {
 			t.Fatal(err)
 		}
-		var res kernel.ExecResult
+		var res node.ExecResult
 		if err := json.Unmarshal(<-done, &res); err != nil || res.Error == nil || !errors.Is(res.Error, executor.ErrCancelled) {
 			t.Fatalf("run %d, killed while calling drivers: %+v %v (want cancelled)", i, res.Error, err)
 		}
@@ -365,7 +366,7 @@ func TestSearchToolsScope(t *testing.T) {
 	writer := spawn(t, k, block, kernel.SpawnOptions{Grants: agentGrants})
 	mustCall(t, n, writer, "write_file", `{"path":"tools/math/sum.ts","content":"/** Adds numbers together. */\nexport default function (a: { xs: number[] }): number { return a.xs.reduce((s, x) => s + x, 0); }\n"}`)
 	mustCall(t, n, writer, "write_file", `{"path":"tools/secret/sum.ts","content":"/** Adds secret numbers together. */\nexport default function (): number { return 0; }\n"}`)
-	var hits []kernel.SearchHit
+	var hits []node.SearchHit
 	_ = json.Unmarshal(mustCall(t, n, writer, "search_tools", `{"query":"add numbers"}`), &hits)
 	if len(hits) != 2 {
 		t.Fatalf("writer sees %d hits, want 2", len(hits))
@@ -379,7 +380,7 @@ func TestSearchToolsScope(t *testing.T) {
 	if _, err := call(t, n, blind, "search_tools", `{"query":"add numbers"}`); !errors.Is(err, capability.ErrDenied) {
 		t.Fatalf("search without any read right: %v", err)
 	}
-	if _, err := call(t, n, writer, "search_tools", `{"query":"  "}`); !errors.Is(err, kernel.ErrInvalidArgs) {
+	if _, err := call(t, n, writer, "search_tools", `{"query":"  "}`); !errors.Is(err, node.ErrInvalidArgs) {
 		t.Fatalf("empty query: %v", err)
 	}
 }

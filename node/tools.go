@@ -1,4 +1,4 @@
-package kernel
+package node
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/git"
+	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
@@ -37,18 +38,8 @@ type Tool struct {
 	Call func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) `json:"-"`
 }
 
-// ErrInvalidArgs: a kernel tool's arguments do not match its schema.
-var ErrInvalidArgs = errors.New("kernel: invalid tool arguments")
-
-// ErrUnknownTool: no kernel tool has the name.
-var ErrUnknownTool = errors.New("kernel: unknown tool")
-
-// ErrArgsTooLarge: a kernel tool's arguments are longer than the node's
-// limit (NodeOptions.MaxArgsBytes). The error also wraps ErrInvalidArgs.
-var ErrArgsTooLarge = errors.New("kernel: tool arguments too large")
-
 // DefaultMaxArgsBytes bounds a kernel tool call's arguments (their JSON
-// text) when NodeOptions.MaxArgsBytes is 0: 4 MiB.
+// text) when Options.MaxArgsBytes is 0: 4 MiB.
 const DefaultMaxArgsBytes = 4 << 20
 
 // MaxPathBytes bounds a path or directory argument of a kernel tool: a
@@ -58,7 +49,7 @@ const MaxPathBytes = 1024
 // toolDef is a tool before it is bound to a process.
 type toolDef struct {
 	name, desc, schema string
-	call               func(n *Node, ctx context.Context, p *Process, args json.RawMessage) (any, error)
+	call               func(n *Node, ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error)
 }
 
 var toolDefs = []toolDef{
@@ -129,7 +120,7 @@ func ToolNames() []string {
 
 // Tools returns the kernel tools bound to p: each call runs with p's
 // capabilities and is charged to p's quota. names selects tools (none: all).
-func (n *Node) Tools(p *Process, names ...string) ([]Tool, error) {
+func (n *Node) Tools(p *kernel.Process, names ...string) ([]Tool, error) {
 	var out []Tool
 	for _, name := range names {
 		if findTool(name) == nil {
@@ -165,7 +156,7 @@ func unknownTool(name string) error {
 
 // Call runs the kernel tool name for p with args (a JSON object) and returns
 // its JSON result: exactly what an LLM tool call does.
-func (n *Node) Call(ctx context.Context, p *Process, name string, args json.RawMessage) (json.RawMessage, error) {
+func (n *Node) Call(ctx context.Context, p *kernel.Process, name string, args json.RawMessage) (json.RawMessage, error) {
 	d := findTool(name)
 	if d == nil {
 		// A call to no tool is a refused call like any other: it is charged.
@@ -185,8 +176,8 @@ func (n *Node) Call(ctx context.Context, p *Process, name string, args json.RawM
 // quotes are clipped where they are quoted, and this is the backstop.
 const maxErrorBytes = 4096
 
-func (n *Node) call(ctx context.Context, p *Process, d *toolDef, args json.RawMessage) (json.RawMessage, error) {
-	if err := p.gate(ctx); err != nil {
+func (n *Node) call(ctx context.Context, p *kernel.Process, d *toolDef, args json.RawMessage) (json.RawMessage, error) {
+	if err := p.Gate(ctx); err != nil {
 		return nil, err
 	}
 	// IMPORTANT: every call is charged before it is examined, refused or
@@ -196,7 +187,7 @@ func (n *Node) call(ctx context.Context, p *Process, d *toolDef, args json.RawMe
 		return nil, fmt.Errorf("%s: %w", d.name, err)
 	}
 	if limit := n.maxArgs(); len(args) > limit {
-		return nil, fmt.Errorf("%s: %w: %w: the arguments are %d bytes, over the node's limit of %d; send less (write large data in several files), or raise limits.max_args_bytes in agentos.json (NodeOptions.MaxArgsBytes)", d.name, ErrInvalidArgs, ErrArgsTooLarge, len(args), limit)
+		return nil, fmt.Errorf("%s: %w: %w: the arguments are %d bytes, over the node's limit of %d; send less (write large data in several files), or raise limits.max_args_bytes in agentos.json (Options.MaxArgsBytes)", d.name, ErrInvalidArgs, ErrArgsTooLarge, len(args), limit)
 	}
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
@@ -252,7 +243,7 @@ func decode(args json.RawMessage, v any, params string, required ...string) erro
 // every right on a file is checked on the resolved path, never the lexical
 // one, or a link tools/pub/x -> ../priv/y would pass a "tools/pub/" scope.
 // The call was charged already (Node.call).
-func (n *Node) authorizeResolved(p *Process, right capability.Right, path string) (string, error) {
+func (n *Node) authorizeResolved(p *kernel.Process, right capability.Right, path string) (string, error) {
 	if err := checkPathLen("path", path); err != nil {
 		return "", err
 	}
@@ -265,7 +256,7 @@ func (n *Node) authorizeResolved(p *Process, right capability.Right, path string
 
 // permitResolved is permit on resolved, the path asked resolves to; a
 // refusal says where a link led.
-func permitResolved(p *Process, right capability.Right, asked, resolved string) error {
+func permitResolved(p *kernel.Process, right capability.Right, asked, resolved string) error {
 	if err := permit(p, right, resolved); err != nil {
 		if clean, _ := vfs.Clean(asked); clean != resolved {
 			return fmt.Errorf("%s resolves (through a symbolic link) to %s: %w", clean, resolved, err)
@@ -277,15 +268,15 @@ func permitResolved(p *Process, right capability.Right, asked, resolved string) 
 
 // permit checks right on an already clean resource and counts the call as
 // performed (ps). The call was charged already (Node.call).
-func permit(p *Process, right capability.Right, resource string) error {
+func permit(p *kernel.Process, right capability.Right, resource string) error {
 	if err := p.Check(right, resource); err != nil {
 		return err
 	}
-	p.calls.Add(1)
+	p.CountCall()
 	return nil
 }
 
-func (n *Node) listFiles(_ context.Context, p *Process, args json.RawMessage) (any, error) {
+func (n *Node) listFiles(_ context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
 	var a struct {
 		Dir string `json:"dir"`
 	}
@@ -321,20 +312,20 @@ func (n *Node) listFiles(_ context.Context, p *Process, args json.RawMessage) (a
 	files := []string{}
 	for _, e := range entries {
 		// A link is listed only when the process may read where it leads.
-		if e.Resolved == e.Path || p.covers(capability.Read, e.Resolved) {
+		if e.Resolved == e.Path || p.Covers(capability.Read, e.Resolved) {
 			files = append(files, e.Path)
 		}
 	}
 	return files, err
 }
 
-func (n *Node) readFile(_ context.Context, p *Process, args json.RawMessage) (any, error) {
+func (n *Node) readFile(_ context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
 	_, src, err := n.readArg(p, args)
 	return string(src), err
 }
 
 // readArg decodes {path}, checks the read right and reads the file.
-func (n *Node) readArg(p *Process, args json.RawMessage) (string, []byte, error) {
+func (n *Node) readArg(p *kernel.Process, args json.RawMessage) (string, []byte, error) {
 	var a struct {
 		Path string `json:"path"`
 	}
@@ -352,7 +343,7 @@ func (n *Node) readArg(p *Process, args json.RawMessage) (string, []byte, error)
 	return path, src, err
 }
 
-func (n *Node) writeFile(ctx context.Context, p *Process, args json.RawMessage) (any, error) {
+func (n *Node) writeFile(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
 	var a struct {
 		Path    string `json:"path"`
 		Content string `json:"content"`
@@ -367,7 +358,7 @@ func (n *Node) writeFile(ctx context.Context, p *Process, args json.RawMessage) 
 	return n.askGit(ctx, &git.WriteFile{Path: path, Content: []byte(a.Content)})
 }
 
-func (n *Node) patchFile(ctx context.Context, p *Process, args json.RawMessage) (any, error) {
+func (n *Node) patchFile(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
 	var a struct {
 		Path    string `json:"path"`
 		Search  string `json:"search"`
@@ -411,7 +402,7 @@ func (n *Node) ask(ctx context.Context, pid *actor.PID, msg any, timeout time.Du
 	}
 }
 
-func (n *Node) checkTool(_ context.Context, p *Process, args json.RawMessage) (any, error) {
+func (n *Node) checkTool(_ context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
 	path, src, err := n.readArg(p, args)
 	if err != nil {
 		return nil, err
@@ -419,7 +410,7 @@ func (n *Node) checkTool(_ context.Context, p *Process, args json.RawMessage) (a
 	return n.checker.Check(path, src), nil
 }
 
-func (n *Node) execSQL(ctx context.Context, p *Process, args json.RawMessage) (any, error) {
+func (n *Node) execSQL(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
 	var a driver.SQLRequest
 	if err := decode(args, &a, "sql, params", "sql"); err != nil {
 		return nil, err
@@ -433,7 +424,7 @@ func (n *Node) execSQL(ctx context.Context, p *Process, args json.RawMessage) (a
 	return n.opts.SQL.Exec(ctx, a)
 }
 
-func (n *Node) forgeTool(ctx context.Context, p *Process, args json.RawMessage) (any, error) {
+func (n *Node) forgeTool(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
 	var a struct {
 		Spec string `json:"spec"`
 	}
@@ -460,7 +451,7 @@ func (n *Node) forgeTool(ctx context.Context, p *Process, args json.RawMessage) 
 
 // ResumeForge resumes the forge run id (interrupted by a crash) on behalf
 // of p: the recorded model answers are replayed, then it goes on live.
-func (n *Node) ResumeForge(ctx context.Context, p *Process, id string) (forge.Result, error) {
+func (n *Node) ResumeForge(ctx context.Context, p *kernel.Process, id string) (forge.Result, error) {
 	if n.opts.LLM == nil {
 		return forge.Result{}, fmt.Errorf("forge run %s cannot resume: %w", id, forge.ErrNoModel)
 	}
@@ -475,12 +466,12 @@ func (n *Node) ResumeForge(ctx context.Context, p *Process, id string) (forge.Re
 // asCaller returns ctx carrying p as the caller of every tool run started
 // under it by another actor (a forge's test runs): they execute with p's
 // rights, exactly like exec_tool's.
-func asCaller(ctx context.Context, p *Process) context.Context {
+func asCaller(ctx context.Context, p *kernel.Process) context.Context {
 	return executor.WithCaller(ctx, executor.Caller{Rights: procRights{p}, Middleware: []driver.Middleware{driverRights(p)}})
 }
 
 // chargeUsage charges a model answer's tokens and cost to p.
-func chargeUsage(p *Process) forge.Charge {
+func chargeUsage(p *kernel.Process) forge.Charge {
 	return func(u llm.Usage) error {
 		if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
 			return err
@@ -502,7 +493,7 @@ func (n *Node) writeTool(ctx context.Context, path string, content []byte) (stri
 // SearchHit is one search_tools result.
 type SearchHit = registry.Hit
 
-func (n *Node) searchTools(ctx context.Context, p *Process, args json.RawMessage) (any, error) {
+func (n *Node) searchTools(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
 	var a struct {
 		Query string `json:"query"`
 		Limit int    `json:"limit"`
@@ -518,13 +509,11 @@ func (n *Node) searchTools(ctx context.Context, p *Process, args json.RawMessage
 	}
 	// The results are the tools the process may read; a process that may
 	// read nothing is refused (and the refusal logged).
-	p.mu.Lock()
-	held := p.token
-	p.mu.Unlock()
-	if held == nil || !slices.ContainsFunc(held.Token().Grants, func(g capability.Grant) bool { return g.Right == capability.Read }) {
+	held, ok := p.Token()
+	if !ok || !slices.ContainsFunc(held.Grants, func(g capability.Grant) bool { return g.Right == capability.Read }) {
 		return nil, p.Check(capability.Read, n.toolsDir()+"/")
 	}
-	p.calls.Add(1)
+	p.CountCall()
 	limit := a.Limit
 	if limit == 0 {
 		limit = 10
@@ -535,7 +524,7 @@ func (n *Node) searchTools(ctx context.Context, p *Process, args json.RawMessage
 	}
 	hits := []SearchHit{}
 	for _, h := range res.(*registry.SearchResult).Hits {
-		if r, err := n.opts.Jail.Resolve(h.Path); err == nil && held.Covers(capability.Read, r) && len(hits) < limit {
+		if r, err := n.opts.Jail.Resolve(h.Path); err == nil && p.Covers(capability.Read, r) && len(hits) < limit {
 			hits = append(hits, h)
 		}
 	}
@@ -549,7 +538,7 @@ type ExecResult struct {
 	RunID string `json:"run_id,omitempty"`
 }
 
-func (n *Node) execTool(ctx context.Context, p *Process, args json.RawMessage) (any, error) {
+func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
 	var a struct {
 		Path string          `json:"path"`
 		Args json.RawMessage `json:"args"`
@@ -566,25 +555,25 @@ func (n *Node) execTool(ctx context.Context, p *Process, args json.RawMessage) (
 	lim := n.opts.Executor.Options().Limits
 	// The run's memory is held against the memory_mb quota while it runs;
 	// its timeout never exceeds the wall time left.
-	if left, ok := p.acct.Left(capability.MemoryMB); ok && left < float64(lim.MemoryBytes>>20) {
+	if left, ok := p.Account().Left(capability.MemoryMB); ok && left < float64(lim.MemoryBytes>>20) {
 		lim.MemoryBytes = int64(left * (1 << 20))
 	}
 	memMB := float64(lim.MemoryBytes >> 20)
 	if err := p.Charge(capability.MemoryMB, max(memMB, 1)); err != nil {
 		return nil, err
 	}
-	defer p.acct.Refund(capability.MemoryMB, max(memMB, 1))
-	if !p.wallDeadline.IsZero() {
-		lim.Timeout = max(min(lim.Timeout, time.Until(p.wallDeadline)), time.Millisecond)
+	defer p.Account().Refund(capability.MemoryMB, max(memMB, 1))
+	if !p.WallDeadline().IsZero() {
+		lim.Timeout = max(min(lim.Timeout, time.Until(p.WallDeadline())), time.Millisecond)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	release, alive := p.holdRun(cancel) // the process ends: its runs end first
+	release, alive := p.HoldRun(cancel) // the process ends: its runs end first
 	if !alive {
-		return nil, fmt.Errorf("exec_tool: process %v has ended; its runs cannot start", p.pid)
+		return nil, fmt.Errorf("exec_tool: process %v has ended; its runs cannot start", p.PID())
 	}
 	defer release()
-	req := executor.Request{Path: path, Args: a.Args, Limits: lim, Middleware: []driver.Middleware{driverRights(p)}, Rights: procRights{p}, Caller: p.caller()}
+	req := executor.Request{Path: path, Args: a.Args, Limits: lim, Middleware: []driver.Middleware{driverRights(p)}, Rights: procRights{p}, Caller: callerOf(p)}
 	wait := lim.Timeout + n.opts.Executor.Options().KillGrace + time.Minute
 	res, err := n.ask(ctx, n.exec, &executor.Run{Ctx: runCtx, Request: req, Record: true}, wait)
 	if err != nil {
@@ -613,7 +602,7 @@ func (n *Node) toolsDir() string {
 // write on the resolved root-relative path of every file operation and
 // require, on top of the node's own rules (the jail, /lib read-only,
 // write_dirs). A refusal is logged like any refused check.
-type procRights struct{ p *Process }
+type procRights struct{ p *kernel.Process }
 
 // Allow implements vfs.Rights.
 func (r procRights) Allow(a vfs.Access, path string) error {
@@ -622,16 +611,7 @@ func (r procRights) Allow(a vfs.Access, path string) error {
 
 // Covers implements vfs.Rights.
 func (r procRights) Covers(a vfs.Access, path string) bool {
-	return r.p.covers(capability.Right(a), path)
-}
-
-// covers reports whether p's token, live, grants right on resource, with
-// no side effect: for filtering listings, never for authorizing.
-func (p *Process) covers(right capability.Right, resource string) bool {
-	p.mu.Lock()
-	held, dead := p.token, p.dead
-	p.mu.Unlock()
-	return !dead && held != nil && held.Covers(right, resource)
+	return r.p.Covers(capability.Right(a), path)
 }
 
 // driverRights checks, call by call, that the process running a tool holds
@@ -640,10 +620,10 @@ func (p *Process) covers(right capability.Right, resource string) bool {
 // (procRights) on top of its own rules (the jail, /lib, /tmp, write_dirs). A
 // refusal is the call's error, which the tool sees, and is journaled like
 // any answer.
-func driverRights(p *Process) driver.Middleware { return checkDrivers(p.Check) }
+func driverRights(p *kernel.Process) driver.Middleware { return checkDrivers(p.Check) }
 
-// caller is p as a journaled run records it: name (or pid) and grants.
-func (p *Process) caller() *journal.Caller {
+// callerOf is p as a journaled run records it: name (or pid) and grants.
+func callerOf(p *kernel.Process) *journal.Caller {
 	c := &journal.Caller{Process: p.Name(), Grants: []capability.Grant{}}
 	if c.Process == "" {
 		c.Process = fmt.Sprint(p.PID())

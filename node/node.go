@@ -1,4 +1,4 @@
-package kernel
+package node
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/actors/supervisor"
 	"github.com/agentos-run/agentos/actors/system"
@@ -23,11 +24,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// NodeOptions configure Boot. Executor and Jail are required; nil and zero
+// Options configure Boot. Executor and Jail are required; nil and zero
 // fields take the documented defaults.
-type NodeOptions struct {
-	// Kernel is the process table (nil: New(Options{Logger})).
-	Kernel *Kernel
+type Options struct {
+	// Kernel is the process table (nil: kernel.New(kernel.Options{Logger})).
+	Kernel *kernel.Kernel
 	// Executor runs the tools; the node does not close it.
 	Executor *executor.Executor
 	// Journal records every exec_tool run (nil: runs are not recorded); the
@@ -79,8 +80,8 @@ type NodeOptions struct {
 //
 // and the kernel tools bound to processes.
 type Node struct {
-	k       *Kernel
-	opts    NodeOptions
+	k       *kernel.Kernel
+	opts    Options
 	sys     *system.System
 	root    *actor.PID
 	kernel  *actor.PID
@@ -94,9 +95,9 @@ type Node struct {
 }
 
 // Boot starts the actor tree and returns the node.
-func Boot(opts NodeOptions) (*Node, error) {
+func Boot(opts Options) (*Node, error) {
 	if opts.Executor == nil || opts.Jail == nil {
-		return nil, fmt.Errorf("%w: Boot needs an Executor and a Jail", ErrInvalid)
+		return nil, fmt.Errorf("%w: Boot needs an Executor and a Jail", kernel.ErrInvalid)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -104,7 +105,7 @@ func Boot(opts NodeOptions) (*Node, error) {
 	k := opts.Kernel
 	if k == nil {
 		var err error
-		if k, err = New(Options{Logger: opts.Logger}); err != nil {
+		if k, err = kernel.New(kernel.Options{Logger: opts.Logger}); err != nil {
 			return nil, err
 		}
 	}
@@ -130,7 +131,7 @@ func Boot(opts NodeOptions) (*Node, error) {
 		Period:    opts.Period,
 		Backoff:   opts.Backoff,
 		Children: []supervisor.ChildSpec{
-			{Name: "kernel", Props: Props(k)},
+			{Name: "kernel", Props: kernel.Props(k)},
 			{Name: "executor", Props: executor.Props(opts.Executor, opts.Journal)},
 			{Name: "registry", Props: registry.Props(opts.Registry)},
 			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, OnWrite: func(path string, content []byte) error {
@@ -141,7 +142,7 @@ func Boot(opts NodeOptions) (*Node, error) {
 			}})},
 		},
 		OnEvent: func(ev supervisor.Event) {
-			k.Emit(Event{Kind: EventRestart, Name: ev.Failed, Reason: ev.Reason, Detail: fmt.Sprintf("%s %v after %s", ev.Action, ev.Children, ev.Delay)})
+			k.Emit(kernel.Event{Kind: kernel.EventRestart, Name: ev.Failed, Reason: ev.Reason, Detail: fmt.Sprintf("%s %v after %s", ev.Action, ev.Children, ev.Delay)})
 		},
 	}
 	if spec.Intensity == 0 {
@@ -202,13 +203,13 @@ func Boot(opts NodeOptions) (*Node, error) {
 }
 
 // Kernel returns the node's process table.
-func (n *Node) Kernel() *Kernel { return n.k }
+func (n *Node) Kernel() *kernel.Kernel { return n.k }
 
 // ActorSystem returns the node's actor system, for actors of the embedding
 // program (spawned with its Spawn, they are stopped by Close).
 func (n *Node) ActorSystem() *system.System { return n.sys }
 
-// KernelPID is the kernel actor's PID (it answers PS, EventsQuery, Signal).
+// KernelPID is the kernel actor's kernel.PID (it answers PS, EventsQuery, Signal).
 func (n *Node) KernelPID() *actor.PID { return n.kernel }
 
 // Close ends every process (reason "shutdown", cancelling their tool runs),

@@ -1,4 +1,4 @@
-package kernel_test
+package node_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/node"
 )
 
 // A link inside the tools directory that leads out of a process's scope:
@@ -67,7 +68,7 @@ func TestKernelToolsCheckTheResolvedPath(t *testing.T) {
 	if got := string(mustCall(t, n, p, "list_files", `{"dir":"tools/pub"}`)); got != `["tools/pub/a.ts","tools/pub/alias.ts"]` {
 		t.Errorf("list_files tools/pub = %s; want a.ts and alias.ts only", got)
 	}
-	var res kernel.ExecResult
+	var res node.ExecResult
 	if err := json.Unmarshal(mustCall(t, n, p, "exec_tool", `{"path":"tools/pub/alias.ts"}`), &res); err != nil || string(res.Result.Result) != `"pub"` {
 		t.Errorf("exec_tool through an in-scope link: %+v %v", res, err)
 	}

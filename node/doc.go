@@ -1,0 +1,41 @@
+// Package node boots an agentos node: the actor tree under one supervisor
+// and the kernel tools bound to agent processes.
+//
+// # Protocol
+//
+// Boot starts the node's actors under one supervisor (one_for_one):
+//
+//	kernel    the process table's endpoint (actors/kernel)
+//	executor  tool runs (actors/executor)
+//	registry  the tool index: meta.json, search (actors/registry)
+//	git       the one writer of the tool tree (actors/git)
+//	forge     reuse or forge a tool for a spec (actors/forge)
+//
+// Node.Tools(p) returns the kernel tools bound to process p: list_files,
+// read_file, write_file, patch_file, check_tool, exec_sql, search_tools,
+// forge_tool, exec_tool. Every call waits while p is stopped, charges one
+// tool call (refused calls too, so a flood of refusals uses the quota up),
+// refuses arguments over Options.MaxArgsBytes and paths over MaxPathBytes,
+// checks p's token for the right on the cleaned path (read, write, exec; a
+// directory as "dir/"), and is traced (a span "agentos.kernel.<tool>") and
+// counted. Values quoted in errors are clipped (a few hundred bytes and the
+// whole length). exec_tool reserves its run's memory against memory_mb
+// while it runs, never runs longer than the wall time left, is journaled,
+// and is cancelled when p ends.
+//
+// # Lifecycle
+//
+// Boot starts the actors over a process table (Options.Kernel, or a new
+// one). Node.Close ends every process with reason "shutdown" (cancelling
+// their runs, which stay resumable in the journal), waits for their Main
+// functions, then stops the actors, children first. The executor, journal
+// and jail belong to the caller, who closes them after.
+//
+// # Failure
+//
+// A panicking actor is restarted by the supervisor (a driver panicking
+// inside a tool run aborts that run and restarts the executor actor, other
+// runs go on). Refused calls wrap capability.ErrDenied and name the missing
+// right; quota refusals are *capability.QuotaError; bad arguments wrap
+// ErrInvalidArgs and list the parameters.
+package node

@@ -1,0 +1,86 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/capability"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// instrumentation names the node's tracer and meter. It stays the
+// actors/kernel import path the kernel tools had, so that dashboards built
+// on it keep working.
+const instrumentation = "github.com/agentos-run/agentos/actors/kernel"
+
+// telemetry instruments the kernel tools: a span per call
+// ("agentos.kernel.<tool>") and the metrics
+//
+//	agentos.kernel.calls          counter of kernel tool calls, by tool and outcome
+//	agentos.kernel.call.duration  histogram of their wall time (ms)
+//
+// plus the process table's own metrics (kernel.Kernel.Instrument).
+type telemetry struct {
+	tracer   trace.Tracer
+	calls    metric.Int64Counter
+	duration metric.Float64Histogram
+}
+
+func newTelemetry(k *kernel.Kernel, tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry, error) {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(instrumentation)
+	t := &telemetry{tracer: tp.Tracer(instrumentation)}
+	errs := make([]error, 0, 2)
+	var err error
+	t.calls, err = m.Int64Counter("agentos.kernel.calls", metric.WithDescription("Kernel tool calls, by tool and outcome."))
+	errs = append(errs, err)
+	t.duration, err = m.Float64Histogram("agentos.kernel.call.duration", metric.WithUnit("ms"), metric.WithDescription("Wall time of kernel tool calls."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := k.Instrument(mp); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *telemetry) start(ctx context.Context, p *kernel.Process, tool string) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, "agentos.kernel."+tool, trace.WithAttributes(
+		attribute.String("agentos.tool", tool),
+		attribute.Int64("agentos.pid", int64(p.PID())),
+	))
+}
+
+func (t *telemetry) end(ctx context.Context, span trace.Span, tool string, start time.Time, err error) {
+	outcome := "ok"
+	var qe *capability.QuotaError
+	switch {
+	case err == nil:
+	case errors.Is(err, capability.ErrDenied):
+		outcome = "denied"
+	case errors.As(err, &qe):
+		outcome = "quota"
+	default:
+		outcome = "error"
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+	attrs := metric.WithAttributes(attribute.String("tool", tool), attribute.String("outcome", outcome))
+	t.calls.Add(ctx, 1, attrs)
+	t.duration.Record(ctx, float64(time.Since(start).Microseconds())/1000, attrs)
+}
