@@ -17,10 +17,10 @@ import (
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/node"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/node"
 )
 
 const fetchTool = `/** Reads a price from the pricing API. */

@@ -20,8 +20,8 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/git/repo"
-	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/node"
 )
 
 // upstream makes a bare repository with an initial commit on main.

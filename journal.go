@@ -11,9 +11,9 @@ import (
 	"sync"
 
 	"github.com/agentos-run/agentos/actors/executor"
-	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/vfs"
 )
 

@@ -23,7 +23,6 @@ import (
 	gitactor "github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/agent"
 	"github.com/agentos-run/agentos/capability"
@@ -31,6 +30,7 @@ import (
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/internal/promtext"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/vfs"
 	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL, when a DSN is configured
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"

@@ -16,9 +16,9 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/node"
 )
 
 var quiet = slog.New(slog.DiscardHandler)

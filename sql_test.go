@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/agentos-run/agentos"
-	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/node"
 )
 
 func sqlRuntime(t *testing.T, isolation ...string) *agentos.Runtime {

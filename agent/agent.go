@@ -25,9 +25,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/node"
 )
 
 // SystemPrompt is the protocol an agent follows.
