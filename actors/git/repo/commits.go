@@ -1,5 +1,8 @@
 package repo
 
+// Refs and commits: reading and saving our refs, writing commits, naming
+// the tool a change belongs to.
+
 import (
 	"fmt"
 	"log/slog"

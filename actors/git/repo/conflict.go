@@ -1,5 +1,8 @@
 package repo
 
+// Conflict branches: a local version that clashes with the upstream is
+// pushed to "conflict/<tool>-<time>" and reported as a *ConflictError.
+
 import (
 	"context"
 	"errors"
@@ -19,8 +22,6 @@ func (r *Repo) warnConflicts(results []conflictResult) {
 	}
 }
 
-// pushConflict pushes a change set that clashed with the upstream to a new
-// branch "conflict/<tool>-<time>" made from u.
 // conflictOf pushes the entries of paths (taken from changes) to a
 // conflict branch in one commit whose message says what they are.
 func (r *Repo) conflictOf(ctx context.Context, u, uTree plumbing.Hash, what string, paths []string, changes map[string]entry) (conflictResult, error) {
@@ -32,6 +33,8 @@ func (r *Repo) conflictOf(ctx context.Context, u, uTree plumbing.Hash, what stri
 	return r.pushConflict(ctx, u, uTree, cs, paths)
 }
 
+// pushConflict pushes a change set that clashed with the upstream to a new
+// branch "conflict/<tool>-<time>" made from u.
 func (r *Repo) pushConflict(ctx context.Context, u, uTree plumbing.Hash, cs *changeSet, bad []string) (conflictResult, error) {
 	plain := map[string]entry{}
 	for p, e := range cs.changes {

@@ -1,5 +1,8 @@
 package repo
 
+// Persist: collecting the named files, committing them, and publishing them
+// (Direct: publish; PR: a feat/ branch and a pull request).
+
 import (
 	"context"
 	"errors"

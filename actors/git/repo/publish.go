@@ -1,5 +1,8 @@
 package repo
 
+// Pushing the unpushed commits to the upstream branch, rebasing and
+// retrying when another writer moved it.
+
 import (
 	"context"
 	"errors"

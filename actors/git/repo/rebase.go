@@ -1,5 +1,8 @@
 package repo
 
+// Rebasing the local work (unpushed commits, files not yet persisted) onto
+// a new upstream head: rebaseOnto and its phases.
+
 import (
 	"context"
 	"log/slog"
@@ -15,17 +18,83 @@ type conflictResult struct {
 	err    *ConflictError
 }
 
+// rebase is the state of one rebaseOnto, shared by its phases.
+type rebase struct {
+	u, uTree plumbing.Hash
+	// theirs are the upstream's changes since our base (path -> entry,
+	// absent entry = deleted).
+	theirs map[string]entry
+	// pending are the uncommitted changes (r.pending) with their working
+	// content.
+	pending map[string]entry
+	// dirty are the working files the update would overwrite or delete that
+	// no longer hold r.files' content (a tool wrote them and has not
+	// persisted them yet).
+	dirty map[string]entry
+	// keep are the working files moving the working tree must not touch.
+	keep map[string]bool
+	// reset are the paths pushed to a conflict branch whose working file
+	// then takes the upstream's version.
+	reset []string
+	// results are the conflicts pushed, in order.
+	results []conflictResult
+	// sets are the change sets of r.chain that replay cleanly.
+	sets []*changeSet
+}
+
 // rebaseOnto rebuilds the unpushed commits (r.chain) and the uncommitted
 // changes (r.pending) on top of the upstream commit u: the working tree is
 // reset to u, each commit's files are re-applied, Regenerate rebuilds the
 // derived files, and the commit is made again. A commit that changed a path
 // the upstream also changed, to different content, is not replayed: it is
 // pushed to a conflict branch and reported. On return r.upstream = u.
+//
+// The phases, in order:
+//  1. newRebase: what the upstream changed since our base;
+//  2. findLocalChanges: the pending and the unpersisted working files;
+//  3. conflicts, published before anything local changes: pending files
+//     (conflictPending), unpersisted files (conflictDirty), and commits
+//     (conflictChain, which leaves the change sets that replay cleanly);
+//  4. replay: the clean change sets rebuilt on u;
+//  5. finishRebase: the working tree moved to the result, the state saved
+//     in r.
 func (r *Repo) rebaseOnto(ctx context.Context, u plumbing.Hash) ([]conflictResult, error) {
 	if u == r.upstream {
 		return nil, nil // the chain is already based on u
 	}
 	r.resync = true
+	rb, err := r.newRebase(u)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.findLocalChanges(rb); err != nil {
+		return nil, err
+	}
+	if err := r.conflictPending(ctx, rb); err != nil {
+		return nil, err
+	}
+	if err := r.conflictDirty(ctx, rb); err != nil {
+		return nil, err
+	}
+	for p := range r.pending {
+		rb.keep[p] = true
+	}
+	if err := r.conflictChain(ctx, rb); err != nil {
+		return nil, err
+	}
+	head, tree, replayed, err := r.replay(rb)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.finishRebase(rb, head, tree, replayed); err != nil {
+		return nil, err
+	}
+	return rb.results, nil
+}
+
+// newRebase reads what the upstream changed between our base (r.upstream)
+// and u.
+func (r *Repo) newRebase(u plumbing.Hash) (*rebase, error) {
 	baseTree, err := r.commitTree(r.upstream)
 	if err != nil {
 		return nil, err
@@ -34,190 +103,248 @@ func (r *Repo) rebaseOnto(ctx context.Context, u plumbing.Hash) ([]conflictResul
 	if err != nil {
 		return nil, err
 	}
-	theirs := map[string]entry{}
-	if err := diffTrees(r.sto, baseTree, uTree, func(p string, _, to entry) { theirs[p] = to }); err != nil {
+	rb := &rebase{u: u, uTree: uTree, theirs: map[string]entry{}, pending: map[string]entry{}, dirty: map[string]entry{}, keep: map[string]bool{}}
+	if err := diffTrees(r.sto, baseTree, uTree, func(p string, _, to entry) { rb.theirs[p] = to }); err != nil {
 		return nil, err
 	}
-	clash := func(changes map[string]entry) []string {
-		var bad []string
-		for p, ours := range changes {
-			if t, changed := theirs[p]; changed && t != ours && !r.isDerived(p) {
-				bad = append(bad, p)
-			}
-		}
-		sort.Strings(bad)
-		return bad
-	}
+	return rb, nil
+}
 
-	// 1. Conflicts, published before anything local changes. The local
-	// changes are the pending paths and every working file the update
-	// would overwrite or delete that no longer holds r.files' content (a
-	// tool wrote it and has not persisted it yet).
-	var results []conflictResult
-	var reset []string // pushed to a conflict branch: take the upstream's
-	keep := map[string]bool{}
-	pendingChanges := map[string]entry{}
+// clash lists (sorted) the paths of changes the upstream also changed, to
+// different content. Derived files never clash: they are regenerated.
+func (r *Repo) clash(rb *rebase, changes map[string]entry) []string {
+	var bad []string
+	for p, ours := range changes {
+		if t, changed := rb.theirs[p]; changed && t != ours && !r.isDerived(p) {
+			bad = append(bad, p)
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// findLocalChanges reads the working content of the pending paths
+// (rb.pending) and finds the unpersisted working files the update would
+// overwrite or delete (rb.dirty, kept in the working tree): candidates are
+// the paths that differ between the working tree's tree and u, and those
+// of the unpushed commits.
+func (r *Repo) findLocalChanges(rb *rebase) error {
 	for _, p := range sortedKeys(r.pending) {
 		e, err := r.workEntry(p, true)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		pendingChanges[p] = e
+		rb.pending[p] = e
 	}
 	candidates := map[string]bool{}
-	if err := diffTrees(r.sto, r.tree, uTree, func(p string, _, _ entry) { candidates[p] = true }); err != nil {
-		return nil, err
+	if err := diffTrees(r.sto, r.tree, rb.uTree, func(p string, _, _ entry) { candidates[p] = true }); err != nil {
+		return err
 	}
 	for _, cs := range r.chain {
 		for p := range cs.changes {
 			candidates[p] = true
 		}
 	}
-	dirty := map[string]entry{}
 	for _, p := range sortedKeys(candidates) {
 		if r.pending[p] || !r.guarded(p) || !safeTreePath(p) || r.ignored(p) {
 			continue
 		}
 		e, changed, err := r.workDirty(p, r.files[p])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if changed {
-			dirty[p] = e
-			keep[p] = true
+			rb.dirty[p] = e
+			rb.keep[p] = true
 		}
 	}
-	if bad := clash(pendingChanges); len(bad) > 0 {
-		if r.opts.Strategy == PR {
-			// The working tree keeps the local version (still pending); it
-			// is pushed for review unless a proposal already holds it.
-			var fresh []string
-			for _, p := range bad {
-				if !r.proposed(p, pendingChanges[p]) {
-					fresh = append(fresh, p)
-				}
-			}
-			if len(fresh) > 0 {
-				res, err := r.conflictOf(ctx, u, uTree, "uncommitted changes to", fresh, pendingChanges)
-				if err != nil {
-					return nil, err
-				}
-				results = append(results, res)
-			} else {
-				r.log.Warn("git: the upstream changed files this node had proposed; the working tree keeps the proposed version", slog.Any("paths", bad))
-			}
-		} else {
-			for _, p := range bad {
-				delete(r.pending, p)
-				reset = append(reset, p)
-			}
-			res, err := r.conflictOf(ctx, u, uTree, "uncommitted changes to", bad, pendingChanges)
-			if err != nil {
-				return nil, err
-			}
-			results = append(results, res)
-		}
+	return nil
+}
+
+// conflictPending handles the pending files that clash with the upstream.
+// Direct: their version is pushed to a conflict branch and the working
+// file takes the upstream's (no longer pending). PR: the working tree keeps
+// the local version (still pending); it is pushed for review unless a
+// proposal already holds it.
+func (r *Repo) conflictPending(ctx context.Context, rb *rebase) error {
+	bad := r.clash(rb, rb.pending)
+	if len(bad) == 0 {
+		return nil
 	}
-	if bad := clash(dirty); len(bad) > 0 && r.opts.Strategy != PR {
-		// Written by a tool that has not persisted it yet: its version is
-		// pushed to a conflict branch now, the working tree keeps it, and
-		// the tool's Persist of it reports the conflict.
-		res, err := r.conflictOf(ctx, u, uTree, "unpersisted changes to", bad, dirty)
-		if err != nil {
-			return nil, err
-		}
-		results = append(results, res)
+	if r.opts.Strategy != PR {
 		for _, p := range bad {
-			r.conflicts[p] = conflictRecord{entry: dirty[p], commit: res.commit, err: res.err}
+			delete(r.pending, p)
+			rb.reset = append(rb.reset, p)
+		}
+		return r.addConflict(ctx, rb, "uncommitted changes to", bad, rb.pending)
+	}
+	var fresh []string
+	for _, p := range bad {
+		if !r.proposed(p, rb.pending[p]) {
+			fresh = append(fresh, p)
 		}
 	}
-	for p := range r.pending {
-		keep[p] = true
+	if len(fresh) == 0 {
+		r.log.Warn("git: the upstream changed files this node had proposed; the working tree keeps the proposed version", slog.Any("paths", bad))
+		return nil
 	}
-	var sets []*changeSet
+	return r.addConflict(ctx, rb, "uncommitted changes to", fresh, rb.pending)
+}
+
+// conflictDirty handles the unpersisted working files that clash with the
+// upstream (Direct only): written by a tool that has not persisted them
+// yet, their version is pushed to a conflict branch now, the working tree
+// keeps them, and the tool's Persist of them reports the conflict
+// (r.conflicts, see takeConflicts).
+func (r *Repo) conflictDirty(ctx context.Context, rb *rebase) error {
+	if r.opts.Strategy == PR {
+		return nil
+	}
+	bad := r.clash(rb, rb.dirty)
+	if len(bad) == 0 {
+		return nil
+	}
+	if err := r.addConflict(ctx, rb, "unpersisted changes to", bad, rb.dirty); err != nil {
+		return err
+	}
+	res := rb.results[len(rb.results)-1]
+	for _, p := range bad {
+		r.conflicts[p] = conflictRecord{entry: rb.dirty[p], commit: res.commit, err: res.err}
+	}
+	return nil
+}
+
+// addConflict pushes the entries of paths (taken from changes) to a
+// conflict branch (conflictOf) and records the result.
+func (r *Repo) addConflict(ctx context.Context, rb *rebase, what string, paths []string, changes map[string]entry) error {
+	res, err := r.conflictOf(ctx, rb.u, rb.uTree, what, paths, changes)
+	if err != nil {
+		return err
+	}
+	rb.results = append(rb.results, res)
+	return nil
+}
+
+// conflictChain pushes each unpushed commit that clashes with the upstream
+// to a conflict branch; the others (rb.sets) are replayed.
+func (r *Repo) conflictChain(ctx context.Context, rb *rebase) error {
 	for _, cs := range r.chain {
-		if bad := clash(cs.changes); len(bad) > 0 {
-			res, err := r.pushConflict(ctx, u, uTree, cs, bad)
-			if err != nil {
-				return nil, err
-			}
-			results = append(results, res)
+		bad := r.clash(rb, cs.changes)
+		if len(bad) == 0 {
+			rb.sets = append(rb.sets, cs)
 			continue
 		}
-		sets = append(sets, cs)
+		res, err := r.pushConflict(ctx, rb.u, rb.uTree, cs, bad)
+		if err != nil {
+			return err
+		}
+		rb.results = append(rb.results, res)
 	}
+	return nil
+}
 
-	// 2. Rebuild the commits on u and move the working tree to the result:
-	// once, or once per commit when Regenerate must see its files.
-	head, tree := u, uTree
-	var replayed []*changeSet
-	for _, cs := range sets {
-		plain := map[string]entry{}
-		derived := map[string]entry{}
-		for p, e := range cs.changes {
-			if r.isDerived(p) {
-				derived[p] = e
-			} else {
-				plain[p] = e
-			}
-		}
-		t1, err := updateTree(r.sto, tree, plain)
+// replay rebuilds the change sets rb.sets on u, one commit each (none for a
+// change set the upstream already holds), and returns the new head, its
+// tree and the change sets replayed (their commit and tree updated).
+func (r *Repo) replay(rb *rebase) (head, tree plumbing.Hash, replayed []*changeSet, err error) {
+	head, tree = rb.u, rb.uTree
+	for _, cs := range rb.sets {
+		t, err := r.replayTree(tree, cs.changes, rb.keep)
 		if err != nil {
-			return nil, err
+			return head, tree, nil, err
 		}
-		if r.opts.Regenerate != nil {
-			if err := r.moveTo(t1, keep); err != nil {
-				return nil, err
-			}
-			if err := r.regenerate(); err != nil {
-				return nil, err
-			}
-			derived = map[string]entry{}
-			for _, p := range r.opts.Derived {
-				e, err := r.workEntry(p, true)
-				if err != nil {
-					return nil, err
-				}
-				derived[p] = e
-			}
-		}
-		t2, err := updateTree(r.sto, t1, derived)
-		if err != nil {
-			return nil, err
-		}
-		if r.opts.Regenerate != nil {
-			dkeep := map[string]bool{}
-			for p := range keep {
-				dkeep[p] = true
-			}
-			for _, p := range r.opts.Derived {
-				dkeep[p] = true
-			}
-			if err := r.moveTo(t2, dkeep); err != nil {
-				return nil, err
-			}
-		}
-		if t2 == tree {
+		if t == tree {
 			continue // already upstream: no empty commit
 		}
-		c, err := r.writeCommit(t2, head, cs.message, cs.author)
+		c, err := r.writeCommit(t, head, cs.message, cs.author)
 		if err != nil {
-			return nil, err
+			return head, tree, nil, err
 		}
-		cs.commit, cs.tree = c, t2
+		cs.commit, cs.tree = c, t
 		replayed = append(replayed, cs)
-		head, tree = c, t2
+		head, tree = c, t
 	}
+	return head, tree, replayed, nil
+}
+
+// replayTree applies changes to tree. Without Regenerate the change set's
+// own derived files are applied with the others. With Regenerate the
+// working tree is moved to the result first (keeping keep), Regenerate
+// rebuilds the derived files from it, and their new content is applied:
+// the working tree then holds the returned tree.
+func (r *Repo) replayTree(tree plumbing.Hash, changes map[string]entry, keep map[string]bool) (plumbing.Hash, error) {
+	plain, derived := r.splitDerived(changes)
+	t1, err := updateTree(r.sto, tree, plain)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if r.opts.Regenerate == nil {
+		return updateTree(r.sto, t1, derived)
+	}
+	if derived, err = r.regenerateAt(t1, keep); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	t2, err := updateTree(r.sto, t1, derived)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	dkeep := make(map[string]bool, len(keep)+len(r.opts.Derived))
+	for p := range keep {
+		dkeep[p] = true
+	}
+	for _, p := range r.opts.Derived {
+		dkeep[p] = true
+	}
+	return t2, r.moveTo(t2, dkeep)
+}
+
+// splitDerived separates the derived files of changes from the others.
+func (r *Repo) splitDerived(changes map[string]entry) (plain, derived map[string]entry) {
+	plain, derived = map[string]entry{}, map[string]entry{}
+	for p, e := range changes {
+		if r.isDerived(p) {
+			derived[p] = e
+		} else {
+			plain[p] = e
+		}
+	}
+	return plain, derived
+}
+
+// regenerateAt moves the working tree to tree (keeping keep), runs
+// Regenerate and reads the derived files it wrote.
+func (r *Repo) regenerateAt(tree plumbing.Hash, keep map[string]bool) (map[string]entry, error) {
 	if err := r.moveTo(tree, keep); err != nil {
 		return nil, err
 	}
-	for _, p := range reset {
-		if err := r.resetWork(p); err != nil {
+	if err := r.regenerate(); err != nil {
+		return nil, err
+	}
+	derived := map[string]entry{}
+	for _, p := range r.opts.Derived {
+		e, err := r.workEntry(p, true)
+		if err != nil {
 			return nil, err
+		}
+		derived[p] = e
+	}
+	return derived, nil
+}
+
+// finishRebase moves the working tree to tree (keeping rb.keep), gives
+// the paths pushed to a conflict branch the upstream's version, and records
+// the new state: r.chain = replayed, r.upstream = u, r.local = head.
+func (r *Repo) finishRebase(rb *rebase, head, tree plumbing.Hash, replayed []*changeSet) error {
+	if err := r.moveTo(tree, rb.keep); err != nil {
+		return err
+	}
+	for _, p := range rb.reset {
+		if err := r.resetWork(p); err != nil {
+			return err
 		}
 	}
 	r.chain = replayed
-	r.upstream, r.local = u, head
+	r.upstream, r.local = rb.u, head
 	r.resync = false
-	return results, nil
+	return nil
 }

@@ -1,5 +1,8 @@
 package repo
 
+// The Repo type and its state; Head and Close. The operations live in
+// hydrate.go, persist.go, publish.go, rebase.go and conflict.go.
+
 import (
 	"context"
 	"errors"
