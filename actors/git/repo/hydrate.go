@@ -1,5 +1,8 @@
 package repo
 
+// Opening a tool root: Hydrate, the sync it runs (fetch, first checkout or
+// replay of the local work) and the scan of the working tree.
+
 import (
 	"context"
 	"errors"
@@ -46,6 +49,7 @@ import (
 // are not regular files are never checked out (see Refused), and the
 // node-local paths (agentos.json, .agentos/, .git/) are never written.
 func Hydrate(ctx context.Context, opts Options) (_ *Repo, err error) {
+	InstallTransport()
 	o, err := opts.normalize()
 	if err != nil {
 		return nil, err
