@@ -1,7 +1,7 @@
 package repo
 
 // The Repo type and its state; Head and Close. The operations live in
-// hydrate.go, persist.go, publish.go, rebase.go and conflict.go.
+// hydrate.go, sync.go, persist.go, publish.go, rebase.go and conflict.go.
 
 import (
 	"context"
