@@ -22,6 +22,7 @@ import (
 // Errors wrap ErrOptions or ErrUpstream (the upstream cannot be reached:
 // the caller may go on with the local copy).
 func Behind(ctx context.Context, opts Options) (bool, error) {
+	InstallTransport()
 	o, err := opts.normalize()
 	if err != nil {
 		return false, err

@@ -58,7 +58,8 @@
 // upstream.
 //
 // Transports: a local path or file:// URL is served in process (see
-// transport.go: this package installs, at init, an in-process "file"
+// InstallTransport in transport.go: Hydrate, InitBare, Behind and every
+// fetch or push install, once and process-wide, an in-process "file"
 // transport in go-git, replacing go-git's default, which executes
 // git-upload-pack / git-receive-pack). The git binary is never run. An
 // https:// upstream authenticates with the token in the environment

@@ -21,6 +21,7 @@ import (
 // branch, InitBare does nothing (agentos init may run twice); any other
 // existing, non-empty path is an error.
 func InitBare(path string, branch string) error {
+	InstallTransport()
 	if branch == "" {
 		branch = "main"
 	}

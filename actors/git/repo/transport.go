@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -24,13 +25,23 @@ import (
 	"github.com/go-git/go-git/v5/utils/ioutil"
 )
 
-// The "file" transport. go-git's default client for local paths and file://
-// URLs executes the git-upload-pack / git-receive-pack binaries when they
-// are installed. IMPORTANT: this package never runs the git binary, so at
-// init it replaces, process-wide, go-git's "file" client by an in-process
-// one (client.InstallProtocol): every go-git fetch, clone or push to a
-// local repository in this process (the package's and any other caller's)
-// runs in-process.
+// InstallTransport replaces, process-wide, go-git's client for the "file"
+// protocol (local paths and file:// URLs) by this package's in-process one
+// (client.InstallProtocol). go-git's default executes the
+// git-upload-pack / git-receive-pack binaries when they are installed;
+// IMPORTANT: this package never runs the git binary.
+//
+// It is idempotent (a sync.Once) and cheap, and every entry point of this
+// package that may reach an upstream calls it first (Hydrate, InitBare,
+// Behind, and every fetch or push through Repo.transport): a caller of this
+// package never needs to. It affects every go-git fetch, clone or push to
+// a local repository in the process after the first call (the package's
+// and any other caller's): a program that uses go-git directly on local
+// repositories without going through this package, and wants them served
+// in process, MUST call it once at startup. It used to run from an init();
+// it is an explicit call so that importing the package changes nothing.
+//
+// What the installed transport does:
 //
 //   - upload-pack (fetch, clone) sends the objects between the wants and
 //     the haves found by walking back from the wants (go-git's server,
@@ -48,9 +59,11 @@ import (
 // IMPORTANT: the flock is advisory: writers of a local upstream MUST be
 // processes using this package (the git binary, which uses ref.lock files,
 // is not excluded).
-func init() {
-	client.InstallProtocol("file", fileTransport{})
+func InstallTransport() {
+	installTransport.Do(func() { client.InstallProtocol("file", fileTransport{}) })
 }
+
+var installTransport sync.Once
 
 // fileTransport is the in-process transport installed for "file".
 type fileTransport struct{}

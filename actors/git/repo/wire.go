@@ -50,6 +50,7 @@ func (r *Repo) upstreamErr(op string, err error, token string) error {
 }
 
 func (r *Repo) transport() (transport.Transport, *transport.Endpoint, error) {
+	InstallTransport() // the "file" protocol served in process, never by the git binary
 	ep, err := transport.NewEndpoint(r.opts.Upstream)
 	if err != nil {
 		return nil, nil, err

@@ -1,0 +1,166 @@
+package sandbox
+
+// The Engine: compiled programs cached by module, and a hardened runtime
+// prepared ahead of each run.
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/dop251/goja"
+
+	"github.com/agentos-run/agentos/internal/lru"
+	"github.com/agentos-run/agentos/transpile"
+)
+
+// Engine runs jobs and caches compiled programs by module. It is safe for
+// concurrent use; each run gets its own runtime.
+//
+// Hardening a fresh goja runtime costs a few hundred microseconds (goja
+// builds its built-ins lazily, and the bootstrap touches many of them), so
+// the Engine keeps one hardened runtime ready, prepared in the background
+// while the previous run executes. IMPORTANT: a runtime serves exactly one
+// run and is then dropped; "ready" never means "reused".
+type Engine struct {
+	programs *lru.Cache[string, *goja.Program]
+	guard    bool
+
+	bindings atomic.Pointer[[]Binding] // the last job's, to prepare with
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	spare   *prepared // the next run's runtime, if ready
+	filling bool      // a goroutine is preparing the spare
+}
+
+// helpersJS is compiled once: see transpile.HelpersJS.
+var helpersJS = goja.MustCompile("agentos:helpers", transpile.HelpersJS, true)
+
+// prepared is a fresh, hardened runtime not yet used by any run.
+type prepared struct {
+	vm      *goja.Runtime
+	helpers goja.Value   // the esbuild interop helpers every module receives
+	cfg     *goja.Object // the bootstrap's config (cfg.max)
+	// bindings are the tgp functions installed (nil: DefaultBindings)
+	bindings []Binding
+	hooks    *hooks
+	parse    goja.Callable
+	strfy    goja.Callable
+	replacer goja.Value // see values.go
+	errCtr   goja.Value
+	err      error
+}
+
+// hooks routes the callbacks installed while preparing a runtime (the
+// bootstrap's oom, the tgp and console functions) to the run that takes it.
+type hooks struct {
+	run *run
+}
+
+func (e *Engine) prepare() *prepared {
+	vm := goja.New()
+	p := &prepared{vm: vm, cfg: vm.NewObject(), hooks: &hooks{}}
+	p.cfg.Set("max", int64(1)<<62)
+	p.cfg.Set("guard", e.guard)
+	h := p.hooks
+	oom := func(bytes int64, what string) {
+		if h.run != nil {
+			h.run.oom(bytes, what)
+		}
+	}
+	boot, err := vm.RunProgram(bootstrapJS)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	bootFn, _ := goja.AssertFunction(boot)
+	if _, err := bootFn(nil, p.cfg, vm.ToValue(oom)); err != nil {
+		p.err = err
+		return p
+	}
+	if p.helpers, err = vm.RunProgram(helpersJS); err != nil {
+		p.err = err
+		return p
+	}
+	jsonObj := vm.Get("JSON").ToObject(vm)
+	p.strfy, _ = goja.AssertFunction(jsonObj.Get("stringify"))
+	p.errCtr = vm.Get("Error")
+	if p.parse, err = guardJSONParse(vm, jsonObj); err != nil {
+		p.err = err
+		return p
+	}
+	mk, err := vm.RunProgram(replacerJS)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	mkFn, _ := goja.AssertFunction(mk)
+	note := func(kind, path, text string) {
+		if h.run != nil && h.run.notes != nil {
+			h.run.notes.add(kind, path, text)
+		}
+	}
+	if p.replacer, err = mkFn(nil, vm.ToValue(note)); err != nil {
+		p.err = err
+		return p
+	}
+	if b := e.bindings.Load(); b != nil {
+		p.bindings = *b
+	}
+	installGlobals(vm, h, p.bindings)
+	return p
+}
+
+// take returns the spare runtime (waiting for the one being prepared, if
+// any, rather than preparing a second) and starts preparing the next spare
+// in the background. Each run thus costs one preparation, mostly overlapped
+// with the previous run.
+func (e *Engine) take() *prepared {
+	e.mu.Lock()
+	for e.spare == nil && e.filling {
+		e.cond.Wait()
+	}
+	p := e.spare
+	e.spare = nil
+	e.filling = true
+	e.mu.Unlock()
+	go func() {
+		next := e.prepare()
+		e.mu.Lock()
+		e.spare, e.filling = next, false
+		e.cond.Broadcast()
+		e.mu.Unlock()
+	}()
+	if p == nil {
+		p = e.prepare()
+	}
+	return p
+}
+
+// NewEngine returns an Engine caching at most max compiled programs
+// (max < 1 means 1024). guardAllocations turns on the bootstrap's guards
+// against single huge allocations: set it when the runtime shares the host's
+// process (no RLIMIT_AS behind it). It bounds regexp backtracking
+// process-wide first (BoundRegexpBacktracking).
+func NewEngine(max int, guardAllocations bool) *Engine {
+	BoundRegexpBacktracking() // process-wide: see its doc
+	if max < 1 {
+		max = 1024
+	}
+	e := &Engine{programs: lru.New[string, *goja.Program](max), guard: guardAllocations}
+	e.cond = sync.NewCond(&e.mu)
+	return e
+}
+
+func (e *Engine) program(m Module) (*goja.Program, error) {
+	key := m.Path + "\x00" + m.Hash
+	if p, ok := e.programs.Get(key); ok {
+		return p, nil
+	}
+	p, err := goja.Compile(m.Path, m.JS, false)
+	if err != nil {
+		return nil, err
+	}
+	e.programs.Add(key, p)
+	return p, nil
+}

@@ -1,0 +1,160 @@
+package sandbox
+
+// The host bridge: the tgp bindings and console installed in a runtime,
+// driver calls through the Bridge, and the clock and random sources.
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dop251/goja"
+
+	"github.com/agentos-run/agentos/driver"
+)
+
+// installGlobals defines tgp and console on vm; their functions act on the
+// run that h points at when they are called.
+func installGlobals(vm *goja.Runtime, h *hooks, bindings []Binding) {
+	tgp := vm.NewObject()
+	if bindings == nil {
+		bindings = DefaultBindings
+	}
+	for _, b := range bindings {
+		tgp.Set(b.Name, func(c goja.FunctionCall) goja.Value { return h.run.callBinding(b, c) })
+	}
+	logFn := func(prefix string) func(goja.FunctionCall) goja.Value {
+		return func(c goja.FunctionCall) goja.Value { return h.run.log(prefix, c) }
+	}
+	tgp.Set("log", logFn(""))
+	vm.Set("tgp", tgp)
+	vm.Set("setTimeout", func(c goja.FunctionCall) goja.Value { return h.run.setTimer(c, false) })
+	vm.Set("setInterval", func(c goja.FunctionCall) goja.Value { return h.run.setTimer(c, true) })
+	vm.Set("clearTimeout", func(c goja.FunctionCall) goja.Value { return h.run.clearTimer(c) })
+	vm.Set("clearInterval", func(c goja.FunctionCall) goja.Value { return h.run.clearTimer(c) })
+	console := vm.NewObject()
+	for _, lvl := range []string{"log", "info", "debug"} {
+		console.Set(lvl, logFn(""))
+	}
+	console.Set("warn", logFn("warn: "))
+	console.Set("error", logFn("error: "))
+	vm.Set("console", console)
+}
+
+func sameBinding(a, b Binding) bool {
+	return a.Name == b.Name && a.Driver == b.Driver && a.Op == b.Op && slices.Equal(a.Params, b.Params)
+}
+
+// callBinding is tgp.<name>: positional args -> request object -> Call,
+// answered asynchronously through a promise.
+func (r *run) callBinding(b Binding, c goja.FunctionCall) goja.Value {
+	req := r.vm.NewObject()
+	for i, name := range b.Params {
+		if a := c.Argument(i); !goja.IsUndefined(a) {
+			req.Set(name, a)
+		}
+	}
+	s, err := r.strfy(nil, req)
+	if err != nil {
+		panic(r.throw(driver.CodeInvalid, fmt.Sprintf("tgp.%s: arguments are not JSON-serializable: %v", b.Name, err)))
+	}
+	select {
+	case r.slots <- struct{}{}:
+	case <-r.stop:
+		return goja.Undefined() // the run is being stopped; the interrupt follows
+	}
+	call := driver.Call{Seq: r.seq.Add(1), Driver: b.Driver, Op: b.Op, Request: json.RawMessage(s.String())}
+	p, resolve, reject := r.vm.NewPromise()
+	pc := &pending{ch: make(chan callResult, 1), resolve: resolve, reject: reject}
+	r.queue = append(r.queue, pc)
+	r.calls.Add(1)
+	go func() {
+		defer r.calls.Done()
+		val, err := r.do(call)
+		<-r.slots
+		pc.ch <- callResult{val, err}
+	}()
+	return r.vm.ToValue(p)
+}
+
+// do calls the bridge, turning a panic in a Host into an error.
+func (r *run) do(c driver.Call) (val json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = driver.Errorf(driver.CodeIO, "%s: the driver panicked: %v", c, p)
+		}
+	}()
+	return r.br.Do(r.ctx, c)
+}
+
+// syncCall makes a call that must answer before the runtime continues
+// (clock, random seed). A failure aborts the run: the tool cannot catch it.
+func (r *run) syncCall(drv, op string) json.RawMessage {
+	val, err := r.do(driver.Call{Seq: r.seq.Add(1), Driver: drv, Op: op})
+	if err != nil {
+		r.abort(&Error{Kind: KindHostFailure, Message: fmt.Sprintf("%s.%s: %v", drv, op, err), Code: driver.AsError(err).Code})
+		return nil
+	}
+	return val
+}
+
+func (r *run) now() time.Time {
+	var ms int64
+	if val := r.syncCall(driver.ClockDriver, "now"); val != nil {
+		if err := json.Unmarshal(val, &ms); err != nil {
+			r.abort(errorf(KindHostFailure, "clock.now answered %s, not Unix milliseconds", val))
+		}
+	}
+	r.timers.now, r.timers.haveNow = max(ms, r.timers.now), true
+	return time.UnixMilli(ms).UTC()
+}
+
+func (r *run) random() float64 {
+	if r.rng == nil {
+		var seed uint64
+		if val := r.syncCall(driver.RandomDriver, "seed"); val != nil {
+			if err := json.Unmarshal(val, &seed); err != nil {
+				r.abort(errorf(KindHostFailure, "random.seed answered %s, not a 64-bit seed", val))
+			}
+		}
+		r.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	}
+	return r.rng.Float64()
+}
+
+// log is tgp.log and console.*: one line of the run's logs.
+func (r *run) log(prefix string, c goja.FunctionCall) goja.Value {
+	parts := make([]string, len(c.Arguments))
+	for i, a := range c.Arguments {
+		parts[i] = r.format(a)
+	}
+	line := prefix + strings.Join(parts, " ")
+	r.out += len(line)
+	if r.out > r.lim.MaxOutputBytes {
+		r.abort(errorf(KindOutput, "the tool logged more than its %d-byte output limit: log less", r.lim.MaxOutputBytes))
+		return goja.Undefined()
+	}
+	r.logs = append(r.logs, line)
+	return goja.Undefined()
+}
+
+func (r *run) format(v goja.Value) string {
+	if s, ok := v.Export().(string); ok {
+		return s
+	}
+	if _, isSym := v.(*goja.Symbol); isSym {
+		return primitiveText(v)
+	}
+	if _, isObj := v.(*goja.Object); !isObj {
+		return v.String() // NaN, Infinity, 10 (a BigInt), undefined, null, true
+	}
+	if _, isFn := goja.AssertFunction(v); !isFn {
+		if s, err := r.strfy(nil, v, r.replacer); err == nil && !goja.IsUndefined(s) {
+			return s.String()
+		}
+	}
+	return v.String()
+}

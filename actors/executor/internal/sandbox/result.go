@@ -1,0 +1,72 @@
+package sandbox
+
+// Marshalling: the tool's result into JSON text, and JSON from a driver
+// call into the runtime.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+
+	"github.com/dop251/goja"
+)
+
+func (r *run) result(v goja.Value) (json.RawMessage, error) {
+	if v == nil || goja.IsUndefined(v) {
+		return json.RawMessage("null"), nil
+	}
+	if _, isObj := v.(*goja.Object); !isObj {
+		// A primitive: decided here, without the replacer.
+		switch x := v.Export().(type) {
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				w := fmt.Sprintf("warn: result is %s, which JSON cannot hold: it was returned as null", v.String())
+				r.out += len(w)
+				r.logs = append(r.logs, w)
+				return json.RawMessage("null"), nil
+			}
+		case *big.Int:
+			return nil, &Error{Kind: KindException, Message: "the tool's result cannot be turned into JSON: TypeError: result: the BigInt " + x.String() + "n has no JSON form: return Number(n) when it is exact as a number (|n| <= 2^53), or String(n)"}
+		}
+		if _, isSym := v.(*goja.Symbol); isSym {
+			return nil, &Error{Kind: KindException, Message: "the tool's result cannot be turned into JSON: TypeError: result: the tool returned a symbol, which has no JSON form: return data (an object, array, string, number, boolean or null)"}
+		}
+	}
+	r.notes = &valueNotes{}
+	s, err := r.strfy(nil, v, r.replacer)
+	notes := r.notes
+	r.notes = nil
+	if err != nil {
+		var ex *goja.Exception
+		if errors.As(err, &ex) {
+			var msg string
+			if derr := r.safely(func() { msg = ex.Value().String() }); derr != nil {
+				msg = plain(ex.Value())
+			}
+			return nil, &Error{Kind: KindException, Message: "the tool's result cannot be turned into JSON: " + msg}
+		}
+		return nil, err
+	}
+	for _, w := range notes.warnings() {
+		r.out += len(w)
+		r.logs = append(r.logs, w)
+	}
+	if goja.IsUndefined(s) {
+		return json.RawMessage("null"), nil
+	}
+	text := s.String()
+	if r.out+len(text) > r.lim.MaxOutputBytes {
+		return nil, errorf(KindOutput, "the result (%d bytes) and logs (%d bytes) exceed the %d-byte output limit: return less, or write large output to a file", len(text), r.out, r.lim.MaxOutputBytes)
+	}
+	return json.RawMessage(text), nil
+}
+
+// fromJSON turns JSON text into a runtime value.
+func (r *run) fromJSON(val json.RawMessage) (goja.Value, error) {
+	if len(val) == 0 {
+		return goja.Undefined(), nil
+	}
+	return r.parse(nil, r.vm.ToValue(string(val)))
+}

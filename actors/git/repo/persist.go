@@ -1,0 +1,339 @@
+package repo
+
+// Persist: collecting the named files, committing them, and publishing them
+// (Direct: publish; PR: a feat/ branch and a pull request).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Persist commits the current content of paths (plus the Derived files and
+// any change Hydrate kept) with message, and publishes it (see Strategy).
+// Paths are relative to the tool root; a directory stands for the files
+// under it; a missing file is a deletion; ignored paths (.agentos/ ...) are
+// skipped. When nothing changed, Persist is a no-op (no empty commit).
+//
+// Direct: the commit is pushed to Branch. When the push is rejected
+// because another writer moved the branch, the upstream is fetched, the
+// commit rebuilt on top of it (working tree reset to upstream, our files
+// re-applied, Regenerate, commit again) and pushed again, up to
+// Options.Retries attempts with a random, growing pause (1-20 ms). If the
+// upstream changed one of our paths to different content since our base,
+// the error is a *ConflictError (ErrConflict): our version is on branch
+// "conflict/<tool>-<time>" and the working tree holds the upstream's.
+// A file written but not yet persisted is never overwritten by such a
+// rebase: when the upstream changed it too, its version is pushed to a
+// conflict branch at once, the working tree keeps it, and the Persist of
+// that file returns the *ConflictError (then resets it to the upstream's).
+//
+// PR: the commit is made on a new branch "feat/<tool>-<time>" from the
+// upstream's branch, that branch is pushed (Branch is never written) and
+// PR.Open is called with Title "agentos: <message>", Head the branch and
+// Base Branch. The working tree keeps the new files. Only paths (and the
+// Derived files) are proposed: earlier proposals still in the working tree
+// are not bundled in.
+func (r *Repo) Persist(ctx context.Context, paths []string, message string) (_ Persisted, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return Persisted{}, ErrClosed
+	}
+	defer func() {
+		if errors.Is(err, ErrInternal) {
+			r.resync = true // the state may be half-updated: reload it from disk
+		}
+	}()
+	defer recoverInto(&err, r.log, "persisting "+strings.Join(paths, ", "))
+	unlock, err := r.lockRoot(ctx)
+	if err != nil {
+		return Persisted{}, err
+	}
+	defer unlock()
+	defer r.remember()
+	r.refresh()
+	p, err := r.persist(ctx, paths, message)
+	if damaged(err) && ctx.Err() == nil {
+		// A missing or unreadable object: repair from the upstream (the
+		// working files are kept) and write again.
+		if rerr := r.repair(ctx, err); rerr != nil {
+			return p, fmt.Errorf("%w (and the repair failed: %v)", err, rerr)
+		}
+		return r.persist(ctx, paths, message)
+	}
+	return p, err
+}
+
+// persist is Persist under the locks.
+func (r *Repo) persist(ctx context.Context, paths []string, message string) (Persisted, error) {
+	if strings.TrimSpace(message) == "" {
+		message = "agentos: update " + strings.Join(paths, ", ")
+	}
+	if !strings.HasSuffix(message, "\n") {
+		message += "\n"
+	}
+	var want []string
+	for _, p := range paths {
+		if filepath.IsAbs(p) {
+			rel, err := filepath.Rel(r.opts.Dir, p)
+			if err != nil {
+				return Persisted{}, fmt.Errorf("%w: %s: %v", ErrPath, p, err)
+			}
+			p = rel
+		}
+		c, err := cleanRel(p)
+		if err != nil {
+			return Persisted{}, fmt.Errorf("%w: %v", ErrPath, err)
+		}
+		if r.ignored(c) {
+			r.log.Debug("git: not committing an ignored path", slog.String("path", c))
+			continue
+		}
+		want = append(want, c)
+	}
+	if r.resync {
+		if err := r.sync(ctx); err != nil {
+			return Persisted{}, err
+		}
+	}
+	r.publishLocal(want)
+	if r.opts.Strategy == PR {
+		return r.persistPR(ctx, want, message)
+	}
+	return r.persistDirect(ctx, want, message)
+}
+
+// publishLocal takes the local files (localOnly) named by paths off the
+// list: a Persist that names one publishes it.
+func (r *Repo) publishLocal(paths []string) {
+	changed := false
+	for _, p := range paths {
+		for q := range r.localOnly {
+			if q == p || strings.HasPrefix(q, p+"/") {
+				delete(r.localOnly, q)
+				changed = true
+			}
+		}
+	}
+	if changed {
+		if err := r.saveLocalOnly(); err != nil {
+			r.log.Warn("git: updating .git/"+excludeFile, slog.String("err", err.Error()))
+		}
+	}
+}
+
+// collect reads the working-tree content of paths and the Derived files,
+// stores new blobs, and returns what differs from r.tree.
+func (r *Repo) collect(paths []string) (map[string]entry, error) {
+	all := append([]string{}, paths...)
+	all = append(all, r.opts.Derived...)
+	changes := map[string]entry{}
+	seen := map[string]bool{}
+	add := func(p string, named bool) error {
+		if seen[p] || r.ignored(p) {
+			return nil
+		}
+		seen[p] = true
+		e, err := r.workEntry(p, true)
+		var le *linkError
+		if errors.As(err, &le) {
+			if named {
+				return fmt.Errorf("%w: %v", ErrPath, err)
+			}
+			r.log.Warn("git: not committing a symbolic link", slog.String("path", p), slog.String("link", le.link))
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("repo: reading %s: %w", p, err)
+		}
+		if e != r.files[p] {
+			changes[p] = e
+		}
+		return nil
+	}
+	for i, p := range all {
+		named := i < len(paths)
+		if named && r.linkAt(p, true) != "" {
+			if err := add(p, true); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		fi, err := os.Lstat(r.abs(p))
+		if err == nil && fi.IsDir() {
+			err := r.walkWork(p, func(q string, _ fs.DirEntry) error { return add(q, false) })
+			if err != nil {
+				return nil, err
+			}
+		} else if err := add(p, named); err != nil {
+			return nil, err
+		}
+		// Tracked files under p that are gone from the working tree.
+		prefix := p + "/"
+		for q := range r.files {
+			if strings.HasPrefix(q, prefix) && !seen[q] {
+				if _, err := os.Lstat(r.abs(q)); errors.Is(err, fs.ErrNotExist) {
+					seen[q] = true
+					changes[q] = entry{}
+				}
+			}
+		}
+	}
+	return changes, nil
+}
+
+func (r *Repo) persistDirect(ctx context.Context, paths []string, message string) (Persisted, error) {
+	// IMPORTANT: only paths (and the derived files): a file another writer
+	// left unsaved (r.pending) is never swept into this commit under this
+	// message; Hydrate recovers it under its own (recoverUnsaved).
+	changes, err := r.collect(paths)
+	if err != nil {
+		return Persisted{}, err
+	}
+	conflict, err := r.takeConflicts(ctx, paths, changes)
+	if err != nil {
+		return Persisted{}, err
+	}
+	var mine *changeSet
+	if len(changes) > 0 {
+		tree, err := updateTree(r.sto, r.tree, changes)
+		if err != nil {
+			return Persisted{}, err
+		}
+		if tree != r.tree {
+			c, err := r.writeCommit(tree, r.local, message, r.signature())
+			if err != nil {
+				return Persisted{}, err
+			}
+			r.local = c
+			keep := map[string]bool{}
+			for p := range changes {
+				keep[p] = true
+			}
+			if err := r.moveTo(tree, keep); err != nil {
+				return Persisted{}, err
+			}
+			for p := range changes {
+				delete(r.pending, p)
+			}
+			mine = &changeSet{commit: c, tree: tree, message: message, author: r.signature(), tool: r.toolName(paths), changes: changes}
+			r.chain = append(r.chain, mine)
+		}
+	}
+	if r.local == r.upstream {
+		if conflict != nil {
+			return Persisted{Commit: conflict.commit.String(), Branch: conflict.err.Branch}, conflict.err
+		}
+		return Persisted{Commit: r.local.String(), Branch: r.opts.Branch}, nil
+	}
+	attempts, results, err := r.publish(ctx)
+	var mineErr error
+	var out = Persisted{Commit: r.local.String(), Branch: r.opts.Branch, Attempts: attempts}
+	if conflict != nil {
+		mineErr = conflict.err
+		out.Commit, out.Branch = conflict.commit.String(), conflict.err.Branch
+	}
+	for _, res := range results {
+		if res.set == mine {
+			mineErr = res.err
+			out.Commit, out.Branch = res.commit.String(), res.err.Branch
+		} else {
+			r.warnConflicts([]conflictResult{res})
+		}
+	}
+	if serr := r.saveRefs(); serr != nil && err == nil {
+		err = fmt.Errorf("repo: writing %s/packed-refs: %w", r.gitDir, serr)
+	}
+	if err != nil {
+		return out, err
+	}
+	if mineErr != nil {
+		return out, mineErr
+	}
+	r.log.Info("git: persisted", slog.String("commit", short(r.local)), slog.Int("attempts", attempts), slog.String("tool", r.toolName(paths)))
+	return out, nil
+}
+
+func (r *Repo) persistPR(ctx context.Context, paths []string, message string) (Persisted, error) {
+	u, err := r.fetch(ctx)
+	if err != nil {
+		return Persisted{}, err
+	}
+	if !u.IsZero() && u != r.upstream {
+		results, err := r.rebaseOnto(ctx, u)
+		if err != nil {
+			return Persisted{}, err
+		}
+		r.warnConflicts(results)
+		if err := r.saveRefs(); err != nil {
+			return Persisted{}, err
+		}
+		if err := r.regenerate(); err != nil {
+			return Persisted{}, err
+		}
+	}
+	// Only the given paths (and the derived files): earlier proposals still
+	// in the working tree are not bundled into this one.
+	changes, err := r.collect(paths)
+	if err != nil {
+		return Persisted{}, err
+	}
+	tree, err := updateTree(r.sto, r.tree, changes)
+	if err != nil {
+		return Persisted{}, err
+	}
+	if tree == r.tree {
+		return Persisted{Commit: r.local.String(), Branch: r.opts.Branch}, nil
+	}
+	c, err := r.writeCommit(tree, r.upstream, message, r.signature())
+	if err != nil {
+		return Persisted{}, err
+	}
+	upTree, err := r.commitTree(r.upstream)
+	if err != nil {
+		return Persisted{}, err
+	}
+	objs := map[plumbing.Hash]bool{c: true}
+	if err := newObjects(r.sto, upTree, tree, objs); err != nil {
+		return Persisted{}, err
+	}
+	tool := r.toolName(paths)
+	branch, err := r.pushNewBranch(ctx, "feat/"+tool+"-"+r.stamp(), c, objs)
+	if err != nil {
+		return Persisted{}, err
+	}
+	for p := range changes {
+		delete(r.pending, p)
+	}
+	if err := r.flush(); err != nil {
+		return Persisted{}, err
+	}
+	out := Persisted{Commit: c.String(), Branch: branch, Attempts: 1}
+	r.log.Info("git: pushed a branch for review", slog.String("branch", branch), slog.String("tool", tool))
+	var files []string
+	for _, p := range sortedKeys(changes) {
+		files = append(files, "- "+p)
+	}
+	url, err := r.opts.PR.Open(ctx, PullRequest{
+		Title: "agentos: " + strings.TrimSpace(message),
+		Head:  branch,
+		Base:  r.opts.Branch,
+		Body:  "Forged by agentos.\n\n" + strings.TrimSpace(message) + "\n\nCommit " + c.String() + "\n\n" + strings.Join(files, "\n") + "\n",
+	})
+	if err != nil {
+		if !errors.Is(err, ErrPullRequest) {
+			err = fmt.Errorf("%w: %v", ErrPullRequest, err)
+		}
+		return out, fmt.Errorf("%w (branch %s is pushed: open the pull request by hand)", err, branch)
+	}
+	out.PRURL = url
+	return out, nil
+}

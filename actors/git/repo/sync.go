@@ -1,0 +1,345 @@
+package repo
+
+// sync: bringing the tool root to the upstream (first checkout, or the
+// local work replayed on it), and reading the working tree's state.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// sync loads the state from disk, fetches, and brings the tool root to the
+// upstream (see Hydrate). Called with r.mu held.
+func (r *Repo) sync(ctx context.Context) error {
+	r.resync = true
+	// No checkout ever completed here: no ref, and no index (written after
+	// the refs at the end of every sync).
+	_, ierr := os.Lstat(filepath.Join(r.gitDir, "index"))
+	fresh := !r.refRecorded(r.branchRef) && errors.Is(ierr, fs.ErrNotExist)
+	local := r.readRef(r.branchRef)
+	track := r.readRef(r.trackRef)
+	if r.repairing {
+		// Fetch everything the upstream has, not only what is new: a
+		// repair lost objects the upstream still holds.
+		r.fullFetch = true
+		if !track.IsZero() && r.readableHistory(track, plumbing.ZeroHash, 1) != nil {
+			track = plumbing.ZeroHash
+		}
+	}
+	r.local, r.upstream = local, track
+	u, err := r.fetch(ctx)
+	if err != nil {
+		return err
+	}
+	if u.IsZero() {
+		if u, err = r.createBranch(ctx); err != nil {
+			return err
+		}
+	}
+	if r.repairing && !local.IsZero() {
+		if err := r.readableHistory(local, track, maxWalk); err != nil {
+			r.log.Warn("git: the local commits not yet upstream can no longer be read; they are dropped, and every working file that differs from the upstream is kept and recovered under its own commit",
+				slog.String("head", local.String()), slog.String("damage", err.Error()))
+			local = plumbing.ZeroHash
+		}
+	}
+	if local.IsZero() && !fresh {
+		r.log.Warn("git: the tool root's branch is missing or damaged; checking out the upstream's and keeping every working file that differs from it (recovered under its own commit)",
+			slog.String("branch", r.opts.Branch))
+	}
+	r.loadIndex()
+	r.loadLocalOnly()
+	r.pending = map[string]bool{}
+	r.files = map[string]entry{}
+	r.chain = nil
+	if local.IsZero() {
+		if err := r.firstCheckout(u, fresh); err != nil {
+			return err
+		}
+	} else {
+		if r.tree, err = r.commitTree(local); err != nil {
+			return err
+		}
+		if r.files, err = flatten(r.sto, r.tree); err != nil {
+			return err
+		}
+		if err := r.scanDirty(); err != nil {
+			return err
+		}
+		if err := r.loadChain(local, track, u); err != nil {
+			return err
+		}
+		results, err := r.rebaseOnto(ctx, u)
+		if err != nil {
+			return err
+		}
+		r.warnConflicts(results)
+	}
+	if r.opts.Strategy == Direct {
+		if r.recovering {
+			if err := r.recoverUnsaved(); err != nil {
+				return err
+			}
+		}
+		if len(r.chain) > 0 {
+			r.log.Info("git: pushing local commits left unpushed", slog.Int("commits", len(r.chain)))
+			_, results, err := r.publish(ctx)
+			r.warnConflicts(results)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.saveRefs(); err != nil {
+		return fmt.Errorf("repo: writing %s/packed-refs: %w", r.gitDir, err)
+	}
+	if err := r.regenerate(); err != nil {
+		return err
+	}
+	if err := r.writeIndex(); err != nil {
+		return fmt.Errorf("repo: writing the index: %w", err)
+	}
+	r.resync = false
+	return nil
+}
+
+// firstCheckout checks out u into a tool root whose branch is unknown
+// (absent, or dropped by a repair). Working files the upstream does not
+// have stay: in a fresh tool root (no checkout ever completed in it) they
+// are the user's own files and stay local (localOnly, never committed
+// unless a Persist names them); after a repair they are changes of lost
+// local commits, recovered under their own commit. Working files that differ
+// from the upstream's are replaced by the upstream's version in a fresh
+// tool root (with a warning), and kept after a repair.
+func (r *Repo) firstCheckout(u plumbing.Hash, fresh bool) error {
+	uTree, err := r.commitTree(u)
+	if err != nil {
+		return err
+	}
+	ufiles, err := flatten(r.sto, uTree)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	var localOnly, kept, links []string
+	err = r.walkWork("", func(p string, d fs.DirEntry) error {
+		e, err := r.workEntry(p, false)
+		var le *linkError
+		if errors.As(err, &le) {
+			links = append(links, p)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		uf, inUpstream := ufiles[p]
+		switch {
+		case r.localOnly[p]:
+			keep[p] = inUpstream
+		case !inUpstream:
+			if fresh && !r.isDerived(p) {
+				localOnly = append(localOnly, p)
+			} else {
+				r.pending[p] = true
+			}
+		case uf == e:
+			keep[p] = true
+		case fresh || !r.guarded(p):
+			r.log.Warn("git: a file already in the tool root is replaced by the upstream's version", slog.String("path", p))
+		default:
+			keep[p], r.pending[p] = true, true
+			kept = append(kept, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(links) > 0 {
+		r.log.Warn("git: symbolic links in the tool root are never committed", slog.Any("paths", links))
+	}
+	if len(kept) > 0 {
+		r.log.Warn("git: kept working files that differ from the upstream (changes of local commits that could not be read); they are recovered under their own commit", slog.Any("paths", kept))
+	}
+	if len(localOnly) > 0 {
+		for _, p := range localOnly {
+			r.localOnly[p] = true
+		}
+		if err := r.saveLocalOnly(); err != nil {
+			return fmt.Errorf("repo: recording the local files in %s: %w", excludeFile, err)
+		}
+		r.log.Info("git: files that were in the tool root before its first checkout and that the upstream does not have stay local (listed in .git/"+excludeFile+"); a write of one of them (write_file, Persist by name) publishes it",
+			slog.Int("files", len(localOnly)), slog.Any("paths", firstN(localOnly, 20)))
+	}
+	r.tree = plumbing.ZeroHash
+	r.direct = fresh
+	err = r.moveTo(uTree, keep)
+	r.direct = false
+	if err != nil {
+		return err
+	}
+	r.local, r.upstream = u, u
+	return nil
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(append([]string{}, s[:n]...), fmt.Sprintf("... and %d more", len(s)-n))
+}
+
+// scanDirty finds the working-tree files that differ from r.files
+// (pending) and restores tracked files that are missing. A symbolic link
+// at a tracked path (an earlier version checked out links from the
+// upstream) is removed (and the tracked file restored when it is a
+// regular file); other links are never committed.
+func (r *Repo) scanDirty() error {
+	seen := map[string]bool{}
+	var links []string
+	err := r.walkWork("", func(p string, d fs.DirEntry) error {
+		seen[p] = true
+		if d.Type()&fs.ModeSymlink != 0 {
+			f, tracked := r.files[p]
+			if !tracked {
+				links = append(links, p)
+				return nil
+			}
+			if err := os.Remove(r.abs(p)); err != nil {
+				return err
+			}
+			r.log.Warn("git: removed a symbolic link at a tracked path of the tool root", slog.String("path", p), slog.String("tracked mode", f.mode.String()))
+			return r.writeWork(p, f)
+		}
+		if r.localOnly[p] {
+			return nil
+		}
+		f, tracked := r.files[p]
+		if tracked {
+			if fi, err := d.Info(); err == nil && r.statClean(p, f.hash, fi) {
+				return nil
+			}
+		}
+		e, err := r.workEntry(p, false)
+		var le *linkError
+		if errors.As(err, &le) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if e != f {
+			if c, ok := r.conflicts[p]; ok && c.entry == e {
+				return nil // on a conflict branch; its tool's Persist reports it
+			}
+			r.pending[p] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(links) > 0 {
+		r.log.Warn("git: symbolic links in the tool root are never committed", slog.Any("paths", links))
+	}
+	for _, p := range sortedKeys(r.files) {
+		f := r.files[p]
+		if !seen[p] && !r.ignored(p) && safeTreePath(p) {
+			if why := checkoutRefusal(f.mode); why != "" {
+				r.refuse(p, f, why)
+				continue
+			}
+			r.log.Info("git: restoring a tracked file missing from the tool root", slog.String("path", p))
+			if err := r.writeWork(p, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// loadChain finds the local commits not known to be upstream: those after
+// the tracking ref (or after u, or after their merge base with u).
+func (r *Repo) loadChain(local, track, u plumbing.Hash) error {
+	var commits []*object.Commit
+	base := plumbing.ZeroHash
+	found := false
+	for h, n := local, 0; !h.IsZero() && n < maxWalk; n++ {
+		if h == track || h == u {
+			base, found = h, true
+			break
+		}
+		c, err := object.GetCommit(r.sto, h)
+		if err != nil {
+			return err
+		}
+		commits = append(commits, c)
+		if len(c.ParentHashes) == 0 {
+			break
+		}
+		h = c.ParentHashes[0]
+	}
+	if !found {
+		commits = nil
+		lc, err := object.GetCommit(r.sto, local)
+		if err != nil {
+			return err
+		}
+		uc, err := object.GetCommit(r.sto, u)
+		if err != nil {
+			return err
+		}
+		if mbs, err := lc.MergeBase(uc); err == nil && len(mbs) > 0 {
+			base = mbs[0].Hash
+		}
+		for h := local; !h.IsZero() && h != base; {
+			c, err := object.GetCommit(r.sto, h)
+			if err != nil {
+				return err
+			}
+			commits = append(commits, c)
+			if len(c.ParentHashes) == 0 {
+				break
+			}
+			h = c.ParentHashes[0]
+		}
+	}
+	r.upstream = base
+	r.chain = nil
+	for i := len(commits) - 1; i >= 0; i-- {
+		c := commits[i]
+		parentTree := plumbing.ZeroHash
+		if len(c.ParentHashes) > 0 {
+			t, err := r.commitTree(c.ParentHashes[0])
+			if err != nil {
+				return err
+			}
+			parentTree = t
+		}
+		cs := &changeSet{commit: c.Hash, tree: c.TreeHash, message: c.Message, author: c.Author, changes: map[string]entry{}}
+		if err := diffTrees(r.sto, parentTree, c.TreeHash, func(p string, _, to entry) { cs.changes[p] = to }); err != nil {
+			return err
+		}
+		cs.tool = r.toolName(sortedKeys(cs.changes))
+		r.chain = append(r.chain, cs)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
