@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 // scrapeMetrics GETs a runtime's metrics and parses them with the
@@ -143,5 +144,53 @@ func TestMetricsExposition(t *testing.T) {
 	}
 	if _, ok := fams["target_info"]; ok {
 		t.Error("target_info is exported; the runtime's metrics MUST NOT carry it")
+	}
+}
+
+// metrics_addr fails the start when the address is busy, and when the
+// embedding program brought its own MeterProvider (there is nothing of the
+// runtime's own to serve); MetricsHandler is nil then.
+func TestMetricsAddrRefused(t *testing.T) {
+	busy := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess", MetricsAddr: "127.0.0.1:0"})
+	addr := strings.TrimSuffix(strings.TrimPrefix(busy.MetricsURL(), "http://"), "/metrics")
+	for _, tc := range []struct {
+		cfg  agentos.Config
+		want string
+	}{
+		{agentos.Config{MetricsAddr: addr}, "metrics_addr " + addr},
+		{agentos.Config{MetricsAddr: "127.0.0.1:0", MeterProvider: sdkmetric.NewMeterProvider()}, "needs the runtime's own meter provider"},
+	} {
+		tc.cfg.Root, tc.cfg.Isolation, tc.cfg.Logger = t.TempDir(), "inprocess", quiet
+		rt, err := agentos.Start(context.Background(), tc.cfg)
+		if err == nil {
+			rt.Close()
+			t.Errorf("Start(metrics_addr %s) succeeded; want an error containing %q", tc.cfg.MetricsAddr, tc.want)
+		} else if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Start(metrics_addr %s) = %v; want an error containing %q", tc.cfg.MetricsAddr, err, tc.want)
+		}
+	}
+	own := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess", MeterProvider: sdkmetric.NewMeterProvider()})
+	if own.MetricsHandler() != nil || own.MetricsURL() != "" {
+		t.Error("a runtime with the caller's MeterProvider serves metrics of its own")
+	}
+}
+
+// Two runtimes in one process export side by side: each serves its own
+// counts (each has its own Prometheus registry).
+func TestMetricsTwoRuntimes(t *testing.T) {
+	a := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess", MetricsAddr: "127.0.0.1:0"})
+	b := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess", MetricsAddr: "127.0.0.1:0"})
+	writeFib(t, a)
+	writeFib(t, a)
+	writeFib(t, b)
+	for _, c := range []struct {
+		rt   *agentos.Runtime
+		want float64
+	}{{a, 2}, {b, 1}} {
+		fams := scrapeMetrics(t, c.rt.MetricsURL())
+		m := findSeries(fams, "agentos_kernel_calls_total", dto.MetricType_COUNTER, map[string]string{"tool": "write_file", "outcome": "ok"})
+		if m == nil || m.GetCounter().GetValue() != c.want {
+			t.Errorf("%s: agentos_kernel_calls_total{tool=write_file} = %v, want %v", c.rt.MetricsURL(), m, c.want)
+		}
 	}
 }
