@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -28,13 +26,12 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
-	"github.com/agentos-run/agentos/internal/promtext"
+	"github.com/agentos-run/agentos/internal/metricsserver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/vfs"
 	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL, when a DSN is configured
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	_ "modernc.org/sqlite" // the embedded database, no cgo
+	_ "modernc.org/sqlite"             // the embedded database, no cgo
 )
 
 // CloseTimeout bounds Runtime.Close: how long processes and actors get to
@@ -60,10 +57,8 @@ type Runtime struct {
 	node      *node.Node
 	agent     *kernel.Process
 	recovered []RecoverReport
-	reader    *sdkmetric.ManualReader // nil when the caller gave a MeterProvider
-	mp        *sdkmetric.MeterProvider
-	metrics   *http.Server
-	metricsLn net.Listener
+	metrics   *metricsserver.Metrics // nil when the caller gave a MeterProvider
+	metricsSv *metricsserver.Server  // nil without Config.MetricsAddr
 
 	bg        sync.WaitGroup // forges resumed at start
 	stopBG    context.CancelFunc
@@ -125,9 +120,10 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		return rt, err
 	}
 	if cfg.MeterProvider == nil {
-		rt.reader = sdkmetric.NewManualReader()
-		rt.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(rt.reader))
-		cfg.MeterProvider = rt.mp
+		if rt.metrics, err = metricsserver.New(metricsserver.Options{Logger: rt.log}); err != nil {
+			return rt, err
+		}
+		cfg.MeterProvider = rt.metrics.MeterProvider()
 	}
 	// The tools first: the registry, then Git brings the tree up to date
 	// (and the registry with it), so that recovery runs current tools.
@@ -507,41 +503,6 @@ func (rt *Runtime) Call(ctx context.Context, tool string, args json.RawMessage) 
 	return rt.node.Call(ctx, rt.agent, tool, args)
 }
 
-// MetricsHandler serves the runtime's metrics in the Prometheus text format.
-// It is nil when Config.MeterProvider was given (export them your way).
-func (rt *Runtime) MetricsHandler() http.Handler {
-	if rt.reader == nil {
-		return nil
-	}
-	return promtext.Handler(rt.reader)
-}
-
-// MetricsURL is where Config.MetricsAddr serves the metrics ("" when it is
-// not set).
-func (rt *Runtime) MetricsURL() string {
-	if rt.metricsLn == nil {
-		return ""
-	}
-	return "http://" + rt.metricsLn.Addr().String() + "/metrics"
-}
-
-func (rt *Runtime) serveMetrics(addr string) error {
-	h := rt.MetricsHandler()
-	if h == nil {
-		return errors.New("agentos: metrics_addr needs the runtime's own meter provider; do not set Config.MeterProvider, or serve your exporter yourself")
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("agentos: metrics_addr %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", h)
-	rt.metricsLn = ln
-	rt.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = rt.metrics.Serve(ln) }()
-	return nil
-}
-
 // Close stops the runtime in order: every process ends (reason "shutdown")
 // and its tool runs are cancelled, leaving their journal runs resumable;
 // the actor tree stops; the sandbox workers are killed and waited for; the
@@ -551,8 +512,8 @@ func (rt *Runtime) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), CloseTimeout)
 		defer cancel()
 		var errs []error
-		if rt.metrics != nil {
-			errs = append(errs, rt.metrics.Shutdown(ctx))
+		if rt.metricsSv != nil {
+			errs = append(errs, rt.metricsSv.Shutdown(ctx))
 		}
 		if rt.stopBG != nil {
 			rt.stopBG()
@@ -586,8 +547,8 @@ func (rt *Runtime) Close() error {
 		if rt.j != nil {
 			errs = append(errs, rt.j.Close())
 		}
-		if rt.mp != nil {
-			errs = append(errs, rt.mp.Shutdown(ctx))
+		if rt.metrics != nil {
+			errs = append(errs, rt.metrics.Shutdown(ctx))
 		}
 		rt.closeErr = errors.Join(errs...)
 	})

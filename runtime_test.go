@@ -162,7 +162,9 @@ func TestMetricsEndpoint(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	body := string(b)
-	for _, want := range []string{`agentos_kernel_calls_total{otel_scope_name="github.com/agentos-run/agentos/actors/kernel",outcome="ok",tool="write_file"} 1`, "agentos_kernel_processes"} {
+	// The exporter labels every series with its scope's name, version and
+	// schema URL (the last two empty for agentos' scopes).
+	for _, want := range []string{`agentos_kernel_calls_total{otel_scope_name="github.com/agentos-run/agentos/actors/kernel",otel_scope_schema_url="",otel_scope_version="",outcome="ok",tool="write_file"} 1`, "agentos_kernel_processes"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}

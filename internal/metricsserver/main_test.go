@@ -1,4 +1,4 @@
-package promtext
+package metricsserver_test
 
 import (
 	"testing"
