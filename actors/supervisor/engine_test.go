@@ -185,3 +185,22 @@ func TestEngineChildren(t *testing.T) {
 		t.Fatalf("Reset kept the restart window: %+v", d)
 	}
 }
+
+// BenchmarkEngineRestart measures one decision alone: a one_for_one
+// restart of one child out of three, the window at a steady size (the
+// shape of BenchmarkRestarts in both supervisors, without the actors or
+// processes). It is the engine's share of each restart they measure.
+//
+//	go test -run '^$' -bench EngineRestart ./actors/supervisor/
+func BenchmarkEngineRestart(b *testing.B) {
+	e := NewEngine(Policy{Strategy: OneForOne, Intensity: 1 << 30, Period: time.Microsecond},
+		[]Child{{Name: "a"}, {Name: "b"}, {Name: "c"}})
+	now := time.Unix(1e9, 0)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		now = now.Add(time.Microsecond)
+		if d := e.Ended(i%3, "fail", false, now); d.Action != ActionRestart {
+			b.Fatalf("decision %+v", d)
+		}
+	}
+}
