@@ -149,11 +149,13 @@ type Decision struct {
 	Action Action
 	// Restart holds the indexes of the children to start again, in start
 	// order, the failed child included. Empty unless Action is
-	// ActionRestart.
+	// ActionRestart. IMPORTANT: Restart and Stop are the engine's own
+	// buffers, valid until its next call to Ended (a restart allocates
+	// none); Event is the caller's to keep.
 	Restart []int
 	// Stop holds the indexes of the running temporary siblings the
 	// strategy takes down with the failed child: they are stopped and not
-	// started again. Empty unless Action is ActionRestart.
+	// started again. Nil unless Action is ActionRestart and there are some.
 	Stop  []int
 	Delay time.Duration
 	Event Event
@@ -172,6 +174,8 @@ type Engine struct {
 	children []Child
 	running  []bool
 	window   Window
+	// restart and stop are the buffers of Decision.Restart and .Stop.
+	restart, stop []int
 }
 
 // NewEngine returns an engine for policy (defaults applied) over children,
@@ -255,17 +259,23 @@ func (e *Engine) Ended(i int, reason string, normal bool, now time.Time) Decisio
 	case RestForOne:
 		last = len(e.children)
 	}
+	e.restart, e.stop = e.restart[:0], e.stop[:0]
+	d.Event.Children = make([]string, 0, last-first)
 	for j := first; j < last; j++ {
 		if j != i && e.children[j].Restart == Temporary {
 			if e.running[j] {
-				d.Stop = append(d.Stop, j)
+				e.stop = append(e.stop, j)
 				e.running[j] = false
 			}
 			continue
 		}
-		d.Restart = append(d.Restart, j)
+		e.restart = append(e.restart, j)
 		d.Event.Children = append(d.Event.Children, e.children[j].Name)
 		e.running[j] = true
+	}
+	d.Restart = e.restart
+	if len(e.stop) > 0 {
+		d.Stop = e.stop
 	}
 	d.Delay = e.policy.Backoff.Delay(d.Event.Restarts)
 	d.Action, d.Event.Action, d.Event.Delay = ActionRestart, ActionRestart, d.Delay
