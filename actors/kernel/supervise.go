@@ -3,7 +3,6 @@ package kernel
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/supervisor"
@@ -46,15 +45,20 @@ type SupervisorSpec struct {
 // supervisor ends any other way, its links end the children. Although it
 // traps exits, a supervisor ends (after its children) when its parent ends,
 // or another linked process ends abnormally.
+//
+// The decisions (which children, restart types, intensity, backoff, the
+// Event) are supervisor.Engine's, the same engine as the protoactor
+// supervisor's; Supervise carries them out with kernel kills and spawns.
 func Supervise(spec SupervisorSpec) Main {
-	if spec.Intensity <= 0 {
-		spec.Intensity = 3
-	}
-	if spec.Period <= 0 {
-		spec.Period = 5 * time.Second
+	policy := supervisor.Policy{Strategy: spec.Strategy, Intensity: spec.Intensity, Period: spec.Period, Backoff: spec.Backoff}.WithDefaults()
+	spec.Intensity, spec.Period = policy.Intensity, policy.Period
+	kids := make([]supervisor.Child, len(spec.Children))
+	for i, c := range spec.Children {
+		kids[i] = supervisor.Child{Name: c.Name, Restart: c.Restart}
 	}
 	return func(ctx context.Context, p *Process) error {
-		s := &procSupervisor{spec: spec, p: p, pids: make([]PID, len(spec.Children)), byPID: map[PID]int{}, ignore: map[PID]bool{}}
+		s := &procSupervisor{spec: spec, p: p, pids: make([]PID, len(spec.Children)), byPID: map[PID]int{}, ignore: map[PID]bool{},
+			engine: supervisor.NewEngine(policy, kids)}
 		p.TrapExits(true)
 		for i := range spec.Children {
 			if err := s.start(i); err != nil {
@@ -91,12 +95,12 @@ func Supervise(spec SupervisorSpec) Main {
 }
 
 type procSupervisor struct {
-	spec     SupervisorSpec
-	p        *Process
-	pids     []PID // by child index; 0 when not running
-	byPID    map[PID]int
-	ignore   map[PID]bool // children the supervisor stopped itself
-	restarts supervisor.Window
+	spec   SupervisorSpec
+	p      *Process
+	pids   []PID // by child index; 0 when not running
+	byPID  map[PID]int
+	ignore map[PID]bool // children the supervisor stopped itself
+	engine *supervisor.Engine
 }
 
 func (s *procSupervisor) start(i int) error {
@@ -138,45 +142,33 @@ func (s *procSupervisor) onDown(ctx context.Context, d *Down) error {
 	delete(s.byPID, d.PID)
 	s.pids[i] = 0
 	c := s.spec.Children[i]
-	ev := supervisor.Event{Failed: c.Name, Reason: d.Reason.String()}
-	if c.Restart == supervisor.Temporary || (c.Restart == supervisor.Transient && d.Reason.Kind == Normal) {
-		ev.Action, ev.Children = supervisor.ActionStop, []string{c.Name}
-		s.emit(ev)
+	dec := s.engine.Ended(i, d.Reason.String(), d.Reason.Kind == Normal, time.Now())
+	switch dec.Action {
+	case supervisor.ActionStop:
+		s.emit(dec.Event)
 		return nil
+	case supervisor.ActionEscalate:
+		s.emit(dec.Event)
+		return Exit(Reason{Kind: Fault, Detail: fmt.Sprintf("supervisor: %d restarts within %s (child %q: %s)", dec.Event.Restarts, s.spec.Period, c.Name, d.Reason)})
 	}
-	ev.Restarts = s.restarts.Add(time.Now(), s.spec.Period)
-	if ev.Restarts > s.spec.Intensity {
-		ev.Action = supervisor.ActionEscalate
-		s.emit(ev)
-		return Exit(Reason{Kind: Fault, Detail: fmt.Sprintf("supervisor: %d restarts within %s (child %q: %s)", ev.Restarts, s.spec.Period, c.Name, d.Reason)})
-	}
-	var targets []int
-	switch s.spec.Strategy {
-	case supervisor.OneForOne:
-		targets = []int{i}
-	case supervisor.OneForAll:
-		for j := range s.spec.Children {
-			targets = append(targets, j)
-		}
-	case supervisor.RestForOne:
-		for j := i; j < len(s.spec.Children); j++ {
-			targets = append(targets, j)
-		}
-	}
-	for _, j := range slices.Backward(targets) {
-		if j != i {
-			s.stop(j, "restarting with "+c.Name)
+	// A kernel restart is a kill and a spawn: kill the rest of the group
+	// (the restarted siblings and the dropped temporary ones; the failed
+	// child has ended already) in reverse start order, wait, then spawn
+	// the restarted ones in start order.
+	for r, t := len(dec.Restart)-1, len(dec.Stop)-1; r >= 0 || t >= 0; {
+		if t < 0 || (r >= 0 && dec.Restart[r] > dec.Stop[t]) {
+			if dec.Restart[r] != i {
+				s.stop(dec.Restart[r], "restarting with "+c.Name)
+			}
+			r--
+		} else {
+			s.stop(dec.Stop[t], "restarting with "+c.Name)
+			t--
 		}
 	}
-	ev.Action, ev.Delay = supervisor.ActionRestart, s.spec.Backoff.Delay(ev.Restarts)
-	for _, j := range targets {
-		if j == i || s.spec.Children[j].Restart != supervisor.Temporary {
-			ev.Children = append(ev.Children, s.spec.Children[j].Name)
-		}
-	}
-	s.emit(ev)
-	if ev.Delay > 0 {
-		t := time.NewTimer(ev.Delay)
+	s.emit(dec.Event)
+	if dec.Delay > 0 {
+		t := time.NewTimer(dec.Delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -184,10 +176,7 @@ func (s *procSupervisor) onDown(ctx context.Context, d *Down) error {
 			return nil
 		}
 	}
-	for _, j := range targets {
-		if j != i && s.spec.Children[j].Restart == supervisor.Temporary {
-			continue // a temporary sibling stopped with the others is dropped
-		}
+	for _, j := range dec.Restart {
 		if err := s.start(j); err != nil {
 			return err
 		}

@@ -16,17 +16,21 @@ func Props(spec Spec) (*actor.Props, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &supervisor{spec: spec}
+	s := &supervisor{spec: spec, engine: NewEngine(spec.policy(), nil)}
 	return actor.PropsFromProducer(func() actor.Actor { return s }, actor.WithSupervisor(s)), nil
 }
 
 // supervisor is both the actor and its children's SupervisorStrategy.
 // protoactor calls HandleFailure on the supervisor's own goroutine, the one
-// that runs Receive, so the state needs no lock.
+// that runs Receive, so the state needs no lock. The decisions are the
+// Engine's; the supervisor carries them out with protoactor's restart and
+// stop.
 type supervisor struct {
-	spec     Spec
-	children []*child     // live children, in start order
-	restarts Window       // restarts within the period
+	spec Spec
+	// children are the live children, in start order; engine holds them
+	// at the same indexes.
+	children []*liveChild
+	engine   *Engine
 	log      *slog.Logger // the actor system's logger
 	self     *actor.PID
 	// gen counts the supervisor's incarnations (one per Started): a
@@ -49,7 +53,7 @@ type restartDue struct {
 	pids []*actor.PID
 }
 
-type child struct {
+type liveChild struct {
 	spec ChildSpec
 	pid  *actor.PID
 }
@@ -83,15 +87,17 @@ func (s *supervisor) onStarted(ctx actor.Context) {
 	s.gen++
 	s.stopping = false
 	s.children = s.children[:0]
-	s.restarts.Reset()
+	kids := make([]Child, 0, len(s.spec.Children))
 	for _, cs := range s.spec.Children {
 		pid, err := ctx.SpawnNamed(cs.Props, cs.Name)
 		if err != nil {
 			s.log.Error("supervisor: cannot start child", slog.String("child", cs.Name), slog.Any("err", err))
 			continue
 		}
-		s.children = append(s.children, &child{spec: cs, pid: pid})
+		s.children = append(s.children, &liveChild{spec: cs, pid: pid})
+		kids = append(kids, Child{Name: cs.Name, Restart: cs.Restart})
 	}
+	s.engine.Reset(kids)
 }
 
 // onTerminated drops a child that stopped.
@@ -99,6 +105,7 @@ func (s *supervisor) onTerminated(m *actor.Terminated) {
 	for i, c := range s.children {
 		if c.pid.Equal(m.Who) {
 			s.children = append(s.children[:i], s.children[i+1:]...)
+			s.engine.Remove(i)
 			return
 		}
 	}
@@ -139,58 +146,36 @@ func (s *supervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor,
 		sup.StopChildren(pid)
 		return
 	}
-	idx := -1
-	for i, c := range s.children {
-		if c.pid.Equal(pid) {
-			idx = i
-		}
-	}
+	idx := s.indexOf(pid)
 	if idx < 0 { // not one of ours (should not happen): restart it alone
 		sup.RestartChildren(pid)
 		return
 	}
-	failed := s.children[idx]
-	ev := Event{Failed: failed.spec.Name, Reason: fmt.Sprint(reason)}
-	if failed.spec.Restart == Temporary {
-		ev.Action, ev.Children = ActionStop, []string{failed.spec.Name}
-		s.emit(ev)
+	// A panic is never a normal exit.
+	d := s.engine.Ended(idx, fmt.Sprint(reason), false, time.Now())
+	switch d.Action {
+	case ActionStop:
+		s.emit(d.Event)
 		sup.StopChildren(pid)
 		return
-	}
-	ev.Restarts = s.restarts.Add(time.Now(), s.spec.Period)
-	if ev.Restarts > s.spec.Intensity {
-		// Erlang semantics: too many restarts, the supervisor gives up and
-		// its own supervisor decides.
-		ev.Action = ActionEscalate
-		s.emit(ev)
-		s.restarts.Reset()
+	case ActionEscalate:
+		s.emit(d.Event)
 		sup.EscalateFailure(reason, message)
 		return
 	}
-	var targets []*child
-	switch s.spec.Strategy {
-	case OneForOne:
-		targets = []*child{failed}
-	case OneForAll:
-		targets = s.children
-	case RestForOne:
-		targets = s.children[idx:]
-	}
-	var restart, stop []*actor.PID
-	for _, c := range targets {
-		if c.spec.Restart == Temporary && c != failed {
-			stop = append(stop, c.pid)
-			continue
+	if len(d.Stop) > 0 {
+		stop := make([]*actor.PID, len(d.Stop))
+		for k, j := range d.Stop {
+			stop[k] = s.children[j].pid
 		}
-		restart = append(restart, c.pid)
-		ev.Children = append(ev.Children, c.spec.Name)
-	}
-	if len(stop) > 0 {
 		sup.StopChildren(stop...)
 	}
-	ev.Action, ev.Delay = ActionRestart, s.spec.Backoff.Delay(ev.Restarts)
-	s.emit(ev)
-	if ev.Delay == 0 {
+	restart := make([]*actor.PID, len(d.Restart))
+	for k, j := range d.Restart {
+		restart[k] = s.children[j].pid
+	}
+	s.emit(d.Event)
+	if d.Delay == 0 {
 		sup.RestartChildren(restart...)
 		return
 	}
@@ -201,16 +186,24 @@ func (s *supervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor,
 	// hit a new child that never failed).
 	due := &restartDue{gen: s.gen, sup: sup, pids: restart}
 	self := s.self
-	time.AfterFunc(ev.Delay, func() { sys.Root.Send(self, due) })
+	time.AfterFunc(d.Delay, func() { sys.Root.Send(self, due) })
+}
+
+// indexOf returns the index of a live child, or -1.
+func (s *supervisor) indexOf(pid *actor.PID) int {
+	for i, c := range s.children {
+		if c.pid.Equal(pid) {
+			return i
+		}
+	}
+	return -1
 }
 
 // nameOf returns the spec name of a child, or its PID when it is not one of
 // the live children.
 func (s *supervisor) nameOf(pid *actor.PID) string {
-	for _, c := range s.children {
-		if c.pid.Equal(pid) {
-			return c.spec.Name
-		}
+	if i := s.indexOf(pid); i >= 0 {
+		return s.children[i].spec.Name
 	}
 	return pid.String()
 }

@@ -3,6 +3,20 @@
 // and Props turns it into a supervisor actor that starts the children in
 // order and restarts them as the spec says.
 //
+// # One engine, two supervisors
+//
+// The decisions are made by Engine (engine.go), a pure value with no actor,
+// goroutine or clock: fed "child i ended, normally or not, at time t", it
+// answers with a Decision: restart these children in start order after
+// this delay (and stop these temporary siblings for good), stop the child,
+// or give up (ActionEscalate: intensity exceeded), with the Event to
+// report. It is shared by the two supervisors of agentos: the protoactor
+// supervisor actor of this package (Props), which carries decisions out
+// with protoactor's restart and stop, and the kernel's supervisor
+// processes (actors/kernel Supervise), which carry them out with kills,
+// links and spawns. A rule of supervision is changed once, in Engine, and
+// tested there (engine_test.go) as a table, without actors.
+//
 // # Protocol
 //
 // The supervisor answers WhichChildren with Children (the live children in
