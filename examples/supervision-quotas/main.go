@@ -9,6 +9,8 @@
 //     tool_calls: every kernel tool call costs one) is ended by the kernel
 //     with reason quota:<meter>, while its siblings keep running.
 //
+// Run it from the repository's root:
+//
 //	go run ./examples/supervision-quotas
 //
 // It exits 1 if a restart, the escalation or the quota exit does not happen.
