@@ -177,7 +177,9 @@ func quota(ctx context.Context, rt *agentos.Runtime) error {
 	fmt.Println("3. a process with a budget of 3 tool calls that keeps listing tools/")
 	calls := 0
 	var last error
+	returned := make(chan struct{}) // the kernel ends p at the refused charge, before its Main returns
 	p, err := rt.Kernel().Spawn(func(ctx context.Context, p *kernel.Process) error {
+		defer close(returned)
 		for {
 			if _, err := call(ctx, rt, p, "list_files", map[string]any{"dir": "tools"}); err != nil {
 				last = err
@@ -193,6 +195,7 @@ func quota(ctx context.Context, rt *agentos.Runtime) error {
 	if err != nil {
 		return err
 	}
+	<-returned
 	var qe *capability.QuotaError
 	fmt.Printf("   %d calls answered, then: %v\n", calls, last)
 	fmt.Println("   the process ended:", reason)
