@@ -1,0 +1,138 @@
+package examples_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// expected lists, for every example, lines its output MUST contain (the
+// last is its final "OK: ..." line). An example directory missing here fails
+// TestExamples, so a new example gets its checks.
+var expected = map[string][]string{
+	"runtime-two-agents": {
+		`runner  write_file tools/greet.ts: refused: write_file: capability does not grant this right`,
+		`lacks the "write" right on "tools/greet.ts"`,
+		`runner  exec_tool  tools/greet.ts: ok, result "hello ada"`,
+		"OK: the runner was refused a write and allowed an exec",
+	},
+	"replay-debug-patched": {
+		`(wrong: the prices were concatenated)`,
+		`replay (recorded source): result "01.502.25", same as recorded: true`,
+		`replay (patched source):  result 3.75, patched: true, same as recorded: false, divergence: none`,
+		`replay (chatty patch):    divergence [AGENTOS-J002]`,
+		"OK: recorded once, replayed offline three times",
+	},
+	"forge-scripted-model": {
+		`attempt 1: tests failed`,
+		`attempt 2: check and tests passed`,
+		`exec_tool tools/text/slug.ts -> "actors-that-really-exchange-messages"`,
+		`reused tools/text/slug.ts`,
+		`the model was asked 2 times in all`,
+		"OK: forged on the second attempt, ran, reused",
+	},
+	"supervision-quotas": {
+		`restart warmup (restart 2)`,
+		`the supervisor is still alive`,
+		`escalate feed (restart 3)`,
+		`the supervisor ended: fault: supervisor: 3 restarts within 1m0s`,
+		`the process ended: quota:tool_calls`,
+		"OK: restarted within intensity, escalated beyond it, ended on quota",
+	},
+}
+
+// examples returns the example directories: those holding a main.go.
+func examples(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if _, err := os.Stat(filepath.Join(e.Name(), "main.go")); e.IsDir() && err == nil {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) < 4 {
+		t.Fatalf("found %d examples (%v), want at least 4", len(names), names)
+	}
+	return names
+}
+
+// TestExamplesDocumented: every example has its checks here, a README.md
+// showing `go run ./examples/<name>` and its final OK line (so the pasted
+// output cannot silently stop matching what the program prints), and a
+// line in examples/README.md.
+func TestExamplesDocumented(t *testing.T) {
+	index, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range examples(t) {
+		want, ok := expected[name]
+		if !ok {
+			t.Errorf("examples/%s has no entry in expected (examples_test.go): add the lines its output must contain", name)
+			continue
+		}
+		readme, err := os.ReadFile(filepath.Join(name, "README.md"))
+		if err != nil {
+			t.Errorf("examples/%s has no README.md: %v", name, err)
+			continue
+		}
+		for _, s := range []string{"go run ./examples/" + name, want[len(want)-1]} {
+			if !bytes.Contains(readme, []byte(s)) {
+				t.Errorf("examples/%s/README.md lacks %q", name, s)
+			}
+		}
+		if !bytes.Contains(index, []byte("("+name+"/)")) {
+			t.Errorf("examples/README.md does not link %s/", name)
+		}
+	}
+}
+
+// TestExamples builds every example and runs it: each MUST exit 0 and print
+// its expected lines. The examples exit 1 when what they demonstrate does
+// not happen, so this catches drift in the API and in the behaviour.
+func TestExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs every example (tens of seconds): not in -short mode")
+	}
+	// go test puts its own GOROOT/bin first on PATH: this is the go
+	// command running the tests.
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go command to build the examples with: %v", err)
+	}
+	names := examples(t)
+	bin := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, goTool, "build", "-o", bin+string(filepath.Separator), "./...")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./examples/...: %v\n%s", err, out)
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, filepath.Join(bin, name))
+			cmd.Dir = t.TempDir()
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", name, err, stdout.String(), stderr.String())
+			}
+			for _, want := range expected[name] {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("%s's output lacks %q:\n%s", name, want, stdout.String())
+				}
+			}
+		})
+	}
+}
