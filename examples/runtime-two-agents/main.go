@@ -22,6 +22,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/node"
 )
 
 const greet = `/** Greets someone by name. */
@@ -92,7 +93,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("the runner's exec_tool was refused: %w", err)
 	}
-	var res kernel.ExecResult
+	var res node.ExecResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		return fmt.Errorf("exec_tool answered %s: %w", out, err)
 	}

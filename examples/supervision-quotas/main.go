@@ -30,6 +30,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/supervisor"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/node"
 )
 
 // broken throws on every run: the child that runs it fails each time.
@@ -140,7 +141,7 @@ func escalation(ctx context.Context, rt *agentos.Runtime) error {
 			if err != nil {
 				return err
 			}
-			var res kernel.ExecResult
+			var res node.ExecResult
 			if err := json.Unmarshal(out, &res); err != nil {
 				return err
 			}
