@@ -14,11 +14,10 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
-	"github.com/agentos-run/agentos/actors/forge/check"
+	gitactor "github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
-	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
 	"go.opentelemetry.io/otel/metric"
@@ -32,6 +31,15 @@ const (
 	DefaultTools = "tools"        // where tools live, mounted at /lib
 	StateDir     = ".agentos"     // agentos' own state (journal, caches); never visible to tools
 )
+
+// JournalFile is where a tool root's journal lives by default.
+var JournalFile = filepath.Join(StateDir, "journal.db")
+
+// QuotaFile is where a tool root keeps quota use across runtimes: what the
+// node and each named process with a quota spent of tool_calls, llm_tokens
+// and cost_usd (see capability.FileLedger). A runtime holds it open while
+// it runs.
+var QuotaFile = filepath.Join(StateDir, "quota.db")
 
 // Config is a tool root's configuration, read from agentos.json. Every field
 // is optional: the zero value is the documented default.
@@ -180,6 +188,14 @@ func (c Config) SQLitePath(root string) string {
 		return filepath.Join(root, filepath.FromSlash(c.SQL.SQLite))
 	}
 	return filepath.Join(root, StateDir, "data.db")
+}
+
+// JournalPath returns the journal file of the tool root at root.
+func (c Config) JournalPath(root string) string {
+	if c.Journal != "" {
+		return filepath.Join(root, filepath.FromSlash(c.Journal))
+	}
+	return filepath.Join(root, JournalFile)
 }
 
 // FetchConfig configures the fetch driver.
@@ -427,37 +443,25 @@ func (c Config) Tools() string {
 	return filepath.ToSlash(filepath.Clean(c.ToolsDir))
 }
 
-// ExecutorOptions returns the executor options for the tool root at root
-// that need no open resource: everything but the sql driver's session.
-// IMPORTANT: an entry point that runs tools MUST use OpenExecutorSetup
-// instead, which adds the sql session (see ExecutorSetup).
-func (c Config) ExecutorOptions(root string) executor.Options {
-	return executor.Options{
-		Root:           root,
-		ToolsDir:       c.Tools(),
-		Isolation:      executor.Isolation(c.Isolation),
-		Confine:        executor.Confine(c.Confine),
-		AllowedImports: c.AllowedImports,
-		WriteDirs:      c.WriteDirs,
-		Limits: executor.Limits{
-			Timeout:        time.Duration(c.Limits.Timeout),
-			MemoryBytes:    int64(c.Limits.MemoryMB) << 20,
-			MaxCallDepth:   c.Limits.MaxCallDepth,
-			MaxOutputBytes: c.Limits.MaxOutputBytes,
-		},
-		Devices: map[string]driver.Device{
-			driver.FetchDriver: driver.Fetch{Allow: c.Fetch.Allow, Timeout: time.Duration(c.Fetch.Timeout), MaxBytes: c.Fetch.MaxBytes, Secrets: c.fetchSecrets()},
-		},
-		Bindings:       []executor.Binding{executor.FetchBinding, executor.SQLBinding},
-		Logger:         c.Logger,
-		TracerProvider: c.TracerProvider,
-		MeterProvider:  c.MeterProvider,
+// repoOptions turns the git section into the repo's options; a relative
+// upstream path is relative to the tool root.
+func (c Config) repoOptions(root string, regenerate func() error, log *slog.Logger) repo.Options {
+	up := c.Git.Upstream
+	if !strings.Contains(up, "://") && !filepath.IsAbs(up) {
+		up = filepath.Join(root, filepath.FromSlash(up))
 	}
-}
-
-// CheckOptions returns the check_tool options of the tool root.
-func (c Config) CheckOptions() check.Options {
-	return check.Options{AllowedImports: c.AllowedImports}
+	var pr repo.PRAdapter = repo.NoopPR{}
+	if c.Git.GitHubRepo != "" {
+		pr = &repo.GitHubPR{API: c.Git.GitHubAPI, Repo: c.Git.GitHubRepo, TokenEnv: c.Git.TokenEnv}
+	}
+	return repo.Options{
+		Dir: root, Upstream: up, Branch: c.Git.Branch,
+		AuthorName: c.Git.AuthorName, AuthorEmail: c.Git.AuthorEmail, TokenEnv: c.Git.TokenEnv,
+		Strategy: repo.Strategy(c.Git.Strategy), PR: pr,
+		Derived: []string{RegistryFile}, Regenerate: regenerate,
+		Hold:   gitactor.Compiles, // a crash-left tool that does not compile stays local
+		Ignore: []string{StateDir + "/", c.Tools() + "/.forge/"}, Logger: log,
+	}
 }
 
 // configFile is what Init writes: every default spelled out, so a user

@@ -3,10 +3,45 @@ package agentos
 import (
 	"database/sql"
 	"log/slog"
+	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/driver"
 )
+
+// ExecutorOptions returns the executor options for the tool root at root
+// that need no open resource: everything but the sql driver's session.
+// IMPORTANT: an entry point that runs tools MUST use OpenExecutorSetup
+// instead, which adds the sql session (see ExecutorSetup).
+func (c Config) ExecutorOptions(root string) executor.Options {
+	return executor.Options{
+		Root:           root,
+		ToolsDir:       c.Tools(),
+		Isolation:      executor.Isolation(c.Isolation),
+		Confine:        executor.Confine(c.Confine),
+		AllowedImports: c.AllowedImports,
+		WriteDirs:      c.WriteDirs,
+		Limits: executor.Limits{
+			Timeout:        time.Duration(c.Limits.Timeout),
+			MemoryBytes:    int64(c.Limits.MemoryMB) << 20,
+			MaxCallDepth:   c.Limits.MaxCallDepth,
+			MaxOutputBytes: c.Limits.MaxOutputBytes,
+		},
+		Devices: map[string]driver.Device{
+			driver.FetchDriver: driver.Fetch{Allow: c.Fetch.Allow, Timeout: time.Duration(c.Fetch.Timeout), MaxBytes: c.Fetch.MaxBytes, Secrets: c.fetchSecrets()},
+		},
+		Bindings:       []executor.Binding{executor.FetchBinding, executor.SQLBinding},
+		Logger:         c.Logger,
+		TracerProvider: c.TracerProvider,
+		MeterProvider:  c.MeterProvider,
+	}
+}
+
+// CheckOptions returns the check_tool options of the tool root.
+func (c Config) CheckOptions() check.Options {
+	return check.Options{AllowedImports: c.AllowedImports}
+}
 
 // ExecutorSetup is what the executor of a tool root is built from: its
 // options, complete (limits, isolation, confinement, tools directory,
@@ -40,7 +75,7 @@ func (c Config) OpenExecutorSetup(root string, log *slog.Logger) (*ExecutorSetup
 	if log == nil {
 		log = slog.Default()
 	}
-	db, err := openDB(c, root, log)
+	db, err := driver.OpenDatabase(driver.DatabaseOptions{PostgresDSNEnv: c.SQL.PostgresDSNEnv, Role: c.SQL.Role, SQLite: c.SQLitePath(root), Logger: log})
 	if err != nil {
 		return nil, err
 	}
