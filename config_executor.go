@@ -50,8 +50,10 @@ func (c Config) CheckOptions() check.Options {
 // configured database), and the resources those drivers hold.
 //
 // IMPORTANT: every entry point that runs tools (Start, and the CLI's exec,
-// replay, recover and demo) MUST build its executor from OpenExecutorSetup,
-// so that a tool sees the same drivers however it is run. An entry point
+// replay, recover and demo) MUST build its executor from OpenExecutorSetup
+// (or, where nothing may be created, ExecutorSetupWithoutDatabase) and
+// start it with NewExecutor, so that a tool sees the same drivers however
+// it is run. An entry point
 // MAY adjust Options afterwards (workers, isolation) but MUST NOT assemble
 // drivers of its own.
 type ExecutorSetup struct {
@@ -82,6 +84,15 @@ func (c Config) OpenExecutorSetup(root string, log *slog.Logger) (*ExecutorSetup
 	s := &ExecutorSetup{Options: c.ExecutorOptions(root), DB: db, SQL: &driver.SQL{DB: db, MaxRows: c.SQL.MaxRows, Role: c.SQL.Role}}
 	s.Options.Sessions = map[string]driver.Session{driver.SQLDriver: s.SQL}
 	return s, nil
+}
+
+// ExecutorSetupWithoutDatabase is OpenExecutorSetup without the sql
+// driver: nothing is opened or created, and tgp.exec_sql answers that no
+// sql driver is configured. It is for running a tool in a directory that is
+// not a tool root, where opening the embedded database would create
+// .agentos/data.db (the CLI's exec --no-journal there).
+func (c Config) ExecutorSetupWithoutDatabase(root string) *ExecutorSetup {
+	return &ExecutorSetup{Options: c.ExecutorOptions(root)}
 }
 
 // NewExecutor starts an executor from the setup's options, after adjust (if
