@@ -259,8 +259,8 @@ type AgentOptions struct {
 
 // RunAgent runs task as a new agent process: a model calling the kernel
 // tools under the process's capabilities and quota until it answers (see
-// package agent). Its model calls are journaled under a run of kind
-// "agent".
+// package agent, agent.RunProcess). Its model calls are journaled under a
+// run of kind "agent".
 func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions) (agent.Result, error) {
 	if rt.model == nil {
 		return agent.Result{}, errors.New("agentos: no model is configured: set AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL (or llm in agentos.json)")
@@ -269,54 +269,10 @@ func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions)
 	if grants == nil {
 		grants = rt.cfg.DefaultGrants()
 	}
-	if !slices.ContainsFunc(grants, func(g capability.Grant) bool { return g.Right == capability.LLM }) {
-		grants = append(slices.Clone(grants), capability.Grant{Right: capability.LLM})
-	}
-	var res agent.Result
-	var runErr error
-	callerCtx := ctx
-	p, err := rt.Kernel().Spawn(func(ctx context.Context, p *kernel.Process) error {
-		// The agent stops when its process ends or its caller gives up.
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stop := context.AfterFunc(callerCtx, cancel)
-		defer stop()
-		tools, err := rt.node.Tools(p)
-		if err != nil {
-			return err
-		}
-		var host driver.Host = driver.Mux{llm.Driver: rt.model}
-		args, _ := json.Marshal(map[string]string{"task": task})
-		run, err := rt.j.Begin(journal.RunMeta{Kind: "agent", Args: args})
-		if err != nil {
-			return err
-		}
-		host = driver.Chain(host, run.Durable().Middleware())
-		res, runErr = agent.Run(ctx, agent.Options{LLM: host, Tools: tools, MaxSteps: opts.MaxSteps, Charge: func(u llm.Usage) error {
-			if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
-				return err
-			}
-			return p.Charge(capability.CostUSD, u.CostUSD)
-		}}, task)
-		out, _ := json.Marshal(res)
-		status := journal.StatusOK
-		if runErr != nil {
-			status = journal.StatusFailed
-		}
-		_ = run.End(status, out, nil)
-		return runErr
-	}, kernel.SpawnOptions{Name: opts.Name, Image: "agent", Grants: grants, Quota: opts.Quota})
-	if err != nil {
-		return agent.Result{}, err
-	}
-	// Wait for the process itself, so that res is complete (the caller's
-	// ctx ending cancels the agent, which then ends).
-	<-p.Done()
-	reason, _ := p.Reason()
-	if runErr == nil && reason.Kind != kernel.Normal {
-		runErr = fmt.Errorf("agentos: the agent process ended: %s", reason)
-	}
-	return res, runErr
+	return agent.RunProcess(ctx, task, agent.ProcessOptions{
+		Node: rt.node, Model: rt.model, Journal: rt.j,
+		Name: opts.Name, Grants: grants, Quota: opts.Quota, MaxSteps: opts.MaxSteps,
+	})
 }
 
 // ForgeReport says what became of a forge resumed at start.
