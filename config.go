@@ -18,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/scaffold"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
 	"go.opentelemetry.io/otel/metric"
@@ -26,10 +27,10 @@ import (
 
 // Files and directories of a tool root.
 const (
-	ConfigFile   = "agentos.json" // the tool root's configuration
-	RegistryFile = "meta.json"    // the tool registry (filled by the registry)
-	DefaultTools = "tools"        // where tools live, mounted at /lib
-	StateDir     = ".agentos"     // agentos' own state (journal, caches); never visible to tools
+	ConfigFile   = scaffold.ConfigFile   // the tool root's configuration
+	RegistryFile = scaffold.RegistryFile // the tool registry (filled by the registry)
+	DefaultTools = scaffold.DefaultTools // where tools live, mounted at /lib
+	StateDir     = scaffold.StateDir     // agentos' own state (journal, caches); never visible to tools
 )
 
 // JournalFile is where a tool root's journal lives by default.
@@ -464,34 +465,6 @@ func (c Config) repoOptions(root string, regenerate func() error, log *slog.Logg
 	}
 }
 
-// configFile is what Init writes: every default spelled out, so a user
-// sees what can be changed; upstream "" leaves Git out.
-func configFile(upstream string) string {
-	git := ""
-	if upstream != "" {
-		u, _ := json.Marshal(upstream)
-		git = fmt.Sprintf(`,
-  "git": {
-    "upstream": %s,
-    "branch": "main",
-    "strategy": "direct"
-  }`, u)
-	}
-	return `{
-  "tools_dir": "tools",
-  "isolation": "process",
-  "allowed_imports": [],
-  "write_dirs": [],
-  "limits": {
-    "timeout": "5s",
-    "memory_mb": 256,
-    "max_call_depth": 1000,
-    "max_output_bytes": 1048576
-  }` + git + `
-}
-`
-}
-
 // InitOptions configure Init.
 type InitOptions struct {
 	// Upstream is the Git upstream written into agentos.json. Empty: a bare
@@ -501,68 +474,17 @@ type InitOptions struct {
 	NoGit bool
 }
 
-// Init lays out a tool root in dir: agentos.json, the tools directory,
-// meta.json and a .gitignore for agentos' state. It is idempotent: existing
-// files are never overwritten. It returns the paths it created. Without Git
-// (NoGit) tools stay in the working tree; otherwise agentos.json names
-// opts.Upstream, or a bare repository Init creates beside dir (DIR.git).
+// Init lays out a tool root in dir (agentos init): agentos.json with every
+// default spelled out, the tools directory, meta.json and a .gitignore for
+// agentos' state. It is idempotent: existing files are never overwritten,
+// and an existing agentos.json must be valid. It returns the paths it
+// created. Without Git (NoGit) tools stay in the working tree; otherwise
+// agentos.json names opts.Upstream, or a bare repository Init creates
+// beside dir (DIR.git). The scaffolding itself is internal/scaffold's.
 func Init(dir string, opts InitOptions) (created []string, err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the tool root %s: %w", dir, err)
-	}
 	cfg, err := LoadConfig(dir)
 	if err != nil {
 		return nil, fmt.Errorf("the existing configuration is invalid, fix it first: %w", err)
 	}
-	tools := filepath.Join(dir, filepath.FromSlash(cfg.Tools()))
-	if _, err := os.Stat(tools); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(tools, 0o700); err != nil {
-			return created, err
-		}
-		created = append(created, cfg.Tools()+"/")
-	}
-	upstream := ""
-	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); errors.Is(err, fs.ErrNotExist) && !opts.NoGit {
-		if upstream = opts.Upstream; upstream == "" {
-			abs, err := filepath.Abs(dir)
-			if err != nil {
-				return created, err
-			}
-			bare := abs + ".git"
-			if _, err := os.Stat(bare); errors.Is(err, fs.ErrNotExist) {
-				if err := repo.InitBare(bare, "main"); err != nil {
-					return created, fmt.Errorf("creating the Git upstream %s: %w", bare, err)
-				}
-				created = append(created, bare+" (bare Git upstream)")
-			}
-			upstream = filepath.Join("..", filepath.Base(bare))
-		}
-	}
-	for _, f := range []struct{ name, content string }{
-		{ConfigFile, ""},
-		{RegistryFile, "{\n  \"tools\": {}\n}\n"},
-		{".gitignore", StateDir + "/\n"},
-	} {
-		p := filepath.Join(dir, f.name)
-		file, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return created, fmt.Errorf("creating %s: %w", p, err)
-		}
-		content := f.content
-		if f.name == ConfigFile {
-			content = configFile(upstream)
-		}
-		_, werr := file.WriteString(content)
-		if cerr := file.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return created, fmt.Errorf("writing %s: %w", p, werr)
-		}
-		created = append(created, f.name)
-	}
-	return created, nil
+	return scaffold.Init(dir, scaffold.Options{ToolsDir: cfg.Tools(), Upstream: opts.Upstream, NoGit: opts.NoGit})
 }
