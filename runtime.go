@@ -148,7 +148,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if rt.ex, err = setup.NewExecutor(nil); err != nil {
 		return rt, err
 	}
-	if rt.recovered, err = Recover(ctx, rt.ex, rt.j); err != nil {
+	if rt.recovered, err = executor.Recover(ctx, rt.ex, rt.j); err != nil {
 		return rt, fmt.Errorf("agentos: resuming unfinished runs: %w", err)
 	}
 	for _, r := range rt.recovered {
