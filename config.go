@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
-	"github.com/agentos-run/agentos/actors/forge/check"
+	gitactor "github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
-	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/scaffold"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
 	"go.opentelemetry.io/otel/metric"
@@ -27,11 +27,20 @@ import (
 
 // Files and directories of a tool root.
 const (
-	ConfigFile   = "agentos.json" // the tool root's configuration
-	RegistryFile = "meta.json"    // the tool registry (filled by the registry)
-	DefaultTools = "tools"        // where tools live, mounted at /lib
-	StateDir     = ".agentos"     // agentos' own state (journal, caches); never visible to tools
+	ConfigFile   = scaffold.ConfigFile   // the tool root's configuration
+	RegistryFile = scaffold.RegistryFile // the tool registry (filled by the registry)
+	DefaultTools = scaffold.DefaultTools // where tools live, mounted at /lib
+	StateDir     = scaffold.StateDir     // agentos' own state (journal, caches); never visible to tools
 )
+
+// JournalFile is where a tool root's journal lives by default.
+var JournalFile = filepath.Join(StateDir, "journal.db")
+
+// QuotaFile is where a tool root keeps quota use across runtimes: what the
+// node and each named process with a quota spent of tool_calls, llm_tokens
+// and cost_usd (see capability.FileLedger). A runtime holds it open while
+// it runs.
+var QuotaFile = filepath.Join(StateDir, "quota.db")
 
 // Config is a tool root's configuration, read from agentos.json. Every field
 // is optional: the zero value is the documented default.
@@ -180,6 +189,14 @@ func (c Config) SQLitePath(root string) string {
 		return filepath.Join(root, filepath.FromSlash(c.SQL.SQLite))
 	}
 	return filepath.Join(root, StateDir, "data.db")
+}
+
+// JournalPath returns the journal file of the tool root at root.
+func (c Config) JournalPath(root string) string {
+	if c.Journal != "" {
+		return filepath.Join(root, filepath.FromSlash(c.Journal))
+	}
+	return filepath.Join(root, JournalFile)
 }
 
 // FetchConfig configures the fetch driver.
@@ -427,65 +444,25 @@ func (c Config) Tools() string {
 	return filepath.ToSlash(filepath.Clean(c.ToolsDir))
 }
 
-// ExecutorOptions returns the executor options for the tool root at root
-// that need no open resource: everything but the sql driver's session.
-// IMPORTANT: an entry point that runs tools MUST use OpenExecutorSetup
-// instead, which adds the sql session (see ExecutorSetup).
-func (c Config) ExecutorOptions(root string) executor.Options {
-	return executor.Options{
-		Root:           root,
-		ToolsDir:       c.Tools(),
-		Isolation:      executor.Isolation(c.Isolation),
-		Confine:        executor.Confine(c.Confine),
-		AllowedImports: c.AllowedImports,
-		WriteDirs:      c.WriteDirs,
-		Limits: executor.Limits{
-			Timeout:        time.Duration(c.Limits.Timeout),
-			MemoryBytes:    int64(c.Limits.MemoryMB) << 20,
-			MaxCallDepth:   c.Limits.MaxCallDepth,
-			MaxOutputBytes: c.Limits.MaxOutputBytes,
-		},
-		Devices: map[string]driver.Device{
-			driver.FetchDriver: driver.Fetch{Allow: c.Fetch.Allow, Timeout: time.Duration(c.Fetch.Timeout), MaxBytes: c.Fetch.MaxBytes, Secrets: c.fetchSecrets()},
-		},
-		Bindings:       []executor.Binding{executor.FetchBinding, executor.SQLBinding},
-		Logger:         c.Logger,
-		TracerProvider: c.TracerProvider,
-		MeterProvider:  c.MeterProvider,
+// repoOptions turns the git section into the repo's options; a relative
+// upstream path is relative to the tool root.
+func (c Config) repoOptions(root string, regenerate func() error, log *slog.Logger) repo.Options {
+	up := c.Git.Upstream
+	if !strings.Contains(up, "://") && !filepath.IsAbs(up) {
+		up = filepath.Join(root, filepath.FromSlash(up))
 	}
-}
-
-// CheckOptions returns the check_tool options of the tool root.
-func (c Config) CheckOptions() check.Options {
-	return check.Options{AllowedImports: c.AllowedImports}
-}
-
-// configFile is what Init writes: every default spelled out, so a user
-// sees what can be changed; upstream "" leaves Git out.
-func configFile(upstream string) string {
-	git := ""
-	if upstream != "" {
-		u, _ := json.Marshal(upstream)
-		git = fmt.Sprintf(`,
-  "git": {
-    "upstream": %s,
-    "branch": "main",
-    "strategy": "direct"
-  }`, u)
+	var pr repo.PRAdapter = repo.NoopPR{}
+	if c.Git.GitHubRepo != "" {
+		pr = &repo.GitHubPR{API: c.Git.GitHubAPI, Repo: c.Git.GitHubRepo, TokenEnv: c.Git.TokenEnv}
 	}
-	return `{
-  "tools_dir": "tools",
-  "isolation": "process",
-  "allowed_imports": [],
-  "write_dirs": [],
-  "limits": {
-    "timeout": "5s",
-    "memory_mb": 256,
-    "max_call_depth": 1000,
-    "max_output_bytes": 1048576
-  }` + git + `
-}
-`
+	return repo.Options{
+		Dir: root, Upstream: up, Branch: c.Git.Branch,
+		AuthorName: c.Git.AuthorName, AuthorEmail: c.Git.AuthorEmail, TokenEnv: c.Git.TokenEnv,
+		Strategy: repo.Strategy(c.Git.Strategy), PR: pr,
+		Derived: []string{RegistryFile}, Regenerate: regenerate,
+		Hold:   gitactor.Compiles, // a crash-left tool that does not compile stays local
+		Ignore: []string{StateDir + "/", c.Tools() + "/.forge/"}, Logger: log,
+	}
 }
 
 // InitOptions configure Init.
@@ -497,68 +474,17 @@ type InitOptions struct {
 	NoGit bool
 }
 
-// Init lays out a tool root in dir: agentos.json, the tools directory,
-// meta.json and a .gitignore for agentos' state. It is idempotent: existing
-// files are never overwritten. It returns the paths it created. Without Git
-// (NoGit) tools stay in the working tree; otherwise agentos.json names
-// opts.Upstream, or a bare repository Init creates beside dir (DIR.git).
+// Init lays out a tool root in dir (agentos init): agentos.json with every
+// default spelled out, the tools directory, meta.json and a .gitignore for
+// agentos' state. It is idempotent: existing files are never overwritten,
+// and an existing agentos.json must be valid. It returns the paths it
+// created. Without Git (NoGit) tools stay in the working tree; otherwise
+// agentos.json names opts.Upstream, or a bare repository Init creates
+// beside dir (DIR.git). The scaffolding itself is internal/scaffold's.
 func Init(dir string, opts InitOptions) (created []string, err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the tool root %s: %w", dir, err)
-	}
 	cfg, err := LoadConfig(dir)
 	if err != nil {
 		return nil, fmt.Errorf("the existing configuration is invalid, fix it first: %w", err)
 	}
-	tools := filepath.Join(dir, filepath.FromSlash(cfg.Tools()))
-	if _, err := os.Stat(tools); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(tools, 0o700); err != nil {
-			return created, err
-		}
-		created = append(created, cfg.Tools()+"/")
-	}
-	upstream := ""
-	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); errors.Is(err, fs.ErrNotExist) && !opts.NoGit {
-		if upstream = opts.Upstream; upstream == "" {
-			abs, err := filepath.Abs(dir)
-			if err != nil {
-				return created, err
-			}
-			bare := abs + ".git"
-			if _, err := os.Stat(bare); errors.Is(err, fs.ErrNotExist) {
-				if err := repo.InitBare(bare, "main"); err != nil {
-					return created, fmt.Errorf("creating the Git upstream %s: %w", bare, err)
-				}
-				created = append(created, bare+" (bare Git upstream)")
-			}
-			upstream = filepath.Join("..", filepath.Base(bare))
-		}
-	}
-	for _, f := range []struct{ name, content string }{
-		{ConfigFile, ""},
-		{RegistryFile, "{\n  \"tools\": {}\n}\n"},
-		{".gitignore", StateDir + "/\n"},
-	} {
-		p := filepath.Join(dir, f.name)
-		file, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return created, fmt.Errorf("creating %s: %w", p, err)
-		}
-		content := f.content
-		if f.name == ConfigFile {
-			content = configFile(upstream)
-		}
-		_, werr := file.WriteString(content)
-		if cerr := file.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return created, fmt.Errorf("writing %s: %w", p, werr)
-		}
-		created = append(created, f.name)
-	}
-	return created, nil
+	return scaffold.Init(dir, scaffold.Options{ToolsDir: cfg.Tools(), Upstream: opts.Upstream, NoGit: opts.NoGit})
 }

@@ -2,33 +2,20 @@ package agentos
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"path/filepath"
-	"runtime"
-	"strings"
-	"sync"
 
 	"github.com/agentos-run/agentos/actors/executor"
-	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
-	"github.com/agentos-run/agentos/node"
-	"github.com/agentos-run/agentos/vfs"
 )
 
-// JournalFile is where a tool root's journal lives by default.
-var JournalFile = filepath.Join(StateDir, "journal.db")
-
-// QuotaFile is where a tool root keeps quota use across runtimes: what the
-// node and each named process with a quota spent of tool_calls, llm_tokens
-// and cost_usd (see capability.FileLedger). A runtime holds it open while
-// it runs.
-var QuotaFile = filepath.Join(StateDir, "quota.db")
+// The recording, replay and recovery of tool runs live in package executor,
+// next to the runs they record (actors/executor/record.go, replay.go,
+// recover.go). What follows is the same API under the names agentos has
+// always offered; new code may call package executor directly.
 
 // Exec runs req on ex and records the run in j: its metadata, the tool's
 // source (by content hash) and every driver call. With a nil journal it runs
-// live. It returns the result and the run id ("" when live).
+// live. It returns the result and the run id ("" when live). It is
+// executor.Record.
 //
 // A run cancelled by its caller (shutdown) is left "running" so that
 // Recover resumes it later; any other outcome ends the run.
@@ -36,248 +23,38 @@ func Exec(ctx context.Context, ex *executor.Executor, j *journal.Journal, req ex
 	return executor.Record(ctx, ex, j, req)
 }
 
-// ReplayReport compares a replayed run with its recording.
-type ReplayReport struct {
-	// Run is the recorded run.
-	Run journal.RunMeta `json:"run"`
-	// Result is what the replay produced.
-	Result executor.Result `json:"result"`
-	// Patched says the replay ran a different source than the recorded one.
-	Patched bool `json:"patched"`
-	// Same says the replay's result (or error kind) equals the recorded one.
-	Same bool `json:"same"`
-	// Divergence is the first point where the code asked for other I/O
-	// than recorded; nil when it followed the recording.
-	Divergence *journal.DivergenceError `json:"divergence,omitempty"`
-	// Limits are the limits the replay ran under: the run's recorded ones,
-	// with ReplayOptions.Limits over them. LimitsNote says when they are
-	// not simply the recorded ones (overridden, or never recorded).
-	Limits     executor.Limits `json:"limits"`
-	LimitsNote string          `json:"limits_note,omitempty"`
-	// LimitHit is set when the replay stopped at one of its limits (the
-	// result's error says which): IMPORTANT: that is not a divergence, and
-	// the recorded calls the replay never reached are not reported as one.
-	LimitHit string `json:"limit_hit,omitempty"`
-}
+// ReplayReport compares a replayed run with its recording (see
+// executor.ReplayReport).
+type ReplayReport = executor.ReplayReport
 
-// ReplayOptions adjust ReplayWith. The zero value replays the recorded tool
-// under the run's recorded limits.
-type ReplayOptions struct {
-	// Patched, when not nil, is a new version of the tool fed the recorded
-	// I/O instead of the recorded source.
-	Patched []byte
-	// Limits override the run's recorded limits field by field (zero
-	// fields keep the recorded ones), e.g. a longer timeout.
-	Limits executor.Limits
+// ReplayOptions adjust ReplayWith (see executor.ReplayOptions).
+type ReplayOptions = executor.ReplayOptions
 
-	// skip leaves alone the runs it selects (a serving node's runs in
-	// flight).
-	skip func(journal.RunMeta) bool
-}
-
-// Replay re-executes run id offline: every driver call is answered from the
-// journal and no device is touched. patched, when not nil, is a new version
-// of the tool fed the recorded I/O (how a user debugs a bad tool); otherwise
-// the recorded source is run, even if the file changed since.
-//
-// The run is replayed under the limits it was recorded with (see
-// ReplayWith to override them).
+// Replay re-executes run id offline, every driver call answered from the
+// journal; patched, when not nil, is a new version of the tool fed the
+// recorded I/O. It is executor.Replay.
 func Replay(ctx context.Context, ex *executor.Executor, j *journal.Journal, id string, patched []byte) (ReplayReport, error) {
-	return ReplayWith(ctx, ex, j, id, ReplayOptions{Patched: patched})
+	return executor.Replay(ctx, ex, j, id, patched)
 }
 
-// ReplayWith is Replay with options. A replay that stops at one of its
-// limits (its timeout, memory, output or call-depth limit) reports it in
-// LimitHit, never as a divergence: the code did not ask for other I/O, it
-// ran out of room before it asked for the rest.
+// ReplayWith is Replay with options. It is executor.ReplayWith.
 func ReplayWith(ctx context.Context, ex *executor.Executor, j *journal.Journal, id string, opts ReplayOptions) (ReplayReport, error) {
-	patched := opts.Patched
-	rep, err := j.Replayer(id)
-	if err != nil {
-		return ReplayReport{}, err
-	}
-	meta := rep.Meta()
-	src := patched
-	if src == nil {
-		if src, err = j.Source(meta.Hash); err != nil {
-			return ReplayReport{}, fmt.Errorf("run %s cannot be replayed: %w", meta.ID, err)
-		}
-	}
-	lim, note := runLimits(ex, meta, opts.Limits)
-	res := ex.Exec(ctx, executor.Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: lim, Middleware: []driver.Middleware{rep.Middleware()}})
-	r := ReplayReport{Run: meta, Result: res, Patched: patched != nil, Limits: lim, LimitsNote: note}
-	if r.LimitHit = limitHit(res, lim); r.LimitHit != "" {
-		r.Divergence = rep.Diverged() // only one seen before the limit stopped it
-	} else {
-		r.Divergence = rep.Finish()
-	}
-	// The recorded result was scrubbed of the run's secrets: compare the
-	// replayed one scrubbed the same way.
-	scrubbed := res
-	if res.Success {
-		scrubbed.Result = rep.Redact(res.Result)
-	} else if b, err := json.Marshal(res.Error); err == nil {
-		var e executor.Error
-		if json.Unmarshal(rep.Redact(b), &e) == nil {
-			scrubbed.Error = &e
-		}
-	}
-	r.Same = sameOutcome(meta, scrubbed)
-	return r, nil
+	return executor.ReplayWith(ctx, ex, j, id, opts)
 }
 
-// limitHit says which limit a run stopped at ("" when none): its error's
-// kind and the limit, e.g. "timeout 5s".
-func limitHit(res executor.Result, lim executor.Limits) string {
-	if res.Error == nil {
-		return ""
-	}
-	switch res.Error.Kind {
-	case executor.ErrTimeout.Kind:
-		return fmt.Sprintf("%s %v", res.Error.Kind, lim.Timeout)
-	case executor.ErrMemoryLimit.Kind:
-		return fmt.Sprintf("%s %d bytes", res.Error.Kind, lim.MemoryBytes)
-	case executor.ErrOutput.Kind:
-		return fmt.Sprintf("%s %d bytes", res.Error.Kind, lim.MaxOutputBytes)
-	case executor.ErrStack.Kind:
-		return fmt.Sprintf("%s %d frames", res.Error.Kind, lim.MaxCallDepth)
-	}
-	return ""
-}
+// RecoverReport says what became of one unfinished run (see
+// executor.RecoverReport).
+type RecoverReport = executor.RecoverReport
 
-// runLimits returns the limits a recorded run is run again under (its
-// recorded ones, override over them field by field) and, when they are not
-// simply the recorded ones, a note saying so. A run recorded before agentos
-// kept its limits gets the executor's defaults (the tool root's).
-func runLimits(ex *executor.Executor, meta journal.RunMeta, override executor.Limits) (executor.Limits, string) {
-	rec, recorded := executor.RecordedLimits(meta)
-	base := rec.Or(ex.Options().Limits)
-	lim := override.Or(base)
-	var notes []string
-	if !recorded {
-		notes = append(notes, fmt.Sprintf("the run was recorded without its limits (before agentos kept them): the tool root's defaults apply (%s)", executor.JournalLimits(base)))
-	}
-	for _, f := range []struct {
-		name      string
-		now, then any
-		set       bool
-	}{
-		{"timeout", lim.Timeout, base.Timeout, override.Timeout > 0},
-		{"memory_bytes", lim.MemoryBytes, base.MemoryBytes, override.MemoryBytes > 0},
-		{"max_call_depth", lim.MaxCallDepth, base.MaxCallDepth, override.MaxCallDepth > 0},
-		{"max_output_bytes", lim.MaxOutputBytes, base.MaxOutputBytes, override.MaxOutputBytes > 0},
-	} {
-		if f.set && f.now != f.then {
-			notes = append(notes, fmt.Sprintf("%s overridden: %v (the run's: %v)", f.name, f.now, f.then))
-		}
-	}
-	return lim, strings.Join(notes, "; ")
-}
-
-// sameOutcome compares a result with a recorded run's: equal JSON results,
-// or failures of the same kind.
-func sameOutcome(meta journal.RunMeta, res executor.Result) bool {
-	if (meta.Status == journal.StatusOK) != res.Success {
-		return false
-	}
-	if res.Success {
-		return jsonEqual(meta.Result, res.Result)
-	}
-	var rec executor.Error
-	if json.Unmarshal(meta.Error, &rec) != nil {
-		return false
-	}
-	return rec.Kind == res.Error.Kind && rec.Message == res.Error.Message
-}
-
-func jsonEqual(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return string(xa) == string(ya)
-}
-
-// RecoverReport says what became of one unfinished run.
-type RecoverReport struct {
-	Run journal.RunMeta `json:"run"`
-	// Outcome is what became of the run, one of the Outcome* values.
-	// IMPORTANT: Resumed alone does not say the run succeeded: a resumed
-	// run may fail (Result.Error says how); Failed reports both.
-	Outcome string          `json:"outcome"`
-	Resumed bool            `json:"resumed"`
-	Result  executor.Result `json:"result,omitzero"`
-	// Limits are the limits a resumed run ran under (its recorded ones,
-	// with RecoverOptions.Limits over them); LimitsNote says when they
-	// are not simply the recorded ones.
-	Limits     executor.Limits `json:"limits,omitzero"`
-	LimitsNote string          `json:"limits_note,omitempty"`
-	// Quarantined says the run is set aside (Reason says why): its host
-	// died while it ran in-process. Resume it with RecoverRun in process
-	// isolation ('agentos recover --run ID').
-	Quarantined bool `json:"quarantined,omitempty"`
-	// Reason says why a run could not be resumed (it was marked failed) or
-	// why it is quarantined.
-	Reason string `json:"reason,omitempty"`
-}
-
-// What became of an unfinished run (RecoverReport.Outcome).
+// What became of an unfinished run (RecoverReport.Outcome); see
+// executor.OutcomeOK and the others.
 const (
-	// OutcomeOK: resumed, and it ended successfully.
-	OutcomeOK = "resumed"
-	// OutcomeFailed: resumed, and the resumed execution failed
-	// (Result.Error says how, e.g. a timeout).
-	OutcomeFailed = "resumed_failed"
-	// OutcomeNotResumed: it could not be resumed (Reason says why) and
-	// was marked failed.
-	OutcomeNotResumed = "not_resumed"
-	// OutcomeQuarantined: set aside (Reason says why); resume it with
-	// 'agentos recover --run ID'.
-	OutcomeQuarantined = "quarantined"
-	// OutcomeInterrupted: resumed, then cancelled again (a shutdown); it
-	// stays resumable.
-	OutcomeInterrupted = "interrupted"
+	OutcomeOK          = executor.OutcomeOK
+	OutcomeFailed      = executor.OutcomeFailed
+	OutcomeNotResumed  = executor.OutcomeNotResumed
+	OutcomeQuarantined = executor.OutcomeQuarantined
+	OutcomeInterrupted = executor.OutcomeInterrupted
 )
-
-// Failed reports whether the run ended failed during this recovery: it was
-// resumed and its execution failed, or it could not be resumed.
-func (r RecoverReport) Failed() bool {
-	return r.Outcome == OutcomeFailed || r.Outcome == OutcomeNotResumed
-}
-
-// Summary says in a few words what became of the run: "resumed" (it ended
-// ok), "resumed and failed: timeout: ...", "quarantined: ...", ...
-func (r RecoverReport) Summary() string {
-	switch r.Outcome {
-	case OutcomeOK:
-		return "resumed"
-	case OutcomeFailed:
-		return fmt.Sprintf("resumed and failed: %s: %s", r.Result.Error.Kind, r.Result.Error.Message)
-	case OutcomeQuarantined:
-		return "quarantined: " + r.Reason
-	case OutcomeNotResumed:
-		return "not resumed, marked failed: " + r.Reason
-	}
-	return "interrupted again; it stays resumable"
-}
-
-// setOutcome fills in r.Outcome from the rest of the report.
-func (r *RecoverReport) setOutcome() {
-	switch {
-	case r.Quarantined:
-		r.Outcome = OutcomeQuarantined
-	case r.Resumed && r.Result.Success:
-		r.Outcome = OutcomeOK
-	case r.Resumed:
-		r.Outcome = OutcomeFailed
-	case r.Reason != "":
-		r.Outcome = OutcomeNotResumed
-	default:
-		r.Outcome = OutcomeInterrupted
-	}
-}
 
 // RecoverOptions adjust RecoverWith and RecoverRunWith. The zero value
 // resumes every run under its recorded limits.
@@ -291,269 +68,41 @@ type RecoverOptions struct {
 	skip func(journal.RunMeta) bool
 }
 
-// Errors of RecoverRun.
+func (o RecoverOptions) executor() executor.RecoverOptions {
+	return executor.RecoverOptions{Limits: o.Limits, Skip: o.skip}
+}
+
+// Errors of RecoverRun: errors.Is matches them (they are the executor's).
 var (
 	// ErrQuarantined: the run crashed its host (or its host died under it)
 	// while it ran in-process; it is resumed only in process isolation.
-	ErrQuarantined = errors.New("agentos: the run is quarantined")
+	ErrQuarantined = executor.ErrQuarantined
 	// ErrNotResumable: the run is not unfinished (it ended, or is not a
 	// tool run).
-	ErrNotResumable = errors.New("agentos: the run cannot be resumed")
+	ErrNotResumable = executor.ErrNotResumable
 )
 
-// Recover finds the tool runs ("exec") a crash left unfinished and resumes
-// each (forge runs are left to the forge): the recorded prefix of its calls
-// is answered from the journal (nothing is paid for twice), the run's /tmp
-// is rebuilt from its recorded writes, then the run continues live and is
-// appended to. A run whose tool changed or vanished since is marked failed
-// with the reason: none is dropped silently. Runs are resumed concurrently
-// (as many at once as the executor has workers), so that runs which each
-// end at their timeout do not add up.
-//
-// IMPORTANT: a run that was executing in-process when its host died is
-// never re-run blindly: the tool may be what killed the host (a Go stack
-// overflow or an out-of-memory error is fatal, and would kill every start
-// that re-ran it). It is quarantined with the reason, reported with
-// Quarantined, and resumed only on request, in process isolation
-// (RecoverRun). A run its host cancelled (a shutdown) is resumed as usual.
-// Runs quarantined earlier are reported again, until they are resumed.
-//
-// IMPORTANT: a run is resumed under the limits it was recorded with (its
-// timeout, memory, output and call-depth limits; see RecoverWith to
-// override them), and each report's Outcome says what became of it: a
-// resumed run may still fail.
+// Recover resumes the tool runs a crash left unfinished, under their
+// recorded limits and their callers' rights, and quarantines those whose
+// host died while they ran in-process. It is executor.Recover, which
+// documents it in full.
 func Recover(ctx context.Context, ex *executor.Executor, j *journal.Journal) ([]RecoverReport, error) {
-	return RecoverWith(ctx, ex, j, RecoverOptions{})
+	return executor.Recover(ctx, ex, j)
 }
 
-// RecoverWith is Recover with options.
+// RecoverWith is Recover with options. It is executor.RecoverWith.
 func RecoverWith(ctx context.Context, ex *executor.Executor, j *journal.Journal, opts RecoverOptions) ([]RecoverReport, error) {
-	out, err := recoverAll(ctx, ex, j, opts)
-	for i := range out {
-		out[i].setOutcome()
-	}
-	return out, err
+	return executor.RecoverWith(ctx, ex, j, opts.executor())
 }
 
-func recoverAll(ctx context.Context, ex *executor.Executor, j *journal.Journal, opts RecoverOptions) ([]RecoverReport, error) {
-	runs, err := j.Runs()
-	if err != nil {
-		return nil, err
-	}
-	var out []RecoverReport
-	var resume []int // indexes in out of the runs to resume
-	for _, meta := range runs {
-		if meta.Kind != "exec" {
-			continue // a forge run is resumed by the forge (Runtime does it at start)
-		}
-		if opts.skip != nil && opts.skip(meta) {
-			continue
-		}
-		switch {
-		case meta.Status == journal.StatusQuarantined:
-			out = append(out, RecoverReport{Run: meta, Quarantined: true, Reason: meta.Quarantine})
-			continue
-		case meta.Status != journal.StatusRunning:
-			continue
-		}
-		rep := RecoverReport{Run: meta}
-		if reason := hostDied(meta); reason != "" {
-			if err := j.Quarantine(meta.ID, reason); err != nil {
-				return out, err
-			}
-			rep.Quarantined, rep.Reason = true, reason
-			rep.Run.Status, rep.Run.Quarantine = journal.StatusQuarantined, reason
-			out = append(out, rep)
-			continue
-		}
-		if meta.Quarantine != "" && ex.Options().Isolation == executor.IsolationInProcess {
-			// Resumed once in a worker, interrupted again: still never
-			// in-process.
-			if err := j.Quarantine(meta.ID, meta.Quarantine); err != nil {
-				return out, err
-			}
-			rep.Quarantined, rep.Reason = true, meta.Quarantine
-			out = append(out, rep)
-			continue
-		}
-		if rep.Reason = unresumable(ex, j, meta); rep.Reason != "" {
-			if err := j.MarkFailed(meta.ID, rep.Reason); err != nil {
-				return out, err
-			}
-			out = append(out, rep)
-			continue
-		}
-		out = append(out, rep)
-		resume = append(resume, len(out)-1)
-	}
-	workers := ex.Options().Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	errs := make([]error, len(out))
-	sem := make(chan struct{}, workers)
-	var wg sync.WaitGroup
-	for _, i := range resume {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs[i] = resumeRun(ctx, ex, j, &out[i], opts)
-		})
-	}
-	wg.Wait()
-	return out, errors.Join(errs...)
-}
-
-// RecoverRun resumes one run on request: an unfinished or a quarantined
-// one (id may be a unique prefix). A quarantined run, or one whose host
-// died while it ran in-process, is resumed only by an executor in process
-// isolation (ErrQuarantined otherwise): in a worker, whatever killed the
-// host ends as a classified failure (stack_overflow, memory_limit, ...).
-//
-// The run is resumed under its recorded limits (RecoverRunWith overrides
-// them).
+// RecoverRun resumes one unfinished or quarantined run on request (id may
+// be a unique prefix); a quarantined one only in process isolation. It is
+// executor.RecoverRun.
 func RecoverRun(ctx context.Context, ex *executor.Executor, j *journal.Journal, id string) (RecoverReport, error) {
-	return RecoverRunWith(ctx, ex, j, id, RecoverOptions{})
+	return executor.RecoverRun(ctx, ex, j, id)
 }
 
-// RecoverRunWith is RecoverRun with options.
+// RecoverRunWith is RecoverRun with options. It is executor.RecoverRunWith.
 func RecoverRunWith(ctx context.Context, ex *executor.Executor, j *journal.Journal, id string, opts RecoverOptions) (RecoverReport, error) {
-	rep, err := recoverOne(ctx, ex, j, id, opts)
-	rep.setOutcome()
-	return rep, err
-}
-
-func recoverOne(ctx context.Context, ex *executor.Executor, j *journal.Journal, id string, opts RecoverOptions) (RecoverReport, error) {
-	meta, err := j.Get(id)
-	if err != nil {
-		return RecoverReport{}, err
-	}
-	rep := RecoverReport{Run: meta}
-	switch {
-	case meta.Kind != "exec":
-		return rep, fmt.Errorf("%w: run %s is a %s run; only tool runs (exec) are resumed here (a forge resumes at start)", ErrNotResumable, meta.ID, meta.Kind)
-	case meta.Status != journal.StatusRunning && meta.Status != journal.StatusQuarantined:
-		return rep, fmt.Errorf("%w: run %s has ended (%s); replay it with 'agentos replay %s' instead", ErrNotResumable, meta.ID, meta.Status, meta.ID)
-	}
-	suspect := meta.Quarantine
-	if suspect == "" {
-		suspect = hostDied(meta)
-	}
-	if suspect != "" && ex.Options().Isolation != executor.IsolationProcess {
-		if meta.Status == journal.StatusRunning {
-			if err := j.Quarantine(meta.ID, suspect); err != nil {
-				return rep, err
-			}
-		}
-		return rep, fmt.Errorf("%w: run %s: %s; it is resumed only in process isolation ('agentos recover --run %s' uses worker processes)", ErrQuarantined, meta.ID, suspect, meta.ID)
-	}
-	if rep.Reason = unresumable(ex, j, meta); rep.Reason != "" {
-		return rep, j.MarkFailed(meta.ID, rep.Reason)
-	}
-	if suspect != "" {
-		rep.Run.Quarantine = suspect
-	}
-	return rep, resumeRun(ctx, ex, j, &rep, opts)
-}
-
-// hostDied returns why an unfinished run must be quarantined: its host
-// died while it ran in-process ("" when it need not be).
-func hostDied(meta journal.RunMeta) string {
-	if meta.Status != journal.StatusRunning || meta.Isolation != string(executor.IsolationInProcess) || meta.Interrupted != "" {
-		return ""
-	}
-	host := fmt.Sprintf("its host process (pid %d) died", meta.PID)
-	switch {
-	case meta.PID == 0:
-		host = "its host process died"
-	case meta.Current():
-		host = "it never ended and was not cancelled (its runtime in this process stopped under it)"
-	}
-	return fmt.Sprintf("%s while the run was executing in-process, and the tool may be what killed it (in-process, a Go stack overflow or out-of-memory error is fatal to the host); it is not run again automatically: resume it in a worker process with 'agentos recover --run %s'", host, meta.ID)
-}
-
-// unresumable returns why run meta cannot be resumed ("" when it can).
-func unresumable(ex *executor.Executor, j *journal.Journal, meta journal.RunMeta) string {
-	_, hash, serr := ex.Source(meta.Tool)
-	usedSQL := false
-	if entries, err := j.Entries(meta.ID); err == nil {
-		for _, e := range entries {
-			usedSQL = usedSQL || e.Driver == driver.SQLDriver
-		}
-	}
-	switch {
-	case usedSQL:
-		// Its transaction died with the process: replaying the recorded
-		// statements would skip writes the database never kept.
-		return fmt.Sprintf("cannot resume: the run used SQL, and the crash rolled back its transaction; run %s again", meta.Tool)
-	case serr != nil:
-		return fmt.Sprintf("cannot resume: the tool %s is gone (%v)", meta.Tool, serr)
-	case meta.ArgsRedacted:
-		// Resuming would run the tool with [REDACTED] in place of its
-		// credentials, silently: refuse, clearly.
-		return fmt.Sprintf("cannot resume: its arguments carried credentials, which the journal does not keep; run %s again (pass credentials as named secrets, not arguments)", meta.Tool)
-	case hash != meta.Hash:
-		return fmt.Sprintf("cannot resume: the tool %s changed since the run started (content hash %.12s, now %.12s); replay it with 'agentos replay %s --tool %s' instead", meta.Tool, meta.Hash, hash, meta.ID, meta.Tool)
-	}
-	return ""
-}
-
-// resumeRun resumes the run rep describes and fills in its result: the
-// recorded prefix is answered from the journal, the /tmp writes in it are
-// performed again (the run's /tmp died with its host), the rest runs live.
-//
-// IMPORTANT: the run resumes under the limits it was recorded with (opts
-// over them): a run started with a 60 s timeout MUST NOT be cut at the
-// default 5 s because it was resumed.
-func resumeRun(ctx context.Context, ex *executor.Executor, j *journal.Journal, rep *RecoverReport, opts RecoverOptions) error {
-	meta := rep.Run
-	src, _, err := ex.Source(meta.Tool)
-	if err != nil {
-		return err
-	}
-	rec, err := j.Recover(meta.ID)
-	if err != nil {
-		return err
-	}
-	rec.Redo = redoTmpWrite
-	rep.Limits, rep.LimitsNote = runLimits(ex, meta, opts.Limits)
-	rec.Run().SetLimits(executor.JournalLimits(rep.Limits))
-	// IMPORTANT: committed before the tool runs again: should this host
-	// die during the resumed run, the next start knows where it ran.
-	if err := rec.Run().Rehost(string(ex.Options().Isolation)); err != nil {
-		return err
-	}
-	req := executor.Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: rep.Limits, Middleware: []driver.Middleware{rec.Middleware()}}
-	if meta.Caller != nil {
-		// IMPORTANT: the resumed run holds exactly the rights its caller
-		// held, as the original run did; only a run no process made (the
-		// operator's) runs without a caller restriction.
-		rights, checks := node.CallerRights(*meta.Caller)
-		req.Rights, req.Caller = rights, meta.Caller
-		req.Middleware = append(req.Middleware, checks)
-	}
-	rep.Result = ex.Exec(ctx, req)
-	if rep.Result.Error != nil && errors.Is(rep.Result.Error, executor.ErrCancelled) {
-		_ = rec.Run().Interrupt("cancelled: " + rep.Result.Error.Message) // interrupted again: still resumable
-		return nil
-	}
-	rep.Resumed = true
-	rep.Quarantined = false
-	return executor.EndRun(rec.Run(), rep.Result)
-}
-
-// redoTmpWrite says which recorded calls a resumed run performs again: its
-// successful writes under /tmp, the per-run scratch directory that died with
-// the crashed host. Writes anywhere else were kept by the filesystem.
-func redoTmpWrite(c driver.Call) bool {
-	if c.Driver != driver.FSDriver || c.Op != "write_file" {
-		return false
-	}
-	var a struct {
-		Path string `json:"path"`
-	}
-	if json.Unmarshal(c.Request, &a) != nil {
-		return false
-	}
-	return a.Path == vfs.TmpMount || strings.HasPrefix(a.Path, vfs.TmpMount+"/")
+	return executor.RecoverRunWith(ctx, ex, j, id, opts.executor())
 }

@@ -7,18 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
-	gitactor "github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
@@ -30,8 +27,6 @@ import (
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/vfs"
-	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL, when a DSN is configured
-	_ "modernc.org/sqlite"             // the embedded database, no cgo
 )
 
 // CloseTimeout bounds Runtime.Close: how long processes and actors get to
@@ -149,7 +144,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if rt.ex, err = setup.NewExecutor(nil); err != nil {
 		return rt, err
 	}
-	if rt.recovered, err = Recover(ctx, rt.ex, rt.j); err != nil {
+	if rt.recovered, err = executor.Recover(ctx, rt.ex, rt.j); err != nil {
 		return rt, fmt.Errorf("agentos: resuming unfinished runs: %w", err)
 	}
 	for _, r := range rt.recovered {
@@ -260,8 +255,8 @@ type AgentOptions struct {
 
 // RunAgent runs task as a new agent process: a model calling the kernel
 // tools under the process's capabilities and quota until it answers (see
-// package agent). Its model calls are journaled under a run of kind
-// "agent".
+// package agent, agent.RunProcess). Its model calls are journaled under a
+// run of kind "agent".
 func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions) (agent.Result, error) {
 	if rt.model == nil {
 		return agent.Result{}, errors.New("agentos: no model is configured: set AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL (or llm in agentos.json)")
@@ -270,54 +265,10 @@ func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions)
 	if grants == nil {
 		grants = rt.cfg.DefaultGrants()
 	}
-	if !slices.ContainsFunc(grants, func(g capability.Grant) bool { return g.Right == capability.LLM }) {
-		grants = append(slices.Clone(grants), capability.Grant{Right: capability.LLM})
-	}
-	var res agent.Result
-	var runErr error
-	callerCtx := ctx
-	p, err := rt.Kernel().Spawn(func(ctx context.Context, p *kernel.Process) error {
-		// The agent stops when its process ends or its caller gives up.
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stop := context.AfterFunc(callerCtx, cancel)
-		defer stop()
-		tools, err := rt.node.Tools(p)
-		if err != nil {
-			return err
-		}
-		var host driver.Host = driver.Mux{llm.Driver: rt.model}
-		args, _ := json.Marshal(map[string]string{"task": task})
-		run, err := rt.j.Begin(journal.RunMeta{Kind: "agent", Args: args})
-		if err != nil {
-			return err
-		}
-		host = driver.Chain(host, run.Durable().Middleware())
-		res, runErr = agent.Run(ctx, agent.Options{LLM: host, Tools: tools, MaxSteps: opts.MaxSteps, Charge: func(u llm.Usage) error {
-			if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
-				return err
-			}
-			return p.Charge(capability.CostUSD, u.CostUSD)
-		}}, task)
-		out, _ := json.Marshal(res)
-		status := journal.StatusOK
-		if runErr != nil {
-			status = journal.StatusFailed
-		}
-		_ = run.End(status, out, nil)
-		return runErr
-	}, kernel.SpawnOptions{Name: opts.Name, Image: "agent", Grants: grants, Quota: opts.Quota})
-	if err != nil {
-		return agent.Result{}, err
-	}
-	// Wait for the process itself, so that res is complete (the caller's
-	// ctx ending cancels the agent, which then ends).
-	<-p.Done()
-	reason, _ := p.Reason()
-	if runErr == nil && reason.Kind != kernel.Normal {
-		runErr = fmt.Errorf("agentos: the agent process ended: %s", reason)
-	}
-	return res, runErr
+	return agent.RunProcess(ctx, task, agent.ProcessOptions{
+		Node: rt.node, Model: rt.model, Journal: rt.j,
+		Name: opts.Name, Grants: grants, Quota: opts.Quota, MaxSteps: opts.MaxSteps,
+	})
 }
 
 // ForgeReport says what became of a forge resumed at start.
@@ -358,82 +309,10 @@ func serveForever(ctx context.Context, p *kernel.Process) error {
 	}
 }
 
-// JournalPath returns the journal file of the tool root at root.
-func (c Config) JournalPath(root string) string {
-	if c.Journal != "" {
-		return filepath.Join(root, filepath.FromSlash(c.Journal))
-	}
-	return filepath.Join(root, JournalFile)
-}
-
 // DB returns the database exec_sql reaches. IMPORTANT: on SQLite its
 // connections run under the tools' policy (see driver.OpenSQLite): BEGIN,
 // ATTACH and most PRAGMAs are refused on them.
 func (rt *Runtime) DB() *sql.DB { return rt.db }
-
-// openDB opens PostgreSQL when sql.postgres_dsn_env names a set variable,
-// else the embedded SQLite file. A PostgreSQL login role that can reach the
-// server's files is logged as a warning; an unusable sql.role is an error.
-func openDB(cfg Config, root string, log *slog.Logger) (*sql.DB, error) {
-	if env := cfg.SQL.PostgresDSNEnv; env != "" {
-		dsn := os.Getenv(env)
-		if dsn == "" {
-			return nil, fmt.Errorf("agentos: sql.postgres_dsn_env names %s, which is not set: export the PostgreSQL DSN in it, or remove the setting to use SQLite", env)
-		}
-		db, err := sql.Open("pgx", dsn)
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err = db.PingContext(ctx)
-			cancel()
-			if err != nil {
-				db.Close()
-			}
-		}
-		if err != nil {
-			// pgx errors can quote the DSN; name the variable, not its value.
-			return nil, fmt.Errorf("agentos: cannot reach the PostgreSQL database in %s: %s", env, redactDSN(err.Error(), dsn))
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		warnings, err := driver.PostgresCheck(ctx, db, cfg.SQL.Role)
-		cancel()
-		if err != nil {
-			db.Close()
-			return nil, fmt.Errorf("agentos: the PostgreSQL database in %s: %s", env, redactDSN(err.Error(), dsn))
-		}
-		for _, w := range warnings {
-			log.Warn("agentos: "+w, slog.String("dsn_env", env))
-		}
-		return db, nil
-	}
-	if cfg.SQL.Role != "" {
-		return nil, fmt.Errorf("agentos: sql.role applies to PostgreSQL only (set sql.postgres_dsn_env), or remove it")
-	}
-	return openSQLite(cfg.SQLitePath(root))
-}
-
-// redactDSN removes the DSN and its password from an error text.
-func redactDSN(msg, dsn string) string {
-	msg = strings.ReplaceAll(msg, dsn, "[dsn]")
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "[redacted]")
-		}
-	}
-	return msg
-}
-
-// openSQLite opens the embedded database (driver.OpenSQLite: WAL, busy
-// timeout, foreign keys, defensive mode, the tools' authorizer).
-func openSQLite(path string) (*sql.DB, error) {
-	if err := createPrivate(path); err != nil {
-		return nil, fmt.Errorf("agentos: creating the database %s: %w", path, err)
-	}
-	db, err := driver.OpenSQLite(path)
-	if err != nil {
-		return nil, fmt.Errorf("agentos: %w", err)
-	}
-	return db, nil
-}
 
 // Registry returns the tool registry (meta.json, search).
 func (rt *Runtime) Registry() *registry.Registry { return rt.reg }
@@ -441,27 +320,6 @@ func (rt *Runtime) Registry() *registry.Registry { return rt.reg }
 // Repo returns the Git repository the tools persist to (nil without an
 // upstream).
 func (rt *Runtime) Repo() *repo.Repo { return rt.repo }
-
-// repoOptions turns the git section into the repo's options; a relative
-// upstream path is relative to the tool root.
-func (c Config) repoOptions(root string, regenerate func() error, log *slog.Logger) repo.Options {
-	up := c.Git.Upstream
-	if !strings.Contains(up, "://") && !filepath.IsAbs(up) {
-		up = filepath.Join(root, filepath.FromSlash(up))
-	}
-	var pr repo.PRAdapter = repo.NoopPR{}
-	if c.Git.GitHubRepo != "" {
-		pr = &repo.GitHubPR{API: c.Git.GitHubAPI, Repo: c.Git.GitHubRepo, TokenEnv: c.Git.TokenEnv}
-	}
-	return repo.Options{
-		Dir: root, Upstream: up, Branch: c.Git.Branch,
-		AuthorName: c.Git.AuthorName, AuthorEmail: c.Git.AuthorEmail, TokenEnv: c.Git.TokenEnv,
-		Strategy: repo.Strategy(c.Git.Strategy), PR: pr,
-		Derived: []string{RegistryFile}, Regenerate: regenerate,
-		Hold:   gitactor.Compiles, // a crash-left tool that does not compile stays local
-		Ignore: []string{StateDir + "/", c.Tools() + "/.forge/"}, Logger: log,
-	}
-}
 
 // Root returns the absolute tool root.
 func (rt *Runtime) Root() string { return rt.root }

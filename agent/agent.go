@@ -11,6 +11,11 @@
 // answer, or with a clear Reason: the step budget ran out, the model
 // repeated the same call without progress, the model failed.
 //
+// RunProcess runs the loop as a process of a booted node (what
+// agentos.Runtime.RunAgent does): the kernel spawns it with its grants and
+// quota, the kernel tools are bound to it, and its model calls are
+// journaled under a run of kind "agent".
+//
 // # Failure
 //
 // A tool call that fails is not the end: its error goes back to the model,

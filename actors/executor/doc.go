@@ -49,6 +49,17 @@
 // (Kind "internal") and the panic is raised in the actor, so its supervisor
 // restarts it as its spec says; other runs in flight are untouched.
 //
+// # Recording, replay and recovery
+//
+// Record runs a request and journals the run: its source by content hash,
+// its limits, its caller's grants and every driver call (record.go). Replay
+// runs a recorded run again offline, every driver call answered from the
+// journal, optionally against a patched source, and reports the first
+// divergence (replay.go). Recover resumes the runs a crash left unfinished
+// under their recorded limits and their caller's rights (CallerRights),
+// quarantining those whose host died while they ran in-process; RecoverRun
+// resumes one on request, in process isolation (recover.go).
+//
 // # Failure
 //
 // Exec never panics and never returns a Go error: every failure is a

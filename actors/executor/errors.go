@@ -1,6 +1,10 @@
 package executor
 
-import "github.com/agentos-run/agentos/actors/executor/internal/sandbox"
+import (
+	"errors"
+
+	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
+)
 
 // Error is why a run failed; see Kind. errors.Is(err, ErrTimeout) and the
 // other sentinels match any Error of the same kind.
@@ -26,4 +30,14 @@ var (
 	ErrUnsettled   = &Error{Kind: sandbox.KindUnsettled}
 	ErrHostFailure = &Error{Kind: sandbox.KindHostFailure}
 	ErrInternal    = &Error{Kind: sandbox.KindInternal}
+)
+
+// Errors of RecoverRun (recover.go).
+var (
+	// ErrQuarantined: the run crashed its host (or its host died under it)
+	// while it ran in-process; it is resumed only in process isolation.
+	ErrQuarantined = errors.New("executor: the run is quarantined")
+	// ErrNotResumable: the run is not unfinished (it ended, or is not a
+	// tool run).
+	ErrNotResumable = errors.New("executor: the run cannot be resumed")
 )

@@ -204,7 +204,7 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if !res.Valid {
 			fmt.Fprintf(stdout, "   exec   (run anyway, to show the sandbox holds)\n")
 		}
-		r, runID, err := agentos.Exec(ctx, ex, j, executor.Request{Path: t.path, Args: json.RawMessage(t.args), Limits: t.limits})
+		r, runID, err := executor.Record(ctx, ex, j, executor.Request{Path: t.path, Args: json.RawMessage(t.args), Limits: t.limits})
 		if err != nil {
 			return err
 		}
@@ -236,7 +236,7 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err := jail.WriteFile("data/orders.json", []byte(`[]`)); err != nil {
 		return err
 	}
-	rep, err := agentos.Replay(ctx, ex, j, runIDs["tools/reports/orders.ts"], nil)
+	rep, err := executor.Replay(ctx, ex, j, runIDs["tools/reports/orders.ts"], nil)
 	if err != nil {
 		return err
 	}

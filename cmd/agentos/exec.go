@@ -8,7 +8,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -64,7 +63,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer stop()
-	res, runID, err := agentos.Exec(ctx, ex, j, executor.Request{Path: rel, Args: argsJSON, Limits: executor.Limits{Timeout: *timeout}})
+	res, runID, err := executor.Record(ctx, ex, j, executor.Request{Path: rel, Args: argsJSON, Limits: executor.Limits{Timeout: *timeout}})
 	if err != nil {
 		return err
 	}

@@ -16,18 +16,10 @@ import (
 // there) nothing may be created, so the embedded database is not opened:
 // tgp.exec_sql then answers that no sql driver is configured.
 func toolExecutor(absRoot string, cfg agentos.Config, adjust func(*executor.Options)) (ex *executor.Executor, stop func(), err error) {
+	var setup *agentos.ExecutorSetup
 	if !isToolRoot(absRoot) && cfg.SQL.PostgresDSNEnv == "" {
-		opts := cfg.ExecutorOptions(absRoot) // every driver but sql, which would create <dir>/.agentos/data.db
-		if adjust != nil {
-			adjust(&opts)
-		}
-		if ex, err = executor.New(opts); err != nil {
-			return nil, nil, err
-		}
-		return ex, func() { ex.Close() }, nil
-	}
-	setup, err := cfg.OpenExecutorSetup(absRoot, nil)
-	if err != nil {
+		setup = cfg.ExecutorSetupWithoutDatabase(absRoot) // the embedded database would create <dir>/.agentos/data.db
+	} else if setup, err = cfg.OpenExecutorSetup(absRoot, nil); err != nil {
 		return nil, nil, err
 	}
 	if ex, err = setup.NewExecutor(adjust); err != nil {

@@ -38,7 +38,7 @@ func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer j.Close()
-	ropts := agentos.RecoverOptions{Limits: executor.Limits{Timeout: *timeout}}
+	ropts := executor.RecoverOptions{Limits: executor.Limits{Timeout: *timeout}}
 	asJSON := c.asJSON
 	ex, stop, err := toolExecutor(absRoot, cfg, func(opts *executor.Options) {
 		if *only != "" {
@@ -49,21 +49,21 @@ func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer stop()
-	var reports []agentos.RecoverReport
+	var reports []executor.RecoverReport
 	if *only != "" {
-		rep, err := agentos.RecoverRunWith(ctx, ex, j, *only, ropts)
+		rep, err := executor.RecoverRunWith(ctx, ex, j, *only, ropts)
 		if err != nil {
 			return err
 		}
-		reports = []agentos.RecoverReport{rep}
-	} else if reports, err = agentos.RecoverWith(ctx, ex, j, ropts); err != nil {
+		reports = []executor.RecoverReport{rep}
+	} else if reports, err = executor.RecoverWith(ctx, ex, j, ropts); err != nil {
 		return err
 	}
 	if *asJSON {
 		if reports == nil {
-			reports = []agentos.RecoverReport{}
+			reports = []executor.RecoverReport{}
 		}
-		if err := fprintJSON(stdout, map[string][]agentos.RecoverReport{"recovered": reports}); err != nil {
+		if err := fprintJSON(stdout, map[string][]executor.RecoverReport{"recovered": reports}); err != nil {
 			return err
 		}
 		return recoverStatus(reports)
@@ -76,7 +76,7 @@ func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 }
 
 // printRecovered prints what became of each run, one line each.
-func printRecovered(stdout io.Writer, reports []agentos.RecoverReport) {
+func printRecovered(stdout io.Writer, reports []executor.RecoverReport) {
 	for _, r := range reports {
 		switch {
 		case r.Resumed && r.Result.Success:
@@ -99,7 +99,7 @@ func printRecovered(stdout io.Writer, reports []agentos.RecoverReport) {
 // recoverStatus is errFailed (exit 1) when a resumed run failed or a run
 // could not be resumed: IMPORTANT: recover MUST NOT exit 0 for a run whose
 // resumed execution failed.
-func recoverStatus(reports []agentos.RecoverReport) error {
+func recoverStatus(reports []executor.RecoverReport) error {
 	for _, r := range reports {
 		if r.Failed() {
 			return errFailed

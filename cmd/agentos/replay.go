@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 )
 
@@ -38,7 +37,7 @@ func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer stop()
-	rep, err := agentos.ReplayWith(ctx, ex, j, pos[0], agentos.ReplayOptions{Patched: patched, Limits: executor.Limits{Timeout: *timeout}})
+	rep, err := executor.ReplayWith(ctx, ex, j, pos[0], executor.ReplayOptions{Patched: patched, Limits: executor.Limits{Timeout: *timeout}})
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -57,14 +56,14 @@ func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
 }
 
 // recordedTimeout is the timeout run rep replayed was recorded under.
-func recordedTimeout(rep agentos.ReplayReport) string {
+func recordedTimeout(rep executor.ReplayReport) string {
 	if rep.Run.Limits == nil {
 		return "limits it did not record (it predates recorded limits)"
 	}
 	return "a timeout of " + rep.Run.Limits.Timeout.String()
 }
 
-func printReplay(w io.Writer, rep agentos.ReplayReport) {
+func printReplay(w io.Writer, rep executor.ReplayReport) {
 	what := "the recorded tool"
 	if rep.Patched {
 		what = "the patched tool"

@@ -1,4 +1,4 @@
-package agentos
+package executor
 
 import (
 	"context"
@@ -14,17 +14,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 )
 
-// env is a tool root with an executor, a journal and a "web" device: a stub
+// recEnv is a tool root with an executor, a journal and a "web" device: a stub
 // driver with real I/O behind it (an HTTP server on loopback that counts the
 // requests it receives).
-type env struct {
+type recEnv struct {
 	root string
-	ex   *executor.Executor
+	ex   *Executor
 	j    *journal.Journal
 	hits atomic.Int64
 }
@@ -50,15 +49,15 @@ func webDevice(base string) driver.Device {
 	})
 }
 
-func newEnv(t *testing.T, durability journal.Durability, files map[string]string) *env {
+func newRecEnv(t *testing.T, durability journal.Durability, files map[string]string) *recEnv {
 	t.Helper()
-	e := &env{root: t.TempDir()}
+	e := &recEnv{root: t.TempDir()}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.hits.Add(1)
 		io.WriteString(w, "price of "+strings.TrimPrefix(r.URL.Path, "/")+" is 7")
 	}))
 	t.Cleanup(srv.Close)
-	if _, err := Init(e.root, InitOptions{NoGit: true}); err != nil {
+	if err := os.MkdirAll(filepath.Join(e.root, "tools"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	for name, content := range files {
@@ -67,9 +66,9 @@ func newEnv(t *testing.T, durability journal.Durability, files map[string]string
 		os.WriteFile(p, []byte(content), 0o644)
 	}
 	var err error
-	e.ex, err = executor.New(executor.Options{Root: e.root, Isolation: executor.IsolationInProcess,
+	e.ex, err = New(Options{Root: e.root, Isolation: IsolationInProcess,
 		Devices:  map[string]driver.Device{"web": webDevice(srv.URL)},
-		Bindings: []executor.Binding{{Name: "get", Driver: "web", Op: "get", Params: []string{"path"}}}})
+		Bindings: []Binding{{Name: "get", Driver: "web", Op: "get", Params: []string{"path"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,9 +86,9 @@ func newEnv(t *testing.T, durability journal.Durability, files map[string]string
 	return e
 }
 
-func (e *env) exec(t *testing.T, path, args string) (executor.Result, string) {
+func (e *recEnv) exec(t *testing.T, path, args string) (Result, string) {
 	t.Helper()
-	res, id, err := Exec(context.Background(), e.ex, e.j, executor.Request{Path: path, Args: json.RawMessage(args)})
+	res, id, err := Record(context.Background(), e.ex, e.j, Request{Path: path, Args: json.RawMessage(args)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +109,7 @@ export default async function (args: { item: string }) {
 func TestRecordThenReplayGivesTheSameResultOffline(t *testing.T) {
 	for _, d := range []journal.Durability{journal.GroupCommit, journal.SyncEach, journal.NoSync} {
 		t.Run(d.String(), func(t *testing.T) {
-			e := newEnv(t, d, map[string]string{"tools/quote.ts": quoteTool, "discount.txt": "3"})
+			e := newRecEnv(t, d, map[string]string{"tools/quote.ts": quoteTool, "discount.txt": "3"})
 			res, id := e.exec(t, "tools/quote.ts", `{"item": "tea"}`)
 			if !res.Success || !strings.Contains(string(res.Result), `"price":"price of tea is 7"`) {
 				t.Fatalf("recorded run: %+v", res)
@@ -147,7 +146,7 @@ export default async function (args: { item: string; qty: number }) {
   return price + args.qty;
 }
 `
-	e := newEnv(t, journal.GroupCommit, map[string]string{"tools/total.ts": buggy})
+	e := newRecEnv(t, journal.GroupCommit, map[string]string{"tools/total.ts": buggy})
 	res, id := e.exec(t, "tools/total.ts", `{"item": "tea", "qty": 3}`)
 	if string(res.Result) != "10" {
 		t.Fatalf("buggy result %s", res.Result)
@@ -194,7 +193,7 @@ export default async function (args: { item: string; qty: number }) {
 }
 
 func TestADivergenceCannotBeCaught(t *testing.T) {
-	e := newEnv(t, journal.GroupCommit, map[string]string{"tools/a.ts": "export default async () => tgp.get('/tea');\n"})
+	e := newRecEnv(t, journal.GroupCommit, map[string]string{"tools/a.ts": "export default async () => tgp.get('/tea');\n"})
 	_, id := e.exec(t, "tools/a.ts", `{}`)
 	sneaky := "export default async () => { try { return await tgp.get('/coffee'); } catch (e) { return 'swallowed'; } };\n"
 	rep, _ := Replay(context.Background(), e.ex, e.j, id, []byte(sneaky))
@@ -204,7 +203,7 @@ func TestADivergenceCannotBeCaught(t *testing.T) {
 }
 
 func TestReplayUsesTheRecordedSourceAfterTheFileChanged(t *testing.T) {
-	e := newEnv(t, journal.GroupCommit, map[string]string{"tools/v.ts": "export default () => 'v1';\n"})
+	e := newRecEnv(t, journal.GroupCommit, map[string]string{"tools/v.ts": "export default () => 'v1';\n"})
 	_, id := e.exec(t, "tools/v.ts", `{}`)
 	os.WriteFile(filepath.Join(e.root, "tools/v.ts"), []byte("export default () => 'v2';\n"), 0o644)
 	rep, err := Replay(context.Background(), e.ex, e.j, id, nil)
@@ -214,7 +213,7 @@ func TestReplayUsesTheRecordedSourceAfterTheFileChanged(t *testing.T) {
 }
 
 func TestRecoverMarksChangedToolsFailed(t *testing.T) {
-	e := newEnv(t, journal.GroupCommit, map[string]string{"tools/v.ts": "export default () => 'v1';\n"})
+	e := newRecEnv(t, journal.GroupCommit, map[string]string{"tools/v.ts": "export default () => 'v1';\n"})
 	hash := sourceHash(t, e, "tools/v.ts")
 	run, err := e.j.Begin(journal.RunMeta{Kind: "exec", Tool: "tools/v.ts", Hash: hash, Args: json.RawMessage(`{}`)})
 	if err != nil {
@@ -234,7 +233,7 @@ func TestRecoverMarksChangedToolsFailed(t *testing.T) {
 	}
 }
 
-func sourceHash(t *testing.T, e *env, path string) string {
+func sourceHash(t *testing.T, e *recEnv, path string) string {
 	_, h, err := e.ex.Source(path)
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +242,7 @@ func sourceHash(t *testing.T, e *env, path string) string {
 }
 
 func TestRunsAreListedAndFoundByPrefix(t *testing.T) {
-	e := newEnv(t, journal.GroupCommit, map[string]string{"tools/a.ts": "export default () => 1;\n", "tools/b.ts": "export default () => { throw new Error('no'); };\n"})
+	e := newRecEnv(t, journal.GroupCommit, map[string]string{"tools/a.ts": "export default () => 1;\n", "tools/b.ts": "export default () => { throw new Error('no'); };\n"})
 	_, a := e.exec(t, "tools/a.ts", `{}`)
 	time.Sleep(2 * time.Millisecond) // distinct start times order the list
 	_, b := e.exec(t, "tools/b.ts", `{}`)

@@ -362,18 +362,3 @@ func tighten(p string, want fs.FileMode, log *slog.Logger) error {
 	log.Warn("agentos: made state private to its user", slog.String("path", p), slog.String("was", fi.Mode().Perm().String()), slog.String("now", (fi.Mode().Perm()&want).String()))
 	return nil
 }
-
-// createPrivate creates the file at p, when missing, with mode 0600 (and
-// its directory 0700), so that a database that creates its files with the
-// umask's mode finds it private already (SQLite gives its -wal and -shm
-// files the mode of the database file).
-func createPrivate(p string) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}

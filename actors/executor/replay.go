@@ -1,0 +1,171 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/journal"
+)
+
+// ReplayReport compares a replayed run with its recording.
+type ReplayReport struct {
+	// Run is the recorded run.
+	Run journal.RunMeta `json:"run"`
+	// Result is what the replay produced.
+	Result Result `json:"result"`
+	// Patched says the replay ran a different source than the recorded one.
+	Patched bool `json:"patched"`
+	// Same says the replay's result (or error kind) equals the recorded one.
+	Same bool `json:"same"`
+	// Divergence is the first point where the code asked for other I/O
+	// than recorded; nil when it followed the recording.
+	Divergence *journal.DivergenceError `json:"divergence,omitempty"`
+	// Limits are the limits the replay ran under: the run's recorded ones,
+	// with ReplayOptions.Limits over them. LimitsNote says when they are
+	// not simply the recorded ones (overridden, or never recorded).
+	Limits     Limits `json:"limits"`
+	LimitsNote string `json:"limits_note,omitempty"`
+	// LimitHit is set when the replay stopped at one of its limits (the
+	// result's error says which): IMPORTANT: that is not a divergence, and
+	// the recorded calls the replay never reached are not reported as one.
+	LimitHit string `json:"limit_hit,omitempty"`
+}
+
+// ReplayOptions adjust ReplayWith. The zero value replays the recorded tool
+// under the run's recorded limits.
+type ReplayOptions struct {
+	// Patched, when not nil, is a new version of the tool fed the recorded
+	// I/O instead of the recorded source.
+	Patched []byte
+	// Limits override the run's recorded limits field by field (zero
+	// fields keep the recorded ones), e.g. a longer timeout.
+	Limits Limits
+}
+
+// Replay re-executes run id offline: every driver call is answered from the
+// journal and no device is touched. patched, when not nil, is a new version
+// of the tool fed the recorded I/O (how a user debugs a bad tool); otherwise
+// the recorded source is run, even if the file changed since.
+//
+// The run is replayed under the limits it was recorded with (see
+// ReplayWith to override them).
+func Replay(ctx context.Context, ex *Executor, j *journal.Journal, id string, patched []byte) (ReplayReport, error) {
+	return ReplayWith(ctx, ex, j, id, ReplayOptions{Patched: patched})
+}
+
+// ReplayWith is Replay with options. A replay that stops at one of its
+// limits (its timeout, memory, output or call-depth limit) reports it in
+// LimitHit, never as a divergence: the code did not ask for other I/O, it
+// ran out of room before it asked for the rest.
+func ReplayWith(ctx context.Context, ex *Executor, j *journal.Journal, id string, opts ReplayOptions) (ReplayReport, error) {
+	patched := opts.Patched
+	rep, err := j.Replayer(id)
+	if err != nil {
+		return ReplayReport{}, err
+	}
+	meta := rep.Meta()
+	src := patched
+	if src == nil {
+		if src, err = j.Source(meta.Hash); err != nil {
+			return ReplayReport{}, fmt.Errorf("run %s cannot be replayed: %w", meta.ID, err)
+		}
+	}
+	lim, note := runLimits(ex, meta, opts.Limits)
+	res := ex.Exec(ctx, Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: lim, Middleware: []driver.Middleware{rep.Middleware()}})
+	r := ReplayReport{Run: meta, Result: res, Patched: patched != nil, Limits: lim, LimitsNote: note}
+	if r.LimitHit = limitHit(res, lim); r.LimitHit != "" {
+		r.Divergence = rep.Diverged() // only one seen before the limit stopped it
+	} else {
+		r.Divergence = rep.Finish()
+	}
+	// The recorded result was scrubbed of the run's secrets: compare the
+	// replayed one scrubbed the same way.
+	scrubbed := res
+	if res.Success {
+		scrubbed.Result = rep.Redact(res.Result)
+	} else if b, err := json.Marshal(res.Error); err == nil {
+		var e Error
+		if json.Unmarshal(rep.Redact(b), &e) == nil {
+			scrubbed.Error = &e
+		}
+	}
+	r.Same = sameOutcome(meta, scrubbed)
+	return r, nil
+}
+
+// limitHit says which limit a run stopped at ("" when none): its error's
+// kind and the limit, e.g. "timeout 5s".
+func limitHit(res Result, lim Limits) string {
+	if res.Error == nil {
+		return ""
+	}
+	switch res.Error.Kind {
+	case ErrTimeout.Kind:
+		return fmt.Sprintf("%s %v", res.Error.Kind, lim.Timeout)
+	case ErrMemoryLimit.Kind:
+		return fmt.Sprintf("%s %d bytes", res.Error.Kind, lim.MemoryBytes)
+	case ErrOutput.Kind:
+		return fmt.Sprintf("%s %d bytes", res.Error.Kind, lim.MaxOutputBytes)
+	case ErrStack.Kind:
+		return fmt.Sprintf("%s %d frames", res.Error.Kind, lim.MaxCallDepth)
+	}
+	return ""
+}
+
+// runLimits returns the limits a recorded run is run again under (its
+// recorded ones, override over them field by field) and, when they are not
+// simply the recorded ones, a note saying so. A run recorded before agentos
+// kept its limits gets the executor's defaults (the tool root's).
+func runLimits(ex *Executor, meta journal.RunMeta, override Limits) (Limits, string) {
+	rec, recorded := RecordedLimits(meta)
+	base := rec.Or(ex.Options().Limits)
+	lim := override.Or(base)
+	var notes []string
+	if !recorded {
+		notes = append(notes, fmt.Sprintf("the run was recorded without its limits (before agentos kept them): the tool root's defaults apply (%s)", JournalLimits(base)))
+	}
+	for _, f := range []struct {
+		name      string
+		now, then any
+		set       bool
+	}{
+		{"timeout", lim.Timeout, base.Timeout, override.Timeout > 0},
+		{"memory_bytes", lim.MemoryBytes, base.MemoryBytes, override.MemoryBytes > 0},
+		{"max_call_depth", lim.MaxCallDepth, base.MaxCallDepth, override.MaxCallDepth > 0},
+		{"max_output_bytes", lim.MaxOutputBytes, base.MaxOutputBytes, override.MaxOutputBytes > 0},
+	} {
+		if f.set && f.now != f.then {
+			notes = append(notes, fmt.Sprintf("%s overridden: %v (the run's: %v)", f.name, f.now, f.then))
+		}
+	}
+	return lim, strings.Join(notes, "; ")
+}
+
+// sameOutcome compares a result with a recorded run's: equal JSON results,
+// or failures of the same kind.
+func sameOutcome(meta journal.RunMeta, res Result) bool {
+	if (meta.Status == journal.StatusOK) != res.Success {
+		return false
+	}
+	if res.Success {
+		return jsonEqual(meta.Result, res.Result)
+	}
+	var rec Error
+	if json.Unmarshal(meta.Error, &rec) != nil {
+		return false
+	}
+	return rec.Kind == res.Error.Kind && rec.Message == res.Error.Message
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
+}

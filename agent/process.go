@@ -1,0 +1,101 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/node"
+)
+
+// ProcessOptions configure RunProcess. Node, Model and Journal are
+// required.
+type ProcessOptions struct {
+	// Node is the booted node whose kernel spawns the agent's process and
+	// whose kernel tools it calls.
+	Node *node.Node
+	// Model is the LLM device (llm.Client.Device()).
+	Model driver.Device
+	// Journal records the agent's model calls under a run of kind "agent".
+	Journal *journal.Journal
+	// Name registers the agent's process.
+	Name string
+	// Grants are its rights; the llm right is added when missing.
+	Grants []capability.Grant
+	// Quota limits it (its llm_tokens and cost_usd are charged per answer).
+	Quota capability.Limits
+	// MaxSteps bounds its model requests (0: 20).
+	MaxSteps int
+}
+
+// RunProcess runs task as a new agent process of opts.Node: Run, with the
+// kernel tools bound to that process (its capabilities, its quota), each
+// answer's usage charged to its llm_tokens and cost_usd, and its model
+// calls journaled under a run of kind "agent" (ended ok or failed with the
+// Result).
+//
+// IMPORTANT: it returns when the process has ended, so the Result is
+// complete; ctx ending cancels the agent, which then ends. A process that
+// ends other than normally (killed, over its quota) is an error even when
+// the loop itself reported none.
+func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, error) {
+	if opts.Node == nil || opts.Model == nil || opts.Journal == nil {
+		return Result{}, errors.New("agent: RunProcess needs a Node, a Model and a Journal")
+	}
+	grants := opts.Grants
+	if !slices.ContainsFunc(grants, func(g capability.Grant) bool { return g.Right == capability.LLM }) {
+		grants = append(slices.Clone(grants), capability.Grant{Right: capability.LLM})
+	}
+	var res Result
+	var runErr error
+	callerCtx := ctx
+	p, err := opts.Node.Kernel().Spawn(func(ctx context.Context, p *kernel.Process) error {
+		// The agent stops when its process ends or its caller gives up.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(callerCtx, cancel)
+		defer stop()
+		tools, err := opts.Node.Tools(p)
+		if err != nil {
+			return err
+		}
+		var host driver.Host = driver.Mux{llm.Driver: opts.Model}
+		args, _ := json.Marshal(map[string]string{"task": task})
+		run, err := opts.Journal.Begin(journal.RunMeta{Kind: "agent", Args: args})
+		if err != nil {
+			return err
+		}
+		host = driver.Chain(host, run.Durable().Middleware())
+		res, runErr = Run(ctx, Options{LLM: host, Tools: tools, MaxSteps: opts.MaxSteps, Charge: func(u llm.Usage) error {
+			if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
+				return err
+			}
+			return p.Charge(capability.CostUSD, u.CostUSD)
+		}}, task)
+		out, _ := json.Marshal(res)
+		status := journal.StatusOK
+		if runErr != nil {
+			status = journal.StatusFailed
+		}
+		_ = run.End(status, out, nil)
+		return runErr
+	}, kernel.SpawnOptions{Name: opts.Name, Image: "agent", Grants: grants, Quota: opts.Quota})
+	if err != nil {
+		return Result{}, err
+	}
+	// Wait for the process itself, so that res is complete (the caller's
+	// ctx ending cancels the agent, which then ends).
+	<-p.Done()
+	reason, _ := p.Reason()
+	if runErr == nil && reason.Kind != kernel.Normal {
+		runErr = fmt.Errorf("agentos: the agent process ended: %s", reason)
+	}
+	return res, runErr
+}

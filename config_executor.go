@@ -1,0 +1,115 @@
+package agentos
+
+import (
+	"database/sql"
+	"log/slog"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/driver"
+)
+
+// ExecutorOptions returns the executor options for the tool root at root
+// that need no open resource: everything but the sql driver's session.
+// IMPORTANT: an entry point that runs tools MUST use OpenExecutorSetup
+// instead, which adds the sql session (see ExecutorSetup).
+func (c Config) ExecutorOptions(root string) executor.Options {
+	return executor.Options{
+		Root:           root,
+		ToolsDir:       c.Tools(),
+		Isolation:      executor.Isolation(c.Isolation),
+		Confine:        executor.Confine(c.Confine),
+		AllowedImports: c.AllowedImports,
+		WriteDirs:      c.WriteDirs,
+		Limits: executor.Limits{
+			Timeout:        time.Duration(c.Limits.Timeout),
+			MemoryBytes:    int64(c.Limits.MemoryMB) << 20,
+			MaxCallDepth:   c.Limits.MaxCallDepth,
+			MaxOutputBytes: c.Limits.MaxOutputBytes,
+		},
+		Devices: map[string]driver.Device{
+			driver.FetchDriver: driver.Fetch{Allow: c.Fetch.Allow, Timeout: time.Duration(c.Fetch.Timeout), MaxBytes: c.Fetch.MaxBytes, Secrets: c.fetchSecrets()},
+		},
+		Bindings:       []executor.Binding{executor.FetchBinding, executor.SQLBinding},
+		Logger:         c.Logger,
+		TracerProvider: c.TracerProvider,
+		MeterProvider:  c.MeterProvider,
+	}
+}
+
+// CheckOptions returns the check_tool options of the tool root.
+func (c Config) CheckOptions() check.Options {
+	return check.Options{AllowedImports: c.AllowedImports}
+}
+
+// ExecutorSetup is what the executor of a tool root is built from: its
+// options, complete (limits, isolation, confinement, tools directory,
+// imports, write_dirs, and every driver a tool reaches: fs, clock and
+// random built in, fetch with its allow-list and secrets, sql with the
+// configured database), and the resources those drivers hold.
+//
+// IMPORTANT: every entry point that runs tools (Start, and the CLI's exec,
+// replay, recover and demo) MUST build its executor from OpenExecutorSetup
+// (or, where nothing may be created, ExecutorSetupWithoutDatabase) and
+// start it with NewExecutor, so that a tool sees the same drivers however
+// it is run. An entry point
+// MAY adjust Options afterwards (workers, isolation) but MUST NOT assemble
+// drivers of its own.
+type ExecutorSetup struct {
+	// Options are the executor's options: pass them to executor.New.
+	Options executor.Options
+	// DB is the database tgp.exec_sql reaches (SQLite, or PostgreSQL with
+	// sql.postgres_dsn_env). Close closes it.
+	DB *sql.DB
+	// SQL is the sql driver over DB, also behind the kernel tool exec_sql.
+	SQL *driver.SQL
+}
+
+// OpenExecutorSetup builds the executor setup of the tool root at root
+// (absolute) from the configuration, opening the configured database. log
+// receives the database's warnings (nil: c.Logger, else slog.Default()).
+// The caller MUST Close the setup after the executor built from it.
+func (c Config) OpenExecutorSetup(root string, log *slog.Logger) (*ExecutorSetup, error) {
+	if log == nil {
+		log = c.Logger
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	db, err := driver.OpenDatabase(driver.DatabaseOptions{PostgresDSNEnv: c.SQL.PostgresDSNEnv, Role: c.SQL.Role, SQLite: c.SQLitePath(root), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	s := &ExecutorSetup{Options: c.ExecutorOptions(root), DB: db, SQL: &driver.SQL{DB: db, MaxRows: c.SQL.MaxRows, Role: c.SQL.Role}}
+	s.Options.Sessions = map[string]driver.Session{driver.SQLDriver: s.SQL}
+	return s, nil
+}
+
+// ExecutorSetupWithoutDatabase is OpenExecutorSetup without the sql
+// driver: nothing is opened or created, and tgp.exec_sql answers that no
+// sql driver is configured. It is for running a tool in a directory that is
+// not a tool root, where opening the embedded database would create
+// .agentos/data.db (the CLI's exec --no-journal there).
+func (c Config) ExecutorSetupWithoutDatabase(root string) *ExecutorSetup {
+	return &ExecutorSetup{Options: c.ExecutorOptions(root)}
+}
+
+// NewExecutor starts an executor from the setup's options, after adjust (if
+// not nil) changed what its entry point needs (e.g. Workers, Isolation).
+func (s *ExecutorSetup) NewExecutor(adjust func(*executor.Options)) (*executor.Executor, error) {
+	opts := s.Options
+	if adjust != nil {
+		adjust(&opts)
+	}
+	return executor.New(opts)
+}
+
+// Close releases the setup's resources (the database). Close the executor
+// first.
+func (s *ExecutorSetup) Close() error {
+	if s == nil || s.DB == nil {
+		return nil
+	}
+	return s.DB.Close()
+}

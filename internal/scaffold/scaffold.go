@@ -1,0 +1,145 @@
+// Package scaffold lays out a new tool root (agentos init): the
+// configuration file with every default spelled out, the tools directory,
+// the registry file, a .gitignore for agentos' state, and, unless told
+// otherwise, a bare Git repository beside the root as its upstream.
+//
+// It names the files of a tool root (ConfigFile, RegistryFile, StateDir,
+// DefaultTools); package agentos re-exports them. Reading and validating
+// the configuration is package agentos's (LoadConfig); agentos.Init
+// validates an existing one, then calls Init.
+package scaffold
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/agentos-run/agentos/actors/git/repo"
+)
+
+// Files and directories of a tool root.
+const (
+	ConfigFile   = "agentos.json" // the tool root's configuration
+	RegistryFile = "meta.json"    // the tool registry (filled by the registry)
+	DefaultTools = "tools"        // where tools live, mounted at /lib
+	StateDir     = ".agentos"     // agentos' own state (journal, caches); never visible to tools
+)
+
+// Options configure Init.
+type Options struct {
+	// ToolsDir is the tools directory, relative to the root: the existing
+	// configuration's (agentos.Config.Tools), or DefaultTools.
+	ToolsDir string
+	// Upstream is the Git upstream written into agentos.json. Empty: a bare
+	// repository is created beside the tool root (DIR.git) and used.
+	Upstream string
+	// NoGit leaves Git out: tools are written to the working tree only.
+	NoGit bool
+}
+
+// Init lays out a tool root in dir: agentos.json, the tools directory,
+// meta.json and a .gitignore for agentos' state. It is idempotent: existing
+// files are never overwritten. It returns the paths it created. Without Git
+// (NoGit) tools stay in the working tree; otherwise a new agentos.json names
+// opts.Upstream, or a bare repository Init creates beside dir (DIR.git).
+//
+// IMPORTANT: Init does not read an existing agentos.json; the caller MUST
+// validate it first and pass its tools directory (agentos.Init does).
+func Init(dir string, opts Options) (created []string, err error) {
+	toolsDir := opts.ToolsDir
+	if toolsDir == "" {
+		toolsDir = DefaultTools
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the tool root %s: %w", dir, err)
+	}
+	tools := filepath.Join(dir, filepath.FromSlash(toolsDir))
+	if _, err := os.Stat(tools); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(tools, 0o700); err != nil {
+			return created, err
+		}
+		created = append(created, toolsDir+"/")
+	}
+	upstream := ""
+	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); errors.Is(err, fs.ErrNotExist) && !opts.NoGit {
+		if upstream = opts.Upstream; upstream == "" {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return created, err
+			}
+			bare := abs + ".git"
+			if _, err := os.Stat(bare); errors.Is(err, fs.ErrNotExist) {
+				if err := repo.InitBare(bare, "main"); err != nil {
+					return created, fmt.Errorf("creating the Git upstream %s: %w", bare, err)
+				}
+				created = append(created, bare+" (bare Git upstream)")
+			}
+			upstream = filepath.Join("..", filepath.Base(bare))
+		}
+	}
+	for _, f := range []struct{ name, content string }{
+		{ConfigFile, configFile(upstream)},
+		{RegistryFile, "{\n  \"tools\": {}\n}\n"},
+		{".gitignore", StateDir + "/\n"},
+	} {
+		ok, err := createNew(filepath.Join(dir, f.name), f.content)
+		if err != nil {
+			return created, err
+		}
+		if ok {
+			created = append(created, f.name)
+		}
+	}
+	return created, nil
+}
+
+// createNew writes content to a new file at p (mode 0600); an existing
+// file is left alone (false).
+func createNew(p, content string) (bool, error) {
+	file, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("creating %s: %w", p, err)
+	}
+	_, werr := file.WriteString(content)
+	if cerr := file.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return false, fmt.Errorf("writing %s: %w", p, werr)
+	}
+	return true, nil
+}
+
+// configFile is what Init writes: every default spelled out, so a user
+// sees what can be changed; upstream "" leaves Git out.
+func configFile(upstream string) string {
+	git := ""
+	if upstream != "" {
+		u, _ := json.Marshal(upstream)
+		git = fmt.Sprintf(`,
+  "git": {
+    "upstream": %s,
+    "branch": "main",
+    "strategy": "direct"
+  }`, u)
+	}
+	return `{
+  "tools_dir": "tools",
+  "isolation": "process",
+  "allowed_imports": [],
+  "write_dirs": [],
+  "limits": {
+    "timeout": "5s",
+    "memory_mb": 256,
+    "max_call_depth": 1000,
+    "max_output_bytes": 1048576
+  }` + git + `
+}
+`
+}
