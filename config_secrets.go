@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path"
@@ -129,8 +129,8 @@ func loopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // fetchSecrets returns the fetch driver's secrets, their values read from

@@ -69,17 +69,26 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 
 	// The root package: the node's admin socket server and the metrics
 	// endpoint; the tool root's configuration and state directory.
-	{"", "net", "the admin socket server (node.go: a unix socket) and the metrics endpoint (runtime.go: a TCP listener)",
-		"secrets.go parses an IP with net.ParseIP: net/netip would do"},
-	{"", "net/http", "the admin socket server and its client (node.go, node_journal.go) and the metrics endpoint (runtime.go)", ""},
+	{"", "net", "the admin socket server (node.go: a unix socket)", ""},
+	{"", "net/http", "the admin socket server and its client (node.go, node_journal.go) and the metrics handler (metrics.go)", ""},
 	{"", "syscall", "the owner of the admin socket's directory and of the secret files (Stat_t.Uid)", ""},
 	{"", osFiles, "the tool root's configuration (agentos.json, reads in config.go), its .agentos state directories (runtime.go) and the admin socket (node.go)",
-		"agentos init's scaffolding (config.go: writes agentos.json, tools/), the secret files (secrets.go: walks and chmods .agentos/secrets, reads secret files) and the quota files (quota.go) should go through an owner (vfs, or a package of the node)"},
-	{"", "modernc.org/sqlite", "", "runtime.go registers the SQL engines for the sql driver it opens (sql.Open): opening the database belongs to package driver"},
-	{"", "github.com/jackc/pgx", "", "runtime.go registers the SQL engines for the sql driver it opens (sql.Open): opening the database belongs to package driver"},
+		"the secret files (secrets.go: walks and chmods .agentos/secrets, reads secret files) and the quota files (quota.go) should go through an owner (vfs, or a package of the node)"},
+
+	// agentos init lays a tool root out before any jail over it can exist.
+	{"internal/scaffold", osFiles, "agentos init: makes the tool root's directories and writes agentos.json (never over an existing file)", ""},
 
 	// The metrics exposition.
-	{"internal/promtext", "net/http", "the /metrics endpoint's handler (Prometheus text format)", ""},
+	{"internal/metricsserver", "net", "the metrics endpoint's TCP listener (metrics_addr)", ""},
+	{"internal/metricsserver", "net/http", "the /metrics endpoint (promhttp over the runtime's own registry)", ""},
+
+	// The examples are demonstration programs: each makes its own temporary
+	// tool root, and one serves prices on loopback for a tool to fetch.
+	{"examples/forge-scripted-model", osFiles, "a demonstration program: its temporary tool root", ""},
+	{"examples/replay-debug-patched", osFiles, "a demonstration program: its temporary tool root and the buggy tool's source", ""},
+	{"examples/replay-debug-patched", "net/http", "a demonstration program: an httptest server on loopback for the tool to fetch from", ""},
+	{"examples/runtime-two-agents", osFiles, "a demonstration program: its temporary tool root", ""},
+	{"examples/supervision-quotas", osFiles, "a demonstration program: its temporary tool root", ""},
 
 	// Test and benchmark helpers (imported only by _test files).
 	{"internal/pgtest", osExec, "test helper: starts a throwaway PostgreSQL server (initdb, postgres)", ""},
