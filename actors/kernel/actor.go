@@ -49,7 +49,7 @@ func (a *kernelActor) Receive(ctx actor.Context) {
 	case *kernelpb.Signal:
 		ctx.Respond(&kernelpb.SignalReply{Failure: failure(a.onSignal(m))})
 	case *kernelpb.Spawn:
-		ctx.Respond(a.onSpawn(m))
+		a.onSpawn(ctx, m)
 	case *kernelpb.Send:
 		ctx.Respond(a.onSend(m))
 	case *kernelpb.Monitor:
@@ -107,8 +107,25 @@ func (a *kernelActor) onSignal(m *kernelpb.Signal) error {
 	}
 }
 
-func (a *kernelActor) onSpawn(m *kernelpb.Spawn) *kernelpb.Spawned {
-	p, err := a.spawn(m)
+// onSpawn answers a Spawn. A spawn on behalf of a parent process waits
+// while the parent is stopped (as the parent's own kernel calls do), so it
+// runs and answers off the actor's goroutine: the kernel actor MUST keep
+// answering (the cont that releases the parent is one of its messages).
+func (a *kernelActor) onSpawn(ctx actor.Context, m *kernelpb.Spawn) {
+	if m.GetParent() == 0 {
+		ctx.Respond(spawned(a.spawn(m)))
+		return
+	}
+	sender, root := ctx.Sender(), ctx.ActorSystem().Root
+	go func() {
+		reply := spawned(a.spawn(m))
+		if sender != nil {
+			root.Send(sender, reply)
+		}
+	}()
+}
+
+func spawned(p *Process, err error) *kernelpb.Spawned {
 	if err != nil {
 		return &kernelpb.Spawned{Failure: failure(err)}
 	}

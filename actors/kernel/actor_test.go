@@ -419,3 +419,48 @@ func TestKernelActorRefused(t *testing.T) {
 		t.Fatalf("refused events %+v", refused)
 	}
 }
+
+// TestKernelActorSpawnFromAStoppedParent: a Spawn on behalf of a stopped
+// parent waits for the parent's Continue, and the kernel actor keeps
+// answering meanwhile (the cont is one of its messages: blocking on the
+// parent would deadlock the endpoint).
+func TestKernelActorSpawnFromAStoppedParent(t *testing.T) {
+	k := newKernel(t, kernel.Options{Logger: quiet})
+	c, sys := startKernelActor(t, k)
+	ctx := tctx(t)
+	if err := k.RegisterImage("idle", blocker); err != nil {
+		t.Fatal(err)
+	}
+	parent := spawn(t, k, blocker, kernel.SpawnOptions{Grants: []capability.Grant{{Right: capability.Spawn}}})
+	if err := c.Signal(ctx, parent.PID(), "stop", ""); err != nil {
+		t.Fatal(err)
+	}
+	// The Spawn is in the kernel actor's mailbox before the PS below (one
+	// goroutine enqueues both), so the PS is answered only if the waiting
+	// spawn does not hold the actor.
+	f := sys.Root().RequestFuture(c.PID, &kernelpb.Spawn{Image: "idle", Parent: uint64(parent.PID())}, 10*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ps, err := c.PS(pctx)
+	if err != nil {
+		t.Fatalf("the kernel actor stopped answering while a spawn waits for a stopped parent: %v", err)
+	}
+	if len(ps) != 1 {
+		t.Fatalf("a stopped parent spawned: %+v", ps)
+	}
+	if err := c.Signal(ctx, parent.PID(), "cont", ""); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := res.(*kernelpb.Spawned)
+	if sp.GetFailure() != nil {
+		t.Fatal(sp.GetFailure())
+	}
+	r := struct{ pid kernel.PID }{kernel.PID(sp.GetPid())}
+	if child := k.Process(r.pid); child == nil || child.Parent() != parent.PID() {
+		t.Fatalf("child %v of %v", r.pid, parent.PID())
+	}
+}
