@@ -464,3 +464,41 @@ func TestKernelActorSpawnFromAStoppedParent(t *testing.T) {
 		t.Fatalf("child %v of %v", r.pid, parent.PID())
 	}
 }
+
+// TestKernelActorMonitorBySender: a Monitor naming no watcher, sent with
+// Request from an actor, makes that actor (the sender) the watcher.
+func TestKernelActorMonitorBySender(t *testing.T) {
+	k := newKernel(t, kernel.Options{Logger: quiet})
+	c, sys := startKernelActor(t, k)
+	ctx := tctx(t)
+	got := make(chan any, 4)
+	watcher := sys.Spawn(actor.PropsFromFunc(func(ac actor.Context) {
+		switch m := ac.Message().(type) {
+		case *kernelpb.Monitor:
+			ac.Request(c.PID, m) // the sender is this actor
+		case *kernelpb.Monitored, *kernelpb.Down:
+			got <- m
+		}
+	}))
+	p := spawn(t, k, blocker, kernel.SpawnOptions{})
+	sys.Root().Send(watcher, &kernelpb.Monitor{Pid: uint64(p.PID())})
+	select {
+	case m := <-got:
+		if mon, ok := m.(*kernelpb.Monitored); !ok || mon.GetFailure() != nil {
+			t.Fatalf("first answer %v, want Monitored", m)
+		}
+	case <-ctx.Done():
+		t.Fatal("no Monitored")
+	}
+	if err := k.Kill(p.PID(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-got:
+		if d, ok := m.(*kernelpb.Down); !ok || d.GetPid() != uint64(p.PID()) || d.GetReasonKind() != "killed" {
+			t.Fatalf("then %v, want a Down of %v", m, p.PID())
+		}
+	case <-ctx.Done():
+		t.Fatal("no Down to the sender")
+	}
+}
