@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 func TestCallWithoutNode(t *testing.T) {
@@ -66,7 +69,7 @@ func TestCallPSEventsWithNode(t *testing.T) {
 	go func() { served <- rt.Serve(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if c, err := agentos.DialNode(root); err == nil {
+		if c, err := admin.Dial(root); err == nil {
 			c.Close()
 			break
 		}
@@ -99,5 +102,65 @@ func TestCallPSEventsWithNode(t *testing.T) {
 	cancel()
 	if err := <-served; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// With a node serving the root, kill signals a process through the node's
+// kernel actor: stop pauses it (ps says so), kill ends it naming the
+// command, and a dead PID or a bad signal is refused.
+func TestKillWithNode(t *testing.T) {
+	root := toolRoot(t, map[string]string{samples.FibPath: samples.FibTool})
+	if code, _, stderr := cli(t, "kill", "--root", root, "1"); code != 1 || !strings.Contains(stderr, "agentos serve") {
+		t.Fatalf("kill without a node: %d %s", code, stderr)
+	}
+	rt, err := agentos.Start(context.Background(), agentos.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	p, err := rt.Kernel().Spawn(func(ctx context.Context, _ *kernel.Process) error { <-ctx.Done(); return nil }, kernel.SpawnOptions{Name: "victim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- rt.Serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if c, err := admin.Dial(root); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the node never listened")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	pid := strconv.FormatUint(uint64(p.PID()), 10)
+	if code, stdout, stderr := cli(t, "kill", "--root", root, "--signal", "stop", pid); code != 0 || !strings.Contains(stdout, "stop sent to "+pid) {
+		t.Fatalf("kill --signal stop: %d %s %s", code, stdout, stderr)
+	}
+	if in := p.Info(); in.Status != kernel.Stopped {
+		t.Fatalf("after stop: %+v", in)
+	}
+	if code, _, stderr := cli(t, "kill", "--root", root, "--signal", "hup", pid); code != 2 || !strings.Contains(stderr, "unknown signal") {
+		t.Fatalf("kill --signal hup: %d %s", code, stderr)
+	}
+	if code, _, stderr := cli(t, "kill", "--root", root, pid); code != 0 {
+		t.Fatalf("kill: %d %s", code, stderr)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if r, err := p.Wait(wctx); err != nil || r.String() != "killed: agentos kill" {
+		t.Fatalf("reason %v %v", r, err)
+	}
+	if code, _, stderr := cli(t, "kill", "--root", root, pid); code != 1 || !strings.Contains(stderr, "no such process") {
+		t.Fatalf("kill of a dead process: %d %s", code, stderr)
 	}
 }
