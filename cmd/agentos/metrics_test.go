@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/node/admin"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -46,7 +46,7 @@ func TestServeMetrics(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	c, err := agentos.DialNode(root)
+	c, err := admin.Dial(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestServeMetrics(t *testing.T) {
 	if _, err := c.Call(context.Background(), "list_files", json.RawMessage(`{"dir":"tools"}`)); err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(root, agentos.NodeSocket)
+	sock := filepath.Join(root, admin.Socket)
 	overSocket := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", sock)

@@ -67,13 +67,21 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"journal", "syscall", "a journal held by another process is stale when that pid is gone (kill(pid, 0))", ""},
 	{"capability", "go.etcd.io/bbolt", "the capability ledger owns its bbolt file (issued and revoked tokens)", ""},
 
-	// The root package: the node's admin socket server and the metrics
+	// The node's admin socket server and its client.
+	{"node/admin", "net", "the admin socket server and its client (a unix socket, 0600 in a 0700 directory)", ""},
+	{"node/admin", "net/http", "the admin socket speaks HTTP/JSON", ""},
+	{"node/admin", "syscall", "the owner of the admin socket's directory (Stat_t.Uid)", ""},
+	{"node/admin", osFiles, "the admin socket's private directory and a stale socket's removal", ""},
+
+	// The root package: the HTTP handler types of Serve and the metrics
 	// endpoint; the tool root's configuration and state directory.
-	{"", "net", "the admin socket server (node.go: a unix socket)", ""},
-	{"", "net/http", "the admin socket server and its client (node.go, node_journal.go) and the metrics handler (metrics.go)", ""},
-	{"", "syscall", "the owner of the admin socket's directory and of the secret files (Stat_t.Uid)", ""},
+	{"", "net/http", "the http.Handler of the admin socket's extra routes (node.go, node_journal.go) and of the metrics endpoint (metrics.go)", ""},
+	{"", "syscall", "the owner of the secret files (Stat_t.Uid)", ""},
 	{"", osFiles, "the tool root's configuration (agentos.json, reads in config.go), its .agentos state directories (runtime.go) and the admin socket (node.go)",
 		"the secret files (secrets.go: walks and chmods .agentos/secrets, reads secret files) and the quota files (quota.go) should go through an owner (vfs, or a package of the node)"},
+
+	// The code generator writes the .pb.go files beside their .proto.
+	{"internal/protogen", osFiles, "go generate: reads .proto files and writes the generated Go beside them", ""},
 
 	// agentos init lays a tool root out before any jail over it can exist.
 	{"internal/scaffold", osFiles, "agentos init: makes the tool root's directories and writes agentos.json (never over an existing file)", ""},
