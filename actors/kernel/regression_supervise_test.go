@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/supervisor"
+	"github.com/agentos-run/agentos/internal/testutil"
 )
 
 // A supervisor traps exits, and Supervise's loop drops every Down that is
@@ -47,7 +48,7 @@ func TestReviewSupervisorDiesWithItsParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = k.Send(outer.PID(), "go")
-	eventually(t, "the inner supervisor's leaf started", func() bool { return leaf.starts.Load() == 1 })
+	testutil.Eventually(t, 10*time.Second, "the inner supervisor's leaf started", func() bool { return leaf.starts.Load() == 1 })
 	close(release)
 	if d := recvDown(t, ctx, watcher); d.Reason.Kind != kernel.Fault {
 		t.Fatalf("outer supervisor ended with %v, want an escalation fault", d.Reason)
