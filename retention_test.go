@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/internal/testutil"
 )
 
 // Issue 10, item 10: nothing ever deleted a run, so the journal grew
@@ -56,5 +57,5 @@ func TestRetention(t *testing.T) {
 	defer func() { agentos.RetainEvery = old }()
 	rt = start(t, cfg)
 	execFib(rt, 3)
-	waitFor(t, func() bool { return runs(rt) == 2 })
+	testutil.Eventually(t, 10*time.Second, "two runs journaled", func() bool { return runs(rt) == 2 })
 }

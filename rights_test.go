@@ -19,6 +19,7 @@ import (
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -414,7 +415,7 @@ export default async function (): Promise<string> {
 		_, err := rt.Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"tools/pub/wait.ts"}`))
 		done <- err
 	}()
-	waitFor(t, func() bool { runs, _ := rt.Journal().Unfinished(); return len(runs) == 1 })
+	testutil.Eventually(t, 10*time.Second, "the run to be journaled as unfinished", func() bool { runs, _ := rt.Journal().Unfinished(); return len(runs) == 1 })
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}

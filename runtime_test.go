@@ -18,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/agentos-run/agentos/node"
 )
 
@@ -110,7 +111,7 @@ func TestCloseLeavesRunsResumable(t *testing.T) {
 		_, err := rt.Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"tools/wait.ts"}`))
 		done <- err
 	}()
-	waitFor(t, func() bool { runs, _ := rt.Journal().Unfinished(); return len(runs) == 1 })
+	testutil.Eventually(t, 10*time.Second, "the run to be journaled as unfinished", func() bool { runs, _ := rt.Journal().Unfinished(); return len(runs) == 1 })
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -124,17 +125,6 @@ func TestCloseLeavesRunsResumable(t *testing.T) {
 		t.Fatalf("recovered = %+v", rec)
 	}
 	t.Logf("resumed run: %s", rec[0].Result.Result)
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func TestStartRefusesBadConfig(t *testing.T) {

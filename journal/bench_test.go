@@ -283,3 +283,17 @@ func BenchmarkBytesPerEntry(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOpenHeldFile is how long a second Open of a held journal takes
+// to be refused: the lock wait, bounded by the journal (2 s in bolt's
+// Timeout). TestOpenHeldFile checks the refusal itself.
+//
+//	go test -run XXX -bench OpenHeldFile -benchtime 3x ./journal/
+func BenchmarkOpenHeldFile(b *testing.B) {
+	_, path := openTemp(b, Options{})
+	for b.Loop() {
+		if _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), "another agentos process") {
+			b.Fatalf("second Open of a held file = %v, want a clear 'another agentos process' error", err)
+		}
+	}
+}

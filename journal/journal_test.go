@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentos-run/agentos/internal/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/agentos-run/agentos/driver"
@@ -1159,11 +1160,7 @@ func TestCloseWhileRecording(t *testing.T) {
 			}
 		})
 	}
-	for deadline := time.Now().Add(20 * time.Second); next.Load() < 500; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("recording stalled at #%d", next.Load())
-		}
-	}
+	testutil.Eventually(t, 20*time.Second, "500 calls recorded (the recording stalled)", func() bool { return next.Load() >= 500 })
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -1187,15 +1184,15 @@ func TestCloseWhileRecording(t *testing.T) {
 	}
 }
 
+// A second Open of a journal another process holds fails with an error
+// saying so, instead of waiting for the lock forever (a hang would end the
+// test binary at its timeout). How long the refusal takes is measured by
+// BenchmarkOpenHeldFile, not asserted.
 func TestOpenHeldFile(t *testing.T) {
 	_, path := openTemp(t, Options{})
-	start := time.Now()
 	_, err := Open(path, Options{})
 	if err == nil || !strings.Contains(err.Error(), "another agentos process") {
 		t.Errorf("second Open of a held file = %v, want a clear 'another agentos process' error", err)
-	}
-	if time.Since(start) > 10*time.Second {
-		t.Errorf("second Open took %v", time.Since(start))
 	}
 }
 

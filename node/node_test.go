@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/vfs"
@@ -298,17 +300,7 @@ func TestKillCancelsRun(t *testing.T) {
 		out, _ := n.Call(context.Background(), p, "exec_tool", json.RawMessage(`{"path":"tools/spin.ts"}`))
 		done <- out
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		runs, _ := n.j.Unfinished()
-		if len(runs) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the run never started")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "the run to start", func() bool { runs, _ := n.j.Unfinished(); return len(runs) == 1 })
 	if err := k.Kill(p.PID(), "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -336,14 +328,7 @@ func TestKillDuringDriverCallsCancelsRun(t *testing.T) {
 			out, _ := n.Call(context.Background(), p, "exec_tool", json.RawMessage(`{"path":"tools/poll.ts"}`))
 			done <- out
 		}()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			if runs, _ := n.j.Unfinished(); len(runs) == i+1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %d never started", i)
-			}
-		}
+		testutil.Eventually(t, 10*time.Second, fmt.Sprintf("run %d to start", i), func() bool { runs, _ := n.j.Unfinished(); return len(runs) == i+1 })
 		time.Sleep(time.Duration(i%4) * time.Millisecond) // kill at different points of the loop
 		if err := k.Kill(p.PID(), "test"); err != nil {
 			t.Fatal(err)

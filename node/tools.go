@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Tool is a kernel tool bound to one process: what an LLM SDK needs (name,
@@ -46,67 +48,180 @@ const DefaultMaxArgsBytes = 4 << 20
 // longer one is refused before it is cleaned, checked or quoted.
 const MaxPathBytes = 1024
 
-// toolDef is a tool before it is bound to a process.
+// toolDef is a tool before it is bound to a process. Its argument struct
+// (args) is the one source of truth for its parameters: the JSON Schema an
+// LLM sees (schema), the parameter names an error lists (params) and the
+// required ones (required) are all derived from it, once, at init.
 type toolDef struct {
-	name, desc, schema string
-	call               func(n *Node, ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error)
+	name, desc string
+	// args is the tool's argument struct type: one field per parameter,
+	// named by its json tag, described by its jsonschema tag; a field
+	// without omitempty is required. Its fields' types give the schema
+	// types (see argTypeSchemas for the ones that are not plain Go types).
+	args reflect.Type
+	call func(n *Node, ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error)
+
+	schema   json.RawMessage // generated from args
+	params   string          // "path, args": the parameters, in field order
+	required []string        // the fields without omitempty
+}
+
+// The argument structs of the kernel tools, one per tool. IMPORTANT: they
+// ARE the tools' parameters: a field added here is a parameter the schema
+// announces and decode accepts; a field without omitempty is required.
+
+type listFilesArgs struct {
+	Dir string `json:"dir" jsonschema:"Directory relative to the tool root, e.g. tools or tools/math."`
+}
+
+type readFileArgs struct {
+	Path string `json:"path" jsonschema:"File path relative to the tool root, e.g. tools/math/fib.ts."`
+}
+
+type writeFileArgs struct {
+	Path    string `json:"path" jsonschema:"File path relative to the tool root."`
+	Content string `json:"content" jsonschema:"The whole new content."`
+}
+
+type patchFileArgs struct {
+	Path    string `json:"path" jsonschema:"File path relative to the tool root."`
+	Search  string `json:"search" jsonschema:"Exact text to replace (first occurrence)."`
+	Replace string `json:"replace" jsonschema:"Replacement text."`
+}
+
+type checkToolArgs struct {
+	Path string `json:"path" jsonschema:"Tool path relative to the tool root."`
+}
+
+type execSQLArgs struct {
+	SQL    string    `json:"sql" jsonschema:"Exactly one statement, e.g. SELECT name FROM users WHERE plan = ?"`
+	Params sqlParams `json:"params,omitempty" jsonschema:"Values for the placeholders: an array in order (? or $1), or an object by name (:name, SQLite only)."`
+}
+
+type searchToolsArgs struct {
+	Query string      `json:"query" jsonschema:"What the tool should do, in words, e.g. compound interest calculator."`
+	Limit searchLimit `json:"limit,omitempty" jsonschema:"How many results at most (default 10)."`
+}
+
+type forgeToolArgs struct {
+	Spec string `json:"spec" jsonschema:"What the tool must do: inputs, output, edge cases."`
+}
+
+type execToolArgs struct {
+	Path string          `json:"path" jsonschema:"Tool path relative to the tool root."`
+	Args json.RawMessage `json:"args,omitempty" jsonschema:"The object passed to the tool's default export."`
+}
+
+// sqlParams is exec_sql's params as the caller wrote them: an array or an
+// object, read by driver.SQLRequest.
+type sqlParams json.RawMessage
+
+// UnmarshalJSON keeps the value as written.
+func (s *sqlParams) UnmarshalJSON(b []byte) error {
+	*s = append((*s)[:0], b...)
+	return nil
+}
+
+// searchLimit is search_tools' limit: between minSearchLimit and
+// maxSearchLimit, or 0 for defaultSearchLimit.
+type searchLimit int
+
+const (
+	minSearchLimit     = 1
+	maxSearchLimit     = 100
+	defaultSearchLimit = 10
+)
+
+// argTypeSchemas are the schemas of the argument types that are not plain
+// Go types: exec_tool's args (the only json.RawMessage argument) is an
+// object, exec_sql's params an array or an object, search_tools' limit a
+// bounded integer.
+var argTypeSchemas = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[json.RawMessage](): {Type: "object"},
+	reflect.TypeFor[sqlParams]():       {Types: []string{"array", "object"}},
+	reflect.TypeFor[searchLimit]():     {Type: "integer", Minimum: jsonschema.Ptr[float64](minSearchLimit), Maximum: jsonschema.Ptr[float64](maxSearchLimit)},
 }
 
 var toolDefs = []toolDef{
 	{
-		name:   "list_files",
-		desc:   "List the files under a directory of the tool root, recursively. Returns paths relative to the tool root.",
-		schema: `{"type":"object","properties":{"dir":{"type":"string","description":"Directory relative to the tool root, e.g. tools or tools/math."}},"required":["dir"],"additionalProperties":false}`,
-		call:   (*Node).listFiles,
+		name: "list_files",
+		desc: "List the files under a directory of the tool root, recursively. Returns paths relative to the tool root.",
+		args: reflect.TypeFor[listFilesArgs](),
+		call: (*Node).listFiles,
 	},
 	{
-		name:   "read_file",
-		desc:   "Read a file of the tool root and return its content.",
-		schema: `{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the tool root, e.g. tools/math/fib.ts."}},"required":["path"],"additionalProperties":false}`,
-		call:   (*Node).readFile,
+		name: "read_file",
+		desc: "Read a file of the tool root and return its content.",
+		args: reflect.TypeFor[readFileArgs](),
+		call: (*Node).readFile,
 	},
 	{
-		name:   "write_file",
-		desc:   "Create or replace a file of the tool root (a TypeScript tool under tools/, with its JSDoc description on top).",
-		schema: `{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the tool root."},"content":{"type":"string","description":"The whole new content."}},"required":["path","content"],"additionalProperties":false}`,
-		call:   (*Node).writeFile,
+		name: "write_file",
+		desc: "Create or replace a file of the tool root (a TypeScript tool under tools/, with its JSDoc description on top).",
+		args: reflect.TypeFor[writeFileArgs](),
+		call: (*Node).writeFile,
 	},
 	{
-		name:   "patch_file",
-		desc:   "Replace the first occurrence of a search text in a file. Fails, naming the file, when the search text is absent; read the file first and copy the text exactly.",
-		schema: `{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the tool root."},"search":{"type":"string","description":"Exact text to replace (first occurrence)."},"replace":{"type":"string","description":"Replacement text."}},"required":["path","search","replace"],"additionalProperties":false}`,
-		call:   (*Node).patchFile,
+		name: "patch_file",
+		desc: "Replace the first occurrence of a search text in a file. Fails, naming the file, when the search text is absent; read the file first and copy the text exactly.",
+		args: reflect.TypeFor[patchFileArgs](),
+		call: (*Node).patchFile,
 	},
 	{
-		name:   "check_tool",
-		desc:   "Compile a TypeScript tool and run the static checks (syntax, no any, no magic numbers, no secrets, no eval or dynamic code, allowed imports, default export). Returns {valid, errors[], warnings[], risk} with line:column positions.",
-		schema: `{"type":"object","properties":{"path":{"type":"string","description":"Tool path relative to the tool root."}},"required":["path"],"additionalProperties":false}`,
-		call:   (*Node).checkTool,
+		name: "check_tool",
+		desc: "Compile a TypeScript tool and run the static checks (syntax, no any, no magic numbers, no secrets, no eval or dynamic code, allowed imports, default export). Returns {valid, errors[], warnings[], risk} with line:column positions.",
+		args: reflect.TypeFor[checkToolArgs](),
+		call: (*Node).checkTool,
 	},
 	{
-		name:   "exec_sql",
-		desc:   "Run one SQL statement on the database, with parameters bound (? or $1 placeholders, or :name on SQLite), in its own transaction. One statement per call; no transaction control, ATTACH or settings. Returns {columns, rows} for a query, {rows_affected} otherwise.",
-		schema: `{"type":"object","properties":{"sql":{"type":"string","description":"Exactly one statement, e.g. SELECT name FROM users WHERE plan = ?"},"params":{"type":["array","object"],"description":"Values for the placeholders: an array in order (? or $1), or an object by name (:name, SQLite only)."}},"required":["sql"],"additionalProperties":false}`,
-		call:   (*Node).execSQL,
+		name: "exec_sql",
+		desc: "Run one SQL statement on the database, with parameters bound (? or $1 placeholders, or :name on SQLite), in its own transaction. One statement per call; no transaction control, ATTACH or settings. Returns {columns, rows} for a query, {rows_affected} otherwise.",
+		args: reflect.TypeFor[execSQLArgs](),
+		call: (*Node).execSQL,
 	},
 	{
-		name:   "search_tools",
-		desc:   "Search the registered tools by what they do. Returns the best matches first, each with {path, name, description, parameters, tags, usage, score}; a score near 1 means the tool fits: reuse it instead of writing a new one.",
-		schema: `{"type":"object","properties":{"query":{"type":"string","description":"What the tool should do, in words, e.g. compound interest calculator."},"limit":{"type":"integer","minimum":1,"maximum":100,"description":"How many results at most (default 10)."}},"required":["query"],"additionalProperties":false}`,
-		call:   (*Node).searchTools,
+		name: "search_tools",
+		desc: "Search the registered tools by what they do. Returns the best matches first, each with {path, name, description, parameters, tags, usage, score}; a score near 1 means the tool fits: reuse it instead of writing a new one.",
+		args: reflect.TypeFor[searchToolsArgs](),
+		call: (*Node).searchTools,
 	},
 	{
-		name:   "forge_tool",
-		desc:   "Get a tool for a spec: reuse a registered one that fits (score >= 0.85), or have one written with its tests, checked, tested and registered. Returns {reused, path, score, attempts[], commit}. Prefer this to writing one-off code.",
-		schema: `{"type":"object","properties":{"spec":{"type":"string","description":"What the tool must do: inputs, output, edge cases."}},"required":["spec"],"additionalProperties":false}`,
-		call:   (*Node).forgeTool,
+		name: "forge_tool",
+		desc: "Get a tool for a spec: reuse a registered one that fits (score >= 0.85), or have one written with its tests, checked, tested and registered. Returns {reused, path, score, attempts[], commit}. Prefer this to writing one-off code.",
+		args: reflect.TypeFor[forgeToolArgs](),
+		call: (*Node).forgeTool,
 	},
 	{
-		name:   "exec_tool",
-		desc:   "Run a TypeScript tool in the sandbox with JSON arguments. Returns {success, result, logs[], error}; the run is journaled and replayable.",
-		schema: `{"type":"object","properties":{"path":{"type":"string","description":"Tool path relative to the tool root."},"args":{"type":"object","description":"The object passed to the tool's default export."}},"required":["path"],"additionalProperties":false}`,
-		call:   (*Node).execTool,
+		name: "exec_tool",
+		desc: "Run a TypeScript tool in the sandbox with JSON arguments. Returns {success, result, logs[], error}; the run is journaled and replayable.",
+		args: reflect.TypeFor[execToolArgs](),
+		call: (*Node).execTool,
 	},
+}
+
+// toolArgs finds a tool's definition by its argument struct type (decode).
+var toolArgs = map[reflect.Type]*toolDef{}
+
+// init generates every tool's schema, parameter list and required list from
+// its argument struct, once. The structs are fixed at compile time: a
+// failure is a programming error, caught by any test of the package.
+func init() {
+	for i := range toolDefs {
+		d := &toolDefs[i]
+		s, err := jsonschema.ForType(d.args, &jsonschema.ForOptions{TypeSchemas: argTypeSchemas})
+		if err != nil {
+			panic(fmt.Sprintf("node: the schema of %s's arguments (%s): %v", d.name, d.args, err))
+		}
+		if d.schema, err = json.Marshal(s); err != nil {
+			panic(fmt.Sprintf("node: the schema of %s's arguments (%s): %v", d.name, d.args, err))
+		}
+		d.params = strings.Join(s.PropertyOrder, ", ")
+		d.required = s.Required
+		if _, dup := toolArgs[d.args]; dup {
+			panic(fmt.Sprintf("node: %s shares its argument struct %s with another tool; give each tool its own", d.name, d.args))
+		}
+		toolArgs[d.args] = d
+	}
 }
 
 // ToolNames lists the kernel tools this node serves, in order.
@@ -132,7 +247,7 @@ func (n *Node) Tools(p *kernel.Process, names ...string) ([]Tool, error) {
 			continue
 		}
 		out = append(out, Tool{
-			Name: d.name, Description: d.desc, Parameters: json.RawMessage(d.schema),
+			Name: d.name, Description: d.desc, Parameters: d.schema,
 			Call: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 				return n.Call(ctx, p, d.name, args)
 			},
@@ -216,23 +331,28 @@ func checkPathLen(param, path string) error {
 	return nil
 }
 
-// decode reads args strictly into v: unknown or missing parameters are
-// errors that name the parameters.
-func decode(args json.RawMessage, v any, params string, required ...string) error {
+// decode reads args strictly into v, a pointer to a tool's argument struct
+// (toolDefs): unknown or missing parameters are errors that name the
+// parameters, all derived from the struct.
+func decode(args json.RawMessage, v any) error {
+	d := toolArgs[reflect.TypeOf(v).Elem()]
+	if d == nil {
+		return fmt.Errorf("node: %T is no kernel tool's argument struct; list it in toolDefs", v)
+	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(args, &probe); err != nil {
-		return fmt.Errorf("%w: the arguments must be a JSON object with %s (%s)", ErrInvalidArgs, params, clip.Text(err.Error()))
+		return fmt.Errorf("%w: the arguments must be a JSON object with %s (%s)", ErrInvalidArgs, d.params, clip.Text(err.Error()))
 	}
-	for _, r := range required {
+	for _, r := range d.required {
 		if _, ok := probe[r]; !ok {
-			return fmt.Errorf("%w: missing parameter %q (parameters: %s)", ErrInvalidArgs, r, params)
+			return fmt.Errorf("%w: missing parameter %q (parameters: %s)", ErrInvalidArgs, r, d.params)
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		// An unknown parameter's name is quoted: clip it.
-		return fmt.Errorf("%w: %s (parameters: %s)", ErrInvalidArgs, clip.Text(err.Error()), params)
+		return fmt.Errorf("%w: %s (parameters: %s)", ErrInvalidArgs, clip.Text(err.Error()), d.params)
 	}
 	return nil
 }
@@ -277,10 +397,8 @@ func permit(p *kernel.Process, right capability.Right, resource string) error {
 }
 
 func (n *Node) listFiles(_ context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
-	var a struct {
-		Dir string `json:"dir"`
-	}
-	if err := decode(args, &a, "dir", "dir"); err != nil {
+	var a listFilesArgs
+	if err := decode(args, &a); err != nil {
 		return nil, err
 	}
 	if err := checkPathLen("dir", a.Dir); err != nil {
@@ -320,35 +438,31 @@ func (n *Node) listFiles(_ context.Context, p *kernel.Process, args json.RawMess
 }
 
 func (n *Node) readFile(_ context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
-	_, src, err := n.readArg(p, args)
+	var a readFileArgs
+	if err := decode(args, &a); err != nil {
+		return nil, err
+	}
+	_, src, err := n.readPath(p, a.Path)
 	return string(src), err
 }
 
-// readArg decodes {path}, checks the read right and reads the file.
-func (n *Node) readArg(p *kernel.Process, args json.RawMessage) (string, []byte, error) {
-	var a struct {
-		Path string `json:"path"`
-	}
-	if err := decode(args, &a, "path", "path"); err != nil {
-		return "", nil, err
-	}
-	if err := checkPathLen("path", a.Path); err != nil {
+// readPath checks the read right on path (as it resolves) and reads the
+// file.
+func (n *Node) readPath(p *kernel.Process, asked string) (string, []byte, error) {
+	if err := checkPathLen("path", asked); err != nil {
 		return "", nil, err
 	}
 	// One resolution for the check and the read: the right is checked on
 	// the path that is then read.
-	src, path, err := n.opts.Jail.ReadFileResolved(a.Path, func(resolved string) error {
-		return permitResolved(p, capability.Read, a.Path, resolved)
+	src, path, err := n.opts.Jail.ReadFileResolved(asked, func(resolved string) error {
+		return permitResolved(p, capability.Read, asked, resolved)
 	})
 	return path, src, err
 }
 
 func (n *Node) writeFile(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
-	var a struct {
-		Path    string `json:"path"`
-		Content string `json:"content"`
-	}
-	if err := decode(args, &a, "path, content", "path", "content"); err != nil {
+	var a writeFileArgs
+	if err := decode(args, &a); err != nil {
 		return nil, err
 	}
 	path, err := n.authorizeResolved(p, capability.Write, a.Path)
@@ -359,12 +473,8 @@ func (n *Node) writeFile(ctx context.Context, p *kernel.Process, args json.RawMe
 }
 
 func (n *Node) patchFile(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
-	var a struct {
-		Path    string `json:"path"`
-		Search  string `json:"search"`
-		Replace string `json:"replace"`
-	}
-	if err := decode(args, &a, "path, search, replace", "path", "search", "replace"); err != nil {
+	var a patchFileArgs
+	if err := decode(args, &a); err != nil {
 		return nil, err
 	}
 	path, err := n.authorizeResolved(p, capability.Write, a.Path)
@@ -403,7 +513,11 @@ func (n *Node) ask(ctx context.Context, pid *actor.PID, msg any, timeout time.Du
 }
 
 func (n *Node) checkTool(_ context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
-	path, src, err := n.readArg(p, args)
+	var a checkToolArgs
+	if err := decode(args, &a); err != nil {
+		return nil, err
+	}
+	path, src, err := n.readPath(p, a.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -411,9 +525,15 @@ func (n *Node) checkTool(_ context.Context, p *kernel.Process, args json.RawMess
 }
 
 func (n *Node) execSQL(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
-	var a driver.SQLRequest
-	if err := decode(args, &a, "sql, params", "sql"); err != nil {
+	var a execSQLArgs
+	if err := decode(args, &a); err != nil {
 		return nil, err
+	}
+	// The arguments are checked; driver.SQLRequest reads the params (an
+	// array or an object of scalars).
+	var req driver.SQLRequest
+	if err := json.Unmarshal(args, &req); err != nil {
+		return nil, fmt.Errorf("%w: %s (parameters: %s)", ErrInvalidArgs, clip.Text(err.Error()), toolArgs[reflect.TypeFor[execSQLArgs]()].params)
 	}
 	if err := permit(p, capability.SQL, ""); err != nil {
 		return nil, err
@@ -421,14 +541,12 @@ func (n *Node) execSQL(ctx context.Context, p *kernel.Process, args json.RawMess
 	if n.opts.SQL == nil {
 		return nil, errors.New("no database is configured for this node (see the sql section of agentos.json)")
 	}
-	return n.opts.SQL.Exec(ctx, a)
+	return n.opts.SQL.Exec(ctx, req)
 }
 
 func (n *Node) forgeTool(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
-	var a struct {
-		Spec string `json:"spec"`
-	}
-	if err := decode(args, &a, "spec", "spec"); err != nil {
+	var a forgeToolArgs
+	if err := decode(args, &a); err != nil {
 		return nil, err
 	}
 	// A forge asks the model and writes a tool: it needs both rights.
@@ -494,15 +612,12 @@ func (n *Node) writeTool(ctx context.Context, path string, content []byte) (stri
 type SearchHit = registry.Hit
 
 func (n *Node) searchTools(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
-	var a struct {
-		Query string `json:"query"`
-		Limit int    `json:"limit"`
-	}
-	if err := decode(args, &a, "query, limit", "query"); err != nil {
+	var a searchToolsArgs
+	if err := decode(args, &a); err != nil {
 		return nil, err
 	}
-	if a.Limit < 0 || a.Limit > 100 {
-		return nil, fmt.Errorf("%w: limit %d must be between 1 and 100", ErrInvalidArgs, a.Limit)
+	if a.Limit < 0 || a.Limit > maxSearchLimit {
+		return nil, fmt.Errorf("%w: limit %d must be between %d and %d", ErrInvalidArgs, a.Limit, minSearchLimit, maxSearchLimit)
 	}
 	if strings.TrimSpace(a.Query) == "" {
 		return nil, fmt.Errorf("%w: the query is empty; say what the tool should do", ErrInvalidArgs)
@@ -514,9 +629,9 @@ func (n *Node) searchTools(ctx context.Context, p *kernel.Process, args json.Raw
 		return nil, p.Check(capability.Read, n.toolsDir()+"/")
 	}
 	p.CountCall()
-	limit := a.Limit
+	limit := int(a.Limit)
 	if limit == 0 {
-		limit = 10
+		limit = defaultSearchLimit
 	}
 	res, err := n.ask(ctx, n.reg, &registry.Search{Query: a.Query, Limit: 4 * limit}, time.Minute)
 	if err != nil {
@@ -539,11 +654,8 @@ type ExecResult struct {
 }
 
 func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
-	var a struct {
-		Path string          `json:"path"`
-		Args json.RawMessage `json:"args"`
-	}
-	if err := decode(args, &a, "path, args", "path"); err != nil {
+	var a execToolArgs
+	if err := decode(args, &a); err != nil {
 		return nil, err
 	}
 	// exec on where the path leads suffices to load the entry module; the

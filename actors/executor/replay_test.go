@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -244,7 +245,13 @@ func sourceHash(t *testing.T, e *recEnv, path string) string {
 func TestRunsAreListedAndFoundByPrefix(t *testing.T) {
 	e := newRecEnv(t, journal.GroupCommit, map[string]string{"tools/a.ts": "export default () => 1;\n", "tools/b.ts": "export default () => { throw new Error('no'); };\n"})
 	_, a := e.exec(t, "tools/a.ts", `{}`)
-	time.Sleep(2 * time.Millisecond) // distinct start times order the list
+	// Distinct start times order the list: b starts once the clock has
+	// passed a's start (at once, unless the clock is coarse).
+	ma, err := e.j.Get(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "the clock to pass run a's start", func() bool { return time.Now().After(ma.Started) })
 	_, b := e.exec(t, "tools/b.ts", `{}`)
 	runs, err := e.j.Runs()
 	if err != nil || len(runs) != 2 || runs[0].ID != a || runs[1].ID != b || runs[0].Status != "ok" || runs[1].Status != "failed" {

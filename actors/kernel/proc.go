@@ -135,6 +135,7 @@ type Process struct {
 	cancel       context.CancelCauseFunc
 	acct         *capability.Account
 	calls        atomic.Uint64
+	gated        atomic.Int32 // goroutines blocked in Gate (tests wait for it)
 
 	mu         sync.Mutex
 	name       string
@@ -312,12 +313,15 @@ func (p *Process) Gate(ctx context.Context) error {
 		case !stopped:
 			return nil
 		}
+		p.gated.Add(1)
 		select {
 		case <-cont:
 		case <-ctx.Done():
+			p.gated.Add(-1)
 			return ctx.Err()
 		case <-p.ctx.Done():
 		}
+		p.gated.Add(-1)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/supervisor"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/testutil"
 )
 
 var spawnRight = []capability.Grant{{Right: capability.Spawn}}
@@ -48,17 +49,6 @@ func (l *eventLog) get() []supervisor.Event {
 	return slices.Clone(l.evs)
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestSuperviseStrategies(t *testing.T) {
 	tests := []struct {
 		strategy supervisor.Strategy
@@ -77,9 +67,9 @@ func TestSuperviseStrategies(t *testing.T) {
 				Strategy: tc.strategy, Intensity: 5, Period: time.Minute, OnEvent: log.add,
 				Children: []kernel.ChildSpec{{Name: "a", Main: a.main}, {Name: "b", Main: b.main}, {Name: "c", Main: c.main}},
 			}), kernel.SpawnOptions{Grants: spawnRight})
-			eventually(t, "children started", func() bool { return a.starts.Load()+b.starts.Load()+c.starts.Load() == 3 })
+			testutil.Eventually(t, 10*time.Second, "children started", func() bool { return a.starts.Load()+b.starts.Load()+c.starts.Load() == 3 })
 			b.fail <- struct{}{}
-			eventually(t, "the restart", func() bool {
+			testutil.Eventually(t, 10*time.Second, "the restart", func() bool {
 				return a.starts.Load()+b.starts.Load()+c.starts.Load() == tc.want[0]+tc.want[1]+tc.want[2]
 			})
 			time.Sleep(10 * time.Millisecond) // nothing more may start
@@ -131,7 +121,7 @@ func TestSuperviseBackoffGrows(t *testing.T) {
 		Backoff:  supervisor.Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond, Factor: 2},
 		Children: []kernel.ChildSpec{{Name: "crashy", Main: crash}},
 	}), kernel.SpawnOptions{Grants: spawnRight})
-	eventually(t, "escalation", func() bool { return log.len() == 5 })
+	testutil.Eventually(t, 10*time.Second, "escalation", func() bool { return log.len() == 5 })
 	var delays []time.Duration
 	for _, e := range log.get()[:4] {
 		delays = append(delays, e.Delay)
@@ -156,10 +146,10 @@ func TestSuperviseRestartTypes(t *testing.T) {
 			{Name: "done", Main: func(context.Context, *kernel.Process) error { normal.Add(1); return nil }, Restart: supervisor.Transient},
 		},
 	}), kernel.SpawnOptions{Grants: spawnRight})
-	eventually(t, "start", func() bool { return tmp.starts.Load() == 1 && tr.starts.Load() == 1 && normal.Load() == 1 })
+	testutil.Eventually(t, 10*time.Second, "start", func() bool { return tmp.starts.Load() == 1 && tr.starts.Load() == 1 && normal.Load() == 1 })
 	tmp.fail <- struct{}{}
 	tr.fail <- struct{}{}
-	eventually(t, "transient restart", func() bool { return tr.starts.Load() == 2 })
+	testutil.Eventually(t, 10*time.Second, "transient restart", func() bool { return tr.starts.Load() == 2 })
 	time.Sleep(10 * time.Millisecond)
 	if tmp.starts.Load() != 1 || normal.Load() != 1 {
 		t.Fatalf("temporary started %d times, normal transient %d: want 1 and 1", tmp.starts.Load(), normal.Load())
@@ -170,5 +160,5 @@ func TestSuperviseRestartTypes(t *testing.T) {
 	if r := wait(t, sup); r.Kind != kernel.Normal {
 		t.Fatalf("terminated supervisor: %v", r)
 	}
-	eventually(t, "children stopped", func() bool { return len(k.PS()) == 0 })
+	testutil.Eventually(t, 10*time.Second, "children stopped", func() bool { return len(k.PS()) == 0 })
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -87,17 +88,6 @@ func start(t *testing.T, sys *actor.ActorSystem, spec Spec) (*actor.PID, map[str
 	return pid, kids
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // events collects supervision events safely.
 type events struct {
 	mu sync.Mutex
@@ -125,9 +115,9 @@ func TestStrategiesRestartTheRightChildren(t *testing.T) {
 			st := &starts{n: map[string]*atomic.Int64{}}
 			var ev events
 			_, kids := start(t, sys, Spec{Strategy: tc.strategy, Children: workers(st, nil, "a", "b", "c"), OnEvent: ev.add})
-			eventually(t, "all started", func() bool { return st.of("a") == 1 && st.of("b") == 1 && st.of("c") == 1 })
+			testutil.Eventually(t, 5*time.Second, "all started", func() bool { return st.of("a") == 1 && st.of("b") == 1 && st.of("c") == 1 })
 			sys.Root.Send(kids["b"], "boom")
-			eventually(t, "restarts", func() bool {
+			testutil.Eventually(t, 5*time.Second, "restarts", func() bool {
 				for n, w := range tc.want {
 					if st.of(n) != w {
 						return false
@@ -152,9 +142,9 @@ func TestTemporaryChildrenAreNotRestarted(t *testing.T) {
 	sys := quietSystem(t)
 	st := &starts{n: map[string]*atomic.Int64{}}
 	sup, kids := start(t, sys, Spec{Strategy: OneForOne, Children: workers(st, map[string]Restart{"tmp": Temporary}, "perm", "tmp")})
-	eventually(t, "started", func() bool { return st.of("tmp") == 1 })
+	testutil.Eventually(t, 5*time.Second, "started", func() bool { return st.of("tmp") == 1 })
 	sys.Root.Send(kids["tmp"], "boom")
-	eventually(t, "tmp gone", func() bool {
+	testutil.Eventually(t, 5*time.Second, "tmp gone", func() bool {
 		res, err := sys.Root.RequestFuture(sup, &WhichChildren{}, time.Second).Result()
 		return err == nil && len(res.(*Children).Names) == 1 && res.(*Children).Names[0] == "perm"
 	})
@@ -169,10 +159,10 @@ func TestIntensityExceededEscalates(t *testing.T) {
 	var ev events
 	_, kids := start(t, sys, Spec{Strategy: OneForOne, Intensity: 2, Period: time.Minute, Children: workers(st, nil, "a"), OnEvent: ev.add})
 	for i := 1; i <= 3; i++ {
-		eventually(t, "a running", func() bool { return st.of("a") == int64(i) })
+		testutil.Eventually(t, 5*time.Second, "a running", func() bool { return st.of("a") == int64(i) })
 		sys.Root.Send(kids["a"], "boom")
 	}
-	eventually(t, "escalation", func() bool {
+	testutil.Eventually(t, 5*time.Second, "escalation", func() bool {
 		e := ev.all()
 		return len(e) == 3 && e[2].Action == ActionEscalate
 	})
@@ -199,10 +189,10 @@ func TestBackoffGrowsExponentially(t *testing.T) {
 	var ev events
 	_, kids := start(t, sys, Spec{Strategy: OneForOne, Intensity: 10, Period: time.Minute, Backoff: b, Children: workers(st, nil, "a"), OnEvent: ev.add})
 	for i := 1; i <= 3; i++ {
-		eventually(t, "a running", func() bool { return st.of("a") == int64(i) })
+		testutil.Eventually(t, 5*time.Second, "a running", func() bool { return st.of("a") == int64(i) })
 		sys.Root.Send(kids["a"], "boom")
 	}
-	eventually(t, "third restart", func() bool { return st.of("a") == 4 })
+	testutil.Eventually(t, 5*time.Second, "third restart", func() bool { return st.of("a") == 4 })
 	e := ev.all()
 	if len(e) != 3 || e[0].Delay != 10*time.Millisecond || e[1].Delay != 20*time.Millisecond || e[2].Delay != 40*time.Millisecond {
 		t.Fatalf("events %+v", e)
@@ -310,10 +300,10 @@ func TestBackoffRestartDoesNotOutliveTheSupervisor(t *testing.T) {
 		OnEvent:  ev.add,
 	})
 	sys.Root.Send(kids["a"], "boom") // restart of a in 100 ms
-	eventually(t, "a's restart decided", func() bool { return len(ev.all()) == 1 })
+	testutil.Eventually(t, 5*time.Second, "a's restart decided", func() bool { return len(ev.all()) == 1 })
 	sys.Root.Send(kids["b"], "boom") // second restart within the period: escalate
 	// The root guardian restarts the supervisor, which starts a and b again.
-	eventually(t, "the supervisor restarted", func() bool { return a.starts.Load() == 2 && b.starts.Load() == 2 })
+	testutil.Eventually(t, 5*time.Second, "the supervisor restarted", func() bool { return a.starts.Load() == 2 && b.starts.Load() == 2 })
 	time.Sleep(200 * time.Millisecond) // past the backoff
 	if n := a.starts.Load(); n != 2 {
 		t.Fatalf("a started %d times, want 2 (first start, the supervisor's restart): the stale backoff restarted the new a", n)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -92,17 +93,6 @@ func quietRaw(t *testing.T) *actor.ActorSystem {
 	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func shutdown(t *testing.T, s *system.System) {
 	t.Helper()
 	t.Cleanup(func() {
@@ -167,7 +157,7 @@ func TestLogging(t *testing.T) {
 		pid := raw.Root.Spawn(panickyProps(&starts))
 		t.Cleanup(func() { _ = raw.Root.StopFuture(pid).Wait() })
 		raw.Root.Send(pid, "boom")
-		eventually(t, "the restart", func() bool { return starts.Load() == 2 })
+		testutil.Eventually(t, 5*time.Second, "the restart", func() bool { return starts.Load() == 2 })
 		for _, msg := range []string{"actor system started", "[ACTOR] Recovering"} {
 			if r, ok := rec.find(msg); !ok || r.level != slog.LevelInfo {
 				t.Errorf("raw: no Info %q from protoactor (records %+v): protoactor's logging changed, review the fence", msg, rec.all())
@@ -192,7 +182,7 @@ func TestLogging(t *testing.T) {
 			var starts atomic.Int64
 			pid := s.Spawn(panickyProps(&starts))
 			s.Root().Send(pid, "boom")
-			eventually(t, "the restart", func() bool { return starts.Load() == 2 })
+			testutil.Eventually(t, 5*time.Second, "the restart", func() bool { return starts.Load() == 2 })
 			ask(t, s.Root(), pid, "warn")
 			s.ActorSystem().Logger().Warn("system warn")
 			for _, msg := range tc.kept {
@@ -411,7 +401,7 @@ func TestShutdown(t *testing.T) {
 			t.Error("a second Shutdown did not return the first one's error")
 		}
 		close(release)
-		eventually(t, "the actors to stop", func() bool {
+		testutil.Eventually(t, 5*time.Second, "the actors to stop", func() bool {
 			_, ok1 := s.ActorSystem().ProcessRegistry.Get(first)
 			_, ok2 := s.ActorSystem().ProcessRegistry.Get(stuck)
 			return !ok1 && !ok2

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentos-run/agentos/internal/testutil"
 )
 
 // spinTool asks the tool tree, again and again, until tools/go.txt exists:
@@ -68,17 +70,6 @@ func listRuns(t *testing.T, root string) []runRow {
 		t.Fatalf("runs --json: %d %v %q %q", code, err, stdout, stderr)
 	}
 	return out.Runs
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // Issue 11, item 1: while 'agentos serve' runs in a root, exec, runs,
@@ -172,7 +163,7 @@ func TestJournalCommandsThroughServingNode(t *testing.T) {
 		// A run interrupted while the node serves (its exec was killed) is
 		// resumed by the node.
 		child, _, childErr := cliChild(t, "exec", "--root", root, "--timeout", "60s", "tools/spin.ts")
-		waitFor(t, "the spinning run to start", func() bool {
+		testutil.Eventually(t, 60*time.Second, "the spinning run to start", func() bool {
 			for _, r := range listRuns(t, root) {
 				if r.Tool == "tools/spin.ts" {
 					spinID = r.ID
@@ -185,7 +176,7 @@ func TestJournalCommandsThroughServingNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = child.Wait()
-		waitFor(t, "the node to interrupt the run its caller left", func() bool {
+		testutil.Eventually(t, 60*time.Second, "the node to interrupt the run its caller left", func() bool {
 			for _, r := range listRuns(t, root) {
 				if r.ID == spinID {
 					return r.Status == "interrupted" && r.Interrupted != "" // its host stopped it: shown interrupted (item 6)
@@ -239,12 +230,12 @@ func TestConcurrentExecOneRoot(t *testing.T) {
 	root := toolRoot(t, map[string]string{"tools/spin.ts": spinTool, "tools/total.ts": totalTool, "orders.csv": "id,amount\n1,40\n2,60\n"})
 	a, aOut, aErr := cliChild(t, "exec", "--root", root, "--timeout", "60s", "tools/spin.ts")
 	// The first holds the journal once its run is recorded as started.
-	waitFor(t, "the first run to start", func() bool {
+	testutil.Eventually(t, 60*time.Second, "the first run to start", func() bool {
 		code, stdout, _ := cli(t, "runs", "--root", root, "--json")
 		return code == 1 && !strings.Contains(stdout, "[") // the journal is held: runs cannot open it
 	})
 	b, bOut, bErr := cliChild(t, "exec", "--root", root, "tools/total.ts", `{"file": "orders.csv"}`)
-	waitFor(t, "the second exec to say it waits", func() bool { return strings.Contains(bErr.String(), "waiting up to") })
+	testutil.Eventually(t, 60*time.Second, "the second exec to say it waits", func() bool { return strings.Contains(bErr.String(), "waiting up to") })
 	if err := os.WriteFile(filepath.Join(root, "tools", "go.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // table, frees its name, revokes its tokens and closes its account. Code
 // that waits for a process and then reuses its name (or relies on its
 // revocation or its freed children slot) sees the dead process still there.
-func TestReviewWaitReturnsBeforeCleanup(t *testing.T) {
+func TestWaitReturnsAfterCleanup(t *testing.T) {
 	k := newKernel(t, kernel.Options{Logger: quiet})
 	for i := range 20000 {
 		name := fmt.Sprintf("job-%d", i)

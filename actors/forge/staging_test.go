@@ -14,7 +14,7 @@ import (
 // REVIEW (fixed): a crash while a candidate's tests ran left it in the tree,
 // where the next start registered it. Candidates are now staged under
 // tools/.forge/ (never registered, never committed) and cleaned at start.
-func TestReviewCrashDuringTestsLeavesCandidate(t *testing.T) {
+func TestCrashDuringTestsLeavesNoCandidate(t *testing.T) {
 	root := t.TempDir()
 	first := llmtest.NewServer([]llmtest.Step{submit(buggyCode)})
 	defer first.Close()

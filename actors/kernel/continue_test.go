@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/internal/testutil"
 )
 
 // Process.wake is one buffered slot shared by every waiter (Recv and each
@@ -13,7 +14,7 @@ import (
 // process wait (two parallel kernel tool calls, or Main in Recv plus a tool
 // call) only the first is woken; the other waits forever although the
 // process is running again.
-func TestReviewContinueWakesEveryWaiter(t *testing.T) {
+func TestContinueWakesEveryWaiter(t *testing.T) {
 	t.Run("two kernel calls", func(t *testing.T) {
 		k := newKernel(t, kernel.Options{Logger: quiet})
 		p := spawn(t, k, block, kernel.SpawnOptions{Grants: spawnRight})
@@ -27,7 +28,7 @@ func TestReviewContinueWakesEveryWaiter(t *testing.T) {
 				done <- err
 			}()
 		}
-		time.Sleep(50 * time.Millisecond) // both are parked in gate
+		testutil.Eventually(t, 10*time.Second, "both calls parked in the gate", func() bool { return kernel.GateWaiters(p) == 2 })
 		if err := k.Continue(p.PID()); err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +55,7 @@ func TestReviewContinueWakesEveryWaiter(t *testing.T) {
 			got <- m.Body
 			return nil
 		}, kernel.SpawnOptions{})
-		time.Sleep(20 * time.Millisecond) // Main is parked in Recv
+		testutil.Eventually(t, 10*time.Second, "Main parked in Recv", func() bool { return p.Info().Status == kernel.Waiting })
 		if err := k.Stop(p.PID()); err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +83,7 @@ func TestReviewContinueWakesEveryWaiter(t *testing.T) {
 			<-ctx.Done()
 			return nil
 		}, kernel.SpawnOptions{Grants: spawnRight})
-		time.Sleep(20 * time.Millisecond) // Main is parked in Recv
+		testutil.Eventually(t, 10*time.Second, "Main parked in Recv", func() bool { return p.Info().Status == kernel.Waiting })
 		if err := k.Stop(p.PID()); err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +95,7 @@ func TestReviewContinueWakesEveryWaiter(t *testing.T) {
 			_, err := p.Spawn(func(context.Context, *kernel.Process) error { return nil }, kernel.SpawnOptions{})
 			spawned <- err
 		}()
-		time.Sleep(50 * time.Millisecond) // the call is parked in gate
+		testutil.Eventually(t, 10*time.Second, "the call parked in the gate", func() bool { return kernel.GateWaiters(p) == 1 })
 		if err := k.Continue(p.PID()); err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +117,7 @@ func TestReviewContinueWakesEveryWaiter(t *testing.T) {
 // gate sets waiting=true while stopped and never clears it, so after a
 // stopped process's kernel call resumes, ps reports it "waiting" (blocked in
 // Recv) although it is running and has never called Recv.
-func TestReviewStatusAfterGate(t *testing.T) {
+func TestStatusIsRunningAfterTheGate(t *testing.T) {
 	k := newKernel(t, kernel.Options{Logger: quiet})
 	p := spawn(t, k, block, kernel.SpawnOptions{Grants: spawnRight})
 	if err := k.Stop(p.PID()); err != nil {
@@ -127,7 +128,7 @@ func TestReviewStatusAfterGate(t *testing.T) {
 		_, err := p.Spawn(func(context.Context, *kernel.Process) error { return nil }, kernel.SpawnOptions{})
 		done <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	testutil.Eventually(t, 10*time.Second, "the call parked in the gate", func() bool { return kernel.GateWaiters(p) == 1 })
 	if err := k.Continue(p.PID()); err != nil {
 		t.Fatal(err)
 	}

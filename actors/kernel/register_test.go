@@ -15,7 +15,7 @@ import (
 // (empty) name and clears nothing, then register installs the new name for
 // a dead PID: Register returns nil and the name points at a dead process
 // forever (ErrNameTaken for everyone after).
-func TestReviewRegisterRacesExit(t *testing.T) {
+func TestRegisterNeverNamesADeadProcess(t *testing.T) {
 	k := newKernel(t, kernel.Options{Logger: quiet})
 	const n = 50000
 	for i := range n {

@@ -13,7 +13,7 @@ import (
 // "failure" is journaled as a real test outcome, the next model call fails
 // with a *driver.Error (not context.Canceled), so the run is Ended failed:
 // not resumable, and the passing tool is lost.
-func TestReviewCancelledForgeStaysResumable(t *testing.T) {
+func TestCancelledForgeStaysResumable(t *testing.T) {
 	root := t.TempDir()
 	srv := llmtest.NewServer([]llmtest.Step{submit(fibCode), submit(fibCode), submit(fibCode)})
 	defer srv.Close()

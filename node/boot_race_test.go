@@ -15,7 +15,7 @@ import (
 // while emit (events.go) ranges over k.hooks on every kernel event. Boot
 // accepts a caller's Kernel (Options.Kernel) that may already run
 // processes, so booting races with them. Fails under -race.
-func TestReviewBootRacesRunningKernel(t *testing.T) {
+func TestBootOnARunningKernelDoesNotRace(t *testing.T) {
 	k := newKernel(t, kernel.Options{Logger: quiet})
 	started := make(chan struct{})
 	spawn(t, k, func(ctx context.Context, p *kernel.Process) error {

@@ -6,7 +6,7 @@ import (
 )
 
 // REVIEW: userinfo after a host-only prefix bypasses the allow-list.
-func TestReviewAllowedUserinfoBypass(t *testing.T) {
+func TestAllowListRefusesUserinfoAfterAHostPrefix(t *testing.T) {
 	allow := []string{"https://api.example.com"}
 	for _, raw := range []string{"https://api.example.com:443@evil.io/x", "https://api.example.com:x@evil.io/"} {
 		u, err := url.Parse(raw)

@@ -21,7 +21,7 @@ export default async function (): Promise<void> {
 // REVIEW: cancelled WHILE the tests run: runTests returns (outcome{Passed:false}, nil),
 // so the journal records the interruption as a real test failure; the resumed
 // forge replays it and the passing candidate is judged failed.
-func TestReviewCancelDuringTests(t *testing.T) {
+func TestCancelDuringTestsIsNoTestOutcome(t *testing.T) {
 	root := t.TempDir()
 	args, _ := json.Marshal(map[string]string{"path": "tools/math/fib.ts", "code": fibCode, "tests": slowTests})
 	step := llmtest.Step{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "submit_tool", Arguments: string(args)}}}

@@ -13,7 +13,7 @@ import (
 // authorize (tools.go) skips vfs.Clean for any path that ends in "/", so the
 // capability check runs on the raw "tools/../agentos.json/" (which a "tools/"
 // scope covers by prefix) while the jail cleans it to "agentos.json".
-func TestReviewTrailingSlashEscapesScope(t *testing.T) {
+func TestTrailingSlashStaysInScope(t *testing.T) {
 	n := boot(t, executor.IsolationInProcess, kernel.Options{})
 	k := n.Kernel()
 	admin := spawn(t, k, block, kernel.SpawnOptions{Grants: []capability.Grant{{Right: capability.Read}, {Right: capability.Write}}})

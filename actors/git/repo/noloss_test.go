@@ -10,12 +10,12 @@ import (
 	"github.com/agentos-run/agentos/actors/git/repo"
 )
 
-// TestRegressionRebaseClobbersUnpersistedWrite: a tool file written in the
+// TestRebaseKeepsUnpersistedWrite guards against this defect: a tool file written in the
 // working tree but not yet persisted (another tool's Persist runs first) is
 // overwritten by the rebase after a rejected push when the upstream also
 // changed that path. The later Persist of that file then returns nil and
 // publishes nothing: the write is lost, no conflict branch.
-func TestRegressionRebaseClobbersUnpersistedWrite(t *testing.T) {
+func TestRebaseKeepsUnpersistedWrite(t *testing.T) {
 	up := newUpstream(t)
 	d1 := filepath.Join(t.TempDir(), "n1")
 	d2 := filepath.Join(t.TempDir(), "n2")
@@ -46,12 +46,12 @@ func TestRegressionRebaseClobbersUnpersistedWrite(t *testing.T) {
 	}
 }
 
-// TestRegressionRebaseClobbersRewriteDuringPush: the same tool is rewritten
+// TestRebaseKeepsRewriteDuringPush guards against this defect: the same tool is rewritten
 // while its Persist is in flight (after the content was read, before the
 // push); a concurrent writer on another node moved the branch (another
 // path). The rebase writes the old content back over the rewrite, and the
 // next Persist of the tool is a no-op returning nil.
-func TestRegressionRebaseClobbersRewriteDuringPush(t *testing.T) {
+func TestRebaseKeepsRewriteDuringPush(t *testing.T) {
 	up := newUpstream(t)
 	d1 := filepath.Join(t.TempDir(), "n1")
 	d2 := filepath.Join(t.TempDir(), "n2")
@@ -90,11 +90,11 @@ func TestRegressionRebaseClobbersRewriteDuringPush(t *testing.T) {
 	}
 }
 
-// TestRegressionPRHydrateDropsUncommitted: in PR mode, an uncommitted change
+// TestPRHydrateKeepsUncommitted guards against this defect: in PR mode, an uncommitted change
 // found by Hydrate to a path the upstream changed meanwhile is discarded
 // (working file overwritten, Info log only); Direct mode pushes it to a
 // conflict branch instead.
-func TestRegressionPRHydrateDropsUncommitted(t *testing.T) {
+func TestPRHydrateKeepsUncommitted(t *testing.T) {
 	up := newUpstream(t)
 	dir := filepath.Join(t.TempDir(), "n")
 	pr := func(o *repo.Options) { o.Strategy = repo.PR }
@@ -113,10 +113,10 @@ func TestRegressionPRHydrateDropsUncommitted(t *testing.T) {
 	}
 }
 
-// TestRegressionPRHydratePushesConflict: the uncommitted version kept by a
+// TestPRHydratePushesConflict guards against this defect: the uncommitted version kept by a
 // PR-mode Hydrate that clashes with the upstream is also pushed to a
 // conflict branch.
-func TestRegressionPRHydratePushesConflict(t *testing.T) {
+func TestPRHydratePushesConflict(t *testing.T) {
 	up := newUpstream(t)
 	dir := filepath.Join(t.TempDir(), "n")
 	pr := func(o *repo.Options) { o.Strategy = repo.PR }
@@ -137,10 +137,10 @@ func TestRegressionPRHydratePushesConflict(t *testing.T) {
 	}
 }
 
-// TestRegressionPRRestartProposesOnlyItsPath: after a restart, the files
+// TestPRRestartProposesOnlyItsPath guards against this defect: after a restart, the files
 // of earlier (unmerged) proposals are still in the working tree; a new
 // Persist proposes only its own path.
-func TestRegressionPRRestartProposesOnlyItsPath(t *testing.T) {
+func TestPRRestartProposesOnlyItsPath(t *testing.T) {
 	up := newUpstream(t)
 	dir := filepath.Join(t.TempDir(), "n")
 	pr := func(o *repo.Options) { o.Strategy = repo.PR }

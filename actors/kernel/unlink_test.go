@@ -27,7 +27,9 @@ func pauseAtExit(t *testing.T) (k *kernel.Kernel, target *atomic.Uint64, parked,
 	return k, target, parked, resume
 }
 
-func TestReviewUnlinkDuringExit(t *testing.T) {
+// An Unlink that returns while the partner's exit runs (pauseAtExit)
+// MUST spare the unlinked process.
+func TestUnlinkDuringExitSparesThePartner(t *testing.T) {
 	k, target, parked, resume := pauseAtExit(t)
 	a := spawn(t, k, block, kernel.SpawnOptions{})
 	b := spawn(t, k, block, kernel.SpawnOptions{}) // does not trap exits
@@ -46,7 +48,9 @@ func TestReviewUnlinkDuringExit(t *testing.T) {
 	}
 }
 
-func TestReviewDemonitorDuringExit(t *testing.T) {
+// A Demonitor that returns while the watched process's exit runs
+// (pauseAtExit) MUST stop its Down.
+func TestDemonitorDuringExitDeliversNoDown(t *testing.T) {
 	k, target, parked, resume := pauseAtExit(t)
 	a := spawn(t, k, block, kernel.SpawnOptions{})
 	w := spawn(t, k, block, kernel.SpawnOptions{})
