@@ -16,7 +16,9 @@ import (
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/actors/supervisor"
 	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/clip"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
@@ -80,18 +82,22 @@ type Options struct {
 //
 // and the kernel tools bound to processes.
 type Node struct {
-	k       *kernel.Kernel
-	opts    Options
-	sys     *system.System
-	root    *actor.PID
-	kernel  *actor.PID
-	exec    *actor.PID
-	reg     *actor.PID
-	git     *actor.PID
-	forge   *actor.PID // reuses without an LLM; forging needs one
-	rootCtx *actor.RootContext
-	checker *check.Checker
-	tel     *telemetry
+	k      *kernel.Kernel
+	opts   Options
+	sys    *system.System
+	root   *actor.PID
+	kernel *actor.PID
+	exec   *actor.PID
+	reg    *actor.PID
+	git    *actor.PID
+	forge  *actor.PID // reuses without an LLM; forging needs one
+	// execClient and forgeClient reach the executor and forge actors;
+	// IMPORTANT: set once Boot has the actors' PIDs, before any call.
+	execClient  executor.Client
+	forgeClient forge.Client
+	rootCtx     *actor.RootContext
+	checker     *check.Checker
+	tel         *telemetry
 }
 
 // Boot starts the actor tree and returns the node.
@@ -132,7 +138,9 @@ func Boot(opts Options) (*Node, error) {
 		Backoff:   opts.Backoff,
 		Children: []supervisor.ChildSpec{
 			{Name: "kernel", Props: kernel.Props(k)},
-			{Name: "executor", Props: executor.Props(opts.Executor, opts.Journal)},
+			{Name: "executor", Props: executor.Props(opts.Executor, executor.ActorOptions{
+				Journal: opts.Journal, Authority: k.Authority(), OnRefused: refusedIn(k),
+			})},
 			{Name: "registry", Props: registry.Props(opts.Registry)},
 			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, OnWrite: func(path string, content []byte) error {
 				if _, err := opts.Registry.Register(path, content); err != nil && !errors.Is(err, registry.ErrNotTool) {
@@ -158,8 +166,11 @@ func Boot(opts Options) (*Node, error) {
 	// fails only when a tool must be written).
 	{
 		f, err := forge.New(forge.Options{
-			LLM: opts.LLM, Registry: opts.Registry, Checker: checker, Executor: opts.Executor,
+			LLM: opts.LLM, Registry: opts.Registry, Checker: checker,
 			Jail: opts.Jail, Journal: opts.Journal, Write: n.writeTool, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger,
+			// The forge's test runs go through the executor actor, its
+			// charges to the kernel (both bound once the tree has started).
+			Executor: &n.execClient, Charger: kernelCharger{k},
 		})
 		if err != nil {
 			return nil, err
@@ -195,11 +206,37 @@ func Boot(opts Options) (*Node, error) {
 			n.forge = pid
 		}
 	}
-	if n.kernel == nil || n.exec == nil || n.reg == nil || n.git == nil {
+	if n.kernel == nil || n.exec == nil || n.reg == nil || n.git == nil || n.forge == nil {
 		_ = n.stopTree(context.Background())
 		return nil, errors.New("kernel: the actor tree started without all its children (see the log)")
 	}
+	n.execClient = executor.Client{PID: n.exec, Root: n.rootCtx}
+	n.forgeClient = forge.Client{PID: n.forge, Root: n.rootCtx}
 	return n, nil
+}
+
+// refusedIn reports the capability refusals of tool runs (the executor
+// actor checks the caller's token on every file access and driver call) as
+// k's "refused" events, exactly like a refused kernel check.
+func refusedIn(k *kernel.Kernel) func(executor.Refusal) {
+	return func(r executor.Refusal) {
+		k.Emit(kernel.Event{Kind: kernel.EventRefused, PID: kernel.PID(r.PID), Name: r.Name,
+			Detail: fmt.Sprintf("%s on %q: %s", r.Right, clip.Text(r.Resource), clip.Text(r.Err.Error()))})
+	}
+}
+
+// kernelCharger charges a forge's model usage to the process it works for.
+// TODO(issue 12): a kernel.Client message (Charge{pid, meter, amount})
+// once the kernel actor serves it.
+type kernelCharger struct{ k *kernel.Kernel }
+
+// Charge implements forge.Charger.
+func (c kernelCharger) Charge(_ context.Context, pid uint64, m capability.Meter, amount float64) error {
+	p := c.k.Process(kernel.PID(pid))
+	if p == nil {
+		return fmt.Errorf("%w: process %d has ended; nothing can be charged to it", kernel.ErrExited, pid)
+	}
+	return p.Charge(m, amount)
 }
 
 // Kernel returns the node's process table.

@@ -1,6 +1,10 @@
 package executor
 
-import "github.com/agentos-run/agentos/actors/executor/internal/sandbox"
+import (
+	"errors"
+
+	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
+)
 
 // Error is why a run failed; see Kind. errors.Is(err, ErrTimeout) and the
 // other sentinels match any Error of the same kind.
@@ -26,4 +30,25 @@ var (
 	ErrUnsettled   = &Error{Kind: sandbox.KindUnsettled}
 	ErrHostFailure = &Error{Kind: sandbox.KindHostFailure}
 	ErrInternal    = &Error{Kind: sandbox.KindInternal}
+)
+
+// Errors of the executor actor's requests (not of a tool: those are
+// Result.Error). Client maps a reply's Failure back to them, so errors.Is
+// works on what it returns; a refused token wraps capability.ErrInvalid,
+// ErrRevoked or ErrExpired instead.
+var (
+	// ErrJournal: the run could not be recorded in the journal (its
+	// source, its start); it did not run. Check the journal's disk.
+	ErrJournal = errors.New("executor: the run could not be journaled")
+	// ErrRunKeyInUse: a run with the same run key is in flight; choose a
+	// unique key (NewRunKey).
+	ErrRunKeyInUse = errors.New("executor: the run key is in use by a run in flight")
+	// ErrNoAuthority: a run carries a caller's token but the executor actor
+	// was started without ActorOptions.Authority to verify it.
+	ErrNoAuthority = errors.New("executor: the actor has no capability authority to verify the caller's token")
+	// ErrUnavailable: the executor actor did not answer in time (it may be
+	// restarting or stopped); try again.
+	ErrUnavailable = errors.New("executor: the executor actor did not answer")
+	// ErrProtocol: the actor answered with an unexpected message (a bug).
+	ErrProtocol = errors.New("executor: unexpected reply")
 )

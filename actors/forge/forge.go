@@ -13,6 +13,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/journal"
@@ -33,8 +34,10 @@ type Options struct {
 	Threshold float64
 	// Checker runs check_tool on every candidate.
 	Checker *check.Checker
-	// Executor runs every candidate's tests in the sandbox.
-	Executor *executor.Executor
+	// Executor runs every candidate's tests in the sandbox: the executor
+	// actor's client (executor.Client), so that the tests run through the
+	// executor actor, with the forge's caller's rights.
+	Executor Runner
 	// Jail is the tool root (candidates are written there to be tested).
 	Jail *vfs.Jail
 	// Journal records every LLM call and test run of a forge under the
@@ -44,10 +47,28 @@ type Options struct {
 	// Write persists a forged file: the git actor's write (register,
 	// commit, push). It returns the commit ("" when not persisted).
 	Write func(ctx context.Context, path string, content []byte) (commit string, err error)
+	// Charger charges the model usage of a forge made for a process (the
+	// forge actor's Run and Resume with a caller) to that process's quota;
+	// nil: nothing is charged for such forges.
+	Charger Charger
 	// MaxAttempts bounds the generate-check-test loop (0: 3).
 	MaxAttempts int
 	// Logger receives progress (nil: slog.Default()).
 	Logger *slog.Logger
+}
+
+// Runner runs a tool on the executor actor: *executor.Client.
+type Runner interface {
+	Run(ctx context.Context, req executor.RunRequest) (executor.Result, string, error)
+}
+
+// Charger charges amount of meter to the quota of the kernel process pid
+// (and its ancestors). A refused charge (*capability.QuotaError, or the
+// process has ended) stops the forge with that error. The node's is the
+// kernel's Charge; IMPORTANT: it is called from the forge's goroutine, once
+// per model answer, for capability.LLMTokens then capability.CostUSD.
+type Charger interface {
+	Charge(ctx context.Context, pid uint64, meter capability.Meter, amount float64) error
 }
 
 // Forge runs the reuse-or-forge closed loop.
@@ -107,8 +128,15 @@ type Charge func(llm.Usage) error
 // Forge reuses a registered tool that fits spec, or forges one: the model
 // writes a tool and its tests, check_tool and the tests judge them, the
 // errors go back to the model, at most MaxAttempts times; only a tool that
-// passes both is written (registered and persisted).
+// passes both is written (registered and persisted). The tests run with no
+// caller restriction (the operator's forge); the forge actor forges for a
+// process with that process's rights (see Run in forgepb).
 func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, error) {
+	return f.forge(ctx, spec, nil, charge)
+}
+
+// forge is Forge for caller (nil: the operator).
+func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller, charge Charge) (Result, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return Result{}, fmt.Errorf("%w: the spec is empty; say what the tool must do", ErrSpec)
@@ -124,7 +152,7 @@ func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, 
 		}
 		return Result{}, fmt.Errorf("%w: %s; forging a new tool needs a model (or export AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL)", ErrNoModel, best)
 	}
-	var host driver.Host = f.devices()
+	var host driver.Host = f.devices(caller)
 	var run *journal.Run
 	if f.opts.Journal != nil {
 		args, _ := json.Marshal(map[string]string{"spec": spec})
@@ -153,6 +181,11 @@ const Kind = "forge"
 // model answers and test results are served from the journal (no model
 // request is sent twice), then the loop goes on live.
 func (f *Forge) Resume(ctx context.Context, id string, charge Charge) (Result, error) {
+	return f.resume(ctx, id, nil, charge)
+}
+
+// resume is Resume for caller (nil: the operator).
+func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, charge Charge) (Result, error) {
 	if f.opts.Journal == nil {
 		return Result{}, fmt.Errorf("%w: resuming needs the journal", ErrOptions)
 	}
@@ -174,7 +207,7 @@ func (f *Forge) Resume(ctx context.Context, id string, charge Charge) (Result, e
 		return Result{}, fmt.Errorf("%w: run %s has no spec to resume", ErrSpec, id)
 	}
 	rec.Run().Durable()
-	host := driver.Chain(f.devices(), rec.Middleware())
+	host := driver.Chain(f.devices(caller), rec.Middleware())
 	res, err := f.loop(ctx, host, a.Spec, charge)
 	res.RunID = id
 	if ctx.Err() == nil {

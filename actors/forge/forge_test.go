@@ -20,6 +20,7 @@ import (
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
+	"github.com/asynkron/protoactor-go/actor"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -49,6 +50,10 @@ func newEnv(t testing.TB, srv *llmtest.Server, root string, threshold ...float64
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ex.Close() })
+	// The candidates' tests run through the executor actor.
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	exPID := sys.Root.Spawn(executor.Props(ex, executor.ActorOptions{}))
+	t.Cleanup(func() { _ = sys.Root.StopFuture(exPID).Wait() })
 	jl, err := vfs.Open(root)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +86,7 @@ func newEnv(t testing.TB, srv *llmtest.Server, root string, threshold ...float64
 	if len(threshold) > 0 {
 		th = threshold[0]
 	}
-	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: reg, Threshold: th, Checker: check.New(check.Options{}), Executor: ex, Jail: jl, Journal: j, Write: write, Logger: quiet})
+	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: reg, Threshold: th, Checker: check.New(check.Options{}), Executor: executor.NewClient(sys.Root, exPID), Jail: jl, Journal: j, Write: write, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
