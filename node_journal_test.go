@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 // The node's journal endpoints keep the socket's request limit, and a
@@ -33,17 +34,17 @@ export default async function (): Promise<string> {
 
 	// Over the limit: refused, naming the setting.
 	big := json.RawMessage(`{"s":"` + strings.Repeat("x", 128<<10) + `"}`)
-	if _, err := c.Exec(ctx, ExecRequest{Path: "tools/spin.ts", Args: big}); err == nil || !strings.Contains(err.Error(), "max_args_bytes") {
+	if _, err := c.Exec(ctx, admin.ExecRequest{Path: "tools/spin.ts", Args: big}); err == nil || !strings.Contains(err.Error(), "max_args_bytes") {
 		t.Fatalf("an exec request over the limit: %v, want a refusal naming limits.max_args_bytes", err)
 	}
 
 	type answer struct {
-		rep ExecReply
+		rep admin.ExecReply
 		err error
 	}
 	done := make(chan answer, 1)
 	go func() {
-		rep, err := c.Exec(ctx, ExecRequest{Path: "tools/spin.ts", Timeout: time.Minute})
+		rep, err := c.Exec(ctx, admin.ExecRequest{Path: "tools/spin.ts", Timeout: time.Minute})
 		done <- answer{rep, err}
 	}()
 	var id string
@@ -63,10 +64,11 @@ export default async function (): Promise<string> {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := c.Recover(ctx, RecoverRequest{Run: id}); err == nil || !strings.Contains(err.Error(), "in flight") {
+	if err := c.Recover(ctx, admin.RecoverRequest{Run: id}, new(NodeRecovery)); err == nil || !strings.Contains(err.Error(), "in flight") {
 		t.Fatalf("recover --run of a run in flight: %v, want a refusal", err)
 	}
-	rec, err := c.Recover(ctx, RecoverRequest{})
+	var rec NodeRecovery
+	err := c.Recover(ctx, admin.RecoverRequest{}, &rec)
 	if err != nil || len(rec.Now) != 0 {
 		t.Fatalf("recover with a run in flight: %+v %v, want nothing resumed", rec, err)
 	}

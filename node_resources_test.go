@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,12 +15,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 // serveRoot starts a runtime over a fresh tool root (in-process isolation,
 // cfg's limits and quota) serving its node socket, and returns it with a
 // client. Both are closed at the end of the test.
-func serveRoot(t *testing.T, root string, cfg Config) (*Runtime, *NodeClient) {
+func serveRoot(t *testing.T, root string, cfg Config) (*Runtime, *admin.Client) {
 	t.Helper()
 	if _, err := Init(root, InitOptions{NoGit: true}); err != nil {
 		t.Fatal(err)
@@ -43,7 +46,7 @@ func serveRoot(t *testing.T, root string, cfg Config) (*Runtime, *NodeClient) {
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		c, err := DialNode(root)
+		c, err := admin.Dial(root)
 		if err == nil {
 			t.Cleanup(c.Close)
 			return rt, c
@@ -53,6 +56,18 @@ func serveRoot(t *testing.T, root string, cfg Config) (*Runtime, *NodeClient) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// socketHTTP is a plain HTTP client of root's node socket, for what the
+// admin client does not show (the size of an answer).
+func socketHTTP(t *testing.T, root string) *http.Client {
+	path := filepath.Join(root, admin.Socket)
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
 }
 
 func heapInUse() uint64 {
@@ -72,7 +87,8 @@ func heapInUse() uint64 {
 // flood the heap and the events answer stay small; and the refusals use up
 // the default process's tool_calls quota.
 func TestSocketFloodOfRefusedCalls(t *testing.T) {
-	rt, c := serveRoot(t, t.TempDir(), Config{Agent: AgentConfig{Quota: map[string]float64{"tool_calls": 20}}})
+	root := t.TempDir()
+	rt, c := serveRoot(t, root, Config{Agent: AgentConfig{Quota: map[string]float64{"tool_calls": 20}}})
 	ctx := context.Background()
 	before := heapInUse()
 
@@ -105,7 +121,7 @@ func TestSocketFloodOfRefusedCalls(t *testing.T) {
 	if grown > 32<<20 {
 		t.Errorf("the heap grew by %d MB over the flood of refused calls", grown>>20)
 	}
-	resp, err := c.hc.Get("http://node/v1/events")
+	resp, err := socketHTTP(t, root).Get("http://node/v1/events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +202,7 @@ func TestSocketPrivateFromListen(t *testing.T) {
 	if _, err := c.PS(context.Background()); err != nil {
 		t.Fatalf("the owner cannot use the socket: %v", err)
 	}
-	sock := filepath.Join(root, NodeSocket)
+	sock := filepath.Join(root, admin.Socket)
 	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the socket while serving: %v %v, want mode 600", fi.Mode(), err)
 	}

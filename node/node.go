@@ -246,8 +246,15 @@ func (n *Node) Kernel() *kernel.Kernel { return n.k }
 // program (spawned with its Spawn, they are stopped by Close).
 func (n *Node) ActorSystem() *system.System { return n.sys }
 
-// KernelPID is the kernel actor's kernel.PID (it answers PS, EventsQuery, Signal).
+// KernelPID is the kernel actor's PID: the node's process-table endpoint,
+// reached with kernel.Client{PID: n.KernelPID(), Root: ...}.
 func (n *Node) KernelPID() *actor.PID { return n.kernel }
+
+// KernelClient is the typed client of the node's kernel actor: ps, events,
+// signals, spawn, send and monitor of agent processes as messages.
+func (n *Node) KernelClient() kernel.Client {
+	return kernel.Client{PID: n.kernel, Root: n.rootCtx}
+}
 
 // Close ends every process (reason "shutdown", cancelling their tool runs),
 // then stops the actor tree children first, bounded by ctx. The executor,

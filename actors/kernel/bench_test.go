@@ -156,3 +156,33 @@ func BenchmarkActorMessages(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
+
+// BenchmarkClientSend is Send through the kernel actor: a kernel.Client
+// request (protobuf message, future, reply) delivering a JSON body to a
+// process that receives it; each op is one message delivered and
+// acknowledged by the kernel actor. For the record: what a message from another actor (or,
+// later, another node) costs next to BenchmarkMessages.
+//
+//	go test -run '^$' -bench ClientSend -count 6 ./actors/kernel/
+func BenchmarkClientSend(b *testing.B) {
+	k := newKernel(b, kernel.Options{Logger: quiet})
+	c, _ := startKernelActor(b, k)
+	p := spawn(b, k, func(ctx context.Context, p *kernel.Process) error {
+		for {
+			if _, err := p.Recv(ctx); err != nil {
+				return nil
+			}
+		}
+	}, kernel.SpawnOptions{})
+	ctx := context.Background()
+	body := []byte(`{"n":1}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := c.Send(ctx, p.PID(), body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}

@@ -33,9 +33,15 @@
 //
 // # Protocol
 //
-// The kernel actor (Props) answers PS, EventsQuery and Signal
-// (messages.go) for other actors; package node boots it under the node's
-// supervisor. The embedding program calls the Kernel's methods directly.
+// The kernel actor (Props) is the node's process-table endpoint: ps,
+// events, signals, spawn (of an image named with RegisterImage), send,
+// monitor, quota charges and refunds of agent processes are protobuf
+// messages to it (kernelpb/kernel.proto, listed in messages.go), so they
+// can come from another actor or, later, another node. Callers use Client
+// (client.go); errors cross as a kernelpb.Failure and come back as the
+// errors below (errors.Is) or a *capability.QuotaError (errors.As).
+// Package node boots the actor under the node's supervisor; the embedding
+// program may still call the Kernel's methods directly.
 //
 // # Lifecycle
 //

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,8 +87,9 @@ type Kernel struct {
 
 	shards [procShards]procShard // the process table, sharded by PID
 
-	mu     sync.RWMutex // guards names and closed
+	mu     sync.RWMutex // guards names, images and closed
 	names  map[string]PID
+	images map[string]Main
 	closed bool
 
 	hooks atomic.Pointer[[]func(Event)] // telemetry; copy on write, so Boot may add while processes run
@@ -124,7 +127,50 @@ func New(opts Options) (*Kernel, error) {
 		events: newEventLog(opts.Events),
 		now:    opts.Now,
 		names:  map[string]PID{},
+		images: map[string]Main{},
 	}, nil
+}
+
+// RegisterImage names main so that a Spawn message (kernelpb.Spawn, which
+// cannot carry a function) can start it: the image is what the process
+// runs, shown in ps. Registering a name again replaces its Main for the
+// processes spawned from then on.
+func (k *Kernel) RegisterImage(name string, main Main) error {
+	if name == "" || main == nil {
+		return fmt.Errorf("%w: RegisterImage needs a name and a Main function", ErrInvalid)
+	}
+	k.mu.Lock()
+	k.images[name] = main
+	k.mu.Unlock()
+	return nil
+}
+
+// Images returns the registered image names, sorted.
+func (k *Kernel) Images() []string {
+	k.mu.RLock()
+	out := make([]string, 0, len(k.images))
+	for name := range k.images {
+		out = append(out, name)
+	}
+	k.mu.RUnlock()
+	slices.Sort(out)
+	return out
+}
+
+// image returns the Main registered as name, or an error wrapping
+// ErrInvalid that lists the registered images.
+func (k *Kernel) image(name string) (Main, error) {
+	k.mu.RLock()
+	main := k.images[name]
+	k.mu.RUnlock()
+	if main != nil {
+		return main, nil
+	}
+	known := k.Images()
+	if len(known) == 0 {
+		return nil, fmt.Errorf("%w: no image %q is registered, and none is: register the program with Kernel.RegisterImage before spawning it by message", ErrInvalid, name)
+	}
+	return nil, fmt.Errorf("%w: no image %q is registered; the registered images are %s", ErrInvalid, name, strings.Join(known, ", "))
 }
 
 // Authority returns the kernel's capability authority.
@@ -544,7 +590,11 @@ func (k *Kernel) Close(ctx context.Context) error {
 }
 
 func (k *Kernel) refused(p *Process, right capability.Right, resource string, err error) {
-	k.emit(&Event{Kind: EventRefused, PID: p.pid, Name: p.Name(), Detail: fmt.Sprintf("%s on %q: %s", right, clip.Text(resource), clip.Text(err.Error()))})
+	k.emit(&Event{Kind: EventRefused, PID: p.pid, Name: p.Name(), Detail: refusedDetail(right, resource, err)})
+}
+
+func refusedDetail(right capability.Right, resource string, err error) string {
+	return fmt.Sprintf("%s on %q: %s", right, clip.Text(resource), clip.Text(err.Error()))
 }
 
 func (k *Kernel) charged(p *Process, m capability.Meter, amount float64) {

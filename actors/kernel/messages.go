@@ -1,34 +1,28 @@
 package kernel
 
-// The kernel actor's messages: how other actors (and, later, other nodes)
-// reach the process table. The embedding program calls the Kernel's methods
-// directly.
+// The kernel actor's messages are protobuf messages, defined (and each
+// documented: who sends it, the reply) in kernelpb/kernel.proto:
+//
+//	PS → PSReply                 the process table
+//	EventsQuery → EventsReply    recent kernel events
+//	Signal → SignalReply         kill, term, stop, cont
+//	Spawn → Spawned              start a registered image (RegisterImage)
+//	Send → Sent                  a JSON message to a process (by pid or name)
+//	Monitor → Monitored          the watcher receives a Down when the process ends
+//	Demonitor → Demonitored      no Down after the reply
+//	Charge → Charged             charge a process's quota (quota refusal as data)
+//	Refund → Refunded            give back what was charged
+//	Refused (note, no reply)     an executor's refused capability check
+//
+// Callers use Client (client.go), which converts them to and from the
+// kernel's domain types. The embedding program may still call the Kernel's
+// methods directly; actors and other nodes MUST go through the messages.
 
-// PS asks for the process table. Sender: anyone, with RequestFuture.
-// Reply: *PSReply.
-type PS struct{}
-
-// PSReply is the reply to PS.
-type PSReply struct{ Procs []ProcInfo }
-
-// EventsQuery asks for recent kernel events with Seq > After, at most Limit
-// (0: all kept). Sender: anyone, with RequestFuture. Reply: *EventsReply.
-type EventsQuery struct {
-	After uint64
-	Limit int
+// exited is the kernel actor's note to itself that a monitored process
+// ended (its context's AfterFunc sends it): the Down goes out from the
+// actor's own goroutine, so a Demonitor handled first suppresses it. It
+// never leaves the process.
+type exited struct {
+	pid PID
+	key watchKey
 }
-
-// EventsReply is the reply to EventsQuery.
-type EventsReply struct{ Events []Event }
-
-// Signal asks the kernel to signal a process: "kill", "term", "stop" or
-// "cont". Sender: anyone, with RequestFuture. Reply: *SignalReply.
-type Signal struct {
-	PID PID
-	Sig string
-	// By names who asked (logged with the kill).
-	By string
-}
-
-// SignalReply is the reply to Signal; Err is nil on success.
-type SignalReply struct{ Err error }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 // runCall calls a kernel tool exactly as an LLM would:
@@ -66,12 +67,12 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // callTool sends the call to the node serving root, or runs it on a
 // runtime started for it.
 func callTool(ctx context.Context, root string, cfg agentos.Config, tool string, args json.RawMessage) (json.RawMessage, error) {
-	c, err := agentos.DialNode(root)
+	c, err := admin.Dial(root)
 	if err == nil {
 		defer c.Close()
 		return c.Call(ctx, tool, args)
 	}
-	if !errors.Is(err, agentos.ErrNoNode) {
+	if !errors.Is(err, admin.ErrNoNode) {
 		return nil, err
 	}
 	cfg.Root = root

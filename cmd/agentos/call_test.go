@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 func TestCallWithoutNode(t *testing.T) {
@@ -66,7 +67,7 @@ func TestCallPSEventsWithNode(t *testing.T) {
 	go func() { served <- rt.Serve(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if c, err := agentos.DialNode(root); err == nil {
+		if c, err := admin.Dial(root); err == nil {
 			c.Close()
 			break
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 // flagName is how help shows a flag: -v, --root.
@@ -310,7 +311,7 @@ func TestJSONAlwaysOneObject(t *testing.T) {
 	go func() { served <- rt.Serve(ctx) }()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if c, err := agentos.DialNode(root); err == nil {
+		if c, err := admin.Dial(root); err == nil {
 			c.Close()
 			break
 		}

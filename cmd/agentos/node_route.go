@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 // How commands share a tool root's journal. The journal is one bbolt file,
@@ -27,7 +28,7 @@ import (
 // nodeFor returns a client of the node serving absRoot when one does and
 // the command's journal is the node's (jpath empty, or the node's file);
 // nil when no node serves the root.
-func nodeFor(absRoot string, cfg agentos.Config, jpath string) (*agentos.NodeClient, error) {
+func nodeFor(absRoot string, cfg agentos.Config, jpath string) (*admin.Client, error) {
 	if jpath != "" {
 		abs, err := filepath.Abs(jpath)
 		if err != nil {
@@ -37,8 +38,8 @@ func nodeFor(absRoot string, cfg agentos.Config, jpath string) (*agentos.NodeCli
 			return nil, nil // another journal file than the node's: not the node's business
 		}
 	}
-	c, err := agentos.DialNode(absRoot)
-	if errors.Is(err, agentos.ErrNoNode) {
+	c, err := admin.Dial(absRoot)
+	if errors.Is(err, admin.ErrNoNode) {
 		return nil, nil
 	}
 	return c, err
@@ -88,7 +89,7 @@ func (c *journalCmd) openRuns(ctx context.Context, args []string) (runSource, er
 // nodeRuns reads the runs of a serving node's journal.
 type nodeRuns struct {
 	ctx    context.Context
-	c      *agentos.NodeClient
+	c      *admin.Client
 	counts map[string]int
 }
 
@@ -151,7 +152,7 @@ func (c *journalCmd) openRun(ctx context.Context, args []string, what string) (p
 // bounded by the run's own timeout plus a minute (timeout 0: the root's
 // default), says so on stderr, and goes through a node that starts
 // meanwhile.
-func execJournal(ctx context.Context, absRoot string, cfg agentos.Config, jpath string, timeout time.Duration, stderr io.Writer) (*agentos.NodeClient, *journal.Journal, error) {
+func execJournal(ctx context.Context, absRoot string, cfg agentos.Config, jpath string, timeout time.Duration, stderr io.Writer) (*admin.Client, *journal.Journal, error) {
 	if timeout <= 0 {
 		timeout = time.Duration(cfg.Limits.Timeout)
 	}
@@ -186,8 +187,8 @@ func execJournal(ctx context.Context, absRoot string, cfg agentos.Config, jpath 
 // execOnNode runs the tool on the serving node: the same run, result and
 // exit status as 'agentos exec' without a node, recorded in the node's
 // journal.
-func execOnNode(ctx context.Context, nc *agentos.NodeClient, rel string, args json.RawMessage, timeout time.Duration, asJSON bool, stdout, stderr io.Writer) error {
-	rep, err := nc.Exec(ctx, agentos.ExecRequest{Path: rel, Args: args, Timeout: timeout})
+func execOnNode(ctx context.Context, nc *admin.Client, rel string, args json.RawMessage, timeout time.Duration, asJSON bool, stdout, stderr io.Writer) error {
+	rep, err := nc.Exec(ctx, admin.ExecRequest{Path: rel, Args: args, Timeout: timeout})
 	if err != nil {
 		return err
 	}
@@ -196,9 +197,9 @@ func execOnNode(ctx context.Context, nc *agentos.NodeClient, rel string, args js
 
 // recoverOnNode asks the serving node to resume runs (only, or every
 // unfinished one not in flight) and prints what it did, at its start and now.
-func recoverOnNode(ctx context.Context, nc *agentos.NodeClient, req agentos.RecoverRequest, asJSON bool, stdout io.Writer) error {
-	rec, err := nc.Recover(ctx, req)
-	if err != nil {
+func recoverOnNode(ctx context.Context, nc *admin.Client, req admin.RecoverRequest, asJSON bool, stdout io.Writer) error {
+	var rec agentos.NodeRecovery
+	if err := nc.Recover(ctx, req, &rec); err != nil {
 		return err
 	}
 	if asJSON {

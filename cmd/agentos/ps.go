@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 // runPS prints the process table of the node serving the tool root:
@@ -39,7 +39,7 @@ func runPS(ctx context.Context, args []string, stdout, _ io.Writer) error {
 }
 
 // dialNode parses --root and --json and connects to the node.
-func dialNode(name string, args []string) (*agentos.NodeClient, *bool, error) {
+func dialNode(name string, args []string) (*admin.Client, *bool, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	root := fs.String("root", ".", rootUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object {\"processes\": [...]} (events: {\"events\": [...]})")
@@ -54,7 +54,7 @@ func dialNode(name string, args []string) (*agentos.NodeClient, *bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := agentos.DialNode(abs)
+	c, err := admin.Dial(abs)
 	return c, asJSON, err
 }
 

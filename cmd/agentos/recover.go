@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 // runRecover resumes the runs a crash left unfinished:
@@ -31,7 +32,7 @@ func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	} else if nc != nil { // the node holds the journal: it resumes the runs
 		defer nc.Close()
-		return recoverOnNode(ctx, nc, agentos.RecoverRequest{Run: *only, Timeout: *timeout}, *c.asJSON, stdout)
+		return recoverOnNode(ctx, nc, admin.RecoverRequest{Run: *only, Timeout: *timeout}, *c.asJSON, stdout)
 	}
 	j, err := openJournal(absRoot, cfg, *c.jpath, true)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 // waitTool spins, asking the tool tree each time, until tools/go.txt
@@ -50,7 +51,7 @@ func startServe(t *testing.T, root, tmp, marker string) (*exec.Cmd, *lockedBuffe
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if c, err := agentos.DialNode(root); err == nil {
+		if c, err := admin.Dial(root); err == nil {
 			c.Close()
 			return cmd, out
 		}
@@ -89,7 +90,7 @@ func TestServeSIGTERM(t *testing.T) {
 	marker := fmt.Sprint(time.Now().UnixNano())
 	cmd, out := startServe(t, root, tmp, marker)
 
-	c, err := agentos.DialNode(root)
+	c, err := admin.Dial(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,220 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/agentos-run/agentos/actors/kernel/kernelpb"
+	"github.com/agentos-run/agentos/capability"
+)
+
+// DefaultTimeout bounds a Client request whose context has no deadline.
+const DefaultTimeout = 30 * time.Second
+
+// Client is the typed client of the kernel actor: it sends the kernelpb
+// messages and converts the replies to the kernel's domain types, and
+// failures back to the kernel's errors (errors.Is with ErrNoProcess,
+// ErrExited, ErrNameTaken, ErrClosed, ErrInvalid, capability.ErrDenied;
+// errors.As with *capability.QuotaError).
+//
+// IMPORTANT: PID is the kernel actor's (node.Node.KernelPID); Root sends the
+// requests (a system's root context, or an actor's context: both have
+// RequestFuture). A request waits until ctx's deadline, or DefaultTimeout
+// when ctx has none.
+type Client struct {
+	PID  *actor.PID
+	Root actor.SenderContext
+}
+
+// SpawnRequest is what Client.Spawn asks for (see kernelpb.Spawn).
+type SpawnRequest struct {
+	// Image is a name registered with Kernel.RegisterImage.
+	Image string
+	// Name registers the process (empty: nameless).
+	Name   string
+	Grants []capability.Grant
+	Quota  capability.Limits
+	// Parent spawns the process as Parent's child (0: the kernel's).
+	Parent PID
+	// Link links the child with Parent.
+	Link bool
+	// Deadline ends the process with reason deadline after this long.
+	Deadline time.Duration
+}
+
+func (c Client) request(ctx context.Context, msg any) (any, error) {
+	if c.PID == nil || c.Root == nil {
+		return nil, fmt.Errorf("%w: kernel.Client needs the kernel actor's PID and a sender context", ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	timeout := DefaultTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	res, err := c.Root.RequestFuture(c.PID, msg, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("kernel: the kernel actor %v did not answer %T: %w", c.PID, msg, err)
+	}
+	return res, nil
+}
+
+// reply asserts the reply's type.
+func reply[T any](res any, err error) (T, error) {
+	var zero T
+	if err != nil {
+		return zero, err
+	}
+	r, ok := res.(T)
+	if !ok {
+		return zero, fmt.Errorf("kernel: the kernel actor answered %T, want %T", res, zero)
+	}
+	return r, nil
+}
+
+// PS returns the node's process table, by PID.
+func (c Client) PS(ctx context.Context) ([]ProcInfo, error) {
+	r, err := reply[*kernelpb.PSReply](c.request(ctx, &kernelpb.PS{}))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ProcInfo, len(r.GetProcs()))
+	for i, p := range r.GetProcs() {
+		out[i] = procInfo(p)
+	}
+	return out, nil
+}
+
+// Events returns the recent kernel events with Seq > after, oldest first,
+// at most limit (<= 0: every event still kept).
+func (c Client) Events(ctx context.Context, after uint64, limit int) ([]Event, error) {
+	r, err := reply[*kernelpb.EventsReply](c.request(ctx, &kernelpb.EventsQuery{After: after, Limit: int64(limit)}))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Event, len(r.GetEvents()))
+	for i, e := range r.GetEvents() {
+		out[i] = event(e)
+	}
+	return out, nil
+}
+
+// Signal signals pid: "kill" (by names who asked), "term", "stop" or
+// "cont".
+func (c Client) Signal(ctx context.Context, pid PID, sig, by string) error {
+	r, err := reply[*kernelpb.SignalReply](c.request(ctx, &kernelpb.Signal{Pid: uint64(pid), Signal: sig, By: by}))
+	if err != nil {
+		return err
+	}
+	return failureErr(r.GetFailure())
+}
+
+// Kill ends pid at once (reason "killed: <by>").
+func (c Client) Kill(ctx context.Context, pid PID, by string) error {
+	return c.Signal(ctx, pid, "kill", by)
+}
+
+// Spawn starts a process running a registered image; it returns its PID.
+func (c Client) Spawn(ctx context.Context, req SpawnRequest) (PID, error) {
+	m := &kernelpb.Spawn{
+		Image: req.Image, Name: req.Name, Quota: meters(req.Quota), Parent: uint64(req.Parent),
+		Link: req.Link, DeadlineNs: int64(req.Deadline),
+	}
+	for _, g := range req.Grants {
+		m.Grants = append(m.Grants, &kernelpb.Grant{Right: string(g.Right), Scope: g.Scope})
+	}
+	r, err := reply[*kernelpb.Spawned](c.request(ctx, m))
+	if err != nil {
+		return 0, err
+	}
+	if err := failureErr(r.GetFailure()); err != nil {
+		return 0, err
+	}
+	return PID(r.GetPid()), nil
+}
+
+// Send delivers body (JSON) to pid's mailbox: the process receives a
+// Message with From 0 and Body a json.RawMessage.
+func (c Client) Send(ctx context.Context, pid PID, body json.RawMessage) error {
+	_, err := c.send(ctx, &kernelpb.Send{To: &kernelpb.Send_Pid{Pid: uint64(pid)}, Body: body})
+	return err
+}
+
+// SendName delivers body (JSON) to the process registered as name and
+// returns its PID.
+func (c Client) SendName(ctx context.Context, name string, body json.RawMessage) (PID, error) {
+	return c.send(ctx, &kernelpb.Send{To: &kernelpb.Send_Name{Name: name}, Body: body})
+}
+
+func (c Client) send(ctx context.Context, m *kernelpb.Send) (PID, error) {
+	r, err := reply[*kernelpb.Sent](c.request(ctx, m))
+	if err != nil {
+		return 0, err
+	}
+	if err := failureErr(r.GetFailure()); err != nil {
+		return 0, err
+	}
+	return PID(r.GetPid()), nil
+}
+
+// Monitor makes watcher (an actor) receive a *kernelpb.Down when pid ends;
+// at once, with reason "noproc", when pid is not alive.
+func (c Client) Monitor(ctx context.Context, pid PID, watcher *actor.PID) error {
+	if watcher == nil {
+		return fmt.Errorf("%w: Client.Monitor of %v needs the watching actor's PID", ErrInvalid, pid)
+	}
+	r, err := reply[*kernelpb.Monitored](c.request(ctx, &kernelpb.Monitor{Pid: uint64(pid), WatcherAddress: watcher.GetAddress(), WatcherId: watcher.GetId()}))
+	if err != nil {
+		return err
+	}
+	return failureErr(r.GetFailure())
+}
+
+// Demonitor cancels watcher's Monitor of pid: no Down for it arrives after
+// Demonitor returns.
+func (c Client) Demonitor(ctx context.Context, pid PID, watcher *actor.PID) error {
+	if watcher == nil {
+		return fmt.Errorf("%w: Client.Demonitor of %v needs the watching actor's PID", ErrInvalid, pid)
+	}
+	_, err := reply[*kernelpb.Demonitored](c.request(ctx, &kernelpb.Demonitor{Pid: uint64(pid), WatcherAddress: watcher.GetAddress(), WatcherId: watcher.GetId()}))
+	return err
+}
+
+// Charge charges amount of meter to pid's quota account and its
+// ancestors', all-or-nothing. A refusal is a *capability.QuotaError
+// (errors.As) and has ended pid with reason quota:<meter>.
+func (c Client) Charge(ctx context.Context, pid PID, m capability.Meter, amount float64) error {
+	r, err := reply[*kernelpb.Charged](c.request(ctx, &kernelpb.Charge{Pid: uint64(pid), Meter: string(m), Amount: amount}))
+	if err != nil {
+		return err
+	}
+	return failureErr(r.GetFailure())
+}
+
+// Refund gives back amount of meter charged to pid.
+func (c Client) Refund(ctx context.Context, pid PID, m capability.Meter, amount float64) error {
+	r, err := reply[*kernelpb.Refunded](c.request(ctx, &kernelpb.Refund{Pid: uint64(pid), Meter: string(m), Amount: amount}))
+	if err != nil {
+		return err
+	}
+	return failureErr(r.GetFailure())
+}
+
+// Refused tells the kernel that a capability check for pid was refused
+// (right on resource, err the refusal): the kernel records its "refused"
+// event. It is a note: it returns once sent, not once handled.
+func (c Client) Refused(pid PID, right capability.Right, resource string, err error) {
+	if c.PID == nil || c.Root == nil {
+		return
+	}
+	reason := ""
+	if err != nil {
+		reason = err.Error()
+	}
+	c.Root.Send(c.PID, &kernelpb.Refused{Pid: uint64(pid), Right: string(right), Resource: resource, Reason: reason})
+}

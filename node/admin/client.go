@@ -1,0 +1,135 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/journal"
+)
+
+// Client talks to the runtime serving a tool root.
+type Client struct {
+	hc   *http.Client
+	path string
+}
+
+// Dial connects to the runtime serving the tool root at root. It fails
+// with ErrNoNode when none is.
+func Dial(root string) (*Client, error) {
+	path := filepath.Join(root, Socket)
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("%w in %s: start one with 'agentos serve --root %s'", ErrNoNode, root, root)
+		}
+		return nil, fmt.Errorf("agentos: connecting to the node at %s: %w", path, err)
+	}
+	c.Close()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}
+	return &Client{hc: &http.Client{Transport: tr}, path: path}, nil
+}
+
+// Close releases the client's connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// PS returns the node's process table.
+func (c *Client) PS(ctx context.Context) ([]kernel.ProcInfo, error) {
+	var out []kernel.ProcInfo
+	return out, c.do(ctx, "GET", "/v1/ps", nil, &out)
+}
+
+// Events returns the node's recent kernel events with Seq > after, at most
+// limit (0: all kept).
+func (c *Client) Events(ctx context.Context, after uint64, limit int) ([]kernel.Event, error) {
+	var out []kernel.Event
+	return out, c.do(ctx, "GET", fmt.Sprintf("/v1/events?after=%d&limit=%d", after, limit), nil, &out)
+}
+
+// Signal signals a process of the node: "kill", "term", "stop" or "cont".
+func (c *Client) Signal(ctx context.Context, req SignalRequest) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	var out struct{}
+	return c.do(ctx, "POST", "/v1/signal", body, &out)
+}
+
+// Call runs a kernel tool on the node as its default process.
+func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
+	var out json.RawMessage
+	return out, c.do(ctx, "POST", "/v1/call/"+tool, args, &out)
+}
+
+// Runs lists the runs of the node's journal, oldest first.
+func (c *Client) Runs(ctx context.Context) ([]RunSummary, error) {
+	var out []RunSummary
+	return out, c.do(ctx, "GET", "/v1/runs", nil, &out)
+}
+
+// Run returns one run of the node's journal (id or a unique prefix).
+func (c *Client) Run(ctx context.Context, id string) (journal.Dump, error) {
+	var out journal.Dump
+	return out, c.do(ctx, "GET", "/v1/runs/"+url.PathEscape(id), nil, &out)
+}
+
+// Exec runs a tool on the node as 'agentos exec' does, recorded in the
+// node's journal.
+func (c *Client) Exec(ctx context.Context, req ExecRequest) (ExecReply, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return ExecReply{}, err
+	}
+	var out ExecReply
+	return out, c.do(ctx, "POST", "/v1/exec", body, &out)
+}
+
+// Recover asks the node to resume unfinished runs (see RecoverRequest) and
+// decodes its report into out (the runtime's report type,
+// agentos.NodeRecovery).
+func (c *Client) Recover(ctx context.Context, req RecoverRequest, out any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, "POST", "/v1/recover", body, out)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://node"+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("agentos: the node at %s did not answer: %w", c.path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return errors.New(e.Error)
+		}
+		return fmt.Errorf("agentos: the node answered %s", resp.Status)
+	}
+	return json.Unmarshal(b, out)
+}

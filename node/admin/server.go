@@ -1,0 +1,324 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/internal/clip"
+	"github.com/agentos-run/agentos/journal"
+)
+
+// Socket is where a serving runtime listens, relative to the tool root:
+// node/node.sock in the root's state directory (.agentos, agentos.StateDir).
+var Socket = filepath.Join(".agentos", "node", "node.sock")
+
+// Backend is what the socket answers with: the embedding runtime. Its
+// methods are called concurrently, one request each.
+type Backend interface {
+	// Kernel is the client of the node's kernel actor: ps, events and
+	// signals are messages to it.
+	Kernel() kernel.Client
+	// MaxArgs is the largest request body (tool arguments) accepted, in
+	// bytes (limits.max_args_bytes).
+	MaxArgs() int
+	// Call runs a kernel tool as the node's default process.
+	Call(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error)
+	// Runs lists the journal's runs, oldest first.
+	Runs() ([]RunSummary, error)
+	// Run returns one run (id or unique prefix); journal.ErrNoRun and
+	// journal.ErrAmbiguous are answered 404.
+	Run(id string) (journal.Dump, error)
+	// Exec runs a tool as 'agentos exec' does, recorded in the journal.
+	// ctx ends when the caller hangs up or the node stops serving.
+	Exec(ctx context.Context, req ExecRequest) (ExecReply, error)
+	// Recover resumes unfinished runs and returns the JSON-encodable
+	// report; a *StatusError chooses the status of a failure.
+	Recover(ctx context.Context, req RecoverRequest) (any, error)
+	// Metrics is the /metrics handler (nil: no /metrics).
+	Metrics() http.Handler
+}
+
+// Options configure Serve.
+type Options struct {
+	// Root is the tool root; the socket is Root/Socket.
+	Root string
+	// Backend answers the requests.
+	Backend Backend
+	// Shutdowns, when set, tracks the server's shutdown, which goes on
+	// after Serve returns (in-flight calls end when the runtime cancels
+	// their runs): the runtime's Close MUST wait for it.
+	Shutdowns *sync.WaitGroup
+	// AfterListen, when set (tests), is called between Listen and the
+	// socket's chmod: the moment a socket in a shared directory was
+	// connectable.
+	AfterListen func(path string)
+}
+
+// Serve answers on the tool root's node socket until ctx ends, then removes
+// the socket (see the package documentation for the endpoints).
+func Serve(ctx context.Context, opts Options) error {
+	if opts.Backend == nil || opts.Root == "" {
+		return errors.New("agentos: admin.Serve needs a tool root and a Backend")
+	}
+	path := filepath.Join(opts.Root, Socket)
+	dir := filepath.Dir(path)
+	if err := privateDir(dir); err != nil {
+		return err
+	}
+	if err := removeStaleSocket(path); err != nil {
+		return err
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("agentos: listening on %s: %w", path, err)
+	}
+	defer os.Remove(dir) // only when empty: after the socket
+	defer os.Remove(path)
+	if opts.AfterListen != nil {
+		opts.AfterListen(path)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: mux(ctx, opts.Backend), ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan struct{})
+	if opts.Shutdowns != nil {
+		opts.Shutdowns.Add(1)
+	}
+	go func() {
+		if opts.Shutdowns != nil {
+			defer opts.Shutdowns.Done()
+		}
+		select {
+		case <-ctx.Done():
+		case <-served:
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	err = srv.Serve(ln)
+	close(served)
+	if !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// privateDir makes dir a directory only its owner can enter (0700), owned
+// by this process's user: the socket inside is unreachable by others from
+// its creation on, whatever the umask.
+func privateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("agentos: creating the node socket's directory %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || (ok && int(st.Uid) != os.Geteuid()) {
+		return fmt.Errorf("agentos: %s must be a directory owned by this user (uid %d), not a link or another user's: remove it and start again", dir, os.Geteuid())
+	}
+	if fi.Mode().Perm() != 0o700 {
+		return os.Chmod(dir, 0o700)
+	}
+	return nil
+}
+
+// removeStaleSocket removes a socket left by a node that died; a live node
+// is an error.
+func removeStaleSocket(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("agentos: a node is already serving this tool root (%s); stop it first", path)
+	}
+	return os.Remove(path)
+}
+
+// mux routes the endpoints. ctx is the Serve context: when it ends, the
+// tool runs started for a request are cancelled and stay resumable, as the
+// node's own runs are.
+func mux(ctx context.Context, b Backend) *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /v1/ps", func(w http.ResponseWriter, r *http.Request) {
+		ps, err := b.Kernel().PS(r.Context())
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ps)
+	})
+	m.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
+		after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		evs, err := b.Kernel().Events(r.Context(), after, limit)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, evs)
+	})
+	m.HandleFunc("POST /v1/signal", func(w http.ResponseWriter, r *http.Request) {
+		var req SignalRequest
+		if !readRequest(w, r, b.MaxArgs(), &req) {
+			return
+		}
+		if req.By == "" {
+			req.By = "admin socket"
+		}
+		err := b.Kernel().Signal(r.Context(), kernel.PID(req.PID), req.Signal, req.By)
+		switch {
+		case errors.Is(err, kernel.ErrNoProcess):
+			writeError(w, http.StatusNotFound, err)
+		case errors.Is(err, kernel.ErrInvalid):
+			writeError(w, http.StatusBadRequest, err)
+		case err != nil:
+			writeError(w, http.StatusUnprocessableEntity, err)
+		default:
+			writeJSON(w, http.StatusOK, struct{}{})
+		}
+	})
+	m.HandleFunc("POST /v1/call/{tool}", func(w http.ResponseWriter, r *http.Request) {
+		args, ok := readBody(w, r, b.MaxArgs(), 0)
+		if !ok {
+			return
+		}
+		out, err := b.Call(r.Context(), r.PathValue("tool"), args)
+		if err != nil {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": clip.N(err.Error(), 4096)})
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	})
+	m.HandleFunc("GET /v1/runs", func(w http.ResponseWriter, _ *http.Request) {
+		runs, err := b.Runs()
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		if runs == nil {
+			runs = []RunSummary{}
+		}
+		writeJSON(w, http.StatusOK, runs)
+	})
+	m.HandleFunc("GET /v1/runs/{id}", func(w http.ResponseWriter, r *http.Request) {
+		d, err := b.Run(r.PathValue("id"))
+		if err != nil {
+			code := http.StatusInternalServerError
+			if errors.Is(err, journal.ErrNoRun) || errors.Is(err, journal.ErrAmbiguous) {
+				code = http.StatusNotFound
+			}
+			writeError(w, code, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, d)
+	})
+	m.HandleFunc("POST /v1/exec", func(w http.ResponseWriter, r *http.Request) {
+		var req ExecRequest
+		if !readRequest(w, r, b.MaxArgs(), &req) {
+			return
+		}
+		if req.Path == "" {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "agentos: the exec request names no tool path"})
+			return
+		}
+		// The caller hanging up or the node stopping cancels the run: it
+		// stays "running", resumable, as an interrupted 'agentos exec' does.
+		runCtx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
+		rep, err := b.Exec(runCtx, req)
+		if err != nil {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": clip.N(err.Error(), 4096)})
+			return
+		}
+		writeJSON(w, http.StatusOK, rep)
+	})
+	m.HandleFunc("POST /v1/recover", func(w http.ResponseWriter, r *http.Request) {
+		var req RecoverRequest
+		if !readRequest(w, r, b.MaxArgs(), &req) {
+			return
+		}
+		runCtx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
+		out, err := b.Recover(runCtx, req)
+		if err != nil {
+			code := http.StatusUnprocessableEntity
+			var se *StatusError
+			if errors.As(err, &se) {
+				code = se.Code
+			}
+			writeJSON(w, code, map[string]string{"error": clip.N(err.Error(), 4096)})
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+	if h := b.Metrics(); h != nil {
+		m.Handle("GET /metrics", h)
+	}
+	return m
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, map[string]string{"error": clip.Text(err.Error())})
+}
+
+// readBody reads a request body of at most limit+extra bytes; on failure it
+// answers (413 for a body over it, naming limits.max_args_bytes) and
+// returns false.
+func readBody(w http.ResponseWriter, r *http.Request, limit, extra int) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(limit+extra)))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("agentos: the request is over the node's limit of %d bytes of arguments: send less, or raise limits.max_args_bytes in agentos.json and restart the node", limit)})
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, err)
+		return nil, false
+	}
+	return b, true
+}
+
+// readRequest decodes a JSON request body of at most the node's argument
+// limit (plus room for the request's other fields) into v; on failure it
+// answers and returns false.
+func readRequest(w http.ResponseWriter, r *http.Request, limit int, v any) bool {
+	b, ok := readBody(w, r, limit, 64<<10)
+	if !ok {
+		return false
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "agentos: the request is not the JSON object expected: " + clip.Text(err.Error())})
+		return false
+	}
+	return true
+}

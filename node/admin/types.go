@@ -1,0 +1,56 @@
+package admin
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/journal"
+)
+
+// RunSummary is one run as the node lists it: its metadata and how many
+// driver calls it recorded.
+type RunSummary struct {
+	journal.RunMeta
+	Calls int `json:"calls"`
+}
+
+// ExecRequest asks a serving node to run a tool as 'agentos exec' does:
+// the operator's run (no caller restriction: only the socket's owner can
+// ask), recorded in the node's journal.
+type ExecRequest struct {
+	// Path is the tool, relative to the tool root.
+	Path string `json:"path"`
+	// Args is the JSON object passed to the tool ({} when empty).
+	Args json.RawMessage `json:"args,omitempty"`
+	// Timeout overrides the run's wall-clock limit (0: the node's default).
+	Timeout time.Duration `json:"timeout_ns,omitempty"`
+}
+
+// ExecReply is the node's answer to an ExecRequest: the run's result and
+// its journal id, as 'agentos exec --json' prints them.
+type ExecReply struct {
+	executor.Result
+	Run string `json:"run,omitempty"`
+}
+
+// RecoverRequest asks a serving node to resume unfinished runs: Run alone
+// (an id or unique prefix, resumed in a worker process even when
+// quarantined), or every unfinished tool run that is not in flight on the
+// node (Run empty).
+type RecoverRequest struct {
+	Run string `json:"run,omitempty"`
+	// Timeout, when positive, overrides each resumed run's recorded
+	// timeout ('agentos recover --timeout').
+	Timeout time.Duration `json:"timeout,omitempty"`
+}
+
+// SignalRequest asks the node's kernel to signal a process.
+type SignalRequest struct {
+	PID uint64 `json:"pid"`
+	// Signal is "kill", "term", "stop" or "cont".
+	Signal string `json:"signal"`
+	// By names who asked (the killed process's exit detail); empty: "admin
+	// socket".
+	By string `json:"by,omitempty"`
+}
