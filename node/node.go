@@ -18,7 +18,6 @@ import (
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
-	"github.com/agentos-run/agentos/internal/clip"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
@@ -139,7 +138,7 @@ func Boot(opts Options) (*Node, error) {
 		Children: []supervisor.ChildSpec{
 			{Name: "kernel", Props: kernel.Props(k)},
 			{Name: "executor", Props: executor.Props(opts.Executor, executor.ActorOptions{
-				Journal: opts.Journal, Authority: k.Authority(), OnRefused: refusedIn(k),
+				Journal: opts.Journal, Authority: k.Authority(), OnRefused: n.onRefused,
 			})},
 			{Name: "registry", Props: registry.Props(opts.Registry)},
 			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, OnWrite: func(path string, content []byte) error {
@@ -169,8 +168,8 @@ func Boot(opts Options) (*Node, error) {
 			LLM: opts.LLM, Registry: opts.Registry, Checker: checker,
 			Jail: opts.Jail, Journal: opts.Journal, Write: n.writeTool, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger,
 			// The forge's test runs go through the executor actor, its
-			// charges to the kernel (both bound once the tree has started).
-			Executor: &n.execClient, Charger: kernelCharger{k},
+			// charges to the kernel actor (bound once the tree has started).
+			Executor: &n.execClient, Charger: kernelCharger{n},
 		})
 		if err != nil {
 			return nil, err
@@ -215,28 +214,21 @@ func Boot(opts Options) (*Node, error) {
 	return n, nil
 }
 
-// refusedIn reports the capability refusals of tool runs (the executor
-// actor checks the caller's token on every file access and driver call) as
-// k's "refused" events, exactly like a refused kernel check.
-func refusedIn(k *kernel.Kernel) func(executor.Refusal) {
-	return func(r executor.Refusal) {
-		k.Emit(kernel.Event{Kind: kernel.EventRefused, PID: kernel.PID(r.PID), Name: r.Name,
-			Detail: fmt.Sprintf("%s on %q: %s", r.Right, clip.Text(r.Resource), clip.Text(r.Err.Error()))})
-	}
+// onRefused reports a capability refusal of a tool run (the executor
+// actor checks the caller's token on every file access and driver call) to
+// the kernel actor, which records it as the process's "refused" event,
+// exactly like a refused kernel check (counted by agentos.kernel.refusals).
+func (n *Node) onRefused(r executor.Refusal) {
+	n.KernelClient().Refused(kernel.PID(r.PID), r.Right, r.Resource, r.Err)
 }
 
-// kernelCharger charges a forge's model usage to the process it works for.
-// TODO(issue 12): a kernel.Client message (Charge{pid, meter, amount})
-// once the kernel actor serves it.
-type kernelCharger struct{ k *kernel.Kernel }
+// kernelCharger charges a forge's model usage to the process it works for,
+// with a Charge message to the kernel actor.
+type kernelCharger struct{ n *Node }
 
 // Charge implements forge.Charger.
-func (c kernelCharger) Charge(_ context.Context, pid uint64, m capability.Meter, amount float64) error {
-	p := c.k.Process(kernel.PID(pid))
-	if p == nil {
-		return fmt.Errorf("%w: process %d has ended; nothing can be charged to it", kernel.ErrExited, pid)
-	}
-	return p.Charge(m, amount)
+func (c kernelCharger) Charge(ctx context.Context, pid uint64, m capability.Meter, amount float64) error {
+	return c.n.KernelClient().Charge(ctx, kernel.PID(pid), m, amount)
 }
 
 // Kernel returns the node's process table.
