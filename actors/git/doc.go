@@ -20,7 +20,7 @@
 //
 // IMPORTANT: with a Repo, a tool source (.ts, .js) that does not compile
 // (esbuild, see Compiles) is written to the working tree only: it is not
-// registered, committed or pushed, and the reply's Err (ErrNotCompiled)
+// registered, committed or pushed, and the reply's error (ErrNotCompiled)
 // says so, with the diagnostics; the write that makes it compile persists
 // it. Code that does not compile never reaches the shared upstream.
 //
@@ -39,6 +39,6 @@
 // registered nor persisted, and the error says so. A write that
 // reached the working tree but could not be persisted replies with the
 // file written and a Failure saying why; when another writer changed the same
-// tool first, Err wraps repo.ErrConflict and names the branch that keeps
+// tool first, the error wraps repo.ErrConflict and names the branch that keeps
 // this version: nothing is lost silently.
 package git
