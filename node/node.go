@@ -90,10 +90,13 @@ type Node struct {
 	reg    *actor.PID
 	git    *actor.PID
 	forge  *actor.PID // reuses without an LLM; forging needs one
-	// execClient and forgeClient reach the executor and forge actors;
-	// IMPORTANT: set once Boot has the actors' PIDs, before any call.
+	// The clients of the actors; IMPORTANT: set once Boot has the actors'
+	// PIDs, before any call (the git actor's registry client and the
+	// forge's executor client point here).
 	execClient  executor.Client
 	forgeClient forge.Client
+	regClient   registry.Client
+	gitClient   git.Client
 	rootCtx     *actor.RootContext
 	checker     *check.Checker
 	tel         *telemetry
@@ -141,12 +144,9 @@ func Boot(opts Options) (*Node, error) {
 				Journal: opts.Journal, Authority: k.Authority(), OnRefused: n.onRefused,
 			})},
 			{Name: "registry", Props: registry.Props(opts.Registry)},
-			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, OnWrite: func(path string, content []byte) error {
-				if _, err := opts.Registry.Register(path, content); err != nil && !errors.Is(err, registry.ErrNotTool) {
-					return err // data files and tests are written, not registered
-				}
-				return nil
-			}})},
+			// The git actor registers every write with the registry actor
+			// (data files and tests are written, not registered).
+			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, Registry: &n.regClient})},
 		},
 		OnEvent: func(ev supervisor.Event) {
 			k.Emit(kernel.Event{Kind: kernel.EventRestart, Name: ev.Failed, Reason: ev.Reason, Detail: fmt.Sprintf("%s %v after %s", ev.Action, ev.Children, ev.Delay)})
@@ -165,10 +165,11 @@ func Boot(opts Options) (*Node, error) {
 	// fails only when a tool must be written).
 	{
 		f, err := forge.New(forge.Options{
-			LLM: opts.LLM, Registry: opts.Registry, Checker: checker,
-			Jail: opts.Jail, Journal: opts.Journal, Write: n.writeTool, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger,
-			// The forge's test runs go through the executor actor, its
-			// charges to the kernel actor (bound once the tree has started).
+			LLM: opts.LLM, Registry: &n.regClient, Threshold: opts.Registry.Threshold(), Checker: checker, Git: &n.gitClient,
+			Jail: opts.Jail, Journal: opts.Journal, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger,
+			// The forge reaches the registry, git and executor actors
+			// through their clients, and charges through the kernel
+			// actor's (all bound once the tree has started).
 			Executor: &n.execClient, Charger: kernelCharger{n},
 		})
 		if err != nil {
@@ -210,6 +211,8 @@ func Boot(opts Options) (*Node, error) {
 		return nil, errors.New("kernel: the actor tree started without all its children (see the log)")
 	}
 	n.execClient = executor.Client{PID: n.exec, Root: n.rootCtx}
+	n.regClient = registry.Client{PID: n.reg, Root: n.rootCtx}
+	n.gitClient = git.Client{PID: n.git, Root: n.rootCtx}
 	n.forgeClient = forge.Client{PID: n.forge, Root: n.rootCtx}
 	return n, nil
 }

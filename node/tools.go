@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
-	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
@@ -20,7 +19,6 @@ import (
 	"github.com/agentos-run/agentos/internal/clip"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
-	"github.com/asynkron/protoactor-go/actor"
 )
 
 // Tool is a kernel tool bound to one process: what an LLM SDK needs (name,
@@ -354,7 +352,7 @@ func (n *Node) writeFile(ctx context.Context, p *kernel.Process, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	return n.askGit(ctx, &git.WriteFile{Path: path, Content: []byte(a.Content)})
+	return n.gitClient.WriteFile(ctx, path, []byte(a.Content))
 }
 
 func (n *Node) patchFile(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
@@ -370,35 +368,7 @@ func (n *Node) patchFile(ctx context.Context, p *kernel.Process, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	return n.askGit(ctx, &git.PatchFile{Path: path, Search: a.Search, Replace: a.Replace})
-}
-
-// askGit sends a write to the git actor and waits for its reply.
-func (n *Node) askGit(ctx context.Context, msg any) (*git.Written, error) {
-	res, err := n.ask(ctx, n.git, msg, time.Minute)
-	if err != nil {
-		return nil, err
-	}
-	w := res.(*git.Written)
-	return w, w.Err
-}
-
-// ask is a request to an actor bounded by timeout and ctx.
-func (n *Node) ask(ctx context.Context, pid *actor.PID, msg any, timeout time.Duration) (any, error) {
-	f := n.rootCtx.RequestFuture(pid, msg, timeout)
-	done := make(chan struct{})
-	var res any
-	var err error
-	go func() { res, err = f.Result(); close(done) }()
-	select {
-	case <-done:
-		if err != nil {
-			return nil, fmt.Errorf("kernel: no reply from %s within %s (%v); the actor may be restarting, try again", pid.Id, timeout, err)
-		}
-		return res, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return n.gitClient.PatchFile(ctx, path, a.Search, a.Replace)
 }
 
 func (n *Node) checkTool(_ context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
@@ -470,16 +440,6 @@ func callerOf(p *kernel.Process) (*executor.Caller, error) {
 	return &executor.Caller{PID: uint64(p.PID()), Name: p.Name(), Holder: p.Holder(), Token: tok}, nil
 }
 
-// writeTool is the forge's writer: the git actor writes, registers and
-// persists, and returns the commit.
-func (n *Node) writeTool(ctx context.Context, path string, content []byte) (string, error) {
-	w, err := n.askGit(ctx, &git.WriteFile{Path: path, Content: content})
-	if err != nil {
-		return "", err
-	}
-	return w.Commit, nil
-}
-
 // SearchHit is one search_tools result.
 type SearchHit = registry.Hit
 
@@ -508,12 +468,12 @@ func (n *Node) searchTools(ctx context.Context, p *kernel.Process, args json.Raw
 	if limit == 0 {
 		limit = 10
 	}
-	res, err := n.ask(ctx, n.reg, &registry.Search{Query: a.Query, Limit: 4 * limit}, time.Minute)
+	found, err := n.regClient.Search(ctx, a.Query, 4*limit)
 	if err != nil {
 		return nil, err
 	}
 	hits := []SearchHit{}
-	for _, h := range res.(*registry.SearchResult).Hits {
+	for _, h := range found {
 		if r, err := n.opts.Jail.Resolve(h.Path); err == nil && p.Covers(capability.Read, r) && len(hits) < limit {
 			hits = append(hits, h)
 		}
