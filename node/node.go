@@ -141,7 +141,7 @@ func Boot(opts Options) (*Node, error) {
 		Children: []supervisor.ChildSpec{
 			{Name: "kernel", Props: kernel.Props(k)},
 			{Name: "executor", Props: executor.Props(opts.Executor, executor.ActorOptions{
-				Journal: opts.Journal, Authority: k.Authority(), OnRefused: n.onRefused,
+				Journal: opts.Journal, Authority: k.Authority(), RequireCaller: true, OnRefused: n.onRefused,
 			})},
 			{Name: "registry", Props: registry.Props(opts.Registry)},
 			// The git actor registers every write with the registry actor

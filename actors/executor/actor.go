@@ -23,6 +23,11 @@ type ActorOptions struct {
 	// (the kernel's, kernel.Kernel.Authority); nil: such runs are refused
 	// with ErrNoAuthority.
 	Authority *capability.Authority
+	// RequireCaller refuses a Run without a caller (ErrNoCaller) instead
+	// of running it with no caller restriction. IMPORTANT: a node whose
+	// executor actor may be reached by senders it does not trust (another
+	// node) MUST set it; the node package does.
+	RequireCaller bool
 	// OnRefused is told every capability check a run's caller fails (a file,
 	// a require, a driver call), from the run's goroutine; nil: none is
 	// reported. The node logs them as kernel "refused" events.
@@ -175,6 +180,8 @@ func (s *actorState) run(ctx context.Context, m *pb.Run) (ran *pb.Ran, panicked 
 		if err := s.asCaller(&req, c); err != nil {
 			return &pb.Ran{Failure: failureOf(err)}, nil
 		}
+	} else if s.opts.RequireCaller {
+		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s was sent without the process it runs for; send Run with its caller (executor.RunRequest.Caller)", ErrNoCaller, m.GetPath()))}, nil
 	}
 	j := s.opts.Journal
 	if !m.GetRecord() {

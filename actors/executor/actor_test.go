@@ -271,6 +271,11 @@ func TestActorCallerRights(t *testing.T) {
 	if _, _, err := run(c, caller, "tools/pub/read.ts", `{"path":"tools/pub/read.ts"}`); !errors.Is(err, capability.ErrRevoked) {
 		t.Fatalf("revoked token: %v, want capability.ErrRevoked", err)
 	}
+	// An actor that requires a caller refuses a run without one.
+	strict := startActor(t, e, ActorOptions{Authority: auth, RequireCaller: true})
+	if _, _, err := run(strict, nil, "tools/pub/read.ts", `{"path":"tools/priv/secret.txt"}`); !errors.Is(err, ErrNoCaller) {
+		t.Fatalf("no caller on a strict actor: %v, want ErrNoCaller", err)
+	}
 	// An actor without an authority refuses runs with a caller.
 	bare := startActor(t, e, ActorOptions{})
 	if _, _, err := run(bare, caller, "tools/pub/read.ts", `{}`); !errors.Is(err, ErrNoAuthority) {

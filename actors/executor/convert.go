@@ -63,6 +63,7 @@ var failureCodes = []struct {
 	{"revoked", capability.ErrRevoked},
 	{"expired", capability.ErrExpired},
 	{"no_authority", ErrNoAuthority},
+	{"no_caller", ErrNoCaller},
 }
 
 // failureOf is err as a Failure: the code of the first sentinel it wraps

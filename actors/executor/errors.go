@@ -46,6 +46,9 @@ var (
 	// ErrNoAuthority: a run carries a caller's token but the executor actor
 	// was started without ActorOptions.Authority to verify it.
 	ErrNoAuthority = errors.New("executor: the actor has no capability authority to verify the caller's token")
+	// ErrNoCaller: a run without a caller was sent to an executor actor
+	// that requires one (ActorOptions.RequireCaller).
+	ErrNoCaller = errors.New("executor: the run has no caller")
 	// ErrUnavailable: the executor actor did not answer in time (it may be
 	// restarting or stopped); try again.
 	ErrUnavailable = errors.New("executor: the executor actor did not answer")

@@ -214,8 +214,9 @@ type Run struct {
 	// id comes back in Ran.run_id.
 	Record bool `protobuf:"varint,5,opt,name=record,proto3" json:"record,omitempty"`
 	// caller is the process the run executes for. IMPORTANT: absent means no
-	// caller restriction at all (the operator's own runs); every run made on
-	// behalf of a process MUST carry its caller.
+	// caller restriction at all (the operator's own runs), or a refusal
+	// ("no_caller") by an actor that requires one (the node's does); every
+	// run made on behalf of a process MUST carry its caller.
 	Caller *Caller `protobuf:"bytes,6,opt,name=caller,proto3" json:"caller,omitempty"`
 }
 
@@ -377,7 +378,8 @@ func (x *Error) GetCode() string {
 // run could not be recorded), "run_key_in_use" (executor.ErrRunKeyInUse),
 // "invalid_token" (capability.ErrInvalid), "revoked" (capability.ErrRevoked),
 // "expired" (capability.ErrExpired), "no_authority" (executor.ErrNoAuthority:
-// the actor cannot verify tokens), "internal" (none of them). message is the
+// the actor cannot verify tokens), "no_caller" (executor.ErrNoCaller: the
+// actor requires a caller and the Run had none), "internal" (none of them). message is the
 // full error text.
 type Failure struct {
 	state         protoimpl.MessageState
