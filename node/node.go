@@ -16,6 +16,7 @@ import (
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/actors/supervisor"
 	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
@@ -80,18 +81,25 @@ type Options struct {
 //
 // and the kernel tools bound to processes.
 type Node struct {
-	k       *kernel.Kernel
-	opts    Options
-	sys     *system.System
-	root    *actor.PID
-	kernel  *actor.PID
-	exec    *actor.PID
-	reg     *actor.PID
-	git     *actor.PID
-	forge   *actor.PID // reuses without an LLM; forging needs one
-	rootCtx *actor.RootContext
-	checker *check.Checker
-	tel     *telemetry
+	k      *kernel.Kernel
+	opts   Options
+	sys    *system.System
+	root   *actor.PID
+	kernel *actor.PID
+	exec   *actor.PID
+	reg    *actor.PID
+	git    *actor.PID
+	forge  *actor.PID // reuses without an LLM; forging needs one
+	// The clients of the actors; IMPORTANT: set once Boot has the actors'
+	// PIDs, before any call (the git actor's registry client and the
+	// forge's executor client point here).
+	execClient  executor.Client
+	forgeClient forge.Client
+	regClient   registry.Client
+	gitClient   git.Client
+	rootCtx     *actor.RootContext
+	checker     *check.Checker
+	tel         *telemetry
 }
 
 // Boot starts the actor tree and returns the node.
@@ -132,14 +140,13 @@ func Boot(opts Options) (*Node, error) {
 		Backoff:   opts.Backoff,
 		Children: []supervisor.ChildSpec{
 			{Name: "kernel", Props: kernel.Props(k)},
-			{Name: "executor", Props: executor.Props(opts.Executor, opts.Journal)},
+			{Name: "executor", Props: executor.Props(opts.Executor, executor.ActorOptions{
+				Journal: opts.Journal, Authority: k.Authority(), RequireCaller: true, OnRefused: n.onRefused,
+			})},
 			{Name: "registry", Props: registry.Props(opts.Registry)},
-			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, OnWrite: func(path string, content []byte) error {
-				if _, err := opts.Registry.Register(path, content); err != nil && !errors.Is(err, registry.ErrNotTool) {
-					return err // data files and tests are written, not registered
-				}
-				return nil
-			}})},
+			// The git actor registers every write with the registry actor
+			// (data files and tests are written, not registered).
+			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, Registry: &n.regClient})},
 		},
 		OnEvent: func(ev supervisor.Event) {
 			k.Emit(kernel.Event{Kind: kernel.EventRestart, Name: ev.Failed, Reason: ev.Reason, Detail: fmt.Sprintf("%s %v after %s", ev.Action, ev.Children, ev.Delay)})
@@ -158,8 +165,12 @@ func Boot(opts Options) (*Node, error) {
 	// fails only when a tool must be written).
 	{
 		f, err := forge.New(forge.Options{
-			LLM: opts.LLM, Registry: opts.Registry, Checker: checker, Executor: opts.Executor,
-			Jail: opts.Jail, Journal: opts.Journal, Write: n.writeTool, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger,
+			LLM: opts.LLM, Registry: &n.regClient, Threshold: opts.Registry.Threshold(), Checker: checker, Git: &n.gitClient,
+			Jail: opts.Jail, Journal: opts.Journal, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger,
+			// The forge reaches the registry, git and executor actors
+			// through their clients, and charges through the kernel
+			// actor's (all bound once the tree has started).
+			Executor: &n.execClient, Charger: kernelCharger{n},
 		})
 		if err != nil {
 			return nil, err
@@ -195,11 +206,32 @@ func Boot(opts Options) (*Node, error) {
 			n.forge = pid
 		}
 	}
-	if n.kernel == nil || n.exec == nil || n.reg == nil || n.git == nil {
+	if n.kernel == nil || n.exec == nil || n.reg == nil || n.git == nil || n.forge == nil {
 		_ = n.stopTree(context.Background())
 		return nil, errors.New("kernel: the actor tree started without all its children (see the log)")
 	}
+	n.execClient = executor.Client{PID: n.exec, Root: n.rootCtx}
+	n.regClient = registry.Client{PID: n.reg, Root: n.rootCtx}
+	n.gitClient = git.Client{PID: n.git, Root: n.rootCtx}
+	n.forgeClient = forge.Client{PID: n.forge, Root: n.rootCtx}
 	return n, nil
+}
+
+// onRefused reports a capability refusal of a tool run (the executor
+// actor checks the caller's token on every file access and driver call) to
+// the kernel actor, which records it as the process's "refused" event,
+// exactly like a refused kernel check (counted by agentos.kernel.refusals).
+func (n *Node) onRefused(r executor.Refusal) {
+	n.KernelClient().Refused(kernel.PID(r.PID), r.Right, r.Resource, r.Err)
+}
+
+// kernelCharger charges a forge's model usage to the process it works for,
+// with a Charge message to the kernel actor.
+type kernelCharger struct{ n *Node }
+
+// Charge implements forge.Charger.
+func (c kernelCharger) Charge(ctx context.Context, pid uint64, m capability.Meter, amount float64) error {
+	return c.n.KernelClient().Charge(ctx, kernel.PID(pid), m, amount)
 }
 
 // Kernel returns the node's process table.

@@ -220,6 +220,42 @@ func TestToolsRefusals(t *testing.T) {
 	}
 }
 
+// A tool run holds exactly its process's rights, checked by the executor
+// actor against the process's token: a read the process may not do is
+// refused inside the run (the tool sees it), and the refusal is the
+// process's "refused" kernel event, like a refused kernel call.
+func TestRunRefusalsAreKernelEvents(t *testing.T) {
+	n := boot(t, executor.IsolationInProcess, kernel.Options{})
+	k := n.Kernel()
+	w := spawn(t, k, block, kernel.SpawnOptions{Grants: agentGrants})
+	mustCall(t, n, w, "write_file", `{"path":"tools/pub/peek.ts","content":"export default async function () { try { await tgp.read_file('tools/priv/x.txt'); return 'read'; } catch (e) { return String(e); } }"}`)
+	mustCall(t, n, w, "write_file", `{"path":"tools/priv/x.txt","content":"secret"}`)
+	narrow := spawn(t, k, block, kernel.SpawnOptions{Name: "narrow", Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/pub/"}, {Right: capability.Exec, Scope: "tools/pub/"}}})
+	var res node.ExecResult
+	if err := json.Unmarshal(mustCall(t, n, narrow, "exec_tool", `{"path":"tools/pub/peek.ts"}`), &res); err != nil || !res.Success || !strings.Contains(string(res.Result.Result), `lacks the \"read\" right on \"tools/priv/x.txt\"`) {
+		t.Fatalf("a run reading what its process may not: %s %+v %v", res.Result.Result, res.Error, err)
+	}
+	// The wider process reads it.
+	if err := json.Unmarshal(mustCall(t, n, w, "exec_tool", `{"path":"tools/pub/peek.ts"}`), &res); err != nil || string(res.Result.Result) != `"read"` {
+		t.Fatalf("a run of a process that may read: %s %v", res.Result.Result, err)
+	}
+	// The refusal note travels to the kernel actor as a message: poll.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		var got []kernel.Event
+		for _, e := range k.Events(0, 0) {
+			if e.Kind == kernel.EventRefused && e.PID == narrow.PID() {
+				got = append(got, e)
+			}
+		}
+		if len(got) == 1 && got[0].Name == "narrow" && strings.Contains(got[0].Detail, `read on "tools/priv/x.txt"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("refused events of the run's process: %+v, want one for its read", got)
+		}
+	}
+}
+
 // Exhausting a quota ends the offender with quota:<meter>; its sibling
 // keeps calling.
 func TestToolsQuota(t *testing.T) {

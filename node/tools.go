@@ -13,16 +13,12 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
-	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
-	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/internal/clip"
-	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -469,7 +465,7 @@ func (n *Node) writeFile(ctx context.Context, p *kernel.Process, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	return n.askGit(ctx, &git.WriteFile{Path: path, Content: []byte(a.Content)})
+	return n.gitClient.WriteFile(ctx, path, []byte(a.Content))
 }
 
 func (n *Node) patchFile(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
@@ -481,35 +477,7 @@ func (n *Node) patchFile(ctx context.Context, p *kernel.Process, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	return n.askGit(ctx, &git.PatchFile{Path: path, Search: a.Search, Replace: a.Replace})
-}
-
-// askGit sends a write to the git actor and waits for its reply.
-func (n *Node) askGit(ctx context.Context, msg any) (*git.Written, error) {
-	res, err := n.ask(ctx, n.git, msg, time.Minute)
-	if err != nil {
-		return nil, err
-	}
-	w := res.(*git.Written)
-	return w, w.Err
-}
-
-// ask is a request to an actor bounded by timeout and ctx.
-func (n *Node) ask(ctx context.Context, pid *actor.PID, msg any, timeout time.Duration) (any, error) {
-	f := n.rootCtx.RequestFuture(pid, msg, timeout)
-	done := make(chan struct{})
-	var res any
-	var err error
-	go func() { res, err = f.Result(); close(done) }()
-	select {
-	case <-done:
-		if err != nil {
-			return nil, fmt.Errorf("kernel: no reply from %s within %s (%v); the actor may be restarting, try again", pid.Id, timeout, err)
-		}
-		return res, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return n.gitClient.PatchFile(ctx, path, a.Search, a.Replace)
 }
 
 func (n *Node) checkTool(_ context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
@@ -556,15 +524,11 @@ func (n *Node) forgeTool(ctx context.Context, p *kernel.Process, args json.RawMe
 	if err := permit(p, capability.Write, n.toolsDir()+"/"); err != nil {
 		return nil, err
 	}
-	res, err := n.ask(ctx, n.forge, &forge.Run{Ctx: asCaller(ctx, p), Spec: a.Spec, Charge: chargeUsage(p)}, 30*time.Minute)
+	caller, err := callerOf(p)
 	if err != nil {
 		return nil, err
 	}
-	done := res.(*forge.Done)
-	if done.Err != nil {
-		return done.Result, done.Err
-	}
-	return done.Result, nil
+	return n.forgeClient.Forge(ctx, a.Spec, caller)
 }
 
 // ResumeForge resumes the forge run id (interrupted by a crash) on behalf
@@ -573,39 +537,24 @@ func (n *Node) ResumeForge(ctx context.Context, p *kernel.Process, id string) (f
 	if n.opts.LLM == nil {
 		return forge.Result{}, fmt.Errorf("forge run %s cannot resume: %w", id, forge.ErrNoModel)
 	}
-	res, err := n.ask(ctx, n.forge, &forge.Resume{Ctx: asCaller(ctx, p), ID: id, Charge: chargeUsage(p)}, 30*time.Minute)
+	caller, err := callerOf(p)
 	if err != nil {
 		return forge.Result{}, err
 	}
-	done := res.(*forge.Done)
-	return done.Result, done.Err
+	return n.forgeClient.Resume(ctx, id, caller)
 }
 
-// asCaller returns ctx carrying p as the caller of every tool run started
-// under it by another actor (a forge's test runs): they execute with p's
-// rights, exactly like exec_tool's.
-func asCaller(ctx context.Context, p *kernel.Process) context.Context {
-	return executor.WithCaller(ctx, executor.Caller{Rights: procRights{p}, Middleware: []driver.Middleware{driverRights(p)}})
-}
-
-// chargeUsage charges a model answer's tokens and cost to p.
-func chargeUsage(p *kernel.Process) forge.Charge {
-	return func(u llm.Usage) error {
-		if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
-			return err
-		}
-		return p.Charge(capability.CostUSD, u.CostUSD)
+// callerOf is p as the caller of a tool run or a forge: the executor actor
+// gives the run exactly the rights p's token grants, checked on every file
+// access and driver call, live (a token revoked when p ends refuses the
+// calls from then on).
+func callerOf(p *kernel.Process) (*executor.Caller, error) {
+	tok, ok := p.Token()
+	if !ok {
+		// The kernel's own check says why (and logs the refusal).
+		return nil, p.Check(capability.Exec, "")
 	}
-}
-
-// writeTool is the forge's writer: the git actor writes, registers and
-// persists, and returns the commit.
-func (n *Node) writeTool(ctx context.Context, path string, content []byte) (string, error) {
-	w, err := n.askGit(ctx, &git.WriteFile{Path: path, Content: content})
-	if err != nil {
-		return "", err
-	}
-	return w.Commit, nil
+	return &executor.Caller{PID: uint64(p.PID()), Name: p.Name(), Holder: p.Holder(), Token: tok}, nil
 }
 
 // SearchHit is one search_tools result.
@@ -633,12 +582,12 @@ func (n *Node) searchTools(ctx context.Context, p *kernel.Process, args json.Raw
 	if limit == 0 {
 		limit = defaultSearchLimit
 	}
-	res, err := n.ask(ctx, n.reg, &registry.Search{Query: a.Query, Limit: 4 * limit}, time.Minute)
+	found, err := n.regClient.Search(ctx, a.Query, 4*limit)
 	if err != nil {
 		return nil, err
 	}
 	hits := []SearchHit{}
-	for _, h := range res.(*registry.SearchResult).Hits {
+	for _, h := range found {
 		if r, err := n.opts.Jail.Resolve(h.Path); err == nil && p.Covers(capability.Read, r) && len(hits) < limit {
 			hits = append(hits, h)
 		}
@@ -659,7 +608,8 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 		return nil, err
 	}
 	// exec on where the path leads suffices to load the entry module; the
-	// run itself then holds exactly p's rights (procRights, driverRights).
+	// run itself then holds exactly p's rights: the executor actor checks
+	// p's token (callerOf) on every file access and driver call.
 	path, err := n.authorizeResolved(p, capability.Exec, a.Path)
 	if err != nil {
 		return nil, err
@@ -678,27 +628,37 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 	if !p.WallDeadline().IsZero() {
 		lim.Timeout = max(min(lim.Timeout, time.Until(p.WallDeadline())), time.Millisecond)
 	}
+	caller, err := callerOf(p)
+	if err != nil {
+		return nil, err
+	}
+	key := executor.NewRunKey()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	release, alive := p.HoldRun(cancel) // the process ends: its runs end first
+	// The process ends: its run is cancelled first, and the executor actor
+	// confirms it (Cancel{run_key} answered) before the kernel revokes the
+	// process's token, so that the run ends "cancelled" and resumable, never
+	// failed by the refusals the revocation causes.
+	release, alive := p.HoldRun(func() {
+		cancel()
+		_, _ = n.execClient.Cancel(key)
+	})
 	if !alive {
 		return nil, fmt.Errorf("exec_tool: process %v has ended; its runs cannot start", p.PID())
 	}
 	defer release()
-	req := executor.Request{Path: path, Args: a.Args, Limits: lim, Middleware: []driver.Middleware{driverRights(p)}, Rights: procRights{p}, Caller: callerOf(p)}
 	wait := lim.Timeout + n.opts.Executor.Options().KillGrace + time.Minute
-	res, err := n.ask(ctx, n.exec, &executor.Run{Ctx: runCtx, Request: req, Record: true}, wait)
+	res, runID, err := n.execClient.Run(runCtx, executor.RunRequest{Key: key, Path: path, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait})
 	if err != nil {
 		return nil, err
 	}
-	ran := res.(*executor.Ran)
-	if ran.Err != nil {
-		return nil, ran.Err
+	if err := ctx.Err(); err != nil {
+		return nil, err // the caller gave up; its run was cancelled
 	}
-	if ran.Result.Success {
+	if res.Success {
 		n.opts.Registry.Used(path) // usage counts in meta.json; direct, so a stop cannot drop them
 	}
-	return ExecResult{Result: ran.Result, RunID: ran.RunID}, nil
+	return ExecResult{Result: res, RunID: runID}, nil
 }
 
 // toolsDir is the tools directory of the node's executor.
@@ -707,43 +667,4 @@ func (n *Node) toolsDir() string {
 		return d
 	}
 	return "tools"
-}
-
-// procRights are the rights of the process running a tool, as the tool's
-// sandbox and module loader ask them (executor.Request.Rights): read and
-// write on the resolved root-relative path of every file operation and
-// require, on top of the node's own rules (the jail, /lib read-only,
-// write_dirs). A refusal is logged like any refused check.
-type procRights struct{ p *kernel.Process }
-
-// Allow implements vfs.Rights.
-func (r procRights) Allow(a vfs.Access, path string) error {
-	return r.p.Check(capability.Right(a), path)
-}
-
-// Covers implements vfs.Rights.
-func (r procRights) Covers(a vfs.Access, path string) bool {
-	return r.p.Covers(capability.Right(a), path)
-}
-
-// driverRights checks, call by call, that the process running a tool holds
-// the right its drivers need: fetch (on the URL), sql, llm. The files a tool
-// touches are checked by the sandbox against the same process's rights
-// (procRights) on top of its own rules (the jail, /lib, /tmp, write_dirs). A
-// refusal is the call's error, which the tool sees, and is journaled like
-// any answer.
-func driverRights(p *kernel.Process) driver.Middleware {
-	return executor.CheckDrivers(p.Check)
-}
-
-// callerOf is p as a journaled run records it: name (or pid) and grants.
-func callerOf(p *kernel.Process) *journal.Caller {
-	c := &journal.Caller{Process: p.Name(), Grants: []capability.Grant{}}
-	if c.Process == "" {
-		c.Process = fmt.Sprint(p.PID())
-	}
-	if t, ok := p.Token(); ok {
-		c.Grants = t.Grants
-	}
-	return c
 }

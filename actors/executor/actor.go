@@ -7,21 +7,47 @@ import (
 	"runtime/debug"
 	"sync"
 
+	pb "github.com/agentos-run/agentos/actors/executor/executorpb"
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// Props returns the props of an executor actor running tools on ex and
-// recording them in j (nil: runs are never recorded). The actor does not own
-// ex or j: whoever created them closes them, after stopping the actor.
+// ActorOptions configure the executor actor (Props).
+type ActorOptions struct {
+	// Journal records the runs that ask for it (Run.record); nil: runs are
+	// never recorded. The actor does not own it.
+	Journal *journal.Journal
+	// Authority verifies the caller's token of every run that carries one
+	// (the kernel's, kernel.Kernel.Authority); nil: such runs are refused
+	// with ErrNoAuthority.
+	Authority *capability.Authority
+	// RequireCaller refuses a Run without a caller (ErrNoCaller) instead
+	// of running it with no caller restriction. IMPORTANT: a node whose
+	// executor actor may be reached by senders it does not trust (another
+	// node) MUST set it; the node package does.
+	RequireCaller bool
+	// OnRefused is told every capability check a run's caller fails (a file,
+	// a require, a driver call), from the run's goroutine; nil: none is
+	// reported. The node logs them as kernel "refused" events.
+	OnRefused func(Refusal)
+}
+
+// tombstones bounds how many Cancels of runs that have not arrived (or
+// ended already) the actor remembers.
+const tombstones = 1024
+
+// Props returns the props of an executor actor running tools on ex. The
+// actor does not own ex: whoever created it closes it, after stopping the
+// actor.
 //
 // Runs execute on their own goroutines, so the actor's mailbox never waits
 // for a tool; a restart of the actor (its supervisor's decision after a
 // panic) leaves the runs in flight untouched. Stopping the actor cancels
 // them and waits for their replies.
-func Props(ex *Executor, j *journal.Journal) *actor.Props {
-	s := &actorState{ex: ex, j: j}
+func Props(ex *Executor, opts ActorOptions) *actor.Props {
+	s := &actorState{ex: ex, opts: opts, runs: map[string]context.CancelFunc{}, dead: map[string]bool{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return actor.PropsFromProducer(func() actor.Actor { return &execActor{s: s} })
 }
@@ -29,10 +55,15 @@ func Props(ex *Executor, j *journal.Journal) *actor.Props {
 // actorState outlives restarts of the actor.
 type actorState struct {
 	ex     *Executor
-	j      *journal.Journal
+	opts   ActorOptions
 	ctx    context.Context // cancelled when the actor stops for good
 	cancel context.CancelFunc
-	runs   sync.WaitGroup
+	wg     sync.WaitGroup
+
+	mu   sync.Mutex
+	runs map[string]context.CancelFunc // the runs in flight, by run key
+	dead map[string]bool               // cancelled run keys with no run in flight
+	fifo []string                      // dead's keys, oldest first
 }
 
 type execActor struct{ s *actorState }
@@ -40,8 +71,10 @@ type execActor struct{ s *actorState }
 // Receive is the executor actor's one message switch.
 func (a *execActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *Run:
+	case *pb.Run:
 		a.onRun(ctx, m)
+	case *pb.Cancel:
+		a.onCancel(ctx, m)
 	case *runPanicked:
 		panic(fmt.Sprintf("executor: a run panicked: %v", m.value))
 	case *actor.Stopping:
@@ -52,57 +85,148 @@ func (a *execActor) Receive(ctx actor.Context) {
 	}
 }
 
-// onRun starts the run on its own goroutine; the reply goes straight to the
-// sender from there.
-func (a *execActor) onRun(ctx actor.Context, m *Run) {
+// onRun registers the run under its key (so that a Cancel processed after
+// this finds it) and starts it on its own goroutine; the reply goes
+// straight to the sender from there.
+func (a *execActor) onRun(ctx actor.Context, m *pb.Run) {
 	sender, self, sys := ctx.Sender(), ctx.Self(), ctx.ActorSystem()
 	if sender == nil {
-		ctx.Logger().Warn("executor: Run without a sender; use Request or RequestFuture")
+		ctx.Logger().Warn("executor: Run without a sender; use executor.Client")
 		return
 	}
 	s := a.s
-	s.runs.Add(1)
+	runCtx, stop := context.WithCancel(s.ctx)
+	if key := m.GetRunKey(); key != "" {
+		s.mu.Lock()
+		_, busy := s.runs[key]
+		cancelled := s.dead[key]
+		if !busy && !cancelled {
+			s.runs[key] = stop
+		}
+		s.mu.Unlock()
+		switch {
+		case busy:
+			stop()
+			ctx.Respond(&pb.Ran{Failure: failureOf(fmt.Errorf("%w: %q; choose a unique run key (executor.NewRunKey)", ErrRunKeyInUse, key))})
+			return
+		case cancelled:
+			// The Cancel crossed the Run: the run never starts.
+			stop()
+			res := Result{Logs: []string{}, Result: []byte("null"), Error: &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled before it started"}}
+			ctx.Respond(ranOf(res, ""))
+			return
+		}
+	}
+	s.wg.Add(1)
 	go func() {
-		defer s.runs.Done()
-		runCtx := m.Ctx
-		if runCtx == nil {
-			runCtx = context.Background()
-		}
-		runCtx, stop := context.WithCancel(runCtx)
+		defer s.wg.Done()
 		defer stop()
-		unhook := context.AfterFunc(s.ctx, stop)
-		defer unhook()
-		reply := s.run(runCtx, m)
-		if reply.panicked != nil {
-			sys.Root.Send(self, &runPanicked{value: reply.panicked})
+		defer s.forget(m.GetRunKey())
+		ran, panicked := s.run(runCtx, m)
+		if panicked != nil {
+			sys.Root.Send(self, &runPanicked{value: panicked})
 		}
-		sys.Root.Send(sender, &reply.Ran)
+		sys.Root.Send(sender, ran)
 	}()
 }
 
-type runReply struct {
-	Ran
-	panicked any
+// forget drops a finished run's key.
+func (s *actorState) forget(key string) {
+	if key == "" {
+		return
+	}
+	s.mu.Lock()
+	delete(s.runs, key)
+	s.mu.Unlock()
 }
 
-// run runs m and turns a panic into an internal error for the caller.
-func (s *actorState) run(ctx context.Context, m *Run) (r runReply) {
+// onCancel cancels the run in flight named by the key, or remembers the key
+// so that its Run, if it comes later, never starts. The reply, to a sender
+// that awaits one, says the run's context is cancelled.
+func (a *execActor) onCancel(ctx actor.Context, m *pb.Cancel) {
+	s, key := a.s, m.GetRunKey()
+	found := false
+	if key != "" {
+		s.mu.Lock()
+		var cancel context.CancelFunc
+		if cancel, found = s.runs[key]; found {
+			cancel()
+		} else if !s.dead[key] {
+			s.dead[key] = true
+			s.fifo = append(s.fifo, key)
+			if len(s.fifo) > tombstones {
+				delete(s.dead, s.fifo[0])
+				s.fifo = s.fifo[1:]
+			}
+		}
+		s.mu.Unlock()
+	}
+	if ctx.Sender() != nil {
+		ctx.Respond(&pb.Cancelled{RunKey: key, Found: found})
+	}
+}
+
+// run verifies m's caller, runs m and turns a panic into an internal error
+// for the caller.
+func (s *actorState) run(ctx context.Context, m *pb.Run) (ran *pb.Ran, panicked any) {
 	defer func() {
 		if v := recover(); v != nil {
-			r.panicked = v
-			r.Result = Result{Error: &Error{Kind: sandbox.KindInternal, Message: fmt.Sprintf("the executor panicked while running %s: %v (a bug in agentos: please report it with this stack)\n%s", m.Request.Path, v, debug.Stack())}}
+			panicked = v
+			ran = ranOf(Result{Error: &Error{Kind: sandbox.KindInternal, Message: fmt.Sprintf("the executor panicked while running %s: %v (a bug in agentos: please report it with this stack)\n%s", m.GetPath(), v, debug.Stack())}}, "")
 		}
 	}()
-	j := s.j
-	if !m.Record {
+	req := Request{Path: m.GetPath(), Args: m.GetArgs(), Limits: limitsFromPB(m.GetLimits())}
+	if c := m.GetCaller(); c != nil {
+		if err := s.asCaller(&req, c); err != nil {
+			return &pb.Ran{Failure: failureOf(err)}, nil
+		}
+	} else if s.opts.RequireCaller {
+		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s was sent without the process it runs for; send Run with its caller (executor.RunRequest.Caller)", ErrNoCaller, m.GetPath()))}, nil
+	}
+	j := s.opts.Journal
+	if !m.GetRecord() {
 		j = nil
 	}
-	r.Result, r.RunID, r.Err, r.panicked = record(ctx, s.ex, j, m.Request)
-	return r
+	res, id, err, panicked := record(ctx, s.ex, j, req)
+	if err != nil {
+		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %w", ErrJournal, err))}, panicked
+	}
+	return ranOf(res, id), panicked
+}
+
+// asCaller verifies the caller's token and gives req exactly the caller's
+// rights: its files and requires (Request.Rights) and its driver calls
+// (fetch, sql, llm), checked on every call against the token, live; and
+// the caller journaled with the run, so that recovery resumes it under the
+// same grants.
+func (s *actorState) asCaller(req *Request, c *pb.Caller) error {
+	if s.opts.Authority == nil {
+		return fmt.Errorf("%w: start it with executor.ActorOptions.Authority (the kernel's)", ErrNoAuthority)
+	}
+	tok, err := capability.Decode(c.GetToken())
+	if err != nil {
+		return fmt.Errorf("the caller's token: %w", err)
+	}
+	held, err := s.opts.Authority.Hold(tok)
+	if err != nil {
+		return fmt.Errorf("the token of %s: %w", c.GetHolder(), err)
+	}
+	r := tokenRights{held: held, caller: Caller{PID: c.GetPid(), Name: c.GetName(), Holder: c.GetHolder()}, onRefused: s.opts.OnRefused}
+	req.Rights = r
+	req.Middleware = append(req.Middleware, checkDrivers(r.check))
+	jc := &journal.Caller{Process: c.GetName(), Grants: tok.Grants}
+	if jc.Process == "" {
+		jc.Process = fmt.Sprint(c.GetPid())
+	}
+	if jc.Grants == nil {
+		jc.Grants = []capability.Grant{}
+	}
+	req.Caller = jc
+	return nil
 }
 
 // onStopping cancels every run in flight and waits for their replies.
 func (a *execActor) onStopping() {
 	a.s.cancel()
-	a.s.runs.Wait()
+	a.s.wg.Wait()
 }

@@ -43,11 +43,30 @@
 // behind Math.random, is a driver.Call on the run's Host: the executor's
 // devices wrapped by the Request's Middleware (the journal's hook).
 //
-// Props(ex, journal) is the executor as a protoactor actor: Run messages
-// (messages.go) are answered with Ran, each run on its own goroutine, and
-// recorded in the journal when asked. A driver that panics aborts its run
-// (Kind "internal") and the panic is raised in the actor, so its supervisor
-// restarts it as its spec says; other runs in flight are untouched.
+// Props(ex, ActorOptions) is the executor as a protoactor actor. Its
+// messages are protobuf (executorpb/executor.proto), so they can cross
+// nodes; callers use Client (client.go), never the raw messages:
+//
+//	Run{run_key, path, args, limits, record, caller} -> Ran{result, logs, error, run_id | failure}
+//	Cancel{run_key}                                  -> Cancelled{found} (when awaited)
+//
+// Each run executes on its own goroutine and is recorded in the journal
+// when asked. The caller is data: a process's pid, name, holder and its
+// capability token (capability.Token.Encode). The actor verifies the token
+// with ActorOptions.Authority (the kernel's) and checks it, live, on every
+// file access, require and driver call of the run (rights.go): a token
+// revoked or expired during the run refuses the calls from then on, and
+// every refusal is reported to ActorOptions.OnRefused. Cancellation is a
+// message: Client.Run sends Cancel when its context ends, and
+// Client.Cancel waits until the run's cancellation has taken effect (the
+// node calls it when a process ends, before the kernel revokes the
+// process's token, so that the run ends "cancelled" and stays resumable).
+// A Cancel that crosses its Run is remembered, and that run never starts.
+// There is no streaming: a run's logs come back whole in Ran.
+//
+// A driver that panics aborts its run (Kind "internal") and the panic is
+// raised in the actor (runPanicked, local only), so its supervisor restarts
+// it as its spec says; other runs in flight are untouched.
 //
 // # Recording, replay and recovery
 //

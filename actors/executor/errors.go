@@ -41,3 +41,27 @@ var (
 	// tool run).
 	ErrNotResumable = errors.New("executor: the run cannot be resumed")
 )
+
+// Errors of the executor actor's requests (not of a tool: those are
+// Result.Error). Client maps a reply's Failure back to them, so errors.Is
+// works on what it returns; a refused token wraps capability.ErrInvalid,
+// ErrRevoked or ErrExpired instead.
+var (
+	// ErrJournal: the run could not be recorded in the journal (its
+	// source, its start); it did not run. Check the journal's disk.
+	ErrJournal = errors.New("executor: the run could not be journaled")
+	// ErrRunKeyInUse: a run with the same run key is in flight; choose a
+	// unique key (NewRunKey).
+	ErrRunKeyInUse = errors.New("executor: the run key is in use by a run in flight")
+	// ErrNoAuthority: a run carries a caller's token but the executor actor
+	// was started without ActorOptions.Authority to verify it.
+	ErrNoAuthority = errors.New("executor: the actor has no capability authority to verify the caller's token")
+	// ErrNoCaller: a run without a caller was sent to an executor actor
+	// that requires one (ActorOptions.RequireCaller).
+	ErrNoCaller = errors.New("executor: the run has no caller")
+	// ErrUnavailable: the executor actor did not answer in time (it may be
+	// restarting or stopped); try again.
+	ErrUnavailable = errors.New("executor: the executor actor did not answer")
+	// ErrProtocol: the actor answered with an unexpected message (a bug).
+	ErrProtocol = errors.New("executor: unexpected reply")
+)

@@ -46,47 +46,13 @@ type Request struct {
 	// never does more than its caller could do directly. The entry module
 	// itself is not checked here (the caller's exec right on it is the
 	// kernel's check). nil means no caller restriction (the operator's own
-	// runs: agentos exec, replay).
+	// runs: agentos exec, replay). IMPORTANT: a run made for a process MUST
+	// set it (the executor actor does, from the Run's caller token; see
+	// rights.go).
 	Rights vfs.Rights
 	// Caller, when set, is journaled with the run (journal.RunMeta.Caller)
 	// so that recovery resumes it under the same rights as Rights.
 	Caller *journal.Caller
-}
-
-// Caller is who runs started under a context execute for: the rights and
-// the middleware (e.g. the kernel's driver rights) of the process that asked
-// for them. See WithCaller.
-type Caller struct {
-	// Rights become Request.Rights when a request sets none.
-	Rights vfs.Rights
-	// Middleware wraps the run's Host inside the request's own middleware.
-	Middleware []driver.Middleware
-}
-
-type callerKey struct{}
-
-// WithCaller returns ctx carrying c: every run Exec starts under the
-// returned context (or one derived from it) executes with c's rights and
-// middleware, on top of its Request's. It is how runs made on a process's
-// behalf by another actor (the forge running a candidate's tests) keep that
-// process's rights. IMPORTANT: whoever calls Exec for a process MUST either
-// set Request.Rights or pass a context from WithCaller, or the run has no
-// caller restriction.
-func WithCaller(ctx context.Context, c Caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, c)
-}
-
-// withCaller applies the context's Caller, if any, to req.
-func withCaller(ctx context.Context, req Request) Request {
-	c, ok := ctx.Value(callerKey{}).(Caller)
-	if !ok {
-		return req
-	}
-	if req.Rights == nil {
-		req.Rights = c.Rights
-	}
-	req.Middleware = append(slices.Clone(req.Middleware), c.Middleware...)
-	return req
 }
 
 // Result is what exec_tool returns.
@@ -202,7 +168,6 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		res.Error = err
 		return res, nil
 	}
-	req = withCaller(ctx, req)
 	entry, src, err := e.moduleWith(req.Path, req.Source)
 	if err != nil {
 		res.Error = err

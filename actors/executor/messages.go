@@ -1,30 +1,11 @@
 package executor
 
-import "context"
+// The executor actor's messages are protobuf messages, defined in
+// executorpb/executor.proto (Run -> Ran, Cancel -> Cancelled) so that they
+// can cross nodes; callers use Client, never the raw messages.
 
-// Run asks the executor actor to run one tool. Sender: the kernel (or any
-// actor), with RequestFuture or Request. Reply: *Ran, exactly once, whatever
-// happens to the run.
-//
-// IMPORTANT: Run is local only: Ctx cannot cross nodes. Cancelling Ctx
-// cancels the run (Kind "cancelled"; a journaled run stays resumable).
-type Run struct {
-	Ctx     context.Context
-	Request Request
-	// Record journals the run when the actor was given a journal.
-	Record bool
-}
-
-// Ran is the reply to Run.
-type Ran struct {
-	Result Result
-	// RunID is the journal run id ("" when the run was not recorded).
-	RunID string
-	// Err is a journal failure; the run's own failures are in Result.Error.
-	Err error
-}
-
-// runPanicked is sent by a run's goroutine to its actor when the run
+// runPanicked is sent by a run's goroutine to its own actor when the run
 // panicked, so that the panic reaches the actor's supervisor (the run's
-// caller already got an internal error).
+// caller already got an internal error). IMPORTANT: local only (it carries
+// the panic value): it never leaves the actor, so it is no wire message.
 type runPanicked struct{ value any }

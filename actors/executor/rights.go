@@ -11,13 +11,66 @@ import (
 	"github.com/agentos-run/agentos/vfs"
 )
 
+// The rights of a run's caller. A run made for a process (exec_tool, a
+// forge's test run) executes with exactly that process's rights: every file
+// operation and require of the tool is checked on its resolved path
+// (Request.Rights, enforced by the sandbox and the module loader), and
+// every driver call that needs a right is checked call by call (the
+// middleware below): fetch on the URL the fetch driver sends, sql, llm.
+// The executor actor builds both from the caller's capability token
+// (tokenRights); recovery builds them from the grants journaled with the run
+// (CallerRights).
+
+// Refusal is a capability check that a run's caller failed: the actor
+// reports it to ActorOptions.OnRefused (the node logs it as the kernel's
+// "refused" event, counted by agentos.kernel.refusals).
+type Refusal struct {
+	// PID, Name and Holder are the caller's (Caller).
+	PID    uint64
+	Name   string
+	Holder string
+	// Right was missing on Resource (a root-relative path, a URL, "").
+	Right    capability.Right
+	Resource string
+	// Err is the refusal, as the tool saw it.
+	Err error
+}
+
+// tokenRights check a caller's token, held after the executor actor
+// verified it (capability.Authority.Hold), on every call: revocation,
+// expiry and use counts are checked every time, so a process that ends
+// during its run is refused from then on.
+type tokenRights struct {
+	held      *capability.Held
+	caller    Caller
+	onRefused func(Refusal)
+}
+
+func (r tokenRights) check(right capability.Right, resource string) error {
+	err := r.held.Check(r.caller.Holder, right, resource)
+	if err != nil && r.onRefused != nil {
+		r.onRefused(Refusal{PID: r.caller.PID, Name: r.caller.Name, Holder: r.caller.Holder, Right: right, Resource: resource, Err: err})
+	}
+	return err
+}
+
+// Allow implements vfs.Rights.
+func (r tokenRights) Allow(a vfs.Access, path string) error {
+	return r.check(capability.Right(a), path)
+}
+
+// Covers implements vfs.Rights.
+func (r tokenRights) Covers(a vfs.Access, path string) bool {
+	return r.held.Covers(capability.Right(a), path)
+}
+
 // CallerRights returns the rights of a journaled run's caller, for runs
 // made again without their process (recovery after a crash): the sandbox's
 // file rights and the driver checks (fetch, sql, llm) that exec_tool gave
 // the original run, from the grants the caller held when it began.
 func CallerRights(c journal.Caller) (vfs.Rights, driver.Middleware) {
 	g := grantRights{c}
-	return g, CheckDrivers(g.check)
+	return g, checkDrivers(g.check)
 }
 
 // grantRights checks rights against a recorded caller's grants.
@@ -40,11 +93,11 @@ func (g grantRights) Covers(a vfs.Access, path string) bool {
 	return capability.GrantsCover(g.c.Grants, capability.Right(a), path)
 }
 
-// CheckDrivers is the driver half of a caller's rights: check decides, call
-// by call, whether the caller holds the right a driver needs (fetch, on the
-// URL the driver sends; sql; llm). A refusal is the call's error, with
-// driver.CodeSecurity; other drivers pass (the sandbox checks files).
-func CheckDrivers(check func(capability.Right, string) error) driver.Middleware {
+// checkDrivers is the driver half of a caller's rights: check decides,
+// call by call, whether the caller holds the right a driver needs: fetch
+// (on the URL), sql, llm. A refusal is the call's error, which the tool
+// sees, and is journaled like any answer.
+func checkDrivers(check func(capability.Right, string) error) driver.Middleware {
 	return func(next driver.Host) driver.Host {
 		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
 			var right capability.Right

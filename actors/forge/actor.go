@@ -7,6 +7,11 @@ import (
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
+	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/driver/llm"
 )
 
 // Props returns the props of a forge actor. Forges run on their own
@@ -14,7 +19,7 @@ import (
 // to the sender. Stopping the actor cancels them (their journal runs stay
 // resumable) and waits.
 func Props(f *Forge) *actor.Props {
-	s := &state{f: f}
+	s := &state{f: f, runs: map[string]context.CancelFunc{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return actor.PropsFromProducer(func() actor.Actor { return &forgeActor{s: s} })
 }
@@ -23,7 +28,10 @@ type state struct {
 	f      *Forge
 	ctx    context.Context
 	cancel context.CancelFunc
-	runs   sync.WaitGroup
+	wg     sync.WaitGroup
+
+	mu   sync.Mutex
+	runs map[string]context.CancelFunc // forges in flight, by run key
 }
 
 type forgeActor struct{ s *state }
@@ -31,36 +39,88 @@ type forgeActor struct{ s *state }
 // Receive is the forge actor's one message switch.
 func (a *forgeActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *Run:
-		a.start(ctx, m.Ctx, func(c context.Context) (Result, error) { return a.s.f.Forge(c, m.Spec, m.Charge) })
-	case *Resume:
-		a.start(ctx, m.Ctx, func(c context.Context) (Result, error) { return a.s.f.Resume(c, m.ID, m.Charge) })
+	case *pb.Run:
+		a.onRun(ctx, m)
+	case *pb.Resume:
+		a.onResume(ctx, m)
+	case *pb.Cancel:
+		a.onCancel(m)
 	case *actor.Stopping:
 		a.s.cancel()
-		a.s.runs.Wait()
+		a.s.wg.Wait()
 	case *actor.Started, *actor.Stopped, *actor.Restarting:
 	default:
 		ctx.Logger().Warn("forge: unknown message", slog.String("type", fmt.Sprintf("%T", m)))
 	}
 }
 
-func (a *forgeActor) start(ctx actor.Context, callerCtx context.Context, run func(context.Context) (Result, error)) {
+func (a *forgeActor) onRun(ctx actor.Context, m *pb.Run) {
+	caller := callerOf(m.GetCaller())
+	a.start(ctx, m.GetRunKey(), func(c context.Context) (Result, error) {
+		return a.s.f.forge(c, m.GetSpec(), caller, a.s.charge(c, caller))
+	})
+}
+
+func (a *forgeActor) onResume(ctx actor.Context, m *pb.Resume) {
+	caller := callerOf(m.GetCaller())
+	a.start(ctx, m.GetRunKey(), func(c context.Context) (Result, error) {
+		return a.s.f.resume(c, m.GetId(), caller, a.s.charge(c, caller))
+	})
+}
+
+// onCancel cancels the forge in flight named by the key (none: nothing to
+// do; its Done has been sent or is on its way).
+func (a *forgeActor) onCancel(m *pb.Cancel) {
+	a.s.mu.Lock()
+	if cancel, ok := a.s.runs[m.GetRunKey()]; ok {
+		cancel()
+	}
+	a.s.mu.Unlock()
+}
+
+// start runs a forge on its own goroutine, cancellable by key.
+func (a *forgeActor) start(ctx actor.Context, key string, run func(context.Context) (Result, error)) {
 	sender, sys := ctx.Sender(), ctx.ActorSystem()
 	if sender == nil {
-		ctx.Logger().Warn("forge: a request without a sender; use RequestFuture")
+		ctx.Logger().Warn("forge: a request without a sender; use forge.Client")
 		return
 	}
-	if callerCtx == nil {
-		callerCtx = context.Background()
+	s := a.s
+	c, cancel := context.WithCancel(s.ctx)
+	if key != "" {
+		s.mu.Lock()
+		if _, busy := s.runs[key]; busy {
+			s.mu.Unlock()
+			cancel()
+			ctx.Respond(&pb.Done{Failure: &pb.Failure{Code: "internal", Message: fmt.Sprintf("forge: the run key %q is in use by a forge in flight; choose a unique key", key)}})
+			return
+		}
+		s.runs[key] = cancel
+		s.mu.Unlock()
 	}
-	a.s.runs.Add(1)
+	s.wg.Add(1)
 	go func() {
-		defer a.s.runs.Done()
-		c, cancel := context.WithCancel(callerCtx)
+		defer s.wg.Done()
 		defer cancel()
-		stop := context.AfterFunc(a.s.ctx, cancel)
-		defer stop()
+		if key != "" {
+			defer func() { s.mu.Lock(); delete(s.runs, key); s.mu.Unlock() }()
+		}
 		res, err := run(c)
-		sys.Root.Send(sender, &Done{Result: res, Err: err})
+		sys.Root.Send(sender, doneOf(res, err))
 	}()
+}
+
+// charge charges a model answer's tokens and cost to caller's quota
+// through the Charger (nil without a caller or a Charger).
+func (s *state) charge(ctx context.Context, caller *executor.Caller) Charge {
+	ch := s.f.opts.Charger
+	if caller == nil || ch == nil {
+		return nil
+	}
+	return func(u llm.Usage) error {
+		if err := ch.Charge(ctx, caller.PID, capability.LLMTokens, float64(u.TotalTokens)); err != nil {
+			return err
+		}
+		return ch.Charge(ctx, caller.PID, capability.CostUSD, u.CostUSD)
+	}
 }

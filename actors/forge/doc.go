@@ -3,7 +3,18 @@
 //
 // # Protocol
 //
-// Run{Spec} (messages.go) is answered with Done{Result}. First reuse: the
+// The forge actor's messages are protobuf (forgepb/forge.proto); callers
+// use Client (client.go): Run{run_key, spec, caller} and Resume{run_key, id,
+// caller} are answered with Done{result, failure}; Cancel{run_key} stops a
+// forge (it stays resumable). The caller is a process's token
+// (executorpb.Caller): the candidate's tests run on the executor actor
+// (Options.Executor, an executor.Client) with the caller's rights, and each
+// model answer's tokens and cost are charged to the caller through
+// Options.Charger (the node's sends Charge to the kernel actor). The
+// registry is searched and asked through the registry actor's client; a
+// kept tool and its tests are written through the git actor's client.
+//
+// Run{Spec} is answered with Done{Result}. First reuse: the
 // registry is searched and a tool scoring at least the threshold (0.85 by
 // default) is returned as is. Otherwise forge: the model is asked for a
 // tool and its tests (it calls submit_tool); check_tool judges the tool;

@@ -12,42 +12,65 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 )
 
-// Options configure a Forge. Registry, Checker, Executor, Jail and Write
-// are required.
+// Options configure a Forge. Registry, Checker, Executor, Jail and Git are
+// required.
 type Options struct {
 	// LLM answers the forge's chat requests (llm.Client.Device()). nil: the
 	// forge only reuses; a spec no registered tool fits fails with
 	// ErrNoModel (reuse needs no model).
 	LLM driver.Device
-	// Registry is searched for a tool to reuse, and indexes forged ones.
-	Registry *registry.Registry
-	// Threshold is the search score from which a tool is reused (0: the
-	// registry's, 0.85 by default).
+	// Registry is the registry actor's client: searched for a tool to
+	// reuse, asked whether a candidate's path is taken.
+	Registry *registry.Client
+	// Threshold is the search score from which a tool is reused (0:
+	// registry.DefaultThreshold; the node passes its registry's).
 	Threshold float64
 	// Checker runs check_tool on every candidate.
 	Checker *check.Checker
-	// Executor runs every candidate's tests in the sandbox.
-	Executor *executor.Executor
+	// Executor runs every candidate's tests in the sandbox: the executor
+	// actor's client (executor.Client), so that the tests run through the
+	// executor actor, with the forge's caller's rights.
+	Executor Runner
 	// Jail is the tool root (candidates are written there to be tested).
 	Jail *vfs.Jail
 	// Journal records every LLM call and test run of a forge under the
 	// forge's run, so a crashed forge resumes without paying twice (nil:
 	// not journaled).
 	Journal *journal.Journal
-	// Write persists a forged file: the git actor's write (register,
-	// commit, push). It returns the commit ("" when not persisted).
-	Write func(ctx context.Context, path string, content []byte) (commit string, err error)
+	// Git is the git actor's client: it writes a forged tool and its tests
+	// (the git actor registers, commits and pushes them).
+	Git *git.Client
+	// Charger charges the model usage of a forge made for a process (the
+	// forge actor's Run and Resume with a caller) to that process's quota;
+	// nil: nothing is charged for such forges.
+	Charger Charger
 	// MaxAttempts bounds the generate-check-test loop (0: 3).
 	MaxAttempts int
 	// Logger receives progress (nil: slog.Default()).
 	Logger *slog.Logger
+}
+
+// Runner runs a tool on the executor actor: *executor.Client.
+type Runner interface {
+	Run(ctx context.Context, req executor.RunRequest) (executor.Result, string, error)
+}
+
+// Charger charges amount of meter to the quota of the kernel process pid
+// (and its ancestors). A refused charge (*capability.QuotaError, or the
+// process has ended) stops the forge with that error. The node's is the
+// kernel's Charge; IMPORTANT: it is called from the forge's goroutine, once
+// per model answer, for capability.LLMTokens then capability.CostUSD.
+type Charger interface {
+	Charge(ctx context.Context, pid uint64, meter capability.Meter, amount float64) error
 }
 
 // Forge runs the reuse-or-forge closed loop.
@@ -55,14 +78,14 @@ type Forge struct{ opts Options }
 
 // New returns a forge.
 func New(opts Options) (*Forge, error) {
-	if opts.Registry == nil || opts.Checker == nil || opts.Executor == nil || opts.Jail == nil || opts.Write == nil {
-		return nil, fmt.Errorf("%w: a forge needs a registry, a checker, an executor, a jail and a writer", ErrOptions)
+	if opts.Registry == nil || opts.Checker == nil || opts.Executor == nil || opts.Jail == nil || opts.Git == nil {
+		return nil, fmt.Errorf("%w: a forge needs a registry client, a checker, an executor client, a jail and a git client", ErrOptions)
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 3
 	}
 	if opts.Threshold <= 0 {
-		opts.Threshold = opts.Registry.Threshold()
+		opts.Threshold = registry.DefaultThreshold
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -107,13 +130,23 @@ type Charge func(llm.Usage) error
 // Forge reuses a registered tool that fits spec, or forges one: the model
 // writes a tool and its tests, check_tool and the tests judge them, the
 // errors go back to the model, at most MaxAttempts times; only a tool that
-// passes both is written (registered and persisted).
+// passes both is written (registered and persisted). The tests run with no
+// caller restriction (the operator's forge); the forge actor forges for a
+// process with that process's rights (see Run in forgepb).
 func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, error) {
+	return f.forge(ctx, spec, nil, charge)
+}
+
+// forge is Forge for caller (nil: the operator).
+func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller, charge Charge) (Result, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return Result{}, fmt.Errorf("%w: the spec is empty; say what the tool must do", ErrSpec)
 	}
-	hits := f.opts.Registry.Search(spec, 1)
+	hits, err := f.opts.Registry.Search(ctx, spec, 1)
+	if err != nil {
+		return Result{}, fmt.Errorf("forge: searching the registry for a tool to reuse: %w", err)
+	}
 	if len(hits) > 0 && hits[0].Score >= f.opts.Threshold {
 		return Result{Reused: true, Path: hits[0].Path, Score: hits[0].Score}, nil
 	}
@@ -124,11 +157,10 @@ func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, 
 		}
 		return Result{}, fmt.Errorf("%w: %s; forging a new tool needs a model (or export AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL)", ErrNoModel, best)
 	}
-	var host driver.Host = f.devices()
+	var host driver.Host = f.devices(caller)
 	var run *journal.Run
 	if f.opts.Journal != nil {
 		args, _ := json.Marshal(map[string]string{"spec": spec})
-		var err error
 		if run, err = f.opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args}); err != nil {
 			return Result{}, fmt.Errorf("journaling the forge: %w", err)
 		}
@@ -153,6 +185,11 @@ const Kind = "forge"
 // model answers and test results are served from the journal (no model
 // request is sent twice), then the loop goes on live.
 func (f *Forge) Resume(ctx context.Context, id string, charge Charge) (Result, error) {
+	return f.resume(ctx, id, nil, charge)
+}
+
+// resume is Resume for caller (nil: the operator).
+func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, charge Charge) (Result, error) {
 	if f.opts.Journal == nil {
 		return Result{}, fmt.Errorf("%w: resuming needs the journal", ErrOptions)
 	}
@@ -174,7 +211,7 @@ func (f *Forge) Resume(ctx context.Context, id string, charge Charge) (Result, e
 		return Result{}, fmt.Errorf("%w: run %s has no spec to resume", ErrSpec, id)
 	}
 	rec.Run().Durable()
-	host := driver.Chain(f.devices(), rec.Middleware())
+	host := driver.Chain(f.devices(caller), rec.Middleware())
 	res, err := f.loop(ctx, host, a.Spec, charge)
 	res.RunID = id
 	if ctx.Err() == nil {
@@ -234,7 +271,7 @@ func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, charge 
 		cand, callID, perr := parseCandidate(answer.Message)
 		att := Attempt{N: n, Path: cand.Path}
 		if perr == nil {
-			att.Errors = f.judge(cand, call)
+			att.Errors = f.judge(ctx, cand, call)
 		} else {
 			att.Errors = []string{perr.Error()}
 		}
@@ -259,8 +296,12 @@ func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, charge 
 
 // judge checks the candidate and runs its tests; it returns the errors to
 // send back (none: it passed).
-func (f *Forge) judge(c candidate, call func(drv, op string, req any, out any) error) []string {
-	if t, ok := f.opts.Registry.Get(c.Path); ok {
+func (f *Forge) judge(ctx context.Context, c candidate, call func(drv, op string, req any, out any) error) []string {
+	t, ok, err := f.opts.Registry.Get(ctx, c.Path)
+	if err != nil {
+		return []string{fmt.Sprintf("checking whether %s is taken: %v", c.Path, err)}
+	}
+	if ok {
 		return []string{fmt.Sprintf("%s already holds another tool (%q); choose a new path, or reuse that tool", c.Path, t.Description)}
 	}
 	chk := f.opts.Checker.Check(c.Path, []byte(c.Code))
@@ -284,14 +325,14 @@ func (f *Forge) judge(c candidate, call func(drv, op string, req any, out any) e
 // keep writes the tool and its tests for good (registry, Git).
 func (f *Forge) keep(ctx context.Context, res Result, c candidate) (Result, error) {
 	res.Path, res.Tests = c.Path, testPath(c.Path)
-	commit, err := f.opts.Write(ctx, c.Path, []byte(c.Code))
+	w, err := f.opts.Git.WriteFile(ctx, c.Path, []byte(c.Code))
 	if err != nil {
 		return res, fmt.Errorf("forge: the tool passed but could not be kept: %w", err)
 	}
-	if _, err := f.opts.Write(ctx, res.Tests, []byte(c.Tests)); err != nil {
+	if _, err := f.opts.Git.WriteFile(ctx, res.Tests, []byte(c.Tests)); err != nil {
 		return res, fmt.Errorf("forge: the tool was kept but its tests could not be: %w", err)
 	}
-	res.Commit = commit
+	res.Commit = w.Commit
 	return res, nil
 }
 

@@ -14,12 +14,15 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
+	"github.com/asynkron/protoactor-go/actor"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -40,9 +43,28 @@ type env struct {
 	reg *registry.Registry
 	j   *journal.Journal
 	jl  *vfs.Jail
+	sys *actor.ActorSystem
 }
 
 func newEnv(t testing.TB, srv *llmtest.Server, root string, threshold ...float64) env {
+	t.Helper()
+	th := 0.0
+	if len(threshold) > 0 {
+		th = threshold[0]
+	}
+	return newEnvWith(t, srv, root, envOptions{threshold: th})
+}
+
+// envOptions tune newEnvWith: the executor actor's authority (nil: none),
+// the forge's charger, the reuse threshold.
+type envOptions struct {
+	auth      *capability.Authority
+	charger   forge.Charger
+	threshold float64
+	attempts  int
+}
+
+func newEnvWith(t testing.TB, srv *llmtest.Server, root string, o envOptions) env {
 	t.Helper()
 	ex, err := executor.New(executor.Options{Root: root, Isolation: executor.IsolationInProcess, TempDir: t.TempDir(), Limits: executor.Limits{Timeout: 5 * time.Second}})
 	if err != nil {
@@ -68,24 +90,23 @@ func newEnv(t testing.TB, srv *llmtest.Server, root string, threshold ...float64
 	if err != nil {
 		t.Fatal(err)
 	}
-	write := func(_ context.Context, p string, content []byte) (string, error) {
-		if err := jl.WriteFile(p, content); err != nil {
-			return "", err
+	// The forge reaches the executor, registry and git actors through
+	// their clients, as in a node.
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	exPID := sys.Root.Spawn(executor.Props(ex, executor.ActorOptions{Authority: o.auth}))
+	regPID := sys.Root.Spawn(registry.Props(reg))
+	regClient := registry.NewClient(sys.Root, regPID)
+	gitPID := sys.Root.Spawn(git.Props(git.Options{Jail: jl, Registry: regClient}))
+	t.Cleanup(func() {
+		for _, pid := range []*actor.PID{gitPID, regPID, exPID} {
+			_ = sys.Root.StopFuture(pid).Wait()
 		}
-		if _, err := reg.Register(p, content); err != nil && !errors.Is(err, registry.ErrNotTool) {
-			return "", err
-		}
-		return "", nil
-	}
-	th := 0.0
-	if len(threshold) > 0 {
-		th = threshold[0]
-	}
-	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: reg, Threshold: th, Checker: check.New(check.Options{}), Executor: ex, Jail: jl, Journal: j, Write: write, Logger: quiet})
+	})
+	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: regClient, Threshold: o.threshold, Charger: o.charger, Checker: check.New(check.Options{}), Executor: executor.NewClient(sys.Root, exPID), Jail: jl, Journal: j, Git: git.NewClient(sys.Root, gitPID), MaxAttempts: o.attempts, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env{f: f, reg: reg, j: j, jl: jl}
+	return env{f: f, reg: reg, j: j, jl: jl, sys: sys}
 }
 
 // The seed's forge scenario: the first attempt fails its tests, the errors

@@ -21,11 +21,14 @@ type testOutcome struct {
 	Logs   []string `json:"logs,omitempty"`
 }
 
-// devices is the forge's driver set: the model and the test runner.
-func (f *Forge) devices() driver.Host {
+// devices is the forge's driver set: the model and the test runner, which
+// runs the tests for caller (nil: the operator).
+func (f *Forge) devices(caller *executor.Caller) driver.Host {
 	return driver.Mux{
-		"llm":      f.opts.LLM,
-		testDriver: driver.DeviceFunc(f.runTests),
+		"llm": f.opts.LLM,
+		testDriver: driver.DeviceFunc(func(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
+			return f.runTests(ctx, caller, op, req)
+		}),
 	}
 }
 
@@ -40,8 +43,10 @@ func staged(p string) string { return stagingDir + strings.TrimPrefix(p, "tools/
 // runTests writes the candidate and its tests into the staging directory
 // (the tests load it with require('./<name>')) and runs the tests' default
 // export in the sandbox: they pass when it returns, fail with what it
-// throws. The staged files are removed whatever happens.
-func (f *Forge) runTests(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
+// throws. The staged files are removed whatever happens. The tests run on
+// the executor actor, with caller's rights: model-written test code can do
+// no more than the process that asked for the forge.
+func (f *Forge) runTests(ctx context.Context, caller *executor.Caller, op string, req json.RawMessage) (json.RawMessage, error) {
 	var c candidate
 	if err := json.Unmarshal(req, &c); err != nil || op != "run" {
 		return nil, driver.Errorf(driver.CodeInvalid, "forge.%s: bad request", op)
@@ -57,11 +62,16 @@ func (f *Forge) runTests(ctx context.Context, op string, req json.RawMessage) (j
 	if err := f.opts.Jail.WriteFile(tests, []byte(c.Tests)); err != nil {
 		return nil, driver.Errorf(driver.CodeIO, "staging the tests of %s: %v", c.Path, err)
 	}
-	res := f.opts.Executor.Exec(ctx, executor.Request{Path: tests})
+	res, _, err := f.opts.Executor.Run(ctx, executor.RunRequest{Path: tests, Caller: caller})
 	if ctx.Err() != nil {
 		// Interrupted, not judged: an error, so the journal does not record
 		// it and a resumed forge runs the tests again.
 		return nil, ctx.Err()
+	}
+	if err != nil {
+		// Not judged either (the executor actor did not answer, or refused
+		// the caller's token): the forge fails with it.
+		return nil, driver.Errorf(driver.CodeIO, "running the tests of %s: %v", c.Path, err)
 	}
 	out := testOutcome{Passed: res.Success, Logs: res.Logs}
 	if !res.Success {

@@ -9,10 +9,13 @@ import (
 	"path"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
+	pb "github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
-	"github.com/asynkron/protoactor-go/actor"
 )
 
 // Options configure the git actor.
@@ -22,10 +25,14 @@ type Options struct {
 	// Repo persists every write (commit and push, or a review branch). nil:
 	// writes stay in the working tree.
 	Repo *repo.Repo
-	// OnWrite, when set, is called after a file is written and before it
-	// is committed (the registry's Register, so that meta.json goes in the
-	// same commit). Its error fails the write.
-	OnWrite func(path string, content []byte) error
+	// Registry is the client of the registry actor. When set, every written
+	// file is sent to it (Register) after it is written and before it is
+	// committed, so that meta.json goes in the same commit. A file that is
+	// not a tool (registry.ErrNotTool: data files, tests) is written and
+	// not registered; any other registration error fails the write. nil:
+	// nothing is registered. IMPORTANT: the registry actor MUST NOT send
+	// to the git actor (the git actor waits for its reply).
+	Registry *registry.Client
 	// PersistTimeout bounds one persist (commit, push, retries). Default 1 min.
 	PersistTimeout time.Duration
 }
@@ -43,9 +50,9 @@ type gitActor struct{ opts Options }
 // Receive is the git actor's one message switch.
 func (a *gitActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *WriteFile:
+	case *pb.WriteFile:
 		ctx.Respond(a.onWrite(m))
-	case *PatchFile:
+	case *pb.PatchFile:
 		ctx.Respond(a.onPatch(m))
 	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
 	default:
@@ -53,50 +60,52 @@ func (a *gitActor) Receive(ctx actor.Context) {
 	}
 }
 
-func (a *gitActor) onWrite(m *WriteFile) *Written {
-	_, err := a.opts.Jail.Stat(m.Path)
+func (a *gitActor) onWrite(m *pb.WriteFile) *pb.Written {
+	_, err := a.opts.Jail.Stat(m.GetPath())
 	created := errors.Is(err, vfs.ErrNotFound)
-	return a.write(m.Path, m.Content, created, "write")
+	return a.write(m.GetPath(), m.GetContent(), created, "write")
 }
 
-func (a *gitActor) onPatch(m *PatchFile) *Written {
-	if m.Search == "" {
-		return &Written{Path: m.Path, Err: fmt.Errorf("%w: %s needs the text to replace; to rewrite the whole file use write_file", ErrEmptySearch, m.Path)}
+func (a *gitActor) onPatch(m *pb.PatchFile) *pb.Written {
+	p, search, replace := m.GetPath(), m.GetSearch(), m.GetReplace()
+	if search == "" {
+		return &pb.Written{Path: p, Failure: failureOf(fmt.Errorf("%w: %s needs the text to replace; to rewrite the whole file use write_file", ErrEmptySearch, p))}
 	}
-	old, err := a.opts.Jail.ReadFile(m.Path)
+	old, err := a.opts.Jail.ReadFile(p)
 	if err != nil {
-		return &Written{Path: m.Path, Err: err}
+		return &pb.Written{Path: p, Failure: failureOf(err)}
 	}
-	i := bytes.Index(old, []byte(m.Search))
+	i := bytes.Index(old, []byte(search))
 	if i < 0 {
-		return &Written{Path: m.Path, Err: fmt.Errorf("%w: %s does not contain the search text (%d bytes); read the file again and copy the text exactly, whitespace included", ErrSearchNotFound, m.Path, len(m.Search))}
+		return &pb.Written{Path: p, Failure: failureOf(fmt.Errorf("%w: %s does not contain the search text (%d bytes); read the file again and copy the text exactly, whitespace included", ErrSearchNotFound, p, len(search)))}
 	}
-	next := make([]byte, 0, len(old)-len(m.Search)+len(m.Replace))
+	next := make([]byte, 0, len(old)-len(search)+len(replace))
 	next = append(next, old[:i]...)
-	next = append(next, m.Replace...)
-	next = append(next, old[i+len(m.Search):]...)
-	return a.write(m.Path, next, false, "patch")
+	next = append(next, replace...)
+	next = append(next, old[i+len(search):]...)
+	return a.write(p, next, false, "patch")
 }
 
-// write writes the file, lets OnWrite derive from it, and persists it.
-// IMPORTANT: with a Repo, a tool source that does not compile is written to
-// the working tree only: never registered, committed or pushed to the
-// shared upstream, until a later write makes it compile.
-func (a *gitActor) write(p string, content []byte, created bool, verb string) *Written {
+// write writes the file, has the registry actor register it, and persists
+// it. IMPORTANT: with a Repo, a tool source that does not compile is
+// written to the working tree only: never registered, committed or pushed
+// to the shared upstream, until a later write makes it compile.
+func (a *gitActor) write(p string, content []byte, created bool, verb string) *pb.Written {
 	if err := a.opts.Jail.WriteFile(p, content); err != nil {
-		return &Written{Path: p, Err: err}
+		return &pb.Written{Path: p, Failure: failureOf(err)}
 	}
-	w := &Written{Path: p, Bytes: len(content), Hash: transpile.Hash(content), Created: created}
+	w := &pb.Written{Path: p, Bytes: int64(len(content)), Hash: transpile.Hash(content), Created: created}
 	if a.opts.Repo != nil {
 		if err := Compiles(p, content); err != nil {
 			w.Held = true
-			w.Err = fmt.Errorf("%w; it was written locally only and is not persisted or shared until it compiles: fix it with write_file or patch_file", err)
+			w.Failure = failureOf(fmt.Errorf("%w; it was written locally only and is not persisted or shared until it compiles: fix it with write_file or patch_file", err))
 			return w
 		}
 	}
-	if a.opts.OnWrite != nil {
-		if err := a.opts.OnWrite(p, content); err != nil {
-			w.Err = fmt.Errorf("%s was written but not registered: %w", p, err)
+	if a.opts.Registry != nil {
+		// Data files and tests are written, not registered.
+		if _, err := a.opts.Registry.Register(context.Background(), p, content); err != nil && !errors.Is(err, registry.ErrNotTool) {
+			w.Failure = failureOf(fmt.Errorf("%s was written but not registered: %w", p, err))
 			return w
 		}
 	}
@@ -106,9 +115,9 @@ func (a *gitActor) write(p string, content []byte, created bool, verb string) *W
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.PersistTimeout)
 	defer cancel()
 	res, err := a.opts.Repo.Persist(ctx, []string{p}, fmt.Sprintf("%s %s", verb, p))
-	w.Commit, w.Branch, w.PRURL = res.Commit, res.Branch, res.PRURL
+	w.Commit, w.Branch, w.PrUrl = res.Commit, res.Branch, res.PRURL
 	if err != nil {
-		w.Err = fmt.Errorf("%s: %w", p, err)
+		w.Failure = failureOf(fmt.Errorf("%s: %w", p, err))
 	}
 	return w
 }

@@ -1,6 +1,7 @@
 package git_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,7 +18,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-func start(t *testing.T) (*actor.RootContext, *actor.PID, string) {
+func start(t *testing.T) (*git.Client, string) {
 	t.Helper()
 	dir := t.TempDir()
 	jail, err := vfs.Open(dir)
@@ -30,41 +31,34 @@ func start(t *testing.T) (*actor.RootContext, *actor.PID, string) {
 		_ = sys.Root.StopFuture(pid).Wait()
 		jail.Close()
 	})
-	return sys.Root, pid, dir
-}
-
-func ask(t *testing.T, root *actor.RootContext, pid *actor.PID, msg any) *git.Written {
-	t.Helper()
-	res, err := root.RequestFuture(pid, msg, 5*time.Second).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.(*git.Written)
+	c := git.NewClient(sys.Root, pid)
+	c.Timeout = 5 * time.Second
+	return c, dir
 }
 
 func TestWriteAndPatch(t *testing.T) {
-	root, pid, dir := start(t)
-	w := ask(t, root, pid, &git.WriteFile{Path: "tools/a.ts", Content: []byte("let x = 1; let y = 1;")})
-	if w.Err != nil || !w.Created || w.Bytes != 21 || w.Hash != transpile.Hash([]byte("let x = 1; let y = 1;")) {
-		t.Fatalf("write: %+v", w)
+	c, dir := start(t)
+	ctx := context.Background()
+	w, err := c.WriteFile(ctx, "tools/a.ts", []byte("let x = 1; let y = 1;"))
+	if err != nil || !w.Created || w.Bytes != 21 || w.Hash != transpile.Hash([]byte("let x = 1; let y = 1;")) {
+		t.Fatalf("write: %+v %v", w, err)
 	}
-	if w := ask(t, root, pid, &git.WriteFile{Path: "tools/a.ts", Content: []byte("let x = 1; let y = 1;")}); w.Created {
+	if w, _ := c.WriteFile(ctx, "tools/a.ts", []byte("let x = 1; let y = 1;")); w.Created {
 		t.Fatal("overwrite reported as created")
 	}
-	w = ask(t, root, pid, &git.PatchFile{Path: "tools/a.ts", Search: "= 1", Replace: "= 2"})
+	w, err = c.PatchFile(ctx, "tools/a.ts", "= 1", "= 2")
 	b, _ := os.ReadFile(filepath.Join(dir, "tools", "a.ts"))
-	if w.Err != nil || string(b) != "let x = 2; let y = 1;" {
-		t.Fatalf("patch replaces the first match only: %+v %q", w, b)
+	if err != nil || string(b) != "let x = 2; let y = 1;" {
+		t.Fatalf("patch replaces the first match only: %+v %v %q", w, err, b)
 	}
-	w = ask(t, root, pid, &git.PatchFile{Path: "tools/a.ts", Search: "z = 3", Replace: ""})
-	if !errors.Is(w.Err, git.ErrSearchNotFound) {
-		t.Fatalf("absent search: %v", w.Err)
+	if _, err = c.PatchFile(ctx, "tools/a.ts", "z = 3", ""); !errors.Is(err, git.ErrSearchNotFound) {
+		t.Fatalf("absent search: %v", err)
 	}
-	if w := ask(t, root, pid, &git.PatchFile{Path: "tools/a.ts", Replace: "x"}); !errors.Is(w.Err, git.ErrEmptySearch) {
-		t.Fatalf("empty search: %v", w.Err)
+	if _, err := c.PatchFile(ctx, "tools/a.ts", "", "x"); !errors.Is(err, git.ErrEmptySearch) {
+		t.Fatalf("empty search: %v", err)
 	}
-	if w := ask(t, root, pid, &git.WriteFile{Path: "../escape.ts", Content: []byte("x")}); !errors.Is(w.Err, vfs.ErrSecurity) {
-		t.Fatalf("escape: %v", w.Err)
+	if _, err := c.WriteFile(ctx, "../escape.ts", []byte("x")); !errors.Is(err, vfs.ErrSecurity) {
+		t.Fatalf("escape: %v", err)
 	}
 	b, _ = os.ReadFile(filepath.Join(dir, "tools", "a.ts"))
 	if string(b) != "let x = 2; let y = 1;" {
@@ -74,18 +68,21 @@ func TestWriteAndPatch(t *testing.T) {
 
 // Concurrent patches of one file are serialized: none is lost.
 func TestPatchesSerialized(t *testing.T) {
-	root, pid, dir := start(t)
+	c, dir := start(t)
+	ctx := context.Background()
 	const n = 50
 	content := ""
 	for i := range n {
 		content += fmt.Sprintf("[%d]", i)
 	}
-	ask(t, root, pid, &git.WriteFile{Path: "tools/log.txt", Content: []byte(content)})
+	if _, err := c.WriteFile(ctx, "tools/log.txt", []byte(content)); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			if w := ask(t, root, pid, &git.PatchFile{Path: "tools/log.txt", Search: fmt.Sprintf("[%d]", i), Replace: "."}); w.Err != nil {
-				t.Error(w.Err)
+			if _, err := c.PatchFile(ctx, "tools/log.txt", fmt.Sprintf("[%d]", i), "."); err != nil {
+				t.Error(err)
 			}
 		})
 	}

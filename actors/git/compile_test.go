@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
 	gogit "github.com/go-git/go-git/v5"
@@ -65,57 +66,58 @@ func TestBrokenToolNeverShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer jail.Close()
-	var registered []string
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
-	pid := sys.Root.Spawn(git.Props(git.Options{Jail: jail, Repo: rp, OnWrite: func(p string, _ []byte) error {
-		registered = append(registered, p)
-		return nil
-	}}))
-	defer func() { _ = sys.Root.StopFuture(pid).Wait() }()
-	ask := func(msg any) *git.Written {
-		t.Helper()
-		res, err := sys.Root.RequestFuture(pid, msg, time.Minute).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.(*git.Written)
+	r, err := registry.Open(jail, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer r.Close()
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	defer sys.Shutdown()
+	reg := sys.Root.Spawn(registry.Props(r))
+	defer func() { _ = sys.Root.PoisonFuture(reg).Wait() }()
+	pid := sys.Root.Spawn(git.Props(git.Options{Jail: jail, Repo: rp, Registry: registry.NewClient(sys.Root, reg)}))
+	defer func() { _ = sys.Root.StopFuture(pid).Wait() }()
+	c := git.NewClient(sys.Root, pid)
+	c.Timeout = time.Minute
+	ctx := context.Background()
 
 	const broken = "export default function (n: number) { return n +; }\n"
-	w := ask(&git.WriteFile{Path: "tools/math/bad.ts", Content: []byte(broken)})
-	if !errors.Is(w.Err, git.ErrNotCompiled) || !w.Held || w.Commit != "" {
-		t.Fatalf("broken write: %+v (err %v), want ErrNotCompiled, held, no commit", w, w.Err)
+	w, err := c.WriteFile(ctx, "tools/math/bad.ts", []byte(broken))
+	if !errors.Is(err, git.ErrNotCompiled) || !w.Held || w.Commit != "" {
+		t.Fatalf("broken write: %+v (err %v), want ErrNotCompiled, held, no commit", w, err)
 	}
 	for _, want := range []string{"tools/math/bad.ts:1:", "written locally", "not persisted or shared until it compiles"} {
-		if !strings.Contains(w.Err.Error(), want) {
-			t.Fatalf("the error %q does not say %q", w.Err, want)
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("the error %q does not say %q", err, want)
 		}
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "tools", "math", "bad.ts")); string(b) != broken {
 		t.Fatalf("the broken file is not kept locally: %q", b)
 	}
-	if _, ok := upstreamHas(t, up, "tools/math/bad.ts"); ok || len(registered) > 0 {
-		t.Fatalf("a tool that does not compile reached the upstream or the registry (%v)", registered)
+	if _, ok := upstreamHas(t, up, "tools/math/bad.ts"); ok || len(r.List()) > 0 {
+		t.Fatalf("a tool that does not compile reached the upstream or the registry (%v)", r.List())
 	}
 	// Another tool's write does not carry it along.
-	if w := ask(&git.WriteFile{Path: "tools/ok.ts", Content: []byte("export default () => 1;\n")}); w.Err != nil || w.Commit == "" {
-		t.Fatalf("good write: %+v %v", w, w.Err)
+	if w, err := c.WriteFile(ctx, "tools/ok.ts", []byte("export default () => 1;\n")); err != nil || w.Commit == "" {
+		t.Fatalf("good write: %+v %v", w, err)
+	}
+	if _, ok := r.Get("tools/ok.ts"); !ok {
+		t.Fatal("the good tool was not registered through the registry actor")
 	}
 	if _, ok := upstreamHas(t, up, "tools/math/bad.ts"); ok {
 		t.Fatal("the broken tool was swept into another write's commit")
 	}
 	// Patched to compile, it is persisted.
-	w = ask(&git.PatchFile{Path: "tools/math/bad.ts", Search: "n +;", Replace: "n + 1;"})
-	if w.Err != nil || w.Held || w.Commit == "" {
-		t.Fatalf("fixing patch: %+v %v", w, w.Err)
+	w, err = c.PatchFile(ctx, "tools/math/bad.ts", "n +;", "n + 1;")
+	if err != nil || w.Held || w.Commit == "" {
+		t.Fatalf("fixing patch: %+v %v", w, err)
 	}
 	if s, ok := upstreamHas(t, up, "tools/math/bad.ts"); !ok || !strings.Contains(s, "n + 1;") {
 		t.Fatalf("the fixed tool is not upstream: %q %v", s, ok)
 	}
 	// A patch that breaks it again is held; the upstream keeps the good one.
-	w = ask(&git.PatchFile{Path: "tools/math/bad.ts", Search: "n + 1;", Replace: "n + ;"})
-	if !errors.Is(w.Err, git.ErrNotCompiled) {
-		t.Fatalf("breaking patch: %v", w.Err)
+	if _, err = c.PatchFile(ctx, "tools/math/bad.ts", "n + 1;", "n + ;"); !errors.Is(err, git.ErrNotCompiled) {
+		t.Fatalf("breaking patch: %v", err)
 	}
 	if s, _ := upstreamHas(t, up, "tools/math/bad.ts"); !strings.Contains(s, "n + 1;") {
 		t.Fatalf("a breaking patch reached the upstream: %q", s)

@@ -4,17 +4,23 @@
 //
 // # Protocol
 //
-// WriteFile and PatchFile (messages.go) are answered with *Written. The
-// actor handles one message at a time, so a node's writes to its working
-// tree never interleave. A write is: the file written atomically through the
-// jail; Options.OnWrite (the registry, which updates meta.json); then, with
-// a Repo, a commit naming the tool and the configured author, pushed to the
-// shared branch (direct strategy; a rejected push is rebased on the new
-// upstream and retried) or to a review branch (pr strategy).
+// WriteFile and PatchFile (protobuf, gitpb/git.proto; messages.go lists
+// them) are answered with Written. Every one can cross a node. Callers
+// outside this package MUST use the typed Client (client.go): WriteFile and
+// PatchFile return (Written, error), the reply's Failure{code, message}
+// mapped back to the sentinel errors (errors.Is works). The actor handles
+// one message at a time, so a node's writes to its working tree never
+// interleave. A write is: the file written atomically through the jail;
+// Register sent to the registry actor (Options.Registry, a registry.Client;
+// the registry updates meta.json; a file that is not a tool is written and
+// not registered); then, with a Repo, a commit naming the tool and the
+// configured author, pushed to the shared branch (direct strategy; a
+// rejected push is rebased on the new upstream and retried) or to a review
+// branch (pr strategy).
 //
 // IMPORTANT: with a Repo, a tool source (.ts, .js) that does not compile
 // (esbuild, see Compiles) is written to the working tree only: it is not
-// registered, committed or pushed, and the reply's Err (ErrNotCompiled)
+// registered, committed or pushed, and the reply's error (ErrNotCompiled)
 // says so, with the diagnostics; the write that makes it compile persists
 // it. Code that does not compile never reaches the shared upstream.
 //
@@ -27,9 +33,12 @@
 // # Failure
 //
 // A refused write (a path outside the tool root, a search text not found)
-// replies with Written.Err and leaves the file as it was. A write that
+// replies with a Failure and leaves the file as it was. A registration the
+// registry refuses (other than "not a tool") or does not answer
+// (registry.ErrUnavailable) fails the write: the file is written, not
+// registered nor persisted, and the error says so. A write that
 // reached the working tree but could not be persisted replies with the
-// file written and Err saying why; when another writer changed the same
-// tool first, Err wraps repo.ErrConflict and names the branch that keeps
+// file written and a Failure saying why; when another writer changed the same
+// tool first, the error wraps repo.ErrConflict and names the branch that keeps
 // this version: nothing is lost silently.
 package git

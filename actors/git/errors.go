@@ -14,4 +14,8 @@ var (
 	// written to the working tree only, not registered, committed or
 	// pushed (see Compiles).
 	ErrNotCompiled = errors.New("the tool does not compile")
+	// ErrUnavailable: a Client request got no answer from the git actor
+	// (stopped, timed out, the ctx ended) or an unexpected one. The write
+	// may or may not have happened: read the file to know.
+	ErrUnavailable = errors.New("the git actor did not answer")
 )

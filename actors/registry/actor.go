@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	pb "github.com/agentos-run/agentos/actors/registry/registrypb"
 )
 
 // Props returns the props of a registry actor serving r. The actor holds no
@@ -18,17 +20,19 @@ type registryActor struct{ r *Registry }
 // Receive is the registry actor's one message switch.
 func (a *registryActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *Register:
+	case *pb.Register:
 		ctx.Respond(a.onRegister(m))
-	case *Search:
+	case *pb.Search:
 		ctx.Respond(a.onSearch(m))
-	case *Rebuild:
+	case *pb.Get:
+		ctx.Respond(a.onGet(m))
+	case *pb.Rebuild:
 		ctx.Respond(a.onRebuild())
-	case *Used:
+	case *pb.Used:
 		a.onUsed(m)
-	case *Remove:
+	case *pb.Remove:
 		ctx.Respond(a.onRemove(m))
-	case *Flush:
+	case *pb.Flush:
 		ctx.Respond(a.onFlush())
 	case *actor.Stopping:
 		a.onStopping(ctx)
@@ -38,22 +42,43 @@ func (a *registryActor) Receive(ctx actor.Context) {
 	}
 }
 
-func (a *registryActor) onRegister(m *Register) *Registered {
-	t, err := a.r.Register(m.Path, m.Source)
-	return &Registered{Tool: t, Err: err}
+func (a *registryActor) onRegister(m *pb.Register) *pb.Registered {
+	t, err := a.r.Register(m.GetPath(), m.GetSource())
+	res := &pb.Registered{Failure: failureOf(err)}
+	if t.Path != "" {
+		res.Tool = toolToPB(t)
+	}
+	return res
 }
 
-func (a *registryActor) onSearch(m *Search) *SearchResult {
-	return &SearchResult{Hits: a.r.Search(m.Query, m.Limit)}
+func (a *registryActor) onSearch(m *pb.Search) *pb.SearchResult {
+	hits := a.r.Search(m.GetQuery(), int(m.GetLimit()))
+	res := &pb.SearchResult{Hits: make([]*pb.Hit, 0, len(hits))}
+	for _, h := range hits {
+		res.Hits = append(res.Hits, &pb.Hit{Tool: toolToPB(h.Tool), Score: h.Score})
+	}
+	return res
 }
 
-func (a *registryActor) onRebuild() *Rebuilt { return &Rebuilt{Err: a.r.Rebuild()} }
+func (a *registryActor) onGet(m *pb.Get) *pb.Got {
+	t, ok := a.r.Get(m.GetPath())
+	if !ok {
+		return &pb.Got{}
+	}
+	return &pb.Got{Tool: toolToPB(t)}
+}
 
-func (a *registryActor) onUsed(m *Used) { a.r.Used(m.Path) }
+func (a *registryActor) onRebuild() *pb.Rebuilt {
+	return &pb.Rebuilt{Failure: failureOf(a.r.Rebuild())}
+}
 
-func (a *registryActor) onRemove(m *Remove) *Removed { return &Removed{Err: a.r.Remove(m.Path)} }
+func (a *registryActor) onUsed(m *pb.Used) { a.r.Used(m.GetPath()) }
 
-func (a *registryActor) onFlush() *Flushed { return &Flushed{Err: a.r.Flush()} }
+func (a *registryActor) onRemove(m *pb.Remove) *pb.Removed {
+	return &pb.Removed{Failure: failureOf(a.r.Remove(m.GetPath()))}
+}
+
+func (a *registryActor) onFlush() *pb.Flushed { return &pb.Flushed{Failure: failureOf(a.r.Flush())} }
 
 // onStopping writes pending usage counts, so a stopped node loses none.
 func (a *registryActor) onStopping(ctx actor.Context) {

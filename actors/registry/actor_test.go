@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"testing"
@@ -9,78 +10,80 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-func startActor(t *testing.T, r *Registry) (*actor.ActorSystem, *actor.PID) {
+// startActor serves r with a registry actor and returns its client.
+func startActor(t *testing.T, r *Registry) (*actor.ActorSystem, *Client) {
 	t.Helper()
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 	pid := sys.Root.Spawn(Props(r))
 	t.Cleanup(func() { sys.Shutdown() })
-	return sys, pid
-}
-
-func ask[T any](t *testing.T, sys *actor.ActorSystem, pid *actor.PID, msg any) T {
-	t.Helper()
-	res, err := sys.Root.RequestFuture(pid, msg, 5*time.Second).Result()
-	if err != nil {
-		t.Fatalf("%T: %v", msg, err)
-	}
-	out, ok := res.(T)
-	if !ok {
-		t.Fatalf("%T answered %T", msg, res)
-	}
-	return out
+	c := NewClient(sys.Root, pid)
+	c.Timeout = 5 * time.Second
+	return sys, c
 }
 
 func TestActor(t *testing.T) {
 	rt := newRoot(t)
 	r := rt.open(rt.options())
-	sys, pid := startActor(t, r)
+	sys, c := startActor(t, r)
+	ctx := context.Background()
 
 	const path = "tools/finance/compound_interest.ts"
 	rt.write(path, compoundSrc)
-	reg := ask[*Registered](t, sys, pid, &Register{Path: path, Source: []byte(compoundSrc)})
-	if reg.Err != nil || reg.Tool.Version != 1 || reg.Tool.Description != "Calculates compound interest over years." {
-		t.Fatalf("Registered %+v", reg)
+	tool, err := c.Register(ctx, path, []byte(compoundSrc))
+	if err != nil || tool.Version != 1 || tool.Description != "Calculates compound interest over years." {
+		t.Fatalf("Register: %+v, %v", tool, err)
 	}
-	if bad := ask[*Registered](t, sys, pid, &Register{Path: "notes.txt", Source: []byte("x")}); !errors.Is(bad.Err, ErrNotTool) {
-		t.Fatalf("Register of a non-tool: %+v", bad)
+	if bad, err := c.Register(ctx, "notes.txt", []byte("x")); !errors.Is(err, ErrNotTool) {
+		t.Fatalf("Register of a non-tool: %+v, %v", bad, err)
 	}
-	res := ask[*SearchResult](t, sys, pid, &Search{Query: "compound interest calculator"})
-	if len(res.Hits) != 1 || res.Hits[0].Path != path || res.Hits[0].Score < r.Threshold() {
-		t.Fatalf("SearchResult %+v", res)
+	hits, err := c.Search(ctx, "compound interest calculator", 0)
+	if err != nil || len(hits) != 1 || hits[0].Path != path || hits[0].Score < r.Threshold() {
+		t.Fatalf("Search: %+v, %v", hits, err)
 	}
-	if empty := ask[*SearchResult](t, sys, pid, &Search{Query: "send an email", Limit: 3}); empty.Hits == nil || len(empty.Hits) != 0 {
-		t.Fatalf("unrelated search: %+v", empty)
+	if empty, err := c.Search(ctx, "send an email", 3); err != nil || empty == nil || len(empty) != 0 {
+		t.Fatalf("unrelated search: %+v, %v", empty, err)
+	}
+	if got, ok, err := c.Get(ctx, path); err != nil || !ok || got.Hash != tool.Hash || got.Path != path {
+		t.Fatalf("Get(%s): %+v, %v, %v", path, got, ok, err)
+	}
+	if got, ok, err := c.Get(ctx, "tools/none.ts"); err != nil || ok || got.Path != "" {
+		t.Fatalf("Get of an unregistered path: %+v, %v, %v", got, ok, err)
 	}
 
-	sys.Root.Send(pid, &Used{Path: path})
-	sys.Root.Send(pid, &Used{Path: path})
-	sys.Root.Send(pid, "an unknown message") // logged, dropped
-	if f := ask[*Flushed](t, sys, pid, &Flush{}); f.Err != nil {
-		t.Fatal(f.Err)
+	c.Used(path)
+	c.Used(path)
+	sys.Root.Send(c.PID, "an unknown message") // logged, dropped
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if u := rt.meta()[path].Usage; u != 2 {
 		t.Fatalf("usage on disk %d, want 2", u)
 	}
 
 	rt.write("tools/math/fib.ts", corpus["tools/math/fib.ts"])
-	if rb := ask[*Rebuilt](t, sys, pid, &Rebuild{}); rb.Err != nil {
-		t.Fatal(rb.Err)
+	if err := c.Rebuild(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if _, ok := r.Get("tools/math/fib.ts"); !ok {
 		t.Fatal("Rebuild did not pick up the new tool")
 	}
-	if rm := ask[*Removed](t, sys, pid, &Remove{Path: "tools/none.ts"}); !errors.Is(rm.Err, ErrNotRegistered) {
-		t.Fatalf("Removed %+v", rm)
+	if err := c.Remove(ctx, "tools/none.ts"); !errors.Is(err, ErrNotRegistered) {
+		t.Fatalf("Remove: %v", err)
 	}
 
 	// Stopping the actor writes pending usage: Poison is queued after the
 	// Used messages sent before it (Stop would overtake them).
-	sys.Root.Send(pid, &Used{Path: path})
-	if err := sys.Root.PoisonFuture(pid).Wait(); err != nil {
+	c.Used(path)
+	if err := sys.Root.PoisonFuture(c.PID).Wait(); err != nil {
 		t.Fatal(err)
 	}
 	if u := rt.meta()[path].Usage; u != 3 {
 		t.Fatalf("usage on disk after stop %d, want 3", u)
+	}
+
+	// A stopped actor: the client says so, with ErrUnavailable.
+	if _, err := c.Search(ctx, "compound", 1); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Search of a stopped actor: %v, want ErrUnavailable", err)
 	}
 }
 
@@ -89,13 +92,29 @@ func TestActor(t *testing.T) {
 func TestActorRestartKeepsState(t *testing.T) {
 	rt := newRoot(t)
 	r := rt.open(rt.options())
-	sys, pid := startActor(t, r)
-	ask[*Registered](t, sys, pid, &Register{Path: "tools/a.ts", Source: []byte("/** Ay. */\nexport default function a() {}")})
-	if err := sys.Root.StopFuture(pid).Wait(); err != nil {
+	sys, c := startActor(t, r)
+	ctx := context.Background()
+	if _, err := c.Register(ctx, "tools/a.ts", []byte("/** Ay. */\nexport default function a() {}")); err != nil {
 		t.Fatal(err)
 	}
-	pid = sys.Root.Spawn(Props(r))
-	if res := ask[*SearchResult](t, sys, pid, &Search{Query: "ay"}); len(res.Hits) != 1 {
-		t.Fatalf("after restart: %+v", res)
+	if err := sys.Root.StopFuture(c.PID).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	c.PID = sys.Root.Spawn(Props(r))
+	if hits, err := c.Search(ctx, "ay", 0); err != nil || len(hits) != 1 {
+		t.Fatalf("after restart: %+v, %v", hits, err)
+	}
+}
+
+// TestClientCancelled: a request whose ctx has ended is not sent, and one
+// abandoned by its ctx returns ErrUnavailable wrapping the ctx's error.
+func TestClientCancelled(t *testing.T) {
+	rt := newRoot(t)
+	r := rt.open(rt.options())
+	_, c := startActor(t, r)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Search(ctx, "x", 1); !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled ctx: %v", err)
 	}
 }

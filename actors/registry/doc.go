@@ -38,10 +38,14 @@
 // in parallel with each other and with registrations, and never wait for a
 // file write. Register, Remove and Rebuild are serialised with each other.
 //
-// Props(r) serves r as a protoactor actor (messages.go): Register ->
-// *Registered, Search -> *SearchResult, Rebuild -> *Rebuilt, Remove ->
-// *Removed, Flush -> *Flushed, Used (no reply). Unknown messages are logged
-// at Warn and dropped.
+// Props(r) serves r as a protoactor actor whose messages are protobuf
+// (registrypb/registry.proto; messages.go lists them): Register ->
+// Registered, Search -> SearchResult, Get -> Got, Rebuild -> Rebuilt,
+// Remove -> Removed, Flush -> Flushed, Used (no reply). Every one can cross
+// a node. Callers outside this package MUST use the typed Client
+// (client.go), which converts to and from Tool and Hit and maps a reply's
+// Failure{code, message} back to the sentinel errors (errors.Is works).
+// Unknown messages are logged at Warn and dropped.
 //
 // # Lifecycle
 //
@@ -62,5 +66,7 @@
 // fail: it is logged at Warn via slog and rebuilt from the tools. A failed
 // write returns an error wrapping ErrPersist; the change stays in memory
 // and is written by the next write or Flush. Errors are sentinels
-// (errors.go) wrapped with the path and what to do.
+// (errors.go) wrapped with the path and what to do. A Client request the
+// actor does not answer (stopped, timed out, the ctx ended) returns an
+// error wrapping ErrUnavailable.
 package registry

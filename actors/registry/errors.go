@@ -23,4 +23,8 @@ var (
 	// ErrOptions: Open was given invalid Options (a tools directory or file
 	// outside the tool root, a threshold outside 0..1, a nil jail).
 	ErrOptions = errors.New("registry: invalid options")
+	// ErrUnavailable: a Client request got no answer from the registry
+	// actor (stopped, timed out, the ctx ended) or an unexpected one. The
+	// request may or may not have been carried out.
+	ErrUnavailable = errors.New("registry: the registry actor did not answer")
 )

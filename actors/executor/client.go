@@ -1,0 +1,147 @@
+package executor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	pb "github.com/agentos-run/agentos/actors/executor/executorpb"
+	"github.com/agentos-run/agentos/capability"
+)
+
+// DefaultRunWait bounds the wait for a run's reply when RunRequest.Wait is
+// zero (the run's own timeout normally ends it long before).
+const DefaultRunWait = 10 * time.Minute
+
+// CancelWait bounds how long Client.Cancel waits for the actor to confirm,
+// and how long Run still waits for the cancelled run's reply once its
+// context has ended.
+const CancelWait = 10 * time.Second
+
+// Caller is the process a run executes for (executorpb.Caller): the run
+// gets exactly the rights its token grants, checked by the executor actor
+// on every file access and driver call.
+type Caller struct {
+	// PID and Name identify the process (Name "" when it has none).
+	PID  uint64
+	Name string
+	// Holder is the process's name in tokens ("pid:<n>").
+	Holder string
+	// Token is the process's capability token.
+	Token capability.Token
+}
+
+// RunRequest is one run asked of the executor actor.
+type RunRequest struct {
+	// Key names the run for cancellation ("": Run picks one with
+	// NewRunKey). IMPORTANT: unique among the runs in flight.
+	Key string
+	// Path, Args and Limits are Request's.
+	Path   string
+	Args   json.RawMessage
+	Limits Limits
+	// Record journals the run (when the actor has a journal).
+	Record bool
+	// Caller is the process the run executes for. IMPORTANT: nil means no
+	// caller restriction (the operator's own runs); a run made on behalf
+	// of a process MUST carry it.
+	Caller *Caller
+	// Wait bounds the wait for the reply (0: DefaultRunWait).
+	Wait time.Duration
+}
+
+// Client is the typed client of an executor actor: callers use it, never
+// the raw messages (executorpb). A Client is a value: copy it freely; it is
+// safe for concurrent use.
+type Client struct {
+	// PID is the executor actor (REQUIRED).
+	PID *actor.PID
+	// Root sends the requests (REQUIRED): the actor system's Root, or the
+	// actor.Context of an actor calling the executor.
+	Root actor.SenderContext
+}
+
+// NewClient returns the client of the executor actor pid, sending from root.
+func NewClient(root actor.SenderContext, pid *actor.PID) *Client {
+	return &Client{PID: pid, Root: root}
+}
+
+// NewRunKey returns a fresh random run key.
+func NewRunKey() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Run runs a tool on the executor actor and waits for its result and its
+// journal run id ("" when not recorded). The run's own failures are in
+// Result.Error; err is a failure of the request: the caller's token refused
+// (wrapping capability.ErrInvalid, ErrRevoked or ErrExpired),
+// ErrNoAuthority, ErrJournal, ErrRunKeyInUse, ErrUnavailable.
+//
+// Cancelling ctx sends Cancel{run_key}: the run ends with Kind
+// "cancelled" (a journaled run stays resumable) and Run returns that
+// result, or ctx's error if no reply comes within CancelWait.
+func (c *Client) Run(ctx context.Context, req RunRequest) (Result, string, error) {
+	if req.Key == "" {
+		req.Key = NewRunKey()
+	}
+	wait := req.Wait
+	if wait <= 0 {
+		wait = DefaultRunWait
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{Logs: []string{}, Result: json.RawMessage("null"), Error: &Error{Kind: ErrCancelled.Kind, Message: fmt.Sprintf("the run was cancelled before it started (%v)", context.Cause(ctx))}}, "", nil
+	}
+	msg := &pb.Run{RunKey: req.Key, Path: req.Path, Args: req.Args, Limits: limitsToPB(req.Limits), Record: req.Record, Caller: callerToPB(req.Caller)}
+	f := c.Root.RequestFuture(c.PID, msg, wait)
+	stop := context.AfterFunc(ctx, func() { c.Root.Send(c.PID, &pb.Cancel{RunKey: req.Key}) })
+	defer stop()
+	done := make(chan struct{})
+	var reply any
+	var err error
+	go func() { reply, err = f.Result(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		select { // the Cancel is on its way: the reply normally follows
+		case <-done:
+		case <-time.After(CancelWait):
+			return Result{}, "", ctx.Err()
+		}
+	}
+	if err != nil {
+		return Result{}, "", fmt.Errorf("%w: no reply from %s within %s (%v); the actor may be restarting, try again", ErrUnavailable, c.PID.GetId(), wait, err)
+	}
+	ran, ok := reply.(*pb.Ran)
+	if !ok {
+		return Result{}, "", fmt.Errorf("%w: %T to Run", ErrProtocol, reply)
+	}
+	if f := ran.GetFailure(); f != nil {
+		return Result{}, ran.GetRunId(), errorOf(f)
+	}
+	return resultOf(ran), ran.GetRunId(), nil
+}
+
+// Cancel cancels the run named key and waits, at most CancelWait, until the
+// actor confirms that the run's context is cancelled: after it returns, the
+// run sees its own cancellation before anything the caller does next (the
+// kernel revoking the process's token). A key whose Run has not arrived yet
+// is remembered, and that run never starts. found says a run was in
+// flight; the only error is ErrUnavailable.
+func (c *Client) Cancel(key string) (found bool, err error) {
+	res, err := c.Root.RequestFuture(c.PID, &pb.Cancel{RunKey: key}, CancelWait).Result()
+	if err != nil {
+		return false, fmt.Errorf("%w: Cancel of run %s not confirmed (%v)", ErrUnavailable, key, err)
+	}
+	r, ok := res.(*pb.Cancelled)
+	if !ok {
+		return false, fmt.Errorf("%w: %T to Cancel", ErrProtocol, res)
+	}
+	return r.GetFound(), nil
+}

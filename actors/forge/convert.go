@@ -1,0 +1,115 @@
+package forge
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	epb "github.com/agentos-run/agentos/actors/executor/executorpb"
+	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
+	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/driver/llm"
+)
+
+// Conversions between the forge's domain types and its wire messages
+// (forgepb).
+
+// callerOf is the executor's Caller of a wire caller (nil for none). The
+// token is decoded, not verified: the executor actor verifies it on every
+// test run, and a token that does not decode is passed on empty, to be
+// refused there.
+func callerOf(c *epb.Caller) *executor.Caller {
+	if c == nil {
+		return nil
+	}
+	tok, _ := capability.Decode(c.GetToken())
+	return &executor.Caller{PID: c.GetPid(), Name: c.GetName(), Holder: c.GetHolder(), Token: tok}
+}
+
+func callerToPB(c *executor.Caller) *epb.Caller {
+	if c == nil {
+		return nil
+	}
+	return &epb.Caller{Pid: c.PID, Name: c.Name, Holder: c.Holder, Token: c.Token.Encode()}
+}
+
+func resultToPB(r Result) *pb.Result {
+	out := &pb.Result{Reused: r.Reused, Path: r.Path, Score: r.Score, Tests: r.Tests, Commit: r.Commit, RunId: r.RunID,
+		Usage: &pb.Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens, TotalTokens: r.Usage.TotalTokens, CostUsd: r.Usage.CostUSD}}
+	for _, a := range r.Attempts {
+		out.Attempts = append(out.Attempts, &pb.Attempt{N: int64(a.N), Path: a.Path, Errors: a.Errors, Passed: a.Passed})
+	}
+	return out
+}
+
+func resultFromPB(r *pb.Result) Result {
+	u := r.GetUsage()
+	out := Result{Reused: r.GetReused(), Path: r.GetPath(), Score: r.GetScore(), Tests: r.GetTests(), Commit: r.GetCommit(), RunID: r.GetRunId(),
+		Usage: llm.Usage{PromptTokens: u.GetPromptTokens(), CompletionTokens: u.GetCompletionTokens(), TotalTokens: u.GetTotalTokens(), CostUSD: u.GetCostUsd()}}
+	for _, a := range r.GetAttempts() {
+		out.Attempts = append(out.Attempts, Attempt{N: int(a.GetN()), Path: a.GetPath(), Errors: a.GetErrors(), Passed: a.GetPassed()})
+	}
+	return out
+}
+
+// The Failure codes (see forge.proto) and the sentinel each names.
+var failureCodes = []struct {
+	code string
+	err  error
+}{
+	{"options", ErrOptions},
+	{"spec", ErrSpec},
+	{"gave_up", ErrGaveUp},
+	{"no_model", ErrNoModel},
+	{"cancelled", context.Canceled},
+	{"denied", capability.ErrDenied},
+}
+
+func doneOf(res Result, err error) *pb.Done {
+	d := &pb.Done{Result: resultToPB(res)}
+	if err == nil {
+		return d
+	}
+	f := &pb.Failure{Code: "internal", Message: err.Error()}
+	var qe *capability.QuotaError
+	if errors.As(err, &qe) {
+		f.Code, f.Meter = "quota", string(qe.Meter)
+	} else {
+		for _, c := range failureCodes {
+			if errors.Is(err, c.err) {
+				f.Code = c.code
+				break
+			}
+		}
+	}
+	d.Failure = f
+	return d
+}
+
+// errorOf is the Go error of a Failure (nil for none): its message,
+// wrapping the sentinel its code names, so errors.Is (and, for a quota,
+// errors.As *capability.QuotaError with the meter) works across the wire.
+func errorOf(f *pb.Failure) error {
+	if f == nil {
+		return nil
+	}
+	e := &failureError{msg: f.GetMessage()}
+	if f.GetCode() == "quota" {
+		e.wrapped = &capability.QuotaError{Meter: capability.Meter(f.GetMeter())}
+	}
+	for _, c := range failureCodes {
+		if c.code == f.GetCode() {
+			e.wrapped = c.err
+		}
+	}
+	return e
+}
+
+// failureError is a Failure received from the forge actor.
+type failureError struct {
+	msg     string
+	wrapped error
+}
+
+func (e *failureError) Error() string { return e.msg }
+func (e *failureError) Unwrap() error { return e.wrapped }

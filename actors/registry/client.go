@@ -1,0 +1,154 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/agentos-run/agentos/actors/registry/registrypb"
+)
+
+// DefaultTimeout bounds a Client request when Client.Timeout is zero.
+const DefaultTimeout = time.Minute
+
+// Client is the typed client of a registry actor: callers use it, never the
+// raw messages (registrypb). It converts domain types to wire messages and
+// a reply's Failure back to the sentinel errors of errors.go, so errors.Is
+// works on what it returns.
+//
+// A Client is a value: copy it freely. It is safe for concurrent use.
+type Client struct {
+	// PID is the registry actor (REQUIRED).
+	PID *actor.PID
+	// Root sends the requests (REQUIRED): the actor system's Root, or the
+	// actor.Context of an actor calling the registry. IMPORTANT: a call
+	// blocks until the reply; an actor calling it waits with its mailbox
+	// held, so the registry actor MUST NOT call back into that actor.
+	Root actor.SenderContext
+	// Timeout bounds each request (also bounded by the ctx's deadline).
+	// Zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// NewClient returns the client of the registry actor pid, sending from root.
+func NewClient(root actor.SenderContext, pid *actor.PID) *Client {
+	return &Client{PID: pid, Root: root}
+}
+
+// Register registers (upserts) the tool at path with source src. It returns
+// the entry after the call; errors wrap ErrNotTool (not a tool path: a data
+// file), a vfs path error, ErrClosed, ErrPersist (the tool IS registered,
+// not yet on disk; Tool is set) or ErrUnavailable.
+func (c *Client) Register(ctx context.Context, path string, src []byte) (Tool, error) {
+	res, err := request[*pb.Registered](ctx, c, &pb.Register{Path: path, Source: src})
+	if err != nil {
+		return Tool{}, err
+	}
+	return toolFromPB(res.GetTool()), errorOf(res.GetFailure())
+}
+
+// Search returns the tools best matching query, best first, never nil;
+// limit <= 0 means DefaultLimit. The only error is ErrUnavailable.
+func (c *Client) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
+	res, err := request[*pb.SearchResult](ctx, c, &pb.Search{Query: query, Limit: int32(min(max(limit, 0), math.MaxInt32))})
+	if err != nil {
+		return nil, err
+	}
+	return hitsFromPB(res.GetHits()), nil
+}
+
+// Get returns the tool registered at path, and whether there is one. The
+// only error is ErrUnavailable.
+func (c *Client) Get(ctx context.Context, path string) (Tool, bool, error) {
+	res, err := request[*pb.Got](ctx, c, &pb.Get{Path: path})
+	if err != nil {
+		return Tool{}, false, err
+	}
+	if res.GetTool() == nil {
+		return Tool{}, false, nil
+	}
+	return toolFromPB(res.GetTool()), true, nil
+}
+
+// Rebuild re-scans the tools on disk. Errors wrap ErrScan, ErrPersist or
+// ErrUnavailable.
+func (c *Client) Rebuild(ctx context.Context) error {
+	res, err := request[*pb.Rebuilt](ctx, c, &pb.Rebuild{})
+	if err != nil {
+		return err
+	}
+	return errorOf(res.GetFailure())
+}
+
+// Used counts one use of the tool at path. It does not wait: the count is
+// queued behind the requests sent before it, and written within the
+// registry's flush delay (or by Flush).
+func (c *Client) Used(path string) {
+	c.Root.Send(c.PID, &pb.Used{Path: path})
+}
+
+// Remove drops the tool at path. Errors wrap ErrNotRegistered, ErrPersist
+// or ErrUnavailable.
+func (c *Client) Remove(ctx context.Context, path string) error {
+	res, err := request[*pb.Removed](ctx, c, &pb.Remove{Path: path})
+	if err != nil {
+		return err
+	}
+	return errorOf(res.GetFailure())
+}
+
+// Flush writes pending usage counts (including those of Used calls made
+// before it). Errors wrap ErrPersist or ErrUnavailable.
+func (c *Client) Flush(ctx context.Context) error {
+	res, err := request[*pb.Flushed](ctx, c, &pb.Flush{})
+	if err != nil {
+		return err
+	}
+	return errorOf(res.GetFailure())
+}
+
+// request sends req to the registry actor and waits for a reply of type R, at
+// most Timeout and until ctx ends.
+func request[R proto.Message](ctx context.Context, c *Client, req proto.Message) (R, error) {
+	var zero R
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, fmt.Errorf("%w: %s not sent: %w", ErrUnavailable, req.ProtoReflect().Descriptor().Name(), err)
+	}
+	if timeout <= 0 {
+		return zero, fmt.Errorf("%w: %s not sent: %w", ErrUnavailable, req.ProtoReflect().Descriptor().Name(), context.DeadlineExceeded)
+	}
+	f := c.Root.RequestFuture(c.PID, req, timeout)
+	var (
+		res  any
+		err  error
+		done = make(chan struct{})
+	)
+	go func() {
+		res, err = f.Result()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return zero, fmt.Errorf("%w: %s to %s abandoned: %w", ErrUnavailable, req.ProtoReflect().Descriptor().Name(), c.PID, ctx.Err())
+	}
+	if err != nil {
+		return zero, fmt.Errorf("%w: %s to %s: %w; check that the node's registry actor is running", ErrUnavailable, req.ProtoReflect().Descriptor().Name(), c.PID, err)
+	}
+	out, ok := res.(R)
+	if !ok {
+		return zero, fmt.Errorf("%w: %s to %s answered %T, want %T", ErrUnavailable, req.ProtoReflect().Descriptor().Name(), c.PID, res, zero)
+	}
+	return out, nil
+}
