@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -176,6 +177,12 @@ func receiveHandlers(dir, pbPkg string) ([]handled, error) {
 		if err != nil {
 			return nil, err
 		}
+		local := pbPkg // the name the file gives the pb package
+		for _, imp := range f.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); strings.HasSuffix(path, "/"+pbPkg) && imp.Name != nil {
+				local = imp.Name.Name
+			}
+		}
 		for _, d := range f.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok || fn.Recv == nil || fn.Name.Name != "Receive" || fn.Body == nil {
@@ -204,7 +211,7 @@ func receiveHandlers(dir, pbPkg string) ([]handled, error) {
 					if !ok {
 						continue
 					}
-					if id, ok := sel.X.(*ast.Ident); ok && id.Name == pbPkg {
+					if id, ok := sel.X.(*ast.Ident); ok && id.Name == local {
 						out = append(out, handled{msg: sel.Sel.Name, file: filepath.Base(name), handler: handler})
 					}
 				}
