@@ -656,7 +656,12 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 		return nil, err // the caller gave up; its run was cancelled
 	}
 	if res.Success {
-		n.opts.Registry.Used(path) // usage counts in meta.json; direct, so a stop cannot drop them
+		// The usage count in meta.json, through the registry actor: Used
+		// waits for the count to be taken, so a stop cannot drop it. A
+		// registry that does not answer costs the count, never the run.
+		if err := n.regClient.Used(ctx, path); err != nil {
+			n.opts.Logger.Warn("exec_tool: the tool's use was not counted", "path", path, "err", err)
+		}
 	}
 	return ExecResult{Result: res, RunID: runID}, nil
 }

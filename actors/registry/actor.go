@@ -26,14 +26,8 @@ func (a *registryActor) Receive(ctx actor.Context) {
 		ctx.Respond(a.onSearch(m))
 	case *pb.Get:
 		ctx.Respond(a.onGet(m))
-	case *pb.Rebuild:
-		ctx.Respond(a.onRebuild())
 	case *pb.Used:
-		a.onUsed(m)
-	case *pb.Remove:
-		ctx.Respond(a.onRemove(m))
-	case *pb.Flush:
-		ctx.Respond(a.onFlush())
+		ctx.Respond(a.onUsed(m))
 	case *actor.Stopping:
 		a.onStopping(ctx)
 	case *actor.Started, *actor.Stopped, *actor.Restarting:
@@ -68,17 +62,10 @@ func (a *registryActor) onGet(m *pb.Get) *pb.Got {
 	return &pb.Got{Tool: toolToPB(t)}
 }
 
-func (a *registryActor) onRebuild() *pb.Rebuilt {
-	return &pb.Rebuilt{Failure: failureOf(a.r.Rebuild())}
+func (a *registryActor) onUsed(m *pb.Used) *pb.Counted {
+	a.r.Used(m.GetPath())
+	return &pb.Counted{}
 }
-
-func (a *registryActor) onUsed(m *pb.Used) { a.r.Used(m.GetPath()) }
-
-func (a *registryActor) onRemove(m *pb.Remove) *pb.Removed {
-	return &pb.Removed{Failure: failureOf(a.r.Remove(m.GetPath()))}
-}
-
-func (a *registryActor) onFlush() *pb.Flushed { return &pb.Flushed{Failure: failureOf(a.r.Flush())} }
 
 // onStopping writes pending usage counts, so a stopped node loses none.
 func (a *registryActor) onStopping(ctx actor.Context) {

@@ -50,10 +50,13 @@ func TestActor(t *testing.T) {
 		t.Fatalf("Get of an unregistered path: %+v, %v, %v", got, ok, err)
 	}
 
-	c.Used(path)
-	c.Used(path)
+	for range 2 {
+		if err := c.Used(ctx, path); err != nil {
+			t.Fatal(err)
+		}
+	}
 	sys.Root.Send(c.PID, "an unknown message") // logged, dropped
-	if err := c.Flush(ctx); err != nil {
+	if err := r.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if u := rt.meta()[path].Usage; u != 2 {
@@ -61,19 +64,21 @@ func TestActor(t *testing.T) {
 	}
 
 	rt.write("tools/math/fib.ts", corpus["tools/math/fib.ts"])
-	if err := c.Rebuild(ctx); err != nil {
+	if err := r.Rebuild(); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := r.Get("tools/math/fib.ts"); !ok {
 		t.Fatal("Rebuild did not pick up the new tool")
 	}
-	if err := c.Remove(ctx, "tools/none.ts"); !errors.Is(err, ErrNotRegistered) {
+	if err := r.Remove("tools/none.ts"); !errors.Is(err, ErrNotRegistered) {
 		t.Fatalf("Remove: %v", err)
 	}
 
 	// Stopping the actor writes pending usage: Poison is queued after the
 	// Used messages sent before it (Stop would overtake them).
-	c.Used(path)
+	if err := c.Used(ctx, path); err != nil {
+		t.Fatal(err)
+	}
 	if err := sys.Root.PoisonFuture(c.PID).Wait(); err != nil {
 		t.Fatal(err)
 	}

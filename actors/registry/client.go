@@ -74,41 +74,12 @@ func (c *Client) Get(ctx context.Context, path string) (Tool, bool, error) {
 	return toolFromPB(res.GetTool()), true, nil
 }
 
-// Rebuild re-scans the tools on disk. Errors wrap ErrScan, ErrPersist or
-// ErrUnavailable.
-func (c *Client) Rebuild(ctx context.Context) error {
-	res, err := request[*pb.Rebuilt](ctx, c, &pb.Rebuild{})
-	if err != nil {
-		return err
-	}
-	return errorOf(res.GetFailure())
-}
-
-// Used counts one use of the tool at path. It does not wait: the count is
-// queued behind the requests sent before it, and written within the
-// registry's flush delay (or by Flush).
-func (c *Client) Used(path string) {
-	c.Root.Send(c.PID, &pb.Used{Path: path})
-}
-
-// Remove drops the tool at path. Errors wrap ErrNotRegistered, ErrPersist
-// or ErrUnavailable.
-func (c *Client) Remove(ctx context.Context, path string) error {
-	res, err := request[*pb.Removed](ctx, c, &pb.Remove{Path: path})
-	if err != nil {
-		return err
-	}
-	return errorOf(res.GetFailure())
-}
-
-// Flush writes pending usage counts (including those of Used calls made
-// before it). Errors wrap ErrPersist or ErrUnavailable.
-func (c *Client) Flush(ctx context.Context) error {
-	res, err := request[*pb.Flushed](ctx, c, &pb.Flush{})
-	if err != nil {
-		return err
-	}
-	return errorOf(res.GetFailure())
+// Used counts one use of the tool at path and returns once the registry
+// took the count (it is written within the registry's flush delay, and at
+// the latest when the registry closes). The only error is ErrUnavailable.
+func (c *Client) Used(ctx context.Context, path string) error {
+	_, err := request[*pb.Counted](ctx, c, &pb.Used{Path: path})
+	return err
 }
 
 // request sends req to the registry actor and waits for a reply of type R, at

@@ -40,8 +40,8 @@
 //
 // Props(r) serves r as a protoactor actor whose messages are protobuf
 // (registrypb/registry.proto; messages.go lists them): Register ->
-// Registered, Search -> SearchResult, Get -> Got, Rebuild -> Rebuilt,
-// Remove -> Removed, Flush -> Flushed, Used (no reply). Every one can cross
+// Registered, Search -> SearchResult, Get -> Got, Used -> Counted (Rebuild,
+// Remove and Flush stay methods of the owner). Every one can cross
 // a node. Callers outside this package MUST use the typed Client
 // (client.go), which converts to and from Tool and Hit and maps a reply's
 // Failure{code, message} back to the sentinel errors (errors.Is works).
@@ -55,9 +55,9 @@
 // Flush or Close return. IMPORTANT: the owner of a Registry MUST call Close
 // (or Flush) before the process exits, or the last usage counts are lost.
 // The actor flushes when it stops, holds no state of its own, and so loses
-// nothing when restarted; it never closes the Registry. IMPORTANT: stop it
-// with Poison, not Stop, to keep the Used messages already queued: Stop is
-// a system message and overtakes them.
+// nothing when restarted; it never closes the Registry. Used is answered
+// (Counted) once the count is taken, so a count its caller saw answered is
+// never lost to a Stop, which overtakes the messages still queued.
 //
 // # Failure
 //

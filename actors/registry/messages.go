@@ -8,11 +8,12 @@ package registry
 //	Register{path, source}  -> Registered{tool, failure}  Client.Register
 //	Search{query, limit}    -> SearchResult{hits}         Client.Search
 //	Get{path}               -> Got{tool}                  Client.Get
-//	Rebuild{}               -> Rebuilt{failure}           Client.Rebuild
-//	Used{path}              (no reply)                    Client.Used
-//	Remove{path}            -> Removed{failure}           Client.Remove
-//	Flush{}                 -> Flushed{failure}           Client.Flush
+//	Used{path}              -> Counted{}                  Client.Used
 //
 // Every message can cross a node (system.CheckRemote). Errors cross as
 // Failure{code, message}; wire.go maps the codes to the sentinel errors of
 // errors.go and back.
+//
+// Rebuild, Remove and Flush are the Registry's methods, not messages: their
+// only callers are the registry's owner (the runtime, rebuilding after a
+// Git pull before the node boots, and flushing after it stopped).

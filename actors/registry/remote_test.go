@@ -25,10 +25,7 @@ var (
 		"Register": "Registered",
 		"Search":   "SearchResult",
 		"Get":      "Got",
-		"Rebuild":  "Rebuilt",
-		"Used":     "",
-		"Remove":   "Removed",
-		"Flush":    "Flushed",
+		"Used":     "Counted",
 	}
 	parts = []protoreflect.Name{"Tool", "Hit", "Failure"}
 )

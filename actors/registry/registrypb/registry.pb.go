@@ -574,92 +574,11 @@ func (x *Got) GetTool() *Tool {
 	return nil
 }
 
-// Rebuild asks the registry to re-scan the tools on disk, e.g. after a Git
-// merge or pull. Sender: the node, after a pull. Reply: Rebuilt.
-type Rebuild struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Rebuild) Reset() {
-	*x = Rebuild{}
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[9]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Rebuild) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Rebuild) ProtoMessage() {}
-
-func (x *Rebuild) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[9]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Rebuild.ProtoReflect.Descriptor instead.
-func (*Rebuild) Descriptor() ([]byte, []int) {
-	return file_actors_registry_registrypb_registry_proto_rawDescGZIP(), []int{9}
-}
-
-// Rebuilt is the reply to Rebuild.
-type Rebuilt struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// failure has code "scan" or "persist"; unset on success.
-	Failure       *Failure `protobuf:"bytes,1,opt,name=failure,proto3" json:"failure,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Rebuilt) Reset() {
-	*x = Rebuilt{}
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[10]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Rebuilt) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Rebuilt) ProtoMessage() {}
-
-func (x *Rebuilt) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[10]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Rebuilt.ProtoReflect.Descriptor instead.
-func (*Rebuilt) Descriptor() ([]byte, []int) {
-	return file_actors_registry_registrypb_registry_proto_rawDescGZIP(), []int{10}
-}
-
-func (x *Rebuilt) GetFailure() *Failure {
-	if x != nil {
-		return x.Failure
-	}
-	return nil
-}
-
-// Used counts one use (run) of a tool. Sender: the kernel tools, after
-// exec_tool. No reply. Unknown paths are ignored.
+// Used counts one use (run) of a tool. Sender: the kernel tools, after a
+// successful exec_tool. Reply: Counted, once the count is taken (so a stop
+// of the node cannot drop it; it is on disk within the registry's flush
+// delay, and at the latest when the registry closes). Unknown paths are
+// ignored.
 type Used struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -669,7 +588,7 @@ type Used struct {
 
 func (x *Used) Reset() {
 	*x = Used{}
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[11]
+	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +600,7 @@ func (x *Used) String() string {
 func (*Used) ProtoMessage() {}
 
 func (x *Used) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[11]
+	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +613,7 @@ func (x *Used) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Used.ProtoReflect.Descriptor instead.
 func (*Used) Descriptor() ([]byte, []int) {
-	return file_actors_registry_registrypb_registry_proto_rawDescGZIP(), []int{11}
+	return file_actors_registry_registrypb_registry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Used) GetPath() string {
@@ -704,121 +623,28 @@ func (x *Used) GetPath() string {
 	return ""
 }
 
-// Remove asks the registry to drop a tool (its file was deleted). Sender:
-// the kernel tools. Reply: Removed.
-type Remove struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Remove) Reset() {
-	*x = Remove{}
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[12]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Remove) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Remove) ProtoMessage() {}
-
-func (x *Remove) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[12]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Remove.ProtoReflect.Descriptor instead.
-func (*Remove) Descriptor() ([]byte, []int) {
-	return file_actors_registry_registrypb_registry_proto_rawDescGZIP(), []int{12}
-}
-
-func (x *Remove) GetPath() string {
-	if x != nil {
-		return x.Path
-	}
-	return ""
-}
-
-// Removed is the reply to Remove.
-type Removed struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// failure has code "not_registered" or "persist"; unset on success.
-	Failure       *Failure `protobuf:"bytes,1,opt,name=failure,proto3" json:"failure,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Removed) Reset() {
-	*x = Removed{}
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[13]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Removed) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Removed) ProtoMessage() {}
-
-func (x *Removed) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[13]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Removed.ProtoReflect.Descriptor instead.
-func (*Removed) Descriptor() ([]byte, []int) {
-	return file_actors_registry_registrypb_registry_proto_rawDescGZIP(), []int{13}
-}
-
-func (x *Removed) GetFailure() *Failure {
-	if x != nil {
-		return x.Failure
-	}
-	return nil
-}
-
-// Flush asks the registry to write pending usage counts. Sender: anyone,
-// e.g. before a commit of meta.json. Reply: Flushed.
-type Flush struct {
+// Counted is the reply to Used.
+type Counted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *Flush) Reset() {
-	*x = Flush{}
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[14]
+func (x *Counted) Reset() {
+	*x = Counted{}
+	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *Flush) String() string {
+func (x *Counted) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*Flush) ProtoMessage() {}
+func (*Counted) ProtoMessage() {}
 
-func (x *Flush) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[14]
+func (x *Counted) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -829,55 +655,9 @@ func (x *Flush) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use Flush.ProtoReflect.Descriptor instead.
-func (*Flush) Descriptor() ([]byte, []int) {
-	return file_actors_registry_registrypb_registry_proto_rawDescGZIP(), []int{14}
-}
-
-// Flushed is the reply to Flush.
-type Flushed struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// failure has code "persist"; unset on success.
-	Failure       *Failure `protobuf:"bytes,1,opt,name=failure,proto3" json:"failure,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Flushed) Reset() {
-	*x = Flushed{}
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[15]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Flushed) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Flushed) ProtoMessage() {}
-
-func (x *Flushed) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[15]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Flushed.ProtoReflect.Descriptor instead.
-func (*Flushed) Descriptor() ([]byte, []int) {
-	return file_actors_registry_registrypb_registry_proto_rawDescGZIP(), []int{15}
-}
-
-func (x *Flushed) GetFailure() *Failure {
-	if x != nil {
-		return x.Failure
-	}
-	return nil
+// Deprecated: Use Counted.ProtoReflect.Descriptor instead.
+func (*Counted) Descriptor() ([]byte, []int) {
+	return file_actors_registry_registrypb_registry_proto_rawDescGZIP(), []int{10}
 }
 
 var File_actors_registry_registrypb_registry_proto protoreflect.FileDescriptor
@@ -920,19 +700,10 @@ const file_actors_registry_registrypb_registry_proto_rawDesc = "" +
 	"\x03Get\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\"4\n" +
 	"\x03Got\x12-\n" +
-	"\x04tool\x18\x01 \x01(\v2\x19.agentos.registry.v1.ToolR\x04tool\"\t\n" +
-	"\aRebuild\"A\n" +
-	"\aRebuilt\x126\n" +
-	"\afailure\x18\x01 \x01(\v2\x1c.agentos.registry.v1.FailureR\afailure\"\x1a\n" +
+	"\x04tool\x18\x01 \x01(\v2\x19.agentos.registry.v1.ToolR\x04tool\"\x1a\n" +
 	"\x04Used\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"\x1c\n" +
-	"\x06Remove\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"A\n" +
-	"\aRemoved\x126\n" +
-	"\afailure\x18\x01 \x01(\v2\x1c.agentos.registry.v1.FailureR\afailure\"\a\n" +
-	"\x05Flush\"A\n" +
-	"\aFlushed\x126\n" +
-	"\afailure\x18\x01 \x01(\v2\x1c.agentos.registry.v1.FailureR\afailureBFZDgithub.com/agentos-run/agentos/actors/registry/registrypb;registrypbb\x06proto3"
+	"\x04path\x18\x01 \x01(\tR\x04path\"\t\n" +
+	"\aCountedBFZDgithub.com/agentos-run/agentos/actors/registry/registrypb;registrypbb\x06proto3"
 
 var (
 	file_actors_registry_registrypb_registry_proto_rawDescOnce sync.Once
@@ -946,7 +717,7 @@ func file_actors_registry_registrypb_registry_proto_rawDescGZIP() []byte {
 	return file_actors_registry_registrypb_registry_proto_rawDescData
 }
 
-var file_actors_registry_registrypb_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_actors_registry_registrypb_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_actors_registry_registrypb_registry_proto_goTypes = []any{
 	(*Tool)(nil),                  // 0: agentos.registry.v1.Tool
 	(*Hit)(nil),                   // 1: agentos.registry.v1.Hit
@@ -957,31 +728,23 @@ var file_actors_registry_registrypb_registry_proto_goTypes = []any{
 	(*SearchResult)(nil),          // 6: agentos.registry.v1.SearchResult
 	(*Get)(nil),                   // 7: agentos.registry.v1.Get
 	(*Got)(nil),                   // 8: agentos.registry.v1.Got
-	(*Rebuild)(nil),               // 9: agentos.registry.v1.Rebuild
-	(*Rebuilt)(nil),               // 10: agentos.registry.v1.Rebuilt
-	(*Used)(nil),                  // 11: agentos.registry.v1.Used
-	(*Remove)(nil),                // 12: agentos.registry.v1.Remove
-	(*Removed)(nil),               // 13: agentos.registry.v1.Removed
-	(*Flush)(nil),                 // 14: agentos.registry.v1.Flush
-	(*Flushed)(nil),               // 15: agentos.registry.v1.Flushed
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*Used)(nil),                  // 9: agentos.registry.v1.Used
+	(*Counted)(nil),               // 10: agentos.registry.v1.Counted
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
 }
 var file_actors_registry_registrypb_registry_proto_depIdxs = []int32{
-	16, // 0: agentos.registry.v1.Tool.created:type_name -> google.protobuf.Timestamp
-	16, // 1: agentos.registry.v1.Tool.updated:type_name -> google.protobuf.Timestamp
+	11, // 0: agentos.registry.v1.Tool.created:type_name -> google.protobuf.Timestamp
+	11, // 1: agentos.registry.v1.Tool.updated:type_name -> google.protobuf.Timestamp
 	0,  // 2: agentos.registry.v1.Hit.tool:type_name -> agentos.registry.v1.Tool
 	0,  // 3: agentos.registry.v1.Registered.tool:type_name -> agentos.registry.v1.Tool
 	2,  // 4: agentos.registry.v1.Registered.failure:type_name -> agentos.registry.v1.Failure
 	1,  // 5: agentos.registry.v1.SearchResult.hits:type_name -> agentos.registry.v1.Hit
 	0,  // 6: agentos.registry.v1.Got.tool:type_name -> agentos.registry.v1.Tool
-	2,  // 7: agentos.registry.v1.Rebuilt.failure:type_name -> agentos.registry.v1.Failure
-	2,  // 8: agentos.registry.v1.Removed.failure:type_name -> agentos.registry.v1.Failure
-	2,  // 9: agentos.registry.v1.Flushed.failure:type_name -> agentos.registry.v1.Failure
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	7,  // [7:7] is the sub-list for method output_type
+	7,  // [7:7] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_actors_registry_registrypb_registry_proto_init() }
@@ -995,7 +758,7 @@ func file_actors_registry_registrypb_registry_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_registry_registrypb_registry_proto_rawDesc), len(file_actors_registry_registrypb_registry_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
