@@ -20,7 +20,7 @@ import (
 func TestMessagesCrossNodes(t *testing.T) {
 	c, _ := start(t)
 	requests := map[string]bool{"WriteFile": true, "PatchFile": true}
-	others := map[string]bool{"Written": true, "Failure": true}
+	others := map[string]bool{"Written": true, "Failure": true, "Conflict": true}
 	msgs := gitpb.File_actors_git_gitpb_git_proto.Messages()
 	for i := 0; i < msgs.Len(); i++ {
 		d := msgs.Get(i)

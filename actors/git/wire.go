@@ -49,7 +49,11 @@ func failureOf(err error) *pb.Failure {
 	}
 	for _, c := range failureCodes {
 		if errors.Is(err, c.err) {
-			return &pb.Failure{Code: c.code, Message: err.Error()}
+			f := &pb.Failure{Code: c.code, Message: err.Error()}
+			if ce := (*repo.ConflictError)(nil); errors.As(err, &ce) {
+				f.Conflict = &pb.Conflict{Tool: ce.Tool, Paths: ce.Paths, Branch: ce.Branch, Base: ce.Base}
+			}
+			return f
 		}
 	}
 	return &pb.Failure{Code: codeInternal, Message: err.Error()}
@@ -60,6 +64,11 @@ func failureOf(err error) *pb.Failure {
 func errorOf(f *pb.Failure) error {
 	if f == nil {
 		return nil
+	}
+	if c := f.GetConflict(); c != nil {
+		// The typed error, so that errors.As finds the branch; it wraps
+		// repo.ErrConflict.
+		return &wireError{msg: f.GetMessage(), sentinel: &repo.ConflictError{Tool: c.GetTool(), Paths: c.GetPaths(), Branch: c.GetBranch(), Base: c.GetBase()}}
 	}
 	for _, c := range failureCodes {
 		if c.code == f.GetCode() {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/agentos-run/agentos/actors/git/repo"
 )
 
 // TestFailureOnTheWire: every sentinel a Written can carry comes back from
@@ -28,6 +30,14 @@ func TestFailureOnTheWire(t *testing.T) {
 	back := errorOf(failureOf(errors.New("disk on fire")))
 	if back == nil || back.Error() != "disk on fire" || errors.Is(back, ErrNotCompiled) {
 		t.Errorf("unknown error came back as %v", back)
+	}
+	// A conflict keeps its data: the caller learns the branch that keeps
+	// its version (errors.As), as it would in process.
+	sent := &repo.ConflictError{Tool: "shared", Paths: []string{"tools/shared.ts"}, Branch: "conflict/shared-20261124T033546", Base: "main"}
+	back = errorOf(failureOf(fmt.Errorf("write_file: tools/shared.ts: %w", sent)))
+	var ce *repo.ConflictError
+	if !errors.As(back, &ce) || ce.Branch != sent.Branch || ce.Base != "main" || ce.Tool != "shared" || len(ce.Paths) != 1 || !errors.Is(back, repo.ErrConflict) {
+		t.Errorf("a conflict came back as %#v (%v)", ce, back)
 	}
 	if failureOf(nil) != nil || errorOf(nil) != nil {
 		t.Error("nil error did not stay nil")

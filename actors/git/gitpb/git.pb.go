@@ -36,11 +36,14 @@ const (
 // "repo_internal", "repo_options", "repo_path" (package repo: the write was
 // not persisted); "security", "not_found", "invalid_path" (package vfs);
 // "internal" (none of them). message is the full error text (what was wrong
-// and what to do).
+// and what to do). conflict is set with code "conflict": the data of a
+// *repo.ConflictError, so that the caller learns which branch keeps its
+// version (errors.As works on the client's error).
 type Failure struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Code          string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
 	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Conflict      *Conflict              `protobuf:"bytes,3,opt,name=conflict,proto3" json:"conflict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -89,6 +92,86 @@ func (x *Failure) GetMessage() string {
 	return ""
 }
 
+func (x *Failure) GetConflict() *Conflict {
+	if x != nil {
+		return x.Conflict
+	}
+	return nil
+}
+
+// Conflict is a *repo.ConflictError on the wire: another writer changed the
+// tool upstream first; this write's version was pushed to branch, and base
+// keeps the other version.
+type Conflict struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tool is the tool's name, e.g. "math-fib" for tools/math/fib.ts.
+	Tool  string   `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	Paths []string `protobuf:"bytes,2,rep,name=paths,proto3" json:"paths,omitempty"`
+	// branch is "conflict/<tool>-<yyyymmddThhmmss>".
+	Branch        string `protobuf:"bytes,3,opt,name=branch,proto3" json:"branch,omitempty"`
+	Base          string `protobuf:"bytes,4,opt,name=base,proto3" json:"base,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Conflict) Reset() {
+	*x = Conflict{}
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Conflict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Conflict) ProtoMessage() {}
+
+func (x *Conflict) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
+func (*Conflict) Descriptor() ([]byte, []int) {
+	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Conflict) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *Conflict) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+func (x *Conflict) GetBranch() string {
+	if x != nil {
+		return x.Branch
+	}
+	return ""
+}
+
+func (x *Conflict) GetBase() string {
+	if x != nil {
+		return x.Base
+	}
+	return ""
+}
+
 // WriteFile asks the git actor to write a file of the tool root (create or
 // replace), register it with the registry actor when it is a tool, and
 // persist it. Sender: the kernel tools (write_file) and the forge (a tool
@@ -104,7 +187,7 @@ type WriteFile struct {
 
 func (x *WriteFile) Reset() {
 	*x = WriteFile{}
-	mi := &file_actors_git_gitpb_git_proto_msgTypes[1]
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -116,7 +199,7 @@ func (x *WriteFile) String() string {
 func (*WriteFile) ProtoMessage() {}
 
 func (x *WriteFile) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_git_gitpb_git_proto_msgTypes[1]
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -129,7 +212,7 @@ func (x *WriteFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFile.ProtoReflect.Descriptor instead.
 func (*WriteFile) Descriptor() ([]byte, []int) {
-	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{1}
+	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *WriteFile) GetPath() string {
@@ -161,7 +244,7 @@ type PatchFile struct {
 
 func (x *PatchFile) Reset() {
 	*x = PatchFile{}
-	mi := &file_actors_git_gitpb_git_proto_msgTypes[2]
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -173,7 +256,7 @@ func (x *PatchFile) String() string {
 func (*PatchFile) ProtoMessage() {}
 
 func (x *PatchFile) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_git_gitpb_git_proto_msgTypes[2]
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -186,7 +269,7 @@ func (x *PatchFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PatchFile.ProtoReflect.Descriptor instead.
 func (*PatchFile) Descriptor() ([]byte, []int) {
-	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{2}
+	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PatchFile) GetPath() string {
@@ -241,7 +324,7 @@ type Written struct {
 
 func (x *Written) Reset() {
 	*x = Written{}
-	mi := &file_actors_git_gitpb_git_proto_msgTypes[3]
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -253,7 +336,7 @@ func (x *Written) String() string {
 func (*Written) ProtoMessage() {}
 
 func (x *Written) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_git_gitpb_git_proto_msgTypes[3]
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -266,7 +349,7 @@ func (x *Written) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Written.ProtoReflect.Descriptor instead.
 func (*Written) Descriptor() ([]byte, []int) {
-	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{3}
+	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Written) GetPath() string {
@@ -336,10 +419,16 @@ var File_actors_git_gitpb_git_proto protoreflect.FileDescriptor
 
 const file_actors_git_gitpb_git_proto_rawDesc = "" +
 	"\n" +
-	"\x1aactors/git/gitpb/git.proto\x12\x0eagentos.git.v1\"7\n" +
+	"\x1aactors/git/gitpb/git.proto\x12\x0eagentos.git.v1\"m\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"9\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x124\n" +
+	"\bconflict\x18\x03 \x01(\v2\x18.agentos.git.v1.ConflictR\bconflict\"`\n" +
+	"\bConflict\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x14\n" +
+	"\x05paths\x18\x02 \x03(\tR\x05paths\x12\x16\n" +
+	"\x06branch\x18\x03 \x01(\tR\x06branch\x12\x12\n" +
+	"\x04base\x18\x04 \x01(\tR\x04base\"9\n" +
 	"\tWriteFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\fR\acontent\"Q\n" +
@@ -370,20 +459,22 @@ func file_actors_git_gitpb_git_proto_rawDescGZIP() []byte {
 	return file_actors_git_gitpb_git_proto_rawDescData
 }
 
-var file_actors_git_gitpb_git_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_actors_git_gitpb_git_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_actors_git_gitpb_git_proto_goTypes = []any{
 	(*Failure)(nil),   // 0: agentos.git.v1.Failure
-	(*WriteFile)(nil), // 1: agentos.git.v1.WriteFile
-	(*PatchFile)(nil), // 2: agentos.git.v1.PatchFile
-	(*Written)(nil),   // 3: agentos.git.v1.Written
+	(*Conflict)(nil),  // 1: agentos.git.v1.Conflict
+	(*WriteFile)(nil), // 2: agentos.git.v1.WriteFile
+	(*PatchFile)(nil), // 3: agentos.git.v1.PatchFile
+	(*Written)(nil),   // 4: agentos.git.v1.Written
 }
 var file_actors_git_gitpb_git_proto_depIdxs = []int32{
-	0, // 0: agentos.git.v1.Written.failure:type_name -> agentos.git.v1.Failure
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	1, // 0: agentos.git.v1.Failure.conflict:type_name -> agentos.git.v1.Conflict
+	0, // 1: agentos.git.v1.Written.failure:type_name -> agentos.git.v1.Failure
+	2, // [2:2] is the sub-list for method output_type
+	2, // [2:2] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_actors_git_gitpb_git_proto_init() }
@@ -397,7 +488,7 @@ func file_actors_git_gitpb_git_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_git_gitpb_git_proto_rawDesc), len(file_actors_git_gitpb_git_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
