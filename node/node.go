@@ -100,6 +100,10 @@ type Node struct {
 	rootCtx     *actor.RootContext
 	checker     *check.Checker
 	tel         *telemetry
+	// run are the executor's options, read once at Boot: the default
+	// limits of a run, the kill grace, the tools directory. The node never
+	// reaches into the executor afterwards; runs go through execClient.
+	run executor.Options
 }
 
 // Boot starts the actor tree and returns the node.
@@ -131,7 +135,7 @@ func Boot(opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{k: k, opts: opts, checker: checker, tel: tel}
+	n := &Node{k: k, opts: opts, checker: checker, tel: tel, run: opts.Executor.Options()}
 	n.sys = system.New(system.Options{Logger: opts.Logger})
 	spec := supervisor.Spec{
 		Strategy:  supervisor.OneForOne,

@@ -614,7 +614,7 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 	if err != nil {
 		return nil, err
 	}
-	lim := n.opts.Executor.Options().Limits
+	lim := n.run.Limits
 	// The run's memory is held against the memory_mb quota while it runs;
 	// its timeout never exceeds the wall time left.
 	if left, ok := p.Account().Left(capability.MemoryMB); ok && left < float64(lim.MemoryBytes>>20) {
@@ -647,7 +647,7 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 		return nil, fmt.Errorf("exec_tool: process %v has ended; its runs cannot start", p.PID())
 	}
 	defer release()
-	wait := lim.Timeout + n.opts.Executor.Options().KillGrace + time.Minute
+	wait := lim.Timeout + n.run.KillGrace + time.Minute
 	res, runID, err := n.execClient.Run(runCtx, executor.RunRequest{Key: key, Path: path, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait})
 	if err != nil {
 		return nil, err
@@ -668,7 +668,7 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 
 // toolsDir is the tools directory of the node's executor.
 func (n *Node) toolsDir() string {
-	if d := n.opts.Executor.Options().ToolsDir; d != "" {
+	if d := n.run.ToolsDir; d != "" {
 		return d
 	}
 	return "tools"

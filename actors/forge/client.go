@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/agentos-run/agentos/actors/executor"
@@ -65,20 +66,14 @@ func (c *Client) ask(ctx context.Context, key string, msg any) (Result, error) {
 	if wait <= 0 {
 		wait = DefaultWait
 	}
-	f := c.Root.RequestFuture(c.PID, msg, wait)
 	stop := context.AfterFunc(ctx, func() { c.Root.Send(c.PID, &pb.Cancel{RunKey: key}) })
 	defer stop()
-	done := make(chan struct{})
-	var reply any
-	var err error
-	go func() { reply, err = f.Result(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return Result{}, ctx.Err() // the Cancel is on its way; the forge stays resumable
+	reply, err := system.Ask(ctx, c.Root, c.PID, msg, wait)
+	if err := ctx.Err(); err != nil {
+		return Result{}, err // the Cancel is on its way; the forge stays resumable
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: no reply from %s within %s (%v); the actor may be restarting, try again", ErrUnavailable, c.PID.GetId(), wait, err)
+		return Result{}, fmt.Errorf("%w: %w; the actor may be restarting, try again", ErrUnavailable, err)
 	}
 	d, ok := reply.(*pb.Done)
 	if !ok {

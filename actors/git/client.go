@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
@@ -88,32 +89,9 @@ func (c *Client) ask(ctx context.Context, req proto.Message) (Written, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d))
-	}
-	if err := ctx.Err(); err != nil {
-		return Written{}, fmt.Errorf("%w: %s not sent: %w", ErrUnavailable, name, err)
-	}
-	if timeout <= 0 {
-		return Written{}, fmt.Errorf("%w: %s not sent: %w", ErrUnavailable, name, context.DeadlineExceeded)
-	}
-	f := c.Root.RequestFuture(c.PID, req, timeout)
-	var (
-		res  any
-		err  error
-		done = make(chan struct{})
-	)
-	go func() {
-		res, err = f.Result()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return Written{}, fmt.Errorf("%w: %s to %s abandoned (the write may still happen): %w", ErrUnavailable, name, c.PID, ctx.Err())
-	}
+	res, err := system.Ask(ctx, c.Root, c.PID, req, timeout)
 	if err != nil {
-		return Written{}, fmt.Errorf("%w: %s to %s: %w; check that the node's git actor is running", ErrUnavailable, name, c.PID, err)
+		return Written{}, fmt.Errorf("%w: %s to %s (a write already sent may still happen): %w; check that the node's git actor is running", ErrUnavailable, name, c.PID, err)
 	}
 	w, ok := res.(*pb.Written)
 	if !ok {

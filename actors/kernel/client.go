@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/agentos-run/agentos/actors/kernel/kernelpb"
@@ -50,14 +51,11 @@ func (c Client) request(ctx context.Context, msg any) (any, error) {
 	if c.PID == nil || c.Root == nil {
 		return nil, fmt.Errorf("%w: kernel.Client needs the kernel actor's PID and a sender context", ErrInvalid)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	timeout := DefaultTimeout
+	timeout := DefaultTimeout // or as long as ctx's deadline
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(dl), time.Millisecond)
 	}
-	res, err := c.Root.RequestFuture(c.PID, msg, timeout).Result()
+	res, err := system.Ask(ctx, c.Root, c.PID, msg, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("kernel: the kernel actor %v did not answer %T: %w", c.PID, msg, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
@@ -90,36 +91,14 @@ func request[R proto.Message](ctx context.Context, c *Client, req proto.Message)
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d))
-	}
-	if err := ctx.Err(); err != nil {
-		return zero, fmt.Errorf("%w: %s not sent: %w", ErrUnavailable, req.ProtoReflect().Descriptor().Name(), err)
-	}
-	if timeout <= 0 {
-		return zero, fmt.Errorf("%w: %s not sent: %w", ErrUnavailable, req.ProtoReflect().Descriptor().Name(), context.DeadlineExceeded)
-	}
-	f := c.Root.RequestFuture(c.PID, req, timeout)
-	var (
-		res  any
-		err  error
-		done = make(chan struct{})
-	)
-	go func() {
-		res, err = f.Result()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return zero, fmt.Errorf("%w: %s to %s abandoned: %w", ErrUnavailable, req.ProtoReflect().Descriptor().Name(), c.PID, ctx.Err())
-	}
+	name := req.ProtoReflect().Descriptor().Name()
+	res, err := system.Ask(ctx, c.Root, c.PID, req, timeout)
 	if err != nil {
-		return zero, fmt.Errorf("%w: %s to %s: %w; check that the node's registry actor is running", ErrUnavailable, req.ProtoReflect().Descriptor().Name(), c.PID, err)
+		return zero, fmt.Errorf("%w: %s to %s: %w; check that the node's registry actor is running", ErrUnavailable, name, c.PID, err)
 	}
 	out, ok := res.(R)
 	if !ok {
-		return zero, fmt.Errorf("%w: %s to %s answered %T, want %T", ErrUnavailable, req.ProtoReflect().Descriptor().Name(), c.PID, res, zero)
+		return zero, fmt.Errorf("%w: %s to %s answered %T, want %T", ErrUnavailable, name, c.PID, res, zero)
 	}
 	return out, nil
 }

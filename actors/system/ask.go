@@ -1,0 +1,64 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// ErrNoReply: an actor did not answer a request in time: it is stopped,
+// restarting or overloaded. The request may still be handled.
+var ErrNoReply = errors.New("system: no reply")
+
+// Ask sends req to pid as a request from sender and returns the reply. It
+// waits at most timeout, and never longer than ctx: a deadline on ctx
+// shortens the wait, and ctx ending returns ctx's error at once (the
+// request, already sent, may still be handled: a request that must be
+// withdrawn needs its own cancel message, as the executor's and forge's
+// runs have). Errors: ctx's error when ctx ended before the reply (or
+// before sending), ErrNoReply wrapping protoactor's when no reply came in
+// time.
+//
+// IMPORTANT: when ctx ends first, a goroutine keeps waiting for the
+// abandoned reply until timeout: keep timeouts bounded.
+//
+// It is the one request path of the actors' typed clients; each wraps its
+// errors in its own package's sentinel (ErrUnavailable) and checks the
+// reply's type.
+func Ask(ctx context.Context, sender actor.SenderContext, pid *actor.PID, req any, timeout time.Duration) (any, error) {
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if timeout <= 0 {
+		return nil, context.DeadlineExceeded
+	}
+	f := sender.RequestFuture(pid, req, timeout)
+	var (
+		res  any
+		err  error
+		done = make(chan struct{})
+	)
+	if ctx.Done() == nil {
+		res, err = f.Result()
+	} else {
+		go func() {
+			res, err = f.Result()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w from %s within %s: %w", ErrNoReply, pid.GetId(), timeout, err)
+	}
+	return res, nil
+}
