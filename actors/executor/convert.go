@@ -2,10 +2,10 @@ package executor
 
 import (
 	"encoding/json"
-	"errors"
 	"time"
 
 	pb "github.com/agentos-run/agentos/actors/executor/executorpb"
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 )
 
@@ -53,30 +53,20 @@ func resultOf(r *pb.Ran) Result {
 }
 
 // The Failure codes (see executor.proto) and the sentinel each names.
-var failureCodes = []struct {
-	code string
-	err  error
-}{
-	{"journal", ErrJournal},
-	{"run_key_in_use", ErrRunKeyInUse},
-	{"invalid_token", capability.ErrInvalid},
-	{"revoked", capability.ErrRevoked},
-	{"expired", capability.ErrExpired},
-	{"no_authority", ErrNoAuthority},
-	{"no_caller", ErrNoCaller},
+var failureCodes = system.FailureCodes{
+	{Code: "journal", Err: ErrJournal},
+	{Code: "run_key_in_use", Err: ErrRunKeyInUse},
+	{Code: "invalid_token", Err: capability.ErrInvalid},
+	{Code: "revoked", Err: capability.ErrRevoked},
+	{Code: "expired", Err: capability.ErrExpired},
+	{Code: "no_authority", Err: ErrNoAuthority},
+	{Code: "no_caller", Err: ErrNoCaller},
 }
 
 // failureOf is err as a Failure: the code of the first sentinel it wraps
 // ("internal" for none), its whole text as the message.
 func failureOf(err error) *pb.Failure {
-	code := "internal"
-	for _, f := range failureCodes {
-		if errors.Is(err, f.err) {
-			code = f.code
-			break
-		}
-	}
-	return &pb.Failure{Code: code, Message: err.Error()}
+	return &pb.Failure{Code: failureCodes.CodeOf(err), Message: err.Error()}
 }
 
 // errorOf is the Go error of a Failure (nil for none): its message, wrapping
@@ -85,19 +75,5 @@ func errorOf(f *pb.Failure) error {
 	if f == nil {
 		return nil
 	}
-	for _, c := range failureCodes {
-		if c.code == f.GetCode() {
-			return &failureError{msg: f.GetMessage(), sentinel: c.err}
-		}
-	}
-	return &failureError{msg: f.GetMessage()}
+	return failureCodes.ErrorOf(f.GetCode(), f.GetMessage(), nil)
 }
-
-// failureError is a Failure received from the executor actor.
-type failureError struct {
-	msg      string
-	sentinel error
-}
-
-func (e *failureError) Error() string { return e.msg }
-func (e *failureError) Unwrap() error { return e.sentinel }

@@ -7,6 +7,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	epb "github.com/agentos-run/agentos/actors/executor/executorpb"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm"
 )
@@ -53,16 +54,13 @@ func resultFromPB(r *pb.Result) Result {
 }
 
 // The Failure codes (see forge.proto) and the sentinel each names.
-var failureCodes = []struct {
-	code string
-	err  error
-}{
-	{"options", ErrOptions},
-	{"spec", ErrSpec},
-	{"gave_up", ErrGaveUp},
-	{"no_model", ErrNoModel},
-	{"cancelled", context.Canceled},
-	{"denied", capability.ErrDenied},
+var failureCodes = system.FailureCodes{
+	{Code: "options", Err: ErrOptions},
+	{Code: "spec", Err: ErrSpec},
+	{Code: "gave_up", Err: ErrGaveUp},
+	{Code: "no_model", Err: ErrNoModel},
+	{Code: "cancelled", Err: context.Canceled},
+	{Code: "denied", Err: capability.ErrDenied},
 }
 
 func doneOf(res Result, err error) *pb.Done {
@@ -70,17 +68,9 @@ func doneOf(res Result, err error) *pb.Done {
 	if err == nil {
 		return d
 	}
-	f := &pb.Failure{Code: "internal", Message: err.Error()}
-	var qe *capability.QuotaError
-	if errors.As(err, &qe) {
+	f := &pb.Failure{Code: failureCodes.CodeOf(err), Message: err.Error()}
+	if qe := (*capability.QuotaError)(nil); errors.As(err, &qe) {
 		f.Code, f.Meter = "quota", string(qe.Meter)
-	} else {
-		for _, c := range failureCodes {
-			if errors.Is(err, c.err) {
-				f.Code = c.code
-				break
-			}
-		}
 	}
 	d.Failure = f
 	return d
@@ -93,23 +83,9 @@ func errorOf(f *pb.Failure) error {
 	if f == nil {
 		return nil
 	}
-	e := &failureError{msg: f.GetMessage()}
+	var cause error
 	if f.GetCode() == "quota" {
-		e.wrapped = &capability.QuotaError{Meter: capability.Meter(f.GetMeter())}
+		cause = &capability.QuotaError{Meter: capability.Meter(f.GetMeter())}
 	}
-	for _, c := range failureCodes {
-		if c.code == f.GetCode() {
-			e.wrapped = c.err
-		}
-	}
-	return e
+	return failureCodes.ErrorOf(f.GetCode(), f.GetMessage(), cause)
 }
-
-// failureError is a Failure received from the forge actor.
-type failureError struct {
-	msg     string
-	wrapped error
-}
-
-func (e *failureError) Error() string { return e.msg }
-func (e *failureError) Unwrap() error { return e.wrapped }

@@ -14,17 +14,17 @@ import (
 func TestFailureOnTheWire(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range failureCodes {
-		if seen[c.code] {
-			t.Errorf("code %q used twice", c.code)
+		if seen[c.Code] {
+			t.Errorf("code %q used twice", c.Code)
 		}
-		seen[c.code] = true
-		err := fmt.Errorf("tools/x.ts was written but not registered: %w", c.err)
+		seen[c.Code] = true
+		err := fmt.Errorf("tools/x.ts was written but not registered: %w", c.Err)
 		f := failureOf(err)
-		if f.GetCode() != c.code {
-			t.Errorf("%v: code %q, want %q", c.err, f.GetCode(), c.code)
+		if f.GetCode() != c.Code {
+			t.Errorf("%v: code %q, want %q", c.Err, f.GetCode(), c.Code)
 		}
-		if back := errorOf(f); !errors.Is(back, c.err) || back.Error() != err.Error() {
-			t.Errorf("%v: came back as %v", c.err, back)
+		if back := errorOf(f); !errors.Is(back, c.Err) || back.Error() != err.Error() {
+			t.Errorf("%v: came back as %v", c.Err, back)
 		}
 	}
 	back := errorOf(failureOf(errors.New("disk on fire")))

@@ -6,47 +6,36 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/agentos-run/agentos/actors/kernel/kernelpb"
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 )
 
-// Failure codes: the stable strings of kernelpb.Failure.code.
-const (
-	codeNoProcess = "no_process"
-	codeExited    = "exited"
-	codeNameTaken = "name_taken"
-	codeClosed    = "closed"
-	codeInvalid   = "invalid"
-	codeDenied    = "denied"
-	codeAmplify   = "amplify"
-	codeQuota     = "quota"
-	codeInternal  = "internal"
-)
+// failureCodes are the stable strings of kernelpb.Failure.code and the
+// sentinel each names; "quota" is a *capability.QuotaError, carried with its
+// data (Failure.quota). IMPORTANT: a code, once used, MUST keep its
+// meaning: another node may be older.
+var failureCodes = system.FailureCodes{
+	{Code: "no_process", Err: ErrNoProcess},
+	{Code: "exited", Err: ErrExited},
+	{Code: "name_taken", Err: ErrNameTaken},
+	{Code: "closed", Err: ErrClosed},
+	{Code: "invalid", Err: ErrInvalid},
+	{Code: "denied", Err: capability.ErrDenied},
+	{Code: "amplify", Err: capability.ErrAmplify},
+}
+
+// codeQuota is the code of a *capability.QuotaError.
+const codeQuota = "quota"
 
 // failure converts err to its wire form (nil for nil).
 func failure(err error) *kernelpb.Failure {
 	if err == nil {
 		return nil
 	}
-	f := &kernelpb.Failure{Code: codeInternal, Message: err.Error()}
-	var qe *capability.QuotaError
-	switch {
-	case errors.As(err, &qe):
+	f := &kernelpb.Failure{Code: failureCodes.CodeOf(err), Message: err.Error()}
+	if qe := (*capability.QuotaError)(nil); errors.As(err, &qe) {
 		f.Code = codeQuota
 		f.Quota = &kernelpb.QuotaRefusal{Account: qe.Account, Meter: string(qe.Meter), Limit: qe.Limit, Used: qe.Used, Want: qe.Want, Key: qe.Key}
-	case errors.Is(err, ErrNoProcess):
-		f.Code = codeNoProcess
-	case errors.Is(err, ErrExited):
-		f.Code = codeExited
-	case errors.Is(err, ErrNameTaken):
-		f.Code = codeNameTaken
-	case errors.Is(err, ErrClosed):
-		f.Code = codeClosed
-	case errors.Is(err, ErrInvalid):
-		f.Code = codeInvalid
-	case errors.Is(err, capability.ErrDenied):
-		f.Code = codeDenied
-	case errors.Is(err, capability.ErrAmplify):
-		f.Code = codeAmplify
 	}
 	return f
 }
@@ -54,50 +43,26 @@ func failure(err error) *kernelpb.Failure {
 // RemoteError is an error that crossed the wire as a kernelpb.Failure: its
 // text is the original error's, and errors.Is / errors.As reach the
 // kernel's sentinel error (or *capability.QuotaError) its code names.
-type RemoteError struct {
-	Code    string
-	Message string
-	cause   error
-}
-
-func (e *RemoteError) Error() string { return e.Message }
-
-// Unwrap returns the sentinel error (or *capability.QuotaError) of Code;
-// nil for code "internal".
-func (e *RemoteError) Unwrap() error { return e.cause }
+type RemoteError = system.RemoteError
 
 // failureErr converts a wire failure back to an error (nil for nil).
 func failureErr(f *kernelpb.Failure) error {
 	if f == nil {
 		return nil
 	}
-	e := &RemoteError{Code: f.Code, Message: f.Message}
-	switch f.Code {
-	case codeNoProcess:
-		e.cause = ErrNoProcess
-	case codeExited:
-		e.cause = ErrExited
-	case codeNameTaken:
-		e.cause = ErrNameTaken
-	case codeClosed:
-		e.cause = ErrClosed
-	case codeInvalid:
-		e.cause = ErrInvalid
-	case codeDenied:
-		e.cause = capability.ErrDenied
-	case codeAmplify:
-		e.cause = capability.ErrAmplify
-	case codeQuota:
+	var cause error
+	if f.GetCode() == codeQuota {
 		qe := &capability.QuotaError{}
-		if q := f.Quota; q != nil {
-			qe = &capability.QuotaError{Account: q.Account, Meter: capability.Meter(q.Meter), Limit: q.Limit, Used: q.Used, Want: q.Want, Key: q.Key}
+		if q := f.GetQuota(); q != nil {
+			qe = &capability.QuotaError{Account: q.GetAccount(), Meter: capability.Meter(q.GetMeter()), Limit: q.GetLimit(), Used: q.GetUsed(), Want: q.GetWant(), Key: q.GetKey()}
 		}
-		e.cause = qe
+		cause = qe
 	}
-	if e.Message == "" {
-		e.Message = "kernel: " + f.Code
+	msg := f.GetMessage()
+	if msg == "" {
+		msg = "kernel: " + f.GetCode()
 	}
-	return e
+	return failureCodes.ErrorOf(f.GetCode(), msg, cause)
 }
 
 func meters(m map[capability.Meter]float64) map[string]float64 {

@@ -129,14 +129,14 @@ func TestToolOnTheWire(t *testing.T) {
 // wrapping none comes back as "internal" with its message.
 func TestFailureOnTheWire(t *testing.T) {
 	for _, c := range failureCodes {
-		err := fmt.Errorf("%w: tools/x.ts: what to do", c.err)
+		err := fmt.Errorf("%w: tools/x.ts: what to do", c.Err)
 		f := failureOf(err)
-		if f.GetCode() != c.code {
-			t.Errorf("%v: code %q, want %q", c.err, f.GetCode(), c.code)
+		if f.GetCode() != c.Code {
+			t.Errorf("%v: code %q, want %q", c.Err, f.GetCode(), c.Code)
 		}
 		back := errorOf(f)
-		if !errors.Is(back, c.err) || back.Error() != err.Error() {
-			t.Errorf("%v: came back as %v", c.err, back)
+		if !errors.Is(back, c.Err) || back.Error() != err.Error() {
+			t.Errorf("%v: came back as %v", c.Err, back)
 		}
 	}
 	back := errorOf(failureOf(errors.New("disk on fire")))

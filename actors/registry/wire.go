@@ -2,12 +2,12 @@ package registry
 
 import (
 	"encoding/json"
-	"errors"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/agentos-run/agentos/actors/registry/registrypb"
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -17,35 +17,24 @@ import (
 // failureCodes maps each sentinel error a registry reply can carry to its
 // stable wire code, in the order failureOf tries them. IMPORTANT: a code,
 // once used, MUST keep its meaning: another node may be older.
-var failureCodes = []struct {
-	code string
-	err  error
-}{
-	{"not_tool", ErrNotTool},
-	{"not_registered", ErrNotRegistered},
-	{"persist", ErrPersist},
-	{"scan", ErrScan},
-	{"closed", ErrClosed},
-	{"options", ErrOptions},
-	{"security", vfs.ErrSecurity},
-	{"not_found", vfs.ErrNotFound},
-	{"invalid_path", vfs.ErrInvalidPath},
+var failureCodes = system.FailureCodes{
+	{Code: "not_tool", Err: ErrNotTool},
+	{Code: "not_registered", Err: ErrNotRegistered},
+	{Code: "persist", Err: ErrPersist},
+	{Code: "scan", Err: ErrScan},
+	{Code: "closed", Err: ErrClosed},
+	{Code: "options", Err: ErrOptions},
+	{Code: "security", Err: vfs.ErrSecurity},
+	{Code: "not_found", Err: vfs.ErrNotFound},
+	{Code: "invalid_path", Err: vfs.ErrInvalidPath},
 }
-
-// codeInternal is the code of an error that wraps none of failureCodes.
-const codeInternal = "internal"
 
 // failureOf returns err as a wire Failure; nil for nil.
 func failureOf(err error) *registrypb.Failure {
 	if err == nil {
 		return nil
 	}
-	for _, c := range failureCodes {
-		if errors.Is(err, c.err) {
-			return &registrypb.Failure{Code: c.code, Message: err.Error()}
-		}
-	}
-	return &registrypb.Failure{Code: codeInternal, Message: err.Error()}
+	return &registrypb.Failure{Code: failureCodes.CodeOf(err), Message: err.Error()}
 }
 
 // errorOf returns the error a Failure stands for: its message, wrapping the
@@ -54,22 +43,8 @@ func errorOf(f *registrypb.Failure) error {
 	if f == nil {
 		return nil
 	}
-	for _, c := range failureCodes {
-		if c.code == f.GetCode() {
-			return &wireError{msg: f.GetMessage(), sentinel: c.err}
-		}
-	}
-	return &wireError{msg: f.GetMessage()}
+	return failureCodes.ErrorOf(f.GetCode(), f.GetMessage(), nil)
 }
-
-// wireError is an error received as a Failure.
-type wireError struct {
-	msg      string
-	sentinel error
-}
-
-func (e *wireError) Error() string { return e.msg }
-func (e *wireError) Unwrap() error { return e.sentinel }
 
 // toolToPB returns t on the wire.
 func toolToPB(t Tool) *registrypb.Tool {
