@@ -37,16 +37,6 @@ func openDir(root string, mustBeRoot bool) (string, agentos.Config, error) {
 	return abs, cfg, err
 }
 
-// rootedTool resolves --root and the PATH argument of check and exec: the
-// absolute tool root, its configuration, and PATH relative to it.
-func rootedTool(root, path string, mustBeRoot bool) (absRoot string, cfg agentos.Config, rel string, err error) {
-	if absRoot, cfg, err = openDir(root, mustBeRoot); err != nil {
-		return "", cfg, "", err
-	}
-	rel, err = toolPath(absRoot, path)
-	return absRoot, cfg, rel, err
-}
-
 // toolPath turns the PATH argument into a path relative to the tool root: a
 // path that exists under the root as given, else a path relative to the
 // current directory (or absolute) that lies inside the root.

@@ -8,11 +8,12 @@ import (
 	"github.com/agentos-run/agentos"
 )
 
-// syncedTool is rootedTool for commands that read a tool (exec, check):
-// before PATH is resolved, the tool root is brought up to date with its
-// Git upstream when it is behind (agentos.SyncTools: one ls-remote when it
-// is current). An unreachable upstream is a warning on stderr, never a
-// failure: the local copy is used.
+// syncedTool resolves --root and the PATH argument of the commands that
+// read a tool (exec, check): the absolute tool root, its configuration, and
+// PATH relative to it. Before PATH is resolved, the tool root is brought up
+// to date with its Git upstream when it is behind (agentos.SyncTools: one
+// ls-remote when it is current). An unreachable upstream is a warning on
+// stderr, never a failure: the local copy is used.
 func syncedTool(ctx context.Context, cmd, root, path string, mustBeRoot bool, stderr io.Writer) (absRoot string, cfg agentos.Config, rel string, err error) {
 	if absRoot, cfg, err = openDir(root, mustBeRoot); err != nil {
 		return "", cfg, "", err
