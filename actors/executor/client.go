@@ -34,6 +34,10 @@ type Caller struct {
 	Holder string
 	// Token is the process's capability token.
 	Token capability.Token
+	// Home is the remote address of the node the process lives on ("": the
+	// node handling the request). Work placed on another node of a cluster
+	// charges the process's quota there, on its home node.
+	Home string
 }
 
 // RunRequest is one run asked of the executor actor.

@@ -27,7 +27,7 @@ func callerToPB(c *Caller) *pb.Caller {
 	if c == nil {
 		return nil
 	}
-	return &pb.Caller{Pid: c.PID, Name: c.Name, Holder: c.Holder, Token: c.Token.Encode()}
+	return &pb.Caller{Pid: c.PID, Name: c.Name, Holder: c.Holder, Token: c.Token.Encode(), Home: c.Home}
 }
 
 func ranOf(res Result, runID string) *pb.Ran {

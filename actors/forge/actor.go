@@ -117,10 +117,20 @@ func (s *state) charge(ctx context.Context, caller *executor.Caller) Charge {
 	if caller == nil || ch == nil {
 		return nil
 	}
+	one := func(m capability.Meter, amount float64) error { return ch.Charge(ctx, caller.PID, m, amount) }
+	if caller.Home != "" {
+		hc, ok := ch.(HomeCharger)
+		if !ok {
+			return func(llm.Usage) error {
+				return fmt.Errorf("%w: the caller lives on the node at %s and this node's Charger cannot reach it (a forge.HomeCharger can)", ErrOptions, caller.Home)
+			}
+		}
+		one = func(m capability.Meter, amount float64) error { return hc.ChargeAt(ctx, caller.Home, caller.PID, m, amount) }
+	}
 	return func(u llm.Usage) error {
-		if err := ch.Charge(ctx, caller.PID, capability.LLMTokens, float64(u.TotalTokens)); err != nil {
+		if err := one(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
 			return err
 		}
-		return ch.Charge(ctx, caller.PID, capability.CostUSD, u.CostUSD)
+		return one(capability.CostUSD, u.CostUSD)
 	}
 }

@@ -24,14 +24,14 @@ func callerOf(c *epb.Caller) *executor.Caller {
 		return nil
 	}
 	tok, _ := capability.Decode(c.GetToken())
-	return &executor.Caller{PID: c.GetPid(), Name: c.GetName(), Holder: c.GetHolder(), Token: tok}
+	return &executor.Caller{PID: c.GetPid(), Name: c.GetName(), Holder: c.GetHolder(), Token: tok, Home: c.GetHome()}
 }
 
 func callerToPB(c *executor.Caller) *epb.Caller {
 	if c == nil {
 		return nil
 	}
-	return &epb.Caller{Pid: c.PID, Name: c.Name, Holder: c.Holder, Token: c.Token.Encode()}
+	return &epb.Caller{Pid: c.PID, Name: c.Name, Holder: c.Holder, Token: c.Token.Encode(), Home: c.Home}
 }
 
 func resultToPB(r Result) *pb.Result {

@@ -73,6 +73,16 @@ type Charger interface {
 	Charge(ctx context.Context, pid uint64, meter capability.Meter, amount float64) error
 }
 
+// HomeCharger is a Charger that also reaches processes living on another
+// node of a cluster (executor.Caller.Home): the node's sends Charge to the
+// kernel actor at that address. A forge for a caller with a Home charges
+// through ChargeAt when the Charger is one, and refuses to charge (the
+// forge fails) when it is not: a quota is never charged on the wrong node.
+type HomeCharger interface {
+	Charger
+	ChargeAt(ctx context.Context, home string, pid uint64, meter capability.Meter, amount float64) error
+}
+
 // Forge runs the reuse-or-forge closed loop.
 type Forge struct{ opts Options }
 

@@ -121,7 +121,13 @@ type Caller struct {
 	// MUST be the token's holder.
 	Holder string `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
 	// token is the process's capability token, capability.Token.Encode().
-	Token         string `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	Token string `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	// home is the remote address of the node the process lives on (its
+	// kernel actor answers Charge there); empty: the node that handles the
+	// message. Set when the caller's work crosses to another node of a
+	// cluster (a forge grain placed elsewhere), so that its quota is charged
+	// on its home node.
+	Home          string `protobuf:"bytes,5,opt,name=home,proto3" json:"home,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -180,6 +186,13 @@ func (x *Caller) GetHolder() string {
 func (x *Caller) GetToken() string {
 	if x != nil {
 		return x.Token
+	}
+	return ""
+}
+
+func (x *Caller) GetHome() string {
+	if x != nil {
+		return x.Home
 	}
 	return ""
 }
@@ -659,12 +672,13 @@ const file_actors_executor_executorpb_executor_proto_rawDesc = "" +
 	"timeout_ns\x18\x01 \x01(\x03R\ttimeoutNs\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12$\n" +
 	"\x0emax_call_depth\x18\x03 \x01(\x03R\fmaxCallDepth\x12(\n" +
-	"\x10max_output_bytes\x18\x04 \x01(\x03R\x0emaxOutputBytes\"\\\n" +
+	"\x10max_output_bytes\x18\x04 \x01(\x03R\x0emaxOutputBytes\"p\n" +
 	"\x06Caller\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x04R\x03pid\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
 	"\x06holder\x18\x03 \x01(\tR\x06holder\x12\x14\n" +
-	"\x05token\x18\x04 \x01(\tR\x05token\"\xc8\x01\n" +
+	"\x05token\x18\x04 \x01(\tR\x05token\x12\x12\n" +
+	"\x04home\x18\x05 \x01(\tR\x04home\"\xc8\x01\n" +
 	"\x03Run\x12\x17\n" +
 	"\arun_key\x18\x01 \x01(\tR\x06runKey\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +

@@ -1,0 +1,210 @@
+package forge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
+)
+
+// GrainKind is the cluster kind of forges: one grain per spec, whose
+// identity is SpecHash(spec), so that a spec has one activation in the
+// whole cluster.
+const GrainKind = "forge"
+
+// SpecHash is a forge's identity in a cluster: the hex SHA-256 of spec with
+// its surrounding white space trimmed and every run of white space inside
+// it folded to one space. Two specs that differ only in white space are one
+// forge; any other difference (case included) makes another.
+func SpecHash(spec string) string {
+	sum := sha256.Sum256([]byte(strings.Join(strings.Fields(spec), " ")))
+	return hex.EncodeToString(sum[:])
+}
+
+// GrainOptions configure GrainProps.
+type GrainOptions struct {
+	// Forge is the forge actor of the node that hosts the grain: the grain
+	// forges through it (REQUIRED).
+	Forge Client
+	// Pending finds the unfinished forge run of a spec (identified by its
+	// SpecHash) that a dead node left in the shared journal, and claims it
+	// for this node: the grain then resumes that run (its recorded model
+	// answers are replayed, none is asked again) instead of starting anew.
+	// ok false: there is none to resume. nil: nothing is looked for.
+	Pending func(ctx context.Context, specHash string) (runID string, ok bool, err error)
+	// Logger receives the grain's progress (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// GrainProps returns the props of a forge grain: the activation of one spec
+// in a cluster (see GrainKind). It answers forgepb.Run with forgepb.Done.
+//
+// IMPORTANT: a grain runs at most one forge at a time. A Run that arrives
+// while its spec is being forged joins that forge: every caller gets the
+// same Done, and the forge works (rights, quota) for the caller whose Run
+// started it; the callers that joined are charged nothing. A Cancel from a
+// caller takes it off the forge; the forge itself is cancelled (and stays
+// resumable) only when its last caller has gone. Once a forge passed, later
+// Runs of the activation are answered with its tool as a reuse (score 1),
+// without asking the forge again.
+//
+// A forge that a dead node left unfinished is resumed by the next
+// activation of its spec, on whichever node the cluster places it, through
+// Pending.
+func GrainProps(opts GrainOptions) *actor.Props {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return &grain{opts: opts} })
+}
+
+// grain is one spec's activation.
+type grain struct {
+	opts   GrainOptions
+	flight *flight    // the forge in flight, nil when none
+	kept   *pb.Result // the tool of the forge that passed, nil before
+}
+
+// flight is a forge in flight and the callers waiting for it.
+type flight struct {
+	cancel  context.CancelFunc
+	waiters []waiter
+	// abandoned: its last caller left, so it was cancelled; Runs that
+	// arrive meanwhile wait in queued for the next flight.
+	abandoned bool
+	queued    []waiter
+}
+
+// waiter is a caller waiting for the flight's Done.
+type waiter struct {
+	sender *actor.PID
+	run    *pb.Run
+}
+
+// landed is what the flight's goroutine sends the grain when its forge
+// ended (local only: it never crosses a node).
+type landed struct{ done *pb.Done }
+
+// Receive is the grain's one message switch.
+func (g *grain) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *pb.Run:
+		g.onRun(ctx, m, ctx.Sender())
+	case *pb.Cancel:
+		g.onCancel(m)
+	case *landed:
+		g.onLanded(ctx, m)
+	case *actor.Stopping:
+		if g.flight != nil {
+			g.flight.cancel() // the forge stays resumable
+		}
+	case *actor.Started, *actor.Stopped, *actor.Restarting:
+	default:
+		// the cluster's own messages (ClusterInit) and anything else
+		g.opts.Logger.Debug("forge grain: message ignored", slog.String("type", fmt.Sprintf("%T", m)))
+	}
+}
+
+func (g *grain) onRun(ctx actor.Context, m *pb.Run, sender *actor.PID) {
+	if sender == nil {
+		g.opts.Logger.Warn("forge grain: a Run without a sender; use the cluster's request")
+		return
+	}
+	if g.kept != nil {
+		ctx.Send(sender, &pb.Done{Result: &pb.Result{Reused: true, Path: g.kept.GetPath(), Score: 1, Tests: g.kept.GetTests(), Commit: g.kept.GetCommit(), RunId: g.kept.GetRunId()}})
+		return
+	}
+	w := waiter{sender: sender, run: m}
+	switch {
+	case g.flight == nil:
+		g.start(ctx, []waiter{w})
+	case g.flight.abandoned:
+		g.flight.queued = append(g.flight.queued, w)
+	default:
+		g.flight.waiters = append(g.flight.waiters, w)
+	}
+}
+
+// start starts a flight for waiters: the first one's Run is forged (or the
+// spec's unfinished forge resumed) for its caller.
+func (g *grain) start(ctx actor.Context, waiters []waiter) {
+	c, cancel := context.WithCancel(context.Background())
+	g.flight = &flight{cancel: cancel, waiters: waiters}
+	m := waiters[0].run
+	self, root, opts, spec, caller := ctx.Self(), ctx.ActorSystem().Root, g.opts, m.GetSpec(), callerOf(m.GetCaller())
+	go func() {
+		defer cancel()
+		var (
+			res Result
+			err error
+		)
+		id, resume := "", false
+		if opts.Pending != nil {
+			if id, resume, err = opts.Pending(c, SpecHash(spec)); err != nil {
+				root.Send(self, &landed{done: doneOf(Result{}, fmt.Errorf("forge: looking for an unfinished forge of this spec in the journal: %w", err))})
+				return
+			}
+		}
+		if resume {
+			opts.Logger.Info("forge grain: resuming the unfinished forge of this spec", slog.String("run", id))
+			res, err = opts.Forge.Resume(c, id, caller)
+		} else {
+			res, err = opts.Forge.Forge(c, spec, caller)
+		}
+		root.Send(self, &landed{done: doneOf(res, err)})
+	}()
+}
+
+// onCancel takes a caller off the forge; the last one gone cancels it.
+func (g *grain) onCancel(m *pb.Cancel) {
+	if g.flight == nil {
+		return
+	}
+	f := g.flight
+	f.queued = without(f.queued, m.GetRunKey())
+	if f.abandoned {
+		return
+	}
+	f.waiters = without(f.waiters, m.GetRunKey())
+	if len(f.waiters) == 0 {
+		f.abandoned = true
+		f.cancel()
+	}
+}
+
+// without returns ws less the waiter whose Run has key (none: ws).
+func without(ws []waiter, key string) []waiter {
+	if key == "" {
+		return ws
+	}
+	for i := range ws {
+		if ws[i].run.GetRunKey() == key {
+			return append(ws[:i:i], ws[i+1:]...)
+		}
+	}
+	return ws
+}
+
+func (g *grain) onLanded(ctx actor.Context, m *landed) {
+	if g.flight == nil {
+		return
+	}
+	f := g.flight
+	for _, w := range f.waiters {
+		ctx.Send(w.sender, m.done)
+	}
+	f.cancel()
+	g.flight = nil
+	if m.done.GetFailure() == nil && m.done.GetResult().GetPath() != "" {
+		g.kept = m.done.GetResult()
+	}
+	for _, w := range f.queued { // they came after the forge was abandoned
+		g.onRun(ctx, w.run, w.sender)
+	}
+}

@@ -1,0 +1,211 @@
+package forge_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge"
+	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
+	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/driver/llm/llmtest"
+)
+
+const fibSpec = "a tool that returns the n-th Fibonacci number"
+
+// startGrain spawns a forge actor for e and a grain forging through it.
+func startGrain(t *testing.T, e env, pending func(context.Context, string) (string, bool, error)) *actor.PID {
+	t.Helper()
+	c := startForge(t, e)
+	pid := e.sys.Root.Spawn(forge.GrainProps(forge.GrainOptions{Forge: *c, Pending: pending, Logger: quiet}))
+	t.Cleanup(func() { _ = e.sys.Root.StopFuture(pid).Wait() })
+	return pid
+}
+
+func askGrain(t *testing.T, e env, pid *actor.PID, key string) *pb.Done {
+	t.Helper()
+	reply, err := system.Ask(context.Background(), e.sys.Root, pid, &pb.Run{RunKey: key, Spec: fibSpec}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply.(*pb.Done)
+}
+
+// gate holds the scripted model's first answer until released, so that
+// several Runs arrive while the forge waits on the model.
+func gate(step llmtest.Step) (llmtest.Step, chan struct{}, chan struct{}) {
+	asked, release := make(chan struct{}), make(chan struct{})
+	step.Check = func(llmtest.Received) error { close(asked); <-release; return nil }
+	return step, asked, release
+}
+
+// Callers asking one spec's grain at the same moment cause one forge: the
+// model is asked once and every caller gets the same tool; a later Run is
+// answered with the kept tool, without the model.
+func TestGrainOneForgeForConcurrentCallers(t *testing.T) {
+	step, asked, release := gate(submit(fibCode))
+	srv := llmtest.NewServer([]llmtest.Step{step})
+	defer srv.Close()
+	e := newEnv(t, srv, t.TempDir())
+	pid := startGrain(t, e, nil)
+
+	const callers = 5
+	dones := make(chan *pb.Done, callers)
+	go func() { dones <- askGrain(t, e, pid, "first") }()
+	<-asked // the forge is waiting on the model
+	for i := 1; i < callers; i++ {
+		go func() { dones <- askGrain(t, e, pid, "") }()
+	}
+	time.Sleep(50 * time.Millisecond) // let the joiners reach the grain (a missed join would ask the model again, and fail below)
+	close(release)
+	var path, commitOrRun string
+	for range callers {
+		d := <-dones
+		if d.GetFailure() != nil {
+			t.Fatalf("failure: %v", d.GetFailure())
+		}
+		if path == "" {
+			path, commitOrRun = d.GetResult().GetPath(), d.GetResult().GetRunId()
+		}
+		if d.GetResult().GetPath() != path || d.GetResult().GetRunId() != commitOrRun || d.GetResult().GetReused() {
+			t.Fatalf("callers got different forges: %v vs %s %s", d.GetResult(), path, commitOrRun)
+		}
+	}
+	if n := srv.Requests(); n != 1 {
+		t.Fatalf("model asked %d times for one spec, want 1", n)
+	}
+	d := askGrain(t, e, pid, "later")
+	if !d.GetResult().GetReused() || d.GetResult().GetPath() != path {
+		t.Fatalf("a later Run = %v, want the kept tool %s as a reuse", d.GetResult(), path)
+	}
+	if n := srv.Requests(); n != 1 {
+		t.Fatalf("model asked %d times, want 1", n)
+	}
+	if srv.Err() != nil {
+		t.Fatal(srv.Err())
+	}
+}
+
+// A caller that cancels leaves the forge to the others; the forge is
+// cancelled (and stays resumable) only when its last caller has gone.
+func TestGrainCancelLeavesForgeToOthers(t *testing.T) {
+	step, asked, release := gate(submit(fibCode))
+	srv := llmtest.NewServer([]llmtest.Step{step})
+	defer srv.Close()
+	e := newEnv(t, srv, t.TempDir())
+	pid := startGrain(t, e, nil)
+
+	// The first caller's future is answered nothing once it cancelled.
+	_ = e.sys.Root.RequestFuture(pid, &pb.Run{RunKey: "a", Spec: fibSpec}, time.Minute)
+	<-asked
+	second := make(chan *pb.Done, 1)
+	go func() { second <- askGrain(t, e, pid, "b") }()
+	time.Sleep(50 * time.Millisecond)
+	e.sys.Root.Send(pid, &pb.Cancel{RunKey: "a"})
+	close(release)
+	if d := <-second; d.GetFailure() != nil || d.GetResult().GetPath() != "tools/math/fib.ts" {
+		t.Fatalf("the caller that stayed got %v", d)
+	}
+	if runs, _ := e.j.Unfinished(); len(runs) != 0 {
+		t.Fatalf("the forge was cancelled although a caller stayed: unfinished %+v", runs)
+	}
+}
+
+// The next activation of a spec resumes the forge a dead node left
+// unfinished (found through Pending): the journaled model answer is
+// replayed, not asked again.
+func TestGrainResumesPendingForge(t *testing.T) {
+	root := t.TempDir()
+	srv := llmtest.NewServer([]llmtest.Step{submit(fibCode)})
+	defer srv.Close()
+	e := newEnv(t, srv, root)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// A forge interrupted right after its model answer, as by a crash.
+	if _, err := e.f.Forge(ctx, fibSpec, func(llm.Usage) error { cancel(); return nil }); !errors.Is(err, context.Canceled) {
+		t.Logf("interrupted forge: %v", err)
+	}
+	runs, _ := e.j.Unfinished()
+	if len(runs) != 1 || srv.Requests() != 1 {
+		t.Fatalf("setup: unfinished %+v, %d model requests", runs, srv.Requests())
+	}
+	var asked []string
+	pid := startGrain(t, e, func(_ context.Context, hash string) (string, bool, error) {
+		asked = append(asked, hash)
+		return runs[0].ID, true, nil
+	})
+	d := askGrain(t, e, pid, "k")
+	if d.GetFailure() != nil || d.GetResult().GetPath() != "tools/math/fib.ts" || d.GetResult().GetRunId() != runs[0].ID {
+		t.Fatalf("resumed = %v, want the forge run %s finished", d, runs[0].ID)
+	}
+	if n := srv.Requests(); n != 1 {
+		t.Fatalf("the model was asked %d times in all, want 1 (the resumed forge must replay the journaled answer)", n)
+	}
+	if len(asked) != 1 || asked[0] != forge.SpecHash(fibSpec) {
+		t.Fatalf("Pending asked for %v, want the spec's hash", asked)
+	}
+}
+
+func TestSpecHashFoldsWhiteSpaceOnly(t *testing.T) {
+	a := forge.SpecHash("  a tool\tthat  returns\n fib ")
+	if a != forge.SpecHash("a tool that returns fib") {
+		t.Fatal("white space changed the hash")
+	}
+	if a == forge.SpecHash("A tool that returns fib") {
+		t.Fatal("case did not change the hash")
+	}
+}
+
+// homeCharges is a HomeCharger recording where it charged.
+type homeCharges struct {
+	charges
+	at []string
+}
+
+func (c *homeCharges) ChargeAt(ctx context.Context, home string, pid uint64, m capability.Meter, amount float64) error {
+	c.mu.Lock()
+	c.at = append(c.at, fmt.Sprintf("%s %d %s %g", home, pid, m, amount))
+	c.mu.Unlock()
+	return nil
+}
+
+// A caller living on another node (Caller.Home) is charged on its home
+// node through a HomeCharger, never on the forge's node; a Charger that
+// cannot reach it fails the forge instead of charging the wrong account.
+func TestForgeChargesTheCallersHomeNode(t *testing.T) {
+	step := submit(fibCode)
+	step.Usage = llm.Usage{PromptTokens: 30, CompletionTokens: 12, TotalTokens: 42}
+	auth := mustAuthority(t)
+	caller := &executor.Caller{PID: 7, Holder: "pid:7", Home: "127.0.0.1:7001",
+		Token: auth.Mint("pid:7", []capability.Grant{{Right: capability.Read, Scope: "tools/"}, {Right: capability.Write, Scope: "tools/"}, {Right: capability.Exec, Scope: "tools/"}}, capability.Caveats{})}
+
+	srv := llmtest.NewServer([]llmtest.Step{step})
+	defer srv.Close()
+	hc := &homeCharges{}
+	c := startForge(t, newEnvWith(t, srv, t.TempDir(), envOptions{auth: auth, charger: hc}))
+	if _, err := c.Forge(context.Background(), fibSpec, caller); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(hc.at, ", "); got != "127.0.0.1:7001 7 llm_tokens 42, 127.0.0.1:7001 7 cost_usd 0" || len(hc.got) != 0 {
+		t.Fatalf("charged at home %q, locally %q; want both meters at the caller's home only", got, hc.got)
+	}
+
+	srv2 := llmtest.NewServer([]llmtest.Step{step})
+	defer srv2.Close()
+	plain := &charges{}
+	c2 := startForge(t, newEnvWith(t, srv2, t.TempDir(), envOptions{auth: auth, charger: plain, attempts: 1}))
+	if _, err := c2.Forge(context.Background(), fibSpec, caller); !errors.Is(err, forge.ErrOptions) || !strings.Contains(err.Error(), "127.0.0.1:7001") {
+		t.Fatalf("a plain Charger for a remote caller: %v, want ErrOptions naming the home", err)
+	}
+	if len(plain.got) != 0 {
+		t.Fatalf("charged the wrong node: %q", plain.got)
+	}
+}
