@@ -125,7 +125,9 @@ func (s *state) charge(ctx context.Context, caller *executor.Caller) Charge {
 				return fmt.Errorf("%w: the caller lives on the node at %s and this node's Charger cannot reach it (a forge.HomeCharger can)", ErrOptions, caller.Home)
 			}
 		}
-		one = func(m capability.Meter, amount float64) error { return hc.ChargeAt(ctx, caller.Home, caller.PID, m, amount) }
+		one = func(m capability.Meter, amount float64) error {
+			return hc.ChargeAt(ctx, caller.Home, caller.PID, m, amount)
+		}
 	}
 	return func(u llm.Usage) error {
 		if err := one(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
