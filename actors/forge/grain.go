@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/agentos-run/agentos/actors/executor"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
 )
 
@@ -207,4 +209,43 @@ func (g *grain) onLanded(ctx actor.Context, m *landed) {
 	for _, w := range f.queued { // they came after the forge was abandoned
 		g.onRun(ctx, w.run, w.sender)
 	}
+}
+
+// GrainClient reaches the forge grain of a spec wherever the cluster placed
+// it: the node's forge_tool uses it instead of Client when the node is in a
+// cluster. It is a value; copy it freely; it is safe for concurrent use.
+type GrainClient struct {
+	// Request sends msg to the grain identity of GrainKind and returns its
+	// reply, within ctx (REQUIRED): the cluster member's grain request,
+	// which IMPORTANT: MUST retry a request that a topology change lost
+	// (the grain is re-activated elsewhere and resumes the forge).
+	Request func(ctx context.Context, identity string, msg proto.Message) (proto.Message, error)
+	// Tell sends msg to the grain identity without a reply (REQUIRED):
+	// the caller's Cancel.
+	Tell func(identity string, msg proto.Message)
+}
+
+// Forge reuses or forges a tool for spec through its grain, on behalf of
+// caller, as Client.Forge. Cancelling ctx takes the caller off the forge
+// (the forge goes on for the other callers of the spec, or stays
+// resumable when none is left).
+func (c GrainClient) Forge(ctx context.Context, spec string, caller *executor.Caller) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	id, key := SpecHash(spec), newKey()
+	stop := context.AfterFunc(ctx, func() { c.Tell(id, &pb.Cancel{RunKey: key}) })
+	defer stop()
+	reply, err := c.Request(ctx, id, &pb.Run{RunKey: key, Spec: spec, Caller: callerToPB(caller)})
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: the forge grain of this spec did not answer: %w; try again", ErrUnavailable, err)
+	}
+	d, ok := reply.(*pb.Done)
+	if !ok {
+		return Result{}, fmt.Errorf("forge: unexpected reply %T from the forge grain", reply)
+	}
+	return resultFromPB(d.GetResult()), errorOf(d.GetFailure())
 }

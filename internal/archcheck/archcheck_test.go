@@ -99,7 +99,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"examples/supervision-quotas", osFiles, "a demonstration program: its temporary tool root", ""},
 
 	// Test and benchmark helpers (imported only by _test files).
-	{"internal/pgtest", osExec, "test helper: starts a throwaway PostgreSQL server (initdb, postgres)", ""},
+	{"internal/pgtest", osExec, "test and demo helper: starts a throwaway PostgreSQL server (initdb, postgres)", ""},
 	{"internal/pgtest", "net", "test helper: picks a free port and waits for the PostgreSQL server", ""},
 	{"internal/pgtest", "syscall", "test helper: kills the PostgreSQL server's process group", ""},
 	{"internal/pgtest", osFiles, "test helper: the PostgreSQL server's data directory", ""},

@@ -1,10 +1,11 @@
-// Package pgtest starts a throwaway PostgreSQL server for tests, with the
-// machine's initdb and pg_ctl (as the postgres user when the test runs as
-// root). A test that needs one is skipped, saying why, where PostgreSQL is
-// not installed.
+// Package pgtest starts a throwaway PostgreSQL server for tests (Start)
+// and for the cluster demo (StartServer), with the machine's initdb and
+// pg_ctl (as the postgres user when run as root). A test that needs one is
+// skipped, saying why, where PostgreSQL is not installed.
 package pgtest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -20,54 +21,87 @@ import (
 // superuser "agent" on database "postgres".
 func Start(t testing.TB) string {
 	t.Helper()
-	initdb, pgctl := find("initdb"), find("pg_ctl")
-	if initdb == "" {
-		t.Skip("PostgreSQL is not installed on this machine (no initdb on PATH or in /usr/lib/postgresql/*/bin): install the postgresql package to run this test")
-	}
-	if pgctl == "" {
-		t.Skip("PostgreSQL's pg_ctl is not installed")
-	}
 	dir, err := os.MkdirTemp("", "agentos-pg-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	srv, err := StartServer(dir)
+	if errors.Is(err, ErrNotInstalled) {
+		t.Skip(err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv.DSN
+}
+
+// ErrNotInstalled: the machine has no PostgreSQL server programs (initdb,
+// pg_ctl), or no postgres user to run them as root.
+var ErrNotInstalled = errors.New("PostgreSQL is not installed on this machine (no initdb or pg_ctl on PATH or in /usr/lib/postgresql/*/bin): install the postgresql package")
+
+// Server is a throwaway PostgreSQL server on loopback.
+type Server struct {
+	// DSN reaches its superuser "agent" (trust authentication) on
+	// database "postgres".
+	DSN  string
+	data string
+	cred *syscall.Credential
+	ctl  string
+}
+
+// StartServer initialises a cluster under dir (which MUST exist and be
+// empty) and starts its server on a free loopback port, as the postgres
+// user when run as root (PostgreSQL refuses root). Stop it with Stop; dir is
+// the caller's to remove.
+func StartServer(dir string) (*Server, error) {
+	initdb, pgctl := find("initdb"), find("pg_ctl")
+	if initdb == "" || pgctl == "" {
+		return nil, ErrNotInstalled
+	}
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 { // PostgreSQL refuses to run as root
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			t.Skip("running as root and there is no postgres user to run PostgreSQL as")
+			return nil, fmt.Errorf("%w (running as root and there is no postgres user to run it as)", ErrNotInstalled)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	run := func(name string, args ...string) {
-		t.Helper()
+	run := func(name string, args ...string) error {
 		cmd := exec.Command(name, args...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s %v: %v\n%s", filepath.Base(name), args, err, out)
+			return fmt.Errorf("%s %v: %w\n%s", filepath.Base(name), args, err, out)
 		}
+		return nil
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	data := filepath.Join(dir, "data")
-	run(initdb, "-D", data, "-A", "trust", "-U", "agent")
-	run(pgctl, "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", port, dir), "start")
-	t.Cleanup(func() {
-		cmd := exec.Command(pgctl, "-D", data, "-m", "immediate", "-w", "stop")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		_ = cmd.Run()
-	})
-	return fmt.Sprintf("postgres://agent@127.0.0.1:%d/postgres?sslmode=disable", port)
+	if err := run(initdb, "-D", data, "-A", "trust", "-U", "agent"); err != nil {
+		return nil, err
+	}
+	if err := run(pgctl, "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", port, dir), "start"); err != nil {
+		return nil, err
+	}
+	return &Server{DSN: fmt.Sprintf("postgres://agent@127.0.0.1:%d/postgres?sslmode=disable", port), data: data, cred: cred, ctl: pgctl}, nil
+}
+
+// Stop stops the server at once (immediate shutdown) and waits for it.
+func (s *Server) Stop() {
+	cmd := exec.Command(s.ctl, "-D", s.data, "-m", "immediate", "-w", "stop")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	_ = cmd.Run()
 }
 
 // find returns the path of a PostgreSQL program: on PATH, else in the
