@@ -238,6 +238,14 @@ func (c kernelCharger) Charge(ctx context.Context, pid uint64, m capability.Mete
 	return c.n.KernelClient().Charge(ctx, kernel.PID(pid), m, amount)
 }
 
+// ChargeAt implements forge.HomeCharger: a forge placed on this node for a
+// process of another node charges that process's quota on its home node,
+// with a Charge message to the kernel actor there (the same actor id on
+// every node).
+func (c kernelCharger) ChargeAt(ctx context.Context, home string, pid uint64, m capability.Meter, amount float64) error {
+	return kernel.Client{PID: actor.NewPID(home, c.n.kernel.Id), Root: c.n.rootCtx}.Charge(ctx, kernel.PID(pid), m, amount)
+}
+
 // Kernel returns the node's process table.
 func (n *Node) Kernel() *kernel.Kernel { return n.k }
 
