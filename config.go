@@ -101,6 +101,9 @@ type Config struct {
 	// ReuseThreshold is the search score (0..1) above which forge_tool
 	// reuses an existing tool instead of forging one. Default 0.85.
 	ReuseThreshold float64 `json:"reuse_threshold,omitempty"`
+	// Cluster makes the node a member of a cluster of agentos nodes (see
+	// ClusterConfig and docs/CLUSTER.md). Default: the node is alone.
+	Cluster ClusterConfig `json:"cluster,omitzero"`
 	// MetricsAddr, when set (e.g. "127.0.0.1:9464"), serves the runtime's
 	// metrics in the Prometheus text format at http://MetricsAddr/metrics.
 	MetricsAddr string `json:"metrics_addr,omitempty"`
@@ -400,6 +403,9 @@ func (c Config) validate(path string) error {
 		}
 	}
 	if err := c.validateSecrets(path); err != nil {
+		return err
+	}
+	if err := c.Cluster.validate(path); err != nil {
 		return err
 	}
 	if r := c.Retention; r.KeepDays < -1 || r.KeepRuns < -1 || r.KeepBytes < -1 {

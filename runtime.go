@@ -93,6 +93,9 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if root, err = filepath.Abs(root); err != nil {
 		return nil, err
 	}
+	if cfg.Cluster, err = cfg.Cluster.WithEnv(nil); err != nil {
+		return nil, fmt.Errorf("agentos: the cluster settings in the environment: %w (see %s)", err, ConfigDoc)
+	}
 	if err := cfg.validate("agentos.Config"); err != nil {
 		return nil, fmt.Errorf("%w (every setting is documented in %s)", err, ConfigDoc)
 	}
@@ -194,6 +197,9 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(),
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 	}); err != nil {
+		return rt, err
+	}
+	if err := rt.joinCluster(ctx); err != nil {
 		return rt, err
 	}
 	if rt.agent, err = k.Spawn(serveForever, kernel.SpawnOptions{Name: "agent", Image: "default", Grants: cfg.DefaultGrants(), Quota: agentQuota}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
@@ -100,6 +101,9 @@ type Node struct {
 	rootCtx     *actor.RootContext
 	checker     *check.Checker
 	tel         *telemetry
+	// clusterMu guards cl, the node's cluster membership (nil: alone).
+	clusterMu sync.Mutex
+	cl        *clustered
 	// run are the executor's options, read once at Boot: the default
 	// limits of a run, the kill grace, the tools directory. The node never
 	// reaches into the executor afterwards; runs go through execClient.
@@ -150,7 +154,7 @@ func Boot(opts Options) (*Node, error) {
 			{Name: "registry", Props: registry.Props(opts.Registry)},
 			// The git actor registers every write with the registry actor
 			// (data files and tests are written, not registered).
-			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, Registry: &n.regClient})},
+			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, Registry: &n.regClient, OnCommitted: n.onCommitted})},
 		},
 		OnEvent: func(ev supervisor.Event) {
 			k.Emit(kernel.Event{Kind: kernel.EventRestart, Name: ev.Failed, Reason: ev.Reason, Detail: fmt.Sprintf("%s %v after %s", ev.Action, ev.Children, ev.Delay)})
@@ -267,7 +271,7 @@ func (n *Node) KernelClient() kernel.Client {
 // then stops the actor tree children first, bounded by ctx. The executor,
 // journal and jail are left to their owner to close, after Close.
 func (n *Node) Close(ctx context.Context) error {
-	return errors.Join(n.k.Close(ctx), n.stopTree(ctx))
+	return errors.Join(n.LeaveCluster(ctx), n.k.Close(ctx), n.stopTree(ctx))
 }
 
 // stopTree stops every actor (protoactor's own Shutdown stops none), the

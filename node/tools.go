@@ -392,9 +392,12 @@ func permit(p *kernel.Process, right capability.Right, resource string) error {
 	return nil
 }
 
-func (n *Node) listFiles(_ context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
+func (n *Node) listFiles(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
 	var a listFilesArgs
 	if err := decode(args, &a); err != nil {
+		return nil, err
+	}
+	if err := n.syncTools(ctx); err != nil {
 		return nil, err
 	}
 	if err := checkPathLen("dir", a.Dir); err != nil {
@@ -433,9 +436,12 @@ func (n *Node) listFiles(_ context.Context, p *kernel.Process, args json.RawMess
 	return files, err
 }
 
-func (n *Node) readFile(_ context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
+func (n *Node) readFile(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
 	var a readFileArgs
 	if err := decode(args, &a); err != nil {
+		return nil, err
+	}
+	if err := n.syncTools(ctx); err != nil {
 		return nil, err
 	}
 	_, src, err := n.readPath(p, a.Path)
@@ -528,7 +534,7 @@ func (n *Node) forgeTool(ctx context.Context, p *kernel.Process, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	return n.forgeClient.Forge(ctx, a.Spec, caller)
+	return n.forgeFor(ctx, a.Spec, caller)
 }
 
 // ResumeForge resumes the forge run id (interrupted by a crash) on behalf
@@ -540,6 +546,21 @@ func (n *Node) ResumeForge(ctx context.Context, p *kernel.Process, id string) (f
 	caller, err := callerOf(p)
 	if err != nil {
 		return forge.Result{}, err
+	}
+	if n.cluster() != nil && n.opts.Journal != nil {
+		// In a cluster the spec's grain resumes it (its Pending claims the
+		// run), so that no two nodes resume one forge.
+		meta, err := n.opts.Journal.Get(id)
+		if err != nil {
+			return forge.Result{}, fmt.Errorf("forge run %s cannot resume: %w", id, err)
+		}
+		var a struct {
+			Spec string `json:"spec"`
+		}
+		if err := json.Unmarshal(meta.Args, &a); err != nil || a.Spec == "" {
+			return forge.Result{}, fmt.Errorf("forge run %s cannot resume: its journaled arguments hold no spec", id)
+		}
+		return n.forgeFor(ctx, a.Spec, caller)
 	}
 	return n.forgeClient.Resume(ctx, id, caller)
 }
@@ -605,6 +626,10 @@ type ExecResult struct {
 func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
 	var a execToolArgs
 	if err := decode(args, &a); err != nil {
+		return nil, err
+	}
+	// A tool another node just wrote is run as written, never stale.
+	if err := n.syncTools(ctx); err != nil {
 		return nil, err
 	}
 	// exec on where the path leads suffices to load the entry module; the

@@ -12,7 +12,7 @@
 //	agentos recover [--root DIR] [--json] [--run ID]     resume runs a crash interrupted
 //	agentos call    [--root DIR] [--json] TOOL ARGS_JSON|-|@FILE a kernel tool, as an LLM calls it
 //	agentos forge   [--root DIR] [--json] SPEC           reuse or forge a tool with the model
-//	agentos serve   [--root DIR] [--metrics ADDR]        run a node until SIGTERM
+//	agentos serve   [--root DIR] [--metrics ADDR] [--cluster ...] run a node until SIGTERM
 //	agentos ps      [--root DIR] [--json]                the serving node's processes
 //	agentos events  [--root DIR] [--json]                the serving node's recent kernel events
 //	agentos quota   [--root DIR] [--json] [reset [ACCOUNT...]] quota use kept across invocations
@@ -88,7 +88,7 @@ var commands = []command{
 	{"recover", "resume the runs a crash left unfinished", "agentos recover [--root DIR] [--json] [--run ID] [--timeout D]", runRecover},
 	{"call", "call a kernel tool as an LLM would (on the serving node, or a runtime started for it)", "agentos call [--root DIR] [--json] TOOL ARGS_JSON | - | @FILE", runCall},
 	{"forge", "reuse or forge a tool for a spec with the configured model", "agentos forge [--root DIR] [--json] SPEC", runForge},
-	{"serve", "run a node until SIGTERM: processes, actors, journal; every other command goes through it while it serves", "agentos serve [--root DIR] [--metrics ADDR]", runServe},
+	{"serve", "run a node until SIGTERM: processes, actors, journal; every other command goes through it while it serves", "agentos serve [--root DIR] [--metrics ADDR] [--cluster [--cluster-name N] [--cluster-port P] [--health-port P] [--seeds H:P,...] [--etcd URL,...]]", runServe},
 	{"ps", "the process table of the serving node", "agentos ps [--root DIR] [--json]", runPS},
 	{"events", "the recent kernel events of the serving node", "agentos events [--root DIR] [--json]", runEvents},
 	{"kill", "signal a process of the serving node: kill (default), term, stop or cont", "agentos kill [--root DIR] [--signal SIG] PID", runKill},

@@ -1,0 +1,288 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/actors/git/gitpb"
+	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/capability/capabilitypb"
+	"github.com/agentos-run/agentos/cluster"
+)
+
+// The cluster's pub-sub topics a node uses.
+const (
+	// TopicTools carries gitpb.Committed: every commit a node pushed to the
+	// shared branch, so that the other nodes pull it before they serve a
+	// tool.
+	TopicTools = "agentos.tools"
+	// TopicRevocations carries capabilitypb.Revocations: the capability
+	// tokens a node revoked, applied by every other node.
+	TopicRevocations = "agentos.revocations"
+)
+
+// publishTimeout bounds one publication on the cluster's pub-sub.
+const publishTimeout = 10 * time.Second
+
+// clustered is the node's side of its cluster membership (nil while the
+// node is alone).
+type clustered struct {
+	m      *cluster.Member
+	ctx    context.Context // ends when the node leaves
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // publications and announcements in flight
+	undo   []func()
+
+	mu      sync.Mutex
+	pending map[string]bool // commits announced, not yet in the tool root
+}
+
+// JoinCluster makes the node a member of the cluster opts describes, on the
+// node's own actor system: forges become the cluster kind forge.GrainKind
+// (one activation per spec in the whole cluster, forge_tool goes through
+// it), the commits this node pushes are published on TopicTools and the
+// ones other nodes push are pulled before a tool is read or run here, and
+// capability revocations travel on TopicRevocations both ways. Leave with
+// LeaveCluster (Close does it too).
+//
+// IMPORTANT: every node of a cluster MUST sign capability tokens with the
+// same key (agentos.json capability.signing_key_env), or the tokens of a
+// process on one node are refused on the others.
+func (n *Node) JoinCluster(ctx context.Context, opts cluster.Options) (*cluster.Member, error) {
+	n.clusterMu.Lock()
+	defer n.clusterMu.Unlock()
+	if n.cl != nil {
+		return nil, fmt.Errorf("%w: the node is already a member of a cluster", ErrCluster)
+	}
+	if opts.Logger == nil {
+		opts.Logger = n.opts.Logger
+	}
+	opts.System = n.sys
+	opts.Kinds = append(opts.Kinds, cluster.Kind{Name: forge.GrainKind, Props: forge.GrainProps(forge.GrainOptions{
+		Forge: n.forgeClient, Pending: n.pendingForge, Logger: n.opts.Logger,
+	})})
+	m, err := cluster.Join(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &clustered{m: m, pending: map[string]bool{}}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	fail := func(err error) (*cluster.Member, error) {
+		c.close(context.Background())
+		return nil, err
+	}
+	unsub, err := m.Subscribe(ctx, TopicTools, func(msg proto.Message) {
+		if cm, ok := msg.(*gitpb.Committed); ok {
+			n.onAnnounced(c, cm)
+		}
+	})
+	if err != nil {
+		return fail(fmt.Errorf("%w: subscribing to %s: %w", ErrCluster, TopicTools, err))
+	}
+	c.undo = append(c.undo, unsub)
+	auth := n.k.Authority()
+	if unsub, err = m.Subscribe(ctx, TopicRevocations, func(msg proto.Message) {
+		if rs, ok := msg.(*capabilitypb.Revocations); ok {
+			if _, err := auth.Apply(capability.RevocationsFromProto(rs)...); err != nil {
+				n.opts.Logger.Warn("cluster: a revocation from another node was refused", slog.Any("err", err))
+			}
+		}
+	}); err != nil {
+		return fail(fmt.Errorf("%w: subscribing to %s: %w", ErrCluster, TopicRevocations, err))
+	}
+	c.undo = append(c.undo, unsub)
+	c.undo = append(c.undo, auth.Subscribe(func(r capability.Revocation) {
+		c.publish(TopicRevocations, capability.RevocationsProto([]capability.Revocation{r}), n.opts.Logger)
+	}))
+	// A member that joins missed what was revoked before: every node sends
+	// its whole list again whenever it sees one join.
+	sub := m.System().EventStream.Subscribe(func(evt any) {
+		if t, ok := evt.(*pcluster.ClusterTopology); ok && len(t.Joined) > 0 {
+			if all := auth.Revoked(); len(all) > 0 {
+				c.publish(TopicRevocations, capability.RevocationsProto(all), n.opts.Logger)
+			}
+		}
+	})
+	c.undo = append(c.undo, func() { m.System().EventStream.Unsubscribe(sub) })
+	if all := auth.Revoked(); len(all) > 0 {
+		c.publish(TopicRevocations, capability.RevocationsProto(all), n.opts.Logger)
+	}
+	n.cl = c
+	return m, nil
+}
+
+// LeaveCluster leaves the node's cluster (nothing when it is in none): its
+// forges' activations move to the other members, and the node goes on
+// alone.
+func (n *Node) LeaveCluster(ctx context.Context) error {
+	n.clusterMu.Lock()
+	c := n.cl
+	n.cl = nil
+	n.clusterMu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.close(ctx)
+}
+
+// Member is the node's cluster membership (nil when it is in none).
+func (n *Node) Member() *cluster.Member {
+	if c := n.cluster(); c != nil {
+		return c.m
+	}
+	return nil
+}
+
+func (n *Node) cluster() *clustered {
+	n.clusterMu.Lock()
+	defer n.clusterMu.Unlock()
+	return n.cl
+}
+
+func (c *clustered) close(ctx context.Context) error {
+	for i := len(c.undo) - 1; i >= 0; i-- {
+		c.undo[i]()
+	}
+	c.cancel()
+	c.wg.Wait()
+	return c.m.Leave(ctx)
+}
+
+// publish sends msg on topic from a goroutine of its own: the callers are
+// an actor's Receive or the Authority's revoking goroutine, which MUST NOT
+// block.
+func (c *clustered) publish(topic string, msg proto.Message, log *slog.Logger) {
+	c.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(c.ctx, publishTimeout)
+		defer cancel()
+		if err := c.m.Publish(ctx, topic, msg); err != nil && c.ctx.Err() == nil {
+			log.Warn("cluster: publishing failed", slog.String("topic", topic), slog.Any("err", err))
+		}
+	})
+}
+
+// onCommitted is the git actor's OnCommitted: a commit this node pushed is
+// published for the other nodes.
+func (n *Node) onCommitted(cm *gitpb.Committed) {
+	if c := n.cluster(); c != nil {
+		c.publish(TopicTools, cm, n.opts.Logger)
+	}
+}
+
+// onAnnounced takes a commit some node (this one included) published: the
+// git actor pulls until the tool root includes it, and until then every
+// read or run of a tool here waits (syncTools).
+func (n *Node) onAnnounced(c *clustered, cm *gitpb.Committed) {
+	commit := cm.GetCommit()
+	if commit == "" {
+		return
+	}
+	c.mu.Lock()
+	c.pending[commit] = true
+	c.mu.Unlock()
+	c.wg.Go(func() {
+		defer func() { c.mu.Lock(); delete(c.pending, commit); c.mu.Unlock() }()
+		if _, err := n.gitClient.Announce(c.ctx, commit, cm.GetBranch()); err != nil && c.ctx.Err() == nil {
+			n.opts.Logger.Warn("cluster: a commit another node pushed did not reach this tool root", slog.String("commit", commit), slog.Any("err", err))
+		}
+	})
+}
+
+// syncTools is the barrier before a tool is read or run: it returns once
+// the tool root includes every commit announced so far (at once when the
+// node is in no cluster, or has nothing pending).
+func (n *Node) syncTools(ctx context.Context) error {
+	c := n.cluster()
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	commits := make([]string, 0, len(c.pending))
+	for k := range c.pending {
+		commits = append(commits, k)
+	}
+	c.mu.Unlock()
+	for _, commit := range commits {
+		if _, err := n.gitClient.WaitFor(ctx, commit, 0); err != nil {
+			return fmt.Errorf("the tool root is not up to date with the cluster (commit %s another node pushed): %w", commit, err)
+		}
+	}
+	return nil
+}
+
+// forgeFor reuses or forges a tool for spec on behalf of caller: through
+// the spec's grain, wherever the cluster placed it, when the node is in a
+// cluster; through the local forge actor otherwise.
+func (n *Node) forgeFor(ctx context.Context, spec string, caller *executor.Caller) (forge.Result, error) {
+	c := n.cluster()
+	if c == nil {
+		return n.forgeClient.Forge(ctx, spec, caller)
+	}
+	if caller != nil {
+		home := *caller
+		home.Home = c.m.Address()
+		caller = &home
+	}
+	g := forge.GrainClient{
+		Request: func(ctx context.Context, id string, msg proto.Message) (proto.Message, error) {
+			return c.m.Request(ctx, forge.GrainKind, id, msg)
+		},
+		Tell: func(id string, msg proto.Message) { c.m.Send(forge.GrainKind, id, msg) },
+	}
+	res, err := g.Forge(ctx, spec, caller)
+	if err == nil && res.Commit != "" {
+		// The grain may have run elsewhere: this node's tree includes the
+		// tool before forge_tool answers.
+		if _, err := n.gitClient.Announce(ctx, res.Commit, ""); err != nil {
+			return res, fmt.Errorf("forge_tool: the tool was forged as %s (commit %s) but did not reach this node's tool root: %w", res.Path, res.Commit, err)
+		}
+	}
+	return res, err
+}
+
+// pendingForge is the forge grain's Pending: the unfinished forge run of
+// the spec whose hash is specHash, claimed for this node (a run another
+// live node holds is left to it).
+func (n *Node) pendingForge(_ context.Context, specHash string) (string, bool, error) {
+	j := n.opts.Journal
+	if j == nil {
+		return "", false, nil
+	}
+	runs, err := j.Unfinished()
+	if err != nil {
+		return "", false, err
+	}
+	for _, r := range runs {
+		if r.Kind != forge.Kind {
+			continue
+		}
+		var a struct {
+			Spec string `json:"spec"`
+		}
+		if json.Unmarshal(r.Args, &a) != nil || forge.SpecHash(a.Spec) != specHash {
+			continue
+		}
+		ok, err := j.Claim(r.ID, j.Owner(), 0)
+		if err != nil {
+			return "", false, err
+		}
+		if ok {
+			return r.ID, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// ErrCluster: the node could not join or use its cluster; the message
+// says why.
+var ErrCluster = errors.New("node: cluster")
