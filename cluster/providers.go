@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"reflect"
+	"strconv"
+	"sync"
+	"unsafe"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	"github.com/labstack/echo"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// seedsProvider is protoactor's automanaged provider with its health
+// endpoint on a listener of ours: automanaged binds 0.0.0.0:<port> itself,
+// which would expose it on every interface and needs a fixed port.
+type seedsProvider struct {
+	*automanaged.AutoManagedProvider
+	e    *echo.Echo
+	addr string // host:port of the health endpoint
+
+	mu sync.Mutex
+	c  *pcluster.Cluster
+}
+
+func newSeedsProvider(opts Options) (*seedsProvider, error) {
+	ln := opts.HealthListener
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", net.JoinHostPort(opts.Host, strconv.Itoa(opts.HealthPort)))
+		if err != nil {
+			return nil, fmt.Errorf("%w: the health endpoint cannot listen on %s:%d: %v (pick a free HealthPort, or 0)", ErrJoin, opts.Host, opts.HealthPort, err)
+		}
+	}
+	addr := ln.Addr().String()
+	_, portText, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portText)
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Logger.SetOutput(io.Discard)
+	e.Listener = ln // echo's Start uses it instead of binding its address argument
+	p := &seedsProvider{e: e, addr: addr}
+	e.GET("/_health", func(ctx echo.Context) error {
+		p.mu.Lock()
+		c := p.c
+		p.mu.Unlock()
+		if c == nil {
+			return ctx.NoContent(503)
+		}
+		host, memberPort, err := c.ActorSystem.GetHostPort()
+		if err != nil {
+			return ctx.NoContent(503)
+		}
+		return ctx.JSON(200, automanaged.NewNode(c.Config.Name, c.ActorSystem.ID, host, memberPort, port, c.GetClusterKinds()))
+	})
+	hosts := append([]string(nil), opts.Seeds...)
+	self := false
+	for _, h := range hosts {
+		self = self || h == addr
+	}
+	if !self {
+		hosts = append(hosts, addr)
+	}
+	p.AutoManagedProvider = automanaged.NewWithTesting(opts.RefreshInterval, port, e, hosts...)
+	return p, nil
+}
+
+func (p *seedsProvider) StartMember(c *pcluster.Cluster) error {
+	p.mu.Lock()
+	p.c = c
+	p.mu.Unlock()
+	return p.AutoManagedProvider.StartMember(c)
+}
+
+// close closes the health endpoint (Shutdown does too; a member that
+// failed to start was never shut down).
+func (p *seedsProvider) close() { _ = p.e.Close() }
+
+// etcdProvider is protoactor's etcd provider, with the client it never
+// closes closed at Leave.
+type etcdProvider struct {
+	*etcd.Provider
+	cancel context.CancelFunc
+}
+
+func newEtcdProvider(ctx context.Context, opts Options) (*etcdProvider, error) {
+	cfg := clientv3.Config{Endpoints: opts.Etcd.Endpoints, DialTimeout: opts.Etcd.DialTimeout, Logger: zap.NewNop()}
+	// protoactor's provider waits for etcd without bound: check first.
+	probe, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: etcd client for %v: %v", ErrJoin, opts.Etcd.Endpoints, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, opts.Etcd.DialTimeout)
+	_, err = probe.Get(pctx, opts.Etcd.Prefix, clientv3.WithCountOnly())
+	cancel()
+	_ = probe.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%w: etcd at %v did not answer within %v: %v (is etcd running and reachable?)", ErrJoin, opts.Etcd.Endpoints, opts.Etcd.DialTimeout, err)
+	}
+	cctx, cancelClient := context.WithCancel(context.Background())
+	cfg.Context = cctx
+	p, err := etcd.NewWithConfig(opts.Etcd.Prefix, cfg)
+	if err != nil {
+		cancelClient()
+		return nil, fmt.Errorf("%w: etcd provider: %v", ErrJoin, err)
+	}
+	return &etcdProvider{Provider: p, cancel: cancelClient}, nil
+}
+
+// close cancels and closes the provider's etcd client, which protoactor's
+// Shutdown leaves open (its gRPC connection and its keep-alive and watch
+// goroutines would outlive the member).
+func (p *etcdProvider) close() {
+	p.cancel()
+	if c := etcdClientOf(p.Provider); c != nil {
+		_ = c.Close()
+	}
+}
+
+// etcdClientOf returns the unexported client of protoactor's etcd
+// provider (nil if a protoactor upgrade renamed it: TestUnexportedFields
+// fails then).
+func etcdClientOf(p *etcd.Provider) *clientv3.Client {
+	f := reflect.ValueOf(p).Elem().FieldByName("client")
+	if !f.IsValid() || f.Type() != reflect.TypeOf((*clientv3.Client)(nil)) {
+		return nil
+	}
+	return *(**clientv3.Client)(unsafe.Pointer(f.UnsafeAddr()))
+}
+
+// recoverStream is a gRPC stream interceptor for protoactor's remote
+// server: a message whose protobuf type the node does not link makes
+// protoactor's endpoint reader dereference a nil type and panic on the
+// gRPC stream's goroutine, which kills the process. The interceptor turns
+// that panic into the end of that one connection.
+func recoverStream(log *slog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("a remote message crashed protoactor's endpoint reader: the connection is dropped; "+
+					"is the sender using a protobuf type this node does not link?",
+					slog.Any("panic", r), slog.String("method", info.FullMethod))
+				err = status.Errorf(codes.Internal, "agentos cluster: the receiving node could not decode a message: %v", r)
+			}
+		}()
+		return handler(srv, ss)
+	}
+}
+
+// dialOptions are protoactor's remote dial options (insecure, as its
+// default) plus closeBrokenConns.
+func dialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithStreamInterceptor(closeBrokenConns),
+	}
+}
+
+// closeBrokenConns closes a remote connection once its stream has failed
+// or ended. protoactor's endpoint writer dials a new gRPC connection for
+// every connection attempt and closes only the last one: every failed
+// attempt (to a member that has died or left) leaves a ClientConn that
+// redials forever. Each writer uses one stream per connection, so a
+// connection whose stream is over is never used again.
+func closeBrokenConns(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
+	streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		_ = cc.Close()
+		return nil, err
+	}
+	return &closingStream{ClientStream: s, cc: cc}, nil
+}
+
+type closingStream struct {
+	grpc.ClientStream
+	cc *grpc.ClientConn
+}
+
+func (s *closingStream) SendMsg(m any) error {
+	err := s.ClientStream.SendMsg(m)
+	if err != nil {
+		_ = s.cc.Close()
+	}
+	return err
+}
+
+func (s *closingStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err != nil {
+		_ = s.cc.Close()
+	}
+	return err
+}
+
