@@ -104,6 +104,9 @@ type Config struct {
 	// Cluster makes the node a member of a cluster of agentos nodes (see
 	// ClusterConfig and docs/CLUSTER.md). Default: the node is alone.
 	Cluster ClusterConfig `json:"cluster,omitzero"`
+	// Capability configures capability tokens: the key that signs them.
+	// Default: a random key per process (see CapabilityConfig).
+	Capability CapabilityConfig `json:"capability,omitzero"`
 	// MetricsAddr, when set (e.g. "127.0.0.1:9464"), serves the runtime's
 	// metrics in the Prometheus text format at http://MetricsAddr/metrics.
 	MetricsAddr string `json:"metrics_addr,omitempty"`
@@ -145,6 +148,50 @@ type GitConfig struct {
 	// https://api.github.com). Empty: the branch is pushed, no review opened.
 	GitHubRepo string `json:"github_repo,omitempty"`
 	GitHubAPI  string `json:"github_api,omitempty"`
+}
+
+// CapabilityConfig configures capability tokens.
+type CapabilityConfig struct {
+	// SigningKeyEnv names the environment variable holding the key that
+	// signs and verifies capability tokens: at least 32 random bytes,
+	// written as hexadecimal or base64 (e.g. `openssl rand -hex 32`). Unset:
+	// a random key per process, so a token verifies only in the process
+	// that minted it. IMPORTANT: the key itself never goes in this file; a
+	// clustered node MUST set it (see ClusterCapabilityKey), and every node
+	// of a cluster MUST hold the same key.
+	SigningKeyEnv string `json:"signing_key_env,omitempty"`
+}
+
+// CapabilityKey returns the capability signing key from the environment
+// variable capability.signing_key_env names, decoded (capability.ParseKey);
+// nil, and no error, when the setting is absent (the runtime then uses a
+// random key per process). A setting whose variable is unset or empty, or
+// holds a bad or short key, is an error saying what to do; it never quotes
+// the key.
+func (c Config) CapabilityKey() ([]byte, error) {
+	env := c.Capability.SigningKeyEnv
+	if env == "" {
+		return nil, nil
+	}
+	v := os.Getenv(env)
+	if v == "" {
+		return nil, fmt.Errorf("agentos: capability.signing_key_env names %s, which is not set: export the cluster's signing key in it (at least %d random bytes as hex or base64, e.g. `openssl rand -hex 32`; the same on every node), or remove the setting for a per-process key", env, capability.MinKeyBytes)
+	}
+	key, err := capability.ParseKey(v)
+	if err != nil {
+		return nil, fmt.Errorf("agentos: the capability signing key in %s: %w", env, err)
+	}
+	return key, nil
+}
+
+// ClusterCapabilityKey is CapabilityKey for a node that joins a cluster:
+// there the setting is REQUIRED (tokens minted on one node must verify on
+// the others), so its absence is an error too. Call it before joining.
+func (c Config) ClusterCapabilityKey() ([]byte, error) {
+	if c.Capability.SigningKeyEnv == "" {
+		return nil, fmt.Errorf("agentos: a clustered node needs a shared capability signing key: set \"capability\": {\"signing_key_env\": \"AGENTOS_CAPABILITY_KEY\"} in %s and export the same key (at least %d random bytes as hex or base64, e.g. `openssl rand -hex 32`) in that variable on every node", ConfigFile, capability.MinKeyBytes)
+	}
+	return c.CapabilityKey()
 }
 
 // LLMConfig configures the LLM driver (any OpenAI-compatible chat
@@ -407,6 +454,8 @@ func (c Config) validate(path string) error {
 	}
 	if err := c.Cluster.validate(path); err != nil {
 		return err
+	if env := c.Capability.SigningKeyEnv; env != "" && !envName.MatchString(env) {
+		return fmt.Errorf("%s: capability.signing_key_env %q is not an environment variable name: name the variable that holds the key, e.g. \"AGENTOS_CAPABILITY_KEY\" (the key itself never goes in this file)", path, env)
 	}
 	if r := c.Retention; r.KeepDays < -1 || r.KeepRuns < -1 || r.KeepBytes < -1 {
 		return fmt.Errorf("%s: retention values must be positive, 0 for the default or -1 for no bound", path)

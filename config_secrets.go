@@ -148,11 +148,15 @@ func (c Config) fetchSecrets() map[string]driver.Secret {
 
 // SecretValues returns every secret value the configuration points at, read
 // from the environment now: the secrets' values (raw and rendered), the
-// model's API key, the Git token, the PostgreSQL DSN and its password. The
+// model's API key, the Git token, the capability signing key (as written in
+// its variable), the PostgreSQL DSN and its password. The
 // journal scrubs each of them by value from everything it writes.
 func (c Config) SecretValues() []string {
 	out := driver.Fetch{Secrets: c.fetchSecrets()}.SecretValues()
-	for _, env := range []string{orDefault(c.LLM.APIKeyEnv, llm.EnvAPIKey), orDefault(c.Git.TokenEnv, repo.DefaultTokenEnv)} {
+	for _, env := range []string{orDefault(c.LLM.APIKeyEnv, llm.EnvAPIKey), orDefault(c.Git.TokenEnv, repo.DefaultTokenEnv), c.Capability.SigningKeyEnv} {
+		if env == "" {
+			continue
+		}
 		if v := os.Getenv(env); v != "" {
 			out = append(out, v)
 		}

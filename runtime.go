@@ -175,6 +175,17 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		kopts.Ledger = rt.ledger
 	}
 	kopts.Quota, kopts.Logger = quota, rt.log
+	// capability.signing_key_env: tokens verify on every node holding the
+	// same key; without it the kernel makes a random key for this process.
+	key, err := cfg.CapabilityKey()
+	if err != nil {
+		return rt, err
+	}
+	if key != nil {
+		if kopts.Authority, err = capability.New(capability.Options{Key: key}); err != nil {
+			return rt, err
+		}
+	}
 	k, err := kernel.New(kopts)
 	if err != nil {
 		return rt, err

@@ -20,9 +20,23 @@
 //     chain, was revoked; RevokeHolder kills every token issued to a process
 //     (called when it exits).
 //
-// IMPORTANT: revocation and use counts live in the Authority's memory. Until
-// the cluster shares them, a token revoked on one node is still accepted by
-// another node's Authority.
+// # Across nodes
+//
+// Tokens verify on every node whose Authority has the same key
+// (Options.Key; agentos.json names the environment variable holding it:
+// capability.signing_key_env). Revocations are shared by message: every
+// Revoke and RevokeHolder is reported to the subscribers (Subscribe,
+// Options.OnRevoke) as a signed Revocation, which the cluster publishes
+// (capabilitypb.Revocation) and every other node feeds to Apply
+// (idempotent; it never re-publishes). A node that joins, or missed
+// messages, applies another node's Revoked. Because every token carries
+// its ancestors' ids, a node refuses the descendants of a revoked token even
+// when it never saw the revoked token or them.
+//
+// IMPORTANT: until a revocation reaches a node (publish latency plus
+// Apply; see docs/SECURITY.md), that node still accepts the token. Use
+// counts (Caveats.MaxUses) are NOT shared: a token with MaxUses n passes up
+// to n checks on EACH node.
 //
 // # Quotas
 //

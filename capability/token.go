@@ -115,36 +115,72 @@ var (
 	ErrUsedUp  = errors.New("capability used up")                   // past a MaxUses caveat
 	ErrDenied  = errors.New("capability does not grant this right") // no grant covers the request
 	ErrAmplify = errors.New("attenuation cannot add rights")        // Attenuate asked for more
+	ErrKey     = errors.New("bad capability signing key")           // too short, or not hex or base64 (ParseKey, New)
 )
 
 // Authority issues and checks tokens. It is safe for concurrent use.
+//
+// IMPORTANT (clusters): every node's Authority MUST be built with the same
+// key (Options.Key) for a token minted on one node to verify on another,
+// and the nodes MUST exchange revocations: publish what Subscribe (or
+// Options.OnRevoke) reports, feed what other nodes publish to Apply, and
+// have a joining node Apply another node's Revoked. Use counts
+// (Caveats.MaxUses) are NOT shared: a token with MaxUses n passes up to n
+// checks on EACH node.
 type Authority struct {
 	key []byte
 	now func() time.Time
 
 	mu       sync.Mutex
-	revoked  map[string]bool
+	revoked  map[string]int64 // id -> when it was revoked (Unix ns, the revoking node's clock)
 	uses     map[string]int
 	byHolder map[string][]string // holder -> ids issued to it
+	subs     map[int]func(Revocation)
+	nextSub  int
+}
+
+// Options configure an Authority. The zero value is a fresh random key,
+// valid for this process only, and time.Now.
+type Options struct {
+	// Key signs and verifies tokens: at least 32 random bytes (see
+	// ParseKey). nil: a fresh random key, so tokens verify only in this
+	// process. IMPORTANT: the nodes of a cluster MUST share one key.
+	Key []byte
+	// Now is the clock expiry caveats are checked against (nil: time.Now).
+	Now func() time.Time
+	// OnRevoke, when set, is subscribed at once (see Subscribe).
+	OnRevoke func(Revocation)
 }
 
 // NewAuthority returns an Authority signing with key (at least 32 bytes; nil
 // means a fresh random key, valid for this process only) and reading time
-// from now (nil means time.Now).
+// from now (nil means time.Now). It is New(Options{Key: key, Now: now}).
 func NewAuthority(key []byte, now func() time.Time) (*Authority, error) {
+	return New(Options{Key: key, Now: now})
+}
+
+// New returns an Authority configured by opts. A key shorter than 32 bytes
+// is refused (ErrKey).
+func New(opts Options) (*Authority, error) {
+	key := opts.Key
 	if key == nil {
 		key = make([]byte, 32)
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
 	}
-	if len(key) < 32 {
-		return nil, fmt.Errorf("capability: the signing key has %d bytes; use at least 32 random bytes", len(key))
+	if len(key) < MinKeyBytes {
+		return nil, fmt.Errorf("%w: it has %d bytes; use at least %d random bytes (e.g. the output of `openssl rand -hex 32`)", ErrKey, len(key), MinKeyBytes)
 	}
+	now := opts.Now
 	if now == nil {
 		now = time.Now
 	}
-	return &Authority{key: slices.Clone(key), now: now, revoked: map[string]bool{}, uses: map[string]int{}, byHolder: map[string][]string{}}, nil
+	a := &Authority{key: slices.Clone(key), now: now, revoked: map[string]int64{}, uses: map[string]int{}, byHolder: map[string][]string{}, subs: map[int]func(Revocation){}}
+	if opts.OnRevoke != nil {
+		a.Subscribe(opts.OnRevoke)
+	}
+	return a, nil
 }
 
 func (a *Authority) sign(t *Token) {
@@ -238,11 +274,11 @@ func (a *Authority) state(t Token) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, id := range t.Chain {
-		if a.revoked[id] {
+		if _, dead := a.revoked[id]; dead {
 			return fmt.Errorf("%w: token %s (revoked: %s)", ErrRevoked, t.ID, id)
 		}
 	}
-	if a.revoked[t.ID] {
+	if _, dead := a.revoked[t.ID]; dead {
 		return fmt.Errorf("%w: token %s (revoked: %s)", ErrRevoked, t.ID, t.ID)
 	}
 	var now time.Time
@@ -344,23 +380,4 @@ func describe(gs []Grant) string {
 		parts[i] = string(g.Right) + " on " + orAny(g.Scope)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// Revoke kills the token with id and, transitively, every token derived
-// from it.
-func (a *Authority) Revoke(id string) {
-	a.mu.Lock()
-	a.revoked[id] = true
-	a.mu.Unlock()
-}
-
-// RevokeHolder kills every token issued to holder (and what was derived
-// from them): call it when a process exits.
-func (a *Authority) RevokeHolder(holder string) {
-	a.mu.Lock()
-	for _, id := range a.byHolder[holder] {
-		a.revoked[id] = true
-	}
-	delete(a.byHolder, holder)
-	a.mu.Unlock()
 }

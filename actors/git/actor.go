@@ -33,8 +33,24 @@ type Options struct {
 	// nothing is registered. IMPORTANT: the registry actor MUST NOT send
 	// to the git actor (the git actor waits for its reply).
 	Registry *registry.Client
-	// PersistTimeout bounds one persist (commit, push, retries). Default 1 min.
+	// PersistTimeout bounds one persist (commit, push, retries), and one
+	// pull. Default 1 min.
 	PersistTimeout time.Duration
+	// OnCommitted, when set, is called with every commit this actor pushed
+	// to the shared branch: after each write that published (not a no-op,
+	// not a review or conflict branch), and after a pull that pushed local
+	// commits left unpushed. The cluster publishes it to the other nodes,
+	// which send their git actor an Announce of it (Client.Announce).
+	// IMPORTANT: it runs on the actor's goroutine: it MUST NOT block or
+	// send to this git actor; hand the message to a publisher and return.
+	OnCommitted func(*pb.Committed)
+	// SyncTimeout bounds how long an Announce keeps pulling for a commit
+	// that is not upstream yet, and is a WaitFor's default timeout.
+	// Default 30 s.
+	SyncTimeout time.Duration
+	// RetryPause is the first pause between two pulls for an announced
+	// commit not upstream yet; it doubles up to 2 s. Default 100 ms.
+	RetryPause time.Duration
 }
 
 // Props returns the props of a git actor.
@@ -42,19 +58,49 @@ func Props(opts Options) *actor.Props {
 	if opts.PersistTimeout <= 0 {
 		opts.PersistTimeout = time.Minute
 	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = DefaultSyncTimeout
+	}
+	if opts.RetryPause <= 0 {
+		opts.RetryPause = 100 * time.Millisecond
+	}
 	return actor.PropsFromProducer(func() actor.Actor { return &gitActor{opts: opts} })
 }
 
-type gitActor struct{ opts Options }
+// DefaultSyncTimeout is Options.SyncTimeout's default.
+const DefaultSyncTimeout = 30 * time.Second
+
+type gitActor struct {
+	opts Options
+	// waiters are the Announce and WaitFor requests whose commit the tool
+	// root does not include yet (see announce.go). Lost on a restart:
+	// their callers' requests time out.
+	waiters []*waiter
+	timer   *time.Timer
+	// pause is the current pause between pulls for announced commits;
+	// nextPull when the next one may run.
+	pause    time.Duration
+	nextPull time.Time
+}
 
 // Receive is the git actor's one message switch.
 func (a *gitActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *pb.WriteFile:
 		ctx.Respond(a.onWrite(m))
+		a.resolve(ctx) // a write may have rebased on newer upstream commits
 	case *pb.PatchFile:
 		ctx.Respond(a.onPatch(m))
-	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+		a.resolve(ctx)
+	case *pb.Announce:
+		a.onAnnounce(ctx, m)
+	case *pb.WaitFor:
+		a.onWaitFor(ctx, m)
+	case *tick:
+		a.onTick(ctx)
+	case *actor.Stopping, *actor.Restarting:
+		a.stop(ctx)
+	case *actor.Started, *actor.Stopped:
 	default:
 		ctx.Logger().Warn("git: unknown message", slog.String("type", fmt.Sprintf("%T", m)))
 	}
@@ -118,6 +164,10 @@ func (a *gitActor) write(p string, content []byte, created bool, verb string) *p
 	w.Commit, w.Branch, w.PrUrl = res.Commit, res.Branch, res.PRURL
 	if err != nil {
 		w.Failure = failureOf(fmt.Errorf("%s: %w", p, err))
+		return w
+	}
+	if res.Attempts > 0 && res.Branch == a.opts.Repo.Branch() {
+		a.committed(res.Commit, []string{p})
 	}
 	return w
 }

@@ -81,15 +81,74 @@ func (c *Client) PatchFile(ctx context.Context, path, search, replace string) (W
 	return c.ask(ctx, &pb.PatchFile{Path: path, Search: search, Replace: replace})
 }
 
+// Synced is the result of Announce and WaitFor: the tool root includes
+// Commit.
+type Synced struct {
+	// Commit is the commit asked for.
+	Commit string `json:"commit"`
+	// Head is the tool root's branch head when the actor answered.
+	Head string `json:"head"`
+	// Changed and Deleted are the paths the pulls made for an Announce
+	// added or modified, and removed; Registered the changed files the
+	// registry actor registered as tools.
+	Changed    []string `json:"changed,omitempty"`
+	Deleted    []string `json:"deleted,omitempty"`
+	Registered []string `json:"registered,omitempty"`
+}
+
+// Announce tells the git actor that commit was pushed to branch (a
+// gitpb.Committed another node published; branch "" means this node's). It
+// returns once the tool root includes commit, pulling from the upstream
+// (for at most Options.SyncTimeout when the commit is not upstream yet)
+// and registering every changed tool with the registry actor. Errors wrap
+// ErrCommitNotReached (not reached within the bound, or another branch:
+// the message says what the last pull met), ErrBadCommit, ErrNoRepo,
+// ErrUnavailable, or a registry error when the commit was reached but a
+// pulled tool was not registered (the Synced is filled then).
+func (c *Client) Announce(ctx context.Context, commit, branch string) (Synced, error) {
+	return c.sync(ctx, &pb.Announce{Commit: commit, Branch: branch}, c.timeout())
+}
+
+// WaitFor returns once the tool root includes commit: the barrier before a
+// read that must not see a stale tree. It fetches nothing itself (Announce
+// does), and waits at most timeout (0: Options.SyncTimeout), then fails
+// with ErrCommitNotReached. ErrBadCommit, ErrNoRepo and ErrUnavailable as
+// for Announce.
+func (c *Client) WaitFor(ctx context.Context, commit string, timeout time.Duration) (Synced, error) {
+	ask := c.timeout()
+	if wait := timeout; wait <= 0 {
+		ask = max(ask, DefaultSyncTimeout+10*time.Second)
+	} else {
+		ask = max(ask, wait+10*time.Second)
+	}
+	return c.sync(ctx, &pb.WaitFor{Commit: commit, TimeoutMs: timeout.Milliseconds()}, ask)
+}
+
+func (c *Client) sync(ctx context.Context, req proto.Message, timeout time.Duration) (Synced, error) {
+	name := req.ProtoReflect().Descriptor().Name()
+	res, err := system.Ask(ctx, c.Root, c.PID, req, timeout)
+	if err != nil {
+		return Synced{}, fmt.Errorf("%w: %s to %s: %w; check that the node's git actor is running", ErrUnavailable, name, c.PID, err)
+	}
+	s, ok := res.(*pb.Synced)
+	if !ok {
+		return Synced{}, fmt.Errorf("%w: %s to %s answered %T, want *gitpb.Synced", ErrUnavailable, name, c.PID, res)
+	}
+	return Synced{Commit: s.GetCommit(), Head: s.GetHead(), Changed: s.GetChanged(), Deleted: s.GetDeleted(), Registered: s.GetRegistered()}, errorOf(s.GetFailure())
+}
+
+func (c *Client) timeout() time.Duration {
+	if c.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return c.Timeout
+}
+
 // ask sends req and waits for the Written, at most Timeout and until ctx
 // ends.
 func (c *Client) ask(ctx context.Context, req proto.Message) (Written, error) {
 	name := req.ProtoReflect().Descriptor().Name()
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	res, err := system.Ask(ctx, c.Root, c.PID, req, timeout)
+	res, err := system.Ask(ctx, c.Root, c.PID, req, c.timeout())
 	if err != nil {
 		return Written{}, fmt.Errorf("%w: %s to %s (a write already sent may still happen): %w; check that the node's git actor is running", ErrUnavailable, name, c.PID, err)
 	}

@@ -18,4 +18,15 @@ var (
 	// (stopped, timed out, the ctx ended) or an unexpected one. The write
 	// may or may not have happened: read the file to know.
 	ErrUnavailable = errors.New("the git actor did not answer")
+	// ErrNoRepo: Announce or WaitFor reached a git actor without a Repo
+	// (tools are not kept in Git on this node).
+	ErrNoRepo = errors.New("this node keeps its tools in no Git repository")
+	// ErrBadCommit: Announce or WaitFor named something that is not a
+	// commit hash (40 hexadecimal digits).
+	ErrBadCommit = errors.New("not a commit hash")
+	// ErrCommitNotReached: the tool root did not come to include the
+	// commit within the bound (Announce: Options.SyncTimeout of pulling;
+	// WaitFor: its timeout), or the commit is on another branch. The error
+	// says what the last pull met.
+	ErrCommitNotReached = errors.New("the tool root does not include the commit")
 )

@@ -29,7 +29,8 @@ const (
 
 // Failure is an error crossing the wire. code is stable and names the
 // sentinel error it wraps: "search_not_found", "empty_search",
-// "not_compiled" (package git); "registry_persist", "registry_closed",
+// "not_compiled", "no_repo", "bad_commit", "commit_not_reached",
+// "unavailable" (package git); "registry_persist", "registry_closed",
 // "registry_scan", "registry_options", "registry_not_registered",
 // "registry_unavailable" (package registry: the write was not registered);
 // "conflict", "rejected", "upstream", "pull_request", "repo_closed",
@@ -415,6 +416,289 @@ func (x *Written) GetFailure() *Failure {
 	return nil
 }
 
+// Committed announces a commit the git actor pushed to the shared branch:
+// the node's Options.OnCommitted receives it after every write that
+// published (and after a pull that pushed local commits left unpushed), and
+// the cluster publishes it to the other nodes, whose git actors are sent an
+// Announce of it. It is not a request: no actor answers it.
+type Committed struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// commit is the full hash of the shared branch's head after the push.
+	Commit string `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
+	// branch is the shared branch, e.g. "main".
+	Branch string `protobuf:"bytes,2,opt,name=branch,proto3" json:"branch,omitempty"`
+	// paths are the files the write changed (relative to the tool root);
+	// empty when unknown (commits left unpushed by a crash).
+	Paths         []string `protobuf:"bytes,3,rep,name=paths,proto3" json:"paths,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Committed) Reset() {
+	*x = Committed{}
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Committed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Committed) ProtoMessage() {}
+
+func (x *Committed) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Committed.ProtoReflect.Descriptor instead.
+func (*Committed) Descriptor() ([]byte, []int) {
+	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Committed) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *Committed) GetBranch() string {
+	if x != nil {
+		return x.Branch
+	}
+	return ""
+}
+
+func (x *Committed) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+// Announce tells the git actor that another node pushed commit to the
+// shared branch. The actor pulls from the upstream (the repo's sync: fetch,
+// local work rebased on it) until its tree includes commit, retrying for a
+// bounded time (Options.SyncTimeout) when it is not there yet, and
+// registers every changed file with the registry actor (Register) as a
+// write does. Sender: the node's cluster subscriber. Reply: Synced, at once
+// when the tree already includes commit; failure "commit_not_reached"
+// after the bound, "bad_commit", or "no_repo".
+type Announce struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Commit string                 `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
+	// branch is the branch commit was pushed to (Committed.branch); empty:
+	// this node's branch. Another branch than this node's fails at once.
+	Branch        string `protobuf:"bytes,2,opt,name=branch,proto3" json:"branch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Announce) Reset() {
+	*x = Announce{}
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Announce) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Announce) ProtoMessage() {}
+
+func (x *Announce) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Announce.ProtoReflect.Descriptor instead.
+func (*Announce) Descriptor() ([]byte, []int) {
+	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Announce) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *Announce) GetBranch() string {
+	if x != nil {
+		return x.Branch
+	}
+	return ""
+}
+
+// WaitFor asks the git actor to answer once the tool root includes commit:
+// the barrier a call that must not read a stale tree (exec_tool, read_file)
+// passes first, with the latest commit the node was announced. It fetches
+// nothing itself: Announce (or a local write that rebased) brings commits.
+// Sender: the kernel tools. Reply: Synced, at once when the tree includes
+// commit; failure "commit_not_reached" after timeout_ms, "bad_commit", or
+// "no_repo".
+type WaitFor struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Commit string                 `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
+	// timeout_ms bounds the wait; 0: Options.SyncTimeout.
+	TimeoutMs     int64 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitFor) Reset() {
+	*x = WaitFor{}
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitFor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitFor) ProtoMessage() {}
+
+func (x *WaitFor) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitFor.ProtoReflect.Descriptor instead.
+func (*WaitFor) Descriptor() ([]byte, []int) {
+	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *WaitFor) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *WaitFor) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+// Synced is the reply to Announce and WaitFor.
+type Synced struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// commit is the commit asked for.
+	Commit string `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
+	// head is the tool root's branch head when the reply was sent.
+	Head string `protobuf:"bytes,2,opt,name=head,proto3" json:"head,omitempty"`
+	// changed and deleted are the paths the pulls made for this request
+	// added or modified, and removed (Announce only).
+	Changed []string `protobuf:"bytes,3,rep,name=changed,proto3" json:"changed,omitempty"`
+	Deleted []string `protobuf:"bytes,4,rep,name=deleted,proto3" json:"deleted,omitempty"`
+	// registered are the changed paths the registry actor registered as
+	// tools (Announce only).
+	Registered []string `protobuf:"bytes,5,rep,name=registered,proto3" json:"registered,omitempty"`
+	// failure is why the tree does not include commit; unset on success.
+	Failure       *Failure `protobuf:"bytes,6,opt,name=failure,proto3" json:"failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Synced) Reset() {
+	*x = Synced{}
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Synced) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Synced) ProtoMessage() {}
+
+func (x *Synced) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Synced.ProtoReflect.Descriptor instead.
+func (*Synced) Descriptor() ([]byte, []int) {
+	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Synced) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *Synced) GetHead() string {
+	if x != nil {
+		return x.Head
+	}
+	return ""
+}
+
+func (x *Synced) GetChanged() []string {
+	if x != nil {
+		return x.Changed
+	}
+	return nil
+}
+
+func (x *Synced) GetDeleted() []string {
+	if x != nil {
+		return x.Deleted
+	}
+	return nil
+}
+
+func (x *Synced) GetRegistered() []string {
+	if x != nil {
+		return x.Registered
+	}
+	return nil
+}
+
+func (x *Synced) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
 var File_actors_git_gitpb_git_proto protoreflect.FileDescriptor
 
 const file_actors_git_gitpb_git_proto_rawDesc = "" +
@@ -445,7 +729,27 @@ const file_actors_git_gitpb_git_proto_rawDesc = "" +
 	"\x06branch\x18\x06 \x01(\tR\x06branch\x12\x15\n" +
 	"\x06pr_url\x18\a \x01(\tR\x05prUrl\x12\x12\n" +
 	"\x04held\x18\b \x01(\bR\x04held\x121\n" +
-	"\afailure\x18\t \x01(\v2\x17.agentos.git.v1.FailureR\afailureB7Z5github.com/agentos-run/agentos/actors/git/gitpb;gitpbb\x06proto3"
+	"\afailure\x18\t \x01(\v2\x17.agentos.git.v1.FailureR\afailure\"Q\n" +
+	"\tCommitted\x12\x16\n" +
+	"\x06commit\x18\x01 \x01(\tR\x06commit\x12\x16\n" +
+	"\x06branch\x18\x02 \x01(\tR\x06branch\x12\x14\n" +
+	"\x05paths\x18\x03 \x03(\tR\x05paths\":\n" +
+	"\bAnnounce\x12\x16\n" +
+	"\x06commit\x18\x01 \x01(\tR\x06commit\x12\x16\n" +
+	"\x06branch\x18\x02 \x01(\tR\x06branch\"@\n" +
+	"\aWaitFor\x12\x16\n" +
+	"\x06commit\x18\x01 \x01(\tR\x06commit\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\"\xbb\x01\n" +
+	"\x06Synced\x12\x16\n" +
+	"\x06commit\x18\x01 \x01(\tR\x06commit\x12\x12\n" +
+	"\x04head\x18\x02 \x01(\tR\x04head\x12\x18\n" +
+	"\achanged\x18\x03 \x03(\tR\achanged\x12\x18\n" +
+	"\adeleted\x18\x04 \x03(\tR\adeleted\x12\x1e\n" +
+	"\n" +
+	"registered\x18\x05 \x03(\tR\n" +
+	"registered\x121\n" +
+	"\afailure\x18\x06 \x01(\v2\x17.agentos.git.v1.FailureR\afailureB7Z5github.com/agentos-run/agentos/actors/git/gitpb;gitpbb\x06proto3"
 
 var (
 	file_actors_git_gitpb_git_proto_rawDescOnce sync.Once
@@ -459,22 +763,27 @@ func file_actors_git_gitpb_git_proto_rawDescGZIP() []byte {
 	return file_actors_git_gitpb_git_proto_rawDescData
 }
 
-var file_actors_git_gitpb_git_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_actors_git_gitpb_git_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_actors_git_gitpb_git_proto_goTypes = []any{
 	(*Failure)(nil),   // 0: agentos.git.v1.Failure
 	(*Conflict)(nil),  // 1: agentos.git.v1.Conflict
 	(*WriteFile)(nil), // 2: agentos.git.v1.WriteFile
 	(*PatchFile)(nil), // 3: agentos.git.v1.PatchFile
 	(*Written)(nil),   // 4: agentos.git.v1.Written
+	(*Committed)(nil), // 5: agentos.git.v1.Committed
+	(*Announce)(nil),  // 6: agentos.git.v1.Announce
+	(*WaitFor)(nil),   // 7: agentos.git.v1.WaitFor
+	(*Synced)(nil),    // 8: agentos.git.v1.Synced
 }
 var file_actors_git_gitpb_git_proto_depIdxs = []int32{
 	1, // 0: agentos.git.v1.Failure.conflict:type_name -> agentos.git.v1.Conflict
 	0, // 1: agentos.git.v1.Written.failure:type_name -> agentos.git.v1.Failure
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	0, // 2: agentos.git.v1.Synced.failure:type_name -> agentos.git.v1.Failure
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_actors_git_gitpb_git_proto_init() }
@@ -488,7 +797,7 @@ func file_actors_git_gitpb_git_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_git_gitpb_git_proto_rawDesc), len(file_actors_git_gitpb_git_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

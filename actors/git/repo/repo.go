@@ -73,6 +73,9 @@ type Repo struct {
 	// checkout and that the upstream does not have: they stay local (never
 	// committed unless a Persist names them). Kept in .git/info/exclude.
 	localOnly map[string]bool
+	// published is the head a sync pushed (local commits left unpushed),
+	// for Pull to report; zero when it pushed nothing.
+	published plumbing.Hash
 }
 
 // conflictRecord is a working file whose version was pushed to a conflict

@@ -97,6 +97,7 @@ func (r *Repo) sync(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			r.published = r.local
 		}
 	}
 	if err := r.saveRefs(); err != nil {
