@@ -454,6 +454,7 @@ func (c Config) validate(path string) error {
 	}
 	if err := c.Cluster.validate(path); err != nil {
 		return err
+	}
 	if env := c.Capability.SigningKeyEnv; env != "" && !envName.MatchString(env) {
 		return fmt.Errorf("%s: capability.signing_key_env %q is not an environment variable name: name the variable that holds the key, e.g. \"AGENTOS_CAPABILITY_KEY\" (the key itself never goes in this file)", path, env)
 	}
