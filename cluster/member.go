@@ -23,16 +23,18 @@ import (
 // Member is this process's member of a protoactor cluster: its own actor
 // system, remote and cluster. Its methods are safe for concurrent use.
 type Member struct {
-	opts  Options
-	log   *slog.Logger
-	sys   *system.System
-	c     *pcluster.Cluster
-	root  *actor.RootContext
-	prov  provider
-	topo  *eventstream.Subscription
-	life  context.Context // ends at Leave
-	stop  context.CancelFunc
-	resub chan struct{} // a topology change asks the subscriptions to be renewed
+	opts Options
+	log  *slog.Logger
+	sys  *system.System
+	// ownSys: the member made sys, and Leave shuts it down.
+	ownSys bool
+	c      *pcluster.Cluster
+	root   *actor.RootContext
+	prov   provider
+	topo   *eventstream.Subscription
+	life   context.Context // ends at Leave
+	stop   context.CancelFunc
+	resub  chan struct{} // a topology change asks the subscriptions to be renewed
 
 	mu          sync.Mutex
 	self        string                // this member's id, once seen in a topology
@@ -111,11 +113,15 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	sys := system.New(system.Options{Logger: opts.Logger, Level: opts.Level})
+	sys, own := opts.System, opts.System == nil
+	if own {
+		sys = system.New(system.Options{Logger: opts.Logger, Level: opts.Level})
+	}
 	m := &Member{
 		opts:        opts,
 		log:         opts.Logger.With(slog.String("component", "cluster")),
 		sys:         sys,
+		ownSys:      own,
 		root:        sys.Root(),
 		resub:       make(chan struct{}, 1),
 		members:     map[string]MemberInfo{},
@@ -136,7 +142,9 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	}
 	if err != nil {
 		m.stop()
-		_ = sys.Shutdown(time.Second)
+		if own {
+			_ = sys.Shutdown(time.Second)
+		}
 		return nil, err
 	}
 	m.prov = prov
@@ -166,7 +174,9 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	if err := m.start(); err != nil {
 		m.stop()
 		prov.close()
-		_ = sys.Shutdown(time.Second)
+		if own {
+			_ = sys.Shutdown(time.Second)
+		}
 		return nil, err
 	}
 	go m.resubscriber()
@@ -392,13 +402,17 @@ func (m *Member) leave(ctx context.Context) error {
 	})
 	step("stop grains", func() error { m.c.IdentityLookup.Shutdown(); return nil })
 	m.sys.ActorSystem().EventStream.Unsubscribe(m.topo)
-	step("stop actors", func() error {
-		timeout := system.DefaultStopTimeout
-		if d, ok := ctx.Deadline(); ok {
-			timeout = time.Until(d)
-		}
-		return m.sys.Shutdown(timeout)
-	})
+	if m.ownSys {
+		step("stop actors", func() error {
+			timeout := system.DefaultStopTimeout
+			if d, ok := ctx.Deadline(); ok {
+				timeout = time.Until(d)
+			}
+			return m.sys.Shutdown(timeout)
+		})
+	} else {
+		step("stop subscriptions", func() error { m.stopSubscriptions(); return nil })
+	}
 	step("stop gossip", func() error { m.c.Gossip.Shutdown(); return nil })
 	step("stop remote", func() error { m.c.Remote.Shutdown(true); return nil })
 	m.prov.close()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/agentos-run/agentos/actors/system"
 )
 
 // The membership providers Options.Provider names.
@@ -96,6 +98,13 @@ type Options struct {
 
 	// Etcd configures ProviderEtcd.
 	Etcd EtcdOptions
+
+	// System, when set, is the actor system the member runs on (a node's,
+	// whose actors then become reachable from the other members); nil: the
+	// member makes its own. IMPORTANT: a given System stays its owner's:
+	// Leave stops the member's grains, subscriptions, gossip and remote on
+	// it but does not shut it down (its owner does, after Leave).
+	System *system.System
 
 	// Kinds are the cluster kinds this member hosts.
 	Kinds []Kind

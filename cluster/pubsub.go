@@ -126,3 +126,18 @@ func (m *Member) resubscriber() {
 		}
 	}
 }
+
+// stopSubscriptions stops the subscriber actors (Leave on a System the
+// member does not own: the owner's shutdown comes later).
+func (m *Member) stopSubscriptions() {
+	m.mu.Lock()
+	pids := make([]*actor.PID, 0, len(m.subs))
+	for s := range m.subs {
+		pids = append(pids, s.pid)
+	}
+	clear(m.subs)
+	m.mu.Unlock()
+	for _, pid := range pids {
+		_ = m.sys.Root().StopFuture(pid).Wait()
+	}
+}
