@@ -265,7 +265,7 @@ func TestFailedWriteKeepsOtherRunsEntries(t *testing.T) {
 // the run's entries bucket goes (bbolt: incompatible value).
 func plantConflict(t *testing.T, j *Journal, id string) {
 	t.Helper()
-	if err := j.db.Update(func(tx *bolt.Tx) error {
+	if err := j.st.(*boltStore).db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketEntries).Put([]byte(id), []byte("not a bucket"))
 	}); err != nil {
 		t.Fatal(err)
