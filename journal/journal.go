@@ -175,6 +175,7 @@ type write struct {
 	meta   []byte // encoded RunMeta, or nil
 	reset  bool   // delete the run's entries first (Import)
 	create bool   // meta is a new run's: fail with errRunExists if the id is taken
+	sync   bool   // commit durably whatever the mode (Run.Durable)
 	// claim, with meta, makes owner the run's holder until until (a
 	// shared journal; the embedded one ignores it).
 	claim bool
@@ -519,7 +520,7 @@ func (j *Journal) record(run string, scope *secretSet, c driver.Call, val json.R
 		e.Response = j.redact.jsonIn(val, scope)
 	}
 	entry, blobs := j.encodeEntry(&e)
-	return j.submit(&write{run: run, seq: c.Seq, entry: entry, blobs: blobs}, durable || j.opts.Durability == SyncEach)
+	return j.submit(&write{run: run, seq: c.Seq, entry: entry, blobs: blobs, sync: durable}, durable || j.opts.Durability == SyncEach)
 }
 
 // End records how the run ended (committed before it returns). It returns
