@@ -54,7 +54,8 @@ const StatusInterrupted = "interrupted"
 // rebooted since, or no live process is the host (no process has its pid,
 // or the one that has started after the host took the run). In a shared
 // (PostgreSQL) journal, where the host may be another machine, the claim
-// alone tells: the host is gone once its claim lapsed (or it let it go). It
+// alone tells: the host is gone once its claim lapsed (or it let it go), by
+// this machine's clock. It
 // is false when it cannot tell (a run recorded before agentos kept its
 // host).
 func (h Host) Gone() bool {

@@ -22,6 +22,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv("AGENTOS_PG_CRASH_CHILD") == "1" {
+		pgCrashChild()
+		return
+	}
 	// The package's PostgreSQL server (backend_test.go) stops after the
 	// leak check: it is another process, not a goroutine.
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
