@@ -66,6 +66,14 @@ type Config struct {
 	// Journal is the journal file, relative to the root. Default
 	// ".agentos/journal.db".
 	Journal string `json:"journal,omitempty"`
+	// JournalPostgresDSNEnv names an environment variable holding the DSN
+	// of a PostgreSQL database (postgres://user:pass@host/db) that keeps
+	// the journal instead of the Journal file: the journal the nodes of a
+	// cluster share, so that any node resumes the runs of a node that died
+	// (see journal.OpenPostgres). IMPORTANT: the DSN carries a password, so
+	// it never goes in this file. An explicit --journal PATH still opens
+	// that file.
+	JournalPostgresDSNEnv string `json:"journal_postgres_dsn_env,omitempty"`
 	// Retention bounds the journal. Default: the runs of the last 30 days,
 	// at most 1 GiB stored.
 	Retention RetentionConfig `json:"retention,omitzero"`

@@ -161,7 +161,10 @@ func (c Config) SecretValues() []string {
 			out = append(out, v)
 		}
 	}
-	if env := c.SQL.PostgresDSNEnv; env != "" {
+	for _, env := range []string{c.SQL.PostgresDSNEnv, c.JournalPostgresDSNEnv} {
+		if env == "" {
+			continue
+		}
 		if dsn := os.Getenv(env); dsn != "" {
 			out = append(out, dsn)
 			if u, err := url.Parse(dsn); err == nil && u.User != nil {
@@ -180,6 +183,23 @@ func (c Config) SecretValues() []string {
 	return out
 }
 
+// JournalDSN returns the DSN of the PostgreSQL journal
+// (journal_postgres_dsn_env), "" when the journal is the embedded file. A
+// setting naming an unset variable is an error, never a silent fallback to
+// the file: a node that recorded apart from its cluster could not be
+// resumed by it.
+func (c Config) JournalDSN() (string, error) {
+	env := c.JournalPostgresDSNEnv
+	if env == "" {
+		return "", nil
+	}
+	dsn := os.Getenv(env)
+	if dsn == "" {
+		return "", fmt.Errorf("agentos: journal_postgres_dsn_env names %s, which is not set: export the journal's PostgreSQL DSN in it, or remove the setting to use the embedded journal file", env)
+	}
+	return dsn, nil
+}
+
 // JournalOptions returns the journal options of the tool root at root:
 // every configured secret scrubbed by value, and the reads of files under
 // secret_paths sealed (see journal.Options.Seal).
@@ -191,19 +211,29 @@ func (c Config) JournalOptions(root string) journal.Options {
 	return opts
 }
 
-// OpenJournal opens the journal at path (empty: the tool root's,
-// .agentos/journal.db) with JournalOptions, creating its directory 0700,
-// and registers the content of the files under secret_paths as secrets, so
-// that they are scrubbed wherever they appear (a model's prompt that quotes
-// one included).
+// OpenJournal opens the journal at path (empty: the tool root's: the
+// PostgreSQL journal when journal_postgres_dsn_env is set, else
+// .agentos/journal.db) with JournalOptions, creating a file's directory
+// 0700, and registers the content of the files under secret_paths as
+// secrets, so that they are scrubbed wherever they appear (a model's prompt
+// that quotes one included).
 func (c Config) OpenJournal(root, path string) (*journal.Journal, error) {
-	if path == "" {
-		path = c.JournalPath(root)
+	var j *journal.Journal
+	dsn, err := c.JournalDSN()
+	switch {
+	case err != nil && path == "":
+		return nil, err
+	case dsn != "" && path == "":
+		j, err = journal.OpenPostgres(dsn, c.JournalOptions(root))
+	default:
+		if path == "" {
+			path = c.JournalPath(root)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("agentos: creating %s: %w", filepath.Dir(path), err)
+		}
+		j, err = journal.Open(path, c.JournalOptions(root))
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("agentos: creating %s: %w", filepath.Dir(path), err)
-	}
-	j, err := journal.Open(path, c.JournalOptions(root))
 	if err != nil {
 		return nil, err
 	}

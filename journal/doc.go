@@ -1,6 +1,8 @@
-// Package journal records every driver call of a run in a bbolt file, and
+// Package journal records every driver call of a run in a bbolt file (Open),
+// or in a PostgreSQL database several nodes share (OpenPostgres), and
 // answers them again: to replay a run offline, to replay it against a
-// patched tool, and to resume a run that a crash interrupted.
+// patched tool, and to resume a run that a crash interrupted, on this node
+// or, with PostgreSQL, on another.
 //
 // # The choke point
 //
@@ -44,5 +46,15 @@
 //	             crash may lose more; a process crash loses the queue.
 //
 // In every mode the file stays consistent: bbolt commits are atomic, so a
-// crash never leaves a torn entry or a corrupt file.
+// crash never leaves a torn entry or a corrupt file. OpenPostgres says what
+// each mode means on PostgreSQL.
+//
+// # Sharing a journal
+//
+// A PostgreSQL journal is shared by several nodes. Each run is claimed by
+// the node running it (Begin claims, a live Journal renews its claims
+// every third of Options.Lease); another node resumes it only once it won
+// the claim, after the claim lapsed (Claim, Recover, ErrClaimed). On the
+// embedded file the file lock gives one process the whole journal, and
+// every claim succeeds.
 package journal

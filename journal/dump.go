@@ -2,6 +2,7 @@ package journal
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/agentos-run/agentos/driver"
 )
@@ -25,6 +26,8 @@ func (j *Journal) Export(id string) (Dump, error) {
 	if err != nil {
 		return Dump{}, err
 	}
+	// A claim is which node runs the run now, not part of its record.
+	meta.Owner, meta.LeaseUntil = "", time.Time{}
 	d := Dump{Run: meta, Entries: entries}
 	if d.Entries == nil {
 		d.Entries = []Entry{}

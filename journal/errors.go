@@ -20,6 +20,13 @@ var (
 	// node, or another agentos command in the same tool root); Open gave up
 	// waiting for its lock.
 	ErrLocked = errors.New("another agentos process holds it open")
+	// ErrClaimed: another node holds a live claim on the run (see
+	// Journal.Claim): it is running it. Wait for its claim to lapse (its
+	// node died) or leave the run to it.
+	ErrClaimed = errors.New("another node holds the run")
+	// ErrClaimLost: this node's claim on a run lapsed and another node took
+	// the run over; this node no longer journals its calls.
+	ErrClaimLost = errors.New("the claim on the run was lost")
 )
 
 // Divergence codes: stable, greppable, documented in docs/REPLAY.md.

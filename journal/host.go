@@ -31,6 +31,12 @@ type Host struct {
 	// in-process. It stays set when the run is resumed: IMPORTANT: such a
 	// run MUST never run in-process again.
 	Quarantine string `json:"quarantine,omitempty"`
+	// Owner and LeaseUntil are the claim on the run in a shared
+	// (PostgreSQL) journal: the node that holds it, until when (see
+	// Journal.Claim). They are read from the journal's claim, never
+	// written by a metadata write; empty in the embedded journal.
+	Owner      string    `json:"owner,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
 }
 
 // stamp records this process as the host.
@@ -46,12 +52,18 @@ const StatusInterrupted = "interrupted"
 // Gone reports whether the run's host process is certainly no longer
 // running it: it stopped the run itself (Interrupted), the machine
 // rebooted since, or no live process is the host (no process has its pid,
-// or the one that has started after the host took the run). It is false
-// when it cannot tell (a run recorded before agentos kept its host).
+// or the one that has started after the host took the run). In a shared
+// (PostgreSQL) journal, where the host may be another machine, the claim
+// alone tells: the host is gone once its claim lapsed (or it let it go), by
+// this machine's clock. It
+// is false when it cannot tell (a run recorded before agentos kept its
+// host).
 func (h Host) Gone() bool {
 	switch {
 	case h.Interrupted != "":
 		return true
+	case !h.LeaseUntil.IsZero():
+		return !time.Now().Before(h.LeaseUntil)
 	case h.PID == 0:
 		return false
 	case h.Current():
@@ -113,7 +125,11 @@ func (r *Run) Interrupt(why string) error {
 		why = "interrupted"
 	}
 	r.meta.Interrupted = why
-	return r.j.putMeta(r.meta)
+	if err := r.j.putMeta(r.meta); err != nil {
+		return err
+	}
+	// Stopped here: another node may resume it now.
+	return r.j.letGo(r.meta.ID)
 }
 
 // Rehost records, committed before it returns, that this process is about

@@ -9,13 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
-	"strings"
 	"sync"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
@@ -57,6 +53,15 @@ type Options struct {
 	Seal func(c driver.Call) bool
 	// Now is the clock of run start and end times; nil means time.Now.
 	Now func() time.Time
+	// Owner names this Journal in run claims on a shared (PostgreSQL)
+	// journal: Begin and Recover claim runs for it. Empty: host/pid/random,
+	// unique per Journal. IMPORTANT: two live Journals MUST NOT share an
+	// Owner.
+	Owner string
+	// Lease is how long a claim lasts unless renewed (0: DefaultLease). A
+	// live Journal renews its claims every third of it; a node that dies
+	// leaves its runs resumable by another node once it lapses.
+	Lease time.Duration
 	// BlobThreshold is the size in bytes above which a request or response
 	// is stored once by content hash instead of inside its entry (0:
 	// DefaultBlobThreshold; negative: never).
@@ -139,15 +144,10 @@ type Entry struct {
 // call renders the entry's request the way divergence errors show it.
 func (e *Entry) call() string { return fmt.Sprintf("%s.%s %s", e.Driver, e.Op, e.Request) }
 
-var (
-	bucketRuns    = []byte("runs")
-	bucketEntries = []byte("entries")
-	bucketSources = []byte("sources") // content hash -> tool source
-)
-
-// Journal is an open journal file. It is safe for concurrent use.
+// Journal is an open journal: a bbolt file (Open) or a PostgreSQL database
+// several nodes share (OpenPostgres). It is safe for concurrent use.
 type Journal struct {
-	db     *bolt.DB
+	st     store
 	opts   Options
 	redact *redactor
 	now    func() time.Time
@@ -159,6 +159,10 @@ type Journal struct {
 	closed bool
 
 	sources sync.Map // hashes PutSource kept since Open: Prune leaves them (their run may be starting)
+
+	owner string        // this Journal's name in run claims (Options.Owner)
+	held  sync.Map      // run id -> struct{}: runs this Journal claimed and has not ended
+	stop  chan struct{} // closed by Close: stops the lease renewer
 }
 
 // write is one unit for the writer goroutine.
@@ -170,41 +174,28 @@ type write struct {
 	seq    uint64
 	meta   []byte // encoded RunMeta, or nil
 	reset  bool   // delete the run's entries first (Import)
-	done   chan error
+	create bool   // meta is a new run's: fail with errRunExists if the id is taken
+	sync   bool   // commit durably whatever the mode (Run.Durable)
+	// claim, with meta, makes owner the run's holder until until (a
+	// shared journal; the embedded one ignores it).
+	claim bool
+	owner string
+	until time.Time
+	done  chan error
 }
 
-// Open opens (creating if needed) the journal file at path.
-func Open(path string, opts Options) (*Journal, error) {
-	var db *bolt.DB
-	for attempt := 0; ; attempt++ {
-		was, statErr := os.Stat(path)
-		var err error
-		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.Durability == NoSync, NoFreelistSync: true})
-		if err != nil {
-			if errors.Is(err, bolt.ErrTimeout) {
-				return nil, fmt.Errorf("opening journal %s: %w; stop it or use another journal file", path, ErrLocked)
-			}
-			return nil, fmt.Errorf("opening journal %s: %w", path, err)
-		}
-		// Compact replaces the file while holding the old one's lock: a
-		// lock won on a file no longer at path is the old file's.
-		is, err := os.Stat(path)
-		if statErr != nil || err == nil && os.SameFile(was, is) {
-			break
-		}
-		db.Close()
-		if attempt == 3 {
-			return nil, fmt.Errorf("opening journal %s: the file keeps being replaced (a compaction?); try again", path)
-		}
-	}
-	if err := db.Update(initStorage); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("initialising journal %s: %w", path, err)
-	}
+// newJournal starts a Journal on st.
+func newJournal(st store, opts Options) *Journal {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 4096
 	}
-	j := &Journal{db: db, opts: opts, redact: newRedactor(opts.Redact), now: opts.Now, writes: make(chan *write, opts.MaxBatch)}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	j := &Journal{st: st, opts: opts, redact: newRedactor(opts.Redact), now: opts.Now, writes: make(chan *write, opts.MaxBatch), owner: opts.Owner, stop: make(chan struct{})}
+	if j.owner == "" {
+		j.owner = defaultOwner()
+	}
 	for _, v := range opts.Secrets {
 		j.AddSecret(v)
 	}
@@ -212,7 +203,10 @@ func Open(path string, opts Options) (*Journal, error) {
 		j.now = time.Now
 	}
 	j.wg.Go(j.writer)
-	return j, nil
+	if st.shared() {
+		j.wg.Go(j.renewer)
+	}
+	return j
 }
 
 // usable reports why run's calls cannot be journaled now, if they cannot.
@@ -235,18 +229,25 @@ func (j *Journal) lostWrites(run string) error {
 	return nil
 }
 
-// view runs fn in a read transaction, or reports ErrClosed.
-func (j *Journal) view(fn func(*bolt.Tx) error) error {
+// read runs fn on the storage, or reports ErrClosed.
+func (j *Journal) read(fn func(store) error) error {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
 	if j.closed {
 		return ErrClosed
 	}
-	return j.db.View(fn)
+	return fn(j.st)
 }
 
-// Path returns the journal file's path.
-func (j *Journal) Path() string { return j.db.Path() }
+// Path returns where the journal is: the bbolt file's path, or for
+// PostgreSQL the database's URL without its password
+// ("postgres://user@host:5432/db").
+func (j *Journal) Path() string { return j.st.path() }
+
+// Shared reports whether several processes may use the journal at once (a
+// PostgreSQL journal): runs are then claimed (Claim) before they are
+// resumed.
+func (j *Journal) Shared() bool { return j.st.shared() }
 
 // Close commits what is queued and closes the file. Runs still open stay
 // "running": recovery resumes them later.
@@ -258,9 +259,13 @@ func (j *Journal) Close() error {
 	}
 	j.closed = true
 	close(j.writes)
+	close(j.stop)
 	j.mu.Unlock()
 	j.wg.Wait()
-	return j.db.Close()
+	// The runs still held are not run here any more: their claims lapse
+	// now, so that another node may resume them at once.
+	rerr := j.st.release(j.owner, j.heldRuns(), j.now())
+	return errors.Join(rerr, j.st.close())
 }
 
 // submit hands w to the writer; with wait it returns once w is committed.
@@ -298,7 +303,7 @@ func (j *Journal) writer() {
 				break fill
 			}
 		}
-		err := j.db.Update(func(tx *bolt.Tx) error { return applyAll(tx, batch) })
+		err := j.st.apply(batch)
 		if err == nil {
 			for _, w := range batch {
 				if w.done != nil {
@@ -310,7 +315,7 @@ func (j *Journal) writer() {
 		// One bad write must not take the others down with it: retry each
 		// alone, and remember a failure nobody waits for against its run.
 		for _, w := range batch {
-			werr := j.db.Update(func(tx *bolt.Tx) error { return applyAll(tx, []*write{w}) })
+			werr := j.st.apply([]*write{w})
 			if w.done != nil {
 				w.done <- werr
 			} else if werr != nil {
@@ -318,45 +323,6 @@ func (j *Journal) writer() {
 			}
 		}
 	}
-}
-
-// applyAll puts a batch of writes in one transaction.
-func applyAll(tx *bolt.Tx, batch []*write) error {
-	runs, entries := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries)
-	for _, w := range batch {
-		if w.run == "" {
-			return fmt.Errorf("journal: a write without a run id or hash")
-		}
-		if w.source != nil && tx.Bucket(bucketSources).Get([]byte(w.run)) == nil {
-			if err := tx.Bucket(bucketSources).Put([]byte(w.run), w.source); err != nil {
-				return err
-			}
-		}
-		if err := putBlobs(tx, w.blobs); err != nil {
-			return err
-		}
-		if w.meta != nil {
-			if err := runs.Put([]byte(w.run), w.meta); err != nil {
-				return err
-			}
-		}
-		if w.entry != nil {
-			b, err := entries.CreateBucketIfNotExists([]byte(w.run))
-			if err != nil {
-				return err
-			}
-			b.FillPercent = 1 // a run's calls come in sequence order: full pages
-			if err := b.Put(seqKey(w.seq), w.entry); err != nil {
-				return err
-			}
-		}
-		if w.reset {
-			if err := entries.DeleteBucket([]byte(w.run)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // marshal encodes v as JSON without HTML escaping, so that stored requests
@@ -387,8 +353,12 @@ func (j *Journal) newID() string {
 // Begin records the start of a run (committed before it returns) and
 // returns the handle that records its calls. meta.ID, Started and Status
 // are filled in.
+//
+// On a shared journal the run is claimed by this Journal (see Claim) in the
+// same commit, and its claim is renewed until End, Interrupt or Close.
 func (j *Journal) Begin(meta RunMeta) (*Run, error) {
-	if meta.ID == "" {
+	generated := meta.ID == ""
+	if generated {
 		meta.ID = j.newID()
 	} else if j.exists(meta.ID) {
 		return nil, fmt.Errorf("journal: a run with id %q exists already: run ids are unique (leave RunMeta.ID empty to get a fresh one)", meta.ID)
@@ -400,23 +370,39 @@ func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 	meta.Args, redacted = j.redact.args(meta.Args, scope)
 	meta.ArgsRedacted = meta.ArgsRedacted || redacted
 	meta.Host.stamp()
-	if err := j.putMeta(meta); err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		if generated && attempt > 0 {
+			meta.ID = j.newID()
+		}
+		err := j.putMetaWith(meta, &write{create: true, claim: true})
+		if err == nil {
+			break
+		}
+		// Another node took the same id in the same millisecond (one
+		// chance in 16 million): draw again.
+		if !errors.Is(err, errRunExists) || !generated || attempt == 8 {
+			return nil, err
+		}
 	}
+	j.held.Store(meta.ID, struct{}{})
 	return &Run{j: j, meta: meta, scope: scope}, nil
 }
 
 // exists reports whether a run has exactly this id (Get also matches prefixes).
 func (j *Journal) exists(id string) bool {
 	found := false
-	j.view(func(tx *bolt.Tx) error {
-		found = tx.Bucket(bucketRuns).Get([]byte(id)) != nil
+	j.read(func(st store) error {
+		found, _ = st.exists(id)
 		return nil
 	})
 	return found
 }
 
-func (j *Journal) putMeta(meta RunMeta) error {
+func (j *Journal) putMeta(meta RunMeta) error { return j.putMetaWith(meta, &write{}) }
+
+// putMetaWith writes meta with w's flags (create, claim).
+func (j *Journal) putMetaWith(meta RunMeta, w *write) error {
+	meta.Owner, meta.LeaseUntil = "", time.Time{} // kept by the storage, beside the metadata
 	var redacted bool
 	meta.Args, redacted = j.redact.args(meta.Args, nil)
 	meta.ArgsRedacted = meta.ArgsRedacted || redacted
@@ -427,7 +413,11 @@ func (j *Journal) putMeta(meta RunMeta) error {
 	if err != nil {
 		return err
 	}
-	return j.submit(&write{run: meta.ID, meta: b}, true)
+	w.run, w.meta = meta.ID, b
+	if w.claim {
+		w.owner, w.until = j.owner, j.now().Add(j.opts.Lease)
+	}
+	return j.submit(w, true)
 }
 
 // PutSource keeps a tool's source under its content hash (once), so that a
@@ -447,12 +437,16 @@ func (j *Journal) PutSource(hash string, src []byte) error {
 // Source returns the tool source kept under hash.
 func (j *Journal) Source(hash string) ([]byte, error) {
 	var src []byte
-	err := j.view(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bucketSources).Get([]byte(hash)); v != nil {
-			src = bytes.Clone(v)
-			return nil
+	err := j.read(func(st store) error {
+		v, found, err := st.source(hash)
+		if err != nil {
+			return err
 		}
-		return fmt.Errorf("the journal keeps no source with hash %s", hash)
+		if !found {
+			return fmt.Errorf("the journal keeps no source with hash %s", hash)
+		}
+		src = v
+		return nil
 	})
 	return src, err
 }
@@ -526,7 +520,7 @@ func (j *Journal) record(run string, scope *secretSet, c driver.Call, val json.R
 		e.Response = j.redact.jsonIn(val, scope)
 	}
 	entry, blobs := j.encodeEntry(&e)
-	return j.submit(&write{run: run, seq: c.Seq, entry: entry, blobs: blobs}, durable || j.opts.Durability == SyncEach)
+	return j.submit(&write{run: run, seq: c.Seq, entry: entry, blobs: blobs, sync: durable}, durable || j.opts.Durability == SyncEach)
 }
 
 // End records how the run ended (committed before it returns). It returns
@@ -550,9 +544,10 @@ func (r *Run) End(status string, result, errJSON json.RawMessage) error {
 			r.meta.Status, r.meta.Reason = StatusFailed, err.Error()
 			_ = r.j.putMeta(r.meta)
 		}
+		_ = r.j.letGo(r.meta.ID)
 		return err
 	}
-	return nil
+	return r.j.letGo(r.meta.ID)
 }
 
 // Meta returns the run's metadata as last written.
@@ -561,15 +556,9 @@ func (r *Run) Meta() RunMeta { return r.meta }
 // Runs returns every run's metadata, oldest first.
 func (j *Journal) Runs() ([]RunMeta, error) {
 	var out []RunMeta
-	err := j.view(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
-			var m RunMeta
-			if err := json.Unmarshal(v, &m); err != nil {
-				return err
-			}
-			out = append(out, m)
-			return nil
-		})
+	err := j.read(func(st store) (err error) {
+		out, err = st.runs()
+		return err
 	})
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Started.Before(out[b].Started) })
 	return out, err
@@ -578,20 +567,15 @@ func (j *Journal) Runs() ([]RunMeta, error) {
 // Get returns the run whose id is id or starts with it (a unique prefix).
 func (j *Journal) Get(id string) (RunMeta, error) {
 	var found []RunMeta
-	err := j.view(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketRuns).Cursor()
-		for k, v := c.Seek([]byte(id)); k != nil && bytes.HasPrefix(k, []byte(id)); k, v = c.Next() {
-			var m RunMeta
-			if err := json.Unmarshal(v, &m); err != nil {
-				return err
-			}
+	err := j.read(func(st store) (err error) {
+		found, err = st.prefixed(id)
+		for _, m := range found {
 			if m.ID == id {
 				found = []RunMeta{m}
-				return nil
+				break
 			}
-			found = append(found, m)
 		}
-		return nil
+		return err
 	})
 	switch {
 	case err != nil:
@@ -607,19 +591,9 @@ func (j *Journal) Get(id string) (RunMeta, error) {
 // Entries returns a run's recorded calls in sequence order.
 func (j *Journal) Entries(id string) ([]Entry, error) {
 	var out []Entry
-	err := j.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketEntries).Bucket([]byte(id))
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(_, v []byte) error {
-			e, err := decodeEntry(tx, id, v)
-			if err != nil {
-				return err
-			}
-			out = append(out, e)
-			return nil
-		})
+	err := j.read(func(st store) (err error) {
+		out, err = st.entries(id)
+		return err
 	})
 	return out, err
 }
@@ -627,21 +601,21 @@ func (j *Journal) Entries(id string) ([]Entry, error) {
 // Count returns how many calls run id recorded.
 func (j *Journal) Count(id string) (int, error) {
 	n := 0
-	err := j.view(func(tx *bolt.Tx) error {
-		if b := tx.Bucket(bucketEntries).Bucket([]byte(id)); b != nil {
-			n = b.Stats().KeyN
-		}
-		return nil
+	err := j.read(func(st store) (err error) {
+		n, err = st.count(id)
+		return err
 	})
 	return n, err
 }
 
-// Unfinished returns the runs that started and never ended.
+// Unfinished returns the runs that started and never ended. On a shared
+// journal it leaves out the runs another live node holds (HeldElsewhere):
+// only those this node may resume, or runs itself, are listed.
 func (j *Journal) Unfinished() ([]RunMeta, error) {
 	runs, err := j.Runs()
 	var out []RunMeta
 	for _, r := range runs {
-		if r.Status == StatusRunning {
+		if r.Status == StatusRunning && !j.HeldElsewhere(r) {
 			out = append(out, r)
 		}
 	}
@@ -659,16 +633,9 @@ func (j *Journal) MarkFailed(id, reason string) error {
 	return j.putMeta(m)
 }
 
-// Check runs bbolt's consistency check over the whole file.
+// Check checks the journal's consistency: bbolt's check of the whole file;
+// on PostgreSQL, that every run's metadata and entries decode and every
+// payload an entry refers to is kept.
 func (j *Journal) Check() error {
-	return j.view(func(tx *bolt.Tx) error {
-		var errs []string
-		for err := range tx.Check() {
-			errs = append(errs, err.Error())
-		}
-		if len(errs) > 0 {
-			return fmt.Errorf("journal %s is inconsistent: %s", j.db.Path(), strings.Join(errs, "; "))
-		}
-		return nil
-	})
+	return j.read(func(st store) error { return st.check(j.Path()) })
 }

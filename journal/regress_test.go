@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,192 +22,201 @@ import (
 // comparison) was stored HTML-escaped ("&" -> "\u0026") by json.Marshal of
 // the Entry, and its faithful replay diverged with AGENTOS-J001.
 func TestHTMLCharactersReplay(t *testing.T) {
-	j, _ := openTemp(t, Options{})
-	run := mustBegin(t, j, RunMeta{ID: "html", Kind: "exec"})
-	calls := []driver.Call{
-		call(1, "fetch", "get", `{"url":"https://api.example.com/orders?page=2&limit=50"}`),
-		call(2, "sql", "query", `{"q":"select * from t where a < 3 and b > 4"}`),
-	}
-	h := run.Middleware()(echoDevices().host())
-	for _, c := range calls {
-		if _, err := h.Do(context.Background(), c); err != nil {
+	both(t, func(t *testing.T) {
+		j, _ := openTemp(t, Options{})
+		run := mustBegin(t, j, RunMeta{ID: "html", Kind: "exec"})
+		calls := []driver.Call{
+			call(1, "fetch", "get", `{"url":"https://api.example.com/orders?page=2&limit=50"}`),
+			call(2, "sql", "query", `{"q":"select * from t where a < 3 and b > 4"}`),
+		}
+		h := run.Middleware()(echoDevices().host())
+		for _, c := range calls {
+			if _, err := h.Do(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := run.End(StatusOK, nil, nil); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := run.End(StatusOK, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	for i, e := range mustEntries(t, j, "html") {
-		if string(e.Request) != string(calls[i].Request) {
-			t.Errorf("#%d stored as %s, want the canonical %s", e.Seq, e.Request, calls[i].Request)
+		for i, e := range mustEntries(t, j, "html") {
+			if string(e.Request) != string(calls[i].Request) {
+				t.Errorf("#%d stored as %s, want the canonical %s", e.Seq, e.Request, calls[i].Request)
+			}
 		}
-	}
-	p, err := j.Replayer("html")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rh := p.Middleware()(forbidden(t))
-	for _, c := range calls {
-		if _, err := rh.Do(context.Background(), c); err != nil {
-			t.Errorf("replaying the identical call %s: %v", c, err)
+		p, err := j.Replayer("html")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if d := p.Finish(); d != nil {
-		t.Errorf("Finish = %v", d)
-	}
+		rh := p.Middleware()(forbidden(t))
+		for _, c := range calls {
+			if _, err := rh.Do(context.Background(), c); err != nil {
+				t.Errorf("replaying the identical call %s: %v", c, err)
+			}
+		}
+		if d := p.Finish(); d != nil {
+			t.Errorf("Finish = %v", d)
+		}
+	})
 }
 
 // A hand-written dump (a golden file) need not hold canonical requests: they
 // are made canonical when the recording is loaded.
 func TestImportedNonCanonicalRequestsReplay(t *testing.T) {
-	j, _ := openTemp(t, Options{})
-	d := Dump{
-		Run: RunMeta{ID: "golden", Kind: "exec", Status: StatusOK},
-		Entries: []Entry{
-			{Seq: 1, Driver: "fs", Op: "read_file", Request: json.RawMessage(`{ "path" : "a.json", "enc": "utf8" }`), Response: json.RawMessage(`{"content":"x"}`)},
-			{Seq: 2, Driver: "fetch", Op: "get", Request: json.RawMessage(`{"url":"https://x/?a=1\u0026b=2"}`), Response: json.RawMessage(`1`)},
-		},
-	}
-	if err := j.Import(d); err != nil {
-		t.Fatal(err)
-	}
-	p, err := j.Replayer("golden")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rh := p.Middleware()(forbidden(t))
-	for _, c := range []driver.Call{
-		call(1, "fs", "read_file", `{"enc":"utf8","path":"a.json"}`),
-		call(2, "fetch", "get", `{"url":"https://x/?a=1&b=2"}`),
-	} {
-		if _, err := rh.Do(context.Background(), c); err != nil {
-			t.Errorf("%s: %v", c, err)
+	both(t, func(t *testing.T) {
+		j, _ := openTemp(t, Options{})
+		d := Dump{
+			Run: RunMeta{ID: "golden", Kind: "exec", Status: StatusOK},
+			Entries: []Entry{
+				{Seq: 1, Driver: "fs", Op: "read_file", Request: json.RawMessage(`{ "path" : "a.json", "enc": "utf8" }`), Response: json.RawMessage(`{"content":"x"}`)},
+				{Seq: 2, Driver: "fetch", Op: "get", Request: json.RawMessage(`{"url":"https://x/?a=1\u0026b=2"}`), Response: json.RawMessage(`1`)},
+			},
 		}
-	}
-	if dv := p.Finish(); dv != nil {
-		t.Errorf("Finish = %v", dv)
-	}
+		if err := j.Import(d); err != nil {
+			t.Fatal(err)
+		}
+		p, err := j.Replayer("golden")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rh := p.Middleware()(forbidden(t))
+		for _, c := range []driver.Call{
+			call(1, "fs", "read_file", `{"enc":"utf8","path":"a.json"}`),
+			call(2, "fetch", "get", `{"url":"https://x/?a=1&b=2"}`),
+		} {
+			if _, err := rh.Do(context.Background(), c); err != nil {
+				t.Errorf("%s: %v", c, err)
+			}
+		}
+		if dv := p.Finish(); dv != nil {
+			t.Errorf("Finish = %v", dv)
+		}
+	})
 }
 
 // RunMeta.Args was written by Begin and End without the redactor, and
 // MarkFailed's reason without redactor.text.
 func TestRunArgsAndReasonRedacted(t *testing.T) {
-	const field, literal = "pw-in-args-111", "LITERAL-in-args-222"
-	j, path := openTemp(t, Options{})
-	j.AddSecret(literal)
-	run := mustBegin(t, j, RunMeta{Kind: "exec", Args: json.RawMessage(`{"password":"` + field + `","q":"` + literal + `"}`)})
-	if err := run.End(StatusOK, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	other := mustBegin(t, j, RunMeta{Kind: "exec"})
-	if err := j.MarkFailed(other.ID(), "cannot resume: dsn "+literal+" refused"); err != nil {
-		t.Fatal(err)
-	}
-	m, err := j.Get(run.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(m.Args) != `{"password":"[REDACTED]","q":"[REDACTED]"}` {
-		t.Errorf("stored args %s", m.Args)
-	}
-	if m, _ := j.Get(other.ID()); m.Reason != "cannot resume: dsn [REDACTED] refused" {
-		t.Errorf("stored reason %q", m.Reason)
-	}
-	j.Close()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(raw, []byte("cannot resume: dsn")) {
-		t.Fatal("the scan cannot see the file's contents")
-	}
-	for _, s := range []string{field, literal} {
-		if bytes.Contains(raw, []byte(s)) {
-			t.Errorf("secret %q from RunMeta is in the journal file", s)
+	both(t, func(t *testing.T) {
+		const field, literal = "pw-in-args-111", "LITERAL-in-args-222"
+		j, path := openTemp(t, Options{})
+		j.AddSecret(literal)
+		run := mustBegin(t, j, RunMeta{Kind: "exec", Args: json.RawMessage(`{"password":"` + field + `","q":"` + literal + `"}`)})
+		if err := run.End(StatusOK, nil, nil); err != nil {
+			t.Fatal(err)
 		}
-	}
+		other := mustBegin(t, j, RunMeta{Kind: "exec"})
+		if err := j.MarkFailed(other.ID(), "cannot resume: dsn "+literal+" refused"); err != nil {
+			t.Fatal(err)
+		}
+		m, err := j.Get(run.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Args) != `{"password":"[REDACTED]","q":"[REDACTED]"}` {
+			t.Errorf("stored args %s", m.Args)
+		}
+		if m, _ := j.Get(other.ID()); m.Reason != "cannot resume: dsn [REDACTED] refused" {
+			t.Errorf("stored reason %q", m.Reason)
+		}
+		j.Close()
+		raw := storedBytes(t, path)
+		if !bytes.Contains(raw, []byte("cannot resume: dsn")) {
+			t.Fatal("the scan cannot see the file's contents")
+		}
+		for _, s := range []string{field, literal} {
+			if bytes.Contains(raw, []byte(s)) {
+				t.Errorf("secret %q from RunMeta is in the journal file", s)
+			}
+		}
+	})
 }
 
 // Import said it replaced a run with the same id but left the old run's
 // other entries; Begin now refuses an id that exists.
 func TestImportReplacesRun(t *testing.T) {
-	j, _ := openTemp(t, Options{})
-	run := mustBegin(t, j, RunMeta{ID: "same", Kind: "exec"})
-	h := run.Middleware()(echoDevices().host())
-	for seq := uint64(1); seq <= 5; seq++ {
-		h.Do(context.Background(), call(seq, "clock", "now", ""))
-	}
-	run.End(StatusOK, nil, nil)
+	both(t, func(t *testing.T) {
+		j, _ := openTemp(t, Options{})
+		run := mustBegin(t, j, RunMeta{ID: "same", Kind: "exec"})
+		h := run.Middleware()(echoDevices().host())
+		for seq := uint64(1); seq <= 5; seq++ {
+			h.Do(context.Background(), call(seq, "clock", "now", ""))
+		}
+		run.End(StatusOK, nil, nil)
 
-	d, err := j.Export("same")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Entries = d.Entries[:2] // a shorter recording under the same id
-	if err := j.Import(d); err != nil {
-		t.Fatal(err)
-	}
-	if es := mustEntries(t, j, "same"); len(es) != 2 {
-		t.Errorf("after importing a 2-entry dump over run 'same', it has %d entries", len(es))
-	}
-	if n, err := j.Count("same"); err != nil || n != 2 {
-		t.Errorf("Count = %d, %v; want 2", n, err)
-	}
-	p, _ := j.Replayer("same")
-	rh := p.Middleware()(forbidden(t))
-	rh.Do(context.Background(), call(1, "clock", "now", ""))
-	rh.Do(context.Background(), call(2, "clock", "now", ""))
-	if dv := p.Finish(); dv != nil {
-		t.Errorf("replaying the imported run: %v", dv)
-	}
-	if _, err := j.Begin(RunMeta{ID: "same", Kind: "exec"}); err == nil {
-		t.Error("Begin with the id of an existing run succeeded")
-	}
+		d, err := j.Export("same")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Entries = d.Entries[:2] // a shorter recording under the same id
+		if err := j.Import(d); err != nil {
+			t.Fatal(err)
+		}
+		if es := mustEntries(t, j, "same"); len(es) != 2 {
+			t.Errorf("after importing a 2-entry dump over run 'same', it has %d entries", len(es))
+		}
+		if n, err := j.Count("same"); err != nil || n != 2 {
+			t.Errorf("Count = %d, %v; want 2", n, err)
+		}
+		p, _ := j.Replayer("same")
+		rh := p.Middleware()(forbidden(t))
+		rh.Do(context.Background(), call(1, "clock", "now", ""))
+		rh.Do(context.Background(), call(2, "clock", "now", ""))
+		if dv := p.Finish(); dv != nil {
+			t.Errorf("replaying the imported run: %v", dv)
+		}
+		if _, err := j.Begin(RunMeta{ID: "same", Kind: "exec"}); err == nil {
+			t.Error("Begin with the id of an existing run succeeded")
+		}
+	})
 }
 
 // After Close the read methods returned bbolt's "database not open", which
 // did not wrap ErrClosed.
 func TestReadsAfterCloseWrapErrClosed(t *testing.T) {
-	j, _ := openTemp(t, Options{})
-	mustBegin(t, j, RunMeta{ID: "r", Kind: "exec"})
-	j.Close()
-	for name, f := range map[string]func() error{
-		"Runs":       func() error { _, err := j.Runs(); return err },
-		"Get":        func() error { _, err := j.Get("r"); return err },
-		"Entries":    func() error { _, err := j.Entries("r"); return err },
-		"Count":      func() error { _, err := j.Count("r"); return err },
-		"Unfinished": func() error { _, err := j.Unfinished(); return err },
-		"MarkFailed": func() error { return j.MarkFailed("r", "x") },
-		"Replayer":   func() error { _, err := j.Replayer("r"); return err },
-		"Recover":    func() error { _, err := j.Recover("r"); return err },
-		"Export":     func() error { _, err := j.Export("r"); return err },
-		"Source":     func() error { _, err := j.Source("h"); return err },
-		"Check":      j.Check,
-		"Begin":      func() error { _, err := j.Begin(RunMeta{Kind: "exec"}); return err },
-		"Import":     func() error { return j.Import(Dump{Run: RunMeta{ID: "i"}}) },
-		"PutSource":  func() error { return j.PutSource("h", []byte("x")) },
-	} {
-		if err := f(); !errors.Is(err, ErrClosed) {
-			t.Errorf("%s after Close = %v, want an error wrapping ErrClosed", name, err)
+	both(t, func(t *testing.T) {
+		j, _ := openTemp(t, Options{})
+		mustBegin(t, j, RunMeta{ID: "r", Kind: "exec"})
+		j.Close()
+		for name, f := range map[string]func() error{
+			"Runs":       func() error { _, err := j.Runs(); return err },
+			"Get":        func() error { _, err := j.Get("r"); return err },
+			"Entries":    func() error { _, err := j.Entries("r"); return err },
+			"Count":      func() error { _, err := j.Count("r"); return err },
+			"Unfinished": func() error { _, err := j.Unfinished(); return err },
+			"MarkFailed": func() error { return j.MarkFailed("r", "x") },
+			"Replayer":   func() error { _, err := j.Replayer("r"); return err },
+			"Recover":    func() error { _, err := j.Recover("r"); return err },
+			"Export":     func() error { _, err := j.Export("r"); return err },
+			"Source":     func() error { _, err := j.Source("h"); return err },
+			"Check":      j.Check,
+			"Begin":      func() error { _, err := j.Begin(RunMeta{Kind: "exec"}); return err },
+			"Import":     func() error { return j.Import(Dump{Run: RunMeta{ID: "i"}}) },
+			"PutSource":  func() error { return j.PutSource("h", []byte("x")) },
+		} {
+			if err := f(); !errors.Is(err, ErrClosed) {
+				t.Errorf("%s after Close = %v, want an error wrapping ErrClosed", name, err)
+			}
 		}
-	}
+	})
 }
 
 // Run.Middleware called the device before finding that it could not record:
 // after Close the side effect happened and only its result was withheld.
 func TestDeviceNotCalledAfterClose(t *testing.T) {
-	j, _ := openTemp(t, Options{})
-	run := mustBegin(t, j, RunMeta{Kind: "exec"})
-	dev := echoDevices()
-	h := run.Middleware()(dev.host())
-	j.Close()
-	_, err := h.Do(context.Background(), call(1, "fetch", "post", `{"url":"https://x/charge"}`))
-	if de := abortCode(t, err); de.Code != driver.CodeUnavailable {
-		t.Errorf("error %+v, want code %s", de, driver.CodeUnavailable)
-	}
-	if n := dev.calls.Load(); n != 0 {
-		t.Errorf("the device was called %d time(s) after the journal was closed", n)
-	}
+	both(t, func(t *testing.T) {
+		j, _ := openTemp(t, Options{})
+		run := mustBegin(t, j, RunMeta{Kind: "exec"})
+		dev := echoDevices()
+		h := run.Middleware()(dev.host())
+		j.Close()
+		_, err := h.Do(context.Background(), call(1, "fetch", "post", `{"url":"https://x/charge"}`))
+		if de := abortCode(t, err); de.Code != driver.CodeUnavailable {
+			t.Errorf("error %+v, want code %s", de, driver.CodeUnavailable)
+		}
+		if n := dev.calls.Load(); n != 0 {
+			t.Errorf("the device was called %d time(s) after the journal was closed", n)
+		}
+	})
 }
 
 // Under GroupCommit a batch is one bbolt transaction: one failing write
@@ -265,7 +273,7 @@ func TestFailedWriteKeepsOtherRunsEntries(t *testing.T) {
 // the run's entries bucket goes (bbolt: incompatible value).
 func plantConflict(t *testing.T, j *Journal, id string) {
 	t.Helper()
-	if err := j.db.Update(func(tx *bolt.Tx) error {
+	if err := j.st.(*boltStore).db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketEntries).Put([]byte(id), []byte("not a bucket"))
 	}); err != nil {
 		t.Fatal(err)
@@ -320,29 +328,33 @@ func TestSyncEachFailedWriteWithholdsResult(t *testing.T) {
 }
 
 func TestCount(t *testing.T) {
-	j, _ := openTemp(t, Options{})
-	run := mustBegin(t, j, RunMeta{Kind: "exec"})
-	h := run.Middleware()(echoDevices().host())
-	for seq := uint64(1); seq <= 7; seq++ {
-		h.Do(context.Background(), call(seq, "clock", "now", ""))
-	}
-	run.End(StatusOK, nil, nil)
-	for id, want := range map[string]int{run.ID(): 7, "none": 0} {
-		if n, err := j.Count(id); err != nil || n != want {
-			t.Errorf("Count(%s) = %d, %v; want %d", id, n, err, want)
+	both(t, func(t *testing.T) {
+		j, _ := openTemp(t, Options{})
+		run := mustBegin(t, j, RunMeta{Kind: "exec"})
+		h := run.Middleware()(echoDevices().host())
+		for seq := uint64(1); seq <= 7; seq++ {
+			h.Do(context.Background(), call(seq, "clock", "now", ""))
 		}
-	}
+		run.End(StatusOK, nil, nil)
+		for id, want := range map[string]int{run.ID(): 7, "none": 0} {
+			if n, err := j.Count(id); err != nil || n != want {
+				t.Errorf("Count(%s) = %d, %v; want %d", id, n, err, want)
+			}
+		}
+	})
 }
 
 // Begin refused an id that was a prefix of an existing one: it checked with
 // Get, which also matches unique prefixes.
 func TestBeginAcceptsAnIDThatIsAPrefixOfAnother(t *testing.T) {
-	j, _ := openTemp(t, Options{})
-	mustBegin(t, j, RunMeta{ID: "deploy-10", Kind: "exec"})
-	if _, err := j.Begin(RunMeta{ID: "deploy-1", Kind: "exec"}); err != nil {
-		t.Errorf("Begin(deploy-1) with only deploy-10 in the journal: %v", err)
-	}
-	if _, err := j.Begin(RunMeta{ID: "deploy-10", Kind: "exec"}); err == nil {
-		t.Error("Begin with an existing id must fail")
-	}
+	both(t, func(t *testing.T) {
+		j, _ := openTemp(t, Options{})
+		mustBegin(t, j, RunMeta{ID: "deploy-10", Kind: "exec"})
+		if _, err := j.Begin(RunMeta{ID: "deploy-1", Kind: "exec"}); err != nil {
+			t.Errorf("Begin(deploy-1) with only deploy-10 in the journal: %v", err)
+		}
+		if _, err := j.Begin(RunMeta{ID: "deploy-10", Kind: "exec"}); err == nil {
+			t.Error("Begin with an existing id must fail")
+		}
+	})
 }

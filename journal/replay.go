@@ -161,9 +161,22 @@ type Recovery struct {
 	Redo func(driver.Call) bool
 }
 
-// Recover prepares to resume run id.
+// Recover prepares to resume run id. On a shared journal it first claims
+// the run for this Journal (see Claim), and fails with ErrClaimed while
+// another live node holds it.
 func (j *Journal) Recover(id string) (*Recovery, error) {
-	p, err := j.Replayer(id)
+	meta, err := j.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := j.Claim(meta.ID, j.owner, 0)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, j.claimedError(meta.ID)
+	}
+	p, err := j.Replayer(meta.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -42,8 +42,13 @@ func recordRun(t testing.TB, j *Journal, n int, request, answer func(seq uint64)
 	return r.ID()
 }
 
+// fileSize is the size of the journal file at path, or under postgres
+// what its tables hold.
 func fileSize(t testing.TB, path string) int64 {
 	t.Helper()
+	if _, ok := pgPaths.Load(path); ok {
+		return int64(len(storedBytes(t, path)))
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -57,60 +62,62 @@ func fileSize(t testing.TB, path string) int64 {
 // forty calls that read the same megabyte take about a megabyte, and
 // reading the run back (entries, replay, export) gives every payload whole.
 func TestLargePayloadsStoredOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := Open(path, Options{Durability: NoSync})
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := bigString(1<<20, "page:")
-	small := func(seq uint64) json.RawMessage {
-		return json.RawMessage(fmt.Sprintf(`{"n":%d,"path":"big.txt"}`, seq%2))
-	}
-	id := recordRun(t, j, 40, small, func(uint64) json.RawMessage { return page })
-	// Large requests too: the same megabyte written twenty times.
-	id2 := recordRun(t, j, 20, func(uint64) json.RawMessage { return page }, func(uint64) json.RawMessage { return json.RawMessage(`true`) })
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	size := fileSize(t, path)
-	t.Logf("60 calls carrying the same 1 MiB: a %.1f MiB file", float64(size)/(1<<20))
-	if size > 8<<20 {
-		t.Fatalf("60 calls carrying the same 1 MiB take %d MiB on disk, want it stored once", size>>20)
-	}
-	j = openAt(t, path, Options{})
-	es := mustEntries(t, j, id)
-	if len(es) != 40 || !bytes.Equal(es[39].Response, page) || !bytes.Equal(es[0].Request, small(1)) {
-		t.Fatalf("entries read back: %d, last response %d bytes", len(es), len(es[39].Response))
-	}
-	if es := mustEntries(t, j, id2); len(es) != 20 || !bytes.Equal(es[7].Request, page) {
-		t.Fatal("a large request did not read back whole")
-	}
-	// Replay answers from the blobs.
-	p, err := j.Replayer(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := p.Middleware()(forbidden(t)).Do(context.Background(), driver.Call{Seq: 3, Driver: "fs", Op: "read", Request: small(3)})
-	if err != nil || !bytes.Equal(got, page) {
-		t.Fatalf("replayed answer: %d bytes, %v", len(got), err)
-	}
-	// An export holds the payloads, never a reference to the blob store, and
-	// imports into another journal.
-	d, err := j.Export(id2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(d)
-	if bytes.Contains(b, []byte("_blob")) || len(b) < 20<<20 {
-		t.Fatalf("the export holds blob references or lacks payloads (%d bytes)", len(b))
-	}
-	other := openAt(t, filepath.Join(t.TempDir(), "other.db"), Options{Durability: NoSync})
-	if err := other.Import(d); err != nil {
-		t.Fatal(err)
-	}
-	if es := mustEntries(t, other, id2); len(es) != 20 || !bytes.Equal(es[19].Request, page) {
-		t.Fatal("imported entries do not read back whole")
-	}
+	both(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "journal.db")
+		j, err := openStorage(t, path, Options{Durability: NoSync})
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := bigString(1<<20, "page:")
+		small := func(seq uint64) json.RawMessage {
+			return json.RawMessage(fmt.Sprintf(`{"n":%d,"path":"big.txt"}`, seq%2))
+		}
+		id := recordRun(t, j, 40, small, func(uint64) json.RawMessage { return page })
+		// Large requests too: the same megabyte written twenty times.
+		id2 := recordRun(t, j, 20, func(uint64) json.RawMessage { return page }, func(uint64) json.RawMessage { return json.RawMessage(`true`) })
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		size := fileSize(t, path)
+		t.Logf("60 calls carrying the same 1 MiB: a %.1f MiB file", float64(size)/(1<<20))
+		if size > 8<<20 {
+			t.Fatalf("60 calls carrying the same 1 MiB take %d MiB on disk, want it stored once", size>>20)
+		}
+		j = openAt(t, path, Options{})
+		es := mustEntries(t, j, id)
+		if len(es) != 40 || !bytes.Equal(es[39].Response, page) || !bytes.Equal(es[0].Request, small(1)) {
+			t.Fatalf("entries read back: %d, last response %d bytes", len(es), len(es[39].Response))
+		}
+		if es := mustEntries(t, j, id2); len(es) != 20 || !bytes.Equal(es[7].Request, page) {
+			t.Fatal("a large request did not read back whole")
+		}
+		// Replay answers from the blobs.
+		p, err := j.Replayer(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Middleware()(forbidden(t)).Do(context.Background(), driver.Call{Seq: 3, Driver: "fs", Op: "read", Request: small(3)})
+		if err != nil || !bytes.Equal(got, page) {
+			t.Fatalf("replayed answer: %d bytes, %v", len(got), err)
+		}
+		// An export holds the payloads, never a reference to the blob store, and
+		// imports into another journal.
+		d, err := j.Export(id2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(d)
+		if bytes.Contains(b, []byte("_blob")) || len(b) < 20<<20 {
+			t.Fatalf("the export holds blob references or lacks payloads (%d bytes)", len(b))
+		}
+		other := openAt(t, filepath.Join(t.TempDir(), "other.db"), Options{Durability: NoSync})
+		if err := other.Import(d); err != nil {
+			t.Fatal(err)
+		}
+		if es := mustEntries(t, other, id2); len(es) != 20 || !bytes.Equal(es[19].Request, page) {
+			t.Fatal("imported entries do not read back whole")
+		}
+	})
 }
 
 // A journal written before blobs existed (every payload inline) reads,
@@ -170,79 +177,81 @@ func TestNewerFormatRefused(t *testing.T) {
 // payloads and sources no remaining run refers to; it never deletes a run
 // that has not ended.
 func TestPrune(t *testing.T) {
-	clk := newClock()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := Open(path, Options{Durability: NoSync, Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	shared := bigString(64<<10, "shared:")
-	req := func(seq uint64) json.RawMessage { return json.RawMessage(fmt.Sprintf(`{"seq":%d}`, seq)) }
-	var ids []string
-	for i := range 6 {
-		own := bigString(64<<10, fmt.Sprintf("own%d:", i))
-		if err := j.PutSource(fmt.Sprintf("hash%d", i), []byte("source")); err != nil {
+	both(t, func(t *testing.T) {
+		clk := newClock()
+		path := filepath.Join(t.TempDir(), "journal.db")
+		j, err := openStorage(t, path, Options{Durability: NoSync, Now: clk.Now})
+		if err != nil {
 			t.Fatal(err)
 		}
-		r := mustBegin(t, j, RunMeta{Kind: "exec", Tool: "tools/t.ts", Hash: fmt.Sprintf("hash%d", i)})
-		h := r.Middleware()(driver.HostFunc(func(_ context.Context, c driver.Call) (json.RawMessage, error) {
-			if c.Seq == 1 {
-				return shared, nil
+		shared := bigString(64<<10, "shared:")
+		req := func(seq uint64) json.RawMessage { return json.RawMessage(fmt.Sprintf(`{"seq":%d}`, seq)) }
+		var ids []string
+		for i := range 6 {
+			own := bigString(64<<10, fmt.Sprintf("own%d:", i))
+			if err := j.PutSource(fmt.Sprintf("hash%d", i), []byte("source")); err != nil {
+				t.Fatal(err)
 			}
-			return own, nil
-		}))
-		for seq := uint64(1); seq <= 3; seq++ {
-			h.Do(context.Background(), driver.Call{Seq: seq, Driver: "fs", Op: "read", Request: req(seq)})
+			r := mustBegin(t, j, RunMeta{Kind: "exec", Tool: "tools/t.ts", Hash: fmt.Sprintf("hash%d", i)})
+			h := r.Middleware()(driver.HostFunc(func(_ context.Context, c driver.Call) (json.RawMessage, error) {
+				if c.Seq == 1 {
+					return shared, nil
+				}
+				return own, nil
+			}))
+			for seq := uint64(1); seq <= 3; seq++ {
+				h.Do(context.Background(), driver.Call{Seq: seq, Driver: "fs", Op: "read", Request: req(seq)})
+			}
+			if i < 5 {
+				r.End(StatusOK, nil, nil)
+			} // the last run is still running: never pruned
+			ids = append(ids, r.ID())
+			clk.mu.Lock()
+			clk.t = clk.t.Add(24 * time.Hour)
+			clk.mu.Unlock()
 		}
-		if i < 5 {
-			r.End(StatusOK, nil, nil)
-		} // the last run is still running: never pruned
-		ids = append(ids, r.ID())
-		clk.mu.Lock()
-		clk.t = clk.t.Add(24 * time.Hour)
-		clk.mu.Unlock()
-	}
-	j.Close()
-	j, err = Open(path, Options{Durability: NoSync, Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+		j.Close()
+		j, err = openStorage(t, path, Options{Durability: NoSync, Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
 
-	// Started over 100 hours ago: runs 0 and 1 (and their own payloads and
-	// sources).
-	rep, err := j.Prune(PruneOptions{OlderThan: 100 * time.Hour})
-	if err != nil || rep.Runs != 2 || rep.Blobs != 2 || rep.Sources != 2 || rep.Bytes < 128<<10 {
-		t.Fatalf("prune by age: %+v %v", rep, err)
-	}
-	for _, id := range ids[:2] {
-		if _, err := j.Get(id); !errors.Is(err, ErrNoRun) {
-			t.Fatalf("run %s survived: %v", id, err)
+		// Started over 100 hours ago: runs 0 and 1 (and their own payloads and
+		// sources).
+		rep, err := j.Prune(PruneOptions{OlderThan: 100 * time.Hour})
+		if err != nil || rep.Runs != 2 || rep.Blobs != 2 || rep.Sources != 2 || rep.Bytes < 128<<10 {
+			t.Fatalf("prune by age: %+v %v", rep, err)
 		}
-	}
-	// The shared payload is kept for the runs that remain.
-	if es := mustEntries(t, j, ids[2]); len(es) != 3 || !bytes.Equal(es[0].Response, shared) {
-		t.Fatal("a payload still referenced was deleted")
-	}
-	// Keep the newest finished run: runs 2 and 3 go; 5 is unfinished, kept.
-	if rep, err = j.Prune(PruneOptions{KeepRuns: 1}); err != nil || rep.Runs != 2 || rep.Kept != 2 {
-		t.Fatalf("prune by count: %+v %v", rep, err)
-	}
-	// At most 100 KiB stored: the last finished run goes too, the
-	// unfinished one stays whatever its size.
-	if rep, err = j.Prune(PruneOptions{KeepBytes: 100 << 10}); err != nil || rep.Runs != 1 || rep.Kept != 1 {
-		t.Fatalf("prune by bytes: %+v %v", rep, err)
-	}
-	runs, _ := j.Runs()
-	if len(runs) != 1 || runs[0].ID != ids[5] {
-		t.Fatalf("left: %+v", runs)
-	}
-	if es := mustEntries(t, j, ids[5]); len(es) != 3 || !bytes.Equal(es[0].Response, shared) {
-		t.Fatal("the unfinished run lost its payloads")
-	}
-	if err := j.Check(); err != nil {
-		t.Fatal(err)
-	}
+		for _, id := range ids[:2] {
+			if _, err := j.Get(id); !errors.Is(err, ErrNoRun) {
+				t.Fatalf("run %s survived: %v", id, err)
+			}
+		}
+		// The shared payload is kept for the runs that remain.
+		if es := mustEntries(t, j, ids[2]); len(es) != 3 || !bytes.Equal(es[0].Response, shared) {
+			t.Fatal("a payload still referenced was deleted")
+		}
+		// Keep the newest finished run: runs 2 and 3 go; 5 is unfinished, kept.
+		if rep, err = j.Prune(PruneOptions{KeepRuns: 1}); err != nil || rep.Runs != 2 || rep.Kept != 2 {
+			t.Fatalf("prune by count: %+v %v", rep, err)
+		}
+		// At most 100 KiB stored: the last finished run goes too, the
+		// unfinished one stays whatever its size.
+		if rep, err = j.Prune(PruneOptions{KeepBytes: 100 << 10}); err != nil || rep.Runs != 1 || rep.Kept != 1 {
+			t.Fatalf("prune by bytes: %+v %v", rep, err)
+		}
+		runs, _ := j.Runs()
+		if len(runs) != 1 || runs[0].ID != ids[5] {
+			t.Fatalf("left: %+v", runs)
+		}
+		if es := mustEntries(t, j, ids[5]); len(es) != 3 || !bytes.Equal(es[0].Response, shared) {
+			t.Fatal("the unfinished run lost its payloads")
+		}
+		if err := j.Check(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // Compact gives the space of pruned runs back to the file system; the
@@ -326,30 +335,32 @@ func TestOpenDuringCompaction(t *testing.T) {
 // A quarantined run waits for 'agentos recover --run': retention never
 // deletes it, however old, however many runs follow it.
 func TestPruneKeepsQuarantinedRuns(t *testing.T) {
-	clk := newClock()
-	j, err := Open(filepath.Join(t.TempDir(), "journal.db"), Options{Durability: NoSync, Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	q := mustBegin(t, j, RunMeta{Kind: "exec", Tool: "tools/bomb.ts"})
-	if err := j.Quarantine(q.ID(), "its host died while it ran in-process"); err != nil {
-		t.Fatal(err)
-	}
-	done := mustBegin(t, j, RunMeta{Kind: "exec", Tool: "tools/ok.ts"})
-	done.End(StatusOK, nil, nil)
-	clk.mu.Lock()
-	clk.t = clk.t.Add(1000 * time.Hour)
-	clk.mu.Unlock()
-	for _, opts := range []PruneOptions{{OlderThan: time.Hour}, {KeepRuns: 0, KeepBytes: 1}, {KeepRuns: 1, OlderThan: time.Minute}} {
-		if _, err := j.Prune(opts); err != nil {
+	both(t, func(t *testing.T) {
+		clk := newClock()
+		j, err := openStorage(t, filepath.Join(t.TempDir(), "journal.db"), Options{Durability: NoSync, Now: clk.Now})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if m, err := j.Get(q.ID()); err != nil || m.Status != StatusQuarantined {
-			t.Fatalf("prune %+v: the quarantined run is gone or changed: %+v %v", opts, m, err)
+		defer j.Close()
+		q := mustBegin(t, j, RunMeta{Kind: "exec", Tool: "tools/bomb.ts"})
+		if err := j.Quarantine(q.ID(), "its host died while it ran in-process"); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := j.Get(done.ID()); !errors.Is(err, ErrNoRun) {
-		t.Errorf("the old finished run was kept: %v", err)
-	}
+		done := mustBegin(t, j, RunMeta{Kind: "exec", Tool: "tools/ok.ts"})
+		done.End(StatusOK, nil, nil)
+		clk.mu.Lock()
+		clk.t = clk.t.Add(1000 * time.Hour)
+		clk.mu.Unlock()
+		for _, opts := range []PruneOptions{{OlderThan: time.Hour}, {KeepRuns: 0, KeepBytes: 1}, {KeepRuns: 1, OlderThan: time.Minute}} {
+			if _, err := j.Prune(opts); err != nil {
+				t.Fatal(err)
+			}
+			if m, err := j.Get(q.ID()); err != nil || m.Status != StatusQuarantined {
+				t.Fatalf("prune %+v: the quarantined run is gone or changed: %+v %v", opts, m, err)
+			}
+		}
+		if _, err := j.Get(done.ID()); !errors.Is(err, ErrNoRun) {
+			t.Errorf("the old finished run was kept: %v", err)
+		}
+	})
 }

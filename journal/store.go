@@ -5,15 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Storage. A run's metadata is in the bucket "runs" under its id; its
@@ -37,13 +31,6 @@ const DefaultBlobThreshold = 8 << 10
 // storageFormat is the format this package writes and reads: 1 had no
 // blobs (and no "meta" bucket), 2 adds them. Format 1 journals read as 2.
 const storageFormat = 2
-
-var (
-	bucketBlobs = []byte("blobs") // hex sha256 -> bucket {"p": payload}
-	bucketMeta  = []byte("meta")  // "format" -> storageFormat
-	keyFormat   = []byte("format")
-	keyPayload  = []byte("p")
-)
 
 // blob is a payload to keep under its hash.
 type blob struct {
@@ -91,38 +78,9 @@ func newBlob(data []byte) blob {
 	return blob{hash: hex.EncodeToString(sum[:]), data: data}
 }
 
-// putBlobs keeps each blob unless the journal has it already. The bytes
-// travel with every write that refers to them, so that a blob deleted by a
-// concurrent Prune is put back by the next entry needing it.
-func putBlobs(tx *bolt.Tx, blobs []blob) error {
-	all := tx.Bucket(bucketBlobs)
-	for _, x := range blobs {
-		if all.Bucket([]byte(x.hash)) != nil {
-			continue
-		}
-		b, err := all.CreateBucket([]byte(x.hash))
-		if err != nil {
-			return err
-		}
-		if err := b.Put(keyPayload, x.data); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// getBlob returns the payload kept under hash (nil: none), valid for the
-// transaction only.
-func getBlob(tx *bolt.Tx, hash string) []byte {
-	b := tx.Bucket(bucketBlobs).Bucket([]byte(hash))
-	if b == nil {
-		return nil
-	}
-	return b.Get(keyPayload)
-}
-
-// decodeEntry reads a stored entry, putting its blobs back.
-func decodeEntry(tx *bolt.Tx, run string, v []byte) (Entry, error) {
+// decodeEntry reads a stored entry, putting its blobs back (getBlob
+// returns the payload kept under a hash, nil when there is none).
+func decodeEntry(run string, v []byte, getBlob func(hash string) []byte) (Entry, error) {
 	var s storedEntry
 	if err := json.Unmarshal(v, &s); err != nil {
 		return Entry{}, err
@@ -134,7 +92,7 @@ func decodeEntry(tx *bolt.Tx, run string, v []byte) (Entry, error) {
 		if ref.hash == "" {
 			continue
 		}
-		data := getBlob(tx, ref.hash)
+		data := getBlob(ref.hash)
 		if data == nil {
 			return Entry{}, fmt.Errorf("journal: call #%d of run %s refers to payload %s, which the journal lacks (the file is damaged); delete the run with 'agentos runs prune'", s.Seq, run, ref.hash)
 		}
@@ -163,24 +121,6 @@ func blobRefs(v []byte) []string {
 		}
 	}
 	return out
-}
-
-// initStorage creates the buckets and checks (or writes) the format.
-func initStorage(tx *bolt.Tx) error {
-	for _, b := range [][]byte{bucketRuns, bucketEntries, bucketSources, bucketBlobs, bucketMeta} {
-		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-			return err
-		}
-	}
-	meta := tx.Bucket(bucketMeta)
-	if v := meta.Get(keyFormat); v != nil {
-		n, err := strconv.Atoi(string(v))
-		if err != nil || n > storageFormat {
-			return fmt.Errorf("%w: it has storage format %s, newer than this agentos reads (%d): upgrade agentos to read it, or use another journal file", ErrFormat, v, storageFormat)
-		}
-		return nil
-	}
-	return meta.Put(keyFormat, []byte(strconv.Itoa(storageFormat)))
 }
 
 // PruneOptions choose the finished runs Prune deletes; a run that has not
@@ -216,9 +156,11 @@ type runSize struct {
 
 // Prune deletes the finished runs opts selects, then the payloads and
 // sources no remaining run refers to (a source put by this Journal since it
-// was opened is kept: its run may be starting). The file does not shrink:
-// bbolt reuses the freed pages for later writes; Compact gives them back to
-// the file system. Prune is one transaction: recording waits while it runs.
+// was opened is kept: its run may be starting). A bbolt file does not
+// shrink: bbolt reuses the freed pages for later writes; Compact gives them
+// back to the file system (PostgreSQL: autovacuum reuses the space).
+// Prune is one transaction: recording waits while it runs (on PostgreSQL,
+// the recording of every node sharing the journal).
 func (j *Journal) Prune(opts PruneOptions) (PruneReport, error) {
 	var rep PruneReport
 	if opts.OlderThan <= 0 && opts.KeepRuns <= 0 && opts.KeepBytes <= 0 {
@@ -232,18 +174,15 @@ func (j *Journal) Prune(opts PruneOptions) (PruneReport, error) {
 	}
 	now := j.now()
 	byAge := selectRuns(runs, opts, now)
-	if len(byAge) == 0 && (opts.KeepBytes <= 0 || j.liveBytes() <= opts.KeepBytes) {
+	if len(byAge) == 0 && (opts.KeepBytes <= 0 || j.st.liveBytes() <= opts.KeepBytes) {
 		rep.Kept = len(runs)
 		return rep, nil
 	}
-	j.mu.RLock()
-	defer j.mu.RUnlock()
-	if j.closed {
-		return rep, ErrClosed
-	}
-	err = j.db.Update(func(tx *bolt.Tx) error {
-		rep = PruneReport{}
-		return j.prune(tx, opts, now, &rep)
+	err = j.read(func(st store) error {
+		return st.prune(func(scan *pruneScan) pruneDrop {
+			rep = PruneReport{}
+			return j.decidePrune(scan, opts, now, &rep)
+		})
 	})
 	return rep, err
 }
@@ -272,46 +211,43 @@ func selectRuns(runs []RunMeta, opts PruneOptions, now time.Time) map[string]boo
 	return out
 }
 
-// liveBytes estimates what the file holds: its size less its free pages.
-func (j *Journal) liveBytes() int64 {
-	fi, err := os.Stat(j.db.Path())
-	if err != nil {
-		return 0
-	}
-	s := j.db.Stats()
-	return fi.Size() - int64(s.FreePageN+s.PendingPageN)*int64(j.db.Info().PageSize)
+// pruneScan is what Prune decides from: every run's size and the payloads
+// it refers to, and every payload's and source's size.
+type pruneScan struct {
+	runs       []*runSize
+	blobSize   map[string]int64 // hash -> stored bytes
+	sourceSize map[string]int64 // hash -> stored bytes
 }
 
-func (j *Journal) prune(tx *bolt.Tx, opts PruneOptions, now time.Time, rep *PruneReport) error {
-	runsB, entriesB, blobsB, sourcesB := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs), tx.Bucket(bucketSources)
-	var runs []*runSize
+// pruneDrop is what Prune deletes.
+type pruneDrop struct {
+	runs, blobs, sources []string
+}
+
+// addRefs adds the payloads stored entry v refers to (seen: the ones
+// already added).
+func (r *runSize) addRefs(seen map[string]bool, v []byte) {
+	for _, h := range blobRefs(v) {
+		if !seen[h] {
+			seen[h] = true
+			r.blobs = append(r.blobs, h)
+		}
+	}
+}
+
+// decidePrune chooses what to delete from scan, filling rep: one decision
+// whatever the storage.
+func (j *Journal) decidePrune(scan *pruneScan, opts PruneOptions, now time.Time, rep *PruneReport) pruneDrop {
+	runs := scan.runs
 	var total int64
-	err := runsB.ForEach(func(k, v []byte) error {
-		r := &runSize{own: int64(len(k) + len(v))}
-		if err := json.Unmarshal(v, &r.meta); err != nil {
-			return err
-		}
-		if b := entriesB.Bucket(k); b != nil {
-			seen := map[string]bool{}
-			if err := b.ForEach(func(ek, ev []byte) error {
-				r.own += int64(len(ek) + len(ev))
-				for _, h := range blobRefs(ev) {
-					if !seen[h] {
-						seen[h] = true
-						r.blobs = append(r.blobs, h)
-					}
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
+	for _, r := range runs {
 		total += r.own
-		runs = append(runs, r)
-		return nil
-	})
-	if err != nil {
-		return err
+	}
+	for _, size := range scan.blobSize {
+		total += size
+	}
+	for _, size := range scan.sourceSize {
+		total += size
 	}
 	sort.SliceStable(runs, func(a, b int) bool { return runs[a].meta.Started.Before(runs[b].meta.Started) })
 	refs := map[string]int{}
@@ -320,28 +256,13 @@ func (j *Journal) prune(tx *bolt.Tx, opts PruneOptions, now time.Time, rep *Prun
 			refs[h]++
 		}
 	}
-	blobSize := map[string]int64{}
-	if err := blobsB.ForEachBucket(func(k []byte) error {
-		size := int64(len(k) + len(getBlob(tx, string(k))))
-		blobSize[string(k)] = size
-		total += size
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := sourcesB.ForEach(func(k, v []byte) error {
-		total += int64(len(k) + len(v))
-		return nil
-	}); err != nil {
-		return err
-	}
 	drop := func(r *runSize) {
 		r.deleted = true
 		total -= r.own
 		rep.Bytes += r.own
 		for _, h := range r.blobs {
 			if refs[h]--; refs[h] == 0 {
-				total -= blobSize[h]
+				total -= scan.blobSize[h]
 			}
 		}
 	}
@@ -365,100 +286,33 @@ func (j *Journal) prune(tx *bolt.Tx, opts PruneOptions, now time.Time, rep *Prun
 			}
 		}
 	}
+	var out pruneDrop
 	used := map[string]bool{}
 	for _, r := range runs {
 		if r.deleted {
 			rep.Runs++
-			if err := runsB.Delete([]byte(r.meta.ID)); err != nil {
-				return err
-			}
-			if err := entriesB.DeleteBucket([]byte(r.meta.ID)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
-				return err
-			}
+			out.runs = append(out.runs, r.meta.ID)
 			continue
 		}
 		rep.Kept++
 		used[r.meta.Hash] = true
 	}
-	for h, size := range blobSize {
+	for h, size := range scan.blobSize {
 		if refs[h] > 0 {
 			continue
 		}
 		rep.Blobs++
 		rep.Bytes += size
-		if err := blobsB.DeleteBucket([]byte(h)); err != nil {
-			return err
+		out.blobs = append(out.blobs, h)
+	}
+	for h, size := range scan.sourceSize {
+		if _, fresh := j.sources.Load(h); !used[h] && !fresh {
+			rep.Sources++
+			rep.Bytes += size
+			out.sources = append(out.sources, h)
 		}
 	}
-	var stale [][]byte
-	_ = sourcesB.ForEach(func(k, v []byte) error {
-		if _, fresh := j.sources.Load(string(k)); !used[string(k)] && !fresh {
-			stale = append(stale, bytes.Clone(k))
-			rep.Bytes += int64(len(k) + len(v))
-		}
-		return nil
-	})
-	for _, k := range stale {
-		rep.Sources++
-		if err := sourcesB.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// compactHook, when set (tests), runs when Compact has written the
-// compacted file and still holds the old one's lock, before the rename.
-var compactHook func()
-
-// Compact rewrites the journal file at path without its free pages (left
-// by Prune), in place of the old one, and returns the file's size before
-// and after. IMPORTANT: no process may have the journal open: Compact holds
-// the file's lock throughout and fails when another process holds it (a
-// serving node). A journal opened while Compact replaces the file opens
-// the new file (Open checks that the file it locked is still at path).
-func Compact(path string) (before, after int64, err error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0, 0, fmt.Errorf("compacting journal %s: %w", path, err)
-	}
-	src, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
-	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return 0, 0, fmt.Errorf("compacting journal %s: another agentos process holds it open (a serving node?); stop it, then compact", path)
-		}
-		return 0, 0, fmt.Errorf("compacting journal %s: %w", path, err)
-	}
-	defer src.Close()
-	tmp := path + ".compact"
-	_ = os.Remove(tmp) // a previous compaction that died
-	dst, err := bolt.Open(tmp, 0o600, nil)
-	if err != nil {
-		return 0, 0, fmt.Errorf("compacting journal %s: %w", path, err)
-	}
-	if err := bolt.Compact(dst, src, 64<<20); err != nil {
-		dst.Close()
-		os.Remove(tmp)
-		return 0, 0, fmt.Errorf("compacting journal %s: %w", path, err)
-	}
-	if err := dst.Close(); err != nil {
-		os.Remove(tmp)
-		return 0, 0, fmt.Errorf("compacting journal %s: %w", path, err)
-	}
-	if compactHook != nil {
-		compactHook()
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return 0, 0, fmt.Errorf("compacting journal %s: %w", path, err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil { // the rename, durable
-		_ = d.Sync()
-		d.Close()
-	}
-	nfi, err := os.Stat(path)
-	if err != nil {
-		return fi.Size(), 0, err
-	}
-	return fi.Size(), nfi.Size(), nil
+	sort.Strings(out.blobs)
+	sort.Strings(out.sources)
+	return out
 }

@@ -161,6 +161,14 @@ func recoverAll(ctx context.Context, ex *Executor, j *journal.Journal, opts Reco
 		case meta.Status != journal.StatusRunning:
 			continue
 		}
+		// IMPORTANT: on a journal nodes share, a run another live node
+		// holds is in flight there: left alone, neither resumed nor
+		// quarantined. Winning the claim makes the run this node's.
+		if ok, err := j.Claim(meta.ID, j.Owner(), 0); err != nil {
+			return out, err
+		} else if !ok {
+			continue
+		}
 		rep := RecoverReport{Run: meta}
 		if reason := hostDied(meta); reason != "" {
 			if err := j.Quarantine(meta.ID, reason); err != nil {
@@ -239,6 +247,11 @@ func recoverOne(ctx context.Context, ex *Executor, j *journal.Journal, id string
 		return rep, fmt.Errorf("%w: run %s is a %s run; only tool runs (exec) are resumed here (a forge resumes at start)", ErrNotResumable, meta.ID, meta.Kind)
 	case meta.Status != journal.StatusRunning && meta.Status != journal.StatusQuarantined:
 		return rep, fmt.Errorf("%w: run %s has ended (%s); replay it with 'agentos replay %s' instead", ErrNotResumable, meta.ID, meta.Status, meta.ID)
+	}
+	if ok, err := j.Claim(meta.ID, j.Owner(), 0); err != nil {
+		return rep, err
+	} else if !ok {
+		return rep, fmt.Errorf("%w: run %s is in flight on another node (%s); it becomes resumable here once that node stops renewing its claim (it died)", journal.ErrClaimed, meta.ID, meta.Owner)
 	}
 	suspect := meta.Quarantine
 	if suspect == "" {

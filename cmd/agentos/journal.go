@@ -8,14 +8,18 @@ import (
 	"github.com/agentos-run/agentos/journal"
 )
 
-// openJournal opens the journal at path, or at the tool root's (the
-// journal key of agentos.json, default .agentos/journal.db) when path is
-// empty. With mustExist, a missing
-// journal is a usage error rather than a new empty file.
+// openJournal opens the journal at path or, when path is empty, the tool
+// root's: the PostgreSQL database journal_postgres_dsn_env names, else the
+// file of the journal key of agentos.json (default .agentos/journal.db).
+// With mustExist, a missing journal file is a usage error rather than a new
+// empty file.
 //
 // The journal scrubs the secrets cfg points at and seals reads of its
 // secret_paths, as a runtime's does (see agentos.Config.OpenJournal).
 func openJournal(absRoot string, cfg agentos.Config, path string, mustExist bool) (*journal.Journal, error) {
+	if path == "" && cfg.JournalPostgresDSNEnv != "" {
+		return cfg.OpenJournal(absRoot, "") // the PostgreSQL journal (journal_postgres_dsn_env)
+	}
 	if path == "" {
 		path = cfg.JournalPath(absRoot) // where a runtime (serve, call) records
 	}

@@ -40,7 +40,7 @@ func runPrune(args []string, stdout io.Writer) error {
 	if opts == (journal.PruneOptions{}) {
 		opts = cfg.PruneOptions() // the configured retention
 	}
-	path := j.Path()
+	path, shared := j.Path(), j.Shared()
 	rep := pruneReport{FileBefore: fileSize(path)}
 	rep.PruneReport, err = j.Prune(opts)
 	if cerr := j.Close(); err == nil {
@@ -50,7 +50,7 @@ func runPrune(args []string, stdout io.Writer) error {
 		return err
 	}
 	rep.FileAfter = fileSize(path)
-	if !*noCompact {
+	if !*noCompact && !shared { // PostgreSQL reuses the space itself (autovacuum)
 		if _, rep.FileAfter, err = journal.Compact(path); err != nil {
 			return err
 		}
@@ -60,6 +60,10 @@ func runPrune(args []string, stdout io.Writer) error {
 		return fprintJSON(stdout, rep)
 	}
 	fmt.Fprintf(stdout, "deleted %d runs, %d payloads and %d tool sources (%s stored); %d runs kept\n", rep.Runs, rep.Blobs, rep.Sources, mb(rep.Bytes), rep.Kept)
+	if shared {
+		fmt.Fprintf(stdout, "journal %s: PostgreSQL reuses the freed space (autovacuum); VACUUM FULL gives it back to the file system\n", path)
+		return nil
+	}
 	if rep.Compacted {
 		fmt.Fprintf(stdout, "journal %s: %s -> %s\n", relTo(absRoot, path), mb(rep.FileBefore), mb(rep.FileAfter))
 	} else {

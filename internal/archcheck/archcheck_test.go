@@ -64,6 +64,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	// The journal and the capability ledger own their bbolt files.
 	{"journal", "go.etcd.io/bbolt", "the journal owns its bbolt file (the run records)", ""},
 	{"journal", osFiles, "the journal owns its bbolt file: compaction writes a copy and renames it, and the host files say which process holds it", ""},
+	{"journal", "github.com/jackc/pgx", "the journal owns its PostgreSQL tables when nodes share it (OpenPostgres)", ""},
 	{"journal", "syscall", "a journal held by another process is stale when that pid is gone (kill(pid, 0))", ""},
 	{"capability", "go.etcd.io/bbolt", "the capability ledger owns its bbolt file (issued and revoked tokens)", ""},
 

@@ -1,0 +1,399 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// boltStore is the embedded storage: one bbolt file, locked by one process
+// at a time. See the storage layout at the top of store.go.
+type boltStore struct {
+	db *bolt.DB
+}
+
+var (
+	bucketRuns    = []byte("runs")
+	bucketEntries = []byte("entries")
+	bucketSources = []byte("sources") // content hash -> tool source
+	bucketBlobs   = []byte("blobs")   // hex sha256 -> bucket {"p": payload}
+	bucketMeta    = []byte("meta")    // "format" -> storageFormat
+	keyFormat     = []byte("format")
+	keyPayload    = []byte("p")
+)
+
+// Open opens (creating if needed) the journal file at path: the embedded
+// bbolt journal, held by this process alone (ErrLocked while another
+// process holds it). See OpenPostgres for a journal several nodes share.
+func Open(path string, opts Options) (*Journal, error) {
+	var db *bolt.DB
+	for attempt := 0; ; attempt++ {
+		was, statErr := os.Stat(path)
+		var err error
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.Durability == NoSync, NoFreelistSync: true})
+		if err != nil {
+			if errors.Is(err, bolt.ErrTimeout) {
+				return nil, fmt.Errorf("opening journal %s: %w; stop it or use another journal file", path, ErrLocked)
+			}
+			return nil, fmt.Errorf("opening journal %s: %w", path, err)
+		}
+		// Compact replaces the file while holding the old one's lock: a
+		// lock won on a file no longer at path is the old file's.
+		is, err := os.Stat(path)
+		if statErr != nil || err == nil && os.SameFile(was, is) {
+			break
+		}
+		db.Close()
+		if attempt == 3 {
+			return nil, fmt.Errorf("opening journal %s: the file keeps being replaced (a compaction?); try again", path)
+		}
+	}
+	if err := db.Update(initStorage); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("initialising journal %s: %w", path, err)
+	}
+	return newJournal(&boltStore{db: db}, opts), nil
+}
+
+// initStorage creates the buckets and checks (or writes) the format.
+func initStorage(tx *bolt.Tx) error {
+	for _, b := range [][]byte{bucketRuns, bucketEntries, bucketSources, bucketBlobs, bucketMeta} {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if v := meta.Get(keyFormat); v != nil {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n > storageFormat {
+			return fmt.Errorf("%w: it has storage format %s, newer than this agentos reads (%d): upgrade agentos to read it, or use another journal file", ErrFormat, v, storageFormat)
+		}
+		return nil
+	}
+	return meta.Put(keyFormat, []byte(strconv.Itoa(storageFormat)))
+}
+
+func (s *boltStore) path() string { return s.db.Path() }
+func (s *boltStore) close() error { return s.db.Close() }
+func (s *boltStore) shared() bool { return false }
+
+func (s *boltStore) apply(batch []*write) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return applyAll(tx, batch) })
+}
+
+// applyAll puts a batch of writes in one transaction.
+func applyAll(tx *bolt.Tx, batch []*write) error {
+	runs, entries := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries)
+	for _, w := range batch {
+		if w.run == "" {
+			return fmt.Errorf("journal: a write without a run id or hash")
+		}
+		if w.source != nil && tx.Bucket(bucketSources).Get([]byte(w.run)) == nil {
+			if err := tx.Bucket(bucketSources).Put([]byte(w.run), w.source); err != nil {
+				return err
+			}
+		}
+		if err := putBlobs(tx, w.blobs); err != nil {
+			return err
+		}
+		if w.meta != nil {
+			if w.create && runs.Get([]byte(w.run)) != nil {
+				return fmt.Errorf("%w: %q", errRunExists, w.run)
+			}
+			if err := runs.Put([]byte(w.run), w.meta); err != nil {
+				return err
+			}
+		}
+		if w.entry != nil {
+			b, err := entries.CreateBucketIfNotExists([]byte(w.run))
+			if err != nil {
+				return err
+			}
+			b.FillPercent = 1 // a run's calls come in sequence order: full pages
+			if err := b.Put(seqKey(w.seq), w.entry); err != nil {
+				return err
+			}
+		}
+		if w.reset {
+			if err := entries.DeleteBucket([]byte(w.run)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// putBlobs keeps each blob unless the journal has it already. The bytes
+// travel with every write that refers to them, so that a blob deleted by a
+// concurrent Prune is put back by the next entry needing it.
+func putBlobs(tx *bolt.Tx, blobs []blob) error {
+	all := tx.Bucket(bucketBlobs)
+	for _, x := range blobs {
+		if all.Bucket([]byte(x.hash)) != nil {
+			continue
+		}
+		b, err := all.CreateBucket([]byte(x.hash))
+		if err != nil {
+			return err
+		}
+		if err := b.Put(keyPayload, x.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// getBlob returns the payload kept under hash (nil: none), valid for the
+// transaction only.
+func getBlob(tx *bolt.Tx, hash string) []byte {
+	b := tx.Bucket(bucketBlobs).Bucket([]byte(hash))
+	if b == nil {
+		return nil
+	}
+	return b.Get(keyPayload)
+}
+
+func (s *boltStore) runs() ([]RunMeta, error) {
+	var out []RunMeta
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
+			var m RunMeta
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			out = append(out, m)
+			return nil
+		})
+	})
+	return out, err
+}
+
+func (s *boltStore) prefixed(id string) ([]RunMeta, error) {
+	var found []RunMeta
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketRuns).Cursor()
+		for k, v := c.Seek([]byte(id)); k != nil && bytes.HasPrefix(k, []byte(id)); k, v = c.Next() {
+			var m RunMeta
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			found = append(found, m)
+		}
+		return nil
+	})
+	return found, err
+}
+
+func (s *boltStore) exists(id string) (bool, error) {
+	found := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		found = tx.Bucket(bucketRuns).Get([]byte(id)) != nil
+		return nil
+	})
+	return found, err
+}
+
+func (s *boltStore) entries(id string) ([]Entry, error) {
+	var out []Entry
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketEntries).Bucket([]byte(id))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			e, err := decodeEntry(id, v, func(h string) []byte { return getBlob(tx, h) })
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+			return nil
+		})
+	})
+	return out, err
+}
+
+func (s *boltStore) count(id string) (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketEntries).Bucket([]byte(id)); b != nil {
+			n = b.Stats().KeyN
+		}
+		return nil
+	})
+	return n, err
+}
+
+func (s *boltStore) source(hash string) (src []byte, found bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketSources).Get([]byte(hash)); v != nil {
+			src, found = bytes.Clone(v), true
+		}
+		return nil
+	})
+	return src, found, err
+}
+
+// claim: the file lock makes this process the journal's only user, so a
+// run that exists is always this process's to take.
+func (s *boltStore) claim(run, _ string, _, _ time.Time) (bool, error) {
+	ok, err := s.exists(run)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %q (list them with 'agentos runs')", ErrNoRun, run)
+	}
+	return ok, err
+}
+
+func (s *boltStore) renew(string, []string, time.Time) ([]string, error) { return nil, nil }
+func (s *boltStore) release(string, []string, time.Time) error           { return nil }
+
+func (s *boltStore) check(name string) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		var errs []string
+		for err := range tx.Check() {
+			errs = append(errs, err.Error())
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("journal %s is inconsistent: %s", name, strings.Join(errs, "; "))
+		}
+		return nil
+	})
+}
+
+// liveBytes estimates what the file holds: its size less its free pages.
+func (s *boltStore) liveBytes() int64 {
+	fi, err := os.Stat(s.db.Path())
+	if err != nil {
+		return 0
+	}
+	st := s.db.Stats()
+	return fi.Size() - int64(st.FreePageN+st.PendingPageN)*int64(s.db.Info().PageSize)
+}
+
+// prune scans the whole file and deletes what decide chooses, in one
+// transaction.
+func (s *boltStore) prune(decide func(*pruneScan) pruneDrop) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		runsB, entriesB, blobsB, sourcesB := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs), tx.Bucket(bucketSources)
+		scan := &pruneScan{blobSize: map[string]int64{}, sourceSize: map[string]int64{}}
+		err := runsB.ForEach(func(k, v []byte) error {
+			r := &runSize{own: int64(len(k) + len(v))}
+			if err := json.Unmarshal(v, &r.meta); err != nil {
+				return err
+			}
+			if b := entriesB.Bucket(k); b != nil {
+				seen := map[string]bool{}
+				if err := b.ForEach(func(ek, ev []byte) error {
+					r.own += int64(len(ek) + len(ev))
+					r.addRefs(seen, ev)
+					return nil
+				}); err != nil {
+					return err
+				}
+			}
+			scan.runs = append(scan.runs, r)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := blobsB.ForEachBucket(func(k []byte) error {
+			scan.blobSize[string(k)] = int64(len(k) + len(getBlob(tx, string(k))))
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := sourcesB.ForEach(func(k, v []byte) error {
+			scan.sourceSize[string(k)] = int64(len(k) + len(v))
+			return nil
+		}); err != nil {
+			return err
+		}
+		drop := decide(scan)
+		for _, id := range drop.runs {
+			if err := runsB.Delete([]byte(id)); err != nil {
+				return err
+			}
+			if err := entriesB.DeleteBucket([]byte(id)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+				return err
+			}
+		}
+		for _, h := range drop.blobs {
+			if err := blobsB.DeleteBucket([]byte(h)); err != nil {
+				return err
+			}
+		}
+		for _, h := range drop.sources {
+			if err := sourcesB.Delete([]byte(h)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// compactHook, when set (tests), runs when Compact has written the
+// compacted file and still holds the old one's lock, before the rename.
+var compactHook func()
+
+// Compact rewrites the journal file at path without its free pages (left
+// by Prune), in place of the old one, and returns the file's size before
+// and after. IMPORTANT: no process may have the journal open: Compact holds
+// the file's lock throughout and fails when another process holds it (a
+// serving node). A journal opened while Compact replaces the file opens
+// the new file (Open checks that the file it locked is still at path).
+// Compact is for the bbolt journal only: PostgreSQL reclaims the space of
+// pruned runs itself (autovacuum; VACUUM FULL to give it back to the file
+// system).
+func Compact(path string) (before, after int64, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("compacting journal %s: %w", path, err)
+	}
+	src, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return 0, 0, fmt.Errorf("compacting journal %s: another agentos process holds it open (a serving node?); stop it, then compact", path)
+		}
+		return 0, 0, fmt.Errorf("compacting journal %s: %w", path, err)
+	}
+	defer src.Close()
+	tmp := path + ".compact"
+	_ = os.Remove(tmp) // a previous compaction that died
+	dst, err := bolt.Open(tmp, 0o600, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("compacting journal %s: %w", path, err)
+	}
+	if err := bolt.Compact(dst, src, 64<<20); err != nil {
+		dst.Close()
+		os.Remove(tmp)
+		return 0, 0, fmt.Errorf("compacting journal %s: %w", path, err)
+	}
+	if err := dst.Close(); err != nil {
+		os.Remove(tmp)
+		return 0, 0, fmt.Errorf("compacting journal %s: %w", path, err)
+	}
+	if compactHook != nil {
+		compactHook()
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return 0, 0, fmt.Errorf("compacting journal %s: %w", path, err)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil { // the rename, durable
+		_ = d.Sync()
+		d.Close()
+	}
+	nfi, err := os.Stat(path)
+	if err != nil {
+		return fi.Size(), 0, err
+	}
+	return fi.Size(), nfi.Size(), nil
+}

@@ -1,0 +1,642 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The PostgreSQL storage: a journal several nodes share, so that any node
+// can resume a run another node began. Its tables (created at open):
+//
+//	agentos_journal_meta     key text PK, value text        "format" -> storageFormat
+//	agentos_journal_runs     id text PK, started, meta bytea (RunMeta JSON),
+//	                         owner text, lease_until         the claim (Journal.Claim)
+//	agentos_journal_entries  (run, seq) PK, entry bytea      a stored entry, as in bbolt
+//	agentos_journal_blobs    hash text PK, data bytea        payloads by content hash
+//	agentos_journal_sources  hash text PK, source bytea      tool sources by content hash
+//
+// Bytes are kept exactly as the bbolt journal keeps them (the same
+// canonical JSON, the same blob references), so a run exports and replays
+// alike from either. Every write transaction first takes ROW EXCLUSIVE
+// locks on the tables in one fixed order, and Prune takes EXCLUSIVE locks
+// in the same order: Prune and recording never deadlock, and a payload
+// Prune deletes is never one a concurrent entry was just made to refer to.
+
+// pgTables are the tables, in the order every transaction locks them.
+const pgTables = "agentos_journal_sources, agentos_journal_blobs, agentos_journal_runs, agentos_journal_entries"
+
+const pgSchema = `
+CREATE TABLE IF NOT EXISTS agentos_journal_meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS agentos_journal_runs (
+	id text PRIMARY KEY,
+	started timestamptz NOT NULL,
+	meta bytea NOT NULL,
+	owner text NOT NULL DEFAULT '',
+	lease_until timestamptz
+);
+CREATE TABLE IF NOT EXISTS agentos_journal_entries (
+	run text NOT NULL,
+	seq bigint NOT NULL,
+	entry bytea NOT NULL,
+	PRIMARY KEY (run, seq)
+);
+CREATE TABLE IF NOT EXISTS agentos_journal_blobs (hash text PRIMARY KEY, data bytea NOT NULL);
+CREATE TABLE IF NOT EXISTS agentos_journal_sources (hash text PRIMARY KEY, source bytea NOT NULL);
+`
+
+// pgInitLock is the advisory lock key that serializes schema creation
+// between nodes opening the journal at once.
+const pgInitLock = 0x6167656e746f73 // "agentos"
+
+type pgStore struct {
+	pool   *pgxpool.Pool
+	name   string // the DSN without its password, for messages and Path
+	nosync bool
+}
+
+// OpenPostgres opens the journal kept in the PostgreSQL database dsn
+// ("postgres://user:password@host:5432/db?sslmode=..." or the key=value
+// form), creating its tables if they are missing. Several processes, on
+// several machines, MAY open one database at once: that is what it is for
+// (bbolt's Open stays the embedded default, one process per file). The
+// tables live in the DSN's search_path (a "search_path" parameter in the
+// DSN chooses a schema).
+//
+// Everything a Journal does works alike on both (record, replay, recover,
+// export and import, prune, redaction, payloads and sources by hash), plus
+// run claims: Begin claims a run for this Journal (Options.Owner), which
+// renews its claims while it is open, and a node resumes a run only once it
+// won its claim (Claim, Recover), so that two nodes never resume one run.
+//
+// Durability on PostgreSQL (Options.Durability), given the server's
+// synchronous_commit (default on; the journal never lowers it except for
+// NoSync):
+//
+//	SyncEach     each entry is committed before its result is handed on: a
+//	             crash of the node or of the server loses no entry a tool saw.
+//	GroupCommit  entries are queued and committed in batches, the entries of
+//	             concurrent runs together in one transaction: a crash of the
+//	             node loses the batch not yet committed (milliseconds of
+//	             calls); a run's start and end, and a Durable run's calls, are
+//	             committed before returning.
+//	NoSync       GroupCommit with synchronous_commit off for the journal's
+//	             sessions: a crash of the node loses the queue; a crash of
+//	             the server loses the transactions of its last moments
+//	             (up to three times wal_writer_delay, 600 ms by default),
+//	             never consistency. A Durable run's calls are still
+//	             committed with synchronous_commit on.
+func OpenPostgres(dsn string, opts Options) (*Journal, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's message never quotes the password.
+		return nil, fmt.Errorf("opening the PostgreSQL journal: the DSN does not parse (%v); write it as postgres://user:password@host:5432/db", err)
+	}
+	st := &pgStore{name: pgName(cfg.ConnConfig), nosync: opts.Durability == NoSync}
+	if st.nosync {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "agentos journal"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening journal %s: %w", st.name, err)
+	}
+	st.pool = pool
+	if err := st.init(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return newJournal(st, opts), nil
+}
+
+// pgName is the database's URL without its password.
+func pgName(c *pgx.ConnConfig) string {
+	u := url.URL{Scheme: "postgres", Host: c.Host + ":" + strconv.Itoa(int(c.Port)), Path: "/" + c.Database}
+	if strings.HasPrefix(c.Host, "/") { // a unix socket directory
+		u.Host = ""
+		u.RawQuery = url.Values{"host": {c.Host}}.Encode()
+	}
+	if c.User != "" {
+		u.User = url.User(c.User)
+	}
+	return u.String()
+}
+
+// init creates the tables and checks (or writes) the storage format.
+func (s *pgStore) init(ctx context.Context) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(pgInitLock)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, pgSchema); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO agentos_journal_meta (key, value) VALUES ('format', $1) ON CONFLICT (key) DO NOTHING", strconv.Itoa(storageFormat)); err != nil {
+			return err
+		}
+		var v string
+		if err := tx.QueryRow(ctx, "SELECT value FROM agentos_journal_meta WHERE key = 'format'").Scan(&v); err != nil {
+			return err
+		}
+		if n, err := strconv.Atoi(v); err != nil || n > storageFormat {
+			return fmt.Errorf("%w: it has storage format %s, newer than this agentos reads (%d): upgrade agentos on every node to read it, or use another database", ErrFormat, v, storageFormat)
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrFormat) {
+			return fmt.Errorf("opening journal %s: %w", s.name, err)
+		}
+		return fmt.Errorf("opening journal %s: %w; check the DSN, that the server runs, and that its user may create tables", s.name, err)
+	}
+	return nil
+}
+
+func (s *pgStore) path() string { return s.name }
+func (s *pgStore) shared() bool { return true }
+func (s *pgStore) close() error {
+	s.pool.Close()
+	return nil
+}
+
+// lockTables is the first statement of every write transaction (see the
+// storage comment above).
+const lockTables = "LOCK TABLE " + pgTables + " IN ROW EXCLUSIVE MODE"
+
+func (s *pgStore) apply(batch []*write) error {
+	ctx := context.Background()
+	b := &pgx.Batch{}
+	b.Queue(lockTables)
+	if s.nosync && slices.ContainsFunc(batch, func(w *write) bool { return w.sync }) {
+		b.Queue("SET LOCAL synchronous_commit = on")
+	}
+	// Payloads and sources first, in hash order: two nodes putting the same
+	// ones never wait for each other in opposite orders.
+	sources, blobs := map[string][]byte{}, map[string][]byte{}
+	for _, w := range batch {
+		if w.run == "" {
+			return fmt.Errorf("journal: a write without a run id or hash")
+		}
+		if w.source != nil {
+			if _, ok := sources[w.run]; !ok {
+				sources[w.run] = w.source
+			}
+		}
+		for _, x := range w.blobs {
+			blobs[x.hash] = x.data
+		}
+	}
+	for _, h := range sortedKeys(sources) {
+		b.Queue("INSERT INTO agentos_journal_sources (hash, source) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING", h, sources[h])
+	}
+	for _, h := range sortedKeys(blobs) {
+		b.Queue("INSERT INTO agentos_journal_blobs (hash, data) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING", h, blobs[h])
+	}
+	creates := map[int]string{} // index in the batch of a new run's insert -> its id
+	for _, w := range batch {
+		if w.meta != nil {
+			var started time.Time
+			var m struct {
+				Started time.Time `json:"started"`
+			}
+			if json.Unmarshal(w.meta, &m) == nil {
+				started = m.Started
+			}
+			var until *time.Time
+			if w.claim {
+				until = &w.until
+			}
+			switch {
+			case w.create:
+				creates[b.Len()] = w.run
+				b.Queue(`INSERT INTO agentos_journal_runs (id, started, meta, owner, lease_until) VALUES ($1, $2, $3, $4, $5)
+					ON CONFLICT (id) DO NOTHING`, w.run, started, w.meta, w.owner, until)
+			case w.claim:
+				b.Queue(`INSERT INTO agentos_journal_runs (id, started, meta, owner, lease_until) VALUES ($1, $2, $3, $4, $5)
+					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta, owner = excluded.owner, lease_until = excluded.lease_until`,
+					w.run, started, w.meta, w.owner, until)
+			default:
+				b.Queue(`INSERT INTO agentos_journal_runs (id, started, meta) VALUES ($1, $2, $3)
+					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta`, w.run, started, w.meta)
+			}
+		}
+		if w.entry != nil {
+			b.Queue(`INSERT INTO agentos_journal_entries (run, seq, entry) VALUES ($1, $2, $3)
+				ON CONFLICT (run, seq) DO UPDATE SET entry = excluded.entry`, w.run, int64(w.seq), w.entry)
+		}
+		if w.reset {
+			b.Queue("DELETE FROM agentos_journal_entries WHERE run = $1", w.run)
+		}
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res := tx.SendBatch(ctx, b)
+		for i := range b.Len() {
+			tag, err := res.Exec()
+			if err != nil {
+				res.Close()
+				return err
+			}
+			if id, ok := creates[i]; ok && tag.RowsAffected() == 0 {
+				res.Close()
+				return fmt.Errorf("%w: %q", errRunExists, id)
+			}
+		}
+		return res.Close()
+	})
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// scanRuns reads rows of (meta, owner, lease_until).
+func scanRuns(rows pgx.Rows) ([]RunMeta, error) {
+	var out []RunMeta
+	for rows.Next() {
+		var raw []byte
+		var owner string
+		var until *time.Time
+		if err := rows.Scan(&raw, &owner, &until); err != nil {
+			return nil, err
+		}
+		var m RunMeta
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, err
+		}
+		m.Owner = owner
+		if until != nil {
+			m.LeaseUntil = *until
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func (s *pgStore) runs() ([]RunMeta, error) {
+	rows, err := s.pool.Query(context.Background(), "SELECT meta, owner, lease_until FROM agentos_journal_runs")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return scanRuns(rows)
+}
+
+func (s *pgStore) prefixed(id string) ([]RunMeta, error) {
+	rows, err := s.pool.Query(context.Background(), "SELECT meta, owner, lease_until FROM agentos_journal_runs WHERE starts_with(id, $1) ORDER BY id COLLATE \"C\"", id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return scanRuns(rows)
+}
+
+func (s *pgStore) exists(id string) (bool, error) {
+	var found bool
+	err := s.pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM agentos_journal_runs WHERE id = $1)", id).Scan(&found)
+	return found, err
+}
+
+// entries reads a run's entries and the payloads they refer to from one
+// snapshot (a concurrent Prune cannot take a payload away in between).
+func (s *pgStore) entries(id string) ([]Entry, error) {
+	ctx := context.Background()
+	var out []Entry
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		out = nil
+		rows, err := tx.Query(ctx, "SELECT entry FROM agentos_journal_entries WHERE run = $1 ORDER BY seq", id)
+		if err != nil {
+			return err
+		}
+		var raws [][]byte
+		var refs []string
+		for rows.Next() {
+			var v []byte
+			if err := rows.Scan(&v); err != nil {
+				rows.Close()
+				return err
+			}
+			raws = append(raws, v)
+			refs = append(refs, blobRefs(v)...)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		payloads, err := s.blobs(ctx, tx, refs)
+		if err != nil {
+			return err
+		}
+		for _, v := range raws {
+			e, err := decodeEntry(id, v, func(h string) []byte { return payloads[h] })
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// blobs returns the payloads kept under hashes (those it keeps).
+func (s *pgStore) blobs(ctx context.Context, tx pgx.Tx, hashes []string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if len(hashes) == 0 {
+		return out, nil
+	}
+	rows, err := tx.Query(ctx, "SELECT hash, data FROM agentos_journal_blobs WHERE hash = ANY($1)", hashes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h string
+		var data []byte
+		if err := rows.Scan(&h, &data); err != nil {
+			return nil, err
+		}
+		out[h] = data
+	}
+	return out, rows.Err()
+}
+
+func (s *pgStore) count(id string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(context.Background(), "SELECT count(*) FROM agentos_journal_entries WHERE run = $1", id).Scan(&n)
+	return n, err
+}
+
+func (s *pgStore) source(hash string) ([]byte, bool, error) {
+	var src []byte
+	err := s.pool.QueryRow(context.Background(), "SELECT source FROM agentos_journal_sources WHERE hash = $1", hash).Scan(&src)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if src == nil && err == nil {
+		src = []byte{}
+	}
+	return src, err == nil, err
+}
+
+func (s *pgStore) claim(run, owner string, until, now time.Time) (bool, error) {
+	ctx := context.Background()
+	tag, err := s.pool.Exec(ctx, `UPDATE agentos_journal_runs SET owner = $2, lease_until = $3
+		WHERE id = $1 AND (owner = '' OR owner = $2 OR lease_until IS NULL OR lease_until <= $4)`, run, owner, until, now)
+	if err != nil {
+		return false, err
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	ok, err := s.exists(run)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %q (list them with 'agentos runs')", ErrNoRun, run)
+	}
+	return false, err
+}
+
+func (s *pgStore) renew(owner string, runs []string, until time.Time) ([]string, error) {
+	rows, err := s.pool.Query(context.Background(), "UPDATE agentos_journal_runs SET lease_until = $3 WHERE id = ANY($1) AND owner = $2 RETURNING id", runs, owner, until)
+	if err != nil {
+		return nil, err
+	}
+	kept, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	var lost []string
+	for _, id := range runs {
+		if !slices.Contains(kept, id) {
+			lost = append(lost, id)
+		}
+	}
+	return lost, nil
+}
+
+// release makes owner's claims on runs lapse now (the owner stays named:
+// the last node that ran them).
+func (s *pgStore) release(owner string, runs []string, now time.Time) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(context.Background(), "UPDATE agentos_journal_runs SET lease_until = $3 WHERE id = ANY($1) AND owner = $2", runs, owner, now)
+	return err
+}
+
+// liveBytes is what the tables take on disk (at least what they store).
+func (s *pgStore) liveBytes() int64 {
+	var n int64
+	err := s.pool.QueryRow(context.Background(), `SELECT coalesce(sum(pg_total_relation_size(t)), 0)::bigint FROM unnest(ARRAY[
+		'agentos_journal_runs', 'agentos_journal_entries', 'agentos_journal_blobs', 'agentos_journal_sources']::regclass[]) AS t`).Scan(&n)
+	if err != nil {
+		return 1<<63 - 1 // unknown: let Prune look
+	}
+	return n
+}
+
+// prune scans and deletes in one transaction holding EXCLUSIVE locks:
+// every node's recording waits, reads go on.
+func (s *pgStore) prune(decide func(*pruneScan) pruneDrop) error {
+	ctx := context.Background()
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "LOCK TABLE "+pgTables+" IN EXCLUSIVE MODE"); err != nil {
+			return err
+		}
+		scan := &pruneScan{blobSize: map[string]int64{}, sourceSize: map[string]int64{}}
+		byID := map[string]*runSize{}
+		rows, err := tx.Query(ctx, "SELECT id, meta FROM agentos_journal_runs")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			var raw []byte
+			if err := rows.Scan(&id, &raw); err != nil {
+				rows.Close()
+				return err
+			}
+			r := &runSize{own: int64(len(id) + len(raw))}
+			if err := json.Unmarshal(raw, &r.meta); err != nil {
+				rows.Close()
+				return err
+			}
+			byID[id] = r
+			scan.runs = append(scan.runs, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// Entry sizes as bbolt counts them (an 8-byte key and the value),
+		// and the payloads referred to, read only from the entries that
+		// hold a reference.
+		rows, err = tx.Query(ctx, `SELECT run, seq, length(entry),
+			CASE WHEN position('_blob":"'::bytea IN entry) > 0 THEN entry END
+			FROM agentos_journal_entries ORDER BY run, seq`)
+		if err != nil {
+			return err
+		}
+		seen := map[string]map[string]bool{}
+		for rows.Next() {
+			var run string
+			var seq, size int64
+			var v []byte
+			if err := rows.Scan(&run, &seq, &size, &v); err != nil {
+				rows.Close()
+				return err
+			}
+			r := byID[run]
+			if r == nil {
+				continue
+			}
+			r.own += 8 + size
+			if v != nil {
+				if seen[run] == nil {
+					seen[run] = map[string]bool{}
+				}
+				r.addRefs(seen[run], v)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, q := range []struct {
+			sql  string
+			into map[string]int64
+		}{
+			{"SELECT hash, length(hash) + length(data) FROM agentos_journal_blobs", scan.blobSize},
+			{"SELECT hash, length(hash) + length(source) FROM agentos_journal_sources", scan.sourceSize},
+		} {
+			rows, err := tx.Query(ctx, q.sql)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var h string
+				var n int64
+				if err := rows.Scan(&h, &n); err != nil {
+					rows.Close()
+					return err
+				}
+				q.into[h] = n
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		drop := decide(scan)
+		for _, d := range []struct {
+			sql string
+			ids []string
+		}{
+			{"DELETE FROM agentos_journal_entries WHERE run = ANY($1)", drop.runs},
+			{"DELETE FROM agentos_journal_runs WHERE id = ANY($1)", drop.runs},
+			{"DELETE FROM agentos_journal_blobs WHERE hash = ANY($1)", drop.blobs},
+			{"DELETE FROM agentos_journal_sources WHERE hash = ANY($1)", drop.sources},
+		} {
+			if len(d.ids) == 0 {
+				continue
+			}
+			if _, err := tx.Exec(ctx, d.sql, d.ids); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// check reads everything: every run's metadata and every entry decode, and
+// every payload an entry refers to is kept.
+func (s *pgStore) check(name string) error {
+	ctx := context.Background()
+	var problems []string
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		problems = nil
+		rows, err := tx.Query(ctx, "SELECT id, meta FROM agentos_journal_runs")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			var raw []byte
+			if err := rows.Scan(&id, &raw); err != nil {
+				rows.Close()
+				return err
+			}
+			var m RunMeta
+			if err := json.Unmarshal(raw, &m); err != nil || m.ID != id {
+				problems = append(problems, fmt.Sprintf("run %s: its metadata does not decode (%v) or names another id (%q)", id, err, m.ID))
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, "SELECT run, seq, entry FROM agentos_journal_entries")
+		if err != nil {
+			return err
+		}
+		need := map[string]string{} // payload hash -> an entry that refers to it
+		for rows.Next() {
+			var run string
+			var seq int64
+			var v []byte
+			if err := rows.Scan(&run, &seq, &v); err != nil {
+				rows.Close()
+				return err
+			}
+			var e storedEntry
+			if err := json.Unmarshal(v, &e); err != nil || e.Seq != uint64(seq) {
+				problems = append(problems, fmt.Sprintf("run %s call #%d: the entry does not decode (%v) or holds another sequence number (%d)", run, seq, err, e.Seq))
+				continue
+			}
+			for _, h := range blobRefs(v) {
+				need[h] = fmt.Sprintf("run %s call #%d", run, seq)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		hashes := make([]string, 0, len(need))
+		for h := range need {
+			hashes = append(hashes, h)
+		}
+		have, err := s.blobs(ctx, tx, hashes)
+		if err != nil {
+			return err
+		}
+		slices.Sort(hashes)
+		for _, h := range hashes {
+			if _, ok := have[h]; !ok {
+				problems = append(problems, fmt.Sprintf("%s refers to payload %s, which the journal lacks", need[h], h))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("checking journal %s: %w", name, err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("journal %s is inconsistent: %s", name, strings.Join(problems, "; "))
+	}
+	return nil
+}
