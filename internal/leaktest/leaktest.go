@@ -9,8 +9,12 @@ import "go.uber.org/goleak"
 //   - regexp2's clock, a process-wide timer goroutine goja's regexps start;
 //   - protoactor's dead-letter throttle, which every dead letter starts and
 //     which ends by itself one second later (a test ending less than a
-//     second after a dead letter would otherwise fail goleak).
+//     second after a dead letter would otherwise fail goleak);
+//   - the cluster's gossip throttles, likewise: each ends by itself after
+//     its period, also after the member left.
 var Options = []goleak.Option{
 	goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"),
 	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.(*Gossiper).StartGossiping.NewThrottle.func3.1"),
+	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.NewGossipActor.NewThrottleWithLogger.func2.1"),
 }

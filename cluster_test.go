@@ -1,0 +1,150 @@
+package agentos_test
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/driver/llm/llmtest"
+)
+
+// freePorts reserves n loopback ports and releases them for the nodes to
+// bind (the seed list names every node's health port before any starts).
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// testCluster starts n nodes sharing the Git upstream bare, joined in one
+// cluster by a seed list on loopback, signing tokens with one key, asking
+// the scripted model at modelURL. tweak adjusts every node's config.
+func testCluster(t *testing.T, n int, bare, modelURL string, tweak ...func(*agentos.Config)) []*agentos.Runtime {
+	t.Helper()
+	t.Setenv("TEST_CLUSTER_KEY", hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
+	health := freePorts(t, n)
+	seeds := make([]string, n)
+	for i, p := range health {
+		seeds[i] = fmt.Sprintf("127.0.0.1:%d", p)
+	}
+	rts := make([]*agentos.Runtime, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n { // concurrently: every member start sleeps 1 s in protoactor
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("node%d", i+1))
+		if _, err := agentos.Init(dir, agentos.InitOptions{Upstream: bare}); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := agentos.LoadConfig(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Root, cfg.Isolation, cfg.Logger = dir, "inprocess", quiet
+		cfg.LLM = agentos.LLMConfig{BaseURL: modelURL, Model: "scripted", ForgeAttempts: 1}
+		cfg.Capability.SigningKeyEnv = "TEST_CLUSTER_KEY"
+		cfg.Cluster = agentos.ClusterConfig{Enabled: true, Name: t.Name(), Seeds: seeds, HealthPort: health[i]}
+		for _, f := range tweak {
+			f(&cfg)
+		}
+		wg.Go(func() { rts[i], errs[i] = agentos.Start(context.Background(), cfg) })
+	}
+	wg.Wait()
+	for i, rt := range rts {
+		if rt != nil {
+			t.Cleanup(func() {
+				if err := rt.Close(); err != nil {
+					t.Errorf("closing node %d: %v", i+1, err)
+				}
+			})
+		}
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i+1, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, rt := range rts {
+		if err := rt.Member().WaitMembers(ctx, n); err != nil {
+			t.Fatalf("node %d: %v", i+1, err)
+		}
+	}
+	return rts
+}
+
+func forgeOn(rt *agentos.Runtime, spec string) (forge.Result, error) {
+	args, _ := json.Marshal(map[string]string{"spec": spec})
+	out, err := rt.Call(context.Background(), "forge_tool", args)
+	var res forge.Result
+	if err == nil {
+		err = json.Unmarshal(out, &res)
+	}
+	return res, err
+}
+
+// Two nodes asking for the same tool at the same moment cause one forge
+// (one activation of the spec's grain in the whole cluster): the scripted
+// model is asked once and both callers get the same tool. The third node,
+// which asked nothing, runs the tool at once: it learned of the commit
+// through the cluster.
+func TestClusterOneForgePerSpec(t *testing.T) {
+	step := forgeCrashSubmit(forgeCrashFib)
+	asked, release := make(chan struct{}), make(chan struct{})
+	step.Check = func(llmtest.Received) error { close(asked); <-release; return nil }
+	srv := llmtest.NewServer([]llmtest.Step{step})
+	defer srv.Close()
+	rts := testCluster(t, 3, upstream(t), srv.URL())
+
+	const spec = "a tool that returns the n-th Fibonacci number"
+	type answer struct {
+		res forge.Result
+		err error
+	}
+	answers := make(chan answer, 2)
+	go func() { r, err := forgeOn(rts[0], spec); answers <- answer{r, err} }()
+	<-asked // node 1's forge waits on the model
+	go func() { r, err := forgeOn(rts[1], spec); answers <- answer{r, err} }()
+	time.Sleep(200 * time.Millisecond) // node 2's request reaches the grain (a second forge would ask the model again, and fail)
+	close(release)
+	a, b := <-answers, <-answers
+	if a.err != nil || b.err != nil {
+		t.Fatalf("forges: %v / %v", a.err, b.err)
+	}
+	if a.res.Path != "tools/math/fib.ts" || a.res.Path != b.res.Path || a.res.RunID != b.res.RunID || a.res.Commit == "" {
+		t.Fatalf("the two callers got different forges: %+v / %+v", a.res, b.res)
+	}
+	if n := srv.Requests(); n != 1 {
+		t.Fatalf("the model was asked %d times for one spec across the cluster, want 1", n)
+	}
+	if srv.Err() != nil {
+		t.Fatal(srv.Err())
+	}
+	for i, rt := range rts {
+		out, err := rt.Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"tools/math/fib.ts","args":{"n":10}}`))
+		if err != nil || !strings.Contains(string(out), `"result":55`) {
+			t.Fatalf("node %d runs the forged tool: %s %v", i+1, out, err)
+		}
+	}
+}
