@@ -148,3 +148,77 @@ func TestClusterOneForgePerSpec(t *testing.T) {
 		}
 	}
 }
+
+// A node that leaves in the middle of a forge loses nothing: the forge's
+// grain re-activates on a node still in the cluster, which resumes the
+// forge from the journal the nodes share (PostgreSQL) without asking the
+// model again for the answer it had journaled.
+func TestClusterForgeResumesOnAnotherNode(t *testing.T) {
+	t.Setenv("TEST_CLUSTER_JOURNAL", startPostgres(t))
+	const spec = "a tool that returns the n-th Fibonacci number"
+	asked1, asked2, release2 := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	first := forgeCrashSubmit(forgeCrashBuggy) // its tests fail: the errors go back to the model
+	first.Check = func(llmtest.Received) error { close(asked1); return nil }
+	second := forgeCrashSubmit(forgeCrashFib)
+	second.Check = func(llmtest.Received) error { close(asked2); <-release2; return nil }
+	srv := llmtest.NewServer([]llmtest.Step{first, second, forgeCrashSubmit(forgeCrashFib)})
+	defer srv.Close()
+	rts := testCluster(t, 3, upstream(t), srv.URL(), func(c *agentos.Config) {
+		c.JournalPostgresDSNEnv = "TEST_CLUSTER_JOURNAL"
+		c.LLM.ForgeAttempts = 3
+	})
+	type answer struct {
+		res forge.Result
+		err error
+	}
+	answers := make(chan answer, 1)
+	go func() { r, err := forgeOn(rts[0], spec); answers <- answer{r, err} }()
+	<-asked1
+	<-asked2 // the first answer is journaled, its tests failed, the forge asks again
+	holder := -1
+	for i, rt := range rts {
+		for _, a := range rt.Member().Status().Activations {
+			if a.Kind == forge.GrainKind && a.Identity == forge.SpecHash(spec) {
+				holder = i
+			}
+		}
+	}
+	if holder < 0 {
+		t.Fatal("no node holds the forge's grain")
+	}
+	if err := rts[holder].Close(); err != nil { // the forge is cancelled there, its claim let go
+		t.Fatal(err)
+	}
+	close(release2)
+	var got answer
+	if holder == 0 { // the caller left with the forge: ask again from another node
+		<-answers
+		r, err := forgeOn(rts[1], spec)
+		got = answer{r, err}
+	} else {
+		got = <-answers
+	}
+	if got.err != nil || got.res.Path != "tools/math/fib.ts" || len(got.res.Attempts) != 2 || got.res.Attempts[0].Passed || !got.res.Attempts[1].Passed {
+		t.Fatalf("resumed forge (node %d left): %+v %v", holder+1, got.res, got.err)
+	}
+	// Three requests: the first (journaled) once, the second twice (its
+	// answer was lost with the node that asked), never the first again.
+	recv := srv.Received()
+	if len(recv) != 3 {
+		t.Fatalf("the model received %d requests, want 3", len(recv))
+	}
+	for i, r := range recv[1:] {
+		if len(r.Messages) == len(recv[0].Messages) {
+			t.Fatalf("request %d repeats the first request, whose answer was journaled", i+2)
+		}
+	}
+	for i, rt := range rts {
+		if i == holder {
+			continue
+		}
+		out, err := rt.Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"tools/math/fib.ts","args":{"n":10}}`))
+		if err != nil || !strings.Contains(string(out), `"result":55`) {
+			t.Fatalf("node %d runs the forged tool: %s %v", i+1, out, err)
+		}
+	}
+}

@@ -183,6 +183,8 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 		res.RunID = run.ID()
 		if ctx.Err() == nil { // a cancelled forge (shutdown, crash) stays resumable
 			endRun(run, res, err)
+		} else {
+			interrupted(run)
 		}
 	}
 	return res, err
@@ -226,8 +228,18 @@ func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, 
 	res.RunID = id
 	if ctx.Err() == nil {
 		endRun(rec.Run(), res, err)
+	} else {
+		interrupted(rec.Run())
 	}
 	return res, err
+}
+
+// interrupted records that a cancelled forge stopped here and stays
+// resumable: on a shared journal its claim is let go, so that another node
+// may resume it at once (a node that dies lets it go when its lease
+// lapses).
+func interrupted(run *journal.Run) {
+	_ = run.Interrupt("cancelled: the forge's caller or node stopped it")
 }
 
 func endRun(run *journal.Run, res Result, err error) {
