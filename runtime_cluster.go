@@ -2,10 +2,16 @@ package agentos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
 
+	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/cluster"
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 // joinCluster makes the node a member of cfg.Cluster when it is enabled:
@@ -32,9 +38,86 @@ func (rt *Runtime) joinCluster(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agentos: joining the cluster %q: %w", orDefault(cc.Name, cluster.DefaultName), err)
 	}
+	if err := m.ServeStatus(map[string]string{"root": rt.root, "pid": strconv.Itoa(os.Getpid())}); err != nil {
+		return err
+	}
 	rt.log.Info("agentos: joined the cluster", slog.String("cluster", orDefault(cc.Name, cluster.DefaultName)), slog.String("address", m.Address()), slog.String("provider", orDefault(cc.Provider, cluster.ProviderSeeds)))
 	return nil
 }
 
 // Member is the node's cluster membership (nil when it is alone).
 func (rt *Runtime) Member() *cluster.Member { return rt.node.Member() }
+
+// ClusterReport is what 'agentos cluster status' shows: the cluster as the
+// answering node sees it, and what every member holds.
+type ClusterReport struct {
+	// Cluster is the cluster's name; Self the answering node's address.
+	Cluster string `json:"cluster"`
+	Self    string `json:"self"`
+	// Members are the members the answering node sees alive, each as it
+	// answered for itself, sorted by address.
+	Members []ClusterMember `json:"members"`
+	// Left are the members the answering node saw leave or die.
+	Left []string `json:"left,omitempty"`
+}
+
+// ClusterMember is one member of a ClusterReport.
+type ClusterMember struct {
+	ID      string   `json:"id"`
+	Address string   `json:"address"`
+	Kinds   []string `json:"kinds"`
+	// Root and PID are the member's tool root and OS process id.
+	Root string `json:"root,omitempty"`
+	PID  string `json:"pid,omitempty"`
+	// Forges are the specs (their forge.SpecHash) whose forge grain the
+	// member holds.
+	Forges []string `json:"forges"`
+	// Activations are all the grain activations it holds, as kind/identity.
+	Activations []string `json:"activations"`
+	// Error is why the member did not answer ("" when it did).
+	Error string `json:"error,omitempty"`
+}
+
+// ClusterReport asks every member of the node's cluster for its status
+// (see cluster.Member.ClusterStatus). It fails with ErrNotClustered when
+// the node is alone.
+func (rt *Runtime) ClusterReport(ctx context.Context) (ClusterReport, error) {
+	m := rt.Member()
+	if m == nil {
+		return ClusterReport{}, ErrNotClustered
+	}
+	rep := ClusterReport{Cluster: orDefault(rt.cfg.Cluster.Name, cluster.DefaultName), Self: m.Address(), Members: []ClusterMember{}}
+	for _, info := range m.Status().Members {
+		if !info.Alive {
+			rep.Left = append(rep.Left, info.Address)
+		}
+	}
+	for _, s := range m.ClusterStatus(ctx) {
+		cm := ClusterMember{ID: s.Self, Address: s.Address, Kinds: []string{}, Root: s.Labels["root"], PID: s.Labels["pid"], Forges: []string{}, Activations: []string{}, Error: s.Err}
+		for _, mi := range s.Members {
+			if mi.Address == s.Address {
+				cm.Kinds = append(cm.Kinds, mi.Kinds...)
+			}
+		}
+		for _, a := range s.Activations {
+			cm.Activations = append(cm.Activations, a.Kind+"/"+a.Identity)
+			if a.Kind == forge.GrainKind {
+				cm.Forges = append(cm.Forges, a.Identity)
+			}
+		}
+		rep.Members = append(rep.Members, cm)
+	}
+	return rep, nil
+}
+
+// ErrNotClustered: the node is in no cluster.
+var ErrNotClustered = errors.New("agentos: this node is in no cluster: start it with 'agentos serve --cluster' (see docs/CLUSTER.md)")
+
+// Cluster implements admin.Backend.
+func (b adminBackend) Cluster(ctx context.Context) (any, error) {
+	rep, err := b.rt.ClusterReport(ctx)
+	if errors.Is(err, ErrNotClustered) {
+		return nil, &admin.StatusError{Code: http.StatusNotFound, Err: err}
+	}
+	return rep, err
+}

@@ -13,6 +13,7 @@
 //	agentos call    [--root DIR] [--json] TOOL ARGS_JSON|-|@FILE a kernel tool, as an LLM calls it
 //	agentos forge   [--root DIR] [--json] SPEC           reuse or forge a tool with the model
 //	agentos serve   [--root DIR] [--metrics ADDR] [--cluster ...] run a node until SIGTERM
+//	agentos cluster status [--root DIR] [--json]         the serving node's cluster
 //	agentos ps      [--root DIR] [--json]                the serving node's processes
 //	agentos events  [--root DIR] [--json]                the serving node's recent kernel events
 //	agentos quota   [--root DIR] [--json] [reset [ACCOUNT...]] quota use kept across invocations
@@ -89,6 +90,7 @@ var commands = []command{
 	{"call", "call a kernel tool as an LLM would (on the serving node, or a runtime started for it)", "agentos call [--root DIR] [--json] TOOL ARGS_JSON | - | @FILE", runCall},
 	{"forge", "reuse or forge a tool for a spec with the configured model", "agentos forge [--root DIR] [--json] SPEC", runForge},
 	{"serve", "run a node until SIGTERM: processes, actors, journal; every other command goes through it while it serves", "agentos serve [--root DIR] [--metrics ADDR] [--cluster [--cluster-name N] [--cluster-port P] [--health-port P] [--seeds H:P,...] [--etcd URL,...]]", runServe},
+	{"cluster", "the serving node's cluster: its members, what kinds each hosts, which forges each holds", "agentos cluster status [--root DIR] [--json]", runCluster},
 	{"ps", "the process table of the serving node", "agentos ps [--root DIR] [--json]", runPS},
 	{"events", "the recent kernel events of the serving node", "agentos events [--root DIR] [--json]", runEvents},
 	{"kill", "signal a process of the serving node: kill (default), term, stop or cont", "agentos kill [--root DIR] [--signal SIG] PID", runKill},

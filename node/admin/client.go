@@ -110,6 +110,12 @@ func (c *Client) Recover(ctx context.Context, req RecoverRequest, out any) error
 	return c.do(ctx, "POST", "/v1/recover", body, out)
 }
 
+// Cluster asks the node for its cluster's report and decodes it into out
+// (agentos.ClusterReport).
+func (c *Client) Cluster(ctx context.Context, out any) error {
+	return c.do(ctx, "GET", "/v1/cluster", nil, out)
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, "http://node"+path, bytes.NewReader(body))
 	if err != nil {

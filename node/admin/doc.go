@@ -13,12 +13,13 @@
 //	GET  /v1/runs, /v1/runs/{id}    the journal's runs, one run (a journal.Dump)
 //	POST /v1/exec                   a tool run as 'agentos exec' does (ExecRequest → ExecReply)
 //	POST /v1/recover                resume unfinished runs (RecoverRequest → the runtime's report)
+//	GET  /v1/cluster                the node's cluster: every member's status (the runtime's report)
 //	GET  /metrics                   Prometheus text (when the runtime owns its metrics)
 //
 // ps, events and signals are messages to the node's kernel actor (through
 // kernel.Client, Backend.Kernel): the socket is one more sender of the
 // process-table endpoint, as another node will be. Call, the journal
-// endpoints and /metrics are the embedding runtime's (Backend).
+// endpoints, /v1/cluster and /metrics are the embedding runtime's (Backend).
 //
 // A request body over Backend.MaxArgs is answered 413 with an error naming
 // limits.max_args_bytes, before more of it is read. Errors are answered as

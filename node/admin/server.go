@@ -48,6 +48,10 @@ type Backend interface {
 	Recover(ctx context.Context, req RecoverRequest) (any, error)
 	// Metrics is the /metrics handler (nil: no /metrics).
 	Metrics() http.Handler
+	// Cluster returns the JSON-encodable report of the node's cluster
+	// (agentos.ClusterReport); a *StatusError chooses the status of a
+	// failure (404: the node is in no cluster).
+	Cluster(ctx context.Context) (any, error)
 }
 
 // Options configure Serve.
@@ -253,6 +257,19 @@ func mux(ctx context.Context, b Backend) *http.ServeMux {
 			return
 		}
 		writeJSON(w, http.StatusOK, rep)
+	})
+	m.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
+		out, err := b.Cluster(r.Context())
+		if err != nil {
+			code := http.StatusInternalServerError
+			var se *StatusError
+			if errors.As(err, &se) {
+				code = se.Code
+			}
+			writeJSON(w, code, map[string]string{"error": clip.N(err.Error(), 4096)})
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
 	})
 	m.HandleFunc("POST /v1/recover", func(w http.ResponseWriter, r *http.Request) {
 		var req RecoverRequest
