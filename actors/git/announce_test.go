@@ -301,3 +301,65 @@ func TestWaitersAnsweredWhenTheActorStops(t *testing.T) {
 		t.Fatalf("WaitFor when the actor stops: %v, want failure unavailable", res)
 	}
 }
+
+// An Announce whose first pull fails (the upstream is away) keeps pulling,
+// with the actor serving other requests in between, and succeeds once the
+// upstream is back within the bound.
+func TestAnnounceRetriesUntilTheUpstreamAnswers(t *testing.T) {
+	ctx := context.Background()
+	up := newUpstream(t)
+	a, b := newGitNode(t, up, 30*time.Second), newGitNode(t, up, 30*time.Second)
+	w, err := a.c.WriteFile(ctx, "tools/r.ts", []byte(toolSource("r")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Rename(up, up+".away"))
+	f := b.sys.Root.RequestFuture(b.pid, &gitpb.Announce{Commit: w.Commit}, time.Minute)
+	// Queued behind the Announce: answered while the Announce waits, so
+	// its first pull has run, and failed.
+	if _, err := b.c.WaitFor(ctx, w.Commit, time.Millisecond); !errors.Is(err, git.ErrCommitNotReached) {
+		t.Fatalf("WaitFor while the upstream is away: %v", err)
+	}
+	must(t, os.Rename(up+".away", up))
+	res, err := f.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := res.(*gitpb.Synced)
+	if !ok || s.GetFailure() != nil || s.GetHead() != w.Commit || !slices.Equal(s.GetRegistered(), []string{"tools/r.ts"}) {
+		t.Fatalf("Announce after the upstream came back: %v", res)
+	}
+	if _, ok := b.reg.Get("tools/r.ts"); !ok {
+		t.Fatal("B's registry lacks the tool")
+	}
+}
+
+// A write on B whose push is rebased on A's commit brings that commit in:
+// a WaitFor for it is answered, and A's tool is registered on B, with no
+// announcement.
+func TestARebasedWriteReleasesWaitersAndRegisters(t *testing.T) {
+	ctx := context.Background()
+	up := newUpstream(t)
+	a, b := newGitNode(t, up, 30*time.Second), newGitNode(t, up, 30*time.Second)
+	w, err := a.c.WriteFile(ctx, "tools/from-a.ts", []byte(toolSource("from-a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := b.sys.Root.RequestFuture(b.pid, &gitpb.WaitFor{Commit: w.Commit, TimeoutMs: time.Minute.Milliseconds()}, 2*time.Minute)
+	if _, err := b.c.WriteFile(ctx, "tools/from-b.ts", []byte(toolSource("from-b"))); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := res.(*gitpb.Synced); !ok || s.GetFailure() != nil {
+		t.Fatalf("WaitFor after B's rebased write: %v", res)
+	}
+	if _, ok := b.reg.Get("tools/from-a.ts"); !ok {
+		t.Fatal("the tool B's write was rebased on is not registered on B")
+	}
+	if anns := b.announced(); len(anns) != 1 || !slices.Equal(anns[0].GetPaths(), []string{"tools/from-b.ts"}) {
+		t.Fatalf("B announced %v; want its own write only", anns)
+	}
+}
