@@ -81,6 +81,18 @@ type gitActor struct {
 	// nextPull when the next one may run.
 	pause    time.Duration
 	nextPull time.Time
+	// known is the head whose tree the registry was last brought up to
+	// (catchUp): what a pull, or a write's rebase on other writers'
+	// commits, brings in is registered from there.
+	known  string
+	logger *slog.Logger // the actor system's, from Started
+}
+
+func (a *gitActor) log() *slog.Logger {
+	if a.logger == nil {
+		return slog.Default()
+	}
+	return a.logger
 }
 
 // Receive is the git actor's one message switch.
@@ -100,7 +112,12 @@ func (a *gitActor) Receive(ctx actor.Context) {
 		a.onTick(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		a.stop(ctx)
-	case *actor.Started, *actor.Stopped:
+	case *actor.Started:
+		a.logger = ctx.Logger()
+		if a.opts.Repo != nil {
+			a.known, _ = a.opts.Repo.Head() // the registry was built from this tree
+		}
+	case *actor.Stopped:
 	default:
 		ctx.Logger().Warn("git: unknown message", slog.String("type", fmt.Sprintf("%T", m)))
 	}
@@ -130,6 +147,54 @@ func (a *gitActor) onPatch(m *pb.PatchFile) *pb.Written {
 	next = append(next, replace...)
 	next = append(next, old[i+len(search):]...)
 	return a.write(p, next, false, "patch")
+}
+
+// onAnnounce answers at once when the tool root includes the commit;
+// otherwise it pulls, and the request waits (announce.go) until a pull
+// brings the commit or Options.SyncTimeout passes.
+func (a *gitActor) onAnnounce(ctx actor.Context, m *pb.Announce) {
+	c := m.GetCommit()
+	ok, fail := a.check(c)
+	if fail != nil {
+		ctx.Respond(fail)
+		return
+	}
+	if b := m.GetBranch(); b != "" && b != a.opts.Repo.Branch() {
+		ctx.Respond(&pb.Synced{Commit: c, Head: a.head(), Failure: failureOf(fmt.Errorf("%w: commit %s was pushed to branch %q, and this node follows %q: every node of a cluster MUST use the same git.branch", ErrCommitNotReached, c, b, a.opts.Repo.Branch()))})
+		return
+	}
+	if ok {
+		ctx.Respond(&pb.Synced{Commit: c, Head: a.head()})
+		return
+	}
+	a.waiters = append(a.waiters, &waiter{to: ctx.Sender(), deadline: time.Now().Add(a.opts.SyncTimeout), announce: true, reply: &pb.Synced{Commit: c}})
+	if a.pause == 0 {
+		a.pause = a.opts.RetryPause
+	}
+	a.pull(ctx)
+	a.schedule(ctx)
+}
+
+// onWaitFor answers at once when the tool root includes the commit;
+// otherwise the request waits (announce.go) until an Announce or a write
+// brings it, or its timeout passes.
+func (a *gitActor) onWaitFor(ctx actor.Context, m *pb.WaitFor) {
+	c := m.GetCommit()
+	ok, fail := a.check(c)
+	switch {
+	case fail != nil:
+		ctx.Respond(fail)
+		return
+	case ok:
+		ctx.Respond(&pb.Synced{Commit: c, Head: a.head()})
+		return
+	}
+	d := time.Duration(m.GetTimeoutMs()) * time.Millisecond
+	if d <= 0 {
+		d = a.opts.SyncTimeout
+	}
+	a.waiters = append(a.waiters, &waiter{to: ctx.Sender(), deadline: time.Now().Add(min(d, maxWait)), reply: &pb.Synced{Commit: c}})
+	a.schedule(ctx)
 }
 
 // write writes the file, has the registry actor register it, and persists
@@ -162,6 +227,9 @@ func (a *gitActor) write(p string, content []byte, created bool, verb string) *p
 	defer cancel()
 	res, err := a.opts.Repo.Persist(ctx, []string{p}, fmt.Sprintf("%s %s", verb, p))
 	w.Commit, w.Branch, w.PrUrl = res.Commit, res.Branch, res.PRURL
+	// A push rejected by another writer's is rebased on its commits: their
+	// tools are registered here too, as a pull's are.
+	_, _, _, _ = a.catchUp(p)
 	if err != nil {
 		w.Failure = failureOf(fmt.Errorf("%s: %w", p, err))
 		return w

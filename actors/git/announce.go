@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -70,48 +71,6 @@ func (a *gitActor) head() string {
 	return h
 }
 
-func (a *gitActor) onAnnounce(ctx actor.Context, m *pb.Announce) {
-	c := m.GetCommit()
-	ok, fail := a.check(c)
-	if fail != nil {
-		ctx.Respond(fail)
-		return
-	}
-	if b := m.GetBranch(); b != "" && b != a.opts.Repo.Branch() {
-		ctx.Respond(&pb.Synced{Commit: c, Head: a.head(), Failure: failureOf(fmt.Errorf("%w: commit %s was pushed to branch %q, and this node follows %q: every node of a cluster MUST use the same git.branch", ErrCommitNotReached, c, b, a.opts.Repo.Branch()))})
-		return
-	}
-	if ok {
-		ctx.Respond(&pb.Synced{Commit: c, Head: a.head()})
-		return
-	}
-	a.waiters = append(a.waiters, &waiter{to: ctx.Sender(), deadline: time.Now().Add(a.opts.SyncTimeout), announce: true, reply: &pb.Synced{Commit: c}})
-	if a.pause == 0 {
-		a.pause = a.opts.RetryPause
-	}
-	a.pull(ctx)
-	a.schedule(ctx)
-}
-
-func (a *gitActor) onWaitFor(ctx actor.Context, m *pb.WaitFor) {
-	c := m.GetCommit()
-	ok, fail := a.check(c)
-	switch {
-	case fail != nil:
-		ctx.Respond(fail)
-		return
-	case ok:
-		ctx.Respond(&pb.Synced{Commit: c, Head: a.head()})
-		return
-	}
-	d := time.Duration(m.GetTimeoutMs()) * time.Millisecond
-	if d <= 0 {
-		d = a.opts.SyncTimeout
-	}
-	a.waiters = append(a.waiters, &waiter{to: ctx.Sender(), deadline: time.Now().Add(min(d, maxWait)), reply: &pb.Synced{Commit: c}})
-	a.schedule(ctx)
-}
-
 func (a *gitActor) onTick(ctx actor.Context) {
 	if a.announcing() && !time.Now().Before(a.nextPull) {
 		a.pull(ctx)
@@ -148,23 +107,48 @@ func (a *gitActor) pull(ctx actor.Context) {
 		a.resolve(ctx)
 		return
 	}
-	registered, rerr := a.register(res.Changed)
+	changed, deleted, registered, rerr := a.catchUp("")
 	for _, w := range a.waiters {
 		if !w.announce {
 			continue
 		}
 		w.lastErr = rerr
-		w.reply.Changed = append(w.reply.Changed, res.Changed...)
-		w.reply.Deleted = append(w.reply.Deleted, res.Deleted...)
+		w.reply.Changed = append(w.reply.Changed, changed...)
+		w.reply.Deleted = append(w.reply.Deleted, deleted...)
 		w.reply.Registered = append(w.reply.Registered, registered...)
-	}
-	if len(res.Deleted) > 0 && a.opts.Registry != nil {
-		ctx.Logger().Info("git: the pull removed files; the registry drops their tools at its next rebuild", slog.Any("paths", res.Deleted))
 	}
 	if res.Published != "" {
 		a.committed(res.Published, nil)
 	}
 	a.resolve(ctx)
+}
+
+// catchUp registers what entered the tool root's branch since a.known
+// (pulled, or rebased on by a write), except skip (a write's own file,
+// registered already), and moves a.known to the head.
+func (a *gitActor) catchUp(skip string) (changed, deleted, registered []string, err error) {
+	head, err := a.opts.Repo.Head()
+	if err != nil || head == a.known {
+		return nil, nil, nil, err
+	}
+	changed, deleted, err = a.opts.Repo.Diff(a.known, head)
+	if err != nil {
+		a.log().Warn("git: listing what entered the tool root", slog.String("from", a.known), slog.String("head", head), slog.String("err", err.Error()))
+		return nil, nil, nil, err
+	}
+	a.known = head
+	todo := changed
+	if skip != "" {
+		todo = slices.DeleteFunc(slices.Clone(changed), func(p string) bool { return p == skip })
+	}
+	registered, err = a.register(todo)
+	if err != nil {
+		a.log().Warn("git: registering the tools that entered the tool root", slog.String("err", err.Error()))
+	}
+	if len(deleted) > 0 && a.opts.Registry != nil {
+		a.log().Info("git: files were removed upstream; the registry drops their tools at its next rebuild", slog.Any("paths", deleted))
+	}
+	return changed, deleted, registered, err
 }
 
 // register sends Register to the registry actor for every changed file, as

@@ -18,6 +18,20 @@
 // rejected push is rebased on the new upstream and retried) or to a review
 // branch (pr strategy).
 //
+// Across nodes: after every write it pushed to the shared branch the
+// actor calls Options.OnCommitted with a Committed{commit, branch, paths},
+// which the cluster publishes. A node told of a commit sends its git actor
+// an Announce: the actor pulls from the upstream (Repo.Pull: the sync
+// Hydrate runs, local work rebased on it) until its tree includes the
+// commit, pulling again with a growing pause for at most
+// Options.SyncTimeout, and sends Register to the registry actor for every
+// file that entered the tree since the head it last registered (also
+// after a write whose push was rebased on other writers' commits). WaitFor
+// is the barrier before a read that must not see a stale tree: answered
+// once the tree includes the commit, or failed (ErrCommitNotReached) after
+// its timeout; it fetches nothing itself. Requests waiting for a commit
+// do not block the actor: it serves writes meanwhile.
+//
 // IMPORTANT: with a Repo, a tool source (.ts, .js) that does not compile
 // (esbuild, see Compiles) is written to the working tree only: it is not
 // registered, committed or pushed, and the reply's error (ErrNotCompiled)
@@ -26,8 +40,11 @@
 //
 // # Lifecycle
 //
-// Props(opts) builds the actor; it keeps no state between messages, so a
-// restart loses nothing. The Repo belongs to the caller, who closes it
+// Props(opts) builds the actor; the only state it keeps between messages
+// is the Announce and WaitFor requests still waiting for their commit
+// (answered with ErrUnavailable when the actor stops or restarts) and the
+// head its registry was last brought up to (re-read at start), so a
+// restart loses no write. The Repo belongs to the caller, who closes it
 // after the actor stops.
 //
 // # Failure

@@ -7,6 +7,13 @@ package git
 //
 //	WriteFile{path, content}          -> Written{..., failure}  Client.WriteFile
 //	PatchFile{path, search, replace}  -> Written{..., failure}  Client.PatchFile
+//	Announce{commit, branch}          -> Synced{..., failure}   Client.Announce
+//	WaitFor{commit, timeout_ms}       -> Synced{..., failure}   Client.WaitFor
+//
+// Committed{commit, branch, paths} is no request: the actor hands it to
+// Options.OnCommitted after every push to the shared branch, for the
+// cluster to publish; a node that receives it sends its git actor an
+// Announce of it.
 //
 // Every message can cross a node (system.CheckRemote). Errors cross as
 // Failure{code, message}; wire.go maps the codes to sentinel errors and back.

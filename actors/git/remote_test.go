@@ -1,6 +1,7 @@
 package git_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -19,13 +20,15 @@ import (
 // which must answer with a Written that crosses too.
 func TestMessagesCrossNodes(t *testing.T) {
 	c, _ := start(t)
-	requests := map[string]bool{"WriteFile": true, "PatchFile": true}
-	others := map[string]bool{"Written": true, "Failure": true, "Conflict": true}
+	// Each request, and the reply it gets (Announce and WaitFor reach an
+	// actor without a Repo here: a Synced with failure "no_repo").
+	requests := map[string]string{"WriteFile": "Written", "PatchFile": "Written", "Announce": "Synced", "WaitFor": "Synced"}
+	others := map[string]bool{"Written": true, "Synced": true, "Failure": true, "Conflict": true, "Committed": true}
 	msgs := gitpb.File_actors_git_gitpb_git_proto.Messages()
 	for i := 0; i < msgs.Len(); i++ {
 		d := msgs.Get(i)
 		name := string(d.Name())
-		if !requests[name] && !others[name] {
+		if requests[name] == "" && !others[name] {
 			t.Errorf("%s is in git.proto but not classified by this test: add it as a request or a reply/part", d.FullName())
 		}
 		mt, err := protoregistry.GlobalTypes.FindMessageByName(d.FullName())
@@ -35,11 +38,15 @@ func TestMessagesCrossNodes(t *testing.T) {
 		if err := system.CheckRemote(mt.New().Interface()); err != nil {
 			t.Error(err)
 		}
-		if !requests[name] {
+		if requests[name] == "" {
 			continue
 		}
 		msg := mt.New().Interface()
-		msg.ProtoReflect().Set(d.Fields().ByName("path"), protoreflect.ValueOfString("tools/wire.txt"))
+		if f := d.Fields().ByName("path"); f != nil {
+			msg.ProtoReflect().Set(f, protoreflect.ValueOfString("tools/wire.txt"))
+		} else {
+			msg.ProtoReflect().Set(d.Fields().ByName("commit"), protoreflect.ValueOfString(strings.Repeat("ab", 20)))
+		}
 		b, err := proto.Marshal(msg)
 		if err != nil {
 			t.Fatal(err)
@@ -52,12 +59,15 @@ func TestMessagesCrossNodes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		w, ok := res.(*gitpb.Written)
-		if !ok {
-			t.Fatalf("%s answered %T, want *gitpb.Written", name, res)
+		reply, ok := res.(proto.Message)
+		if !ok || string(reply.ProtoReflect().Descriptor().Name()) != requests[name] {
+			t.Fatalf("%s answered %T, want *gitpb.%s", name, res, requests[name])
 		}
-		if err := system.CheckRemote(w); err != nil {
+		if err := system.CheckRemote(reply); err != nil {
 			t.Error(err)
+		}
+		if s, ok := reply.(*gitpb.Synced); ok && s.GetFailure().GetCode() != "no_repo" {
+			t.Errorf("%s to an actor without a Repo: %v, want failure no_repo", name, s.GetFailure())
 		}
 	}
 }

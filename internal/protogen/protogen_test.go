@@ -22,26 +22,33 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// walkActors returns the module-relative names of the files under actors/
-// whose names end with suffix.
+// protoDirs are the directories whose .proto files are generated and
+// checked: the actors' messages, and capability's revocations (published
+// across nodes).
+var protoDirs = []string{"actors", "capability"}
+
+// walkActors returns the module-relative names of the files under
+// protoDirs whose names end with suffix.
 func walkActors(t *testing.T, root, suffix string) []string {
 	t.Helper()
 	var names []string
-	err := filepath.WalkDir(filepath.Join(root, "actors"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(p, suffix) {
-			rel, err := filepath.Rel(root, p)
+	for _, dir := range protoDirs {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
-			names = append(names, filepath.ToSlash(rel))
+			if !d.IsDir() && strings.HasSuffix(p, suffix) {
+				rel, err := filepath.Rel(root, p)
+				if err != nil {
+					return err
+				}
+				names = append(names, filepath.ToSlash(rel))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return names
 }

@@ -161,3 +161,46 @@ func clipText(s string) string {
 	}
 	return s
 }
+
+// Diff lists the paths whose content differs between the trees of the
+// commits from and to (full hashes; from "" is the empty tree): changed
+// are present in to (added or modified), deleted are not; both sorted. It
+// reads local objects only. A caller that registers tools keeps the head
+// it last registered and asks Diff(that, Head()) after any operation, since
+// a Persist whose push was rejected brings in the other writers' commits
+// too. Errors wrap ErrPath (not a hash) or ErrClosed.
+func (r *Repo) Diff(from, to string) (changed, deleted []string, err error) {
+	var hs [2]plumbing.Hash
+	for i, s := range []string{from, to} {
+		if s == "" && i == 0 {
+			continue
+		}
+		h, ok := parseHash(s)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: %q is not a commit hash (40 hexadecimal digits)", ErrPath, clipText(s))
+		}
+		hs[i] = h
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, nil, ErrClosed
+	}
+	defer recoverInto(&err, r.log, "comparing "+from+" and "+to)
+	var trees [2]plumbing.Hash
+	for i, h := range hs {
+		if trees[i], err = r.commitTree(h); err != nil {
+			return nil, nil, err
+		}
+	}
+	err = diffTrees(r.sto, trees[0], trees[1], func(p string, _, to entry) {
+		if to.absent() {
+			deleted = append(deleted, p)
+		} else {
+			changed = append(changed, p)
+		}
+	})
+	sort.Strings(changed)
+	sort.Strings(deleted)
+	return changed, deleted, err
+}
