@@ -2,7 +2,6 @@ package agentos
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -114,6 +113,12 @@ func (c ClusterConfig) WithEnv(getenv func(string) string) (ClusterConfig, error
 	return c, nil
 }
 
+// validPort reports whether p is a port number from 1 to 65535.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n > 0 && n <= 65535
+}
+
 // splitList splits a comma-separated list, dropping empty items.
 func splitList(s string) []string {
 	var out []string
@@ -130,7 +135,7 @@ func (c ClusterConfig) validate(file string) error {
 	switch c.Provider {
 	case "", cluster.ProviderSeeds:
 		for _, s := range c.Seeds {
-			if _, port, err := net.SplitHostPort(s); err != nil || port == "" || port == "0" {
+			if i := strings.LastIndexByte(s, ':'); i <= 0 || !validPort(s[i+1:]) {
 				return fmt.Errorf("%s: cluster.seeds: %q is not host:port (the health endpoint of a node: its host and cluster.health_port)", file, s)
 			}
 		}

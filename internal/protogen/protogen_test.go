@@ -23,9 +23,9 @@ func repoRoot(t *testing.T) string {
 }
 
 // protoDirs are the directories whose .proto files are generated and
-// checked: the actors' messages, and capability's revocations (published
-// across nodes).
-var protoDirs = []string{"actors", "capability"}
+// checked: the actors' messages, capability's revocations (published
+// across nodes) and the cluster members' status.
+var protoDirs = []string{"actors", "capability", "cluster"}
 
 // walkActors returns the module-relative names of the files under
 // protoDirs whose names end with suffix.
