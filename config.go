@@ -74,6 +74,14 @@ type Config struct {
 	// it never goes in this file. An explicit --journal PATH still opens
 	// that file.
 	JournalPostgresDSNEnv string `json:"journal_postgres_dsn_env,omitempty"`
+	// JournalLease is how long a node's claim on a run it executes lasts
+	// in a shared journal unless renewed (every third of it): a node that
+	// dies leaves its runs (and forges) to the others once it lapsed, so it
+	// bounds how long a forge of a dead node waits before another node
+	// resumes it. Default 30s (journal.DefaultLease). Every node of a
+	// cluster SHOULD use the same value, and their clocks MUST agree to
+	// well within it.
+	JournalLease Duration `json:"journal_lease,omitzero"`
 	// Retention bounds the journal. Default: the runs of the last 30 days,
 	// at most 1 GiB stored.
 	Retention RetentionConfig `json:"retention,omitzero"`
@@ -462,6 +470,9 @@ func (c Config) validate(path string) error {
 	}
 	if err := c.Cluster.validate(path); err != nil {
 		return err
+	}
+	if c.JournalLease != 0 && time.Duration(c.JournalLease) < time.Second {
+		return fmt.Errorf("%s: journal_lease %s is too short: a claim is renewed every third of it, and a node slower than that would lose its runs to another; use 1s or more (default 30s)", path, time.Duration(c.JournalLease))
 	}
 	if env := c.Capability.SigningKeyEnv; env != "" && !envName.MatchString(env) {
 		return fmt.Errorf("%s: capability.signing_key_env %q is not an environment variable name: name the variable that holds the key, e.g. \"AGENTOS_CAPABILITY_KEY\" (the key itself never goes in this file)", path, env)

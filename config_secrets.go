@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/driver"
@@ -204,7 +205,7 @@ func (c Config) JournalDSN() (string, error) {
 // every configured secret scrubbed by value, and the reads of files under
 // secret_paths sealed (see journal.Options.Seal).
 func (c Config) JournalOptions(root string) journal.Options {
-	opts := journal.Options{Secrets: c.SecretValues()}
+	opts := journal.Options{Secrets: c.SecretValues(), Lease: time.Duration(c.JournalLease)}
 	if len(c.SecretPaths) > 0 {
 		opts.Seal = c.secretRead(root)
 	}

@@ -251,36 +251,55 @@ func (n *Node) forgeFor(ctx context.Context, spec string, caller *executor.Calle
 }
 
 // pendingForge is the forge grain's Pending: the unfinished forge run of
-// the spec whose hash is specHash, claimed for this node (a run another
-// live node holds is left to it).
-func (n *Node) pendingForge(_ context.Context, specHash string) (string, bool, error) {
+// the spec whose hash is specHash, claimed for this node. A run another
+// node still holds (its lease has not lapsed: it is alive, or died less
+// than a lease ago) is waited for until its lease lapses, then claimed,
+// within ctx: the forge of a dead node is resumed, never forged again (a
+// live node that goes on renewing keeps it, and the wait ends with ctx).
+func (n *Node) pendingForge(ctx context.Context, specHash string) (string, bool, error) {
 	j := n.opts.Journal
 	if j == nil {
 		return "", false, nil
 	}
-	runs, err := j.Unfinished()
-	if err != nil {
-		return "", false, err
-	}
-	for _, r := range runs {
-		if r.Kind != forge.Kind {
-			continue
-		}
-		var a struct {
-			Spec string `json:"spec"`
-		}
-		if json.Unmarshal(r.Args, &a) != nil || forge.SpecHash(a.Spec) != specHash {
-			continue
-		}
-		ok, err := j.Claim(r.ID, j.Owner(), 0)
+	for {
+		runs, err := j.Unfinished()
 		if err != nil {
 			return "", false, err
 		}
-		if ok {
-			return r.ID, true, nil
+		var wait time.Duration
+		for _, r := range runs {
+			if r.Kind != forge.Kind {
+				continue
+			}
+			var a struct {
+				Spec string `json:"spec"`
+			}
+			if json.Unmarshal(r.Args, &a) != nil || forge.SpecHash(a.Spec) != specHash {
+				continue
+			}
+			ok, err := j.Claim(r.ID, j.Owner(), 0)
+			if err != nil {
+				return "", false, err
+			}
+			if ok {
+				return r.ID, true, nil
+			}
+			if d := time.Until(r.LeaseUntil); wait == 0 || d < wait {
+				wait = max(d, 10*time.Millisecond)
+			}
+		}
+		if wait == 0 {
+			return "", false, nil
+		}
+		n.opts.Logger.Info("forge grain: the spec's unfinished forge is held by another node; waiting for its lease to lapse", slog.Duration("wait", wait))
+		t := time.NewTimer(wait + 50*time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", false, ctx.Err()
+		case <-t.C:
 		}
 	}
-	return "", false, nil
 }
 
 // ErrCluster: the node could not join or use its cluster; the message
