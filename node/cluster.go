@@ -18,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/capability/capabilitypb"
 	"github.com/agentos-run/agentos/cluster"
+	"github.com/agentos-run/agentos/journal"
 )
 
 // The cluster's pub-sub topics a node uses.
@@ -262,13 +263,15 @@ func (n *Node) pendingForge(ctx context.Context, specHash string) (string, bool,
 		return "", false, nil
 	}
 	for {
-		runs, err := j.Unfinished()
+		// Runs, not Unfinished: a run another node holds is listed too,
+		// to wait for its lease.
+		runs, err := j.Runs()
 		if err != nil {
 			return "", false, err
 		}
 		var wait time.Duration
 		for _, r := range runs {
-			if r.Kind != forge.Kind {
+			if r.Kind != forge.Kind || r.Status != journal.StatusRunning {
 				continue
 			}
 			var a struct {

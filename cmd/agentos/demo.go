@@ -103,12 +103,31 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	dirFlag := fs.String("dir", "", "the tool root to create (default: a fresh temporary directory, removed at the end)")
 	keep := fs.Bool("keep", false, "keep the temporary tool root")
+	clustered := fs.Bool("cluster", false, "the cluster demo: three node processes on loopback sharing a Git upstream and a PostgreSQL journal (needs PostgreSQL installed); a forge on one node, reuse on another, a node SIGKILLed in the middle of a forge that another node finishes")
+	asJSON := fs.Bool("json", false, "with --cluster: print one JSON object {nodes, forged, reused, killed, resumed_on, model_requests, model_requests_uninterrupted, lost_tools, tools}")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
 		return usagef("demo takes no arguments")
+	}
+	if *asJSON && !*clustered {
+		return usagef("demo --json goes with --cluster")
+	}
+	if *clustered {
+		dir := *dirFlag
+		if dir == "" {
+			if dir, err = os.MkdirTemp("", "agentos-cluster-demo-"); err != nil {
+				return err
+			}
+			if !*keep {
+				defer os.RemoveAll(dir)
+			}
+		} else if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		return runDemoCluster(ctx, dir, *asJSON, stdout)
 	}
 	dir := *dirFlag
 	if dir == "" {

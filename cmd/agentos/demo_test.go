@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -77,5 +79,39 @@ func TestDemoAgainAndWording(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(foreign); len(entries) != 1 {
 		t.Fatalf("the refused directory was changed: %v", entries)
+	}
+}
+
+// Issue 13: 'agentos demo --cluster --json' starts three real node
+// processes, forges on one, reuses on another, SIGKILLs the node forging a
+// second tool and shows another finishing it: no tool lost, no journaled
+// model answer asked again. It needs PostgreSQL (the shared journal).
+func TestDemoCluster(t *testing.T) {
+	if _, err := exec.LookPath("initdb"); err != nil {
+		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(m) == 0 {
+			t.Skip("PostgreSQL is not installed (no initdb): install the postgresql package to run the cluster demo")
+		}
+	}
+	t.Setenv("AGENTOS_CLI_CHILD", "1") // the node processes are this test binary as the agentos command
+	code, stdout, stderr := cli(t, "demo", "--cluster", "--json", "--dir", filepath.Join(t.TempDir(), "c"))
+	if code != 0 {
+		t.Fatalf("demo --cluster: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var got struct {
+		Nodes         int    `json:"nodes"`
+		Forged        int    `json:"forged"`
+		Reused        int    `json:"reused"`
+		Killed        string `json:"killed"`
+		ResumedOn     string `json:"resumed_on"`
+		ModelRequests int    `json:"model_requests"`
+		Uninterrupted int    `json:"model_requests_uninterrupted"`
+		LostTools     int    `json:"lost_tools"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, stdout)
+	}
+	if got.Nodes != 3 || got.Forged != 2 || got.Reused != 1 || got.Killed == "" || got.ResumedOn == "" || got.ResumedOn == got.Killed ||
+		got.ModelRequests != 3 || got.Uninterrupted != 3 || got.LostTools != 0 {
+		t.Fatalf("demo --cluster = %+v", got)
 	}
 }
