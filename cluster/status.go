@@ -68,7 +68,6 @@ func (m *Member) ClusterStatus(ctx context.Context) []NodeStatus {
 	return out
 }
 
-
 func statusToPB(s Status, labels map[string]string) *clusterpb.Status {
 	p := &clusterpb.Status{Self: s.Self, Address: s.Address, Labels: labels}
 	for _, mi := range s.Members {

@@ -31,7 +31,7 @@ import (
 // demo kills the node forging it: after the model's first answer is
 // journaled, before the test outcome is.
 const (
-	demoSlugSpec = "a tool that turns a title into a URL slug: lower case words joined by hyphens, punctuation dropped"
+	demoSlugSpec  = "a tool that turns a title into a URL slug: lower case words joined by hyphens, punctuation dropped"
 	demoSlugBuggy = `/** Turns a title into a URL slug: lower-case words joined by "-". @tag text */
 export default function slugify(args: { title: string }): string {
   return args.title.toLowerCase().split(" ").join("-");
