@@ -70,7 +70,7 @@ func (n *Node) JoinCluster(ctx context.Context, opts cluster.Options) (*cluster.
 	}
 	opts.System = n.sys
 	opts.Kinds = append(opts.Kinds, cluster.Kind{Name: forge.GrainKind, Props: forge.GrainProps(forge.GrainOptions{
-		Forge: n.forgeClient, Pending: n.pendingForge, Logger: n.opts.Logger,
+		Forge: n.forgeClient, Pending: n.pendingForge, Finished: n.finishedForge, Logger: n.opts.Logger,
 	})})
 	m, err := cluster.Join(ctx, opts)
 	if err != nil {
@@ -303,6 +303,44 @@ func (n *Node) pendingForge(ctx context.Context, specHash string) (string, bool,
 		case <-t.C:
 		}
 	}
+}
+
+// finishedForge is the forge grain's Finished: the newest forge run of the
+// spec that ended ok and whose tool this node's tool root has (pulled to
+// the run's commit first).
+func (n *Node) finishedForge(ctx context.Context, specHash string) (forge.Result, bool, error) {
+	j := n.opts.Journal
+	if j == nil {
+		return forge.Result{}, false, nil
+	}
+	runs, err := j.Runs()
+	if err != nil {
+		return forge.Result{}, false, err
+	}
+	for i := len(runs) - 1; i >= 0; i-- { // newest first
+		r := runs[i]
+		if r.Kind != forge.Kind || r.Status != journal.StatusOK {
+			continue
+		}
+		var a struct {
+			Spec string `json:"spec"`
+		}
+		var res forge.Result
+		if json.Unmarshal(r.Args, &a) != nil || forge.SpecHash(a.Spec) != specHash || json.Unmarshal(r.Result, &res) != nil || res.Path == "" {
+			continue
+		}
+		if res.Commit != "" {
+			if _, err := n.gitClient.Announce(ctx, res.Commit, ""); err != nil {
+				return forge.Result{}, false, fmt.Errorf("the tool %s forged for this spec (commit %s) did not reach this node: %w", res.Path, res.Commit, err)
+			}
+		}
+		if _, err := n.opts.Jail.Stat(res.Path); err != nil {
+			continue // removed since: forge it again
+		}
+		res.RunID = r.ID
+		return res, true, nil
+	}
+	return forge.Result{}, false, nil
 }
 
 // ErrCluster: the node could not join or use its cluster; the message

@@ -40,6 +40,12 @@ type GrainOptions struct {
 	// answers are replayed, none is asked again) instead of starting anew.
 	// ok false: there is none to resume. nil: nothing is looked for.
 	Pending func(ctx context.Context, specHash string) (runID string, ok bool, err error)
+	// Finished finds the tool a forge of the spec already made (a finished
+	// forge run in the shared journal whose tool is still in the tool
+	// root): a new activation of the spec (after a node died, or the
+	// cluster changed) answers with it as a reuse instead of forging again.
+	// ok false: there is none. nil: nothing is looked for.
+	Finished func(ctx context.Context, specHash string) (res Result, ok bool, err error)
 	// Logger receives the grain's progress (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -146,6 +152,16 @@ func (g *grain) start(ctx actor.Context, waiters []waiter) {
 			res Result
 			err error
 		)
+		if opts.Finished != nil {
+			kept, ok, err := opts.Finished(c, SpecHash(spec))
+			if err != nil {
+				opts.Logger.Warn("forge grain: looking for this spec's finished forge", slog.Any("err", err))
+			}
+			if ok {
+				root.Send(self, &landed{done: &pb.Done{Result: &pb.Result{Reused: true, Path: kept.Path, Score: 1, Tests: kept.Tests, Commit: kept.Commit, RunId: kept.RunID}}})
+				return
+			}
+		}
 		id, resume := "", false
 		if opts.Pending != nil {
 			if id, resume, err = opts.Pending(c, SpecHash(spec)); err != nil {

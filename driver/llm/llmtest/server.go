@@ -66,7 +66,10 @@ type Server struct {
 	done   chan struct{}
 	mu     sync.Mutex
 	script []Step
-	next   int
+	// respond, when set, answers every request instead of the script
+	// (NewResponder).
+	respond func(Received) Step
+	next    int
 	reqs   int
 	recv   []Received
 	err    error
@@ -94,6 +97,19 @@ func NewServer(script []Step, opts ...Option) *Server {
 		defer close(s.done)
 		_ = s.srv.Serve(ln)
 	}()
+	return s
+}
+
+// NewResponder starts a server answering every request with respond(r):
+// a model whose answer depends on what it is asked (several forges of
+// different specs at once), where a script's fixed order cannot fit.
+// respond runs unlocked and concurrently, one call per request; its Step's
+// Check is ignored (respond sees the request itself).
+func NewResponder(respond func(Received) Step, opts ...Option) *Server {
+	s := NewServer(nil, opts...)
+	s.mu.Lock()
+	s.respond = respond
+	s.mu.Unlock()
 	return s
 }
 
@@ -190,6 +206,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.recv = append(s.recv, rec)
+	if s.respond != nil {
+		n, respond := len(s.recv)-1, s.respond
+		s.mu.Unlock()
+		step := respond(rec)
+		s.mu.Lock()
+		if step.Status != 0 {
+			writeError(w, step.Status, "server_error", step.Error)
+			return
+		}
+		writeJSON(w, http.StatusOK, completion(n, rec, step))
+		return
+	}
 	if s.next >= len(s.script) {
 		err := fmt.Errorf("llmtest: request %d: the script has only %d steps", s.reqs, len(s.script))
 		s.fail(err)
