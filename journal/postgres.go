@@ -197,11 +197,34 @@ func (s *pgStore) apply(batch []*write) error {
 			blobs[x.hash] = x.data
 		}
 	}
-	for _, h := range sortedKeys(sources) {
-		b.Queue("INSERT INTO agentos_journal_sources (hash, source) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING", h, sources[h])
+	if len(sources) > 0 {
+		hashes := sortedKeys(sources)
+		data := make([][]byte, len(hashes))
+		for i, h := range hashes {
+			data[i] = sources[h]
+		}
+		b.Queue(`INSERT INTO agentos_journal_sources (hash, source) SELECT * FROM unnest($1::text[], $2::bytea[])
+			ON CONFLICT (hash) DO NOTHING`, hashes, data)
 	}
-	for _, h := range sortedKeys(blobs) {
-		b.Queue("INSERT INTO agentos_journal_blobs (hash, data) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING", h, blobs[h])
+	if len(blobs) > 0 {
+		hashes := sortedKeys(blobs)
+		data := make([][]byte, len(hashes))
+		for i, h := range hashes {
+			data[i] = blobs[h]
+		}
+		b.Queue(`INSERT INTO agentos_journal_blobs (hash, data) SELECT * FROM unnest($1::text[], $2::bytea[])
+			ON CONFLICT (hash) DO NOTHING`, hashes, data)
+	}
+	// Entries go in one statement per stretch between resets (a reset
+	// deletes what came before it in the batch, not what comes after); a
+	// call written twice keeps its last entry, as a bbolt Put does.
+	var pend entryRows
+	flush := func() {
+		if len(pend.runs) > 0 {
+			b.Queue(`INSERT INTO agentos_journal_entries (run, seq, entry) SELECT * FROM unnest($1::text[], $2::bigint[], $3::bytea[])
+				ON CONFLICT (run, seq) DO UPDATE SET entry = excluded.entry`, pend.runs, pend.seqs, pend.entries)
+		}
+		pend = entryRows{}
 	}
 	creates := map[int]string{} // index in the batch of a new run's insert -> its id
 	for _, w := range batch {
@@ -232,13 +255,14 @@ func (s *pgStore) apply(batch []*write) error {
 			}
 		}
 		if w.entry != nil {
-			b.Queue(`INSERT INTO agentos_journal_entries (run, seq, entry) VALUES ($1, $2, $3)
-				ON CONFLICT (run, seq) DO UPDATE SET entry = excluded.entry`, w.run, int64(w.seq), w.entry)
+			pend.add(w.run, w.seq, w.entry)
 		}
 		if w.reset {
+			flush()
 			b.Queue("DELETE FROM agentos_journal_entries WHERE run = $1", w.run)
 		}
 	}
+	flush()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res := tx.SendBatch(ctx, b)
 		for i := range b.Len() {
@@ -254,6 +278,27 @@ func (s *pgStore) apply(batch []*write) error {
 		}
 		return res.Close()
 	})
+}
+
+// entryRows are entries for one multi-row insert, each call once.
+type entryRows struct {
+	runs    []string
+	seqs    []int64
+	entries [][]byte
+	at      map[string]int // run + "\x00" + seq -> index
+}
+
+func (r *entryRows) add(run string, seq uint64, entry []byte) {
+	key := run + "\x00" + strconv.FormatUint(seq, 10)
+	if i, ok := r.at[key]; ok {
+		r.entries[i] = entry
+		return
+	}
+	if r.at == nil {
+		r.at = map[string]int{}
+	}
+	r.at[key] = len(r.runs)
+	r.runs, r.seqs, r.entries = append(r.runs, run), append(r.seqs, int64(seq)), append(r.entries, entry)
 }
 
 func sortedKeys(m map[string][]byte) []string {
