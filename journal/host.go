@@ -128,8 +128,10 @@ func (r *Run) Interrupt(why string) error {
 	if err := r.j.putMeta(r.meta); err != nil {
 		return err
 	}
-	// Stopped here: another node may resume it now.
-	return r.j.letGo(r.meta.ID)
+	// Stopped here: another node may resume it now (a claim that fails to
+	// go lapses by itself).
+	_ = r.j.letGo(r.meta.ID)
+	return nil
 }
 
 // Rehost records, committed before it returns, that this process is about

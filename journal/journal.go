@@ -547,7 +547,9 @@ func (r *Run) End(status string, result, errJSON json.RawMessage) error {
 		_ = r.j.letGo(r.meta.ID)
 		return err
 	}
-	return r.j.letGo(r.meta.ID)
+	// The end is committed: a claim that fails to go now lapses by itself.
+	_ = r.j.letGo(r.meta.ID)
+	return nil
 }
 
 // Meta returns the run's metadata as last written.

@@ -269,3 +269,38 @@ func pgRunAndKill(t *testing.T, dsn string, killAfter int) (string, []uint64) {
 	}
 	return runID, acked
 }
+
+// Path names the database without the password, in either DSN form.
+func TestPostgresName(t *testing.T) {
+	for _, c := range []struct{ dsn, want string }{
+		{"postgres://u:pw@db.example:5433/agentos?sslmode=disable", "postgres://u@db.example:5433/agentos"},
+		{"host=db.example port=5432 user=u password=pw dbname=j sslmode=disable", "postgres://u@db.example:5432/j"},
+		{"host=/var/run/postgresql user=u password=pw dbname=j", "postgres://u@/j?host=%2Fvar%2Frun%2Fpostgresql"},
+	} {
+		cfg, err := pgx.ParseConfig(c.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pgName(cfg); got != c.want {
+			t.Errorf("pgName(%q) = %q, want %q", c.dsn, got, c.want)
+		}
+	}
+}
+
+// Get's prefix match treats LIKE's wildcards in an id as plain characters.
+func TestPostgresPrefixWildcards(t *testing.T) {
+	pgOnly(t, func(t *testing.T) {
+		j, _ := openTemp(t, Options{})
+		for _, id := range []string{"a_b-1", "axb-2", "a%c-3", "abc-4"} {
+			mustBegin(t, j, RunMeta{ID: id, Kind: "exec"})
+		}
+		for prefix, want := range map[string]string{"a_": "a_b-1", "a%": "a%c-3", "ax": "axb-2", "abc": "abc-4"} {
+			if m, err := j.Get(prefix); err != nil || m.ID != want {
+				t.Errorf("Get(%q) = %q, %v; want %q", prefix, m.ID, err, want)
+			}
+		}
+		if _, err := j.Get("a"); !errors.Is(err, ErrAmbiguous) {
+			t.Errorf("Get(a): %v, want ErrAmbiguous", err)
+		}
+	})
+}

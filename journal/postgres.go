@@ -38,7 +38,7 @@ const pgTables = "agentos_journal_sources, agentos_journal_blobs, agentos_journa
 const pgSchema = `
 CREATE TABLE IF NOT EXISTS agentos_journal_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE TABLE IF NOT EXISTS agentos_journal_runs (
-	id text PRIMARY KEY,
+	id text COLLATE "C" PRIMARY KEY,
 	started timestamptz NOT NULL,
 	meta bytea NOT NULL,
 	owner text NOT NULL DEFAULT '',
@@ -343,7 +343,9 @@ func (s *pgStore) runs() ([]RunMeta, error) {
 }
 
 func (s *pgStore) prefixed(id string) ([]RunMeta, error) {
-	rows, err := s.pool.Query(context.Background(), "SELECT meta, owner, lease_until FROM agentos_journal_runs WHERE starts_with(id, $1) ORDER BY id COLLATE \"C\"", id)
+	// LIKE on a "C" column with a fixed prefix is an index range scan.
+	pattern := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(id) + "%"
+	rows, err := s.pool.Query(context.Background(), `SELECT meta, owner, lease_until FROM agentos_journal_runs WHERE id LIKE $1 ORDER BY id`, pattern)
 	if err != nil {
 		return nil, err
 	}
