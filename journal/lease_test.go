@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/testutil"
 )
 
 // manualClock is an Options.Now that moves only when told to: leases lapse
@@ -304,6 +305,30 @@ func TestRunIDsAcrossNodes(t *testing.T) {
 		}
 		if runs, _ := b.Runs(); len(runs) != len(got)+1 {
 			t.Fatalf("%d runs kept, want %d", len(runs), len(got)+1)
+		}
+	})
+}
+
+// A live Journal renews its claims by itself (every third of the lease),
+// and stops when closed.
+func TestRenewerRenews(t *testing.T) {
+	pgOnly(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "journal.db")
+		j := openAt(t, path, Options{Owner: "renewing", Lease: 90 * time.Millisecond})
+		r := mustBegin(t, j, RunMeta{Kind: "exec"})
+		first, err := j.Get(r.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 10*time.Second, "the claim renewed", func() bool {
+			m, err := j.Get(r.ID())
+			return err == nil && m.LeaseUntil.After(first.LeaseUntil)
+		})
+		if err := r.End(StatusOK, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if held := j.heldRuns(); len(held) != 0 {
+			t.Fatalf("an ended run is still held: %v", held)
 		}
 	})
 }
