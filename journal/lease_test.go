@@ -73,10 +73,7 @@ func TestClaimEmbedded(t *testing.T) {
 // claim lapses; then it takes the run over, and the first node, finding
 // its claim lost, journals none of the run's calls any more.
 func TestClaimLease(t *testing.T) {
-	both(t, func(t *testing.T) {
-		if !onPostgres(t) {
-			t.Skip("one process per bbolt file: TestClaimEmbedded")
-		}
+	pgOnly(t, func(t *testing.T) {
 		clk := newManualClock()
 		a, b := twoNodes(t, clk)
 		if !a.Shared() {
@@ -137,17 +134,34 @@ func TestClaimLease(t *testing.T) {
 			t.Fatalf("after b's takeover a reads owner %q", m.Owner)
 		}
 
-		// a wakes up: its renewal finds the run lost, and it performs no
-		// more of the run's I/O.
+		// a wakes up, not knowing yet: its write to the run is fenced off
+		// (under group commit its device was called; the entry is refused).
+		if _, err := ha.Do(context.Background(), call(2, "fs", "read_file", `{"path":"stale"}`)); err != nil {
+			t.Fatalf("a's group-committed call: %v", err)
+		}
+		if err := a.PutSource("after-the-fenced-write", []byte("x")); err != nil { // waited: #2 has been tried
+			t.Fatal(err)
+		}
+		if n := mustCount(t, b, run.ID()); n != 1 || !errors.Is(a.lostWrites(run.ID()), ErrClaimed) {
+			t.Fatalf("a's write after b took the run over: %d calls in the journal, a's error %v", n, a.lostWrites(run.ID()))
+		}
+		// Its renewal finds the run lost: it performs no more of its I/O,
+		// and cannot end it under b.
 		if err := a.renew(); err != nil {
 			t.Fatal(err)
 		}
-		_, err = ha.Do(context.Background(), call(2, "fs", "read_file", `{"path":"b"}`))
-		if de := abortCode(t, err); de.Code != driver.CodeUnavailable || !errors.Is(a.lostWrites(run.ID()), ErrClaimLost) {
+		_, err = ha.Do(context.Background(), call(3, "fs", "read_file", `{"path":"c"}`))
+		if de := abortCode(t, err); de.Code != driver.CodeUnavailable {
 			t.Fatalf("a's call after losing its claim: %+v", de)
 		}
-		if n := dev.calls.Load(); n != 1 {
-			t.Fatalf("devices called %d times, want 1", n)
+		if n := dev.calls.Load(); n != 2 {
+			t.Fatalf("a's devices called %d times, want 2", n)
+		}
+		if err := run.End(StatusOK, nil, nil); !errors.Is(err, ErrClaimed) {
+			t.Fatalf("a ended a run b holds: %v", err)
+		}
+		if m, _ = b.Get(run.ID()); m.Status != StatusRunning || m.Owner != "node-b" {
+			t.Fatalf("a's End changed b's run: %s, owner %q", m.Status, m.Owner)
 		}
 
 		// b finishes the run: the recorded call is replayed, the next is live.
@@ -182,10 +196,7 @@ func mustCount(t *testing.T, j *Journal, id string) int {
 // A node that closes its journal (a shutdown), or interrupts a run, lets its
 // claims go at once: another node need not wait for the lease.
 func TestCloseReleasesClaims(t *testing.T) {
-	both(t, func(t *testing.T) {
-		if !onPostgres(t) {
-			t.Skip("one process per bbolt file")
-		}
+	pgOnly(t, func(t *testing.T) {
 		clk := newManualClock()
 		a, b := twoNodes(t, clk)
 		closing := mustBegin(t, a, RunMeta{Kind: "forge"})
@@ -217,10 +228,7 @@ func TestCloseReleasesClaims(t *testing.T) {
 
 // Nodes racing for one lapsed run: exactly one wins it.
 func TestClaimRace(t *testing.T) {
-	both(t, func(t *testing.T) {
-		if !onPostgres(t) {
-			t.Skip("one process per bbolt file")
-		}
+	pgOnly(t, func(t *testing.T) {
 		clk := newManualClock()
 		a, b := twoNodes(t, clk)
 		const runs = 20
@@ -258,10 +266,7 @@ func TestClaimRace(t *testing.T) {
 // Run ids of two nodes never collide: a new run's id is checked and taken
 // in the same commit; an explicit id taken on another node is refused.
 func TestRunIDsAcrossNodes(t *testing.T) {
-	both(t, func(t *testing.T) {
-		if !onPostgres(t) {
-			t.Skip("one process per bbolt file")
-		}
+	pgOnly(t, func(t *testing.T) {
 		clk := newManualClock()
 		a, b := twoNodes(t, clk)
 		mustBegin(t, a, RunMeta{ID: "shared-id", Kind: "exec"})

@@ -174,7 +174,7 @@ func (s *pgStore) close() error {
 // storage comment above).
 const lockTables = "LOCK TABLE " + pgTables + " IN ROW EXCLUSIVE MODE"
 
-func (s *pgStore) apply(batch []*write) error {
+func (s *pgStore) apply(batch []*write, owner string, now time.Time) error {
 	ctx := context.Background()
 	b := &pgx.Batch{}
 	b.Queue(lockTables)
@@ -218,11 +218,17 @@ func (s *pgStore) apply(batch []*write) error {
 	// Entries go in one statement per stretch between resets (a reset
 	// deletes what came before it in the batch, not what comes after); a
 	// call written twice keeps its last entry, as a bbolt Put does.
+	// Every write is fenced: one to a run another owner holds changes no
+	// row, and fails the batch with ErrClaimed.
 	var pend entryRows
+	fences := map[int]fence{} // index in the batch -> what its statement must do
 	flush := func() {
 		if len(pend.runs) > 0 {
-			b.Queue(`INSERT INTO agentos_journal_entries (run, seq, entry) SELECT * FROM unnest($1::text[], $2::bigint[], $3::bytea[])
-				ON CONFLICT (run, seq) DO UPDATE SET entry = excluded.entry`, pend.runs, pend.seqs, pend.entries)
+			fences[b.Len()] = fence{rows: int64(len(pend.runs)), runs: pend.runs}
+			b.Queue(`INSERT INTO agentos_journal_entries (run, seq, entry)
+				SELECT u.run, u.seq, u.entry FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u(run, seq, entry)
+				WHERE NOT EXISTS (SELECT 1 FROM agentos_journal_runs r WHERE r.id = u.run AND `+heldByOther(4, 5)+`)
+				ON CONFLICT (run, seq) DO UPDATE SET entry = excluded.entry`, pend.runs, pend.seqs, pend.entries, owner, now)
 		}
 		pend = entryRows{}
 	}
@@ -244,14 +250,17 @@ func (s *pgStore) apply(batch []*write) error {
 			case w.create:
 				creates[b.Len()] = w.run
 				b.Queue(`INSERT INTO agentos_journal_runs (id, started, meta, owner, lease_until) VALUES ($1, $2, $3, $4, $5)
-					ON CONFLICT (id) DO NOTHING`, w.run, started, w.meta, w.owner, until)
+					ON CONFLICT (id) DO NOTHING`, w.run, started, w.meta, owner, until)
 			case w.claim:
-				b.Queue(`INSERT INTO agentos_journal_runs (id, started, meta, owner, lease_until) VALUES ($1, $2, $3, $4, $5)
-					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta, owner = excluded.owner, lease_until = excluded.lease_until`,
-					w.run, started, w.meta, w.owner, until)
+				fences[b.Len()] = fence{rows: 1, runs: []string{w.run}}
+				b.Queue(`INSERT INTO agentos_journal_runs AS r (id, started, meta, owner, lease_until) VALUES ($1, $2, $3, $4, $5)
+					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta, owner = excluded.owner, lease_until = excluded.lease_until
+					WHERE NOT (`+heldByOther(4, 6)+`)`, w.run, started, w.meta, owner, until, now)
 			default:
-				b.Queue(`INSERT INTO agentos_journal_runs (id, started, meta) VALUES ($1, $2, $3)
-					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta`, w.run, started, w.meta)
+				fences[b.Len()] = fence{rows: 1, runs: []string{w.run}}
+				b.Queue(`INSERT INTO agentos_journal_runs AS r (id, started, meta) VALUES ($1, $2, $3)
+					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta
+					WHERE NOT (`+heldByOther(4, 5)+`)`, w.run, started, w.meta, owner, now)
 			}
 		}
 		if w.entry != nil {
@@ -259,6 +268,8 @@ func (s *pgStore) apply(batch []*write) error {
 		}
 		if w.reset {
 			flush()
+			fences[b.Len()] = fence{rows: 0, runs: []string{w.run}}
+			b.Queue(`SELECT 1 FROM agentos_journal_runs r WHERE r.id = $1 AND `+heldByOther(2, 3), w.run, owner, now)
 			b.Queue("DELETE FROM agentos_journal_entries WHERE run = $1", w.run)
 		}
 	}
@@ -275,9 +286,26 @@ func (s *pgStore) apply(batch []*write) error {
 				res.Close()
 				return fmt.Errorf("%w: %q", errRunExists, id)
 			}
+			if f, ok := fences[i]; ok && tag.RowsAffected() != f.rows {
+				res.Close()
+				return fmt.Errorf("%w: another node claimed run %s: this node may no longer write it", ErrClaimed, strings.Join(slices.Compact(slices.Sorted(slices.Values(f.runs))), ", "))
+			}
 		}
 		return res.Close()
 	})
+}
+
+// heldByOther is the condition "run r is held by another owner than
+// parameter $owner, with a claim live at the time in parameter $now".
+func heldByOther(owner, now int) string {
+	return fmt.Sprintf(`r.owner <> '' AND r.owner <> $%d AND r.lease_until IS NOT NULL AND r.lease_until > $%d`, owner, now)
+}
+
+// fence is what a fenced statement must report: rows rows changed (or, for
+// a check, found) when no other node holds any of runs.
+type fence struct {
+	rows int64
+	runs []string
 }
 
 // entryRows are entries for one multi-row insert, each call once.
