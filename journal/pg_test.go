@@ -304,3 +304,36 @@ func TestPostgresPrefixWildcards(t *testing.T) {
 		}
 	})
 }
+
+// Check finds what a damaged PostgreSQL journal lacks: a payload an entry
+// refers to, an entry that does not decode.
+func TestPostgresCheckFindsDamage(t *testing.T) {
+	pgOnly(t, func(t *testing.T) {
+		j, path := openTemp(t, Options{})
+		page := bigString(DefaultBlobThreshold+1, "page:")
+		id := recordRun(t, j, 2, func(seq uint64) json.RawMessage { return json.RawMessage(fmt.Sprintf(`{"i":%d}`, seq)) }, func(uint64) json.RawMessage { return page })
+		if err := j.Check(); err != nil {
+			t.Fatalf("a sound journal: %v", err)
+		}
+		conn, err := pgx.Connect(context.Background(), pgDSNFor(t, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		for _, q := range []string{
+			"DELETE FROM agentos_journal_blobs",
+			"UPDATE agentos_journal_entries SET entry = 'not json' WHERE seq = 1",
+		} {
+			if _, err := conn.Exec(context.Background(), q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = j.Check()
+		if err == nil || !strings.Contains(err.Error(), "call #2 refers to payload") || !strings.Contains(err.Error(), "call #1: the entry does not decode") || !strings.Contains(err.Error(), id) {
+			t.Fatalf("Check of a damaged journal: %v", err)
+		}
+		if _, err := j.Entries(id); err == nil || !strings.Contains(err.Error(), "lacks") && !strings.Contains(err.Error(), "invalid") {
+			t.Fatalf("reading a damaged run: %v", err)
+		}
+	})
+}
