@@ -31,6 +31,13 @@ import (
 // locks on the tables in one fixed order, and Prune takes EXCLUSIVE locks
 // in the same order: Prune and recording never deadlock, and a payload
 // Prune deletes is never one a concurrent entry was just made to refer to.
+//
+// Writes are fenced by the claims: a write transaction share-locks the
+// rows of the runs it writes, then each statement changes a run only if no
+// other owner holds a live claim on it, and fails the batch (ErrClaimed)
+// otherwise. A claim (an UPDATE of the run's row) therefore either waits
+// for a write in flight, or the write sees the claim: a node that lost a
+// run never writes it after another node took it.
 
 // pgTables are the tables, in the order every transaction locks them.
 const pgTables = "agentos_journal_sources, agentos_journal_blobs, agentos_journal_runs, agentos_journal_entries"
@@ -196,6 +203,18 @@ func (s *pgStore) apply(batch []*write, owner string, now time.Time) error {
 		for _, x := range w.blobs {
 			blobs[x.hash] = x.data
 		}
+	}
+	// The runs written are share-locked first, in id order: a claim by
+	// another node waits for this transaction, or this one waits for the
+	// claim and then sees it (the fences below read committed rows).
+	runs := map[string][]byte{}
+	for _, w := range batch {
+		if w.meta != nil || w.entry != nil || w.reset {
+			runs[w.run] = nil
+		}
+	}
+	if len(runs) > 0 {
+		b.Queue("SELECT 1 FROM agentos_journal_runs WHERE id = ANY($1) ORDER BY id FOR SHARE", sortedKeys(runs))
 	}
 	if len(sources) > 0 {
 		hashes := sortedKeys(sources)
