@@ -337,3 +337,50 @@ func TestRenewerRenews(t *testing.T) {
 		}
 	})
 }
+
+// A takeover while the old holder is still writing: every call the old
+// holder saw committed (SyncEach) is in what the new holder resumes from,
+// and nothing the old holder writes lands after the takeover.
+func TestTakeoverWhileWriting(t *testing.T) {
+	pgOnly(t, func(t *testing.T) {
+		clk := newManualClock()
+		path := filepath.Join(t.TempDir(), "journal.db")
+		a := openAt(t, path, Options{Owner: "node-a", Lease: 10 * time.Second, Now: clk.Now, Durability: SyncEach})
+		b := openAt(t, path, Options{Owner: "node-b", Lease: 10 * time.Second, Now: clk.Now, Durability: SyncEach})
+		run := mustBegin(t, a, RunMeta{Kind: "exec"})
+		h := run.Middleware()(echoDevices().host())
+		var acked atomic.Int64
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for seq := uint64(1); seq <= 5000; seq++ {
+				if _, err := h.Do(context.Background(), call(seq, "clock", "now", "")); err != nil {
+					return // fenced off: a lost the run
+				}
+				acked.Store(int64(seq))
+			}
+		}()
+		for i := 0; acked.Load() < 30; i++ {
+			if i == 10000 {
+				t.Fatal("a acknowledged too few calls")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		clk.Advance(11 * time.Second) // a's claim lapses (it does not renew: no renewer tick this soon)
+		rec, err := b.Recover(run.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-stopped
+		if acked.Load() == 5000 {
+			t.Fatal("a wrote every call: the takeover fenced nothing")
+		}
+		have := mustCount(t, b, run.ID())
+		if int64(have) < acked.Load() {
+			t.Fatalf("%d calls acknowledged to a, %d in the journal", acked.Load(), have)
+		}
+		if have != len(rec.entries) {
+			t.Fatalf("b resumed from %d calls, but %d are in the journal now: a wrote after the takeover", len(rec.entries), have)
+		}
+	})
+}
