@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/internal/pgtest"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -47,6 +48,27 @@ func TestGoldenJournals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ex.Close()
+	// Each journal replays from both storages: the embedded file and a
+	// shared PostgreSQL journal (skipped without PostgreSQL installed).
+	for _, storage := range []string{"bbolt", "postgres"} {
+		t.Run(storage, func(t *testing.T) {
+			open := func(t *testing.T) (*journal.Journal, error) {
+				return journal.Open(filepath.Join(t.TempDir(), "j.db"), journal.Options{Durability: journal.NoSync})
+			}
+			if storage == "postgres" {
+				dsn := pgtest.Start(t)
+				open = func(*testing.T) (*journal.Journal, error) {
+					return journal.OpenPostgres(dsn, journal.Options{Durability: journal.NoSync})
+				}
+			}
+			replayGoldens(t, ex, files, open)
+		})
+	}
+}
+
+// replayGoldens replays each golden journal imported into a journal open
+// returns.
+func replayGoldens(t *testing.T, ex *executor.Executor, files []string, open func(*testing.T) (*journal.Journal, error)) {
 	for _, f := range files {
 		name := filepath.Base(f)
 		t.Run(name, func(t *testing.T) {
@@ -58,7 +80,7 @@ func TestGoldenJournals(t *testing.T) {
 			if err := json.Unmarshal(b, &d); err != nil {
 				t.Fatal(err)
 			}
-			j, err := journal.Open(filepath.Join(t.TempDir(), "j.db"), journal.Options{Durability: journal.NoSync})
+			j, err := open(t)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -297,3 +297,65 @@ func BenchmarkOpenHeldFile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRecordStorage compares the storages (the embedded bbolt file,
+// PostgreSQL on loopback from internal/pgtest, fsync on) per durability
+// mode, with one run recording and with 16 runs recording at once (the
+// case group commit is for: their entries share transactions).
+//
+//	go test -run XXX -bench RecordStorage ./journal/
+func BenchmarkRecordStorage(b *testing.B) {
+	for _, storage := range []string{"bbolt", "postgres"} {
+		b.Run(storage, func(b *testing.B) {
+			if storage == "postgres" {
+				pgServer(b)
+			}
+			for _, dur := range []Durability{GroupCommit, SyncEach, NoSync} {
+				for _, runs := range []int{1, 16} {
+					b.Run(fmt.Sprintf("%s/runs=%d", dur, runs), func(b *testing.B) {
+						benchRecordRuns(b, dur, runs)
+					})
+				}
+			}
+		})
+	}
+}
+
+// benchRecordRuns records b.N calls spread over runs concurrent runs.
+func benchRecordRuns(b *testing.B, dur Durability, runs int) {
+	j, err := openStorage(b, filepath.Join(b.TempDir(), "journal.db"), Options{Durability: dur})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	handles := make([]*Run, runs)
+	for i := range handles {
+		if handles[i], err = j.Begin(RunMeta{Kind: "exec", Tool: "tools/orders.ts"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	errs := make(chan error, runs)
+	for r, run := range handles {
+		go func() {
+			h := run.Middleware()(trivialHost)
+			var err error
+			for seq := uint64(1); int(seq-1)*runs+r < b.N && err == nil; seq++ {
+				_, err = h.Do(ctx, driver.Call{Seq: seq, Driver: "fs", Op: "read_file", Request: benchRequest})
+			}
+			if err == nil {
+				err = run.End(StatusOK, nil, nil)
+			}
+			errs <- err
+		}()
+	}
+	for range runs {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportOps(b)
+}

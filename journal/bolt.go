@@ -85,7 +85,7 @@ func (s *boltStore) path() string { return s.db.Path() }
 func (s *boltStore) close() error { return s.db.Close() }
 func (s *boltStore) shared() bool { return false }
 
-func (s *boltStore) apply(batch []*write) error {
+func (s *boltStore) apply(batch []*write, _ string, _ time.Time) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return applyAll(tx, batch) })
 }
 

@@ -55,9 +55,8 @@ const StatusInterrupted = "interrupted"
 // or the one that has started after the host took the run). In a shared
 // (PostgreSQL) journal, where the host may be another machine, the claim
 // alone tells: the host is gone once its claim lapsed (or it let it go), by
-// this machine's clock. It
-// is false when it cannot tell (a run recorded before agentos kept its
-// host).
+// this machine's clock. It is false when it cannot tell (a run recorded
+// before agentos kept its host).
 func (h Host) Gone() bool {
 	switch {
 	case h.Interrupted != "":
@@ -128,8 +127,10 @@ func (r *Run) Interrupt(why string) error {
 	if err := r.j.putMeta(r.meta); err != nil {
 		return err
 	}
-	// Stopped here: another node may resume it now.
-	return r.j.letGo(r.meta.ID)
+	// Stopped here: another node may resume it now (a claim that fails to
+	// go lapses by itself).
+	_ = r.j.letGo(r.meta.ID)
+	return nil
 }
 
 // Rehost records, committed before it returns, that this process is about

@@ -176,10 +176,9 @@ type write struct {
 	reset  bool   // delete the run's entries first (Import)
 	create bool   // meta is a new run's: fail with errRunExists if the id is taken
 	sync   bool   // commit durably whatever the mode (Run.Durable)
-	// claim, with meta, makes owner the run's holder until until (a
-	// shared journal; the embedded one ignores it).
+	// claim, with meta, makes the writing Journal the run's holder until
+	// until (a shared journal; the embedded one ignores it).
 	claim bool
-	owner string
 	until time.Time
 	done  chan error
 }
@@ -303,7 +302,8 @@ func (j *Journal) writer() {
 				break fill
 			}
 		}
-		err := j.st.apply(batch)
+		now := j.now()
+		err := j.st.apply(batch, j.owner, now)
 		if err == nil {
 			for _, w := range batch {
 				if w.done != nil {
@@ -315,7 +315,7 @@ func (j *Journal) writer() {
 		// One bad write must not take the others down with it: retry each
 		// alone, and remember a failure nobody waits for against its run.
 		for _, w := range batch {
-			werr := j.st.apply([]*write{w})
+			werr := j.st.apply([]*write{w}, j.owner, now)
 			if w.done != nil {
 				w.done <- werr
 			} else if werr != nil {
@@ -415,7 +415,7 @@ func (j *Journal) putMetaWith(meta RunMeta, w *write) error {
 	}
 	w.run, w.meta = meta.ID, b
 	if w.claim {
-		w.owner, w.until = j.owner, j.now().Add(j.opts.Lease)
+		w.until = j.now().Add(j.opts.Lease)
 	}
 	return j.submit(w, true)
 }
@@ -547,7 +547,9 @@ func (r *Run) End(status string, result, errJSON json.RawMessage) error {
 		_ = r.j.letGo(r.meta.ID)
 		return err
 	}
-	return r.j.letGo(r.meta.ID)
+	// The end is committed: a claim that fails to go now lapses by itself.
+	_ = r.j.letGo(r.meta.ID)
+	return nil
 }
 
 // Meta returns the run's metadata as last written.

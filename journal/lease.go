@@ -14,8 +14,11 @@ import (
 // encoding, blobs, group commit, replay, the choice of what Prune deletes)
 // is one code path whatever the storage.
 type store interface {
-	// apply commits a batch of writes in one transaction, all or nothing.
-	apply(batch []*write) error
+	// apply commits a batch of writes in one transaction, all or nothing,
+	// for owner at now: on a shared storage, a write to a run another
+	// owner holds (a claim that has not lapsed at now) fails with
+	// ErrClaimed: a node that lost a run can no longer write it.
+	apply(batch []*write, owner string, now time.Time) error
 	// runs returns every run's metadata, in no particular order.
 	runs() ([]RunMeta, error)
 	// prefixed returns the runs whose id starts with id, in id order.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/testutil"
 )
 
 // manualClock is an Options.Now that moves only when told to: leases lapse
@@ -72,10 +73,7 @@ func TestClaimEmbedded(t *testing.T) {
 // claim lapses; then it takes the run over, and the first node, finding
 // its claim lost, journals none of the run's calls any more.
 func TestClaimLease(t *testing.T) {
-	both(t, func(t *testing.T) {
-		if !onPostgres(t) {
-			t.Skip("one process per bbolt file: TestClaimEmbedded")
-		}
+	pgOnly(t, func(t *testing.T) {
 		clk := newManualClock()
 		a, b := twoNodes(t, clk)
 		if !a.Shared() {
@@ -136,17 +134,34 @@ func TestClaimLease(t *testing.T) {
 			t.Fatalf("after b's takeover a reads owner %q", m.Owner)
 		}
 
-		// a wakes up: its renewal finds the run lost, and it performs no
-		// more of the run's I/O.
+		// a wakes up, not knowing yet: its write to the run is fenced off
+		// (under group commit its device was called; the entry is refused).
+		if _, err := ha.Do(context.Background(), call(2, "fs", "read_file", `{"path":"stale"}`)); err != nil {
+			t.Fatalf("a's group-committed call: %v", err)
+		}
+		if err := a.PutSource("after-the-fenced-write", []byte("x")); err != nil { // waited: #2 has been tried
+			t.Fatal(err)
+		}
+		if n := mustCount(t, b, run.ID()); n != 1 || !errors.Is(a.lostWrites(run.ID()), ErrClaimed) {
+			t.Fatalf("a's write after b took the run over: %d calls in the journal, a's error %v", n, a.lostWrites(run.ID()))
+		}
+		// Its renewal finds the run lost: it performs no more of its I/O,
+		// and cannot end it under b.
 		if err := a.renew(); err != nil {
 			t.Fatal(err)
 		}
-		_, err = ha.Do(context.Background(), call(2, "fs", "read_file", `{"path":"b"}`))
-		if de := abortCode(t, err); de.Code != driver.CodeUnavailable || !errors.Is(a.lostWrites(run.ID()), ErrClaimLost) {
+		_, err = ha.Do(context.Background(), call(3, "fs", "read_file", `{"path":"c"}`))
+		if de := abortCode(t, err); de.Code != driver.CodeUnavailable {
 			t.Fatalf("a's call after losing its claim: %+v", de)
 		}
-		if n := dev.calls.Load(); n != 1 {
-			t.Fatalf("devices called %d times, want 1", n)
+		if n := dev.calls.Load(); n != 2 {
+			t.Fatalf("a's devices called %d times, want 2", n)
+		}
+		if err := run.End(StatusOK, nil, nil); !errors.Is(err, ErrClaimed) {
+			t.Fatalf("a ended a run b holds: %v", err)
+		}
+		if m, _ = b.Get(run.ID()); m.Status != StatusRunning || m.Owner != "node-b" {
+			t.Fatalf("a's End changed b's run: %s, owner %q", m.Status, m.Owner)
 		}
 
 		// b finishes the run: the recorded call is replayed, the next is live.
@@ -181,10 +196,7 @@ func mustCount(t *testing.T, j *Journal, id string) int {
 // A node that closes its journal (a shutdown), or interrupts a run, lets its
 // claims go at once: another node need not wait for the lease.
 func TestCloseReleasesClaims(t *testing.T) {
-	both(t, func(t *testing.T) {
-		if !onPostgres(t) {
-			t.Skip("one process per bbolt file")
-		}
+	pgOnly(t, func(t *testing.T) {
 		clk := newManualClock()
 		a, b := twoNodes(t, clk)
 		closing := mustBegin(t, a, RunMeta{Kind: "forge"})
@@ -216,10 +228,7 @@ func TestCloseReleasesClaims(t *testing.T) {
 
 // Nodes racing for one lapsed run: exactly one wins it.
 func TestClaimRace(t *testing.T) {
-	both(t, func(t *testing.T) {
-		if !onPostgres(t) {
-			t.Skip("one process per bbolt file")
-		}
+	pgOnly(t, func(t *testing.T) {
 		clk := newManualClock()
 		a, b := twoNodes(t, clk)
 		const runs = 20
@@ -257,10 +266,7 @@ func TestClaimRace(t *testing.T) {
 // Run ids of two nodes never collide: a new run's id is checked and taken
 // in the same commit; an explicit id taken on another node is refused.
 func TestRunIDsAcrossNodes(t *testing.T) {
-	both(t, func(t *testing.T) {
-		if !onPostgres(t) {
-			t.Skip("one process per bbolt file")
-		}
+	pgOnly(t, func(t *testing.T) {
 		clk := newManualClock()
 		a, b := twoNodes(t, clk)
 		mustBegin(t, a, RunMeta{ID: "shared-id", Kind: "exec"})
@@ -304,6 +310,77 @@ func TestRunIDsAcrossNodes(t *testing.T) {
 		}
 		if runs, _ := b.Runs(); len(runs) != len(got)+1 {
 			t.Fatalf("%d runs kept, want %d", len(runs), len(got)+1)
+		}
+	})
+}
+
+// A live Journal renews its claims by itself (every third of the lease),
+// and stops when closed.
+func TestRenewerRenews(t *testing.T) {
+	pgOnly(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "journal.db")
+		j := openAt(t, path, Options{Owner: "renewing", Lease: 90 * time.Millisecond})
+		r := mustBegin(t, j, RunMeta{Kind: "exec"})
+		first, err := j.Get(r.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 10*time.Second, "the claim renewed", func() bool {
+			m, err := j.Get(r.ID())
+			return err == nil && m.LeaseUntil.After(first.LeaseUntil)
+		})
+		if err := r.End(StatusOK, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if held := j.heldRuns(); len(held) != 0 {
+			t.Fatalf("an ended run is still held: %v", held)
+		}
+	})
+}
+
+// A takeover while the old holder is still writing: every call the old
+// holder saw committed (SyncEach) is in what the new holder resumes from,
+// and nothing the old holder writes lands after the takeover.
+func TestTakeoverWhileWriting(t *testing.T) {
+	pgOnly(t, func(t *testing.T) {
+		clk := newManualClock()
+		path := filepath.Join(t.TempDir(), "journal.db")
+		a := openAt(t, path, Options{Owner: "node-a", Lease: 10 * time.Second, Now: clk.Now, Durability: SyncEach})
+		b := openAt(t, path, Options{Owner: "node-b", Lease: 10 * time.Second, Now: clk.Now, Durability: SyncEach})
+		run := mustBegin(t, a, RunMeta{Kind: "exec"})
+		h := run.Middleware()(echoDevices().host())
+		var acked atomic.Int64
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for seq := uint64(1); seq <= 5000; seq++ {
+				if _, err := h.Do(context.Background(), call(seq, "clock", "now", "")); err != nil {
+					return // fenced off: a lost the run
+				}
+				acked.Store(int64(seq))
+			}
+		}()
+		for i := 0; acked.Load() < 30; i++ {
+			if i == 10000 {
+				t.Fatal("a acknowledged too few calls")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		clk.Advance(11 * time.Second) // a's claim lapses (it does not renew: no renewer tick this soon)
+		rec, err := b.Recover(run.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-stopped
+		if acked.Load() == 5000 {
+			t.Fatal("a wrote every call: the takeover fenced nothing")
+		}
+		have := mustCount(t, b, run.ID())
+		if int64(have) < acked.Load() {
+			t.Fatalf("%d calls acknowledged to a, %d in the journal", acked.Load(), have)
+		}
+		if have != len(rec.entries) {
+			t.Fatalf("b resumed from %d calls, but %d are in the journal now: a wrote after the takeover", len(rec.entries), have)
 		}
 	})
 }

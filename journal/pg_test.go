@@ -269,3 +269,71 @@ func pgRunAndKill(t *testing.T, dsn string, killAfter int) (string, []uint64) {
 	}
 	return runID, acked
 }
+
+// Path names the database without the password, in either DSN form.
+func TestPostgresName(t *testing.T) {
+	for _, c := range []struct{ dsn, want string }{
+		{"postgres://u:pw@db.example:5433/agentos?sslmode=disable", "postgres://u@db.example:5433/agentos"},
+		{"host=db.example port=5432 user=u password=pw dbname=j sslmode=disable", "postgres://u@db.example:5432/j"},
+		{"host=/var/run/postgresql user=u password=pw dbname=j", "postgres://u@/j?host=%2Fvar%2Frun%2Fpostgresql"},
+	} {
+		cfg, err := pgx.ParseConfig(c.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pgName(cfg); got != c.want {
+			t.Errorf("pgName(%q) = %q, want %q", c.dsn, got, c.want)
+		}
+	}
+}
+
+// Get's prefix match treats LIKE's wildcards in an id as plain characters.
+func TestPostgresPrefixWildcards(t *testing.T) {
+	pgOnly(t, func(t *testing.T) {
+		j, _ := openTemp(t, Options{})
+		for _, id := range []string{"a_b-1", "axb-2", "a%c-3", "abc-4"} {
+			mustBegin(t, j, RunMeta{ID: id, Kind: "exec"})
+		}
+		for prefix, want := range map[string]string{"a_": "a_b-1", "a%": "a%c-3", "ax": "axb-2", "abc": "abc-4"} {
+			if m, err := j.Get(prefix); err != nil || m.ID != want {
+				t.Errorf("Get(%q) = %q, %v; want %q", prefix, m.ID, err, want)
+			}
+		}
+		if _, err := j.Get("a"); !errors.Is(err, ErrAmbiguous) {
+			t.Errorf("Get(a): %v, want ErrAmbiguous", err)
+		}
+	})
+}
+
+// Check finds what a damaged PostgreSQL journal lacks: a payload an entry
+// refers to, an entry that does not decode.
+func TestPostgresCheckFindsDamage(t *testing.T) {
+	pgOnly(t, func(t *testing.T) {
+		j, path := openTemp(t, Options{})
+		page := bigString(DefaultBlobThreshold+1, "page:")
+		id := recordRun(t, j, 2, func(seq uint64) json.RawMessage { return json.RawMessage(fmt.Sprintf(`{"i":%d}`, seq)) }, func(uint64) json.RawMessage { return page })
+		if err := j.Check(); err != nil {
+			t.Fatalf("a sound journal: %v", err)
+		}
+		conn, err := pgx.Connect(context.Background(), pgDSNFor(t, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		for _, q := range []string{
+			"DELETE FROM agentos_journal_blobs",
+			"UPDATE agentos_journal_entries SET entry = 'not json' WHERE seq = 1",
+		} {
+			if _, err := conn.Exec(context.Background(), q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = j.Check()
+		if err == nil || !strings.Contains(err.Error(), "call #2 refers to payload") || !strings.Contains(err.Error(), "call #1: the entry does not decode") || !strings.Contains(err.Error(), id) {
+			t.Fatalf("Check of a damaged journal: %v", err)
+		}
+		if _, err := j.Entries(id); err == nil || !strings.Contains(err.Error(), "lacks") && !strings.Contains(err.Error(), "invalid") {
+			t.Fatalf("reading a damaged run: %v", err)
+		}
+	})
+}

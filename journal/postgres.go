@@ -31,6 +31,13 @@ import (
 // locks on the tables in one fixed order, and Prune takes EXCLUSIVE locks
 // in the same order: Prune and recording never deadlock, and a payload
 // Prune deletes is never one a concurrent entry was just made to refer to.
+//
+// Writes are fenced by the claims: a write transaction share-locks the
+// rows of the runs it writes, then each statement changes a run only if no
+// other owner holds a live claim on it, and fails the batch (ErrClaimed)
+// otherwise. A claim (an UPDATE of the run's row) therefore either waits
+// for a write in flight, or the write sees the claim: a node that lost a
+// run never writes it after another node took it.
 
 // pgTables are the tables, in the order every transaction locks them.
 const pgTables = "agentos_journal_sources, agentos_journal_blobs, agentos_journal_runs, agentos_journal_entries"
@@ -38,7 +45,7 @@ const pgTables = "agentos_journal_sources, agentos_journal_blobs, agentos_journa
 const pgSchema = `
 CREATE TABLE IF NOT EXISTS agentos_journal_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE TABLE IF NOT EXISTS agentos_journal_runs (
-	id text PRIMARY KEY,
+	id text COLLATE "C" PRIMARY KEY,
 	started timestamptz NOT NULL,
 	meta bytea NOT NULL,
 	owner text NOT NULL DEFAULT '',
@@ -174,7 +181,7 @@ func (s *pgStore) close() error {
 // storage comment above).
 const lockTables = "LOCK TABLE " + pgTables + " IN ROW EXCLUSIVE MODE"
 
-func (s *pgStore) apply(batch []*write) error {
+func (s *pgStore) apply(batch []*write, owner string, now time.Time) error {
 	ctx := context.Background()
 	b := &pgx.Batch{}
 	b.Queue(lockTables)
@@ -197,11 +204,52 @@ func (s *pgStore) apply(batch []*write) error {
 			blobs[x.hash] = x.data
 		}
 	}
-	for _, h := range sortedKeys(sources) {
-		b.Queue("INSERT INTO agentos_journal_sources (hash, source) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING", h, sources[h])
+	// The runs written are share-locked first, in id order: a claim by
+	// another node waits for this transaction, or this one waits for the
+	// claim and then sees it (the fences below read committed rows).
+	runs := map[string][]byte{}
+	for _, w := range batch {
+		if w.meta != nil || w.entry != nil || w.reset {
+			runs[w.run] = nil
+		}
 	}
-	for _, h := range sortedKeys(blobs) {
-		b.Queue("INSERT INTO agentos_journal_blobs (hash, data) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING", h, blobs[h])
+	if len(runs) > 0 {
+		b.Queue("SELECT 1 FROM agentos_journal_runs WHERE id = ANY($1) ORDER BY id FOR SHARE", sortedKeys(runs))
+	}
+	if len(sources) > 0 {
+		hashes := sortedKeys(sources)
+		data := make([][]byte, len(hashes))
+		for i, h := range hashes {
+			data[i] = sources[h]
+		}
+		b.Queue(`INSERT INTO agentos_journal_sources (hash, source) SELECT * FROM unnest($1::text[], $2::bytea[])
+			ON CONFLICT (hash) DO NOTHING`, hashes, data)
+	}
+	if len(blobs) > 0 {
+		hashes := sortedKeys(blobs)
+		data := make([][]byte, len(hashes))
+		for i, h := range hashes {
+			data[i] = blobs[h]
+		}
+		b.Queue(`INSERT INTO agentos_journal_blobs (hash, data) SELECT * FROM unnest($1::text[], $2::bytea[])
+			ON CONFLICT (hash) DO NOTHING`, hashes, data)
+	}
+	// Entries go in one statement per stretch between resets (a reset
+	// deletes what came before it in the batch, not what comes after); a
+	// call written twice keeps its last entry, as a bbolt Put does.
+	// Every write is fenced: one to a run another owner holds changes no
+	// row, and fails the batch with ErrClaimed.
+	var pend entryRows
+	fences := map[int]fence{} // index in the batch -> what its statement must do
+	flush := func() {
+		if len(pend.runs) > 0 {
+			fences[b.Len()] = fence{rows: int64(len(pend.runs)), runs: pend.runs}
+			b.Queue(`INSERT INTO agentos_journal_entries (run, seq, entry)
+				SELECT u.run, u.seq, u.entry FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u(run, seq, entry)
+				WHERE NOT EXISTS (SELECT 1 FROM agentos_journal_runs r WHERE r.id = u.run AND `+heldByOther(4, 5)+`)
+				ON CONFLICT (run, seq) DO UPDATE SET entry = excluded.entry`, pend.runs, pend.seqs, pend.entries, owner, now)
+		}
+		pend = entryRows{}
 	}
 	creates := map[int]string{} // index in the batch of a new run's insert -> its id
 	for _, w := range batch {
@@ -221,24 +269,30 @@ func (s *pgStore) apply(batch []*write) error {
 			case w.create:
 				creates[b.Len()] = w.run
 				b.Queue(`INSERT INTO agentos_journal_runs (id, started, meta, owner, lease_until) VALUES ($1, $2, $3, $4, $5)
-					ON CONFLICT (id) DO NOTHING`, w.run, started, w.meta, w.owner, until)
+					ON CONFLICT (id) DO NOTHING`, w.run, started, w.meta, owner, until)
 			case w.claim:
-				b.Queue(`INSERT INTO agentos_journal_runs (id, started, meta, owner, lease_until) VALUES ($1, $2, $3, $4, $5)
-					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta, owner = excluded.owner, lease_until = excluded.lease_until`,
-					w.run, started, w.meta, w.owner, until)
+				fences[b.Len()] = fence{rows: 1, runs: []string{w.run}}
+				b.Queue(`INSERT INTO agentos_journal_runs AS r (id, started, meta, owner, lease_until) VALUES ($1, $2, $3, $4, $5)
+					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta, owner = excluded.owner, lease_until = excluded.lease_until
+					WHERE NOT (`+heldByOther(4, 6)+`)`, w.run, started, w.meta, owner, until, now)
 			default:
-				b.Queue(`INSERT INTO agentos_journal_runs (id, started, meta) VALUES ($1, $2, $3)
-					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta`, w.run, started, w.meta)
+				fences[b.Len()] = fence{rows: 1, runs: []string{w.run}}
+				b.Queue(`INSERT INTO agentos_journal_runs AS r (id, started, meta) VALUES ($1, $2, $3)
+					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta
+					WHERE NOT (`+heldByOther(4, 5)+`)`, w.run, started, w.meta, owner, now)
 			}
 		}
 		if w.entry != nil {
-			b.Queue(`INSERT INTO agentos_journal_entries (run, seq, entry) VALUES ($1, $2, $3)
-				ON CONFLICT (run, seq) DO UPDATE SET entry = excluded.entry`, w.run, int64(w.seq), w.entry)
+			pend.add(w.run, w.seq, w.entry)
 		}
 		if w.reset {
+			flush()
+			fences[b.Len()] = fence{rows: 0, runs: []string{w.run}}
+			b.Queue(`SELECT 1 FROM agentos_journal_runs r WHERE r.id = $1 AND `+heldByOther(2, 3), w.run, owner, now)
 			b.Queue("DELETE FROM agentos_journal_entries WHERE run = $1", w.run)
 		}
 	}
+	flush()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res := tx.SendBatch(ctx, b)
 		for i := range b.Len() {
@@ -251,9 +305,47 @@ func (s *pgStore) apply(batch []*write) error {
 				res.Close()
 				return fmt.Errorf("%w: %q", errRunExists, id)
 			}
+			if f, ok := fences[i]; ok && tag.RowsAffected() != f.rows {
+				res.Close()
+				return fmt.Errorf("%w: another node claimed run %s: this node may no longer write it", ErrClaimed, strings.Join(slices.Compact(slices.Sorted(slices.Values(f.runs))), ", "))
+			}
 		}
 		return res.Close()
 	})
+}
+
+// heldByOther is the condition "run r is held by another owner than
+// parameter $owner, with a claim live at the time in parameter $now".
+func heldByOther(owner, now int) string {
+	return fmt.Sprintf(`r.owner <> '' AND r.owner <> $%d AND r.lease_until IS NOT NULL AND r.lease_until > $%d`, owner, now)
+}
+
+// fence is what a fenced statement must report: rows rows changed (or, for
+// a check, found) when no other node holds any of runs.
+type fence struct {
+	rows int64
+	runs []string
+}
+
+// entryRows are entries for one multi-row insert, each call once.
+type entryRows struct {
+	runs    []string
+	seqs    []int64
+	entries [][]byte
+	at      map[string]int // run + "\x00" + seq -> index
+}
+
+func (r *entryRows) add(run string, seq uint64, entry []byte) {
+	key := run + "\x00" + strconv.FormatUint(seq, 10)
+	if i, ok := r.at[key]; ok {
+		r.entries[i] = entry
+		return
+	}
+	if r.at == nil {
+		r.at = map[string]int{}
+	}
+	r.at[key] = len(r.runs)
+	r.runs, r.seqs, r.entries = append(r.runs, run), append(r.seqs, int64(seq)), append(r.entries, entry)
 }
 
 func sortedKeys(m map[string][]byte) []string {
@@ -298,7 +390,9 @@ func (s *pgStore) runs() ([]RunMeta, error) {
 }
 
 func (s *pgStore) prefixed(id string) ([]RunMeta, error) {
-	rows, err := s.pool.Query(context.Background(), "SELECT meta, owner, lease_until FROM agentos_journal_runs WHERE starts_with(id, $1) ORDER BY id COLLATE \"C\"", id)
+	// LIKE on a "C" column with a fixed prefix is an index range scan.
+	pattern := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(id) + "%"
+	rows, err := s.pool.Query(context.Background(), `SELECT meta, owner, lease_until FROM agentos_journal_runs WHERE id LIKE $1 ORDER BY id`, pattern)
 	if err != nil {
 		return nil, err
 	}
