@@ -247,7 +247,13 @@ func (c kernelCharger) Charge(ctx context.Context, pid uint64, m capability.Mete
 // with a Charge message to the kernel actor there (the same actor id on
 // every node).
 func (c kernelCharger) ChargeAt(ctx context.Context, home string, pid uint64, m capability.Meter, amount float64) error {
-	return kernel.Client{PID: actor.NewPID(home, c.n.kernel.Id), Root: c.n.rootCtx}.Charge(ctx, kernel.PID(pid), m, amount)
+	err := kernel.Client{PID: actor.NewPID(home, c.n.kernel.Id), Root: c.n.rootCtx}.Charge(ctx, kernel.PID(pid), m, amount)
+	if errors.Is(err, system.ErrNoReply) {
+		// The home node died or does not answer: the forge stops,
+		// resumable, for another caller to take on.
+		return fmt.Errorf("%w: %w", forge.ErrCallerGone, err)
+	}
+	return err
 }
 
 // Kernel returns the node's process table.

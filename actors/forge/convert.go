@@ -60,6 +60,7 @@ var failureCodes = system.FailureCodes{
 	{Code: "gave_up", Err: ErrGaveUp},
 	{Code: "no_model", Err: ErrNoModel},
 	{Code: "cancelled", Err: context.Canceled},
+	{Code: "caller_gone", Err: ErrCallerGone},
 	{Code: "denied", Err: capability.ErrDenied},
 }
 

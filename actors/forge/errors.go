@@ -14,4 +14,9 @@ var (
 	// ErrNoModel: a tool must be forged (none is reused) and no model is
 	// configured. Reuse never needs one.
 	ErrNoModel = errors.New("no model configured (set llm.* in agentos.json, see docs/CONFIG.md)")
+	// ErrCallerGone: the process the forge works for cannot be reached
+	// (its node died or does not answer), so its quota cannot be charged.
+	// The forge stops and stays resumable, like a cancelled one: the next
+	// caller of its spec resumes it (a HomeCharger returns it).
+	ErrCallerGone = errors.New("forge: the caller's node does not answer")
 )

@@ -181,7 +181,7 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 	res, err := f.loop(ctx, host, spec, charge)
 	if run != nil {
 		res.RunID = run.ID()
-		if ctx.Err() == nil { // a cancelled forge (shutdown, crash) stays resumable
+		if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) { // a cancelled forge (shutdown, crash) stays resumable
 			endRun(run, res, err)
 		} else {
 			interrupted(run)
@@ -226,7 +226,7 @@ func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, 
 	host := driver.Chain(f.devices(caller), rec.Middleware())
 	res, err := f.loop(ctx, host, a.Spec, charge)
 	res.RunID = id
-	if ctx.Err() == nil {
+	if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) {
 		endRun(rec.Run(), res, err)
 	} else {
 		interrupted(rec.Run())

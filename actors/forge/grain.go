@@ -214,11 +214,20 @@ func (g *grain) onLanded(ctx actor.Context, m *landed) {
 		return
 	}
 	f := g.flight
+	f.cancel()
+	g.flight = nil
+	if m.done.GetFailure().GetCode() == "caller_gone" && !f.abandoned && len(f.waiters) > 1 {
+		// The caller the forge worked for is gone (its node died): the
+		// forge stays resumable and goes on for the next caller, under its
+		// rights and quota.
+		ctx.Send(f.waiters[0].sender, m.done)
+		g.start(ctx, f.waiters[1:])
+		g.flight.queued = f.queued
+		return
+	}
 	for _, w := range f.waiters {
 		ctx.Send(w.sender, m.done)
 	}
-	f.cancel()
-	g.flight = nil
 	if m.done.GetFailure() == nil && m.done.GetResult().GetPath() != "" {
 		g.kept = m.done.GetResult()
 	}
