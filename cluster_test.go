@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +15,10 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/testutil"
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 // freePorts reserves n loopback ports and releases them for the nodes to
@@ -219,6 +223,73 @@ func TestClusterForgeResumesOnAnotherNode(t *testing.T) {
 		out, err := rt.Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"tools/math/fib.ts","args":{"n":10}}`))
 		if err != nil || !strings.Contains(string(out), `"result":55`) {
 			t.Fatalf("node %d runs the forged tool: %s %v", i+1, out, err)
+		}
+	}
+}
+
+// 'agentos cluster status', 'ps --cluster' and 'events --cluster' through
+// one node's admin socket show every member: its address, root and kinds,
+// the forge grains it holds, its processes and its events (the kernel
+// actors of the other nodes answer over the cluster).
+func TestClusterStatusPSEvents(t *testing.T) {
+	srv := llmtest.NewServer([]llmtest.Step{forgeCrashSubmit(forgeCrashFib)})
+	defer srv.Close()
+	rts := testCluster(t, 3, upstream(t), srv.URL())
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- rts[0].Serve(ctx) }()
+	defer func() { cancel(); <-served }()
+	const spec = "a tool that returns the n-th Fibonacci number"
+	if _, err := forgeOn(rts[1], spec); err != nil {
+		t.Fatal(err)
+	}
+	var c *admin.Client
+	testutil.Eventually(t, 10*time.Second, "the node socket", func() bool {
+		var err error
+		c, err = admin.Dial(rts[0].Root())
+		return err == nil
+	})
+	defer c.Close()
+
+	var rep agentos.ClusterReport
+	if err := c.Cluster(context.Background(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Members) != 3 || rep.Self != rts[0].Member().Address() {
+		t.Fatalf("cluster status: %+v", rep)
+	}
+	roots, holders := map[string]bool{}, 0
+	for _, m := range rep.Members {
+		roots[m.Root] = true
+		if m.Error != "" || m.PID == "" || !slices.Contains(m.Kinds, forge.GrainKind) {
+			t.Fatalf("member %+v", m)
+		}
+		if slices.Contains(m.Forges, forge.SpecHash(spec)) {
+			holders++
+		}
+	}
+	if len(roots) != 3 || !roots[rts[2].Root()] || holders != 1 {
+		t.Fatalf("cluster status: roots %v, %d holders of the spec's grain (want 1): %+v", roots, holders, rep)
+	}
+
+	ps, err := c.ClusterPS(context.Background())
+	if err != nil || len(ps) != 3 {
+		t.Fatalf("ps --cluster: %+v %v", ps, err)
+	}
+	for _, r := range ps {
+		var procs []kernel.ProcInfo
+		if r.Error != "" || json.Unmarshal(r.Result, &procs) != nil || !slices.ContainsFunc(procs, func(p kernel.ProcInfo) bool { return p.Name == "agent" }) {
+			t.Fatalf("ps of %s: %s %s", r.Node, r.Result, r.Error)
+		}
+	}
+	evs, err := c.ClusterEvents(context.Background(), 0)
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("events --cluster: %+v %v", evs, err)
+	}
+	for _, r := range evs {
+		var es []kernel.Event
+		if r.Error != "" || json.Unmarshal(r.Result, &es) != nil || len(es) == 0 {
+			t.Fatalf("events of %s: %s %s", r.Node, r.Result, r.Error)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/agentos-run/agentos/cluster"
 	"github.com/agentos-run/agentos/node/admin"
 )
@@ -120,4 +121,23 @@ func (b adminBackend) Cluster(ctx context.Context) (any, error) {
 		return nil, &admin.StatusError{Code: http.StatusNotFound, Err: err}
 	}
 	return rep, err
+}
+
+// Kernels implements admin.Backend: the kernel actor of every member seen
+// alive (the same actor id on every node), this node's own included.
+func (b adminBackend) Kernels() []admin.NodeKernel {
+	m := b.rt.Member()
+	if m == nil {
+		return nil
+	}
+	local := b.rt.node.KernelClient()
+	var out []admin.NodeKernel
+	for _, info := range m.Status().Alive() {
+		k := local
+		if info.Address != m.Address() {
+			k.PID = actor.NewPID(info.Address, local.PID.Id)
+		}
+		out = append(out, admin.NodeKernel{Node: info.Address, Kernel: k})
+	}
+	return out
 }

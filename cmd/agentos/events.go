@@ -2,31 +2,73 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"text/tabwriter"
 	"time"
+
+	"github.com/agentos-run/agentos/actors/kernel"
 )
 
 // runEvents prints the recent kernel events of the node serving the tool
 // root (spawn, exit with reason, signal, restart, quota charge, capability
 // refusal): agentos events [--root DIR] [--json].
 func runEvents(ctx context.Context, args []string, stdout, _ io.Writer) error {
-	c, asJSON, err := dialNode("events", args)
+	c, f, err := dialNode("events", args)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	evs, err := c.Events(ctx, 0, 0)
-	if err != nil {
-		return err
+	type nodeEvent struct {
+		Node string `json:"node,omitempty"`
+		kernel.Event
 	}
-	if *asJSON {
-		return fprintJSON(stdout, map[string]any{"events": nonNilSlice(evs)})
+	var evs []nodeEvent
+	var failed []string
+	if f.cluster {
+		replies, err := c.ClusterEvents(ctx, 0)
+		if err != nil {
+			return err
+		}
+		for _, r := range replies {
+			var part []kernel.Event
+			if r.Error != "" || json.Unmarshal(r.Result, &part) != nil {
+				failed = append(failed, fmt.Sprintf("%s did not answer: %s", r.Node, r.Error))
+				continue
+			}
+			for _, e := range part {
+				evs = append(evs, nodeEvent{Node: r.Node, Event: e})
+			}
+		}
+		sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time.Before(evs[j].Time) })
+	} else {
+		part, err := c.Events(ctx, 0, 0)
+		if err != nil {
+			return err
+		}
+		for _, e := range part {
+			evs = append(evs, nodeEvent{Event: e})
+		}
+	}
+	if f.json {
+		out := map[string]any{"events": nonNilSlice(evs)}
+		if len(failed) > 0 {
+			out["unanswered"] = failed
+		}
+		return fprintJSON(stdout, out)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tPID\tNAME\tDETAIL")
+	head := "SEQ\tTIME\tKIND\tPID\tNAME\tDETAIL"
+	if f.cluster {
+		head = "NODE\t" + head
+	}
+	fmt.Fprintln(tw, head)
 	for _, e := range evs {
+		if f.cluster {
+			fmt.Fprintf(tw, "%s\t", e.Node)
+		}
 		detail := e.Detail
 		switch {
 		case e.Reason != "" && detail != "":
@@ -37,6 +79,9 @@ func runEvents(ctx context.Context, args []string, stdout, _ io.Writer) error {
 			detail = fmt.Sprintf("%g %s", e.Amount, e.Meter)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", e.Seq, e.Time.Format(time.TimeOnly), e.Kind, e.PID, dash(e.Name), dash(detail))
+	}
+	for _, f := range failed {
+		fmt.Fprintln(tw, f)
 	}
 	return tw.Flush()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/node/admin"
 )
@@ -17,45 +19,90 @@ import (
 // runPS prints the process table of the node serving the tool root:
 // agentos ps [--root DIR] [--json].
 func runPS(ctx context.Context, args []string, stdout, _ io.Writer) error {
-	c, asJSON, err := dialNode("ps", args)
+	c, f, err := dialNode("ps", args)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ps, err := c.PS(ctx)
-	if err != nil {
-		return err
+	type nodeProc struct {
+		Node string `json:"node,omitempty"`
+		kernel.ProcInfo
 	}
-	if *asJSON {
-		return fprintJSON(stdout, map[string]any{"processes": nonNilSlice(ps)})
+	var ps []nodeProc
+	var failed []string
+	if f.cluster {
+		replies, err := c.ClusterPS(ctx)
+		if err != nil {
+			return err
+		}
+		for _, r := range replies {
+			var part []kernel.ProcInfo
+			if r.Error != "" || json.Unmarshal(r.Result, &part) != nil {
+				failed = append(failed, fmt.Sprintf("%s did not answer: %s", r.Node, r.Error))
+				continue
+			}
+			for _, p := range part {
+				ps = append(ps, nodeProc{Node: r.Node, ProcInfo: p})
+			}
+		}
+	} else {
+		part, err := c.PS(ctx)
+		if err != nil {
+			return err
+		}
+		for _, p := range part {
+			ps = append(ps, nodeProc{ProcInfo: p})
+		}
+	}
+	if f.json {
+		out := map[string]any{"processes": nonNilSlice(ps)}
+		if len(failed) > 0 {
+			out["unanswered"] = failed
+		}
+		return fprintJSON(stdout, out)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tPARENT\tNAME\tIMAGE\tSTATUS\tMAILBOX\tCALLS\tUPTIME\tUSAGE\tLEFT")
+	head := "PID\tPARENT\tNAME\tIMAGE\tSTATUS\tMAILBOX\tCALLS\tUPTIME\tUSAGE\tLEFT"
+	if f.cluster {
+		head = "NODE\t" + head
+	}
+	fmt.Fprintln(tw, head)
 	for _, p := range ps {
+		if f.cluster {
+			fmt.Fprintf(tw, "%s\t", p.Node)
+		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", p.PID, p.Parent, dash(p.Name), dash(p.Image), p.Status, p.Mailbox, p.Calls,
 			time.Since(p.Started).Round(time.Second), meters(p.Usage), meters(p.Left))
+	}
+	for _, f := range failed {
+		fmt.Fprintln(tw, f)
 	}
 	return tw.Flush()
 }
 
+// nodeFlags are the flags ps and events share.
+type nodeFlags struct{ json, cluster bool }
+
 // dialNode parses --root and --json and connects to the node.
-func dialNode(name string, args []string) (*admin.Client, *bool, error) {
+func dialNode(name string, args []string) (*admin.Client, nodeFlags, error) {
+	var f nodeFlags
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	root := fs.String("root", ".", rootUsage)
-	asJSON := fs.Bool("json", false, "print one JSON object {\"processes\": [...]} (events: {\"events\": [...]})")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object {\"processes\": [...]} (events: {\"events\": [...]}); with --cluster each carries its \"node\"")
+	fs.BoolVar(&f.cluster, "cluster", false, "ask every member of the serving node's cluster (their kernel actors), not only this node")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return nil, nil, err
+		return nil, f, err
 	}
 	if len(pos) != 0 {
-		return nil, nil, usagef("%s takes no arguments, got %q", name, pos)
+		return nil, f, usagef("%s takes no arguments, got %q", name, pos)
 	}
 	abs, _, err := openRoot(*root)
 	if err != nil {
-		return nil, nil, err
+		return nil, f, err
 	}
 	c, err := admin.Dial(abs)
-	return c, asJSON, err
+	return c, f, err
 }
 
 func dash(s string) string {

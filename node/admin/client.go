@@ -110,6 +110,21 @@ func (c *Client) Recover(ctx context.Context, req RecoverRequest, out any) error
 	return c.do(ctx, "POST", "/v1/recover", body, out)
 }
 
+// ClusterPS returns the process table of every member of the node's
+// cluster: one NodeReply each, its Result a []kernel.ProcInfo.
+func (c *Client) ClusterPS(ctx context.Context) ([]NodeReply, error) {
+	var out []NodeReply
+	return out, c.do(ctx, "GET", "/v1/cluster/ps", nil, &out)
+}
+
+// ClusterEvents returns the recent kernel events of every member of the
+// node's cluster (at most limit each; 0: all kept): one NodeReply each, its
+// Result a []kernel.Event.
+func (c *Client) ClusterEvents(ctx context.Context, limit int) ([]NodeReply, error) {
+	var out []NodeReply
+	return out, c.do(ctx, "GET", fmt.Sprintf("/v1/cluster/events?limit=%d", limit), nil, &out)
+}
+
 // Cluster asks the node for its cluster's report and decodes it into out
 // (agentos.ClusterReport).
 func (c *Client) Cluster(ctx context.Context, out any) error {

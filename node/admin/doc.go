@@ -14,6 +14,7 @@
 //	POST /v1/exec                   a tool run as 'agentos exec' does (ExecRequest → ExecReply)
 //	POST /v1/recover                resume unfinished runs (RecoverRequest → the runtime's report)
 //	GET  /v1/cluster                the node's cluster: every member's status (the runtime's report)
+//	GET  /v1/cluster/ps, /v1/cluster/events  ps and events of every member ([]NodeReply)
 //	GET  /metrics                   Prometheus text (when the runtime owns its metrics)
 //
 // ps, events and signals are messages to the node's kernel actor (through

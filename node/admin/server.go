@@ -48,6 +48,10 @@ type Backend interface {
 	Recover(ctx context.Context, req RecoverRequest) (any, error)
 	// Metrics is the /metrics handler (nil: no /metrics).
 	Metrics() http.Handler
+	// Kernels are the kernel actors of every member of the node's cluster
+	// seen alive, this node's included, for ps and events across the
+	// cluster; nil when the node is in no cluster.
+	Kernels() []NodeKernel
 	// Cluster returns the JSON-encodable report of the node's cluster
 	// (agentos.ClusterReport); a *StatusError chooses the status of a
 	// failure (404: the node is in no cluster).
@@ -162,6 +166,13 @@ func removeStaleSocket(path string) error {
 // node's own runs are.
 func mux(ctx context.Context, b Backend) *http.ServeMux {
 	m := http.NewServeMux()
+	m.HandleFunc("GET /v1/cluster/ps", func(w http.ResponseWriter, r *http.Request) {
+		fanOut(w, r, b, func(ctx context.Context, k kernel.Client) (any, error) { return k.PS(ctx) })
+	})
+	m.HandleFunc("GET /v1/cluster/events", func(w http.ResponseWriter, r *http.Request) {
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		fanOut(w, r, b, func(ctx context.Context, k kernel.Client) (any, error) { return k.Events(ctx, 0, limit) })
+	})
 	m.HandleFunc("GET /v1/ps", func(w http.ResponseWriter, r *http.Request) {
 		ps, err := b.Kernel().PS(r.Context())
 		if err != nil {
@@ -338,4 +349,46 @@ func readRequest(w http.ResponseWriter, r *http.Request, limit int, v any) bool 
 		return false
 	}
 	return true
+}
+
+// NodeKernel is the kernel actor of one member of a cluster.
+type NodeKernel struct {
+	// Node is the member's remote address.
+	Node   string
+	Kernel kernel.Client
+}
+
+// NodeReply is one member's answer to a question asked of every member
+// (ps, events across the cluster): its result, or why it did not answer.
+type NodeReply struct {
+	Node   string          `json:"node"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// fanOut asks every member's kernel actor at once, each within 5 s, and
+// answers their replies in the members' order.
+func fanOut(w http.ResponseWriter, r *http.Request, b Backend, ask func(context.Context, kernel.Client) (any, error)) {
+	ks := b.Kernels()
+	if ks == nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "this node is in no cluster: start it with 'agentos serve --cluster' (see docs/CLUSTER.md)"})
+		return
+	}
+	out := make([]NodeReply, len(ks))
+	var wg sync.WaitGroup
+	for i, k := range ks {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+			defer cancel()
+			out[i].Node = k.Node
+			v, err := ask(ctx, k.Kernel)
+			if err != nil {
+				out[i].Error = clip.N(err.Error(), 4096)
+				return
+			}
+			out[i].Result, _ = json.Marshal(v)
+		})
+	}
+	wg.Wait()
+	writeJSON(w, http.StatusOK, out)
 }
