@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -291,5 +292,78 @@ func TestClusterStatusPSEvents(t *testing.T) {
 		if r.Error != "" || json.Unmarshal(r.Result, &es) != nil || len(es) == 0 {
 			t.Fatalf("events of %s: %s %s", r.Node, r.Result, r.Error)
 		}
+	}
+}
+
+// exec_tool may run on another node (placement): the tool's content hash
+// travels with the run, the run executes in that node's sandbox (it reads
+// that node's files) and its result and journal run come back as if it ran
+// here; a node holding another version of the tool refuses, and the run
+// comes back to this node.
+func TestClusterExecPlacement(t *testing.T) {
+	t.Setenv("TEST_CLUSTER_JOURNAL", startPostgres(t))
+	srv := llmtest.NewServer(nil)
+	defer srv.Close()
+	rts := testCluster(t, 2, upstream(t), srv.URL(), func(c *agentos.Config) {
+		c.JournalPostgresDSNEnv = "TEST_CLUSTER_JOURNAL"
+		c.WriteDirs = []string{"data"}
+	})
+	for i, rt := range rts { // a file each node has its own version of
+		if err := os.MkdirAll(filepath.Join(rt.Root(), "data"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(rt.Root(), "data", "where.txt"), []byte(fmt.Sprintf("node%d", i+1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const tool = `/** Says which node's files it reads. */
+export default async function (): Promise<string> {
+  return await tgp.read_file("data/where.txt");
+}
+`
+	args, _ := json.Marshal(map[string]string{"path": "tools/where.ts", "content": tool})
+	if _, err := rts[0].Call(context.Background(), "write_file", args); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(placement string) (string, string, error) {
+		out, err := rts[0].Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"tools/where.ts","placement":"`+placement+`"}`))
+		var res struct {
+			Success bool   `json:"success"`
+			Result  string `json:"result"`
+			RunID   string `json:"run_id"`
+		}
+		if err == nil {
+			err = json.Unmarshal(out, &res)
+		}
+		if err == nil && !res.Success {
+			err = fmt.Errorf("the run failed: %s", out)
+		}
+		return res.Result, res.RunID, err
+	}
+	testutil.Eventually(t, 10*time.Second, "node 2 pulls the tool", func() bool {
+		_, err := os.Stat(filepath.Join(rts[1].Root(), "tools", "where.ts"))
+		return err == nil
+	})
+	other := rts[1].Member().Address()
+	got, run, err := exec(other)
+	if err != nil || got != "node2" {
+		t.Fatalf("placed on node 2: %q %v", got, err)
+	}
+	if m, err := rts[0].Journal().Get(run); err != nil || m.Status != "ok" {
+		t.Fatalf("the remote run %s in the shared journal, read from node 1: %+v %v", run, m, err)
+	}
+	if got, _, err := exec("local"); err != nil || got != "node1" {
+		t.Fatalf("placed here: %q %v", got, err)
+	}
+	// Node 1's version changes without a commit: node 2 holds another
+	// version and refuses; the run comes back to node 1.
+	if err := os.WriteFile(filepath.Join(rts[0].Root(), "tools", "where.ts"), []byte(strings.Replace(tool, "which node's", "whose", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := exec(other); err != nil || got != "node1" {
+		t.Fatalf("a stale version on node 2: %q %v, want the run back on node 1", got, err)
+	}
+	if _, _, err := exec("127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "not a member") {
+		t.Fatalf("a placement naming no member: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
@@ -101,6 +102,9 @@ type Node struct {
 	rootCtx     *actor.RootContext
 	checker     *check.Checker
 	tel         *telemetry
+	// inflight counts the exec_tool runs on this node's executor; spread
+	// rotates the members runs are placed on.
+	inflight, spread atomic.Int64
 	// clusterMu guards cl, the node's cluster membership (nil: alone).
 	clusterMu sync.Mutex
 	cl        *clustered

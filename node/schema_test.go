@@ -21,7 +21,7 @@ var goldenSchemas = map[string]string{
 	"exec_sql":     `{"type":"object","properties":{"sql":{"type":"string","description":"Exactly one statement, e.g. SELECT name FROM users WHERE plan = ?"},"params":{"type":["array","object"],"description":"Values for the placeholders: an array in order (? or $1), or an object by name (:name, SQLite only)."}},"required":["sql"],"additionalProperties":false}`,
 	"search_tools": `{"type":"object","properties":{"query":{"type":"string","description":"What the tool should do, in words, e.g. compound interest calculator."},"limit":{"type":"integer","minimum":1,"maximum":100,"description":"How many results at most (default 10)."}},"required":["query"],"additionalProperties":false}`,
 	"forge_tool":   `{"type":"object","properties":{"spec":{"type":"string","description":"What the tool must do: inputs, output, edge cases."}},"required":["spec"],"additionalProperties":false}`,
-	"exec_tool":    `{"type":"object","properties":{"path":{"type":"string","description":"Tool path relative to the tool root."},"args":{"type":"object","description":"The object passed to the tool's default export."}},"required":["path"],"additionalProperties":false}`,
+	"exec_tool":    `{"type":"object","properties":{"path":{"type":"string","description":"Tool path relative to the tool root."},"args":{"type":"object","description":"The object passed to the tool's default export."},"placement":{"type":"string","description":"In a cluster: where the run executes: 'local' (this node), 'spread' (another node when this one is busy), or a node's address. Default: this node unless it is saturated."}},"required":["path"],"additionalProperties":false}`,
 }
 
 // Every tool's schema, generated from its argument struct, is the one it
@@ -113,14 +113,14 @@ func TestDecodeFollowsTheArgumentStruct(t *testing.T) {
 	}
 	var e execToolArgs
 	err := decode(json.RawMessage(`{"args":{}}`), &e)
-	if !errors.Is(err, ErrInvalidArgs) || !strings.Contains(err.Error(), `missing parameter "path" (parameters: path, args)`) {
+	if !errors.Is(err, ErrInvalidArgs) || !strings.Contains(err.Error(), `missing parameter "path" (parameters: path, args, placement)`) {
 		t.Errorf("exec_tool without path: %v", err)
 	}
 	if err := decode(json.RawMessage(`{"path":"tools/a.ts"}`), &e); err != nil || e.Path != "tools/a.ts" {
 		t.Errorf("exec_tool without args (optional): %+v %v", e, err)
 	}
 	err = decode(json.RawMessage(`{"path":"a","argz":{}}`), &e)
-	if !errors.Is(err, ErrInvalidArgs) || !strings.Contains(err.Error(), `unknown field "argz"`) || !strings.Contains(err.Error(), "(parameters: path, args)") {
+	if !errors.Is(err, ErrInvalidArgs) || !strings.Contains(err.Error(), `unknown field "argz"`) || !strings.Contains(err.Error(), "(parameters: path, args, placement)") {
 		t.Errorf("exec_tool with an unknown parameter: %v", err)
 	}
 	var p patchFileArgs

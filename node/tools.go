@@ -106,6 +106,8 @@ type forgeToolArgs struct {
 type execToolArgs struct {
 	Path string          `json:"path" jsonschema:"Tool path relative to the tool root."`
 	Args json.RawMessage `json:"args,omitempty" jsonschema:"The object passed to the tool's default export."`
+	// Placement is where the run executes in a cluster (see placement).
+	Placement string `json:"placement,omitempty" jsonschema:"In a cluster: where the run executes: 'local' (this node), 'spread' (another node when this one is busy), or a node's address. Default: this node unless it is saturated."`
 }
 
 // sqlParams is exec_sql's params as the caller wrote them: an array or an
@@ -673,7 +675,22 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 	}
 	defer release()
 	wait := lim.Timeout + n.run.KillGrace + time.Minute
-	res, runID, err := n.execClient.Run(runCtx, executor.RunRequest{Key: key, Path: path, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait})
+	req := executor.RunRequest{Key: key, Path: path, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait}
+	target, err := n.placement(a.Placement)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		res   executor.Result
+		runID string
+	)
+	if target != nil {
+		res, runID, err = n.runOn(runCtx, target, req)
+	} else {
+		done := n.busy()
+		res, runID, err = n.execClient.Run(runCtx, req)
+		done()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -176,6 +176,15 @@ func (s *actorState) run(ctx context.Context, m *pb.Run) (ran *pb.Ran, panicked 
 		}
 	}()
 	req := Request{Path: m.GetPath(), Args: m.GetArgs(), Limits: limitsFromPB(m.GetLimits())}
+	if want := m.GetHash(); want != "" {
+		_, have, err := s.ex.Source(m.GetPath())
+		switch {
+		case err != nil:
+			return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s is not here (%v), the caller asked for %s", ErrStaleTool, m.GetPath(), err, want))}, nil
+		case have != want:
+			return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s is %s here, the caller asked for %s", ErrStaleTool, m.GetPath(), have, want))}, nil
+		}
+	}
 	if c := m.GetCaller(); c != nil {
 		if err := s.asCaller(&req, c); err != nil {
 			return &pb.Ran{Failure: failureOf(err)}, nil

@@ -51,6 +51,10 @@ type RunRequest struct {
 	Limits Limits
 	// Record journals the run (when the actor has a journal).
 	Record bool
+	// Hash, when set, is the content hash the entry file MUST have where
+	// the run executes (a run placed on another node): another version
+	// there fails the request with ErrStaleTool.
+	Hash string
 	// Caller is the process the run executes for. IMPORTANT: nil means no
 	// caller restriction (the operator's own runs); a run made on behalf
 	// of a process MUST carry it.
@@ -102,7 +106,7 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (Result, string, error
 	if err := ctx.Err(); err != nil {
 		return Result{Logs: []string{}, Result: json.RawMessage("null"), Error: &Error{Kind: ErrCancelled.Kind, Message: fmt.Sprintf("the run was cancelled before it started (%v)", context.Cause(ctx))}}, "", nil
 	}
-	msg := &pb.Run{RunKey: req.Key, Path: req.Path, Args: req.Args, Limits: limitsToPB(req.Limits), Record: req.Record, Caller: callerToPB(req.Caller)}
+	msg := &pb.Run{RunKey: req.Key, Path: req.Path, Args: req.Args, Limits: limitsToPB(req.Limits), Record: req.Record, Caller: callerToPB(req.Caller), Hash: req.Hash}
 	f := c.Root.RequestFuture(c.PID, msg, wait)
 	stop := context.AfterFunc(ctx, func() { c.Root.Send(c.PID, &pb.Cancel{RunKey: req.Key}) })
 	defer stop()

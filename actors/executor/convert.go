@@ -61,6 +61,7 @@ var failureCodes = system.FailureCodes{
 	{Code: "expired", Err: capability.ErrExpired},
 	{Code: "no_authority", Err: ErrNoAuthority},
 	{Code: "no_caller", Err: ErrNoCaller},
+	{Code: "stale_tool", Err: ErrStaleTool},
 }
 
 // failureOf is err as a Failure: the code of the first sentinel it wraps

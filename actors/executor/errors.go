@@ -59,6 +59,10 @@ var (
 	// ErrNoCaller: a run without a caller was sent to an executor actor
 	// that requires one (ActorOptions.RequireCaller).
 	ErrNoCaller = errors.New("executor: the run has no caller")
+	// ErrStaleTool: the run asked for a content hash of its entry file
+	// (RunRequest.Hash) that this executor's tool root does not hold: it
+	// holds another version. The caller runs it elsewhere (its own node).
+	ErrStaleTool = errors.New("executor: the tool here is another version than the caller's")
 	// ErrUnavailable: the executor actor did not answer in time (it may be
 	// restarting or stopped); try again.
 	ErrUnavailable = errors.New("executor: the executor actor did not answer")

@@ -222,7 +222,13 @@ type Run struct {
 	// caller restriction at all (the operator's own runs), or a refusal
 	// ("no_caller") by an actor that requires one (the node's does); every
 	// run made on behalf of a process MUST carry its caller.
-	Caller        *Caller `protobuf:"bytes,6,opt,name=caller,proto3" json:"caller,omitempty"`
+	Caller *Caller `protobuf:"bytes,6,opt,name=caller,proto3" json:"caller,omitempty"`
+	// hash, when set, is the content hash the entry file MUST have here:
+	// the source travels by content hash when a run is placed on another
+	// node of a cluster, and a node whose tree holds another version (it has
+	// not pulled the commit yet, or it is ahead) refuses the run (Failure
+	// "stale_tool") rather than run other code than the caller saw.
+	Hash          string `protobuf:"bytes,7,opt,name=hash,proto3" json:"hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -297,6 +303,13 @@ func (x *Run) GetCaller() *Caller {
 		return x.Caller
 	}
 	return nil
+}
+
+func (x *Run) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
 }
 
 // Error is why a run failed (executor.Error).
@@ -379,7 +392,8 @@ func (x *Error) GetCode() string {
 // stable and names a sentinel error: "journal" (executor.ErrJournal: the
 // run could not be recorded), "run_key_in_use" (executor.ErrRunKeyInUse),
 // "invalid_token" (capability.ErrInvalid), "revoked" (capability.ErrRevoked),
-// "expired" (capability.ErrExpired), "no_authority" (executor.ErrNoAuthority:
+// "expired" (capability.ErrExpired), "stale_tool" (executor.ErrStaleTool:
+// the entry file's content hash is not Run.hash), "no_authority" (executor.ErrNoAuthority:
 // the actor cannot verify tokens), "no_caller" (executor.ErrNoCaller: the
 // actor requires a caller and the Run had none), "internal" (none of them). message is the
 // full error text.
@@ -678,14 +692,15 @@ const file_actors_executor_executorpb_executor_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
 	"\x06holder\x18\x03 \x01(\tR\x06holder\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\tR\x05token\x12\x12\n" +
-	"\x04home\x18\x05 \x01(\tR\x04home\"\xc8\x01\n" +
+	"\x04home\x18\x05 \x01(\tR\x04home\"\xdc\x01\n" +
 	"\x03Run\x12\x17\n" +
 	"\arun_key\x18\x01 \x01(\tR\x06runKey\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
 	"\x04args\x18\x03 \x01(\fR\x04args\x123\n" +
 	"\x06limits\x18\x04 \x01(\v2\x1b.agentos.executor.v1.LimitsR\x06limits\x12\x16\n" +
 	"\x06record\x18\x05 \x01(\bR\x06record\x123\n" +
-	"\x06caller\x18\x06 \x01(\v2\x1b.agentos.executor.v1.CallerR\x06caller\"_\n" +
+	"\x06caller\x18\x06 \x01(\v2\x1b.agentos.executor.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04hash\x18\a \x01(\tR\x04hash\"_\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
