@@ -10,9 +10,9 @@ import (
 	"strconv"
 
 	"github.com/agentos-run/agentos/actors/forge"
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/agentos-run/agentos/cluster"
 	"github.com/agentos-run/agentos/node/admin"
+	"github.com/asynkron/protoactor-go/actor"
 )
 
 // joinCluster makes the node a member of cfg.Cluster when it is enabled:

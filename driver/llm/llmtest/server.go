@@ -70,9 +70,9 @@ type Server struct {
 	// (NewResponder).
 	respond func(Received) Step
 	next    int
-	reqs   int
-	recv   []Received
-	err    error
+	reqs    int
+	recv    []Received
+	err     error
 }
 
 // NewServer starts a server answering script in order. It panics if it
