@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/capability/capabilitypb"
@@ -91,6 +92,11 @@ func (n *Node) JoinCluster(ctx context.Context, opts cluster.Options) (*cluster.
 		return fail(fmt.Errorf("%w: subscribing to %s: %w", ErrCluster, TopicTools, err))
 	}
 	c.undo = append(c.undo, unsub)
+	// Commits announced before this node listened (while it was down, or
+	// between its start's pull and now) are pulled now.
+	if _, err := n.gitClient.Pull(ctx); err != nil && !errors.Is(err, git.ErrNoRepo) {
+		n.opts.Logger.Warn("cluster: catching up with the upstream after joining", slog.Any("err", err))
+	}
 	auth := n.k.Authority()
 	if unsub, err = m.Subscribe(ctx, TopicRevocations, func(msg proto.Message) {
 		if rs, ok := msg.(*capabilitypb.Revocations); ok {
@@ -107,11 +113,24 @@ func (n *Node) JoinCluster(ctx context.Context, opts cluster.Options) (*cluster.
 	}))
 	// A member that joins missed what was revoked before: every node sends
 	// its whole list again whenever it sees one join.
+	// A topology change may have lost pub-sub messages (the topic actor
+	// moves, subscriptions are renewed): after one, this node pulls once.
 	sub := m.System().EventStream.Subscribe(func(evt any) {
-		if t, ok := evt.(*pcluster.ClusterTopology); ok && len(t.Joined) > 0 {
+		t, ok := evt.(*pcluster.ClusterTopology)
+		if !ok {
+			return
+		}
+		if len(t.Joined) > 0 {
 			if all := auth.Revoked(); len(all) > 0 {
 				c.publish(TopicRevocations, capability.RevocationsProto(all), n.opts.Logger)
 			}
+		}
+		if len(t.Joined) > 0 || len(t.Left) > 0 {
+			c.wg.Go(func() {
+				if _, err := n.gitClient.Pull(c.ctx); err != nil && c.ctx.Err() == nil && !errors.Is(err, git.ErrNoRepo) {
+					n.opts.Logger.Warn("cluster: pulling after a topology change", slog.Any("err", err))
+				}
+			})
 		}
 	})
 	c.undo = append(c.undo, func() { m.System().EventStream.Unsubscribe(sub) })

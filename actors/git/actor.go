@@ -108,6 +108,8 @@ func (a *gitActor) Receive(ctx actor.Context) {
 		a.onAnnounce(ctx, m)
 	case *pb.WaitFor:
 		a.onWaitFor(ctx, m)
+	case *pb.Pull:
+		a.onPull(ctx)
 	case *tick:
 		a.onTick(ctx)
 	case *actor.Stopping, *actor.Restarting:
@@ -173,6 +175,32 @@ func (a *gitActor) onAnnounce(ctx actor.Context, m *pb.Announce) {
 	}
 	a.pull(ctx)
 	a.schedule(ctx)
+}
+
+// onPull pulls once, registers what entered the tool root, and answers
+// the waiters that pull satisfied too.
+func (a *gitActor) onPull(ctx actor.Context) {
+	if a.opts.Repo == nil {
+		ctx.Respond(&pb.Synced{Failure: failureOf(fmt.Errorf("%w: there is no upstream to pull from", ErrNoRepo))})
+		return
+	}
+	pctx, cancel := context.WithTimeout(context.Background(), a.opts.PersistTimeout)
+	res, err := a.opts.Repo.Pull(pctx)
+	cancel()
+	if err != nil {
+		ctx.Respond(&pb.Synced{Head: a.head(), Failure: failureOf(fmt.Errorf("git: pulling from the upstream: %w", err))})
+		return
+	}
+	changed, deleted, registered, rerr := a.catchUp("")
+	if res.Published != "" {
+		a.committed(res.Published, nil)
+	}
+	reply := &pb.Synced{Head: a.head(), Changed: changed, Deleted: deleted, Registered: registered}
+	if rerr != nil {
+		reply.Failure = failureOf(rerr)
+	}
+	ctx.Respond(reply)
+	a.resolve(ctx)
 }
 
 // onWaitFor answers at once when the tool root includes the commit;

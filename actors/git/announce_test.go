@@ -363,3 +363,32 @@ func TestARebasedWriteReleasesWaitersAndRegisters(t *testing.T) {
 		t.Fatalf("B announced %v; want its own write only", anns)
 	}
 }
+
+// Pull catches a node up with commits it was never announced (it was down
+// when they were published): the tree and the registry include them.
+func TestPullCatchesUpWithoutAnnouncement(t *testing.T) {
+	ctx := context.Background()
+	up := newUpstream(t)
+	a, b := newGitNode(t, up, time.Second), newGitNode(t, up, time.Second)
+	w, err := a.c.WriteFile(ctx, "tools/missed.ts", []byte(toolSource("missed")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := b.repo.Contains(w.Commit); ok {
+		t.Fatal("setup: b has the commit already")
+	}
+	s, err := b.c.Pull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Head != w.Commit || !slices.Contains(s.Changed, "tools/missed.ts") || !slices.Contains(s.Registered, "tools/missed.ts") {
+		t.Fatalf("Pull = %+v, want head %s with tools/missed.ts registered", s, w.Commit)
+	}
+	if _, ok := b.reg.Get("tools/missed.ts"); !ok {
+		t.Fatal("b's registry lacks the pulled tool")
+	}
+	noGit, _ := start(t)
+	if _, err := noGit.Pull(ctx); !errors.Is(err, git.ErrNoRepo) {
+		t.Fatalf("Pull without Git: %v", err)
+	}
+}

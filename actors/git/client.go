@@ -124,6 +124,13 @@ func (c *Client) WaitFor(ctx context.Context, commit string, timeout time.Durati
 	return c.sync(ctx, &pb.WaitFor{Commit: commit, TimeoutMs: timeout.Milliseconds()}, ask)
 }
 
+// Pull brings the tool root up to the upstream now and registers what
+// changed (the catch-up of a node that joins a cluster). Errors: ErrNoRepo,
+// ErrUnavailable, or the pull's.
+func (c *Client) Pull(ctx context.Context) (Synced, error) {
+	return c.sync(ctx, &pb.Pull{}, c.timeout())
+}
+
 func (c *Client) sync(ctx context.Context, req proto.Message, timeout time.Duration) (Synced, error) {
 	name := req.ProtoReflect().Descriptor().Name()
 	res, err := system.Ask(ctx, c.Root, c.PID, req, timeout)

@@ -20,9 +20,9 @@ import (
 // which must answer with a Written that crosses too.
 func TestMessagesCrossNodes(t *testing.T) {
 	c, _ := start(t)
-	// Each request, and the reply it gets (Announce and WaitFor reach an
-	// actor without a Repo here: a Synced with failure "no_repo").
-	requests := map[string]string{"WriteFile": "Written", "PatchFile": "Written", "Announce": "Synced", "WaitFor": "Synced"}
+	// Each request, and the reply it gets (Announce, WaitFor and Pull reach
+	// an actor without a Repo here: a Synced with failure "no_repo").
+	requests := map[string]string{"WriteFile": "Written", "PatchFile": "Written", "Announce": "Synced", "WaitFor": "Synced", "Pull": "Synced"}
 	others := map[string]bool{"Written": true, "Synced": true, "Failure": true, "Conflict": true, "Committed": true}
 	msgs := gitpb.File_actors_git_gitpb_git_proto.Messages()
 	for i := 0; i < msgs.Len(); i++ {
@@ -44,8 +44,8 @@ func TestMessagesCrossNodes(t *testing.T) {
 		msg := mt.New().Interface()
 		if f := d.Fields().ByName("path"); f != nil {
 			msg.ProtoReflect().Set(f, protoreflect.ValueOfString("tools/wire.txt"))
-		} else {
-			msg.ProtoReflect().Set(d.Fields().ByName("commit"), protoreflect.ValueOfString(strings.Repeat("ab", 20)))
+		} else if f := d.Fields().ByName("commit"); f != nil {
+			msg.ProtoReflect().Set(f, protoreflect.ValueOfString(strings.Repeat("ab", 20)))
 		}
 		b, err := proto.Marshal(msg)
 		if err != nil {

@@ -607,7 +607,49 @@ func (x *WaitFor) GetTimeoutMs() int64 {
 	return 0
 }
 
-// Synced is the reply to Announce and WaitFor.
+// Pull asks the git actor to bring the tool root up to the upstream now
+// (one pull, what changed registered with the registry actor as for an
+// Announce), whatever commit it has. Sender: a node that just joined its
+// cluster, to catch up with the commits announced before it listened.
+// Reply: Synced (commit empty, head the new head); failure "no_repo", or
+// the pull's error.
+type Pull struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Pull) Reset() {
+	*x = Pull{}
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Pull) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Pull) ProtoMessage() {}
+
+func (x *Pull) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Pull.ProtoReflect.Descriptor instead.
+func (*Pull) Descriptor() ([]byte, []int) {
+	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{8}
+}
+
+// Synced is the reply to Announce, WaitFor and Pull.
 type Synced struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// commit is the commit asked for.
@@ -629,7 +671,7 @@ type Synced struct {
 
 func (x *Synced) Reset() {
 	*x = Synced{}
-	mi := &file_actors_git_gitpb_git_proto_msgTypes[8]
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -641,7 +683,7 @@ func (x *Synced) String() string {
 func (*Synced) ProtoMessage() {}
 
 func (x *Synced) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_git_gitpb_git_proto_msgTypes[8]
+	mi := &file_actors_git_gitpb_git_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -654,7 +696,7 @@ func (x *Synced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Synced.ProtoReflect.Descriptor instead.
 func (*Synced) Descriptor() ([]byte, []int) {
-	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{8}
+	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Synced) GetCommit() string {
@@ -740,7 +782,8 @@ const file_actors_git_gitpb_git_proto_rawDesc = "" +
 	"\aWaitFor\x12\x16\n" +
 	"\x06commit\x18\x01 \x01(\tR\x06commit\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\"\xbb\x01\n" +
+	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\"\x06\n" +
+	"\x04Pull\"\xbb\x01\n" +
 	"\x06Synced\x12\x16\n" +
 	"\x06commit\x18\x01 \x01(\tR\x06commit\x12\x12\n" +
 	"\x04head\x18\x02 \x01(\tR\x04head\x12\x18\n" +
@@ -763,7 +806,7 @@ func file_actors_git_gitpb_git_proto_rawDescGZIP() []byte {
 	return file_actors_git_gitpb_git_proto_rawDescData
 }
 
-var file_actors_git_gitpb_git_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_actors_git_gitpb_git_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_actors_git_gitpb_git_proto_goTypes = []any{
 	(*Failure)(nil),   // 0: agentos.git.v1.Failure
 	(*Conflict)(nil),  // 1: agentos.git.v1.Conflict
@@ -773,7 +816,8 @@ var file_actors_git_gitpb_git_proto_goTypes = []any{
 	(*Committed)(nil), // 5: agentos.git.v1.Committed
 	(*Announce)(nil),  // 6: agentos.git.v1.Announce
 	(*WaitFor)(nil),   // 7: agentos.git.v1.WaitFor
-	(*Synced)(nil),    // 8: agentos.git.v1.Synced
+	(*Pull)(nil),      // 8: agentos.git.v1.Pull
+	(*Synced)(nil),    // 9: agentos.git.v1.Synced
 }
 var file_actors_git_gitpb_git_proto_depIdxs = []int32{
 	1, // 0: agentos.git.v1.Failure.conflict:type_name -> agentos.git.v1.Conflict
@@ -797,7 +841,7 @@ func file_actors_git_gitpb_git_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_git_gitpb_git_proto_rawDesc), len(file_actors_git_gitpb_git_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
