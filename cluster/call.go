@@ -83,7 +83,7 @@ func (m *Member) callOnce(ctx context.Context, ci *pcluster.ClusterIdentity, msg
 	if d, ok := ctx.Deadline(); ok {
 		wait = max(time.Until(d), time.Millisecond)
 	}
-	f := m.root.RequestFuture(pid, msg, wait)
+	f := system.RequestFuture(ctx, m.root, pid, msg, wait)
 	type answer struct {
 		v   any
 		err error

@@ -68,7 +68,7 @@ func (m *Member) request(ctx context.Context, kind, identity string, msg any) (a
 		if timeout <= 0 || ctx.Err() != nil {
 			return nil, m.requestErr(ctx, ci, attempt-1, last)
 		}
-		res, err := m.attempt(ci, msg, timeout)
+		res, err := m.attempt(ctx, ci, msg, timeout)
 		if err == nil {
 			return res, nil
 		}
@@ -104,12 +104,12 @@ var errNoOwner = errors.New("no member hosts the kind")
 
 // attempt looks the grain's PID up (cached, or asked of the owner's
 // placement actor) and sends it msg once.
-func (m *Member) attempt(ci *pcluster.ClusterIdentity, msg any, timeout time.Duration) (any, error) {
+func (m *Member) attempt(ctx context.Context, ci *pcluster.ClusterIdentity, msg any, timeout time.Duration) (any, error) {
 	pid, err := m.lookup(ci, timeout)
 	if err != nil {
 		return nil, err
 	}
-	return m.root.RequestFuture(pid, msg, timeout).Result()
+	return system.RequestFuture(ctx, m.root, pid, msg, timeout).Result()
 }
 
 // lookup is disthash's IdentityLookup.Get with our bound instead of its

@@ -12,6 +12,8 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/agentos-run/agentos/actors/system"
 )
 
 // ActorOptions configure the executor actor (Props).
@@ -95,7 +97,9 @@ func (a *execActor) onRun(ctx actor.Context, m *pb.Run) {
 		return
 	}
 	s := a.s
-	runCtx, stop := context.WithCancel(s.ctx)
+	// The run continues the sender's trace (its span context travels in
+	// the message's headers, also from another node).
+	runCtx, stop := context.WithCancel(system.TraceContext(s.ctx, ctx))
 	if key := m.GetRunKey(); key != "" {
 		s.mu.Lock()
 		_, busy := s.runs[key]

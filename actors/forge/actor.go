@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm"
 )
@@ -86,7 +87,7 @@ func (a *forgeActor) start(ctx actor.Context, key string, run func(context.Conte
 		return
 	}
 	s := a.s
-	c, cancel := context.WithCancel(s.ctx)
+	c, cancel := context.WithCancel(system.TraceContext(s.ctx, ctx))
 	if key != "" {
 		s.mu.Lock()
 		if _, busy := s.runs[key]; busy {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
+	"github.com/agentos-run/agentos/actors/system"
 )
 
 // GrainKind is the cluster kind of forges: one grain per spec, whose
@@ -142,7 +143,8 @@ func (g *grain) onRun(ctx actor.Context, m *pb.Run, sender *actor.PID) {
 // start starts a flight for waiters: the first one's Run is forged (or the
 // spec's unfinished forge resumed) for its caller.
 func (g *grain) start(ctx actor.Context, waiters []waiter) {
-	c, cancel := context.WithCancel(context.Background())
+	// The forge continues the trace of the Run that started it.
+	c, cancel := context.WithCancel(system.TraceContext(context.Background(), ctx))
 	g.flight = &flight{cancel: cancel, waiters: waiters}
 	m := waiters[0].run
 	self, root, opts, spec, caller := ctx.Self(), ctx.ActorSystem().Root, g.opts, m.GetSpec(), callerOf(m.GetCaller())

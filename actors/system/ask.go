@@ -38,7 +38,7 @@ func Ask(ctx context.Context, sender actor.SenderContext, pid *actor.PID, req an
 	if timeout <= 0 {
 		return nil, context.DeadlineExceeded
 	}
-	f := sender.RequestFuture(pid, req, timeout)
+	f := RequestFuture(ctx, sender, pid, req, timeout)
 	var (
 		res  any
 		err  error
