@@ -98,6 +98,10 @@ type provider interface {
 	close()
 }
 
+// guardDecode installs recoverStream; only the test that shows
+// protoactor's raw behaviour turns it off.
+var guardDecode = true
+
 // Join starts an actor system, its remote on opts.Host:opts.Port and a
 // cluster member with opts.Kinds, and joins the cluster through the
 // provider. It returns once the member has started; the other members
@@ -141,10 +145,14 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	}
 	m.prov = prov
 
-	rcfg := remote.Configure(opts.Host, opts.Port,
+	ropts := []remote.ConfigOption{
 		remote.WithAdvertisedHost(opts.AdvertisedAddress),
 		remote.WithDialOptions(dialOptions()...),
-		remote.WithServerOptions(grpc.StreamInterceptor(recoverStream(m.log))))
+	}
+	if guardDecode {
+		ropts = append(ropts, remote.WithServerOptions(grpc.StreamInterceptor(recoverStream(m.log))))
+	}
+	rcfg := remote.Configure(opts.Host, opts.Port, ropts...)
 	// protoactor's endpoint writer retries a failed connection
 	// MaxRetryCount times, sleeping 2 s after each failure, inside its
 	// Started handler: a member that sent to a member that has just gone

@@ -205,4 +205,3 @@ func (s *closingStream) RecvMsg(m any) error {
 	}
 	return err
 }
-

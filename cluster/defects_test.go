@@ -1,0 +1,223 @@
+package cluster
+
+// Each test here shows a protoactor cluster behaviour as it is (so it
+// fails, on purpose, the day a protoactor upgrade changes it) and the
+// fence of this package. docs/CLUSTER.md has the table.
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	ptest "github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/agentos-run/agentos/internal/etcdtest"
+)
+
+// Defect 1: TopologyConsensus never reports consensus, even on a settled
+// 3-member cluster; WaitMembers watches the topology instead.
+func TestTopologyConsensusNeverSucceeds(t *testing.T) {
+	ms := startSeeds(t, 3)
+	waitAll(t, ms, 3) // the fence: every member sees the 3
+	for _, m := range ms {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		hash, ok := m.Cluster().MemberList.TopologyConsensus(ctx)
+		cancel()
+		if ok {
+			t.Errorf("%s: TopologyConsensus reached (hash %d): protoactor fixed it; WaitMembers may use it", m.Address(), hash)
+		}
+	}
+}
+
+// Defect 2: a grain on a member that dies. protoactor's Cluster.Request
+// keeps the cached PID and gives up after RequestTimeout; Member.Request
+// retries with a fresh lookup until the membership drops the dead member
+// and the grain is activated elsewhere.
+func TestRequestSurvivesMemberDeath(t *testing.T) {
+	cs := newCounters()
+	lns, seeds := reserve(t, 3)
+	opts := make([]Options, 3)
+	for i := range opts {
+		opts[i] = Options{Name: t.Name(), Seeds: seeds, HealthListener: lns[i], Kinds: []Kind{cs.kind("counter")},
+			RefreshInterval: 200 * time.Millisecond, RequestTimeout: time.Second, Logger: quiet(t)}
+	}
+	ms := joinAll(t, opts)
+	waitAll(t, ms, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// An identity placed on ms[2], called (so cached) from ms[0].
+	victim := ""
+	for i := 0; i < 64 && victim == ""; i++ {
+		res, err := ms[0].Request(ctx, "counter", idName(i%26)+string(rune('0'+i/26)), wrapperspb.String("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := res.(*wrapperspb.StringValue).Value; strings.HasPrefix(v, ms[2].Address()+"|") {
+			victim = strings.Split(v, "|")[1]
+		}
+	}
+	if victim == "" {
+		t.Fatal("no identity placed on the third member in 64 tries")
+	}
+	dead := ms[2].Address()
+	// ms[2]'s actor system becomes unreachable, its health endpoint still
+	// answers: the cluster does not know yet.
+	ms[2].c.Remote.Shutdown(false)
+
+	if _, err := ms[0].Cluster().Request(victim, "counter", wrapperspb.String("raw")); err == nil {
+		t.Error("protoactor's Request reached a grain on an unreachable member: protoactor changed")
+	}
+
+	type result struct {
+		v   string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := ms[0].Request(ctx, "counter", victim, wrapperspb.String("fenced"))
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		done <- result{v: res.(*wrapperspb.StringValue).Value}
+	}()
+	time.Sleep(1500 * time.Millisecond) // let the fenced call time out at least once on the dead member
+	ms[2].prov.close()                  // now the membership sees it gone
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("Member.Request across the death: %v", r.err)
+	}
+	if strings.HasPrefix(r.v, dead+"|") {
+		t.Errorf("answered by the dead member: %s", r.v)
+	}
+	if cs.count(victim) != 2 {
+		t.Errorf("%s activated %d times, want 2 (once before the death, once after)", victim, cs.count(victim))
+	}
+}
+
+// Defect 2, the claim as briefed: grains are poisoned when a member joins.
+// Measured: protoactor's own Request recovers once the topology has
+// settled (it retries on the dead letter); Member.Request keeps working
+// while the member joins, under traffic.
+func TestRequestDuringJoin(t *testing.T) {
+	cs := newCounters()
+	lns, seeds := reserve(t, 3)
+	opts := make([]Options, 3)
+	for i := range opts {
+		opts[i] = Options{Name: t.Name(), Seeds: seeds, HealthListener: lns[i], Kinds: []Kind{cs.kind("counter")},
+			RefreshInterval: 200 * time.Millisecond, Logger: quiet(t)}
+	}
+	ms := joinAll(t, opts[:2])
+	waitAll(t, ms, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	calls, failures := 0, 0
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := ms[w%2].Request(ctx, "counter", idName(i%20), wrapperspb.String("x"))
+				mu.Lock()
+				calls++
+				if err != nil {
+					failures++
+					t.Errorf("request during the join: %v", err)
+				}
+				mu.Unlock()
+				if i > 2000 {
+					return
+				}
+			}
+		}()
+	}
+	third := joinAll(t, opts[2:])
+	waitAll(t, append(ms, third...), 3)
+	time.Sleep(500 * time.Millisecond) // traffic after the change too
+	close(stop)
+	wg.Wait()
+	if calls == 0 || failures != 0 {
+		t.Errorf("%d calls, %d failures", calls, failures)
+	}
+	moved := 0
+	for _, a := range third[0].Status().Activations {
+		if a.Kind == "counter" {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Error("no grain moved to the new member: the test did not exercise a move")
+	}
+	for _, m := range ms {
+		if _, err := m.Cluster().Request(idName(0), "counter", wrapperspb.String("raw")); err != nil {
+			t.Errorf("protoactor's Request after the join settled: %v", err)
+		}
+	}
+}
+
+// Defect 4: protoactor's test provider leaks a goroutine per member (its
+// TTL loop ranges over a ticker channel Stop never closes), and its
+// in-memory agent never expires a member. This package does not use it.
+func TestTestProviderLeaksGoroutines(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet(t) }))
+	c := pcluster.New(sys, pcluster.Configure("leak", ptest.NewTestProvider(ptest.NewInMemAgent()), disthash.New(),
+		remote.Configure("127.0.0.1", 0)))
+	c.StartMember()
+	c.Shutdown(true)
+	err := findLeaks(before,
+		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster/clusterproviders/test.(*Provider).startTtlReport.func1"))
+	if err != nil {
+		t.Errorf("leaks besides the test provider's TTL loop: %v", err)
+	}
+	err = goleak.Find(before)
+	if err == nil || !strings.Contains(err.Error(), "startTtlReport") {
+		t.Errorf("the test provider no longer leaks its TTL loop (%v): protoactor fixed it", err)
+	}
+}
+
+// The fences that read protoactor's unexported fields fail here when an
+// upgrade renames them.
+func TestUnexportedFields(t *testing.T) {
+	ep := etcdtest.Start(t)
+	m := startEtcd(t, ep, 1)[0]
+	if etcdClientOf(m.prov.(*etcdProvider).Provider) == nil {
+		t.Fatal("protoactor's etcd provider has no field client of type *clientv3.Client: update etcdClientOf")
+	}
+}
+
+// A member that leaves an etcd cluster is removed from the others'
+// Status (its key is deleted; a dead one's lease expires in 3 s).
+func TestEtcdLeftMemberRemoved(t *testing.T) {
+	ep := etcdtest.Start(t)
+	ms := startEtcd(t, ep, 3)
+	waitAll(t, ms, 3)
+	gone := ms[2].Address()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := ms[2].Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms[:2] {
+		eventually(t, m.Address()+" sees "+gone+" gone", func() bool {
+			return len(m.Status().Alive()) == 2
+		})
+	}
+}
