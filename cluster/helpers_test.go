@@ -220,4 +220,3 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 	t.Fatalf("not within 20 s: %s", what)
 }
-

@@ -173,6 +173,10 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 
 	if err := m.start(); err != nil {
 		m.stop()
+		sys.ActorSystem().EventStream.Unsubscribe(m.topo)
+		if m.c.Remote != nil && sys.ActorSystem().Address() != "nonhost" {
+			m.c.Remote.Shutdown(false)
+		}
 		prov.close()
 		_ = sys.Shutdown(time.Second)
 		return nil, err
