@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +39,13 @@ const (
 // closes.
 func runChild(role string) int {
 	guardDecode = role != "raw"
+	switch role {
+	case "conns-raw": // protoactor's 5 attempts
+		connectAttempts = 0
+		return countLeakedConns()
+	case "conns-fenced":
+		return countLeakedConns()
+	}
 	var seeds []string
 	if s := os.Getenv(childSeedsEnv); s != "" {
 		seeds = strings.Split(s, ",")
@@ -264,6 +273,62 @@ func TestKilledMemberRemovedFromStatus(t *testing.T) {
 		})
 		if n := len(m.Status().Alive()); n != 2 {
 			t.Errorf("%s sees %d alive, want 2", m.Address(), n)
+		}
+	}
+}
+
+// countLeakedConns (a child role) joins a member, sends a request to an
+// address where nothing listens, and prints how many gRPC connections
+// are still redialing 3 s later.
+func countLeakedConns() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	m, err := Join(ctx, Options{Name: "conns", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	nowhere := ln.Addr().String()
+	ln.Close()
+	_ = m.root.RequestFuture(actor.NewPID(nowhere, "x"), wrapperspb.String("x"), time.Second).Wait()
+	time.Sleep(3 * time.Second)
+	buf := make([]byte, 1<<22)
+	n := strings.Count(string(buf[:runtime.Stack(buf, true)]), "grpc.(*addrConn).resetTransport")
+	fmt.Printf("REDIALING %d\n", n)
+	_ = m.Leave(ctx)
+	return 0
+}
+
+// protoactor's endpoint writer dials a new gRPC connection per connect
+// attempt (5) and closes only the last: each failed attempt leaves a
+// connection redialing forever (raw: 4 per unreachable address). Join
+// makes one attempt per writer (fenced). In children: the raw one's
+// connections cannot be cleaned up.
+func TestFailedConnectsLeakConnections(t *testing.T) {
+	for _, role := range []string{"conns-raw", "conns-fenced"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"="+role)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", role, err, out)
+		}
+		var n int
+		i := strings.Index(string(out), "REDIALING ")
+		if i < 0 {
+			t.Fatalf("%s printed no count:\n%s", role, out)
+		}
+		fmt.Sscan(string(out[i+len("REDIALING "):]), &n)
+		t.Logf("%s: %d connections redialing", role, n)
+		if role == "conns-raw" && n == 0 {
+			t.Error("protoactor no longer leaks a connection per failed attempt: closeBrokenConns may be unneeded")
+		}
+		if role != "conns-raw" && n != 0 {
+			t.Errorf("%d connections still redialing with the fence", n)
 		}
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
 
@@ -158,50 +157,4 @@ func recoverStream(log *slog.Logger) grpc.StreamServerInterceptor {
 		}()
 		return handler(srv, ss)
 	}
-}
-
-// dialOptions are protoactor's remote dial options (insecure, as its
-// default) plus closeBrokenConns.
-func dialOptions() []grpc.DialOption {
-	return []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithStreamInterceptor(closeBrokenConns),
-	}
-}
-
-// closeBrokenConns closes a remote connection once its stream has failed
-// or ended. protoactor's endpoint writer dials a new gRPC connection for
-// every connection attempt and closes only the last one: every failed
-// attempt (to a member that has died or left) leaves a ClientConn that
-// redials forever. Each writer uses one stream per connection, so a
-// connection whose stream is over is never used again.
-func closeBrokenConns(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
-	streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	s, err := streamer(ctx, desc, cc, method, opts...)
-	if err != nil {
-		_ = cc.Close()
-		return nil, err
-	}
-	return &closingStream{ClientStream: s, cc: cc}, nil
-}
-
-type closingStream struct {
-	grpc.ClientStream
-	cc *grpc.ClientConn
-}
-
-func (s *closingStream) SendMsg(m any) error {
-	err := s.ClientStream.SendMsg(m)
-	if err != nil {
-		_ = s.cc.Close()
-	}
-	return err
-}
-
-func (s *closingStream) RecvMsg(m any) error {
-	err := s.ClientStream.RecvMsg(m)
-	if err != nil {
-		_ = s.cc.Close()
-	}
-	return err
 }
