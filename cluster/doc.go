@@ -60,7 +60,13 @@
 //	             backoff until its context ends.
 //	pub-sub      the topic actor keeps subscribers in memory: a topology
 //	             change that moves it loses them. The member renews its
-//	             subscriptions after every topology change.
+//	             subscriptions after every topology change and every
+//	             second.
+//	placement    disthash's placement actor activates whatever it is asked,
+//	             owner or not, so a member with a stale view creates a
+//	             duplicate that lives on. An activation on a member that
+//	             does not own it stops before its actor sees a message;
+//	             Request then looks the grain up again.
 //	decode       a message of a type the receiver does not link crashes the
 //	             receiving process (nil dereference in the endpoint
 //	             reader). A gRPC stream interceptor turns the panic into
