@@ -23,6 +23,8 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/agentos-run/agentos/internal/etcdtest"
 )
 
 // The child processes: the test binary re-executed with childEnv set to a
@@ -31,6 +33,8 @@ const (
 	childEnv      = "AGENTOS_CLUSTER_TEST_CHILD"
 	childSeedsEnv = "AGENTOS_CLUSTER_TEST_SEEDS"  // comma-separated
 	childHealth   = "AGENTOS_CLUSTER_TEST_HEALTH" // this member's health port
+	childEtcd     = "AGENTOS_CLUSTER_TEST_ETCD"   // etcd endpoint: provider etcd
+	childName     = "AGENTOS_CLUSTER_TEST_NAME"   // cluster name
 )
 
 // runChild joins a member (role "fenced": as Join does; role "raw":
@@ -54,7 +58,14 @@ func runChild(role string) int {
 	fmt.Sscan(os.Getenv(childHealth), &port)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	m, err := Join(ctx, Options{Name: "child-test", Seeds: seeds, HealthPort: port, RefreshInterval: 200 * time.Millisecond})
+	opts := Options{Name: "child-test", Seeds: seeds, HealthPort: port, RefreshInterval: 200 * time.Millisecond}
+	if n := os.Getenv(childName); n != "" {
+		opts.Name = n
+	}
+	if ep := os.Getenv(childEtcd); ep != "" {
+		opts.Provider, opts.Etcd.Endpoints = ProviderEtcd, []string{ep}
+	}
+	m, err := Join(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -84,10 +95,11 @@ type child struct {
 	stderr strings.Builder
 }
 
-func startChild(t *testing.T, role string, seeds []string, healthPort int) *child {
+func startChild(t *testing.T, role string, seeds []string, healthPort int, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+role, childSeedsEnv+"="+strings.Join(seeds, ","), fmt.Sprintf("%s=%d", childHealth, healthPort))
+	cmd.Env = append(cmd.Env, env...)
 	c := &child{cmd: cmd, exited: make(chan struct{})}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -329,6 +341,27 @@ func TestFailedConnectsLeakConnections(t *testing.T) {
 		}
 		if role != "conns-raw" && n != 0 {
 			t.Errorf("%d connections still redialing with the fence", n)
+		}
+	}
+}
+
+// TestKilledEtcdMemberRemovedFromStatus: an etcd member in another
+// process is killed; its lease expires (3 s) and the others drop it.
+func TestKilledEtcdMemberRemovedFromStatus(t *testing.T) {
+	ep := etcdtest.Start(t)
+	ms := startEtcd(t, ep, 2)
+	c := startChild(t, "fenced", nil, 0, childEtcd+"="+ep, childName+"="+ms[0].opts.Name)
+	waitAll(t, ms, 3)
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-c.exited
+	for _, m := range ms {
+		eventually(t, m.Address()+" drops the killed member", func() bool { return len(m.Status().Alive()) == 2 })
+		for _, info := range m.Status().Alive() {
+			if info.Address == c.addr {
+				t.Errorf("%s still sees the killed member alive", m.Address())
+			}
 		}
 	}
 }

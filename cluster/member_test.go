@@ -55,9 +55,25 @@ func checkSeeEachOther(t *testing.T, ms []*Member) {
 	}
 }
 
+// providers runs f with members of each provider ("etcd" skips without
+// etcd).
+func providers(t *testing.T, f func(t *testing.T, start func(n int, kinds ...Kind) []*Member)) {
+	t.Run("seeds", func(t *testing.T) {
+		f(t, func(n int, kinds ...Kind) []*Member { return startSeeds(t, n, kinds...) })
+	})
+	t.Run("etcd", func(t *testing.T) {
+		ep := etcdtest.Start(t)
+		f(t, func(n int, kinds ...Kind) []*Member { return startEtcd(t, ep, n, kinds...) })
+	})
+}
+
 func TestGrainActivatesOncePerIdentity(t *testing.T) {
+	providers(t, testGrainActivatesOnce)
+}
+
+func testGrainActivatesOnce(t *testing.T, start func(n int, kinds ...Kind) []*Member) {
 	cs := newCounters()
-	ms := startSeeds(t, 3, cs.kind("counter"))
+	ms := start(3, cs.kind("counter"))
 	waitAll(t, ms, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -121,7 +137,11 @@ func TestGrainActivatesOncePerIdentity(t *testing.T) {
 func idName(i int) string { return "id-" + string(rune('a'+i)) }
 
 func TestPubSubDeliversToEveryMember(t *testing.T) {
-	ms := startSeeds(t, 3)
+	providers(t, testPubSub)
+}
+
+func testPubSub(t *testing.T, start func(n int, kinds ...Kind) []*Member) {
+	ms := start(3)
 	waitAll(t, ms, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
