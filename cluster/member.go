@@ -427,7 +427,17 @@ func (m *Member) leave(ctx context.Context) error {
 		ch := make(chan error, 1)
 		t0 := time.Now()
 		defer func() { m.log.Debug("leave step", slog.String("step", name), slog.Duration("took", time.Since(t0))) }()
-		go func() { ch <- f() }()
+		go func() {
+			// protoactor's endpoint manager can send on a channel an
+			// endpoint reader has just closed (a race -race reports):
+			// a panic in a step is an error of Leave, not a crash.
+			defer func() {
+				if r := recover(); r != nil {
+					ch <- fmt.Errorf("cluster: leave step %s panicked inside protoactor: %v", name, r)
+				}
+			}()
+			ch <- f()
+		}()
 		select {
 		case err := <-ch:
 			if err != nil {
