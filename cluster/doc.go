@@ -79,7 +79,9 @@
 //	             it on a listener of its own (Host, any free port).
 //	etcd         the provider waits for etcd without bound and never closes
 //	             its client: Join probes etcd within DialTimeout, Leave
-//	             closes the client.
+//	             closes the client. It starts watching without a revision
+//	             after reading the members, so a registration in between
+//	             is missed: each member re-puts its registration every 2 s.
 //	shutdown     Cluster.Shutdown stops no actor and sleeps 2 s: Leave.
 //
 // protoactor's cluster and remote have data races of their own: the tests

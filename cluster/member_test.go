@@ -277,3 +277,21 @@ func TestRequestUnknownKindAndBadMessage(t *testing.T) {
 		t.Errorf("nil message: %v, want system.ErrNotProtobuf", err)
 	}
 }
+
+// An etcd member whose remote cannot start releases the provider (no
+// hang, no leak).
+func TestEtcdJoinFailsCleanly(t *testing.T) {
+	ep := etcdtest.Start(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = Join(ctx, Options{Provider: ProviderEtcd, Etcd: EtcdOptions{Endpoints: []string{ep}},
+		Port: busy.Addr().(*net.TCPAddr).Port, Logger: quiet(t)})
+	if !errors.Is(err, ErrJoin) {
+		t.Fatalf("error %v, want ErrJoin", err)
+	}
+}
