@@ -109,20 +109,11 @@ func startChild(t *testing.T, role string, seeds []string, healthPort int, env .
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd.Stderr = (*lockedWriter)(c) // Wait returns once it has all of it
 	c.stdin = stdin
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		b, _ := io.ReadAll(stderr)
-		c.mu.Lock()
-		c.stderr.Write(b)
-		c.mu.Unlock()
-	}()
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -150,6 +141,15 @@ func startChild(t *testing.T, role string, seeds []string, healthPort int, env .
 		t.Fatal("child not ready in 30 s")
 	}
 	return c
+}
+
+// lockedWriter is the child's stderr collector.
+type lockedWriter child
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stderr.Write(p)
 }
 
 func (c *child) errText() string {

@@ -464,7 +464,20 @@ func (m *Member) leave(ctx context.Context) error {
 		return m.sys.Shutdown(timeout)
 	})
 	step("stop gossip", func() error { m.c.Gossip.Shutdown(); return nil })
-	step("stop remote", func() error { m.c.Remote.Shutdown(true); return nil })
+	step("stop remote", func() error {
+		defer func() {
+			if r := recover(); r != nil {
+				// protoactor's endpoint manager sent on the channel of an
+				// endpoint reader that had just closed it (one of its
+				// races): its graceful stop ended before stopping the gRPC
+				// server. Stop the server.
+				m.log.Warn("protoactor's remote shutdown panicked; stopping its server outright", slog.Any("panic", r))
+				m.c.Remote.Shutdown(false)
+			}
+		}()
+		m.c.Remote.Shutdown(true)
+		return nil
+	})
 	m.prov.close()
 	return errors.Join(errs...)
 }
