@@ -100,6 +100,14 @@ type provider interface {
 	close()
 }
 
+// guardDecode installs recoverStream; only the test that shows
+// protoactor's raw behaviour turns it off.
+var guardDecode = true
+
+// connectAttempts is the remote's MaxRetryCount (see Join); 0 leaves
+// protoactor's default (5), for the test that shows its behaviour.
+var connectAttempts = 1
+
 // Join starts an actor system, its remote on opts.Host:opts.Port and a
 // cluster member with opts.Kinds, and joins the cluster through the
 // provider. It returns once the member has started; the other members
@@ -149,20 +157,33 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	}
 	m.prov = prov
 
-	rcfg := remote.Configure(opts.Host, opts.Port,
+	ropts := []remote.ConfigOption{
 		remote.WithAdvertisedHost(opts.AdvertisedAddress),
-		remote.WithDialOptions(dialOptions()...),
-		remote.WithServerOptions(grpc.StreamInterceptor(recoverStream(m.log))))
-	// protoactor's endpoint writer retries a failed connection
-	// MaxRetryCount times, sleeping 2 s after each failure, inside its
-	// Started handler: a member that sent to a member that has just gone
-	// cannot stop its remote for 10 s. One attempt: the next message to
-	// that address starts a new writer anyway.
-	rcfg.MaxRetryCount = 1
+	}
+	if guardDecode {
+		ropts = append(ropts, remote.WithServerOptions(grpc.StreamInterceptor(recoverStream(m.log))))
+	}
+	rcfg := remote.Configure(opts.Host, opts.Port, ropts...)
+	// protoactor's endpoint writer makes MaxRetryCount connection
+	// attempts (default 5), sleeping 2 s after each failure, inside its
+	// Started handler, and closes only the last attempt's gRPC
+	// connection: every failed attempt leaves a connection redialing
+	// forever, and a member that sent to a member that has just gone
+	// cannot stop its remote for 10 s. One attempt: its connection is
+	// closed when the writer stops, and the next message to that address
+	// starts a new writer anyway.
+	if connectAttempts > 0 {
+		rcfg.MaxRetryCount = connectAttempts
+	}
 	kinds := make([]*pcluster.Kind, 0, len(opts.Kinds))
 	for _, k := range opts.Kinds {
 		kinds = append(kinds, pcluster.NewKind(k.Name, m.tracked(k.Props)))
 	}
+	// protoactor's own topic kind (as ensureTopicKindRegistered builds
+	// it), tracked so that Status lists the topics held here.
+	kinds = append(kinds, pcluster.NewKind(pcluster.TopicActorKind, m.tracked(actor.PropsFromProducer(func() actor.Actor {
+		return pcluster.NewTopicActor(&pcluster.EmptyKeyValueStore[*pcluster.Subscribers]{}, sys.ActorSystem().Logger())
+	}))))
 	cfg := pcluster.Configure(opts.Name, prov, disthash.New(), rcfg,
 		pcluster.WithKinds(kinds...),
 		pcluster.WithRequestTimeout(opts.RequestTimeout))
@@ -173,6 +194,10 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 
 	if err := m.start(); err != nil {
 		m.stop()
+		sys.ActorSystem().EventStream.Unsubscribe(m.topo)
+		if m.c.Remote != nil && sys.ActorSystem().Address() != "nonhost" {
+			m.c.Remote.Shutdown(false)
+		}
 		prov.close()
 		if own {
 			_ = sys.Shutdown(time.Second)
@@ -325,27 +350,56 @@ func (m *Member) WaitMembers(ctx context.Context, n int) error {
 	}
 }
 
-// tracked wraps a kind's props so the member knows its activations.
+// tracked wraps a kind's props: the member knows its activations, and an
+// activation placed here by a member whose view of the cluster is stale
+// (protoactor's placement actor activates whatever it is asked, and
+// re-checks ownership only at topology changes, so such a duplicate
+// would live on) stops at once, before its actor sees any message: the
+// caller's Request gets a dead letter and looks the grain up again.
 func (m *Member) tracked(props *actor.Props) *actor.Props {
+	var misplaced sync.Map // actor id -> struct{}: activations refused here
 	return props.Clone(actor.WithReceiverMiddleware(func(next actor.ReceiverFunc) actor.ReceiverFunc {
 		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			id := c.Self().Id
 			switch env.Message.(type) {
 			case *actor.Started:
-				if ci := clusterIdentity(c); ci != nil {
+				ci := clusterIdentity(c)
+				if ci != nil && !m.owns(ci) {
+					misplaced.Store(id, struct{}{})
+					m.root.Stop(c.Self())
+					return
+				}
+				if ci != nil {
 					m.mu.Lock()
 					m.activations[ci.AsKey()] = Activation{Kind: ci.Kind, Identity: ci.Identity}
 					m.mu.Unlock()
 				}
 			case *actor.Stopped:
+				if _, ok := misplaced.LoadAndDelete(id); ok {
+					return
+				}
 				if ci := clusterIdentity(c); ci != nil {
 					m.mu.Lock()
 					delete(m.activations, ci.AsKey())
 					m.mu.Unlock()
 				}
 			}
+			if _, ok := misplaced.Load(id); ok {
+				return // ClusterInit, Stopping, user messages of a refused activation
+			}
 			next(c, env)
 		}
 	}))
+}
+
+// owns reports whether this member is the owner of ci in its latest view
+// (true when it has no view yet: nothing to judge by).
+func (m *Member) owns(ci *pcluster.ClusterIdentity) bool {
+	m.mu.Lock()
+	rdv := m.rdv
+	m.mu.Unlock()
+	owner := rdv.GetByClusterIdentity(ci)
+	return owner == "" || owner == m.sys.ActorSystem().Address()
 }
 
 func clusterIdentity(c actor.ReceiverContext) *pcluster.ClusterIdentity {
@@ -383,7 +437,17 @@ func (m *Member) leave(ctx context.Context) error {
 		ch := make(chan error, 1)
 		t0 := time.Now()
 		defer func() { m.log.Debug("leave step", slog.String("step", name), slog.Duration("took", time.Since(t0))) }()
-		go func() { ch <- f() }()
+		go func() {
+			// protoactor's endpoint manager can send on a channel an
+			// endpoint reader has just closed (a race -race reports):
+			// a panic in a step is an error of Leave, not a crash.
+			defer func() {
+				if r := recover(); r != nil {
+					ch <- fmt.Errorf("cluster: leave step %s panicked inside protoactor: %v", name, r)
+				}
+			}()
+			ch <- f()
+		}()
 		select {
 		case err := <-ch:
 			if err != nil {
@@ -414,7 +478,20 @@ func (m *Member) leave(ctx context.Context) error {
 		step("stop subscriptions", func() error { m.stopSubscriptions(); return nil })
 	}
 	step("stop gossip", func() error { m.c.Gossip.Shutdown(); return nil })
-	step("stop remote", func() error { m.c.Remote.Shutdown(true); return nil })
+	step("stop remote", func() error {
+		defer func() {
+			if r := recover(); r != nil {
+				// protoactor's endpoint manager sent on the channel of an
+				// endpoint reader that had just closed it (one of its
+				// races): its graceful stop ended before stopping the gRPC
+				// server. Stop the server.
+				m.log.Warn("protoactor's remote shutdown panicked; stopping its server outright", slog.Any("panic", r))
+				m.c.Remote.Shutdown(false)
+			}
+		}()
+		m.c.Remote.Shutdown(true)
+		return nil
+	})
 	m.prov.close()
 	return errors.Join(errs...)
 }

@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/internal/etcdtest"
 )
 
@@ -51,9 +55,25 @@ func checkSeeEachOther(t *testing.T, ms []*Member) {
 	}
 }
 
+// providers runs f with members of each provider ("etcd" skips without
+// etcd).
+func providers(t *testing.T, f func(t *testing.T, start func(n int, kinds ...Kind) []*Member)) {
+	t.Run("seeds", func(t *testing.T) {
+		f(t, func(n int, kinds ...Kind) []*Member { return startSeeds(t, n, kinds...) })
+	})
+	t.Run("etcd", func(t *testing.T) {
+		ep := etcdtest.Start(t)
+		f(t, func(n int, kinds ...Kind) []*Member { return startEtcd(t, ep, n, kinds...) })
+	})
+}
+
 func TestGrainActivatesOncePerIdentity(t *testing.T) {
+	providers(t, testGrainActivatesOnce)
+}
+
+func testGrainActivatesOnce(t *testing.T, start func(n int, kinds ...Kind) []*Member) {
 	cs := newCounters()
-	ms := startSeeds(t, 3, cs.kind("counter"))
+	ms := start(3, cs.kind("counter"))
 	waitAll(t, ms, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -117,7 +137,11 @@ func TestGrainActivatesOncePerIdentity(t *testing.T) {
 func idName(i int) string { return "id-" + string(rune('a'+i)) }
 
 func TestPubSubDeliversToEveryMember(t *testing.T) {
-	ms := startSeeds(t, 3)
+	providers(t, testPubSub)
+}
+
+func testPubSub(t *testing.T, start func(n int, kinds ...Kind) []*Member) {
+	ms := start(3)
 	waitAll(t, ms, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -169,5 +193,105 @@ func TestLeftMemberRemovedFromStatus(t *testing.T) {
 	}
 	if err := ms[2].WaitMembers(ctx, 1); err != ErrLeft {
 		t.Errorf("WaitMembers after Leave: %v, want ErrLeft", err)
+	}
+}
+
+func TestJoinErrors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	for _, c := range []struct {
+		name string
+		opts Options
+		want error
+	}{
+		{"unknown provider", Options{Provider: "consul"}, ErrOptions},
+		{"bad seed", Options{Seeds: []string{"no-port"}}, ErrOptions},
+		{"etcd without endpoints", Options{Provider: ProviderEtcd}, ErrOptions},
+		{"kind without props", Options{Kinds: []Kind{{Name: "k"}}}, ErrOptions},
+		{"remote port busy", Options{Port: port, Logger: quiet(t)}, ErrJoin},
+		{"health port busy", Options{HealthPort: port, Logger: quiet(t)}, ErrJoin},
+		{"etcd unreachable", Options{Provider: ProviderEtcd, Logger: quiet(t),
+			Etcd: EtcdOptions{Endpoints: []string{fmt.Sprintf("http://127.0.0.1:%d", port)}, DialTimeout: 300 * time.Millisecond}}, ErrJoin},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := Join(ctx, c.opts)
+			if err == nil {
+				_ = m.Leave(ctx)
+				t.Fatal("joined")
+			}
+			if !errors.Is(err, c.want) {
+				t.Errorf("error %v, want %v", err, c.want)
+			}
+		})
+	}
+}
+
+func TestCallsAfterLeave(t *testing.T) {
+	m := startSeeds(t, 1, newCounters().kind("counter"))[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := m.Request(ctx, "counter", "a", wrapperspb.String("x")); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Status().Activations; len(got) != 1 || got[0] != (Activation{Kind: "counter", Identity: "a"}) {
+		t.Errorf("activations %v", got)
+	}
+	if err := m.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Status().Activations; len(got) != 0 {
+		t.Errorf("activations after Leave: %v (Leave stops the grains)", got)
+	}
+	if err := m.Leave(ctx); err != nil {
+		t.Errorf("second Leave: %v", err)
+	}
+	if _, err := m.Request(ctx, "counter", "a", wrapperspb.String("x")); !errors.Is(err, ErrLeft) {
+		t.Errorf("Request after Leave: %v", err)
+	}
+	if err := m.Publish(ctx, "t", wrapperspb.String("x")); !errors.Is(err, ErrLeft) {
+		t.Errorf("Publish after Leave: %v", err)
+	}
+	if _, err := m.Subscribe(ctx, "t", func(proto.Message) {}); !errors.Is(err, ErrLeft) {
+		t.Errorf("Subscribe after Leave: %v", err)
+	}
+	if _, err := m.Request(ctx, "nokind", "a", wrapperspb.String("x")); !errors.Is(err, ErrLeft) {
+		t.Errorf("Request after Leave: %v", err)
+	}
+}
+
+func TestRequestUnknownKindAndBadMessage(t *testing.T) {
+	m := startSeeds(t, 1)[0]
+	waitAll(t, []*Member{m}, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := m.Request(ctx, "nokind", "a", wrapperspb.String("x")); !errors.Is(err, ErrNoMember) {
+		t.Errorf("unknown kind: %v, want ErrNoMember", err)
+	}
+	if _, err := m.Request(ctx, "nokind", "a", nil); !errors.Is(err, system.ErrNotProtobuf) {
+		t.Errorf("nil message: %v, want system.ErrNotProtobuf", err)
+	}
+}
+
+// An etcd member whose remote cannot start releases the provider (no
+// hang, no leak).
+func TestEtcdJoinFailsCleanly(t *testing.T) {
+	ep := etcdtest.Start(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = Join(ctx, Options{Provider: ProviderEtcd, Etcd: EtcdOptions{Endpoints: []string{ep}},
+		Port: busy.Addr().(*net.TCPAddr).Port, Logger: quiet(t)})
+	if !errors.Is(err, ErrJoin) {
+		t.Fatalf("error %v, want ErrJoin", err)
 	}
 }

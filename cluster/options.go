@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/agentos-run/agentos/actors/system"
 )
@@ -169,6 +170,9 @@ func (o Options) withDefaults() (Options, error) {
 	for _, k := range o.Kinds {
 		if k.Name == "" || k.Props == nil {
 			return o, fmt.Errorf("%w: kind %q needs a name and Props", ErrOptions, k.Name)
+		}
+		if k.Name == pcluster.TopicActorKind {
+			return o, fmt.Errorf("%w: kind %q is protoactor's pub-sub topic kind: pick another name", ErrOptions, k.Name)
 		}
 		if seen[k.Name] {
 			return o, fmt.Errorf("%w: kind %q listed twice", ErrOptions, k.Name)

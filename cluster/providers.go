@@ -8,7 +8,9 @@ import (
 	"net"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	pcluster "github.com/asynkron/protoactor-go/cluster"
@@ -19,7 +21,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
 
@@ -90,24 +91,37 @@ func (p *seedsProvider) StartMember(c *pcluster.Cluster) error {
 func (p *seedsProvider) close() { _ = p.e.Close() }
 
 // etcdProvider is protoactor's etcd provider, with the client it never
-// closes closed at Leave.
+// closes closed at Leave, and its registration re-put periodically.
 type etcdProvider struct {
 	*etcd.Provider
 	cancel context.CancelFunc
+	own    *clientv3.Client // ours: the probe, then the touches
+	prefix string
+	stop   chan struct{}
+	done   chan struct{} // closed when touch has returned (or never started)
+	once   sync.Once
 }
+
+// touchEvery is how often a member re-puts its own etcd registration.
+// protoactor's provider reads the members, then starts watching without
+// a revision: a member registering in between is never seen (measured:
+// members joining together sometimes never see one another). A re-put
+// (same value, same lease) is a watch event for every member, so a
+// missed registration is seen at the next touch.
+const touchEvery = 2 * time.Second
 
 func newEtcdProvider(ctx context.Context, opts Options) (*etcdProvider, error) {
 	cfg := clientv3.Config{Endpoints: opts.Etcd.Endpoints, DialTimeout: opts.Etcd.DialTimeout, Logger: zap.NewNop()}
 	// protoactor's provider waits for etcd without bound: check first.
-	probe, err := clientv3.New(cfg)
+	own, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: etcd client for %v: %v", ErrJoin, opts.Etcd.Endpoints, err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, opts.Etcd.DialTimeout)
-	_, err = probe.Get(pctx, opts.Etcd.Prefix, clientv3.WithCountOnly())
+	_, err = own.Get(pctx, opts.Etcd.Prefix, clientv3.WithCountOnly())
 	cancel()
-	_ = probe.Close()
 	if err != nil {
+		_ = own.Close()
 		return nil, fmt.Errorf("%w: etcd at %v did not answer within %v: %v (is etcd running and reachable?)", ErrJoin, opts.Etcd.Endpoints, opts.Etcd.DialTimeout, err)
 	}
 	cctx, cancelClient := context.WithCancel(context.Background())
@@ -115,15 +129,69 @@ func newEtcdProvider(ctx context.Context, opts Options) (*etcdProvider, error) {
 	p, err := etcd.NewWithConfig(opts.Etcd.Prefix, cfg)
 	if err != nil {
 		cancelClient()
+		_ = own.Close()
 		return nil, fmt.Errorf("%w: etcd provider: %v", ErrJoin, err)
 	}
-	return &etcdProvider{Provider: p, cancel: cancelClient}, nil
+	done := make(chan struct{})
+	close(done) // until StartMember starts the touches
+	return &etcdProvider{Provider: p, cancel: cancelClient, own: own, prefix: opts.Etcd.Prefix,
+		stop: make(chan struct{}), done: done}, nil
 }
 
-// close cancels and closes the provider's etcd client, which protoactor's
-// Shutdown leaves open (its gRPC connection and its keep-alive and watch
-// goroutines would outlive the member).
+func (p *etcdProvider) StartMember(c *pcluster.Cluster) error {
+	if err := p.Provider.StartMember(c); err != nil {
+		return err
+	}
+	// The key protoactor's provider registers under (etcd_provider.go:
+	// buildKey(clusterName, "<cluster>@<system id>")).
+	name := c.Config.Name
+	key := strings.Join([]string{p.prefix, name, name + "@" + c.ActorSystem.ID}, "/")
+	p.done = make(chan struct{})
+	go p.touch(key)
+	return nil
+}
+
+// touch re-puts key with its value and lease every touchEvery until close.
+func (p *etcdProvider) touch(key string) {
+	defer close(p.done)
+	t := time.NewTicker(touchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), touchEvery)
+		res, err := p.own.Get(ctx, key)
+		if err == nil && len(res.Kvs) == 1 && res.Kvs[0].Lease != 0 {
+			kv := res.Kvs[0]
+			_, _ = p.own.Put(ctx, key, string(kv.Value), clientv3.WithLease(clientv3.LeaseID(kv.Lease)))
+		}
+		cancel()
+	}
+}
+
+// Shutdown stops the touches (a touch after the deregistration would put
+// the key back), then deregisters.
+func (p *etcdProvider) Shutdown(graceful bool) error {
+	p.stopTouches()
+	return p.Provider.Shutdown(graceful)
+}
+
+func (p *etcdProvider) stopTouches() {
+	p.once.Do(func() {
+		close(p.stop)
+		<-p.done // a touch is bounded by touchEvery
+	})
+}
+
+// close stops the touches, then closes our client and the provider's,
+// which protoactor's Shutdown leaves open (its gRPC connection and its
+// keep-alive and watch goroutines would outlive the member).
 func (p *etcdProvider) close() {
+	p.stopTouches()
+	_ = p.own.Close()
 	p.cancel()
 	if c := etcdClientOf(p.Provider); c != nil {
 		_ = c.Close()
@@ -159,50 +227,3 @@ func recoverStream(log *slog.Logger) grpc.StreamServerInterceptor {
 		return handler(srv, ss)
 	}
 }
-
-// dialOptions are protoactor's remote dial options (insecure, as its
-// default) plus closeBrokenConns.
-func dialOptions() []grpc.DialOption {
-	return []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithStreamInterceptor(closeBrokenConns),
-	}
-}
-
-// closeBrokenConns closes a remote connection once its stream has failed
-// or ended. protoactor's endpoint writer dials a new gRPC connection for
-// every connection attempt and closes only the last one: every failed
-// attempt (to a member that has died or left) leaves a ClientConn that
-// redials forever. Each writer uses one stream per connection, so a
-// connection whose stream is over is never used again.
-func closeBrokenConns(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
-	streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	s, err := streamer(ctx, desc, cc, method, opts...)
-	if err != nil {
-		_ = cc.Close()
-		return nil, err
-	}
-	return &closingStream{ClientStream: s, cc: cc}, nil
-}
-
-type closingStream struct {
-	grpc.ClientStream
-	cc *grpc.ClientConn
-}
-
-func (s *closingStream) SendMsg(m any) error {
-	err := s.ClientStream.SendMsg(m)
-	if err != nil {
-		_ = s.cc.Close()
-	}
-	return err
-}
-
-func (s *closingStream) RecvMsg(m any) error {
-	err := s.ClientStream.RecvMsg(m)
-	if err != nil {
-		_ = s.cc.Close()
-	}
-	return err
-}
-

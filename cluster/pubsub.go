@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
@@ -51,7 +52,9 @@ type subscription struct {
 // The topic actor keeps its subscribers in memory only: when a topology
 // change moves it to another member, the subscribers are lost.
 // Subscribe fences that: the member renews its subscriptions after every
-// topology change it sees.
+// topology change it sees, and every second (renewEvery). IMPORTANT: a
+// message published between the loss and the renewal is not delivered to
+// that subscriber.
 func (m *Member) Subscribe(ctx context.Context, topic string, fn func(proto.Message)) (unsubscribe func(), err error) {
 	if m.isLeft() {
 		return nil, ErrLeft
@@ -100,15 +103,24 @@ func (m *Member) subscribe(ctx context.Context, s *subscription) error {
 	return nil
 }
 
-// resubscriber renews the subscriptions after every topology change,
-// until Leave.
+// renewEvery is how often the subscriptions are renewed besides after
+// every topology change this member sees: a topic actor is also poisoned
+// when its own member's view changes (or is briefly partial), which the
+// subscriber's member does not see.
+const renewEvery = time.Second
+
+// resubscriber renews the subscriptions after every topology change and
+// every renewEvery, until Leave.
 func (m *Member) resubscriber() {
 	defer close(m.done)
+	tick := time.NewTicker(renewEvery)
+	defer tick.Stop()
 	for {
 		select {
 		case <-m.life.Done():
 			return
 		case <-m.resub:
+		case <-tick.C:
 		}
 		m.mu.Lock()
 		subs := make([]*subscription, 0, len(m.subs))

@@ -87,6 +87,9 @@ func TestDemoAgainAndWording(t *testing.T) {
 // second tool and shows another finishing it: no tool lost, no journaled
 // model answer asked again. It needs PostgreSQL (the shared journal).
 func TestDemoCluster(t *testing.T) {
+	if raceEnabled {
+		t.Skip("not under -race: the node processes would be race-built, and protoactor's cluster races internally (docs/CLUSTER.md); the plain go test run runs this test")
+	}
 	if _, err := exec.LookPath("initdb"); err != nil {
 		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(m) == 0 {
 			t.Skip("PostgreSQL is not installed (no initdb): install the postgresql package to run the cluster demo")

@@ -91,6 +91,10 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"internal/metricsserver", "net", "the metrics endpoint's TCP listener (metrics_addr)", ""},
 	{"internal/metricsserver", "net/http", "the /metrics endpoint (promhttp over the runtime's own registry)", ""},
 
+	// The cluster member: protoactor's remote is gRPC (its own sockets), and
+	// the "seeds" provider's health endpoint needs a listener of ours.
+	{"cluster", "net", "the seeds provider's health endpoint listens on the member's host (Options.HealthListener/HealthPort), not on protoactor's 0.0.0.0", ""},
+
 	// The examples are demonstration programs: each makes its own temporary
 	// tool root, and one serves prices on loopback for a tool to fetch.
 	{"examples/forge-scripted-model", osFiles, "a demonstration program: its temporary tool root", ""},
@@ -104,6 +108,10 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"internal/pgtest", "net", "test helper: picks a free port and waits for the PostgreSQL server", ""},
 	{"internal/pgtest", "syscall", "test helper: kills the PostgreSQL server's process group", ""},
 	{"internal/pgtest", osFiles, "test helper: the PostgreSQL server's data directory", ""},
+	{"internal/etcdtest", osExec, "test helper: starts a throwaway etcd server", ""},
+	{"internal/etcdtest", "net", "test helper: picks free loopback ports for etcd", ""},
+	{"internal/etcdtest", "net/http", "test helper: waits for etcd's /health", ""},
+	{"internal/etcdtest", "syscall", "test helper: kills the etcd server's process group", ""},
 	{"internal/benchutil", "syscall", "benchmark helper: reads the process's CPU time (getrusage)", ""},
 }
 
