@@ -370,3 +370,26 @@ export default async function (): Promise<string> {
 		t.Fatalf("a placement naming no member: %v", err)
 	}
 }
+
+// A tool this node was never told of (written to the upstream by a writer
+// outside the cluster, or whose announcement was lost) is pulled when a
+// call asks for it, instead of answering that it does not exist.
+func TestClusterPullsWhatWasNotAnnounced(t *testing.T) {
+	srv := llmtest.NewServer(nil)
+	defer srv.Close()
+	bare := upstream(t)
+	rts := testCluster(t, 2, bare, srv.URL())
+	outsider, _ := gitRoot(t, bare) // not in the cluster: its commits are announced to no one
+	args, _ := json.Marshal(map[string]string{"path": "tools/outside.ts", "content": "/** Says hi. */\nexport default function (): string { return \"hi\"; }\n"})
+	if _, err := outsider.Call(context.Background(), "write_file", args); err != nil {
+		t.Fatal(err)
+	}
+	out, err := rts[1].Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"tools/outside.ts"}`))
+	if err != nil || !strings.Contains(string(out), `"result":"hi"`) {
+		t.Fatalf("exec_tool of a tool written outside the cluster: %s %v", out, err)
+	}
+	out, err = rts[0].Call(context.Background(), "read_file", json.RawMessage(`{"path":"tools/outside.ts"}`))
+	if err != nil || !strings.Contains(string(out), "Says hi") {
+		t.Fatalf("read_file of a tool written outside the cluster: %s %v", out, err)
+	}
+}

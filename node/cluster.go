@@ -126,9 +126,15 @@ func (n *Node) JoinCluster(ctx context.Context, opts cluster.Options) (*cluster.
 			}
 		}
 		if len(t.Joined) > 0 || len(t.Left) > 0 {
+			// Now, and once more when the subscriptions have been renewed
+			// (the cluster package renews them within a second): what was
+			// published while the topic moved is pulled by the second.
 			c.wg.Go(func() {
-				if _, err := n.gitClient.Pull(c.ctx); err != nil && c.ctx.Err() == nil && !errors.Is(err, git.ErrNoRepo) {
-					n.opts.Logger.Warn("cluster: pulling after a topology change", slog.Any("err", err))
+				n.catchUp(c, "after a topology change")
+				select {
+				case <-c.ctx.Done():
+				case <-time.After(catchUpAgain):
+					n.catchUp(c, "after a topology change settled")
 				}
 			})
 		}
@@ -139,6 +145,30 @@ func (n *Node) JoinCluster(ctx context.Context, opts cluster.Options) (*cluster.
 	}
 	n.cl = c
 	return m, nil
+}
+
+// catchUpAgain is how long after a topology change the node pulls again:
+// past the cluster package's renewal of its subscriptions.
+const catchUpAgain = 3 * time.Second
+
+// catchUp pulls from the upstream once (why: for the log).
+func (n *Node) catchUp(c *clustered, why string) {
+	if _, err := n.gitClient.Pull(c.ctx); err != nil && c.ctx.Err() == nil && !errors.Is(err, git.ErrNoRepo) {
+		n.opts.Logger.Warn("cluster: pulling from the upstream "+why, slog.Any("err", err))
+	}
+}
+
+// pullMissing is the last resort of a read or run of a tool this node does
+// not have: in a cluster, another node may have written it and its
+// announcement may have been lost; the node pulls once and reports whether
+// it should try again.
+func (n *Node) pullMissing(ctx context.Context) bool {
+	c := n.cluster()
+	if c == nil {
+		return false
+	}
+	s, err := n.gitClient.Pull(ctx)
+	return err == nil && len(s.Changed) > 0
 }
 
 // LeaveCluster leaves the node's cluster (nothing when it is in none): its

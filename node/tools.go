@@ -447,6 +447,9 @@ func (n *Node) readFile(ctx context.Context, p *kernel.Process, args json.RawMes
 		return nil, err
 	}
 	_, src, err := n.readPath(p, a.Path)
+	if errors.Is(err, vfs.ErrNotFound) && n.pullMissing(ctx) {
+		_, src, err = n.readPath(p, a.Path)
+	}
 	return string(src), err
 }
 
@@ -690,6 +693,13 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 		done := n.busy()
 		res, runID, err = n.execClient.Run(runCtx, req)
 		done()
+		if err == nil && res.Error != nil && res.Error.Kind == executor.ErrNotFound.Kind && n.pullMissing(ctx) {
+			// Another node wrote it and this one missed the announcement
+			// (the first run has ended: its key is free again).
+			done := n.busy()
+			res, runID, err = n.execClient.Run(runCtx, req)
+			done()
+		}
 	}
 	if err != nil {
 		return nil, err
