@@ -20,6 +20,8 @@ import (
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/agentos-run/agentos/node/admin"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // freePorts reserves n loopback ports and releases them for the nodes to
@@ -391,5 +393,50 @@ func TestClusterPullsWhatWasNotAnnounced(t *testing.T) {
 	out, err = rts[0].Call(context.Background(), "read_file", json.RawMessage(`{"path":"tools/outside.ts"}`))
 	if err != nil || !strings.Contains(string(out), "Says hi") {
 		t.Fatalf("read_file of a tool written outside the cluster: %s %v", out, err)
+	}
+}
+
+// A trace crosses nodes: the span of exec_tool on one node and the span of
+// the run placed on another node are one trace (the span context travels
+// in the message headers).
+func TestClusterTraceCrossesNodes(t *testing.T) {
+	t.Setenv("TEST_CLUSTER_JOURNAL", startPostgres(t))
+	srv := llmtest.NewServer([]llmtest.Step{forgeCrashSubmit(forgeCrashFib)})
+	defer srv.Close()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	rts := testCluster(t, 2, upstream(t), srv.URL(), func(c *agentos.Config) {
+		c.TracerProvider = tp
+		c.JournalPostgresDSNEnv = "TEST_CLUSTER_JOURNAL"
+	})
+	const spec = "a tool that returns the n-th Fibonacci number"
+	if _, err := forgeOn(rts[0], spec); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "node 2 pulls the tool", func() bool {
+		_, err := os.Stat(filepath.Join(rts[1].Root(), "tools", "math", "fib.ts"))
+		return err == nil
+	})
+	rec.Reset()
+	out, err := rts[0].Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"tools/math/fib.ts","args":{"n":10},"placement":"`+rts[1].Member().Address()+`"}`))
+	if err != nil || !strings.Contains(string(out), `"result":55`) {
+		t.Fatalf("exec_tool placed on node 2: %s %v", out, err)
+	}
+	var call, run sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case "agentos.kernel.exec_tool":
+			call = s
+		case "agentos.exec_tool":
+			run = s
+		}
+	}
+	if call == nil || run == nil {
+		t.Fatalf("spans: kernel exec_tool %v, the run %v", call != nil, run != nil)
+	}
+	if run.SpanContext().TraceID() != call.SpanContext().TraceID() || !run.Parent().IsRemote() || run.Parent().SpanID() != call.SpanContext().SpanID() {
+		t.Fatalf("the run on node 2 (trace %s, parent %s remote %v) is not a child of node 1's exec_tool (trace %s, span %s)",
+			run.SpanContext().TraceID(), run.Parent().SpanID(), run.Parent().IsRemote(), call.SpanContext().TraceID(), call.SpanContext().SpanID())
 	}
 }

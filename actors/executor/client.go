@@ -10,6 +10,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/agentos-run/agentos/actors/system"
+
 	pb "github.com/agentos-run/agentos/actors/executor/executorpb"
 	"github.com/agentos-run/agentos/capability"
 )
@@ -107,7 +109,7 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (Result, string, error
 		return Result{Logs: []string{}, Result: json.RawMessage("null"), Error: &Error{Kind: ErrCancelled.Kind, Message: fmt.Sprintf("the run was cancelled before it started (%v)", context.Cause(ctx))}}, "", nil
 	}
 	msg := &pb.Run{RunKey: req.Key, Path: req.Path, Args: req.Args, Limits: limitsToPB(req.Limits), Record: req.Record, Caller: callerToPB(req.Caller), Hash: req.Hash}
-	f := c.Root.RequestFuture(c.PID, msg, wait)
+	f := system.RequestFuture(ctx, c.Root, c.PID, msg, wait) // the run continues ctx's trace
 	stop := context.AfterFunc(ctx, func() { c.Root.Send(c.PID, &pb.Cancel{RunKey: req.Key}) })
 	defer stop()
 	done := make(chan struct{})
