@@ -26,7 +26,7 @@ import (
 
 // freePorts reserves n loopback ports and releases them for the nodes to
 // bind (the seed list names every node's health port before any starts).
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ls []net.Listener
 	var ports []int
@@ -47,7 +47,7 @@ func freePorts(t *testing.T, n int) []int {
 // testCluster starts n nodes sharing the Git upstream bare, joined in one
 // cluster by a seed list on loopback, signing tokens with one key, asking
 // the scripted model at modelURL. tweak adjusts every node's config.
-func testCluster(t *testing.T, n int, bare, modelURL string, tweak ...func(*agentos.Config)) []*agentos.Runtime {
+func testCluster(t testing.TB, n int, bare, modelURL string, tweak ...func(*agentos.Config)) []*agentos.Runtime {
 	t.Helper()
 	if raceEnabled {
 		t.Skip("not under -race: protoactor's cluster and remote race internally (docs/CLUSTER.md); the plain go test run runs this test")

@@ -25,7 +25,7 @@ import (
 )
 
 // upstream makes a bare repository with an initial commit on main.
-func upstream(t *testing.T) string {
+func upstream(t testing.TB) string {
 	t.Helper()
 	bare := filepath.Join(t.TempDir(), "tools.git")
 	if err := repo.InitBare(bare, "main"); err != nil {

@@ -15,7 +15,7 @@ import (
 
 // startPostgres runs a throwaway PostgreSQL server (see internal/pgtest)
 // and returns its DSN.
-func startPostgres(t *testing.T) string { return pgtest.Start(t) }
+func startPostgres(t testing.TB) string { return pgtest.Start(t) }
 
 // exec_sql against a real PostgreSQL through pgx: bound $n parameters,
 // and a tool's transaction rolled back when it throws.

@@ -39,7 +39,7 @@ func start(t *testing.T, cfg agentos.Config) *agentos.Runtime {
 	return rt
 }
 
-func writeFib(t *testing.T, rt *agentos.Runtime) {
+func writeFib(t testing.TB, rt *agentos.Runtime) {
 	t.Helper()
 	args, _ := json.Marshal(map[string]string{"path": samples.FibPath, "content": samples.FibTool})
 	if _, err := rt.Call(context.Background(), "write_file", args); err != nil {
