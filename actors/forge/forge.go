@@ -18,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -323,7 +324,10 @@ func (f *Forge) judge(ctx context.Context, c candidate, call func(drv, op string
 	if err != nil {
 		return []string{fmt.Sprintf("checking whether %s is taken: %v", c.Path, err)}
 	}
-	if ok {
+	// The same code at the path is this forge's own tool, kept by an
+	// earlier run of it that died before it could end (its resume must
+	// finish, not refuse its own work); other code is another tool.
+	if ok && t.Hash != transpile.Hash([]byte(c.Code)) {
 		return []string{fmt.Sprintf("%s already holds another tool (%q); choose a new path, or reuse that tool", c.Path, t.Description)}
 	}
 	chk := f.opts.Checker.Check(c.Path, []byte(c.Code))

@@ -209,3 +209,35 @@ func TestForgeChargesTheCallersHomeNode(t *testing.T) {
 		t.Fatalf("charged the wrong node: %q", plain.got)
 	}
 }
+
+// A forge that died after it kept its tool (committed) but before its run
+// ended is resumed to the end: the tool at its path is its own (the same
+// code), not "another tool", and the model is not asked again.
+func TestResumeAfterTheToolWasKept(t *testing.T) {
+	root := t.TempDir()
+	srv := llmtest.NewServer([]llmtest.Step{submit(fibCode)})
+	defer srv.Close()
+	e := newEnv(t, srv, root)
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := e.f.Forge(ctx, fibSpec, func(llm.Usage) error { cancel(); return nil }); !errors.Is(err, context.Canceled) {
+		t.Logf("interrupted forge: %v", err)
+	}
+	runs, _ := e.j.Unfinished()
+	if len(runs) != 1 {
+		t.Fatalf("setup: unfinished %+v", runs)
+	}
+	// What the dead node had done before it died: the tool kept.
+	if err := e.jl.WriteFile("tools/math/fib.ts", []byte(fibCode)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.reg.Register("tools/math/fib.ts", []byte(fibCode)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.f.Resume(context.Background(), runs[0].ID, nil)
+	if err != nil || res.Path != "tools/math/fib.ts" || len(res.Attempts) != 1 || !res.Attempts[0].Passed {
+		t.Fatalf("resumed: %+v %v", res, err)
+	}
+	if n := srv.Requests(); n != 1 {
+		t.Fatalf("model asked %d times, want 1", n)
+	}
+}
