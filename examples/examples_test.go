@@ -36,6 +36,12 @@ var expected = map[string][]string{
 		`the model was asked 2 times in all`,
 		"OK: forged on the second attempt, ran, reused",
 	},
+	"cluster-three-nodes": {
+		`the model was asked 1 time(s)`,
+		`node3 exec_tool tools/text/reverse.ts -> "memory tool one share nodes"`,
+		`cluster status: 3 members, 1 of them holds the spec's forge`,
+		"OK: one forge for two callers, the tool on every node",
+	},
 	"supervision-quotas": {
 		`restart warmup (restart 2)`,
 		`the supervisor is still alive`,

@@ -314,7 +314,32 @@ func (h *levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h *levelHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level > slog.LevelInfo && routine[r.Message] {
+		// protoactor logs a member going away as errors: routine in a
+		// cluster (a node stopped, restarted or died), shown with -v.
+		if slog.LevelInfo < h.min.Level() || !h.next.Enabled(ctx, slog.LevelInfo) {
+			return nil
+		}
+		r.Level = slog.LevelInfo
+	}
 	return h.next.Handle(ctx, r)
+}
+
+// routine are protoactor's log messages about connections to a member that
+// left, stopped or died, which it logs as warnings and errors: in a
+// cluster they are what a member going away looks like, not a fault of
+// this node. They are logged at Info (agentos' own cluster code logs what
+// it does about a member that left, at the level it deserves).
+var routine = map[string]bool{
+	"Bad connection to the node health status":          true,
+	"Failure reaching nodes":                            true,
+	"Automanaged server stopping..!":                    true,
+	"EndpointWriter lost connection":                    true,
+	"EndpointWriter failed to create receive stream":    true,
+	"EndpointWriter failed to connect":                  true,
+	"EndpointWriter error when closing the client conn": true,
+	"sendGossipForMember failed":                        true,
+	"EndpointReader failed to read":                     true,
 }
 
 func (h *levelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {

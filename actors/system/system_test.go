@@ -1,6 +1,7 @@
 package system_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -543,4 +544,26 @@ func Example() {
 	// journal stopped
 	// true
 	// true
+}
+
+// protoactor's errors about a member that went away are routine in a
+// cluster: they are logged at Info (shown with -v), not as errors; other
+// errors keep their level.
+func TestRoutineClusterErrorsAreInfo(t *testing.T) {
+	for _, min := range []slog.Level{slog.LevelWarn, slog.LevelInfo} {
+		var buf bytes.Buffer
+		s := system.New(system.Options{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), Level: min})
+		log := s.ActorSystem().Logger()
+		log.Error("EndpointWriter lost connection", slog.String("address", "127.0.0.1:1"))
+		log.Error("something else broke")
+		_ = s.Shutdown(0)
+		out := buf.String()
+		if !strings.Contains(out, "level=ERROR msg=\"something else broke\"") {
+			t.Errorf("min %v: another error lost its level:\n%s", min, out)
+		}
+		routine := strings.Contains(out, "EndpointWriter lost connection")
+		if routine != (min == slog.LevelInfo) || strings.Contains(out, "level=ERROR msg=\"EndpointWriter") {
+			t.Errorf("min %v: the routine error:\n%s", min, out)
+		}
+	}
 }

@@ -70,6 +70,10 @@ type clusterDemo struct {
 	// asked again.
 	ModelRequests int `json:"model_requests"`
 	Uninterrupted int `json:"model_requests_uninterrupted"`
+	// ResumeMS is the time from the SIGKILL to the interrupted forge's
+	// answer: the death seen, the dead node's claim lapsed (journal_lease
+	// 3s here), the forge resumed and finished elsewhere.
+	ResumeMS int64 `json:"resume_ms"`
 	// LostTools counts forged tools some surviving node cannot run.
 	LostTools int      `json:"lost_tools"`
 	Tools     []string `json:"tools"`
@@ -229,6 +233,7 @@ func runDemoCluster(ctx context.Context, dir string, asJSON bool, stdout io.Writ
 	if err != nil {
 		return err
 	}
+	killed := time.Now()
 	if err := syscall.Kill(victim.pid, syscall.SIGKILL); err != nil {
 		return err
 	}
@@ -255,6 +260,7 @@ func runDemoCluster(ctx context.Context, dir string, asJSON bool, stdout io.Writ
 	if got.err != nil {
 		return fmt.Errorf("demo --cluster: the interrupted forge did not complete: %w", got.err)
 	}
+	out.ResumeMS = time.Since(killed).Milliseconds()
 	out.Forged++
 	out.Tools = append(out.Tools, got.res.Path)
 	meta, err := j.Get(got.res.RunID)
@@ -278,8 +284,8 @@ func runDemoCluster(ctx context.Context, dir string, asJSON bool, stdout io.Writ
 		}
 	}
 	out.ModelRequests = model.Requests()
-	say("   %s resumed the forge from the shared journal: %d attempts, the model asked %d time(s) in all (%d without the crash)",
-		out.ResumedOn, len(got.res.Attempts), out.ModelRequests, uninterrupted)
+	say("   %s resumed the forge from the shared journal and finished it %.1f s after the kill: %d attempts, the model asked %d time(s) in all (%d without the crash)",
+		out.ResumedOn, float64(out.ResumeMS)/1000, len(got.res.Attempts), out.ModelRequests, uninterrupted)
 
 	// 4. every surviving node runs every tool.
 	for _, n := range nodes {
