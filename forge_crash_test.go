@@ -275,7 +275,7 @@ func TestForgeKilledResumes(t *testing.T) {
 	for _, e := range entries {
 		calls = append(calls, fmt.Sprintf("%d:%s.%s", e.Seq, e.Driver, e.Op))
 	}
-	if got, want := strings.Join(calls, " "), "1:llm.complete 2:forge.run 3:llm.complete 4:forge.run"; got != want {
+	if got, want := strings.Join(calls, " "), "1:llm.complete 2:forge.taken 3:forge.run 4:llm.complete 5:forge.taken 6:forge.run"; got != want {
 		t.Fatalf("journaled calls: %s, want %s", got, want)
 	}
 	if runs, err := rt.Journal().Unfinished(); err != nil || len(runs) != 0 {

@@ -320,15 +320,12 @@ func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, charge 
 // judge checks the candidate and runs its tests; it returns the errors to
 // send back (none: it passed).
 func (f *Forge) judge(ctx context.Context, c candidate, call func(drv, op string, req any, out any) error) []string {
-	t, ok, err := f.opts.Registry.Get(ctx, c.Path)
-	if err != nil {
-		return []string{fmt.Sprintf("checking whether %s is taken: %v", c.Path, err)}
+	var taken takenAnswer
+	if err := call(testDriver, "taken", takenRequest{Path: c.Path, Hash: transpile.Hash([]byte(c.Code))}, &taken); err != nil {
+		return []string{err.Error()}
 	}
-	// The same code at the path is this forge's own tool, kept by an
-	// earlier run of it that died before it could end (its resume must
-	// finish, not refuse its own work); other code is another tool.
-	if ok && t.Hash != transpile.Hash([]byte(c.Code)) {
-		return []string{fmt.Sprintf("%s already holds another tool (%q); choose a new path, or reuse that tool", c.Path, t.Description)}
+	if taken.Taken {
+		return []string{fmt.Sprintf("%s already holds another tool (%q); choose a new path, or reuse that tool", c.Path, taken.Description)}
 	}
 	chk := f.opts.Checker.Check(c.Path, []byte(c.Code))
 	if !chk.Valid {

@@ -241,3 +241,41 @@ func TestResumeAfterTheToolWasKept(t *testing.T) {
 		t.Fatalf("model asked %d times, want 1", n)
 	}
 }
+
+// A forge that died after its second answer, with its tool kept since (by
+// the dead run, or pulled), resumes: its first attempt replays as judged
+// then (the path was free), though the registry now holds the kept tool,
+// and the model is not asked again.
+func TestResumeReplaysTheTakenCheck(t *testing.T) {
+	root := t.TempDir()
+	srv := llmtest.NewServer([]llmtest.Step{submit(buggyCode), submit(fibCode)})
+	defer srv.Close()
+	e := newEnv(t, srv, root)
+	ctx, cancel := context.WithCancel(context.Background())
+	answers := 0
+	if _, err := e.f.Forge(ctx, fibSpec, func(llm.Usage) error {
+		if answers++; answers == 2 {
+			cancel()
+		}
+		return nil
+	}); !errors.Is(err, context.Canceled) {
+		t.Logf("interrupted forge: %v", err)
+	}
+	runs, _ := e.j.Unfinished()
+	if len(runs) != 1 || srv.Requests() != 2 {
+		t.Fatalf("setup: unfinished %+v, %d requests", runs, srv.Requests())
+	}
+	if err := e.jl.WriteFile("tools/math/fib.ts", []byte(fibCode)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.reg.Register("tools/math/fib.ts", []byte(fibCode)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.f.Resume(context.Background(), runs[0].ID, nil)
+	if err != nil || len(res.Attempts) != 2 || res.Attempts[0].Passed || !res.Attempts[1].Passed {
+		t.Fatalf("resumed: %+v %v", res, err)
+	}
+	if n := srv.Requests(); n != 2 {
+		t.Fatalf("model asked %d times, want 2", n)
+	}
+}

@@ -27,9 +27,43 @@ func (f *Forge) devices(caller *executor.Caller) driver.Host {
 	return driver.Mux{
 		"llm": f.opts.LLM,
 		testDriver: driver.DeviceFunc(func(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
+			if op == "taken" {
+				return f.taken(ctx, req)
+			}
 			return f.runTests(ctx, caller, op, req)
 		}),
 	}
+}
+
+// takenRequest asks whether a candidate's path holds another tool: one
+// whose code is not the candidate's (hash).
+type takenRequest struct {
+	Path string `json:"path"`
+	Hash string `json:"hash"`
+}
+
+type takenAnswer struct {
+	Taken       bool   `json:"taken"`
+	Description string `json:"description,omitempty"`
+}
+
+// taken answers whether the candidate's path holds another tool. It is a
+// journaled call, like the tests: a resumed forge gets the answer its dead
+// run got, whatever the registry holds now (that run may itself have kept
+// its tool there before it died).
+func (f *Forge) taken(ctx context.Context, req json.RawMessage) (json.RawMessage, error) {
+	var r takenRequest
+	if err := json.Unmarshal(req, &r); err != nil {
+		return nil, driver.Errorf(driver.CodeInvalid, "forge.taken: bad request")
+	}
+	t, ok, err := f.opts.Registry.Get(ctx, r.Path)
+	if err != nil {
+		return nil, driver.Errorf(driver.CodeIO, "checking whether %s is taken: %v", r.Path, err)
+	}
+	// The same code at the path is this forge's own tool (kept by an
+	// earlier run of it that died before it could end), not another.
+	b, _ := json.Marshal(takenAnswer{Taken: ok && t.Hash != r.Hash, Description: t.Description})
+	return b, nil
 }
 
 // stagingDir holds candidates while their tests run: a dot directory, so
