@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/agentos-run/agentos/node/admin"
@@ -150,6 +152,15 @@ func TestClusterOneForgePerSpec(t *testing.T) {
 	}
 	if srv.Err() != nil {
 		t.Fatal(srv.Err())
+	}
+	// The forge worked for node 1's process, wherever its grain ran: the
+	// model's tokens are charged to it, on node 1; node 2's caller, who
+	// joined, is charged nothing.
+	if used := rts[0].Agent().Account().Used(capability.LLMTokens); used <= 0 || used != float64(a.res.Usage.TotalTokens) {
+		t.Fatalf("node 1's caller was charged %g llm_tokens, want the forge's %d", used, a.res.Usage.TotalTokens)
+	}
+	if used := rts[1].Agent().Account().Used(capability.LLMTokens); used != 0 {
+		t.Fatalf("node 2's caller, who joined the forge, was charged %g llm_tokens", used)
 	}
 	for i, rt := range rts {
 		out, err := rt.Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"tools/math/fib.ts","args":{"n":10}}`))
@@ -438,5 +449,35 @@ func TestClusterTraceCrossesNodes(t *testing.T) {
 	if run.SpanContext().TraceID() != call.SpanContext().TraceID() || !run.Parent().IsRemote() || run.Parent().SpanID() != call.SpanContext().SpanID() {
 		t.Fatalf("the run on node 2 (trace %s, parent %s remote %v) is not a child of node 1's exec_tool (trace %s, span %s)",
 			run.SpanContext().TraceID(), run.Parent().SpanID(), run.Parent().IsRemote(), call.SpanContext().TraceID(), call.SpanContext().SpanID())
+	}
+}
+
+// A token minted on one node verifies on every node (one signing key), and
+// its revocation there (the process exits) reaches the others: they refuse
+// it from then on.
+func TestClusterRevocationReachesEveryNode(t *testing.T) {
+	srv := llmtest.NewServer(nil)
+	defer srv.Close()
+	rts := testCluster(t, 3, upstream(t), srv.URL())
+	p, err := rts[0].Kernel().Spawn(func(ctx context.Context, _ *kernel.Process) error { <-ctx.Done(); return nil }, kernel.SpawnOptions{Name: "short-lived", Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, ok := p.Token()
+	if !ok {
+		t.Fatal("no token")
+	}
+	for i, rt := range rts {
+		if err := rt.Kernel().Authority().Verify(tok); err != nil {
+			t.Fatalf("node %d refuses a token node 1 minted: %v", i+1, err)
+		}
+	}
+	if err := rts[0].Kernel().Kill(p.PID(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	for i, rt := range rts {
+		testutil.Eventually(t, 10*time.Second, fmt.Sprintf("node %d refuses the revoked token", i+1), func() bool {
+			return errors.Is(rt.Kernel().Authority().Verify(tok), capability.ErrRevoked)
+		})
 	}
 }
