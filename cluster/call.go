@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -36,41 +37,19 @@ func (m *Member) Call(ctx context.Context, kind, identity string, msg proto.Mess
 		return nil, ErrLeft
 	}
 	ci := pcluster.NewClusterIdentity(identity, kind)
-	backoff := minBackoff
-	var last error
-	for attempt := 1; ; attempt++ {
-		if ctx.Err() != nil {
-			return nil, m.requestErr(ctx, ci, attempt-1, last)
-		}
-		res, err := m.callOnce(ctx, ci, msg)
-		if err == nil {
-			p, ok := res.(proto.Message)
-			if !ok {
-				return nil, fmt.Errorf("cluster: grain %s answered a %T, not a protobuf message: answer with a generated message", ci.AsKey(), res)
-			}
-			return p, nil
-		}
-		last = err
-		if !retryable(err) && err != errHostGone {
-			return nil, err
-		}
-		m.c.PidCache.Remove(identity, kind)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, m.requestErr(ctx, ci, attempt, last)
-		case <-m.life.Done():
-			t.Stop()
-			return nil, ErrLeft
-		case <-t.C:
-		}
-		backoff = min(2*backoff, maxBackoff)
+	res, err := m.retrying(ctx, ci, func() (any, error) { return m.callOnce(ctx, ci, msg) })
+	if err != nil {
+		return nil, err
 	}
+	p, ok := res.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("cluster: grain %s answered a %T, not a protobuf message: answer with a generated message", ci.AsKey(), res)
+	}
+	return p, nil
 }
 
 // errHostGone: the member hosting the activation left while it was asked.
-var errHostGone = fmt.Errorf("the member hosting the grain left the cluster")
+var errHostGone = errors.New("the member hosting the grain left the cluster")
 
 // callOnce asks the grain once and waits for its answer, ctx, the member's
 // Leave, or the hosting member's departure.

@@ -58,25 +58,41 @@ func (m *Member) request(ctx context.Context, kind, identity string, msg any) (a
 		return nil, ErrLeft
 	}
 	ci := pcluster.NewClusterIdentity(identity, kind)
-	backoff := minBackoff
-	var last error
-	for attempt := 1; ; attempt++ {
+	return m.retrying(ctx, ci, func() (any, error) {
 		timeout := m.opts.RequestTimeout
 		if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 			timeout = time.Until(d)
 		}
-		if timeout <= 0 || ctx.Err() != nil {
+		if timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		return m.attempt(ctx, ci, msg, timeout)
+	})
+}
+
+// retrying runs once until it succeeds, fails with an error a fresh
+// lookup cannot cure, ctx ends or the member leaves; between two attempts
+// it drops the grain's cached PID and waits, from 10 ms doubling to
+// 500 ms.
+func (m *Member) retrying(ctx context.Context, ci *pcluster.ClusterIdentity, once func() (any, error)) (any, error) {
+	backoff := minBackoff
+	var last error
+	for attempt := 1; ; attempt++ {
+		if ctx.Err() != nil {
 			return nil, m.requestErr(ctx, ci, attempt-1, last)
 		}
-		res, err := m.attempt(ctx, ci, msg, timeout)
+		res, err := once()
 		if err == nil {
 			return res, nil
 		}
-		last = err
 		if !retryable(err) {
+			if ctx.Err() != nil {
+				return nil, m.requestErr(ctx, ci, attempt, last)
+			}
 			return nil, err
 		}
-		m.c.PidCache.Remove(identity, kind)
+		last = err
+		m.c.PidCache.Remove(ci.Identity, ci.Kind)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -142,7 +158,8 @@ func (m *Member) lookup(ci *pcluster.ClusterIdentity, timeout time.Duration) (*a
 // retryable reports whether err is one a fresh lookup may cure.
 func retryable(err error) bool {
 	return errors.Is(err, actor.ErrTimeout) || errors.Is(err, actor.ErrDeadLetter) ||
-		errors.Is(err, remote.ErrTimeout) || errors.Is(err, remote.ErrDeadLetter) || errors.Is(err, errNoOwner)
+		errors.Is(err, remote.ErrTimeout) || errors.Is(err, remote.ErrDeadLetter) || errors.Is(err, errNoOwner) ||
+		errors.Is(err, errHostGone)
 }
 
 func (m *Member) isLeft() bool {

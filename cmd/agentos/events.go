@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -32,16 +31,7 @@ func runEvents(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if err != nil {
 			return err
 		}
-		for _, r := range replies {
-			var part []kernel.Event
-			if r.Error != "" || json.Unmarshal(r.Result, &part) != nil {
-				failed = append(failed, fmt.Sprintf("%s did not answer: %s", r.Node, r.Error))
-				continue
-			}
-			for _, e := range part {
-				evs = append(evs, nodeEvent{Node: r.Node, Event: e})
-			}
-		}
+		failed = fromNodes(replies, func(node string, e kernel.Event) { evs = append(evs, nodeEvent{Node: node, Event: e}) })
 		sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time.Before(evs[j].Time) })
 	} else {
 		part, err := c.Events(ctx, 0, 0)
@@ -53,11 +43,7 @@ func runEvents(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		}
 	}
 	if f.json {
-		out := map[string]any{"events": nonNilSlice(evs)}
-		if len(failed) > 0 {
-			out["unanswered"] = failed
-		}
-		return fprintJSON(stdout, out)
+		return printNodesJSON(stdout, "events", nonNilSlice(evs), failed)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	head := "SEQ\tTIME\tKIND\tPID\tNAME\tDETAIL"

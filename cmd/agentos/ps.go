@@ -35,16 +35,7 @@ func runPS(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if err != nil {
 			return err
 		}
-		for _, r := range replies {
-			var part []kernel.ProcInfo
-			if r.Error != "" || json.Unmarshal(r.Result, &part) != nil {
-				failed = append(failed, fmt.Sprintf("%s did not answer: %s", r.Node, r.Error))
-				continue
-			}
-			for _, p := range part {
-				ps = append(ps, nodeProc{Node: r.Node, ProcInfo: p})
-			}
-		}
+		failed = fromNodes(replies, func(node string, p kernel.ProcInfo) { ps = append(ps, nodeProc{Node: node, ProcInfo: p}) })
 	} else {
 		part, err := c.PS(ctx)
 		if err != nil {
@@ -55,11 +46,7 @@ func runPS(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		}
 	}
 	if f.json {
-		out := map[string]any{"processes": nonNilSlice(ps)}
-		if len(failed) > 0 {
-			out["unanswered"] = failed
-		}
-		return fprintJSON(stdout, out)
+		return printNodesJSON(stdout, "processes", nonNilSlice(ps), failed)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	head := "PID\tPARENT\tNAME\tIMAGE\tSTATUS\tMAILBOX\tCALLS\tUPTIME\tUSAGE\tLEFT"
@@ -78,6 +65,33 @@ func runPS(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		fmt.Fprintln(tw, f)
 	}
 	return tw.Flush()
+}
+
+// fromNodes decodes every member's reply (a JSON array of T) and hands
+// each item to add with its member's address; it returns a line for each
+// member that did not answer.
+func fromNodes[T any](replies []admin.NodeReply, add func(node string, item T)) (unanswered []string) {
+	for _, r := range replies {
+		var part []T
+		if r.Error != "" || json.Unmarshal(r.Result, &part) != nil {
+			unanswered = append(unanswered, fmt.Sprintf("%s did not answer: %s", r.Node, r.Error))
+			continue
+		}
+		for _, x := range part {
+			add(r.Node, x)
+		}
+	}
+	return unanswered
+}
+
+// printNodesJSON prints {key: items} and, when some member did not
+// answer, "unanswered".
+func printNodesJSON(w io.Writer, key string, items any, unanswered []string) error {
+	out := map[string]any{key: items}
+	if len(unanswered) > 0 {
+		out["unanswered"] = unanswered
+	}
+	return fprintJSON(w, out)
 }
 
 // nodeFlags are the flags ps and events share.

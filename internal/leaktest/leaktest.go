@@ -11,10 +11,13 @@ import "go.uber.org/goleak"
 //     which ends by itself one second later (a test ending less than a
 //     second after a dead letter would otherwise fail goleak);
 //   - the cluster's gossip throttles, likewise: each ends by itself after
-//     its period, also after the member left.
+//     its period, also after the member left;
+//   - the seeds provider's (protoactor's automanaged) status monitor, which
+//     sleeps its refresh interval (500 ms) before it sees the member left.
 var Options = []goleak.Option{
 	goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"),
 	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
 	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.(*Gossiper).StartGossiping.NewThrottle.func3.1"),
 	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.NewGossipActor.NewThrottleWithLogger.func2.1"),
+	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged.(*AutoManagedProvider).monitorStatuses"),
 }

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/node/admin"
+)
+
+// 'cluster status', 'ps --cluster' and 'events --cluster' on a node of a
+// (one-node) cluster, and what they say on a node in no cluster.
+func TestClusterCommands(t *testing.T) {
+	if raceEnabled {
+		t.Skip("not under -race: protoactor's cluster races internally (docs/CLUSTER.md)")
+	}
+	root := toolRoot(t, nil)
+	bare := t.TempDir() + "/tools.git"
+	if err := repo.InitBare(bare, "main"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	t.Setenv("CLI_CLUSTER_KEY", hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
+	cfg := agentos.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler),
+		Git:        agentos.GitConfig{Upstream: bare},
+		Capability: agentos.CapabilityConfig{SigningKeyEnv: "CLI_CLUSTER_KEY"},
+		Cluster:    agentos.ClusterConfig{Enabled: true, Name: "cli", Seeds: []string{fmt.Sprintf("127.0.0.1:%d", port)}, HealthPort: port}}
+	rt, err := agentos.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- rt.Serve(ctx) }()
+	defer func() { cancel(); <-served }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if c, err := admin.Dial(root); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the node never listened")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := rt.Member().WaitMembers(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	code, stdout, stderr := cli(t, "cluster", "status", "--root", root, "--json")
+	var rep agentos.ClusterReport
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.Cluster != "cli" || len(rep.Members) != 1 || rep.Members[0].Root != root {
+		t.Fatalf("cluster status --json: %d %s %s", code, stdout, stderr)
+	}
+	code, stdout, _ = cli(t, "cluster", "status", "--root", root)
+	if code != 0 || !strings.Contains(stdout, `cluster cli, seen from `+rt.Member().Address()+`: 1 member(s) alive`) || !strings.Contains(stdout, "forge") {
+		t.Fatalf("cluster status: %d %s", code, stdout)
+	}
+	code, stdout, _ = cli(t, "ps", "--cluster", "--root", root, "--json")
+	var ps struct {
+		Processes []struct {
+			Node string `json:"node"`
+			Name string `json:"name"`
+		} `json:"processes"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &ps) != nil || len(ps.Processes) != 1 || ps.Processes[0].Node != rt.Member().Address() || ps.Processes[0].Name != "agent" {
+		t.Fatalf("ps --cluster --json: %d %s", code, stdout)
+	}
+	code, stdout, _ = cli(t, "events", "--cluster", "--root", root)
+	if code != 0 || !strings.HasPrefix(stdout, "NODE") || !strings.Contains(stdout, rt.Member().Address()) || !strings.Contains(stdout, "spawn") {
+		t.Fatalf("events --cluster: %d %s", code, stdout)
+	}
+	if code, _, stderr := cli(t, "cluster", "--root", root); code != 2 || !strings.Contains(stderr, "cluster status") {
+		t.Fatalf("cluster without a subcommand: %d %s", code, stderr)
+	}
+}
+
+// On a node in no cluster the cluster commands say how to start one.
+func TestClusterCommandsAlone(t *testing.T) {
+	root := toolRoot(t, nil)
+	rt, err := agentos.Start(context.Background(), agentos.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- rt.Serve(ctx) }()
+	defer func() { cancel(); <-served }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if c, err := admin.Dial(root); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the node never listened")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, args := range [][]string{{"cluster", "status"}, {"ps", "--cluster"}, {"events", "--cluster"}} {
+		code, _, stderr := cli(t, append(args, "--root", root)...)
+		if code != 1 || !strings.Contains(stderr, "serve --cluster") {
+			t.Errorf("%v on a node in no cluster: %d %s", args, code, stderr)
+		}
+	}
+}
