@@ -111,10 +111,10 @@ func (n *Node) JoinCluster(ctx context.Context, opts cluster.Options) (*cluster.
 	c.undo = append(c.undo, auth.Subscribe(func(r capability.Revocation) {
 		c.publish(TopicRevocations, capability.RevocationsProto([]capability.Revocation{r}), n.opts.Logger)
 	}))
-	// A member that joins missed what was revoked before: every node sends
-	// its whole list again whenever it sees one join.
-	// A topology change may have lost pub-sub messages (the topic actor
-	// moves, subscriptions are renewed): after one, this node pulls once.
+	// At every topology change: a member that joined missed what was
+	// revoked before, so every node sends its whole list again; and
+	// pub-sub messages may have been lost (the topic actor moves, the
+	// subscriptions are renewed), so this node pulls.
 	sub := m.System().EventStream.Subscribe(func(evt any) {
 		t, ok := evt.(*pcluster.ClusterTopology)
 		if !ok {
