@@ -20,6 +20,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/etcdtest"
 	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/agentos-run/agentos/node/admin"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -479,5 +480,26 @@ func TestClusterRevocationReachesEveryNode(t *testing.T) {
 		testutil.Eventually(t, 10*time.Second, fmt.Sprintf("node %d refuses the revoked token", i+1), func() bool {
 			return errors.Is(rt.Kernel().Authority().Verify(tok), capability.ErrRevoked)
 		})
+	}
+}
+
+// Membership through etcd (the production provider), from agentos.json's
+// cluster section: the nodes find each other and share one forge per spec.
+func TestClusterThroughEtcd(t *testing.T) {
+	endpoint := etcdtest.Start(t)
+	srv := llmtest.NewServer([]llmtest.Step{forgeCrashSubmit(forgeCrashFib)})
+	defer srv.Close()
+	rts := testCluster(t, 2, upstream(t), srv.URL(), func(c *agentos.Config) {
+		c.Cluster.Provider, c.Cluster.Seeds, c.Cluster.HealthPort = "etcd", nil, 0
+		c.Cluster.Etcd = agentos.EtcdConfig{Endpoints: []string{endpoint}, Prefix: "/" + t.Name()}
+	})
+	const spec = "a tool that returns the n-th Fibonacci number"
+	a, err := forgeOn(rts[0], spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := forgeOn(rts[1], spec)
+	if err != nil || b.Path != a.Path || srv.Requests() != 1 {
+		t.Fatalf("second node: %+v %v; model asked %d times", b, err, srv.Requests())
 	}
 }

@@ -13,11 +13,13 @@ import "go.uber.org/goleak"
 //   - the cluster's gossip throttles, likewise: each ends by itself after
 //     its period, also after the member left;
 //   - the seeds provider's (protoactor's automanaged) status monitor, which
-//     sleeps its refresh interval (500 ms) before it sees the member left.
+//     sleeps its refresh interval (500 ms) before it sees the member left,
+//     and the etcd provider's keep-alive loop, which sleeps 1 s likewise.
 var Options = []goleak.Option{
 	goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"),
 	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
 	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.(*Gossiper).StartGossiping.NewThrottle.func3.1"),
 	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.NewGossipActor.NewThrottleWithLogger.func2.1"),
 	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged.(*AutoManagedProvider).monitorStatuses"),
+	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd.(*Provider).startKeepAlive.func1"),
 }
