@@ -116,3 +116,34 @@ func benchCluster(b *testing.B, n int, tweak func(*agentos.Config)) []*agentos.R
 	}
 	return rts
 }
+
+// BenchmarkClusterExecThroughput is exec_tool calls from 6 concurrent
+// callers on one node: on a lone node (every run there) and on a 3-node
+// cluster with placement "spread" (a run goes to another node when this
+// one is busy): runs per second. On one machine the nodes share its
+// cores: the ratio shows what spreading costs or gains there, not on
+// several machines.
+func BenchmarkClusterExecThroughput(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		nodes     int
+		placement string
+	}{{"nodes=1", 1, "local"}, {"nodes=3-spread", 3, "spread"}} {
+		b.Run(c.name, func(b *testing.B) {
+			rts := benchCluster(b, c.nodes, func(*agentos.Config) {})
+			call := json.RawMessage(`{"path":"tools/math/fib.ts","args":{"n":20},"placement":"` + c.placement + `"}`)
+			b.SetParallelism(3) // 6 callers on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					out, err := rts[0].Call(context.Background(), "exec_tool", call)
+					if err != nil || !strings.Contains(string(out), `"result":6765`) {
+						b.Errorf("%s %v", out, err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+		})
+	}
+}
