@@ -15,13 +15,18 @@ import (
 // runCluster shows the cluster of the node serving the tool root:
 // agentos cluster status [--root DIR] [--json].
 func runCluster(ctx context.Context, args []string, stdout, _ io.Writer) error {
-	if len(args) == 0 || args[0] != "status" {
+	switch {
+	case len(args) > 0 && args[0] == "status":
+		args = args[1:]
+	case len(args) > 0 && (args[0] == "--help" || args[0] == "-help" || args[0] == "-h"):
+		// the help of its one subcommand
+	default:
 		return usagef("cluster takes a subcommand: 'agentos cluster status [--root DIR] [--json]'")
 	}
 	fs := flag.NewFlagSet("cluster status", flag.ContinueOnError)
 	root := fs.String("root", ".", rootUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object {cluster, self, members: [{id, address, kinds, root, pid, forges, activations, error}], left}")
-	pos, err := parseFlags(fs, args[1:])
+	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
