@@ -72,17 +72,14 @@ func (m *Member) callOnce(ctx context.Context, ci *pcluster.ClusterIdentity, msg
 	for {
 		gone, changed := m.hostGone(pid)
 		if gone {
-			system.Abandon(m.System(), f)
 			return nil, errHostGone
 		}
 		select {
 		case a := <-done:
 			return a.v, a.err
 		case <-ctx.Done():
-			system.Abandon(m.System(), f)
 			return nil, ctx.Err()
 		case <-m.life.Done():
-			system.Abandon(m.System(), f)
 			return nil, ErrLeft
 		case <-changed:
 		}

@@ -22,8 +22,8 @@ var ErrNoReply = errors.New("system: no reply")
 // before sending), ErrNoReply wrapping protoactor's when no reply came in
 // time.
 //
-// When ctx ends first the request's future is abandoned (Abandon): nothing
-// waits for its reply any longer, which goes to the dead letters.
+// IMPORTANT: when ctx ends first, a goroutine keeps waiting for the
+// abandoned reply until timeout: keep timeouts bounded.
 //
 // It is the one request path of the actors' typed clients; each wraps its
 // errors in its own package's sentinel (ErrUnavailable) and checks the
@@ -54,7 +54,6 @@ func Ask(ctx context.Context, sender actor.SenderContext, pid *actor.PID, req an
 		select {
 		case <-done:
 		case <-ctx.Done():
-			Abandon(sender.ActorSystem(), f)
 			return nil, ctx.Err()
 		}
 	}
@@ -62,12 +61,4 @@ func Ask(ctx context.Context, sender actor.SenderContext, pid *actor.PID, req an
 		return nil, fmt.Errorf("%w from %s within %s: %w", ErrNoReply, pid.GetId(), timeout, err)
 	}
 	return res, nil
-}
-
-// Abandon resolves f now, with no result, for a caller that stopped
-// waiting: the goroutine waiting on it returns, its timer stops, and a
-// late reply goes to the dead letters (without it, both would last until
-// the request's timeout).
-func Abandon(sys *actor.ActorSystem, f *actor.Future) {
-	sys.Root.Stop(f.PID())
 }
