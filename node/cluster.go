@@ -314,21 +314,12 @@ func (n *Node) pendingForge(ctx context.Context, specHash string) (string, bool,
 	for {
 		// Runs, not Unfinished: a run another node holds is listed too,
 		// to wait for its lease.
-		runs, err := j.Runs()
+		runs, err := forgeRuns(j, specHash, journal.StatusRunning)
 		if err != nil {
 			return "", false, err
 		}
 		var wait time.Duration
 		for _, r := range runs {
-			if r.Kind != forge.Kind || r.Status != journal.StatusRunning {
-				continue
-			}
-			var a struct {
-				Spec string `json:"spec"`
-			}
-			if json.Unmarshal(r.Args, &a) != nil || forge.SpecHash(a.Spec) != specHash {
-				continue
-			}
 			ok, err := j.Claim(r.ID, j.Owner(), 0)
 			if err != nil {
 				return "", false, err
@@ -362,20 +353,14 @@ func (n *Node) finishedForge(ctx context.Context, specHash string) (forge.Result
 	if j == nil {
 		return forge.Result{}, false, nil
 	}
-	runs, err := j.Runs()
+	runs, err := forgeRuns(j, specHash, journal.StatusOK)
 	if err != nil {
 		return forge.Result{}, false, err
 	}
 	for i := len(runs) - 1; i >= 0; i-- { // newest first
 		r := runs[i]
-		if r.Kind != forge.Kind || r.Status != journal.StatusOK {
-			continue
-		}
-		var a struct {
-			Spec string `json:"spec"`
-		}
 		var res forge.Result
-		if json.Unmarshal(r.Args, &a) != nil || forge.SpecHash(a.Spec) != specHash || json.Unmarshal(r.Result, &res) != nil || res.Path == "" {
+		if json.Unmarshal(r.Result, &res) != nil || res.Path == "" {
 			continue
 		}
 		if res.Commit != "" {
@@ -390,6 +375,19 @@ func (n *Node) finishedForge(ctx context.Context, specHash string) (forge.Result
 		return res, true, nil
 	}
 	return forge.Result{}, false, nil
+}
+
+// forgeRuns are the journal's forge runs of the spec whose hash is
+// specHash in status, oldest first.
+func forgeRuns(j *journal.Journal, specHash, status string) ([]journal.RunMeta, error) {
+	runs, err := j.Runs()
+	var out []journal.RunMeta
+	for _, r := range runs {
+		if spec, ok := forge.SpecOf(r); ok && r.Status == status && forge.SpecHash(spec) == specHash {
+			out = append(out, r)
+		}
+	}
+	return out, err
 }
 
 // ErrCluster: the node could not join or use its cluster; the message

@@ -559,13 +559,11 @@ func (n *Node) ResumeForge(ctx context.Context, p *kernel.Process, id string) (f
 		if err != nil {
 			return forge.Result{}, fmt.Errorf("forge run %s cannot resume: %w", id, err)
 		}
-		var a struct {
-			Spec string `json:"spec"`
+		spec, ok := forge.SpecOf(meta)
+		if !ok {
+			return forge.Result{}, fmt.Errorf("forge run %s cannot resume: it is not a forge run with a journaled spec", id)
 		}
-		if err := json.Unmarshal(meta.Args, &a); err != nil || a.Spec == "" {
-			return forge.Result{}, fmt.Errorf("forge run %s cannot resume: its journaled arguments hold no spec", id)
-		}
-		return n.forgeFor(ctx, a.Spec, caller)
+		return n.forgeFor(ctx, spec, caller)
 	}
 	return n.forgeClient.Resume(ctx, id, caller)
 }

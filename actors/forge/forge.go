@@ -217,15 +217,13 @@ func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, 
 	if meta.Kind != Kind {
 		return Result{}, fmt.Errorf("%w: run %s is a %s run, not a forge", ErrSpec, id, meta.Kind)
 	}
-	var a struct {
-		Spec string `json:"spec"`
-	}
-	if err := json.Unmarshal(meta.Args, &a); err != nil || a.Spec == "" {
+	spec, ok := SpecOf(meta)
+	if !ok {
 		return Result{}, fmt.Errorf("%w: run %s has no spec to resume", ErrSpec, id)
 	}
 	rec.Run().Durable()
 	host := driver.Chain(f.devices(caller), rec.Middleware())
-	res, err := f.loop(ctx, host, a.Spec, charge)
+	res, err := f.loop(ctx, host, spec, charge)
 	res.RunID = id
 	if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) {
 		endRun(rec.Run(), res, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
 	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/journal"
 )
 
 // GrainKind is the cluster kind of forges: one grain per spec, whose
@@ -28,6 +30,21 @@ const GrainKind = "forge"
 func SpecHash(spec string) string {
 	sum := sha256.Sum256([]byte(strings.Join(strings.Fields(spec), " ")))
 	return hex.EncodeToString(sum[:])
+}
+
+// SpecOf returns the spec a forge run was journaled with (its RunMeta.Args
+// are {"spec": ...}); ok false for a run of another kind or without one.
+func SpecOf(m journal.RunMeta) (spec string, ok bool) {
+	if m.Kind != Kind {
+		return "", false
+	}
+	var a struct {
+		Spec string `json:"spec"`
+	}
+	if json.Unmarshal(m.Args, &a) != nil || a.Spec == "" {
+		return "", false
+	}
+	return a.Spec, true
 }
 
 // GrainOptions configure GrainProps.
