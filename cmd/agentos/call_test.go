@@ -12,7 +12,6 @@ import (
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/internal/samples"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 func TestCallWithoutNode(t *testing.T) {
@@ -67,17 +66,7 @@ func TestCallPSEventsWithNode(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- rt.Serve(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if c, err := admin.Dial(root); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the node never listened")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitListening(t, root, 10*time.Second)
 	if code, stdout, stderr := cli(t, "call", "--root", root, "exec_tool", `{"path":"tools/math/fib.ts","args":{"n":10}}`); code != 0 || !strings.Contains(stdout, `"result": 55`) {
 		t.Fatalf("call on the node: %d %s %s", code, stdout, stderr)
 	}
@@ -131,17 +120,7 @@ func TestKillWithNode(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if c, err := admin.Dial(root); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the node never listened")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitListening(t, root, 10*time.Second)
 	pid := strconv.FormatUint(uint64(p.PID()), 10)
 	if code, stdout, stderr := cli(t, "kill", "--root", root, "--signal", "stop", pid); code != 0 || !strings.Contains(stdout, "stop sent to "+pid) {
 		t.Fatalf("kill --signal stop: %d %s %s", code, stdout, stderr)

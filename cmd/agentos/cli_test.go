@@ -18,7 +18,6 @@ import (
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/samples"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // flagName is how help shows a flag: -v, --root.
@@ -309,17 +308,7 @@ func TestJSONAlwaysOneObject(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- rt.Serve(ctx) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if c, err := admin.Dial(root); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the node never listened")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitListening(t, root, 20*time.Second)
 	for _, c := range []struct{ cmd, key string }{{"ps", "processes"}, {"events", "events"}} {
 		check(tc{code: 0}, []string{c.cmd, "--root", root, "--json"})
 		check(tc{code: 2}, []string{c.cmd, "--root", root, "--json", "extra"})

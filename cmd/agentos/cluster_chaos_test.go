@@ -87,10 +87,8 @@ func TestClusterChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos test runs three node processes for a minute")
 	}
-	if _, err := exec.LookPath("initdb"); err != nil {
-		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(m) == 0 {
-			t.Skip("PostgreSQL is not installed (no initdb): install the postgresql package to run the chaos test")
-		}
+	if !pgtest.Installed() {
+		t.Skip("PostgreSQL is not installed (no initdb): install the postgresql package to run the chaos test")
 	}
 	t.Setenv("AGENTOS_CLI_CHILD", "1")
 	dsn := pgtest.Start(t)

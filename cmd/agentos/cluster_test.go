@@ -13,7 +13,6 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/git/repo"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // 'cluster status', 'ps --cluster' and 'events --cluster' on a node of a
@@ -47,17 +46,7 @@ func TestClusterCommands(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- rt.Serve(ctx) }()
 	defer func() { cancel(); <-served }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if c, err := admin.Dial(root); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the node never listened")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitListening(t, root, 10*time.Second)
 	if err := rt.Member().WaitMembers(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -102,17 +91,7 @@ func TestClusterCommandsAlone(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- rt.Serve(ctx) }()
 	defer func() { cancel(); <-served }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if c, err := admin.Dial(root); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the node never listened")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitListening(t, root, 10*time.Second)
 	for _, args := range [][]string{{"cluster", "status"}, {"ps", "--cluster"}, {"events", "--cluster"}} {
 		code, _, stderr := cli(t, append(args, "--root", root)...)
 		if code != 1 || !strings.Contains(stderr, "serve --cluster") {

@@ -3,11 +3,12 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/agentos-run/agentos/internal/pgtest"
 )
 
 // TestDemo runs the README's main job: every step must behave as the demo
@@ -90,26 +91,15 @@ func TestDemoCluster(t *testing.T) {
 	if raceEnabled {
 		t.Skip("not under -race: the node processes would be race-built, and protoactor's cluster races internally (docs/CLUSTER.md); the plain go test run runs this test")
 	}
-	if _, err := exec.LookPath("initdb"); err != nil {
-		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(m) == 0 {
-			t.Skip("PostgreSQL is not installed (no initdb): install the postgresql package to run the cluster demo")
-		}
+	if !pgtest.Installed() {
+		t.Skip("PostgreSQL is not installed (no initdb): install the postgresql package to run the cluster demo")
 	}
 	t.Setenv("AGENTOS_CLI_CHILD", "1") // the node processes are this test binary as the agentos command
 	code, stdout, stderr := cli(t, "demo", "--cluster", "--json", "--dir", filepath.Join(t.TempDir(), "c"))
 	if code != 0 {
 		t.Fatalf("demo --cluster: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	var got struct {
-		Nodes         int    `json:"nodes"`
-		Forged        int    `json:"forged"`
-		Reused        int    `json:"reused"`
-		Killed        string `json:"killed"`
-		ResumedOn     string `json:"resumed_on"`
-		ModelRequests int    `json:"model_requests"`
-		Uninterrupted int    `json:"model_requests_uninterrupted"`
-		LostTools     int    `json:"lost_tools"`
-	}
+	var got clusterDemo
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("not one JSON object: %v\n%s", err, stdout)
 	}

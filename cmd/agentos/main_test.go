@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/agentos-run/agentos/internal/leaktest"
+	"github.com/agentos-run/agentos/node/admin"
 
 	"github.com/agentos-run/agentos/actors/executor"
 )
@@ -32,6 +34,23 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
 	code = run(context.Background(), args, &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// waitListening waits, at most timeout, for a node to answer on root's
+// socket.
+func waitListening(t *testing.T, root string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if c, err := admin.Dial(root); err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the node never listened")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // toolRoot makes an initialised tool root with the given files.

@@ -41,6 +41,10 @@ func Start(t testing.TB) string {
 // pg_ctl), or no postgres user to run them as root.
 var ErrNotInstalled = errors.New("PostgreSQL is not installed on this machine (no initdb or pg_ctl on PATH or in /usr/lib/postgresql/*/bin): install the postgresql package")
 
+// Installed reports whether the machine has the PostgreSQL server programs
+// StartServer needs (initdb and pg_ctl).
+func Installed() bool { return find("initdb") != "" && find("pg_ctl") != "" }
+
 // Server is a throwaway PostgreSQL server on loopback.
 type Server struct {
 	// DSN reaches its superuser "agent" (trust authentication) on
@@ -56,10 +60,10 @@ type Server struct {
 // user when run as root (PostgreSQL refuses root). Stop it with Stop; dir is
 // the caller's to remove.
 func StartServer(dir string) (*Server, error) {
-	initdb, pgctl := find("initdb"), find("pg_ctl")
-	if initdb == "" || pgctl == "" {
+	if !Installed() {
 		return nil, ErrNotInstalled
 	}
+	initdb, pgctl := find("initdb"), find("pg_ctl")
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 { // PostgreSQL refuses to run as root
 		u, err := user.Lookup("postgres")

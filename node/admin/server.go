@@ -272,12 +272,7 @@ func mux(ctx context.Context, b Backend) *http.ServeMux {
 	m.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
 		out, err := b.Cluster(r.Context())
 		if err != nil {
-			code := http.StatusInternalServerError
-			var se *StatusError
-			if errors.As(err, &se) {
-				code = se.Code
-			}
-			writeJSON(w, code, map[string]string{"error": clip.N(err.Error(), 4096)})
+			writeFailure(w, http.StatusInternalServerError, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, out)
@@ -293,12 +288,7 @@ func mux(ctx context.Context, b Backend) *http.ServeMux {
 		defer stop()
 		out, err := b.Recover(runCtx, req)
 		if err != nil {
-			code := http.StatusUnprocessableEntity
-			var se *StatusError
-			if errors.As(err, &se) {
-				code = se.Code
-			}
-			writeJSON(w, code, map[string]string{"error": clip.N(err.Error(), 4096)})
+			writeFailure(w, http.StatusUnprocessableEntity, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, out)
@@ -313,6 +303,16 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeFailure answers a Backend's failure: with the status its
+// *StatusError chooses, else code.
+func writeFailure(w http.ResponseWriter, code int, err error) {
+	var se *StatusError
+	if errors.As(err, &se) {
+		code = se.Code
+	}
+	writeJSON(w, code, map[string]string{"error": clip.N(err.Error(), 4096)})
 }
 
 func writeError(w http.ResponseWriter, code int, err error) {
