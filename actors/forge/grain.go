@@ -143,7 +143,7 @@ func (g *grain) onRun(ctx actor.Context, m *pb.Run, sender *actor.PID) {
 		return
 	}
 	if g.kept != nil {
-		ctx.Send(sender, &pb.Done{Result: &pb.Result{Reused: true, Path: g.kept.GetPath(), Score: 1, Tests: g.kept.GetTests(), Commit: g.kept.GetCommit(), RunId: g.kept.GetRunId()}})
+		ctx.Send(sender, reuseOf(g.kept))
 		return
 	}
 	w := waiter{sender: sender, run: m}
@@ -177,7 +177,7 @@ func (g *grain) start(ctx actor.Context, waiters []waiter) {
 				opts.Logger.Warn("forge grain: looking for this spec's finished forge", slog.Any("err", err))
 			}
 			if ok {
-				root.Send(self, &landed{done: &pb.Done{Result: &pb.Result{Reused: true, Path: kept.Path, Score: 1, Tests: kept.Tests, Commit: kept.Commit, RunId: kept.RunID}}})
+				root.Send(self, &landed{done: reuseOf(resultToPB(kept))})
 				return
 			}
 		}
@@ -196,6 +196,12 @@ func (g *grain) start(ctx actor.Context, waiters []waiter) {
 		}
 		root.Send(self, &landed{done: doneOf(res, err)})
 	}()
+}
+
+// reuseOf answers a Run with the tool a forge of the spec made: a reuse,
+// score 1.
+func reuseOf(r *pb.Result) *pb.Done {
+	return &pb.Done{Result: &pb.Result{Reused: true, Path: r.GetPath(), Score: 1, Tests: r.GetTests(), Commit: r.GetCommit(), RunId: r.GetRunId()}}
 }
 
 // onCancel takes a caller off the forge; the last one gone cancels it.
