@@ -123,6 +123,12 @@ type Config struct {
 	// Capability configures capability tokens: the key that signs them.
 	// Default: a random key per process (see CapabilityConfig).
 	Capability CapabilityConfig `json:"capability,omitzero"`
+	// MCP is MCP both ways: upstream MCP servers as code for tools, and
+	// agentos as an MCP server (see MCPConfig and docs/MCP.md).
+	MCP MCPConfig `json:"mcp,omitzero"`
+	// PII replaces personal data in what drivers return by stable tokens
+	// before it reaches a model (see PIIConfig). Default: off.
+	PII PIIConfig `json:"pii,omitzero"`
 	// MetricsAddr, when set (e.g. "127.0.0.1:9464"), serves the runtime's
 	// metrics in the Prometheus text format at http://MetricsAddr/metrics.
 	MetricsAddr string `json:"metrics_addr,omitempty"`
