@@ -114,6 +114,8 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"internal/etcdtest", "net", "test helper: picks free loopback ports for etcd", ""},
 	{"internal/etcdtest", "net/http", "test helper: waits for etcd's /health", ""},
 	{"internal/etcdtest", "syscall", "test helper: kills the etcd server's process group", ""},
+	{"internal/npmtest", osExec, "test helper: runs npm install for the tests that drive real JavaScript MCP clients and servers", ""},
+	{"internal/npmtest", osFiles, "test helper: the folder npm installs into", ""},
 	{"internal/benchutil", "syscall", "benchmark helper: reads the process's CPU time (getrusage)", ""},
 }
 
