@@ -183,3 +183,27 @@ func TestMCPToolsAsCode(t *testing.T) {
 		t.Fatal("the replay called the server")
 	}
 }
+
+// mcp.servers is validated when agentos.json is loaded, with errors that
+// say what to write instead.
+func TestMCPServerConfigValidation(t *testing.T) {
+	for _, tc := range []struct{ servers, want string }{
+		{`{"gh": {"command": ["gh-mcp"], "env": ["GITHUB_TOKEN"], "dir": "servers", "timeout": "10s"}, "web": {"url": "https://mcp.example.com/mcp", "token_env": "WEB_TOKEN"}}`, ""},
+		{`{"gh": {}}`, "neither command nor url"},
+		{`{"gh": {"command": ["x"], "url": "https://h/mcp"}}`, "both command and url"},
+		{`{"gh": {"command": ["x"], "env": ["GITHUB_TOKEN=ghp_123"]}}`, "never put its value in the configuration"},
+		{`{"gh": {"url": "https://user:pw@h/mcp"}}`, "token_env"},
+		{`{"gh": {"command": ["x"], "dir": "../elsewhere"}}`, "inside the tool root"},
+		{`{"a/b": {"command": ["x"]}}`, "server name"},
+		{`{"gh": {"command": ["x"], "token": "abc"}}`, "token"},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, agentos.ConfigFile), []byte(`{"mcp": {"servers": `+tc.servers+`}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := agentos.LoadConfig(dir)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.servers, err, tc.want)
+		}
+	}
+}

@@ -116,6 +116,8 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"internal/etcdtest", "syscall", "test helper: kills the etcd server's process group", ""},
 	{"internal/npmtest", osExec, "test helper: runs npm install for the tests that drive real JavaScript MCP clients and servers", ""},
 	{"internal/npmtest", osFiles, "test helper: the folder npm installs into", ""},
+	{"internal/mcptest", "net", "test and example helper: the MCP test server's loopback listener", ""},
+	{"internal/mcptest", "net/http", "test and example helper: serves the MCP test server over streamable HTTP", ""},
 	{"internal/benchutil", "syscall", "benchmark helper: reads the process's CPU time (getrusage)", ""},
 }
 
