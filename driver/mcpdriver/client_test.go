@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -248,6 +249,30 @@ func TestServerValidate(t *testing.T) {
 		err := tc.s.Validate(tc.name)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, mcpdriver.ErrConfig)) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// Many calls in flight at once share one session (the device is called
+// from several goroutines of a run).
+func TestConcurrentCalls(t *testing.T) {
+	srv := mcptest.StartHTTP(t, "")
+	c := newClient(t, mcpdriver.Options{Servers: map[string]mcpdriver.Server{"test": {URL: srv.URL}}})
+	const n = 16
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			args, _ := json.Marshal(map[string]int{"a": i, "b": 1})
+			out, err := call(t, c, "test", "add", string(args))
+			if err == nil && string(out) != fmt.Sprintf(`{"sum":%d}`, i+1) {
+				err = fmt.Errorf("add %d+1 answered %s", i, out)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }
