@@ -19,6 +19,7 @@ import (
 // answers structuredContent, the other an isError result the tool catches.
 const fileBugTool = `import createIssue from "/mcp/tracker/create_issue";
 import fail from "/mcp/tracker/fail";
+import echo from "/mcp/tracker/echo";
 
 /** Files a bug in the tracker and reports its number; a tracker failure is caught. */
 export default async function (a: { title: string }): Promise<string> {
@@ -29,7 +30,8 @@ export default async function (a: { title: string }): Promise<string> {
   } catch (e) {
     refused = (e as { code: string }).code + ": " + (e as Error).message;
   }
-  return "#" + issue.number + " " + issue.url + " | " + refused;
+  const said = await echo({ message: a.title });
+  return "#" + issue.number + " " + issue.url + " | " + refused + " | " + JSON.stringify(said);
 }
 `
 
@@ -94,12 +96,13 @@ func TestMCPToolsAsCode(t *testing.T) {
 
 	before := mcptest.Calls.Load()
 	res := mcpExec(t, rt, rt.Agent(), "tools/file_bug.ts", map[string]string{"title": "login fails"})
-	const want = `"#1 https://tracker.example/issues/1 | mcp_tool_error: tracker/fail: the tracker is read-only"`
+	// JSON.stringify of a content answer: the same text live and replayed.
+	const want = `"#1 https://tracker.example/issues/1 | mcp_tool_error: tracker/fail: the tracker is read-only | [{\"text\":\"echo: login fails\",\"type\":\"text\"}]"`
 	if !res.Success || string(res.Result.Result) != want {
 		t.Fatalf("file_bug: %+v %+v", res.Result, res.Error)
 	}
-	if got := mcptest.Calls.Load() - before; got != 2 {
-		t.Fatalf("the server answered %d calls, want 2", got)
+	if got := mcptest.Calls.Load() - before; got != 3 {
+		t.Fatalf("the server answered %d calls, want 3", got)
 	}
 
 	// The sandbox sees /mcp too.

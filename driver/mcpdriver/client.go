@@ -1,6 +1,7 @@
 package mcpdriver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -413,22 +414,41 @@ func (c *Client) Call(ctx context.Context, server, tool string, args json.RawMes
 	if res.IsError {
 		return nil, &driver.Error{Code: CodeToolError, Message: fmt.Sprintf("%s/%s: %s", server, tool, contentText(res.Content))}
 	}
+	var answer any = res.Content
 	if res.StructuredContent != nil {
-		b, err := json.Marshal(res.StructuredContent)
-		if err != nil {
-			return nil, driver.Errorf(driver.CodeIO, "%s/%s: encoding structuredContent: %v", server, tool, err)
-		}
-		return b, nil
+		answer = res.StructuredContent
+	} else if res.Content == nil {
+		answer = []mcp.Content{}
 	}
-	content := res.Content
-	if content == nil {
-		content = []mcp.Content{}
-	}
-	b, err := json.Marshal(content)
+	b, err := canonical(answer)
 	if err != nil {
-		return nil, driver.Errorf(driver.CodeIO, "%s/%s: encoding content: %v", server, tool, err)
+		return nil, driver.Errorf(driver.CodeIO, "%s/%s: encoding the result: %v", server, tool, err)
 	}
 	return b, nil
+}
+
+// canonical encodes v as the journal stores answers (object keys sorted,
+// numbers as written, no HTML escaping), so that a tool sees the same bytes
+// live and in a replay: JSON.stringify of a result gives the same text
+// both times.
+func canonical(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(x); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // contentText joins the text of a result's text content (an error's

@@ -49,7 +49,7 @@ func TestCallOverHTTP(t *testing.T) {
 		t.Fatalf("add: %s %v", out, err)
 	}
 	out, err = call(t, c, "test", "echo", `{"message": "hi"}`)
-	if err != nil || string(out) != `[{"type":"text","text":"echo: hi"}]` {
+	if err != nil || string(out) != `[{"text":"echo: hi","type":"text"}]` {
 		t.Fatalf("echo: %s %v", out, err)
 	}
 	_, err = call(t, c, "test", "fail", `{"reason": "the tracker is read-only today"}`)
