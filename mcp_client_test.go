@@ -185,6 +185,14 @@ func TestMCPToolsAsCode(t *testing.T) {
 	if mcptest.Calls.Load() != before {
 		t.Fatal("the replay called the server")
 	}
+	// Discovery works offline too, from the cache.
+	if out, err := rt2.Call(context.Background(), "list_files", json.RawMessage(`{"dir":"/mcp/tracker"}`)); err != nil || !strings.Contains(string(out), `"/mcp/tracker/create_issue.ts"`) {
+		t.Fatalf("offline list_files: %s %v", out, err)
+	}
+	out, err = rt2.Call(context.Background(), "search_tools", json.RawMessage(`{"query":"create an issue in the tracker","limit":1}`))
+	if err != nil || !strings.Contains(string(out), `"path":"/mcp/tracker/create_issue.ts"`) {
+		t.Fatalf("offline search_tools: %s %v", out, err)
+	}
 }
 
 // mcp.servers is validated when agentos.json is loaded, with errors that
