@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -68,8 +69,16 @@ func (c *Client) Tools(ctx context.Context, server string) ([]Tool, error) {
 			return ts, nil
 		}
 	}
-	return c.refreshLocked(ctx, s)
+	ts, err := c.refreshLocked(ctx, s)
+	if err != nil && s.tools != nil {
+		return s.tools, nil // announced stale, but the server is down: what we had
+	}
+	return ts, err
 }
+
+// retryAfter is how long Refresh waits after a server failed to list its
+// tools before it tries the server again (meanwhile it answers the cache).
+const retryAfter = 30 * time.Second
 
 // Refresh reads server's tool list from the live server (at most once per
 // Client unless the server announced a change; later calls answer what
@@ -87,10 +96,23 @@ func (c *Client) Refresh(ctx context.Context, server string) ([]Tool, error) {
 	if s.live && !s.stale.Load() {
 		return s.tools, nil
 	}
-	ts, err := c.refreshLocked(ctx, s)
+	var ts []Tool
+	tried := false
+	if wait := retryAfter - time.Since(s.failed); !s.failed.IsZero() && wait > 0 {
+		// It failed a moment ago: do not make every listing and search
+		// wait for an unreachable server again.
+		err = fmt.Errorf("%w (server %q failed %s ago; retried after %s)", s.failure, server, time.Since(s.failed).Round(time.Millisecond), retryAfter)
+	} else if ts, err = c.refreshLocked(ctx, s); err != nil {
+		tried = true
+		s.failed, s.failure = time.Now(), err
+	} else {
+		s.failed, s.failure = time.Time{}, nil
+	}
 	if err != nil {
 		if cached, cerr := c.readCache(server); cerr == nil {
-			c.log.Warn("mcp: the server cannot be reached; using its cached tool list", "server", server, "err", err)
+			if tried {
+				c.log.Warn("mcp: the server cannot be reached; using its cached tool list", "server", server, "err", err)
+			}
 			s.tools = cached
 			return cached, nil
 		}

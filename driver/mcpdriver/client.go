@@ -145,6 +145,10 @@ type conn struct {
 	tools []Tool
 	stale atomic.Bool
 	live  bool // tools came from the live server in this Client's life
+	// failed is when Refresh last failed to reach the server, and failure
+	// why (zero: it did not).
+	failed  time.Time
+	failure error
 }
 
 // New returns a client over opts.Servers; it connects to nothing yet.
