@@ -295,13 +295,14 @@ type AgentConfig struct {
 // names none: read, write and exec under the tools directory, read and
 // write under each of write_dirs (a tool runs with its caller's rights, so
 // this is what lets the default process's tools write there), spawn, sql,
-// llm (forge_tool), and fetch (which fetch.allow still limits).
+// llm (forge_tool), fetch (which fetch.allow still limits), and mcp on
+// every configured MCP server's tools.
 func (c Config) DefaultGrants() []capability.Grant {
 	if len(c.Agent.Grants) > 0 {
 		return c.Agent.Grants
 	}
 	scope := c.Tools() + "/"
-	grants := []capability.Grant{{Right: capability.Read, Scope: scope}, {Right: capability.Write, Scope: scope}, {Right: capability.Exec, Scope: scope}, {Right: capability.Spawn}, {Right: capability.Fetch}, {Right: capability.SQL}, {Right: capability.LLM}}
+	grants := []capability.Grant{{Right: capability.Read, Scope: scope}, {Right: capability.Write, Scope: scope}, {Right: capability.Exec, Scope: scope}, {Right: capability.Spawn}, {Right: capability.Fetch}, {Right: capability.SQL}, {Right: capability.LLM}, {Right: capability.MCP}}
 	for _, d := range c.WriteDirs {
 		if d = filepath.ToSlash(filepath.Clean(d)); d != "." && d != ".." && !strings.HasPrefix(d, "../") && !strings.HasPrefix(d, "/") {
 			grants = append(grants, capability.Grant{Right: capability.Read, Scope: d + "/"}, capability.Grant{Right: capability.Write, Scope: d + "/"})
@@ -474,6 +475,9 @@ func (c Config) validate(path string) error {
 	if err := c.validateSecrets(path); err != nil {
 		return err
 	}
+	if err := c.validateMCPServers(path); err != nil {
+		return err
+	}
 	if err := c.Cluster.validate(path); err != nil {
 		return err
 	}
@@ -515,7 +519,7 @@ func orDefault(s, d string) string {
 	return s
 }
 
-var allRights = []capability.Right{capability.Read, capability.Write, capability.Exec, capability.Spawn, capability.SQL, capability.Fetch, capability.LLM}
+var allRights = []capability.Right{capability.Read, capability.Write, capability.Exec, capability.Spawn, capability.SQL, capability.Fetch, capability.LLM, capability.MCP}
 
 // Tools returns the tools directory (default "tools").
 func (c Config) Tools() string {

@@ -2,12 +2,15 @@ package agentos
 
 import (
 	"database/sql"
+	"errors"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/driver/mcpdriver"
 )
 
 // ExecutorOptions returns the executor options for the tool root at root
@@ -31,7 +34,7 @@ func (c Config) ExecutorOptions(root string) executor.Options {
 		Devices: map[string]driver.Device{
 			driver.FetchDriver: driver.Fetch{Allow: c.Fetch.Allow, Timeout: time.Duration(c.Fetch.Timeout), MaxBytes: c.Fetch.MaxBytes, Secrets: c.fetchSecrets()},
 		},
-		Bindings:       []executor.Binding{executor.FetchBinding, executor.SQLBinding},
+		Bindings:       []executor.Binding{executor.FetchBinding, executor.SQLBinding, executor.MCPBinding},
 		Logger:         c.Logger,
 		TracerProvider: c.TracerProvider,
 		MeterProvider:  c.MeterProvider,
@@ -47,7 +50,8 @@ func (c Config) CheckOptions() check.Options {
 // options, complete (limits, isolation, confinement, tools directory,
 // imports, write_dirs, and every driver a tool reaches: fs, clock and
 // random built in, fetch with its allow-list and secrets, sql with the
-// configured database), and the resources those drivers hold.
+// configured database, mcp with the configured MCP servers and their
+// generated modules mounted at /mcp), and the resources those drivers hold.
 //
 // IMPORTANT: every entry point that runs tools (Start, and the CLI's exec,
 // replay, recover and demo) MUST build its executor from OpenExecutorSetup
@@ -64,6 +68,10 @@ type ExecutorSetup struct {
 	DB *sql.DB
 	// SQL is the sql driver over DB, also behind the kernel tool exec_sql.
 	SQL *driver.SQL
+	// MCP is the mcp driver over mcp.servers (nil: none configured), also
+	// behind the kernel's list_files/read_file/search_tools on /mcp. It
+	// connects lazily; Close ends its sessions (stdio servers exit).
+	MCP *mcpdriver.Client
 }
 
 // OpenExecutorSetup builds the executor setup of the tool root at root
@@ -83,7 +91,23 @@ func (c Config) OpenExecutorSetup(root string, log *slog.Logger) (*ExecutorSetup
 	}
 	s := &ExecutorSetup{Options: c.ExecutorOptions(root), DB: db, SQL: &driver.SQL{DB: db, MaxRows: c.SQL.MaxRows, Role: c.SQL.Role}}
 	s.Options.Sessions = map[string]driver.Session{driver.SQLDriver: s.SQL}
+	if s.MCP, err = c.mcpClient(root, true); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.addMCP()
 	return s, nil
+}
+
+// addMCP adds the mcp driver and its /mcp mount to the options.
+func (s *ExecutorSetup) addMCP() {
+	if s.MCP == nil {
+		return
+	}
+	devices := maps.Clone(s.Options.Devices)
+	devices[mcpdriver.Name] = s.MCP
+	s.Options.Devices = devices
+	s.Options.Mounts = map[string]driver.Mount{mcpdriver.Mount: s.MCP}
 }
 
 // ExecutorSetupWithoutDatabase is OpenExecutorSetup without the sql
@@ -91,8 +115,15 @@ func (c Config) OpenExecutorSetup(root string, log *slog.Logger) (*ExecutorSetup
 // sql driver is configured. It is for running a tool in a directory that is
 // not a tool root, where opening the embedded database would create
 // .agentos/data.db (the CLI's exec --no-journal there).
+//
+// The mcp driver is there, without its tool list cache (which would create
+// .agentos/mcp).
 func (c Config) ExecutorSetupWithoutDatabase(root string) *ExecutorSetup {
-	return &ExecutorSetup{Options: c.ExecutorOptions(root)}
+	s := &ExecutorSetup{Options: c.ExecutorOptions(root)}
+	// The configuration was validated: the servers are valid.
+	s.MCP, _ = c.mcpClient(root, false)
+	s.addMCP()
+	return s
 }
 
 // NewExecutor starts an executor from the setup's options, after adjust (if
@@ -105,11 +136,18 @@ func (s *ExecutorSetup) NewExecutor(adjust func(*executor.Options)) (*executor.E
 	return executor.New(opts)
 }
 
-// Close releases the setup's resources (the database). Close the executor
-// first.
+// Close releases the setup's resources (the database, the MCP sessions and
+// the stdio servers' processes). Close the executor first.
 func (s *ExecutorSetup) Close() error {
-	if s == nil || s.DB == nil {
+	if s == nil {
 		return nil
 	}
-	return s.DB.Close()
+	var errs []error
+	if s.MCP != nil {
+		errs = append(errs, s.MCP.Close())
+	}
+	if s.DB != nil {
+		errs = append(errs, s.DB.Close())
+	}
+	return errors.Join(errs...)
 }

@@ -100,7 +100,7 @@ func TestLoadConfigFull(t *testing.T) {
 	if len(c.DefaultGrants()) != 2 || c.Quota["tool_calls"] != 100000 || c.Agent.Quota["memory_mb"] != 512 || c.MetricsAddr != "127.0.0.1:9464" || c.Git.Upstream != "../tools.git" {
 		t.Fatalf("loaded %+v", c)
 	}
-	if g := (Config{}).DefaultGrants(); len(g) != 7 || g[0].Scope != "tools/" {
+	if g := (Config{}).DefaultGrants(); len(g) != 8 || g[0].Scope != "tools/" || g[7] != (capability.Grant{Right: capability.MCP}) {
 		t.Fatalf("default grants %+v", g)
 	}
 	// A tool runs with its caller's rights: the default process holds read

@@ -23,6 +23,7 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/driver/mcpdriver"
 	"github.com/agentos-run/agentos/internal/metricsserver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
@@ -49,6 +50,7 @@ type Runtime struct {
 	db        *sql.DB
 	model     driver.Device // nil without an LLM
 	sql       *driver.SQL
+	mcp       *mcpdriver.Client
 	node      *node.Node
 	agent     *kernel.Process
 	recovered []RecoverReport
@@ -143,7 +145,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if err != nil {
 		return rt, err
 	}
-	rt.db, rt.sql = setup.DB, setup.SQL // closed by rt.Close
+	rt.db, rt.sql, rt.mcp = setup.DB, setup.SQL, setup.MCP // closed by rt.Close
 	if rt.ex, err = setup.NewExecutor(nil); err != nil {
 		return rt, err
 	}
@@ -204,7 +206,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	rt.model = model
 	if rt.node, err = node.Boot(node.Options{
 		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts,
-		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql,
+		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(),
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 	}); err != nil {
@@ -403,6 +405,9 @@ func (rt *Runtime) Close() error {
 		rt.serving.Wait() // the node socket's connections, answered now that runs are cancelled
 		if rt.ex != nil {
 			errs = append(errs, rt.ex.Close())
+		}
+		if rt.mcp != nil {
+			errs = append(errs, rt.mcp.Close()) // the MCP sessions; stdio servers exit
 		}
 		if rt.db != nil {
 			errs = append(errs, rt.db.Close())

@@ -29,6 +29,7 @@ const (
 	SQL   Right = "sql"   // use the sql driver
 	Fetch Right = "fetch" // use the fetch driver (scope: URL prefix)
 	LLM   Right = "llm"   // use the llm driver
+	MCP   Right = "mcp"   // call an MCP server's tool (scope: "server/tool"; "server/" covers its tools)
 )
 
 // Grant is a right on every resource that starts with Scope ("" means any).

@@ -6,6 +6,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io/fs"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/agentos-run/agentos/vfs"
@@ -16,14 +19,60 @@ import (
 //	read_file  {"path": P}               -> "content"
 //	write_file {"path": P, "content": C} -> null
 //	list_files {"dir": D}                -> ["path", ...]
+//
+// A path under one of Mounts (e.g. /mcp) is read and listed there instead:
+// a mount is read-only, so write_file under it is refused.
 type FS struct {
 	Sandbox *vfs.Sandbox
+	// Mounts are read-only trees of generated files by absolute mount
+	// point, e.g. "/mcp" (the mcp driver's modules); nil: none.
+	Mounts map[string]Mount
 	// MaxReadBytes caps one read_file; 0 means 16 MiB.
 	MaxReadBytes int
 }
 
+// Mount is a read-only tree of files served at an absolute path of the
+// sandbox (driver.FS.Mounts) and of the kernel's list_files/read_file.
+// Names are relative to the mount point ("" is its top). List answers the
+// entries of a directory as names relative to the mount, a directory's
+// ending in "/". Errors SHOULD be *Error (CodeNotFound for a missing name).
+type Mount interface {
+	List(ctx context.Context, dir string) ([]string, error)
+	ReadFile(ctx context.Context, name string) ([]byte, error)
+}
+
+// MountOf returns the mount of p among mounts and p's name in it (ok
+// false: p is under no mount). p is cleaned lexically first.
+func MountOf(mounts map[string]Mount, p string) (m Mount, point, name string, ok bool) {
+	if !strings.HasPrefix(p, "/") {
+		return nil, "", "", false
+	}
+	p = path.Clean(p)
+	for point, m := range mounts {
+		if p == point {
+			return m, point, "", true
+		}
+		if strings.HasPrefix(p, point+"/") {
+			return m, point, strings.TrimPrefix(p, point+"/"), true
+		}
+	}
+	return nil, "", "", false
+}
+
+// mountError gives a mount's error a code.
+func mountError(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Error{Code: CodeNotFound, Message: err.Error()}
+	}
+	return &Error{Code: CodeIO, Message: err.Error()}
+}
+
 // Do implements Device.
-func (f FS) Do(_ context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
+func (f FS) Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
 	switch op {
 	case "read_file":
 		var a struct {
@@ -31,6 +80,13 @@ func (f FS) Do(_ context.Context, op string, req json.RawMessage) (json.RawMessa
 		}
 		if err := decode(op, req, &a); err != nil {
 			return nil, err
+		}
+		if m, _, name, ok := MountOf(f.Mounts, a.Path); ok {
+			b, err := m.ReadFile(ctx, name)
+			if err != nil {
+				return nil, mountError(err)
+			}
+			return encode(string(b))
 		}
 		max := f.MaxReadBytes
 		if max == 0 {
@@ -55,6 +111,9 @@ func (f FS) Do(_ context.Context, op string, req json.RawMessage) (json.RawMessa
 		if err := decode(op, req, &a); err != nil {
 			return nil, err
 		}
+		if _, point, _, ok := MountOf(f.Mounts, a.Path); ok {
+			return nil, Errorf(CodeSecurity, "write_file %q: %s is read-only (generated files); write under /tmp or the tools directory", a.Path, point)
+		}
 		if err := f.Sandbox.WriteFile(a.Path, []byte(a.Content)); err != nil {
 			return nil, fsError(err)
 		}
@@ -68,6 +127,16 @@ func (f FS) Do(_ context.Context, op string, req json.RawMessage) (json.RawMessa
 		}
 		if a.Dir == "" {
 			a.Dir = "."
+		}
+		if m, point, name, ok := MountOf(f.Mounts, a.Dir); ok {
+			names, err := m.List(ctx, name)
+			if err != nil {
+				return nil, mountError(err)
+			}
+			for i, n := range names {
+				names[i] = point + "/" + n
+			}
+			return encode(names)
 		}
 		names, err := f.Sandbox.List(a.Dir)
 		if err != nil {

@@ -42,6 +42,14 @@ var expected = map[string][]string{
 		`cluster status: 3 members, 1 of them holds the spec's forge`,
 		"OK: one forge for two callers, the tool on every node",
 	},
+	"mcp-tools-as-code": {
+		`list_files /mcp          -> ["/mcp/tracker/"]`,
+		`search_tools             -> /mcp/tracker/create_issue.ts`,
+		`export default async function createIssue(input: CreateIssueInput): Promise<CreateIssueOutput> {`,
+		`exec_tool tools/triage.ts -> "filed #1 (https://tracker.example/issues/1); mcp_tool_error: tracker/close_issue: no issue #101"`,
+		`same as recorded: true`,
+		"OK: MCP tools called as code, discovered as files, replayed offline",
+	},
 	"supervision-quotas": {
 		`restart warmup (restart 2)`,
 		`the supervisor is still alive`,

@@ -20,6 +20,7 @@ import (
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/driver/mcpdriver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
@@ -53,6 +54,11 @@ type Options struct {
 	// SQL is the database of the exec_sql kernel tool (nil: exec_sql
 	// answers that no database is configured).
 	SQL *driver.SQL
+	// MCP is the mcp driver over the configured MCP servers (nil: none):
+	// list_files and read_file serve its generated modules under /mcp, and
+	// search_tools ranks its tools with the registered ones. The node does
+	// not close it.
+	MCP *mcpdriver.Client
 	// Repo persists every write to Git (nil: writes stay in the working
 	// tree); the node does not close it.
 	Repo *repo.Repo

@@ -13,8 +13,8 @@ import (
 // hand before the argument structs became their one source: the generated
 // schemas MUST stay equivalent to them (an LLM sees exactly these).
 var goldenSchemas = map[string]string{
-	"list_files":   `{"type":"object","properties":{"dir":{"type":"string","description":"Directory relative to the tool root, e.g. tools or tools/math."}},"required":["dir"],"additionalProperties":false}`,
-	"read_file":    `{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the tool root, e.g. tools/math/fib.ts."}},"required":["path"],"additionalProperties":false}`,
+	"list_files":   `{"type":"object","properties":{"dir":{"type":"string","description":"Directory relative to the tool root, e.g. tools or tools/math; /mcp lists the MCP servers, /mcp/<server> their tools' modules."}},"required":["dir"],"additionalProperties":false}`,
+	"read_file":    `{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the tool root, e.g. tools/math/fib.ts, or an MCP tool's module /mcp/<server>/<tool>.ts."}},"required":["path"],"additionalProperties":false}`,
 	"write_file":   `{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the tool root."},"content":{"type":"string","description":"The whole new content."}},"required":["path","content"],"additionalProperties":false}`,
 	"patch_file":   `{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the tool root."},"search":{"type":"string","description":"Exact text to replace (first occurrence)."},"replace":{"type":"string","description":"Replacement text."}},"required":["path","search","replace"],"additionalProperties":false}`,
 	"check_tool":   `{"type":"object","properties":{"path":{"type":"string","description":"Tool path relative to the tool root."}},"required":["path"],"additionalProperties":false}`,

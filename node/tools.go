@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -67,11 +68,11 @@ type toolDef struct {
 // announces and decode accepts; a field without omitempty is required.
 
 type listFilesArgs struct {
-	Dir string `json:"dir" jsonschema:"Directory relative to the tool root, e.g. tools or tools/math."`
+	Dir string `json:"dir" jsonschema:"Directory relative to the tool root, e.g. tools or tools/math; /mcp lists the MCP servers, /mcp/<server> their tools' modules."`
 }
 
 type readFileArgs struct {
-	Path string `json:"path" jsonschema:"File path relative to the tool root, e.g. tools/math/fib.ts."`
+	Path string `json:"path" jsonschema:"File path relative to the tool root, e.g. tools/math/fib.ts, or an MCP tool's module /mcp/<server>/<tool>.ts."`
 }
 
 type writeFileArgs struct {
@@ -406,6 +407,9 @@ func (n *Node) listFiles(ctx context.Context, p *kernel.Process, args json.RawMe
 		return nil, err
 	}
 	dir := a.Dir
+	if isMCPPath(dir) {
+		return n.listMCP(ctx, p, dir)
+	}
 	if dir == "" || dir == "/" {
 		dir = "."
 	}
@@ -442,6 +446,12 @@ func (n *Node) readFile(ctx context.Context, p *kernel.Process, args json.RawMes
 	var a readFileArgs
 	if err := decode(args, &a); err != nil {
 		return nil, err
+	}
+	if isMCPPath(a.Path) {
+		if err := checkPathLen("path", a.Path); err != nil {
+			return nil, err
+		}
+		return n.readMCP(ctx, p, a.Path)
 	}
 	if err := n.syncTools(ctx); err != nil {
 		return nil, err
@@ -595,10 +605,12 @@ func (n *Node) searchTools(ctx context.Context, p *kernel.Process, args json.Raw
 	if strings.TrimSpace(a.Query) == "" {
 		return nil, fmt.Errorf("%w: the query is empty; say what the tool should do", ErrInvalidArgs)
 	}
-	// The results are the tools the process may read; a process that may
-	// read nothing is refused (and the refusal logged).
+	// The results are the tools the process may read, and the MCP tools
+	// it may call; a process that may do neither is refused (and the
+	// refusal logged).
 	held, ok := p.Token()
-	if !ok || !slices.ContainsFunc(held.Grants, func(g capability.Grant) bool { return g.Right == capability.Read }) {
+	canRead := ok && slices.ContainsFunc(held.Grants, func(g capability.Grant) bool { return g.Right == capability.Read })
+	if !canRead && !(n.opts.MCP != nil && hasRight(p, capability.MCP)) {
 		return nil, p.Check(capability.Read, n.toolsDir()+"/")
 	}
 	p.CountCall()
@@ -606,15 +618,25 @@ func (n *Node) searchTools(ctx context.Context, p *kernel.Process, args json.Raw
 	if limit == 0 {
 		limit = defaultSearchLimit
 	}
-	found, err := n.regClient.Search(ctx, a.Query, 4*limit)
-	if err != nil {
-		return nil, err
-	}
 	hits := []SearchHit{}
-	for _, h := range found {
-		if r, err := n.opts.Jail.Resolve(h.Path); err == nil && p.Covers(capability.Read, r) && len(hits) < limit {
-			hits = append(hits, h)
+	if canRead {
+		found, err := n.regClient.Search(ctx, a.Query, 4*limit)
+		if err != nil {
+			return nil, err
 		}
+		for _, h := range found {
+			if r, err := n.opts.Jail.Resolve(h.Path); err == nil && p.Covers(capability.Read, r) && len(hits) < limit {
+				hits = append(hits, h)
+			}
+		}
+	}
+	// The MCP servers' tools, ranked by the same BM25F scoring (scores
+	// are normalised 0..1 in both), merge by score: ties keep the
+	// registered tool first.
+	if mcpHits := n.searchMCP(ctx, p, a.Query, limit); len(mcpHits) > 0 {
+		hits = append(hits, mcpHits...)
+		sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
+		hits = hits[:min(limit, len(hits))]
 	}
 	return hits, nil
 }

@@ -182,7 +182,7 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 	sb := vfs.NewSandbox(e.root, vfs.SandboxConfig{ToolsDir: e.opts.ToolsDir, WriteDirs: e.opts.WriteDirs, TempDir: e.opts.TempDir, Rights: req.Rights})
 	defer sb.Close()
 	mux := driver.Mux{
-		driver.FSDriver:     driver.FS{Sandbox: sb},
+		driver.FSDriver:     driver.FS{Sandbox: sb, Mounts: e.opts.Mounts},
 		driver.ClockDriver:  driver.Clock{Now: e.opts.Clock},
 		driver.RandomDriver: driver.Random{Seed: e.opts.Seed},
 	}
@@ -337,7 +337,7 @@ func (b *bridge) Do(ctx context.Context, c driver.Call) (out json.RawMessage, er
 // is resolved through its links (vfs.Jail.Resolve) and MUST stay in the
 // tools directory where it leads; with the caller's Rights set, the caller
 // MUST hold the read right on that resolved path.
-func (b *bridge) Require(_ context.Context, from, spec string) (sandbox.Module, error) {
+func (b *bridge) Require(ctx context.Context, from, spec string) (sandbox.Module, error) {
 	e := b.e
 	tools := path.Clean(e.opts.ToolsDir)
 	var base string
@@ -349,7 +349,10 @@ func (b *bridge) Require(_ context.Context, from, spec string) (sandbox.Module, 
 	case strings.HasPrefix(spec, vfs.LibMount+"/"):
 		base = path.Join(tools, strings.TrimPrefix(spec, vfs.LibMount+"/"))
 	case strings.HasPrefix(spec, "/"):
-		return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: absolute module paths are refused; use './x' or '/lib/x'", spec, from)
+		if m, point, name, ok := driver.MountOf(e.opts.Mounts, spec); ok {
+			return b.requireMounted(ctx, m, point, name, from, spec)
+		}
+		return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: absolute module paths are refused; use './x', '/lib/x'%s", spec, from, mountHint(e.opts.Mounts))
 	default:
 		if !slices.Contains(e.opts.AllowedImports, spec) {
 			allowed := "none are configured"
@@ -400,4 +403,40 @@ func (b *bridge) Require(_ context.Context, from, spec string) (sandbox.Module, 
 		return m, nil
 	}
 	return sandbox.Module{}, driver.Errorf(driver.CodeNotFound, "cannot find module %q from %s (tried %s)", spec, from, strings.Join(candidates, ", "))
+}
+
+// requireMounted loads a generated module of a mount (e.g.
+// /mcp/github/create_issue), transpiled through the shared cache. Its
+// source comes from the mount (the mcp driver's tool list, cached on
+// disk), never from a live server: its run-time code depends only on its
+// path, so a replay runs the same code offline.
+func (b *bridge) requireMounted(ctx context.Context, m driver.Mount, point, name, from, spec string) (sandbox.Module, error) {
+	name = strings.TrimSuffix(name, ".ts")
+	if name == "" {
+		return sandbox.Module{}, driver.Errorf(driver.CodeNotFound, "require(%q) from %s: %s is a directory; require one module, e.g. %s/<server>/<tool>", spec, from, point, point)
+	}
+	src, err := m.ReadFile(ctx, name+".ts")
+	if err != nil {
+		e := driver.AsError(err)
+		return sandbox.Module{}, driver.Errorf(e.Code, "require(%q) from %s: %s", spec, from, e.Message)
+	}
+	p := point + "/" + name + ".ts"
+	out, err := b.e.opts.Transpiler.Transpile(p, src)
+	if err != nil {
+		return sandbox.Module{}, driver.Errorf(string(sandbox.KindCompile), "require(%q) from %s: the generated module does not compile: %v", spec, from, err)
+	}
+	return sandbox.Module{Path: p, Hash: out.Hash, JS: out.JS}, nil
+}
+
+// mountHint names the mounts a tool may require from, for an error.
+func mountHint(mounts map[string]driver.Mount) string {
+	points := make([]string, 0, len(mounts))
+	for p := range mounts {
+		points = append(points, "'"+p+"/...'")
+	}
+	slices.Sort(points)
+	if len(points) == 0 {
+		return ""
+	}
+	return " or " + strings.Join(points, ", ")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor/internal/confine"
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/driver/mcpdriver"
 	"github.com/agentos-run/agentos/transpile"
 )
 
@@ -41,6 +42,10 @@ var SQLBinding = Binding{Name: "exec_sql", Driver: driver.SQLDriver, Op: "exec",
 // FetchBinding is tgp.fetch(url, init): the driver.Fetch device's one
 // operation.
 var FetchBinding = Binding{Name: "fetch", Driver: driver.FetchDriver, Op: "fetch", Params: []string{"url", "init"}}
+
+// MCPBinding is tgp.mcp_call(server, tool, args): the mcp driver's one
+// operation (driver/mcpdriver), which the generated modules under /mcp call.
+var MCPBinding = Binding{Name: "mcp_call", Driver: mcpdriver.Name, Op: "call", Params: []string{"server", "tool", "args"}}
 
 // Options configure an Executor. The zero value of every field but Root is a
 // sensible default.
@@ -84,6 +89,11 @@ type Options struct {
 	// Sessions are devices with per-run state (e.g. "sql": one transaction
 	// per run, committed only when the run succeeds).
 	Sessions map[string]driver.Session
+	// Mounts are read-only trees of generated modules by absolute mount
+	// point, e.g. "/mcp" (the mcp driver's /mcp/<server>/<tool>.ts): a tool
+	// may require('/mcp/github/create_issue') and read or list them with
+	// tgp.read_file/tgp.list_files. nil: none.
+	Mounts map[string]driver.Mount
 	// Clock and Seed override the clock and random devices (tests, demos).
 	Clock func() time.Time
 	Seed  func() uint64

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/driver/mcpdriver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -95,7 +96,7 @@ func (g grantRights) Covers(a vfs.Access, path string) bool {
 
 // checkDrivers is the driver half of a caller's rights: check decides,
 // call by call, whether the caller holds the right a driver needs: fetch
-// (on the URL), sql, llm. A refusal is the call's error, which the tool
+// (on the URL), sql, llm, mcp (on "server/tool"). A refusal is the call's error, which the tool
 // sees, and is journaled like any answer.
 func checkDrivers(check func(capability.Right, string) error) driver.Middleware {
 	return func(next driver.Host) driver.Host {
@@ -122,6 +123,16 @@ func checkDrivers(check func(capability.Right, string) error) driver.Middleware 
 				right = capability.SQL
 			case "llm":
 				right = capability.LLM
+			case mcpdriver.Name:
+				// Scoped "server/tool": a grant on "github/" covers every
+				// tool of the server github.
+				right = capability.MCP
+				var r struct {
+					Server string `json:"server"`
+					Tool   string `json:"tool"`
+				}
+				_ = json.Unmarshal(c.Request, &r)
+				resource = r.Server + "/" + r.Tool
 			default:
 				return next.Do(ctx, c)
 			}

@@ -344,3 +344,54 @@ func (x *index) search(query string, limit int) []match {
 	}
 	return top
 }
+
+// Index is a search index over tools that live outside a registry (the
+// MCP servers' tools under /mcp): the same BM25F ranking and 0..1 score
+// normalisation as Registry.Search, so that a caller can merge both result
+// lists by Score. It is safe for concurrent use.
+type Index struct {
+	mu    sync.RWMutex
+	x     *index
+	tools map[string]Tool
+	// prefix is stripped from paths before they are indexed (as the tools
+	// directory is for registered tools).
+	prefix string
+}
+
+// NewIndex returns an empty Index whose tools' paths start with prefix
+// (e.g. "/mcp"), which is left out of the indexed path field.
+func NewIndex(prefix string) *Index {
+	return &Index{x: newIndex(), tools: map[string]Tool{}, prefix: prefix}
+}
+
+// Put indexes t under t.Path, replacing what was there.
+func (i *Index) Put(t Tool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.x.put(&t, i.prefix)
+	i.tools[t.Path] = t.clone()
+}
+
+// Len is the number of tools indexed.
+func (i *Index) Len() int {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return i.x.n
+}
+
+// Search returns the best limit tools for query, best first (limit <= 0:
+// DefaultLimit), scored like Registry.Search.
+func (i *Index) Search(query string, limit int) []Hit {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	ms := i.x.search(query, limit)
+	hits := make([]Hit, 0, len(ms))
+	for _, m := range ms {
+		t := i.tools[i.x.docs[m.doc].path]
+		hits = append(hits, Hit{Tool: t.clone(), Score: m.score})
+	}
+	return hits
+}

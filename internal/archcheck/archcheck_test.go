@@ -102,6 +102,9 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"examples/forge-scripted-model", osFiles, "a demonstration program: its temporary tool root", ""},
 	{"examples/replay-debug-patched", osFiles, "a demonstration program: its temporary tool root and the buggy tool's source", ""},
 	{"examples/replay-debug-patched", "net/http", "a demonstration program: an httptest server on loopback for the tool to fetch from", ""},
+	{"examples/mcp-tools-as-code", osFiles, "a demonstration program: its temporary tool root", ""},
+	{"examples/mcp-tools-as-code", "net", "a demonstration program: the MCP server's loopback listener", ""},
+	{"examples/mcp-tools-as-code", "net/http", "a demonstration program: serves the MCP server over streamable HTTP on loopback", ""},
 	{"examples/runtime-two-agents", osFiles, "a demonstration program: its temporary tool root", ""},
 	{"examples/supervision-quotas", osFiles, "a demonstration program: its temporary tool root", ""},
 
@@ -116,6 +119,8 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"internal/etcdtest", "syscall", "test helper: kills the etcd server's process group", ""},
 	{"internal/npmtest", osExec, "test helper: runs npm install for the tests that drive real JavaScript MCP clients and servers", ""},
 	{"internal/npmtest", osFiles, "test helper: the folder npm installs into", ""},
+	{"internal/mcptest", "net", "test and example helper: the MCP test server's loopback listener", ""},
+	{"internal/mcptest", "net/http", "test and example helper: serves the MCP test server over streamable HTTP", ""},
 	{"internal/benchutil", "syscall", "benchmark helper: reads the process's CPU time (getrusage)", ""},
 }
 

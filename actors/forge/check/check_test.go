@@ -303,6 +303,8 @@ func TestRisk(t *testing.T) {
 		{"tgp.exec_sql select", `tgp.exec_sql("SELECT a FROM t WHERE id = ?", [b]);`, RiskLow, 0, 0},
 		{"tgp.exec_sql computed", `tgp.exec_sql(q, [b]);`, RiskMedium, 1, 1},
 		{"tgp.read_file", `tgp.read_file("/lib/x.ts");`, RiskLow, 0, 0},
+		{"tgp.mcp_call", `const r = tgp.mcp_call("github", "create_issue", {});`, RiskMedium, 1, 11},
+		{"require an MCP tool", `import createIssue from "/mcp/github/create_issue";`, RiskMedium, 1, 25},
 		{"concatenations", "let s = 'a';\n" + strings.Repeat("s = s + 'b';\n", 11), RiskMedium, 12, 5},
 		{"ten concatenations are fine", "let s = 'a';\n" + strings.Repeat("s += 'b';\n", 10), RiskLow, 0, 0},
 		{"large source", "const s = 'x';\n" + strings.Repeat("// padding padding padding padding padding\n", 250), RiskMedium, 1, 1},

@@ -640,6 +640,8 @@ func (a *analyzer) call(i int32) {
 		a.risk(RiskMedium, at, "reaches the network (tgp.fetch)")
 	case "write_file":
 		a.risk(RiskMedium, at, "writes files (tgp.write_file)")
+	case "mcp_call":
+		a.risk(RiskMedium, at, "calls an MCP server's tool (tgp.mcp_call)")
 	case "exec_sql":
 		arg := a.firstArg(i)
 		if sql, ok := a.sqlText(arg); !ok {
@@ -716,6 +718,12 @@ func (a *analyzer) specifier(s int32) {
 	at := a.n(s).start
 	if !ok {
 		a.errorAt(at, ruleAllowedImports, "the module name must be a string literal such as './lib/x'")
+		return
+	}
+	if strings.HasPrefix(spec, "/mcp/") {
+		// An MCP server's tool as a module (the mcp driver's generated
+		// /mcp/<server>/<tool>.ts): it reaches that server.
+		a.risk(RiskMedium, at, "calls the MCP tool "+strings.TrimSuffix(strings.TrimPrefix(spec, "/mcp/"), ".ts")+" (require('"+spec+"')): it reaches an MCP server")
 		return
 	}
 	if strings.HasPrefix(spec, ".") || strings.HasPrefix(spec, "/") {
