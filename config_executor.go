@@ -2,12 +2,14 @@ package agentos
 
 import (
 	"database/sql"
+	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/pii"
 )
 
 // ExecutorOptions returns the executor options for the tool root at root
@@ -63,7 +65,17 @@ type ExecutorSetup struct {
 	// sql.postgres_dsn_env). Close closes it.
 	DB *sql.DB
 	// SQL is the sql driver over DB, also behind the kernel tool exec_sql.
+	// It is not wrapped by PII: the kernel tool's results are tokenized
+	// where they reach a model (package agent, the forge).
 	SQL *driver.SQL
+	// PII is the tool root's tokenizer (nil: the pii section detects
+	// nothing). Every device and session of Options but the built-in fs,
+	// clock and random is wrapped by it (pii.Tokenizer.Device, Session),
+	// below the journal's middleware. Pass it to node.Options.PII and
+	// agent.ProcessOptions.PII so that what reaches a model is tokenized.
+	PII *pii.Tokenizer
+
+	piiMap *pii.BoltMap
 }
 
 // OpenExecutorSetup builds the executor setup of the tool root at root
@@ -83,7 +95,35 @@ func (c Config) OpenExecutorSetup(root string, log *slog.Logger) (*ExecutorSetup
 	}
 	s := &ExecutorSetup{Options: c.ExecutorOptions(root), DB: db, SQL: &driver.SQL{DB: db, MaxRows: c.SQL.MaxRows, Role: c.SQL.Role}}
 	s.Options.Sessions = map[string]driver.Session{driver.SQLDriver: s.SQL}
+	// IMPORTANT: keep this last, after every device and session is in
+	// Options, so that each one is wrapped.
+	if s.PII, s.piiMap, err = c.OpenPII(root); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	s.wrapPII()
 	return s, nil
+}
+
+// wrapPII wraps every device and session of the options with the
+// tokenizer: their responses are tokenized, their requests restored when
+// pii.restore_to covers them. The executor chains the journal's middleware
+// above its mux of these devices, so the journal records tokens only and a
+// replay (which calls no device) needs no token map.
+func (s *ExecutorSetup) wrapPII() {
+	if s.PII == nil {
+		return
+	}
+	devs := make(map[string]driver.Device, len(s.Options.Devices))
+	for name, d := range s.Options.Devices {
+		devs[name] = s.PII.Device(name, d)
+	}
+	s.Options.Devices = devs
+	sess := make(map[string]driver.Session, len(s.Options.Sessions))
+	for name, d := range s.Options.Sessions {
+		sess[name] = s.PII.Session(name, d)
+	}
+	s.Options.Sessions = sess
 }
 
 // ExecutorSetupWithoutDatabase is OpenExecutorSetup without the sql
@@ -105,11 +145,18 @@ func (s *ExecutorSetup) NewExecutor(adjust func(*executor.Options)) (*executor.E
 	return executor.New(opts)
 }
 
-// Close releases the setup's resources (the database). Close the executor
-// first.
+// Close releases the setup's resources (the database, the token map).
+// Close the executor first.
 func (s *ExecutorSetup) Close() error {
-	if s == nil || s.DB == nil {
+	if s == nil {
 		return nil
 	}
-	return s.DB.Close()
+	var errs []error
+	if s.DB != nil {
+		errs = append(errs, s.DB.Close())
+	}
+	if s.piiMap != nil {
+		errs = append(errs, s.piiMap.Close())
+	}
+	return errors.Join(errs...)
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/pii"
 )
 
 // SystemPrompt is the protocol an agent follows.
@@ -63,6 +64,11 @@ type Options struct {
 	// Charge is told every answer's usage (the process's quota); an error
 	// ends the run.
 	Charge func(llm.Usage) error
+	// PII tokenizes every tool result and error before it goes back to
+	// the model (and into Result), and restores the model's exec_sql
+	// arguments when pii.restore_to covers "sql" (see docs/MCP-pii.md).
+	// nil: nothing is tokenized.
+	PII *pii.Tokenizer
 }
 
 // The reasons a run ends.
@@ -150,7 +156,7 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 				res.Reason = ReasonRepeated
 				return res, nil
 			}
-			content := runTool(ctx, tools, tc, &c, opts.MaxResultBytes)
+			content := runTool(ctx, tools, tc, &c, opts.MaxResultBytes, opts.PII)
 			res.Calls = append(res.Calls, c)
 			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: content})
 		}
@@ -159,17 +165,22 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 	return res, nil
 }
 
-// runTool runs one call and returns what goes back to the model.
-func runTool(ctx context.Context, tools map[string]node.Tool, tc llm.ToolCall, c *Call, max int) string {
+// runTool runs one call and returns what goes back to the model,
+// tokenized by p.
+func runTool(ctx context.Context, tools map[string]node.Tool, tc llm.ToolCall, c *Call, max int, p *pii.Tokenizer) string {
 	t, ok := tools[tc.Name]
 	if !ok {
 		c.Error = "unknown tool"
 		return fmt.Sprintf("error: there is no tool %q; use one of the tools you were given", tc.Name)
 	}
-	out, err := t.Call(ctx, json.RawMessage(tc.Arguments))
+	out, err := callTool(ctx, t, json.RawMessage(tc.Arguments), p)
 	if err != nil {
-		c.Error = err.Error()
-		return "error: " + err.Error()
+		c.Error = tokenizeText(p, err.Error())
+		return "error: " + c.Error
+	}
+	if out, err = p.JSON(out); err != nil {
+		c.Error = "the result was dropped: " + err.Error()
+		return "error: " + c.Error
 	}
 	s := string(out)
 	if len(s) > max {
@@ -177,6 +188,31 @@ func runTool(ctx context.Context, tools map[string]node.Tool, tc llm.ToolCall, c
 		s = s[:max] + fmt.Sprintf("\n[truncated: %d more bytes; ask for less, e.g. a narrower query or a LIMIT]", len(out)-max)
 	}
 	return s
+}
+
+// callTool calls t, restoring its arguments first when it is exec_sql
+// and p restores to the sql driver: exec_sql is the sql driver's door for
+// a model. Every other kernel tool gets the arguments as the model wrote
+// them (a tool run by exec_tool sees tokens; the drivers it calls restore
+// them if allowed).
+func callTool(ctx context.Context, t node.Tool, args json.RawMessage, p *pii.Tokenizer) (json.RawMessage, error) {
+	if t.Name == "exec_sql" && p.Restores(driver.SQLDriver, args) {
+		r, err := p.Restore(args)
+		if err != nil {
+			return nil, err
+		}
+		args = r
+	}
+	return t.Call(ctx, args)
+}
+
+// tokenizeText tokenizes s, or says it was dropped.
+func tokenizeText(p *pii.Tokenizer, s string) string {
+	out, err := p.Text(s)
+	if err != nil {
+		return "the message was dropped: it held personal data that could not be tokenized: " + err.Error()
+	}
+	return out
 }
 
 // canonical normalises JSON arguments so that the same call in another

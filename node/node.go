@@ -20,6 +20,7 @@ import (
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
@@ -53,6 +54,11 @@ type Options struct {
 	// SQL is the database of the exec_sql kernel tool (nil: exec_sql
 	// answers that no database is configured).
 	SQL *driver.SQL
+	// PII tokenizes what the forge sends to its model: its chat requests
+	// and its test runs' output (nil: nothing is tokenized). The executor's
+	// data drivers are wrapped where they are built (agentos'
+	// OpenExecutorSetup), not here.
+	PII *pii.Tokenizer
 	// Repo persists every write to Git (nil: writes stay in the working
 	// tree); the node does not close it.
 	Repo *repo.Repo
@@ -178,7 +184,7 @@ func Boot(opts Options) (*Node, error) {
 	{
 		f, err := forge.New(forge.Options{
 			LLM: opts.LLM, Registry: &n.regClient, Threshold: opts.Registry.Threshold(), Checker: checker, Git: &n.gitClient,
-			Jail: opts.Jail, Journal: opts.Journal, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger,
+			Jail: opts.Jail, Journal: opts.Journal, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger, PII: opts.PII,
 			// The forge reaches the registry, git and executor actors
 			// through their clients, and charges through the kernel
 			// actor's (all bound once the tree has started).
