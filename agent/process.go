@@ -72,6 +72,10 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 			return err
 		}
 		var host driver.Host = driver.Mux{llm.Driver: opts.Model}
+		// The task is journaled and sent to the model: tokenized first.
+		if task, err = opts.PII.Text(task); err != nil {
+			return err
+		}
 		args, _ := json.Marshal(map[string]string{"task": task})
 		run, err := opts.Journal.Begin(journal.RunMeta{Kind: "agent", Args: args})
 		if err != nil {
