@@ -159,6 +159,11 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 	if spec == "" {
 		return Result{}, fmt.Errorf("%w: the spec is empty; say what the tool must do", ErrSpec)
 	}
+	// The spec is journaled and sent to the model: tokenized first.
+	spec, err := f.opts.PII.Text(spec)
+	if err != nil {
+		return Result{}, fmt.Errorf("forge: tokenizing the spec: %w", err)
+	}
 	hits, err := f.opts.Registry.Search(ctx, spec, 1)
 	if err != nil {
 		return Result{}, fmt.Errorf("forge: searching the registry for a tool to reuse: %w", err)
