@@ -68,6 +68,8 @@ type detector struct {
 	re   *regexp.Regexp
 	// pre says whether b may hold a match at all (nil: always).
 	pre func(b []byte) bool
+	// find replaces re when set (the names).
+	find func(b []byte) [][]int
 }
 
 // Tokenizer replaces detected values by tokens and restores them. It is
@@ -125,10 +127,10 @@ func New(opts Options) (*Tokenizer, error) {
 			return nil, fmt.Errorf("%w: unknown detector %q: use %q or %q, names for a list of names, or patterns for a regexp of your own", ErrConfig, name, Email, Phone)
 		}
 	}
-	if re, err := namesRegexp(opts.Names); err != nil {
+	if nm, err := newNameMatcher(opts.Names); err != nil {
 		return nil, err
-	} else if re != nil {
-		if err := add(detector{kind: "NAME", re: re}); err != nil {
+	} else if nm != nil {
+		if err := add(detector{kind: "NAME", pre: nm.mayHold, find: nm.find}); err != nil {
 			return nil, err
 		}
 	}
@@ -158,31 +160,6 @@ func New(opts Options) (*Tokenizer, error) {
 		t.restore = append(t.restore, sc)
 	}
 	return t, nil
-}
-
-// namesRegexp matches any of names as whole words, ignoring case, longest
-// first (so "Ada Lovelace" wins over "Ada").
-func namesRegexp(names []string) (*regexp.Regexp, error) {
-	var qs []string
-	for _, n := range names {
-		n = strings.Join(strings.Fields(n), " ")
-		if n == "" {
-			continue
-		}
-		q := regexp.QuoteMeta(n)
-		q = strings.ReplaceAll(q, " ", `\s+`) // a line break between first and last name
-		qs = append(qs, q)
-	}
-	if len(qs) == 0 {
-		return nil, nil
-	}
-	sort.Slice(qs, func(i, j int) bool { return len(qs[i]) > len(qs[j]) })
-	qs = slices.Compact(qs)
-	re, err := regexp.Compile(`(?i)\b(?:` + strings.Join(qs, "|") + `)\b`)
-	if err != nil {
-		return nil, fmt.Errorf("%w: the list of names: %v", ErrConfig, err)
-	}
-	return re, nil
 }
 
 // enoughDigits reports whether b holds at least 7 digits: no phone
@@ -239,7 +216,13 @@ func (t *Tokenizer) matches(b []byte) []span {
 		if d.pre != nil && !d.pre(b) {
 			continue
 		}
-		for _, m := range d.re.FindAllIndex(b, -1) {
+		var found [][]int
+		if d.find != nil {
+			found = d.find(b)
+		} else {
+			found = d.re.FindAllIndex(b, -1)
+		}
+		for _, m := range found {
 			if m[1] > m[0] {
 				out = append(out, span{m[0], m[1], d.kind})
 			}
