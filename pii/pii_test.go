@@ -29,7 +29,7 @@ func newT(t testing.TB, opts Options) *Tokenizer {
 var tokenShape = regexp.MustCompile(`^PII_[A-Z][A-Z0-9]*_[0-9a-f]{12}$`)
 
 func TestDetects(t *testing.T) {
-	tk := newT(t, Options{Detect: []string{Email, Phone}, Names: []string{"Ada Lovelace", "Ada", "Grace Hopper"}, Patterns: []Pattern{{Name: "iban", Regexp: `\bFR\d{2}(?: ?\d{4}){5}\b`}}})
+	tk := newT(t, Options{Detect: []string{Email, Phone}, Names: []string{"Ada Lovelace", "Ada", "Grace Hopper", "Zoë", "Seán O'Brien"}, Patterns: []Pattern{{Name: "iban", Regexp: `\bFR\d{2}(?: ?\d{4}){5}\b`}}})
 	cases := []struct {
 		in    string
 		found []string // the values replaced, in order
@@ -39,6 +39,8 @@ func TestDetects(t *testing.T) {
 		{"call +33 1 23 45 67 89 or (555) 123-4567 or 555.123.4567", []string{"+33 1 23 45 67 89", "(555) 123-4567", "555.123.4567"}},
 		{"ADA LOVELACE met Grace Hopper; Adalbert did not", []string{"ADA LOVELACE", "Grace Hopper"}},
 		{"Ada alone", []string{"Ada"}},
+		{"met zoë, Zoëlle and SEÁN O'BRIEN", []string{"zoë", "SEÁN O'BRIEN"}},
+		{"Ada_1 and 1Ada are identifiers", nil},
 		{"pay FR76 3000 6000 0112 3456 7890 189", []string{"FR76 3000 6000 0112 3456 7890"}},
 	}
 	for _, c := range cases {
