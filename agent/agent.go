@@ -173,13 +173,9 @@ func runTool(ctx context.Context, tools map[string]node.Tool, tc llm.ToolCall, c
 		c.Error = "unknown tool"
 		return fmt.Sprintf("error: there is no tool %q; use one of the tools you were given", tc.Name)
 	}
-	out, err := callTool(ctx, t, json.RawMessage(tc.Arguments), p)
+	out, err := CallTool(ctx, t, json.RawMessage(tc.Arguments), p)
 	if err != nil {
-		c.Error = tokenizeText(p, err.Error())
-		return "error: " + c.Error
-	}
-	if out, err = p.JSON(out); err != nil {
-		c.Error = "the result was dropped: " + err.Error()
+		c.Error = err.Error()
 		return "error: " + c.Error
 	}
 	s := string(out)
@@ -190,12 +186,17 @@ func runTool(ctx context.Context, tools map[string]node.Tool, tc llm.ToolCall, c
 	return s
 }
 
-// callTool calls t, restoring its arguments first when it is exec_sql
-// and p restores to the sql driver: exec_sql is the sql driver's door for
-// a model. Every other kernel tool gets the arguments as the model wrote
-// them (a tool run by exec_tool sees tokens; the drivers it calls restore
-// them if allowed).
-func callTool(ctx context.Context, t node.Tool, args json.RawMessage, p *pii.Tokenizer) (json.RawMessage, error) {
+// CallTool calls the kernel tool t for a model, with p (nil: none)
+// between them: the arguments are restored first when t is exec_sql and
+// pii.restore_to covers "sql" (exec_sql is the sql driver's door for a
+// model); the result is tokenized (JSON), and so is an error's message.
+// Every other kernel tool gets the arguments as the model wrote them: a tool
+// run by exec_tool sees the tokens, and the drivers it calls restore them
+// where allowed.
+//
+// IMPORTANT: whatever hands kernel tool results to a model (this package's
+// loop, an MCP server's tool calls) MUST call tools through CallTool.
+func CallTool(ctx context.Context, t node.Tool, args json.RawMessage, p *pii.Tokenizer) (json.RawMessage, error) {
 	if t.Name == "exec_sql" && p.Restores(driver.SQLDriver, args) {
 		r, err := p.Restore(args)
 		if err != nil {
@@ -203,8 +204,28 @@ func callTool(ctx context.Context, t node.Tool, args json.RawMessage, p *pii.Tok
 		}
 		args = r
 	}
-	return t.Call(ctx, args)
+	out, err := t.Call(ctx, args)
+	if err != nil {
+		if p == nil {
+			return nil, err
+		}
+		return nil, piiError{err: err, msg: tokenizeText(p, err.Error())}
+	}
+	if out, err = p.JSON(out); err != nil {
+		return nil, fmt.Errorf("the result was dropped: %w", err)
+	}
+	return out, nil
 }
+
+// piiError is a tool's error with its message tokenized; errors.Is and As
+// still see the original.
+type piiError struct {
+	err error
+	msg string
+}
+
+func (e piiError) Error() string { return e.msg }
+func (e piiError) Unwrap() error { return e.err }
 
 // tokenizeText tokenizes s, or says it was dropped.
 func tokenizeText(p *pii.Tokenizer, s string) string {
