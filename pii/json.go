@@ -16,14 +16,15 @@ func (t *Tokenizer) JSON(doc []byte) ([]byte, error) {
 	if t == nil || len(t.dets) == 0 {
 		return doc, nil
 	}
-	return walkStrings(doc, func(dst, raw []byte, escaped bool) ([]byte, bool, error) {
+	var bt batch
+	out, err := walkStrings(doc, func(dst, raw []byte, escaped bool) ([]byte, bool, error) {
 		if !escaped {
 			ms := t.matches(raw)
 			if ms == nil {
 				return dst, false, nil
 			}
 			// Tokens need no escaping: splice them into the raw string.
-			out, err := t.replace(append(dst, '"'), raw, ms)
+			out, err := t.replace(append(dst, '"'), raw, ms, &bt)
 			if err != nil {
 				return nil, false, err
 			}
@@ -37,12 +38,19 @@ func (t *Tokenizer) JSON(doc []byte) ([]byte, error) {
 		if ms == nil {
 			return dst, false, nil
 		}
-		out, err := t.replace(nil, []byte(s), ms)
+		out, err := t.replace(nil, []byte(s), ms, &bt)
 		if err != nil {
 			return nil, false, err
 		}
 		return appendQuoted(dst, string(out)), true, nil
 	})
+	if err == nil {
+		err = t.flush(&bt) // every new token is in the map before the data leaves
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Text tokenizes s as JSON (JSON) when it is a JSON document, so that

@@ -256,14 +256,23 @@ func (t *Tokenizer) matches(b []byte) []span {
 	return kept
 }
 
-// replace writes b with every match replaced by its token (recorded in
-// the map) to dst.
-func (t *Tokenizer) replace(dst, b []byte, ms []span) ([]byte, error) {
+// batch gathers the pairs one call met that the map may lack, so that
+// they are written in one transaction before the call returns.
+type batch struct{ pairs []Pair }
+
+// replace writes b with every match replaced by its token to dst; the
+// tokens not known yet are added to bt.
+func (t *Tokenizer) replace(dst, b []byte, ms []span, bt *batch) ([]byte, error) {
 	last := 0
 	for _, m := range ms {
-		tok, err := t.record(m.kind, string(b[m.start:m.end]))
-		if err != nil {
-			return nil, err
+		value := string(b[m.start:m.end])
+		tok := t.token(m.kind, value)
+		if v, ok := t.known.Load(tok); ok {
+			if v.(string) != value {
+				return nil, fmt.Errorf("%w: %s stands for two different values; nothing was sent", ErrCollision, tok)
+			}
+		} else {
+			bt.pairs = append(bt.pairs, Pair{Token: tok, Value: value})
 		}
 		dst = append(dst, b[last:m.start]...)
 		dst = append(dst, tok...)
@@ -272,20 +281,31 @@ func (t *Tokenizer) replace(dst, b []byte, ms []span) ([]byte, error) {
 	return append(dst, b[last:]...), nil
 }
 
-// record returns the token of value and makes sure the map has it.
-func (t *Tokenizer) record(kind, value string) (string, error) {
-	tok := t.token(kind, value)
-	if v, ok := t.known.Load(tok); ok {
-		if v.(string) != value {
-			return "", fmt.Errorf("%w: %s stands for two different values; nothing was sent", ErrCollision, tok)
+// flush writes bt's pairs to the map (one durable write), then remembers
+// them.
+func (t *Tokenizer) flush(bt *batch) error {
+	if len(bt.pairs) == 0 {
+		return nil
+	}
+	seen := make(map[string]string, len(bt.pairs))
+	uniq := bt.pairs[:0]
+	for _, p := range bt.pairs {
+		if v, ok := seen[p.Token]; ok {
+			if v != p.Value {
+				return fmt.Errorf("%w: %s stands for two different values; nothing was sent", ErrCollision, p.Token)
+			}
+			continue
 		}
-		return tok, nil
+		seen[p.Token] = p.Value
+		uniq = append(uniq, p)
 	}
-	if err := t.mapping.Put(tok, value); err != nil {
-		return "", err
+	if err := t.mapping.Put(uniq...); err != nil {
+		return err
 	}
-	t.known.Store(tok, value)
-	return tok, nil
+	for _, p := range uniq {
+		t.known.Store(p.Token, p.Value)
+	}
+	return nil
 }
 
 // String returns s with every detected value replaced by its token (and
@@ -298,20 +318,15 @@ func (t *Tokenizer) String(s string) (string, error) {
 	if ms == nil {
 		return s, nil
 	}
-	out, err := t.replace(make([]byte, 0, len(s)+len(ms)*16), []byte(s), ms)
-	return string(out), err
-}
-
-// Bytes is String over bytes: b itself is returned when nothing matches.
-func (t *Tokenizer) Bytes(b []byte) ([]byte, error) {
-	if t == nil || len(t.dets) == 0 {
-		return b, nil
+	var bt batch
+	out, err := t.replace(make([]byte, 0, len(s)+len(ms)*16), []byte(s), ms, &bt)
+	if err == nil {
+		err = t.flush(&bt)
 	}
-	ms := t.matches(b)
-	if ms == nil {
-		return b, nil
+	if err != nil {
+		return "", err
 	}
-	return t.replace(make([]byte, 0, len(b)+len(ms)*16), b, ms)
+	return string(out), nil
 }
 
 // mayHoldToken reports whether b may hold a token: "pii_" in any case.

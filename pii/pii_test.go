@@ -265,3 +265,22 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// A token the map holds for another value (a collision, or a tampered
+// map) fails the call; nothing is mixed up. Both maps.
+func TestCollisionFailsTheCall(t *testing.T) {
+	bolt := OpenBoltMap(filepath.Join(t.TempDir(), "pii.db"))
+	defer bolt.Close()
+	for name, m := range map[string]Map{"mem": NewMemMap(), "bolt": bolt} {
+		tk := newT(t, Options{Detect: []string{Email}, Map: m})
+		if err := m.Put(Pair{Token: tk.Token(Email, "ada@example.com"), Value: "eve@example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := tk.JSON([]byte(`["ok@example.com","ada@example.com"]`)); !errors.Is(err, ErrCollision) || out != nil {
+			t.Errorf("%s: %s, %v; want ErrCollision and no output", name, out, err)
+		}
+		if _, _, err := tk.RestoreString(tk.Token(Email, "ada@example.com")); !errors.Is(err, ErrUnknownToken) {
+			t.Errorf("%s: restoring a token whose value does not hash to it: %v", name, err)
+		}
+	}
+}

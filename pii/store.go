@@ -9,14 +9,20 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// Pair is one token and the value it stands for.
+type Pair struct {
+	Token, Value string
+}
+
 // Map keeps what each token stands for, for restoring.
 //
 // IMPORTANT: Put MUST be durable when it returns (the data holding the
-// token may be journaled right after); Put and Get MUST be safe for
-// concurrent use.
+// tokens may be journaled right after), and MUST fail with ErrCollision
+// when a token it holds already stands for another value; Put and Get MUST
+// be safe for concurrent use.
 type Map interface {
-	// Put records that token stands for value.
-	Put(token, value string) error
+	// Put records the pairs, all or none.
+	Put(pairs ...Pair) error
 	// Get returns the value of token, and false when the map lacks it.
 	Get(token string) (value string, ok bool, err error)
 }
@@ -29,7 +35,14 @@ type MemMap struct{ m sync.Map }
 func NewMemMap() *MemMap { return &MemMap{} }
 
 // Put implements Map.
-func (m *MemMap) Put(token, value string) error { m.m.Store(token, value); return nil }
+func (m *MemMap) Put(pairs ...Pair) error {
+	for _, p := range pairs {
+		if v, loaded := m.m.LoadOrStore(p.Token, p.Value); loaded && v.(string) != p.Value {
+			return fmt.Errorf("%w: %s stands for two different values; nothing was sent", ErrCollision, p.Token)
+		}
+	}
+	return nil
+}
 
 // Get implements Map.
 func (m *MemMap) Get(token string) (string, bool, error) {
@@ -80,8 +93,9 @@ func (m *BoltMap) open() (*bolt.DB, error) {
 	return db, nil
 }
 
-// Put implements Map: the pair is on disk when it returns.
-func (m *BoltMap) Put(token, value string) error {
+// Put implements Map: the pairs are on disk when it returns (one
+// transaction; concurrent calls share one write).
+func (m *BoltMap) Put(pairs ...Pair) error {
 	db, err := m.open()
 	if err != nil {
 		return err
@@ -91,13 +105,18 @@ func (m *BoltMap) Put(token, value string) error {
 		if err != nil {
 			return err
 		}
-		if old := b.Get([]byte(token)); old != nil {
-			if string(old) != value {
-				return fmt.Errorf("%w: %s stands for two different values; nothing was sent", ErrCollision, token)
+		for _, p := range pairs {
+			if old := b.Get([]byte(p.Token)); old != nil {
+				if string(old) != p.Value {
+					return fmt.Errorf("%w: %s stands for two different values; nothing was sent", ErrCollision, p.Token)
+				}
+				continue
 			}
-			return nil
+			if err := b.Put([]byte(p.Token), []byte(p.Value)); err != nil {
+				return err
+			}
 		}
-		return b.Put([]byte(token), []byte(value))
+		return nil
 	})
 }
 
