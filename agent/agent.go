@@ -16,6 +16,13 @@
 // quota, the kernel tools are bound to it, and its model calls are
 // journaled under a run of kind "agent".
 //
+// # Privacy
+//
+// With a pii.Tokenizer (Options.PII, ProcessOptions.PII), the model is
+// sent tokens in place of personal data: the task, every tool result and
+// error (CallTool), every chat request (pii.Tokenizer.ModelMiddleware,
+// above the journal). See docs/MCP-pii.md.
+//
 // # Failure
 //
 // A tool call that fails is not the end: its error goes back to the model,
