@@ -42,6 +42,13 @@ var expected = map[string][]string{
 		`cluster status: 3 members, 1 of them holds the spec's forge`,
 		"OK: one forge for two callers, the tool on every node",
 	},
+	"mcp-pii": {
+		`the model was asked 4 times; no request held a real value`,
+		`the CRM (in restore_to) received:   {"name":"Ada Lovelace","email":"ada@example.com","phone":"+44 20 7946 0958"}`,
+		`the journal (`,
+		`replayed 3 tool runs without the token map: all the same as recorded`,
+		"OK: the model moved the data without reading it; only the CRM got the real values",
+	},
 	"supervision-quotas": {
 		`restart warmup (restart 2)`,
 		`the supervisor is still alive`,

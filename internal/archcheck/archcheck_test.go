@@ -103,6 +103,8 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"examples/forge-scripted-model", osFiles, "a demonstration program: its temporary tool root", ""},
 	{"examples/replay-debug-patched", osFiles, "a demonstration program: its temporary tool root and the buggy tool's source", ""},
 	{"examples/replay-debug-patched", "net/http", "a demonstration program: an httptest server on loopback for the tool to fetch from", ""},
+	{"examples/mcp-pii", osFiles, "a demonstration program: its temporary tool root, its journal read back to show it holds no real value", ""},
+	{"examples/mcp-pii", "net/http", "a demonstration program: an httptest server on loopback as the CRM and the audit log", ""},
 	{"examples/runtime-two-agents", osFiles, "a demonstration program: its temporary tool root", ""},
 	{"examples/supervision-quotas", osFiles, "a demonstration program: its temporary tool root", ""},
 
