@@ -100,7 +100,9 @@ func run() error {
 
 	// The model: read the contacts, send the first to the CRM and to the
 	// audit log, answer. It copies the tokens it was given.
-	token := func(kind, in string) string { return regexp.MustCompile(`PII_` + kind + `_[0-9a-f]{12}`).FindString(in) }
+	token := func(kind, in string) string {
+		return regexp.MustCompile(`PII_` + kind + `_[0-9a-f]{12}`).FindString(in)
+	}
 	var seen string
 	model := llmtest.NewResponder(func(r llmtest.Received) llmtest.Step {
 		last := r.Messages[len(r.Messages)-1].Content
