@@ -11,6 +11,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/mcpdriver"
+	"github.com/agentos-run/agentos/pii"
 )
 
 // ExecutorOptions returns the executor options for the tool root at root
@@ -67,11 +68,21 @@ type ExecutorSetup struct {
 	// sql.postgres_dsn_env). Close closes it.
 	DB *sql.DB
 	// SQL is the sql driver over DB, also behind the kernel tool exec_sql.
+	// It is not wrapped by PII: the kernel tool's results are tokenized
+	// where they reach a model (package agent, the forge).
 	SQL *driver.SQL
 	// MCP is the mcp driver over mcp.servers (nil: none configured), also
 	// behind the kernel's list_files/read_file/search_tools on /mcp. It
 	// connects lazily; Close ends its sessions (stdio servers exit).
 	MCP *mcpdriver.Client
+	// PII is the tool root's tokenizer (nil: the pii section detects
+	// nothing). Every device and session of Options but the built-in fs,
+	// clock and random is wrapped by it (pii.Tokenizer.Device, Session),
+	// below the journal's middleware. Pass it to node.Options.PII and
+	// agent.ProcessOptions.PII so that what reaches a model is tokenized.
+	PII *pii.Tokenizer
+
+	piiMap *pii.BoltMap
 }
 
 // OpenExecutorSetup builds the executor setup of the tool root at root
@@ -96,7 +107,35 @@ func (c Config) OpenExecutorSetup(root string, log *slog.Logger) (*ExecutorSetup
 		return nil, err
 	}
 	s.addMCP()
+	// IMPORTANT: keep this last, after every device and session is in
+	// Options, so that each one is wrapped.
+	if s.PII, s.piiMap, err = c.OpenPII(root); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	s.wrapPII()
 	return s, nil
+}
+
+// wrapPII wraps every device and session of the options with the
+// tokenizer: their responses are tokenized, their requests restored when
+// pii.restore_to covers them. The executor chains the journal's middleware
+// above its mux of these devices, so the journal records tokens only and a
+// replay (which calls no device) needs no token map.
+func (s *ExecutorSetup) wrapPII() {
+	if s.PII == nil {
+		return
+	}
+	devs := make(map[string]driver.Device, len(s.Options.Devices))
+	for name, d := range s.Options.Devices {
+		devs[name] = s.PII.Device(name, d)
+	}
+	s.Options.Devices = devs
+	sess := make(map[string]driver.Session, len(s.Options.Sessions))
+	for name, d := range s.Options.Sessions {
+		sess[name] = s.PII.Session(name, d)
+	}
+	s.Options.Sessions = sess
 }
 
 // addMCP adds the mcp driver and its /mcp mount to the options.
@@ -137,7 +176,7 @@ func (s *ExecutorSetup) NewExecutor(adjust func(*executor.Options)) (*executor.E
 }
 
 // Close releases the setup's resources (the database, the MCP sessions and
-// the stdio servers' processes). Close the executor first.
+// the stdio servers' processes, the token map). Close the executor first.
 func (s *ExecutorSetup) Close() error {
 	if s == nil {
 		return nil
@@ -148,6 +187,9 @@ func (s *ExecutorSetup) Close() error {
 	}
 	if s.DB != nil {
 		errs = append(errs, s.DB.Close())
+	}
+	if s.piiMap != nil {
+		errs = append(errs, s.piiMap.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/agentos-run/agentos/internal/metricsserver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -51,6 +52,8 @@ type Runtime struct {
 	model     driver.Device // nil without an LLM
 	sql       *driver.SQL
 	mcp       *mcpdriver.Client
+	pii       *pii.Tokenizer // nil: the pii section detects nothing
+	piiMap    *pii.BoltMap
 	node      *node.Node
 	agent     *kernel.Process
 	recovered []RecoverReport
@@ -146,6 +149,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		return rt, err
 	}
 	rt.db, rt.sql, rt.mcp = setup.DB, setup.SQL, setup.MCP // closed by rt.Close
+	rt.pii, rt.piiMap = setup.PII, setup.piiMap
 	if rt.ex, err = setup.NewExecutor(nil); err != nil {
 		return rt, err
 	}
@@ -206,7 +210,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	rt.model = model
 	if rt.node, err = node.Boot(node.Options{
 		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts,
-		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp,
+		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(),
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 	}); err != nil {
@@ -285,10 +289,16 @@ func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions)
 		grants = rt.cfg.DefaultGrants()
 	}
 	return agent.RunProcess(ctx, task, agent.ProcessOptions{
-		Node: rt.node, Model: rt.model, Journal: rt.j,
+		Node: rt.node, Model: rt.model, Journal: rt.j, PII: rt.pii,
 		Name: opts.Name, Grants: grants, Quota: opts.Quota, MaxSteps: opts.MaxSteps,
 	})
 }
+
+// PII returns the tool root's tokenizer, nil when the pii section detects
+// nothing. An agent's answer holds tokens (its model never saw a real
+// value): the embedding program MAY restore them with RestoreString to
+// show its user, and MUST NOT send the restored text to a model.
+func (rt *Runtime) PII() *pii.Tokenizer { return rt.pii }
 
 // ForgeReport says what became of a forge resumed at start.
 type ForgeReport struct {
@@ -411,6 +421,9 @@ func (rt *Runtime) Close() error {
 		}
 		if rt.db != nil {
 			errs = append(errs, rt.db.Close())
+		}
+		if rt.piiMap != nil {
+			errs = append(errs, rt.piiMap.Close())
 		}
 		if rt.ledger != nil {
 			errs = append(errs, rt.ledger.Close())

@@ -16,6 +16,13 @@
 // quota, the kernel tools are bound to it, and its model calls are
 // journaled under a run of kind "agent".
 //
+// # Privacy
+//
+// With a pii.Tokenizer (Options.PII, ProcessOptions.PII), the model is
+// sent tokens in place of personal data: the task, every tool result and
+// error (CallTool), every chat request (pii.Tokenizer.ModelMiddleware,
+// above the journal). See docs/MCP-pii.md.
+//
 // # Failure
 //
 // A tool call that fails is not the end: its error goes back to the model,
@@ -33,6 +40,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/pii"
 )
 
 // SystemPrompt is the protocol an agent follows.
@@ -63,6 +71,11 @@ type Options struct {
 	// Charge is told every answer's usage (the process's quota); an error
 	// ends the run.
 	Charge func(llm.Usage) error
+	// PII tokenizes every tool result and error before it goes back to
+	// the model (and into Result), and restores the model's exec_sql
+	// arguments when pii.restore_to covers "sql" (see docs/MCP-pii.md).
+	// nil: nothing is tokenized.
+	PII *pii.Tokenizer
 }
 
 // The reasons a run ends.
@@ -150,7 +163,7 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 				res.Reason = ReasonRepeated
 				return res, nil
 			}
-			content := runTool(ctx, tools, tc, &c, opts.MaxResultBytes)
+			content := runTool(ctx, tools, tc, &c, opts.MaxResultBytes, opts.PII)
 			res.Calls = append(res.Calls, c)
 			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: content})
 		}
@@ -159,17 +172,18 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 	return res, nil
 }
 
-// runTool runs one call and returns what goes back to the model.
-func runTool(ctx context.Context, tools map[string]node.Tool, tc llm.ToolCall, c *Call, max int) string {
+// runTool runs one call and returns what goes back to the model,
+// tokenized by p.
+func runTool(ctx context.Context, tools map[string]node.Tool, tc llm.ToolCall, c *Call, max int, p *pii.Tokenizer) string {
 	t, ok := tools[tc.Name]
 	if !ok {
 		c.Error = "unknown tool"
 		return fmt.Sprintf("error: there is no tool %q; use one of the tools you were given", tc.Name)
 	}
-	out, err := t.Call(ctx, json.RawMessage(tc.Arguments))
+	out, err := CallTool(ctx, t, json.RawMessage(tc.Arguments), p)
 	if err != nil {
 		c.Error = err.Error()
-		return "error: " + err.Error()
+		return "error: " + c.Error
 	}
 	s := string(out)
 	if len(s) > max {
@@ -177,6 +191,56 @@ func runTool(ctx context.Context, tools map[string]node.Tool, tc llm.ToolCall, c
 		s = s[:max] + fmt.Sprintf("\n[truncated: %d more bytes; ask for less, e.g. a narrower query or a LIMIT]", len(out)-max)
 	}
 	return s
+}
+
+// CallTool calls the kernel tool t for a model, with p (nil: none)
+// between them: the arguments are restored first when t is exec_sql and
+// pii.restore_to covers "sql" (exec_sql is the sql driver's door for a
+// model); the result is tokenized (JSON), and so is an error's message.
+// Every other kernel tool gets the arguments as the model wrote them: a tool
+// run by exec_tool sees the tokens, and the drivers it calls restore them
+// where allowed.
+//
+// IMPORTANT: whatever hands kernel tool results to a model (this package's
+// loop, an MCP server's tool calls) MUST call tools through CallTool.
+func CallTool(ctx context.Context, t node.Tool, args json.RawMessage, p *pii.Tokenizer) (json.RawMessage, error) {
+	if t.Name == "exec_sql" && p.Restores(driver.SQLDriver, args) {
+		r, err := p.Restore(args)
+		if err != nil {
+			return nil, err
+		}
+		args = r
+	}
+	out, err := t.Call(ctx, args)
+	if err != nil {
+		if p == nil {
+			return nil, err
+		}
+		return nil, piiError{err: err, msg: tokenizeText(p, err.Error())}
+	}
+	if out, err = p.JSON(out); err != nil {
+		return nil, fmt.Errorf("the result was dropped: %w", err)
+	}
+	return out, nil
+}
+
+// piiError is a tool's error with its message tokenized; errors.Is and As
+// still see the original.
+type piiError struct {
+	err error
+	msg string
+}
+
+func (e piiError) Error() string { return e.msg }
+func (e piiError) Unwrap() error { return e.err }
+
+// tokenizeText tokenizes s, or says it was dropped.
+func tokenizeText(p *pii.Tokenizer, s string) string {
+	out, err := p.Text(s)
+	if err != nil {
+		return "the message was dropped: it held personal data that could not be tokenized: " + err.Error()
+	}
+	return out
 }
 
 // canonical normalises JSON arguments so that the same call in another

@@ -13,6 +13,7 @@ import (
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/pii"
 )
 
 // ProcessOptions configure RunProcess. Node, Model and Journal are
@@ -33,6 +34,10 @@ type ProcessOptions struct {
 	Quota capability.Limits
 	// MaxSteps bounds its model requests (0: 20).
 	MaxSteps int
+	// PII tokenizes what reaches its model: the tool results (Options.PII)
+	// and every chat request, above the journal, so that the journal
+	// records tokens only. nil: nothing is tokenized.
+	PII *pii.Tokenizer
 }
 
 // RunProcess runs task as a new agent process of opts.Node: Run, with the
@@ -67,13 +72,17 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 			return err
 		}
 		var host driver.Host = driver.Mux{llm.Driver: opts.Model}
+		// The task is journaled and sent to the model: tokenized first.
+		if task, err = opts.PII.Text(task); err != nil {
+			return err
+		}
 		args, _ := json.Marshal(map[string]string{"task": task})
 		run, err := opts.Journal.Begin(journal.RunMeta{Kind: "agent", Args: args})
 		if err != nil {
 			return err
 		}
-		host = driver.Chain(host, run.Durable().Middleware())
-		res, runErr = Run(ctx, Options{LLM: host, Tools: tools, MaxSteps: opts.MaxSteps, Charge: func(u llm.Usage) error {
+		host = driver.Chain(host, opts.PII.ModelMiddleware(), run.Durable().Middleware())
+		res, runErr = Run(ctx, Options{LLM: host, Tools: tools, MaxSteps: opts.MaxSteps, PII: opts.PII, Charge: func(u llm.Usage) error {
 			if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
 				return err
 			}

@@ -50,6 +50,13 @@ var expected = map[string][]string{
 		`same as recorded: true`,
 		"OK: MCP tools called as code, discovered as files, replayed offline",
 	},
+	"mcp-pii": {
+		`the model was asked 4 times; no request held a real value`,
+		`the CRM (in restore_to) received:   {"name":"Ada Lovelace","email":"ada@example.com","phone":"+44 20 7946 0958"}`,
+		`the journal (`,
+		`replayed 3 tool runs without the token map: all the same as recorded`,
+		"OK: the model moved the data without reading it; only the CRM got the real values",
+	},
 	"supervision-quotas": {
 		`restart warmup (restart 2)`,
 		`the supervisor is still alive`,

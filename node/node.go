@@ -22,6 +22,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/mcpdriver"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/metric"
@@ -59,6 +60,11 @@ type Options struct {
 	// search_tools ranks its tools with the registered ones. The node does
 	// not close it.
 	MCP *mcpdriver.Client
+	// PII tokenizes what the forge sends to its model: its chat requests
+	// and its test runs' output (nil: nothing is tokenized). The executor's
+	// data drivers are wrapped where they are built (agentos'
+	// OpenExecutorSetup), not here.
+	PII *pii.Tokenizer
 	// Repo persists every write to Git (nil: writes stay in the working
 	// tree); the node does not close it.
 	Repo *repo.Repo
@@ -184,7 +190,7 @@ func Boot(opts Options) (*Node, error) {
 	{
 		f, err := forge.New(forge.Options{
 			LLM: opts.LLM, Registry: &n.regClient, Threshold: opts.Registry.Threshold(), Checker: checker, Git: &n.gitClient,
-			Jail: opts.Jail, Journal: opts.Journal, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger,
+			Jail: opts.Jail, Journal: opts.Journal, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger, PII: opts.PII,
 			// The forge reaches the registry, git and executor actors
 			// through their clients, and charges through the kernel
 			// actor's (all bound once the tree has started).

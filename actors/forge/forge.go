@@ -18,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -56,6 +57,10 @@ type Options struct {
 	Charger Charger
 	// MaxAttempts bounds the generate-check-test loop (0: 3).
 	MaxAttempts int
+	// PII tokenizes what reaches the model: every chat request (above the
+	// journal, so it records tokens) and the test runs' output and errors
+	// (below it). nil: nothing is tokenized.
+	PII *pii.Tokenizer
 	// Logger receives progress (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -154,6 +159,11 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 	if spec == "" {
 		return Result{}, fmt.Errorf("%w: the spec is empty; say what the tool must do", ErrSpec)
 	}
+	// The spec is journaled and sent to the model: tokenized first.
+	spec, err := f.opts.PII.Text(spec)
+	if err != nil {
+		return Result{}, fmt.Errorf("forge: tokenizing the spec: %w", err)
+	}
 	hits, err := f.opts.Registry.Search(ctx, spec, 1)
 	if err != nil {
 		return Result{}, fmt.Errorf("forge: searching the registry for a tool to reuse: %w", err)
@@ -177,7 +187,9 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 		}
 		// Model answers are paid for: each is on disk before it is used, so
 		// a crash can never make the resumed forge ask again.
-		host = driver.Chain(host, run.Durable().Middleware())
+		host = driver.Chain(host, f.opts.PII.ModelMiddleware(), run.Durable().Middleware())
+	} else {
+		host = driver.Chain(host, f.opts.PII.ModelMiddleware())
 	}
 	res, err := f.loop(ctx, host, spec, charge)
 	if run != nil {
@@ -222,7 +234,7 @@ func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, 
 		return Result{}, fmt.Errorf("%w: run %s has no spec to resume", ErrSpec, id)
 	}
 	rec.Run().Durable()
-	host := driver.Chain(f.devices(caller), rec.Middleware())
+	host := driver.Chain(f.devices(caller), f.opts.PII.ModelMiddleware(), rec.Middleware())
 	res, err := f.loop(ctx, host, spec, charge)
 	res.RunID = id
 	if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) {

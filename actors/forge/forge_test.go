@@ -21,6 +21,7 @@ import (
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -62,6 +63,7 @@ type envOptions struct {
 	charger   forge.Charger
 	threshold float64
 	attempts  int
+	pii       *pii.Tokenizer
 }
 
 func newEnvWith(t testing.TB, srv *llmtest.Server, root string, o envOptions) env {
@@ -102,7 +104,7 @@ func newEnvWith(t testing.TB, srv *llmtest.Server, root string, o envOptions) en
 			_ = sys.Root.StopFuture(pid).Wait()
 		}
 	})
-	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: regClient, Threshold: o.threshold, Charger: o.charger, Checker: check.New(check.Options{}), Executor: executor.NewClient(sys.Root, exPID), Jail: jl, Journal: j, Git: git.NewClient(sys.Root, gitPID), MaxAttempts: o.attempts, Logger: quiet})
+	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: regClient, Threshold: o.threshold, Charger: o.charger, Checker: check.New(check.Options{}), Executor: executor.NewClient(sys.Root, exPID), Jail: jl, Journal: j, Git: git.NewClient(sys.Root, gitPID), MaxAttempts: o.attempts, Logger: quiet, PII: o.pii})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,9 +22,11 @@ type testOutcome struct {
 }
 
 // devices is the forge's driver set: the model and the test runner, which
-// runs the tests for caller (nil: the operator).
+// runs the tests for caller (nil: the operator). The test runs' output and
+// errors, which go back to the model, are tokenized here, below the
+// journal (Options.PII).
 func (f *Forge) devices(caller *executor.Caller) driver.Host {
-	return driver.Mux{
+	return driver.Chain(driver.Mux{
 		"llm": f.opts.LLM,
 		testDriver: driver.DeviceFunc(func(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
 			if op == "taken" {
@@ -32,7 +34,7 @@ func (f *Forge) devices(caller *executor.Caller) driver.Host {
 			}
 			return f.runTests(ctx, caller, op, req)
 		}),
-	}
+	}, f.opts.PII.Middleware(testDriver))
 }
 
 // takenRequest asks whether a candidate's path holds another tool: one
