@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -157,7 +158,7 @@ func (s *Server) For(p *kernel.Process) (*mcp.Server, error) {
 		return nil, err
 	}
 	for _, t := range kt {
-		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters}, s.kernelHandler(p, t))
+		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters}, s.logged(p, s.kernelHandler(p, t)))
 	}
 	b := &bound{p: p, srv: srv, regs: map[string]string{}}
 	s.syncLocked(b)
@@ -198,7 +199,7 @@ func (s *Server) syncLocked(b *bound) {
 		if b.regs[name] == t.Hash {
 			continue
 		}
-		b.srv.AddTool(registeredTool(name, t), s.registeredHandler(b.p, t))
+		b.srv.AddTool(registeredTool(name, t), s.logged(b.p, s.registeredHandler(b.p, t)))
 		b.regs[name] = t.Hash
 	}
 }
@@ -227,4 +228,29 @@ func (s *Server) Close() error {
 		_ = p.Kernel().Kill(p.PID(), "mcp server closed")
 	}
 	return nil
+}
+
+// logged logs every call of h at Debug when it ends: the tool, the
+// process, and the error kind of a failed one ("cancelled" for a call the
+// client cancelled, whose answer it no longer reads).
+func (s *Server) logged(p *kernel.Process, h mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := h(ctx, req)
+		if res != nil && res.InputRequests != nil {
+			return res, err // asking for confirmation; the call goes on when answered
+		}
+		kind := ""
+		if res != nil && res.IsError {
+			kind = KindError
+			if len(res.Content) > 0 {
+				if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+					if k, _, ok := strings.Cut(tc.Text, ": "); ok {
+						kind = k // failure's "<kind>: <message>"
+					}
+				}
+			}
+		}
+		s.log.Debug("mcp: tool call ended", slog.String("tool", req.Params.Name), slog.Any("pid", p.PID()), slog.String("error_kind", kind))
+		return res, err
+	}
 }
