@@ -477,6 +477,9 @@ func (c Config) validate(path string) error {
 	if err := c.Cluster.validate(path); err != nil {
 		return err
 	}
+	if err := c.MCP.Serve.validate(path); err != nil {
+		return err
+	}
 	if c.JournalLease != 0 && time.Duration(c.JournalLease) < time.Second {
 		return fmt.Errorf("%s: journal_lease %s is too short: a claim is renewed every third of it, and a node slower than that would lose its runs to another; use 1s or more (default 30s)", path, time.Duration(c.JournalLease))
 	}
