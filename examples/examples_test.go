@@ -42,6 +42,12 @@ var expected = map[string][]string{
 		`cluster status: 3 members, 1 of them holds the spec's forge`,
 		"OK: one forge for two callers, the tool on every node",
 	},
+	"mcp-serve": {
+		`notifications/tools/list_changed received`,
+		`finance_interest -> structuredContent {"amount":1628.89}`,
+		`read_file tools/missing.ts -> isError: not_found:`,
+		"OK: listed, written, announced, called, failed as isError",
+	},
 	"supervision-quotas": {
 		`restart warmup (restart 2)`,
 		`the supervisor is still alive`,

@@ -257,10 +257,10 @@ func TestFailures(t *testing.T) {
 		kind string
 		says string
 	}{
-		{"read_file", map[string]any{"path": "tools/none.ts"}, mcpserver.KindError, "tools/none.ts"},
+		{"read_file", map[string]any{"path": "tools/none.ts"}, mcpserver.KindNotFound, "tools/none.ts"},
 		{"read_file", map[string]any{"nope": 1}, mcpserver.KindInvalidArgs, "missing parameter"},
 		{"write_file", map[string]any{"path": "outside/x.ts", "content": "x"}, mcpserver.KindDenied, "outside/x.ts"},
-		{"exec_tool", map[string]any{"path": "tools/none.ts"}, "not_found", "tools/none.ts"},
+		{"exec_tool", map[string]any{"path": "tools/none.ts"}, mcpserver.KindNotFound, "tools/none.ts"},
 	} {
 		res := call(t, cs, c.tool, c.args)
 		if !res.IsError {

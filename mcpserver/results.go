@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/vfs"
 )
 
 // The kinds of a failed call (ErrorKind), in its isError result. A failed
@@ -18,6 +19,7 @@ import (
 const (
 	KindInvalidArgs  = "invalid_args" // the arguments do not match the tool's schema
 	KindUnknownTool  = "unknown_tool" // no such kernel tool
+	KindNotFound     = "not_found"    // no such file (the executor's kind for a missing tool too)
 	KindDenied       = "denied"       // the process's capability does not grant it (or the token is revoked or expired)
 	KindQuota        = "quota"        // the process's quota is spent
 	KindCancelled    = "cancelled"    // the client cancelled the call
@@ -34,6 +36,8 @@ func ErrorKind(err error) string {
 		return KindInvalidArgs
 	case errors.Is(err, node.ErrUnknownTool):
 		return KindUnknownTool
+	case errors.Is(err, vfs.ErrNotFound):
+		return KindNotFound
 	case errors.As(err, &qe):
 		return KindQuota
 	case errors.Is(err, capability.ErrDenied), errors.Is(err, capability.ErrRevoked), errors.Is(err, capability.ErrExpired),

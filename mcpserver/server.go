@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
+	"io"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -166,14 +168,31 @@ func (s *Server) For(p *kernel.Process) (*mcp.Server, error) {
 	return srv, nil
 }
 
-// Run serves p's MCP server on t until the client disconnects or ctx ends,
-// e.g. Run(ctx, rt.Agent(), &mcp.StdioTransport{}).
+// Run serves p's MCP server on t until the client disconnects (nil) or
+// ctx ends (ctx's error), e.g. Run(ctx, rt.Agent(), &mcp.StdioTransport{}).
 func (s *Server) Run(ctx context.Context, p *kernel.Process, t mcp.Transport) error {
 	srv, err := s.For(p)
 	if err != nil {
 		return err
 	}
-	return srv.Run(ctx, t)
+	ss, err := srv.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-ended
+		return ctx.Err()
+	case err := <-ended:
+		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, mcp.ErrConnectionClosed) {
+			s.log.Debug("mcp: the client disconnected", slog.Any("pid", p.PID()))
+			return nil
+		}
+		return err
+	}
 }
 
 // syncLocked adds, replaces and removes b's registered tools to match
