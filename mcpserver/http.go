@@ -38,7 +38,8 @@ type procKey struct{}
 // with the kernel's authority (signature, revocation, expiry) on every
 // request, and the session runs as the process made for that token on its
 // first use, with the token's grants, its earliest expiry and
-// opts.Quota. A missing token (unless opts.Anonymous is set) or a refused
+// opts.Quota. A session opened with one token MUST NOT be used with
+// another: such a request is answered 403. A missing token (unless opts.Anonymous is set) or a refused
 // one is answered 401 with a JSON {"error": "..."} saying what to do.
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
@@ -62,6 +63,14 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			w.WriteHeader(http.StatusUnauthorized)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
 			return
+		}
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			if owner, ok := s.sessionOf(sid); ok && owner != p.PID() {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusForbidden)
+				_ = json.NewEncoder(w).Encode(map[string]string{"error": "this MCP session was opened with another capability token: open a session of your own (initialize) with yours"})
+				return
+			}
 		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), procKey{}, p)))
 	}))

@@ -18,9 +18,10 @@ import (
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/mcpserver"
-	"github.com/agentos-run/agentos/node"
 )
 
 // wait bounds every wait of these tests for something the server sends.
@@ -546,6 +547,25 @@ func TestHTTP(t *testing.T) {
 	if mcpProcs != 1 {
 		t.Errorf("%d mcp processes, want 1 for the one token", mcpProcs)
 	}
+	// Another token cannot use this session.
+	if sid := cs.ID(); sid != "" {
+		other := e.rt.Kernel().Authority().Mint("mcp-other", grants, capability.Caveats{})
+		req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+other.Encode())
+		req.Header.Set("Mcp-Session-Id", sid)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("another token on this session: %d, want 403", resp.StatusCode)
+		}
+	} else {
+		t.Log("the Go client's session is stateless (no Mcp-Session-Id): nothing to hijack")
+	}
 	// A revoked token is refused from then on.
 	e.rt.Kernel().Authority().Revoke(tok.ID)
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_files", Arguments: map[string]any{"dir": "tools"}}); err == nil {
@@ -590,4 +610,52 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-var _ = node.ToolNames
+// TestForgeLive: forge_tool with a scripted model reports progress, and
+// the forged tool appears live (list_changed) and runs under its name.
+func TestForgeLive(t *testing.T) {
+	args, _ := json.Marshal(map[string]string{"path": samples.FibPath, "code": samples.FibForged, "tests": samples.FibForgedTests})
+	model := llmtest.NewServer([]llmtest.Step{{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "submit_tool", Arguments: string(args)}}}})
+	defer model.Close()
+	e := newEnv(t, agentos.Config{LLM: agentos.LLMConfig{BaseURL: model.URL(), Model: "scripted"}})
+	ch := newChanges()
+	var mu sync.Mutex
+	var progress []string
+	cs := e.connect(t, e.rt.Agent(), &mcp.ClientOptions{
+		ToolListChangedHandler: ch.handler,
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, r.Params.Message)
+			mu.Unlock()
+		},
+	})
+	p := &mcp.CallToolParams{Name: "forge_tool", Arguments: map[string]any{"spec": "the n-th Fibonacci number"}}
+	p.SetProgressToken(7)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	res, err := cs.CallTool(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := structured(t, res); res.IsError || s["path"] != samples.FibPath {
+		t.Fatalf("forge_tool: %s (model: %v)", text(res), model.Err())
+	}
+	ch.until(t, "math_fib listed", func() bool { return listTools(t, cs)["math_fib"] != nil })
+	if got := mustOK(t, "math_fib", call(t, cs, "math_fib", map[string]any{"n": 10})); got != "55" {
+		t.Errorf("the forged math_fib(10) = %q", got)
+	}
+	// The start's and the end's notifications (the client may handle them
+	// after the result: wait, bounded).
+	deadline := time.Now().Add(wait)
+	for {
+		mu.Lock()
+		got := slices.Clone(progress)
+		mu.Unlock()
+		if len(got) >= 2 && strings.HasPrefix(got[0], "forge_tool: started") && strings.Contains(got[len(got)-1], "done") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("forge_tool's progress: %q", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
