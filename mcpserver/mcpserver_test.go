@@ -659,3 +659,72 @@ func TestForgeLive(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestBridge: a client on one side of a Bridge sees the tools of the MCP
+// server on the other (over streamable HTTP), live, with progress and the
+// confirmation of a high-risk tool relayed.
+func TestBridge(t *testing.T) {
+	e := newEnv(t, agentos.Config{})
+	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{Anonymous: e.rt.Agent()}))
+	defer hs.Close()
+	clientT, serverT := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	bridged := make(chan error, 1)
+	go func() {
+		bridged <- mcpserver.Bridge(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL + mcpserver.Path}, serverT, quiet)
+	}()
+	ch := newChanges()
+	var mu sync.Mutex
+	var asked, progress []string
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bridged", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: ch.handler,
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			asked = append(asked, r.Params.Message)
+			mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, r.Params.Message)
+			mu.Unlock()
+		},
+	}).Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // as Claude Desktop
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := listTools(t, cs); got["exec_tool"] == nil || got["math_fib"] != nil {
+		t.Fatalf("bridged tools/list: %v", keys(got))
+	}
+	mustOK(t, "write_file", call(t, cs, "write_file", map[string]any{"path": samples.FibPath, "content": samples.FibTool}))
+	ch.until(t, "math_fib listed through the bridge", func() bool { return listTools(t, cs)["math_fib"] != nil })
+	p := &mcp.CallToolParams{Name: "math_fib", Arguments: map[string]any{"n": 10}}
+	p.SetProgressToken("fib")
+	res, err := cs.CallTool(ctx, p)
+	if err != nil || text(res) != "55" {
+		t.Fatalf("math_fib through the bridge: %v %v", err, res)
+	}
+	mustOK(t, "write_file", call(t, cs, "write_file", map[string]any{"path": "tools/risky.ts", "content": riskyTool}))
+	ch.until(t, "risky listed", func() bool { return listTools(t, cs)["risky"] != nil })
+	if got := mustOK(t, "risky", call(t, cs, "risky", map[string]any{"n": 21})); got != "42" {
+		t.Errorf("the confirmed risky tool through the bridge = %q", got)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		mu.Lock()
+		a, pr := len(asked), slices.Clone(progress)
+		mu.Unlock()
+		if a == 1 && slices.ContainsFunc(pr, func(m string) bool { return strings.HasPrefix(m, "tools/math/fib.ts: started") }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("through the bridge: %d confirmations asked (want 1), progress %q", a, pr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cs.Close()
+	if err := <-bridged; err != nil {
+		t.Errorf("the bridge ended with %v when its client left", err)
+	}
+}

@@ -267,12 +267,8 @@ func (s *Server) logged(p *kernel.Process, h mcp.ToolHandler) mcp.ToolHandler {
 		kind := ""
 		if res != nil && res.IsError {
 			kind = KindError
-			if len(res.Content) > 0 {
-				if tc, ok := res.Content[0].(*mcp.TextContent); ok {
-					if k, _, ok := strings.Cut(tc.Text, ": "); ok {
-						kind = k // failure's "<kind>: <message>"
-					}
-				}
+			if k, _, ok := strings.Cut(resultText(res), ": "); ok {
+				kind = k // failure's "<kind>: <message>"
 			}
 		}
 		s.log.Debug("mcp: tool call ended", slog.String("tool", req.Params.Name), slog.Any("pid", p.PID()), slog.String("error_kind", kind))

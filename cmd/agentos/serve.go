@@ -47,6 +47,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.Root = abs
 	cfg.Logger = cmdLogger(ctx)
+	if *mcpStdio && nodeServes(abs) {
+		// A node serves the root already (it holds the journal): the
+		// client's tools run there, through its socket's /mcp.
+		if *mcpHTTP != "" {
+			return usagef("a node already serves %s: --mcp-http belongs to that node ('agentos serve --mcp-http ADDR' when it starts, or mcp.serve.http_addr)", abs)
+		}
+		fmt.Fprintf(stderr, "a node already serves %s: bridging MCP on stdin/stdout to it through its socket; it stops when the client closes stdin or that node stops\n", abs)
+		return bridgeMCP(ctx, abs)
+	}
 	if *metrics != "" {
 		cfg.MetricsAddr = *metrics
 	}

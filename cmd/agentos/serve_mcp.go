@@ -16,6 +16,7 @@ import (
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/mcpserver"
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 // MCPTokenFile is where 'agentos serve --mcp-http' writes a token for the
@@ -28,7 +29,7 @@ var MCPTokenFile = filepath.Join(agentos.StateDir, "mcp-token")
 // (cfg.MCP.Serve.HTTPAddr) for rt. done reports when the stdio session or
 // the HTTP server ends; stop closes everything (call it before rt.Close).
 func serveMCP(ctx context.Context, rt *agentos.Runtime, cfg agentos.Config, stdio bool, banner io.Writer) (done <-chan error, stop func(), err error) {
-	srv, err := mcpserver.New(mcpserver.Options{Node: rt.Node(), Registry: rt.Registry(), ToolsDir: cfg.Tools(), Version: buildVersion().Version, Logger: cmdLogger(ctx)})
+	srv, err := rt.MCPServer() // the one the node socket's /mcp serves too
 	if err != nil {
 		return nil, nil, err
 	}
@@ -94,4 +95,29 @@ func serveMCP(ctx context.Context, rt *agentos.Runtime, cfg agentos.Config, stdi
 		}
 	}
 	return ch, stop, nil
+}
+
+// nodeServes reports whether a node answers on root's socket.
+func nodeServes(root string) bool {
+	c, err := admin.Dial(root)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// bridgeMCP serves MCP on stdin/stdout with the tools of the node serving
+// root, through its socket's /mcp (mcpserver.Bridge).
+func bridgeMCP(ctx context.Context, root string) error {
+	sock := filepath.Join(root, admin.Socket)
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+	defer hc.CloseIdleConnections()
+	up := &mcp.StreamableClientTransport{Endpoint: "http://agentos-node" + mcpserver.Path, HTTPClient: hc}
+	return mcpserver.Bridge(ctx, up, &mcp.StdioTransport{}, cmdLogger(ctx))
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -285,5 +286,58 @@ func TestTokenCommand(t *testing.T) {
 	}
 	if code, _, stderr := cli(t, "token", "--root", root, "--grant", "root:all"); code != 2 || !strings.Contains(stderr, "unknown right") {
 		t.Errorf("--grant root: %d %s", code, stderr)
+	}
+}
+
+// TestServeMCPBridge: on a root an 'agentos serve' already serves,
+// 'serve --mcp' bridges the stdio client to that node's socket: the tools
+// run there, a tool written through the bridge appears live, and the node
+// keeps serving when the client leaves.
+func TestServeMCPBridge(t *testing.T) {
+	root := toolRoot(t, nil)
+	startServe(t, root, t.TempDir(), fmt.Sprint(time.Now().UnixNano()))
+	var errOut lockedBuffer
+	changed := make(chan struct{}, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "bridge-test", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*mcpWait)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: serveMCPCmd(root, &errOut), TerminateDuration: mcpWait}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "bridging MCP") {
+		t.Errorf("serve --mcp on a served root did not say it bridges:\n%s", errOut.String())
+	}
+	if mcpTools(t, cs)["exec_tool"] == nil {
+		t.Fatal("no kernel tools through the bridge")
+	}
+	mcpOK(t, "write_file", mcpCall(t, cs, "write_file", map[string]any{"path": samples.FibPath, "content": samples.FibTool}))
+	deadline := time.After(mcpWait)
+	for mcpTools(t, cs)["math_fib"] == nil {
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("no list_changed brought math_fib through the bridge")
+		}
+	}
+	if got := mcpOK(t, "math_fib", mcpCall(t, cs, "math_fib", map[string]any{"n": 10})); got != "55" {
+		t.Errorf("math_fib through the bridge = %q", got)
+	}
+	// The run is in the serving node's journal.
+	if code, out, stderr := cli(t, "runs", "--root", root); code != 0 || !strings.Contains(out, samples.FibPath) {
+		t.Errorf("runs on the serving node: %d %s %s", code, out, stderr)
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v\n%s", err, errOut.String())
+	}
+	if !nodeServes(root) {
+		t.Error("the serving node stopped when the bridged client left")
 	}
 }
