@@ -46,10 +46,20 @@
 // with the kernel's authority and runs the session as a process spawned
 // with the token's grants (one per token). A request without a token is
 // answered 401, unless HTTPOptions.Anonymous names the process it runs as.
+// A session belongs to the token that opened it (another token: 403). The
+// node socket serves HTTPHandler at /mcp as the default process
+// (agentos.Runtime.MCPServer).
+//
+// # Bridge
+//
+// Bridge relays another MCP server (a serving node's socket) to a client
+// on another transport (stdio): `agentos serve --mcp` on a tool root a
+// node already serves.
 //
 // # Lifecycle
 //
 // New starts watching the registry; Close stops it, ends the processes the
 // HTTP tokens made and closes the sessions. IMPORTANT: Close MUST be called
-// before the runtime closes.
+// before the runtime closes (agentos.Runtime.Close closes the runtime's
+// own MCPServer).
 package mcpserver
