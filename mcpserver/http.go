@@ -54,8 +54,12 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		}
 		return srv
 	}, &mcp.StreamableHTTPOptions{Logger: s.log})
+	// A web page MUST NOT reach a node on loopback through its visitor's
+	// browser: cross-origin requests are refused (the SDK refuses DNS
+	// rebinding, a localhost address reached under another host name).
+	cop := http.NewCrossOriginProtection()
 	mux := http.NewServeMux()
-	mux.Handle(Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(Path, cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r, opts)
 		if err != nil {
 			w.Header().Set("Content-Type", "application/json")
@@ -73,7 +77,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			}
 		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), procKey{}, p)))
-	}))
+	})))
 	return mux
 }
 
@@ -112,6 +116,7 @@ func (s *Server) processFor(tok capability.Token, opts HTTPOptions) (*kernel.Pro
 		if _, ended := p.Reason(); !ended {
 			return p, nil
 		}
+		s.dropEndedLocked() // its server and sessions: the token gets a new process
 	}
 	var notAfter time.Time
 	for _, c := range tok.Caveats {

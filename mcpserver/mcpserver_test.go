@@ -515,6 +515,16 @@ func TestHTTP(t *testing.T) {
 			t.Errorf("Authorization %.20q: %d %q, want 401 saying how to get a token", auth, resp.StatusCode, body.Error)
 		}
 	}
+	// A request a web page's script sends cross-origin is refused.
+	req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.Header.Set("Origin", "https://evil.example")
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a cross-origin request: %d, want 403", resp.StatusCode)
+	}
 	grants := []capability.Grant{{Right: capability.Read, Scope: "tools/"}, {Right: capability.Exec, Scope: "tools/"}}
 	tok := e.rt.Kernel().Authority().Mint("mcp-test", grants, capability.Caveats{})
 	if _, err := e.rt.Call(context.Background(), "write_file", mustJSON(map[string]string{"path": samples.FibPath, "content": samples.FibTool})); err != nil {
@@ -726,5 +736,49 @@ func TestBridge(t *testing.T) {
 	cs.Close()
 	if err := <-bridged; err != nil {
 		t.Errorf("the bridge ended with %v when its client left", err)
+	}
+}
+
+// TestHTTPProcessKilled: a token's process killed ('agentos kill') ends its
+// sessions' calls; the token's next session runs as a new process.
+func TestHTTPProcessKilled(t *testing.T) {
+	e := newEnv(t, agentos.Config{})
+	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
+	t.Cleanup(hs.Close) // after the sessions' Close (cleanups run last first)
+	tok := e.rt.Kernel().Authority().Mint("mcp-test", []capability.Grant{{Right: capability.Read, Scope: "tools/"}}, capability.Caveats{})
+	connect := func() *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "k", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: hs.URL + mcpserver.Path, HTTPClient: &http.Client{Transport: bearer{tok.Encode()}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	mcpPIDs := func() []kernel.PID {
+		var out []kernel.PID
+		for _, p := range e.rt.Kernel().PS() {
+			if p.Image == "mcp" {
+				out = append(out, p.PID)
+			}
+		}
+		return out
+	}
+	cs := connect()
+	mustOK(t, "list_files", call(t, cs, "list_files", map[string]any{"dir": "tools"}))
+	first := mcpPIDs()
+	if len(first) != 1 {
+		t.Fatalf("mcp processes %v, want 1", first)
+	}
+	if err := e.rt.Kernel().Kill(first[0], "test"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_files", Arguments: map[string]any{"dir": "tools"}}); err == nil && !res.IsError {
+		t.Error("a call of a killed process's session succeeded")
+	}
+	cs2 := connect()
+	mustOK(t, "list_files", call(t, cs2, "list_files", map[string]any{"dir": "tools"}))
+	if now := mcpPIDs(); len(now) != 1 || now[0] == first[0] {
+		t.Errorf("mcp processes after the kill: %v (the killed one was %v)", now, first[0])
 	}
 }

@@ -137,6 +137,7 @@ func (s *Server) follow() {
 			return
 		}
 		s.tools = registeredTools(s.opts.Registry.List(), s.opts.ToolsDir)
+		s.dropEndedLocked()
 		for _, b := range s.bound {
 			s.syncLocked(b)
 		}
@@ -226,6 +227,19 @@ func (s *Server) syncLocked(b *bound) {
 		}
 		b.srv.AddTool(registeredTool(name, t), s.logged(b.p, s.registeredHandler(b.p, t)))
 		b.regs[name] = t.Hash
+	}
+}
+
+// dropEndedLocked forgets the servers of processes that ended (a token's
+// process killed with 'agentos kill'), closing their sessions (s.mu held).
+func (s *Server) dropEndedLocked() {
+	for pid, b := range s.bound {
+		if _, ended := b.p.Reason(); ended {
+			delete(s.bound, pid)
+			for ss := range b.srv.Sessions() {
+				go ss.Close() // not under s.mu: a closing session may call back
+			}
+		}
 	}
 }
 
