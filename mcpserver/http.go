@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -39,8 +40,9 @@ type procKey struct{}
 // request, and the session runs as the process made for that token on its
 // first use, with the token's grants, its earliest expiry and
 // opts.Quota. A session opened with one token MUST NOT be used with
-// another: such a request is answered 403. A missing token (unless opts.Anonymous is set) or a refused
-// one is answered 401 with a JSON {"error": "..."} saying what to do.
+// another: such a request is answered 403. A missing token (unless
+// opts.Anonymous is set) or a refused one is answered 401 with
+// WWW-Authenticate: Bearer and a JSON {"error": "..."} saying what to do.
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		p, _ := r.Context().Value(procKey{}).(*kernel.Process)
@@ -63,7 +65,11 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		p, err := s.authenticate(r, opts)
 		if err != nil {
 			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("WWW-Authenticate", `Bearer realm="agentos", error="invalid_token"`)
+			challenge := `Bearer realm="agentos"`
+			if errors.Is(err, ErrBadToken) {
+				challenge += `, error="invalid_token"` // RFC 6750: none for a missing token
+			}
+			w.Header().Set("WWW-Authenticate", challenge)
 			w.WriteHeader(http.StatusUnauthorized)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
 			return
