@@ -484,6 +484,9 @@ func (c Config) validate(path string) error {
 	if err := c.PII.validate(path); err != nil {
 		return err
 	}
+	if err := c.MCP.Serve.validate(path); err != nil {
+		return err
+	}
 	if c.JournalLease != 0 && time.Duration(c.JournalLease) < time.Second {
 		return fmt.Errorf("%s: journal_lease %s is too short: a claim is renewed every third of it, and a node slower than that would lose its runs to another; use 1s or more (default 30s)", path, time.Duration(c.JournalLease))
 	}
@@ -522,7 +525,7 @@ func orDefault(s, d string) string {
 	return s
 }
 
-var allRights = []capability.Right{capability.Read, capability.Write, capability.Exec, capability.Spawn, capability.SQL, capability.Fetch, capability.LLM, capability.MCP}
+var allRights = capability.Rights()
 
 // Tools returns the tools directory (default "tools").
 func (c Config) Tools() string {

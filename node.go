@@ -3,10 +3,12 @@ package agentos
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/mcpserver"
 	"github.com/agentos-run/agentos/node/admin"
 )
 
@@ -36,6 +38,17 @@ func (b adminBackend) Call(ctx context.Context, tool string, args json.RawMessag
 }
 
 func (b adminBackend) Metrics() http.Handler { return b.rt.MetricsHandler() }
+
+// MCP is the socket's /mcp: the runtime's MCP server as the default
+// process (the socket is the owner's alone, as /v1/call is).
+func (b adminBackend) MCP() http.Handler {
+	srv, err := b.rt.MCPServer()
+	if err != nil {
+		b.rt.log.Warn("agentos: no MCP on the node socket", slog.Any("err", err))
+		return nil
+	}
+	return srv.HTTPHandler(mcpserver.HTTPOptions{Anonymous: b.rt.agent})
+}
 
 func (b adminBackend) Runs() ([]admin.RunSummary, error) {
 	runs, err := b.rt.j.Runs()

@@ -26,6 +26,7 @@ import (
 	"github.com/agentos-run/agentos/driver/mcpdriver"
 	"github.com/agentos-run/agentos/internal/metricsserver"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/mcpserver"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/vfs"
@@ -67,6 +68,10 @@ type Runtime struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	mcpOnce sync.Once
+	mcpSrv  *mcpserver.Server // nil until MCPServer
+	mcpErr  error
 
 	stopRetention func()         // nil until startRetention
 	serving       sync.WaitGroup // Serve's shutdowns still closing connections
@@ -390,6 +395,21 @@ func (rt *Runtime) Call(ctx context.Context, tool string, args json.RawMessage) 
 	return rt.node.Call(ctx, rt.agent, tool, args)
 }
 
+// MCPServer returns the runtime's MCP server (package mcpserver), made on
+// first use: the kernel tools and every registered tool, live, over MCP.
+// The node socket serves it at /mcp as the default process; serve it on
+// stdio with Run(ctx, rt.Agent(), &mcp.StdioTransport{}) or over HTTP with
+// HTTPHandler. Close closes it (first). After Close it is an error.
+func (rt *Runtime) MCPServer() (*mcpserver.Server, error) {
+	rt.mcpOnce.Do(func() {
+		rt.mcpSrv, rt.mcpErr = mcpserver.New(mcpserver.Options{Node: rt.node, Registry: rt.reg, ToolsDir: rt.cfg.Tools(), Logger: rt.log})
+	})
+	if rt.mcpSrv == nil && rt.mcpErr == nil {
+		return nil, mcpserver.ErrClosed
+	}
+	return rt.mcpSrv, rt.mcpErr
+}
+
 // Close stops the runtime in order: every process ends (reason "shutdown")
 // and its tool runs are cancelled, leaving their journal runs resumable;
 // the actor tree stops; the sandbox workers are killed and waited for; the
@@ -408,6 +428,10 @@ func (rt *Runtime) Close() error {
 		}
 		if rt.stopRetention != nil {
 			rt.stopRetention()
+		}
+		rt.mcpOnce.Do(func() {}) // no MCP server after Close
+		if rt.mcpSrv != nil {
+			errs = append(errs, rt.mcpSrv.Close()) // its sessions, and the processes its tokens made
 		}
 		if rt.node != nil {
 			errs = append(errs, rt.node.Close(ctx))

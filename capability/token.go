@@ -32,6 +32,11 @@ const (
 	MCP   Right = "mcp"   // call an MCP server's tool (scope: "server/tool"; "server/" covers its tools)
 )
 
+// Rights lists every right, in a stable order: what a configuration or a
+// command line that names rights accepts. IMPORTANT: a right added above
+// MUST be added here.
+func Rights() []Right { return []Right{Read, Write, Exec, Spawn, SQL, Fetch, LLM, MCP} }
+
 // Grant is a right on every resource that starts with Scope ("" means any).
 // A path scope ending in "/" covers that directory; without it, it covers
 // exactly that resource and the directory of that name ("tools/a" covers

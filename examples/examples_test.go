@@ -57,6 +57,12 @@ var expected = map[string][]string{
 		`replayed 3 tool runs without the token map: all the same as recorded`,
 		"OK: the model moved the data without reading it; only the CRM got the real values",
 	},
+	"mcp-serve": {
+		`notifications/tools/list_changed received`,
+		`finance_interest -> structuredContent {"amount":1628.89}`,
+		`read_file tools/missing.ts -> isError: not_found:`,
+		"OK: listed, written, announced, called, failed as isError",
+	},
 	"supervision-quotas": {
 		`restart warmup (restart 2)`,
 		`the supervisor is still alive`,

@@ -113,6 +113,51 @@ type Registry struct {
 
 	io      sync.Mutex // serialises writes of the file; guards written
 	written []byte     // what the file holds, as far as the registry knows
+
+	watchMu  sync.Mutex // guards watchers and next
+	watchers map[int]func()
+	next     int
+}
+
+// Watch calls fn after every change to the set of tools or to one tool's
+// entry other than its usage count: a Register that added a tool or a new
+// version, a Remove, a Rebuild that changed something. It returns a
+// function that stops the calls. fn runs on the goroutine that made the
+// change, when List, Get and Search answer (a Rebuild may still hold its
+// writers' lock: Register and Remove wait); IMPORTANT: it MUST NOT
+// block (signal a goroutine of its own, e.g. a non-blocking send on a
+// buffered channel) and it is not told what changed: read List.
+//
+// Watch is, like Rebuild and Remove, a method of the registry's owner (an
+// MCP server of the node announcing its tools, see package mcpserver), not
+// a message: what it reports happens on this node's registry.
+func (r *Registry) Watch(fn func()) (stop func()) {
+	r.watchMu.Lock()
+	defer r.watchMu.Unlock()
+	if r.watchers == nil {
+		r.watchers = map[int]func(){}
+	}
+	id := r.next
+	r.next++
+	r.watchers[id] = fn
+	return func() {
+		r.watchMu.Lock()
+		delete(r.watchers, id)
+		r.watchMu.Unlock()
+	}
+}
+
+// changed calls the Watch functions. The caller MUST NOT hold r.mu.
+func (r *Registry) changed() {
+	r.watchMu.Lock()
+	fns := make([]func(), 0, len(r.watchers))
+	for _, fn := range r.watchers {
+		fns = append(fns, fn)
+	}
+	r.watchMu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
 }
 
 // Open returns the registry of the tool root jail: it loads the registry
@@ -316,6 +361,7 @@ func (r *Registry) Register(p string, src []byte) (Tool, error) {
 	out := t.clone()
 	r.mu.Unlock()
 	r.mut.Unlock()
+	defer r.changed()
 	return out, r.persist(false)
 }
 
@@ -344,6 +390,7 @@ func (r *Registry) Remove(p string) error {
 	r.dirty = true
 	r.mu.Unlock()
 	r.mut.Unlock()
+	defer r.changed()
 	return r.persist(false)
 }
 
@@ -459,6 +506,7 @@ func (r *Registry) Rebuild() error {
 		}
 	}
 
+	changed := false
 	r.mu.Lock()
 	for p, t := range next {
 		cur := r.tools[p]
@@ -476,6 +524,9 @@ func (r *Registry) Rebuild() error {
 		if cur == t {
 			continue
 		}
+		if cur == nil || cur.Hash != t.Hash || cur.Version != t.Version || !cur.sameSearch(t) {
+			changed = true
+		}
 		if cur == nil || !cur.sameSearch(t) {
 			r.idx.put(t, r.toolsDir)
 		} else {
@@ -489,9 +540,14 @@ func (r *Registry) Rebuild() error {
 			delete(r.tools, p)
 			r.idx.remove(p)
 			r.dirty = true
+			changed = true
 		}
 	}
 	r.mu.Unlock()
+	if changed {
+		// Readers are free; a Register waits on mut until the Rebuild ends.
+		defer r.changed()
+	}
 
 	r.io.Lock()
 	r.written = raw // compare with what the file holds now

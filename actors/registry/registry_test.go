@@ -733,3 +733,53 @@ func TestConcurrentRegisterSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestWatch: Register (new tool, new version; not the same source again),
+// Remove and a Rebuild that finds a change call the watchers; a stopped
+// watcher is not called.
+func TestWatch(t *testing.T) {
+	rt := newRoot(t)
+	r := rt.open(rt.options())
+	var calls atomic.Int32
+	stop := r.Watch(func() { calls.Add(1) })
+	src := []byte("/** Adds two numbers. */\nexport default function add(a: number, b: number): number { return a + b; }\n")
+	rt.write("tools/add.ts", string(src))
+	if _, err := r.Register("tools/add.ts", src); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.Load(); got != 1 {
+		t.Fatalf("after a new tool: %d calls, want 1", got)
+	}
+	if _, err := r.Register("tools/add.ts", src); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.Load(); got != 1 {
+		t.Fatalf("after the same source again: %d calls, want 1", got)
+	}
+	rt.write("tools/sub.ts", "/** Subtracts. */\nexport default function sub(a: number, b: number): number { return a - b; }\n")
+	if err := r.Rebuild(); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.Load(); got != 2 {
+		t.Fatalf("after a Rebuild finding a new tool: %d calls, want 2", got)
+	}
+	if err := r.Rebuild(); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.Load(); got != 2 {
+		t.Fatalf("after a Rebuild finding nothing new: %d calls, want 2", got)
+	}
+	if err := r.Remove("tools/add.ts"); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.Load(); got != 3 {
+		t.Fatalf("after a Remove: %d calls, want 3", got)
+	}
+	stop()
+	if err := r.Remove("tools/sub.ts"); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.Load(); got != 3 {
+		t.Fatalf("after stop: %d calls, want 3", got)
+	}
+}

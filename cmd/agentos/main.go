@@ -13,6 +13,8 @@
 //	agentos call    [--root DIR] [--json] TOOL ARGS_JSON|-|@FILE a kernel tool, as an LLM calls it
 //	agentos forge   [--root DIR] [--json] SPEC           reuse or forge a tool with the model
 //	agentos serve   [--root DIR] [--metrics ADDR] [--cluster ...] run a node until SIGTERM
+//	agentos serve --mcp | --mcp-http ADDR               ... and serve its tools over MCP (stdio, HTTP)
+//	agentos token   [--root DIR] [--json] [--grant R:S]... [--ttl D] a capability token (MCP over HTTP)
 //	agentos cluster status [--root DIR] [--json]         the serving node's cluster
 //	agentos ps      [--root DIR] [--json]                the serving node's processes
 //	agentos events  [--root DIR] [--json]                the serving node's recent kernel events
@@ -89,7 +91,8 @@ var commands = []command{
 	{"recover", "resume the runs a crash left unfinished", "agentos recover [--root DIR] [--json] [--run ID] [--timeout D]", runRecover},
 	{"call", "call a kernel tool as an LLM would (on the serving node, or a runtime started for it)", "agentos call [--root DIR] [--json] TOOL ARGS_JSON | - | @FILE", runCall},
 	{"forge", "reuse or forge a tool for a spec with the configured model", "agentos forge [--root DIR] [--json] SPEC", runForge},
-	{"serve", "run a node until SIGTERM: processes, actors, journal; every other command goes through it while it serves", "agentos serve [--root DIR] [--metrics ADDR] [--cluster [--cluster-name N] [--cluster-port P] [--health-port P] [--seeds H:P,...] [--etcd URL,...]]", runServe},
+	{"serve", "run a node until SIGTERM: processes, actors, journal; every other command goes through it while it serves", "agentos serve [--root DIR] [--metrics ADDR] [--mcp] [--mcp-http ADDR] [--cluster [--cluster-name N] [--cluster-port P] [--health-port P] [--seeds H:P,...] [--etcd URL,...]]", runServe},
+	{"token", "mint a capability token with the node's signing key, e.g. the bearer token of an MCP client of 'serve --mcp-http'", "agentos token [--root DIR] [--json] [--grant RIGHT[:SCOPE]]... [--ttl D] [--holder NAME]", runToken},
 	{"cluster", "the serving node's cluster: its members, what kinds each hosts, which forges each holds", "agentos cluster status [--root DIR] [--json]", runCluster},
 	{"ps", "the process table of the serving node", "agentos ps [--root DIR] [--json] [--cluster]", runPS},
 	{"events", "the recent kernel events of the serving node", "agentos events [--root DIR] [--json] [--cluster]", runEvents},

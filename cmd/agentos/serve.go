@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,10 +13,16 @@ import (
 )
 
 // runServe runs a node until SIGTERM or SIGINT:
-// agentos serve [--root DIR] [--metrics ADDR].
+// agentos serve [--root DIR] [--metrics ADDR] [--mcp] [--mcp-http ADDR].
 // It shuts down gracefully: running tools are cancelled (their journal runs
 // stay resumable), workers end, the journal closes, the socket is removed.
-func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
+//
+// With --mcp it also speaks MCP on stdin/stdout as the default process
+// (IMPORTANT: stdout is then the protocol's: every other line goes to
+// stderr), and stops when the client closes stdin. With --mcp-http ADDR
+// (or mcp.serve.http_addr) it serves MCP over streamable HTTP at
+// http://ADDR/mcp (docs/MCP-server.md).
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	root := fs.String("root", ".", rootUsage)
 	metrics := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics (overrides metrics_addr)")
@@ -25,6 +32,8 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	healthPort := fs.Int("health-port", -1, "the port of the node's health endpoint, the one the seeds list names (overrides cluster.health_port)")
 	seeds := fs.String("seeds", "", "comma-separated host:port health endpoints of every node, this one included (overrides cluster.seeds)")
 	etcd := fs.String("etcd", "", "comma-separated etcd client URLs: membership through etcd (sets cluster.provider to etcd)")
+	mcpStdio := fs.Bool("mcp", false, "also speak MCP on stdin/stdout as the default process (stdout is then the protocol's; every message goes to stderr); the node stops when the client closes stdin. See docs/MCP-server.md")
+	mcpHTTP := fs.String("mcp-http", "", "also serve MCP over streamable HTTP at http://ADDR/mcp, each request authenticated by a capability token (Authorization: Bearer, see 'agentos token'); overrides mcp.serve.http_addr")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -38,6 +47,15 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	cfg.Root = abs
 	cfg.Logger = cmdLogger(ctx)
+	if *mcpStdio && nodeServes(abs) {
+		// A node serves the root already (it holds the journal): the
+		// client's tools run there, through its socket's /mcp.
+		if *mcpHTTP != "" {
+			return usagef("a node already serves %s: --mcp-http belongs to that node ('agentos serve --mcp-http ADDR' when it starts, or mcp.serve.http_addr)", abs)
+		}
+		fmt.Fprintf(stderr, "a node already serves %s: bridging MCP on stdin/stdout to it through its socket; it stops when the client closes stdin or that node stops\n", abs)
+		return bridgeMCP(ctx, abs)
+	}
 	if *metrics != "" {
 		cfg.MetricsAddr = *metrics
 	}
@@ -69,9 +87,43 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if *etcd != "" {
 		cfg.Cluster.Provider, cfg.Cluster.Etcd.Endpoints = "etcd", strings.Split(*etcd, ",")
 	}
+	if *mcpHTTP != "" {
+		cfg.MCP.Serve.HTTPAddr = *mcpHTTP
+	}
+	if a := cfg.MCP.Serve.HTTPAddr; a != "" {
+		if err := cfg.MCP.Serve.CheckAddr(a); err != nil {
+			return usagef("%v", err)
+		}
+	}
+	if *mcpStdio {
+		// The protocol owns stdout: the banners go to stderr.
+		stdout = stderr
+	}
 	rt, err := agentos.Start(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	var mcpDone <-chan error
+	stopMCP := func() {}
+	if *mcpStdio || cfg.MCP.Serve.HTTPAddr != "" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		if mcpDone, stopMCP, err = serveMCP(ctx, rt, cfg, *mcpStdio, stdout); err != nil {
+			cancel()
+			return errors.Join(err, rt.Close())
+		}
+		go func() {
+			// The stdio client went away (or HTTP failed): the node stops.
+			select {
+			case err := <-mcpDone:
+				if err != nil {
+					cmdLogger(ctx).Error("agentos serve: MCP stopped", "err", err)
+				}
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	for _, r := range rt.Recovered() {
 		fmt.Fprintf(stdout, "recovered run %s (%s): %s\n", r.Run.ID, r.Run.Tool, r.Summary())
@@ -84,6 +136,7 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		fmt.Fprintf(stdout, "metrics at %s\n", u)
 	}
 	serveErr := rt.Serve(ctx)
+	stopMCP() // its sessions and token processes end before the runtime
 	closeErr := rt.Close()
 	if serveErr != nil {
 		return serveErr

@@ -88,6 +88,9 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	// agentos init lays a tool root out before any jail over it can exist.
 	{"internal/scaffold", osFiles, "agentos init: makes the tool root's directories and writes agentos.json (never over an existing file)", ""},
 
+	// agentos as an MCP server: the handler of MCP over streamable HTTP.
+	{"mcpserver", "net/http", "MCP over streamable HTTP: the http.Handler that authenticates bearer capability tokens in front of the MCP SDK's handler; it never listens (cmd/agentos does)", ""},
+
 	// The metrics exposition.
 	{"internal/metricsserver", "net", "the metrics endpoint's TCP listener (metrics_addr)", ""},
 	{"internal/metricsserver", "net/http", "the /metrics endpoint (promhttp over the runtime's own registry)", ""},
@@ -100,6 +103,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	// tool root, and one serves prices on loopback for a tool to fetch.
 	{"examples/cluster-three-nodes", osFiles, "a demonstration program: its temporary tool roots, the upstream, the signing key in the environment", ""},
 	{"examples/cluster-three-nodes", "net", "a demonstration program: picks free loopback ports for the nodes' health endpoints", ""},
+	{"examples/mcp-serve", osFiles, "a demonstration program: its temporary tool root", ""},
 	{"examples/forge-scripted-model", osFiles, "a demonstration program: its temporary tool root", ""},
 	{"examples/replay-debug-patched", osFiles, "a demonstration program: its temporary tool root and the buggy tool's source", ""},
 	{"examples/replay-debug-patched", "net/http", "a demonstration program: an httptest server on loopback for the tool to fetch from", ""},

@@ -45,6 +45,7 @@ func (b kernelBackend) Recover(context.Context, admin.RecoverRequest) (any, erro
 	return nil, &admin.StatusError{Code: http.StatusConflict, Err: errNotHere}
 }
 func (b kernelBackend) Metrics() http.Handler       { return nil }
+func (b kernelBackend) MCP() http.Handler           { return nil }
 func (b kernelBackend) Kernels() []admin.NodeKernel { return nil }
 func (b kernelBackend) Cluster(context.Context) (any, error) {
 	return nil, &admin.StatusError{Code: http.StatusNotFound, Err: errNotHere}

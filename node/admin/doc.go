@@ -16,6 +16,7 @@
 //	GET  /v1/cluster                the node's cluster: every member's status (the runtime's report)
 //	GET  /v1/cluster/ps, /v1/cluster/events  ps and events of every member ([]NodeReply)
 //	GET  /metrics                   Prometheus text (when the runtime owns its metrics)
+//	     /mcp                       MCP over streamable HTTP as the default process (package mcpserver)
 //
 // ps, events and signals are messages to the node's kernel actor (through
 // kernel.Client, Backend.Kernel): the socket is one more sender of the

@@ -48,6 +48,10 @@ type Backend interface {
 	Recover(ctx context.Context, req RecoverRequest) (any, error)
 	// Metrics is the /metrics handler (nil: no /metrics).
 	Metrics() http.Handler
+	// MCP is the handler of MCP over streamable HTTP at /mcp, as the
+	// default process (nil: no /mcp). The socket is its owner's alone, as
+	// /v1/call is: 'agentos serve --mcp' bridges a stdio client to it.
+	MCP() http.Handler
 	// Kernels are the kernel actors of every member of the node's cluster
 	// seen alive, this node's included, for ps and events across the
 	// cluster; nil when the node is in no cluster.
@@ -295,6 +299,9 @@ func mux(ctx context.Context, b Backend) *http.ServeMux {
 	})
 	if h := b.Metrics(); h != nil {
 		m.Handle("GET /metrics", h)
+	}
+	if h := b.MCP(); h != nil {
+		m.Handle("/mcp", h)
 	}
 	return m
 }

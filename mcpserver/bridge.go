@@ -1,0 +1,163 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Bridge serves, on down (e.g. stdin/stdout), the MCP server up reaches
+// (e.g. a serving node's socket, whose /mcp serves HTTPHandler): its tools,
+// kept in step with it (list_changed is relayed), every call forwarded with
+// its progress token, cancellation and confirmation (elicitation) passed
+// through. It returns when either side disconnects (nil) or ctx ends.
+//
+// It is how 'agentos serve --mcp' serves a stdio client on a tool root
+// another 'agentos serve' already serves: the tools run on that node.
+func Bridge(ctx context.Context, up, down mcp.Transport, log *slog.Logger) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	var downSess atomic.Pointer[mcp.ServerSession]
+	resync := make(chan struct{}, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "agentos-bridge", Version: "1"}, &mcp.ClientOptions{
+		// The confirmation of a high-risk tool is passed down as it came.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case resync <- struct{}{}:
+			default:
+			}
+		},
+		// A node asks its (pre-2026-07-28) clients to confirm a high-risk
+		// run with elicitation/create: ask the bridged client.
+		ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			ss := downSess.Load()
+			if ss == nil || !elicits(ss.InitializeParams()) {
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
+			res, err := ss.Elicit(ctx, r.Params)
+			if err != nil {
+				// A 2026-07-28 client cannot be asked in the middle of a
+				// call (it is asked with an input request instead).
+				log.Info("mcp bridge: the client could not be asked to confirm", slog.Any("err", err))
+				return &mcp.ElicitResult{Action: "cancel"}, nil
+			}
+			return res, nil
+		},
+		ProgressNotificationHandler: func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
+			if ss := downSess.Load(); ss != nil {
+				if err := ss.NotifyProgress(ctx, r.Params); err != nil {
+					log.Debug("mcp bridge: a progress notification was not relayed", slog.Any("err", err))
+				}
+			}
+		},
+	})
+	upSess, err := client.Connect(ctx, up, nil)
+	if err != nil {
+		return fmt.Errorf("connecting to the serving node's MCP endpoint: %w", err)
+	}
+	defer upSess.Close()
+	info := upSess.InitializeResult()
+	srv := mcp.NewServer(&mcp.Implementation{Name: info.ServerInfo.Name, Title: info.ServerInfo.Title, Version: info.ServerInfo.Version}, &mcp.ServerOptions{
+		Instructions: info.Instructions,
+		Logger:       log,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	forward := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		p := &mcp.CallToolParams{
+			Name: req.Params.Name, Arguments: req.Params.Arguments,
+			InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState,
+		}
+		// Only the progress token crosses: the rest of _meta is the
+		// client's session with the bridge (its protocol version ...).
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			p.SetProgressToken(tok)
+		}
+		res, err := upSess.CallTool(ctx, p)
+		if err != nil {
+			if ctx.Err() != nil {
+				return failure(KindCancelled, "the call was cancelled"), nil
+			}
+			return failure(KindError, "the serving node did not answer: "+err.Error()), nil
+		}
+		if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
+			if res.InputRequests != nil || (res.IsError && strings.HasPrefix(resultText(res), KindConfirmation+": ")) {
+				return failure(KindConfirmation, fmt.Sprintf("%s needs the user's confirmation (its risk is high or critical), and this client did not declare the elicitation capability; use a client that supports elicitation", req.Params.Name)), nil
+			}
+		}
+		return res, nil
+	}
+	var mu sync.Mutex
+	have := map[string]bool{}
+	relist := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		want := map[string]bool{}
+		for t, err := range upSess.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			want[t.Name] = true
+			srv.AddTool(t, forward) // replaces a changed one
+		}
+		var gone []string
+		for name := range have {
+			if !want[name] {
+				gone = append(gone, name)
+			}
+		}
+		srv.RemoveTools(gone...)
+		have = want
+		return nil
+	}
+	if err := relist(); err != nil {
+		return fmt.Errorf("listing the serving node's tools: %w", err)
+	}
+	downS, err := srv.Connect(ctx, down, nil)
+	if err != nil {
+		return err
+	}
+	defer downS.Close()
+	downSess.Store(downS)
+	ended := make(chan error, 2)
+	go func() { ended <- downS.Wait() }()
+	go func() { ended <- upSess.Wait() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-ended:
+			if err == nil || errors.Is(err, mcp.ErrConnectionClosed) {
+				return nil
+			}
+			return err
+		case <-resync:
+			if err := relist(); err != nil {
+				log.Warn("mcp bridge: relisting the serving node's tools", slog.Any("err", err))
+			}
+		}
+	}
+}
+
+// elicits reports whether a client declared the elicitation capability.
+func elicits(p *mcp.InitializeParams) bool {
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
+}
+
+// resultText is the text of a result's first content.
+func resultText(res *mcp.CallToolResult) string {
+	if len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+			return tc.Text
+		}
+	}
+	return ""
+}

@@ -1,0 +1,15 @@
+package mcpserver_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/internal/leaktest"
+)
+
+func TestMain(m *testing.M) {
+	executor.WorkerMain() // the test binary doubles as the sandbox worker
+	goleak.VerifyTestMain(m, leaktest.Options...)
+}

@@ -1,0 +1,325 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/node"
+)
+
+// DefaultProgressInterval is how often a long call reports progress when
+// Options.ProgressInterval is 0.
+const DefaultProgressInterval = time.Second
+
+// Options configure a Server. Node and Registry are REQUIRED; the zero
+// value of the others means sensible defaults.
+type Options struct {
+	// Node runs the tools (REQUIRED).
+	Node *node.Node
+	// Registry is the node's tool registry, watched for changes (REQUIRED).
+	Registry *registry.Registry
+	// ToolsDir is the tools directory, stripped from a registered tool's
+	// path to name it (default "tools").
+	ToolsDir string
+	// Name and Version are the server's implementation in initialize
+	// (default "agentos" and "dev").
+	Name, Version string
+	// Instructions are sent to clients in initialize (default: a short
+	// guide to the tools).
+	Instructions string
+	// ProgressInterval is how often a long call reports progress (0:
+	// DefaultProgressInterval).
+	ProgressInterval time.Duration
+	// Logger receives the server's logs (nil: slog.Default()). IMPORTANT:
+	// over stdio it MUST NOT write to stdout, the protocol's stream.
+	Logger *slog.Logger
+}
+
+// Server serves a node's tools over MCP: one mcp.Server per process (For),
+// kept in step with the registry. It is safe for concurrent use.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	closed  bool
+	bound   map[kernel.PID]*bound      // the MCP server of each process
+	byToken map[string]*kernel.Process // HTTP: the process of each token id
+	tools   map[string]registry.Tool   // the registered tools by MCP name
+	spawned []*kernel.Process          // the processes HTTP tokens made
+
+	sessMu   sync.Mutex
+	sessions map[string]kernel.PID // HTTP: the process of each session id
+
+	stopWatch func()
+	wake      chan struct{} // the registry changed (buffered: one pending wake)
+	stop      chan struct{} // closed by Close
+	done      chan struct{} // closed when follow returns
+}
+
+// bound is the MCP server of one process and the registered tools it
+// offers (MCP name -> content hash).
+type bound struct {
+	p    *kernel.Process
+	srv  *mcp.Server
+	regs map[string]string
+}
+
+// New returns a Server of opts.Node's tools and starts watching the
+// registry. Close it.
+func New(opts Options) (*Server, error) {
+	if opts.Node == nil || opts.Registry == nil {
+		return nil, fmt.Errorf("%w: Options.Node and Options.Registry are required (the runtime's Node() and Registry())", ErrOptions)
+	}
+	if opts.ToolsDir == "" {
+		opts.ToolsDir = registry.DefaultToolsDir
+	}
+	if opts.Name == "" {
+		opts.Name = "agentos"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.Instructions == "" {
+		opts.Instructions = defaultInstructions
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = DefaultProgressInterval
+	}
+	s := &Server{
+		opts: opts, log: opts.Logger,
+		bound: map[kernel.PID]*bound{}, byToken: map[string]*kernel.Process{}, sessions: map[string]kernel.PID{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.tools = registeredTools(opts.Registry.List(), opts.ToolsDir)
+	s.stopWatch = opts.Registry.Watch(func() {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	})
+	go s.follow()
+	return s, nil
+}
+
+const defaultInstructions = "agentos: a sandboxed TypeScript tool runtime. search_tools finds a registered tool, exec_tool runs one (each registered tool is also its own MCP tool), forge_tool writes and registers a new one; write_file/patch_file edit tools under tools/, check_tool checks one. Every run is journaled and replayable."
+
+// follow keeps every process's MCP tools in step with the registry until
+// Close.
+func (s *Server) follow() {
+	defer close(s.done)
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
+		s.tools = registeredTools(s.opts.Registry.List(), s.opts.ToolsDir)
+		s.dropEndedLocked()
+		for _, b := range s.bound {
+			s.syncLocked(b)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// For returns the MCP server bound to p (made on first use): serve it on
+// any transport (Run, or mcp.Server.Connect). Its tools run as p.
+func (s *Server) For(p *kernel.Process) (*mcp.Server, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if b, ok := s.bound[p.PID()]; ok {
+		return b.srv, nil
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Title: "agentos", Version: s.opts.Version}, &mcp.ServerOptions{
+		Instructions: s.opts.Instructions,
+		Logger:       s.log,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		GetSessionID: func() string { return s.newSession(p.PID()) },
+	})
+	kt, err := s.opts.Node.Tools(p)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range kt {
+		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters}, s.logged(p, s.kernelHandler(p, t)))
+	}
+	b := &bound{p: p, srv: srv, regs: map[string]string{}}
+	s.syncLocked(b)
+	s.bound[p.PID()] = b
+	return srv, nil
+}
+
+// Run serves p's MCP server on t until the client disconnects (nil) or
+// ctx ends (ctx's error), e.g. Run(ctx, rt.Agent(), &mcp.StdioTransport{}).
+func (s *Server) Run(ctx context.Context, p *kernel.Process, t mcp.Transport) error {
+	srv, err := s.For(p)
+	if err != nil {
+		return err
+	}
+	ss, err := srv.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-ended
+		return ctx.Err()
+	case err := <-ended:
+		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, mcp.ErrConnectionClosed) {
+			s.log.Debug("mcp: the client disconnected", slog.Any("pid", p.PID()))
+			return nil
+		}
+		return err
+	}
+}
+
+// syncLocked adds, replaces and removes b's registered tools to match
+// s.tools (s.mu held): each change makes the SDK send list_changed.
+func (s *Server) syncLocked(b *bound) {
+	want := map[string]registry.Tool{}
+	for name, t := range s.tools {
+		if b.p.Covers(capability.Exec, t.Path) {
+			want[name] = t
+		}
+	}
+	var gone []string
+	for name := range b.regs {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+			delete(b.regs, name)
+		}
+	}
+	if len(gone) > 0 {
+		b.srv.RemoveTools(gone...)
+	}
+	for name, t := range want {
+		if b.regs[name] == t.Hash {
+			continue
+		}
+		b.srv.AddTool(registeredTool(name, t), s.logged(b.p, s.registeredHandler(b.p, t)))
+		b.regs[name] = t.Hash
+	}
+}
+
+// dropEndedLocked forgets the servers of processes that ended (a token's
+// process killed with 'agentos kill'), closing their sessions (s.mu held).
+func (s *Server) dropEndedLocked() {
+	for pid, b := range s.bound {
+		if _, ended := b.p.Reason(); ended {
+			delete(s.bound, pid)
+			for ss := range b.srv.Sessions() {
+				go ss.Close() // not under s.mu: a closing session may call back
+			}
+		}
+	}
+}
+
+// Close stops following the registry, closes every session, and ends the
+// processes the HTTP tokens made. It is idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	bound := maps.Clone(s.bound)
+	spawned := s.spawned
+	s.mu.Unlock()
+	s.stopWatch()
+	close(s.stop)
+	<-s.done
+	for _, b := range bound {
+		for ss := range b.srv.Sessions() {
+			_ = ss.Close()
+		}
+	}
+	for _, p := range spawned {
+		_ = p.Kernel().Kill(p.PID(), "mcp server closed")
+	}
+	return nil
+}
+
+// logged logs every call of h at Debug when it ends: the tool, the
+// process, and the error kind of a failed one ("cancelled" for a call the
+// client cancelled, whose answer it no longer reads).
+func (s *Server) logged(p *kernel.Process, h mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := h(ctx, req)
+		if res != nil && res.InputRequests != nil {
+			return res, err // asking for confirmation; the call goes on when answered
+		}
+		kind := ""
+		if res != nil && res.IsError {
+			kind = KindError
+			if k, _, ok := strings.Cut(resultText(res), ": "); ok {
+				kind = k // failure's "<kind>: <message>"
+			}
+		}
+		s.log.Debug("mcp: tool call ended", slog.String("tool", req.Params.Name), slog.Any("pid", p.PID()), slog.String("error_kind", kind))
+		return res, err
+	}
+}
+
+// newSession returns a new session id of pid's server and records whose it
+// is, so that HTTP requests of another token cannot use it; it forgets the
+// ids of the sessions that ended.
+func (s *Server) newSession(pid kernel.PID) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	live := map[string]bool{}
+	s.mu.Lock()
+	for _, b := range s.bound {
+		for ss := range b.srv.Sessions() {
+			live[ss.ID()] = true
+		}
+	}
+	s.mu.Unlock()
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	for old := range s.sessions {
+		if !live[old] {
+			delete(s.sessions, old)
+		}
+	}
+	s.sessions[id] = pid
+	return id
+}
+
+// sessionOf returns the process whose session id is, if known.
+func (s *Server) sessionOf(id string) (kernel.PID, bool) {
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	pid, ok := s.sessions[id]
+	return pid, ok
+}
