@@ -19,6 +19,7 @@ import (
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/pii"
 )
 
 // DefaultProgressInterval is how often a long call reports progress when
@@ -47,6 +48,11 @@ type Options struct {
 	// Logger receives the server's logs (nil: slog.Default()). IMPORTANT:
 	// over stdio it MUST NOT write to stdout, the protocol's stream.
 	Logger *slog.Logger
+	// PII is the tool root's tokenizer (nil: nothing is tokenized). An MCP
+	// client is a model's host, so every result and error it receives is
+	// tokenized, and exec_sql's arguments are restored where pii.restore_to
+	// allows sql, exactly as for an agent's model (agent.CallTool).
+	PII *pii.Tokenizer
 }
 
 // Server serves a node's tools over MCP: one mcp.Server per process (For),

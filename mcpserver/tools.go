@@ -18,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/agent"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/node"
 )
@@ -121,6 +122,7 @@ func registeredTool(name string, t registry.Tool) *mcp.Tool {
 
 // kernelHandler runs the kernel tool t as p.
 func (s *Server) kernelHandler(p *kernel.Process, t node.Tool) mcp.ToolHandler {
+	t = s.tokenized(t)
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.Params.Arguments
 		switch t.Name {
@@ -148,6 +150,20 @@ func (s *Server) kernelHandler(p *kernel.Process, t node.Tool) mcp.ToolHandler {
 	}
 }
 
+// tokenized is t whose results and errors are tokenized on their way to
+// the client (Options.PII), through the one door from the kernel tools to
+// a model, agent.CallTool.
+func (s *Server) tokenized(t node.Tool) node.Tool {
+	if s.opts.PII == nil {
+		return t
+	}
+	call := t
+	t.Call = func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+		return agent.CallTool(ctx, call, args, s.opts.PII)
+	}
+	return t
+}
+
 // registeredHandler runs the registered tool t as p: exec_tool of its
 // path with the call's arguments.
 func (s *Server) registeredHandler(p *kernel.Process, t registry.Tool) mcp.ToolHandler {
@@ -166,8 +182,11 @@ func (s *Server) registeredHandler(p *kernel.Process, t registry.Tool) mcp.ToolH
 		if err != nil {
 			return failure(KindInvalidArgs, "the arguments must be a JSON object: "+err.Error()), nil
 		}
+		exec := s.tokenized(node.Tool{Name: "exec_tool", Call: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+			return s.opts.Node.Call(ctx, p, "exec_tool", args)
+		}})
 		return s.long(ctx, req, t.Path, func(ctx context.Context) *mcp.CallToolResult {
-			out, err := s.opts.Node.Call(ctx, p, "exec_tool", call)
+			out, err := exec.Call(ctx, call)
 			return execResultOf(out, err, true)
 		}), nil
 	}
