@@ -28,7 +28,7 @@ type MCPConfig struct {
 // an offline replay needs it.
 var MCPCacheDir = filepath.Join(StateDir, "mcp")
 
-// MCPServerConfig is one upstream MCP server (docs/MCP-client.md): either a
+// MCPServerConfig is one upstream MCP server (docs/MCP.md): either a
 // program spoken to over stdio (Command) or a streamable HTTP endpoint
 // (URL). IMPORTANT: secrets never go in the file: Env and TokenEnv name
 // environment variables.
@@ -77,7 +77,7 @@ func (c Config) validateMCPServers(path string) error {
 }
 
 // MCPServeConfig configures `agentos serve --mcp` and `--mcp-http`
-// (docs/MCP-server.md). The zero value: no HTTP endpoint unless the flag
+// (docs/MCP.md). The zero value: no HTTP endpoint unless the flag
 // asks, and every HTTP request needs a capability token.
 type MCPServeConfig struct {
 	// HTTPAddr, when set (e.g. "127.0.0.1:8765"), makes `agentos serve`

@@ -16,7 +16,7 @@ import (
 	"github.com/agentos-run/agentos/pii"
 )
 
-// PIIConfig configures PII tokenization (docs/MCP-pii.md): personal data in
+// PIIConfig configures PII tokenization (docs/MCP.md): personal data in
 // what drivers return is replaced by stable tokens before it can reach a
 // model, and restored only on the way out to a driver allowed to see it.
 // The zero value is off: nothing is detected, nothing is wrapped.

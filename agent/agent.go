@@ -21,7 +21,7 @@
 // With a pii.Tokenizer (Options.PII, ProcessOptions.PII), the model is
 // sent tokens in place of personal data: the task, every tool result and
 // error (CallTool), every chat request (pii.Tokenizer.ModelMiddleware,
-// above the journal). See docs/MCP-pii.md.
+// above the journal). See docs/MCP.md.
 //
 // # Failure
 //
@@ -73,7 +73,7 @@ type Options struct {
 	Charge func(llm.Usage) error
 	// PII tokenizes every tool result and error before it goes back to
 	// the model (and into Result), and restores the model's exec_sql
-	// arguments when pii.restore_to covers "sql" (see docs/MCP-pii.md).
+	// arguments when pii.restore_to covers "sql" (see docs/MCP.md).
 	// nil: nothing is tokenized.
 	PII *pii.Tokenizer
 }

@@ -1,7 +1,7 @@
 // Package mcpserver serves a node's tools over the Model Context Protocol,
 // with the official Go SDK (github.com/modelcontextprotocol/go-sdk/mcp):
 // `agentos serve --mcp` (stdio) and `agentos serve --mcp-http ADDR`
-// (streamable HTTP at /mcp). docs/MCP-server.md is the user's guide.
+// (streamable HTTP at /mcp). docs/MCP.md is the user's guide.
 //
 // # Tools
 //

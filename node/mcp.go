@@ -12,7 +12,7 @@ import (
 	"github.com/agentos-run/agentos/driver/mcpdriver"
 )
 
-// The MCP servers' tools as files (docs/MCP-client.md): list_files and
+// The MCP servers' tools as files (docs/MCP.md): list_files and
 // read_file serve the generated modules under /mcp (mcpdriver.Mount), and
 // search_tools ranks the MCP tools with the registered ones. Only what the
 // process may call is shown: a tool needs the mcp right on

@@ -1,7 +1,7 @@
 // Package pii replaces personal data (e-mail addresses, phone numbers,
 // names from a list, custom patterns) by stable tokens before it can reach
 // a model, and restores the real values only on the way out to a driver
-// allowed to see them (docs/MCP-pii.md).
+// allowed to see them (docs/MCP.md).
 //
 // # Tokens
 //

@@ -21,7 +21,7 @@ import (
 // (IMPORTANT: stdout is then the protocol's: every other line goes to
 // stderr), and stops when the client closes stdin. With --mcp-http ADDR
 // (or mcp.serve.http_addr) it serves MCP over streamable HTTP at
-// http://ADDR/mcp (docs/MCP-server.md).
+// http://ADDR/mcp (docs/MCP.md).
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	root := fs.String("root", ".", rootUsage)
@@ -32,7 +32,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	healthPort := fs.Int("health-port", -1, "the port of the node's health endpoint, the one the seeds list names (overrides cluster.health_port)")
 	seeds := fs.String("seeds", "", "comma-separated host:port health endpoints of every node, this one included (overrides cluster.seeds)")
 	etcd := fs.String("etcd", "", "comma-separated etcd client URLs: membership through etcd (sets cluster.provider to etcd)")
-	mcpStdio := fs.Bool("mcp", false, "also speak MCP on stdin/stdout as the default process (stdout is then the protocol's; every message goes to stderr); the node stops when the client closes stdin. See docs/MCP-server.md")
+	mcpStdio := fs.Bool("mcp", false, "also speak MCP on stdin/stdout as the default process (stdout is then the protocol's; every message goes to stderr); the node stops when the client closes stdin. See docs/MCP.md")
 	mcpHTTP := fs.String("mcp-http", "", "also serve MCP over streamable HTTP at http://ADDR/mcp, each request authenticated by a capability token (Authorization: Bearer, see 'agentos token'); overrides mcp.serve.http_addr")
 	pos, err := parseFlags(fs, args)
 	if err != nil {

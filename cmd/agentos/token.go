@@ -87,7 +87,7 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return fprintJSON(stdout, tokenReply{Token: tok.Encode(), ID: tok.ID, Holder: tok.Holder, Grants: tok.Grants, Expires: c.NotAfter})
 	}
 	fmt.Fprintln(stdout, tok.Encode())
-	fmt.Fprintf(stderr, "token %s for %s grants %s; send it as \"Authorization: Bearer <token>\" to 'agentos serve --mcp-http' (docs/MCP-server.md)\n", tok.ID, tok.Holder, describeGrants(grants))
+	fmt.Fprintf(stderr, "token %s for %s grants %s; send it as \"Authorization: Bearer <token>\" to 'agentos serve --mcp-http' (docs/MCP.md)\n", tok.ID, tok.Holder, describeGrants(grants))
 	return nil
 }
 

@@ -1,7 +1,7 @@
 // Package mcpdriver is the mcp driver: the MCP servers configured in
 // agentos.json (mcp.servers) as a device tools reach through the journal,
 // and their tools as generated TypeScript modules under /mcp (the
-// code-execution-with-MCP pattern, docs/MCP-client.md).
+// code-execution-with-MCP pattern, docs/MCP.md).
 //
 // # Protocol
 //

@@ -1,4 +1,4 @@
-// Command mcp-tools-as-code shows MCP servers as code (docs/MCP-client.md):
+// Command mcp-tools-as-code shows MCP servers as code (docs/MCP.md):
 // an MCP server built with the official Go SDK serves an issue tracker on
 // loopback (streamable HTTP); agentos is configured to use it
 // (mcp.servers.tracker); the agent discovers its tools as files
