@@ -33,17 +33,19 @@ type Tool struct {
 	// Tags come from the JSDoc's @tag lines ("@tag finance, reports"),
 	// lowercased, in order, without duplicates.
 	Tags []string `json:"tags,omitempty"`
-	// Hash is the content hash of the source (transpile.Hash).
-	Hash string `json:"hash"`
+	// Hash is the content hash of the source (transpile.Hash). Hash,
+	// Version, Created and Updated are left out of the JSON of a tool that
+	// is not registered (an MCP server's tool in a search's hits).
+	Hash string `json:"hash,omitempty"`
 	// Version is 1 when the tool is first registered and grows by one each
 	// time its hash changes.
-	Version int `json:"version"`
+	Version int `json:"version,omitempty"`
 	// Usage counts the tool's uses (Used).
 	Usage int `json:"usage"`
 	// Created is when the tool was first registered, Updated when its hash
 	// last changed (UTC).
-	Created time.Time `json:"created"`
-	Updated time.Time `json:"updated"`
+	Created time.Time `json:"created,omitzero"`
+	Updated time.Time `json:"updated,omitzero"`
 }
 
 // Hit is one search result.
