@@ -299,13 +299,7 @@ func (r *Registry) Search(query string, limit int) []Hit {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	ms := r.idx.search(query, limit)
-	hits := make([]Hit, 0, len(ms))
-	for _, m := range ms {
-		t := r.tools[r.idx.docs[m.doc].path]
-		hits = append(hits, Hit{Tool: t.clone(), Score: m.score})
-	}
-	return hits
+	return r.idx.hits(query, limit, func(path string) Tool { return r.tools[path].clone() })
 }
 
 // Register registers the tool at path (relative to the tool root) with

@@ -387,11 +387,16 @@ func (i *Index) Search(query string, limit int) []Hit {
 	}
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	ms := i.x.search(query, limit)
+	return i.x.hits(query, limit, func(path string) Tool { t := i.tools[path]; return t.clone() })
+}
+
+// hits returns the best limit documents for query as Hits, each tool a
+// copy that tool (the caller's, under its lock) makes of the one at path.
+func (x *index) hits(query string, limit int, tool func(path string) Tool) []Hit {
+	ms := x.search(query, limit)
 	hits := make([]Hit, 0, len(ms))
 	for _, m := range ms {
-		t := i.tools[i.x.docs[m.doc].path]
-		hits = append(hits, Hit{Tool: t.clone(), Score: m.score})
+		hits = append(hits, Hit{Tool: tool(x.docs[m.doc].path), Score: m.score})
 	}
 	return hits
 }
