@@ -133,6 +133,32 @@ func TestMCPToolsAsCode(t *testing.T) {
 		t.Fatalf("refused calls reached the server %d times", got)
 	}
 
+	// Quota: each mcp call is one tool call, charged to the caller like a
+	// kernel tool call; the exec_tool that runs the tool is one more.
+	mcpAll := capability.Grant{Right: capability.MCP, Scope: "tracker/"}
+	metered, err := rt.Kernel().Spawn(func(ctx context.Context, _ *kernel.Process) error { <-ctx.Done(); return nil }, kernel.SpawnOptions{Grants: []capability.Grant{exec, read, mcpAll}, Quota: capability.Limits{capability.ToolCalls: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := metered.Account().Used(capability.ToolCalls)
+	if res := mcpExec(t, rt, metered, "tools/file_bug.ts", map[string]string{"title": "x"}); !res.Success {
+		t.Fatalf("file_bug as a metered process: %+v", res.Error)
+	}
+	if got := metered.Account().Used(capability.ToolCalls) - used; got != 4 {
+		t.Fatalf("exec_tool of a tool making 3 mcp calls charged %v tool_calls, want 4 (1 + 3)", got)
+	}
+	// A quota that covers the exec_tool and one mcp call: the second call
+	// is refused before it reaches the server.
+	tight, err := rt.Kernel().Spawn(func(ctx context.Context, _ *kernel.Process) error { <-ctx.Done(); return nil }, kernel.SpawnOptions{Grants: []capability.Grant{exec, read, mcpAll}, Quota: capability.Limits{capability.ToolCalls: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = mcptest.Calls.Load()
+	res3 := mcpExec(t, rt, tight, "tools/file_bug.ts", map[string]string{"title": "x"})
+	if res3.Success || mcptest.Calls.Load()-before != 1 {
+		t.Fatalf("a tool over its tool_calls quota: %+v %+v, the server saw %d calls, want 1", res3.Result, res3.Error, mcptest.Calls.Load()-before)
+	}
+
 	// Progressive disclosure through the kernel tools.
 	agent := rt.Agent()
 	if out, err := kcall(t, rt, agent, "list_files", map[string]string{"dir": "/mcp"}); err != nil || string(out) != `["/mcp/tracker/"]` {

@@ -68,6 +68,7 @@ const (
 	CodeUnsupported = "unsupported"      // no such driver or operation
 	CodeIO          = "io"               // the device failed
 	CodeUnavailable = "unavailable"      // the device cannot answer now (e.g. run ended)
+	CodeQuota       = "quota"            // the caller's quota refused the call's cost
 	// CodeAbort ends the whole run instead of failing one call: the tool
 	// cannot catch it. The journal uses it when a replay diverges.
 	CodeAbort = "abort_run"

@@ -165,7 +165,7 @@ func Boot(opts Options) (*Node, error) {
 		Children: []supervisor.ChildSpec{
 			{Name: "kernel", Props: kernel.Props(k)},
 			{Name: "executor", Props: executor.Props(opts.Executor, executor.ActorOptions{
-				Journal: opts.Journal, Authority: k.Authority(), RequireCaller: true, OnRefused: n.onRefused,
+				Journal: opts.Journal, Authority: k.Authority(), RequireCaller: true, OnRefused: n.onRefused, Charge: n.chargeCaller,
 			})},
 			{Name: "registry", Props: registry.Props(opts.Registry)},
 			// The git actor registers every write with the registry actor
@@ -247,6 +247,16 @@ func Boot(opts Options) (*Node, error) {
 // exactly like a refused kernel check (counted by agentos.kernel.refusals).
 func (n *Node) onRefused(r executor.Refusal) {
 	n.KernelClient().Refused(kernel.PID(r.PID), r.Right, r.Resource, r.Err)
+}
+
+// chargeCaller charges a tool run's caller for its metered driver calls
+// (executor.ActorOptions.Charge): on this node's kernel, or on its home
+// node's when the run was placed here from another node.
+func (n *Node) chargeCaller(ctx context.Context, home string, pid uint64, m capability.Meter, amount float64) error {
+	if home == "" {
+		return kernelCharger{n}.Charge(ctx, pid, m, amount)
+	}
+	return kernelCharger{n}.ChargeAt(ctx, home, pid, m, amount)
 }
 
 // kernelCharger charges a forge's model usage to the process it works for,

@@ -34,6 +34,12 @@ type ActorOptions struct {
 	// a require, a driver call), from the run's goroutine; nil: none is
 	// reported. The node logs them as kernel "refused" events.
 	OnRefused func(Refusal)
+	// Charge charges a run's caller (the process pid, living on the node
+	// at home, "" for this one) for the driver calls that cost quota: each
+	// mcp call is one capability.ToolCalls, as a kernel tool call is (see
+	// chargeDrivers). nil: such calls are not charged. The node's sends a
+	// Charge message to the kernel actor of the caller's home node.
+	Charge func(ctx context.Context, home string, pid uint64, m capability.Meter, amount float64) error
 }
 
 // tombstones bounds how many Cancels of runs that have not arrived (or
@@ -227,6 +233,12 @@ func (s *actorState) asCaller(req *Request, c *pb.Caller) error {
 	r := tokenRights{held: held, caller: Caller{PID: c.GetPid(), Name: c.GetName(), Holder: c.GetHolder()}, onRefused: s.opts.OnRefused}
 	req.Rights = r
 	req.Middleware = append(req.Middleware, checkDrivers(r.check))
+	if s.opts.Charge != nil {
+		home, pid := c.GetHome(), c.GetPid()
+		req.Middleware = append(req.Middleware, chargeDrivers(func(ctx context.Context, m capability.Meter, amount float64) error {
+			return s.opts.Charge(ctx, home, pid, m, amount)
+		}))
+	}
 	jc := &journal.Caller{Process: c.GetName(), Grants: tok.Grants}
 	if jc.Process == "" {
 		jc.Process = fmt.Sprint(c.GetPid())

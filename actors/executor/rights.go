@@ -143,3 +143,23 @@ func checkDrivers(check func(capability.Right, string) error) driver.Middleware 
 		})
 	}
 }
+
+// chargeDrivers charges the caller, call by call, for the driver calls that
+// cost quota: an mcp call is a tool call of another server's tool, so it
+// costs one capability.ToolCalls like a kernel tool call (a run's fetch
+// and sql calls are paid by its exec_tool). It sits below checkDrivers: a
+// call refused for a right costs nothing more; a call the quota refuses is
+// not made, and the tool sees a "quota" error it can catch (journaled like
+// any answer, so a replay charges nothing).
+func chargeDrivers(charge func(context.Context, capability.Meter, float64) error) driver.Middleware {
+	return func(next driver.Host) driver.Host {
+		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+			if c.Driver == mcpdriver.Name {
+				if err := charge(ctx, capability.ToolCalls, 1); err != nil {
+					return nil, driver.Errorf(driver.CodeQuota, "%s.%s refused: %v", c.Driver, c.Op, err)
+				}
+			}
+			return next.Do(ctx, c)
+		})
+	}
+}
