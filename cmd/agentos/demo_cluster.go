@@ -167,7 +167,12 @@ func runDemoCluster(ctx context.Context, dir string, asJSON bool, stdout io.Writ
 			return err
 		}
 		if err := demoClusterConfig(n.root, map[string]any{
-			"llm":                      map[string]any{"base_url": model.URL(), "model": "scripted", "forge_attempts": 3},
+			"llm": map[string]any{"base_url": model.URL(), "model": "scripted", "forge_attempts": 3},
+			// The slugify tests spin on purpose (the kill lands while they
+			// run): on a loaded machine they must not hit the 5 s default,
+			// or the good answer fails as a timeout and the forge asks the
+			// model a fourth time, which the script does not have.
+			"limits":                   map[string]any{"timeout": "60s"},
 			"capability":               map[string]any{"signing_key_env": "AGENTOS_DEMO_CAPABILITY_KEY"},
 			"journal_postgres_dsn_env": "AGENTOS_DEMO_JOURNAL",
 			"journal_lease":            "3s",
