@@ -71,6 +71,21 @@ func TestMCPContextMeasure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// ...or one brief search (path, name, summary, score: the epic's
+	// searchTools shape), the module read giving the types.
+	brief, err := rt.Call(context.Background(), "search_tools", json.RawMessage(`{"query":"`+task+`","detail":"brief"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var briefHits []struct {
+		Path    string `json:"path"`
+		Summary string `json:"summary"`
+	}
+	_ = json.Unmarshal(brief, &briefHits)
+	if len(briefHits) != len(hits) || briefHits[0].Path != hits[0].Path || briefHits[0].Summary == "" || strings.Contains(string(brief), `"parameters"`) {
+		t.Fatalf("a brief search differs from the full one but for its detail: %s", brief)
+	}
+	filesBrief := len(kernelJSON) + len(brief) + len(module)
 	files := len(kernelJSON) + len(search) + len(module)
 	files3 := len(kernelJSON) + len(search3) + len(module)
 	if files >= len(classicJSON) {
@@ -91,6 +106,9 @@ func TestMCPContextMeasure(t *testing.T) {
 		row("files: one search_tools answer with limit 3", len(search3)),
 		row("files + search (limit 3): total", files3),
 		fmt.Sprintf("| %-58s | %7.1f%% |         |", "reduction (limit 3)", 100*(1-float64(files3)/float64(len(classicJSON)))),
+		row("files: one search_tools answer with detail brief (10 hits)", len(brief)),
+		row("files + brief search: total", filesBrief),
+		fmt.Sprintf("| %-58s | %7.1f%% |         |", "reduction (brief)", 100*(1-float64(filesBrief)/float64(len(classicJSON)))),
 	}
 	t.Log("\n" + strings.Join(table, "\n"))
 }

@@ -96,8 +96,9 @@ type execSQLArgs struct {
 }
 
 type searchToolsArgs struct {
-	Query string      `json:"query" jsonschema:"What the tool should do, in words, e.g. compound interest calculator."`
-	Limit searchLimit `json:"limit,omitempty" jsonschema:"How many results at most (default 10)."`
+	Query  string       `json:"query" jsonschema:"What the tool should do, in words, e.g. compound interest calculator."`
+	Limit  searchLimit  `json:"limit,omitempty" jsonschema:"How many results at most (default 10)."`
+	Detail searchDetail `json:"detail,omitempty" jsonschema:"'full' (default): each result with its parameters' JSON Schema, tags and usage; 'brief': only path, name, a one-line summary and score (read_file the path for the rest)."`
 }
 
 type forgeToolArgs struct {
@@ -121,6 +122,9 @@ func (s *sqlParams) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// searchDetail is search_tools' detail: "full" (or "") or "brief".
+type searchDetail string
+
 // searchLimit is search_tools' limit: between minSearchLimit and
 // maxSearchLimit, or 0 for defaultSearchLimit.
 type searchLimit int
@@ -139,6 +143,7 @@ var argTypeSchemas = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[json.RawMessage](): {Type: "object"},
 	reflect.TypeFor[sqlParams]():       {Types: []string{"array", "object"}},
 	reflect.TypeFor[searchLimit]():     {Type: "integer", Minimum: jsonschema.Ptr[float64](minSearchLimit), Maximum: jsonschema.Ptr[float64](maxSearchLimit)},
+	reflect.TypeFor[searchDetail]():    {Type: "string", Enum: []any{"full", "brief"}},
 }
 
 var toolDefs = []toolDef{
@@ -180,7 +185,7 @@ var toolDefs = []toolDef{
 	},
 	{
 		name: "search_tools",
-		desc: "Search the registered tools by what they do. Returns the best matches first, each with {path, name, description, parameters, tags, usage, score}; a score near 1 means the tool fits: reuse it instead of writing a new one.",
+		desc: "Search the registered tools (and the MCP servers' tools under /mcp) by what they do. Returns the best matches first, each with {path, name, description, parameters, tags, usage, score}, or with detail 'brief' only {path, name, summary, score}; a score near 1 means the tool fits: reuse it instead of writing a new one.",
 		args: reflect.TypeFor[searchToolsArgs](),
 		call: (*Node).searchTools,
 	},
@@ -605,6 +610,9 @@ func (n *Node) searchTools(ctx context.Context, p *kernel.Process, args json.Raw
 	if strings.TrimSpace(a.Query) == "" {
 		return nil, fmt.Errorf("%w: the query is empty; say what the tool should do", ErrInvalidArgs)
 	}
+	if a.Detail != "" && a.Detail != "full" && a.Detail != "brief" {
+		return nil, fmt.Errorf("%w: detail %q: use \"full\" (the default) or \"brief\"", ErrInvalidArgs, clip.Text(string(a.Detail)))
+	}
 	// The results are the tools the process may read, and the MCP tools
 	// it may call; a process that may do neither is refused (and the
 	// refusal logged).
@@ -638,7 +646,37 @@ func (n *Node) searchTools(ctx context.Context, p *kernel.Process, args json.Raw
 		sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
 		hits = hits[:min(limit, len(hits))]
 	}
+	if a.Detail == "brief" {
+		return briefHits(hits), nil
+	}
 	return hits, nil
+}
+
+// BriefHit is a search_tools result with detail "brief": what an agent
+// needs to choose a tool, progressive disclosure's first step; read_file
+// of Path gives its types and documentation.
+type BriefHit struct {
+	Path    string  `json:"path"`
+	Name    string  `json:"name"`
+	Summary string  `json:"summary"`
+	Score   float64 `json:"score"`
+}
+
+// briefSummaryRunes bounds a brief hit's summary.
+const briefSummaryRunes = 120
+
+// briefHits is hits with detail "brief": each description cut to its
+// first line, at most briefSummaryRunes runes.
+func briefHits(hits []SearchHit) []BriefHit {
+	out := make([]BriefHit, len(hits))
+	for i, h := range hits {
+		sum, _, _ := strings.Cut(strings.TrimSpace(h.Description), "\n")
+		if r := []rune(sum); len(r) > briefSummaryRunes {
+			sum = string(r[:briefSummaryRunes-1]) + "…"
+		}
+		out[i] = BriefHit{Path: h.Path, Name: h.Name, Summary: sum, Score: h.Score}
+	}
+	return out
 }
 
 // ExecResult is exec_tool's result: the run's result and its journal id.
