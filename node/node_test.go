@@ -404,4 +404,14 @@ func TestSearchToolsScope(t *testing.T) {
 	if _, err := call(t, n, writer, "search_tools", `{"query":"  "}`); !errors.Is(err, node.ErrInvalidArgs) {
 		t.Fatalf("empty query: %v", err)
 	}
+	// detail "brief": the same hits, each only path, name, summary, score.
+	var brief []node.BriefHit
+	out := mustCall(t, n, mathOnly, "search_tools", `{"query":"add numbers","detail":"brief"}`)
+	_ = json.Unmarshal(out, &brief)
+	if len(brief) != 1 || brief[0].Path != "tools/math/sum.ts" || brief[0].Summary != "Adds numbers together." || brief[0].Score <= 0 || strings.Contains(string(out), "parameters") {
+		t.Fatalf("a brief search: %s", out)
+	}
+	if _, err := call(t, n, writer, "search_tools", `{"query":"add","detail":"short"}`); !errors.Is(err, node.ErrInvalidArgs) || !strings.Contains(err.Error(), `"brief"`) {
+		t.Fatalf("an unknown detail: %v", err)
+	}
 }
