@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	sqldriver "database/sql/driver"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -193,10 +195,31 @@ func OpenSQLite(path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the database %s: %w", path, err)
 	}
-	db := sql.OpenDB(guardedConnector{base})
-	if err := db.Ping(); err != nil {
+	// Runtimes starting together on one root may create the file at the
+	// same time: switching a new database to WAL takes an exclusive lock,
+	// and SQLite answers SQLITE_BUSY there without waiting for the busy
+	// timeout. Such an open is tried again, for as long as that timeout.
+	deadline := time.Now().Add(openBusyWait)
+	for {
+		db := sql.OpenDB(guardedConnector{base})
+		err := db.Ping()
+		if err == nil {
+			return db, nil
+		}
 		db.Close()
-		return nil, fmt.Errorf("opening the database %s: %w", path, err)
+		if !isBusy(err) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("opening the database %s: %w", path, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return db, nil
+}
+
+// openBusyWait bounds how long OpenSQLite retries a busy database: the
+// busy timeout its connections wait for a lock.
+const openBusyWait = 10 * time.Second
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (primary code 5).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == 5
 }
