@@ -113,11 +113,14 @@ type FetchInit struct {
 	Auth string `json:"auth,omitempty"`
 }
 
-// FetchResponse is its answer.
+// FetchResponse is its answer. IMPORTANT: its fields are in the order of
+// their JSON names, so that its encoding is the journal's canonical form
+// (keys sorted): a tool that stringifies the answer sees the same text
+// live and replayed.
 type FetchResponse struct {
-	Status  int               `json:"status"`
-	Headers map[string]string `json:"headers"`
 	Body    string            `json:"body"`
+	Headers map[string]string `json:"headers"`
+	Status  int               `json:"status"`
 }
 
 // Allowed reports whether u may be fetched under allow, comparing

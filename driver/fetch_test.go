@@ -97,3 +97,15 @@ func TestFetch(t *testing.T) {
 		t.Fatalf("file URL: %v", err)
 	}
 }
+
+// A fetch answer is encoded in the journal's canonical form (keys sorted),
+// so a tool that stringifies it sees the same text live and replayed.
+func TestFetchResponseEncodingIsCanonical(t *testing.T) {
+	b, err := json.Marshal(FetchResponse{Status: 200, Headers: map[string]string{"b": "2", "a": "1"}, Body: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"body":"x","headers":{"a":"1","b":"2"},"status":200}`; string(b) != want {
+		t.Fatalf("encoded %s, want the canonical %s", b, want)
+	}
+}
