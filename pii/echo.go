@@ -3,7 +3,53 @@ package pii
 import (
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentos-run/agentos/driver"
 )
+
+// Echo is what one request got back when its tokens were restored
+// (RestoreEcho): the values to look for in that call's reply and error.
+// The zero Echo finds nothing.
+//
+// IMPORTANT: whatever restores a request for a driver MUST pass the
+// driver's reply and error through the Echo, then tokenize them (JSON,
+// Error), so that no restored value comes back in a form the detectors
+// miss. Device and Session do.
+type Echo struct{ pairs []Pair }
+
+// RestoreEcho is Restore, and returns the Echo of the values restored.
+func (t *Tokenizer) RestoreEcho(doc []byte) ([]byte, Echo, error) {
+	var e Echo
+	out, err := t.restoreDoc(doc, &e.pairs)
+	if err != nil {
+		return nil, Echo{}, err
+	}
+	return out, e, nil
+}
+
+// String returns s with every restored value, in any encoding, replaced
+// by its token; s itself when there is none.
+func (e Echo) String(s string) string { return mask(s, e.pairs) }
+
+// JSON returns doc with every restored value in its strings (object keys
+// included), in any encoding, replaced by its token; doc itself when
+// there is none.
+func (e Echo) JSON(doc []byte) []byte { return maskJSON(doc, e.pairs) }
+
+// Error returns err with every restored value in its whole message (the
+// text of wrapping errors included) replaced by its token, as a
+// *driver.Error keeping err's code; err itself when there is none.
+func (e Echo) Error(err error) error {
+	if err == nil || len(e.pairs) == 0 {
+		return err
+	}
+	msg := err.Error()
+	m := mask(msg, e.pairs)
+	if m == msg {
+		return err
+	}
+	return &driver.Error{Code: driver.AsError(err).Code, Message: m}
+}
 
 // A call whose request got real values back (restore_to) may answer them
 // in a form the detectors do not see: a fetch error repeats the URL, where
@@ -379,4 +425,29 @@ func appendNew(ends []int, e int) []int {
 		}
 	}
 	return append(ends, e)
+}
+
+// maskJSON returns doc with every value of pairs in its strings, in any
+// encoding, replaced by its token (mask); doc itself when there is none.
+func maskJSON(doc []byte, pairs []Pair) []byte {
+	if len(pairs) == 0 {
+		return doc
+	}
+	out, _ := walkStrings(doc, func(dst, raw []byte, escaped bool) ([]byte, bool, error) {
+		if escaped {
+			if s, err := unquote(raw); err == nil {
+				if m := mask(s, pairs); m != s {
+					return appendQuoted(dst, m), true, nil
+				}
+				return dst, false, nil
+			}
+		}
+		// Raw text (or a string JSON cannot read): tokens need no escaping.
+		s := string(raw)
+		if m := mask(s, pairs); m != s {
+			return append(append(append(dst, '"'), m...), '"'), true, nil
+		}
+		return dst, false, nil
+	})
+	return out
 }

@@ -34,57 +34,26 @@ func (w device) Do(ctx context.Context, op string, req json.RawMessage) (json.Ra
 }
 
 func (t *Tokenizer) do(ctx context.Context, name, op string, req json.RawMessage, next func(context.Context, string, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
-	// back holds the values this call's request got back: the reply and
-	// the error are searched for them in every encoding (mask), since the
+	// echo holds the values this call's request got back: the reply and
+	// the error are searched for them in every encoding, since the
 	// detectors miss, e.g., ada%40example.com in a URL a fetch error repeats.
-	var back []Pair
+	var echo Echo
 	if t.Restores(name, req) {
-		r, err := t.restoreDoc(req, &back)
+		r, e, err := t.RestoreEcho(req)
 		if err != nil {
 			return nil, driver.Errorf(driver.CodeInvalid, "%s.%s: %v", name, op, err)
 		}
-		req = r
+		req, echo = r, e
 	}
 	resp, err := next(ctx, op, req)
 	if err != nil {
-		if len(back) > 0 {
-			e := driver.AsError(err)
-			if msg := err.Error(); mask(msg, back) != msg {
-				err = &driver.Error{Code: e.Code, Message: mask(msg, back)}
-			}
-		}
-		return nil, t.Error(err)
+		return nil, t.Error(echo.Error(err))
 	}
-	out, err := t.JSON(maskJSON(resp, back))
+	out, err := t.JSON(echo.JSON(resp))
 	if err != nil {
 		return nil, driver.Errorf(driver.CodeIO, "%s.%s: tokenizing the response: %v; the response was dropped", name, op, err)
 	}
 	return out, nil
-}
-
-// maskJSON returns doc with every restored value in its strings, in any
-// encoding, replaced by its token (mask); doc itself when there is none.
-func maskJSON(doc []byte, back []Pair) []byte {
-	if len(back) == 0 {
-		return doc
-	}
-	out, _ := walkStrings(doc, func(dst, raw []byte, escaped bool) ([]byte, bool, error) {
-		if escaped {
-			if s, err := unquote(raw); err == nil {
-				if m := mask(s, back); m != s {
-					return appendQuoted(dst, m), true, nil
-				}
-				return dst, false, nil
-			}
-		}
-		// Raw text (or a string JSON cannot read): tokens need no escaping.
-		s := string(raw)
-		if m := mask(s, back); m != s {
-			return append(append(append(dst, '"'), m...), '"'), true, nil
-		}
-		return dst, false, nil
-	})
-	return out
 }
 
 // Error returns err with its message tokenized: a *driver.Error keeps its
