@@ -203,3 +203,27 @@ func TestFetchEchoesNoRestoredValue(t *testing.T) {
 		t.Errorf("the target received %d requests, want 3", n)
 	}
 }
+
+// The e-mail detector also finds an address percent-encoded in a URL or a
+// form, whoever wrote it, and gives it the token of the decoded address.
+func TestEmailPercentEncoded(t *testing.T) {
+	tk := newT(t, Options{Detect: []string{Email}})
+	tok := tk.Token(Email, "ada@example.com")
+	plus := tk.Token(Email, "ada+news@example.com")
+	for in, want := range map[string]string{
+		"GET http://h/find?email=ada%40example.com&x=1": "GET http://h/find?email=" + tok + "&x=1",
+		"to%20ada%40example.com%20now":                  "to%20" + tok + "%20now",
+		"mailto%3Aada%40example.com":                    "mailto%3A" + tok,
+		"q=ada%2Bnews%40example.com":                    "q=" + plus,
+		"ada@example.com and ada%40example.com":         tok + " and " + tok,
+		"100%40 of it":                                  "100%40 of it",
+	} {
+		got, err := tk.String(in)
+		if err != nil || got != want {
+			t.Errorf("%q: tokenized to %q (%v), want %q", in, got, err, want)
+		}
+	}
+	if u, _, err := tk.RestoreString("https://h/find?email=" + tok); err != nil || u != "https://h/find?email=ada%40example.com" {
+		t.Errorf("restored %q, %v", u, err)
+	}
+}
