@@ -97,7 +97,7 @@ var (
 	// (ada%40example.com, ada%2Bnews%40example.com), its group 1: what
 	// precedes it is an escape, a non-word character or the start.
 	emailEncRE = regexp.MustCompile(`(?:%[0-9A-Fa-f]{2}|[^A-Za-z0-9._%+\-]|^)((?:[A-Za-z0-9._\-]|%2[Bb])+%40[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,})`)
-	phoneRE = regexp.MustCompile(`\+\d{1,3}(?:[ .\-]?\(?\d{1,4}\)?){2,5}\d|\(\d{3}\) ?\d{3}[ .\-]\d{4}\b|\b\d{3}[.\-]\d{3}[.\-]\d{4}\b`)
+	phoneRE    = regexp.MustCompile(`\+\d{1,3}(?:[ .\-]?\(?\d{1,4}\)?){2,5}\d|\(\d{3}\) ?\d{3}[ .\-]\d{4}\b|\b\d{3}[.\-]\d{3}[.\-]\d{4}\b`)
 	// tokenRE finds tokens, in any letter case.
 	tokenRE  = regexp.MustCompile(`(?i)PII_([A-Z][A-Z0-9]*)_([0-9A-F]{12})`)
 	kindName = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
