@@ -41,10 +41,12 @@ type PIIConfig struct {
 	// MUST share it. Unset: the key file.
 	KeyEnv string `json:"key_env,omitempty"`
 	// KeyFile is the root-relative file of the tokens' key, created (0600,
-	// 32 random bytes) when missing. Default ".agentos/pii.key".
+	// 32 random bytes) when missing. It MUST be under .agentos/, which no
+	// tool can read (refused at load otherwise). Default ".agentos/pii.key".
 	KeyFile string `json:"key_file,omitempty"`
-	// MapFile is the root-relative bbolt file of the token map (0600).
-	// Default ".agentos/pii.db".
+	// MapFile is the root-relative bbolt file of the token map (0600). It
+	// MUST be under .agentos/, which no tool can read (refused at load
+	// otherwise). Default ".agentos/pii.db".
 	MapFile string `json:"map_file,omitempty"`
 }
 
@@ -80,10 +82,26 @@ func (p PIIConfig) validate(path string) error {
 			return fmt.Errorf("%s: %s %q must be a file inside the tool root, written relative to it", path, key, f)
 		}
 	}
+	// The key lets anyone forge and check tokens; the map is every real
+	// value. IMPORTANT: both MUST stay where no tool can read them (a Jail
+	// hides the state directory): under tools/, read_file would hand them
+	// to a model.
+	for key, f := range map[string]string{"pii.key_file": p.KeyFile, "pii.map_file": p.MapFile} {
+		if f != "" && !underStateDir(f) {
+			return fmt.Errorf("%s: %s %q is outside %s/, where tools could read it (the key forges tokens, the map holds every real value): put it under %s/, e.g. %q", path, key, f, StateDir, StateDir, filepath.ToSlash(filepath.Join(StateDir, filepath.Base(f))))
+		}
+	}
 	if p.KeyEnv != "" && !envName.MatchString(p.KeyEnv) {
 		return fmt.Errorf("%s: pii.key_env %q is not an environment variable name: name the variable that holds the key, e.g. \"AGENTOS_PII_KEY\" (the key itself never goes in this file)", path, p.KeyEnv)
 	}
 	return nil
+}
+
+// underStateDir reports whether the root-relative path f names a file
+// inside the state directory (not the directory itself).
+func underStateDir(f string) bool {
+	c := filepath.ToSlash(filepath.Clean(f))
+	return strings.HasPrefix(c, filepath.ToSlash(StateDir)+"/")
 }
 
 // Default files of the pii section, relative to the tool root.
@@ -100,6 +118,11 @@ func (c Config) OpenPII(root string) (*pii.Tokenizer, *pii.BoltMap, error) {
 	p := c.PII
 	if !p.Enabled() {
 		return nil, nil, nil
+	}
+	// A Config built in code may not have been loaded: the paths are
+	// checked here too, before any file is made.
+	if err := p.validate("agentos.Config"); err != nil {
+		return nil, nil, err
 	}
 	key, err := p.key(root)
 	if err != nil {

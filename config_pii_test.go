@@ -12,17 +12,22 @@ import (
 // A bad pii section fails the load, saying what is wrong.
 func TestPIIConfigErrors(t *testing.T) {
 	for body, want := range map[string]string{
-		`{"pii": {"detect": ["ssn"]}}`:                            `unknown detector "ssn"`,
-		`{"pii": {"patterns": {"iban": "("}}}`:                    `pattern "iban"`,
-		`{"pii": {"patterns": {"Bad": "x"}}}`:                     `pattern name "Bad"`,
-		`{"pii": {"patterns": {"any": ".*"}}}`:                    `matches the empty string`,
-		`{"pii": {"detect": ["email"], "restore_to": ["fs"]}}`:    `built-in driver`,
-		`{"pii": {"detect": ["email"], "restore_to": ["llm"]}}`:   `never receives real values`,
-		`{"pii": {"detect": ["email"], "restore_to": ["sql:x"]}}`: `only fetch`,
-		`{"pii": {"restore_to": ["sql"]}}`:                        `detects nothing`,
-		`{"pii": {"detect": ["email"], "map_file": "../m.db"}}`:   `inside the tool root`,
-		`{"pii": {"detect": ["email"], "key_env": "1 x"}}`:        `not an environment variable name`,
-		`{"pii": {"detect": ["email"], "bogus": 1}}`:              `bogus`,
+		`{"pii": {"detect": ["ssn"]}}`:                                        `unknown detector "ssn"`,
+		`{"pii": {"patterns": {"iban": "("}}}`:                                `pattern "iban"`,
+		`{"pii": {"patterns": {"Bad": "x"}}}`:                                 `pattern name "Bad"`,
+		`{"pii": {"patterns": {"any": ".*"}}}`:                                `matches the empty string`,
+		`{"pii": {"detect": ["email"], "restore_to": ["fs"]}}`:                `built-in driver`,
+		`{"pii": {"detect": ["email"], "restore_to": ["llm"]}}`:               `never receives real values`,
+		`{"pii": {"detect": ["email"], "restore_to": ["sql:x"]}}`:             `only fetch`,
+		`{"pii": {"restore_to": ["sql"]}}`:                                    `detects nothing`,
+		`{"pii": {"detect": ["email"], "map_file": "../m.db"}}`:               `inside the tool root`,
+		`{"pii": {"detect": ["email"], "key_env": "1 x"}}`:                    `not an environment variable name`,
+		`{"pii": {"detect": ["email"], "key_file": "tools/pii.key"}}`:         `pii.key_file "tools/pii.key" is outside .agentos/, where tools could read it`,
+		`{"pii": {"detect": ["email"], "map_file": "pii.db"}}`:                `put it under .agentos/, e.g. ".agentos/pii.db"`,
+		`{"pii": {"detect": ["email"], "map_file": ".agentos"}}`:              `pii.map_file ".agentos" is outside .agentos/`,
+		`{"pii": {"detect": ["email"], "key_file": ".agentos/../k"}}`:         `pii.key_file ".agentos/../k" is outside .agentos/`,
+		`{"pii": {"detect": ["email"], "map_file": "tools/.agentos-x/m.db"}}`: `is outside .agentos/`,
+		`{"pii": {"detect": ["email"], "bogus": 1}}`:                          `bogus`,
 	} {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, agentos.ConfigFile), []byte(body), 0o600); err != nil {
@@ -80,5 +85,22 @@ func TestOpenPII(t *testing.T) {
 	}
 	if tk, _, err := (agentos.Config{}).OpenPII(root); tk != nil || err != nil {
 		t.Fatalf("an empty pii section: %v, %v; want off", tk, err)
+	}
+}
+
+// Review 14 item 14: a key or map file outside .agentos/ is refused even
+// for a Config built in code, before any file is made.
+func TestOpenPIIRefusesFilesToolsCanRead(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []agentos.PIIConfig{
+		{Detect: []string{"email"}, KeyFile: "tools/pii.key"},
+		{Detect: []string{"email"}, MapFile: "tools/pii.db"},
+	} {
+		if _, _, err := (agentos.Config{PII: p}).OpenPII(root); err == nil || !strings.Contains(err.Error(), "put it under .agentos/") {
+			t.Errorf("%+v: %v, want a refusal naming .agentos/", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "tools")); !os.IsNotExist(err) {
+		t.Errorf("a refused configuration made files: %v", err)
 	}
 }

@@ -196,7 +196,8 @@ func runTool(ctx context.Context, tools map[string]node.Tool, tc llm.ToolCall, c
 // CallTool calls the kernel tool t for a model, with p (nil: none)
 // between them: the arguments are restored first when t is exec_sql and
 // pii.restore_to covers "sql" (exec_sql is the sql driver's door for a
-// model); the result is tokenized (JSON), and so is an error's message.
+// model); the result is tokenized (JSON), and so is an error's message,
+// the values restored being looked for in every encoding first (pii.Echo).
 // Every other kernel tool gets the arguments as the model wrote them: a tool
 // run by exec_tool sees the tokens, and the drivers it calls restore them
 // where allowed.
@@ -204,21 +205,22 @@ func runTool(ctx context.Context, tools map[string]node.Tool, tc llm.ToolCall, c
 // IMPORTANT: whatever hands kernel tool results to a model (this package's
 // loop, an MCP server's tool calls) MUST call tools through CallTool.
 func CallTool(ctx context.Context, t node.Tool, args json.RawMessage, p *pii.Tokenizer) (json.RawMessage, error) {
+	var echo pii.Echo // the values restored, looked for in the answer in any encoding
 	if t.Name == "exec_sql" && p.Restores(driver.SQLDriver, args) {
-		r, err := p.Restore(args)
+		r, e, err := p.RestoreEcho(args)
 		if err != nil {
 			return nil, err
 		}
-		args = r
+		args, echo = r, e
 	}
 	out, err := t.Call(ctx, args)
 	if err != nil {
 		if p == nil {
 			return nil, err
 		}
-		return nil, piiError{err: err, msg: tokenizeText(p, err.Error())}
+		return nil, piiError{err: err, msg: tokenizeText(p, echo.String(err.Error()))}
 	}
-	if out, err = p.JSON(out); err != nil {
+	if out, err = p.JSON(echo.JSON(out)); err != nil {
 		return nil, fmt.Errorf("the result was dropped: %w", err)
 	}
 	return out, nil

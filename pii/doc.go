@@ -24,6 +24,12 @@
 // Tokenizer.ModelMiddleware tokenizes what a chat request sends to a model
 // and MUST sit above the journal's middleware for the same reason.
 //
+// A value a call restored is also looked for in that call's reply and
+// error in every encoding (percent-encoded at any depth, JSON and Go
+// escapes, HTML references, any letter case) and replaced by its token
+// before the detectors run (Echo): a fetch error that repeats the URL, or
+// a server that echoes its query string, never hands it back.
+//
 // # The map
 //
 // Restoring needs the token -> value map (Map): BoltMap keeps it in its own

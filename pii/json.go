@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -73,6 +74,12 @@ func (t *Tokenizer) Text(s string) (string, error) {
 // hash to it) is an ErrUnknownToken: nothing is restored. doc itself is
 // returned when it holds no token.
 func (t *Tokenizer) Restore(doc []byte) ([]byte, error) {
+	return t.restoreDoc(doc, nil)
+}
+
+// restoreDoc is Restore; the pairs restored are added to got when it is not
+// nil (once each).
+func (t *Tokenizer) restoreDoc(doc []byte, got *[]Pair) ([]byte, error) {
 	if t == nil || !mayHoldToken(doc) {
 		return doc, nil
 	}
@@ -87,7 +94,7 @@ func (t *Tokenizer) Restore(doc []byte) ([]byte, error) {
 				return dst, false, nil
 			}
 		}
-		out, n, err := t.RestoreString(s)
+		out, n, err := t.restoreString(s, got)
 		if err != nil || n == 0 {
 			return dst, false, err
 		}
@@ -98,6 +105,10 @@ func (t *Tokenizer) Restore(doc []byte) ([]byte, error) {
 // RestoreString returns s with its tokens replaced by their values (see
 // Restore) and how many it replaced.
 func (t *Tokenizer) RestoreString(s string) (string, int, error) {
+	return t.restoreString(s, nil)
+}
+
+func (t *Tokenizer) restoreString(s string, got *[]Pair) (string, int, error) {
 	if t == nil || !mayHoldToken([]byte(s)) {
 		return s, 0, nil
 	}
@@ -114,6 +125,9 @@ func (t *Tokenizer) RestoreString(s string) (string, int, error) {
 		v, err := t.lookup(kind, tok)
 		if err != nil {
 			return "", 0, err
+		}
+		if got != nil && !slices.Contains(*got, Pair{Token: tok, Value: v}) {
+			*got = append(*got, Pair{Token: tok, Value: v})
 		}
 		if isURL {
 			v = strings.ReplaceAll(url.QueryEscape(v), "+", "%20")

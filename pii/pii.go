@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -16,7 +17,9 @@ import (
 
 // The built-in detectors, by the name Options.Detect uses.
 const (
-	// Email detects e-mail addresses (local@domain.tld).
+	// Email detects e-mail addresses (local@domain.tld), also
+	// percent-encoded as in a URL (local%40domain.tld): both have the
+	// token of the decoded address.
 	Email = "email"
 	// Phone detects phone numbers written as such: international with a
 	// leading + (+33 1 23 45 67 89, +1-555-123-4567) or North American
@@ -68,8 +71,11 @@ type detector struct {
 	re   *regexp.Regexp
 	// pre says whether b may hold a match at all (nil: always).
 	pre func(b []byte) bool
-	// find replaces re when set (the names).
+	// find replaces re when set (the names, the e-mails).
 	find func(b []byte) [][]int
+	// canon, when set, turns a match into the value it stands for (the
+	// token's value): a percent-encoded e-mail is its decoded address.
+	canon func(string) string
 }
 
 // Tokenizer replaces detected values by tokens and restores them. It is
@@ -87,7 +93,11 @@ type Tokenizer struct {
 
 var (
 	emailRE = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}`)
-	phoneRE = regexp.MustCompile(`\+\d{1,3}(?:[ .\-]?\(?\d{1,4}\)?){2,5}\d|\(\d{3}\) ?\d{3}[ .\-]\d{4}\b|\b\d{3}[.\-]\d{3}[.\-]\d{4}\b`)
+	// emailEncRE finds an e-mail percent-encoded in a URL or a form
+	// (ada%40example.com, ada%2Bnews%40example.com), its group 1: what
+	// precedes it is an escape, a non-word character or the start.
+	emailEncRE = regexp.MustCompile(`(?:%[0-9A-Fa-f]{2}|[^A-Za-z0-9._%+\-]|^)((?:[A-Za-z0-9._\-]|%2[Bb])+%40[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,})`)
+	phoneRE    = regexp.MustCompile(`\+\d{1,3}(?:[ .\-]?\(?\d{1,4}\)?){2,5}\d|\(\d{3}\) ?\d{3}[ .\-]\d{4}\b|\b\d{3}[.\-]\d{3}[.\-]\d{4}\b`)
 	// tokenRE finds tokens, in any letter case.
 	tokenRE  = regexp.MustCompile(`(?i)PII_([A-Z][A-Z0-9]*)_([0-9A-F]{12})`)
 	kindName = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
@@ -116,7 +126,7 @@ func New(opts Options) (*Tokenizer, error) {
 	for _, name := range opts.Detect {
 		switch name {
 		case Email:
-			if err := add(detector{kind: "EMAIL", re: emailRE, pre: func(b []byte) bool { return bytes.IndexByte(b, '@') >= 0 }}); err != nil {
+			if err := add(detector{kind: "EMAIL", pre: mayHoldEmail, find: findEmails, canon: decodeEmail}); err != nil {
 				return nil, err
 			}
 		case Phone:
@@ -162,6 +172,39 @@ func New(opts Options) (*Tokenizer, error) {
 	return t, nil
 }
 
+// mayHoldEmail reports whether b may hold an e-mail, plain or
+// percent-encoded.
+func mayHoldEmail(b []byte) bool {
+	return bytes.IndexByte(b, '@') >= 0 || bytes.Contains(b, []byte("%40"))
+}
+
+// findEmails returns the e-mails of b, plain and percent-encoded.
+func findEmails(b []byte) [][]int {
+	var out [][]int
+	if bytes.IndexByte(b, '@') >= 0 {
+		out = emailRE.FindAllIndex(b, -1)
+	}
+	if bytes.Contains(b, []byte("%40")) {
+		for _, m := range emailEncRE.FindAllSubmatchIndex(b, -1) {
+			out = append(out, m[2:4])
+		}
+	}
+	return out
+}
+
+// decodeEmail is the address a percent-encoded match stands for, so that
+// ada%40example.com has the token of ada@example.com (and restores, in a
+// URL, to ada%40example.com again).
+func decodeEmail(m string) string {
+	if !strings.Contains(m, "%40") || strings.IndexByte(m, '@') >= 0 {
+		return m
+	}
+	if v, err := url.PathUnescape(m); err == nil {
+		return v
+	}
+	return m
+}
+
 // enoughDigits reports whether b holds at least 7 digits: no phone
 // number has fewer.
 func enoughDigits(b []byte) bool {
@@ -204,6 +247,7 @@ func (t *Tokenizer) token(kind, value string) string {
 type span struct {
 	start, end int
 	kind       string
+	canon      func(string) string // nil: the value is the match
 }
 
 // matches returns the non-overlapping matches in b, in order (the earliest
@@ -224,7 +268,7 @@ func (t *Tokenizer) matches(b []byte) []span {
 		}
 		for _, m := range found {
 			if m[1] > m[0] {
-				out = append(out, span{m[0], m[1], d.kind})
+				out = append(out, span{m[0], m[1], d.kind, d.canon})
 			}
 		}
 	}
@@ -266,6 +310,9 @@ func (t *Tokenizer) replace(dst, b []byte, ms []span, bt *batch) ([]byte, error)
 	last := 0
 	for _, m := range ms {
 		value := string(b[m.start:m.end])
+		if m.canon != nil {
+			value = m.canon(value)
+		}
 		tok := t.token(m.kind, value)
 		if v, ok := t.known.Load(tok); ok {
 			if v.(string) != value {

@@ -34,18 +34,22 @@ func (w device) Do(ctx context.Context, op string, req json.RawMessage) (json.Ra
 }
 
 func (t *Tokenizer) do(ctx context.Context, name, op string, req json.RawMessage, next func(context.Context, string, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+	// echo holds the values this call's request got back: the reply and
+	// the error are searched for them in every encoding, since the
+	// detectors miss, e.g., ada%40example.com in a URL a fetch error repeats.
+	var echo Echo
 	if t.Restores(name, req) {
-		r, err := t.Restore(req)
+		r, e, err := t.RestoreEcho(req)
 		if err != nil {
 			return nil, driver.Errorf(driver.CodeInvalid, "%s.%s: %v", name, op, err)
 		}
-		req = r
+		req, echo = r, e
 	}
 	resp, err := next(ctx, op, req)
 	if err != nil {
-		return nil, t.Error(err)
+		return nil, t.Error(echo.Error(err))
 	}
-	out, err := t.JSON(resp)
+	out, err := t.JSON(echo.JSON(resp))
 	if err != nil {
 		return nil, driver.Errorf(driver.CodeIO, "%s.%s: tokenizing the response: %v; the response was dropped", name, op, err)
 	}
@@ -53,17 +57,19 @@ func (t *Tokenizer) do(ctx context.Context, name, op string, req json.RawMessage
 }
 
 // Error returns err with its message tokenized: a *driver.Error keeps its
-// code. err itself is returned when its message holds nothing to tokenize.
+// code (the whole message is read, wrapping text included). err itself is
+// returned when its message holds nothing to tokenize.
 func (t *Tokenizer) Error(err error) error {
 	if t == nil || err == nil || len(t.dets) == 0 {
 		return err
 	}
 	e := driver.AsError(err)
-	msg, terr := t.String(e.Message)
+	full := err.Error()
+	msg, terr := t.String(full)
 	if terr != nil {
 		return &driver.Error{Code: e.Code, Message: "the error's message was dropped: it held personal data that could not be tokenized: " + terr.Error()}
 	}
-	if msg == e.Message {
+	if msg == full {
 		return err
 	}
 	return &driver.Error{Code: e.Code, Message: msg}
