@@ -229,7 +229,9 @@ func (c callerRights) Reaches(right, resource string) bool {
 		return c.covers(capability.Right(right), resource+"/")
 	}
 	for _, g := range c.grants() {
-		if g.Right == capability.Right(right) && (g.Scope == "" || g.Scope == resource || strings.HasPrefix(g.Scope, resource+"/")) {
+		// covers on the grant's own scope is false for a token revoked,
+		// expired or used up: such a caller reaches nothing.
+		if g.Right == capability.Right(right) && (g.Scope == "" || g.Scope == resource || strings.HasPrefix(g.Scope, resource+"/")) && c.covers(g.Right, g.Scope) {
 			return true
 		}
 	}
