@@ -464,6 +464,10 @@ func asDriverError(err error) error {
 // Call calls tool on server with args (a JSON object; empty means {}) and
 // returns the result as the "call" operation answers it. A result with
 // isError is a *driver.Error with CodeToolError.
+//
+// IMPORTANT: the SDK decodes structuredContent into float64 numbers, so an
+// integer beyond 2^53 arrives rounded (as JSON.parse would round it in the
+// tool anyway); content text items carry such values verbatim.
 func (c *Client) Call(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
 	c.closeMu.RLock()
 	defer c.closeMu.RUnlock()
