@@ -25,7 +25,9 @@ import (
 type FS struct {
 	Sandbox *vfs.Sandbox
 	// Mounts are read-only trees of generated files by absolute mount
-	// point, e.g. "/mcp" (the mcp driver's modules); nil: none.
+	// point, e.g. "/mcp" (the mcp driver's modules); nil: none. For a run
+	// made for a caller, a GuardedMount MUST be given as seen For the
+	// caller's rights (the executor does): FS checks no right itself.
 	Mounts map[string]Mount
 	// MaxReadBytes caps one read_file; 0 means 16 MiB.
 	MaxReadBytes int
