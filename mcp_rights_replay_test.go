@@ -93,6 +93,11 @@ func TestMCPSandboxHonoursTheMCPRight(t *testing.T) {
 		t.Fatalf("a caller with the mcp right on tracker/echo, /mcp/local: %s %+v, want %s", res.Result.Result, res.Error, want)
 	}
 
+	// search_tools reads (and may start) only the servers the caller reaches.
+	if out, err := kcall(t, rt, echoOnly, "search_tools", map[string]any{"query": "echo a message", "limit": 5}); err != nil || !strings.Contains(string(out), "/mcp/tracker/echo.ts") || strings.Contains(string(out), "/mcp/tracker/add.ts") {
+		t.Fatalf("search_tools with the mcp right on tracker/echo: %s %v", out, err)
+	}
+
 	addOnly := spawn(exec, read, capability.Grant{Right: capability.MCP, Scope: "tracker/add"})
 	res = mcpExec(t, rt, addOnly, "tools/req.ts", map[string]string{})
 	if !res.Success || string(res.Result.Result) != "3" {
