@@ -46,7 +46,8 @@ type MCPServerConfig struct {
 	// URL is the streamable HTTP endpoint, e.g. "https://mcp.example.com/mcp".
 	URL string `json:"url,omitempty"`
 	// TokenEnv names the environment variable holding a bearer token sent
-	// to the HTTP server. Default: no token.
+	// to the HTTP server, to its URL's origin only; with a plain http://
+	// URL, only to a loopback host. Default: no token.
 	TokenEnv string `json:"token_env,omitempty"`
 	// Timeout bounds connecting and one tool call. Default 30s.
 	Timeout Duration `json:"timeout,omitzero"`

@@ -230,6 +230,8 @@ func TestMCPServerConfigValidation(t *testing.T) {
 		{`{"gh": {"command": ["x"], "url": "https://h/mcp"}}`, "both command and url"},
 		{`{"gh": {"command": ["x"], "env": ["GITHUB_TOKEN=ghp_123"]}}`, "never put its value in the configuration"},
 		{`{"gh": {"url": "https://user:pw@h/mcp"}}`, "token_env"},
+		{`{"web": {"url": "http://mcp.example.com/mcp", "token_env": "WEB_TOKEN"}}`, "use https://"},
+		{`{"web": {"url": "http://127.0.0.1:8765/mcp", "token_env": "WEB_TOKEN"}}`, ""},
 		{`{"gh": {"command": ["x"], "dir": "../elsewhere"}}`, "inside the tool root"},
 		{`{"a/b": {"command": ["x"]}}`, "server name"},
 		{`{"gh": {"command": ["x"], "token": "abc"}}`, "token"},

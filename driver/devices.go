@@ -25,7 +25,9 @@ import (
 type FS struct {
 	Sandbox *vfs.Sandbox
 	// Mounts are read-only trees of generated files by absolute mount
-	// point, e.g. "/mcp" (the mcp driver's modules); nil: none.
+	// point, e.g. "/mcp" (the mcp driver's modules); nil: none. For a run
+	// made for a caller, a GuardedMount MUST be given as seen For the
+	// caller's rights (the executor does): FS checks no right itself.
 	Mounts map[string]Mount
 	// MaxReadBytes caps one read_file; 0 means 16 MiB.
 	MaxReadBytes int
@@ -39,6 +41,35 @@ type FS struct {
 type Mount interface {
 	List(ctx context.Context, dir string) ([]string, error)
 	ReadFile(ctx context.Context, name string) ([]byte, error)
+}
+
+// A GuardedMount is a Mount whose entries need a capability right of the
+// run's caller (e.g. /mcp: the mcp right on "<server>/<tool>").
+// IMPORTANT: a run made for a caller (executor.Request.Rights set) MUST be
+// served For(its rights), never the mount itself, in its fs device and its
+// requires alike.
+type GuardedMount interface {
+	Mount
+	// For returns the mount as the caller holding r sees it: its listings
+	// show only what r may use, its reads refuse the rest, and nothing is
+	// started or fetched for what r may not use.
+	For(r CallerRights) Mount
+}
+
+// CallerRights are the capability rights of a run's caller, as a
+// GuardedMount asks about them. Rights are spelt as capability.Right
+// ("mcp"), resources as that right's scopes ("github/create_issue").
+type CallerRights interface {
+	// Allow authorizes one use of right on resource: nil, or an error
+	// saying what is missing. It may count a use of the caller's token.
+	Allow(right, resource string) error
+	// Covers reports whether the caller holds right on resource, with no
+	// side effect: for filtering a listing, never for authorizing.
+	Covers(right, resource string) bool
+	// Reaches reports whether the caller holds right on resource or on
+	// anything under it (a grant on "github/create_issue" reaches
+	// "github"), with no side effect: whether a directory is shown.
+	Reaches(right, resource string) bool
 }
 
 // MountOf returns the mount of p among mounts and p's name in it (ok

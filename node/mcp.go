@@ -106,13 +106,28 @@ func (n *Node) readMCP(ctx context.Context, p *kernel.Process, path string) (str
 // searchMCP ranks the MCP tools p may call for query, scored like the
 // registry's search (registry.Index), so that both lists merge by score.
 // Servers that are down are searched in their cached tool lists; one with
-// neither is left out.
+// neither is left out. IMPORTANT: only the servers p reaches are read (and
+// so possibly started), as for list_files.
 func (n *Node) searchMCP(ctx context.Context, p *kernel.Process, query string, limit int) []SearchHit {
 	if n.opts.MCP == nil || !hasRight(p, capability.MCP) {
 		return nil
 	}
-	tools, err := n.opts.MCP.AllTools(ctx)
-	if err != nil {
+	var (
+		tools []mcpdriver.Tool
+		errs  []error
+	)
+	for _, s := range n.opts.MCP.Servers() {
+		if !mcpServerVisible(p, s) {
+			continue
+		}
+		ts, err := n.opts.MCP.Refresh(ctx, s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		tools = append(tools, ts...)
+	}
+	if err := errors.Join(errs...); err != nil {
 		n.opts.Logger.Warn("search_tools: some MCP servers could not be searched", "err", err)
 	}
 	idx := registry.NewIndex(mcpdriver.Mount)

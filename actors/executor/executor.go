@@ -17,6 +17,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/driver/mcpdriver"
 	"github.com/agentos-run/agentos/internal/lru"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/transpile"
@@ -53,6 +54,13 @@ type Request struct {
 	// Caller, when set, is journaled with the run (journal.RunMeta.Caller)
 	// so that recovery resumes it under the same rights as Rights.
 	Caller *journal.Caller
+	// Replayed marks a run made again from the journal (ReplayWith, and
+	// recovery's resumed runs). IMPORTANT: what it runs MUST NOT depend on
+	// the devices' state now: a require of a generated /mcp module is made
+	// from its path alone (mcpdriver.NamedModule), never from a server's
+	// tool list (which may have changed, lost its cache or its server), and
+	// no server is started for it.
+	Replayed bool
 }
 
 // Result is what exec_tool returns.
@@ -181,8 +189,9 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 
 	sb := vfs.NewSandbox(e.root, vfs.SandboxConfig{ToolsDir: e.opts.ToolsDir, WriteDirs: e.opts.WriteDirs, TempDir: e.opts.TempDir, Rights: req.Rights})
 	defer sb.Close()
+	mounts := mountsFor(e.opts.Mounts, req.Rights)
 	mux := driver.Mux{
-		driver.FSDriver:     driver.FS{Sandbox: sb, Mounts: e.opts.Mounts},
+		driver.FSDriver:     driver.FS{Sandbox: sb, Mounts: mounts},
 		driver.ClockDriver:  driver.Clock{Now: e.opts.Clock},
 		driver.RandomDriver: driver.Random{Seed: e.opts.Seed},
 	}
@@ -195,7 +204,7 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		mux[name] = rd
 		sessions = append(sessions, rd)
 	}
-	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights}
+	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed}
 	job := sandbox.Job{Entry: entry, Args: req.Args, Limits: req.Limits.Or(e.opts.Limits), Bindings: e.binding}
 
 	var out sandbox.Outcome
@@ -309,6 +318,8 @@ type bridge struct {
 	e        *Executor
 	host     driver.Host
 	rights   vfs.Rights                  // the caller's (Request.Rights); nil: none
+	mounts   map[string]driver.Mount     // the mounts as the caller sees them (mountsFor)
+	replayed bool                        // Request.Replayed
 	panicked atomic.Pointer[driverPanic] // the first driver panic of the run
 }
 
@@ -349,10 +360,15 @@ func (b *bridge) Require(ctx context.Context, from, spec string) (sandbox.Module
 	case strings.HasPrefix(spec, vfs.LibMount+"/"):
 		base = path.Join(tools, strings.TrimPrefix(spec, vfs.LibMount+"/"))
 	case strings.HasPrefix(spec, "/"):
-		if m, point, name, ok := driver.MountOf(e.opts.Mounts, spec); ok {
+		if b.replayed {
+			if name, ok := underMount(spec, mcpdriver.Mount); ok {
+				return b.requireNamedMCP(name, from, spec)
+			}
+		}
+		if m, point, name, ok := driver.MountOf(b.mounts, spec); ok {
 			return b.requireMounted(ctx, m, point, name, from, spec)
 		}
-		return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: absolute module paths are refused; use './x', '/lib/x'%s", spec, from, mountHint(e.opts.Mounts))
+		return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: absolute module paths are refused; use './x', '/lib/x'%s", spec, from, mountHint(b.mounts))
 	default:
 		if !slices.Contains(e.opts.AllowedImports, spec) {
 			allowed := "none are configured"
@@ -426,6 +442,40 @@ func (b *bridge) requireMounted(ctx context.Context, m driver.Mount, point, name
 		return sandbox.Module{}, driver.Errorf(string(sandbox.KindCompile), "require(%q) from %s: the generated module does not compile: %v", spec, from, err)
 	}
 	return sandbox.Module{Path: p, Hash: out.Hash, JS: out.JS}, nil
+}
+
+// requireNamedMCP loads the generated module /mcp/<name> of a replayed
+// run from its path alone (mcpdriver.NamedModule): the same run-time code
+// as the one the run recorded, whatever the servers, their tool lists and
+// their caches are now. A caller's rights still apply (the mcp right on
+// "<server>/<tool>"), as in the recorded run.
+func (b *bridge) requireNamedMCP(name, from, spec string) (sandbox.Module, error) {
+	name = strings.TrimSuffix(name, ".ts")
+	src, err := mcpdriver.NamedModule(name)
+	if err != nil {
+		return sandbox.Module{}, driver.Errorf(driver.CodeNotFound, "require(%q) from %s: %v", spec, from, err)
+	}
+	if b.rights != nil {
+		if err := callerRightsOf(b.rights).Allow(mcpdriver.Right, name); err != nil {
+			return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: the tool runs with its caller's rights, and the caller may not call %s (%v)", spec, from, name, err)
+		}
+	}
+	p := mcpdriver.Mount + "/" + name + ".ts"
+	out, err := b.e.opts.Transpiler.Transpile(p, src)
+	if err != nil {
+		return sandbox.Module{}, driver.Errorf(string(sandbox.KindCompile), "require(%q) from %s: the generated module does not compile: %v", spec, from, err)
+	}
+	return sandbox.Module{Path: p, Hash: out.Hash, JS: out.JS}, nil
+}
+
+// underMount returns p's name under the mount point (ok false: p is not
+// under it). p is cleaned lexically first.
+func underMount(p, point string) (string, bool) {
+	p = path.Clean(p)
+	if !strings.HasPrefix(p, point+"/") {
+		return "", false
+	}
+	return strings.TrimPrefix(p, point+"/"), true
 }
 
 // mountHint names the mounts a tool may require from, for an error.

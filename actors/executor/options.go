@@ -92,7 +92,11 @@ type Options struct {
 	// Mounts are read-only trees of generated modules by absolute mount
 	// point, e.g. "/mcp" (the mcp driver's /mcp/<server>/<tool>.ts): a tool
 	// may require('/mcp/github/create_issue') and read or list them with
-	// tgp.read_file/tgp.list_files. nil: none.
+	// tgp.read_file/tgp.list_files. nil: none. A driver.GuardedMount is
+	// seen by a run with Request.Rights through them (For): the caller
+	// lists, reads and requires only what its rights reach. A replayed run
+	// (Request.Replayed) requires /mcp modules from their names alone,
+	// without the mount.
 	Mounts map[string]driver.Mount
 	// Clock and Seed override the clock and random devices (tests, demos).
 	Clock func() time.Time

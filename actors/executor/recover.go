@@ -341,7 +341,7 @@ func resumeRun(ctx context.Context, ex *Executor, j *journal.Journal, rep *Recov
 	if err := rec.Run().Rehost(string(ex.Options().Isolation)); err != nil {
 		return err
 	}
-	req := Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: rep.Limits, Middleware: []driver.Middleware{rec.Middleware()}}
+	req := Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: rep.Limits, Middleware: []driver.Middleware{rec.Middleware()}, Replayed: true}
 	if meta.Caller != nil {
 		// IMPORTANT: the resumed run holds exactly the rights its caller
 		// held, as the original run did; only a run no process made (the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
@@ -162,4 +163,77 @@ func chargeDrivers(charge func(context.Context, capability.Meter, float64) error
 			return next.Do(ctx, c)
 		})
 	}
+}
+
+// mountsFor returns the mounts a run for the caller holding rights sees:
+// a driver.GuardedMount (e.g. /mcp) as that caller sees it (For), so that
+// its fs device and its requires show and read only what the caller may
+// use, as the kernel's list_files and read_file do. nil rights (the
+// operator's own runs) see every mount whole.
+func mountsFor(mounts map[string]driver.Mount, rights vfs.Rights) map[string]driver.Mount {
+	if rights == nil || len(mounts) == 0 {
+		return mounts
+	}
+	out := make(map[string]driver.Mount, len(mounts))
+	cr := callerRightsOf(rights)
+	for point, m := range mounts {
+		if g, ok := m.(driver.GuardedMount); ok {
+			m = g.For(cr)
+		}
+		out[point] = m
+	}
+	return out
+}
+
+// callerRights are a run caller's rights as a driver.GuardedMount asks
+// about them.
+type callerRights struct {
+	check  func(capability.Right, string) error
+	covers func(capability.Right, string) bool
+	// grants returns the caller's grants (nil: unknown; Reaches then asks
+	// covers about everything under the resource).
+	grants func() []capability.Grant
+}
+
+// callerRightsOf returns the driver.CallerRights of a run's vfs.Rights:
+// the caller's token (tokenRights, checked live) or its journaled grants
+// (grantRights, recovery).
+func callerRightsOf(r vfs.Rights) driver.CallerRights {
+	switch r := r.(type) {
+	case tokenRights:
+		return callerRights{check: r.check, covers: r.held.Covers, grants: func() []capability.Grant { return r.held.Token().Grants }}
+	case grantRights:
+		return callerRights{check: r.check, covers: func(right capability.Right, res string) bool { return capability.GrantsCover(r.c.Grants, right, res) },
+			grants: func() []capability.Grant { return r.c.Grants }}
+	}
+	return callerRights{
+		check:  func(right capability.Right, res string) error { return r.Allow(vfs.Access(right), res) },
+		covers: func(right capability.Right, res string) bool { return r.Covers(vfs.Access(right), res) },
+	}
+}
+
+// Allow implements driver.CallerRights.
+func (c callerRights) Allow(right, resource string) error {
+	return c.check(capability.Right(right), resource)
+}
+
+// Covers implements driver.CallerRights.
+func (c callerRights) Covers(right, resource string) bool {
+	return c.covers(capability.Right(right), resource)
+}
+
+// Reaches implements driver.CallerRights: a grant of right on every
+// resource, on resource, or on something under it.
+func (c callerRights) Reaches(right, resource string) bool {
+	if c.grants == nil {
+		return c.covers(capability.Right(right), resource+"/")
+	}
+	for _, g := range c.grants() {
+		// covers on the grant's own scope is false for a token revoked,
+		// expired or used up: such a caller reaches nothing.
+		if g.Right == capability.Right(right) && (g.Scope == "" || g.Scope == resource || strings.HasPrefix(g.Scope, resource+"/")) && c.covers(g.Right, g.Scope) {
+			return true
+		}
+	}
+	return false
 }

@@ -220,10 +220,23 @@ func (c *Client) readCache(server string) ([]Tool, error) {
 		c.log.Warn("mcp: ignoring a corrupt tool list cache", "file", c.cachePath(server), "err", err)
 		return nil, err
 	}
-	if f.Tools == nil {
-		f.Tools = []Tool{}
+	// IMPORTANT: the file is input like the server's answer: a name that
+	// could not come from tools/list (a path, a quote, another server's
+	// tool) MUST NOT reach a module path or generated code.
+	if f.Server != server {
+		err := fmt.Errorf("the cache file %s is for the server %q, not %q", c.cachePath(server), f.Server, server)
+		c.log.Warn("mcp: ignoring a tool list cache of another server", "file", c.cachePath(server), "err", err)
+		return nil, err
 	}
-	return f.Tools, nil
+	ts := []Tool{}
+	for _, t := range f.Tools {
+		if t.Server != server || !toolName.MatchString(t.Name) {
+			c.log.Warn("mcp: skipping a cached tool whose name cannot be a file name", "file", c.cachePath(server), "server", t.Server, "tool", t.Name)
+			continue
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
 }
 
 // writeCache writes the cache atomically (a temporary file renamed), 0600
@@ -282,11 +295,10 @@ func (c *Client) List(ctx context.Context, dir string) ([]string, error) {
 // ReadFile returns the generated module at name, relative to /mcp
 // ("<server>/<tool>.ts"; the .ts may be left out, as in a require).
 func (c *Client) ReadFile(ctx context.Context, name string) ([]byte, error) {
-	server, tool, ok := strings.Cut(strings.Trim(name, "/"), "/")
-	if !ok || server == "" || tool == "" || strings.Contains(tool, "/") {
-		return nil, fmt.Errorf("%w: %s/%s is not a tool module: modules are %s/<server>/<tool>.ts", fs.ErrNotExist, Mount, strings.Trim(name, "/"), Mount)
+	server, tool, err := splitModule(name)
+	if err != nil {
+		return nil, err
 	}
-	tool = strings.TrimSuffix(tool, ".ts")
 	t, err := c.Tool(ctx, server, tool)
 	if err != nil {
 		return nil, err

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,6 +91,9 @@ func (s Server) Validate(name string) error {
 		if len(s.Env) > 0 || s.Dir != "" {
 			return fmt.Errorf("%w: server %q: env and dir are for a stdio server (command); an HTTP server takes token_env", ErrConfig, name)
 		}
+		if s.TokenEnv != "" && strings.HasPrefix(s.URL, "http://") && !loopbackURL(s.URL) {
+			return fmt.Errorf("%w: server %q: token_env over plain http:// to %q would send the bearer token in clear text: use https:// (plain http is allowed only to a loopback host)", ErrConfig, name, s.URL)
+		}
 	} else if s.TokenEnv != "" {
 		return fmt.Errorf("%w: server %q: token_env is for an HTTP server (url); pass a stdio server its credentials with env", ErrConfig, name)
 	}
@@ -100,6 +106,21 @@ func (s Server) Validate(name string) error {
 		return fmt.Errorf("%w: server %q: timeout must not be negative", ErrConfig, name)
 	}
 	return nil
+}
+
+// loopbackURL reports whether u's host is a loopback address (127.0.0.0/8,
+// ::1 or localhost).
+func loopbackURL(u string) bool {
+	pu, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	h := pu.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Options configure New. The zero value is a client with no servers.
@@ -145,6 +166,8 @@ type conn struct {
 	tools []Tool
 	stale atomic.Bool
 	live  bool // tools came from the live server in this Client's life
+	// cmd is a stdio server's process while its session lasts.
+	cmd *exec.Cmd
 	// failed is when Refresh last failed to reach the server, and failure
 	// why (zero: it did not).
 	failed  time.Time
@@ -233,25 +256,40 @@ func (c *Client) session(ctx context.Context, s *conn) (*mcp.ClientSession, erro
 				cmd.Dir = filepath.Join(c.opts.Root, s.cfg.Dir)
 			}
 		}
-		stderr = &tailBuffer{max: 4096}
+		stderr = &tailBuffer{max: 4096, log: c.log, server: s.name}
 		cmd.Stderr = stderr
+		// Its own process group, killed as a whole when the session ends
+		// (killGroup): a launcher's children (npx starts node) MUST NOT
+		// outlive it. WaitDelay bounds the wait for the stderr pipe, which
+		// such a child may hold open.
+		ownGroup(cmd)
+		cmd.WaitDelay = 2 * time.Second
+		s.cmd = cmd
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	} else {
-		hc := &http.Client{}
+		origin, err := url.Parse(s.cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%w: server %q: url %q: %v", ErrConfig, s.name, s.cfg.URL, err)
+		}
+		hc := &http.Client{CheckRedirect: sameOrigin(origin)}
 		if s.cfg.TokenEnv != "" {
 			tok := c.getenv(s.cfg.TokenEnv)
 			if tok == "" {
 				return nil, fmt.Errorf("%w: server %q: the environment variable %s (token_env) is empty: export the server's bearer token in it", ErrUnavailable, s.name, s.cfg.TokenEnv)
 			}
-			hc.Transport = bearer{token: tok, next: http.DefaultTransport}
+			hc.Transport = bearer{token: tok, scheme: origin.Scheme, host: origin.Host, next: http.DefaultTransport}
 		}
 		t = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: -1}
 	}
 	cs, err := c.sdk.Connect(ctx, t, nil)
 	if err != nil {
+		s.killGroup()
 		note := ""
 		if stderr != nil && stderr.String() != "" {
-			note = "; its stderr: " + stderr.String()
+			// The full stderr went to the log line by line; the error,
+			// which reaches the tool, the journal and the model, quotes
+			// its tail with the values of the variables passed scrubbed.
+			note = "; its stderr ends: " + c.scrubEnv(stderr.String(), s.cfg.Env)
 		}
 		return nil, fmt.Errorf("%w: server %q: connecting: %v%s", ErrUnavailable, s.name, err, note)
 	}
@@ -269,8 +307,26 @@ func (c *Client) drop(s *conn, why error) {
 	}
 	c.log.Warn("mcp: dropping the session after a failure; the next call reconnects", slog.String("server", s.name), slog.Any("err", why))
 	_ = s.cs.Close()
+	s.killGroup()
 	s.cs = nil
 	s.cur.Store(nil)
+}
+
+// scrubEnv replaces in text every value (of 4 bytes or more) of the
+// environment variables names, as this process holds them: a stdio
+// server's stderr quoted in an error MUST NOT carry the credentials passed
+// to it.
+func (c *Client) scrubEnv(text string, names []string) string {
+	for _, n := range names {
+		v := c.getenv(n)
+		if len(v) < 4 {
+			continue
+		}
+		for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v), strings.Trim(strconv.Quote(v), `"`)} {
+			text = strings.ReplaceAll(text, form, "[$"+n+"]")
+		}
+	}
+	return text
 }
 
 // childEnv is a stdio server's environment: PATH, HOME and the named
@@ -285,25 +341,51 @@ func (c *Client) childEnv(names []string) []string {
 	return env
 }
 
-// bearer adds an Authorization header to every request.
+// sameOrigin is an HTTP server's redirect policy: a redirect is followed
+// only to the configured URL's origin (scheme and host:port), so that
+// nothing of the session (its bearer token, its session id) is sent to
+// another host.
+func sameOrigin(origin *url.URL) func(*http.Request, []*http.Request) error {
+	return func(r *http.Request, via []*http.Request) error {
+		if r.URL.Scheme != origin.Scheme || r.URL.Host != origin.Host {
+			return fmt.Errorf("refusing the redirect to %s://%s: an MCP server's redirects must stay on %s://%s (its url in mcp.servers)", r.URL.Scheme, r.URL.Host, origin.Scheme, origin.Host)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// bearer adds an Authorization header to the requests to the configured
+// origin (scheme and host:port) only. IMPORTANT: the token MUST NOT reach
+// any other host, whatever sends the request there.
 type bearer struct {
-	token string
-	next  http.RoundTripper
+	token        string
+	scheme, host string
+	next         http.RoundTripper
 }
 
 // RoundTrip implements http.RoundTripper.
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme != b.scheme || r.URL.Host != b.host {
+		return b.next.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
 }
 
-// tailBuffer keeps the last max bytes written (a server's stderr, quoted
-// when it fails to start).
+// tailBuffer is a stdio server's stderr: it logs every line at Debug
+// (the operator's log holds all of it) and keeps the last max bytes,
+// quoted (scrubbed) when the server fails to start.
 type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
+	mu     sync.Mutex
+	max    int
+	b      []byte
+	log    *slog.Logger
+	server string
+	line   []byte // a line not yet ended
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
@@ -312,6 +394,21 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.b = append(t.b, p...)
 	if len(t.b) > t.max {
 		t.b = t.b[len(t.b)-t.max:]
+	}
+	if t.log != nil {
+		t.line = append(t.line, p...)
+		for {
+			i := bytes.IndexByte(t.line, '\n')
+			if i < 0 {
+				break
+			}
+			t.log.Debug("mcp: server stderr", slog.String("server", t.server), slog.String("line", string(t.line[:i])))
+			t.line = t.line[i+1:]
+		}
+		if len(t.line) > 64<<10 { // a line that never ends
+			t.log.Debug("mcp: server stderr", slog.String("server", t.server), slog.String("line", string(t.line)))
+			t.line = t.line[:0]
+		}
 	}
 	return len(p), nil
 }
@@ -367,6 +464,10 @@ func asDriverError(err error) error {
 // Call calls tool on server with args (a JSON object; empty means {}) and
 // returns the result as the "call" operation answers it. A result with
 // isError is a *driver.Error with CodeToolError.
+//
+// IMPORTANT: the SDK decodes structuredContent into float64 numbers, so an
+// integer beyond 2^53 arrives rounded (as JSON.parse would round it in the
+// tool anyway); content text items carry such values verbatim.
 func (c *Client) Call(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
 	c.closeMu.RLock()
 	defer c.closeMu.RUnlock()
@@ -481,16 +582,35 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	// In parallel: a stdio server may take its TerminateDuration (and
+	// more) to go; shutdown waits for the slowest, not for their sum.
+	var wg sync.WaitGroup
 	for _, s := range c.servers {
-		s.mu.Lock()
-		if s.cs != nil {
-			if err := s.cs.Close(); err != nil {
-				c.log.Debug("mcp: closing the session", slog.String("server", s.name), slog.Any("err", err))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.cs != nil {
+				if err := s.cs.Close(); err != nil {
+					c.log.Debug("mcp: closing the session", slog.String("server", s.name), slog.Any("err", err))
+				}
+				s.cs = nil
+				s.cur.Store(nil)
 			}
-			s.cs = nil
-			s.cur.Store(nil)
-		}
-		s.mu.Unlock()
+			s.killGroup()
+		}()
 	}
+	wg.Wait()
 	return nil
+}
+
+// killGroup kills what is left of a stdio server's process group (its
+// children, e.g. the node process npx started) once its session ended,
+// and forgets the command. s.mu MUST be held.
+func (s *conn) killGroup() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		killGroup(s.cmd.Process.Pid)
+	}
+	s.cmd = nil
 }

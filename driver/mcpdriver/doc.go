@@ -37,8 +37,14 @@
 // # Failure
 //
 // Tool lists are served from memory, then from the cache file, and only
-// then from the live server, so that a recorded run (whose mcp calls the
-// journal answers) replays with the server stopped: the modules it
-// requires come from the cache. IMPORTANT: the cache MUST exist for an
-// offline replay; any live use of the server writes it.
+// then from the live server. A run made again from the journal (a replay,
+// a recovery) does not use them at all: the executor makes the modules it
+// requires from their names alone (NamedModule), so it needs neither the
+// server nor its cache.
+//
+// # Rights
+//
+// The Client itself shows every server (the operator's view). A run made
+// for a caller sees For(its rights) (driver.GuardedMount): only what the
+// caller's mcp right reaches is listed, read, required or started.
 package mcpdriver
