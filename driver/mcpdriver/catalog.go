@@ -305,22 +305,3 @@ func (c *Client) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	}
 	return Module(t), nil
 }
-
-// AllTools returns the tools of every server (Refresh, else the cache);
-// a server that is unreachable and has no cache is skipped and reported in
-// the joined error.
-func (c *Client) AllTools(ctx context.Context) ([]Tool, error) {
-	var (
-		out  []Tool
-		errs []error
-	)
-	for _, n := range c.Servers() {
-		ts, err := c.Refresh(ctx, n)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, ts...)
-	}
-	return out, errors.Join(errs...)
-}
