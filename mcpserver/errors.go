@@ -12,6 +12,9 @@ var (
 	// ErrBadToken: the bearer token is not a token of this node (forged,
 	// malformed, signed with another key), or it is revoked or expired.
 	ErrBadToken = errors.New("the capability token was refused")
+	// ErrTooManySessions: a token already holds HTTPOptions.MaxSessions
+	// open sessions.
+	ErrTooManySessions = errors.New("too many MCP sessions")
 	// ErrClosed: the Server is closed.
 	ErrClosed = errors.New("mcpserver: closed")
 )
