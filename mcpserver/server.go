@@ -65,8 +65,9 @@ type Server struct {
 	byToken map[string]*kernel.Process // HTTP: the process of each token id
 	tools   map[string]registry.Tool   // the registered tools by MCP name
 	spawned []*kernel.Process          // the processes HTTP tokens made
+	pending map[kernel.PID]int         // HTTP: the sessions being opened, per process (reserveSession)
 
-	pending map[kernel.PID]int // HTTP: the sessions being opened, per process (reserveSession)
+	confirms *confirmer // signs and redeems high-risk confirmations (own lock)
 
 	stopWatch func()
 	wake      chan struct{} // the registry changed (buffered: one pending wake)
@@ -105,7 +106,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, log: opts.Logger,
-		bound: map[kernel.PID]*bound{}, byToken: map[string]*kernel.Process{}, pending: map[kernel.PID]int{},
+		bound: map[kernel.PID]*bound{}, byToken: map[string]*kernel.Process{}, pending: map[kernel.PID]int{}, confirms: newConfirmer(),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if s.log == nil {
