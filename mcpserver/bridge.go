@@ -16,7 +16,9 @@ import (
 // (e.g. a serving node's socket, whose /mcp serves HTTPHandler): its tools,
 // kept in step with it (list_changed is relayed), every call forwarded with
 // its progress token, cancellation and confirmation (elicitation) passed
-// through. It returns when either side disconnects (nil) or ctx ends.
+// through. It returns nil when down disconnects, an error wrapping
+// ErrUpstreamClosed when up does (the serving node stopped: the bridged
+// client's tools are gone, and it MUST reconnect), or ctx's error.
 //
 // It is how 'agentos serve --mcp' serves a stdio client on a tool root
 // another 'agentos serve' already serves: the tools run on that node.
@@ -127,18 +129,23 @@ func Bridge(ctx context.Context, up, down mcp.Transport, log *slog.Logger) error
 	}
 	defer downS.Close()
 	downSess.Store(downS)
-	ended := make(chan error, 2)
-	go func() { ended <- downS.Wait() }()
-	go func() { ended <- upSess.Wait() }()
+	downEnded, upEnded := make(chan error, 1), make(chan error, 1)
+	go func() { downEnded <- downS.Wait() }()
+	go func() { upEnded <- upSess.Wait() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case err := <-ended:
+		case err := <-downEnded:
 			if err == nil || errors.Is(err, mcp.ErrConnectionClosed) {
 				return nil
 			}
 			return err
+		case err := <-upEnded:
+			if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+				return fmt.Errorf("%w: %w", ErrUpstreamClosed, err)
+			}
+			return ErrUpstreamClosed
 		case <-resync:
 			if err := relist(); err != nil {
 				log.Warn("mcp bridge: relisting the serving node's tools", slog.Any("err", err))

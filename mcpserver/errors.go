@@ -15,6 +15,9 @@ var (
 	// ErrTooManySessions: a token already holds HTTPOptions.MaxSessions
 	// open sessions.
 	ErrTooManySessions = errors.New("too many MCP sessions")
+	// ErrUpstreamClosed: Bridge's upstream server closed the session (the
+	// serving node stopped).
+	ErrUpstreamClosed = errors.New("the serving node closed the MCP session")
 	// ErrClosed: the Server is closed.
 	ErrClosed = errors.New("mcpserver: closed")
 )

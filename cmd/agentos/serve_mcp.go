@@ -118,6 +118,15 @@ func bridgeMCP(ctx context.Context, root string) error {
 		},
 	}}
 	defer hc.CloseIdleConnections()
-	up := &mcp.StreamableClientTransport{Endpoint: "http://agentos-node" + mcpserver.Path, HTTPClient: hc}
-	return mcpserver.Bridge(ctx, up, &mcp.StdioTransport{}, cmdLogger(ctx))
+	// Over a local socket a lost stream means the node stopped: two
+	// reconnects (about 3 s), not the default five (about 20 s), before the
+	// bridge says so.
+	up := &mcp.StreamableClientTransport{Endpoint: "http://agentos-node" + mcpserver.Path, HTTPClient: hc, MaxRetries: 2}
+	err := mcpserver.Bridge(ctx, up, &mcp.StdioTransport{}, cmdLogger(ctx))
+	if errors.Is(err, mcpserver.ErrUpstreamClosed) {
+		// The window's tools went with the node: say so and exit non-zero,
+		// so the client shows the server as failed instead of toolless.
+		return fmt.Errorf("the node serving %s stopped, so this MCP server's tools are gone (%w); restart this MCP server in your client: 'agentos serve --mcp' then starts its own node on the root, or bridges to the node serving it", root, err)
+	}
+	return err
 }

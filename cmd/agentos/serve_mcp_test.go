@@ -341,3 +341,36 @@ func TestServeMCPBridge(t *testing.T) {
 		t.Error("the serving node stopped when the bridged client left")
 	}
 }
+
+// TestServeMCPBridgeOwnerStops: when the node a 'serve --mcp' bridges to
+// stops, the bridge does not linger without tools: it exits saying the
+// tools are gone and what to do.
+func TestServeMCPBridgeOwnerStops(t *testing.T) {
+	root := toolRoot(t, nil)
+	owner, _ := startServe(t, root, t.TempDir(), fmt.Sprint(time.Now().UnixNano()))
+	var errOut lockedBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 5*mcpWait)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bridge-owner", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: serveMCPCmd(root, &errOut), TerminateDuration: mcpWait}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, errOut.String())
+	}
+	defer cs.Close()
+	if mcpTools(t, cs)["exec_tool"] == nil {
+		t.Fatal("no kernel tools through the bridge")
+	}
+	if err := owner.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	_ = owner.Wait()
+	ended := make(chan error, 1)
+	go func() { ended <- cs.Wait() }()
+	select {
+	case <-ended:
+	case <-time.After(mcpWait):
+		t.Fatalf("the bridge kept its client after the serving node stopped:\n%s", errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "tools are gone") || !strings.Contains(errOut.String(), "restart this MCP server") {
+		t.Errorf("the bridge did not say why it ended and what to do:\n%s", errOut.String())
+	}
+}
