@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -188,4 +189,30 @@ func TestHTTPSessionCap(t *testing.T) {
 		t.Fatalf("a session after one was closed: %v", err)
 	}
 	cs.Close()
+}
+
+// TestHTTPSessionTimeout: an idle session is closed; its id is then
+// unknown (404) and the client must initialize again.
+func TestHTTPSessionTimeout(t *testing.T) {
+	e := newEnv(t, agentos.Config{})
+	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{Anonymous: e.rt.Agent(), SessionTimeout: 50 * time.Millisecond}))
+	t.Cleanup(hs.Close)
+	cs, err := httpConnect(context.Background(), hs, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	sid := cs.ID()
+	// Requests keep a session alive: wait for the client to see it closed
+	// (its SSE stream ends and cannot resume), sending nothing meanwhile.
+	ended := make(chan error, 1)
+	go func() { ended <- cs.Wait() }()
+	select {
+	case <-ended:
+	case <-time.After(wait):
+		t.Fatal("an idle session was never closed")
+	}
+	if got := useSession(t, hs, sid, ""); got != http.StatusNotFound {
+		t.Errorf("the timed-out session: %d, want 404", got)
+	}
 }

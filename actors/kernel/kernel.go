@@ -222,7 +222,11 @@ func (k *Kernel) spawn(parent *Process, main Main, opts SpawnOptions) (*Process,
 		}
 	}
 	var tok *capability.Held
-	if opts.From != nil && parent == nil {
+	if opts.From != nil && parent != nil {
+		acct.Close()
+		return nil, fmt.Errorf("%w: SpawnOptions.From is for Kernel.Spawn only: a process's child derives its token from its parent's", ErrInvalid)
+	}
+	if opts.From != nil {
 		t, err := k.auth.Delegate(*opts.From, holder, opts.Grants, opts.Caveats)
 		if err == nil {
 			tok, err = k.auth.Hold(t)
