@@ -343,8 +343,9 @@ func TestServeMCPBridge(t *testing.T) {
 }
 
 // TestServeMCPBridgeOwnerStops: when the node a 'serve --mcp' bridges to
-// stops, the bridge does not linger without tools: it exits saying the
-// tools are gone and what to do.
+// stops (the first window quits), the bridge takes over: it starts its own
+// node on the root, the client keeps its session and its tools, and the
+// new node serves the socket for the next window.
 func TestServeMCPBridgeOwnerStops(t *testing.T) {
 	root := toolRoot(t, nil)
 	owner, _ := startServe(t, root, t.TempDir(), fmt.Sprint(time.Now().UnixNano()))
@@ -355,22 +356,39 @@ func TestServeMCPBridgeOwnerStops(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect: %v\n%s", err, errOut.String())
 	}
-	defer cs.Close()
 	if mcpTools(t, cs)["exec_tool"] == nil {
 		t.Fatal("no kernel tools through the bridge")
 	}
+	mcpOK(t, "write_file", mcpCall(t, cs, "write_file", map[string]any{"path": samples.FibPath, "content": samples.FibTool}))
 	if err := owner.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	_ = owner.Wait()
-	ended := make(chan error, 1)
-	go func() { ended <- cs.Wait() }()
-	select {
-	case <-ended:
-	case <-time.After(mcpWait):
-		t.Fatalf("the bridge kept its client after the serving node stopped:\n%s", errOut.String())
+	// The same session keeps working once the bridge has taken over.
+	deadline := time.Now().Add(mcpWait)
+	for {
+		res := mcpCall(t, cs, "math_fib", map[string]any{"n": 10})
+		if !res.IsError {
+			if got := mcpOK(t, "math_fib", res); got != "55" {
+				t.Errorf("math_fib after the takeover = %q", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bridged client lost its tools when the serving node stopped: %s\n%s", mcpText(res), errOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	if !strings.Contains(errOut.String(), "tools are gone") || !strings.Contains(errOut.String(), "restart this MCP server") {
-		t.Errorf("the bridge did not say why it ended and what to do:\n%s", errOut.String())
+	if !strings.Contains(errOut.String(), "now runs its own node") {
+		t.Errorf("the bridge did not say it took over:\n%s", errOut.String())
+	}
+	if !nodeServes(root) {
+		t.Error("the taking-over node does not serve the root's socket")
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v\n%s", err, errOut.String())
+	}
+	if nodeServes(root) {
+		t.Error("the taking-over node still serves after its client left")
 	}
 }
