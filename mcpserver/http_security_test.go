@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/mcpserver"
@@ -214,5 +215,39 @@ func TestHTTPSessionTimeout(t *testing.T) {
 	}
 	if got := useSession(t, hs, sid, ""); got != http.StatusNotFound {
 		t.Errorf("the timed-out session: %d, want 404", got)
+	}
+}
+
+// TestHTTPNoNameSquatting: a process that took the name mcp-<token id>
+// without the token's grants is not adopted for the token.
+func TestHTTPNoNameSquatting(t *testing.T) {
+	e := newEnv(t, agentos.Config{})
+	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
+	t.Cleanup(hs.Close)
+	k := e.rt.Kernel()
+	tok := k.Authority().Mint("reader", []capability.Grant{{Right: capability.Read, Scope: "tools/"}}, capability.Caveats{})
+	squatter, err := k.Spawn(func(ctx context.Context, _ *kernel.Process) error { <-ctx.Done(); return nil },
+		kernel.SpawnOptions{Name: "mcp-" + tok.ID, Image: "squatter", Grants: []capability.Grant{{Right: capability.Write}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Kill(squatter.PID(), "test") })
+	cs, err := httpConnect(context.Background(), hs, tok.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	res := call(t, cs, "write_file", map[string]any{"path": "tools/x.ts", "content": "x"})
+	if !res.IsError || !strings.HasPrefix(text(res), mcpserver.KindDenied+": ") {
+		t.Errorf("write_file with a read-only token, a writer squatting its process name: %v %s, want denied", res.IsError, text(res))
+	}
+	var mcpProcs int
+	for _, p := range k.PS() {
+		if p.Image == "mcp" {
+			mcpProcs++
+		}
+	}
+	if mcpProcs != 1 {
+		t.Errorf("%d mcp processes, want the token's own", mcpProcs)
 	}
 }
