@@ -1,10 +1,12 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -131,9 +133,18 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			httpError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-			// A new session.
-			release, err := s.reserveSession(id.p, maxSessions)
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && maxSessions >= 0 {
+			// A new session: the token's initializes go one at a time, so
+			// that its sessions are counted exactly (when the request is
+			// answered, its session is listed or closed). The body is read
+			// first: a slow client holds no one else's initialize up.
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+			if err != nil {
+				httpError(w, http.StatusRequestEntityTooLarge, "the request body cannot be read: "+err.Error())
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			release, err := s.admitSession(r.Context(), id.p, maxSessions)
 			if err != nil {
 				httpError(w, http.StatusTooManyRequests, err.Error())
 				return
@@ -159,32 +170,35 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
-// reserveSession holds a place for a new session of p's server until
-// release, or fails when p's sessions and the places held reach limit
-// (negative: none). Counting the places held keeps concurrent initializes
-// from overshooting the limit.
-func (s *Server) reserveSession(p *kernel.Process, limit int) (release func(), err error) {
+// admitSession waits for p's turn to open a session and checks p's open
+// sessions against limit; release ends the turn once the new session is
+// listed (or closed): after the initialize request was answered.
+func (s *Server) admitSession(ctx context.Context, p *kernel.Process, limit int) (release func(), err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if limit >= 0 {
-		n := s.pending[p.PID()]
-		if b, ok := s.bound[p.PID()]; ok {
-			for range b.srv.Sessions() {
-				n++
-			}
-		}
-		if n >= limit {
-			return nil, fmt.Errorf("%w: this token already has %d open MCP sessions, the limit; close one (HTTP DELETE of its Mcp-Session-Id, or end its client) or wait until an idle one times out", ErrTooManySessions, n)
+	gate, ok := s.opening[p.PID()]
+	if !ok {
+		gate = make(chan struct{}, 1)
+		s.opening[p.PID()] = gate
+	}
+	s.mu.Unlock()
+	select {
+	case gate <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: the client went away waiting to open a session", ErrTooManySessions)
+	}
+	s.mu.Lock()
+	n := 0
+	if b, ok := s.bound[p.PID()]; ok {
+		for range b.srv.Sessions() {
+			n++
 		}
 	}
-	s.pending[p.PID()]++
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.pending[p.PID()]--; s.pending[p.PID()] <= 0 {
-			delete(s.pending, p.PID())
-		}
-	}, nil
+	s.mu.Unlock()
+	if n >= limit {
+		<-gate
+		return nil, fmt.Errorf("%w: this token already has %d open MCP sessions, the limit; close one (HTTP DELETE of its Mcp-Session-Id, or end its client) or wait until an idle one times out", ErrTooManySessions, n)
+	}
+	return func() { <-gate }, nil
 }
 
 // authenticate returns who r is.

@@ -61,11 +61,11 @@ type Server struct {
 
 	mu      sync.Mutex
 	closed  bool
-	bound   map[kernel.PID]*bound      // the MCP server of each process
-	byToken map[string]*kernel.Process // HTTP: the process of each token id
-	tools   map[string]registry.Tool   // the registered tools by MCP name
-	spawned []*kernel.Process          // the processes HTTP tokens made
-	pending map[kernel.PID]int         // HTTP: the sessions being opened, per process (reserveSession)
+	bound   map[kernel.PID]*bound        // the MCP server of each process
+	byToken map[string]*kernel.Process   // HTTP: the process of each token id
+	tools   map[string]registry.Tool     // the registered tools by MCP name
+	spawned []*kernel.Process            // the processes HTTP tokens made
+	opening map[kernel.PID]chan struct{} // HTTP: one initialize at a time per process (admitSession)
 
 	confirms *confirmer // signs and redeems high-risk confirmations (own lock)
 
@@ -106,7 +106,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, log: opts.Logger,
-		bound: map[kernel.PID]*bound{}, byToken: map[string]*kernel.Process{}, pending: map[kernel.PID]int{}, confirms: newConfirmer(),
+		bound: map[kernel.PID]*bound{}, byToken: map[string]*kernel.Process{}, opening: map[kernel.PID]chan struct{}{}, confirms: newConfirmer(),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if s.log == nil {
@@ -239,6 +239,7 @@ func (s *Server) dropEndedLocked() {
 	for pid, b := range s.bound {
 		if _, ended := b.p.Reason(); ended {
 			delete(s.bound, pid)
+			delete(s.opening, pid)
 			for ss := range b.srv.Sessions() {
 				go ss.Close() // not under s.mu: a closing session may call back
 			}
