@@ -40,14 +40,17 @@ func (b adminBackend) Call(ctx context.Context, tool string, args json.RawMessag
 func (b adminBackend) Metrics() http.Handler { return b.rt.MetricsHandler() }
 
 // MCP is the socket's /mcp: the runtime's MCP server as the default
-// process (the socket is the owner's alone, as /v1/call is).
+// process (the socket is the owner's alone, as /v1/call is). Its sessions
+// never time out and are not capped: they are the owner's bridged windows
+// ('serve --mcp' on a served root), which may sit idle for hours and MUST
+// NOT lose their tools for it.
 func (b adminBackend) MCP() http.Handler {
 	srv, err := b.rt.MCPServer()
 	if err != nil {
 		b.rt.log.Warn("agentos: no MCP on the node socket", slog.Any("err", err))
 		return nil
 	}
-	return srv.HTTPHandler(mcpserver.HTTPOptions{Anonymous: b.rt.agent})
+	return srv.HTTPHandler(mcpserver.HTTPOptions{Anonymous: b.rt.agent, SessionTimeout: -1, MaxSessions: -1})
 }
 
 func (b adminBackend) Runs() ([]admin.RunSummary, error) {

@@ -16,11 +16,33 @@ import (
 // (e.g. a serving node's socket, whose /mcp serves HTTPHandler): its tools,
 // kept in step with it (list_changed is relayed), every call forwarded with
 // its progress token, cancellation and confirmation (elicitation) passed
-// through. It returns when either side disconnects (nil) or ctx ends.
+// through. It returns nil when down disconnects, an error wrapping
+// ErrUpstreamClosed when up does (the serving node stopped: the bridged
+// client's tools are gone, and it MUST reconnect), or ctx's error.
 //
 // It is how 'agentos serve --mcp' serves a stdio client on a tool root
 // another 'agentos serve' already serves: the tools run on that node.
 func Bridge(ctx context.Context, up, down mcp.Transport, log *slog.Logger) error {
+	return BridgeWith(ctx, up, down, BridgeOptions{Logger: log})
+}
+
+// BridgeOptions configure BridgeWith. The zero value is Bridge's behaviour.
+type BridgeOptions struct {
+	// Logger receives the bridge's logs (nil: slog.Default()).
+	Logger *slog.Logger
+	// Reconnect, when set, is called when up closes the session (the
+	// serving node stopped): it returns the transport of the server to
+	// relay from then on (e.g. a node started to take over), and the client
+	// keeps its session: its tools are replaced, with list_changed. A call
+	// made meanwhile fails (kind "error") and may be retried. An error of
+	// Reconnect ends BridgeWith with ErrUpstreamClosed and that error.
+	Reconnect func(ctx context.Context) (mcp.Transport, error)
+}
+
+// BridgeWith is Bridge with options: with opts.Reconnect, it survives the
+// upstream server stopping.
+func BridgeWith(ctx context.Context, up, down mcp.Transport, opts BridgeOptions) error {
+	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
@@ -60,12 +82,14 @@ func Bridge(ctx context.Context, up, down mcp.Transport, log *slog.Logger) error
 			}
 		},
 	})
-	upSess, err := client.Connect(ctx, up, nil)
+	first, err := client.Connect(ctx, up, nil)
 	if err != nil {
 		return fmt.Errorf("connecting to the serving node's MCP endpoint: %w", err)
 	}
-	defer upSess.Close()
-	info := upSess.InitializeResult()
+	var cur atomic.Pointer[mcp.ClientSession] // the upstream session relayed
+	cur.Store(first)
+	defer func() { cur.Load().Close() }()
+	info := first.InitializeResult()
 	srv := mcp.NewServer(&mcp.Implementation{Name: info.ServerInfo.Name, Title: info.ServerInfo.Title, Version: info.ServerInfo.Version}, &mcp.ServerOptions{
 		Instructions: info.Instructions,
 		Logger:       log,
@@ -81,7 +105,7 @@ func Bridge(ctx context.Context, up, down mcp.Transport, log *slog.Logger) error
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			p.SetProgressToken(tok)
 		}
-		res, err := upSess.CallTool(ctx, p)
+		res, err := cur.Load().CallTool(ctx, p)
 		if err != nil {
 			if ctx.Err() != nil {
 				return failure(KindCancelled, "the call was cancelled"), nil
@@ -101,7 +125,7 @@ func Bridge(ctx context.Context, up, down mcp.Transport, log *slog.Logger) error
 		mu.Lock()
 		defer mu.Unlock()
 		want := map[string]bool{}
-		for t, err := range upSess.Tools(ctx, nil) {
+		for t, err := range cur.Load().Tools(ctx, nil) {
 			if err != nil {
 				return err
 			}
@@ -127,18 +151,41 @@ func Bridge(ctx context.Context, up, down mcp.Transport, log *slog.Logger) error
 	}
 	defer downS.Close()
 	downSess.Store(downS)
-	ended := make(chan error, 2)
-	go func() { ended <- downS.Wait() }()
-	go func() { ended <- upSess.Wait() }()
+	downEnded, upEnded := make(chan error, 1), make(chan error, 1)
+	go func() { downEnded <- downS.Wait() }()
+	go func() { upEnded <- first.Wait() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case err := <-ended:
+		case err := <-downEnded:
 			if err == nil || errors.Is(err, mcp.ErrConnectionClosed) {
 				return nil
 			}
 			return err
+		case err := <-upEnded:
+			if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+				err = fmt.Errorf("%w: %w", ErrUpstreamClosed, err)
+			} else {
+				err = ErrUpstreamClosed
+			}
+			if opts.Reconnect == nil {
+				return err
+			}
+			log.Warn("mcp bridge: the serving node closed the session; reconnecting", slog.Any("err", err))
+			t, rerr := opts.Reconnect(ctx)
+			if rerr != nil {
+				return fmt.Errorf("%w; reconnecting failed: %w", err, rerr)
+			}
+			next, rerr := client.Connect(ctx, t, nil)
+			if rerr != nil {
+				return fmt.Errorf("%w; reconnecting failed: %w", err, rerr)
+			}
+			cur.Swap(next).Close()
+			go func() { upEnded <- next.Wait() }()
+			if err := relist(); err != nil {
+				log.Warn("mcp bridge: listing the new node's tools", slog.Any("err", err))
+			}
 		case <-resync:
 			if err := relist(); err != nil {
 				log.Warn("mcp bridge: relisting the serving node's tools", slog.Any("err", err))

@@ -36,17 +36,23 @@
 // as a run of a process that ends does. A run of a tool whose check_tool
 // risk is high or critical asks the client to confirm (elicitation): a
 // client that did not declare the elicitation capability, or that declines,
-// gets an isError result saying why (kind "confirmation").
+// gets an isError result saying why (kind "confirmation"). It fails
+// closed: only an answer echoing the signed RequestState of a question
+// this server asked (same session, path and source hash, unexpired, once)
+// with confirm == true runs the tool.
 //
 // # HTTP
 //
 // HTTPHandler authenticates every request with a capability token
 // presented as "Authorization: Bearer <token>" (capability.Token.Encode,
 // minted with the node's signing key: `agentos token`): it verifies it
-// with the kernel's authority and runs the session as a process spawned
-// with the token's grants (one per token). A request without a token is
-// answered 401, unless HTTPOptions.Anonymous names the process it runs as.
-// A session belongs to the token that opened it (another token: 403). The
+// with the kernel's authority and runs the session as a process whose
+// token is delegated from it (one per token; every caveat carries over).
+// A request without a token is answered 401, unless HTTPOptions.Anonymous
+// names the process it runs as. A session belongs to the token that opened
+// it (another token, or none: 403, checked by the SDK through
+// auth.TokenInfo); idle sessions time out and a token's open sessions are
+// capped (HTTPOptions). The
 // node socket serves HTTPHandler at /mcp as the default process
 // (agentos.Runtime.MCPServer).
 //

@@ -12,6 +12,12 @@ var (
 	// ErrBadToken: the bearer token is not a token of this node (forged,
 	// malformed, signed with another key), or it is revoked or expired.
 	ErrBadToken = errors.New("the capability token was refused")
+	// ErrTooManySessions: a token already holds HTTPOptions.MaxSessions
+	// open sessions.
+	ErrTooManySessions = errors.New("too many MCP sessions")
+	// ErrUpstreamClosed: Bridge's upstream server closed the session (the
+	// serving node stopped).
+	ErrUpstreamClosed = errors.New("the serving node closed the MCP session")
 	// ErrClosed: the Server is closed.
 	ErrClosed = errors.New("mcpserver: closed")
 )

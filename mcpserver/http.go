@@ -1,14 +1,17 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentos-run/agentos/actors/kernel"
@@ -18,8 +21,17 @@ import (
 // Path is where HTTPHandler serves MCP (streamable HTTP).
 const Path = "/mcp"
 
+// DefaultSessionTimeout is how long an idle HTTP session lives when
+// HTTPOptions.SessionTimeout is 0.
+const DefaultSessionTimeout = 30 * time.Minute
+
+// DefaultMaxSessions is how many HTTP sessions a token may hold open at
+// once when HTTPOptions.MaxSessions is 0.
+const DefaultMaxSessions = 16
+
 // HTTPOptions configure HTTPHandler. The zero value refuses requests
-// without a token.
+// without a token, closes sessions idle for DefaultSessionTimeout and
+// allows DefaultMaxSessions sessions per token.
 type HTTPOptions struct {
 	// Anonymous, when set, is the process a request without a token runs
 	// as (mcp.serve.allow_anonymous: the default process). nil: such a
@@ -29,100 +41,190 @@ type HTTPOptions struct {
 	// agent.quota of agentos.json); absent meters are limited only by the
 	// node's quota.
 	Quota capability.Limits
+	// SessionTimeout closes a session that received no request for this
+	// long (0: DefaultSessionTimeout; negative: never); its client must
+	// initialize again.
+	SessionTimeout time.Duration
+	// MaxSessions is how many sessions one token (and all anonymous
+	// clients together) may hold open at once (0: DefaultMaxSessions;
+	// negative: no limit). An initialize over the limit is answered 429;
+	// close sessions (HTTP DELETE) or let them time out.
+	MaxSessions int
 }
 
-type procKey struct{}
+// ident is who an authenticated HTTP request is: the process it runs as,
+// and the user id the SDK ties its session to.
+type ident struct {
+	p       *kernel.Process
+	user    string    // "tok:<token id>" or "anon"
+	expires time.Time // the token's earliest NotAfter (zero: none)
+}
+
+type identKey struct{}
+
+// anonymousUser is the session owner of the requests without a token.
+const anonymousUser = "anon"
 
 // HTTPHandler serves MCP over streamable HTTP at Path. Every request MUST
 // carry "Authorization: Bearer <token>", a capability token of this node
 // (capability.Token.Encode; `agentos token` mints one): it is verified
 // with the kernel's authority (signature, revocation, expiry) on every
 // request, and the session runs as the process made for that token on its
-// first use, with the token's grants, its earliest expiry and
-// opts.Quota. A session opened with one token MUST NOT be used with
-// another: such a request is answered 403. A missing token (unless
-// opts.Anonymous is set) or a refused one is answered 401 with
-// WWW-Authenticate: Bearer and a JSON {"error": "..."} saying what to do.
+// first use, whose own token is delegated from it (kernel.SpawnOptions.From):
+// the same grants and every caveat of it (expiry, MaxUses), so the process
+// can never do more than the token allows, and revoking the token ends its
+// rights. The token's Holder is a label ('agentos token --holder') that is
+// NOT checked: over HTTP a token is a bearer token, whoever presents it
+// holds it. Keep it secret.
+//
+// A session opened with one token MUST NOT be used with another, nor
+// without one: the SDK checks each request's owner (auth.TokenInfo.UserID,
+// "tok:<token id>", or "anon" for the requests without a token) against
+// the session's, atomically with its lookup, and answers 403. A missing
+// token (unless opts.Anonymous is set) or a refused one is answered 401
+// with WWW-Authenticate: Bearer and a JSON {"error": "..."} saying what to
+// do; an initialize over opts.MaxSessions is answered 429.
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
+	timeout := opts.SessionTimeout
+	if timeout == 0 {
+		timeout = DefaultSessionTimeout
+	} else if timeout < 0 {
+		timeout = 0 // the SDK's "never"
+	}
+	maxSessions := opts.MaxSessions
+	if maxSessions == 0 {
+		maxSessions = DefaultMaxSessions
+	}
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		p, _ := r.Context().Value(procKey{}).(*kernel.Process)
-		if p == nil {
+		id, _ := r.Context().Value(identKey{}).(ident)
+		if id.p == nil {
 			return nil
 		}
-		srv, err := s.For(p)
+		srv, err := s.For(id.p)
 		if err != nil {
-			s.log.Warn("mcp: no server for the request", "pid", p.PID(), "err", err)
+			s.log.Warn("mcp: no server for the request", "pid", id.p.PID(), "err", err)
 			return nil
 		}
 		return srv
-	}, &mcp.StreamableHTTPOptions{Logger: s.log})
+	}, &mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: timeout})
+	// The SDK records the TokenInfo's UserID with a new session and
+	// refuses a request of another user for it; the request was
+	// authenticated already, so the verifier only hands its identity over.
+	owned := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		id, ok := ctx.Value(identKey{}).(ident)
+		if !ok {
+			return nil, fmt.Errorf("%w: the request was not authenticated", auth.ErrInvalidToken)
+		}
+		return &auth.TokenInfo{UserID: id.user, Expiration: id.expires}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	// A web page MUST NOT reach a node on loopback through its visitor's
 	// browser: cross-origin requests are refused (the SDK refuses DNS
 	// rebinding, a localhost address reached under another host name).
 	cop := http.NewCrossOriginProtection()
 	mux := http.NewServeMux()
 	mux.Handle(Path, cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.authenticate(r, opts)
+		id, err := s.authenticate(r, opts)
 		if err != nil {
-			w.Header().Set("Content-Type", "application/json")
 			challenge := `Bearer realm="agentos"`
 			if errors.Is(err, ErrBadToken) {
 				challenge += `, error="invalid_token"` // RFC 6750: none for a missing token
 			}
 			w.Header().Set("WWW-Authenticate", challenge)
-			w.WriteHeader(http.StatusUnauthorized)
-			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			httpError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
-		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-			if owner, ok := s.sessionOf(sid); ok && owner != p.PID() {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusForbidden)
-				_ = json.NewEncoder(w).Encode(map[string]string{"error": "this MCP session was opened with another capability token: open a session of your own (initialize) with yours"})
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && maxSessions >= 0 {
+			// A new session: the token's initializes go one at a time, so
+			// that its sessions are counted exactly (when the request is
+			// answered, its session is listed or closed). The body is read
+			// first: a slow client holds no one else's initialize up.
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+			if err != nil {
+				httpError(w, http.StatusRequestEntityTooLarge, "the request body cannot be read: "+err.Error())
 				return
 			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			release, err := s.admitSession(r.Context(), id.p, maxSessions)
+			if err != nil {
+				httpError(w, http.StatusTooManyRequests, err.Error())
+				return
+			}
+			defer release()
 		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), procKey{}, p)))
+		r = r.WithContext(context.WithValue(r.Context(), identKey{}, id))
+		if id.user == anonymousUser {
+			// RequireBearerToken wants a bearer token to hand to the
+			// verifier, which ignores it.
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer anonymous")
+		}
+		owned.ServeHTTP(w, r)
 	})))
 	return mux
 }
 
-// authenticate returns the process r runs as.
-func (s *Server) authenticate(r *http.Request, opts HTTPOptions) (*kernel.Process, error) {
-	auth := r.Header.Get("Authorization")
-	if auth == "" {
-		if opts.Anonymous != nil {
-			return opts.Anonymous, nil
-		}
-		return nil, fmt.Errorf("%w: this node's MCP endpoint needs \"Authorization: Bearer <token>\" with a capability token of the node; mint one with 'agentos token --grant exec:tools/ ...' (with capability.signing_key_env set), or set mcp.serve.allow_anonymous in agentos.json to serve the default process without one", ErrNoToken)
+// httpError answers code with a JSON {"error": msg}.
+func httpError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// admitSession waits for p's turn to open a session and checks p's open
+// sessions against limit; release ends the turn once the new session is
+// listed (or closed): after the initialize request was answered.
+func (s *Server) admitSession(ctx context.Context, p *kernel.Process, limit int) (release func(), err error) {
+	s.mu.Lock()
+	gate, ok := s.opening[p.PID()]
+	if !ok {
+		gate = make(chan struct{}, 1)
+		s.opening[p.PID()] = gate
 	}
-	enc, ok := strings.CutPrefix(auth, "Bearer ")
+	s.mu.Unlock()
+	select {
+	case gate <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: the client went away waiting to open a session", ErrTooManySessions)
+	}
+	s.mu.Lock()
+	n := 0
+	if b, ok := s.bound[p.PID()]; ok {
+		for range b.srv.Sessions() {
+			n++
+		}
+	}
+	s.mu.Unlock()
+	if n >= limit {
+		<-gate
+		return nil, fmt.Errorf("%w: this token already has %d open MCP sessions, the limit; close one (HTTP DELETE of its Mcp-Session-Id, or end its client) or wait until an idle one times out", ErrTooManySessions, n)
+	}
+	return func() { <-gate }, nil
+}
+
+// authenticate returns who r is.
+func (s *Server) authenticate(r *http.Request, opts HTTPOptions) (ident, error) {
+	header := r.Header.Get("Authorization")
+	if header == "" {
+		if opts.Anonymous != nil {
+			return ident{p: opts.Anonymous, user: anonymousUser}, nil
+		}
+		return ident{}, fmt.Errorf("%w: this node's MCP endpoint needs \"Authorization: Bearer <token>\" with a capability token of the node; mint one with 'agentos token --grant exec:tools/ ...' (with capability.signing_key_env set), or set mcp.serve.allow_anonymous in agentos.json to serve the default process without one", ErrNoToken)
+	}
+	enc, ok := strings.CutPrefix(header, "Bearer ")
 	if !ok || strings.TrimSpace(enc) == "" {
-		return nil, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", ErrBadToken)
+		return ident{}, fmt.Errorf("%w: the Authorization header must be \"Bearer <token>\"", ErrBadToken)
 	}
 	tok, err := capability.Decode(strings.TrimSpace(enc))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w; pass the token 'agentos token' printed, whole", ErrBadToken, err)
+		return ident{}, fmt.Errorf("%w: %w; pass the token 'agentos token' printed, whole", ErrBadToken, err)
 	}
 	k := s.opts.Node.Kernel()
 	if err := k.Authority().Verify(tok); err != nil {
-		return nil, fmt.Errorf("%w: %w; mint a new one with 'agentos token' (tokens verify only on nodes with the same capability.signing_key_env)", ErrBadToken, err)
+		return ident{}, fmt.Errorf("%w: %w; mint a new one with 'agentos token' (tokens verify only on nodes with the same capability.signing_key_env)", ErrBadToken, err)
 	}
-	return s.processFor(tok, opts)
-}
-
-// processFor returns the process of tok, spawned on first use.
-func (s *Server) processFor(tok capability.Token, opts HTTPOptions) (*kernel.Process, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	if p, ok := s.byToken[tok.ID]; ok {
-		if _, ended := p.Reason(); !ended {
-			return p, nil
-		}
-		s.dropEndedLocked() // its server and sessions: the token gets a new process
+	p, err := s.processFor(tok, opts)
+	if err != nil {
+		return ident{}, err
 	}
 	var notAfter time.Time
 	for _, c := range tok.Caveats {
@@ -130,29 +232,68 @@ func (s *Server) processFor(tok capability.Token, opts HTTPOptions) (*kernel.Pro
 			notAfter = c.NotAfter
 		}
 	}
+	return ident{p: p, user: "tok:" + tok.ID, expires: notAfter}, nil
+}
+
+// processFor returns the process of tok, spawned on first use with a token
+// delegated from tok.
+func (s *Server) processFor(tok capability.Token, opts HTTPOptions) (*kernel.Process, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if p, ok := s.byToken[tok.ID]; ok {
+		why, ended := p.Reason()
+		if !ended {
+			return p, nil
+		}
+		if usesLimited(tok) {
+			// A new process would start counting the token's uses over.
+			return nil, fmt.Errorf("%w: token %s allows a limited number of uses (max_uses) and its process %v ended (%s): its uses do not start over; mint a new token with 'agentos token'", ErrBadToken, tok.ID, p.PID(), why.Kind)
+		}
+		s.dropEndedLocked() // its server and sessions: the token gets a new process
+	}
 	k := s.opts.Node.Kernel()
 	name := "mcp-" + tok.ID
 	if pid, taken := k.Lookup(name); taken {
 		// A process of this token's that ended is still leaving the table,
-		// or another server of the node made one: use it while it lives.
+		// or another server of the node made one: use it while it lives,
+		// and only if its token derives from this very token (anyone may
+		// name a process mcp-<id>: the name proves nothing).
 		if p := k.Process(pid); p != nil {
-			if _, ended := p.Reason(); !ended {
+			if _, ended := p.Reason(); !ended && derivedFrom(p, tok.ID) {
 				s.byToken[tok.ID] = p
 				return p, nil
 			}
 		}
+		s.log.Warn("mcp: a process holds the token's name without the token's grants; the token gets an unnamed process", "name", name, "pid", pid)
 		name = ""
 	}
-	p, err := k.Spawn(idle, kernel.SpawnOptions{
-		Name: name, Image: "mcp", Grants: tok.Grants,
-		Caveats: capability.Caveats{NotAfter: notAfter}, Quota: opts.Quota,
-	})
+	p, err := k.Spawn(idle, kernel.SpawnOptions{Name: name, Image: "mcp", From: &tok, Quota: opts.Quota})
 	if err != nil {
 		return nil, fmt.Errorf("%w: the token's process cannot start: %w", ErrBadToken, err)
 	}
 	s.byToken[tok.ID] = p
 	s.spawned = append(s.spawned, p)
 	return p, nil
+}
+
+// usesLimited reports whether tok carries a MaxUses caveat.
+func usesLimited(tok capability.Token) bool {
+	for _, c := range tok.Caveats {
+		if c.MaxUses > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// derivedFrom reports whether p's token was delegated from the token id
+// (its last ancestor).
+func derivedFrom(p *kernel.Process, id string) bool {
+	t, ok := p.Token()
+	return ok && len(t.Chain) > 0 && t.Chain[len(t.Chain)-1] == id
 }
 
 // idle is the main of a token's process: its calls come from MCP, not

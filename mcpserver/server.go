@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -63,13 +61,13 @@ type Server struct {
 
 	mu      sync.Mutex
 	closed  bool
-	bound   map[kernel.PID]*bound      // the MCP server of each process
-	byToken map[string]*kernel.Process // HTTP: the process of each token id
-	tools   map[string]registry.Tool   // the registered tools by MCP name
-	spawned []*kernel.Process          // the processes HTTP tokens made
+	bound   map[kernel.PID]*bound        // the MCP server of each process
+	byToken map[string]*kernel.Process   // HTTP: the process of each token id
+	tools   map[string]registry.Tool     // the registered tools by MCP name
+	spawned []*kernel.Process            // the processes HTTP tokens made
+	opening map[kernel.PID]chan struct{} // HTTP: one initialize at a time per process (admitSession)
 
-	sessMu   sync.Mutex
-	sessions map[string]kernel.PID // HTTP: the process of each session id
+	confirms *confirmer // signs and redeems high-risk confirmations (own lock)
 
 	stopWatch func()
 	wake      chan struct{} // the registry changed (buffered: one pending wake)
@@ -108,7 +106,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, log: opts.Logger,
-		bound: map[kernel.PID]*bound{}, byToken: map[string]*kernel.Process{}, sessions: map[string]kernel.PID{},
+		bound: map[kernel.PID]*bound{}, byToken: map[string]*kernel.Process{}, opening: map[kernel.PID]chan struct{}{}, confirms: newConfirmer(),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if s.log == nil {
@@ -166,7 +164,6 @@ func (s *Server) For(p *kernel.Process) (*mcp.Server, error) {
 		Instructions: s.opts.Instructions,
 		Logger:       s.log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		GetSessionID: func() string { return s.newSession(p.PID()) },
 	})
 	kt, err := s.opts.Node.Tools(p)
 	if err != nil {
@@ -242,6 +239,7 @@ func (s *Server) dropEndedLocked() {
 	for pid, b := range s.bound {
 		if _, ended := b.p.Reason(); ended {
 			delete(s.bound, pid)
+			delete(s.opening, pid)
 			for ss := range b.srv.Sessions() {
 				go ss.Close() // not under s.mu: a closing session may call back
 			}
@@ -294,38 +292,4 @@ func (s *Server) logged(p *kernel.Process, h mcp.ToolHandler) mcp.ToolHandler {
 		s.log.Debug("mcp: tool call ended", slog.String("tool", req.Params.Name), slog.Any("pid", p.PID()), slog.String("error_kind", kind))
 		return res, err
 	}
-}
-
-// newSession returns a new session id of pid's server and records whose it
-// is, so that HTTP requests of another token cannot use it; it forgets the
-// ids of the sessions that ended.
-func (s *Server) newSession(pid kernel.PID) string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	id := hex.EncodeToString(b[:])
-	live := map[string]bool{}
-	s.mu.Lock()
-	for _, b := range s.bound {
-		for ss := range b.srv.Sessions() {
-			live[ss.ID()] = true
-		}
-	}
-	s.mu.Unlock()
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	for old := range s.sessions {
-		if !live[old] {
-			delete(s.sessions, old)
-		}
-	}
-	s.sessions[id] = pid
-	return id
-}
-
-// sessionOf returns the process whose session id is, if known.
-func (s *Server) sessionOf(id string) (kernel.PID, bool) {
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	pid, ok := s.sessions[id]
-	return pid, ok
 }

@@ -6,20 +6,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/agent"
-	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/node"
 )
 
@@ -222,61 +218,4 @@ func (s *Server) long(ctx context.Context, req *mcp.CallToolRequest, what string
 			notify(n, 0, fmt.Sprintf("%s: running for %s", what, time.Since(start).Round(time.Second)))
 		}
 	}
-}
-
-// confirm asks the client to confirm a run of the tool at p when its
-// check_tool risk is high or critical: it returns nil when the run may go
-// on, or the result to answer (the elicitation request, or a refusal).
-func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *kernel.Process, p string) *mcp.CallToolResult {
-	if p == "" {
-		return nil
-	}
-	risk, why, err := s.risk(ctx, proc, p)
-	if err != nil {
-		return nil // the run reports what is wrong with the tool
-	}
-	if !risk.AtLeast(check.RiskHigh) {
-		return nil
-	}
-	const id = "agentos-confirm"
-	if r, ok := req.Params.InputResponses[id].(*mcp.ElicitResult); ok {
-		if r.Action == "accept" {
-			if v, ok := r.Content["confirm"].(bool); !ok || v {
-				return nil
-			}
-		}
-		return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the client answered %q", p, risk, why, r.Action))
-	}
-	if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
-		return failure(KindConfirmation, fmt.Sprintf("%s has risk %s (%s): a run must be confirmed by the user, and this client did not declare the elicitation capability; use a client that supports elicitation, or have the tool changed until check_tool rates it below high", p, risk, why))
-	}
-	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{id: &mcp.ElicitParams{
-		Mode:            "form",
-		Message:         fmt.Sprintf("agentos: run %s? check_tool rates it %s risk: %s.", p, risk, why),
-		RequestedSchema: json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean","title":"Run it","description":"Run the tool despite its risk.","default":true}},"required":["confirm"]}`),
-	}}}
-}
-
-// risk is check_tool's risk of the tool at p, run as proc, and its reasons.
-// A tool proc may not read counts as high: its risk cannot be known.
-func (s *Server) risk(ctx context.Context, proc *kernel.Process, p string) (check.Risk, string, error) {
-	args, _ := json.Marshal(map[string]string{"path": p})
-	out, err := s.opts.Node.Call(ctx, proc, "check_tool", args)
-	if errors.Is(err, capability.ErrDenied) {
-		return check.RiskHigh, "its source cannot be read with this client's capabilities, so its risk is unknown", nil
-	}
-	if err != nil {
-		return "", "", err
-	}
-	var r check.Result
-	if err := json.Unmarshal(out, &r); err != nil {
-		return "", "", err
-	}
-	var reasons []string
-	for _, f := range r.Risks {
-		if f.Level.AtLeast(check.RiskHigh) {
-			reasons = append(reasons, f.Reason)
-		}
-	}
-	return r.Risk, strings.Join(slices.Compact(reasons), "; "), nil
 }

@@ -37,6 +37,15 @@ type SpawnOptions struct {
 	Link bool
 	// Deadline ends the child with reason "deadline" after this long.
 	Deadline time.Duration
+	// From, when set (Kernel.Spawn only: a process's child always derives
+	// from its parent), is the token the child's is delegated from instead
+	// of minted, e.g. a client's bearer token: it MUST verify with the
+	// kernel's authority, Grants MUST be covered by its grants (nil: the
+	// same grants), and every caveat of it carries over to the child
+	// (expiry, use count), so that the process can never do more than the
+	// token allows; revoking it revokes the child's. Its MaxUses counts the
+	// child's own checks (capability counts uses per token id).
+	From *capability.Token
 }
 
 // Options configure a kernel. The zero value works: a fresh capability
@@ -213,7 +222,20 @@ func (k *Kernel) spawn(parent *Process, main Main, opts SpawnOptions) (*Process,
 		}
 	}
 	var tok *capability.Held
-	if len(opts.Grants) > 0 {
+	if opts.From != nil && parent != nil {
+		acct.Close()
+		return nil, fmt.Errorf("%w: SpawnOptions.From is for Kernel.Spawn only: a process's child derives its token from its parent's", ErrInvalid)
+	}
+	if opts.From != nil {
+		t, err := k.auth.Delegate(*opts.From, holder, opts.Grants, opts.Caveats)
+		if err == nil {
+			tok, err = k.auth.Hold(t)
+		}
+		if err != nil {
+			acct.Close()
+			return nil, fmt.Errorf("spawn: %w", err)
+		}
+	} else if len(opts.Grants) > 0 {
 		var t capability.Token
 		if parent == nil {
 			t = k.auth.Mint(holder, opts.Grants, opts.Caveats)

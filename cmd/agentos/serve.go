@@ -53,8 +53,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *mcpHTTP != "" {
 			return usagef("a node already serves %s: --mcp-http belongs to that node ('agentos serve --mcp-http ADDR' when it starts, or mcp.serve.http_addr)", abs)
 		}
-		fmt.Fprintf(stderr, "a node already serves %s: bridging MCP on stdin/stdout to it through its socket; it stops when the client closes stdin or that node stops\n", abs)
-		return bridgeMCP(ctx, abs)
+		fmt.Fprintf(stderr, "a node already serves %s: bridging MCP on stdin/stdout to it through its socket; it stops when the client closes stdin; if that node stops, it takes over (bridges to the next node serving the root, or starts its own)\n", abs)
+		return bridgeMCP(ctx, abs, cfg)
 	}
 	if *metrics != "" {
 		cfg.MetricsAddr = *metrics

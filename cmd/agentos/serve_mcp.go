@@ -108,16 +108,98 @@ func nodeServes(root string) bool {
 }
 
 // bridgeMCP serves MCP on stdin/stdout with the tools of the node serving
-// root, through its socket's /mcp (mcpserver.Bridge).
-func bridgeMCP(ctx context.Context, root string) error {
-	sock := filepath.Join(root, admin.Socket)
-	hc := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		},
-	}}
-	defer hc.CloseIdleConnections()
-	up := &mcp.StreamableClientTransport{Endpoint: "http://agentos-node" + mcpserver.Path, HTTPClient: hc}
-	return mcpserver.Bridge(ctx, up, &mcp.StdioTransport{}, cmdLogger(ctx))
+// root, through its socket's /mcp (mcpserver.BridgeWith). When that node
+// stops, the bridge takes over: it bridges to the node serving root then
+// (another window's that took over first), or starts its own node on root
+// (cfg) and relays it, so the client keeps its tools.
+func bridgeMCP(ctx context.Context, root string, cfg agentos.Config) error {
+	log := cmdLogger(ctx)
+	socket := func() (mcp.Transport, func()) {
+		sock := filepath.Join(root, admin.Socket)
+		hc := &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", sock)
+			},
+		}}
+		// Over a local socket a lost stream means the node stopped: two
+		// reconnects (about 3 s), not the default five (about 20 s),
+		// before the bridge takes over.
+		return &mcp.StreamableClientTransport{Endpoint: "http://agentos-node" + mcpserver.Path, HTTPClient: hc, MaxRetries: 2}, hc.CloseIdleConnections
+	}
+	var closers []func()
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+	up, done := socket()
+	closers = append(closers, done)
+	takeover := func(ctx context.Context) (mcp.Transport, error) {
+		var lastErr error
+		for attempt := range 20 {
+			if attempt > 0 {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(250 * time.Millisecond):
+				}
+			}
+			if nodeServes(root) {
+				t, done := socket()
+				closers = append(closers, done)
+				log.Warn("agentos serve --mcp: the serving node stopped; bridging to the node serving the root now", "root", root)
+				return t, nil
+			}
+			// No node serves the root: become its node (another window
+			// racing for it fails on the journal's lock, and bridges to
+			// this one on its next attempt).
+			t, stop, err := ownNode(ctx, cfg)
+			if err == nil {
+				closers = append(closers, stop)
+				log.Warn("agentos serve --mcp: the serving node stopped; this MCP server now runs its own node on the root", "root", root)
+				return t, nil
+			}
+			lastErr = err
+		}
+		return nil, fmt.Errorf("no node serves %s and none could be started: %w", root, lastErr)
+	}
+	err := mcpserver.BridgeWith(ctx, up, &mcp.StdioTransport{}, mcpserver.BridgeOptions{Logger: log, Reconnect: takeover})
+	if errors.Is(err, mcpserver.ErrUpstreamClosed) {
+		// The window's tools went with the node: say so and exit non-zero,
+		// so the client shows the server as failed instead of toolless.
+		return fmt.Errorf("the node serving %s stopped and this MCP server could not take over, so its tools are gone (%w); restart this MCP server in your client", root, err)
+	}
+	return err
+}
+
+// ownNode starts a node on cfg's root, serving its socket (so that other
+// windows bridge to it), and returns an in-memory transport to its MCP
+// server as the default process, and stop, which stops the node.
+func ownNode(ctx context.Context, cfg agentos.Config) (mcp.Transport, func(), error) {
+	rt, err := agentos.Start(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := rt.MCPServer()
+	if err != nil {
+		return nil, nil, errors.Join(err, rt.Close())
+	}
+	nctx, cancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- rt.Serve(nctx) }()
+	clientT, serverT := mcp.NewInMemoryTransports()
+	ran := make(chan error, 1)
+	go func() { ran <- srv.Run(nctx, rt.Agent(), serverT) }()
+	stop := func() {
+		cancel()
+		<-ran
+		if err := <-served; err != nil {
+			cmdLogger(ctx).Error("agentos serve --mcp: the node's socket", "err", err)
+		}
+		if err := rt.Close(); err != nil {
+			cmdLogger(ctx).Error("agentos serve --mcp: stopping the node", "err", err)
+		}
+	}
+	return clientT, stop, nil
 }

@@ -341,3 +341,54 @@ func TestServeMCPBridge(t *testing.T) {
 		t.Error("the serving node stopped when the bridged client left")
 	}
 }
+
+// TestServeMCPBridgeOwnerStops: when the node a 'serve --mcp' bridges to
+// stops (the first window quits), the bridge takes over: it starts its own
+// node on the root, the client keeps its session and its tools, and the
+// new node serves the socket for the next window.
+func TestServeMCPBridgeOwnerStops(t *testing.T) {
+	root := toolRoot(t, nil)
+	owner, _ := startServe(t, root, t.TempDir(), fmt.Sprint(time.Now().UnixNano()))
+	var errOut lockedBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 5*mcpWait)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bridge-owner", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: serveMCPCmd(root, &errOut), TerminateDuration: mcpWait}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, errOut.String())
+	}
+	if mcpTools(t, cs)["exec_tool"] == nil {
+		t.Fatal("no kernel tools through the bridge")
+	}
+	mcpOK(t, "write_file", mcpCall(t, cs, "write_file", map[string]any{"path": samples.FibPath, "content": samples.FibTool}))
+	if err := owner.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	_ = owner.Wait()
+	// The same session keeps working once the bridge has taken over.
+	deadline := time.Now().Add(mcpWait)
+	for {
+		res := mcpCall(t, cs, "math_fib", map[string]any{"n": 10})
+		if !res.IsError {
+			if got := mcpOK(t, "math_fib", res); got != "55" {
+				t.Errorf("math_fib after the takeover = %q", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bridged client lost its tools when the serving node stopped: %s\n%s", mcpText(res), errOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(errOut.String(), "now runs its own node") {
+		t.Errorf("the bridge did not say it took over:\n%s", errOut.String())
+	}
+	if !nodeServes(root) {
+		t.Error("the taking-over node does not serve the root's socket")
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v\n%s", err, errOut.String())
+	}
+	if nodeServes(root) {
+		t.Error("the taking-over node still serves after its client left")
+	}
+}

@@ -1,0 +1,213 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/capability"
+)
+
+// confirmTTL is how long a confirmation the server asked for may be
+// answered.
+const confirmTTL = 10 * time.Minute
+
+// confirmID is the id of the confirmation input request.
+const confirmID = "agentos-confirm"
+
+// confirmState is what a confirmation request is about, signed into its
+// RequestState: the answer counts only for the same session and process,
+// the same path with the same content, before Expires, once.
+type confirmState struct {
+	Session string     `json:"s"`
+	PID     kernel.PID `json:"p"`
+	Path    string     `json:"t"`
+	Hash    string     `json:"h"`
+	Expires int64      `json:"e"` // Unix seconds
+	Nonce   string     `json:"n"`
+}
+
+// confirmer signs confirmation states and remembers the ones answered.
+type confirmer struct {
+	key  [32]byte
+	mu   sync.Mutex
+	used map[string]int64 // nonce -> expiry (Unix seconds)
+}
+
+func newConfirmer() *confirmer {
+	c := &confirmer{used: map[string]int64{}}
+	_, _ = rand.Read(c.key[:])
+	return c
+}
+
+func (c *confirmer) mac(payload string) string {
+	m := hmac.New(sha256.New, c.key[:])
+	m.Write([]byte(payload))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// sign returns the RequestState of st.
+func (c *confirmer) sign(st confirmState) string {
+	b, _ := json.Marshal(st)
+	payload := base64.RawURLEncoding.EncodeToString(b)
+	return payload + "." + c.mac(payload)
+}
+
+// redeem checks that state is a state this server signed for want (all
+// fields but Expires and Nonce), unexpired and not redeemed before, and
+// marks it redeemed.
+func (c *confirmer) redeem(state string, want confirmState, now time.Time) error {
+	payload, sig, ok := strings.Cut(state, ".")
+	if !ok || !hmac.Equal([]byte(sig), []byte(c.mac(payload))) {
+		return errors.New("it carries no confirmation request of this server (an answer nobody asked for)")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(payload)
+	var st confirmState
+	if err == nil {
+		err = json.Unmarshal(b, &st)
+	}
+	if err != nil {
+		return errors.New("its confirmation state is unreadable")
+	}
+	switch {
+	case st.Session != want.Session || st.PID != want.PID:
+		return errors.New("the confirmation was asked in another session")
+	case st.Path != want.Path:
+		return fmt.Errorf("the confirmation was asked for %s", st.Path)
+	case st.Hash != want.Hash:
+		return errors.New("the tool changed since the confirmation was asked")
+	case now.Unix() > st.Expires:
+		return errors.New("the confirmation request expired")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n, exp := range c.used {
+		if now.Unix() > exp {
+			delete(c.used, n)
+		}
+	}
+	if _, seen := c.used[st.Nonce]; seen {
+		return errors.New("this confirmation was used already")
+	}
+	c.used[st.Nonce] = st.Expires
+	return nil
+}
+
+// confirm asks the client to confirm a run of the tool at p when its
+// check_tool risk is high or critical: it returns nil when the run may go
+// on, or the result to answer (the elicitation request, or a refusal).
+//
+// IMPORTANT: it fails closed. The confirmation request carries a signed
+// RequestState tied to the session, the process, the path, the SHA-256 of
+// the tool's source and an expiry; only an answer that echoes it (once)
+// with action "accept" and confirm == true lets the run go on. An answer
+// nobody asked for, a tool changed while the user decided, an expired or
+// reused state, or any error checking the risk or reading the source
+// refuses the run.
+func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *kernel.Process, p string) *mcp.CallToolResult {
+	if p == "" {
+		return nil // exec_tool reports the missing path
+	}
+	risk, why, err := s.risk(ctx, proc, p)
+	if err != nil {
+		return plainResult(nil, fmt.Errorf("%s is not run: its risk cannot be checked: %w", p, err))
+	}
+	if !risk.AtLeast(check.RiskHigh) {
+		return nil
+	}
+	hash, err := s.sourceHash(ctx, proc, p)
+	if err != nil {
+		return plainResult(nil, fmt.Errorf("%s (risk %s) is not run: its source cannot be read to tie the confirmation to it: %w", p, risk, err))
+	}
+	sid := ""
+	if req.Session != nil {
+		sid = req.Session.ID()
+	}
+	want := confirmState{Session: sid, PID: proc.PID(), Path: p, Hash: hash}
+	if answer, answered := req.Params.InputResponses[confirmID]; answered || req.Params.RequestState != "" {
+		if err := s.confirms.redeem(req.Params.RequestState, want, time.Now()); err != nil {
+			return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: %v; call the tool again (without inputResponses) to be asked", p, risk, err))
+		}
+		r, ok := answer.(*mcp.ElicitResult)
+		if !ok || r == nil {
+			return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the answer to %q is missing or not an elicitation result", p, risk, why, confirmID))
+		}
+		if r.Action != "accept" {
+			return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the client answered %q", p, risk, why, r.Action))
+		}
+		if v, ok := r.Content["confirm"].(bool); !ok || !v {
+			return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the client accepted without confirm: true", p, risk, why))
+		}
+		return nil
+	}
+	if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
+		return failure(KindConfirmation, fmt.Sprintf("%s has risk %s (%s): a run must be confirmed by the user, and this client did not declare the elicitation capability; use a client that supports elicitation, or have the tool changed until check_tool rates it below high", p, risk, why))
+	}
+	var nonce [16]byte
+	_, _ = rand.Read(nonce[:])
+	want.Expires, want.Nonce = time.Now().Add(confirmTTL).Unix(), hex.EncodeToString(nonce[:])
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{confirmID: &mcp.ElicitParams{
+			Mode:            "form",
+			Message:         fmt.Sprintf("agentos: run %s? check_tool rates it %s risk: %s.", p, risk, why),
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean","title":"Run it","description":"Run the tool despite its risk.","default":true}},"required":["confirm"]}`),
+		}},
+		RequestState: s.confirms.sign(want),
+	}
+}
+
+// sourceHash is the SHA-256 of the tool at p as proc reads it, or, when
+// proc may not read it, the registry's content hash of the registered tool
+// at p.
+func (s *Server) sourceHash(ctx context.Context, proc *kernel.Process, p string) (string, error) {
+	args, _ := json.Marshal(map[string]string{"path": p})
+	out, err := s.opts.Node.Call(ctx, proc, "read_file", args)
+	if errors.Is(err, capability.ErrDenied) {
+		if t, ok := s.opts.Registry.Get(p); ok && t.Hash != "" {
+			return "registry:" + t.Hash, nil
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(out)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// risk is check_tool's risk of the tool at p, run as proc, and its reasons.
+// A tool proc may not read counts as high: its risk cannot be known.
+func (s *Server) risk(ctx context.Context, proc *kernel.Process, p string) (check.Risk, string, error) {
+	args, _ := json.Marshal(map[string]string{"path": p})
+	out, err := s.opts.Node.Call(ctx, proc, "check_tool", args)
+	if errors.Is(err, capability.ErrDenied) {
+		return check.RiskHigh, "its source cannot be read with this client's capabilities, so its risk is unknown", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	var r check.Result
+	if err := json.Unmarshal(out, &r); err != nil {
+		return "", "", err
+	}
+	var reasons []string
+	for _, f := range r.Risks {
+		if f.Level.AtLeast(check.RiskHigh) {
+			reasons = append(reasons, f.Reason)
+		}
+	}
+	return r.Risk, strings.Join(slices.Compact(reasons), "; "), nil
+}
