@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentos-run/agentos"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // An MCP client is a model's host: with pii configured, what it receives
@@ -18,7 +19,8 @@ func TestPIITokenizedForClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.srv = srv
-	cs := e.connect(t, e.rt.Agent(), nil)
+	ch := newChanges()
+	cs := e.connect(t, e.rt.Agent(), &mcp.ClientOptions{ToolListChangedHandler: ch.handler})
 	const email, name = "ada@example.com", "Ada Lovelace"
 
 	mustOK(t, "exec_sql", call(t, cs, "exec_sql", map[string]any{"sql": "CREATE TABLE people (name TEXT, email TEXT)"}))
@@ -41,10 +43,8 @@ export default function greet(args: { to: string }): string {
 }
 `
 	mustOK(t, "write_file", call(t, cs, "write_file", map[string]any{"path": "tools/greet.ts", "content": tool}))
-	names := listTools(t, cs)
-	if _, ok := names["greet"]; !ok {
-		t.Fatalf("the registered tool greet is not listed: %v", keys(names))
-	}
+	// The new tool is listed once the server announced it.
+	ch.until(t, "greet listed", func() bool { _, ok := listTools(t, cs)["greet"]; return ok })
 	for _, res := range []string{
 		mustOK(t, "greet", call(t, cs, "greet", map[string]any{"to": "Bob"})),
 		mustOK(t, "exec_tool", call(t, cs, "exec_tool", map[string]any{"path": "tools/greet.ts", "args": map[string]any{"to": "Bob"}})),
