@@ -63,6 +63,15 @@ func GrantsCover(grants []Grant, r Right, resource string) bool {
 	return false
 }
 
+// Reaches reports whether g gives r on resource or on something under it
+// ("resource/..."): a grant on every resource (scope ""), on resource
+// itself, or on a resource below it. It answers "may the holder see this
+// directory at all" (an MCP server whose tools it may call) where Covers
+// answers for one resource.
+func (g Grant) Reaches(r Right, resource string) bool {
+	return g.Right == r && (g.Scope == "" || g.Scope == resource || strings.HasPrefix(g.Scope, resource+"/"))
+}
+
 func scopeCovers(scope, resource string) bool {
 	switch {
 	case scope == "":

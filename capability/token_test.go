@@ -223,3 +223,24 @@ func TestHeld(t *testing.T) {
 		t.Fatal("Token() aliases the held token")
 	}
 }
+
+func TestGrantReaches(t *testing.T) {
+	for _, c := range []struct {
+		scope, resource string
+		want            bool
+	}{
+		{"", "github", true},
+		{"github", "github", true},
+		{"github/", "github", true},
+		{"github/create_issue", "github", true},
+		{"githubx/", "github", false},
+		{"gitlab/", "github", false},
+	} {
+		if got := (Grant{Right: MCP, Scope: c.scope}).Reaches(MCP, c.resource); got != c.want {
+			t.Errorf("a grant on %q reaches %q: %v, want %v", c.scope, c.resource, got, c.want)
+		}
+	}
+	if (Grant{Right: Read}).Reaches(MCP, "github") {
+		t.Error("a read grant reaches an mcp server")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentos-run/agentos/actors/kernel"
@@ -35,12 +36,7 @@ func mcpServerVisible(p *kernel.Process, server string) bool {
 	if !ok {
 		return false
 	}
-	for _, g := range tok.Grants {
-		if g.Right == capability.MCP && (g.Scope == "" || g.Scope == server || strings.HasPrefix(g.Scope, server+"/")) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(tok.Grants, func(g capability.Grant) bool { return g.Reaches(capability.MCP, server) })
 }
 
 // listMCP lists /mcp (the servers p may reach, as /mcp/<server>/) or
@@ -147,7 +143,7 @@ func RegistryTool(t mcpdriver.Tool) registry.Tool {
 	if t.Title != "" && t.Title != t.Name {
 		desc = strings.TrimSpace(t.Title + ". " + desc)
 	}
-	return registry.Tool{Path: t.Path(), Name: t.Name, Description: desc, Parameters: t.InputSchema, Tags: []string{"mcp", strings.ToLower(t.Server)}, Hash: "", Version: 1}
+	return registry.Tool{Path: t.Path(), Name: t.Name, Description: desc, Parameters: t.InputSchema, Tags: []string{"mcp", strings.ToLower(t.Server)}, Version: 1}
 }
 
 // hasRight reports whether p holds right on anything.
@@ -156,10 +152,5 @@ func hasRight(p *kernel.Process, right capability.Right) bool {
 	if !ok {
 		return false
 	}
-	for _, g := range tok.Grants {
-		if g.Right == right {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(tok.Grants, func(g capability.Grant) bool { return g.Right == right })
 }

@@ -616,8 +616,7 @@ func (n *Node) searchTools(ctx context.Context, p *kernel.Process, args json.Raw
 	// The results are the tools the process may read, and the MCP tools
 	// it may call; a process that may do neither is refused (and the
 	// refusal logged).
-	held, ok := p.Token()
-	canRead := ok && slices.ContainsFunc(held.Grants, func(g capability.Grant) bool { return g.Right == capability.Read })
+	canRead := hasRight(p, capability.Read)
 	if !canRead && !(n.opts.MCP != nil && hasRight(p, capability.MCP)) {
 		return nil, p.Check(capability.Read, n.toolsDir()+"/")
 	}

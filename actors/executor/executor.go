@@ -436,12 +436,7 @@ func (b *bridge) requireMounted(ctx context.Context, m driver.Mount, point, name
 		e := driver.AsError(err)
 		return sandbox.Module{}, driver.Errorf(e.Code, "require(%q) from %s: %s", spec, from, e.Message)
 	}
-	p := point + "/" + name + ".ts"
-	out, err := b.e.opts.Transpiler.Transpile(p, src)
-	if err != nil {
-		return sandbox.Module{}, driver.Errorf(string(sandbox.KindCompile), "require(%q) from %s: the generated module does not compile: %v", spec, from, err)
-	}
-	return sandbox.Module{Path: p, Hash: out.Hash, JS: out.JS}, nil
+	return b.generated(point+"/"+name+".ts", src, from, spec)
 }
 
 // requireNamedMCP loads the generated module /mcp/<name> of a replayed
@@ -460,7 +455,12 @@ func (b *bridge) requireNamedMCP(name, from, spec string) (sandbox.Module, error
 			return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: the tool runs with its caller's rights, and the caller may not call %s (%v)", spec, from, name, err)
 		}
 	}
-	p := mcpdriver.Mount + "/" + name + ".ts"
+	return b.generated(mcpdriver.Mount+"/"+name+".ts", src, from, spec)
+}
+
+// generated is the generated module src at path p (under a mount),
+// transpiled through the shared cache, as required by spec from from.
+func (b *bridge) generated(p string, src []byte, from, spec string) (sandbox.Module, error) {
 	out, err := b.e.opts.Transpiler.Transpile(p, src)
 	if err != nil {
 		return sandbox.Module{}, driver.Errorf(string(sandbox.KindCompile), "require(%q) from %s: the generated module does not compile: %v", spec, from, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
@@ -231,7 +230,7 @@ func (c callerRights) Reaches(right, resource string) bool {
 	for _, g := range c.grants() {
 		// covers on the grant's own scope is false for a token revoked,
 		// expired or used up: such a caller reaches nothing.
-		if g.Right == capability.Right(right) && (g.Scope == "" || g.Scope == resource || strings.HasPrefix(g.Scope, resource+"/")) && c.covers(g.Right, g.Scope) {
+		if g.Reaches(capability.Right(right), resource) && c.covers(g.Right, g.Scope) {
 			return true
 		}
 	}
