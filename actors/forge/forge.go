@@ -187,10 +187,10 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 		}
 		// Model answers are paid for: each is on disk before it is used, so
 		// a crash can never make the resumed forge ask again.
-		host = driver.Chain(host, f.opts.PII.ModelMiddleware(), run.Durable().Middleware())
-	} else {
-		host = driver.Chain(host, f.opts.PII.ModelMiddleware())
+		host = driver.Chain(host, run.Durable().Middleware())
 	}
+	// Above the journal: it records the tokenized requests.
+	host = driver.Chain(host, f.opts.PII.ModelMiddleware())
 	res, err := f.loop(ctx, host, spec, charge)
 	if run != nil {
 		res.RunID = run.ID()
