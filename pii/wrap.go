@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
@@ -111,12 +112,8 @@ func (t *Tokenizer) Middleware(drivers ...string) driver.Middleware {
 	}
 	return func(next driver.Host) driver.Host {
 		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
-			covered := len(drivers) == 0
-			for _, d := range drivers {
-				covered = covered || d == c.Driver
-			}
 			resp, err := next.Do(ctx, c)
-			if !covered {
+			if len(drivers) > 0 && !slices.Contains(drivers, c.Driver) {
 				return resp, err
 			}
 			if err != nil {
