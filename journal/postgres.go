@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -547,6 +548,32 @@ func (s *pgStore) liveBytes() int64 {
 // prune scans and deletes in one transaction holding EXCLUSIVE locks:
 // every node's recording waits, reads go on.
 func (s *pgStore) prune(decide func(*pruneScan) pruneDrop) error {
+	// The prune locks every table; a node's claim or write that locked a
+	// row first can make PostgreSQL break a deadlock by failing one side:
+	// the prune, which changed nothing then, scans and decides again.
+	var err error
+	for attempt := range pgPruneAttempts {
+		if err = s.pruneOnce(decide); !isPgConflict(err) {
+			return err
+		}
+		time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
+	}
+	return err
+}
+
+// pgPruneAttempts bounds how often a prune that lost a deadlock or a
+// serialization conflict is tried.
+const pgPruneAttempts = 5
+
+// isPgConflict reports whether err is PostgreSQL failing a transaction to
+// resolve a conflict with another (deadlock_detected,
+// serialization_failure): trying it again is safe and expected.
+func isPgConflict(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+func (s *pgStore) pruneOnce(decide func(*pruneScan) pruneDrop) error {
 	ctx := context.Background()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "LOCK TABLE "+pgTables+" IN EXCLUSIVE MODE"); err != nil {
