@@ -85,6 +85,12 @@ func TestClaimLease(t *testing.T) {
 		if _, err := ha.Do(context.Background(), call(1, "fs", "read_file", `{"path":"a"}`)); err != nil {
 			t.Fatal(err)
 		}
+		// #1 is group-committed: wait until it is written, before the
+		// clock moves on (written late, after b's takeover below, it would
+		// be fenced off like #2).
+		if err := a.PutSource("after-the-first-call", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
 
 		// Held by a: b keeps off.
 		m, err := b.Get(run.ID())
