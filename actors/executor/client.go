@@ -110,7 +110,7 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (Result, string, error
 	}
 	msg := &pb.Run{RunKey: req.Key, Path: req.Path, Args: req.Args, Limits: limitsToPB(req.Limits), Record: req.Record, Caller: callerToPB(req.Caller), Hash: req.Hash}
 	f := system.RequestFuture(ctx, c.Root, c.PID, msg, wait) // the run continues ctx's trace
-	stop := context.AfterFunc(ctx, func() { c.Root.Send(c.PID, &pb.Cancel{RunKey: req.Key}) })
+	stop := system.AfterCancel(ctx, func() { c.Root.Send(c.PID, &pb.Cancel{RunKey: req.Key}) })
 	defer stop()
 	done := make(chan struct{})
 	var reply any

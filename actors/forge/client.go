@@ -66,7 +66,7 @@ func (c *Client) ask(ctx context.Context, key string, msg any) (Result, error) {
 	if wait <= 0 {
 		wait = DefaultWait
 	}
-	stop := context.AfterFunc(ctx, func() { c.Root.Send(c.PID, &pb.Cancel{RunKey: key}) })
+	stop := system.AfterCancel(ctx, func() { c.Root.Send(c.PID, &pb.Cancel{RunKey: key}) })
 	defer stop()
 	reply, err := system.Ask(ctx, c.Root, c.PID, msg, wait)
 	if err := ctx.Err(); err != nil {

@@ -284,7 +284,7 @@ func (c GrainClient) Forge(ctx context.Context, spec string, caller *executor.Ca
 		return Result{}, err
 	}
 	id, key := SpecHash(spec), newKey()
-	stop := context.AfterFunc(ctx, func() { c.Tell(id, &pb.Cancel{RunKey: key}) })
+	stop := system.AfterCancel(ctx, func() { c.Tell(id, &pb.Cancel{RunKey: key}) })
 	defer stop()
 	reply, err := c.Request(ctx, id, &pb.Run{RunKey: key, Spec: spec, Caller: callerToPB(caller)})
 	if err := ctx.Err(); err != nil {

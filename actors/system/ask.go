@@ -62,3 +62,21 @@ func Ask(ctx context.Context, sender actor.SenderContext, pid *actor.PID, req an
 	}
 	return res, nil
 }
+
+// AfterCancel is context.AfterFunc(ctx, f) for a cancel message: its stop
+// also runs f (on the caller's goroutine) when ctx has ended but f has not
+// started. context.AfterFunc's own stop can win the race with a
+// cancellation in progress, since ctx.Done is closed before the AfterFunc
+// is started: a client that returns on ctx.Done and stops it would then
+// never send its Cancel, and the run it abandoned would go on.
+//
+// IMPORTANT: f runs at most once, and exactly once when ctx ends before
+// stop returns.
+func AfterCancel(ctx context.Context, f func()) (stop func()) {
+	s := context.AfterFunc(ctx, f)
+	return func() {
+		if s() && ctx.Err() != nil {
+			f()
+		}
+	}
+}
