@@ -53,7 +53,7 @@ func gitRoot(t *testing.T, bare string, tweak ...func(*agentos.Config)) (*agento
 }
 
 // upstreamTree returns the files of branch in the bare repository.
-func upstreamTree(t *testing.T, bare, branch string) map[string]string {
+func upstreamTree(t testing.TB, bare, branch string) map[string]string {
 	t.Helper()
 	r, err := gogit.PlainOpen(bare)
 	if err != nil {
