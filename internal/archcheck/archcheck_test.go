@@ -85,6 +85,10 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	// The code generator writes the .pb.go files beside their .proto.
 	{"internal/protogen", osFiles, "go generate: reads .proto files and writes the generated Go beside them", ""},
 
+	// The side-by-side benchmark runner (a developer's tool, never in the product).
+	{"internal/sidebyside", osExec, "runs the peers' benchmarks (node) and agentos' test binaries (go test -c)", ""},
+	{"internal/sidebyside", osFiles, "checks that the peers are built, its temporary directory of test binaries, /proc/loadavg", ""},
+
 	// agentos init lays a tool root out before any jail over it can exist.
 	{"internal/scaffold", osFiles, "agentos init: makes the tool root's directories and writes agentos.json (never over an existing file)", ""},
 

@@ -1,0 +1,252 @@
+// Command sidebyside measures agentos and the two reference systems of the
+// seeds (the agent-OS kernel and the TypeScript Tool Generation Protocol,
+// built by ../shared/peers/setup.sh) in one window, alternating, and prints
+// one Markdown table of medians: each row puts a peer's figure next to the
+// agentos benchmark of the same shape, with the ratio (above 1: agentos is
+// better) and the machine load before and after.
+//
+//	bash ../shared/peers/setup.sh                     # once: builds the peers into /tmp/peers
+//	go run ./internal/sidebyside -rounds 3            # ~10 minutes on 2 cores
+//
+// Each round runs every peer benchmark once (a fresh node process) and
+// every agentos benchmark once (-test.count 1), in the opposite order to
+// the previous round, so that a drift of the machine's load hits both
+// sides alike. The test binaries are built once, before the first round.
+//
+// docs/PERFORMANCE.md's side-by-side table is this program's output.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A peer is one reference system's benchmark command.
+type peer struct {
+	name string
+	dir  string // under -peers
+	args []string
+}
+
+var peers = []peer{
+	{"agent-OS", "agentos", []string{"node", "bench.mjs"}},
+	{"TGP", "tgp", []string{"node", "--no-node-snapshot", "bench.built.mjs"}},
+}
+
+// A suite is one agentos test binary and the benchmarks to run from it.
+type suite struct {
+	pkg   string // package path relative to the module root
+	bench string // -test.bench
+	time  string // -test.benchtime
+}
+
+var suites = []suite{
+	{".", "TGPShapes", "40x"},
+	{"./actors/executor", "DriverCalls", "1x"},
+	{"./actors/git/repo", "Boot100", "5x"},
+	{"./actors/kernel", "^BenchmarkMessages$|SpawnExit|^BenchmarkRestarts$", "1s"},
+}
+
+// A row compares a peer's metric with an agentos benchmark's metric.
+type row struct {
+	what        string
+	peer, pname string // peer system, its metric
+	bench, unit string // agentos benchmark (without the -N suffix), its unit
+	higher      bool   // a higher figure is better (a rate), else lower (a time)
+	pscale      float64
+}
+
+// rows: the peer's figures are in its own units (ms for TGP's times,
+// per second for agent-OS's rates); pscale turns them into the agentos
+// unit (ns/op for times).
+var rows = []row{
+	{"journaled driver calls from a tool, worker mode (calls/s)", "agent-OS", "record_filestore_reads_per_sec", "BenchmarkDriverCalls/record/process", "calls/s", true, 1},
+	{"the same, in-process (calls/s)", "agent-OS", "record_filestore_reads_per_sec", "BenchmarkDriverCalls/record/inprocess", "calls/s", true, 1},
+	{"replay of those calls, including the journal's load, worker (calls/s)", "agent-OS", "replay_filestore_incl_load_ops_per_sec", "BenchmarkDriverCalls/replay/process", "calls/s", true, 1},
+	{"pipe round trip between two processes, the floor of a call that waits (round trips/s)", "agent-OS", "ipc_roundtrips_per_sec", "BenchmarkDriverCalls/pipe-floor", "roundtrips/s", true, 1},
+	{"exec_tool fib(10) through the tool API, journaled, worker (ms)", "TGP", "exec_tool_fib10_median", "BenchmarkTGPShapes/exec_tool/cached", "ns/op", false, 1e6},
+	{"the same, a source never seen before (transpile + compile + run) (ms)", "TGP", "exec_tool_fib10_median", "BenchmarkTGPShapes/exec_tool/new-source", "ns/op", false, 1e6},
+	{"check_tool of a new source through the tool API (ms)", "TGP", "check_tool_median", "BenchmarkTGPShapes/check_tool/new-source", "ns/op", false, 1e6},
+	{"write_file of a new tool: registry, commit, push (ms)", "TGP", "write_file_median", "BenchmarkTGPShapes/write_file", "ns/op", false, 1e6},
+	{"boot against an upstream of 100 tools in 100 commits (ms)", "TGP", "boot_clone_100_tools_median", "BenchmarkBoot100/fresh", "ns/op", false, 1e6},
+	{"two processes bouncing messages (msgs/s)", "agent-OS", "ipc_roundtrip_msgs_per_sec", "BenchmarkMessages", "msgs/s", true, 1},
+	{"spawn + exit, sequential (spawns/s)", "agent-OS", "spawn_exit_sequential_per_sec", "BenchmarkSpawnExit", "spawns/s", true, 1},
+	{"supervisor restarts of a crashing child (restarts/s)", "agent-OS", "supervisor_restarts_per_sec", "BenchmarkRestarts", "restarts/s", true, 1},
+}
+
+func main() {
+	peersDir := flag.String("peers", filepath.Join(os.TempDir(), "peers"), "where ../shared/peers/setup.sh built the peers")
+	rounds := flag.Int("rounds", 3, "alternating rounds; the table shows medians")
+	flag.Parse()
+	if err := run(*peersDir, *rounds); err != nil {
+		fmt.Fprintln(os.Stderr, "sidebyside:", err)
+		os.Exit(1)
+	}
+}
+
+// samples holds every figure seen, by system ("agentos" or a peer's name)
+// and metric.
+type samples map[string]map[string][]float64
+
+func (s samples) add(sys, metric string, v float64) {
+	if s[sys] == nil {
+		s[sys] = map[string][]float64{}
+	}
+	s[sys][metric] = append(s[sys][metric], v)
+}
+
+func run(peersDir string, rounds int) error {
+	for _, p := range peers {
+		if _, err := os.Stat(filepath.Join(peersDir, p.dir, p.args[len(p.args)-1])); err != nil {
+			return fmt.Errorf("%s is not built under %s (%v): run bash ../shared/peers/setup.sh first, or pass -peers", p.name, peersDir, err)
+		}
+	}
+	bin, err := os.MkdirTemp("", "sidebyside")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(bin)
+	for i, s := range suites {
+		fmt.Fprintf(os.Stderr, "building %s\n", s.pkg)
+		out := filepath.Join(bin, fmt.Sprintf("s%d.test", i))
+		if b, err := exec.Command("go", "test", "-c", "-o", out, s.pkg).CombinedOutput(); err != nil {
+			return fmt.Errorf("building the benchmarks of %s: %v\n%s", s.pkg, err, b)
+		}
+	}
+	loadBefore := loadavg()
+	all := samples{}
+	type job struct {
+		name string
+		do   func() error
+	}
+	var jobs []job
+	for _, p := range peers {
+		jobs = append(jobs, job{p.name, func() error { return runPeer(all, peersDir, p) }})
+	}
+	for i, s := range suites {
+		jobs = append(jobs, job{s.pkg, func() error { return runSuite(all, filepath.Join(bin, fmt.Sprintf("s%d.test", i)), s) }})
+	}
+	for r := range rounds {
+		if r > 0 {
+			slices.Reverse(jobs)
+		}
+		for _, j := range jobs {
+			fmt.Fprintf(os.Stderr, "round %d/%d: %s (load %s)\n", r+1, rounds, j.name, loadavg())
+			if err := j.do(); err != nil {
+				return fmt.Errorf("%s: %w", j.name, err)
+			}
+		}
+	}
+	fmt.Printf("Measured %s, %d alternating rounds, medians; load average %s before, %s after.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), rounds, loadBefore, loadavg())
+	fmt.Println("| path | peer | peer's figure | agentos benchmark | agentos | ratio (> 1: agentos better) |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, r := range rows {
+		pv, pok := median(all[r.peer][r.pname])
+		av, aok := median(all["agentos"][r.bench+" "+r.unit])
+		ps, as, ratio := "—", "—", "—"
+		if pok {
+			ps = format(pv, r.higher, 1)
+		}
+		if aok {
+			as = format(av, r.higher, r.pscale)
+		}
+		if pok && aok && pv > 0 && av > 0 {
+			if r.higher {
+				ratio = fmt.Sprintf("%.2f×", av/pv)
+			} else {
+				ratio = fmt.Sprintf("%.2f×", pv*r.pscale/av)
+			}
+		}
+		fmt.Printf("| %s | %s | %s `%s` | `%s` | %s | %s |\n", r.what, r.peer, ps, r.pname, r.bench, as, ratio)
+	}
+	return nil
+}
+
+// format prints a rate as is and a time in ms (v in ns when scale is 1e6).
+func format(v float64, rate bool, scale float64) string {
+	if rate {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v/scale, 'f', 3, 64)
+}
+
+func median(v []float64) (float64, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2], true
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2, true
+}
+
+// runPeer runs one peer benchmark process and keeps its `name value unit`
+// lines.
+func runPeer(all samples, peersDir string, p peer) error {
+	cmd := exec.Command(p.args[0], p.args[1:]...)
+	cmd.Dir = filepath.Join(peersDir, p.dir)
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%v: %w", p.args, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+			all.add(p.name, f[0], v)
+		}
+	}
+	return nil
+}
+
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
+
+// runSuite runs one agentos test binary's benchmarks once and keeps every
+// "value unit" pair of every benchmark line.
+func runSuite(all samples, bin string, s suite) error {
+	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", s.bench, "-test.benchtime", s.time, "-test.count", "1")
+	cmd.Dir = filepath.Dir(bin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v\n%s", err, out)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		f := strings.Fields(m[3])
+		for i := 0; i+1 < len(f); i += 2 {
+			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+				all.add("agentos", m[1]+" "+f[i+1], v)
+			}
+		}
+	}
+	return nil
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
