@@ -100,8 +100,12 @@ func TestConcurrentQueuedBeginsAreDistinct(t *testing.T) {
 				errs <- err
 				return
 			}
-			errs <- run.End(StatusOK, nil, nil)
-			ids <- run.ID()
+			if err := run.End(StatusOK, nil, nil); err != nil {
+				errs <- err
+				return
+			}
+			ids <- run.ID() // before its nil error: ids is closed once every error is in
+			errs <- nil
 		}()
 	}
 	for range n {

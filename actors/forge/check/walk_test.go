@@ -100,7 +100,6 @@ func (w *worker) parseCursor(p *sitter.Parser, src []byte) bool {
 	}
 }
 
-
 // testSources are every TypeScript source the package's tests use, plus
 // broken ones (ERROR and MISSING nodes) and edge cases.
 func testSources(t *testing.T) [][]byte {
