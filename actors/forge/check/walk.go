@@ -198,8 +198,14 @@ func (w *worker) parse(src []byte) bool {
 		ps.recs = make([]C.check_rec, n)
 	}
 	w.build(ps.recs[:n])
+	if verifyTree != nil {
+		verifyTree(src, &w.tree)
+	}
 	return true
 }
+
+// verifyTree, set by the package's tests, checks every tree parse builds.
+var verifyTree func(src []byte, t *tree)
 
 // build links the records of a pre-order walk into w.tree.nodes, as the
 // rules expect them (see node).

@@ -2,10 +2,12 @@ package check
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	sitter "github.com/smacker/go-tree-sitter"
@@ -96,6 +98,25 @@ func (w *worker) parseCursor(p *sitter.Parser, src []byte) bool {
 			}
 			prev = stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
+// Every tree any test of the package builds is compared with the cursor
+// walk's.
+func init() {
+	var mu sync.Mutex
+	p := sitter.NewParser()
+	p.SetLanguage(language)
+	ref := &worker{}
+	verifyTree = func(src []byte, t *tree) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !ref.parseCursor(p, src) {
+			panic("the cursor walk got no tree")
+		}
+		if t.hasError != ref.tree.hasError || !reflect.DeepEqual(t.nodes, ref.tree.nodes) || !reflect.DeepEqual(t.lines, ref.tree.lines) {
+			panic(fmt.Sprintf("the flat walk and the cursor walk differ on %q", src))
 		}
 	}
 }
