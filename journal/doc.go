@@ -52,7 +52,9 @@
 //	             have seen its result); a run whose end was lost is resumed
 //	             by recovery (its recorded calls answered from the journal,
 //	             the rest performed again, though its caller may have seen
-//	             its result).
+//	             its result). (This is the embedded file; on PostgreSQL a
+//	             run's start and end are committed before Begin and End
+//	             return, as the claims need.)
 //	NoSync       like GroupCommit but without fsync (tests, scratch): an OS
 //	             crash may lose more; a process crash loses the queue.
 //
