@@ -33,6 +33,10 @@ func TestMain(m *testing.M) {
 		crashChild()
 		return
 	}
+	if os.Getenv("AGENTOS_GC_CRASH_CHILD") == "1" {
+		groupCrashChild()
+		return
+	}
 	// The cluster tests close nodes while requests to them are in flight
 	// (a forge's charge to its caller's home node, a catch-up pull): such
 	// an abandoned request's goroutine waits for its reply until its
@@ -236,4 +240,221 @@ func runAndKill(t *testing.T, root, jpath string, killAfter int) (string, []uint
 		t.Fatal("the child never started its run")
 	}
 	return runID, acked
+}
+
+// shortTool is a short run with two paid calls, the shape of most exec_tool
+// runs: its result depends on the recorded answers, the seed and the clock.
+const shortTool = `/** Two paid calls, folded. */
+export default async function (args: { i: number }) {
+  const a: string = await tgp.paid('a-' + args.i);
+  const b: string = await tgp.paid('b-' + args.i);
+  return { i: args.i, len: a.length + b.length, r: Math.floor(Math.random() * 1000), at: Date.now() };
+}
+`
+
+// groupCrashChild records short runs one after another under GroupCommit,
+// with process isolation (the default), and prints "ended I ID" once
+// Record returned run I, whose caller has then seen its result; the
+// parent kills it at a random point.
+func groupCrashChild() {
+	root, jpath := os.Getenv("AGENTOS_CRASH_ROOT"), os.Getenv("AGENTOS_CRASH_JOURNAL")
+	var paid atomic.Int64
+	ex, err := groupCrashExecutor(root, &paid)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(3)
+	}
+	j, err := journal.Open(jpath, journal.Options{Durability: journal.GroupCommit})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(3)
+	}
+	for i := 0; ; i++ {
+		res, id, err := executor.Record(context.Background(), ex, j, executor.Request{Path: "tools/short.ts", Args: json.RawMessage(fmt.Sprintf(`{"i": %d}`, i))})
+		if err != nil || !res.Success {
+			fmt.Println("error", err, res.Error)
+			os.Exit(3)
+		}
+		fmt.Println("ended", i, id)
+	}
+}
+
+func groupCrashExecutor(root string, paid *atomic.Int64) (*executor.Executor, error) {
+	return executor.New(executor.Options{
+		Root: root, Isolation: executor.IsolationProcess, Workers: 1,
+		Seed:  func() uint64 { return 42 },
+		Clock: func() time.Time { return time.UnixMilli(1_780_000_000_000) },
+		Devices: map[string]driver.Device{"paid": driver.DeviceFunc(func(_ context.Context, _ string, req json.RawMessage) (json.RawMessage, error) {
+			paid.Add(1)
+			var a struct{ Item string }
+			json.Unmarshal(req, &a)
+			return json.Marshal("answer to " + a.Item)
+		})},
+		Bindings: []executor.Binding{{Name: "paid", Driver: "paid", Op: "ask", Params: []string{"item"}}},
+	})
+}
+
+// TestGroupCommitCrashAndRecover kills a process recording short runs under
+// GroupCommit, whose Begin and End are queued for the next group commit
+// instead of committed before they return, and checks what the real
+// journal file holds against what the package documentation promises: the
+// file is consistent; one queue committed in order, each batch atomically,
+// means the runs in the file are a prefix of the runs begun, all ended but
+// possibly the last few, whose end (or whose begin and all) the crash lost;
+// a run never has calls without its start; and recovery resumes every run
+// left running, answering its recorded calls from the journal and paying
+// only for the missing ones, to the result an uninterrupted run gives.
+func TestGroupCommitCrashAndRecover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the crash test starts and kills child processes")
+	}
+	root := t.TempDir()
+	if _, err := Init(root, InitOptions{NoGit: true}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "tools", "short.ts"), []byte(shortTool), 0o644)
+	var paid atomic.Int64
+	ex, err := groupCrashExecutor(root, &paid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	want := func(i int) string {
+		res := ex.Exec(context.Background(), executor.Request{Path: "tools/short.ts", Args: json.RawMessage(fmt.Sprintf(`{"i": %d}`, i))})
+		if !res.Success {
+			t.Fatal(res.Error)
+		}
+		return string(res.Result)
+	}
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	lostEnds := 0
+	for trial := range 8 {
+		killAfter := 1 + rng.IntN(40)
+		t.Run(fmt.Sprintf("kill-after-%d-runs", killAfter), func(t *testing.T) {
+			jpath := filepath.Join(t.TempDir(), fmt.Sprintf("journal-%d.db", trial))
+			ended := groupRunAndKill(t, root, jpath, killAfter)
+
+			j, err := journal.Open(jpath, journal.Options{Durability: journal.GroupCommit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			if err := j.Check(); err != nil {
+				t.Fatalf("after SIGKILL: %v", err)
+			}
+			runs, err := j.Runs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A prefix of the runs begun: run k is in the file only if
+			// every run before it is, and ended.
+			for k, m := range runs {
+				var a struct{ I int }
+				if err := json.Unmarshal(m.Args, &a); err != nil || a.I != k {
+					t.Fatalf("run %d in the file is %s (args %s): the runs in the file are not a prefix of the runs begun", k, m.ID, m.Args)
+				}
+				if k < len(ended) && ended[k] != m.ID {
+					t.Fatalf("run %d is %s in the file, the child reported %s", k, m.ID, ended[k])
+				}
+				if m.Status == journal.StatusRunning && k < len(runs)-1 {
+					t.Fatalf("run %d of %d is still running: runs are sequential, so only the last run in the file can have lost its end", k, len(runs))
+				}
+				if m.Status != journal.StatusOK && m.Status != journal.StatusRunning {
+					t.Fatalf("run %d: status %s", k, m.Status)
+				}
+			}
+			if len(runs) < len(ended)-2 {
+				t.Logf("%d runs ended in the child, %d are in the file", len(ended), len(runs))
+			}
+			// A run's calls are never in the file without its start: the
+			// child's runs have ids of their own, and every id with calls
+			// is a run listed above.
+			for k, id := range ended {
+				if k < len(runs) {
+					continue
+				}
+				if n, err := j.Count(id); err != nil || n != 0 {
+					t.Fatalf("run %s (#%d) is not in the file, yet %d of its calls are (%v)", id, k, n, err)
+				}
+			}
+			var running []journal.RunMeta
+			for _, m := range runs {
+				if m.Status == journal.StatusRunning {
+					running = append(running, m)
+				}
+			}
+			recorded := 0
+			wants := map[string]string{}
+			for _, m := range running {
+				es, err := j.Entries(m.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range es {
+					if e.Driver == "paid" {
+						recorded++
+					}
+				}
+				var a struct{ I int }
+				json.Unmarshal(m.Args, &a)
+				wants[m.ID] = want(a.I)
+			}
+			lostEnds += len(running)
+			paid.Store(0)
+			reports, err := Recover(context.Background(), ex, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(reports) != len(running) {
+				t.Fatalf("recover: %d reports for %d running runs: %+v", len(reports), len(running), reports)
+			}
+			for _, r := range reports {
+				if !r.Resumed || !r.Result.Success || string(r.Result.Result) != wants[r.Run.ID] {
+					t.Fatalf("recovered run %s: %+v, uninterrupted %s", r.Run.ID, r, wants[r.Run.ID])
+				}
+			}
+			if paid.Load() != int64(2*len(running)-recorded) {
+				t.Fatalf("recovery paid %d calls; the %d resumed runs had %d of their %d recorded", paid.Load(), len(running), recorded, 2*len(running))
+			}
+			if left, _ := j.Unfinished(); len(left) != 0 {
+				t.Fatalf("still unfinished after recovery: %+v", left)
+			}
+		})
+	}
+	t.Logf("ends lost by the crashes and resumed: %d", lostEnds)
+}
+
+// groupRunAndKill starts groupCrashChild, SIGKILLs it once it reported
+// killAfter ended runs, and returns the ids of the runs it reported ended.
+func groupRunAndKill(t *testing.T, root, jpath string, killAfter int) []string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "AGENTOS_GC_CRASH_CHILD=1", "AGENTOS_CRASH_ROOT="+root, "AGENTOS_CRASH_JOURNAL="+jpath)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var ended []string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && f[0] == "ended" {
+			ended = append(ended, f[2])
+			if len(ended) >= killAfter {
+				cmd.Process.Kill()
+				break
+			}
+		}
+		if len(f) > 0 && f[0] == "error" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("child: %s", sc.Text())
+		}
+	}
+	cmd.Wait()
+	return ended
 }

@@ -22,7 +22,8 @@
 //	         names recorded calls performed again (a run's /tmp writes)
 //
 // A run records its Host (isolation, host pid and boot id) when it begins,
-// committed before its tool starts, and Run.Interrupt marks a run its host
+// in its start record (a crash leaves the run either absent or with its
+// Host: never a run recovery could mistake for another host's), and Run.Interrupt marks a run its host
 // cancelled; Journal.Quarantine sets aside a run whose host died while it
 // ran in-process (status "quarantined"), which Unfinished no longer lists.
 //
@@ -37,13 +38,36 @@
 // power loss) can cost:
 //
 //	SyncEach     an entry is committed and fsynced before its result is handed
-//	             to the tool: a crash loses nothing that the tool saw.
-//	GroupCommit  (default) entries are queued and a writer commits them in
-//	             batches, fsyncing each batch: a crash may lose the entries of
-//	             the last batch not yet committed (milliseconds of calls); the
-//	             run's start and end are always committed before returning.
+//	             to the tool, and a run's start and end before Begin and End
+//	             return: a crash loses nothing that the tool or the run's
+//	             caller saw.
+//	GroupCommit  (default) entries, a run's start (Begin), its source
+//	             (PutSource) and its end (End) are queued and a writer
+//	             commits them in batches, fsyncing each batch; nobody waits
+//	             for the commit except a Durable run's calls and end. A crash
+//	             may lose what was queued or being committed: the last
+//	             milliseconds (tens of them on a loaded machine) of calls,
+//	             and of runs: a run whose start was lost is lost whole (it is
+//	             not in the file and is not resumed, though its caller may
+//	             have seen its result); a run whose end was lost is resumed
+//	             by recovery (its recorded calls answered from the journal,
+//	             the rest performed again, though its caller may have seen
+//	             its result). (This is the embedded file; on PostgreSQL a
+//	             run's start and end are committed before Begin and End
+//	             return, as the claims need.)
 //	NoSync       like GroupCommit but without fsync (tests, scratch): an OS
 //	             crash may lose more; a process crash loses the queue.
+//
+// Options.SyncRuns keeps, under GroupCommit and NoSync, a run's start and
+// end committed before Begin and End return (two commits per run): a crash
+// then loses at most calls, never a run whose caller saw its result.
+//
+// The queue is one, committed in order, each batch atomically: what a crash
+// leaves is always a prefix of what was written. A run's calls are never in
+// the file without its start, its end never without its calls, and of runs
+// begun one after another only the last can have lost its end. Every read
+// of a Journal (Get, Runs, Entries, Count, Source, Unfinished) first waits
+// for the writes queued before it, so a process reads what it wrote.
 //
 // In every mode the file stays consistent: bbolt commits are atomic, so a
 // crash never leaves a torn entry or a corrupt file. OpenPostgres says what

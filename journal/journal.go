@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentos-run/agentos/capability"
@@ -36,6 +37,13 @@ type Options struct {
 	Durability Durability
 	// MaxBatch bounds the entries one group commit writes. Default 4096.
 	MaxBatch int
+	// SyncRuns, under GroupCommit and NoSync, commits a run's start
+	// (Begin), its tool source (PutSource) and its end (End) before they
+	// return, as SyncEach does, while its calls stay group-committed: a
+	// crash then loses at most calls, never a run whose caller saw its
+	// result. It costs two commits per run (four fsyncs on the embedded
+	// file under GroupCommit). See the package documentation.
+	SyncRuns bool
 	// Redact lists extra request/response field names (case-insensitive)
 	// whose values never reach the file, besides DefaultRedactedFields.
 	Redact []string
@@ -163,6 +171,19 @@ type Journal struct {
 	owner string        // this Journal's name in run claims (Options.Owner)
 	held  sync.Map      // run id -> struct{}: runs this Journal claimed and has not ended
 	stop  chan struct{} // closed by Close: stops the lease renewer
+
+	// inflight counts the writes submitted and not yet applied: a read
+	// waits for them (barrier) only when there are some.
+	inflight atomic.Int64
+	// refused holds the runs whose creation the storage refused (their id
+	// was taken): their later writes are dropped, never added to the run
+	// that owns the id. hasRefused spares the writer the lookup.
+	refused    sync.Map
+	hasRefused atomic.Bool
+
+	idMu   sync.Mutex
+	idMS   string              // the millisecond of the ids in idUsed
+	idUsed map[string]struct{} // the ids this Journal issued in that millisecond
 }
 
 // write is one unit for the writer goroutine.
@@ -176,6 +197,7 @@ type write struct {
 	reset  bool   // delete the run's entries first (Import)
 	create bool   // meta is a new run's: fail with errRunExists if the id is taken
 	sync   bool   // commit durably whatever the mode (Run.Durable)
+	flush  bool   // no data: done once every write queued before it is applied
 	// claim, with meta, makes the writing Journal the run's holder until
 	// until (a shared journal; the embedded one ignores it).
 	claim bool
@@ -228,8 +250,16 @@ func (j *Journal) lostWrites(run string) error {
 	return nil
 }
 
-// read runs fn on the storage, or reports ErrClosed.
+// read runs fn on the storage, or reports ErrClosed. It sees every write
+// submitted before it (see barrier).
 func (j *Journal) read(fn func(store) error) error {
+	j.barrier()
+	return j.readNow(fn)
+}
+
+// readNow is read without the barrier: it sees what is committed, and
+// MUST only be used where a write still queued cannot change the answer.
+func (j *Journal) readNow(fn func(store) error) error {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
 	if j.closed {
@@ -277,6 +307,7 @@ func (j *Journal) submit(w *write, wait bool) error {
 		j.mu.RUnlock()
 		return ErrClosed
 	}
+	j.inflight.Add(1)
 	j.writes <- w
 	j.mu.RUnlock()
 	if wait {
@@ -287,42 +318,114 @@ func (j *Journal) submit(w *write, wait bool) error {
 
 // writer commits queued writes in batches, one transaction per batch.
 func (j *Journal) writer() {
+	queued := make([]*write, 0, j.opts.MaxBatch)
 	batch := make([]*write, 0, j.opts.MaxBatch)
 	for w := range j.writes {
-		batch = append(batch[:0], w)
+		queued = append(queued[:0], w)
 	fill:
-		for len(batch) < j.opts.MaxBatch {
+		for len(queued) < j.opts.MaxBatch {
 			select {
 			case w, ok := <-j.writes:
 				if !ok {
 					break fill
 				}
-				batch = append(batch, w)
+				queued = append(queued, w)
 			default:
 				break fill
 			}
 		}
-		now := j.now()
-		err := j.st.apply(batch, j.owner, now)
-		if err == nil {
-			for _, w := range batch {
-				if w.done != nil {
-					w.done <- nil
-				}
+		j.commit(queued, batch[:0])
+		j.inflight.Add(-int64(len(queued)))
+	}
+}
+
+// commit applies the data writes of queued in one transaction and answers
+// everyone waiting, flushes included.
+func (j *Journal) commit(queued, batch []*write) {
+	for _, w := range queued {
+		switch {
+		case w.flush:
+		case j.hasRefused.Load() && j.isRefused(w):
+			err := fmt.Errorf("journal: run %s was not created (its id was taken), so its writes are dropped", w.run)
+			if w.done != nil {
+				w.done <- err
+			} else {
+				j.lost.LoadOrStore(w.run, err)
+			}
+		default:
+			batch = append(batch, w)
+		}
+	}
+	defer func() {
+		for _, w := range queued {
+			if w.flush {
+				w.done <- nil
+			}
+		}
+	}()
+	if len(batch) == 0 {
+		return
+	}
+	now := j.now()
+	err := j.st.apply(batch, j.owner, now)
+	if err == nil {
+		for _, w := range batch {
+			if w.done != nil {
+				w.done <- nil
+			}
+		}
+		return
+	}
+	// One bad write must not take the others down with it: retry each
+	// alone, and remember a failure nobody waits for against its run.
+	for _, w := range batch {
+		if j.hasRefused.Load() && j.isRefused(w) {
+			werr := fmt.Errorf("journal: run %s was not created (its id was taken), so its writes are dropped", w.run)
+			if w.done != nil {
+				w.done <- werr
+			} else {
+				j.lost.LoadOrStore(w.run, werr)
 			}
 			continue
 		}
-		// One bad write must not take the others down with it: retry each
-		// alone, and remember a failure nobody waits for against its run.
-		for _, w := range batch {
-			werr := j.st.apply([]*write{w}, j.owner, now)
-			if w.done != nil {
-				w.done <- werr
-			} else if werr != nil {
-				j.lost.LoadOrStore(w.run, werr)
-			}
+		werr := j.st.apply([]*write{w}, j.owner, now)
+		if werr != nil && w.create && errors.Is(werr, errRunExists) {
+			// IMPORTANT: the run's calls and end MUST NOT land in the run
+			// that holds the id.
+			j.refused.Store(w.run, struct{}{})
+			j.hasRefused.Store(true)
+		}
+		if w.done != nil {
+			w.done <- werr
+		} else if werr != nil {
+			j.lost.LoadOrStore(w.run, werr)
 		}
 	}
+}
+
+// isRefused reports whether w belongs to a run whose creation was refused.
+func (j *Journal) isRefused(w *write) bool {
+	_, ok := j.refused.Load(w.run)
+	return ok
+}
+
+// barrier returns once every write submitted before it is applied (and
+// so visible to reads): a caller reads what it wrote even when the write
+// was queued without waiting (GroupCommit's Begin and End).
+func (j *Journal) barrier() {
+	if j.inflight.Load() == 0 {
+		return
+	}
+	_ = j.submit(&write{flush: true}, true)
+}
+
+// async reports whether a run's Begin and End are queued for the next
+// group commit instead of committed before they return: under GroupCommit
+// and NoSync on the embedded file, unless Options.SyncRuns. (SyncEach, a
+// Durable run's End and a shared journal, whose claims need the commit,
+// wait.)
+func (j *Journal) async() bool {
+	return j.opts.Durability != SyncEach && !j.opts.SyncRuns && !j.st.shared()
 }
 
 // marshal encodes v as JSON without HTML escaping, so that stored requests
@@ -350,31 +453,70 @@ func (j *Journal) newID() string {
 	return j.now().UTC().Format("20060102-150405.000") + "-" + hex.EncodeToString(r[:])
 }
 
-// Begin records the start of a run (committed before it returns) and
-// returns the handle that records its calls. meta.ID, Started and Status
-// are filled in.
+// uniqueID returns a new run id that this Journal has not issued and the
+// storage does not hold: a Begin queued without waiting cannot learn of a
+// collision in time, so it is ruled out before.
+func (j *Journal) uniqueID() string {
+	j.idMu.Lock()
+	defer j.idMu.Unlock()
+	for {
+		id := j.newID()
+		if ms := id[:len("20060102-150405.000")]; ms != j.idMS {
+			j.idMS, j.idUsed = ms, map[string]struct{}{}
+		}
+		if _, issued := j.idUsed[id]; issued {
+			continue
+		}
+		found := false
+		j.readNow(func(st store) error {
+			found, _ = st.exists(id)
+			return nil
+		})
+		if !found {
+			j.idUsed[id] = struct{}{}
+			return id
+		}
+	}
+}
+
+// Begin records the start of a run and returns the handle that records its
+// calls. meta.ID, Started and Status are filled in.
+//
+// IMPORTANT: when the start is on disk depends on the mode. Under SyncEach,
+// with Options.SyncRuns, on a shared journal, and for a run given its own
+// meta.ID, it is committed
+// before Begin returns. Under GroupCommit and NoSync on the embedded file
+// it is queued for the next group commit, ahead of the run's calls and end
+// (one queue, committed in order, each batch atomically): a crash may lose
+// a run's start only together with everything the run recorded after it
+// (see the package documentation).
 //
 // On a shared journal the run is claimed by this Journal (see Claim) in the
 // same commit, and its claim is renewed until End, Interrupt or Close.
 func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 	generated := meta.ID == ""
+	if generated && j.async() {
+		meta.ID = j.uniqueID()
+		j.stamp(&meta)
+		scope := j.redactArgs(&meta)
+		if err := j.putMetaWith(meta, &write{create: true, claim: true}, false); err != nil {
+			return nil, err
+		}
+		j.held.Store(meta.ID, struct{}{})
+		return &Run{j: j, meta: meta, scope: scope}, nil
+	}
 	if generated {
 		meta.ID = j.newID()
 	} else if j.exists(meta.ID) {
 		return nil, fmt.Errorf("journal: a run with id %q exists already: run ids are unique (leave RunMeta.ID empty to get a fresh one)", meta.ID)
 	}
-	meta.Started = j.now()
-	meta.Status = StatusRunning
-	scope := &secretSet{}
-	var redacted bool
-	meta.Args, redacted = j.redact.args(meta.Args, scope)
-	meta.ArgsRedacted = meta.ArgsRedacted || redacted
-	meta.Host.stamp()
+	j.stamp(&meta)
+	scope := j.redactArgs(&meta)
 	for attempt := 0; ; attempt++ {
 		if generated && attempt > 0 {
 			meta.ID = j.newID()
 		}
-		err := j.putMetaWith(meta, &write{create: true, claim: true})
+		err := j.putMetaWith(meta, &write{create: true, claim: true}, true)
 		if err == nil {
 			break
 		}
@@ -388,6 +530,23 @@ func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 	return &Run{j: j, meta: meta, scope: scope}, nil
 }
 
+// stamp fills in a beginning run's start, status and host.
+func (j *Journal) stamp(meta *RunMeta) {
+	meta.Started = j.now()
+	meta.Status = StatusRunning
+	meta.Host.stamp()
+}
+
+// redactArgs redacts a beginning run's arguments and returns the run's
+// secret scope, holding what they carried.
+func (j *Journal) redactArgs(meta *RunMeta) *secretSet {
+	scope := &secretSet{}
+	var redacted bool
+	meta.Args, redacted = j.redact.args(meta.Args, scope)
+	meta.ArgsRedacted = meta.ArgsRedacted || redacted
+	return scope
+}
+
 // exists reports whether a run has exactly this id (Get also matches prefixes).
 func (j *Journal) exists(id string) bool {
 	found := false
@@ -398,10 +557,11 @@ func (j *Journal) exists(id string) bool {
 	return found
 }
 
-func (j *Journal) putMeta(meta RunMeta) error { return j.putMetaWith(meta, &write{}) }
+func (j *Journal) putMeta(meta RunMeta) error { return j.putMetaWith(meta, &write{}, true) }
 
-// putMetaWith writes meta with w's flags (create, claim).
-func (j *Journal) putMetaWith(meta RunMeta, w *write) error {
+// putMetaWith writes meta with w's flags (create, claim); with wait it
+// returns once the write is committed.
+func (j *Journal) putMetaWith(meta RunMeta, w *write, wait bool) error {
 	meta.Owner, meta.LeaseUntil = "", time.Time{} // kept by the storage, beside the metadata
 	var redacted bool
 	meta.Args, redacted = j.redact.args(meta.Args, nil)
@@ -417,19 +577,31 @@ func (j *Journal) putMetaWith(meta RunMeta, w *write) error {
 	if w.claim {
 		w.until = j.now().Add(j.opts.Lease)
 	}
-	return j.submit(w, true)
+	return j.submit(w, wait)
 }
 
 // PutSource keeps a tool's source under its content hash (once), so that a
 // run can be replayed against the exact code it ran even after the file
-// changed.
+// changed. Like Begin, under GroupCommit and NoSync on the embedded file it
+// is queued, ahead of the runs begun after it, instead of committed before
+// it returns; a failure to write it then fails the End of every run of
+// this Journal that ran it.
 func (j *Journal) PutSource(hash string, src []byte) error {
 	if hash == "" {
 		return fmt.Errorf("journal: PutSource needs the source's content hash")
 	}
 	j.sources.Store(hash, true)
-	if _, err := j.Source(hash); err == nil {
+	found := false
+	j.readNow(func(st store) error {
+		_, found, _ = st.source(hash)
 		return nil
+	})
+	if found {
+		return nil
+	}
+	if j.async() {
+		j.lost.Delete(hash) // this write may succeed where an earlier one failed
+		return j.submit(&write{run: hash, source: src}, false)
 	}
 	return j.submit(&write{run: hash, source: src}, true)
 }
@@ -523,11 +695,22 @@ func (j *Journal) record(run string, scope *secretSet, c driver.Call, val json.R
 	return j.submit(&write{run: run, seq: c.Seq, entry: entry, blobs: blobs, sync: durable}, durable || j.opts.Durability == SyncEach)
 }
 
-// End records how the run ended (committed before it returns). It returns
-// an error if any of the run's calls could not be journaled.
+// End records how the run ended. It returns an error if any of the run's
+// calls could not be journaled (as far as known when End is called).
+//
+// IMPORTANT: under SyncEach, with Options.SyncRuns, on a shared journal,
+// and for a Durable run, the end is committed before End returns. Under GroupCommit and NoSync on
+// the embedded file it is queued for the next group commit (concurrent
+// runs share one commit), after the run's calls, and End returns at once:
+// a crash may then lose the end (the run is resumed by recovery) or the
+// whole run (see the package documentation). Every read of this Journal
+// (Get, Runs, Entries, ...) sees it.
 func (r *Run) End(status string, result, errJSON json.RawMessage) error {
 	if err := r.j.lostWrites(r.meta.ID); err != nil {
 		r.meta.Reason = err.Error()
+		status = StatusFailed
+	} else if v, ok := r.j.lost.Load(r.meta.Hash); ok && r.meta.Hash != "" {
+		r.meta.Reason = fmt.Sprintf("journal: the source of run %s (hash %s) could not be written: %v", r.meta.ID, r.meta.Hash, v.(error))
 		status = StatusFailed
 	}
 	r.meta.Ended = r.j.now()
@@ -535,7 +718,7 @@ func (r *Run) End(status string, result, errJSON json.RawMessage) error {
 	r.meta.Result = r.j.redact.jsonIn(result, r.scope)
 	r.meta.Error = r.j.redact.jsonIn(errJSON, r.scope)
 	r.meta.Reason = r.j.redact.textIn(r.meta.Reason, r.scope)
-	if err := r.j.putMeta(r.meta); err != nil {
+	if err := r.j.putMetaWith(r.meta, &write{}, !r.j.async() || r.durable); err != nil {
 		return err
 	}
 	if err := r.j.lostWrites(r.meta.ID); err != nil {

@@ -123,7 +123,7 @@ func (j *Journal) heldRuns() []string {
 // letGo ends this Journal's claim on run (its end, or its host stopped it).
 func (j *Journal) letGo(run string) error {
 	j.held.Delete(run)
-	return j.read(func(st store) error { return st.release(j.owner, []string{run}, j.now()) })
+	return j.readNow(func(st store) error { return st.release(j.owner, []string{run}, j.now()) })
 }
 
 // renewer renews this Journal's claims every third of the lease until

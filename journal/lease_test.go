@@ -281,7 +281,7 @@ func TestRunIDsAcrossNodes(t *testing.T) {
 		}
 		// The commit itself refuses a taken id (two nodes checking at once
 		// both see it free).
-		err := b.putMetaWith(RunMeta{ID: "shared-id", Kind: "exec", Status: StatusRunning}, &write{create: true, claim: true})
+		err := b.putMetaWith(RunMeta{ID: "shared-id", Kind: "exec", Status: StatusRunning}, &write{create: true, claim: true}, true)
 		if !errors.Is(err, errRunExists) {
 			t.Fatalf("creating a taken id: %v, want errRunExists", err)
 		}

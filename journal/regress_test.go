@@ -292,8 +292,9 @@ func TestLostWriteFailsRun(t *testing.T) {
 	if _, err := h.Do(context.Background(), call(1, "fs", "read_file", `{"path":"a"}`)); err != nil {
 		t.Fatalf("#1: %v (group commit does not wait for the write)", err)
 	}
-	// A waited write queued after #1: once it returns, #1 has been tried.
-	if err := j.PutSource("h1", []byte("src")); err != nil {
+	// A read waits for the writes queued before it: once it returns, #1
+	// has been tried.
+	if _, err := j.Get("lossy"); err != nil {
 		t.Fatal(err)
 	}
 	_, err := h.Do(context.Background(), call(2, "fs", "read_file", `{"path":"b"}`))

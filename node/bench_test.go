@@ -3,6 +3,9 @@ package node_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/agentos-run/agentos/actors/executor"
@@ -26,6 +29,7 @@ func BenchmarkExecTool(b *testing.B) {
 		{"inprocess", executor.IsolationInProcess, true},
 		{"process", executor.IsolationProcess, true},
 		{"inprocess-nojournal", executor.IsolationInProcess, false},
+		{"process-nojournal", executor.IsolationProcess, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			n := boot(b, bc.mode, kernel.Options{}, func(o *node.Options) {
@@ -49,5 +53,39 @@ func BenchmarkExecTool(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkExecToolNewSource is exec_tool of a tool source the node has
+// never seen, through the whole path of BenchmarkExecTool (journaled, the
+// default worker mode): the shape of TGP's exec_tool figure (transpile, a
+// new isolate, run). Every iteration rewrites the tool's file with a new
+// comment (outside the timer), so the transpiler's cache, the executor's
+// parameter cache, the worker's compiled-program cache and the journal's
+// source store all miss: the run transpiles, compiles, journals the new
+// source, and runs.
+func BenchmarkExecToolNewSource(b *testing.B) {
+	n := boot(b, executor.IsolationProcess, kernel.Options{})
+	p := spawn(b, n.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
+	src, _ := json.Marshal(samples.FibTool)
+	mustCall(b, n, p, "write_file", `{"path":"tools/math/fib.ts","content":`+string(src)+`}`)
+	file := filepath.Join(n.root, "tools", "math", "fib.ts")
+	args := json.RawMessage(`{"path":"tools/math/fib.ts","args":{"n":10}}`)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		if err := os.WriteFile(file, fmt.Appendf(nil, "// source %d of %p\n%s", i, b, samples.FibTool), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		out, err := n.Call(ctx, p, "exec_tool", args)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var r node.ExecResult
+		if err := json.Unmarshal(out, &r); err != nil || !r.Success || string(r.Result.Result) != "55" {
+			b.Fatalf("%s %v", out, err)
+		}
 	}
 }

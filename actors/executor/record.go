@@ -42,9 +42,11 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 	if err := j.PutSource(hash, src); err != nil {
 		return Result{}, "", fmt.Errorf("journaling the tool source: %w", err), nil
 	}
-	// IMPORTANT: the run's isolation is committed before the tool starts:
-	// if the host dies during an in-process run, the tool may be what
-	// killed it, and recovery MUST NOT run it in-process again.
+	// IMPORTANT: the run's isolation is part of its start record: if the
+	// host dies during an in-process run, the tool may be what killed it,
+	// and recovery MUST NOT run it in-process again. (Under GroupCommit the
+	// start may still be queued when the tool starts: a crash then loses
+	// the run whole, so nothing can run it again.)
 	// IMPORTANT: the limits the run executes under are part of its record:
 	// recovery and replay run it under the same ones.
 	req.Limits = req.Limits.Or(ex.opts.Limits)

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/agentos-run/agentos/internal/benchutil"
 	"github.com/agentos-run/agentos/transpile"
 )
 
@@ -18,9 +19,11 @@ func BenchmarkCheckCached(b *testing.B) {
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := benchutil.CPUTime()
 	for b.Loop() {
 		c.Check("tools/fib.ts", src)
 	}
+	benchutil.ReportCPU(b, cpu)
 }
 
 // BenchmarkCheckNewSource checks a source that differs every iteration, so
@@ -30,9 +33,11 @@ func BenchmarkCheckNewSource(b *testing.B) {
 	c := New(Options{Transpiler: transpile.New(0)})
 	b.ReportAllocs()
 	i := 0
+	cpu := benchutil.CPUTime()
 	for b.Loop() {
 		i++
 		src := []byte(fibTool + "// " + strconv.Itoa(i) + "\n")
 		c.Check("tools/fib.ts", src)
 	}
+	benchutil.ReportCPU(b, cpu)
 }

@@ -1,7 +1,6 @@
 package check
 
 import (
-	"context"
 	"sort"
 
 	sitter "github.com/smacker/go-tree-sitter"
@@ -309,101 +308,14 @@ type tree struct {
 // worker is one pooled parser with reusable buffers. A worker is used by one
 // goroutine at a time (tree-sitter parsers are not safe for concurrent use).
 type worker struct {
-	parser *sitter.Parser
+	parser *parser
 	tree   tree
 	stack  []int32
+	last   []int32
 }
 
 func newWorker() *worker {
-	p := sitter.NewParser()
-	p.SetLanguage(language)
-	return &worker{parser: p}
-}
-
-// parse fills w.tree from src. It returns false when tree-sitter gave no
-// tree at all (it only fails that way when cancelled, which we never do).
-func (w *worker) parse(src []byte) bool {
-	t := &w.tree
-	t.nodes = t.nodes[:0]
-	t.lines = append(t.lines[:0], 0)
-	for i, b := range src {
-		if b == '\n' {
-			t.lines = append(t.lines, i+1)
-		}
-	}
-	ts, err := w.parser.ParseCtx(context.Background(), nil, src)
-	if err != nil || ts == nil {
-		return false
-	}
-	defer ts.Close()
-	root := ts.RootNode()
-	t.hasError = root.HasError()
-	cur := sitter.NewTreeCursor(root)
-	defer cur.Close()
-
-	stack := w.stack[:0] // ancestors of the node being visited
-	prev := int32(-1)    // previous sibling of the node being visited
-	for {
-		n := cur.CurrentNode()
-		idx := int32(len(t.nodes))
-		parent := int32(-1)
-		if len(stack) > 0 {
-			parent = stack[len(stack)-1]
-		}
-		var info symbolInfo
-		sym := uint16(n.Symbol())
-		if int(sym) < len(symbols) {
-			info = symbols[sym]
-		} else if sym == errorSymbol {
-			info = symbolInfo{kind: kError, named: true}
-		}
-		nd := node{
-			sym:    sym,
-			parent: parent,
-			first:  -1,
-			next:   -1,
-			kind:   info.kind,
-			named:  info.named,
-		}
-		if t.hasError {
-			nd.missing = n.IsMissing()
-		}
-		if parent >= 0 {
-			p := &t.nodes[parent]
-			nd.inType = p.inType || p.kind == kTypeContext || p.kind == kLiteralType
-			nd.inEnum = p.inEnum || p.kind == kEnumAssignment
-		}
-		// Every cgo call costs (about 0.1 µs): only nodes the rules look at
-		// get a position, and only where a rule asks for it, a field.
-		if positioned(info.kind) || nd.missing {
-			nd.start, nd.end = n.StartByte(), n.EndByte()
-			if parent >= 0 && usesFields[t.nodes[parent].kind] {
-				nd.field = fieldOf(cur.CurrentFieldName())
-			}
-		}
-		t.nodes = append(t.nodes, nd)
-		if prev >= 0 {
-			t.nodes[prev].next = idx
-		} else if parent >= 0 {
-			t.nodes[parent].first = idx
-		}
-		// Tokens (anonymous nodes) and the named terminals below have no
-		// children: asking costs a cgo call.
-		if !leaf(info) && cur.GoToFirstChild() {
-			stack = append(stack, idx)
-			prev = -1
-			continue
-		}
-		prev = idx
-		for !cur.GoToNextSibling() {
-			if !cur.GoToParent() {
-				w.stack = stack
-				return true
-			}
-			prev = stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-		}
-	}
+	return &worker{parser: newParser()}
 }
 
 // pos converts a byte offset into a 1-based line and a 1-based byte column.
