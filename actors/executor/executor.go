@@ -61,6 +61,16 @@ type Request struct {
 	// tool list (which may have changed, lost its cache or its server), and
 	// no server is started for it.
 	Replayed bool
+	// Recorded, when set with Replayed (ReplayWith sets it), is the
+	// Replayer answering the run in Middleware. A sandbox worker is handed
+	// its answerable calls with the job and answers each call that equals
+	// its recording itself, without a round trip to this process; every
+	// other call (a divergence, a sealed answer, one past the recording)
+	// goes through Middleware as before, so answers and divergences are
+	// exactly Middleware's. IMPORTANT: set it only when Middleware answers
+	// every call from that Replayer (nothing else on the chain needs to see
+	// the calls).
+	Recorded *journal.Replayer
 }
 
 // Result is what exec_tool returns.
@@ -205,6 +215,9 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		sessions = append(sessions, rd)
 	}
 	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed}
+	if req.Replayed && req.Recorded != nil && e.pool != nil {
+		br.answers, br.consumed = answersOf(req.Recorded), req.Recorded.Consumed
+	}
 	job := sandbox.Job{Entry: entry, Args: req.Args, Limits: req.Limits.Or(e.opts.Limits), Bindings: e.binding}
 
 	var out sandbox.Outcome
@@ -229,6 +242,28 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		return res, p.value
 	}
 	return res, nil
+}
+
+// answersOf returns the recorded answers of rep a worker may give itself,
+// up to maxAnswerBytes of them in seq order.
+func answersOf(rep *journal.Replayer) []answer {
+	var out []answer
+	size := 0
+	for _, en := range rep.Answerable() {
+		size += len(en.Request) + len(en.Response) + 64
+		if en.Error != nil {
+			size += len(en.Error.Message)
+		}
+		if size > maxAnswerBytes {
+			break
+		}
+		a := answer{Seq: en.Seq, Driver: en.Driver, Op: en.Op, Request: en.Request, Val: en.Response}
+		if en.Error != nil {
+			a.Err, a.Val = &driver.Error{Code: en.Error.Code, Message: en.Error.Message}, nil
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // checkArgs requires args to be a JSON object (or empty).
@@ -320,6 +355,8 @@ type bridge struct {
 	rights   vfs.Rights                  // the caller's (Request.Rights); nil: none
 	mounts   map[string]driver.Mount     // the mounts as the caller sees them (mountsFor)
 	replayed bool                        // Request.Replayed
+	answers  []answer                    // recorded answers a worker may give itself (Request.Recorded)
+	consumed func(seqs ...uint64)        // reports the seqs it gave
 	panicked atomic.Pointer[driverPanic] // the first driver panic of the run
 }
 

@@ -263,7 +263,7 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 	}
 	w.nextID++
 	id := w.nextID
-	if err := w.send(&frame{T: "run", ID: id, Job: &job}); err != nil {
+	if err := w.send(&frame{T: "run", ID: id, Job: &job, Ans: br.answers}); err != nil {
 		p.release(w, false)
 		return sandbox.Outcome{Err: p.death(w, job, nil)}
 	}
@@ -365,6 +365,9 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 		case "done":
 			if f.ID != id || f.Out == nil {
 				continue
+			}
+			if br.consumed != nil {
+				br.consumed(f.Answered...)
 			}
 			healthy := disarm()
 			finish()
