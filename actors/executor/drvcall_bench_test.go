@@ -21,6 +21,9 @@ import (
 // and a journal), here a real tool run through the executor.
 const readLoopTool = "export default async (a: { n: number }) => { let s = 0; for (let i = 0; i < a.n; i++) s += (await tgp.read_file('data.txt')).length; return s; };\n"
 
+// clockLoopTool reads the clock n times (Date.now: one clock.now call each).
+const clockLoopTool = "export default async (a: { n: number }) => { let s = 0; for (let i = 0; i < a.n; i++) s += Date.now() > 0 ? 16 : 0; return s; };\n"
+
 // callsPerRun is how many tgp.read_file calls one benchmarked run makes.
 const callsPerRun = 2000
 
@@ -41,8 +44,26 @@ func BenchmarkJournaledReadFile(b *testing.B) {
 	}
 }
 
+// BenchmarkJournaledClock is BenchmarkJournaledReadFile's record and
+// replay with Date.now() in the loop: clock.now calls, which a worker
+// answers itself and streams to the journal unless it is SyncEach.
+func BenchmarkJournaledClock(b *testing.B) {
+	for _, mode := range modes {
+		for _, d := range []journal.Durability{journal.GroupCommit, journal.SyncEach} {
+			b.Run(fmt.Sprintf("%s/%s/record", mode, d), func(b *testing.B) { benchLoop(b, mode, clockLoopTool, d, false) })
+		}
+		b.Run(fmt.Sprintf("%s/replay", mode), func(b *testing.B) { benchLoop(b, mode, clockLoopTool, journal.GroupCommit, true) })
+	}
+}
+
 func benchReadLoop(b *testing.B, mode Isolation, d journal.Durability, replay bool) {
-	e := newExec(b, mode, map[string]string{"tools/read.ts": readLoopTool, "data.txt": "0123456789abcdef"}, func(o *Options) {
+	benchLoop(b, mode, readLoopTool, d, replay)
+}
+
+// benchLoop records (or replays) tool, a loop of n driver calls returning
+// 16n, and reports calls/s.
+func benchLoop(b *testing.B, mode Isolation, tool string, d journal.Durability, replay bool) {
+	e := newExec(b, mode, map[string]string{"tools/read.ts": tool, "data.txt": "0123456789abcdef"}, func(o *Options) {
 		o.Workers = 1
 		o.Limits.Timeout = 10 * time.Minute
 	})

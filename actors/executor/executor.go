@@ -71,6 +71,20 @@ type Request struct {
 	// every call from that Replayer (nothing else on the chain needs to see
 	// the calls).
 	Recorded *journal.Replayer
+	// StreamLocal lets a sandbox worker answer the calls it can make
+	// itself (clock.now and random.seed, when Options replaces neither
+	// device) without waiting for this process: the tool gets the answer
+	// at once, and the call with its answer is streamed to this process,
+	// which passes it down Middleware as the device's answer, in the order
+	// the worker made the calls and before the run's outcome is returned
+	// (so a journal commits them before the run's end). A streamed call
+	// that Middleware fails (the journal cannot record it) fails the run
+	// (host_failure). IMPORTANT: set it only when nothing on Middleware
+	// needs the tool to wait until a call is handled (Record sets it unless
+	// its journal is SyncEach, which promises a call durable before the
+	// tool sees its answer) and no middleware alters or refuses these
+	// calls. Ignored in-process.
+	StreamLocal bool
 }
 
 // Result is what exec_tool returns.
@@ -214,7 +228,11 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		mux[name] = rd
 		sessions = append(sessions, rd)
 	}
-	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed}
+	var local []string
+	if req.StreamLocal && e.pool != nil {
+		local = e.localCalls(mux)
+	}
+	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local}
 	if req.Replayed && req.Recorded != nil && e.pool != nil {
 		br.answers, br.consumed = answersOf(req.Recorded), req.Recorded.Consumed
 	}
@@ -242,6 +260,43 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		return res, p.value
 	}
 	return res, nil
+}
+
+// localCalls returns the calls ("driver.op") a worker may answer itself
+// for a run whose devices are mux, and makes mux's devices for them answer
+// a streamed call with the worker's answer (streamedAnswer). A device that
+// Options replaces (Clock, Seed, Devices) is left to this process.
+func (e *Executor) localCalls(mux driver.Mux) []string {
+	var local []string
+	if _, replaced := e.opts.Devices[driver.ClockDriver]; e.opts.Clock == nil && !replaced {
+		local = append(local, driver.ClockDriver+".now")
+		mux[driver.ClockDriver] = streamed{mux[driver.ClockDriver]}
+	}
+	if _, replaced := e.opts.Devices[driver.RandomDriver]; e.opts.Seed == nil && !replaced {
+		local = append(local, driver.RandomDriver+".seed")
+		mux[driver.RandomDriver] = streamed{mux[driver.RandomDriver]}
+	}
+	return local
+}
+
+// streamed is a device whose calls a worker may have answered itself: a
+// call carrying the worker's answer (streamedAnswer) is answered with it,
+// any other goes to the device.
+type streamed struct{ driver.Device }
+
+type streamedKey struct{}
+
+// streamedAnswer returns ctx carrying a worker's answer to the call it is
+// passed with.
+func streamedAnswer(ctx context.Context, val json.RawMessage) context.Context {
+	return context.WithValue(ctx, streamedKey{}, val)
+}
+
+func (s streamed) Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
+	if v, ok := ctx.Value(streamedKey{}).(json.RawMessage); ok {
+		return v, nil
+	}
+	return s.Device.Do(ctx, op, req)
 }
 
 // answersOf returns the recorded answers of rep a worker may give itself,
@@ -357,6 +412,7 @@ type bridge struct {
 	replayed bool                        // Request.Replayed
 	answers  []answer                    // recorded answers a worker may give itself (Request.Recorded)
 	consumed func(seqs ...uint64)        // reports the seqs it gave
+	local    []string                    // the calls a worker answers itself and streams ("clock.now"; Request.StreamLocal)
 	panicked atomic.Pointer[driverPanic] // the first driver panic of the run
 }
 

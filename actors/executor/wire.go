@@ -20,12 +20,17 @@ import (
 //
 //	parent -> worker  run     {id, job}            start a run (one at a time)
 //	worker -> parent  call    {id, call}           a driver call of the run
+//	worker -> parent  rec     {id, call, val}      a call the worker answered itself (local)
 //	worker -> parent  require {id, from, spec}     resolve and load a module
 //	parent -> worker  reply   {id, val | mod | err} the answer to call/require
 //	worker -> parent  abort   {id, stop}           the run is being stopped, and why
 //	parent -> worker  stop    {id, stop}           stop the run (its deadline passed)
 //	worker -> parent  done    {id, out, answered}  the run's outcome, and the seqs
 //	                                               answered from the run frame's recorded answers
+//
+// A run frame may list local calls ("clock.now", "random.seed"): the
+// worker answers those itself and streams each with its answer in a rec
+// frame, without waiting (Request.StreamLocal).
 //
 // A replayed run's frame carries recorded answers (ans): the worker answers
 // a call whose seq, driver, op and request bytes equal one of them itself,
@@ -48,6 +53,7 @@ type frame struct {
 	Stop *sandbox.Error   `json:"stop,omitempty"`
 	// Ans and Answered: see recorded answers above.
 	Ans      []answer `json:"ans,omitempty"`
+	Local    []string `json:"local,omitempty"`
 	Answered []uint64 `json:"answered,omitempty"`
 }
 
