@@ -367,5 +367,10 @@ func rename(err error, p string) error {
 		cp.Path = p
 		return &cp
 	}
+	if te, ok := err.(*TooLargeError); ok && te.Path != p {
+		cp := *te
+		cp.Path = p
+		return &cp
+	}
 	return err
 }
