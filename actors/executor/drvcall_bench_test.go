@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentos-run/agentos/internal/benchutil"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -83,6 +84,7 @@ func benchLoop(b *testing.B, mode Isolation, tool string, d journal.Durability, 
 		b.Fatalf("%v %+v", err, res)
 	}
 	calls := 0
+	cpu := benchutil.CPUTime() // this process only: a worker's CPU is not counted
 	start := time.Now()
 	for b.Loop() {
 		if replay {
@@ -102,6 +104,7 @@ func benchLoop(b *testing.B, mode Isolation, tool string, d journal.Durability, 
 		calls += n
 	}
 	b.ReportMetric(float64(calls)/time.Since(start).Seconds(), "calls/s")
+	b.ReportMetric(float64(benchutil.CPUTime()-cpu)/float64(time.Microsecond)/float64(calls), "host-cpu-µs/call")
 }
 
 // envPipeEcho makes the test binary a pipe echo server (benchPipeFloor).

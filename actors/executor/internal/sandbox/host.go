@@ -75,12 +75,12 @@ func (r *run) callBinding(b Binding, c goja.FunctionCall) goja.Value {
 	pc := &pending{ch: make(chan callResult, 1), resolve: resolve, reject: reject}
 	r.queue = append(r.queue, pc)
 	r.calls.Add(1)
-	go func() {
+	r.goCall(func() {
 		defer r.calls.Done()
 		val, err := r.do(call)
 		<-r.slots
 		pc.ch <- callResult{val, err}
-	}()
+	})
 	return r.vm.ToValue(p)
 }
 
