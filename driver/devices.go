@@ -109,8 +109,11 @@ func (f FS) Do(ctx context.Context, op string, req json.RawMessage) (json.RawMes
 		var a struct {
 			Path string `json:"path"`
 		}
-		if err := decode(op, req, &a); err != nil {
-			return nil, err
+		var ok bool
+		if a.Path, ok = decodeOne(req, "path"); !ok {
+			if err := decode(op, req, &a); err != nil {
+				return nil, err
+			}
 		}
 		if m, _, name, ok := MountOf(f.Mounts, a.Path); ok {
 			b, err := m.ReadFile(ctx, name)
@@ -123,17 +126,15 @@ func (f FS) Do(ctx context.Context, op string, req json.RawMessage) (json.RawMes
 		if max == 0 {
 			max = 16 << 20
 		}
-		if size, err := f.Sandbox.Size(a.Path); err == nil && size > int64(max) {
-			return nil, Errorf(CodeInvalid, "read_file %q: the file has %d bytes, more than the %d a tool may read at once", a.Path, size, max)
+		b, err := f.Sandbox.ReadFileMax(a.Path, int64(max))
+		var big *vfs.TooLargeError
+		if errors.As(err, &big) {
+			return nil, Errorf(CodeInvalid, "read_file %q: the file has %d bytes, more than the %d a tool may read at once", a.Path, big.Size, max)
 		}
-		b, err := f.Sandbox.ReadFile(a.Path)
 		if err != nil {
 			return nil, fsError(err)
 		}
-		if len(b) > max { // it grew since
-			return nil, Errorf(CodeInvalid, "read_file %q: the file has %d bytes, more than the %d a tool may read at once", a.Path, len(b), max)
-		}
-		return encode(string(b))
+		return encodeString(b)
 	case "write_file":
 		var a struct {
 			Path    string `json:"path"`

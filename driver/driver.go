@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Driver names used by the sandbox.
@@ -142,6 +143,39 @@ func decode(op string, req json.RawMessage, v any) error {
 		return Errorf(CodeInvalid, "%s: bad arguments: %v", op, err)
 	}
 	return nil
+}
+
+// decodeOne returns the value of a request that is exactly the object
+// {"<key>":"<value>"} with a plain value (no escape, no control character,
+// valid UTF-8): what decode would give for it, without reflection. ok false:
+// decode it with decode.
+func decodeOne(req json.RawMessage, key string) (value string, ok bool) {
+	s := string(req)
+	prefix := `{"` + key + `":"`
+	if len(s) < len(prefix)+2 || s[:len(prefix)] != prefix || s[len(s)-2:] != `"}` {
+		return "", false
+	}
+	v := s[len(prefix) : len(s)-2]
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return v, utf8.ValidString(v)
+}
+
+// encodeString is encode(string(b)): the same bytes, without reflection
+// for plain ASCII text (which json.Marshal writes as it is).
+func encodeString(b []byte) (json.RawMessage, error) {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return encode(string(b))
+		}
+	}
+	out := make([]byte, len(b)+2)
+	out[0], out[len(out)-1] = '"', '"'
+	copy(out[1:], b)
+	return out, nil
 }
 
 func encode(v any) (json.RawMessage, error) {

@@ -268,6 +268,9 @@ func (j *Journal) readNow(fn func(store) error) error {
 	return fn(j.st)
 }
 
+// Durability returns the journal's durability mode (Options.Durability).
+func (j *Journal) Durability() Durability { return j.opts.Durability }
+
 // Path returns where the journal is: the bbolt file's path, or for
 // PostgreSQL the database's URL without its password
 // ("postgres://user@host:5432/db").

@@ -2,9 +2,11 @@ package journal
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/agentos-run/agentos/driver"
@@ -215,4 +217,39 @@ func (p *Replayer) Diverged() *DivergenceError {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.div
+}
+
+// Answerable returns the recorded calls that may be answered away from the
+// Replayer, e.g. inside the sandbox worker that runs the replayed tool,
+// without a round trip per call: every entry but the sealed ones (those are
+// read again through the device). Their requests are canonical, as
+// Middleware compares them.
+//
+// IMPORTANT: such an answer is the recorded one only for a live call whose
+// seq, driver, op and request bytes all equal the entry's; any other call
+// MUST go through Middleware, which answers it (redacted comparison) or
+// reports the divergence with its code and message. Every seq answered away
+// MUST be reported with Consumed before Finish, or Finish reports it as
+// never made ([AGENTOS-J003]).
+func (p *Replayer) Answerable() []Entry {
+	out := make([]Entry, 0, len(p.entries))
+	for _, e := range p.entries {
+		if e.Sealed == "" {
+			out = append(out, *e)
+		}
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
+}
+
+// Consumed records that the calls seqs were answered from Answerable's
+// entries, as Middleware would have answered them.
+func (p *Replayer) Consumed(seqs ...uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range seqs {
+		if e, ok := p.entries[s]; ok && e.Sealed == "" {
+			p.used[s] = true
+		}
+	}
 }

@@ -181,7 +181,21 @@ func (j *Jail) ReadFile(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return j.readResolved(p, r)
+	return j.readResolved(p, r, 0, nil)
+}
+
+// readMax is ReadFile refusing, with a *TooLargeError, a file of more than
+// max bytes (max <= 0: no limit).
+func (j *Jail) readMax(p string, max int64) ([]byte, error) {
+	c, err := Clean(p)
+	if err != nil {
+		return nil, err
+	}
+	r, err := j.resolve("read", p, c)
+	if err != nil {
+		return nil, err
+	}
+	return j.readResolved(p, r, max, nil)
 }
 
 // ReadFileResolved is ReadFile resolving p once: it returns the content and
@@ -201,21 +215,38 @@ func (j *Jail) ReadFileResolved(p string, check func(resolved string) error) ([]
 			return nil, r, err
 		}
 	}
-	b, err := j.readResolved(p, r)
+	b, err := j.readResolved(p, r, 0, nil)
 	return b, r, err
 }
 
 // readResolved reads the resolved path r (p is the caller's path, for
 // errors).
-func (j *Jail) readResolved(p, r string) ([]byte, error) {
+// readResolved reads the file at resolved path r (p as the reader named
+// it). With max > 0, a file of more than max bytes is refused with a
+// *TooLargeError, before check; check, when not nil, is called once the
+// size is known and its error returned instead of reading.
+func (j *Jail) readResolved(p, r string, max int64, check func() error) ([]byte, error) {
 	f, err := j.root.Open(r)
 	if err != nil {
+		if check != nil { // the check's verdict comes first, as it would before opening
+			if cerr := check(); cerr != nil {
+				return nil, cerr
+			}
+		}
 		return nil, j.wrap("read", p, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, j.wrap("read", p, err)
+	}
+	if max > 0 && fi.Size() > max {
+		return nil, &TooLargeError{Path: p, Size: fi.Size(), Max: max}
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, err
+		}
 	}
 	if fi.Mode().IsRegular() && links(fi) > 1 {
 		return nil, securityErr("read", p, fmt.Sprintf("the file has %d hard links; agentos never reads a hard-linked file, since it may be another file's twin (its journal, a key): copy it instead", links(fi)))
@@ -224,7 +255,21 @@ func (j *Jail) readResolved(p, r string) ([]byte, error) {
 		return nil, &PathError{Op: "read", Path: p, Err: ErrInvalidPath, Hint: "it is a directory; use list_files"}
 	}
 	b, err := io.ReadAll(f)
+	if err == nil && max > 0 && int64(len(b)) > max { // it grew since
+		return nil, &TooLargeError{Path: p, Size: int64(len(b)), Max: max}
+	}
 	return b, j.wrap("read", p, err)
+}
+
+// TooLargeError is a read refused because the file holds more than the
+// reader's limit (Sandbox.ReadFileMax).
+type TooLargeError struct {
+	Path      string // as the reader named it
+	Size, Max int64  // the file's size and the limit, in bytes
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("read %s: the file has %d bytes, more than the %d that may be read at once", e.Path, e.Size, e.Max)
 }
 
 // WriteFile writes data to the file at p, creating missing parent

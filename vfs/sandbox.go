@@ -97,7 +97,34 @@ func (s *Sandbox) ReadFile(p string) ([]byte, error) {
 	if err := s.allow("read", p, AccessRead, rel); err != nil {
 		return nil, err
 	}
-	b, err := j.readResolved(p, rel)
+	b, err := j.readResolved(p, rel, 0, nil)
+	return b, rename(err, p)
+}
+
+// ReadFileMax is ReadFile refusing, with a *TooLargeError, a file of more
+// than max bytes (max <= 0: no limit). It resolves p once: the same
+// answers and errors as Size then ReadFile, for one walk of the path.
+func (s *Sandbox) ReadFileMax(p string, max int64) ([]byte, error) {
+	j, rel, area, err := s.resolve("read", p)
+	if err != nil {
+		return nil, err
+	}
+	if area == areaTmp {
+		b, err := j.readMax(rel, max)
+		return b, rename(err, p)
+	}
+	allow := func() error { return s.allow("read", p, AccessRead, rel) }
+	if s.rights != nil && !s.rights.Covers(AccessRead, rel) {
+		// As Size then ReadFile: no size for a file the caller may not
+		// read, and the read's own refusal.
+		if err := allow(); err != nil {
+			return nil, err
+		}
+		allow = nil
+	}
+	// IMPORTANT: a file too large is refused before Allow, as Size did: no
+	// use of the caller's token is counted for it.
+	b, err := j.readResolved(p, rel, max, allow)
 	return b, rename(err, p)
 }
 
@@ -337,6 +364,11 @@ func isUnder(p, mount string) bool {
 func rename(err error, p string) error {
 	if pe, ok := err.(*PathError); ok && pe.Path != p {
 		cp := *pe
+		cp.Path = p
+		return &cp
+	}
+	if te, ok := err.(*TooLargeError); ok && te.Path != p {
+		cp := *te
 		cp.Path = p
 		return &cp
 	}

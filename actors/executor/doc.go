@@ -14,8 +14,12 @@
 // interrupts the tool at its deadline or limit and tells the parent why,
 // and is SIGKILLed by the parent KillGrace later if it has not stopped (a
 // native built-in ignoring the interrupt); its bridge calls are
-// answered by
-// the parent over its stdin/stdout. A worker that dies is replaced
+// answered by the parent over its stdin/stdout, except two kinds that
+// never wait for the parent: the clock and random calls of a run that
+// streams them (Request.StreamLocal: the worker answers them and streams
+// each to the parent, which journals it), and the calls of a replay that
+// equal their recording (Request.Recorded: answered from the recording
+// handed to the worker with the job). A worker that dies is replaced
 // transparently and the run reports why (timeout, memory limit, crash).
 //
 // IsolationInProcess runs tools on goroutines of the host process: about 4x

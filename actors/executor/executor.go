@@ -61,6 +61,30 @@ type Request struct {
 	// tool list (which may have changed, lost its cache or its server), and
 	// no server is started for it.
 	Replayed bool
+	// Recorded, when set with Replayed (ReplayWith sets it), is the
+	// Replayer answering the run in Middleware. A sandbox worker is handed
+	// its answerable calls with the job and answers each call that equals
+	// its recording itself, without a round trip to this process; every
+	// other call (a divergence, a sealed answer, one past the recording)
+	// goes through Middleware as before, so answers and divergences are
+	// exactly Middleware's. IMPORTANT: set it only when Middleware answers
+	// every call from that Replayer (nothing else on the chain needs to see
+	// the calls).
+	Recorded *journal.Replayer
+	// StreamLocal lets a sandbox worker answer the calls it can make
+	// itself (clock.now and random.seed, when Options replaces neither
+	// device) without waiting for this process: the tool gets the answer
+	// at once, and the call with its answer is streamed to this process,
+	// which passes it down Middleware as the device's answer, in the order
+	// the worker made the calls and before the run's outcome is returned
+	// (so a journal commits them before the run's end). A streamed call
+	// that Middleware fails (the journal cannot record it) fails the run
+	// (host_failure). IMPORTANT: set it only when nothing on Middleware
+	// needs the tool to wait until a call is handled (Record sets it unless
+	// its journal is SyncEach, which promises a call durable before the
+	// tool sees its answer) and no middleware alters or refuses these
+	// calls. Ignored in-process.
+	StreamLocal bool
 }
 
 // Result is what exec_tool returns.
@@ -204,7 +228,14 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		mux[name] = rd
 		sessions = append(sessions, rd)
 	}
-	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed}
+	var local []string
+	if req.StreamLocal && e.pool != nil {
+		local = e.localCalls(mux)
+	}
+	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local}
+	if req.Replayed && req.Recorded != nil && e.pool != nil {
+		br.answers, br.consumed = answersOf(req.Recorded), req.Recorded.Consumed
+	}
 	job := sandbox.Job{Entry: entry, Args: req.Args, Limits: req.Limits.Or(e.opts.Limits), Bindings: e.binding}
 
 	var out sandbox.Outcome
@@ -229,6 +260,65 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		return res, p.value
 	}
 	return res, nil
+}
+
+// localCalls returns the calls ("driver.op") a worker may answer itself
+// for a run whose devices are mux, and makes mux's devices for them answer
+// a streamed call with the worker's answer (streamedAnswer). A device that
+// Options replaces (Clock, Seed, Devices) is left to this process.
+func (e *Executor) localCalls(mux driver.Mux) []string {
+	var local []string
+	if _, replaced := e.opts.Devices[driver.ClockDriver]; e.opts.Clock == nil && !replaced {
+		local = append(local, driver.ClockDriver+".now")
+		mux[driver.ClockDriver] = streamed{mux[driver.ClockDriver]}
+	}
+	if _, replaced := e.opts.Devices[driver.RandomDriver]; e.opts.Seed == nil && !replaced {
+		local = append(local, driver.RandomDriver+".seed")
+		mux[driver.RandomDriver] = streamed{mux[driver.RandomDriver]}
+	}
+	return local
+}
+
+// streamed is a device whose calls a worker may have answered itself: a
+// call carrying the worker's answer (streamedAnswer) is answered with it,
+// any other goes to the device.
+type streamed struct{ driver.Device }
+
+type streamedKey struct{}
+
+// streamedAnswer returns ctx carrying a worker's answer to the call it is
+// passed with.
+func streamedAnswer(ctx context.Context, val json.RawMessage) context.Context {
+	return context.WithValue(ctx, streamedKey{}, val)
+}
+
+func (s streamed) Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
+	if v, ok := ctx.Value(streamedKey{}).(json.RawMessage); ok {
+		return v, nil
+	}
+	return s.Device.Do(ctx, op, req)
+}
+
+// answersOf returns the recorded answers of rep a worker may give itself,
+// up to maxAnswerBytes of them in seq order.
+func answersOf(rep *journal.Replayer) []answer {
+	var out []answer
+	size := 0
+	for _, en := range rep.Answerable() {
+		size += len(en.Request) + len(en.Response) + 64
+		if en.Error != nil {
+			size += len(en.Error.Message)
+		}
+		if size > maxAnswerBytes {
+			break
+		}
+		a := answer{Seq: en.Seq, Driver: en.Driver, Op: en.Op, Request: en.Request, Val: en.Response}
+		if en.Error != nil {
+			a.Err, a.Val = &driver.Error{Code: en.Error.Code, Message: en.Error.Message}, nil
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // checkArgs requires args to be a JSON object (or empty).
@@ -320,6 +410,9 @@ type bridge struct {
 	rights   vfs.Rights                  // the caller's (Request.Rights); nil: none
 	mounts   map[string]driver.Mount     // the mounts as the caller sees them (mountsFor)
 	replayed bool                        // Request.Replayed
+	answers  []answer                    // recorded answers a worker may give itself (Request.Recorded)
+	consumed func(seqs ...uint64)        // reports the seqs it gave
+	local    []string                    // the calls a worker answers itself and streams ("clock.now"; Request.StreamLocal)
 	panicked atomic.Pointer[driverPanic] // the first driver panic of the run
 }
 

@@ -23,8 +23,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testHooks()  // test-only worker behaviour (confine_test.go)
-	WorkerMain() // the test binary doubles as the sandbox worker
+	testHooks()    // test-only worker behaviour (confine_test.go)
+	pipeEchoMain() // the echo child of the pipe-floor benchmark
+	WorkerMain()   // the test binary doubles as the sandbox worker
 	goleak.VerifyTestMain(m, leaktest.Options...)
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -263,7 +264,7 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 	}
 	w.nextID++
 	id := w.nextID
-	if err := w.send(&frame{T: "run", ID: id, Job: &job}); err != nil {
+	if err := w.send(&frame{T: "run", ID: id, Job: &job, Ans: br.answers, Local: br.local}); err != nil {
 		p.release(w, false)
 		return sandbox.Outcome{Err: p.death(w, job, nil)}
 	}
@@ -312,6 +313,7 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 		return p.death(w, job, said)
 	}
 
+	var streamErr *Error // the first streamed call Middleware failed
 	for {
 		f, err := readFrame(w.out)
 		if err != nil {
@@ -353,6 +355,15 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 					_ = w.send(&frame{T: "reply", ID: fid, Err: driver.Errorf(driver.CodeInvalid, "%s: the answer is too large to hand to a tool in one call (%v); ask for less", call, err)})
 				}
 			}()
+		case "rec":
+			// A call the worker answered itself: handled here, in order,
+			// before any later frame (the run's done among them).
+			if f.ID != id || f.Call == nil || !slices.Contains(br.local, f.Call.Driver+"."+f.Call.Op) {
+				continue // not a call this run streams: ignored
+			}
+			if _, err := br.Do(streamedAnswer(runCtx, f.Val), *f.Call); err != nil && streamErr == nil {
+				streamErr = &Error{Kind: sandbox.KindHostFailure, Message: fmt.Sprintf("%s: the worker answered it, then: %v", f.Call, err), Code: driver.AsError(err).Code}
+			}
 		case "require":
 			m, err := br.Require(runCtx, f.From, f.Spec)
 			r := &frame{T: "reply", ID: f.ID, Mod: &m}
@@ -366,10 +377,17 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 			if f.ID != id || f.Out == nil {
 				continue
 			}
+			if br.consumed != nil {
+				br.consumed(f.Answered...)
+			}
 			healthy := disarm()
 			finish()
 			p.release(w, healthy)
-			return *f.Out
+			out := *f.Out
+			if streamErr != nil && out.Err == nil {
+				out.Err, out.Result = streamErr, nil
+			}
+			return out
 		}
 	}
 }

@@ -74,7 +74,7 @@ func ReplayWith(ctx context.Context, ex *Executor, j *journal.Journal, id string
 		}
 	}
 	lim, note := runLimits(ex, meta, opts.Limits)
-	res := ex.Exec(ctx, Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: lim, Middleware: []driver.Middleware{rep.Middleware()}, Replayed: true})
+	res := ex.Exec(ctx, Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: lim, Middleware: []driver.Middleware{rep.Middleware()}, Replayed: true, Recorded: rep})
 	r := ReplayReport{Run: meta, Result: res, Patched: patched != nil, Limits: lim, LimitsNote: note}
 	if r.LimitHit = limitHit(res, lim); r.LimitHit != "" {
 		r.Divergence = rep.Diverged() // only one seen before the limit stopped it

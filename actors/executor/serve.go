@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -151,11 +152,11 @@ func serveWorker(r io.Reader, w io.Writer) error {
 			continue
 		}
 		ctx, cancel := context.WithCancelCause(context.Background())
-		c.startRun(f.ID, cancel)
+		c.startRun(f.ID, cancel, f.Ans, f.Local)
 		out := engine.Run(ctx, *f.Job, c)
-		c.endRun()
+		answered := c.endRun()
 		cancel(nil)
-		if err := c.send(&frame{T: "done", ID: f.ID, Out: &out}); err != nil {
+		if err := c.send(&frame{T: "done", ID: f.ID, Out: &out, Answered: answered}); err != nil {
 			return err
 		}
 	}
@@ -175,20 +176,63 @@ type workerConn struct {
 	rmu    sync.Mutex
 	run    uint64                  // the id of the run in progress, 0 between runs
 	cancel context.CancelCauseFunc // stops it
+
+	local map[string]bool // the calls answered here and streamed ("clock.now"), this run
+
+	amu      sync.Mutex
+	answers  map[uint64]*answer // the run's recorded answers (a replay), by seq
+	answered []uint64           // the seqs answered from them
 }
 
-// startRun and endRun bracket the run with parent id; stopRun stops it if
-// it is still the one in progress (a stop for an ended run is ignored).
-func (c *workerConn) startRun(id uint64, cancel context.CancelCauseFunc) {
+// startRun and endRun bracket the run with parent id and its recorded
+// answers; endRun returns the seqs answered from them. stopRun stops the
+// run if it is still the one in progress (a stop for an ended run is
+// ignored).
+func (c *workerConn) startRun(id uint64, cancel context.CancelCauseFunc, answers []answer, local []string) {
 	c.rmu.Lock()
 	c.run, c.cancel = id, cancel
+	c.local = nil
+	for _, l := range local {
+		if c.local == nil {
+			c.local = map[string]bool{}
+		}
+		c.local[l] = true
+	}
 	c.rmu.Unlock()
+	c.amu.Lock()
+	c.answers, c.answered = nil, nil
+	if len(answers) > 0 {
+		c.answers = make(map[uint64]*answer, len(answers))
+		for i := range answers {
+			c.answers[answers[i].Seq] = &answers[i]
+		}
+	}
+	c.amu.Unlock()
 }
 
-func (c *workerConn) endRun() {
+func (c *workerConn) endRun() []uint64 {
 	c.rmu.Lock()
 	c.run, c.cancel = 0, nil
 	c.rmu.Unlock()
+	c.amu.Lock()
+	defer c.amu.Unlock()
+	answered := c.answered
+	c.answers, c.answered = nil, nil
+	return answered
+}
+
+// recorded returns the recorded answer of call, if the run has one whose
+// driver, op and request bytes equal the call's (each is given once).
+func (c *workerConn) recorded(call *driver.Call) *answer {
+	c.amu.Lock()
+	defer c.amu.Unlock()
+	a := c.answers[call.Seq]
+	if a == nil || a.Driver != call.Driver || a.Op != call.Op || !bytes.Equal(a.Request, call.Request) {
+		return nil
+	}
+	delete(c.answers, call.Seq)
+	c.answered = append(c.answered, call.Seq)
+	return a
 }
 
 func (c *workerConn) stopRun(id uint64, reason *sandbox.Error) {
@@ -264,11 +308,47 @@ func (c *workerConn) ask(ctx context.Context, f *frame) (*frame, error) {
 }
 
 func (c *workerConn) Do(ctx context.Context, call driver.Call) (json.RawMessage, error) {
+	if a := c.recorded(&call); a != nil {
+		if a.Err != nil {
+			return nil, &driver.Error{Code: a.Err.Code, Message: a.Err.Message}
+		}
+		return a.Val, nil
+	}
+	if val, ok := c.answerLocal(ctx, call); ok {
+		return val, nil
+	}
 	r, err := c.ask(ctx, &frame{T: "call", Call: &call})
 	if err != nil {
 		return nil, err
 	}
 	return r.Val, nil
+}
+
+// localDevices are the devices a worker may run itself for a run that
+// streams its local calls.
+var localDevices = map[string]driver.Device{driver.ClockDriver: driver.Clock{}, driver.RandomDriver: driver.Random{}}
+
+// answerLocal answers call here when the run streams it (clock.now,
+// random.seed), and streams the call with its answer to the parent
+// without waiting. ok false: ask the parent.
+func (c *workerConn) answerLocal(ctx context.Context, call driver.Call) (json.RawMessage, bool) {
+	c.rmu.Lock()
+	id, local := c.run, c.local[call.Driver+"."+call.Op]
+	c.rmu.Unlock()
+	if !local || id == 0 {
+		return nil, false
+	}
+	val, err := localDevices[call.Driver].Do(ctx, call.Op, call.Request)
+	if err != nil {
+		return nil, false // the parent's device answers, or fails, as it would
+	}
+	// IMPORTANT: the answer is used only once its frame is written: a
+	// parent that never got it cannot journal it, and a worker that dies
+	// after this write leaves it in the pipe, where the parent reads it.
+	if err := c.send(&frame{T: "rec", ID: id, Call: &call, Val: val}); err != nil {
+		return nil, false
+	}
+	return val, true
 }
 
 func (c *workerConn) Require(ctx context.Context, from, spec string) (sandbox.Module, error) {

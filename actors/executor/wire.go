@@ -20,11 +20,23 @@ import (
 //
 //	parent -> worker  run     {id, job}            start a run (one at a time)
 //	worker -> parent  call    {id, call}           a driver call of the run
+//	worker -> parent  rec     {id, call, val}      a call the worker answered itself (local)
 //	worker -> parent  require {id, from, spec}     resolve and load a module
 //	parent -> worker  reply   {id, val | mod | err} the answer to call/require
 //	worker -> parent  abort   {id, stop}           the run is being stopped, and why
 //	parent -> worker  stop    {id, stop}           stop the run (its deadline passed)
-//	worker -> parent  done    {id, out}            the run's outcome
+//	worker -> parent  done    {id, out, answered}  the run's outcome, and the seqs
+//	                                               answered from the run frame's recorded answers
+//
+// A run frame may list local calls ("clock.now", "random.seed"): the
+// worker answers those itself and streams each with its answer in a rec
+// frame, without waiting (Request.StreamLocal).
+//
+// A replayed run's frame carries recorded answers (ans): the worker answers
+// a call whose seq, driver, op and request bytes equal one of them itself,
+// without a call frame, and lists the seqs it so answered in done; every
+// other call goes to the parent.
+//
 //	worker -> parent  hello   {prot}               first frame: protections in force
 type frame struct {
 	T    string           `json:"t"`
@@ -39,7 +51,25 @@ type frame struct {
 	Out  *sandbox.Outcome `json:"out,omitempty"`
 	Prot *confine.Report  `json:"prot,omitempty"`
 	Stop *sandbox.Error   `json:"stop,omitempty"`
+	// Ans and Answered: see recorded answers above.
+	Ans      []answer `json:"ans,omitempty"`
+	Local    []string `json:"local,omitempty"`
+	Answered []uint64 `json:"answered,omitempty"`
 }
+
+// answer is a recorded call a worker may answer itself (a replay).
+type answer struct {
+	Seq     uint64          `json:"seq"`
+	Driver  string          `json:"driver"`
+	Op      string          `json:"op"`
+	Request json.RawMessage `json:"req,omitempty"`
+	Val     json.RawMessage `json:"val,omitempty"`
+	Err     *driver.Error   `json:"err,omitempty"`
+}
+
+// maxAnswerBytes bounds the recorded answers one run frame carries: the
+// calls past it are answered by the parent, as any other.
+const maxAnswerBytes = 16 << 20
 
 // maxFrame bounds one frame (a module source, a file read, an outcome).
 const maxFrame = 64 << 20

@@ -51,33 +51,81 @@ func sameBinding(a, b Binding) bool {
 // callBinding is tgp.<name>: positional args -> request object -> Call,
 // answered asynchronously through a promise.
 func (r *run) callBinding(b Binding, c goja.FunctionCall) goja.Value {
-	req := r.vm.NewObject()
-	for i, name := range b.Params {
-		if a := c.Argument(i); !goja.IsUndefined(a) {
-			req.Set(name, a)
+	request, ok := plainRequest(b, c)
+	if !ok {
+		req := r.vm.NewObject()
+		for i, name := range b.Params {
+			if a := c.Argument(i); !goja.IsUndefined(a) {
+				req.Set(name, a)
+			}
 		}
-	}
-	s, err := r.strfy(nil, req)
-	if err != nil {
-		panic(r.throw(driver.CodeInvalid, fmt.Sprintf("tgp.%s: arguments are not JSON-serializable: %v", b.Name, err)))
+		s, err := r.strfy(nil, req)
+		if err != nil {
+			panic(r.throw(driver.CodeInvalid, fmt.Sprintf("tgp.%s: arguments are not JSON-serializable: %v", b.Name, err)))
+		}
+		request = s.String()
 	}
 	select {
 	case r.slots <- struct{}{}:
 	case <-r.stop:
 		return goja.Undefined() // the run is being stopped; the interrupt follows
 	}
-	call := driver.Call{Seq: r.seq.Add(1), Driver: b.Driver, Op: b.Op, Request: json.RawMessage(s.String())}
+	call := driver.Call{Seq: r.seq.Add(1), Driver: b.Driver, Op: b.Op, Request: json.RawMessage(request)}
 	p, resolve, reject := r.vm.NewPromise()
 	pc := &pending{ch: make(chan callResult, 1), resolve: resolve, reject: reject}
 	r.queue = append(r.queue, pc)
 	r.calls.Add(1)
-	go func() {
+	r.goCall(func() {
 		defer r.calls.Done()
 		val, err := r.do(call)
 		<-r.slots
 		pc.ch <- callResult{val, err}
-	}()
+	})
 	return r.vm.ToValue(p)
+}
+
+// plainRequest is the request JSON.stringify makes of a binding's
+// arguments when every one given is a string of printable ASCII without a
+// quote or backslash (e.g. tgp.read_file('data.txt')): the same bytes,
+// without building an object and stringifying it. ok false: any other
+// argument; stringify them.
+func plainRequest(b Binding, c goja.FunctionCall) (string, bool) {
+	if len(c.Arguments) > len(b.Params) {
+		return "", false
+	}
+	var sb strings.Builder
+	sb.WriteByte('{')
+	for i, a := range c.Arguments {
+		if goja.IsUndefined(a) {
+			continue // JSON.stringify leaves undefined fields out
+		}
+		if !goja.IsString(a) {
+			return "", false
+		}
+		s := a.String()
+		if !plainASCII(s) || !plainASCII(b.Params[i]) {
+			return "", false
+		}
+		if sb.Len() > 1 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`"` + b.Params[i] + `":"`)
+		sb.WriteString(s)
+		sb.WriteByte('"')
+	}
+	sb.WriteByte('}')
+	return sb.String(), true
+}
+
+// plainASCII reports whether s is printable ASCII without a quote or a
+// backslash: JSON writes it as it is.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // do calls the bridge, turning a panic in a Host into an error.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 )
@@ -68,5 +69,27 @@ func (r *run) fromJSON(val json.RawMessage) (goja.Value, error) {
 	if len(val) == 0 {
 		return goja.Undefined(), nil
 	}
+	if s, ok := plainString(val); ok {
+		return r.vm.ToValue(s), nil // what JSON.parse gives, without the parser
+	}
 	return r.parse(nil, r.vm.ToValue(string(val)))
+}
+
+// plainString returns the string a JSON string literal without escapes or
+// control characters stands for (e.g. a read_file answer); ok false: any
+// other JSON.
+func plainString(val json.RawMessage) (string, bool) {
+	if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
+		return "", false
+	}
+	body := val[1 : len(val)-1]
+	for _, c := range body {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(body) {
+		return "", false
+	}
+	return string(body), true
 }

@@ -48,9 +48,14 @@ type run struct {
 	errCtr   goja.Value
 	helpers  goja.Value
 
-	calls  sync.WaitGroup // driver calls in flight
-	slots  chan struct{}  // MaxInFlight tokens
-	timers timers         // setTimeout and setInterval
+	calls sync.WaitGroup // driver calls in flight
+	slots chan struct{}  // MaxInFlight tokens
+	// work hands a call to an idle helper goroutine (goCall); done ends
+	// the helpers, counted by helping, when the run ends.
+	work    chan func()
+	done    chan struct{}
+	helping sync.WaitGroup
+	timers  timers // setTimeout and setInterval
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -65,13 +70,16 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	defer cancel()
 	p := e.take()
 	r := &run{e: e, ctx: ctx, vm: p.vm, br: br, lim: lim, mods: map[string]*goja.Object{}, stop: make(chan struct{}),
-		parse: p.parse, strfy: p.strfy, replacer: p.replacer, errCtr: p.errCtr, helpers: p.helpers, slots: make(chan struct{}, MaxInFlight)}
+		parse: p.parse, strfy: p.strfy, replacer: p.replacer, errCtr: p.errCtr, helpers: p.helpers, slots: make(chan struct{}, MaxInFlight),
+		work: make(chan func()), done: make(chan struct{})}
 	// IMPORTANT: no call of this run outlives it: cancel what is still in
 	// flight (a call the tool did not await) and wait for it, so that no
 	// side effect or journal entry happens after the result is returned.
 	defer func() {
 		cancel()
 		r.calls.Wait()
+		close(r.done)
+		r.helping.Wait()
 	}()
 	p.hooks.run = r
 	p.cfg.Set("max", lim.MemoryBytes)
@@ -120,6 +128,28 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 	}
 	out.Result = res
 	return out
+}
+
+// goCall runs f on a helper goroutine of the run: an idle one, whose stack
+// earlier calls already grew, or a new one. Helpers end with the run.
+func (r *run) goCall(f func()) {
+	select {
+	case r.work <- f:
+		return
+	default:
+	}
+	r.helping.Add(1)
+	go func() {
+		defer r.helping.Done()
+		for {
+			f()
+			select {
+			case f = <-r.work:
+			case <-r.done:
+				return
+			}
+		}
+	}()
 }
 
 // abort stops the run with reason; the first reason wins.
