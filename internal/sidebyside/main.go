@@ -53,8 +53,8 @@ type suite struct {
 
 var suites = []suite{
 	{".", "TGPShapes", "40x"},
-	{"./actors/executor", "DriverCalls", "1x"},
-	{"./actors/git/repo", "Boot100", "5x"},
+	{".", "Boot100", "5x"},
+	{"./actors/executor", "JournaledReadFile/(pipe-floor|process/group-commit/record|inprocess/group-commit/record|process/replay|inprocess/replay)", "3x"},
 	{"./actors/kernel", "^BenchmarkMessages$|SpawnExit|^BenchmarkRestarts$", "1s"},
 }
 
@@ -71,15 +71,16 @@ type row struct {
 // per second for agent-OS's rates); pscale turns them into the agentos
 // unit (ns/op for times).
 var rows = []row{
-	{"journaled driver calls from a tool, worker mode (calls/s)", "agent-OS", "record_filestore_reads_per_sec", "BenchmarkDriverCalls/record/process", "calls/s", true, 1},
-	{"the same, in-process (calls/s)", "agent-OS", "record_filestore_reads_per_sec", "BenchmarkDriverCalls/record/inprocess", "calls/s", true, 1},
-	{"replay of those calls, including the journal's load, worker (calls/s)", "agent-OS", "replay_filestore_incl_load_ops_per_sec", "BenchmarkDriverCalls/replay/process", "calls/s", true, 1},
-	{"pipe round trip between two processes, the floor of a call that waits (round trips/s)", "agent-OS", "ipc_roundtrips_per_sec", "BenchmarkDriverCalls/pipe-floor", "roundtrips/s", true, 1},
+	{"journaled `tgp.read_file` calls from a tool in a loop, worker mode (calls/s)", "agent-OS", "record_filestore_reads_per_sec", "BenchmarkJournaledReadFile/process/group-commit/record", "calls/s", true, 1},
+	{"the same, in-process (calls/s)", "agent-OS", "record_filestore_reads_per_sec", "BenchmarkJournaledReadFile/inprocess/group-commit/record", "calls/s", true, 1},
+	{"replay of those calls, the journal's load included, worker (calls/s)", "agent-OS", "replay_filestore_incl_load_ops_per_sec", "BenchmarkJournaledReadFile/process/replay", "calls/s", true, 1},
+	{"the same, in-process (calls/s)", "agent-OS", "replay_filestore_incl_load_ops_per_sec", "BenchmarkJournaledReadFile/inprocess/replay", "calls/s", true, 1},
+	{"floor: a raw 128-byte round trip between two Go processes over pipes (round trips/s)", "", "", "BenchmarkJournaledReadFile/pipe-floor", "calls/s", true, 1},
 	{"exec_tool fib(10) through the tool API, journaled, worker (ms)", "TGP", "exec_tool_fib10_median", "BenchmarkTGPShapes/exec_tool/cached", "ns/op", false, 1e6},
 	{"the same, a source never seen before (transpile + compile + run) (ms)", "TGP", "exec_tool_fib10_median", "BenchmarkTGPShapes/exec_tool/new-source", "ns/op", false, 1e6},
 	{"check_tool of a new source through the tool API (ms)", "TGP", "check_tool_median", "BenchmarkTGPShapes/check_tool/new-source", "ns/op", false, 1e6},
 	{"write_file of a new tool: registry, commit, push (ms)", "TGP", "write_file_median", "BenchmarkTGPShapes/write_file", "ns/op", false, 1e6},
-	{"boot against an upstream of 100 tools in 100 commits (ms)", "TGP", "boot_clone_100_tools_median", "BenchmarkBoot100/fresh", "ns/op", false, 1e6},
+	{"boot against an upstream of 100 tools in 100 commits (ms)", "TGP", "boot_clone_100_tools_median", "BenchmarkBoot100", "ns/op", false, 1e6},
 	{"two processes bouncing messages (msgs/s)", "agent-OS", "ipc_roundtrip_msgs_per_sec", "BenchmarkMessages", "msgs/s", true, 1},
 	{"spawn + exit, sequential (spawns/s)", "agent-OS", "spawn_exit_sequential_per_sec", "BenchmarkSpawnExit", "spawns/s", true, 1},
 	{"supervisor restarts of a crashing child (restarts/s)", "agent-OS", "supervisor_restarts_per_sec", "BenchmarkRestarts", "restarts/s", true, 1},
@@ -117,9 +118,15 @@ func run(peersDir string, rounds int) error {
 		return err
 	}
 	defer os.RemoveAll(bin)
-	for i, s := range suites {
+	binOf := func(pkg string) string {
+		return filepath.Join(bin, strings.NewReplacer("/", "_", ".", "root").Replace(pkg)+".test")
+	}
+	for _, s := range suites {
+		out := binOf(s.pkg)
+		if _, err := os.Stat(out); err == nil {
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "building %s\n", s.pkg)
-		out := filepath.Join(bin, fmt.Sprintf("s%d.test", i))
 		if b, err := exec.Command("go", "test", "-c", "-o", out, s.pkg).CombinedOutput(); err != nil {
 			return fmt.Errorf("building the benchmarks of %s: %v\n%s", s.pkg, err, b)
 		}
@@ -134,8 +141,8 @@ func run(peersDir string, rounds int) error {
 	for _, p := range peers {
 		jobs = append(jobs, job{p.name, func() error { return runPeer(all, peersDir, p) }})
 	}
-	for i, s := range suites {
-		jobs = append(jobs, job{s.pkg, func() error { return runSuite(all, filepath.Join(bin, fmt.Sprintf("s%d.test", i)), s) }})
+	for _, s := range suites {
+		jobs = append(jobs, job{s.pkg + " " + s.bench, func() error { return runSuite(all, binOf(s.pkg), s) }})
 	}
 	for r := range rounds {
 		if r > 0 {
@@ -157,7 +164,7 @@ func run(peersDir string, rounds int) error {
 		av, aok := median(all["agentos"][r.bench+" "+r.unit])
 		ps, as, ratio := "—", "—", "—"
 		if pok {
-			ps = format(pv, r.higher, 1)
+			ps = format(pv, r.higher, 1) + " `" + r.pname + "`"
 		}
 		if aok {
 			as = format(av, r.higher, r.pscale)
@@ -169,7 +176,11 @@ func run(peersDir string, rounds int) error {
 				ratio = fmt.Sprintf("%.2f×", pv*r.pscale/av)
 			}
 		}
-		fmt.Printf("| %s | %s | %s `%s` | `%s` | %s | %s |\n", r.what, r.peer, ps, r.pname, r.bench, as, ratio)
+		who := r.peer
+		if who == "" {
+			who = "—"
+		}
+		fmt.Printf("| %s | %s | %s | `%s` | %s | %s |\n", r.what, who, ps, r.bench, as, ratio)
 	}
 	return nil
 }
