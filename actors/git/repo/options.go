@@ -83,6 +83,13 @@ type Options struct {
 	// are ignored whatever Ignore says, and so are temporary files
 	// ("agentos-tmp-*", "*.agentos-tmp").
 	Ignore []string
+	// FullHistory makes the first checkout of a tool root fetch the
+	// upstream's whole history. Default (false): the first fetch is of
+	// depth 1 (the head commit and its tree, when the upstream supports
+	// shallow fetches), so that a first boot costs the size of the tree,
+	// not of the history; the history is fetched later only if something
+	// needs it (see shallow.go).
+	FullHistory bool
 	// Now is the clock of commit times and branch names; default time.Now.
 	Now func() time.Time
 	// Logger receives progress (Info) and anomalies (Warn); default: no
