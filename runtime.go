@@ -47,6 +47,7 @@ type Runtime struct {
 	ledger    *capability.FileLedger // quota use across restarts
 	ex        *executor.Executor
 	jail      *vfs.Jail
+	state     *vfs.Jail // the state directory (.agentos): the registry's log
 	reg       *registry.Registry
 	repo      *repo.Repo // nil without a Git upstream
 	db        *sql.DB
@@ -138,11 +139,17 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if rt.jail, err = vfs.Open(root); err != nil {
 		return rt, err
 	}
-	if rt.reg, err = registry.Open(rt.jail, registry.Options{ToolsDir: cfg.Tools(), File: RegistryFile, Threshold: cfg.ReuseThreshold, Logger: rt.log}); err != nil {
+	// The registry's log is node state: in .agentos, never committed.
+	if rt.state, err = vfs.Open(filepath.Join(root, StateDir)); err != nil {
+		return rt, err
+	}
+	if rt.reg, err = registry.Open(rt.jail, registry.Options{ToolsDir: cfg.Tools(), File: RegistryFile, Threshold: cfg.ReuseThreshold, Logger: rt.log, State: rt.state}); err != nil {
 		return rt, err
 	}
 	if cfg.Git.Upstream != "" {
-		if rt.repo, err = repo.Hydrate(ctx, cfg.repoOptions(root, rt.reg.Rebuild, rt.log)); err != nil {
+		opts := cfg.repoOptions(root, rt.reg.Rebuild, rt.log)
+		opts.Derive = rt.reg.Flush // meta.json written from the registry's log before each commit
+		if rt.repo, err = repo.Hydrate(ctx, opts); err != nil {
 			return rt, fmt.Errorf("agentos: bringing the tools up to date from %s: %w", cfg.Git.Upstream, err)
 		}
 	}
@@ -460,6 +467,9 @@ func (rt *Runtime) Close() error {
 		}
 		if rt.jail != nil {
 			errs = append(errs, rt.jail.Close())
+		}
+		if rt.state != nil {
+			errs = append(errs, rt.state.Close())
 		}
 		if rt.j != nil {
 			errs = append(errs, rt.j.Close())

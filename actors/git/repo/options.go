@@ -70,6 +70,12 @@ type Options struct {
 	// held: it MUST NOT call the Repo. nil means derived files keep the
 	// content this writer gave them (last writer wins).
 	Regenerate func() error
+	// Derive, when set, brings the Derived files up to date in the working
+	// tree before a Persist commits them (e.g. the registry's Flush, which
+	// writes meta.json from its log). It runs with the Repo's lock held: it
+	// MUST NOT call the Repo. nil: the Derived files are committed as the
+	// working tree holds them.
+	Derive func() error
 	// Hold, when set, says why a working file must not be committed yet
 	// (e.g. a tool that does not compile): Hydrate's recovery of files a
 	// killed writer left unsaved skips it (it stays in the working tree,
