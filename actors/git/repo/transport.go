@@ -46,7 +46,9 @@ import (
 //   - upload-pack (fetch, clone) sends the objects between the wants and
 //     the haves found by walking back from the wants (go-git's server,
 //     plumbing/transport/server, lists everything reachable from the haves:
-//     a cost growing with the history at every fetch);
+//     a cost growing with the history at every fetch); a depth-1 request
+//     without haves (a first clone) gets the wants and their trees, and the
+//     wants with parents as the shallow boundary;
 //   - receive-pack (push): go-git's server updates a
 //     reference without comparing it with the old value the client saw (two
 //     concurrent pushes both "win" and the first is lost) and writes the
