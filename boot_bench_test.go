@@ -102,8 +102,24 @@ func reportCPU(b *testing.B, cpu time.Duration) {
 // booted before, after 3 new write_file commits upstream (another node's
 // tools), ending when the registry lists them. Its cost MUST follow what
 // changed (3 commits), not the history (100 commits and more).
-func BenchmarkReboot100(b *testing.B) {
+func BenchmarkReboot100(b *testing.B) { benchReboot(b, 0) }
+
+// BenchmarkReboot100Deep is BenchmarkReboot100 over a history three times
+// as long: the same 100 tools, each rewritten twice more (300 commits).
+// Its cost MUST be BenchmarkReboot100's.
+func BenchmarkReboot100Deep(b *testing.B) { benchReboot(b, 2) }
+
+func benchReboot(b *testing.B, rewrites int) {
 	bare, w := bootUpstream(b, 100)
+	for r := 1; r <= rewrites; r++ {
+		for i := 0; i < 100; i++ {
+			p, src := bootTool(i)
+			args, _ := json.Marshal(map[string]string{"path": p, "content": src + fmt.Sprintf("// revision %d\n", r)})
+			if _, err := w.Call(context.Background(), "write_file", args); err != nil {
+				b.Fatalf("write_file %s: %v", p, err)
+			}
+		}
+	}
 	dir := b.TempDir()
 	n := 100
 	bootStart(b, dir, bare, n).Close()
