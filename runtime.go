@@ -47,6 +47,7 @@ type Runtime struct {
 	ledger    *capability.FileLedger // quota use across restarts
 	ex        *executor.Executor
 	jail      *vfs.Jail
+	state     *vfs.Jail // the state directory (.agentos): the registry's log
 	reg       *registry.Registry
 	repo      *repo.Repo // nil without a Git upstream
 	db        *sql.DB
@@ -133,17 +134,44 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		}
 		cfg.MeterProvider = rt.metrics.MeterProvider()
 	}
-	// The tools first: the registry, then Git brings the tree up to date
-	// (and the registry with it), so that recovery runs current tools.
+	// The tools first: Git brings the tree up to date, then the registry
+	// indexes it, so that recovery runs current tools.
 	if rt.jail, err = vfs.Open(root); err != nil {
 		return rt, err
 	}
-	if rt.reg, err = registry.Open(rt.jail, registry.Options{ToolsDir: cfg.Tools(), File: RegistryFile, Threshold: cfg.ReuseThreshold, Logger: rt.log}); err != nil {
+	// The registry's log is node state: in .agentos, never committed.
+	if rt.state, err = vfs.Open(filepath.Join(root, StateDir)); err != nil {
 		return rt, err
 	}
+	// With Git, the registry is opened by Hydrate's Regenerate, once the
+	// tree is up to date: opening it reads every tool file, and so does a
+	// Rebuild; doing it once is half the registry's share of a start.
+	regOpts := registry.Options{ToolsDir: cfg.Tools(), File: RegistryFile, Threshold: cfg.ReuseThreshold, Logger: rt.log, State: rt.state}
+	regenerate := func() error {
+		if rt.reg != nil {
+			return rt.reg.Rebuild()
+		}
+		reg, err := registry.Open(rt.jail, regOpts)
+		if err == nil {
+			rt.reg = reg
+		}
+		return err
+	}
 	if cfg.Git.Upstream != "" {
-		if rt.repo, err = repo.Hydrate(ctx, cfg.repoOptions(root, rt.reg.Rebuild, rt.log)); err != nil {
+		opts := cfg.repoOptions(root, regenerate, rt.log)
+		opts.Derive = func() error { // meta.json written from the registry's log before each commit
+			if rt.reg == nil {
+				return nil
+			}
+			return rt.reg.Flush()
+		}
+		if rt.repo, err = repo.Hydrate(ctx, opts); err != nil {
 			return rt, fmt.Errorf("agentos: bringing the tools up to date from %s: %w", cfg.Git.Upstream, err)
+		}
+	}
+	if rt.reg == nil {
+		if err := regenerate(); err != nil {
+			return rt, err
 		}
 	}
 	if rt.j, err = cfg.OpenJournal(root, ""); err != nil {
@@ -460,6 +488,9 @@ func (rt *Runtime) Close() error {
 		}
 		if rt.jail != nil {
 			errs = append(errs, rt.jail.Close())
+		}
+		if rt.state != nil {
+			errs = append(errs, rt.state.Close())
 		}
 		if rt.j != nil {
 			errs = append(errs, rt.j.Close())

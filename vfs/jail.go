@@ -326,6 +326,42 @@ func (j *Jail) writeResolved(p, r string, data []byte) error {
 	return nil
 }
 
+// OpenAppend opens the file at p for appending (created, mode 0600, with
+// its missing parent directories, when absent): every Write adds at the
+// end. Like WriteFile it follows symbolic links inside the jail only, and
+// like ReadFile it refuses (ErrSecurity) a file with more than one hard
+// link. The caller closes the file.
+func (j *Jail) OpenAppend(p string) (*os.File, error) {
+	c, err := Clean(p)
+	if err != nil {
+		return nil, err
+	}
+	r, err := j.resolve("write", p, c)
+	if err != nil {
+		return nil, err
+	}
+	if r == "." {
+		return nil, &PathError{Op: "write", Path: p, Err: ErrInvalidPath, Hint: "the path names the root directory, not a file"}
+	}
+	if dir := path.Dir(r); dir != "." {
+		if err := j.root.MkdirAll(dir, 0o755); err != nil {
+			return nil, j.wrap("write", p, err)
+		}
+	}
+	f, err := j.root.OpenFile(r, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, j.wrap("write", p, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || links(fi) > 1 {
+		f.Close()
+		if err != nil {
+			return nil, j.wrap("write", p, err)
+		}
+		return nil, securityErr("write", p, "not a regular file of its own (a directory, a device or a hard link): agentos appends only to its own files")
+	}
+	return f, nil
+}
+
 // Stat returns the file info of p, following symlinks inside the jail (see
 // Resolve).
 func (j *Jail) Stat(p string) (fs.FileInfo, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,7 +79,16 @@ func newEnvWith(t testing.TB, srv *llmtest.Server, root string, o envOptions) en
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { jl.Close() })
-	reg, err := registry.Open(jl, registry.Options{Logger: quiet})
+	// The registry log in a state directory, as a runtime configures it.
+	if err := os.MkdirAll(filepath.Join(root, ".agentos"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	state, err := vfs.Open(filepath.Join(root, ".agentos"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { state.Close() })
+	reg, err := registry.Open(jl, registry.Options{Logger: quiet, State: state})
 	if err != nil {
 		t.Fatal(err)
 	}

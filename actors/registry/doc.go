@@ -49,10 +49,15 @@
 //
 // # Lifecycle
 //
-// Open loads meta.json and reconciles it with the tool files (as Rebuild
-// does). Register and Remove write meta.json before they return; Used
-// counts are batched for Options.FlushDelay and MUST be on disk after
-// Flush or Close return. IMPORTANT: the owner of a Registry MUST call Close
+// Open loads meta.json (and replays the registry log) and reconciles it
+// with the tool files (as Rebuild does). Register and Remove are on disk
+// before they return: in the registry log when Options.State is given
+// (one appended record: a write costs the same whatever the number of
+// tools; meta.json is rewritten once writes pause for FlushDelay, when the
+// log outgrows it, and at Flush, Close, Open and Rebuild: see log.go),
+// else in meta.json itself. An owner that publishes meta.json (a Git
+// commit) MUST call Flush first. Used counts are batched for
+// Options.FlushDelay and MUST be on disk after Flush or Close return. IMPORTANT: the owner of a Registry MUST call Close
 // (or Flush) before the process exits, or the last usage counts are lost.
 // The actor flushes when it stops, holds no state of its own, and so loses
 // nothing when restarted; it never closes the Registry. Used is answered

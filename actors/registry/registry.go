@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -81,10 +82,22 @@ type Options struct {
 	// Logger receives warnings (a corrupt registry file, an unreadable
 	// tool). Default slog.Default().
 	Logger *slog.Logger
-	// FlushDelay is how long usage counts (Used) may wait in memory before
-	// they are written: counts of a burst of runs are written once. Default
-	// one second; negative writes on every Used.
+	// FlushDelay is how long usage counts (Used) may wait in memory, and
+	// meta.json may lag behind the registry log, before meta.json is
+	// rewritten: a burst of runs or registrations is written once. Default
+	// one second; negative rewrites meta.json on every write (each costing
+	// the registry's size).
 	FlushDelay time.Duration
+	// State is the jail of the node's state directory (the tool root's
+	// .agentos), where the registry log is kept: with it, Register and
+	// Remove append one record to the log instead of rewriting meta.json
+	// (a write costs the same whatever the number of tools; see log.go).
+	// nil: no log, every write rewrites meta.json (a cost growing with the
+	// registry). IMPORTANT: it MUST NOT be a directory that is committed or
+	// shared: the log is this node's.
+	State *vfs.Jail
+	// LogFile is the registry log's path in State. Default DefaultLogFile.
+	LogFile string
 }
 
 // Registry is the tool registry of a tool root: every tool under the tools
@@ -112,9 +125,15 @@ type Registry struct {
 	dirty  bool // memory may differ from the file
 	closed bool
 	timer  *time.Timer // a pending usage flush
+	// compactTimer rewrites meta.json once writes pause (log.go).
+	compactTimer *time.Timer
 
-	io      sync.Mutex // serialises writes of the file; guards written
-	written []byte     // what the file holds, as far as the registry knows
+	io       sync.Mutex // serialises writes of the file and the log; guards the fields below
+	written  []byte     // what the file holds, as far as the registry knows
+	state    *vfs.Jail  // where the log is (nil: no log)
+	logFile  string     // the registry log in state (log.go)
+	logF     *os.File   // the log, open for appending (nil until the first record)
+	logBytes int64      // the log's size
 
 	watchMu  sync.Mutex // guards watchers and next
 	watchers map[int]func()
@@ -198,6 +217,13 @@ func Open(jail *vfs.Jail, opts Options) (*Registry, error) {
 	}
 	if r.file, err = vfs.Clean(r.file); err != nil || r.file == "." {
 		return nil, fmt.Errorf("%w: registry file %q: give a file path relative to the tool root, e.g. meta.json", ErrOptions, opts.File)
+	}
+	r.state = opts.State
+	if opts.LogFile == "" {
+		opts.LogFile = DefaultLogFile
+	}
+	if r.logFile, err = vfs.Clean(opts.LogFile); err != nil || r.logFile == "." {
+		return nil, fmt.Errorf("%w: registry log %q: give a file path relative to the state directory, e.g. %s", ErrOptions, opts.LogFile, DefaultLogFile)
 	}
 	if r.threshold == 0 {
 		r.threshold = DefaultThreshold
@@ -356,9 +382,33 @@ func (r *Registry) Register(p string, src []byte) (Tool, error) {
 	r.dirty = true
 	out := t.clone()
 	r.mu.Unlock()
-	r.mut.Unlock()
+	defer r.mut.Unlock() // records reach the log in the order of the changes
 	defer r.changed()
-	return out, r.persist(false)
+	return out, r.write(record{Put: t})
+}
+
+// write appends rec to the log (O(1) in the number of tools), then
+// rewrites meta.json when the log has outgrown it, or schedules that
+// rewrite for FlushDelay from now. A failed append leaves the change in
+// memory (dirty), written by the next rewrite.
+func (r *Registry) write(rec record) error {
+	if r.state == nil {
+		return r.persist(false)
+	}
+	r.io.Lock()
+	err := r.appendRecord(rec)
+	compact := err == nil && (r.logOutgrown() || r.flushDelay < 0)
+	r.io.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrPersist, r.logFile, err)
+	}
+	if compact {
+		return r.persist(false)
+	}
+	r.mu.Lock()
+	r.scheduleCompaction()
+	r.mu.Unlock()
+	return nil
 }
 
 // Remove drops the tool at path and writes the registry file. Errors wrap
@@ -376,7 +426,8 @@ func (r *Registry) Remove(p string) error {
 		r.mut.Unlock()
 		return fmt.Errorf("%w: cannot remove %s", ErrClosed, c)
 	}
-	if _, ok := r.tools[c]; !ok {
+	old, ok := r.tools[c]
+	if !ok {
 		r.mu.Unlock()
 		r.mut.Unlock()
 		return fmt.Errorf("%w: %s: list the tools to see which are registered", ErrNotRegistered, c)
@@ -385,9 +436,9 @@ func (r *Registry) Remove(p string) error {
 	r.idx.remove(c)
 	r.dirty = true
 	r.mu.Unlock()
-	r.mut.Unlock()
+	defer r.mut.Unlock()
 	defer r.changed()
-	return r.persist(false)
+	return r.write(record{Del: c, Hash: old.Hash})
 }
 
 // Used counts one use of the tool at path; unknown paths are ignored. The
@@ -448,9 +499,16 @@ func (r *Registry) Close() error {
 		r.timer.Stop()
 		r.timer = nil
 	}
+	if r.compactTimer != nil {
+		r.compactTimer.Stop()
+	}
 	r.mu.Unlock()
 	r.mut.Unlock()
-	return r.persist(false)
+	err := r.persist(false)
+	r.io.Lock()
+	r.closeLog()
+	r.io.Unlock()
+	return err
 }
 
 // Rebuild re-scans the tools on disk, e.g. after a Git merge: it re-reads
@@ -608,7 +666,7 @@ func (r *Registry) load() ([]byte, map[string]*Tool) {
 		} else {
 			r.log.Warn("registry: cannot read the registry file; rebuilding it from the tools", slog.String("file", r.file), slog.Any("err", err))
 		}
-		return nil, nil
+		return nil, r.replayLog(nil)
 	}
 	var f struct {
 		Tools map[string]json.RawMessage `json:"tools"`
@@ -618,7 +676,7 @@ func (r *Registry) load() ([]byte, map[string]*Tool) {
 			err = errors.New(`no "tools" object`)
 		}
 		r.log.Warn("registry: the registry file is corrupt; rebuilding it from the tools", slog.String("file", r.file), slog.Any("err", err))
-		return raw, nil
+		return raw, r.replayLog(nil)
 	}
 	out := make(map[string]*Tool, len(f.Tools))
 	for p, e := range f.Tools {
@@ -648,7 +706,7 @@ func (r *Registry) load() ([]byte, map[string]*Tool) {
 		}
 		out[p] = &t
 	}
-	return raw, out
+	return raw, r.replayLog(out)
 }
 
 // scan lists the tool files under the tools directory.
@@ -729,11 +787,10 @@ func (r *Registry) persist(force bool) error {
 	r.mu.Unlock()
 
 	data, err := marshalFile(snap)
-	if err == nil && bytes.Equal(data, r.written) {
-		return nil
-	}
-	if err == nil {
-		err = r.jail.WriteFile(r.file, data)
+	if err == nil && !bytes.Equal(data, r.written) {
+		if err = r.jail.WriteFile(r.file, data); err == nil {
+			r.written = data
+		}
 	}
 	if err != nil {
 		r.mu.Lock()
@@ -741,7 +798,14 @@ func (r *Registry) persist(force bool) error {
 		r.mu.Unlock()
 		return fmt.Errorf("%w: %s: %w", ErrPersist, r.file, err)
 	}
-	r.written = data
+	// meta.json holds every record now (renamed into place first: a kill
+	// before the log is emptied replays records already in it, harmlessly).
+	if err := r.resetLog(); err != nil {
+		r.mu.Lock()
+		r.dirty = true
+		r.mu.Unlock()
+		return fmt.Errorf("%w: %s: %w", ErrPersist, r.logFile, err)
+	}
 	return nil
 }
 

@@ -7,7 +7,9 @@
 //
 // Hydrate(ctx, Options) opens a tool root and brings it to the upstream's
 // branch (clone into a directory that may already hold files, or fetch and
-// fast-forward); then Repo.Persist(ctx, paths, message) commits the current
+// fast-forward; a first clone fetches the head and its tree only, depth 1,
+// and the history later only if something asks for it: see shallow.go);
+// then Repo.Persist(ctx, paths, message) commits the current
 // content of paths (plus the Derived files) and publishes it:
 //
 //   - Direct (default): push to the branch. A push rejected because another

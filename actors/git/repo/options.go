@@ -70,6 +70,12 @@ type Options struct {
 	// held: it MUST NOT call the Repo. nil means derived files keep the
 	// content this writer gave them (last writer wins).
 	Regenerate func() error
+	// Derive, when set, brings the Derived files up to date in the working
+	// tree before a Persist commits them (e.g. the registry's Flush, which
+	// writes meta.json from its log). It runs with the Repo's lock held: it
+	// MUST NOT call the Repo. nil: the Derived files are committed as the
+	// working tree holds them.
+	Derive func() error
 	// Hold, when set, says why a working file must not be committed yet
 	// (e.g. a tool that does not compile): Hydrate's recovery of files a
 	// killed writer left unsaved skips it (it stays in the working tree,
@@ -83,6 +89,13 @@ type Options struct {
 	// are ignored whatever Ignore says, and so are temporary files
 	// ("agentos-tmp-*", "*.agentos-tmp").
 	Ignore []string
+	// FullHistory makes the first checkout of a tool root fetch the
+	// upstream's whole history. Default (false): the first fetch is of
+	// depth 1 (the head commit and its tree, when the upstream supports
+	// shallow fetches), so that a first boot costs the size of the tree,
+	// not of the history; the history is fetched later only if something
+	// needs it (see shallow.go).
+	FullHistory bool
 	// Now is the clock of commit times and branch names; default time.Now.
 	Now func() time.Time
 	// Logger receives progress (Info) and anomalies (Warn); default: no

@@ -104,6 +104,11 @@ func (r *Repo) persist(ctx context.Context, paths []string, message string) (Per
 			return Persisted{}, err
 		}
 	}
+	if r.opts.Derive != nil {
+		if err := r.opts.Derive(); err != nil {
+			return Persisted{}, fmt.Errorf("repo: bringing the derived files %v up to date: %w", r.opts.Derived, err)
+		}
+	}
 	r.publishLocal(want)
 	if r.opts.Strategy == PR {
 		return r.persistPR(ctx, want, message)

@@ -120,6 +120,7 @@ func (r *Repo) Contains(commit string) (_ bool, err error) {
 		return true, nil
 	}
 	if head.IsZero() || r.sto.HasEncodedObject(h) != nil {
+		r.missingBeyond(h)
 		return false, nil // never fetched here
 	}
 	// Breadth-first over every parent (an upstream may hold merges),
@@ -131,6 +132,12 @@ func (r *Repo) Contains(commit string) (_ bool, err error) {
 		queue = queue[1:]
 		if err != nil {
 			return false, fmt.Errorf("repo: reading the history of %s: %w", short(head), err)
+		}
+		if r.isShallow(c.Hash) {
+			// The history beyond was never fetched: the next Pull
+			// fetches it, and a later Contains finds h there if it is.
+			r.fullFetch = true
+			continue
 		}
 		for _, p := range c.ParentHashes {
 			if p == h {

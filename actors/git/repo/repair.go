@@ -21,7 +21,9 @@ import (
 //
 // At every Hydrate (under the tool root's lock) the object store is
 // checked with Verify (shallow: every pack against its index and its
-// checksum, every loose object against its name). What is damaged is
+// checksum, every loose object against its name; a pack hashed sound at an
+// earlier start and unchanged since, by size and time, is not hashed again:
+// see verified.go). What is damaged is
 // repaired without losing local work:
 //
 //  1. The objects still readable in a damaged pack are salvaged (the pack
@@ -50,7 +52,7 @@ const corruptDir = "corrupt"
 // checkStore verifies the object store and repairs what is damaged (steps
 // 1 and the quarantine above). It reports whether anything was.
 func (r *Repo) checkStore() (bool, error) {
-	problems, err := Verify(r.gitDir, false)
+	problems, err := verifyStore(r.gitDir)
 	if err != nil {
 		return false, err
 	}
@@ -240,7 +242,7 @@ func (r *Repo) readableHistory(head, stop plumbing.Hash, limit int) (err error) 
 		if err := tree(c.TreeHash); err != nil {
 			return fmt.Errorf("commit %s: %w", h, err)
 		}
-		if len(c.ParentHashes) == 0 {
+		if len(c.ParentHashes) == 0 || r.isShallow(h) {
 			break
 		}
 		h = c.ParentHashes[0]

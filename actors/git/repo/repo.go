@@ -73,6 +73,13 @@ type Repo struct {
 	// checkout and that the upstream does not have: they stay local (never
 	// committed unless a Persist names them). Kept in .git/info/exclude.
 	localOnly map[string]bool
+	// shallow are the commits whose parents were never fetched (a depth-1
+	// first checkout, see shallow.go); nil when the history is complete.
+	shallow map[plumbing.Hash]bool
+	// syncs counts completed syncs; asked are the commits Contains did not
+	// hold, with the sync count when first asked about (missingBeyond).
+	syncs int
+	asked map[plumbing.Hash]int
 	// published is the head a sync pushed (local commits left unpushed),
 	// for Pull to report; zero when it pushed nothing.
 	published plumbing.Hash

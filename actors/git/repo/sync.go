@@ -27,6 +27,7 @@ func (r *Repo) sync(ctx context.Context) error {
 	fresh := !r.refRecorded(r.branchRef) && errors.Is(ierr, fs.ErrNotExist)
 	local := r.readRef(r.branchRef)
 	track := r.readRef(r.trackRef)
+	r.shallow = readShallow(r.gitDir)
 	if r.repairing {
 		// Fetch everything the upstream has, not only what is new: a
 		// repair lost objects the upstream still holds.
@@ -110,6 +111,7 @@ func (r *Repo) sync(ctx context.Context) error {
 		return fmt.Errorf("repo: writing the index: %w", err)
 	}
 	r.resync = false
+	r.syncs++
 	return nil
 }
 
@@ -284,10 +286,16 @@ func (r *Repo) loadChain(local, track, u plumbing.Hash) error {
 			return err
 		}
 		commits = append(commits, c)
-		if len(c.ParentHashes) == 0 {
+		if len(c.ParentHashes) == 0 || r.isShallow(h) {
 			break
 		}
 		h = c.ParentHashes[0]
+	}
+	if !found && len(r.shallow) > 0 {
+		// The merge base may lie beyond the shallow boundary: fetch the
+		// history (the caller repairs on this error) and look again.
+		r.fullFetch = true
+		return fmt.Errorf("repo: the local branch %s does not descend from the upstream's %s within the fetched history: %w", short(local), short(u), plumbing.ErrObjectNotFound)
 	}
 	if !found {
 		commits = nil

@@ -46,7 +46,9 @@ import (
 //   - upload-pack (fetch, clone) sends the objects between the wants and
 //     the haves found by walking back from the wants (go-git's server,
 //     plumbing/transport/server, lists everything reachable from the haves:
-//     a cost growing with the history at every fetch);
+//     a cost growing with the history at every fetch); a depth-1 request
+//     without haves (a first clone) gets the wants and their trees, and the
+//     wants with parents as the shallow boundary;
 //   - receive-pack (push): go-git's server updates a
 //     reference without comparing it with the old value the client saw (two
 //     concurrent pushes both "win" and the first is lost) and writes the
@@ -103,6 +105,9 @@ func (s *uploadSession) AdvertisedReferencesContext(ctx context.Context) (*packp
 	if err != nil {
 		return nil, err
 	}
+	if err := ar.Capabilities.Set(capability.Shallow); err != nil {
+		return nil, err
+	}
 	if len(ar.References) == 0 {
 		return nil, transport.ErrEmptyRemoteRepository
 	}
@@ -121,10 +126,18 @@ func (s *uploadSession) UploadPack(ctx context.Context, req *packp.UploadPackReq
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	if len(req.Shallows) > 0 || !req.Depth.IsZero() {
-		return nil, errors.New("shallow fetches are not supported")
+	var objs, shallows []plumbing.Hash
+	var err error
+	switch {
+	case req.Depth == packp.DepthCommits(1) && len(req.Shallows) == 0 && len(req.Haves) == 0:
+		// A first checkout that needs no history: the wants and their
+		// trees; the wants with parents are the shallow boundary.
+		objs, shallows, err = objectsAt(s.sto, req.Wants)
+	case len(req.Shallows) > 0 || !req.Depth.IsZero():
+		return nil, errors.New("only a shallow fetch of depth 1 without haves (a first checkout) is supported")
+	default:
+		objs, err = objectsBetween(s.sto, req.Wants, req.Haves)
 	}
-	objs, err := objectsBetween(s.sto, req.Wants, req.Haves)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +150,37 @@ func (s *uploadSession) UploadPack(ctx context.Context, req *packp.UploadPackReq
 		defer recoverInto(&err, nil, "encoding the objects to send")
 		_, err = packfile.NewEncoder(pw, s.sto, false).Encode(objs, 0)
 	}()
-	return packp.NewUploadPackResponseWithPackfile(req, ioutil.NewContextReadCloser(ctx, pr)), nil
+	resp := packp.NewUploadPackResponseWithPackfile(req, ioutil.NewContextReadCloser(ctx, pr))
+	resp.ShallowUpdate.Shallows = shallows
+	return resp, nil
+}
+
+// objectsAt lists the wanted commits and every object of their trees (a
+// depth-1 fetch), and the wanted commits that have parents (the shallow
+// boundary the client records).
+func objectsAt(s storer.EncodedObjectStorer, wants []plumbing.Hash) (objs, shallows []plumbing.Hash, err error) {
+	out := map[plumbing.Hash]bool{}
+	for _, h := range wants {
+		c, err := object.GetCommit(s, h)
+		if err != nil {
+			return nil, nil, fmt.Errorf("commit %s: %w", h, err)
+		}
+		out[h] = true
+		if len(c.ParentHashes) > 0 {
+			shallows = append(shallows, h)
+		}
+		if c.TreeHash == emptyTree {
+			out[emptyTree] = true
+		}
+		if err := newObjects(s, plumbing.ZeroHash, c.TreeHash, out); err != nil {
+			return nil, nil, err
+		}
+	}
+	objs = make([]plumbing.Hash, 0, len(out))
+	for h := range out {
+		objs = append(objs, h)
+	}
+	return objs, shallows, nil
 }
 
 // objectsBetween lists the objects reachable from wants but not from

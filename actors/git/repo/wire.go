@@ -110,6 +110,13 @@ func (r *Repo) fetchOnce(ctx context.Context, haves []plumbing.Hash) (plumbing.H
 	}
 	req.Wants = []plumbing.Hash{head}
 	req.Haves = haves
+	shallow := len(haves) == 0 && r.wantShallow() && ar.Capabilities.Supports(capability.Shallow)
+	if shallow {
+		req.Depth = packp.DepthCommits(1)
+		if err := req.Capabilities.Set(capability.Shallow); err != nil {
+			return plumbing.ZeroHash, r.upstreamErr("fetch from", err, token)
+		}
+	}
 	resp, err := sess.UploadPack(ctx, req)
 	if err != nil {
 		return plumbing.ZeroHash, r.upstreamErr("fetch from", err, token)
@@ -127,6 +134,17 @@ func (r *Repo) fetchOnce(ctx context.Context, haves []plumbing.Hash) (plumbing.H
 	}
 	if _, err := r.sto.EncodedObject(plumbing.CommitObject, head); err != nil {
 		return plumbing.ZeroHash, r.upstreamErr("fetch from", fmt.Errorf("commit %s missing after fetch: %w", head, err), token)
+	}
+	// The boundary is recorded before any ref points at the commits
+	// (saveRefs comes later): a kill in between leaves objects no ref
+	// reaches, never a ref whose history looks damaged.
+	if shallow {
+		err = r.recordShallow(resp.ShallowUpdate.Shallows)
+	} else if len(haves) == 0 {
+		err = r.dropShallow() // everything reachable from head is here now
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("repo: recording the shallow boundary in %s/%s: %w", r.gitDir, shallowFile, err)
 	}
 	r.fullFetch = false
 	return head, nil
