@@ -168,9 +168,21 @@ func TestCrashAndRecover(t *testing.T) {
 				}
 			}
 			paid.Store(0)
+			meta, err := j.Get(runID)
+			if err != nil {
+				t.Fatal(err)
+			}
 			reports, err := Recover(context.Background(), ex, j)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if meta.Status != journal.StatusRunning {
+				// The last few calls and the end outran the SIGKILL: the
+				// run is complete and there is nothing to recover.
+				if len(reports) != 0 || meta.Status != journal.StatusOK {
+					t.Fatalf("a run that ended %q before the kill: recover %+v", meta.Status, reports)
+				}
+				return
 			}
 			if len(reports) != 1 || !reports[0].Resumed {
 				t.Fatalf("recover: %+v", reports)

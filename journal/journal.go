@@ -646,6 +646,24 @@ func (r *Run) Durable() *Run {
 	return r
 }
 
+// Committed returns once the run's start, and everything queued before
+// the call, is committed to the journal (under GroupCommit: on disk), or
+// with the error that kept the run from being written. Where Begin already
+// committed the start (SyncEach, Options.SyncRuns, a shared journal) it
+// only reports that error.
+//
+// IMPORTANT: an executor that runs a tool inside its own process MUST call
+// it before the tool starts: if the tool then kills its host, the run is
+// in the journal, to be quarantined rather than lost whole.
+func (r *Run) Committed() error {
+	if r.j.async() {
+		if err := r.j.submit(&write{flush: true}, true); err != nil {
+			return err
+		}
+	}
+	return r.j.usable(r.meta.ID)
+}
+
 // ID returns the run's id.
 func (r *Run) ID() string { return r.meta.ID }
 

@@ -44,15 +44,21 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 	}
 	// IMPORTANT: the run's isolation is part of its start record: if the
 	// host dies during an in-process run, the tool may be what killed it,
-	// and recovery MUST NOT run it in-process again. (Under GroupCommit the
-	// start may still be queued when the tool starts: a crash then loses
-	// the run whole, so nothing can run it again.)
+	// and recovery MUST NOT run it in-process again. So an in-process run
+	// waits for its start to be committed (run.Committed) before the tool
+	// starts, and the run is found and quarantined after the crash; a run
+	// in a worker does not wait (a worker's death never takes the host).
 	// IMPORTANT: the limits the run executes under are part of its record:
 	// recovery and replay run it under the same ones.
 	req.Limits = req.Limits.Or(ex.opts.Limits)
 	run, err := j.Begin(journal.RunMeta{Kind: "exec", Tool: req.Path, Hash: hash, Args: req.Args, Caller: req.Caller, Limits: JournalLimits(req.Limits), Host: journal.Host{Isolation: string(ex.opts.Isolation)}})
 	if err != nil {
 		return Result{}, "", fmt.Errorf("journaling the run: %w", err), nil
+	}
+	if ex.opts.Isolation == IsolationInProcess {
+		if err := run.Committed(); err != nil {
+			return Result{}, "", fmt.Errorf("journaling the run: %w", err), nil
+		}
 	}
 	req.Middleware = append([]driver.Middleware{run.Middleware()}, req.Middleware...)
 	// Under SyncEach a call is durable before the tool sees its answer:
