@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"sort"
+	"sync"
 
 	sitter "github.com/smacker/go-tree-sitter"
 	"github.com/smacker/go-tree-sitter/typescript/typescript"
@@ -260,7 +261,9 @@ type symbolInfo struct {
 
 var (
 	language = typescript.GetLanguage()
-	symbols  = buildSymbols(language)
+	// symbols is built on first use, not at package initialisation (which
+	// every start of the binary pays).
+	symbols = sync.OnceValue(func() []symbolInfo { return buildSymbols(language) })
 )
 
 func buildSymbols(l *sitter.Language) []symbolInfo {
@@ -341,6 +344,7 @@ func (w *worker) parse(src []byte) bool {
 	cur := sitter.NewTreeCursor(root)
 	defer cur.Close()
 
+	syms := symbols()
 	stack := w.stack[:0] // ancestors of the node being visited
 	prev := int32(-1)    // previous sibling of the node being visited
 	for {
@@ -352,8 +356,8 @@ func (w *worker) parse(src []byte) bool {
 		}
 		var info symbolInfo
 		sym := uint16(n.Symbol())
-		if int(sym) < len(symbols) {
-			info = symbols[sym]
+		if int(sym) < len(syms) {
+			info = syms[sym]
 		} else if sym == errorSymbol {
 			info = symbolInfo{kind: kError, named: true}
 		}
