@@ -490,7 +490,7 @@ func (c Config) validate(path string) error {
 	if c.JournalLease != 0 && time.Duration(c.JournalLease) < time.Second {
 		return fmt.Errorf("%s: journal_lease %s is too short: a claim is renewed every third of it, and a node slower than that would lose its runs to another; use 1s or more (default 30s)", path, time.Duration(c.JournalLease))
 	}
-	if env := c.Capability.SigningKeyEnv; env != "" && !envName.MatchString(env) {
+	if env := c.Capability.SigningKeyEnv; env != "" && !envName().MatchString(env) {
 		return fmt.Errorf("%s: capability.signing_key_env %q is not an environment variable name: name the variable that holds the key, e.g. \"AGENTOS_CAPABILITY_KEY\" (the key itself never goes in this file)", path, env)
 	}
 	if r := c.Retention; r.KeepDays < -1 || r.KeepRuns < -1 || r.KeepBytes < -1 {

@@ -91,7 +91,7 @@ func (p PIIConfig) validate(path string) error {
 			return fmt.Errorf("%s: %s %q is outside %s/, where tools could read it (the key forges tokens, the map holds every real value): put it under %s/, e.g. %q", path, key, f, StateDir, StateDir, filepath.ToSlash(filepath.Join(StateDir, filepath.Base(f))))
 		}
 	}
-	if p.KeyEnv != "" && !envName.MatchString(p.KeyEnv) {
+	if p.KeyEnv != "" && !envName().MatchString(p.KeyEnv) {
 		return fmt.Errorf("%s: pii.key_env %q is not an environment variable name: name the variable that holds the key, e.g. \"AGENTOS_PII_KEY\" (the key itself never goes in this file)", path, p.KeyEnv)
 	}
 	return nil

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/internal/lazyre"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -57,9 +57,9 @@ type SecretConfig struct {
 }
 
 var (
-	secretName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	tokenChars = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") // an HTTP header name
+	secretName = lazyre.New(`^[A-Za-z0-9_.-]{1,64}$`)
+	envName    = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	tokenChars = lazyre.New("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") // an HTTP header name
 )
 
 // validateSecrets checks the secrets and secret_paths sections.
@@ -73,15 +73,15 @@ func (c Config) validateSecrets(file string) error {
 		s := c.Secrets[n]
 		where := fmt.Sprintf("%s: secrets.%s", file, n)
 		switch {
-		case !secretName.MatchString(n):
+		case !secretName().MatchString(n):
 			return fmt.Errorf("%s: secrets: the name %q must be 1 to 64 letters, digits, '_', '-' or '.'", file, n)
 		case s.Env == "":
 			return fmt.Errorf("%s.env is required: name the environment variable that holds the value (the value itself never goes in this file)", where)
-		case !envName.MatchString(s.Env):
+		case !envName().MatchString(s.Env):
 			return fmt.Errorf("%s.env %q is not an environment variable name", where, s.Env)
 		case (s.Header == "") == (s.Query == ""):
 			return fmt.Errorf("%s: set exactly one of header (e.g. \"Authorization\") and query (e.g. \"api_key\")", where)
-		case s.Header != "" && !tokenChars.MatchString(s.Header):
+		case s.Header != "" && !tokenChars().MatchString(s.Header):
 			return fmt.Errorf("%s.header %q is not an HTTP header name", where, s.Header)
 		case s.Format != "" && !strings.Contains(s.Format, "{}"):
 			return fmt.Errorf("%s.format %q must contain {} where the value goes, e.g. \"Bearer {}\"", where, s.Format)

@@ -29,6 +29,7 @@ var goldenSchemas = map[string]string{
 // descriptions, bounds, additionalProperties; compared as JSON values, not
 // text.
 func TestToolSchemasAreTheGolden(t *testing.T) {
+	deriveSchemas()
 	if len(toolDefs) != len(goldenSchemas) {
 		t.Errorf("%d tools, %d golden schemas: a tool added needs its golden schema here", len(toolDefs), len(goldenSchemas))
 	}
@@ -94,6 +95,7 @@ func propertyOrder(t *testing.T, obj json.RawMessage) []string {
 // struct's: a missing required parameter, an unknown one and a non-object
 // are refused naming the parameters, an optional one may be left out.
 func TestDecodeFollowsTheArgumentStruct(t *testing.T) {
+	deriveSchemas()
 	for _, d := range toolDefs {
 		var props map[string]any
 		var s struct {

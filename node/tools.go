@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
@@ -203,15 +204,27 @@ var toolDefs = []toolDef{
 	},
 }
 
+// schemaDefs is toolDefs for deriveSchemas, set by init (a pointer, nothing
+// computed): deriveSchemas referring to toolDefs directly would be an
+// initialisation cycle, since toolDefs' functions decode their arguments.
+var schemaDefs *[]toolDef
+
+func init() { schemaDefs = &toolDefs }
+
 // toolArgs finds a tool's definition by its argument struct type (decode).
 var toolArgs = map[reflect.Type]*toolDef{}
 
-// init generates every tool's schema, parameter list and required list from
-// its argument struct, once. The structs are fixed at compile time: a
-// failure is a programming error, caught by any test of the package.
-func init() {
-	for i := range toolDefs {
-		d := &toolDefs[i]
+// deriveSchemas generates every tool's schema, parameter list and required
+// list from its argument struct, once, on first use: not at package
+// initialisation, which every start of the binary (a sandbox worker,
+// `agentos help`) would pay for ~1 ms. The structs are fixed at compile
+// time: a failure is a programming error, caught by any test of the
+// package. IMPORTANT: everything that reads a toolDef's schema, params or
+// required, or toolArgs, MUST call it first.
+var deriveSchemas = sync.OnceFunc(func() {
+	defs := *schemaDefs
+	for i := range defs {
+		d := &defs[i]
 		s, err := jsonschema.ForType(d.args, &jsonschema.ForOptions{TypeSchemas: argTypeSchemas})
 		if err != nil {
 			panic(fmt.Sprintf("node: the schema of %s's arguments (%s): %v", d.name, d.args, err))
@@ -226,7 +239,7 @@ func init() {
 		}
 		toolArgs[d.args] = d
 	}
-}
+})
 
 // ToolNames lists the kernel tools this node serves, in order.
 func ToolNames() []string {
@@ -240,6 +253,7 @@ func ToolNames() []string {
 // Tools returns the kernel tools bound to p: each call runs with p's
 // capabilities and is charged to p's quota. names selects tools (none: all).
 func (n *Node) Tools(p *kernel.Process, names ...string) ([]Tool, error) {
+	deriveSchemas()
 	var out []Tool
 	for _, name := range names {
 		if findTool(name) == nil {
@@ -261,6 +275,7 @@ func (n *Node) Tools(p *kernel.Process, names ...string) ([]Tool, error) {
 }
 
 func findTool(name string) *toolDef {
+	deriveSchemas()
 	for i := range toolDefs {
 		if toolDefs[i].name == name {
 			return &toolDefs[i]
@@ -339,6 +354,7 @@ func checkPathLen(param, path string) error {
 // (toolDefs): unknown or missing parameters are errors that name the
 // parameters, all derived from the struct.
 func decode(args json.RawMessage, v any) error {
+	deriveSchemas()
 	d := toolArgs[reflect.TypeOf(v).Elem()]
 	if d == nil {
 		return fmt.Errorf("node: %T is no kernel tool's argument struct; list it in toolDefs", v)

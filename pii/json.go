@@ -112,7 +112,7 @@ func (t *Tokenizer) restoreString(s string, got *[]Pair) (string, int, error) {
 	if t == nil || !mayHoldToken([]byte(s)) {
 		return s, 0, nil
 	}
-	ms := tokenRE.FindAllStringSubmatchIndex(s, -1)
+	ms := tokenRE().FindAllStringSubmatchIndex(s, -1)
 	if ms == nil {
 		return s, 0, nil
 	}

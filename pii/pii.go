@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/agentos-run/agentos/internal/lazyre"
 )
 
 // The built-in detectors, by the name Options.Detect uses.
@@ -92,15 +94,15 @@ type Tokenizer struct {
 }
 
 var (
-	emailRE = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}`)
+	emailRE = lazyre.New(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}`)
 	// emailEncRE finds an e-mail percent-encoded in a URL or a form
 	// (ada%40example.com, ada%2Bnews%40example.com), its group 1: what
 	// precedes it is an escape, a non-word character or the start.
-	emailEncRE = regexp.MustCompile(`(?:%[0-9A-Fa-f]{2}|[^A-Za-z0-9._%+\-]|^)((?:[A-Za-z0-9._\-]|%2[Bb])+%40[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,})`)
-	phoneRE    = regexp.MustCompile(`\+\d{1,3}(?:[ .\-]?\(?\d{1,4}\)?){2,5}\d|\(\d{3}\) ?\d{3}[ .\-]\d{4}\b|\b\d{3}[.\-]\d{3}[.\-]\d{4}\b`)
+	emailEncRE = lazyre.New(`(?:%[0-9A-Fa-f]{2}|[^A-Za-z0-9._%+\-]|^)((?:[A-Za-z0-9._\-]|%2[Bb])+%40[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,})`)
+	phoneRE    = lazyre.New(`\+\d{1,3}(?:[ .\-]?\(?\d{1,4}\)?){2,5}\d|\(\d{3}\) ?\d{3}[ .\-]\d{4}\b|\b\d{3}[.\-]\d{3}[.\-]\d{4}\b`)
 	// tokenRE finds tokens, in any letter case.
-	tokenRE  = regexp.MustCompile(`(?i)PII_([A-Z][A-Z0-9]*)_([0-9A-F]{12})`)
-	kindName = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+	tokenRE  = lazyre.New(`(?i)PII_([A-Z][A-Z0-9]*)_([0-9A-F]{12})`)
+	kindName = lazyre.New(`^[a-z][a-z0-9]*$`)
 )
 
 // New compiles the detectors of opts (once: tokenizing compiles nothing).
@@ -130,7 +132,7 @@ func New(opts Options) (*Tokenizer, error) {
 				return nil, err
 			}
 		case Phone:
-			if err := add(detector{kind: "PHONE", re: phoneRE, pre: enoughDigits}); err != nil {
+			if err := add(detector{kind: "PHONE", re: phoneRE(), pre: enoughDigits}); err != nil {
 				return nil, err
 			}
 		default:
@@ -145,7 +147,7 @@ func New(opts Options) (*Tokenizer, error) {
 		}
 	}
 	for _, p := range opts.Patterns {
-		if !kindName.MatchString(p.Name) {
+		if !kindName().MatchString(p.Name) {
 			return nil, fmt.Errorf("%w: pattern name %q: use lower case letters and digits, starting with a letter (e.g. \"iban\")", ErrConfig, p.Name)
 		}
 		if p.Name == Email || p.Name == Phone || p.Name == Name {
@@ -182,10 +184,10 @@ func mayHoldEmail(b []byte) bool {
 func findEmails(b []byte) [][]int {
 	var out [][]int
 	if bytes.IndexByte(b, '@') >= 0 {
-		out = emailRE.FindAllIndex(b, -1)
+		out = emailRE().FindAllIndex(b, -1)
 	}
 	if bytes.Contains(b, []byte("%40")) {
-		for _, m := range emailEncRE.FindAllSubmatchIndex(b, -1) {
+		for _, m := range emailEncRE().FindAllSubmatchIndex(b, -1) {
 			out = append(out, m[2:4])
 		}
 	}
@@ -283,7 +285,7 @@ func (t *Tokenizer) matches(b []byte) []span {
 	})
 	var toks [][]int
 	if mayHoldToken(b) {
-		toks = tokenRE.FindAllIndex(b, -1)
+		toks = tokenRE().FindAllIndex(b, -1)
 	}
 	kept := out[:0]
 	end := 0

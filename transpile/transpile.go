@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/evanw/esbuild/pkg/api"
@@ -101,11 +102,13 @@ func New(max int) *Transpiler {
 	return &Transpiler{cache: lru.New[key, result](max)}
 }
 
-var shared = New(DefaultCacheEntries)
+// shared is made on first use: its cache's table is not allocated by every
+// start of the binary.
+var shared = sync.OnceValue(func() *Transpiler { return New(DefaultCacheEntries) })
 
 // Default returns the process-wide Transpiler that the executor and
 // check_tool share, so a tool checked once is never transpiled again to run.
-func Default() *Transpiler { return shared }
+func Default() *Transpiler { return shared() }
 
 // Hash returns the hex SHA-256 of src: the content hash a tool is known by in
 // caches, the registry and the journal.

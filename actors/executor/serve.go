@@ -146,7 +146,10 @@ func serveWorker(r io.Reader, w io.Writer) error {
 			}
 		}
 	}()
+	// The first runtime is prepared while the worker waits for its first
+	// job: ready (hello) does not wait for it, the first run rarely does.
 	engine := sandbox.NewEngine(0, false)
+	engine.Prewarm()
 	for f := range runs {
 		if f.Job == nil {
 			continue

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +11,8 @@ import (
 
 	sitter "github.com/smacker/go-tree-sitter"
 	"github.com/smacker/go-tree-sitter/typescript/typescript"
+
+	"github.com/agentos-run/agentos/internal/lazyre"
 )
 
 // meta is what extract finds in a tool's source.
@@ -61,7 +62,7 @@ func extract(src []byte) meta {
 	if broken && m.description == "" && len(m.tags) == 0 {
 		// Parse errors can swallow the leading comment into an ERROR node:
 		// take the first JSDoc comment of the file as written.
-		for _, loc := range jsdocRE.FindAllIndex(src, 64) {
+		for _, loc := range jsdocRE().FindAllIndex(src, 64) {
 			if c := string(src[loc[0]:loc[1]]); isJSDoc(c) {
 				m.description, m.tags, _ = parseJSDoc(c)
 				break
@@ -71,7 +72,7 @@ func extract(src []byte) meta {
 	return m
 }
 
-var jsdocRE = regexp.MustCompile(`(?s)/\*\*.*?\*/`)
+var jsdocRE = lazyre.New(`(?s)/\*\*.*?\*/`)
 
 // isJSDoc reports whether the comment c is a JSDoc comment: it starts with
 // exactly two stars, as TypeScript says ("/*** banner ***/" is not).
@@ -732,15 +733,15 @@ func splitTags(line string) []string {
 
 func isASCIILetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
 
-var inlineTagRE = regexp.MustCompile(`\{@\w+\s+([^}|]*?)(?:\s*\|\s*([^}]*))?\}`)
+var inlineTagRE = lazyre.New(`\{@\w+\s+([^}|]*?)(?:\s*\|\s*([^}]*))?\}`)
 
 // inlineTags replaces {@link target|label} by its label (or target).
 func inlineTags(s string) string {
 	if !strings.Contains(s, "{@") {
 		return s
 	}
-	return inlineTagRE.ReplaceAllStringFunc(s, func(m string) string {
-		sm := inlineTagRE.FindStringSubmatch(m)
+	return inlineTagRE().ReplaceAllStringFunc(s, func(m string) string {
+		sm := inlineTagRE().FindStringSubmatch(m)
 		if sm[2] != "" {
 			return sm[2]
 		}

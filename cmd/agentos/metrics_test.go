@@ -46,6 +46,9 @@ func TestServeMetrics(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// serve prints the metrics URL before its node socket listens
+	// (rt.Serve): wait for the socket rather than race it.
+	waitListening(t, root, 30*time.Second)
 	c, err := admin.Dial(root)
 	if err != nil {
 		t.Fatal(err)

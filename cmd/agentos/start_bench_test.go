@@ -61,9 +61,9 @@ func BenchmarkStartHelp(b *testing.B) {
 
 // BenchmarkStartWorker starts a sandbox worker the way the executor's pool
 // does (the binary re-executed with AGENTOS_SANDBOX_WORKER=1, confinement
-// best_effort, the default) and measures the time until its hello frame arrives: from
-// then on it accepts its first run. ready-µs is the median; the worker is
-// then stopped (EOF on stdin) outside the measured time.
+// best_effort, the default) and measures the time until its hello frame
+// arrives: from then on it accepts its first run. ready-µs is the median;
+// the worker is then stopped (EOF on stdin) outside the measured time.
 func BenchmarkStartWorker(b *testing.B) {
 	bin := startBinary(b)
 	env := append(os.Environ(), "AGENTOS_SANDBOX_WORKER=1", "AGENTOS_WORKER_MEMORY=268435456", "AGENTOS_WORKER_CONFINE=best_effort")

@@ -8,12 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentos-run/agentos/internal/lazyre"
 )
 
 // Tool is one tool of an upstream server, as its tools/list describes it
@@ -39,7 +40,7 @@ const Mount = "/mcp"
 
 // toolName is a tool name that can be a file name: others are skipped
 // (logged) rather than mangled into a path.
-var toolName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+var toolName = lazyre.New(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 
 // cacheFile is what <CacheDir>/<server>.json holds.
 type cacheFile struct {
@@ -138,7 +139,7 @@ func (c *Client) refreshLocked(ctx context.Context, s *conn) ([]Tool, error) {
 			c.drop(s, err)
 			return nil, fmt.Errorf("%w: server %q: listing its tools: %v", ErrUnavailable, s.name, err)
 		}
-		if !toolName.MatchString(t.Name) {
+		if !toolName().MatchString(t.Name) {
 			c.log.Warn("mcp: skipping a tool whose name cannot be a file name", "server", s.name, "tool", t.Name)
 			continue
 		}
@@ -230,7 +231,7 @@ func (c *Client) readCache(server string) ([]Tool, error) {
 	}
 	ts := []Tool{}
 	for _, t := range f.Tools {
-		if t.Server != server || !toolName.MatchString(t.Name) {
+		if t.Server != server || !toolName().MatchString(t.Name) {
 			c.log.Warn("mcp: skipping a cached tool whose name cannot be a file name", "file", c.cachePath(server), "server", t.Server, "tool", t.Name)
 			continue
 		}

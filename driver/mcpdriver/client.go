@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/lazyre"
 )
 
 // Name is the driver's name in a driver.Call (and the capability right
@@ -61,15 +61,15 @@ type Server struct {
 
 // serverName is what a server's name must look like: a path segment of
 // /mcp and a capability scope.
-var serverName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+var serverName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // envName is an environment variable's name.
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate reports what is wrong with the server named name, wrapping
 // ErrConfig.
 func (s Server) Validate(name string) error {
-	if !serverName.MatchString(name) {
+	if !serverName().MatchString(name) {
 		return fmt.Errorf("%w: server name %q: use letters, digits, '_', '-' or '.', starting with a letter or digit (it is the directory /mcp/<name>)", ErrConfig, name)
 	}
 	switch {
@@ -98,7 +98,7 @@ func (s Server) Validate(name string) error {
 		return fmt.Errorf("%w: server %q: token_env is for an HTTP server (url); pass a stdio server its credentials with env", ErrConfig, name)
 	}
 	for _, e := range append(append([]string{}, s.Env...), s.TokenEnv) {
-		if e != "" && !envName.MatchString(e) {
+		if e != "" && !envName().MatchString(e) {
 			return fmt.Errorf("%w: server %q: %q is not an environment variable name: name the variable (e.g. \"GITHUB_TOKEN\"), never put its value in the configuration", ErrConfig, name, e)
 		}
 	}

@@ -3,10 +3,11 @@ package mcpdriver
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/agentos-run/agentos/internal/lazyre"
 )
 
 // Module returns the TypeScript module /mcp/<server>/<tool>.ts of t: an
@@ -245,10 +246,10 @@ func literal(v json.RawMessage) string {
 	return "unknown"
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
+var plainKey = lazyre.New(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 
 func propKey(n string) string {
-	if plainKey.MatchString(n) {
+	if plainKey().MatchString(n) {
 		return n
 	}
 	return jsString(n)

@@ -102,7 +102,7 @@ func NamedModule(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !serverName.MatchString(server) || !toolName.MatchString(tool) {
+	if !serverName().MatchString(server) || !toolName().MatchString(tool) {
 		return nil, fmt.Errorf("%w: %s/%s/%s.ts cannot be a generated module: a server's name is letters, digits, '_', '-' or '.', a tool's too", fs.ErrNotExist, Mount, server, tool)
 	}
 	return Module(Tool{Server: server, Name: tool}), nil

@@ -2,10 +2,11 @@ package check
 
 import (
 	"bytes"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentos-run/agentos/internal/lazyre"
 )
 
 // Regular expressions here only ever look at the decoded value of ONE
@@ -121,19 +122,19 @@ func (d *decoded) escape(e []byte, at uint32) {
 }
 
 var (
-	reEmail      = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)
-	reKeyPrefix  = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|AKIA[0-9A-Z]{16}|xox[abposr]-[A-Za-z0-9-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----)`)
-	reRmRf       = regexp.MustCompile(`\brm\s+(?:-\S+\s+)*(?:-[A-Za-z]*(?:[rR][A-Za-z]*f|f[A-Za-z]*[rR])|--recursive\b|--force\b)`)
-	reDelS       = regexp.MustCompile(`(?i)\b(?:del|erase|rd|rmdir)\s+(?:/[a-z]\s+)*/s\b`)
-	reMkfs       = regexp.MustCompile(`\bmkfs(?:\.[a-z0-9]+)?\b`)
-	reForkBomb   = regexp.MustCompile(`:\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:`)
-	reDdDevice   = regexp.MustCompile(`\bdd\s+.*\bof=/dev/`)
-	reDropTable  = regexp.MustCompile(`(?i)\bdrop\s+(?:table|database|schema)\b`)
-	reTruncate   = regexp.MustCompile("(?i)\\btruncate\\s+table\\b|(?:^|;)\\s*truncate\\s+[A-Za-z_\"`\\[][\\w.\"`\\]]*\\s*(?:;|$)")
-	reDeleteFrom = regexp.MustCompile(`(?i)\bdelete\s+from\b`)
-	reUpdateSet  = regexp.MustCompile(`(?i)\bupdate\s+\S+\s+set\b`)
-	reWhere      = regexp.MustCompile(`(?i)\bwhere\b`)
-	reSQLWrite   = regexp.MustCompile(`(?i)\b(?:insert\s+(?:or\s+\w+\s+)?into|update\s+\S+\s+set|delete\s+from|replace\s+into|merge\s+into|create\s+(?:table|index|view|trigger)|alter\s+table)\b`)
+	reEmail      = lazyre.New(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)
+	reKeyPrefix  = lazyre.New(`(?:^|[^A-Za-z0-9_])(sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|AKIA[0-9A-Z]{16}|xox[abposr]-[A-Za-z0-9-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----)`)
+	reRmRf       = lazyre.New(`\brm\s+(?:-\S+\s+)*(?:-[A-Za-z]*(?:[rR][A-Za-z]*f|f[A-Za-z]*[rR])|--recursive\b|--force\b)`)
+	reDelS       = lazyre.New(`(?i)\b(?:del|erase|rd|rmdir)\s+(?:/[a-z]\s+)*/s\b`)
+	reMkfs       = lazyre.New(`\bmkfs(?:\.[a-z0-9]+)?\b`)
+	reForkBomb   = lazyre.New(`:\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:`)
+	reDdDevice   = lazyre.New(`\bdd\s+.*\bof=/dev/`)
+	reDropTable  = lazyre.New(`(?i)\bdrop\s+(?:table|database|schema)\b`)
+	reTruncate   = lazyre.New("(?i)\\btruncate\\s+table\\b|(?:^|;)\\s*truncate\\s+[A-Za-z_\"`\\[][\\w.\"`\\]]*\\s*(?:;|$)")
+	reDeleteFrom = lazyre.New(`(?i)\bdelete\s+from\b`)
+	reUpdateSet  = lazyre.New(`(?i)\bupdate\s+\S+\s+set\b`)
+	reWhere      = lazyre.New(`(?i)\bwhere\b`)
+	reSQLWrite   = lazyre.New(`(?i)\b(?:insert\s+(?:or\s+\w+\s+)?into|update\s+\S+\s+set|delete\s+from|replace\s+into|merge\s+into|create\s+(?:table|index|view|trigger)|alter\s+table)\b`)
 )
 
 // lowerASCII returns a lower-cased copy for cheap pre-filters.
@@ -190,7 +191,7 @@ func (a *analyzer) stringLiteral(i int32) {
 	low := lowerASCII(t)
 
 	if bytes.IndexByte(t, '@') >= 0 {
-		if m := reEmail.FindIndex(t); m != nil {
+		if m := reEmail().FindIndex(t); m != nil {
 			a.errorAt(at(m[0]), ruleEmail, "Found hardcoded email address '"+string(t[m[0]:m[1]])+
 				"': pass it as an argument (args.email) instead")
 		}
@@ -204,37 +205,37 @@ func (a *analyzer) stringLiteral(i int32) {
 	}
 
 	if bytes.Contains(low, []byte("rm")) {
-		if m := reRmRf.FindIndex(t); m != nil {
+		if m := reRmRf().FindIndex(t); m != nil {
 			a.risk(RiskCritical, at(m[0]), "destructive shell command (rm -rf)")
 		}
 	}
 	if bytes.Contains(low, []byte("/s")) {
-		if m := reDelS.FindIndex(t); m != nil {
+		if m := reDelS().FindIndex(t); m != nil {
 			a.risk(RiskCritical, at(m[0]), "destructive shell command (del /s)")
 		}
 	}
 	if bytes.Contains(t, []byte("mkfs")) {
-		if m := reMkfs.FindIndex(t); m != nil {
+		if m := reMkfs().FindIndex(t); m != nil {
 			a.risk(RiskCritical, at(m[0]), "destructive shell command (mkfs formats a disk)")
 		}
 	}
 	if bytes.Contains(t, []byte("of=/dev/")) {
-		if m := reDdDevice.FindIndex(t); m != nil {
+		if m := reDdDevice().FindIndex(t); m != nil {
 			a.risk(RiskCritical, at(m[0]), "destructive shell command (dd onto a device)")
 		}
 	}
 	if bytes.Contains(t, []byte("|")) {
-		if m := reForkBomb.FindIndex(t); m != nil {
+		if m := reForkBomb().FindIndex(t); m != nil {
 			a.risk(RiskCritical, at(m[0]), "shell fork bomb")
 		}
 	}
 	if bytes.Contains(low, []byte("drop")) {
-		if m := reDropTable.FindIndex(t); m != nil {
+		if m := reDropTable().FindIndex(t); m != nil {
 			a.risk(RiskCritical, at(m[0]), "destructive SQL ("+strings.ToUpper(string(t[m[0]:m[1]]))+")")
 		}
 	}
 	if bytes.Contains(low, []byte("truncate")) {
-		if m := reTruncate.FindIndex(t); m != nil {
+		if m := reTruncate().FindIndex(t); m != nil {
 			a.risk(RiskCritical, at(m[0]), "destructive SQL (TRUNCATE)")
 		}
 	}
@@ -258,10 +259,10 @@ func (a *analyzer) stringLiteral(i int32) {
 func (a *analyzer) sweepingSQL(t []byte, at func(int) uint32) {
 	off := 0
 	for _, stmt := range bytes.Split(t, []byte(";")) {
-		if !reWhere.Match(stmt) {
-			if m := reDeleteFrom.FindIndex(stmt); m != nil {
+		if !reWhere().Match(stmt) {
+			if m := reDeleteFrom().FindIndex(stmt); m != nil {
 				a.risk(RiskHigh, at(off+m[0]), "SQL DELETE without WHERE deletes every row")
-			} else if m := reUpdateSet.FindIndex(stmt); m != nil {
+			} else if m := reUpdateSet().FindIndex(stmt); m != nil {
 				a.risk(RiskHigh, at(off+m[0]), "SQL UPDATE without WHERE rewrites every row")
 			}
 		}
@@ -270,7 +271,7 @@ func (a *analyzer) sweepingSQL(t []byte, at func(int) uint32) {
 }
 
 // sqlWrites reports whether SQL text changes data or schema.
-func sqlWrites(sql string) bool { return reSQLWrite.MatchString(sql) }
+func sqlWrites(sql string) bool { return reSQLWrite().MatchString(sql) }
 
 func isTokenByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
@@ -282,7 +283,7 @@ func isTokenByte(c byte) bool {
 // without whitespace, or a run of 32 or more mixing upper case, lower case
 // and digits anywhere.
 func secretAt(t []byte) (int, bool) {
-	if m := reKeyPrefix.FindSubmatchIndex(t); m != nil {
+	if m := reKeyPrefix().FindSubmatchIndex(t); m != nil {
 		return m[2], true
 	}
 	spaced := bytes.ContainsAny(t, " \t\r\n\v\f")

@@ -2,6 +2,7 @@ package check
 
 import (
 	"sort"
+	"sync"
 
 	sitter "github.com/smacker/go-tree-sitter"
 	"github.com/smacker/go-tree-sitter/typescript/typescript"
@@ -259,7 +260,9 @@ type symbolInfo struct {
 
 var (
 	language = typescript.GetLanguage()
-	symbols  = buildSymbols(language)
+	// symbols is built on first use, not at package initialisation (which
+	// every start of the binary pays).
+	symbols = sync.OnceValue(func() []symbolInfo { return buildSymbols(language) })
 )
 
 func buildSymbols(l *sitter.Language) []symbolInfo {

@@ -110,6 +110,7 @@ import "C"
 
 import (
 	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -131,10 +132,10 @@ func newParser() *parser {
 
 var (
 	// leafTab[sym] is leaf(symbols[sym]), for the C walk.
-	leafTab    = buildLeafTab()
+	leafTab    = sync.OnceValue(buildLeafTab) // lazy, as symbols: no work at process start
 	leafError  = leaf(symbolInfo{kind: kError, named: true})
 	leafOther  = leaf(symbolInfo{})
-	fieldTab   = buildFieldTab()
+	fieldTab   = sync.OnceValue(buildFieldTab)
 	noSource   = []byte{0}
 	cBool      = map[bool]C.uint8_t{false: 0, true: 1}
 	errorInfo  = symbolInfo{kind: kError, named: true}
@@ -142,8 +143,9 @@ var (
 )
 
 func buildLeafTab() []C.uint8_t {
-	t := make([]C.uint8_t, len(symbols))
-	for i, info := range symbols {
+	syms := symbols()
+	t := make([]C.uint8_t, len(syms))
+	for i, info := range syms {
 		t[i] = cBool[leaf(info)]
 	}
 	return t
@@ -188,7 +190,8 @@ func (w *worker) parse(src []byte) bool {
 	ps.recs = ps.recs[:cap(ps.recs)]
 	var n int
 	for {
-		n = int(C.check_walk(ts, &leafTab[0], C.uint32_t(len(leafTab)), cBool[leafError], cBool[leafOther], &ps.recs[0], C.uint32_t(len(ps.recs))))
+		lt := leafTab()
+		n = int(C.check_walk(ts, &lt[0], C.uint32_t(len(lt)), cBool[leafError], cBool[leafOther], &ps.recs[0], C.uint32_t(len(ps.recs))))
 		if n <= len(ps.recs) {
 			break
 		}
@@ -214,6 +217,7 @@ func (w *worker) build(recs []C.check_rec) {
 	if cap(t.nodes) < len(recs) {
 		t.nodes = make([]node, 0, len(recs))
 	}
+	syms, ft := symbols(), fieldTab()
 	stack := w.stack[:0] // stack[d] is the last node seen at depth d
 	last := w.last[:0]   // last[d] is the last child seen of stack[d-1], or -1
 	for i := range recs {
@@ -235,8 +239,8 @@ func (w *worker) build(recs []C.check_rec) {
 
 		var info symbolInfo
 		sym := uint16(r.sym)
-		if int(sym) < len(symbols) {
-			info = symbols[sym]
+		if int(sym) < len(syms) {
+			info = syms[sym]
 		} else if sym == errorSymbol {
 			info = errorInfo
 		}
@@ -261,8 +265,8 @@ func (w *worker) build(recs []C.check_rec) {
 		// elsewhere).
 		if positioned(info.kind) || nd.missing {
 			nd.start, nd.end = uint32(r.start), uint32(r.end)
-			if parent >= 0 && usesFields[t.nodes[parent].kind] && int(r.field) < len(fieldTab) {
-				nd.field = fieldTab[r.field]
+			if parent >= 0 && usesFields[t.nodes[parent].kind] && int(r.field) < len(ft) {
+				nd.field = ft[r.field]
 			}
 		}
 		t.nodes = append(t.nodes, nd)

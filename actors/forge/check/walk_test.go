@@ -48,8 +48,8 @@ func (w *worker) parseCursor(p *sitter.Parser, src []byte) bool {
 		}
 		var info symbolInfo
 		sym := uint16(n.Symbol())
-		if int(sym) < len(symbols) {
-			info = symbols[sym]
+		if int(sym) < len(symbols()) {
+			info = symbols()[sym]
 		} else if sym == errorSymbol {
 			info = symbolInfo{kind: kError, named: true}
 		}

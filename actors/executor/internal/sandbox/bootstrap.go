@@ -1,9 +1,14 @@
 package sandbox
 
-import "github.com/dop251/goja"
+import (
+	"sync"
+
+	"github.com/dop251/goja"
+)
 
 // bootstrapJS hardens a fresh runtime before any tool code runs. It is
-// compiled once per process and called with (cfg, oom), where cfg.max is
+// compiled once per process, on first use (not at package initialisation,
+// which every start of the binary pays), and called with (cfg, oom), where cfg.max is
 // the run's memory limit in bytes (set when the runtime is taken for a run):
 //
 //   - the Function, AsyncFunction and GeneratorFunction constructors are
@@ -15,7 +20,8 @@ import "github.com/dop251/goja"
 //     instead of a fatal Go error that would kill the process. A worker
 //     process skips these guards: its address-space limit ends such a run,
 //     and the guards would cost every run ~150 µs of goja initialisation.
-var bootstrapJS = goja.MustCompile("agentos:bootstrap", `(function (cfg, oom) {
+var bootstrapJS = sync.OnceValue(func() *goja.Program {
+	return goja.MustCompile("agentos:bootstrap", `(function (cfg, oom) {
 	'use strict';
 	// The built-ins the guards call, taken before any tool code runs: a tool
 	// that replaces Reflect.apply or Number must not be handed the originals
@@ -128,3 +134,4 @@ var bootstrapJS = goja.MustCompile("agentos:bootstrap", `(function (cfg, oom) {
 		} }[name], writable: true, enumerable: false, configurable: true });
 	}
 })`, true)
+})

@@ -33,8 +33,10 @@ type Engine struct {
 	filling bool      // a goroutine is preparing the spare
 }
 
-// helpersJS is compiled once: see transpile.HelpersJS.
-var helpersJS = goja.MustCompile("agentos:helpers", transpile.HelpersJS, true)
+// helpersJS is compiled once, on first use: see transpile.HelpersJS.
+var helpersJS = sync.OnceValue(func() *goja.Program {
+	return goja.MustCompile("agentos:helpers", transpile.HelpersJS, true)
+})
 
 // prepared is a fresh, hardened runtime not yet used by any run.
 type prepared struct {
@@ -68,7 +70,7 @@ func (e *Engine) prepare() *prepared {
 			h.run.oom(bytes, what)
 		}
 	}
-	boot, err := vm.RunProgram(bootstrapJS)
+	boot, err := vm.RunProgram(bootstrapJS())
 	if err != nil {
 		p.err = err
 		return p
@@ -78,7 +80,7 @@ func (e *Engine) prepare() *prepared {
 		p.err = err
 		return p
 	}
-	if p.helpers, err = vm.RunProgram(helpersJS); err != nil {
+	if p.helpers, err = vm.RunProgram(helpersJS()); err != nil {
 		p.err = err
 		return p
 	}
@@ -89,7 +91,7 @@ func (e *Engine) prepare() *prepared {
 		p.err = err
 		return p
 	}
-	mk, err := vm.RunProgram(replacerJS)
+	mk, err := vm.RunProgram(replacerJS())
 	if err != nil {
 		p.err = err
 		return p
@@ -150,6 +152,28 @@ func NewEngine(max int, guardAllocations bool) *Engine {
 	e := &Engine{programs: lru.New[string, *goja.Program](max), guard: guardAllocations}
 	e.cond = sync.NewCond(&e.mu)
 	return e
+}
+
+// Prewarm starts preparing the first run's runtime in the background
+// (compiling the bootstrap, helper and replacer scripts on the way), so that
+// a process which starts an Engine before its first run has, such as a
+// sandbox worker waiting for its first job, pays little of that cost in the
+// run. The first run waits for this preparation instead of starting another.
+// Calling it when a runtime is ready or being prepared does nothing.
+func (e *Engine) Prewarm() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.spare != nil || e.filling {
+		return
+	}
+	e.filling = true
+	go func() {
+		next := e.prepare()
+		e.mu.Lock()
+		e.spare, e.filling = next, false
+		e.cond.Broadcast()
+		e.mu.Unlock()
+	}()
 }
 
 func (e *Engine) program(m Module) (*goja.Program, error) {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/dop251/goja"
 )
@@ -28,7 +29,8 @@ import (
 // The replacer is built before any tool code runs, but reaches Map, Set and
 // Array.from only when a value needs them (goja builds them lazily, at a
 // cost): a tool that replaces them can garble only its own result.
-var replacerJS = goja.MustCompile("agentos:values", `(function (note) {
+var replacerJS = sync.OnceValue(func() *goja.Program {
+	return goja.MustCompile("agentos:values", `(function (note) {
 	'use strict';
 	// IMPORTANT: touch no intrinsic goja builds lazily (Map, Set, Promise,
 	// typed arrays ...) here or on the way of plain data: building one costs
@@ -126,6 +128,7 @@ var replacerJS = goja.MustCompile("agentos:values", `(function (note) {
 		return v;
 	};
 })`, true)
+})
 
 // valueNotes collects what turning a result into JSON changed, as warnings.
 type valueNotes struct {
