@@ -1,13 +1,7 @@
 // Package llm is the LLM driver: a client for the OpenAI-compatible chat
-// completions protocol with tool calls (POST {base}/chat/completions, JSON
-// in and out, over net/http). It works with OpenAI itself and with the
+// completions protocol with tool calls, built on the official SDK
+// (github.com/openai/openai-go/v3). It works with OpenAI itself and with the
 // servers that speak the same protocol: vLLM, Ollama, llama.cpp's server.
-//
-// It speaks the protocol itself rather than through the official SDK
-// (github.com/openai/openai-go), which it used until issue 15: the SDK's
-// generated packages were a fifth of a cold build's compile time and ~1.5 ms of
-// every process start's package initialisation (every sandbox worker's too),
-// for the one endpoint used here.
 //
 // # Configuration
 //
@@ -19,9 +13,9 @@
 //
 // IMPORTANT: the API key is read from the environment only. It MUST NOT
 // appear in a log line, an error, a journal entry or a Response; every error
-// this package returns is scrubbed of it. The OpenAI SDK's OPENAI_*
-// environment variables (OPENAI_API_KEY, OPENAI_BASE_URL, ...) are NOT read:
-// the driver's configuration is Config and nothing else.
+// this package returns is scrubbed of it. The SDK's own OPENAI_* environment
+// variables (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_CUSTOM_HEADERS, ...) are
+// NOT read: the driver's configuration is Config and nothing else.
 //
 // # The device
 //

@@ -1,18 +1,20 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentos-run/agentos/driver"
 )
@@ -162,15 +164,14 @@ type Usage struct {
 
 // Client is an LLM driver. It is safe for concurrent use.
 type Client struct {
-	baseURL  string
-	model    string
-	keyEnv   string
-	key      string
-	timeout  time.Duration
-	priceIn  float64
-	priceOut float64
-	endpoint string // baseURL + "/chat/completions"
-	http     *http.Client
+	baseURL   string
+	model     string
+	keyEnv    string
+	key       string
+	timeout   time.Duration
+	priceIn   float64
+	priceOut  float64
+	completer openai.ChatCompletionService
 }
 
 // New returns a Client for cfg, with the defaults described on Config.
@@ -208,11 +209,21 @@ func New(cfg Config) (*Client, error) {
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}
-	c.http = cfg.HTTPClient
-	if c.http == nil {
-		c.http = &http.Client{}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
 	}
-	c.endpoint = strings.TrimSuffix(c.baseURL, "/") + "/chat/completions"
+	// NewChatCompletionService, unlike openai.NewClient, reads no OPENAI_*
+	// environment variable: Config is the only configuration.
+	opts := []option.RequestOption{
+		option.WithBaseURL(c.baseURL),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+	}
+	if c.key != "" {
+		opts = append(opts, option.WithAPIKey(c.key))
+	}
+	c.completer = openai.NewChatCompletionService(opts...)
 	return c, nil
 }
 
@@ -238,17 +249,18 @@ func (c *Client) BaseURL() string { return c.baseURL }
 // It sends exactly one HTTP request (no retries). Errors are *driver.Error;
 // see the package documentation, "Failure".
 func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
-	body, err := c.params(req)
+	params, err := c.params(req)
 	if err != nil {
 		return Response{}, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	cc, raw, err := c.post(cctx, body)
+	var raw *http.Response
+	cc, err := c.completer.New(cctx, params, option.WithResponseInto(&raw))
 	if err != nil {
 		return Response{}, c.callError(ctx, cctx, raw, err)
 	}
-	if len(cc.Choices) == 0 {
+	if cc == nil || len(cc.Choices) == 0 {
 		return Response{}, driver.Errorf(driver.CodeIO, "llm %s: the server at %s answered without any choice", c.model, c.baseURL)
 	}
 	ch := cc.Choices[0]
@@ -278,169 +290,53 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	return out, nil
 }
 
-// maxAnswerBytes bounds a server's answer (a completion or an error body).
-const maxAnswerBytes = 32 << 20
-
-// post sends the request body to the chat completions endpoint, once, and
-// decodes the answer. A non-2xx answer is an *apiError; raw is the HTTP
-// response whenever one arrived (its body already read and closed).
-func (c *Client) post(ctx context.Context, body []byte) (*wireCompletion, *http.Response, error) {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return nil, nil, err
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json")
-	if c.key != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.key)
-	}
-	raw, err := c.http.Do(hr)
-	if err != nil {
-		return nil, nil, err
-	}
-	b, err := io.ReadAll(io.LimitReader(raw.Body, maxAnswerBytes+1))
-	raw.Body.Close()
-	if err != nil {
-		return nil, raw, err
-	}
-	if raw.StatusCode < 200 || raw.StatusCode > 299 {
-		e := &apiError{StatusCode: raw.StatusCode}
-		var w struct {
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(b, &w) == nil {
-			e.Message = w.Error.Message
-		}
-		return nil, raw, e
-	}
-	if len(b) > maxAnswerBytes {
-		return nil, raw, fmt.Errorf("the answer exceeds %d bytes", maxAnswerBytes)
-	}
-	cc := new(wireCompletion)
-	if err := json.Unmarshal(b, cc); err != nil {
-		return nil, raw, fmt.Errorf("the answer is not a chat completion: %w", err)
-	}
-	return cc, raw, nil
-}
-
-// apiError is a non-2xx answer: its status and the message of its
-// {"error": {"message": ...}} body, if it had one.
-type apiError struct {
-	StatusCode int
-	Message    string
-}
-
-func (e *apiError) Error() string {
-	return fmt.Sprintf("%d %s: %s", e.StatusCode, http.StatusText(e.StatusCode), e.Message)
-}
-
 // Cost prices u: prompt tokens at in and completion tokens at out, both in
 // USD per million tokens.
 func Cost(u Usage, in, out float64) float64 {
 	return float64(u.PromptTokens)*in/1e6 + float64(u.CompletionTokens)*out/1e6
 }
 
-// The chat completions wire format (the subset the driver sends and reads),
-// as OpenAI documents it and compatible servers accept it.
-type (
-	wireRequest struct {
-		Model       string        `json:"model"`
-		Messages    []wireMessage `json:"messages"`
-		Tools       []wireTool    `json:"tools,omitempty"`
-		Temperature *float64      `json:"temperature,omitempty"`
-		MaxTokens   int           `json:"max_tokens,omitempty"`
-	}
-	wireMessage struct {
-		Role string `json:"role"`
-		// Content is a string, or absent on an assistant message that only
-		// calls tools.
-		Content    *string        `json:"content,omitempty"`
-		Name       string         `json:"name,omitempty"`
-		ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
-		ToolCallID string         `json:"tool_call_id,omitempty"`
-	}
-	wireToolCall struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-		Custom struct {
-			Name  string `json:"name"`
-			Input string `json:"input"`
-		} `json:"custom,omitzero"`
-	}
-	wireTool struct {
-		Type     string       `json:"type"`
-		Function wireFunction `json:"function"`
-	}
-	wireFunction struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters,omitempty"`
-	}
-	wireCompletion struct {
-		Choices []struct {
-			Message struct {
-				Content   string         `json:"content"`
-				Refusal   string         `json:"refusal"`
-				ToolCalls []wireToolCall `json:"tool_calls"`
-			} `json:"message"`
-			FinishReason string `json:"finish_reason"`
-		} `json:"choices"`
-		Usage struct {
-			PromptTokens     int64 `json:"prompt_tokens"`
-			CompletionTokens int64 `json:"completion_tokens"`
-			TotalTokens      int64 `json:"total_tokens"`
-		} `json:"usage"`
-	}
-)
-
-// params translates req into the request body, refusing what the wire
+// params translates req into the SDK's request, refusing what the wire
 // format cannot carry.
-func (c *Client) params(req Request) ([]byte, error) {
-	p := wireRequest{Model: c.model}
+func (c *Client) params(req Request) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(c.model)}
 	if len(req.Messages) == 0 {
-		return nil, driver.Errorf(driver.CodeInvalid, "llm: the request has no messages (give at least one user message)")
+		return p, driver.Errorf(driver.CodeInvalid, "llm: the request has no messages (give at least one user message)")
 	}
 	for i, m := range req.Messages {
 		mp, err := messageParam(m)
 		if err != nil {
-			return nil, driver.Errorf(driver.CodeInvalid, "llm: message %d: %v", i, err)
+			return p, driver.Errorf(driver.CodeInvalid, "llm: message %d: %v", i, err)
 		}
 		p.Messages = append(p.Messages, mp)
 	}
 	for i, t := range req.Tools {
 		if t.Name == "" {
-			return nil, driver.Errorf(driver.CodeInvalid, "llm: tool %d has no name", i)
+			return p, driver.Errorf(driver.CodeInvalid, "llm: tool %d has no name", i)
 		}
-		fd := wireFunction{Name: t.Name, Description: t.Description}
+		fd := shared.FunctionDefinitionParam{Name: t.Name}
+		if t.Description != "" {
+			fd.Description = openai.String(t.Description)
+		}
 		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
-			var schema map[string]any
+			var schema shared.FunctionParameters
 			if err := json.Unmarshal(t.Parameters, &schema); err != nil || schema == nil {
-				return nil, driver.Errorf(driver.CodeInvalid, "llm: tool %q: parameters must be a JSON Schema object: %v", t.Name, errOr(err, "got null"))
+				return p, driver.Errorf(driver.CodeInvalid, "llm: tool %q: parameters must be a JSON Schema object: %v", t.Name, errOr(err, "got null"))
 			}
-			var buf bytes.Buffer // compact: the schema as sent, whatever its layout
-			if err := json.Compact(&buf, t.Parameters); err != nil {
-				return nil, driver.Errorf(driver.CodeInvalid, "llm: tool %q: parameters: %v", t.Name, err)
-			}
-			fd.Parameters = buf.Bytes()
+			fd.Parameters = schema
 		}
-		p.Tools = append(p.Tools, wireTool{Type: "function", Function: fd})
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
 	}
-	p.Temperature = req.Temperature
+	if req.Temperature != nil {
+		p.Temperature = openai.Float(*req.Temperature)
+	}
 	if req.MaxTokens < 0 {
-		return nil, driver.Errorf(driver.CodeInvalid, "llm: max_tokens is %d; it must be positive (or 0 for no cap)", req.MaxTokens)
+		return p, driver.Errorf(driver.CodeInvalid, "llm: max_tokens is %d; it must be positive (or 0 for no cap)", req.MaxTokens)
 	}
-	p.MaxTokens = req.MaxTokens
-	b, err := json.Marshal(p)
-	if err != nil {
-		return nil, driver.Errorf(driver.CodeInvalid, "llm: encoding the request: %v", err)
+	if req.MaxTokens > 0 {
+		p.MaxTokens = openai.Int(int64(req.MaxTokens))
 	}
-	return b, nil
+	return p, nil
 }
 
 func errOr(err error, s string) string {
@@ -450,8 +346,8 @@ func errOr(err error, s string) string {
 	return s
 }
 
-func messageParam(m Message) (wireMessage, error) {
-	u := wireMessage{Role: m.Role}
+func messageParam(m Message) (openai.ChatCompletionMessageParamUnion, error) {
+	var u openai.ChatCompletionMessageParamUnion
 	if len(m.ToolCalls) > 0 && m.Role != RoleAssistant {
 		return u, fmt.Errorf("only assistant messages carry tool_calls, not %q ones", m.Role)
 	}
@@ -459,38 +355,61 @@ func messageParam(m Message) (wireMessage, error) {
 		return u, fmt.Errorf("only tool messages carry tool_call_id, not %q ones", m.Role)
 	}
 	switch m.Role {
-	case RoleSystem, RoleDeveloper, RoleUser:
-		u.Content, u.Name = &m.Content, m.Name
-	case RoleAssistant:
-		if m.Content != "" || len(m.ToolCalls) == 0 {
-			u.Content = &m.Content
+	case RoleSystem:
+		u = openai.SystemMessage(m.Content)
+		if m.Name != "" {
+			u.OfSystem.Name = openai.String(m.Name)
 		}
-		u.Name = m.Name
+	case RoleDeveloper:
+		u = openai.DeveloperMessage(m.Content)
+		if m.Name != "" {
+			u.OfDeveloper.Name = openai.String(m.Name)
+		}
+	case RoleUser:
+		u = openai.UserMessage(m.Content)
+		if m.Name != "" {
+			u.OfUser.Name = openai.String(m.Name)
+		}
+	case RoleAssistant:
+		a := openai.ChatCompletionAssistantMessageParam{}
+		if m.Content != "" || len(m.ToolCalls) == 0 {
+			a.Content.OfString = openai.String(m.Content)
+		}
+		if m.Name != "" {
+			a.Name = openai.String(m.Name)
+		}
 		for j, tc := range m.ToolCalls {
 			if tc.ID == "" || tc.Name == "" {
 				return u, fmt.Errorf("tool call %d needs an id and a name", j)
 			}
-			w := wireToolCall{ID: tc.ID, Type: "function"}
-			w.Function.Name, w.Function.Arguments = tc.Name, tc.Arguments
-			u.ToolCalls = append(u.ToolCalls, w)
+			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: tc.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+						Name:      tc.Name,
+						Arguments: tc.Arguments,
+					},
+				},
+			})
 		}
+		u = openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
 	case RoleTool:
 		if m.ToolCallID == "" {
 			return u, errors.New("a tool message needs the tool_call_id of the call it answers")
 		}
-		u.Content, u.ToolCallID = &m.Content, m.ToolCallID
+		u = openai.ToolMessage(m.Content, m.ToolCallID)
 	default:
 		return u, fmt.Errorf("unknown role %q (use system, developer, user, assistant or tool)", m.Role)
 	}
 	return u, nil
 }
 
-// callError maps a failed call to a *driver.Error whose text never
+// callError maps a failed SDK call to a *driver.Error whose text never
 // contains the API key.
 func (c *Client) callError(parent, cctx context.Context, raw *http.Response, err error) error {
 	where := fmt.Sprintf("llm %s at %s", c.model, c.baseURL)
 	var e *driver.Error
-	var apiErr *apiError
+	var apiErr *openai.Error
 	status := 0
 	if errors.As(err, &apiErr) {
 		status = apiErr.StatusCode
