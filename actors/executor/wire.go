@@ -18,7 +18,8 @@ import (
 
 // The parent and a worker exchange frames over the worker's stdin (parent to
 // worker) and stdout (worker to parent): a 4-byte big-endian length, then one
-// JSON-encoded frame.
+// frame: JSON-encoded, or for the frames of a driver call (call, rec, reply)
+// in the binary form described at hotMark.
 //
 //	parent -> worker  run     {id, job}            start a run (one at a time)
 //	worker -> parent  call    {id, call}           a driver call of the run
