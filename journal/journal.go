@@ -320,22 +320,56 @@ func (j *Journal) submit(w *write, wait bool) error {
 }
 
 // writer commits queued writes in batches, one transaction per batch.
+// groupLinger is how long a group commit nobody waits for stays open for
+// more writes. IMPORTANT: it adds at most this much to what a crash can
+// lose under GroupCommit and NoSync ("the last milliseconds", docs/REPLAY.md);
+// a write someone waits for (SyncEach, SyncRuns, a durable run, a flush)
+// closes the batch at once.
+const groupLinger = time.Millisecond
+
 func (j *Journal) writer() {
 	queued := make([]*write, 0, j.opts.MaxBatch)
 	batch := make([]*write, 0, j.opts.MaxBatch)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for w := range j.writes {
 		queued = append(queued[:0], w)
+		waited, open := w.done != nil, true
 	fill:
 		for len(queued) < j.opts.MaxBatch {
 			select {
 			case w, ok := <-j.writes:
 				if !ok {
+					open = false
 					break fill
 				}
 				queued = append(queued, w)
+				waited = waited || w.done != nil
 			default:
 				break fill
 			}
+		}
+		// A batch nobody waits for stays open groupLinger for more
+		// writes: calls that come one at a time (a tool's loop of reads)
+		// then share a transaction, instead of one each.
+		if !waited && open && len(queued) < j.opts.MaxBatch {
+			linger.Reset(groupLinger)
+		wait:
+			for len(queued) < j.opts.MaxBatch {
+				select {
+				case w, ok := <-j.writes:
+					if !ok {
+						break wait
+					}
+					queued = append(queued, w)
+					if w.done != nil {
+						break wait // someone waits: commit now
+					}
+				case <-linger.C:
+					break wait
+				}
+			}
+			linger.Stop()
 		}
 		j.commit(queued, batch[:0])
 		j.inflight.Add(-int64(len(queued)))

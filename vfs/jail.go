@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // hidden lists the entry names a Jail never lists or serves, at any depth
@@ -59,6 +60,10 @@ func Clean(p string) (string, error) {
 type Jail struct {
 	dir  string
 	root *os.Root
+	// rootFD is a descriptor of root's directory for fastRead, or -1;
+	// fdMu keeps Close from closing it while a read opens a file by it.
+	fdMu   sync.RWMutex
+	rootFD int
 }
 
 // Open returns a Jail rooted at dir, which must exist and be a directory.
@@ -67,14 +72,20 @@ func Open(dir string) (*Jail, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Jail{dir: dir, root: r}, nil
+	return &Jail{dir: dir, root: r, rootFD: openRootFD(r)}, nil
 }
 
 // Dir returns the directory the jail is rooted at, as given to Open.
 func (j *Jail) Dir() string { return j.dir }
 
 // Close releases the jail's handle on its root directory.
-func (j *Jail) Close() error { return j.root.Close() }
+func (j *Jail) Close() error {
+	j.fdMu.Lock()
+	closeRootFD(j.rootFD)
+	j.rootFD = -1
+	j.fdMu.Unlock()
+	return j.root.Close()
+}
 
 // Remove deletes the file at p (not a directory). A symbolic link is
 // removed itself, not its target.
@@ -226,6 +237,9 @@ func (j *Jail) ReadFileResolved(p string, check func(resolved string) error) ([]
 // *TooLargeError, before check; check, when not nil, is called once the
 // size is known and its error returned instead of reading.
 func (j *Jail) readResolved(p, r string, max int64, check func() error) ([]byte, error) {
+	if b, ok, err := j.fastRead(p, r, max, check); ok {
+		return b, err
+	}
 	f, err := j.root.Open(r)
 	if err != nil {
 		if check != nil { // the check's verdict comes first, as it would before opening

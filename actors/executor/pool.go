@@ -262,6 +262,29 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 		cancel()
 		calls.Wait()
 	}
+	// goCall runs f on a helper goroutine of this run: an idle one, whose
+	// stack earlier calls already grew, or a new one. Helpers are counted
+	// in calls and end with runCtx.
+	work := make(chan func())
+	goCall := func(f func()) {
+		select {
+		case work <- f:
+			return
+		default:
+		}
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			for {
+				f()
+				select {
+				case f = <-work:
+				case <-runCtx.Done():
+					return
+				}
+			}
+		}()
+	}
 	w.nextID++
 	id := w.nextID
 	if err := w.send(&frame{T: "run", ID: id, Job: &job, Ans: br.answers, Local: br.local}); err != nil {
@@ -343,9 +366,7 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 				continue
 			}
 			call, fid := *f.Call, f.ID
-			calls.Add(1)
-			go func() {
-				defer calls.Done()
+			goCall(func() {
 				val, err := br.Do(runCtx, call)
 				r := &frame{T: "reply", ID: fid, Val: val}
 				if err != nil {
@@ -354,7 +375,7 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 				if err := w.send(r); errors.Is(err, errFrameTooBig) {
 					_ = w.send(&frame{T: "reply", ID: fid, Err: driver.Errorf(driver.CodeInvalid, "%s: the answer is too large to hand to a tool in one call (%v); ask for less", call, err)})
 				}
-			}()
+			})
 		case "rec":
 			// A call the worker answered itself: handled here, in order,
 			// before any later frame (the run's done among them).

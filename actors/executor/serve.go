@@ -115,7 +115,7 @@ func serveWorker(r io.Reader, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v (confine mode %q; set it to %q to run without, or use a kernel with Landlock and seccomp)", errNotConfined, err, mode, confine.BestEffort)
 	}
-	c := &workerConn{out: w, waiting: map[uint64]chan *frame{}, dead: make(chan struct{})}
+	c := &workerConn{out: w, waiting: map[uint64]*waiter{}}
 	if err := c.send(&frame{T: "hello", Prot: &prot}); err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func serveWorker(r io.Reader, w io.Writer) error {
 			f, err := readFrame(in)
 			if err != nil {
 				readErr <- err
-				close(c.dead) // no reply can come any more: fail every waiting call
+				c.lost() // no reply can come any more: fail every waiting call
 				close(runs)
 				return
 			}
@@ -171,10 +171,9 @@ func serveWorker(r io.Reader, w io.Writer) error {
 type workerConn struct {
 	wmu     sync.Mutex
 	out     io.Writer
-	dead    chan struct{} // closed when the parent's stream ends
 	next    atomic.Uint64
 	mu      sync.Mutex
-	waiting map[uint64]chan *frame
+	waiting map[uint64]*waiter // nil once the parent's stream ended
 
 	rmu    sync.Mutex
 	run    uint64                  // the id of the run in progress, 0 between runs
@@ -269,62 +268,127 @@ func (c *workerConn) send(f *frame) error {
 	return writeFrame(c.out, f)
 }
 
-func (c *workerConn) deliver(f *frame) {
+// waiter is a call or require waiting for the parent's reply: done gets
+// the reply (or the reason there is none) exactly once, from whoever takes
+// the waiter out of the map; unwatch stops its context's watch.
+type waiter struct {
+	done    func(*frame, error)
+	unwatch func() bool
+}
+
+// take removes the waiter of id, if it is still waiting.
+func (c *workerConn) take(id uint64) *waiter {
 	c.mu.Lock()
-	ch := c.waiting[f.ID]
-	delete(c.waiting, f.ID)
+	defer c.mu.Unlock()
+	wt := c.waiting[id]
+	delete(c.waiting, id)
+	return wt
+}
+
+func (c *workerConn) deliver(f *frame) {
+	if wt := c.take(f.ID); wt != nil {
+		wt.unwatch()
+		if f.Err != nil {
+			wt.done(nil, f.Err)
+			return
+		}
+		wt.done(f, nil)
+	}
+}
+
+// lost fails every waiting call: the parent's stream ended.
+func (c *workerConn) lost() {
+	c.mu.Lock()
+	waiting := c.waiting
+	c.waiting = nil
 	c.mu.Unlock()
-	if ch != nil {
-		ch <- f
+	for _, wt := range waiting {
+		wt.unwatch()
+		wt.done(nil, errLost())
+	}
+}
+
+func errLost() error {
+	return driver.Errorf(driver.CodeAbort, "the sandbox worker lost its connection to the runtime")
+}
+
+// startAsk sends f to the parent and returns; done gets the reply, or why
+// there is none (the stream ended, ctx ended first, f could not be sent).
+func (c *workerConn) startAsk(ctx context.Context, f *frame, done func(*frame, error)) {
+	f.ID = c.next.Add(1)
+	id := f.ID
+	wt := &waiter{done: done}
+	c.mu.Lock()
+	if c.waiting == nil {
+		c.mu.Unlock()
+		done(nil, errLost())
+		return
+	}
+	c.waiting[id] = wt
+	// Set under c.mu: whoever takes the waiter out finds it set.
+	wt.unwatch = context.AfterFunc(ctx, func() {
+		if wt := c.take(id); wt != nil {
+			wt.done(nil, driver.Errorf(driver.CodeUnavailable, "the run ended before the parent answered"))
+		}
+	})
+	c.mu.Unlock()
+	if err := c.send(f); err != nil {
+		if wt := c.take(id); wt != nil {
+			wt.unwatch()
+			if errors.Is(err, errFrameTooBig) {
+				done(nil, driver.Errorf(driver.CodeInvalid, "the request is too large to send in one call (%v); send less", err))
+				return
+			}
+			done(nil, driver.Errorf(driver.CodeUnavailable, "worker: sending to the parent: %v", err))
+		}
 	}
 }
 
 func (c *workerConn) ask(ctx context.Context, f *frame) (*frame, error) {
-	f.ID = c.next.Add(1)
-	ch := make(chan *frame, 1)
-	c.mu.Lock()
-	c.waiting[f.ID] = ch
-	c.mu.Unlock()
-	if err := c.send(f); err != nil {
-		c.mu.Lock()
-		delete(c.waiting, f.ID)
-		c.mu.Unlock()
-		if errors.Is(err, errFrameTooBig) {
-			return nil, driver.Errorf(driver.CodeInvalid, "the request is too large to send in one call (%v); send less", err)
-		}
-		return nil, driver.Errorf(driver.CodeUnavailable, "worker: sending to the parent: %v", err)
+	type reply struct {
+		f   *frame
+		err error
 	}
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r, nil
-	case <-c.dead:
-		return nil, driver.Errorf(driver.CodeAbort, "the sandbox worker lost its connection to the runtime")
-	case <-ctx.Done():
-		c.mu.Lock()
-		delete(c.waiting, f.ID)
-		c.mu.Unlock()
-		return nil, driver.Errorf(driver.CodeUnavailable, "the run ended before the parent answered")
-	}
+	ch := make(chan reply, 1)
+	c.startAsk(ctx, f, func(r *frame, err error) { ch <- reply{r, err} })
+	r := <-ch
+	return r.f, r.err
 }
 
 func (c *workerConn) Do(ctx context.Context, call driver.Call) (json.RawMessage, error) {
+	type reply struct {
+		val json.RawMessage
+		err error
+	}
+	ch := make(chan reply, 1)
+	c.Start(ctx, call, func(val json.RawMessage, err error) { ch <- reply{val, err} })
+	r := <-ch
+	return r.val, r.err
+}
+
+// Start answers call from the run's recorded answers or here (a local
+// call), or asks the parent and returns at once: done gets the parent's
+// reply from the goroutine reading the parent's frames (sandbox.Starter).
+func (c *workerConn) Start(ctx context.Context, call driver.Call, done func(json.RawMessage, error)) {
 	if a := c.recorded(&call); a != nil {
 		if a.Err != nil {
-			return nil, &driver.Error{Code: a.Err.Code, Message: a.Err.Message}
+			done(nil, &driver.Error{Code: a.Err.Code, Message: a.Err.Message})
+			return
 		}
-		return a.Val, nil
+		done(a.Val, nil)
+		return
 	}
 	if val, ok := c.answerLocal(ctx, call); ok {
-		return val, nil
+		done(val, nil)
+		return
 	}
-	r, err := c.ask(ctx, &frame{T: "call", Call: &call})
-	if err != nil {
-		return nil, err
-	}
-	return r.Val, nil
+	c.startAsk(ctx, &frame{T: "call", Call: &call}, func(r *frame, err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		done(r.Val, nil)
+	})
 }
 
 // localDevices are the devices a worker may run itself for a run that

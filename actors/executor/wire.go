@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentos-run/agentos/actors/executor/internal/confine"
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
@@ -16,7 +18,8 @@ import (
 
 // The parent and a worker exchange frames over the worker's stdin (parent to
 // worker) and stdout (worker to parent): a 4-byte big-endian length, then one
-// JSON-encoded frame.
+// frame: JSON-encoded, or for the frames of a driver call (call, rec, reply)
+// in the binary form described at hotMark.
 //
 //	parent -> worker  run     {id, job}            start a run (one at a time)
 //	worker -> parent  call    {id, call}           a driver call of the run
@@ -79,6 +82,14 @@ const maxFrame = 64 << 20
 var errFrameTooBig = errors.New("frame too large")
 
 func writeFrame(w io.Writer, f *frame) error {
+	if b, ok := appendHot(make([]byte, 4, 64+len(f.Val)+hotCallLen(f.Call)), f); ok {
+		if len(b)-4 > maxFrame {
+			return fmt.Errorf("%w: %d bytes encoded, the limit is %d", errFrameTooBig, len(b)-4, maxFrame)
+		}
+		binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+		_, err := w.Write(b)
+		return err
+	}
 	b, err := json.Marshal(f)
 	if err != nil {
 		return err
@@ -106,11 +117,221 @@ func readFrame(r *bufio.Reader) (*frame, error) {
 	if _, err := io.ReadFull(r, b); err != nil {
 		return nil, err
 	}
+	if len(b) > 0 && b[0] == hotMark {
+		f, err := decodeHot(b)
+		if err != nil {
+			return nil, fmt.Errorf("malformed frame: %w", err)
+		}
+		return f, nil
+	}
 	f := new(frame)
 	if err := json.Unmarshal(b, f); err != nil {
 		return nil, fmt.Errorf("malformed frame: %w", err)
 	}
 	return f, nil
+}
+
+// The frames of every driver call (call, rec, and a reply carrying a value
+// or an error) are the hot path of a run: they are written in a compact
+// binary form instead of JSON, which costs reflection on both sides of
+// every call. A binary frame starts with hotMark (a JSON frame starts with
+// '{'), then its kind, then its fields, each integer a uvarint and each
+// string or byte string a uvarint length and its bytes:
+//
+//	call   hotMark 'c' id seq driver op request
+//	rec    hotMark 'r' id seq driver op request val
+//	reply  hotMark 'v' id val
+//	reply  hotMark 'e' id code message       (an error)
+//
+// IMPORTANT: decoding one is exactly as strict as decoding its JSON form:
+// the request and the value MUST be valid JSON (or absent), and a string
+// that is not UTF-8 is repaired as encoding/json repairs it. A frame that is
+// not well formed, or has bytes left over, is malformed.
+const hotMark = 0
+
+// hotCallLen estimates the encoded size of c's fields.
+func hotCallLen(c *driver.Call) int {
+	if c == nil {
+		return 0
+	}
+	return len(c.Driver) + len(c.Op) + len(c.Request)
+}
+
+// appendHot appends f's binary form to b; ok false if f is not a frame
+// that has one (it is then written as JSON).
+func appendHot(b []byte, f *frame) ([]byte, bool) {
+	if f.Job != nil || f.From != "" || f.Spec != "" || f.Mod != nil || f.Out != nil || f.Prot != nil || f.Stop != nil || f.Ans != nil || f.Local != nil || f.Answered != nil {
+		return b, false
+	}
+	if f.Call != nil && !asMarshaled(f.Call.Request) || !asMarshaled(f.Val) {
+		return b, false
+	}
+	switch {
+	case f.T == "call" && f.Call != nil && f.Val == nil && f.Err == nil:
+		b = append(b, hotMark, 'c')
+		b = binary.AppendUvarint(b, f.ID)
+		return appendCall(b, f.Call), true
+	case f.T == "rec" && f.Call != nil && f.Err == nil:
+		b = append(b, hotMark, 'r')
+		b = binary.AppendUvarint(b, f.ID)
+		b = appendCall(b, f.Call)
+		return appendBytes(b, f.Val), true
+	case f.T == "reply" && f.Call == nil && f.Err == nil:
+		b = append(b, hotMark, 'v')
+		b = binary.AppendUvarint(b, f.ID)
+		return appendBytes(b, f.Val), true
+	case f.T == "reply" && f.Call == nil && f.Err != nil && f.Val == nil:
+		b = append(b, hotMark, 'e')
+		b = binary.AppendUvarint(b, f.ID)
+		b = appendBytes(b, []byte(f.Err.Code))
+		return appendBytes(b, []byte(f.Err.Message)), true
+	}
+	return b, false
+}
+
+// asMarshaled reports whether json.Marshal would write the raw JSON v as it
+// is: it is valid, compact, and has nothing Marshal escapes (<, >, &, U+2028,
+// U+2029). Any other value goes in a JSON frame, so that its bytes (and a
+// failure to encode it) are exactly what they were before the binary form.
+func asMarshaled(v json.RawMessage) bool {
+	if len(v) == 0 {
+		return true
+	}
+	in, esc := false, false
+	for i, c := range v {
+		switch {
+		case esc:
+			esc = false
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(v) && v[i+1] == 0x80 && (v[i+2] == 0xA8 || v[i+2] == 0xA9):
+			return false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return json.Valid(v)
+}
+
+func appendCall(b []byte, c *driver.Call) []byte {
+	b = binary.AppendUvarint(b, c.Seq)
+	b = appendBytes(b, []byte(c.Driver))
+	b = appendBytes(b, []byte(c.Op))
+	return appendBytes(b, c.Request)
+}
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// hotReader reads the fields of a binary frame; the first failure sticks.
+type hotReader struct {
+	b   []byte
+	err error
+}
+
+func (r *hotReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errors.New("truncated or overlong integer")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *hotReader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) {
+		r.err = fmt.Errorf("a field of %d bytes runs past the frame's end", n)
+		return nil
+	}
+	s := r.b[:n:n]
+	r.b = r.b[n:]
+	return s
+}
+
+// str reads a string, repairing invalid UTF-8 as encoding/json does.
+func (r *hotReader) str() string { return validUTF8(r.bytes()) }
+
+// json reads a JSON value (nil if empty, as omitempty leaves it out).
+func (r *hotReader) json(what string) json.RawMessage {
+	v := r.bytes()
+	if len(v) == 0 {
+		return nil
+	}
+	if r.err == nil && !json.Valid(v) {
+		r.err = fmt.Errorf("the %s is not valid JSON", what)
+	}
+	return v
+}
+
+func (r *hotReader) call() *driver.Call {
+	c := &driver.Call{Seq: r.uvarint()}
+	c.Driver = r.str()
+	c.Op = r.str()
+	c.Request = r.json("request")
+	return c
+}
+
+func decodeHot(b []byte) (*frame, error) {
+	if len(b) < 2 {
+		return nil, errors.New("a binary frame without a kind")
+	}
+	r := &hotReader{b: b[2:]}
+	f := &frame{ID: r.uvarint()}
+	switch b[1] {
+	case 'c':
+		f.T, f.Call = "call", r.call()
+	case 'r':
+		f.T, f.Call = "rec", r.call()
+		f.Val = r.json("value")
+	case 'v':
+		f.T, f.Val = "reply", r.json("value")
+	case 'e':
+		f.T = "reply"
+		f.Err = &driver.Error{Code: r.str()}
+		f.Err.Message = r.str()
+	default:
+		return nil, fmt.Errorf("unknown binary frame kind %q", b[1])
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if len(r.b) != 0 {
+		return nil, fmt.Errorf("%d bytes after a binary %s frame's fields", len(r.b), f.T)
+	}
+	return f, nil
+}
+
+// validUTF8 returns b as a string, each byte of it that is not part of
+// valid UTF-8 replaced by U+FFFD (as encoding/json decodes a string).
+func validUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			sb.WriteString("\uFFFD")
+		} else {
+			sb.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return sb.String()
 }
 
 // timeAfter is time.AfterFunc, named for readability at call sites.

@@ -75,6 +75,14 @@ func (r *run) callBinding(b Binding, c goja.FunctionCall) goja.Value {
 	pc := &pending{ch: make(chan callResult, 1), resolve: resolve, reject: reject}
 	r.queue = append(r.queue, pc)
 	r.calls.Add(1)
+	if st, ok := r.br.(Starter); ok {
+		st.Start(r.ctx, call, func(val json.RawMessage, err error) {
+			<-r.slots
+			pc.ch <- callResult{val, err}
+			r.calls.Done()
+		})
+		return r.vm.ToValue(p)
+	}
 	r.goCall(func() {
 		defer r.calls.Done()
 		val, err := r.do(call)

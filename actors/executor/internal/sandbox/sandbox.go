@@ -113,6 +113,18 @@ type Bridge interface {
 	Require(ctx context.Context, from, spec string) (Module, error)
 }
 
+// Starter is a Bridge that can start a call without a goroutine waiting
+// on it (a worker's link to its parent): the run then hands no call to a
+// helper goroutine, and the answer comes straight from whoever has it.
+type Starter interface {
+	// Start starts c and returns; it MUST call done exactly once with c's
+	// answer, from any goroutine (or before returning), and MUST call it
+	// (with an error) once ctx is done if the answer has not come by then.
+	// done MUST NOT be called with a lock held that the run's goroutine may
+	// want: it hands the answer over without blocking.
+	Start(ctx context.Context, c driver.Call, done func(json.RawMessage, error))
+}
+
 // Job is one run.
 type Job struct {
 	Entry    Module          `json:"entry"`
