@@ -49,13 +49,18 @@ type suite struct {
 	pkg   string // package path relative to the module root
 	bench string // -test.bench
 	time  string // -test.benchtime
+	// agentosBin: the benchmark execs the agentos binary, built once
+	// (AGENTOS_BENCH_BIN).
+	agentosBin bool
 }
 
 var suites = []suite{
-	{".", "TGPShapes", "40x"},
-	{".", "Boot100", "5x"},
-	{"./actors/executor", "JournaledReadFile/(pipe-floor|process/group-commit/record|inprocess/group-commit/record|process/replay|inprocess/replay)", "3x"},
-	{"./actors/kernel", "^BenchmarkMessages$|SpawnExit|^BenchmarkRestarts$", "1s"},
+	{".", "TGPShapes", "40x", false},
+	{".", "Boot100", "5x", false},
+	{"./actors/executor", "JournaledReadFile/(pipe-floor|process/group-commit/record|inprocess/group-commit/record|process/replay|inprocess/replay)", "3x", false},
+	{"./actors/kernel", "^BenchmarkMessages$|SpawnExit|^BenchmarkRestarts$", "1s", false},
+	{"./actors/forge", "ForgeCycle", "30x", false},
+	{"./cmd/agentos", "StartHelp|StartWorker", "30x", true},
 }
 
 // A row compares a peer's metric with an agentos benchmark's metric.
@@ -84,6 +89,9 @@ var rows = []row{
 	{"two processes bouncing messages (msgs/s)", "agent-OS", "ipc_roundtrip_msgs_per_sec", "BenchmarkMessages", "msgs/s", true, 1},
 	{"spawn + exit, sequential (spawns/s)", "agent-OS", "spawn_exit_sequential_per_sec", "BenchmarkSpawnExit", "spawns/s", true, 1},
 	{"supervisor restarts of a crashing child (restarts/s)", "agent-OS", "supervisor_restarts_per_sec", "BenchmarkRestarts", "restarts/s", true, 1},
+	{"a forge cycle against a model that answers at once: CPU outside the model (ms)", "", "", "BenchmarkForgeCycle", "cpu-µs/op", false, 1e3},
+	{"process start: `agentos help` until it exits (ms)", "", "", "BenchmarkStartHelp", "median-µs", false, 1e3},
+	{"a sandbox worker started until it is ready for its first run (ms)", "", "", "BenchmarkStartWorker", "ready-µs", false, 1e3},
 }
 
 func main() {
@@ -131,6 +139,11 @@ func run(peersDir string, rounds int) error {
 			return fmt.Errorf("building the benchmarks of %s: %v\n%s", s.pkg, err, b)
 		}
 	}
+	agentos := filepath.Join(bin, "agentos")
+	fmt.Fprintln(os.Stderr, "building ./cmd/agentos")
+	if b, err := exec.Command("go", "build", "-o", agentos, "./cmd/agentos").CombinedOutput(); err != nil {
+		return fmt.Errorf("building agentos: %v\n%s", err, b)
+	}
 	loadBefore := loadavg()
 	all := samples{}
 	type job struct {
@@ -142,7 +155,11 @@ func run(peersDir string, rounds int) error {
 		jobs = append(jobs, job{p.name, func() error { return runPeer(all, peersDir, p) }})
 	}
 	for _, s := range suites {
-		jobs = append(jobs, job{s.pkg + " " + s.bench, func() error { return runSuite(all, binOf(s.pkg), s) }})
+		var env []string
+		if s.agentosBin {
+			env = []string{"AGENTOS_BENCH_BIN=" + agentos}
+		}
+		jobs = append(jobs, job{s.pkg + " " + s.bench, func() error { return runSuite(all, binOf(s.pkg), s, env) }})
 	}
 	for r := range rounds {
 		if r > 0 {
@@ -231,9 +248,10 @@ var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 
 // runSuite runs one agentos test binary's benchmarks once and keeps every
 // "value unit" pair of every benchmark line.
-func runSuite(all samples, bin string, s suite) error {
+func runSuite(all samples, bin string, s suite, env []string) error {
 	cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", s.bench, "-test.benchtime", s.time, "-test.count", "1")
 	cmd.Dir = filepath.Dir(bin)
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%v\n%s", err, out)
