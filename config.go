@@ -82,6 +82,18 @@ type Config struct {
 	// cluster SHOULD use the same value, and their clocks MUST agree to
 	// well within it.
 	JournalLease Duration `json:"journal_lease,omitzero"`
+	// JournalDurability chooses what a crash can cost the journal
+	// (docs/REPLAY.md): "group_commit" (the default; calls, and runs'
+	// starts and ends, committed in batches: a crash loses the last
+	// milliseconds), "sync_each" (every call, start and end fsynced before
+	// it is used: a crash loses nothing anyone saw; about 2 fsyncs each),
+	// or "no_sync" (scratch roots: an OS crash may lose more).
+	JournalDurability string `json:"journal_durability,omitempty"`
+	// JournalSyncRuns, under group_commit and no_sync, commits each run's
+	// start and end before the run starts and before its result is
+	// returned, so that a crash never loses a run whose caller saw its
+	// result (two commits per run).
+	JournalSyncRuns bool `json:"journal_sync_runs,omitempty"`
 	// Retention bounds the journal. Default: the runs of the last 30 days,
 	// at most 1 GiB stored.
 	Retention RetentionConfig `json:"retention,omitzero"`
@@ -486,6 +498,9 @@ func (c Config) validate(path string) error {
 	}
 	if err := c.MCP.Serve.validate(path); err != nil {
 		return err
+	}
+	if _, err := c.journalDurability(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if c.JournalLease != 0 && time.Duration(c.JournalLease) < time.Second {
 		return fmt.Errorf("%s: journal_lease %s is too short: a claim is renewed every third of it, and a node slower than that would lose its runs to another; use 1s or more (default 30s)", path, time.Duration(c.JournalLease))

@@ -1,6 +1,7 @@
 package agentos
 
 import (
+	"github.com/agentos-run/agentos/journal"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -60,6 +61,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{`{"limits": {"max_args_bytes": -1}}`, `limits must not be negative`},
 		{`{"retention": {"keep_days": -2}}`, `retention values must be positive, 0 for the default or -1`},
 		{`{"retention": {"keep_for": 3}}`, `unknown field "keep_for"`},
+		{`{"journal_durability": "fsync"}`, `journal_durability "fsync" is not a mode`},
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(tc.body), 0o644)
@@ -111,5 +113,29 @@ func TestLoadConfigFull(t *testing.T) {
 		!slices.Contains(g, capability.Grant{Right: capability.Write, Scope: "out/"}) || !slices.Contains(g, capability.Grant{Right: capability.Read, Scope: "out/"}) ||
 		!slices.Contains(g, capability.Grant{Right: capability.Write, Scope: "exports/"}) || slices.Contains(g, capability.Grant{Right: capability.Write, Scope: "./"}) {
 		t.Fatalf("default grants with write_dirs: %+v", g)
+	}
+}
+
+// journal_durability and journal_sync_runs reach the journal's options.
+func TestJournalDurabilityConfig(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want journal.Durability
+		sync bool
+	}{
+		{`{}`, journal.GroupCommit, false},
+		{`{"journal_durability": "sync_each"}`, journal.SyncEach, false},
+		{`{"journal_durability": "no_sync", "journal_sync_runs": true}`, journal.NoSync, true},
+		{`{"journal_sync_runs": true}`, journal.GroupCommit, true},
+	} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(tc.body), 0o644)
+		c, err := LoadConfig(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := c.JournalOptions(dir); o.Durability != tc.want || o.SyncRuns != tc.sync {
+			t.Errorf("%s: durability %v sync_runs %v, want %v %v", tc.body, o.Durability, o.SyncRuns, tc.want, tc.sync)
+		}
 	}
 }
