@@ -175,9 +175,10 @@ type Journal struct {
 	// inflight counts the writes submitted and not yet applied: a read
 	// waits for them (barrier) only when there are some.
 	inflight atomic.Int64
-	// refused holds the runs whose creation the storage refused (their id
-	// was taken): their later writes are dropped, never added to the run
-	// that owns the id. hasRefused spares the writer the lookup.
+	// refused holds, with the reason, the runs whose creation failed (their
+	// id was taken, or the write failed): their later writes are dropped,
+	// never added to the run that owns the id nor left in the file without
+	// a start. hasRefused spares the writer the lookup.
 	refused    sync.Map
 	hasRefused atomic.Bool
 
@@ -382,8 +383,8 @@ func (j *Journal) commit(queued, batch []*write) {
 	for _, w := range queued {
 		switch {
 		case w.flush:
-		case j.hasRefused.Load() && j.isRefused(w):
-			err := fmt.Errorf("journal: run %s was not created (its id was taken), so its writes are dropped", w.run)
+		case j.hasRefused.Load() && j.isRefused(w) != nil:
+			err := j.isRefused(w)
 			if w.done != nil {
 				w.done <- err
 			} else {
@@ -416,8 +417,7 @@ func (j *Journal) commit(queued, batch []*write) {
 	// One bad write must not take the others down with it: retry each
 	// alone, and remember a failure nobody waits for against its run.
 	for _, w := range batch {
-		if j.hasRefused.Load() && j.isRefused(w) {
-			werr := fmt.Errorf("journal: run %s was not created (its id was taken), so its writes are dropped", w.run)
+		if werr := j.isRefused(w); j.hasRefused.Load() && werr != nil {
 			if w.done != nil {
 				w.done <- werr
 			} else {
@@ -426,10 +426,11 @@ func (j *Journal) commit(queued, batch []*write) {
 			continue
 		}
 		werr := j.st.apply([]*write{w}, j.owner, now)
-		if werr != nil && w.create && errors.Is(werr, errRunExists) {
-			// IMPORTANT: the run's calls and end MUST NOT land in the run
-			// that holds the id.
-			j.refused.Store(w.run, struct{}{})
+		if werr != nil && w.create {
+			// IMPORTANT: a run whose start was not written MUST NOT have
+			// its calls and end written: they would land in the run that
+			// holds the id, or stand in the file without a start.
+			j.refused.Store(w.run, fmt.Errorf("journal: run %s was not created (%w), so its writes are dropped", w.run, werr))
 			j.hasRefused.Store(true)
 		}
 		if w.done != nil {
@@ -440,10 +441,13 @@ func (j *Journal) commit(queued, batch []*write) {
 	}
 }
 
-// isRefused reports whether w belongs to a run whose creation was refused.
-func (j *Journal) isRefused(w *write) bool {
-	_, ok := j.refused.Load(w.run)
-	return ok
+// isRefused returns why w's run was not created, or nil when it was (or
+// may yet be).
+func (j *Journal) isRefused(w *write) error {
+	if why, ok := j.refused.Load(w.run); ok {
+		return why.(error)
+	}
+	return nil
 }
 
 // barrier returns once every write submitted before it is applied (and
