@@ -66,14 +66,16 @@ func (j *Jail) fastRead(p, r string, max int64, check func() error) (b []byte, o
 		return nil, true, securityErr("read", p, fmt.Sprintf("the file has %d hard links; agentos never reads a hard-linked file, since it may be another file's twin (its journal, a key): copy it instead", st.Nlink))
 	}
 	// Room for the file and one byte more, so that the read finding the
-	// end is the second one (as io.ReadAll, for a file that did not grow).
-	b = make([]byte, 0, size+1)
+	// end is the second one (as io.ReadAll, for a file that did not grow);
+	// at most 1 MiB up front, so that a sparse or lying size cannot make
+	// one huge allocation (the buffer grows as the bytes really come).
+	b = make([]byte, 0, min(size+1, 1<<20))
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
 		n, err := unix.Read(fd, b[len(b):cap(b)])
-		if err == unix.EINTR || err == unix.EAGAIN {
+		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {

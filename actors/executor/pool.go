@@ -337,6 +337,21 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 	}
 
 	var streamErr *Error // the first streamed call Middleware failed
+	// seen holds the sequence numbers of the run's calls: a worker (its
+	// seq counter is its own) MUST NOT make or report one twice, which
+	// would overwrite the journal's entry of the first (a recorded answer,
+	// a sealed read) with what the worker says.
+	seen := map[uint64]struct{}{}
+	again := func(c *driver.Call) bool {
+		if _, dup := seen[c.Seq]; dup {
+			if streamErr == nil {
+				streamErr = &Error{Kind: sandbox.KindHostFailure, Message: fmt.Sprintf("%s: the worker made call #%d a second time; the journal keeps the first and the run fails (a worker that breaks the protocol is not trusted)", c, c.Seq)}
+			}
+			return true
+		}
+		seen[c.Seq] = struct{}{}
+		return false
+	}
 	for {
 		f, err := readFrame(w.out)
 		if err != nil {
@@ -366,6 +381,10 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 				continue
 			}
 			call, fid := *f.Call, f.ID
+			if again(&call) {
+				_ = w.send(&frame{T: "reply", ID: fid, Err: driver.Errorf(driver.CodeInvalid, "%s: call #%d was already made in this run: not performed", call, call.Seq)})
+				continue
+			}
 			goCall(func() {
 				val, err := br.Do(runCtx, call)
 				r := &frame{T: "reply", ID: fid, Val: val}
@@ -381,6 +400,9 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 			// before any later frame (the run's done among them).
 			if f.ID != id || f.Call == nil || !slices.Contains(br.local, f.Call.Driver+"."+f.Call.Op) {
 				continue // not a call this run streams: ignored
+			}
+			if again(f.Call) {
+				continue
 			}
 			if _, err := br.Do(streamedAnswer(runCtx, f.Val), *f.Call); err != nil && streamErr == nil {
 				streamErr = &Error{Kind: sandbox.KindHostFailure, Message: fmt.Sprintf("%s: the worker answered it, then: %v", f.Call, err), Code: driver.AsError(err).Code}
