@@ -57,7 +57,8 @@ type suite struct {
 var suites = []suite{
 	{".", "TGPShapes", "40x", false},
 	{".", "Boot100", "5x", false},
-	{"./actors/executor", "JournaledReadFile/(pipe-floor|process|inprocess)/(group-commit|replay)", "3x", false},
+	{"./actors/executor", "JournaledReadFile/(process|inprocess)/(group-commit|replay)", "3x", false},
+	{"./actors/executor", "JournaledReadFile/pipe-floor", "20000x", false},
 	{"./actors/kernel", "^BenchmarkMessages$|SpawnExit|^BenchmarkRestarts$", "1s", false},
 	{"./actors/forge", "ForgeCycle", "30x", false},
 	{"./cmd/agentos", "StartHelp|StartWorker", "30x", true},
