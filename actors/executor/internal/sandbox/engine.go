@@ -126,13 +126,7 @@ func (e *Engine) take() *prepared {
 	e.spare = nil
 	e.filling = true
 	e.mu.Unlock()
-	go func() {
-		next := e.prepare()
-		e.mu.Lock()
-		e.spare, e.filling = next, false
-		e.cond.Broadcast()
-		e.mu.Unlock()
-	}()
+	go e.fill()
 	if p == nil {
 		p = e.prepare()
 	}
@@ -154,6 +148,15 @@ func NewEngine(max int, guardAllocations bool) *Engine {
 	return e
 }
 
+// fill prepares the spare runtime; the caller set e.filling.
+func (e *Engine) fill() {
+	next := e.prepare()
+	e.mu.Lock()
+	e.spare, e.filling = next, false
+	e.cond.Broadcast()
+	e.mu.Unlock()
+}
+
 // Prewarm starts preparing the first run's runtime in the background
 // (compiling the bootstrap, helper and replacer scripts on the way), so that
 // a process which starts an Engine before its first run has, such as a
@@ -167,13 +170,7 @@ func (e *Engine) Prewarm() {
 		return
 	}
 	e.filling = true
-	go func() {
-		next := e.prepare()
-		e.mu.Lock()
-		e.spare, e.filling = next, false
-		e.cond.Broadcast()
-		e.mu.Unlock()
-	}()
+	go e.fill()
 }
 
 func (e *Engine) program(m Module) (*goja.Program, error) {
