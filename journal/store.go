@@ -81,8 +81,8 @@ func newBlob(data []byte) blob {
 // decodeEntry reads a stored entry, putting its blobs back (getBlob
 // returns the payload kept under a hash, nil when there is none).
 func decodeEntry(run string, v []byte, getBlob func(hash string) []byte) (Entry, error) {
-	var s storedEntry
-	if err := json.Unmarshal(v, &s); err != nil {
+	s, err := decodeStored(v)
+	if err != nil {
 		return Entry{}, err
 	}
 	for _, ref := range []struct {

@@ -28,7 +28,7 @@ func (r countingRights) Covers(a Access, p string) bool {
 // device did before it (Size, refusing a file over the limit, then
 // ReadFile): the same content, the same errors, and the same number of
 // rights checks (a token's uses), for files allowed and not, small and too
-// large, missing, hidden, directories, links out and /tmp.
+// large, missing, hidden, directories, links out, /lib and /tmp.
 func TestReadFileMaxIsSizeThenReadFile(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) {
@@ -53,12 +53,13 @@ func TestReadFileMaxIsSizeThenReadFile(t *testing.T) {
 	defer root.Close()
 	const max = 5
 	paths := []string{"allow/small.txt", "allow/big.txt", "deny/small.txt", "deny/big.txt", "allow/missing.txt", "deny/missing.txt",
-		".git/config", "allow/sub", "allow/link.txt", "allow/out.txt", "../x", "/etc/passwd", "/tmp/t.txt", "/tmp/big.txt", "/tmp/none.txt", ""}
+		".git/config", "allow/sub", "allow/link.txt", "allow/out.txt", "../x", "/etc/passwd", "/tmp/t.txt", "/tmp/big.txt", "/tmp/none.txt", "",
+		"/lib/small.txt", "/lib/big.txt", "/lib/link.txt", "/lib/sub", "/lib", "/lib/../deny/small.txt", "/lib/.git/config", "/lib/missing.txt"}
 	for _, rights := range []bool{false, true} {
 		for _, p := range paths {
 			old, neu := 0, 0
 			cfg := func(n *int) SandboxConfig {
-				c := SandboxConfig{TempDir: t.TempDir()}
+				c := SandboxConfig{TempDir: t.TempDir(), ToolsDir: "allow"}
 				if rights {
 					c.Rights = countingRights{n}
 				}

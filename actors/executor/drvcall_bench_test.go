@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,9 +35,11 @@ const callsPerRun = 2000
 // included). It reports calls/s. The pipe-floor sub-benchmark measures, in
 // the same run, a raw 128-byte round trip between this process and a Go
 // child over pipes: the floor of any design that waits for the parent on
-// every call.
+// every call. The read-floor sub-benchmark reads the same file in a bare Go
+// loop: the floor of any call that really reads it.
 func BenchmarkJournaledReadFile(b *testing.B) {
 	b.Run("pipe-floor", benchPipeFloor)
+	b.Run("read-floor", benchReadFloor)
 	for _, mode := range modes {
 		for _, d := range []journal.Durability{journal.GroupCommit, journal.SyncEach} {
 			b.Run(fmt.Sprintf("%s/%s/record", mode, d), func(b *testing.B) { benchReadLoop(b, mode, d, false) })
@@ -132,6 +135,32 @@ func pipeEchoMain() {
 }
 
 // benchPipeFloor measures 128-byte round trips to a Go child over pipes.
+// benchReadFloor reads the benchmark's 16-byte file in a bare Go loop in
+// the fewest system calls there are (open, read, close; no fstat, no
+// os.File): the floor of any tgp.read_file that really reads the file, with
+// no sandbox, driver or journal, measured in the same run. It reports
+// reads/s as calls/s.
+func benchReadFloor(b *testing.B) {
+	p := filepath.Join(b.TempDir(), "data.txt")
+	if err := os.WriteFile(p, []byte("0123456789abcdef"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	start := time.Now()
+	for b.Loop() {
+		fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := syscall.Read(fd, buf)
+		syscall.Close(fd)
+		if err != nil || n != 16 {
+			b.Fatal(n, err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+}
+
 func benchPipeFloor(b *testing.B) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), envPipeEcho+"=1")

@@ -233,6 +233,12 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		local = e.localCalls(mux)
 	}
 	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local}
+	// In process, a read of the tool tree is made on the run's goroutine
+	// (sandbox.Inliner) when nothing on its way waits: no journal, one that
+	// queues its entries (not SyncEach), or a replay answering from memory;
+	// and the device is the built-in fs.
+	_, builtinFS := mux[driver.FSDriver].(driver.FS)
+	br.inlineReads = e.pool == nil && builtinFS && (req.StreamLocal || req.Replayed || len(req.Middleware) == 0)
 	if req.Replayed && req.Recorded != nil && e.pool != nil {
 		br.answers, br.consumed = answersOf(req.Recorded), req.Recorded.Consumed
 	}
@@ -414,6 +420,30 @@ type bridge struct {
 	consumed func(seqs ...uint64)        // reports the seqs it gave
 	local    []string                    // the calls a worker answers itself and streams ("clock.now"; Request.StreamLocal)
 	panicked atomic.Pointer[driverPanic] // the first driver panic of the run
+	// inlineReads: fs.read_file of a path outside the mounts is made on the
+	// run's goroutine (Inline).
+	inlineReads bool
+}
+
+// Inline says c is a read of the tool tree that the run may make on its
+// own goroutine (sandbox.Inliner): the jail's read of a regular file under
+// a journal that does not wait. A path under a mount (/mcp: its device may
+// start a server) goes to a helper goroutine as before.
+func (b *bridge) Inline(c driver.Call) bool {
+	if !b.inlineReads || c.Driver != driver.FSDriver || c.Op != "read_file" {
+		return false
+	}
+	if len(b.mounts) == 0 {
+		return true
+	}
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(c.Request, &a) != nil {
+		return false
+	}
+	_, _, _, mounted := driver.MountOf(b.mounts, a.Path)
+	return !mounted
 }
 
 type driverPanic struct {

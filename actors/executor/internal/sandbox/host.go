@@ -83,6 +83,13 @@ func (r *run) callBinding(b Binding, c goja.FunctionCall) goja.Value {
 		})
 		return r.vm.ToValue(p)
 	}
+	if in, ok := r.br.(Inliner); ok && in.Inline(call) {
+		val, err := r.do(call)
+		<-r.slots
+		pc.ch <- callResult{val, err}
+		r.calls.Done()
+		return r.vm.ToValue(p)
+	}
 	r.goCall(func() {
 		defer r.calls.Done()
 		val, err := r.do(call)

@@ -125,6 +125,19 @@ type Starter interface {
 	Start(ctx context.Context, c driver.Call, done func(json.RawMessage, error))
 }
 
+// Inliner is a Bridge some of whose calls are quick local work that never
+// waits on anything outside this process (a read of the tool tree under a
+// journal that does not wait for a commit): the run makes such a call on
+// its own goroutine instead of handing it to a helper goroutine, which saves
+// the two goroutine switches a call otherwise costs. The tool still sees a
+// promise, settled in the same order as before.
+//
+// IMPORTANT: Inline MUST return true only for calls that cannot block for
+// long: an inlined call runs where the run's interrupt cannot reach it.
+type Inliner interface {
+	Inline(c driver.Call) bool
+}
+
 // Job is one run.
 type Job struct {
 	Entry    Module          `json:"entry"`
