@@ -170,7 +170,30 @@ func New(opts Options) *Checker {
 func (c *Checker) Check(path string, src []byte) Result {
 	var syntax []Finding
 	var cerr error
-	if bad := invalidUTF8(src); bad >= 0 {
+	w := c.pool.Get().(*worker)
+	defer func() {
+		if cap(w.tree.nodes) > maxPooledNodes {
+			w.tree.nodes, w.tree.lines, w.stack = nil, nil, nil // don't pin one huge source's buffers
+		}
+		c.pool.Put(w)
+	}()
+	// The tree is parsed while the transpiler compiles the source (two
+	// independent passes over src: on two cores a check of a new source
+	// takes the longer of the two, not their sum). A source that is not
+	// UTF-8 is parsed after: the parser is not handed it before it is known.
+	var parsed bool
+	parsedDone := make(chan struct{})
+	bad := invalidUTF8(src)
+	if bad < 0 && !c.tr.Cached(path, src) {
+		go func() {
+			defer close(parsedDone)
+			parsed = w.parse(src)
+		}()
+	} else {
+		close(parsedDone)
+		parsedDone = nil
+	}
+	if bad >= 0 {
 		// Never hand invalid UTF-8 to the transpiler: esbuild v0.28.2 loops
 		// forever quoting it into the source map.
 		cerr = errInvalidUTF8
@@ -189,16 +212,13 @@ func (c *Checker) Check(path string, src []byte) Result {
 		}
 	}
 
-	w := c.pool.Get().(*worker)
-	defer func() {
-		if cap(w.tree.nodes) > maxPooledNodes {
-			w.tree.nodes, w.tree.lines, w.stack = nil, nil, nil // don't pin one huge source's buffers
-		}
-		c.pool.Put(w)
-	}()
 
 	a := analyzer{c: c, src: src, lint: cerr == nil}
-	parsed := w.parse(src)
+	if parsedDone != nil {
+		<-parsedDone
+	} else {
+		parsed = w.parse(src)
+	}
 	if parsed {
 		a.t = &w.tree
 		a.run()
