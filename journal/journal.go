@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -94,6 +95,23 @@ type RunMeta struct {
 	Kind    string          `json:"kind"`           // "exec"
 	Tool    string          `json:"tool,omitempty"` // tool path
 	Hash    string          `json:"hash,omitempty"` // the tool's content hash
+	// Pinned says the run records every module it required (Modules): its
+	// replay and recovery load each from the journal, by hash. False for a
+	// run recorded before agentos pinned modules (it replays its requires
+	// from the tool tree, as it always did). See modules.go.
+	Pinned bool `json:"pinned,omitempty"`
+	// Modules are the modules the run required from the tool tree (relative,
+	// /lib/... and vendor requires; not the entry, which is Hash), each by
+	// the path it resolved to and its content hash, in the order first
+	// required. Their sources are kept by PutSource (AddModule).
+	Modules []Module `json:"modules,omitempty"`
+	// Commit is the Git commit the tool tree was at when the run began, where
+	// known ("" without Git). IMPORTANT: informative only: the tree may have
+	// held uncommitted changes; the content hashes say what ran.
+	Commit string `json:"commit,omitempty"`
+	// AtVersion says the caller asked for this exact version of the tool
+	// (tools/x.ts@<hash>) rather than the tree's current file.
+	AtVersion bool `json:"at_version,omitempty"`
 	Args    json.RawMessage `json:"args,omitempty"`
 	Started time.Time       `json:"started"`
 	Ended   time.Time       `json:"ended,omitzero"`
@@ -667,6 +685,8 @@ func (j *Journal) Source(hash string) ([]byte, error) {
 // Run is a run being recorded.
 type Run struct {
 	j       *Journal
+	mu      sync.Mutex // orders AddModule's metadata writes with End's and Interrupt's
+	ended   bool       // End or Interrupt wrote the run's last metadata: AddModule no longer does
 	meta    RunMeta
 	durable bool
 	// scope holds the secrets found in this run (credential arguments and
@@ -765,6 +785,9 @@ func (j *Journal) record(run string, scope *secretSet, c driver.Call, val json.R
 // whole run (see the package documentation). Every read of this Journal
 // (Get, Runs, Entries, ...) sees it.
 func (r *Run) End(status string, result, errJSON json.RawMessage) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = true
 	if err := r.j.lostWrites(r.meta.ID); err != nil {
 		r.meta.Reason = err.Error()
 		status = StatusFailed
@@ -795,7 +818,13 @@ func (r *Run) End(status string, result, errJSON json.RawMessage) error {
 }
 
 // Meta returns the run's metadata as last written.
-func (r *Run) Meta() RunMeta { return r.meta }
+func (r *Run) Meta() RunMeta {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.meta
+	m.Modules = slices.Clone(m.Modules)
+	return m
+}
 
 // Runs returns every run's metadata, oldest first.
 func (j *Journal) Runs() ([]RunMeta, error) {

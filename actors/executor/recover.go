@@ -35,6 +35,12 @@ type RecoverReport struct {
 	// Reason says why a run could not be resumed (it was marked failed) or
 	// why it is quarantined.
 	Reason string `json:"reason,omitempty"`
+	// FromTree are the modules the resumed run required that it had not
+	// recorded before the crash, read from the tool tree as it is now
+	// (journaled with the run from then on); ModulesNote says so in
+	// words. Every module the run had recorded ran its recorded version.
+	FromTree    []string `json:"from_tree,omitempty"`
+	ModulesNote string   `json:"modules_note,omitempty"`
 }
 
 // What became of an unfinished run (RecoverReport.Outcome).
@@ -293,6 +299,14 @@ func hostDied(meta journal.RunMeta) string {
 // unresumable returns why run meta cannot be resumed ("" when it can).
 func unresumable(ex *Executor, j *journal.Journal, meta journal.RunMeta) string {
 	_, hash, serr := ex.Source(meta.Tool)
+	if meta.Pinned {
+		// A pinned run resumes the version it started with, from the
+		// journal, whatever the tree holds now.
+		hash, serr = meta.Hash, nil
+		if _, err := j.Source(meta.Hash); err != nil {
+			serr = fmt.Errorf("its recorded version %.12s: %w", meta.Hash, err)
+		}
+	}
 	usedSQL := false
 	if entries, err := j.Entries(meta.ID); err == nil {
 		for _, e := range entries {
@@ -325,7 +339,17 @@ func unresumable(ex *Executor, j *journal.Journal, meta journal.RunMeta) string 
 // default 5 s because it was resumed.
 func resumeRun(ctx context.Context, ex *Executor, j *journal.Journal, rep *RecoverReport, opts RecoverOptions) error {
 	meta := rep.Run
-	src, _, err := ex.Source(meta.Tool)
+	// IMPORTANT: a pinned run resumes exactly the code that ran: its entry
+	// and every module it required, from the journal. A run recorded
+	// before agentos pinned modules resumes the tree's (unresumable
+	// checked that its entry is unchanged).
+	var src []byte
+	var err error
+	if meta.Pinned {
+		src, err = j.Source(meta.Hash)
+	} else {
+		src, _, err = ex.Source(meta.Tool)
+	}
 	if err != nil {
 		return err
 	}
@@ -341,7 +365,9 @@ func resumeRun(ctx context.Context, ex *Executor, j *journal.Journal, rep *Recov
 	if err := rec.Run().Rehost(string(ex.Options().Isolation)); err != nil {
 		return err
 	}
-	req := Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: rep.Limits, Middleware: []driver.Middleware{rec.Middleware()}, Replayed: true}
+	pins := runPins(j, meta)
+	req := Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: rep.Limits, Middleware: []driver.Middleware{rec.Middleware()}, Replayed: true,
+		Pins: pins, OnModule: rec.Run().AddModule}
 	if meta.Caller != nil {
 		// IMPORTANT: the resumed run holds exactly the rights its caller
 		// held, as the original run did; only a run no process made (the
@@ -351,6 +377,10 @@ func resumeRun(ctx context.Context, ex *Executor, j *journal.Journal, rep *Recov
 		req.Middleware = append(req.Middleware, checks)
 	}
 	rep.Result = ex.Exec(ctx, req)
+	rep.FromTree = pins.FromTree()
+	if len(rep.FromTree) > 0 {
+		rep.ModulesNote = fmt.Sprintf("%s had not been required before the run stopped: read from the tool tree as it is now, and journaled with the run", strings.Join(rep.FromTree, ", "))
+	}
 	if rep.Result.Error != nil && errors.Is(rep.Result.Error, ErrCancelled) {
 		_ = rec.Run().Interrupt("cancelled: " + rep.Result.Error.Message) // interrupted again: still resumable
 		return nil
