@@ -91,10 +91,10 @@ const (
 // RunMeta describes one run: one top-level operation (an exec_tool call;
 // later a forge or a conversation).
 type RunMeta struct {
-	ID      string          `json:"id"`
-	Kind    string          `json:"kind"`           // "exec"
-	Tool    string          `json:"tool,omitempty"` // tool path
-	Hash    string          `json:"hash,omitempty"` // the tool's content hash
+	ID   string `json:"id"`
+	Kind string `json:"kind"`           // "exec"
+	Tool string `json:"tool,omitempty"` // tool path
+	Hash string `json:"hash,omitempty"` // the tool's content hash
 	// Pinned says the run records every module it required (Modules): its
 	// replay and recovery load each from the journal, by hash. False for a
 	// run recorded before agentos pinned modules (it replays its requires
@@ -111,14 +111,14 @@ type RunMeta struct {
 	Commit string `json:"commit,omitempty"`
 	// AtVersion says the caller asked for this exact version of the tool
 	// (tools/x.ts@<hash>) rather than the tree's current file.
-	AtVersion bool `json:"at_version,omitempty"`
-	Args    json.RawMessage `json:"args,omitempty"`
-	Started time.Time       `json:"started"`
-	Ended   time.Time       `json:"ended,omitzero"`
-	Status  string          `json:"status"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   json.RawMessage `json:"error,omitempty"`
-	Reason  string          `json:"reason,omitempty"` // why a run was marked failed by recovery
+	AtVersion bool            `json:"at_version,omitempty"`
+	Args      json.RawMessage `json:"args,omitempty"`
+	Started   time.Time       `json:"started"`
+	Ended     time.Time       `json:"ended,omitzero"`
+	Status    string          `json:"status"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     json.RawMessage `json:"error,omitempty"`
+	Reason    string          `json:"reason,omitempty"` // why a run was marked failed by recovery
 	// ArgsRedacted says the arguments held credentials the journal does
 	// not keep: replay and recovery see [REDACTED] in their place.
 	ArgsRedacted bool `json:"args_redacted,omitempty"`
