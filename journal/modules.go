@@ -113,6 +113,11 @@ func (j *Journal) Versions(path string) ([]Version, error) {
 	if err != nil {
 		return nil, err
 	}
+	return VersionsOf(runs, path), nil
+}
+
+// VersionsOf is Versions over runs (oldest first, as Runs returns them).
+func VersionsOf(runs []RunMeta, path string) []Version {
 	byHash := map[string]*Version{}
 	var order []*Version
 	see := func(hash string, r RunMeta) *Version {
@@ -146,7 +151,7 @@ func (j *Journal) Versions(path string) ([]Version, error) {
 		out[i] = *v
 	}
 	slices.SortStableFunc(out, func(a, b Version) int { return b.Last.Compare(a.Last) })
-	return out, nil
+	return out
 }
 
 // ResolveVersion returns the version of the tool at path whose hash starts
@@ -194,7 +199,11 @@ func listVersions(path string, vs []Version) string {
 			fmt.Fprintf(&b, " ... and %d older ('agentos runs --tool %s' lists all)", len(vs)-5, path)
 			break
 		}
-		fmt.Fprintf(&b, " %s@%.12s (%d runs, last %s)", path, v.Hash, v.Runs+v.Required, v.Last.UTC().Format(time.RFC3339))
+		runs := "runs"
+		if v.Runs+v.Required == 1 {
+			runs = "run"
+		}
+		fmt.Fprintf(&b, " %s@%.12s (%d %s, last %s)", path, v.Hash, v.Runs+v.Required, runs, v.Last.UTC().Format(time.RFC3339))
 		if i < len(vs)-1 && i < 4 {
 			b.WriteByte(',')
 		}
