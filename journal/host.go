@@ -126,6 +126,7 @@ func (r *Run) Interrupt(why string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ended = true
+	r.dirty.Store(false) // the modules are written with it
 	r.meta.Interrupted = why
 	if err := r.j.putMeta(r.meta); err != nil {
 		return err

@@ -185,6 +185,7 @@ type Journal struct {
 	closed bool
 
 	sources sync.Map // hashes PutSource kept since Open: Prune leaves them (their run may be starting)
+	stored  sync.Map // hashes whose source is stored, or queued by this Journal: PutSource skips them (unless lost)
 
 	owner string        // this Journal's name in run claims (Options.Owner)
 	held  sync.Map      // run id -> struct{}: runs this Journal claimed and has not ended
@@ -650,19 +651,31 @@ func (j *Journal) PutSource(hash string, src []byte) error {
 		return fmt.Errorf("journal: PutSource needs the source's content hash")
 	}
 	j.sources.Store(hash, true)
+	if _, ok := j.stored.Load(hash); ok {
+		if _, lost := j.lost.Load(hash); !lost {
+			return nil
+		}
+	}
 	found := false
 	j.readNow(func(st store) error {
 		_, found, _ = st.source(hash)
 		return nil
 	})
 	if found {
+		j.stored.Store(hash, true)
 		return nil
 	}
+	var err error
 	if j.async() {
 		j.lost.Delete(hash) // this write may succeed where an earlier one failed
-		return j.submit(&write{run: hash, source: src}, false)
+		err = j.submit(&write{run: hash, source: src}, false)
+	} else {
+		err = j.submit(&write{run: hash, source: src}, true)
 	}
-	return j.submit(&write{run: hash, source: src}, true)
+	if err == nil {
+		j.stored.Store(hash, true)
+	}
+	return err
 }
 
 // Source returns the tool source kept under hash.
@@ -685,8 +698,9 @@ func (j *Journal) Source(hash string) ([]byte, error) {
 // Run is a run being recorded.
 type Run struct {
 	j       *Journal
-	mu      sync.Mutex // orders AddModule's metadata writes with End's and Interrupt's
-	ended   bool       // End or Interrupt wrote the run's last metadata: AddModule no longer does
+	mu      sync.Mutex  // guards meta against AddModule, End, Interrupt, Rehost
+	ended   bool        // End or Interrupt wrote the run's last metadata: AddModule no longer does
+	dirty   atomic.Bool // AddModule added a module not yet written: written before the run's next recorded call
 	meta    RunMeta
 	durable bool
 	// scope holds the secrets found in this run (credential arguments and
@@ -744,6 +758,12 @@ func (r *Run) Middleware() driver.Middleware {
 				// instead of replaying an interruption it never saw.
 				return val, err
 			}
+			// IMPORTANT: the modules the run required so far are queued
+			// ahead of this call's entry: a recorded call never comes
+			// without the modules that made it.
+			if rerr := r.flushModules(); rerr != nil {
+				return nil, driver.Errorf(driver.CodeUnavailable, "%s: the journal could not record the run's modules, so its result is withheld: %v", c, rerr)
+			}
 			if rerr := r.j.record(r.meta.ID, r.scope, c, val, err, start, r.durable, sealed); rerr != nil {
 				return nil, driver.Errorf(driver.CodeUnavailable, "%s: the journal could not record the call, so its result is withheld: %v", c, rerr)
 			}
@@ -788,12 +808,21 @@ func (r *Run) End(status string, result, errJSON json.RawMessage) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ended = true
+	r.dirty.Store(false) // the modules are written with the end
 	if err := r.j.lostWrites(r.meta.ID); err != nil {
 		r.meta.Reason = err.Error()
 		status = StatusFailed
 	} else if v, ok := r.j.lost.Load(r.meta.Hash); ok && r.meta.Hash != "" {
 		r.meta.Reason = fmt.Sprintf("journal: the source of run %s (hash %s) could not be written: %v", r.meta.ID, r.meta.Hash, v.(error))
 		status = StatusFailed
+	} else {
+		for _, m := range r.meta.Modules {
+			if v, ok := r.j.lost.Load(m.Hash); ok {
+				r.meta.Reason = fmt.Sprintf("journal: the source of module %s of run %s (hash %s) could not be written: %v", m.Path, r.meta.ID, m.Hash, v.(error))
+				status = StatusFailed
+				break
+			}
+		}
 	}
 	r.meta.Ended = r.j.now()
 	r.meta.Status = status

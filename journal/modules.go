@@ -51,13 +51,14 @@ var ErrNoVersion = errors.New("no such version of the tool in the journal")
 const MinVersionPrefix = 8
 
 // AddModule records that the run required module m, whose source is src:
-// the source is kept by its hash (once per journal), and the module joins
-// the run's metadata (once per run: a second AddModule of the same module
-// changes nothing). Like PutSource and a call, under GroupCommit and
-// NoSync on the embedded file it is queued, in order, ahead of the run's
-// later calls, so a crash leaves the module recorded whenever a later call
-// of the run is; under SyncEach (and for a Durable run) it is committed
-// before AddModule returns. After End or Interrupt it records nothing.
+// the source is kept by its hash (PutSource: once per journal), and the
+// module joins the run's metadata (once per run: a second AddModule of the
+// same module changes nothing). The metadata is written, once for all the
+// modules added since, right before the run's next recorded call (queued
+// ahead of that call's entry: committed with it, or before it under
+// SyncEach and for a Durable run), or with its End or Interrupt: a crash
+// never leaves a recorded call without the modules required before it.
+// After End or Interrupt it records nothing.
 //
 // IMPORTANT: the executor MUST call it before the required module runs, so
 // that recovery of the run finds the module's version.
@@ -79,7 +80,26 @@ func (r *Run) AddModule(m Module, src []byte) error {
 		return err
 	}
 	r.meta.Modules = append(r.meta.Modules, m)
-	return r.j.putMetaWith(r.meta, &write{}, !r.j.async() || r.durable)
+	r.dirty.Store(true)
+	return nil
+}
+
+// flushModules writes the run's metadata if AddModule added modules since
+// it was last written (see AddModule).
+func (r *Run) flushModules() error {
+	if !r.dirty.Load() {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended || !r.dirty.Load() {
+		return nil
+	}
+	if err := r.j.putMetaWith(r.meta, &write{}, !r.j.async() || r.durable); err != nil {
+		return err
+	}
+	r.dirty.Store(false)
+	return nil
 }
 
 // Version is one version of a tool the journal keeps: a content hash the
