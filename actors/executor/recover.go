@@ -116,8 +116,14 @@ type RecoverOptions struct {
 // each (forge runs are left to the forge): the recorded prefix of its calls
 // is answered from the journal (nothing is paid for twice), the run's /tmp
 // is rebuilt from its recorded writes, then the run continues live and is
-// appended to. A run whose tool changed or vanished since is marked failed
-// with the reason: none is dropped silently. Runs are resumed concurrently
+// appended to. IMPORTANT: a pinned run (journal.RunMeta.Pinned) resumes
+// with the code it started with, its entry and every module it had
+// required, loaded from the journal whatever the tree holds now; a module
+// it first requires after the crash point is read from the tree and
+// journaled with it (RecoverReport.FromTree). A run recorded before
+// agentos pinned modules resumes from the tree, and is marked failed with
+// the reason when its tool changed or vanished since: none is dropped
+// silently. Runs are resumed concurrently
 // (as many at once as the executor has workers), so that runs which each
 // end at their timeout do not add up.
 //
