@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // The CLI of runs pinned to exact versions: a tool requiring /lib/lib/fmt
@@ -56,6 +59,7 @@ func TestPinnedVersionsFromTheCLI(t *testing.T) {
 		Runs []struct {
 			ID      string `json:"id"`
 			Hash    string `json:"hash"`
+			Commit  string `json:"commit"`
 			Modules []struct {
 				Path string `json:"path"`
 				Hash string `json:"hash"`
@@ -71,6 +75,16 @@ func TestPinnedVersionsFromTheCLI(t *testing.T) {
 		t.Fatalf("runs --tool --json: %d %q %v", code, stdout, err)
 	}
 
+	// The runs record the commit the tool tree (a Git working tree) was at.
+	repo, err := gogit.PlainOpen(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := listed.Runs[0].Commit; c == "" {
+		t.Fatal("the run recorded no commit")
+	} else if _, err := repo.CommitObject(plumbing.NewHash(c)); err != nil {
+		t.Fatalf("the recorded commit %s is not in the tool root's repository: %v", c, err)
+	}
 	code, old := exec("tools/total.ts@"+first.Hash[:8], `{"n": 4}`)
 	if code != 0 || old.Result != "EUR 4" || old.Hash != first.Hash {
 		t.Fatalf("exec by version: %d %+v", code, old)
