@@ -39,6 +39,7 @@ func (c Config) ExecutorOptions(root string) executor.Options {
 		Logger:         c.Logger,
 		TracerProvider: c.TracerProvider,
 		MeterProvider:  c.MeterProvider,
+		Commit:         gitHead(root),
 	}
 }
 

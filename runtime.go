@@ -183,6 +183,9 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	}
 	rt.db, rt.sql, rt.mcp = setup.DB, setup.SQL, setup.MCP // closed by rt.Close
 	rt.pii, rt.piiMap = setup.PII, setup.piiMap
+	if rt.repo != nil {
+		setup.Options.Commit = rt.repo.Head // the repository's head, kept in memory
+	}
 	if rt.ex, err = setup.NewExecutor(nil); err != nil {
 		return rt, err
 	}

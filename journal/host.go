@@ -123,6 +123,10 @@ func (r *Run) Interrupt(why string) error {
 	if why == "" {
 		why = "interrupted"
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = true
+	r.dirty.Store(false) // the modules are written with it
 	r.meta.Interrupted = why
 	if err := r.j.putMeta(r.meta); err != nil {
 		return err
@@ -138,6 +142,9 @@ func (r *Run) Interrupt(why string) error {
 // again and a crash from now on is this process's. A quarantined run keeps
 // its Quarantine reason.
 func (r *Run) Rehost(isolation string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = false
 	r.meta.Status = StatusRunning
 	r.meta.Isolation = isolation
 	r.meta.Interrupted = ""

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -90,17 +91,34 @@ const (
 // RunMeta describes one run: one top-level operation (an exec_tool call;
 // later a forge or a conversation).
 type RunMeta struct {
-	ID      string          `json:"id"`
-	Kind    string          `json:"kind"`           // "exec"
-	Tool    string          `json:"tool,omitempty"` // tool path
-	Hash    string          `json:"hash,omitempty"` // the tool's content hash
-	Args    json.RawMessage `json:"args,omitempty"`
-	Started time.Time       `json:"started"`
-	Ended   time.Time       `json:"ended,omitzero"`
-	Status  string          `json:"status"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   json.RawMessage `json:"error,omitempty"`
-	Reason  string          `json:"reason,omitempty"` // why a run was marked failed by recovery
+	ID   string `json:"id"`
+	Kind string `json:"kind"`           // "exec"
+	Tool string `json:"tool,omitempty"` // tool path
+	Hash string `json:"hash,omitempty"` // the tool's content hash
+	// Pinned says the run records every module it required (Modules): its
+	// replay and recovery load each from the journal, by hash. False for a
+	// run recorded before agentos pinned modules (it replays its requires
+	// from the tool tree, as it always did). See modules.go.
+	Pinned bool `json:"pinned,omitempty"`
+	// Modules are the modules the run required from the tool tree (relative,
+	// /lib/... and vendor requires; not the entry, which is Hash), each by
+	// the path it resolved to and its content hash, in the order first
+	// required. Their sources are kept by PutSource (AddModule).
+	Modules []Module `json:"modules,omitempty"`
+	// Commit is the Git commit the tool tree was at when the run began, where
+	// known ("" without Git). IMPORTANT: informative only: the tree may have
+	// held uncommitted changes; the content hashes say what ran.
+	Commit string `json:"commit,omitempty"`
+	// AtVersion says the caller asked for this exact version of the tool
+	// (tools/x.ts@<hash>) rather than the tree's current file.
+	AtVersion bool            `json:"at_version,omitempty"`
+	Args      json.RawMessage `json:"args,omitempty"`
+	Started   time.Time       `json:"started"`
+	Ended     time.Time       `json:"ended,omitzero"`
+	Status    string          `json:"status"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     json.RawMessage `json:"error,omitempty"`
+	Reason    string          `json:"reason,omitempty"` // why a run was marked failed by recovery
 	// ArgsRedacted says the arguments held credentials the journal does
 	// not keep: replay and recovery see [REDACTED] in their place.
 	ArgsRedacted bool `json:"args_redacted,omitempty"`
@@ -167,6 +185,7 @@ type Journal struct {
 	closed bool
 
 	sources sync.Map // hashes PutSource kept since Open: Prune leaves them (their run may be starting)
+	stored  sync.Map // hashes whose source is stored, or queued by this Journal: PutSource skips them (unless lost)
 
 	owner string        // this Journal's name in run claims (Options.Owner)
 	held  sync.Map      // run id -> struct{}: runs this Journal claimed and has not ended
@@ -632,19 +651,31 @@ func (j *Journal) PutSource(hash string, src []byte) error {
 		return fmt.Errorf("journal: PutSource needs the source's content hash")
 	}
 	j.sources.Store(hash, true)
+	if _, ok := j.stored.Load(hash); ok {
+		if _, lost := j.lost.Load(hash); !lost {
+			return nil
+		}
+	}
 	found := false
 	j.readNow(func(st store) error {
 		_, found, _ = st.source(hash)
 		return nil
 	})
 	if found {
+		j.stored.Store(hash, true)
 		return nil
 	}
+	var err error
 	if j.async() {
 		j.lost.Delete(hash) // this write may succeed where an earlier one failed
-		return j.submit(&write{run: hash, source: src}, false)
+		err = j.submit(&write{run: hash, source: src}, false)
+	} else {
+		err = j.submit(&write{run: hash, source: src}, true)
 	}
-	return j.submit(&write{run: hash, source: src}, true)
+	if err == nil {
+		j.stored.Store(hash, true)
+	}
+	return err
 }
 
 // Source returns the tool source kept under hash.
@@ -667,6 +698,9 @@ func (j *Journal) Source(hash string) ([]byte, error) {
 // Run is a run being recorded.
 type Run struct {
 	j       *Journal
+	mu      sync.Mutex  // guards meta against AddModule, End, Interrupt, Rehost
+	ended   bool        // End or Interrupt wrote the run's last metadata: AddModule no longer does
+	dirty   atomic.Bool // AddModule added a module not yet written: written before the run's next recorded call
 	meta    RunMeta
 	durable bool
 	// scope holds the secrets found in this run (credential arguments and
@@ -724,6 +758,12 @@ func (r *Run) Middleware() driver.Middleware {
 				// instead of replaying an interruption it never saw.
 				return val, err
 			}
+			// IMPORTANT: the modules the run required so far are queued
+			// ahead of this call's entry: a recorded call never comes
+			// without the modules that made it.
+			if rerr := r.flushModules(); rerr != nil {
+				return nil, driver.Errorf(driver.CodeUnavailable, "%s: the journal could not record the run's modules, so its result is withheld: %v", c, rerr)
+			}
 			if rerr := r.j.record(r.meta.ID, r.scope, c, val, err, start, r.durable, sealed); rerr != nil {
 				return nil, driver.Errorf(driver.CodeUnavailable, "%s: the journal could not record the call, so its result is withheld: %v", c, rerr)
 			}
@@ -765,12 +805,24 @@ func (j *Journal) record(run string, scope *secretSet, c driver.Call, val json.R
 // whole run (see the package documentation). Every read of this Journal
 // (Get, Runs, Entries, ...) sees it.
 func (r *Run) End(status string, result, errJSON json.RawMessage) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = true
+	r.dirty.Store(false) // the modules are written with the end
 	if err := r.j.lostWrites(r.meta.ID); err != nil {
 		r.meta.Reason = err.Error()
 		status = StatusFailed
 	} else if v, ok := r.j.lost.Load(r.meta.Hash); ok && r.meta.Hash != "" {
 		r.meta.Reason = fmt.Sprintf("journal: the source of run %s (hash %s) could not be written: %v", r.meta.ID, r.meta.Hash, v.(error))
 		status = StatusFailed
+	} else {
+		for _, m := range r.meta.Modules {
+			if v, ok := r.j.lost.Load(m.Hash); ok {
+				r.meta.Reason = fmt.Sprintf("journal: the source of module %s of run %s (hash %s) could not be written: %v", m.Path, r.meta.ID, m.Hash, v.(error))
+				status = StatusFailed
+				break
+			}
+		}
 	}
 	r.meta.Ended = r.j.now()
 	r.meta.Status = status
@@ -795,7 +847,13 @@ func (r *Run) End(status string, result, errJSON json.RawMessage) error {
 }
 
 // Meta returns the run's metadata as last written.
-func (r *Run) Meta() RunMeta { return r.meta }
+func (r *Run) Meta() RunMeta {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.meta
+	m.Modules = slices.Clone(m.Modules)
+	return m
+}
 
 // Runs returns every run's metadata, oldest first.
 func (j *Journal) Runs() ([]RunMeta, error) {

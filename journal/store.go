@@ -296,6 +296,9 @@ func (j *Journal) decidePrune(scan *pruneScan, opts PruneOptions, now time.Time,
 		}
 		rep.Kept++
 		used[r.meta.Hash] = true
+		for _, m := range r.meta.Modules { // a pinned run's modules replay from their sources
+			used[m.Hash] = true
+		}
 	}
 	for h, size := range scan.blobSize {
 		if refs[h] > 0 {

@@ -107,7 +107,7 @@ type forgeToolArgs struct {
 }
 
 type execToolArgs struct {
-	Path string          `json:"path" jsonschema:"Tool path relative to the tool root."`
+	Path string          `json:"path" jsonschema:"Tool path relative to the tool root, e.g. tools/x.ts; tools/x.ts@<hash> (at least 8 hex digits of a recorded content hash) runs that recorded version."`
 	Args json.RawMessage `json:"args,omitempty" jsonschema:"The object passed to the tool's default export."`
 	// Placement is where the run executes in a cluster (see placement).
 	Placement string `json:"placement,omitempty" jsonschema:"In a cluster: where the run executes: 'local' (this node), 'spread' (another node when this one is busy), or a node's address. Default: this node unless it is saturated."`
@@ -713,9 +713,16 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 	// exec on where the path leads suffices to load the entry module; the
 	// run itself then holds exactly p's rights: the executor actor checks
 	// p's token (callerOf) on every file access and driver call.
-	path, err := n.authorizeResolved(p, capability.Exec, a.Path)
+	// tools/x.ts@<hash> runs a recorded version (from the journal): the
+	// exec right is checked on the tool's path, as for its current file.
+	asked, version, versioned := executor.SplitVersion(a.Path)
+	path, err := n.authorizeResolved(p, capability.Exec, asked)
 	if err != nil {
 		return nil, err
+	}
+	runPath := path
+	if versioned {
+		runPath = path + "@" + version
 	}
 	lim := n.run.Limits
 	// The run's memory is held against the memory_mb quota while it runs;
@@ -751,10 +758,13 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 	}
 	defer release()
 	wait := lim.Timeout + n.run.KillGrace + time.Minute
-	req := executor.RunRequest{Key: key, Path: path, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait}
+	req := executor.RunRequest{Key: key, Path: runPath, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait}
 	target, err := n.placement(a.Placement)
 	if err != nil {
 		return nil, err
+	}
+	if versioned {
+		target = nil // a recorded version runs where its journal is read: here
 	}
 	var (
 		res   executor.Result
@@ -766,7 +776,7 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 		done := n.busy()
 		res, runID, err = n.execClient.Run(runCtx, req)
 		done()
-		if err == nil && res.Error != nil && res.Error.Kind == executor.ErrNotFound.Kind && n.pullMissing(ctx) {
+		if err == nil && res.Error != nil && res.Error.Kind == executor.ErrNotFound.Kind && !versioned && n.pullMissing(ctx) {
 			// Another node wrote it and this one missed the announcement
 			// (the first run has ended: its key is free again).
 			done := n.busy()

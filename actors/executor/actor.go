@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -186,7 +187,12 @@ func (s *actorState) run(ctx context.Context, m *pb.Run) (ran *pb.Ran, panicked 
 		}
 	}()
 	req := Request{Path: m.GetPath(), Args: m.GetArgs(), Limits: limitsFromPB(m.GetLimits())}
-	if want := m.GetHash(); want != "" {
+	// tools/x.ts@<hash>: the recorded version, from this node's journal
+	// (also when the run itself is not recorded).
+	if xerr := ResolveVersion(s.opts.Journal, &req); xerr != nil {
+		return ranOf(Result{Result: json.RawMessage("null"), Logs: []string{}, Error: xerr}, ""), nil
+	}
+	if want := m.GetHash(); want != "" && req.version == "" {
 		_, have, err := s.ex.Source(m.GetPath())
 		switch {
 		case err != nil:

@@ -85,6 +85,19 @@ type Request struct {
 	// tool sees its answer) and no middleware alters or refuses these
 	// calls. Ignored in-process.
 	StreamLocal bool
+	// Pins, when set, pins the run's requires to recorded versions: a
+	// require that resolves to one of Pins.Modules runs its recorded
+	// source, whatever the tool tree holds now (see Pins). Replay,
+	// recovery and a call by version (ResolveVersion) set it.
+	Pins *Pins
+	// OnModule, when set, is called for every module the run requires from
+	// the tool tree (pinned or read from the tree; not the entry, not a
+	// generated /mcp module), with its source, before the module runs; an
+	// error fails that require. Record sets it to journal the run's
+	// modules (journal.Run.AddModule).
+	OnModule func(journal.Module, []byte) error
+
+	version string // the full hash ResolveVersion resolved Path's @version to
 }
 
 // Result is what exec_tool returns.
@@ -200,6 +213,10 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		res.Error = err
 		return res, nil
 	}
+	if _, v, ok := SplitVersion(req.Path); ok && req.Source == nil {
+		res.Error = &Error{Kind: sandbox.KindNotFound, Code: driver.CodeNotFound, Message: fmt.Sprintf("%s names version %s, and versions are kept in the journal: run it through a journaled entry point (agentos exec, exec_tool) or call executor.ResolveVersion first", req.Path, v)}
+		return res, nil
+	}
 	entry, src, err := e.moduleWith(req.Path, req.Source)
 	if err != nil {
 		res.Error = err
@@ -232,7 +249,7 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 	if req.StreamLocal && e.pool != nil {
 		local = e.localCalls(mux)
 	}
-	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local}
+	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local, pins: req.Pins, onModule: req.OnModule}
 	// In process, a read of the tool tree is made on the run's goroutine
 	// (sandbox.Inliner) when nothing on its way waits: no journal, one that
 	// queues its entries (not SyncEach), or a replay answering from memory;
@@ -413,13 +430,15 @@ func pathError(p string, err error) *Error {
 type bridge struct {
 	e        *Executor
 	host     driver.Host
-	rights   vfs.Rights                  // the caller's (Request.Rights); nil: none
-	mounts   map[string]driver.Mount     // the mounts as the caller sees them (mountsFor)
-	replayed bool                        // Request.Replayed
-	answers  []answer                    // recorded answers a worker may give itself (Request.Recorded)
-	consumed func(seqs ...uint64)        // reports the seqs it gave
-	local    []string                    // the calls a worker answers itself and streams ("clock.now"; Request.StreamLocal)
-	panicked atomic.Pointer[driverPanic] // the first driver panic of the run
+	rights   vfs.Rights                         // the caller's (Request.Rights); nil: none
+	mounts   map[string]driver.Mount            // the mounts as the caller sees them (mountsFor)
+	replayed bool                               // Request.Replayed
+	answers  []answer                           // recorded answers a worker may give itself (Request.Recorded)
+	consumed func(seqs ...uint64)               // reports the seqs it gave
+	local    []string                           // the calls a worker answers itself and streams ("clock.now"; Request.StreamLocal)
+	pins     *Pins                              // Request.Pins
+	onModule func(journal.Module, []byte) error // Request.OnModule
+	panicked atomic.Pointer[driverPanic]        // the first driver panic of the run
 	// inlineReads: fs.read_file of a path outside the mounts is made on the
 	// run's goroutine (Inline).
 	inlineReads bool
@@ -510,6 +529,15 @@ func (b *bridge) Require(ctx context.Context, from, spec string) (sandbox.Module
 	if ext := path.Ext(base); ext == ".ts" || ext == ".js" {
 		candidates = append([]string{base}, candidates...)
 	}
+	// IMPORTANT: a pinned run loads the recorded version of a module it
+	// required, whichever candidate the tree would give now.
+	if b.pins != nil {
+		for _, c := range candidates {
+			if pm, ok := b.pins.lookup(c); ok && inTools(c) {
+				return b.requirePinned(pm, from, spec)
+			}
+		}
+	}
 	for _, c := range candidates {
 		if !inTools(c) {
 			continue // e.g. require('.') from the top: tools.ts is outside
@@ -535,9 +563,19 @@ func (b *bridge) Require(ctx context.Context, from, spec string) (sandbox.Module
 				return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: the tool runs with its caller's rights, and the caller may not read %s (%v)", spec, from, r, err)
 			}
 		}
-		m, xerr := e.module(r)
+		m, src, xerr := e.moduleWith(r, nil)
 		if xerr != nil {
 			return sandbox.Module{}, driver.Errorf(string(xerr.Kind), "require(%q) from %s: %s", spec, from, xerr.Message)
+		}
+		if b.pins != nil {
+			b.pins.noteTree(m.Path)
+		}
+		as := ""
+		if c != m.Path {
+			as = c
+		}
+		if err := b.noteModule(journal.Module{Path: m.Path, Hash: m.Hash, As: as}, src); err != nil {
+			return sandbox.Module{}, err
 		}
 		return m, nil
 	}

@@ -98,6 +98,10 @@ type Options struct {
 	// (Request.Replayed) requires /mcp modules from their names alone,
 	// without the mount.
 	Mounts map[string]driver.Mount
+	// Commit, when set, returns the Git commit the tool tree is at
+	// (repo.Repo.Head): Record journals it with each run
+	// (journal.RunMeta.Commit). nil or an error: none is recorded.
+	Commit func() (string, error)
 	// Clock and Seed override the clock and random devices (tests, demos).
 	Clock func() time.Time
 	Seed  func() uint64

@@ -28,6 +28,10 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 		res, panicked = ex.exec(ctx, req)
 		return res, "", nil, panicked
 	}
+	// tools/x.ts@<hash>: the recorded version, with the modules it ran with.
+	if xerr := ResolveVersion(j, &req); xerr != nil {
+		return Result{Success: false, Result: json.RawMessage("null"), Logs: []string{}, Error: xerr}, "", nil, nil
+	}
 	src, hash, err := ex.Source(req.Path)
 	if req.Source != nil {
 		src, hash, err = req.Source, transpile.Hash(req.Source), nil
@@ -51,10 +55,15 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 	// IMPORTANT: the limits the run executes under are part of its record:
 	// recovery and replay run it under the same ones.
 	req.Limits = req.Limits.Or(ex.opts.Limits)
-	run, err := j.Begin(journal.RunMeta{Kind: "exec", Tool: req.Path, Hash: hash, Args: req.Args, Caller: req.Caller, Limits: JournalLimits(req.Limits), Host: journal.Host{Isolation: string(ex.opts.Isolation)}})
+	// IMPORTANT: the run is pinned: every module it requires is journaled
+	// (source by hash, path in its metadata) before it runs, so that replay
+	// and recovery load exactly the code that ran.
+	run, err := j.Begin(journal.RunMeta{Kind: "exec", Tool: req.Path, Hash: hash, Args: req.Args, Caller: req.Caller, Limits: JournalLimits(req.Limits), Host: journal.Host{Isolation: string(ex.opts.Isolation)},
+		Pinned: true, Commit: ex.commit(), AtVersion: req.version != ""})
 	if err != nil {
 		return Result{}, "", fmt.Errorf("journaling the run: %w", err), nil
 	}
+	req.OnModule = chainModule(run.AddModule, req.OnModule)
 	if ex.opts.Isolation == IsolationInProcess {
 		if err := run.Committed(); err != nil {
 			return Result{}, "", fmt.Errorf("journaling the run: %w", err), nil
@@ -105,4 +114,29 @@ func EndRun(run *journal.Run, res Result) error {
 		errJSON, _ = json.Marshal(res.Error)
 	}
 	return run.End(status, res.Result, errJSON)
+}
+
+// chainModule calls first, then next (when set), for each module.
+func chainModule(first, next func(journal.Module, []byte) error) func(journal.Module, []byte) error {
+	if next == nil {
+		return first
+	}
+	return func(m journal.Module, src []byte) error {
+		if err := first(m, src); err != nil {
+			return err
+		}
+		return next(m, src)
+	}
+}
+
+// commit is the tool tree's Git commit (Options.Commit), "" when unknown.
+func (e *Executor) commit() string {
+	if e.opts.Commit == nil {
+		return ""
+	}
+	c, err := e.opts.Commit()
+	if err != nil {
+		return ""
+	}
+	return c
 }

@@ -35,6 +35,12 @@ type RecoverReport struct {
 	// Reason says why a run could not be resumed (it was marked failed) or
 	// why it is quarantined.
 	Reason string `json:"reason,omitempty"`
+	// FromTree are the modules the resumed run required that it had not
+	// recorded before the crash, read from the tool tree as it is now
+	// (journaled with the run from then on); ModulesNote says so in
+	// words. Every module the run had recorded ran its recorded version.
+	FromTree    []string `json:"from_tree,omitempty"`
+	ModulesNote string   `json:"modules_note,omitempty"`
 }
 
 // What became of an unfinished run (RecoverReport.Outcome).
@@ -110,8 +116,14 @@ type RecoverOptions struct {
 // each (forge runs are left to the forge): the recorded prefix of its calls
 // is answered from the journal (nothing is paid for twice), the run's /tmp
 // is rebuilt from its recorded writes, then the run continues live and is
-// appended to. A run whose tool changed or vanished since is marked failed
-// with the reason: none is dropped silently. Runs are resumed concurrently
+// appended to. IMPORTANT: a pinned run (journal.RunMeta.Pinned) resumes
+// with the code it started with, its entry and every module it had
+// required, loaded from the journal whatever the tree holds now; a module
+// it first requires after the crash point is read from the tree and
+// journaled with it (RecoverReport.FromTree). A run recorded before
+// agentos pinned modules resumes from the tree, and is marked failed with
+// the reason when its tool changed or vanished since: none is dropped
+// silently. Runs are resumed concurrently
 // (as many at once as the executor has workers), so that runs which each
 // end at their timeout do not add up.
 //
@@ -293,6 +305,14 @@ func hostDied(meta journal.RunMeta) string {
 // unresumable returns why run meta cannot be resumed ("" when it can).
 func unresumable(ex *Executor, j *journal.Journal, meta journal.RunMeta) string {
 	_, hash, serr := ex.Source(meta.Tool)
+	if meta.Pinned {
+		// A pinned run resumes the version it started with, from the
+		// journal, whatever the tree holds now.
+		hash, serr = meta.Hash, nil
+		if _, err := j.Source(meta.Hash); err != nil {
+			serr = fmt.Errorf("its recorded version %.12s: %w", meta.Hash, err)
+		}
+	}
 	usedSQL := false
 	if entries, err := j.Entries(meta.ID); err == nil {
 		for _, e := range entries {
@@ -325,7 +345,17 @@ func unresumable(ex *Executor, j *journal.Journal, meta journal.RunMeta) string 
 // default 5 s because it was resumed.
 func resumeRun(ctx context.Context, ex *Executor, j *journal.Journal, rep *RecoverReport, opts RecoverOptions) error {
 	meta := rep.Run
-	src, _, err := ex.Source(meta.Tool)
+	// IMPORTANT: a pinned run resumes exactly the code that ran: its entry
+	// and every module it required, from the journal. A run recorded
+	// before agentos pinned modules resumes the tree's (unresumable
+	// checked that its entry is unchanged).
+	var src []byte
+	var err error
+	if meta.Pinned {
+		src, err = j.Source(meta.Hash)
+	} else {
+		src, _, err = ex.Source(meta.Tool)
+	}
 	if err != nil {
 		return err
 	}
@@ -341,7 +371,9 @@ func resumeRun(ctx context.Context, ex *Executor, j *journal.Journal, rep *Recov
 	if err := rec.Run().Rehost(string(ex.Options().Isolation)); err != nil {
 		return err
 	}
-	req := Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: rep.Limits, Middleware: []driver.Middleware{rec.Middleware()}, Replayed: true}
+	pins := runPins(j, meta)
+	req := Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: rep.Limits, Middleware: []driver.Middleware{rec.Middleware()}, Replayed: true,
+		Pins: pins, OnModule: rec.Run().AddModule}
 	if meta.Caller != nil {
 		// IMPORTANT: the resumed run holds exactly the rights its caller
 		// held, as the original run did; only a run no process made (the
@@ -351,6 +383,10 @@ func resumeRun(ctx context.Context, ex *Executor, j *journal.Journal, rep *Recov
 		req.Middleware = append(req.Middleware, checks)
 	}
 	rep.Result = ex.Exec(ctx, req)
+	rep.FromTree = pins.FromTree()
+	if len(rep.FromTree) > 0 {
+		rep.ModulesNote = fmt.Sprintf("%s had not been required before the run stopped: read from the tool tree as it is now, and journaled with the run", strings.Join(rep.FromTree, ", "))
+	}
 	if rep.Result.Error != nil && errors.Is(rep.Result.Error, ErrCancelled) {
 		_ = rec.Run().Interrupt("cancelled: " + rep.Result.Error.Message) // interrupted again: still resumable
 		return nil

@@ -32,6 +32,16 @@ type ReplayReport struct {
 	// result's error says which): IMPORTANT: that is not a divergence, and
 	// the recorded calls the replay never reached are not reported as one.
 	LimitHit string `json:"limit_hit,omitempty"`
+	// Modules are the recorded modules the replay ran (the run's pinned
+	// versions, loaded from the journal), with Sources' replacements.
+	// FromTree are the modules it required that the run did not record,
+	// read from the tool tree as it is now (a patched tool's new
+	// requires, or every require of a run recorded before agentos pinned
+	// modules); ModulesNote says so in words ("" when every module was
+	// the recorded one).
+	Modules     []journal.Module `json:"modules,omitempty"`
+	FromTree    []string         `json:"from_tree,omitempty"`
+	ModulesNote string           `json:"modules_note,omitempty"`
 }
 
 // ReplayOptions adjust ReplayWith. The zero value replays the recorded tool
@@ -43,6 +53,11 @@ type ReplayOptions struct {
 	// Limits override the run's recorded limits field by field (zero
 	// fields keep the recorded ones), e.g. a longer timeout.
 	Limits Limits
+	// Sources replace the recorded source of modules the run required, by
+	// root-relative path (e.g. "tools/lib/x.ts"): the recorded I/O fed to
+	// a new version of a library the tool uses. A path the run did not
+	// record is not affected (a new require reads the tree).
+	Sources map[string][]byte
 }
 
 // Replay re-executes run id offline: every driver call is answered from the
@@ -74,8 +89,11 @@ func ReplayWith(ctx context.Context, ex *Executor, j *journal.Journal, id string
 		}
 	}
 	lim, note := runLimits(ex, meta, opts.Limits)
-	res := ex.Exec(ctx, Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: lim, Middleware: []driver.Middleware{rep.Middleware()}, Replayed: true, Recorded: rep})
-	r := ReplayReport{Run: meta, Result: res, Patched: patched != nil, Limits: lim, LimitsNote: note}
+	pins := runPins(j, meta)
+	pins.Override = opts.Sources
+	res := ex.Exec(ctx, Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: lim, Middleware: []driver.Middleware{rep.Middleware()}, Replayed: true, Recorded: rep, Pins: pins})
+	r := ReplayReport{Run: meta, Result: res, Patched: patched != nil, Limits: lim, LimitsNote: note, Modules: meta.Modules, FromTree: pins.FromTree()}
+	r.ModulesNote = modulesNote(meta, r.FromTree, opts.Sources)
 	if r.LimitHit = limitHit(res, lim); r.LimitHit != "" {
 		r.Divergence = rep.Diverged() // only one seen before the limit stopped it
 	} else {
@@ -168,4 +186,34 @@ func jsonEqual(a, b json.RawMessage) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
+}
+
+// runPins returns the pins a recorded run runs again with: its recorded
+// modules, loaded from j. A run recorded before agentos pinned modules
+// has none (every require reads the tree).
+func runPins(j *journal.Journal, meta journal.RunMeta) *Pins {
+	return &Pins{Modules: meta.Modules, Source: j.Source}
+}
+
+// modulesNote says which modules a replay or resumed run did not take
+// from the run's record ("" when every one was the recorded one).
+func modulesNote(meta journal.RunMeta, fromTree []string, replaced map[string][]byte) string {
+	var notes []string
+	if len(fromTree) > 0 {
+		if meta.Pinned {
+			notes = append(notes, fmt.Sprintf("the run did not require %s: read from the tool tree as it is now", strings.Join(fromTree, ", ")))
+		} else {
+			notes = append(notes, fmt.Sprintf("the run was recorded before agentos pinned modules: %s read from the tool tree as it is now, which may differ from what ran", strings.Join(fromTree, ", ")))
+		}
+	}
+	var swapped []string
+	for _, m := range meta.Modules {
+		if _, ok := replaced[m.Path]; ok {
+			swapped = append(swapped, m.Path)
+		}
+	}
+	if len(swapped) > 0 {
+		notes = append(notes, fmt.Sprintf("replaced by the given source: %s", strings.Join(swapped, ", ")))
+	}
+	return strings.Join(notes, "; ")
 }

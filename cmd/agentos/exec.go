@@ -6,8 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -29,7 +32,20 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(pos) < 1 || len(pos) > 2 {
 		return usagef("expected PATH and optional ARGS_JSON, got %d arguments", len(pos))
 	}
-	absRoot, cfg, rel, err := syncedTool(ctx, "exec", *root, pos[0], !*noJournal && *jpath == "", stderr)
+	// PATH@HASH runs a recorded version, kept in the journal: the file
+	// itself may have changed or be gone.
+	toolArg, version, versioned := executor.SplitVersion(pos[0])
+	if versioned && *noJournal {
+		return usagef("%s names a recorded version, and versions are kept in the journal: drop --no-journal", pos[0])
+	}
+	var absRoot string
+	var cfg agentos.Config
+	var rel string
+	if versioned {
+		absRoot, cfg, rel, err = versionedTool(*root, toolArg, version)
+	} else {
+		absRoot, cfg, rel, err = syncedTool(ctx, "exec", *root, toolArg, !*noJournal && *jpath == "", stderr)
+	}
 	if err != nil {
 		return err
 	}
@@ -110,4 +126,21 @@ func printExec(stdout, stderr io.Writer, res executor.Result) {
 		fmt.Fprintf(stderr, "%s\n", res.Error.Stack)
 	}
 	fmt.Fprintf(stderr, "(run took %v)\n", res.Duration.Round(time.Microsecond))
+}
+
+// versionedTool is syncedTool for PATH@HASH: the tool root, and the path
+// (relative to it) with its version; the file need not exist.
+func versionedTool(root, p, version string) (absRoot string, cfg agentos.Config, rel string, err error) {
+	if absRoot, cfg, err = openDir(root, true); err != nil {
+		return "", cfg, "", err
+	}
+	abs := p
+	if !filepath.IsAbs(p) {
+		abs = filepath.Join(absRoot, p)
+	}
+	r, err := filepath.Rel(absRoot, abs)
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", cfg, "", usagef("%s is outside the tool root %s: pass --root DIR", p, absRoot)
+	}
+	return absRoot, cfg, filepath.ToSlash(r) + "@" + version, nil
 }

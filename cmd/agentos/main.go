@@ -84,8 +84,8 @@ type command struct {
 var commands = []command{
 	{"init", "scaffold a tool root (config, tools/, registry, Git upstream); safe to run twice", "agentos init [--upstream URL | --no-git] [DIR]", runInit},
 	{"check", "check a tool: syntax, the standards, risk level", "agentos check [--root DIR] [--json] PATH", runCheck},
-	{"exec", "run a tool in the sandbox with JSON args", "agentos exec [--root DIR] [--json] [--timeout D] [--inprocess] [--journal PATH | --no-journal] PATH [ARGS_JSON | - | @FILE]", runExec},
-	{"runs", "list the recorded runs; 'prune' deletes old ones (default: the configured retention) and compacts the journal", "agentos runs [--root DIR] [--json] | runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]", runRuns},
+	{"exec", "run a tool in the sandbox with JSON args; PATH@HASH runs a recorded version", "agentos exec [--root DIR] [--json] [--timeout D] [--inprocess] [--journal PATH | --no-journal] PATH[@HASH] [ARGS_JSON | - | @FILE]", runExec},
+	{"runs", "list the recorded runs (--tool: one tool's runs by version); 'prune' deletes old ones (default: the configured retention) and compacts the journal", "agentos runs [--root DIR] [--json] [--tool PATH] | runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]", runRuns},
 	{"trace", "show a recorded run call by call", "agentos trace [--root DIR] [--json] RUN", runTrace},
 	{"replay", "re-run a recorded run offline, or feed its I/O to a patched tool", "agentos replay [--root DIR] [--json] [--tool PATCHED.ts] [--timeout D] RUN", runReplay},
 	{"recover", "resume the runs a crash left unfinished", "agentos recover [--root DIR] [--json] [--run ID] [--timeout D]", runRecover},

@@ -93,6 +93,9 @@ func printRecovered(stdout io.Writer, reports []executor.RecoverReport) {
 		if r.LimitsNote != "" {
 			fmt.Fprintf(stdout, "  limits: %s\n", r.LimitsNote)
 		}
+		if r.ModulesNote != "" {
+			fmt.Fprintf(stdout, "  modules: %s\n", r.ModulesNote)
+		}
 	}
 }
 

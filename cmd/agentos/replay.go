@@ -82,6 +82,12 @@ func printReplay(w io.Writer, rep executor.ReplayReport) {
 	if rep.LimitsNote != "" {
 		fmt.Fprintf(w, "  limits    %s\n", rep.LimitsNote)
 	}
+	if len(rep.Modules) > 0 {
+		fmt.Fprintf(w, "  modules   %s (the recorded versions, from the journal)\n", modulesCell(rep.Run))
+	}
+	if rep.ModulesNote != "" {
+		fmt.Fprintf(w, "  modules   %s\n", rep.ModulesNote)
+	}
 	if d := rep.Divergence; d != nil {
 		fmt.Fprintf(w, "DIVERGED %s\n", d.Error())
 		return

@@ -29,6 +29,13 @@ func runTrace(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		fmt.Fprintf(stdout, " in %v", m.Duration().Round(time.Microsecond))
 	}
 	fmt.Fprintf(stdout, "\nstarted %s, tool hash %.12s, args %s\n", m.Started.Format(time.RFC3339Nano), m.Hash, m.Args)
+	if m.Kind == "exec" {
+		fmt.Fprintf(stdout, "modules %s", modulesCell(m))
+		if m.Commit != "" {
+			fmt.Fprintf(stdout, ", tool tree at commit %.12s", m.Commit)
+		}
+		fmt.Fprintln(stdout)
+	}
 	for _, e := range d.Entries {
 		out := string(e.Response)
 		if e.Error != nil {
