@@ -163,12 +163,20 @@ type Report struct {
 	Note string `json:"note,omitempty"`
 }
 
-// Changed lists the runs whose outcome is not the same, as "ID (outcome)".
+// Changed lists the runs whose outcome is not the same, each as
+// "ID (different: OLD -> NEW)", "ID (divergence [CODE] at call #SEQ)" or
+// "ID (error: WHY)", clipped.
 func (r Report) Changed() []string {
 	var out []string
 	for _, x := range r.Runs {
-		if x.Outcome != OutcomeSame {
-			out = append(out, fmt.Sprintf("%s (%s)", x.Run, x.Outcome))
+		switch x.Outcome {
+		case OutcomeSame:
+		case OutcomeDifferent:
+			out = append(out, fmt.Sprintf("%s (different: %s -> %s)", x.Run, clip.N(x.Old, 60), clip.N(x.New, 60)))
+		case OutcomeDivergence:
+			out = append(out, fmt.Sprintf("%s (divergence [%s] at call #%d)", x.Run, x.Code, x.Seq))
+		default:
+			out = append(out, fmt.Sprintf("%s (error: %s)", x.Run, clip.N(x.Detail, 100)))
 		}
 	}
 	return out
