@@ -187,7 +187,7 @@ func (r Report) Summary() string {
 	if len(r.Runs) == 0 {
 		return "gate: " + r.Note
 	}
-	s := fmt.Sprintf("gate: replayed %d recorded run(s) of the previous version of %s against the new one: %d same, %d different, %d divergence, %d error",
+	s := fmt.Sprintf("gate: replayed %d recorded run(s) of the previous version of %s against the new one: %d same, %d different, %d divergent, %d error(s)",
 		len(r.Runs), r.Path, r.Same, r.Different, r.Divergence, r.Errors)
 	if r.Blocked {
 		s += " (policy block: refused)"
@@ -201,8 +201,8 @@ func (r Report) Err() error {
 	if !r.Blocked {
 		return nil
 	}
-	return fmt.Errorf("%w: %s: replaying %d recorded run(s) of the previous version (%s) gave %d different result(s), %d divergence(s) and %d error(s): %s. Nothing was written, registered or committed. Inspect them with 'agentos check --against-runs %s' or 'agentos replay RUN --tool NEW.ts'; if the change is intended, set governance.gate.policy to \"warn\" in agentos.json",
-		ErrBlocked, r.Path, len(r.Runs), short(r.OldHash), r.Different, r.Divergence, r.Errors, strings.Join(r.Changed(), ", "), r.Path)
+	return fmt.Errorf("%w: %s: replaying %d recorded run(s) of the previous version (%s) gave %d different result(s), %d divergence(s) and %d error(s): %s. Nothing was written, registered or committed. Fix the new version, or see a run in full with 'agentos replay RUN --tool NEW.ts' (NEW.ts holding the new version); if the change is intended, set governance.gate.policy to \"warn\" in agentos.json",
+		ErrBlocked, r.Path, len(r.Runs), short(r.OldHash), r.Different, r.Divergence, r.Errors, strings.Join(r.Changed(), ", "))
 }
 
 func (r *Report) count() {
