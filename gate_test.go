@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/governance/gate"
@@ -51,10 +52,10 @@ var gateFiles = map[string]string{
 // with the gate under policy, writes the buggy tool and records its 5
 // runs; then it removes the data files, so that a replay that did live
 // I/O could not give the recorded answers.
-func gateRoot(t *testing.T, policy string) (rt *agentos.Runtime, dir, bare string, runs []string) {
+func gateRoot(t *testing.T, policy string, tweak ...func(*agentos.Config)) (rt *agentos.Runtime, dir, bare string, runs []string) {
 	t.Helper()
 	bare = upstream(t)
-	rt, dir = gitRoot(t, bare, func(c *agentos.Config) { c.Governance.Gate.Policy = policy })
+	rt, dir = gitRoot(t, bare, append([]func(*agentos.Config){func(c *agentos.Config) { c.Governance.Gate.Policy = policy }}, tweak...)...)
 	write(t, rt, gateTool, gateBuggy)
 	for p, body := range gateFiles {
 		full := filepath.Join(dir, filepath.FromSlash(p))
@@ -252,5 +253,59 @@ func TestGateRunsConfig(t *testing.T) {
 	write(t, off, gateTool, gateBuggy)
 	if n := off.Node().Gate(); n != nil {
 		t.Fatal("runs 0 left a gate")
+	}
+}
+
+// A replay is bounded: a new version that loops forever is stopped at the
+// gate's timeout and reported as an error (not a divergence); with
+// block_on_error the write is refused.
+func TestGateBoundsReplays(t *testing.T) {
+	rt, dir, _, _ := gateRoot(t, "block", func(c *agentos.Config) {
+		c.Governance.Gate.BlockOnError = true
+		c.Governance.Gate.Timeout = agentos.Duration(300 * time.Millisecond)
+		c.Governance.Gate.Runs = new(int)
+		*c.Governance.Gate.Runs = 2
+	})
+	args, _ := json.Marshal(map[string]string{"path": gateTool, "search": "let total = 0;", "replace": "let total = 0;\n  while (lines.length > 0) { total++; }"})
+	_, err := rt.Call(context.Background(), "patch_file", args)
+	if !errors.Is(err, gate.ErrBlocked) || strings.Count(err.Error(), "(error: the replay stopped at its limit (timeout 300ms)") != 2 {
+		t.Fatalf("a looping version: %v", err)
+	}
+	if disk, _ := os.ReadFile(filepath.Join(dir, gateTool)); string(disk) != gateBuggy {
+		t.Fatal("the refused patch reached the working tree")
+	}
+}
+
+// governance.gate is checked when agentos.json is loaded.
+func TestGateConfig(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"governance": {"gate": {"policy": "blok"}}}`:                                                      `governance.gate.policy "blok" is not known`,
+		`{"governance": {"gate": {"runs": -1}}}`:                                                            "governance.gate.runs -1 must be 0",
+		`{"governance": {"gate": {"timeout": "-1s"}}}`:                                                      "governance.gate.timeout",
+		`{"governance": {"gate": {"polcy": "block"}}}`:                                                      `did you mean "policy"?`,
+		`{"governance": {"gate": {"runs": 3, "policy": "block", "block_on_error": true, "timeout": "2s"}}}`: "",
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, agentos.ConfigFile), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := agentos.LoadConfig(dir)
+		if want == "" {
+			o := cfg.Governance.Gate.Options()
+			if err != nil || o.Runs != 3 || o.Policy != gate.PolicyBlock || !o.BlockOnError || o.Timeout != 2*time.Second {
+				t.Errorf("%s: %+v %v", body, o, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+	zero := 0
+	if (agentos.GateConfig{Runs: &zero}).Options().Enabled() {
+		t.Error("runs 0 does not disable the gate")
+	}
+	if o := (agentos.GateConfig{}).Options(); !o.Enabled() || o.Runs != 0 {
+		t.Errorf("the zero GateConfig: %+v", o)
 	}
 }
