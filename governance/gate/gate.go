@@ -201,6 +201,9 @@ func (r Report) Err() error {
 	if !r.Blocked {
 		return nil
 	}
+	if len(r.Runs) == 0 {
+		return fmt.Errorf("%w: %s: the gate could not judge the new version (%s) and governance.gate.block_on_error is set. Nothing was written, registered or committed", ErrBlocked, r.Path, r.Note)
+	}
 	return fmt.Errorf("%w: %s: replaying %d recorded run(s) of the previous version (%s) gave %d different result(s), %d divergence(s) and %d error(s): %s. Nothing was written, registered or committed. Fix the new version, or see a run in full with 'agentos replay RUN --tool NEW.ts' (NEW.ts holding the new version); if the change is intended, set governance.gate.policy to \"warn\" in agentos.json",
 		ErrBlocked, r.Path, len(r.Runs), short(r.OldHash), r.Different, r.Divergence, r.Errors, strings.Join(r.Changed(), ", "))
 }
