@@ -309,3 +309,26 @@ func TestGateConfig(t *testing.T) {
 		t.Errorf("the zero GateConfig: %+v", o)
 	}
 }
+
+// The gate's replays run in sandbox worker processes like any run when the
+// root isolates tools in processes.
+func TestGateInWorkers(t *testing.T) {
+	rt, _, _, _ := gateRoot(t, "warn", func(c *agentos.Config) { c.Isolation = "process" })
+	args, _ := json.Marshal(map[string]string{"path": gateTool, "search": gateBugSearch, "replace": gateBugFix})
+	out, err := rt.Call(context.Background(), "patch_file", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := writtenGate(t, out); rep == nil || rep.Different != 4 || rep.Same != 1 {
+		t.Fatalf("report: %s", out)
+	}
+	args, _ = json.Marshal(map[string]string{"path": gateTool, "search": gateOtherSearch, "replace": gateOtherFix})
+	out, err = rt.Call(context.Background(), "patch_file", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixed version has no recorded run: nothing to replay.
+	if rep := writtenGate(t, out); rep == nil || len(rep.Runs) != 0 || !strings.Contains(rep.Note, "no recorded run") {
+		t.Fatalf("report: %s", out)
+	}
+}
