@@ -86,7 +86,7 @@ type command struct {
 
 var commands = []command{
 	{"init", "scaffold a tool root (config, tools/, registry, Git upstream); safe to run twice", "agentos init [--upstream URL | --no-git] [DIR]", runInit},
-	{"check", "check a tool: syntax, the standards, risk level", "agentos check [--root DIR] [--json] [--against-runs [N]] PATH", runCheck},
+	{"check", "check a tool: syntax, the standards, risk level; with --against-runs, replay its previous version's recorded runs against it", "agentos check [--root DIR] [--json] [--against-runs [N]] PATH", runCheck},
 	{"exec", "run a tool in the sandbox with JSON args", "agentos exec [--root DIR] [--json] [--timeout D] [--inprocess] [--journal PATH | --no-journal] PATH [ARGS_JSON | - | @FILE]", runExec},
 	{"runs", "list the recorded runs; 'prune' deletes old ones (default: the configured retention) and compacts the journal", "agentos runs [--root DIR] [--json] | runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]", runRuns},
 	{"trace", "show a recorded run call by call", "agentos trace [--root DIR] [--json] RUN", runTrace},
