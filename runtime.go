@@ -247,7 +247,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if rt.node, err = node.Boot(node.Options{
 		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts,
 		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii,
-		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(),
+		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(), Gate: cfg.Governance.Gate.Options(),
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 	}); err != nil {
 		return rt, err

@@ -15,6 +15,13 @@ import (
 // last is its final "OK: ..." line). An example directory missing here fails
 // TestExamples, so a new example gets its checks.
 var expected = map[string][]string{
+	"governance-gate": {
+		`different: 20 -> 30`,
+		`the working tree and the registry still hold the buggy version`,
+		`: different (old 5, new 6)`,
+		`3 same, 0 different, 0 divergent, 0 error(s)`,
+		"OK: the fix was refused under block, the rewording kept every result and landed",
+	},
 	"runtime-two-agents": {
 		`runner  write_file tools/greet.ts: refused: write_file: capability does not grant this right`,
 		`lacks the "write" right on "tools/greet.ts"`,

@@ -21,6 +21,7 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/mcpdriver"
+	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/vfs"
@@ -68,6 +69,12 @@ type Options struct {
 	// Repo persists every write to Git (nil: writes stay in the working
 	// tree); the node does not close it.
 	Repo *repo.Repo
+	// Gate configures the registration gate (docs/governance/gate.md):
+	// a write_file, patch_file or forge that changes an existing tool
+	// source first replays the recorded runs of the previous version
+	// (from Journal, on Executor) against the new one. The zero value
+	// replays gate.DefaultRuns runs and warns; Runs < 0 disables it.
+	Gate gate.Options
 	// Logger receives the node's and protoactor's logs (nil: slog.Default).
 	Logger *slog.Logger
 	// MaxArgsBytes bounds the JSON arguments of one kernel tool call (0:
@@ -113,6 +120,7 @@ type Node struct {
 	gitClient   git.Client
 	rootCtx     *actor.RootContext
 	checker     *check.Checker
+	gate        *gate.Gate // nil: disabled
 	tel         *telemetry
 	// inflight counts the exec_tool runs on this node's executor; spread
 	// rotates the members runs are placed on.
@@ -156,6 +164,13 @@ func Boot(opts Options) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{k: k, opts: opts, checker: checker, tel: tel, run: opts.Executor.Options()}
+	var gater git.Gater
+	if opts.Gate.Enabled() {
+		if n.gate, err = gate.New(opts.Executor, opts.Journal, opts.Gate); err != nil {
+			return nil, fmt.Errorf("%w: %w", kernel.ErrInvalid, err)
+		}
+		gater = n.gate
+	}
 	n.sys = system.New(system.Options{Logger: opts.Logger})
 	spec := supervisor.Spec{
 		Strategy:  supervisor.OneForOne,
@@ -170,7 +185,7 @@ func Boot(opts Options) (*Node, error) {
 			{Name: "registry", Props: registry.Props(opts.Registry)},
 			// The git actor registers every write with the registry actor
 			// (data files and tests are written, not registered).
-			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, Registry: &n.regClient, OnCommitted: n.onCommitted})},
+			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, Registry: &n.regClient, OnCommitted: n.onCommitted, Gate: gater})},
 		},
 		OnEvent: func(ev supervisor.Event) {
 			k.Emit(kernel.Event{Kind: kernel.EventRestart, Name: ev.Failed, Reason: ev.Reason, Detail: fmt.Sprintf("%s %v after %s", ev.Action, ev.Children, ev.Delay)})
@@ -284,6 +299,10 @@ func (c kernelCharger) ChargeAt(ctx context.Context, home string, pid uint64, m 
 
 // Kernel returns the node's process table.
 func (n *Node) Kernel() *kernel.Kernel { return n.k }
+
+// Gate returns the node's registration gate; nil when it is disabled
+// (Options.Gate.Runs < 0).
+func (n *Node) Gate() *gate.Gate { return n.gate }
 
 // ActorSystem returns the node's actor system, for actors of the embedding
 // program (spawned with its Spawn, they are stopped by Close).

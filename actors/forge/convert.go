@@ -2,6 +2,7 @@ package forge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/agentos-run/agentos/actors/executor"
@@ -10,6 +11,7 @@ import (
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/governance/gate"
 )
 
 // Conversions between the forge's domain types and its wire messages
@@ -40,6 +42,9 @@ func resultToPB(r Result) *pb.Result {
 	for _, a := range r.Attempts {
 		out.Attempts = append(out.Attempts, &pb.Attempt{N: int64(a.N), Path: a.Path, Errors: a.Errors, Passed: a.Passed})
 	}
+	if r.Gate != nil {
+		out.Gate, _ = json.Marshal(r.Gate)
+	}
 	return out
 }
 
@@ -49,6 +54,12 @@ func resultFromPB(r *pb.Result) Result {
 		Usage: llm.Usage{PromptTokens: u.GetPromptTokens(), CompletionTokens: u.GetCompletionTokens(), TotalTokens: u.GetTotalTokens(), CostUSD: u.GetCostUsd()}}
 	for _, a := range r.GetAttempts() {
 		out.Attempts = append(out.Attempts, Attempt{N: int(a.GetN()), Path: a.GetPath(), Errors: a.GetErrors(), Passed: a.GetPassed()})
+	}
+	if b := r.GetGate(); len(b) > 0 {
+		var g gate.Report
+		if json.Unmarshal(b, &g) == nil {
+			out.Gate = &g
+		}
 	}
 	return out
 }
@@ -62,6 +73,7 @@ var failureCodes = system.FailureCodes{
 	{Code: "cancelled", Err: context.Canceled},
 	{Code: "caller_gone", Err: ErrCallerGone},
 	{Code: "denied", Err: capability.ErrDenied},
+	{Code: "gate_blocked", Err: gate.ErrBlocked},
 }
 
 func doneOf(res Result, err error) *pb.Done {

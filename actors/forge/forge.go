@@ -17,6 +17,7 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/transpile"
@@ -137,6 +138,12 @@ type Result struct {
 	RunID string `json:"run_id,omitempty"`
 	// Usage is what the model calls cost.
 	Usage llm.Usage `json:"usage"`
+	// Gate is the registration gate's report when keeping the tool
+	// replaced an existing tool source (nil for a new tool, which is what
+	// a forge makes: it never takes a path holding another registered
+	// tool). Set also when the gate refused to keep it (the error wraps
+	// gate.ErrBlocked; nothing was written).
+	Gate *gate.Report `json:"gate,omitempty"`
 }
 
 // Charge is told the usage of every model answer (the caller's quota); an
@@ -359,6 +366,7 @@ func (f *Forge) judge(ctx context.Context, c candidate, call func(drv, op string
 func (f *Forge) keep(ctx context.Context, res Result, c candidate) (Result, error) {
 	res.Path, res.Tests = c.Path, testPath(c.Path)
 	w, err := f.opts.Git.WriteFile(ctx, c.Path, []byte(c.Code))
+	res.Gate = w.Gate
 	if err != nil {
 		return res, fmt.Errorf("forge: the tool passed but could not be kept: %w", err)
 	}

@@ -3,6 +3,7 @@ package git
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	pb "github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -51,6 +53,22 @@ type Options struct {
 	// RetryPause is the first pause between two pulls for an announced
 	// commit not upstream yet; it doubles up to 2 s. Default 100 ms.
 	RetryPause time.Duration
+	// Gate, when set, is the registration gate (docs/governance/gate.md):
+	// before a write that changes an existing tool source (gate.Applies)
+	// and compiles, the recorded runs of the previous version are
+	// replayed against the new one. IMPORTANT: it runs before the file is
+	// written, registered or committed, so that a report that is Blocked
+	// (policy block) refuses the write with nothing changed; otherwise
+	// the report goes with the reply (Written.Gate). It runs on the
+	// actor's goroutine, as a persist does: the node's other writes wait
+	// for it (bounded by the gate's replay timeouts and PersistTimeout).
+	Gate Gater
+}
+
+// Gater checks a new version of a tool against the recorded runs of the
+// previous one: *gate.Gate.
+type Gater interface {
+	Check(ctx context.Context, path string, old, new []byte) gate.Report
 }
 
 // Props returns the props of a git actor.
@@ -126,9 +144,17 @@ func (a *gitActor) Receive(ctx actor.Context) {
 }
 
 func (a *gitActor) onWrite(m *pb.WriteFile) *pb.Written {
-	_, err := a.opts.Jail.Stat(m.GetPath())
+	p := m.GetPath()
+	var old []byte
+	if a.opts.Gate != nil && gate.IsTool(p) {
+		// The previous version, for the gate (a tool source is small).
+		if b, err := a.opts.Jail.ReadFile(p); err == nil {
+			old = b
+		}
+	}
+	_, err := a.opts.Jail.Stat(p)
 	created := errors.Is(err, vfs.ErrNotFound)
-	return a.write(m.GetPath(), m.GetContent(), created, "write")
+	return a.write(p, old, m.GetContent(), created, "write")
 }
 
 func (a *gitActor) onPatch(m *pb.PatchFile) *pb.Written {
@@ -148,7 +174,7 @@ func (a *gitActor) onPatch(m *pb.PatchFile) *pb.Written {
 	next = append(next, old[:i]...)
 	next = append(next, replace...)
 	next = append(next, old[i+len(search):]...)
-	return a.write(p, next, false, "patch")
+	return a.write(p, old, next, false, "patch")
 }
 
 // onAnnounce answers at once when the tool root includes the commit;
@@ -228,12 +254,25 @@ func (a *gitActor) onWaitFor(ctx actor.Context, m *pb.WaitFor) {
 // write writes the file, has the registry actor register it, and persists
 // it. IMPORTANT: with a Repo, a tool source that does not compile is
 // written to the working tree only: never registered, committed or pushed
-// to the shared upstream, until a later write makes it compile.
-func (a *gitActor) write(p string, content []byte, created bool, verb string) *pb.Written {
-	if err := a.opts.Jail.WriteFile(p, content); err != nil {
-		return &pb.Written{Path: p, Failure: failureOf(err)}
+// to the shared upstream, until a later write makes it compile. With a
+// Gate, a changed tool source (old is its previous content, nil when
+// unknown) is gated first: a blocked one is not written at all.
+func (a *gitActor) write(p string, old, content []byte, created bool, verb string) *pb.Written {
+	var report []byte
+	if a.opts.Gate != nil && gate.Applies(p, old, content) && Compiles(p, content) == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), a.opts.PersistTimeout)
+		rep := a.opts.Gate.Check(ctx, p, old, content)
+		cancel()
+		report, _ = json.Marshal(rep)
+		if err := rep.Err(); err != nil {
+			a.log().Warn("git: the registration gate refused a write", slog.String("path", p), slog.Any("changed", rep.Changed()))
+			return &pb.Written{Path: p, Hash: transpile.Hash(content), Gate: report, Failure: failureOf(err)}
+		}
 	}
-	w := &pb.Written{Path: p, Bytes: int64(len(content)), Hash: transpile.Hash(content), Created: created}
+	if err := a.opts.Jail.WriteFile(p, content); err != nil {
+		return &pb.Written{Path: p, Gate: report, Failure: failureOf(err)}
+	}
+	w := &pb.Written{Path: p, Bytes: int64(len(content)), Hash: transpile.Hash(content), Created: created, Gate: report}
 	if a.opts.Repo != nil {
 		if err := Compiles(p, content); err != nil {
 			w.Held = true

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
@@ -39,6 +40,12 @@ type Written struct {
 	// so it was neither registered nor persisted; the write that makes it
 	// compile persists it.
 	Held bool `json:"held,omitempty"`
+	// Gate is the registration gate's report when the write changed an
+	// existing tool source and the node has a gate (nil otherwise): the
+	// recorded runs of the previous version replayed against the new one.
+	// Set also when the gate refused the write (the error wraps
+	// gate.ErrBlocked; nothing was written).
+	Gate *gate.Report `json:"gate,omitempty"`
 }
 
 // Client is the typed client of a git actor: callers use it, never the raw

@@ -32,6 +32,13 @@
 // its timeout; it fetches nothing itself. Requests waiting for a commit
 // do not block the actor: it serves writes meanwhile.
 //
+// With Options.Gate (the registration gate, docs/governance/gate.md), a
+// write that changes an existing tool source that compiles is first
+// checked: the recorded runs of the previous version are replayed against
+// the new one, before anything is written. A report the policy blocks
+// refuses the write (failure "gate_blocked": nothing written, registered
+// or committed); otherwise the report goes with the reply (Written.Gate).
+//
 // IMPORTANT: with a Repo, a tool source (.ts, .js) that does not compile
 // (esbuild, see Compiles) is written to the working tree only: it is not
 // registered, committed or pushed, and the reply's error (ErrNotCompiled)

@@ -1,12 +1,15 @@
 package git
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	pb "github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -39,6 +42,7 @@ var failureCodes = system.FailureCodes{
 	{Code: "security", Err: vfs.ErrSecurity},
 	{Code: "not_found", Err: vfs.ErrNotFound},
 	{Code: "invalid_path", Err: vfs.ErrInvalidPath},
+	{Code: "gate_blocked", Err: gate.ErrBlocked},
 }
 
 // failureOf returns err as a wire Failure; nil for nil. A conflict keeps
@@ -70,7 +74,15 @@ func errorOf(f *pb.Failure) error {
 
 // writtenFromPB returns the domain Written and its error.
 func writtenFromPB(p *pb.Written) (Written, error) {
+	var rep *gate.Report
+	if b := p.GetGate(); len(b) > 0 {
+		rep = new(gate.Report)
+		if err := json.Unmarshal(b, rep); err != nil {
+			return Written{Path: p.GetPath()}, fmt.Errorf("%w: the gate report of %s does not decode: %v", ErrUnavailable, p.GetPath(), err)
+		}
+	}
 	return Written{
+		Gate:    rep,
 		Path:    p.GetPath(),
 		Bytes:   int(p.GetBytes()),
 		Hash:    p.GetHash(),

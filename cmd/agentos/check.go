@@ -7,19 +7,39 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/internal/units"
 )
 
-// runCheck is check_tool from the terminal: agentos check [--root DIR] [--json] PATH.
+// runCheck is check_tool from the terminal:
+// agentos check [--root DIR] [--json] [--against-runs [N]] PATH.
+//
+// With --against-runs it also replays, offline, the N (default
+// governance.gate.runs, else 5) most recent recorded runs of the previous
+// version of the tool against the file as it is now (the registration
+// gate, without writing), and fails when one of them changed.
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	root := fs.String("root", ".", rootUsage)
-	asJSON := fs.Bool("json", false, "print exactly one JSON object {valid, errors, warnings, risk, risks}")
+	asJSON := fs.Bool("json", false, "print exactly one JSON object {valid, errors, warnings, risk, risks} (with --against-runs also gate: the replay report)")
+	var against againstRunsFlag
+	fs.Var(&against, "against-runs", "also replay the `N` (default: governance.gate.runs, else 5) most recent recorded runs of the tool's previous version against this file, offline, and report same / different / divergence for each (--against-runs, --against-runs=N or --against-runs N PATH)")
+	jpath := fs.String("journal", "", "with --against-runs: the journal file (default: <root>/.agentos/journal.db)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if against.on && against.n == 0 && len(pos) == 2 {
+		// --against-runs N PATH: the flag package cannot take an optional value.
+		if n, err := strconv.Atoi(pos[0]); err == nil {
+			if n <= 0 {
+				return usagef("--against-runs takes a count of runs above 0, not %d", n)
+			}
+			against.n, pos = n, pos[1:]
+		}
 	}
 	if len(pos) != 1 {
 		return usagef("expected one PATH, got %d arguments", len(pos))
@@ -33,14 +53,31 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("cannot read %s: %v", rel, err)
 	}
 	res := check.New(cfg.CheckOptions()).Check(rel, src)
+	var rep *gate.Report
+	if against.on && res.Valid {
+		r, err := checkAgainstRuns(ctx, absRoot, cfg, *jpath, rel, src, against.n)
+		if err != nil {
+			return err
+		}
+		rep = &r
+	}
 	if *asJSON {
-		if err := fprintJSON(stdout, res); err != nil {
+		out := struct {
+			check.Result
+			Gate *gate.Report `json:"gate,omitempty"`
+		}{res, rep}
+		if err := fprintJSON(stdout, out); err != nil {
 			return err
 		}
 	} else {
 		printCheck(stdout, rel, res)
+		if rep != nil {
+			printGate(stdout, *rep)
+		} else if against.on {
+			fmt.Fprintln(stdout, "gate: not run: the tool does not pass the check")
+		}
 	}
-	if !res.Valid {
+	if !res.Valid || (rep != nil && len(rep.Changed()) > 0) {
 		return errFailed
 	}
 	return nil

@@ -1,7 +1,10 @@
 // Command agentos is the terminal interface of the agentos runtime.
 //
 //	agentos init  [--upstream URL | --no-git] [DIR]      scaffold a tool root
-//	agentos check [--root DIR] [--json] PATH             static analysis of a tool
+//	agentos check [--root DIR] [--json] [--against-runs [N]] PATH
+//	                                                     static analysis of a tool; with
+//	                                                     --against-runs, replay the previous
+//	                                                     version's recorded runs against it
 //	agentos exec  [--root DIR] [--json] [--timeout D] [--inprocess] [--journal PATH | --no-journal]
 //	              PATH [ARGS_JSON | - | @FILE]           run a tool in the sandbox
 //	agentos runs    [--root DIR] [--json]                list the recorded runs
@@ -83,7 +86,7 @@ type command struct {
 
 var commands = []command{
 	{"init", "scaffold a tool root (config, tools/, registry, Git upstream); safe to run twice", "agentos init [--upstream URL | --no-git] [DIR]", runInit},
-	{"check", "check a tool: syntax, the standards, risk level", "agentos check [--root DIR] [--json] PATH", runCheck},
+	{"check", "check a tool: syntax, the standards, risk level; with --against-runs, replay its previous version's recorded runs against it", "agentos check [--root DIR] [--json] [--against-runs [N]] PATH", runCheck},
 	{"exec", "run a tool in the sandbox with JSON args; PATH@HASH runs a recorded version", "agentos exec [--root DIR] [--json] [--timeout D] [--inprocess] [--journal PATH | --no-journal] PATH[@HASH] [ARGS_JSON | - | @FILE]", runExec},
 	{"runs", "list the recorded runs (--tool: one tool's runs by version); 'prune' deletes old ones (default: the configured retention) and compacts the journal", "agentos runs [--root DIR] [--json] [--tool PATH] | runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]", runRuns},
 	{"trace", "show a recorded run call by call", "agentos trace [--root DIR] [--json] RUN", runTrace},

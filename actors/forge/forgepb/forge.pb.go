@@ -366,8 +366,14 @@ type Result struct {
 	// commit persisted the tool (empty without Git).
 	Commit string `protobuf:"bytes,6,opt,name=commit,proto3" json:"commit,omitempty"`
 	// run_id is the forge's journal run.
-	RunId         string `protobuf:"bytes,7,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	Usage         *Usage `protobuf:"bytes,8,opt,name=usage,proto3" json:"usage,omitempty"`
+	RunId string `protobuf:"bytes,7,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Usage *Usage `protobuf:"bytes,8,opt,name=usage,proto3" json:"usage,omitempty"`
+	// gate is the registration gate's report (governance/gate.Report as
+	// JSON) when keeping the tool changed an existing tool source: its
+	// previous version's recorded runs replayed against the forged one.
+	// Empty when the tool is new (the forge never takes a path that holds
+	// another registered tool) or the node has no gate.
+	Gate          []byte `protobuf:"bytes,9,opt,name=gate,proto3" json:"gate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -458,11 +464,20 @@ func (x *Result) GetUsage() *Usage {
 	return nil
 }
 
+func (x *Result) GetGate() []byte {
+	if x != nil {
+		return x.Gate
+	}
+	return nil
+}
+
 // Failure is a forge's error. code is stable and names a sentinel error:
 // "options" (forge.ErrOptions), "spec" (forge.ErrSpec), "gave_up"
 // (forge.ErrGaveUp), "no_model" (forge.ErrNoModel), "cancelled"
 // (context.Canceled), "quota" (a *capability.QuotaError: meter names the
-// meter), "denied" (capability.ErrDenied), "internal" (none of them).
+// meter), "denied" (capability.ErrDenied), "gate_blocked"
+// (governance/gate.ErrBlocked: the registration gate refused to keep the
+// tool; Done.result.gate holds the report), "internal" (none of them).
 // message is the full error text (what was wrong and what to do).
 type Failure struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -604,7 +619,7 @@ const file_actors_forge_forgepb_forge_proto_rawDesc = "" +
 	"\x01n\x18\x01 \x01(\x03R\x01n\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x16\n" +
 	"\x06errors\x18\x03 \x03(\tR\x06errors\x12\x16\n" +
-	"\x06passed\x18\x04 \x01(\bR\x06passed\"\xf5\x01\n" +
+	"\x06passed\x18\x04 \x01(\bR\x06passed\"\x89\x02\n" +
 	"\x06Result\x12\x16\n" +
 	"\x06reused\x18\x01 \x01(\bR\x06reused\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x14\n" +
@@ -613,7 +628,8 @@ const file_actors_forge_forgepb_forge_proto_rawDesc = "" +
 	"\x05tests\x18\x05 \x01(\tR\x05tests\x12\x16\n" +
 	"\x06commit\x18\x06 \x01(\tR\x06commit\x12\x15\n" +
 	"\x06run_id\x18\a \x01(\tR\x05runId\x12-\n" +
-	"\x05usage\x18\b \x01(\v2\x17.agentos.forge.v1.UsageR\x05usage\"M\n" +
+	"\x05usage\x18\b \x01(\v2\x17.agentos.forge.v1.UsageR\x05usage\x12\x12\n" +
+	"\x04gate\x18\t \x01(\fR\x04gate\"M\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +

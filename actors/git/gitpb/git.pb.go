@@ -36,7 +36,8 @@ const (
 // "conflict", "rejected", "upstream", "pull_request", "repo_closed",
 // "repo_internal", "repo_options", "repo_path" (package repo: the write was
 // not persisted); "security", "not_found", "invalid_path" (package vfs);
-// "internal" (none of them). message is the full error text (what was wrong
+// "gate_blocked" (governance/gate.ErrBlocked: the registration gate
+// refused the new version, nothing was written); "internal" (none of them). message is the full error text (what was wrong
 // and what to do). conflict is set with code "conflict": the data of a
 // *repo.ConflictError, so that the caller learns which branch keeps its
 // version (errors.As works on the client's error).
@@ -317,8 +318,15 @@ type Written struct {
 	// persisted until a write makes it compile.
 	Held bool `protobuf:"varint,8,opt,name=held,proto3" json:"held,omitempty"`
 	// failure is why the write failed or was not registered or persisted;
-	// unset on success.
-	Failure       *Failure `protobuf:"bytes,9,opt,name=failure,proto3" json:"failure,omitempty"`
+	// unset on success. "gate_blocked" when the registration gate refused
+	// the new version (policy block): nothing was written, registered or
+	// committed, and gate holds the report naming the runs.
+	Failure *Failure `protobuf:"bytes,9,opt,name=failure,proto3" json:"failure,omitempty"`
+	// gate is the registration gate's report (governance/gate.Report as
+	// JSON: the recorded runs of the previous version replayed against the
+	// new one) when the write changed an existing tool source and the node
+	// has a gate; empty otherwise. Set also with failure "gate_blocked".
+	Gate          []byte `protobuf:"bytes,10,opt,name=gate,proto3" json:"gate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -412,6 +420,13 @@ func (x *Written) GetHeld() bool {
 func (x *Written) GetFailure() *Failure {
 	if x != nil {
 		return x.Failure
+	}
+	return nil
+}
+
+func (x *Written) GetGate() []byte {
+	if x != nil {
+		return x.Gate
 	}
 	return nil
 }
@@ -761,7 +776,7 @@ const file_actors_git_gitpb_git_proto_rawDesc = "" +
 	"\tPatchFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06search\x18\x02 \x01(\tR\x06search\x12\x18\n" +
-	"\areplace\x18\x03 \x01(\tR\areplace\"\xef\x01\n" +
+	"\areplace\x18\x03 \x01(\tR\areplace\"\x83\x02\n" +
 	"\aWritten\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12\x12\n" +
@@ -771,7 +786,9 @@ const file_actors_git_gitpb_git_proto_rawDesc = "" +
 	"\x06branch\x18\x06 \x01(\tR\x06branch\x12\x15\n" +
 	"\x06pr_url\x18\a \x01(\tR\x05prUrl\x12\x12\n" +
 	"\x04held\x18\b \x01(\bR\x04held\x121\n" +
-	"\afailure\x18\t \x01(\v2\x17.agentos.git.v1.FailureR\afailure\"Q\n" +
+	"\afailure\x18\t \x01(\v2\x17.agentos.git.v1.FailureR\afailure\x12\x12\n" +
+	"\x04gate\x18\n" +
+	" \x01(\fR\x04gate\"Q\n" +
 	"\tCommitted\x12\x16\n" +
 	"\x06commit\x18\x01 \x01(\tR\x06commit\x12\x16\n" +
 	"\x06branch\x18\x02 \x01(\tR\x06branch\x12\x14\n" +

@@ -1,0 +1,334 @@
+package agentos_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/governance/gate"
+	"github.com/agentos-run/agentos/transpile"
+)
+
+// The tool of the gate tests: it sums the numbers of a file, one a line,
+// and has a bug (it skips the first line, as if it were a header).
+const (
+	gateTool  = "tools/stats/sum.ts"
+	gateBuggy = `/** Sums the numbers of a file, one a line. */
+export default async function (args: { file: string }): Promise<number> {
+  const text: string = await tgp.read_file(args.file);
+  const lines = text.split("\n").filter((l) => l.trim() !== "");
+  let total = 0;
+  for (let i = 1; i < lines.length; i++) {
+    total += Number(lines[i]);
+  }
+  return total;
+}
+`
+	// The fix reads the same file and counts the first line too.
+	gateBugSearch = "for (let i = 1; i < lines.length; i++)"
+	gateBugFix    = "for (let i = 0; i < lines.length; i++)"
+	// A version that reads another file than the one the runs read.
+	gateOtherSearch = "await tgp.read_file(args.file)"
+	gateOtherFix    = "await tgp.read_file(args.file + \".bak\")"
+)
+
+// gateFiles are the data the 5 recorded runs read; the last one starts
+// with 0, so the fix does not change its result.
+var gateFiles = map[string]string{
+	"tools/data/a.txt": "1\n2\n3\n",
+	"tools/data/b.txt": "10\n20\n",
+	"tools/data/c.txt": "5\n5\n5\n5\n",
+	"tools/data/d.txt": "7\n",
+	"tools/data/e.txt": "0\n4\n4\n",
+}
+
+// gateRoot starts a runtime on a tool root sharing a fresh bare upstream,
+// with the gate under policy, writes the buggy tool and records its 5
+// runs; then it removes the data files, so that a replay that did live
+// I/O could not give the recorded answers.
+func gateRoot(t *testing.T, policy string, tweak ...func(*agentos.Config)) (rt *agentos.Runtime, dir, bare string, runs []string) {
+	t.Helper()
+	bare = upstream(t)
+	rt, dir = gitRoot(t, bare, append([]func(*agentos.Config){func(c *agentos.Config) { c.Governance.Gate.Policy = policy }}, tweak...)...)
+	write(t, rt, gateTool, gateBuggy)
+	for p, body := range gateFiles {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"tools/data/a.txt", "tools/data/b.txt", "tools/data/c.txt", "tools/data/d.txt", "tools/data/e.txt"} {
+		args, _ := json.Marshal(map[string]any{"path": gateTool, "args": map[string]string{"file": p}})
+		out, err := rt.Call(context.Background(), "exec_tool", args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res struct {
+			Success bool   `json:"success"`
+			RunID   string `json:"run_id"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil || !res.Success {
+			t.Fatalf("exec_tool %s: %s (%v)", p, out, err)
+		}
+		runs = append(runs, res.RunID)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "tools", "data")); err != nil {
+		t.Fatal(err)
+	}
+	return rt, dir, bare, runs
+}
+
+// writtenGate is the gate report of a write_file or patch_file reply.
+func writtenGate(t *testing.T, out json.RawMessage) *gate.Report {
+	t.Helper()
+	var w struct {
+		Gate *gate.Report `json:"gate"`
+	}
+	if err := json.Unmarshal(out, &w); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	return w.Gate
+}
+
+// Warn (the default): the fix is patched in, lands (committed, registered)
+// and its reply reports the 4 runs whose result changed, old and new, and
+// the one whose result did not; every replay answered from the journal
+// (the data files are gone).
+func TestGateWarnReportsChangedResults(t *testing.T) {
+	rt, dir, bare, runs := gateRoot(t, "")
+	before := len(history(t, bare))
+	args, _ := json.Marshal(map[string]string{"path": gateTool, "search": gateBugSearch, "replace": gateBugFix})
+	out, err := rt.Call(context.Background(), "patch_file", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := writtenGate(t, out)
+	if rep == nil {
+		t.Fatalf("the patch_file reply has no gate report: %s", out)
+	}
+	if rep.Policy != gate.PolicyWarn || rep.Blocked || rep.OldHash != transpile.Hash([]byte(gateBuggy)) || rep.Found != 5 || len(rep.Runs) != 5 {
+		t.Fatalf("report: %+v", rep)
+	}
+	if rep.Same != 1 || rep.Different != 4 || rep.Divergence != 0 || rep.Errors != 0 {
+		t.Fatalf("outcomes: %+v", rep.Runs)
+	}
+	want := map[string][2]string{runs[0]: {"5", "6"}, runs[1]: {"20", "30"}, runs[2]: {"15", "20"}, runs[3]: {"0", "7"}, runs[4]: {"8", "8"}}
+	for i, r := range rep.Runs {
+		w, ok := want[r.Run]
+		if !ok || r.Old != w[0] || r.New != w[1] {
+			t.Errorf("run %s: old %q new %q, want %q", r.Run, r.Old, r.New, w)
+		}
+		if (r.Outcome == gate.OutcomeSame) != (w[0] == w[1]) {
+			t.Errorf("run %s: outcome %s", r.Run, r.Outcome)
+		}
+		if i > 0 && r.Started.After(rep.Runs[i-1].Started) {
+			t.Errorf("runs not newest first: %v", rep.Runs)
+		}
+	}
+	// It landed: on disk, upstream, registered.
+	disk, _ := os.ReadFile(filepath.Join(dir, gateTool))
+	if !strings.Contains(string(disk), gateBugFix) || !strings.Contains(upstreamTree(t, bare, "main")[gateTool], gateBugFix) || len(history(t, bare)) != before+1 {
+		t.Fatal("the warned write did not land")
+	}
+	if tool, _ := rt.Registry().Get(gateTool); tool.Hash != transpile.Hash(disk) {
+		t.Fatalf("registry hash %s, want the fix's", tool.Hash)
+	}
+	// The replays were not runs: the journal holds the 5 recorded ones.
+	all, _ := rt.Journal().Runs()
+	if len(all) != 5 {
+		t.Fatalf("the journal has %d runs after the gate, want the 5 recorded", len(all))
+	}
+}
+
+// A version that reads another file diverges at that call, with its code.
+func TestGateReportsDivergence(t *testing.T) {
+	rt, _, _, _ := gateRoot(t, "warn")
+	args, _ := json.Marshal(map[string]string{"path": gateTool, "search": gateOtherSearch, "replace": gateOtherFix})
+	out, err := rt.Call(context.Background(), "patch_file", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := writtenGate(t, out)
+	if rep == nil || rep.Divergence != 5 {
+		t.Fatalf("report: %s", out)
+	}
+	for _, r := range rep.Runs {
+		if r.Outcome != gate.OutcomeDivergence || r.Code != "AGENTOS-J001" || r.Seq == 0 || !strings.Contains(r.Detail, ".bak") {
+			t.Errorf("run %s: %+v", r.Run, r)
+		}
+	}
+}
+
+// Block: the fix is refused with an error naming the runs; nothing is
+// written, committed or registered.
+func TestGateBlockRefusesTheWrite(t *testing.T) {
+	rt, dir, bare, runs := gateRoot(t, "block")
+	headBefore := history(t, bare)
+	regBefore, _ := rt.Registry().Get(gateTool)
+	fixed := strings.Replace(gateBuggy, gateBugSearch, gateBugFix, 1)
+	args, _ := json.Marshal(map[string]string{"path": gateTool, "content": fixed})
+	_, err := rt.Call(context.Background(), "write_file", args)
+	if err == nil {
+		t.Fatal("a blocked write succeeded")
+	}
+	if !errors.Is(err, gate.ErrBlocked) {
+		t.Errorf("error %v does not wrap gate.ErrBlocked", err)
+	}
+	for _, id := range runs[:4] {
+		if !strings.Contains(err.Error(), id+" (different: ") {
+			t.Errorf("the error does not name run %s: %v", id, err)
+		}
+	}
+	if strings.Contains(err.Error(), runs[4]) {
+		t.Errorf("the error names the unchanged run %s: %v", runs[4], err)
+	}
+	disk, _ := os.ReadFile(filepath.Join(dir, gateTool))
+	if string(disk) != gateBuggy {
+		t.Fatalf("the blocked write reached the working tree: %s", disk)
+	}
+	if got := history(t, bare); len(got) != len(headBefore) || upstreamTree(t, bare, "main")[gateTool] != gateBuggy {
+		t.Fatalf("the blocked write was committed: %v", got)
+	}
+	if reg, _ := rt.Registry().Get(gateTool); reg.Hash != regBefore.Hash || reg.Version != regBefore.Version {
+		t.Fatalf("the blocked write was registered: %+v", reg)
+	}
+	// A change that keeps every result passes the block gate.
+	same := strings.Replace(gateBuggy, "Sums the numbers", "Adds up the numbers", 1)
+	args, _ = json.Marshal(map[string]string{"path": gateTool, "content": same})
+	out, err := rt.Call(context.Background(), "write_file", args)
+	if err != nil {
+		t.Fatalf("a change that keeps every result was refused: %v", err)
+	}
+	if rep := writtenGate(t, out); rep == nil || rep.Same != 5 || rep.Blocked {
+		t.Fatalf("report: %s", out)
+	}
+}
+
+// No recorded run of the previous version: the write lands and the report
+// says there was nothing to replay. A new tool has no report at all.
+func TestGateNoPreviousRuns(t *testing.T) {
+	bare := upstream(t)
+	rt, _ := gitRoot(t, bare, func(c *agentos.Config) { c.Governance.Gate.Policy = "block" })
+	out := write(t, rt, gateTool, gateBuggy)
+	if rep := writtenGate(t, out); rep != nil {
+		t.Fatalf("a new tool has a gate report: %s", out)
+	}
+	out = write(t, rt, gateTool, strings.Replace(gateBuggy, gateBugSearch, gateBugFix, 1))
+	rep := writtenGate(t, out)
+	if rep == nil || len(rep.Runs) != 0 || rep.Blocked || !strings.Contains(rep.Note, "no recorded run") {
+		t.Fatalf("report: %s", out)
+	}
+	if !strings.Contains(upstreamTree(t, bare, "main")[gateTool], gateBugFix) {
+		t.Fatal("the write did not land")
+	}
+}
+
+// governance.gate.runs bounds the replays; 0 disables the gate.
+func TestGateRunsConfig(t *testing.T) {
+	rt, dir, _, runs := gateRoot(t, "block")
+	fixed := []byte(strings.Replace(gateBuggy, gateBugSearch, gateBugFix, 1))
+	rep, err := rt.CheckAgainstRuns(context.Background(), gateTool, fixed, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 2 || rep.Runs[0].Run != runs[4] || rep.Runs[1].Run != runs[3] || !rep.Blocked {
+		t.Fatalf("report: %+v", rep)
+	}
+	// CheckAgainstRuns wrote nothing.
+	if disk, _ := os.ReadFile(filepath.Join(dir, gateTool)); string(disk) != gateBuggy {
+		t.Fatal("CheckAgainstRuns wrote the file")
+	}
+	zero := 0
+	bare := upstream(t)
+	off, _ := gitRoot(t, bare, func(c *agentos.Config) { c.Governance.Gate.Runs = &zero; c.Governance.Gate.Policy = "block" })
+	write(t, off, gateTool, gateBuggy)
+	if n := off.Node().Gate(); n != nil {
+		t.Fatal("runs 0 left a gate")
+	}
+}
+
+// A replay is bounded: a new version that loops forever is stopped at the
+// gate's timeout and reported as an error (not a divergence); with
+// block_on_error the write is refused.
+func TestGateBoundsReplays(t *testing.T) {
+	rt, dir, _, _ := gateRoot(t, "block", func(c *agentos.Config) {
+		c.Governance.Gate.BlockOnError = true
+		c.Governance.Gate.Timeout = agentos.Duration(300 * time.Millisecond)
+		c.Governance.Gate.Runs = new(int)
+		*c.Governance.Gate.Runs = 2
+	})
+	args, _ := json.Marshal(map[string]string{"path": gateTool, "search": "let total = 0;", "replace": "let total = 0;\n  while (lines.length > 0) { total++; }"})
+	_, err := rt.Call(context.Background(), "patch_file", args)
+	if !errors.Is(err, gate.ErrBlocked) || strings.Count(err.Error(), "(error: the replay stopped at its limit (timeout 300ms)") != 2 {
+		t.Fatalf("a looping version: %v", err)
+	}
+	if disk, _ := os.ReadFile(filepath.Join(dir, gateTool)); string(disk) != gateBuggy {
+		t.Fatal("the refused patch reached the working tree")
+	}
+}
+
+// governance.gate is checked when agentos.json is loaded.
+func TestGateConfig(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"governance": {"gate": {"policy": "blok"}}}`:                                                      `governance.gate.policy "blok" is not known`,
+		`{"governance": {"gate": {"runs": -1}}}`:                                                            "governance.gate.runs -1 must be 0",
+		`{"governance": {"gate": {"timeout": "-1s"}}}`:                                                      "governance.gate.timeout",
+		`{"governance": {"gate": {"polcy": "block"}}}`:                                                      `did you mean "policy"?`,
+		`{"governance": {"gate": {"runs": 3, "policy": "block", "block_on_error": true, "timeout": "2s"}}}`: "",
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, agentos.ConfigFile), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := agentos.LoadConfig(dir)
+		if want == "" {
+			o := cfg.Governance.Gate.Options()
+			if err != nil || o.Runs != 3 || o.Policy != gate.PolicyBlock || !o.BlockOnError || o.Timeout != 2*time.Second {
+				t.Errorf("%s: %+v %v", body, o, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+	zero := 0
+	if (agentos.GateConfig{Runs: &zero}).Options().Enabled() {
+		t.Error("runs 0 does not disable the gate")
+	}
+	if o := (agentos.GateConfig{}).Options(); !o.Enabled() || o.Runs != 0 {
+		t.Errorf("the zero GateConfig: %+v", o)
+	}
+}
+
+// The gate's replays run in sandbox worker processes like any run when the
+// root isolates tools in processes.
+func TestGateInWorkers(t *testing.T) {
+	rt, _, _, _ := gateRoot(t, "warn", func(c *agentos.Config) { c.Isolation = "process" })
+	args, _ := json.Marshal(map[string]string{"path": gateTool, "search": gateBugSearch, "replace": gateBugFix})
+	out, err := rt.Call(context.Background(), "patch_file", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := writtenGate(t, out); rep == nil || rep.Different != 4 || rep.Same != 1 {
+		t.Fatalf("report: %s", out)
+	}
+	args, _ = json.Marshal(map[string]string{"path": gateTool, "search": gateOtherSearch, "replace": gateOtherFix})
+	out, err = rt.Call(context.Background(), "patch_file", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixed version has no recorded run: nothing to replay.
+	if rep := writtenGate(t, out); rep == nil || len(rep.Runs) != 0 || !strings.Contains(rep.Note, "no recorded run") {
+		t.Fatalf("report: %s", out)
+	}
+}

@@ -1,0 +1,464 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/internal/clip"
+	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/transpile"
+	"github.com/agentos-run/agentos/vfs"
+)
+
+// Defaults of Options.
+const (
+	// DefaultRuns is how many runs of the previous version are replayed.
+	DefaultRuns = 5
+	// DefaultTimeout caps the timeout of one replay.
+	DefaultTimeout = 10 * time.Second
+)
+
+// Policy says what a write does when the gate finds a changed run.
+type Policy string
+
+const (
+	// PolicyWarn lets the write land with the report (the default).
+	PolicyWarn Policy = "warn"
+	// PolicyBlock refuses the write when a run gave a different result or
+	// diverged: nothing is written, registered or committed.
+	PolicyBlock Policy = "block"
+)
+
+// ErrBlocked: the gate refused a write under PolicyBlock. The error
+// names the runs that changed and says what to do.
+var ErrBlocked = errors.New("the registration gate refused the new version")
+
+// Options configure a Gate. The zero value replays DefaultRuns runs under
+// PolicyWarn, each capped at DefaultTimeout.
+type Options struct {
+	// Runs is how many of the previous version's most recent runs are
+	// replayed: 0 means DefaultRuns, a negative value disables the gate.
+	Runs int
+	// Policy is PolicyWarn ("" too) or PolicyBlock.
+	Policy Policy
+	// BlockOnError, under PolicyBlock, also refuses a write when a run
+	// could not be judged (its replay failed, or stopped at a limit).
+	// Default false: such runs are reported (OutcomeError) and do not
+	// block.
+	BlockOnError bool
+	// Timeout caps the timeout of one replay (its recorded timeout when
+	// shorter). 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Parallel is how many replays run at once (0: 2, at most the
+	// executor's workers).
+	Parallel int
+}
+
+// Validate reports a bad option (an unknown policy, a negative timeout).
+func (o Options) Validate() error {
+	switch o.Policy {
+	case "", PolicyWarn, PolicyBlock:
+	default:
+		return fmt.Errorf("gate policy %q is not known: use %q or %q", o.Policy, PolicyWarn, PolicyBlock)
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("gate timeout %v must be positive", o.Timeout)
+	}
+	return nil
+}
+
+// Enabled says the gate replays anything.
+func (o Options) Enabled() bool { return o.Runs >= 0 }
+
+func (o Options) withDefaults() Options {
+	if o.Runs == 0 {
+		o.Runs = DefaultRuns
+	}
+	if o.Policy == "" {
+		o.Policy = PolicyWarn
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 2
+	}
+	return o
+}
+
+// Outcome is what the replay of one run against the new version gave.
+type Outcome string
+
+const (
+	// OutcomeSame: the new version followed the recorded I/O and gave the
+	// recorded result (or failed the same way).
+	OutcomeSame Outcome = "same"
+	// OutcomeDifferent: the new version followed the recorded I/O and
+	// gave another result (RunReport.Old and New).
+	OutcomeDifferent Outcome = "different"
+	// OutcomeDivergence: the new version asked for other I/O than the
+	// run recorded (RunReport.Code, Seq): it was stopped there, nothing
+	// was performed.
+	OutcomeDivergence Outcome = "divergence"
+	// OutcomeError: the run could not be judged: it could not be replayed
+	// (RunReport.Detail says why), or the replay stopped at a limit.
+	OutcomeError Outcome = "error"
+)
+
+// RunReport is the replay of one recorded run against the new version.
+type RunReport struct {
+	// Run is the recorded run's id; Started when it ran; Args its
+	// arguments (clipped).
+	Run     string    `json:"run"`
+	Started time.Time `json:"started"`
+	Args    string    `json:"args,omitempty"`
+	Outcome Outcome   `json:"outcome"`
+	// Old is the recorded result (or "failed: kind: message"), New the new
+	// version's, both clipped to about 400 bytes.
+	Old string `json:"old,omitempty"`
+	New string `json:"new,omitempty"`
+	// Code and Seq are a divergence's stable code (e.g. "AGENTOS-J001")
+	// and the sequence number of the call where it diverged.
+	Code string `json:"code,omitempty"`
+	Seq  uint64 `json:"seq,omitempty"`
+	// Detail says more: the divergence (expected vs actual), the limit a
+	// replay stopped at, or why it could not be replayed.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Report is what the gate found for one change of one tool.
+type Report struct {
+	Path string `json:"path"`
+	// OldHash is the previous version's content hash, NewHash the new one's.
+	OldHash string `json:"old_hash"`
+	NewHash string `json:"new_hash"`
+	// Previous says where the previous version came from when it is not
+	// the file the write replaces: "the newest recorded runs" (see
+	// PreviousHash).
+	Previous string `json:"previous,omitempty"`
+	Policy   Policy `json:"policy"`
+	// Found is how many finished runs of the previous version the journal
+	// holds; Skipped how many of them were left out because their
+	// arguments were redacted; Runs the ones replayed (at most
+	// Options.Runs, newest first).
+	Found   int         `json:"found"`
+	Skipped int         `json:"skipped,omitempty"`
+	Runs    []RunReport `json:"runs"`
+	// Counts of Runs by outcome.
+	Same       int `json:"same"`
+	Different  int `json:"different"`
+	Divergence int `json:"divergence"`
+	Errors     int `json:"errors"`
+	// Blocked says the policy refuses the write (see Err).
+	Blocked bool `json:"blocked"`
+	// Note says why nothing was replayed (no journal, no runs), or that
+	// the gate could not read the journal.
+	Note string `json:"note,omitempty"`
+}
+
+// Changed lists the runs whose outcome is not the same, each as
+// "ID (different: OLD -> NEW)", "ID (divergence [CODE] at call #SEQ)" or
+// "ID (error: WHY)", clipped.
+func (r Report) Changed() []string {
+	var out []string
+	for _, x := range r.Runs {
+		switch x.Outcome {
+		case OutcomeSame:
+		case OutcomeDifferent:
+			out = append(out, fmt.Sprintf("%s (different: %s -> %s)", x.Run, clip.N(x.Old, 60), clip.N(x.New, 60)))
+		case OutcomeDivergence:
+			out = append(out, fmt.Sprintf("%s (divergence [%s] at call #%d)", x.Run, x.Code, x.Seq))
+		default:
+			out = append(out, fmt.Sprintf("%s (error: %s)", x.Run, clip.N(x.Detail, 100)))
+		}
+	}
+	return out
+}
+
+// Summary is one line: what was replayed and what came of it.
+func (r Report) Summary() string {
+	if len(r.Runs) == 0 {
+		return "gate: " + r.Note
+	}
+	s := fmt.Sprintf("gate: replayed %d recorded run(s) of the previous version of %s against the new one: %d same, %d different, %d divergent, %d error(s)",
+		len(r.Runs), r.Path, r.Same, r.Different, r.Divergence, r.Errors)
+	if r.Blocked {
+		s += " (policy block: refused)"
+	}
+	return s
+}
+
+// Err is nil unless the policy refused the write: then an error wrapping
+// ErrBlocked that names the changed runs and says what to do.
+func (r Report) Err() error {
+	if !r.Blocked {
+		return nil
+	}
+	if len(r.Runs) == 0 {
+		return fmt.Errorf("%w: %s: the gate could not judge the new version (%s) and governance.gate.block_on_error is set. Nothing was written, registered or committed", ErrBlocked, r.Path, r.Note)
+	}
+	return fmt.Errorf("%w: %s: replaying %d recorded run(s) of the previous version (%s) gave %d different result(s), %d divergence(s) and %d error(s): %s. Nothing was written, registered or committed. Fix the new version, or see a run in full with 'agentos replay RUN --tool NEW.ts' (NEW.ts holding the new version); if the change is intended, set governance.gate.policy to \"warn\" in agentos.json",
+		ErrBlocked, r.Path, len(r.Runs), short(r.OldHash), r.Different, r.Divergence, r.Errors, strings.Join(r.Changed(), ", "))
+}
+
+func (r *Report) count() {
+	r.Same, r.Different, r.Divergence, r.Errors = 0, 0, 0, 0
+	for _, x := range r.Runs {
+		switch x.Outcome {
+		case OutcomeSame:
+			r.Same++
+		case OutcomeDifferent:
+			r.Different++
+		case OutcomeDivergence:
+			r.Divergence++
+		default:
+			r.Errors++
+		}
+	}
+}
+
+// Gate replays recorded runs of a tool's previous version against a new
+// one. It is safe for concurrent use.
+type Gate struct {
+	ex   *executor.Executor
+	j    *journal.Journal
+	opts Options
+}
+
+// New returns a gate replaying on ex the runs of j (j may be nil: nothing
+// is recorded, so nothing is replayed and every report says so).
+func New(ex *executor.Executor, j *journal.Journal, opts Options) (*Gate, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if ex == nil {
+		return nil, errors.New("gate: New needs an executor")
+	}
+	return &Gate{ex: ex, j: j, opts: opts.withDefaults()}, nil
+}
+
+// Options returns the gate's options, defaults filled in.
+func (g *Gate) Options() Options { return g.opts }
+
+// Applies says whether a write of path from old to new content is gated:
+// a tool source (.ts or .js, not a test) that existed and changes.
+func Applies(path string, old, new []byte) bool {
+	if old == nil || string(old) == string(new) {
+		return false
+	}
+	return IsTool(path)
+}
+
+// IsTool says whether path is a tool source the gate looks at: .ts or .js,
+// not a test (.test.), not in a dot directory (the forge's staging).
+func IsTool(path string) bool {
+	if !strings.HasSuffix(path, ".ts") && !strings.HasSuffix(path, ".js") {
+		return false
+	}
+	if strings.Contains(path, ".test.") || strings.HasPrefix(path, ".") || strings.Contains(path, "/.") {
+		return false
+	}
+	return true
+}
+
+// Check replays the most recent recorded runs of the version of path whose
+// content is old against newSrc, and applies the policy. It never writes
+// anything: the caller writes (or, when the report is Blocked, refuses).
+func (g *Gate) Check(ctx context.Context, path string, old, newSrc []byte) Report {
+	return g.CheckHash(ctx, path, transpile.Hash(old), newSrc)
+}
+
+// CheckHash is Check with the previous version named by its content hash
+// (as the journal and the registry know it).
+func (g *Gate) CheckHash(ctx context.Context, path, oldHash string, newSrc []byte) Report {
+	r := Report{Path: path, OldHash: oldHash, NewHash: transpile.Hash(newSrc), Policy: g.opts.Policy, Runs: []RunReport{}}
+	switch {
+	case !g.opts.Enabled():
+		r.Note = "disabled (governance.gate.runs is 0)"
+		return r
+	case g.j == nil:
+		r.Note = "no journal: no run of the previous version was recorded, nothing to replay"
+		return r
+	}
+	all, err := g.j.Runs()
+	if err != nil {
+		r.Note = "the journal's runs could not be read: " + err.Error()
+		r.Blocked = g.opts.Policy == PolicyBlock && g.opts.BlockOnError
+		return r
+	}
+	runs, found, skipped := Select(all, path, oldHash, g.opts.Runs)
+	r.Found, r.Skipped = found, skipped
+	if len(runs) == 0 {
+		r.Note = fmt.Sprintf("no recorded run of the previous version of %s (%s) to replay", path, short(oldHash))
+		if skipped > 0 {
+			r.Note += fmt.Sprintf(" (%d skipped: their arguments were redacted)", skipped)
+		}
+		return r
+	}
+	r.Runs = make([]RunReport, len(runs))
+	sem := make(chan struct{}, min(g.opts.Parallel, max(1, g.ex.Options().Workers)))
+	var wg sync.WaitGroup
+	for i, m := range runs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r.Runs[i] = g.replay(ctx, m, newSrc)
+		}()
+	}
+	wg.Wait()
+	r.count()
+	if g.opts.Policy == PolicyBlock {
+		r.Blocked = r.Different > 0 || r.Divergence > 0 || (g.opts.BlockOnError && r.Errors > 0)
+	}
+	return r
+}
+
+// PreviousHash returns the content hash of the newest recorded version of
+// path that is not newHash: the version whose runs were recorded last
+// before the new one (what 'agentos check --against-runs' compares a
+// locally edited file with). ok is false when the journal has no run of
+// path with another hash.
+func PreviousHash(all []journal.RunMeta, path, newHash string) (hash string, ok bool) {
+	want, err := vfs.Clean(path)
+	if err != nil {
+		want = path
+	}
+	var newest time.Time
+	for _, m := range all {
+		tool, err := vfs.Clean(m.Tool)
+		if err != nil || tool != want || m.Hash == "" || m.Hash == newHash || m.ReplayOf != "" {
+			continue
+		}
+		if !ok || m.Started.After(newest) {
+			hash, newest, ok = m.Hash, m.Started, true
+		}
+	}
+	return hash, ok
+}
+
+// CheckNewest is CheckHash against the newest recorded version of path
+// other than newSrc's (PreviousHash): how a file edited in place, whose
+// previous content is gone, is checked.
+func (g *Gate) CheckNewest(ctx context.Context, path string, newSrc []byte) Report {
+	newHash := transpile.Hash(newSrc)
+	if g.j != nil && g.opts.Enabled() {
+		all, err := g.j.Runs()
+		if err == nil {
+			if prev, ok := PreviousHash(all, path, newHash); ok {
+				r := g.CheckHash(ctx, path, prev, newSrc)
+				r.Previous = "the newest recorded version other than the new one"
+				return r
+			}
+			return Report{Path: path, NewHash: newHash, Policy: g.opts.Policy, Runs: []RunReport{},
+				Note: fmt.Sprintf("no recorded run of another version of %s to replay", path)}
+		}
+	}
+	return g.CheckHash(ctx, path, "", newSrc)
+}
+
+// Select returns the runs of path's version oldHash the gate replays: its
+// finished runs (ok or failed), not replays, with their arguments, the
+// newest n first; found counts its finished runs, skipped those left out
+// for redacted arguments.
+func Select(all []journal.RunMeta, path, oldHash string, n int) (runs []journal.RunMeta, found, skipped int) {
+	want, err := vfs.Clean(path)
+	if err != nil {
+		want = path
+	}
+	for _, m := range all {
+		tool, err := vfs.Clean(m.Tool)
+		if err != nil {
+			tool = m.Tool
+		}
+		if tool != want || m.Hash != oldHash || m.ReplayOf != "" || (m.Kind != "" && m.Kind != "exec") {
+			continue
+		}
+		if m.Status != journal.StatusOK && m.Status != journal.StatusFailed {
+			continue
+		}
+		found++
+		if m.ArgsRedacted {
+			skipped++
+			continue
+		}
+		runs = append(runs, m)
+	}
+	sort.SliceStable(runs, func(a, b int) bool { return runs[a].Started.After(runs[b].Started) })
+	if n >= 0 && len(runs) > n {
+		runs = runs[:n]
+	}
+	return runs, found, skipped
+}
+
+// replay replays run m against src, offline, bounded by the gate timeout.
+func (g *Gate) replay(ctx context.Context, m journal.RunMeta, src []byte) RunReport {
+	rr := RunReport{Run: m.ID, Started: m.Started, Args: clip.N(string(m.Args), 200), Old: recorded(m)}
+	// The run's own timeout (recorded, else the executor's default),
+	// capped at the gate's.
+	var lim executor.Limits
+	base := g.ex.Options().Limits.Timeout
+	if rec, ok := executor.RecordedLimits(m); ok && rec.Timeout > 0 {
+		base = rec.Timeout
+	}
+	if base <= 0 || base > g.opts.Timeout {
+		lim.Timeout = g.opts.Timeout
+	}
+	rep, err := executor.ReplayWith(ctx, g.ex, g.j, m.ID, executor.ReplayOptions{Patched: src, Limits: lim})
+	if err != nil {
+		rr.Outcome, rr.Detail = OutcomeError, "the run could not be replayed: "+clip.N(err.Error(), 400)
+		return rr
+	}
+	rr.New = replayed(rep.Result)
+	switch d := rep.Divergence; {
+	case d != nil:
+		rr.Outcome, rr.Code, rr.Seq, rr.Detail = OutcomeDivergence, d.Code, d.Seq, clip.N(d.Error(), 600)
+	case rep.LimitHit != "" && !rep.Same:
+		rr.Outcome, rr.Detail = OutcomeError, "the replay stopped at its limit ("+rep.LimitHit+") before the run's end"
+		if rep.LimitsNote != "" {
+			rr.Detail += "; " + rep.LimitsNote
+		}
+	case rep.Same:
+		rr.Outcome = OutcomeSame
+	default:
+		rr.Outcome = OutcomeDifferent
+	}
+	return rr
+}
+
+// recorded is a run's recorded outcome as text.
+func recorded(m journal.RunMeta) string {
+	if m.Status == journal.StatusOK {
+		return clip.N(string(m.Result), 400)
+	}
+	var e executor.Error
+	if json.Unmarshal(m.Error, &e) == nil && e.Kind != "" {
+		return clip.N("failed: "+string(e.Kind)+": "+e.Message, 400)
+	}
+	return clip.N("failed: "+string(m.Error), 400)
+}
+
+// replayed is a replay's outcome as text.
+func replayed(res executor.Result) string {
+	if res.Success {
+		return clip.N(string(res.Result), 400)
+	}
+	if res.Error == nil {
+		return "failed"
+	}
+	return clip.N("failed: "+string(res.Error.Kind)+": "+res.Error.Message, 400)
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}

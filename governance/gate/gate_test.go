@@ -1,0 +1,98 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentos-run/agentos/journal"
+)
+
+// Select keeps the finished runs of the version asked for, newest first,
+// leaves out replays, other tools and versions, unfinished runs and runs
+// whose arguments were redacted (counted), and bounds them.
+func TestSelect(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(1_700_000_000+int64(s), 0) }
+	all := []journal.RunMeta{
+		{ID: "old-ok", Tool: "tools/x.ts", Hash: "h1", Status: journal.StatusOK, Started: at(1)},
+		{ID: "failed", Tool: "./tools/x.ts", Hash: "h1", Status: journal.StatusFailed, Started: at(3)},
+		{ID: "newest", Tool: "tools/x.ts", Hash: "h1", Status: journal.StatusOK, Started: at(5)},
+		{ID: "running", Tool: "tools/x.ts", Hash: "h1", Status: journal.StatusRunning, Started: at(6)},
+		{ID: "quarantined", Tool: "tools/x.ts", Hash: "h1", Status: journal.StatusQuarantined, Started: at(6)},
+		{ID: "replay", Tool: "tools/x.ts", Hash: "h1", Status: journal.StatusOK, ReplayOf: "newest", Started: at(7)},
+		{ID: "redacted", Tool: "tools/x.ts", Hash: "h1", Status: journal.StatusOK, ArgsRedacted: true, Started: at(8)},
+		{ID: "other-version", Tool: "tools/x.ts", Hash: "h2", Status: journal.StatusOK, Started: at(9)},
+		{ID: "other-tool", Tool: "tools/y.ts", Hash: "h1", Status: journal.StatusOK, Started: at(9)},
+		{ID: "forge", Kind: "forge", Tool: "tools/x.ts", Hash: "h1", Status: journal.StatusOK, Started: at(9)},
+	}
+	runs, found, skipped := Select(all, "tools/x.ts", "h1", 2)
+	if found != 4 || skipped != 1 || len(runs) != 2 || runs[0].ID != "newest" || runs[1].ID != "failed" {
+		t.Fatalf("Select: %d found, %d skipped, %v", found, skipped, runs)
+	}
+	if runs, _, _ := Select(all, "tools/x.ts", "h1", 10); len(runs) != 3 {
+		t.Fatalf("Select unbounded by the runs there are: %v", runs)
+	}
+	if h, ok := PreviousHash(all, "tools/x.ts", "h2"); !ok || h != "h1" {
+		t.Fatalf("PreviousHash before h2: %q %v", h, ok)
+	}
+	if h, ok := PreviousHash(all, "tools/x.ts", "h1"); !ok || h != "h2" {
+		t.Fatalf("PreviousHash before h1: %q %v", h, ok)
+	}
+	if _, ok := PreviousHash(all, "tools/z.ts", "h1"); ok {
+		t.Fatal("PreviousHash of a tool without runs")
+	}
+}
+
+func TestAppliesAndOptions(t *testing.T) {
+	for _, tc := range []struct {
+		path     string
+		old, new string
+		want     bool
+	}{
+		{"tools/x.ts", "a", "b", true},
+		{"tools/x.js", "a", "b", true},
+		{"tools/x.ts", "a", "a", false},      // unchanged
+		{"tools/x.test.ts", "a", "b", false}, // a test
+		{"tools/.forge/x.ts", "a", "b", false},
+		{"tools/data.csv", "a", "b", false},
+	} {
+		if got := Applies(tc.path, []byte(tc.old), []byte(tc.new)); got != tc.want {
+			t.Errorf("Applies(%s) = %v", tc.path, got)
+		}
+	}
+	if Applies("tools/x.ts", nil, []byte("a")) {
+		t.Error("a new file is gated")
+	}
+	if err := (Options{Policy: "strict"}).Validate(); err == nil || !strings.Contains(err.Error(), `"warn"`) {
+		t.Errorf("bad policy: %v", err)
+	}
+	if o := (Options{}).withDefaults(); o.Runs != DefaultRuns || o.Policy != PolicyWarn || o.Timeout != DefaultTimeout {
+		t.Errorf("defaults: %+v", o)
+	}
+	if (Options{Runs: -1}).Enabled() {
+		t.Error("Runs -1 is enabled")
+	}
+}
+
+// A blocked report's error names each changed run with what changed.
+func TestReportErr(t *testing.T) {
+	r := Report{Path: "tools/x.ts", OldHash: strings.Repeat("a", 64), Policy: PolicyBlock, Runs: []RunReport{
+		{Run: "r1", Outcome: OutcomeDifferent, Old: "5", New: "6"},
+		{Run: "r2", Outcome: OutcomeDivergence, Code: "AGENTOS-J001", Seq: 2},
+		{Run: "r3", Outcome: OutcomeSame},
+	}}
+	r.count()
+	if r.Err() != nil {
+		t.Fatal("an unblocked report has an error")
+	}
+	r.Blocked = true
+	msg := r.Err().Error()
+	for _, w := range []string{"r1 (different: 5 -> 6)", "r2 (divergence [AGENTOS-J001] at call #2)", "aaaaaaaaaaaa", "Nothing was written"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("%q lacks %q", msg, w)
+		}
+	}
+	if strings.Contains(msg, "r3") {
+		t.Errorf("%q names the unchanged run", msg)
+	}
+}
