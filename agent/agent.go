@@ -39,6 +39,7 @@ import (
 
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
 )
@@ -148,7 +149,16 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 		return CallTool(ctx, tools[c.Op], c.Request, opts.PII)
 	})
 	if opts.Journal != nil {
-		toolHost = opts.Journal(toolHost)
+		live := toolHost
+		// The model is sent the result as the journal stores it, so that
+		// a resumed run, answered from the journal, sends the same.
+		toolHost = opts.Journal(driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+			out, err := live.Do(ctx, c)
+			if err == nil {
+				out = journal.Canonical(out)
+			}
+			return out, err
+		}))
 	}
 	for res.Steps < opts.MaxSteps {
 		res.Steps++
