@@ -250,6 +250,11 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	}); err != nil {
 		return rt, err
 	}
+	// The default process's image, so that its snapshot restores (under
+	// another name while it lives: agentos restore --name).
+	if err := k.RegisterImage("default", serveForever); err != nil {
+		return rt, err
+	}
 	if model != nil {
 		// A restored agent snapshot resumes its journaled run (agentos restore).
 		if err := k.RegisterImage(agent.Image, agent.ImageMain(agent.MainOptions{Node: rt.node, Model: model, Journal: rt.j, PII: rt.pii})); err != nil {

@@ -388,6 +388,9 @@ func (k *Kernel) Restore(s *Snapshot, opts RestoreOptions) (*Process, error) {
 	}
 	so.restore = &restoreState{used: v.Used, box: box, state: v.State}
 	p, err := k.spawn(nil, main, so)
+	if errors.Is(err, ErrNameTaken) {
+		return nil, fmt.Errorf("restore of the snapshot of %v: %w: end that process first (agentos kill), or restore under another name (agentos restore --name, RestoreOptions.Name)", v.PID, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("restore of the snapshot of %v: %w", v.PID, err)
 	}
