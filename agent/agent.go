@@ -13,8 +13,15 @@
 //
 // RunProcess runs the loop as a process of a booted node (what
 // agentos.Runtime.RunAgent does): the kernel spawns it with its grants and
-// quota, the kernel tools are bound to it, and its model calls are
-// journaled under a run of kind "agent".
+// quota, the kernel tools are bound to it, and its model calls and tool
+// calls are journaled, in one sequence, under a run of kind "agent".
+//
+// # Restart means resume
+//
+// Main is the body of such a process: a supervisor's restart of it (and
+// ImageMain, a restore of its snapshot) resumes the run its previous
+// incarnation left unfinished, answering the recorded model and tool calls
+// from the journal up to the crash point (docs/governance/resume.md).
 //
 // # Privacy
 //
