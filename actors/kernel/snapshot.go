@@ -157,30 +157,10 @@ func (p *Process) State() json.RawMessage {
 // Restored reports whether the process was started by Restore.
 func (p *Process) Restored() bool { return p.restored }
 
-// Resolve returns the live process named by ref: a PID ("12" or "<12>") or
-// a registered name.
-func (k *Kernel) Resolve(ref string) (PID, error) {
-	var n uint64
-	if _, err := fmt.Sscanf(ref, "<%d>", &n); err != nil {
-		if _, err := fmt.Sscanf(ref, "%d", &n); err != nil || fmt.Sprint(n) != ref {
-			n = 0
-		}
-	}
-	if n != 0 {
-		if k.lookupPID(PID(n)) == nil {
-			return 0, fmt.Errorf("%w: %v (agentos ps lists the live processes)", ErrNoProcess, PID(n))
-		}
-		return PID(n), nil
-	}
-	if pid, ok := k.Lookup(ref); ok {
-		return pid, nil
-	}
-	return 0, fmt.Errorf("%w: no process is registered as %q (agentos ps lists the live processes)", ErrNoProcess, ref)
-}
-
 // Snapshot captures process pid (see Snapshot) and seals it with the
 // kernel's authority; with Options.Snapshots set it is also stored, and
-// the id returned. The mailbox is copied, not drained, unless opts.Kill
+// the id returned (when storing fails after opts.Kill ended the process,
+// the process is restored at once, and the error says as which pid). The mailbox is copied, not drained, unless opts.Kill
 // ends the process. A message body that cannot be written as JSON (a
 // channel, a function) fails the snapshot, naming it.
 func (k *Kernel) Snapshot(ctx context.Context, pid PID, opts SnapshotOptions) (*Snapshot, string, error) {
@@ -250,6 +230,13 @@ func (k *Kernel) Snapshot(ctx context.Context, pid PID, opts SnapshotOptions) (*
 	if k.opts.Snapshots != nil {
 		var err error
 		if id, err = k.opts.Snapshots.SaveSnapshot(ctx, s); err != nil {
+			if opts.Kill {
+				// The process was ended for a snapshot that is not kept:
+				// give it back rather than lose it.
+				if q, rerr := k.Restore(s, RestoreOptions{}); rerr == nil {
+					return s, "", fmt.Errorf("snapshot of %v: storing it: %w (the process was restored as %v)", pid, err, q.PID())
+				}
+			}
 			return s, "", fmt.Errorf("snapshot of %v: storing it: %w", pid, err)
 		}
 	}

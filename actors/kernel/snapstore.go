@@ -47,7 +47,9 @@ func (s journalSnapshots) SaveSnapshot(_ context.Context, snap *Snapshot) (strin
 	if err != nil {
 		return "", err
 	}
-	if err := run.End(journal.StatusOK, nil, nil); err != nil {
+	// Durable: committed before the id is handed out (the process may
+	// have been killed for it).
+	if err := run.Durable().End(journal.StatusOK, nil, nil); err != nil {
 		return "", err
 	}
 	return run.ID(), nil
