@@ -217,6 +217,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		kopts.Ledger = rt.ledger
 	}
 	kopts.Quota, kopts.Logger = quota, rt.log
+	kopts.Snapshots = kernel.JournalSnapshots(rt.j) // agentos snapshot / restore
 	// capability.signing_key_env: tokens verify on every node holding the
 	// same key; without it the kernel makes a random key for this process.
 	key, err := cfg.CapabilityKey()
@@ -251,6 +252,17 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 	}); err != nil {
 		return rt, err
+	}
+	// The default process's image, so that its snapshot restores (under
+	// another name while it lives: agentos restore --name).
+	if err := k.RegisterImage("default", serveForever); err != nil {
+		return rt, err
+	}
+	if model != nil {
+		// A restored agent snapshot resumes its journaled run (agentos restore).
+		if err := k.RegisterImage(agent.Image, agent.ImageMain(agent.MainOptions{Node: rt.node, Model: model, Journal: rt.j, PII: rt.pii})); err != nil {
+			return rt, err
+		}
 	}
 	if err := rt.joinCluster(ctx); err != nil {
 		return rt, err
@@ -504,4 +516,25 @@ func (rt *Runtime) Close() error {
 		rt.closeErr = errors.Join(errs...)
 	})
 	return rt.closeErr
+}
+
+// Snapshot snapshots the live process ref (a PID or a registered name)
+// through the kernel actor (kernelpb.Snapshot), as agentos snapshot does:
+// its name, image, grants and caveats, quota left, waiting messages and
+// exposed state, sealed with the node's capability authority and stored in
+// the journal as a run of kind "snapshot", whose id restores it. With kill
+// the process is ended in the same step (a migration).
+func (rt *Runtime) Snapshot(ctx context.Context, ref string, kill bool) (kernel.SnapshotInfo, error) {
+	return rt.node.KernelClient().Snapshot(ctx, ref, kill, "snapshot")
+}
+
+// Restore starts the snapshot id (a unique prefix will do) again as a new
+// process of this node, through the kernel actor (kernelpb.Restore), as
+// agentos restore does: the same image, name, rights and remaining budget,
+// its mailbox and state (see kernel.Kernel.Restore). name ("": the
+// snapshot's) registers it under another name. An agent's snapshot resumes
+// its journaled run.
+func (rt *Runtime) Restore(ctx context.Context, id, name string) (kernel.PID, error) {
+	pid, _, err := rt.node.KernelClient().Restore(ctx, id, name)
+	return pid, err
 }

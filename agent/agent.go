@@ -13,8 +13,15 @@
 //
 // RunProcess runs the loop as a process of a booted node (what
 // agentos.Runtime.RunAgent does): the kernel spawns it with its grants and
-// quota, the kernel tools are bound to it, and its model calls are
-// journaled under a run of kind "agent".
+// quota, the kernel tools are bound to it, and its model calls and tool
+// calls are journaled, in one sequence, under a run of kind "agent".
+//
+// # Restart means resume
+//
+// Main is the body of such a process: a supervisor's restart of it (and
+// ImageMain, a restore of its snapshot) resumes the run its previous
+// incarnation left unfinished, answering the recorded model and tool calls
+// from the journal up to the crash point (docs/governance/resume.md).
 //
 // # Privacy
 //
@@ -39,6 +46,7 @@ import (
 
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
 )
@@ -76,7 +84,21 @@ type Options struct {
 	// arguments when pii.restore_to covers "sql" (see docs/MCP.md).
 	// nil: nothing is tokenized.
 	PII *pii.Tokenizer
+	// Journal, when set, records the tool calls too: each is a driver call
+	// (driver ToolDriver, op the tool's name, request its arguments,
+	// response what went back to the model, tokenized) passed through
+	// Journal, in one sequence with the model calls (seq 1, 2, ... in the
+	// order they are made). Give it the same journal middleware as LLM's
+	// (a run's Middleware, or a Recovery's): a resumed run then answers
+	// its recorded tool calls from the journal as it answers its model
+	// calls, and performs none of them again. nil: the tools are called
+	// directly, and the seqs still count both.
+	Journal driver.Middleware
 }
+
+// ToolDriver is the driver name of an agent's kernel tool calls in its
+// journaled run (Options.Journal).
+const ToolDriver = "kernel"
 
 // The reasons a run ends.
 const (
@@ -129,10 +151,27 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: task}}
 	seen := map[string]int{}
 	res := Result{Calls: []Call{}}
+	var seq uint64 // model and tool calls, in the order they are made
+	var toolHost driver.Host = driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+		return CallTool(ctx, tools[c.Op], c.Request, opts.PII)
+	})
+	if opts.Journal != nil {
+		live := toolHost
+		// The model is sent the result as the journal stores it, so that
+		// a resumed run, answered from the journal, sends the same.
+		toolHost = opts.Journal(driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+			out, err := live.Do(ctx, c)
+			if err == nil {
+				out = journal.Canonical(out)
+			}
+			return out, err
+		}))
+	}
 	for res.Steps < opts.MaxSteps {
 		res.Steps++
 		req, _ := json.Marshal(llm.Request{Messages: msgs, Tools: specs})
-		out, err := opts.LLM.Do(ctx, driver.Call{Seq: uint64(res.Steps), Driver: llm.Driver, Op: llm.OpComplete, Request: req})
+		seq++
+		out, err := opts.LLM.Do(ctx, driver.Call{Seq: seq, Driver: llm.Driver, Op: llm.OpComplete, Request: req})
 		if err != nil {
 			return res, fmt.Errorf("agent step %d: the model failed: %w", res.Steps, err)
 		}
@@ -163,7 +202,8 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 				res.Reason = ReasonRepeated
 				return res, nil
 			}
-			content := runTool(ctx, tools, tc, &c, opts.MaxResultBytes, opts.PII)
+			seq++
+			content := runTool(ctx, toolHost, seq, tools, tc, &c, opts.MaxResultBytes)
 			res.Calls = append(res.Calls, c)
 			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: content})
 		}
@@ -172,15 +212,14 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 	return res, nil
 }
 
-// runTool runs one call and returns what goes back to the model,
-// tokenized by p.
-func runTool(ctx context.Context, tools map[string]node.Tool, tc llm.ToolCall, c *Call, max int, p *pii.Tokenizer) string {
-	t, ok := tools[tc.Name]
-	if !ok {
+// runTool runs one call as call seq of host (CallTool, journaled when the
+// run is) and returns what goes back to the model.
+func runTool(ctx context.Context, host driver.Host, seq uint64, tools map[string]node.Tool, tc llm.ToolCall, c *Call, max int) string {
+	if _, ok := tools[tc.Name]; !ok {
 		c.Error = "unknown tool"
 		return fmt.Sprintf("error: there is no tool %q; use one of the tools you were given", tc.Name)
 	}
-	out, err := CallTool(ctx, t, json.RawMessage(tc.Arguments), p)
+	out, err := host.Do(ctx, driver.Call{Seq: seq, Driver: ToolDriver, Op: tc.Name, Request: toolArgs(tc.Arguments)})
 	if err != nil {
 		c.Error = err.Error()
 		return "error: " + c.Error
@@ -243,6 +282,17 @@ func tokenizeText(p *pii.Tokenizer, s string) string {
 		return "the message was dropped: it held personal data that could not be tokenized: " + err.Error()
 	}
 	return out
+}
+
+// toolArgs is a model's arguments as a driver request: JSON as written, or,
+// when the model wrote no JSON, the text as a JSON string (the tool
+// refuses it, as before, and the journal can record it).
+func toolArgs(args string) json.RawMessage {
+	if json.Valid([]byte(args)) {
+		return json.RawMessage(args)
+	}
+	b, _ := json.Marshal(args)
+	return b
 }
 
 // canonical normalises JSON arguments so that the same call in another

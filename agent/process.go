@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
@@ -15,6 +16,14 @@ import (
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
 )
+
+// Kind is the journal kind of an agent's run.
+const Kind = "agent"
+
+// Image is the image name of agent processes (ps, kernel.RegisterImage):
+// the runtime registers ImageMain under it, so that a snapshot of an agent
+// restores (agentos restore) into a process that resumes its run.
+const Image = "agent"
 
 // ProcessOptions configure RunProcess. Node, Model and Journal are
 // required.
@@ -40,11 +49,201 @@ type ProcessOptions struct {
 	PII *pii.Tokenizer
 }
 
+// State is what an agent process exposes to snapshots
+// (kernel.Process.SetState): its task, its step budget and its journaled
+// run. ImageMain goes on from it after a restore.
+type State struct {
+	Task     string `json:"task"`
+	MaxSteps int    `json:"max_steps,omitempty"`
+	// Run is the journal run of the loop ("" before it began).
+	Run string `json:"run,omitempty"`
+}
+
+// MainOptions configure Main and ImageMain. Node, Model and Journal are
+// required.
+type MainOptions struct {
+	Node     *node.Node
+	Model    driver.Device
+	Journal  *journal.Journal
+	MaxSteps int
+	PII      *pii.Tokenizer
+	// Done, when set, is told each incarnation's result: the Result and
+	// the loop's error, or ErrInterrupted when the incarnation ended
+	// before the loop did (killed, crashed, shut down: its run stays
+	// resumable).
+	Done func(Result, error)
+}
+
+// ErrInterrupted is what MainOptions.Done is told when an incarnation
+// ended before its loop did (killed, crashed, shut down): the run is
+// left unfinished for the next incarnation to resume.
+var ErrInterrupted = errors.New("agent: interrupted before the loop ended; its run stays resumable")
+
+// Main returns the body of an agent process running task (a kernel.Main,
+// e.g. for a kernel.ChildSpec under kernel.Supervise).
+//
+// Restart means resume: every incarnation of the returned Main (a
+// supervisor restarts the same Main) first looks for the run its previous
+// incarnation left unfinished (crashed, killed) and resumes it from the
+// journal: the recorded model answers AND the recorded tool calls are
+// answered from the journal, in order, up to the crash point (no model
+// request is sent again, no tool call is performed again), then the loop
+// goes on live, appending to the same run. A run that ended (the model
+// answered, the step budget, a failure of the loop) is not resumed: the
+// next incarnation begins a new run.
+//
+// What is performed again: only the one call in flight at the crash (a
+// model request sent whose answer was not journaled, a tool call that had
+// not returned): it is not in the journal, so the resumed loop makes it
+// again. Calls are journaled durably (committed before their result is
+// used), so nothing that returned is lost.
+//
+// The incarnation exposes its State (task, max_steps, run) with
+// kernel.Process.SetState, so that a snapshot of it restores (ImageMain)
+// into a process that resumes the same run.
+func Main(task string, opts MainOptions) kernel.Main {
+	var mu sync.Mutex
+	var last string // the run the previous incarnation began
+	return func(ctx context.Context, p *kernel.Process) error {
+		mu.Lock()
+		run := last
+		mu.Unlock()
+		return runIncarnation(ctx, p, State{Task: task, MaxSteps: opts.MaxSteps, Run: run}, opts, func(id string) {
+			mu.Lock()
+			last = id
+			mu.Unlock()
+		})
+	}
+}
+
+// ImageMain is the agent image (registered as Image): a process started
+// from a snapshot (kernel.Kernel.Restore) reads its State and resumes its
+// run from the journal as Main's restart does; a process spawned by name
+// with no state fails, saying so. Each incarnation resumes the run its
+// state names, so a supervised restart of an image process resumes too.
+func ImageMain(opts MainOptions) kernel.Main {
+	return func(ctx context.Context, p *kernel.Process) error {
+		var st State
+		if raw := p.State(); len(raw) > 0 {
+			if err := json.Unmarshal(raw, &st); err != nil {
+				return fmt.Errorf("agent: the process state is not an agent's: %w", err)
+			}
+		}
+		if st.Task == "" {
+			return errors.New("agent: the agent image needs its task in the process state (restore an agent's snapshot, or run agents with RunProcess)")
+		}
+		if opts.MaxSteps == 0 {
+			opts.MaxSteps = st.MaxSteps
+		}
+		return runIncarnation(ctx, p, st, opts, nil)
+	}
+}
+
+// runIncarnation runs one incarnation of the agent: it resumes st.Run when
+// that run is unfinished, else begins a new run.
+func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainOptions, began func(string)) error {
+	if opts.Node == nil || opts.Model == nil || opts.Journal == nil {
+		return errors.New("agent: an agent process needs a Node, a Model and a Journal")
+	}
+	done := func(res Result, err error) {
+		if opts.Done != nil {
+			opts.Done(res, err)
+		}
+	}
+	tools, err := opts.Node.Tools(p)
+	if err != nil {
+		done(Result{}, err)
+		return err
+	}
+	var host driver.Host = driver.Mux{llm.Driver: opts.Model}
+	var run *journal.Run
+	var record driver.Middleware
+	replayed := 0 // model answers answered from the journal: paid already
+	if st.Run != "" {
+		if meta, err := opts.Journal.Get(st.Run); err == nil && meta.Status == journal.StatusRunning && meta.Kind == Kind {
+			rec, err := opts.Journal.Recover(meta.ID)
+			if err != nil {
+				done(Result{}, err)
+				return fmt.Errorf("agent: resuming run %s: %w", meta.ID, err)
+			}
+			if entries, err := opts.Journal.Entries(meta.ID); err == nil {
+				for _, e := range entries {
+					if e.Driver == llm.Driver {
+						replayed++
+					}
+				}
+			}
+			var args struct {
+				Task string `json:"task"`
+			}
+			if json.Unmarshal(meta.Args, &args) == nil && args.Task != "" {
+				st.Task = args.Task // as journaled (tokenized): the replayed requests hold it
+			}
+			run, record = rec.Run().Durable(), rec.Middleware()
+		}
+	}
+	task := st.Task
+	if run == nil {
+		// The task is journaled and sent to the model: tokenized first.
+		if task, err = opts.PII.Text(task); err != nil {
+			done(Result{}, err)
+			return err
+		}
+		args, _ := json.Marshal(map[string]string{"task": task})
+		if run, err = opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args}); err != nil {
+			done(Result{}, err)
+			return err
+		}
+		run.Durable()
+		record = run.Middleware()
+	}
+	if began != nil {
+		began(run.ID())
+	}
+	st.Run = run.ID()
+	state, _ := json.Marshal(st)
+	_ = p.SetState(state)
+	host = driver.Chain(host, opts.PII.ModelMiddleware(), record)
+	charged := 0
+	res, runErr := Run(ctx, Options{LLM: host, Tools: tools, MaxSteps: st.MaxSteps, PII: opts.PII, Journal: record, Charge: func(u llm.Usage) error {
+		charged++
+		if charged <= replayed {
+			// Paid by an earlier incarnation, whose account (and every
+			// ancestor's) was charged then: counted on this process's own
+			// account only, so that its limit covers the whole run.
+			acct := p.Account()
+			acct.Carry(capability.Limits{capability.LLMTokens: acct.Used(capability.LLMTokens) + float64(u.TotalTokens), capability.CostUSD: acct.Used(capability.CostUSD) + u.CostUSD})
+			return nil
+		}
+		if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
+			return err
+		}
+		return p.Charge(capability.CostUSD, u.CostUSD)
+	}}, task)
+	if ctx.Err() != nil || p.Context().Err() != nil {
+		// Killed, shut down, or the caller gave up: not an end of the loop.
+		// The run stays resumable.
+		_ = run.Interrupt("cancelled: the agent's process ended before its loop did")
+		done(res, ErrInterrupted)
+		return runErr
+	}
+	out, _ := json.Marshal(res)
+	status := journal.StatusOK
+	var errJSON json.RawMessage
+	if runErr != nil {
+		status = journal.StatusFailed
+		errJSON, _ = json.Marshal(map[string]string{"message": runErr.Error()})
+	}
+	_ = run.End(status, out, errJSON)
+	done(res, runErr)
+	return runErr
+}
+
 // RunProcess runs task as a new agent process of opts.Node: Run, with the
 // kernel tools bound to that process (its capabilities, its quota), each
 // answer's usage charged to its llm_tokens and cost_usd, and its model
-// calls journaled under a run of kind "agent" (ended ok or failed with the
-// Result).
+// and tool calls journaled under a run of kind "agent" (ended ok or failed
+// with the Result). The process's image is Image and its body Main's.
 //
 // IMPORTANT: it returns when the process has ended, so the Result is
 // complete; ctx ending cancels the agent, which then ends. A process that
@@ -54,48 +253,19 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 	if opts.Node == nil || opts.Model == nil || opts.Journal == nil {
 		return Result{}, errors.New("agent: RunProcess needs a Node, a Model and a Journal")
 	}
-	grants := opts.Grants
-	if !slices.ContainsFunc(grants, func(g capability.Grant) bool { return g.Right == capability.LLM }) {
-		grants = append(slices.Clone(grants), capability.Grant{Right: capability.LLM})
-	}
 	var res Result
 	var runErr error
 	callerCtx := ctx
+	main := Main(task, MainOptions{Node: opts.Node, Model: opts.Model, Journal: opts.Journal, MaxSteps: opts.MaxSteps, PII: opts.PII,
+		Done: func(r Result, err error) { res, runErr = r, err }})
 	p, err := opts.Node.Kernel().Spawn(func(ctx context.Context, p *kernel.Process) error {
 		// The agent stops when its process ends or its caller gives up.
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stop := context.AfterFunc(callerCtx, cancel)
 		defer stop()
-		tools, err := opts.Node.Tools(p)
-		if err != nil {
-			return err
-		}
-		var host driver.Host = driver.Mux{llm.Driver: opts.Model}
-		// The task is journaled and sent to the model: tokenized first.
-		if task, err = opts.PII.Text(task); err != nil {
-			return err
-		}
-		args, _ := json.Marshal(map[string]string{"task": task})
-		run, err := opts.Journal.Begin(journal.RunMeta{Kind: "agent", Args: args})
-		if err != nil {
-			return err
-		}
-		host = driver.Chain(host, opts.PII.ModelMiddleware(), run.Durable().Middleware())
-		res, runErr = Run(ctx, Options{LLM: host, Tools: tools, MaxSteps: opts.MaxSteps, PII: opts.PII, Charge: func(u llm.Usage) error {
-			if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
-				return err
-			}
-			return p.Charge(capability.CostUSD, u.CostUSD)
-		}}, task)
-		out, _ := json.Marshal(res)
-		status := journal.StatusOK
-		if runErr != nil {
-			status = journal.StatusFailed
-		}
-		_ = run.End(status, out, nil)
-		return runErr
-	}, kernel.SpawnOptions{Name: opts.Name, Image: "agent", Grants: grants, Quota: opts.Quota})
+		return main(ctx, p)
+	}, kernel.SpawnOptions{Name: opts.Name, Image: Image, Grants: WithLLM(opts.Grants), Quota: opts.Quota})
 	if err != nil {
 		return Result{}, err
 	}
@@ -103,8 +273,20 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 	// ctx ending cancels the agent, which then ends).
 	<-p.Done()
 	reason, _ := p.Reason()
+	if errors.Is(runErr, ErrInterrupted) {
+		runErr = nil
+	}
 	if runErr == nil && reason.Kind != kernel.Normal {
 		runErr = fmt.Errorf("agentos: the agent process ended: %s", reason)
 	}
 	return res, runErr
+}
+
+// WithLLM returns grants with the llm right added when missing: an agent
+// asks its model under it.
+func WithLLM(grants []capability.Grant) []capability.Grant {
+	if !slices.ContainsFunc(grants, func(g capability.Grant) bool { return g.Right == capability.LLM }) {
+		grants = append(slices.Clone(grants), capability.Grant{Right: capability.LLM})
+	}
+	return grants
 }

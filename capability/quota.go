@@ -284,3 +284,29 @@ func (a *Account) Left(m Meter) (left float64, ok bool) {
 	}
 	return left, ok
 }
+
+// Limits returns a copy of the account's own limits (nil: none).
+func (a *Account) Limits() Limits {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return clone(a.limits)
+}
+
+// Carry makes a's own use of each meter in used at least that much,
+// without charging its ancestors (they were charged when it was spent) or
+// the ledger: a process restored from a snapshot (kernel.Kernel.Restore)
+// starts with the budget its snapshot had left. A meter a already used
+// more of (a ledger recorded it) keeps its higher use. Call it before a is
+// charged.
+func (a *Account) Carry(used Limits) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.used == nil {
+		a.used = map[Meter]float64{}
+	}
+	for m, v := range used {
+		if v > a.used[m] {
+			a.used[m] = v
+		}
+	}
+}

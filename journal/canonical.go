@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"unicode/utf8"
 )
@@ -205,4 +206,26 @@ func (s *scanner) redacted(key []byte) bool {
 		}
 	}
 	return credentialName(string(key), s.extra, inData)
+}
+
+// Canonical returns raw as the journal stores a JSON answer that holds no
+// credential: keys sorted, numbers as written, no HTML escaping, no
+// insignificant space (raw itself when it is not one JSON value). A caller
+// that hands a journaled answer on (an agent sending a tool's result to its
+// model) MUST hand on this form, so that a replay, which answers the
+// stored form, sees exactly what the live run saw.
+func Canonical(raw json.RawMessage) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return raw
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return raw
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }

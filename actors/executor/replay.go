@@ -82,6 +82,11 @@ func ReplayWith(ctx context.Context, ex *Executor, j *journal.Journal, id string
 		return ReplayReport{}, err
 	}
 	meta := rep.Meta()
+	if meta.Kind != "" && meta.Kind != "exec" {
+		// A snapshot's run names its sealed bytes, an agent's or a
+		// forge's names no tool: none is code to run.
+		return ReplayReport{}, fmt.Errorf("run %s is a %s run, not a tool run: only tool runs (kind exec) are replayed (agentos trace shows any run)", meta.ID, meta.Kind)
+	}
 	src := patched
 	if src == nil {
 		if src, err = j.Source(meta.Hash); err != nil {

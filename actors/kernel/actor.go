@@ -65,6 +65,10 @@ func (a *kernelActor) Receive(ctx actor.Context) {
 		ctx.Respond(&kernelpb.Refunded{Failure: failure(a.onRefund(m))})
 	case *kernelpb.Refused:
 		a.onRefused(m)
+	case *kernelpb.Snapshot:
+		ctx.Respond(a.onSnapshot(m))
+	case *kernelpb.Restore:
+		ctx.Respond(a.onRestore(m))
 	case *actor.Stopping, *actor.Restarting:
 		a.stopWatches()
 	case *actor.Started, *actor.Stopped:
@@ -288,4 +292,48 @@ func (a *kernelActor) onRefused(m *kernelpb.Refused) {
 		return
 	}
 	a.k.emit(&Event{Kind: EventRefused, PID: PID(m.GetPid()), Detail: refusedDetail(capability.Right(m.GetRight()), m.GetResource(), err)})
+}
+
+// onSnapshot answers a Snapshot. It stores the snapshot in the node's
+// journal on the actor's goroutine: one durable write, no wait on a process.
+func (a *kernelActor) onSnapshot(m *kernelpb.Snapshot) *kernelpb.SnapshotTaken {
+	var pid PID
+	switch of := m.GetOf().(type) {
+	case *kernelpb.Snapshot_Pid:
+		pid = PID(of.Pid)
+	case *kernelpb.Snapshot_Name:
+		var ok bool
+		if pid, ok = a.k.Lookup(of.Name); !ok {
+			return &kernelpb.SnapshotTaken{Failure: failure(fmt.Errorf("%w: no process is registered as %q (agentos ps lists the names)", ErrNoProcess, of.Name))}
+		}
+	default:
+		return &kernelpb.SnapshotTaken{Failure: failure(fmt.Errorf("%w: snapshot names no process (set pid or name)", ErrInvalid))}
+	}
+	s, id, err := a.k.Snapshot(context.Background(), pid, SnapshotOptions{Kill: m.GetKill(), By: m.GetBy()})
+	if err != nil {
+		return &kernelpb.SnapshotTaken{Failure: failure(err)}
+	}
+	return &kernelpb.SnapshotTaken{Id: id, Snapshot: s.Encode(), Pid: uint64(s.PID), Name: s.Name, Image: s.Image, Mailbox: int64(len(s.Mailbox))}
+}
+
+// onRestore answers a Restore.
+func (a *kernelActor) onRestore(m *kernelpb.Restore) *kernelpb.Restored {
+	var s *Snapshot
+	var err error
+	switch from := m.GetFrom().(type) {
+	case *kernelpb.Restore_Id:
+		s, err = a.k.LoadSnapshot(context.Background(), from.Id)
+	case *kernelpb.Restore_Snapshot:
+		s, err = DecodeSnapshot(from.Snapshot)
+	default:
+		err = fmt.Errorf("%w: restore names no snapshot (set id or snapshot)", ErrInvalid)
+	}
+	if err != nil {
+		return &kernelpb.Restored{Failure: failure(err)}
+	}
+	p, err := a.k.Restore(s, RestoreOptions{Name: m.GetName()})
+	if err != nil {
+		return &kernelpb.Restored{Failure: failure(err)}
+	}
+	return &kernelpb.Restored{Pid: uint64(p.PID()), Name: p.Name()}
 }

@@ -56,6 +56,7 @@ func TestKernelMessagesCrossNodes(t *testing.T) {
 		"Send": "request", "Sent": "reply", "Monitor": "request", "Monitored": "reply",
 		"Demonitor": "request", "Demonitored": "reply", "Down": "notice", "Charge": "request", "Charged": "reply",
 		"Refund": "request", "Refunded": "reply", "Refused": "note",
+		"Snapshot": "request", "SnapshotTaken": "reply", "Restore": "request", "Restored": "reply",
 		"Failure": "part", "QuotaRefusal": "part", "ProcInfo": "part", "Event": "part", "Grant": "part",
 	}
 	msgs := kernelpb.File_actors_kernel_kernelpb_kernel_proto.Messages()

@@ -216,3 +216,62 @@ func (c Client) Refused(pid PID, right capability.Right, resource string, err er
 	}
 	c.Root.Send(c.PID, &kernelpb.Refused{Pid: uint64(pid), Right: string(right), Resource: resource, Reason: reason})
 }
+
+// SnapshotInfo is what Client.Snapshot answers (kernelpb.SnapshotTaken).
+type SnapshotInfo struct {
+	// ID is the stored snapshot's id ("" when the node keeps none).
+	ID    string `json:"id"`
+	PID   PID    `json:"pid"`
+	Name  string `json:"name,omitempty"`
+	Image string `json:"image"`
+	// Mailbox is how many waiting messages it holds.
+	Mailbox int `json:"mailbox"`
+	// Sealed is the sealed snapshot (Snapshot.Encode): restore it on a node
+	// that does not share the journal with Client.RestoreSealed.
+	Sealed []byte `json:"-"`
+}
+
+// Snapshot asks the kernel to snapshot the process ref (a PID or a
+// registered name; see kernelpb.Snapshot), and to kill it in the same step
+// when kill is set.
+func (c Client) Snapshot(ctx context.Context, ref string, kill bool, by string) (SnapshotInfo, error) {
+	m := &kernelpb.Snapshot{Kill: kill, By: by}
+	var n uint64
+	if _, err := fmt.Sscanf(ref, "%d", &n); err == nil && fmt.Sprint(n) == ref {
+		m.Of = &kernelpb.Snapshot_Pid{Pid: n}
+	} else {
+		m.Of = &kernelpb.Snapshot_Name{Name: ref}
+	}
+	r, err := reply[*kernelpb.SnapshotTaken](c.request(ctx, m))
+	if err != nil {
+		return SnapshotInfo{}, err
+	}
+	if err := failureErr(r.GetFailure()); err != nil {
+		return SnapshotInfo{}, err
+	}
+	return SnapshotInfo{ID: r.GetId(), PID: PID(r.GetPid()), Name: r.GetName(), Image: r.GetImage(), Mailbox: int(r.GetMailbox()), Sealed: r.GetSnapshot()}, nil
+}
+
+// Restore asks the kernel to restore the snapshot stored as id in its
+// journal (a unique prefix will do), under name ("" : the snapshot's).
+func (c Client) Restore(ctx context.Context, id, name string) (PID, string, error) {
+	return c.restore(ctx, &kernelpb.Restore{From: &kernelpb.Restore_Id{Id: id}, Name: name})
+}
+
+// RestoreSealed asks the kernel to restore a sealed snapshot carried whole
+// (SnapshotInfo.Sealed, Snapshot.Encode): a migration to a node that does
+// not share the journal. Its seal MUST verify with that node's authority.
+func (c Client) RestoreSealed(ctx context.Context, sealed []byte, name string) (PID, string, error) {
+	return c.restore(ctx, &kernelpb.Restore{From: &kernelpb.Restore_Snapshot{Snapshot: sealed}, Name: name})
+}
+
+func (c Client) restore(ctx context.Context, m *kernelpb.Restore) (PID, string, error) {
+	r, err := reply[*kernelpb.Restored](c.request(ctx, m))
+	if err != nil {
+		return 0, "", err
+	}
+	if err := failureErr(r.GetFailure()); err != nil {
+		return 0, "", err
+	}
+	return PID(r.GetPid()), r.GetName(), nil
+}

@@ -22,7 +22,20 @@
 // cleared when their process ends. Stop pauses a process (its mailbox and
 // kernel calls wait) until Continue; Terminate delivers a catchable *Term;
 // Kill ends it at once. PS and Events show the table and the recent kernel
-// events (spawn, exit, signal, restart, charge, refused).
+// events (spawn, exit, signal, restart, charge, refused, snapshot,
+// restore).
+//
+// # Snapshots
+//
+// Kernel.Snapshot captures a process's durable state (name, image, its
+// token's grants and caveats, quota left, waiting messages, the state it
+// exposes with Process.SetState), sealed with the kernel's capability
+// authority; Options.Snapshots keeps it (JournalSnapshots: in the
+// journal). Kernel.Restore starts its registered image again, on this
+// kernel or one sharing the signing key, with a token minted for exactly
+// the same grants, expiry and uses left and the same budget left; a
+// snapshot whose seal does not verify is refused. See
+// docs/governance/resume.md.
 //
 // IMPORTANT: processes are goroutines, not protoactor actors, on purpose:
 // protoactor schedules a goroutine per message to an idle actor, which caps

@@ -19,6 +19,8 @@ const (
 	EventCharge   EventKind = "charge"   // Amount of Meter charged to PID
 	EventRefused  EventKind = "refused"  // a capability check failed; Detail says which right
 	EventRestart  EventKind = "restart"  // a supervisor restarted a child (Name)
+	EventSnapshot EventKind = "snapshot" // a snapshot of PID was taken; Detail is its id
+	EventRestore  EventKind = "restore"  // PID was restored from a snapshot; Detail is its id or the snapshot's pid
 )
 
 // Event is one entry of the kernel's recent-events log.

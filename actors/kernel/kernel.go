@@ -46,6 +46,8 @@ type SpawnOptions struct {
 	// token allows; revoking it revokes the child's. Its MaxUses counts the
 	// child's own checks (capability counts uses per token id).
 	From *capability.Token
+
+	restore *restoreState // set by Restore only
 }
 
 // Options configure a kernel. The zero value works: a fresh capability
@@ -71,6 +73,10 @@ type Options struct {
 	// one of them. A process spawned under a persisted name starts with
 	// what that name spent before. (nil: spending is kept in memory only.)
 	Ledger capability.Ledger
+	// Snapshots, when set, stores the snapshots Kernel.Snapshot takes and
+	// finds them by id for LoadSnapshot (the runtime's keeps them in the
+	// journal: JournalSnapshots). nil: snapshots are returned, not kept.
+	Snapshots SnapshotStore
 }
 
 // LedgerKey is the ledger key of the account of a process spawned with
@@ -221,6 +227,9 @@ func (k *Kernel) spawn(parent *Process, main Main, opts SpawnOptions) (*Process,
 			return nil, fmt.Errorf("spawn: %w", err)
 		}
 	}
+	if opts.restore != nil {
+		acct.Carry(opts.restore.used) // before the wall_ms deadline is computed below
+	}
 	var tok *capability.Held
 	if opts.From != nil && parent != nil {
 		acct.Close()
@@ -261,6 +270,9 @@ func (k *Kernel) spawn(parent *Process, main Main, opts SpawnOptions) (*Process,
 		acct: acct, token: tok, wake: make(chan struct{}, 1),
 	}
 	p.ctx, p.cancel = context.WithCancelCause(context.Background())
+	if opts.restore != nil {
+		p.restored, p.box, p.state = true, opts.restore.box, opts.restore.state
+	}
 
 	// The read lock keeps Close out while the process is inserted; only a
 	// name needs the write lock.
@@ -337,11 +349,18 @@ func (k *Kernel) run(p *Process, main Main) {
 
 // exit ends p with r: it runs once per process, whoever gets there first
 // (Main returning, Kill, a deadline, a quota, a link, Close).
-func (k *Kernel) exit(p *Process, r Reason) {
+func (k *Kernel) exit(p *Process, r Reason) { k.exitCapture(p, r, nil) }
+
+// exitCapture is exit calling capture (when not nil), under p's lock, just
+// before p is marked dead: Snapshot's capture and the kill are one step.
+func (k *Kernel) exitCapture(p *Process, r Reason, capture func()) {
 	p.mu.Lock()
 	if p.dead {
 		p.mu.Unlock()
 		return
+	}
+	if capture != nil {
+		capture()
 	}
 	p.dead, p.reason = true, r
 	name := p.name

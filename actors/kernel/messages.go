@@ -13,6 +13,8 @@ package kernel
 //	Charge → Charged             charge a process's quota (quota refusal as data)
 //	Refund → Refunded            give back what was charged
 //	Refused (note, no reply)     an executor's refused capability check
+//	Snapshot → SnapshotTaken     seal a process's state into the journal (optionally killing it)
+//	Restore → Restored           start a snapshot again (by id, or its sealed bytes)
 //
 // Callers use Client (client.go), which converts them to and from the
 // kernel's domain types. The embedding program may still call the Kernel's

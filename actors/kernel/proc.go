@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -136,6 +137,7 @@ type Process struct {
 	acct         *capability.Account
 	calls        atomic.Uint64
 	gated        atomic.Int32 // goroutines blocked in Gate (tests wait for it)
+	restored     bool         // started by Restore
 
 	mu         sync.Mutex
 	name       string
@@ -151,6 +153,7 @@ type Process struct {
 	dead       bool
 	reason     Reason
 	trapExits  bool
+	state      json.RawMessage // exposed to snapshots (SetState)
 	links      pidSet
 	monitors   pidSet // processes monitoring this one
 	monitoring pidSet // processes this one monitors (a Down is delivered only while listed)

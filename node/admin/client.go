@@ -70,6 +70,26 @@ func (c *Client) Signal(ctx context.Context, req SignalRequest) error {
 	return c.do(ctx, "POST", "/v1/signal", body, &out)
 }
 
+// Snapshot snapshots a process of the node (POST /v1/snapshot).
+func (c *Client) Snapshot(ctx context.Context, req SnapshotRequest) (kernel.SnapshotInfo, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return kernel.SnapshotInfo{}, err
+	}
+	var out kernel.SnapshotInfo
+	return out, c.do(ctx, "POST", "/v1/snapshot", body, &out)
+}
+
+// Restore restores a snapshot of the node's journal (POST /v1/restore).
+func (c *Client) Restore(ctx context.Context, req RestoreRequest) (RestoreReply, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return RestoreReply{}, err
+	}
+	var out RestoreReply
+	return out, c.do(ctx, "POST", "/v1/restore", body, &out)
+}
+
 // Call runs a kernel tool on the node as its default process.
 func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
 	var out json.RawMessage

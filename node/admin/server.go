@@ -215,6 +215,42 @@ func mux(ctx context.Context, b Backend) *http.ServeMux {
 			writeJSON(w, http.StatusOK, struct{}{})
 		}
 	})
+	m.HandleFunc("POST /v1/snapshot", func(w http.ResponseWriter, r *http.Request) {
+		var req SnapshotRequest
+		if !readRequest(w, r, b.MaxArgs(), &req) {
+			return
+		}
+		if req.Process == "" {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("%w: snapshot names no process: give its PID or name (agentos ps lists them)", kernel.ErrInvalid))
+			return
+		}
+		by := req.By
+		if by == "" {
+			by = "agentos snapshot --kill"
+		}
+		info, err := b.Kernel().Snapshot(r.Context(), req.Process, req.Kill, by)
+		if err != nil {
+			writeKernelError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, info)
+	})
+	m.HandleFunc("POST /v1/restore", func(w http.ResponseWriter, r *http.Request) {
+		var req RestoreRequest
+		if !readRequest(w, r, b.MaxArgs(), &req) {
+			return
+		}
+		if req.Snapshot == "" {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("%w: restore names no snapshot: give the id agentos snapshot printed (agentos runs lists them, kind snapshot)", kernel.ErrInvalid))
+			return
+		}
+		pid, name, err := b.Kernel().Restore(r.Context(), req.Snapshot, req.Name)
+		if err != nil {
+			writeKernelError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, RestoreReply{PID: uint64(pid), Name: name})
+	})
 	m.HandleFunc("POST /v1/call/{tool}", func(w http.ResponseWriter, r *http.Request) {
 		args, ok := readBody(w, r, b.MaxArgs(), 0)
 		if !ok {
@@ -398,4 +434,21 @@ func fanOut(w http.ResponseWriter, r *http.Request, b Backend, ask func(context.
 	}
 	wg.Wait()
 	writeJSON(w, http.StatusOK, out)
+}
+
+// writeKernelError answers a kernel error with its status: 404 for a
+// process or snapshot that is not there, 409 for a name held, 400 for an
+// invalid request (a seal that does not verify, an unknown image), 422
+// otherwise.
+func writeKernelError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, kernel.ErrNoProcess), errors.Is(err, journal.ErrNoRun):
+		writeError(w, http.StatusNotFound, err)
+	case errors.Is(err, kernel.ErrNameTaken):
+		writeError(w, http.StatusConflict, err)
+	case errors.Is(err, kernel.ErrInvalid), errors.Is(err, journal.ErrAmbiguous):
+		writeError(w, http.StatusBadRequest, err)
+	default:
+		writeError(w, http.StatusUnprocessableEntity, err)
+	}
 }

@@ -54,3 +54,29 @@ type SignalRequest struct {
 	// socket".
 	By string `json:"by,omitempty"`
 }
+
+// SnapshotRequest asks the node's kernel to snapshot a process
+// (kernelpb.Snapshot): agentos snapshot.
+type SnapshotRequest struct {
+	// Process is the PID or the registered name.
+	Process string `json:"process"`
+	// Kill ends the process in the same step (a migration).
+	Kill bool `json:"kill,omitempty"`
+	// By names who asked (the killed process's exit detail).
+	By string `json:"by,omitempty"`
+}
+
+// RestoreRequest asks the node's kernel to restore a snapshot of its
+// journal (kernelpb.Restore): agentos restore.
+type RestoreRequest struct {
+	// Snapshot is the snapshot's id (a unique prefix will do).
+	Snapshot string `json:"snapshot"`
+	// Name registers the restored process under another name.
+	Name string `json:"name,omitempty"`
+}
+
+// RestoreReply is what POST /v1/restore answers: the restored process.
+type RestoreReply struct {
+	PID  uint64 `json:"pid"`
+	Name string `json:"name,omitempty"`
+}

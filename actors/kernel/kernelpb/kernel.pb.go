@@ -1668,6 +1668,379 @@ func (x *Refused) GetReason() string {
 	return ""
 }
 
+// Snapshot asks the kernel to snapshot a process (kernel.Kernel.Snapshot):
+// its name and image, its token's grants and caveats (never the token),
+// its quota limits and use, its waiting messages and the state it exposed,
+// sealed with the node's capability authority and stored in the node's
+// journal. With kill the process ends (reason killed) in the same step, so
+// that no message reaches it between the capture and the end (a
+// migration). Sender: the admin socket (agentos snapshot), any actor.
+// Reply: SnapshotTaken.
+type Snapshot struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Of:
+	//
+	//	*Snapshot_Pid
+	//	*Snapshot_Name
+	Of   isSnapshot_Of `protobuf_oneof:"of"`
+	Kill bool          `protobuf:"varint,3,opt,name=kill,proto3" json:"kill,omitempty"`
+	// by names who asked (the killed process's exit detail).
+	By            string `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Snapshot) Reset() {
+	*x = Snapshot{}
+	mi := &file_actors_kernel_kernelpb_kernel_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Snapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Snapshot) ProtoMessage() {}
+
+func (x *Snapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_kernel_kernelpb_kernel_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
+func (*Snapshot) Descriptor() ([]byte, []int) {
+	return file_actors_kernel_kernelpb_kernel_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *Snapshot) GetOf() isSnapshot_Of {
+	if x != nil {
+		return x.Of
+	}
+	return nil
+}
+
+func (x *Snapshot) GetPid() uint64 {
+	if x != nil {
+		if x, ok := x.Of.(*Snapshot_Pid); ok {
+			return x.Pid
+		}
+	}
+	return 0
+}
+
+func (x *Snapshot) GetName() string {
+	if x != nil {
+		if x, ok := x.Of.(*Snapshot_Name); ok {
+			return x.Name
+		}
+	}
+	return ""
+}
+
+func (x *Snapshot) GetKill() bool {
+	if x != nil {
+		return x.Kill
+	}
+	return false
+}
+
+func (x *Snapshot) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+type isSnapshot_Of interface {
+	isSnapshot_Of()
+}
+
+type Snapshot_Pid struct {
+	Pid uint64 `protobuf:"varint,1,opt,name=pid,proto3,oneof"`
+}
+
+type Snapshot_Name struct {
+	// name is a registered process name (kernel.Lookup).
+	Name string `protobuf:"bytes,2,opt,name=name,proto3,oneof"`
+}
+
+func (*Snapshot_Pid) isSnapshot_Of() {}
+
+func (*Snapshot_Name) isSnapshot_Of() {}
+
+// SnapshotTaken is the reply to Snapshot: the stored snapshot's id (empty
+// when the node keeps no snapshots), the sealed snapshot itself
+// (kernel.Snapshot.Encode, for a Restore on a node that does not share the
+// journal), and what it holds; or why none was taken ("no_process",
+// "invalid" for a process without an image or with a mailbox message that
+// is not JSON).
+type SnapshotTaken struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Snapshot []byte                 `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	Pid      uint64                 `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
+	Name     string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Image    string                 `protobuf:"bytes,5,opt,name=image,proto3" json:"image,omitempty"`
+	// mailbox is how many waiting messages the snapshot holds.
+	Mailbox       int64    `protobuf:"varint,6,opt,name=mailbox,proto3" json:"mailbox,omitempty"`
+	Failure       *Failure `protobuf:"bytes,7,opt,name=failure,proto3" json:"failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotTaken) Reset() {
+	*x = SnapshotTaken{}
+	mi := &file_actors_kernel_kernelpb_kernel_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotTaken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotTaken) ProtoMessage() {}
+
+func (x *SnapshotTaken) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_kernel_kernelpb_kernel_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotTaken.ProtoReflect.Descriptor instead.
+func (*SnapshotTaken) Descriptor() ([]byte, []int) {
+	return file_actors_kernel_kernelpb_kernel_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SnapshotTaken) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SnapshotTaken) GetSnapshot() []byte {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+func (x *SnapshotTaken) GetPid() uint64 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *SnapshotTaken) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SnapshotTaken) GetImage() string {
+	if x != nil {
+		return x.Image
+	}
+	return ""
+}
+
+func (x *SnapshotTaken) GetMailbox() int64 {
+	if x != nil {
+		return x.Mailbox
+	}
+	return 0
+}
+
+func (x *SnapshotTaken) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
+// Restore asks the kernel to start a snapshot again as a new process of
+// this node (kernel.Kernel.Restore): the image registered under the
+// snapshot's image name, the same name, a token minted by this node's
+// authority with exactly the snapshot's grants, expiry and uses left, the
+// same quota left, its mailbox refilled and its exposed state. The
+// snapshot is named by its id in this node's journal, or carried whole
+// (the bytes of SnapshotTaken.snapshot); either way its seal MUST verify
+// with this node's authority (nodes share capability.signing_key_env), or
+// nothing is started. Sender: the admin socket (agentos restore), another
+// node migrating a process, any actor. Reply: Restored.
+type Restore struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to From:
+	//
+	//	*Restore_Id
+	//	*Restore_Snapshot
+	From isRestore_From `protobuf_oneof:"from"`
+	// name registers the restored process under another name (empty: the
+	// snapshot's).
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Restore) Reset() {
+	*x = Restore{}
+	mi := &file_actors_kernel_kernelpb_kernel_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Restore) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Restore) ProtoMessage() {}
+
+func (x *Restore) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_kernel_kernelpb_kernel_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Restore.ProtoReflect.Descriptor instead.
+func (*Restore) Descriptor() ([]byte, []int) {
+	return file_actors_kernel_kernelpb_kernel_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *Restore) GetFrom() isRestore_From {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *Restore) GetId() string {
+	if x != nil {
+		if x, ok := x.From.(*Restore_Id); ok {
+			return x.Id
+		}
+	}
+	return ""
+}
+
+func (x *Restore) GetSnapshot() []byte {
+	if x != nil {
+		if x, ok := x.From.(*Restore_Snapshot); ok {
+			return x.Snapshot
+		}
+	}
+	return nil
+}
+
+func (x *Restore) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type isRestore_From interface {
+	isRestore_From()
+}
+
+type Restore_Id struct {
+	Id string `protobuf:"bytes,1,opt,name=id,proto3,oneof"`
+}
+
+type Restore_Snapshot struct {
+	Snapshot []byte `protobuf:"bytes,2,opt,name=snapshot,proto3,oneof"`
+}
+
+func (*Restore_Id) isRestore_From() {}
+
+func (*Restore_Snapshot) isRestore_From() {}
+
+// Restored is the reply to Restore: the new process's pid and name, or why
+// none was started ("invalid": a seal that does not verify, an unknown
+// image or snapshot, an expired token; "name_taken": the snapshot's
+// process, or another, still holds the name; "closed").
+type Restored struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pid           uint64                 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Failure       *Failure               `protobuf:"bytes,3,opt,name=failure,proto3" json:"failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Restored) Reset() {
+	*x = Restored{}
+	mi := &file_actors_kernel_kernelpb_kernel_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Restored) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Restored) ProtoMessage() {}
+
+func (x *Restored) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_kernel_kernelpb_kernel_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Restored.ProtoReflect.Descriptor instead.
+func (*Restored) Descriptor() ([]byte, []int) {
+	return file_actors_kernel_kernelpb_kernel_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *Restored) GetPid() uint64 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *Restored) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Restored) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
 var File_actors_kernel_kernelpb_kernel_proto protoreflect.FileDescriptor
 
 const file_actors_kernel_kernelpb_kernel_proto_rawDesc = "" +
@@ -1791,7 +2164,30 @@ const file_actors_kernel_kernelpb_kernel_proto_rawDesc = "" +
 	"\x03pid\x18\x01 \x01(\x04R\x03pid\x12\x14\n" +
 	"\x05right\x18\x02 \x01(\tR\x05right\x12\x1a\n" +
 	"\bresource\x18\x03 \x01(\tR\bresource\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reasonB@Z>github.com/agentos-run/agentos/actors/kernel/kernelpb;kernelpbb\x06proto3"
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"^\n" +
+	"\bSnapshot\x12\x12\n" +
+	"\x03pid\x18\x01 \x01(\x04H\x00R\x03pid\x12\x14\n" +
+	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x12\x12\n" +
+	"\x04kill\x18\x03 \x01(\bR\x04kill\x12\x0e\n" +
+	"\x02by\x18\x04 \x01(\tR\x02byB\x04\n" +
+	"\x02of\"\xc7\x01\n" +
+	"\rSnapshotTaken\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\bsnapshot\x18\x02 \x01(\fR\bsnapshot\x12\x10\n" +
+	"\x03pid\x18\x03 \x01(\x04R\x03pid\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x14\n" +
+	"\x05image\x18\x05 \x01(\tR\x05image\x12\x18\n" +
+	"\amailbox\x18\x06 \x01(\x03R\amailbox\x124\n" +
+	"\afailure\x18\a \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"U\n" +
+	"\aRestore\x12\x10\n" +
+	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x12\x1c\n" +
+	"\bsnapshot\x18\x02 \x01(\fH\x00R\bsnapshot\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04nameB\x06\n" +
+	"\x04from\"f\n" +
+	"\bRestored\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x04R\x03pid\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x124\n" +
+	"\afailure\x18\x03 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailureB@Z>github.com/agentos-run/agentos/actors/kernel/kernelpb;kernelpbb\x06proto3"
 
 var (
 	file_actors_kernel_kernelpb_kernel_proto_rawDescOnce sync.Once
@@ -1805,7 +2201,7 @@ func file_actors_kernel_kernelpb_kernel_proto_rawDescGZIP() []byte {
 	return file_actors_kernel_kernelpb_kernel_proto_rawDescData
 }
 
-var file_actors_kernel_kernelpb_kernel_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_actors_kernel_kernelpb_kernel_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_actors_kernel_kernelpb_kernel_proto_goTypes = []any{
 	(*Failure)(nil),               // 0: agentos.kernel.v1.Failure
 	(*QuotaRefusal)(nil),          // 1: agentos.kernel.v1.QuotaRefusal
@@ -1832,32 +2228,38 @@ var file_actors_kernel_kernelpb_kernel_proto_goTypes = []any{
 	(*Refund)(nil),                // 22: agentos.kernel.v1.Refund
 	(*Refunded)(nil),              // 23: agentos.kernel.v1.Refunded
 	(*Refused)(nil),               // 24: agentos.kernel.v1.Refused
-	nil,                           // 25: agentos.kernel.v1.ProcInfo.UsageEntry
-	nil,                           // 26: agentos.kernel.v1.ProcInfo.LeftEntry
-	nil,                           // 27: agentos.kernel.v1.Spawn.QuotaEntry
-	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
+	(*Snapshot)(nil),              // 25: agentos.kernel.v1.Snapshot
+	(*SnapshotTaken)(nil),         // 26: agentos.kernel.v1.SnapshotTaken
+	(*Restore)(nil),               // 27: agentos.kernel.v1.Restore
+	(*Restored)(nil),              // 28: agentos.kernel.v1.Restored
+	nil,                           // 29: agentos.kernel.v1.ProcInfo.UsageEntry
+	nil,                           // 30: agentos.kernel.v1.ProcInfo.LeftEntry
+	nil,                           // 31: agentos.kernel.v1.Spawn.QuotaEntry
+	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
 }
 var file_actors_kernel_kernelpb_kernel_proto_depIdxs = []int32{
 	1,  // 0: agentos.kernel.v1.Failure.quota:type_name -> agentos.kernel.v1.QuotaRefusal
-	28, // 1: agentos.kernel.v1.ProcInfo.started:type_name -> google.protobuf.Timestamp
-	25, // 2: agentos.kernel.v1.ProcInfo.usage:type_name -> agentos.kernel.v1.ProcInfo.UsageEntry
-	26, // 3: agentos.kernel.v1.ProcInfo.left:type_name -> agentos.kernel.v1.ProcInfo.LeftEntry
+	32, // 1: agentos.kernel.v1.ProcInfo.started:type_name -> google.protobuf.Timestamp
+	29, // 2: agentos.kernel.v1.ProcInfo.usage:type_name -> agentos.kernel.v1.ProcInfo.UsageEntry
+	30, // 3: agentos.kernel.v1.ProcInfo.left:type_name -> agentos.kernel.v1.ProcInfo.LeftEntry
 	2,  // 4: agentos.kernel.v1.PSReply.procs:type_name -> agentos.kernel.v1.ProcInfo
-	28, // 5: agentos.kernel.v1.Event.time:type_name -> google.protobuf.Timestamp
+	32, // 5: agentos.kernel.v1.Event.time:type_name -> google.protobuf.Timestamp
 	5,  // 6: agentos.kernel.v1.EventsReply.events:type_name -> agentos.kernel.v1.Event
 	0,  // 7: agentos.kernel.v1.SignalReply.failure:type_name -> agentos.kernel.v1.Failure
 	10, // 8: agentos.kernel.v1.Spawn.grants:type_name -> agentos.kernel.v1.Grant
-	27, // 9: agentos.kernel.v1.Spawn.quota:type_name -> agentos.kernel.v1.Spawn.QuotaEntry
+	31, // 9: agentos.kernel.v1.Spawn.quota:type_name -> agentos.kernel.v1.Spawn.QuotaEntry
 	0,  // 10: agentos.kernel.v1.Spawned.failure:type_name -> agentos.kernel.v1.Failure
 	0,  // 11: agentos.kernel.v1.Sent.failure:type_name -> agentos.kernel.v1.Failure
 	0,  // 12: agentos.kernel.v1.Monitored.failure:type_name -> agentos.kernel.v1.Failure
 	0,  // 13: agentos.kernel.v1.Charged.failure:type_name -> agentos.kernel.v1.Failure
 	0,  // 14: agentos.kernel.v1.Refunded.failure:type_name -> agentos.kernel.v1.Failure
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	0,  // 15: agentos.kernel.v1.SnapshotTaken.failure:type_name -> agentos.kernel.v1.Failure
+	0,  // 16: agentos.kernel.v1.Restored.failure:type_name -> agentos.kernel.v1.Failure
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_actors_kernel_kernelpb_kernel_proto_init() }
@@ -1869,13 +2271,21 @@ func file_actors_kernel_kernelpb_kernel_proto_init() {
 		(*Send_Pid)(nil),
 		(*Send_Name)(nil),
 	}
+	file_actors_kernel_kernelpb_kernel_proto_msgTypes[25].OneofWrappers = []any{
+		(*Snapshot_Pid)(nil),
+		(*Snapshot_Name)(nil),
+	}
+	file_actors_kernel_kernelpb_kernel_proto_msgTypes[27].OneofWrappers = []any{
+		(*Restore_Id)(nil),
+		(*Restore_Snapshot)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_kernel_kernelpb_kernel_proto_rawDesc), len(file_actors_kernel_kernelpb_kernel_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,393 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentos-run/agentos/capability"
+)
+
+// SnapshotVersion is the format of the snapshots this kernel writes. A
+// snapshot of another version is refused by Restore (ErrInvalid) rather
+// than misread.
+const SnapshotVersion = 1
+
+// sealPurpose names snapshots in capability.Authority.Seal.
+const sealPurpose = "snapshot"
+
+// Snapshot is a process's durable state, as the agent-OS kernel's
+// snapshot(pid) keeps it: what it is (name, image), what it may do (its
+// token's grants and caveats, never the token itself), what it has left to
+// spend (its own quota limits and its use), the messages waiting in its
+// mailbox and the state it chose to expose (Process.SetState).
+//
+// A Go stack cannot be serialized: Restore starts the image again with
+// this state (its mailbox refilled, Process.State answering the exposed
+// state), which is sound for a process whose state is its data, such as an
+// agent loop whose run is journaled (package agent resumes it from the
+// journal).
+//
+// IMPORTANT: a snapshot is sealed with the kernel's capability authority
+// (capability.Authority.Seal) when it is taken, and Restore verifies the
+// seal with its own authority before anything is started: an edited
+// snapshot, or one sealed under another key, is refused, so that nobody
+// can restore more rights or more budget than the process had. Nodes that
+// restore each other's snapshots MUST share the signing key
+// (capability.signing_key_env).
+type Snapshot struct {
+	Version int `json:"version"`
+	// Taken is when the snapshot was taken (the kernel's clock).
+	Taken time.Time `json:"taken"`
+	// PID is the process the snapshot was taken of, on its kernel.
+	PID PID `json:"pid"`
+	// Name is its registered name ("" when none): Restore registers it
+	// again, and fails (ErrNameTaken) while a live process holds it.
+	Name string `json:"name,omitempty"`
+	// Image is the name its Main is registered under (Kernel.RegisterImage).
+	Image string `json:"image"`
+	// Grants are its token's grants (none: it held no token).
+	Grants []capability.Grant `json:"grants,omitempty"`
+	// NotAfter is its token's earliest expiry (zero: none).
+	NotAfter time.Time `json:"not_after,omitzero"`
+	// UsesLeft is how many checks its token had left when MaxUses limited
+	// them (UsesLimited): the restored token allows that many.
+	UsesLeft    int  `json:"uses_left,omitempty"`
+	UsesLimited bool `json:"uses_limited,omitempty"`
+	// Quota is its own account's limits; Used what that account (with its
+	// descendants) had spent of each meter, wall_ms being the time it had
+	// lived when a wall_ms limit applied: the restored process has the same
+	// budget left.
+	Quota capability.Limits `json:"quota,omitempty"`
+	Used  capability.Limits `json:"used,omitempty"`
+	// Mailbox holds the messages that were waiting, oldest first.
+	Mailbox []SnapshotMessage `json:"mailbox,omitempty"`
+	// State is what the process exposed with SetState (nil: nothing).
+	State json.RawMessage `json:"state,omitempty"`
+
+	raw []byte // the sealed bytes (the JSON above), set by seal and DecodeSnapshot
+	mac []byte
+}
+
+// SnapshotMessage is one waiting message of a snapshot. Kind is "json"
+// (any body: it comes back as a json.RawMessage), "term" (a *Term) or
+// "down" (a *Down, whose PIDs are the snapshot's kernel's).
+type SnapshotMessage struct {
+	From PID             `json:"from,omitempty"`
+	Kind string          `json:"kind"`
+	Body json.RawMessage `json:"body,omitempty"`
+}
+
+// snapshotEnvelope is a snapshot's stored form: the exact bytes sealed,
+// and the seal.
+type snapshotEnvelope struct {
+	Snapshot json.RawMessage `json:"snapshot"`
+	MAC      []byte          `json:"mac"`
+}
+
+// Encode returns the sealed snapshot as stored: decode it with
+// DecodeSnapshot, restore it with Kernel.Restore.
+func (s *Snapshot) Encode() []byte {
+	b, _ := json.Marshal(snapshotEnvelope{Snapshot: s.raw, MAC: s.mac})
+	return b
+}
+
+// DecodeSnapshot reads what Encode wrote. It does not verify the seal:
+// Restore does, with the restoring kernel's authority.
+func DecodeSnapshot(b []byte) (*Snapshot, error) {
+	var env snapshotEnvelope
+	if err := json.Unmarshal(b, &env); err != nil || len(env.Snapshot) == 0 {
+		return nil, fmt.Errorf("%w: this is not a process snapshot (agentos snapshot writes them)", ErrInvalid)
+	}
+	var s Snapshot
+	if err := json.Unmarshal(env.Snapshot, &s); err != nil {
+		return nil, fmt.Errorf("%w: the snapshot does not decode: %v", ErrInvalid, err)
+	}
+	s.raw, s.mac = env.Snapshot, env.MAC
+	return &s, nil
+}
+
+// SnapshotStore keeps sealed snapshots (Snapshot.Encode) under an id. The
+// runtime's keeps them in the journal (JournalSnapshots).
+type SnapshotStore interface {
+	// SaveSnapshot stores s and returns its id.
+	SaveSnapshot(ctx context.Context, s *Snapshot) (string, error)
+	// LoadSnapshot returns the snapshot stored as id (a unique prefix of
+	// an id MAY be accepted).
+	LoadSnapshot(ctx context.Context, id string) (*Snapshot, error)
+}
+
+// SnapshotOptions configure Kernel.Snapshot.
+type SnapshotOptions struct {
+	// Kill ends the process (reason killed) in the same step as the
+	// capture, so that no message reaches it between the two: a migration.
+	// Without it the process runs on, and the messages it receives from
+	// then on are not in the snapshot.
+	Kill bool
+	// By names who asked (the killed process's exit detail).
+	By string
+}
+
+// SetState sets the state the process exposes to snapshots (nil clears
+// it): a JSON document from which its image can go on after a Restore. It
+// fails with ErrInvalid when state is not JSON.
+func (p *Process) SetState(state json.RawMessage) error {
+	if state != nil && !json.Valid(state) {
+		return fmt.Errorf("%w: process %v: the state to expose to snapshots is not JSON", ErrInvalid, p.pid)
+	}
+	p.mu.Lock()
+	p.state = append(json.RawMessage(nil), state...)
+	if state == nil {
+		p.state = nil
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// State returns the state the process exposes (SetState); a restored
+// process starts with its snapshot's.
+func (p *Process) State() json.RawMessage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append(json.RawMessage(nil), p.state...)
+}
+
+// Restored reports whether the process was started by Restore.
+func (p *Process) Restored() bool { return p.restored }
+
+// Snapshot captures process pid (see Snapshot) and seals it with the
+// kernel's authority; with Options.Snapshots set it is also stored, and
+// the id returned (when storing fails after opts.Kill ended the process,
+// the process is restored at once, and the error says as which pid). The mailbox is copied, not drained, unless opts.Kill
+// ends the process. A message body that cannot be written as JSON (a
+// channel, a function) fails the snapshot, naming it.
+func (k *Kernel) Snapshot(ctx context.Context, pid PID, opts SnapshotOptions) (*Snapshot, string, error) {
+	p := k.lookupPID(pid)
+	if p == nil {
+		return nil, "", fmt.Errorf("%w: snapshot of %v: the process is not alive (agentos ps lists the live processes)", ErrNoProcess, pid)
+	}
+	if p.image == "" {
+		return nil, "", fmt.Errorf("%w: snapshot of %v: the process was spawned without an image name, so nothing could restore it: spawn it with SpawnOptions.Image naming a Main registered with Kernel.RegisterImage", ErrInvalid, pid)
+	}
+	now := k.now()
+	s := &Snapshot{Version: SnapshotVersion, Taken: now, PID: pid, Image: p.image, Quota: p.acct.Limits()}
+	var box []Message
+	var captured bool
+	capture := func() { // under p.mu
+		captured = true
+		s.Name = p.name
+		box = append(box, p.box[p.head:]...)
+		s.State = append(json.RawMessage(nil), p.state...)
+		if p.token != nil {
+			t := p.token.Token()
+			s.Grants = t.Grants
+			s.NotAfter, s.UsesLeft, s.UsesLimited = k.auth.TokenLimits(t)
+		}
+		for _, m := range Meters {
+			if m == capability.Children || m == capability.MemoryMB {
+				continue // holdings, given back when the process ended
+			}
+			if u := p.acct.Used(m); u != 0 {
+				if s.Used == nil {
+					s.Used = capability.Limits{}
+				}
+				s.Used[m] = u
+			}
+		}
+		if _, ok := s.Quota[capability.WallMS]; ok {
+			if s.Used == nil {
+				s.Used = capability.Limits{}
+			}
+			s.Used[capability.WallMS] = float64(now.Sub(p.started).Milliseconds())
+		}
+	}
+	if opts.Kill {
+		k.emit(&Event{Kind: EventSignal, PID: pid, Detail: "kill"})
+		k.exitCapture(p, Reason{Kind: Killed, Detail: orDefault(opts.By, "snapshot")}, capture)
+	} else {
+		p.mu.Lock()
+		if !p.dead {
+			capture()
+		}
+		p.mu.Unlock()
+	}
+	if !captured {
+		return nil, "", fmt.Errorf("%w: snapshot of %v: the process ended before it was captured", ErrNoProcess, pid)
+	}
+	for i, m := range box {
+		sm, err := snapshotMessage(m)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: snapshot of %v: message %d of its mailbox (%T): %v; send processes JSON-encodable bodies to snapshot them", ErrInvalid, pid, i+1, m.Body, err)
+		}
+		s.Mailbox = append(s.Mailbox, sm)
+	}
+	if err := k.seal(s); err != nil {
+		return nil, "", err
+	}
+	id := ""
+	if k.opts.Snapshots != nil {
+		var err error
+		if id, err = k.opts.Snapshots.SaveSnapshot(ctx, s); err != nil {
+			if opts.Kill {
+				// The process was ended for a snapshot that is not kept:
+				// give it back rather than lose it.
+				if q, rerr := k.Restore(s, RestoreOptions{}); rerr == nil {
+					return s, "", fmt.Errorf("snapshot of %v: storing it: %w (the process was restored as %v)", pid, err, q.PID())
+				}
+			}
+			return s, "", fmt.Errorf("snapshot of %v: storing it: %w", pid, err)
+		}
+	}
+	k.emit(&Event{Kind: EventSnapshot, PID: pid, Name: s.Name, Detail: id})
+	return s, id, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (k *Kernel) seal(s *Snapshot) error {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("%w: snapshot of %v: %v", ErrInvalid, s.PID, err)
+	}
+	s.raw, s.mac = raw, k.auth.Seal(sealPurpose, raw)
+	return nil
+}
+
+func snapshotMessage(m Message) (SnapshotMessage, error) {
+	sm := SnapshotMessage{From: m.From, Kind: "json"}
+	var err error
+	switch b := m.Body.(type) {
+	case *Term:
+		sm.Kind = "term"
+	case *Down:
+		sm.Kind = "down"
+		sm.Body, err = json.Marshal(b)
+	case json.RawMessage:
+		if !json.Valid(b) {
+			return sm, errors.New("the body is not JSON")
+		}
+		sm.Body = append(json.RawMessage(nil), b...)
+	default:
+		sm.Body, err = json.Marshal(b)
+	}
+	return sm, err
+}
+
+func (sm SnapshotMessage) message() (Message, error) {
+	switch sm.Kind {
+	case "term":
+		return Message{From: sm.From, Body: &Term{From: sm.From}}, nil
+	case "down":
+		var d Down
+		if err := json.Unmarshal(sm.Body, &d); err != nil {
+			return Message{}, err
+		}
+		return Message{From: sm.From, Body: &d}, nil
+	case "json":
+		return Message{From: sm.From, Body: append(json.RawMessage(nil), sm.Body...)}, nil
+	default:
+		return Message{}, fmt.Errorf("unknown message kind %q", sm.Kind)
+	}
+}
+
+// LoadSnapshot returns the snapshot stored as id (Options.Snapshots).
+func (k *Kernel) LoadSnapshot(ctx context.Context, id string) (*Snapshot, error) {
+	if k.opts.Snapshots == nil {
+		return nil, fmt.Errorf("%w: this kernel keeps no snapshots (kernel.Options.Snapshots is unset)", ErrInvalid)
+	}
+	return k.opts.Snapshots.LoadSnapshot(ctx, id)
+}
+
+// RestoreOptions configure Kernel.Restore. The zero value restores the
+// snapshot as it was: its name, its registered image.
+type RestoreOptions struct {
+	// Main runs the restored process (nil: the Main registered as the
+	// snapshot's image).
+	Main Main
+	// Name registers the restored process under another name than the
+	// snapshot's.
+	Name string
+}
+
+// Restore starts s again as a new process of this kernel: its image, its
+// name, a token minted by this kernel's authority with exactly the
+// snapshot's grants, earliest expiry and uses left (never more), its quota
+// limits with the snapshot's use already counted (the same budget left),
+// its mailbox refilled in order and its exposed state (Process.State).
+//
+// It fails with capability.ErrInvalid when the seal does not verify (an
+// edited snapshot, or another key), capability.ErrExpired when its token
+// has expired since, ErrNameTaken while a live process holds its name
+// (kill the original first, or restore under another name), ErrInvalid for
+// an unknown image or version. The restored process is the kernel's child
+// (its old parent, links and monitors are not restored); a token whose uses
+// were all spent is restored as no token.
+func (k *Kernel) Restore(s *Snapshot, opts RestoreOptions) (*Process, error) {
+	if s == nil || len(s.raw) == 0 {
+		return nil, fmt.Errorf("%w: restore needs a sealed snapshot (Kernel.Snapshot or DecodeSnapshot)", ErrInvalid)
+	}
+	if err := k.auth.Unseal(sealPurpose, s.raw, s.mac); err != nil {
+		return nil, fmt.Errorf("%w: restore of the snapshot of %v: %w", ErrInvalid, s.PID, err)
+	}
+	// Only the sealed bytes count: the fields are read again from them.
+	var v Snapshot
+	if err := json.Unmarshal(s.raw, &v); err != nil {
+		return nil, fmt.Errorf("%w: restore: the snapshot does not decode: %v", ErrInvalid, err)
+	}
+	if v.Version != SnapshotVersion {
+		return nil, fmt.Errorf("%w: restore: the snapshot is of version %d, this kernel restores version %d", ErrInvalid, v.Version, SnapshotVersion)
+	}
+	if !v.NotAfter.IsZero() && k.auth.Now().After(v.NotAfter) {
+		return nil, fmt.Errorf("%w: restore of the snapshot of %v: %w: its token expired at %s; spawn the process anew with fresh grants", ErrInvalid, v.PID, capability.ErrExpired, v.NotAfter.Format(time.RFC3339))
+	}
+	main := opts.Main
+	if main == nil {
+		var err error
+		if main, err = k.image(v.Image); err != nil {
+			return nil, fmt.Errorf("restore of the snapshot of %v: %w", v.PID, err)
+		}
+	}
+	box := make([]Message, 0, len(v.Mailbox))
+	for i, sm := range v.Mailbox {
+		m, err := sm.message()
+		if err != nil {
+			return nil, fmt.Errorf("%w: restore: message %d of the snapshot's mailbox: %v", ErrInvalid, i+1, err)
+		}
+		box = append(box, m)
+	}
+	so := SpawnOptions{Name: v.Name, Image: v.Image, Quota: v.Quota, Grants: v.Grants}
+	if opts.Name != "" {
+		so.Name = opts.Name
+	}
+	so.Caveats.NotAfter = v.NotAfter
+	if v.UsesLimited {
+		so.Caveats.MaxUses = v.UsesLeft
+		if v.UsesLeft <= 0 {
+			so.Grants = nil // used up: no right left
+		}
+	}
+	so.restore = &restoreState{used: v.Used, box: box, state: v.State}
+	p, err := k.spawn(nil, main, so)
+	if errors.Is(err, ErrNameTaken) {
+		return nil, fmt.Errorf("restore of the snapshot of %v: %w: end that process first (agentos kill), or restore under another name (agentos restore --name, RestoreOptions.Name)", v.PID, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("restore of the snapshot of %v: %w", v.PID, err)
+	}
+	k.emit(&Event{Kind: EventRestore, PID: p.pid, Name: so.Name, Detail: fmt.Sprintf("from %v of %s", v.PID, v.Taken.Format(time.RFC3339))})
+	return p, nil
+}
+
+// restoreState is what spawn carries over from a snapshot.
+type restoreState struct {
+	used  capability.Limits
+	box   []Message
+	state json.RawMessage
+}

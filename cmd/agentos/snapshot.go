@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/agentos-run/agentos/node/admin"
+)
+
+// runSnapshot snapshots a process of the node serving the tool root (a
+// Snapshot message to its kernel actor), kept in the node's journal:
+// agentos snapshot [--root DIR] [--json] [--kill] PID|NAME.
+func runSnapshot(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
+	root := fs.String("root", ".", rootUsage)
+	asJSON := fs.Bool("json", false, "print one JSON object {id, pid, name, image, mailbox}")
+	kill := fs.Bool("kill", false, "end the process in the same step (to restore it elsewhere: no message reaches it in between)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || pos[0] == "" {
+		return usagef("snapshot takes one process: its PID or its name (agentos ps lists them), got %q", pos)
+	}
+	abs, _, err := openRoot(*root)
+	if err != nil {
+		return err
+	}
+	c, err := admin.Dial(abs)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	info, err := c.Snapshot(ctx, admin.SnapshotRequest{Process: pos[0], Kill: *kill})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(info)
+	}
+	who := fmt.Sprint(info.PID)
+	if info.Name != "" {
+		who = fmt.Sprintf("%d (%s)", info.PID, info.Name)
+	}
+	fmt.Fprintf(stdout, "snapshot %s of process %s, image %s, %d waiting message(s)\n", info.ID, who, info.Image, info.Mailbox)
+	if *kill {
+		fmt.Fprintf(stdout, "process %d killed; restore it with 'agentos restore %s'\n", info.PID, info.ID)
+	} else {
+		fmt.Fprintf(stdout, "the process runs on; to restore the snapshot, end it first ('agentos kill %d') or restore under another name ('agentos restore --name NEW %s')\n", info.PID, info.ID)
+	}
+	return nil
+}
+
+// runRestore restores a snapshot of the node's journal as a new process
+// (a Restore message to its kernel actor): agentos restore [--root DIR]
+// [--json] [--name NAME] SNAPSHOT_ID.
+func runRestore(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	root := fs.String("root", ".", rootUsage)
+	asJSON := fs.Bool("json", false, "print one JSON object {pid, name}")
+	name := fs.String("name", "", "register the restored process under this name instead of the snapshot's")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || pos[0] == "" {
+		return usagef("restore takes one snapshot id (agentos snapshot prints it; agentos runs lists snapshots, kind snapshot), got %q", pos)
+	}
+	abs, _, err := openRoot(*root)
+	if err != nil {
+		return err
+	}
+	c, err := admin.Dial(abs)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	rep, err := c.Restore(ctx, admin.RestoreRequest{Snapshot: pos[0], Name: *name})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(rep)
+	}
+	if rep.Name != "" {
+		fmt.Fprintf(stdout, "restored snapshot %s as process %d (%s)\n", pos[0], rep.PID, rep.Name)
+	} else {
+		fmt.Fprintf(stdout, "restored snapshot %s as process %d\n", pos[0], rep.PID)
+	}
+	return nil
+}
