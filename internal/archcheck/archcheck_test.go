@@ -115,6 +115,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"examples/mcp-tools-as-code", "net", "a demonstration program: the MCP server's loopback listener", ""},
 	{"examples/mcp-tools-as-code", "net/http", "a demonstration program: serves the MCP server over streamable HTTP on loopback", ""},
 	{"examples/mcp-pii", osFiles, "a demonstration program: its temporary tool root, its journal read back to show it holds no real value", ""},
+	{"examples/governance-gate", osFiles, "a demonstration program: its temporary tool root and upstream, the tool's fixed versions", ""},
 	{"examples/mcp-pii", "net/http", "a demonstration program: an httptest server on loopback as the CRM and the audit log", ""},
 	{"examples/runtime-two-agents", osFiles, "a demonstration program: its temporary tool root", ""},
 	{"examples/supervision-quotas", osFiles, "a demonstration program: its temporary tool root", ""},
