@@ -38,6 +38,22 @@ type ProcessOptions struct {
 	// and every chat request, above the journal, so that the journal
 	// records tokens only. nil: nothing is tokenized.
 	PII *pii.Tokenizer
+	// System is the system prompt (Options.System; "": SystemPrompt), e.g.
+	// a persona's (see package persona).
+	System string
+	// Persona names the persona System came from ("name@version"), kept in
+	// the journaled run's arguments. "": none.
+	Persona string
+	// Tools names the kernel tools the agent is given (nil: all of them).
+	Tools []string
+	// Parent, when set, spawns the agent as its child: Grants are then
+	// delegated from the parent's token and MUST NOT exceed them (the
+	// spawn fails otherwise), its quota account is a child of the
+	// parent's, and the parent needs the spawn right. nil: the kernel
+	// spawns it with Grants as given.
+	Parent *kernel.Process
+	// Image names the process's image in ps and events ("": "agent").
+	Image string
 }
 
 // RunProcess runs task as a new agent process of opts.Node: Run, with the
@@ -61,13 +77,21 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 	var res Result
 	var runErr error
 	callerCtx := ctx
-	p, err := opts.Node.Kernel().Spawn(func(ctx context.Context, p *kernel.Process) error {
+	image := opts.Image
+	if image == "" {
+		image = "agent"
+	}
+	spawn := opts.Node.Kernel().Spawn
+	if opts.Parent != nil {
+		spawn = opts.Parent.Spawn
+	}
+	p, err := spawn(func(ctx context.Context, p *kernel.Process) error {
 		// The agent stops when its process ends or its caller gives up.
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stop := context.AfterFunc(callerCtx, cancel)
 		defer stop()
-		tools, err := opts.Node.Tools(p)
+		tools, err := opts.Node.Tools(p, opts.Tools...)
 		if err != nil {
 			return err
 		}
@@ -76,13 +100,17 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 		if task, err = opts.PII.Text(task); err != nil {
 			return err
 		}
-		args, _ := json.Marshal(map[string]string{"task": task})
+		meta := map[string]string{"task": task}
+		if opts.Persona != "" {
+			meta["persona"] = opts.Persona
+		}
+		args, _ := json.Marshal(meta)
 		run, err := opts.Journal.Begin(journal.RunMeta{Kind: "agent", Args: args})
 		if err != nil {
 			return err
 		}
 		host = driver.Chain(host, opts.PII.ModelMiddleware(), run.Durable().Middleware())
-		res, runErr = Run(ctx, Options{LLM: host, Tools: tools, MaxSteps: opts.MaxSteps, PII: opts.PII, Charge: func(u llm.Usage) error {
+		res, runErr = Run(ctx, Options{LLM: host, Tools: tools, System: opts.System, MaxSteps: opts.MaxSteps, PII: opts.PII, Charge: func(u llm.Usage) error {
 			if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
 				return err
 			}
@@ -95,7 +123,7 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 		}
 		_ = run.End(status, out, nil)
 		return runErr
-	}, kernel.SpawnOptions{Name: opts.Name, Image: "agent", Grants: grants, Quota: opts.Quota})
+	}, kernel.SpawnOptions{Name: opts.Name, Image: image, Grants: grants, Quota: opts.Quota})
 	if err != nil {
 		return Result{}, err
 	}
