@@ -35,7 +35,8 @@ var tournamentAnswers = map[string]string{"Capital of France?": "Paris", "2+3?":
 
 // tournamentModel answers the variant writing with "PROMPT-V<i>" and
 // scores prompts by how many tasks they get right: the baseline 2, v1 3,
-// v2 5 (the winner), v3 4. A wrong answer is "no idea". onRequest, when
+// v2 5 (the winner), v3 4. A wrong answer is "I don't know" (which no
+// scorer takes for a right one). onRequest, when
 // set, is told each request's number first.
 func tournamentModel(onRequest func(n int)) *llmtest.Server {
 	right := map[string]int{"You answer questions.": 2, "PROMPT-V1": 3, "PROMPT-V2": 5, "PROMPT-V3": 4}
@@ -64,7 +65,7 @@ func tournamentModel(onRequest func(n int)) *llmtest.Server {
 				return llmtest.Step{Content: tournamentAnswers[q]}
 			}
 		}
-		return llmtest.Step{Content: "no idea"}
+		return llmtest.Step{Content: "I don't know"}
 	})
 }
 

@@ -40,8 +40,16 @@ type Persona struct {
 }
 
 // ErrNotFound is the error of a persona, or a version of one, that does
-// not exist; the message lists the known ones.
+// not exist (errors.Is); the message lists the known ones.
 var ErrNotFound = errors.New("persona not found")
+
+// notFound is an ErrNotFound with its own message.
+type notFound struct{ msg string }
+
+func (e notFound) Error() string        { return e.msg }
+func (e notFound) Is(target error) bool { return target == ErrNotFound }
+
+func notFoundf(format string, args ...any) error { return notFound{fmt.Sprintf(format, args...)} }
 
 // ErrInvalid is the error of a persona file or name that is malformed.
 var ErrInvalid = errors.New("invalid persona")

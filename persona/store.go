@@ -157,7 +157,7 @@ func (s *Store) Get(ref string) (Persona, error) {
 		if len(names) > 0 {
 			known = "the known ones are " + strings.Join(names, ", ")
 		}
-		return Persona{}, fmt.Errorf("%w: there is no persona %q in %s/: %s", ErrNotFound, name, s.dir(), known)
+		return Persona{}, notFoundf("there is no persona %q in %s/: %s", name, s.dir(), known)
 	}
 	if version == "" || strings.HasPrefix(p.Version, version) {
 		return p, nil
@@ -180,7 +180,7 @@ func (s *Store) Get(ref string) (Persona, error) {
 		for i, v := range vs {
 			ids[i] = v.Version
 		}
-		return Persona{}, fmt.Errorf("%w: persona %q has no version %q: its versions are %s (see 'agentos persona versions %s')", ErrNotFound, name, version, strings.Join(ids, ", "), name)
+		return Persona{}, notFoundf("persona %q has no version %q: its versions are %s (see 'agentos persona versions %s')", name, version, strings.Join(ids, ", "), name)
 	default:
 		return Persona{}, fmt.Errorf("%w: %q is the prefix of %d versions of persona %q: give more of it", ErrInvalid, version, len(match), name)
 	}
@@ -222,7 +222,7 @@ func (s *Store) Versions(name string) ([]Persona, error) {
 	} else if err != nil && !isNotExist(err) {
 		return nil, err
 	} else if err != nil && len(out) == 0 {
-		return nil, fmt.Errorf("%w: there is no persona %q", ErrNotFound, name)
+		return nil, notFoundf("there is no persona %q in %s/", name, s.dir())
 	}
 	sortByCreated(out)
 	return out, nil

@@ -25,6 +25,9 @@ const (
 	ScoreTool = "tool"
 )
 
+// ErrInvalidTasks is the error of a malformed task set.
+var ErrInvalidTasks = errors.New("invalid task set")
+
 var scorerKinds = []string{ScoreExact, ScoreContains, ScoreRegex, ScoreTool}
 
 // Scorer says how an answer to a task is scored, between 0 and 1.
@@ -75,7 +78,7 @@ func ParseTasks(file string, b []byte) (TaskSet, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&ts); err != nil {
-		return ts, fmt.Errorf("%w: %s: %v (the format: {\"scorer\": {\"kind\": \"exact|contains|regex|tool\"}, \"tasks\": [{\"id\", \"input\", \"expected\"}]})", ErrInvalid, file, err)
+		return ts, fmt.Errorf("%w: %s: %v (the format: {\"scorer\": {\"kind\": \"exact|contains|regex|tool\"}, \"tasks\": [{\"id\", \"input\", \"expected\"}]})", ErrInvalidTasks, file, err)
 	}
 	return ts, ts.Validate(file)
 }
@@ -83,21 +86,21 @@ func ParseTasks(file string, b []byte) (TaskSet, error) {
 // Validate checks the task set (see ParseTasks).
 func (ts TaskSet) Validate(file string) error {
 	if len(ts.Tasks) == 0 {
-		return fmt.Errorf("%w: %s: no tasks: a tournament needs at least one task to score prompts on", ErrInvalid, file)
+		return fmt.Errorf("%w: %s: no tasks: a tournament needs at least one task to score prompts on", ErrInvalidTasks, file)
 	}
 	ids := map[string]bool{}
 	for i, t := range ts.Tasks {
 		id := ts.taskID(i)
 		if ids[id] {
-			return fmt.Errorf("%w: %s: two tasks have the id %q: ids name the rows of the report", ErrInvalid, file, id)
+			return fmt.Errorf("%w: %s: two tasks have the id %q: ids name the rows of the report", ErrInvalidTasks, file, id)
 		}
 		ids[id] = true
 		if strings.TrimSpace(t.Input) == "" {
-			return fmt.Errorf("%w: %s: task %s has no input", ErrInvalid, file, id)
+			return fmt.Errorf("%w: %s: task %s has no input", ErrInvalidTasks, file, id)
 		}
 		s := ts.scorer(i)
 		if err := s.validate(t.Expected); err != nil {
-			return fmt.Errorf("%w: %s: task %s: %v", ErrInvalid, file, id, err)
+			return fmt.Errorf("%w: %s: task %s: %v", ErrInvalidTasks, file, id, err)
 		}
 	}
 	return nil
