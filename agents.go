@@ -259,17 +259,18 @@ func (rt *Runtime) ResumeTournament(ctx context.Context, id string) (TournamentR
 	for _, e := range entries {
 		answered[e.Seq] = e.Error == nil
 	}
-	var model driver.Host = driver.Chain(driver.Mux{llm.Driver: rt.model}, rt.pii.ModelMiddleware())
+	var model driver.Host = driver.Mux{llm.Driver: rt.model}
 	replayed := rec.Middleware()(model)
 	// A call whose recorded answer is an error (the model was down) is
 	// asked again, its answer recorded over the error.
 	live := rec.Run().Durable().Middleware()(model)
-	host := driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+	// Tokenized above the journal, as the original calls were.
+	host := driver.Chain(driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
 		if answered[c.Seq] {
 			return replayed.Do(ctx, c)
 		}
 		return live.Do(ctx, c)
-	})
+	}), rt.pii.ModelMiddleware())
 	return rt.runTournament(ctx, meta.ID, rec.Run(), a, host, false)
 }
 
@@ -286,7 +287,8 @@ func (rt *Runtime) ReplayTournament(ctx context.Context, id string) (TournamentR
 	if err != nil {
 		return TournamentReport{}, err
 	}
-	host := rp.Middleware()(nil)
+	// Tokenized above the journal, as the original calls were.
+	host := driver.Chain(rp.Middleware()(nil), rt.pii.ModelMiddleware())
 	a.DryRun = true
 	rep, err := rt.runTournament(ctx, meta.ID, nil, a, host, true)
 	if err == nil {
@@ -388,7 +390,8 @@ func (rt *Runtime) runTournament(ctx context.Context, id string, run *journal.Ru
 	if err != nil {
 		err = fmt.Errorf("agentos: starting the tournament's process: %w", err)
 		if run != nil {
-			_ = run.Interrupt(err.Error())
+			res, _ := json.Marshal(out)
+			_ = run.End(journal.StatusFailed, res, nil)
 		}
 		return out, err
 	}
@@ -412,6 +415,7 @@ func (rt *Runtime) runTournament(ctx context.Context, id string, run *journal.Ru
 	if run != nil {
 		if runErr != nil && ctx.Err() != nil {
 			// Cancelled: left running, to be resumed.
+			_ = run.Interrupt("cancelled: " + ctx.Err().Error())
 			return out, runErr
 		}
 		status := journal.StatusOK

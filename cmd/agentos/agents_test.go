@@ -69,6 +69,9 @@ func TestPersonaTournamentSpawnCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "every answer from the journal") || !strings.Contains(stdout, "<- winner") || srv.Requests() != requests {
 		t.Fatalf("replay: %d (%d new requests)\n%s", code, srv.Requests()-requests, stdout)
 	}
+	if code, _, stderr := cli(t, "replay", "--root", root, rep.Run); code != 2 || !strings.Contains(stderr, "agentos tournament --replay "+rep.Run) {
+		t.Fatalf("agentos replay of a tournament: %d %s", code, stderr)
+	}
 	code, stdout, _ = cli(t, "persona", "--root", root, "versions", "helper")
 	if code != 0 || !strings.Contains(stdout, rep.Saved.Version) || !strings.Contains(stdout, "tournament "+rep.Run) || !strings.Contains(stdout, "(current)") {
 		t.Fatalf("persona versions: %d\n%s", code, stdout)
