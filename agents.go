@@ -233,8 +233,8 @@ func (rt *Runtime) Tournament(ctx context.Context, opts TournamentOptions) (Tour
 	return rt.runTournament(ctx, run.ID(), run, a, host, false)
 }
 
-// ResumeTournament finishes a tournament a crash (or a cancellation) left
-// unfinished: its recorded answers are replayed, the calls it never made
+// ResumeTournament finishes a tournament a crash, a cancellation or a
+// model failure (persona.ErrModel) left unfinished: its recorded answers are replayed, the calls it never made
 // (or whose answer was an error) go to the model, in the same run.
 func (rt *Runtime) ResumeTournament(ctx context.Context, id string) (TournamentReport, error) {
 	meta, a, err := rt.tournamentRun(id)
@@ -413,9 +413,10 @@ func (rt *Runtime) runTournament(ctx context.Context, id string, run *journal.Ru
 		}
 	}
 	if run != nil {
-		if runErr != nil && ctx.Err() != nil {
-			// Cancelled: left running, to be resumed.
-			_ = run.Interrupt("cancelled: " + ctx.Err().Error())
+		if runErr != nil && (ctx.Err() != nil || errors.Is(runErr, persona.ErrModel)) {
+			// Cancelled, or the model failed: left running, to be resumed
+			// (the failed call is asked again).
+			_ = run.Interrupt(runErr.Error())
 			return out, runErr
 		}
 		status := journal.StatusOK

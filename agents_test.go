@@ -39,8 +39,6 @@ var tournamentAnswers = map[string]string{"Capital of France?": "Paris", "2+3?":
 // scorer takes for a right one). onRequest, when
 // set, is told each request's number first.
 func tournamentModel(onRequest func(n int)) *llmtest.Server {
-	right := map[string]int{"You answer questions.": 2, "PROMPT-V1": 3, "PROMPT-V2": 5, "PROMPT-V3": 4}
-	order := []string{"Capital of France?", "2+3?", "Colour of the sky?", "Opposite of hot?", "First letter of the alphabet?"}
 	var mu sync.Mutex
 	n := 0
 	return llmtest.NewResponder(func(r llmtest.Received) llmtest.Step {
@@ -51,22 +49,29 @@ func tournamentModel(onRequest func(n int)) *llmtest.Server {
 		if onRequest != nil {
 			onRequest(k)
 		}
-		sys, user := r.Messages[0].Content, r.Messages[len(r.Messages)-1].Content
-		if strings.Contains(sys, "prompt engineer") {
-			for i := 1; i <= 3; i++ {
-				if strings.Contains(user, fmt.Sprintf("Write variant %d of 3.", i)) {
-					return llmtest.Step{Content: fmt.Sprintf("PROMPT-V%d", i)}
-				}
-			}
-			return llmtest.Step{Content: "unexpected variant request"}
-		}
-		for i, q := range order {
-			if q == user && i < right[sys] {
-				return llmtest.Step{Content: tournamentAnswers[q]}
-			}
-		}
-		return llmtest.Step{Content: "I don't know"}
+		return tournamentStep(r)
 	})
+}
+
+// tournamentStep is the scripted model's answer to r.
+func tournamentStep(r llmtest.Received) llmtest.Step {
+	right := map[string]int{"You answer questions.": 2, "PROMPT-V1": 3, "PROMPT-V2": 5, "PROMPT-V3": 4}
+	order := []string{"Capital of France?", "2+3?", "Colour of the sky?", "Opposite of hot?", "First letter of the alphabet?"}
+	sys, user := r.Messages[0].Content, r.Messages[len(r.Messages)-1].Content
+	if strings.Contains(sys, "prompt engineer") {
+		for i := 1; i <= 3; i++ {
+			if strings.Contains(user, fmt.Sprintf("Write variant %d of 3.", i)) {
+				return llmtest.Step{Content: fmt.Sprintf("PROMPT-V%d", i)}
+			}
+		}
+		return llmtest.Step{Content: "unexpected variant request"}
+	}
+	for i, q := range order {
+		if q == user && i < right[sys] {
+			return llmtest.Step{Content: tournamentAnswers[q]}
+		}
+	}
+	return llmtest.Step{Content: "I don't know"}
 }
 
 func basePersona(t *testing.T, rt *agentos.Runtime) persona.Persona {
@@ -379,4 +384,49 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// A model failure leaves the tournament resumable: the failed call (its
+// error recorded) is asked again on resume, the answered ones are not.
+func TestTournamentResumesAfterAModelFailure(t *testing.T) {
+	var mu sync.Mutex
+	fail := true
+	srv := llmtest.NewResponder(func(r llmtest.Received) llmtest.Step {
+		mu.Lock()
+		f := fail && r.Messages[len(r.Messages)-1].Content == "Colour of the sky?"
+		if f {
+			fail = false
+		}
+		mu.Unlock()
+		if f {
+			return llmtest.Step{Status: 400, Error: "the model is overloaded"}
+		}
+		return tournamentStep(r)
+	})
+	defer srv.Close()
+	rt := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess", LLM: agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}})
+	basePersona(t, rt)
+	rep, err := rt.Tournament(context.Background(), agentos.TournamentOptions{Persona: "quiz", Tasks: tournamentTasks, Variants: 3})
+	if !errors.Is(err, persona.ErrModel) || !strings.Contains(err.Error(), "overloaded") {
+		t.Fatalf("%v", err)
+	}
+	if meta, _ := rt.Journal().Get(rep.Run); meta.Status != journal.StatusRunning {
+		t.Fatalf("after a model failure the run is %s, want running (resumable)", meta.Status)
+	}
+	failedAt := srv.Requests() // 3 variants + the baseline's t1, t2 answered, t3 failed
+	if failedAt != 6 {
+		t.Fatalf("requests before the failure: %d", failedAt)
+	}
+	done, err := rt.ResumeTournament(context.Background(), rep.Run)
+	if err != nil || done.Winner != "v2" {
+		t.Fatalf("%+v %v", done.Report, err)
+	}
+	if srv.Requests() != failedAt+(23-5) {
+		t.Fatalf("requests after the resume: %d, want %d", srv.Requests(), failedAt+18)
+	}
+	// The replay now answers the once-failed call from the journal too.
+	before := srv.Requests()
+	if again, err := rt.ReplayTournament(context.Background(), rep.Run); err != nil || again.Table() != done.Table() || srv.Requests() != before {
+		t.Fatalf("replay: %v (%d requests)", err, srv.Requests()-before)
+	}
 }

@@ -13,6 +13,12 @@ import (
 	"github.com/agentos-run/agentos/driver/llm"
 )
 
+// ErrModel is the error of a tournament ended by a model call that failed
+// (the server was down, refused the request ...): the calls answered
+// before it are journaled, so the tournament can be resumed once the model
+// answers again.
+var ErrModel = errors.New("the model failed")
+
 // Weights weigh a candidate's metered fitness:
 //
 //	fitness = Score*Σscore − Tokens*tokens − USD*cost_usd − Seconds*wall_seconds
@@ -173,7 +179,7 @@ func variantRequest(base string, ts TaskSet, i, n int) llm.Request {
 //
 // A variant the model leaves empty, or that repeats another candidate's
 // prompt, is not scored twice: it is left out of the ranking. A model call
-// that fails ends the tournament with its error.
+// that fails ends the tournament with its error, wrapping ErrModel.
 func Tournament(ctx context.Context, opts Options) (Report, error) {
 	if opts.LLM == nil {
 		return Report{}, errors.New("persona: Tournament needs a model (Options.LLM)")
@@ -195,7 +201,7 @@ func Tournament(ctx context.Context, opts Options) (Report, error) {
 		wall := time.Since(start)
 		rep.Calls++
 		if err != nil {
-			return llm.Response{}, 0, fmt.Errorf("tournament call %d: the model failed: %w", seq, err)
+			return llm.Response{}, 0, fmt.Errorf("tournament call %d: %w: %w", seq, ErrModel, err)
 		}
 		var r llm.Response
 		if err := json.Unmarshal(out, &r); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/agent"
+	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/persona"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -296,7 +297,7 @@ func runTournament(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if err != nil {
 		err = quotaHint(err)
-		if rep.Run != "" && *replay == "" {
+		if meta, gerr := rt.Journal().Get(rep.Run); rep.Run != "" && *replay == "" && gerr == nil && meta.Status == journal.StatusRunning {
 			err = fmt.Errorf("%w (tournament %s; resume it with 'agentos tournament --resume %s')", err, rep.Run, rep.Run)
 		}
 		return err
