@@ -74,9 +74,11 @@ func tournamentStep(r llmtest.Received) llmtest.Step {
 	return llmtest.Step{Content: "I don't know"}
 }
 
+var basePersonaValue = persona.Persona{Name: "quiz", Description: "answers quiz questions", System: "You answer questions."}
+
 func basePersona(t *testing.T, rt *agentos.Runtime) persona.Persona {
 	t.Helper()
-	p, err := rt.SavePersona(context.Background(), persona.Persona{Name: "quiz", Description: "answers quiz questions", System: "You answer questions."})
+	p, err := rt.SavePersona(context.Background(), basePersonaValue)
 	if err != nil {
 		t.Fatal(err)
 	}
