@@ -332,7 +332,9 @@ func (rt *Runtime) runTournament(ctx context.Context, id string, run *journal.Ru
 	var rep persona.Report
 	var runErr error
 	callerCtx := ctx
+	finished := make(chan struct{}) // closed when the body has returned: res is then complete
 	p, err := rt.agent.Spawn(func(ctx context.Context, p *kernel.Process) error {
+		defer close(finished)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stop := context.AfterFunc(callerCtx, cancel)
@@ -395,6 +397,7 @@ func (rt *Runtime) runTournament(ctx context.Context, id string, run *journal.Ru
 		}
 		return out, err
 	}
+	<-finished // the body has returned: rep and runErr are complete
 	<-p.Done()
 	if reason, _ := p.Reason(); runErr == nil && reason.Kind != kernel.Normal {
 		runErr = fmt.Errorf("agentos: the tournament's process ended: %s", reason)

@@ -85,7 +85,9 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 	if opts.Parent != nil {
 		spawn = opts.Parent.Spawn
 	}
+	finished := make(chan struct{}) // closed when the body has returned: res is then complete
 	p, err := spawn(func(ctx context.Context, p *kernel.Process) error {
+		defer close(finished)
 		// The agent stops when its process ends or its caller gives up.
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -127,8 +129,10 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
-	// Wait for the process itself, so that res is complete (the caller's
-	// ctx ending cancels the agent, which then ends).
+	// Wait for the body itself, so that res is complete: a process ended
+	// from outside (killed, over its quota) is done before its body has
+	// returned (the caller's ctx ending cancels the agent, which then ends).
+	<-finished
 	<-p.Done()
 	reason, _ := p.Reason()
 	if runErr == nil && reason.Kind != kernel.Normal {
