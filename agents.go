@@ -234,8 +234,9 @@ func (rt *Runtime) Tournament(ctx context.Context, opts TournamentOptions) (Tour
 }
 
 // ResumeTournament finishes a tournament a crash, a cancellation or a
-// model failure (persona.ErrModel) left unfinished: its recorded answers are replayed, the calls it never made
-// (or whose answer was an error) go to the model, in the same run.
+// model failure (persona.ErrModel) left unfinished: its recorded answers
+// are replayed, the calls it never made (or whose answer was an error) go
+// to the model, in the same run.
 func (rt *Runtime) ResumeTournament(ctx context.Context, id string) (TournamentReport, error) {
 	meta, a, err := rt.tournamentRun(id)
 	if err != nil {
