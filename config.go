@@ -100,6 +100,9 @@ type Config struct {
 	// Agent is the default process: the one `agentos call` and
 	// Runtime.Tools run as.
 	Agent AgentConfig `json:"agent,omitzero"`
+	// Agents configures spawned agents: personas, the nursery's templates,
+	// prompt tournaments (see AgentsConfig).
+	Agents AgentsConfig `json:"agents,omitzero"`
 	// Quota limits the whole node: every process is charged to it. Keys are
 	// meters (llm_tokens, tool_calls, cost_usd, children, wall_ms,
 	// memory_mb). Default: unlimited.
@@ -504,6 +507,9 @@ func (c Config) validate(path string) error {
 		return err
 	}
 	if err := c.MCP.Serve.validate(path); err != nil {
+		return err
+	}
+	if err := c.Agents.validate(path); err != nil {
 		return err
 	}
 	if _, err := c.journalDurability(); err != nil {

@@ -322,23 +322,34 @@ type AgentOptions struct {
 	Quota capability.Limits
 	// MaxSteps bounds its model requests (0: 20).
 	MaxSteps int
+	// Persona is its system prompt: a persona of the tool root, "name" or
+	// "name@version" (see Personas). "": agents.persona, else the built-in
+	// protocol prompt. An unknown persona is an error listing the known.
+	Persona string
+	// Tools names the kernel tools it is given (nil: all of them).
+	Tools []string
 }
 
 // RunAgent runs task as a new agent process: a model calling the kernel
 // tools under the process's capabilities and quota until it answers (see
-// package agent, agent.RunProcess). Its model calls are journaled under a
-// run of kind "agent".
+// package agent, agent.RunProcess), with its persona's system prompt. Its
+// model calls are journaled under a run of kind "agent".
 func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions) (agent.Result, error) {
 	if rt.model == nil {
-		return agent.Result{}, errors.New("agentos: no model is configured: set AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL (or llm in agentos.json)")
+		return agent.Result{}, errNoModel
 	}
 	grants := opts.Grants
 	if grants == nil {
 		grants = rt.cfg.DefaultGrants()
 	}
+	system, used, err := rt.systemFor(opts.Persona)
+	if err != nil {
+		return agent.Result{}, err
+	}
 	return agent.RunProcess(ctx, task, agent.ProcessOptions{
 		Node: rt.node, Model: rt.model, Journal: rt.j, PII: rt.pii,
 		Name: opts.Name, Grants: grants, Quota: opts.Quota, MaxSteps: opts.MaxSteps,
+		System: system, Persona: used, Tools: opts.Tools,
 	})
 }
 

@@ -47,6 +47,20 @@ type ProcessOptions struct {
 	// and every chat request, above the journal, so that the journal
 	// records tokens only. nil: nothing is tokenized.
 	PII *pii.Tokenizer
+	// System is the system prompt (Options.System; "": SystemPrompt), e.g.
+	// a persona's (see package persona).
+	System string
+	// Persona names the persona System came from ("name@version"), kept in
+	// the journaled run's arguments. "": none.
+	Persona string
+	// Tools names the kernel tools the agent is given (nil: all of them).
+	Tools []string
+	// Parent, when set, spawns the agent as its child: Grants are then
+	// delegated from the parent's token and MUST NOT exceed them (the
+	// spawn fails otherwise), its quota account is a child of the
+	// parent's, and the parent needs the spawn right. nil: the kernel
+	// spawns it with Grants as given.
+	Parent *kernel.Process
 }
 
 // State is what an agent process exposes to snapshots
@@ -55,6 +69,11 @@ type ProcessOptions struct {
 type State struct {
 	Task     string `json:"task"`
 	MaxSteps int    `json:"max_steps,omitempty"`
+	// System, Persona and Tools are ProcessOptions' (MainOptions'): a
+	// restored agent goes on with the same prompt and tools.
+	System  string   `json:"system,omitempty"`
+	Persona string   `json:"persona,omitempty"`
+	Tools   []string `json:"tools,omitempty"`
 	// Run is the journal run of the loop ("" before it began).
 	Run string `json:"run,omitempty"`
 }
@@ -67,6 +86,11 @@ type MainOptions struct {
 	Journal  *journal.Journal
 	MaxSteps int
 	PII      *pii.Tokenizer
+	// System, Persona and Tools are ProcessOptions' (ImageMain takes them
+	// from the restored State).
+	System  string
+	Persona string
+	Tools   []string
 	// Done, when set, is told each incarnation's result: the Result and
 	// the loop's error, or ErrInterrupted when the incarnation ended
 	// before the loop did (killed, crashed, shut down: its run stays
@@ -108,7 +132,8 @@ func Main(task string, opts MainOptions) kernel.Main {
 		mu.Lock()
 		run := last
 		mu.Unlock()
-		return runIncarnation(ctx, p, State{Task: task, MaxSteps: opts.MaxSteps, Run: run}, opts, func(id string) {
+		st := State{Task: task, MaxSteps: opts.MaxSteps, System: opts.System, Persona: opts.Persona, Tools: opts.Tools, Run: run}
+		return runIncarnation(ctx, p, st, opts, func(id string) {
 			mu.Lock()
 			last = id
 			mu.Unlock()
@@ -150,7 +175,7 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 			opts.Done(res, err)
 		}
 	}
-	tools, err := opts.Node.Tools(p)
+	tools, err := opts.Node.Tools(p, st.Tools...)
 	if err != nil {
 		done(Result{}, err)
 		return err
@@ -189,7 +214,11 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 			done(Result{}, err)
 			return err
 		}
-		args, _ := json.Marshal(map[string]string{"task": task})
+		meta := map[string]string{"task": task}
+		if st.Persona != "" {
+			meta["persona"] = st.Persona
+		}
+		args, _ := json.Marshal(meta)
 		if run, err = opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args}); err != nil {
 			done(Result{}, err)
 			return err
@@ -205,7 +234,7 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 	_ = p.SetState(state)
 	host = driver.Chain(host, opts.PII.ModelMiddleware(), record)
 	charged := 0
-	res, runErr := Run(ctx, Options{LLM: host, Tools: tools, MaxSteps: st.MaxSteps, PII: opts.PII, Journal: record, Charge: func(u llm.Usage) error {
+	res, runErr := Run(ctx, Options{LLM: host, Tools: tools, System: st.System, MaxSteps: st.MaxSteps, PII: opts.PII, Journal: record, Charge: func(u llm.Usage) error {
 		charged++
 		if charged <= replayed {
 			// Paid by an earlier incarnation, whose account (and every
@@ -257,8 +286,15 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 	var runErr error
 	callerCtx := ctx
 	main := Main(task, MainOptions{Node: opts.Node, Model: opts.Model, Journal: opts.Journal, MaxSteps: opts.MaxSteps, PII: opts.PII,
+		System: opts.System, Persona: opts.Persona, Tools: opts.Tools,
 		Done: func(r Result, err error) { res, runErr = r, err }})
-	p, err := opts.Node.Kernel().Spawn(func(ctx context.Context, p *kernel.Process) error {
+	spawn := opts.Node.Kernel().Spawn
+	if opts.Parent != nil {
+		spawn = opts.Parent.Spawn
+	}
+	finished := make(chan struct{}) // closed when the body has returned: res is then complete
+	p, err := spawn(func(ctx context.Context, p *kernel.Process) error {
+		defer close(finished)
 		// The agent stops when its process ends or its caller gives up.
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -269,8 +305,10 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
-	// Wait for the process itself, so that res is complete (the caller's
-	// ctx ending cancels the agent, which then ends).
+	// Wait for the body itself, so that res is complete: a process ended
+	// from outside (killed, over its quota) is done before its body has
+	// returned (the caller's ctx ending cancels the agent, which then ends).
+	<-finished
 	<-p.Done()
 	reason, _ := p.Reason()
 	if errors.Is(runErr, ErrInterrupted) {

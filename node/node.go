@@ -312,6 +312,15 @@ func (n *Node) ActorSystem() *system.System { return n.sys }
 // reached with kernel.Client{PID: n.KernelPID(), Root: ...}.
 func (n *Node) KernelPID() *actor.PID { return n.kernel }
 
+// WriteFile writes content to path (relative to the tool root) through the
+// node's git actor, as the operator: no process's rights are checked. The
+// file is registered when it is a tool and, with a Git upstream, committed
+// and pushed like every tool write (see git.Client.WriteFile). It is how
+// the runtime saves personas (package persona).
+func (n *Node) WriteFile(ctx context.Context, path string, content []byte) (git.Written, error) {
+	return n.gitClient.WriteFile(ctx, path, content)
+}
+
 // KernelClient is the typed client of the node's kernel actor: ps, events,
 // signals, spawn, send and monitor of agent processes as messages.
 func (n *Node) KernelClient() kernel.Client {

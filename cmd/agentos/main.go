@@ -15,6 +15,12 @@
 //	agentos recover [--root DIR] [--json] [--run ID]     resume runs a crash interrupted
 //	agentos call    [--root DIR] [--json] TOOL ARGS_JSON|-|@FILE a kernel tool, as an LLM calls it
 //	agentos forge   [--root DIR] [--json] SPEC           reuse or forge a tool with the model
+//	agentos agent   [--root DIR] [--json] [--persona P] TASK  run an agent (a model calling the kernel tools)
+//	agentos spawn   [--root DIR] [--json] TEMPLATE TASK | --list  run an agent from a template (the nursery)
+//	agentos persona list | show NAME[@V] | versions NAME | set NAME (--file F | --text T) | set NAME@V
+//	                                                     the personas: named, versioned system prompts
+//	agentos tournament --persona P --tasks F [--variants N] | --resume RUN | --replay RUN
+//	                                                     evolve a persona's prompt against a task set
 //	agentos serve   [--root DIR] [--metrics ADDR] [--cluster ...] run a node until SIGTERM
 //	agentos serve --mcp | --mcp-http ADDR               ... and serve its tools over MCP (stdio, HTTP)
 //	agentos token   [--root DIR] [--json] [--grant R:S]... [--ttl D] a capability token (MCP over HTTP)
@@ -94,6 +100,10 @@ var commands = []command{
 	{"recover", "resume the runs a crash left unfinished", "agentos recover [--root DIR] [--json] [--run ID] [--timeout D]", runRecover},
 	{"call", "call a kernel tool as an LLM would (on the serving node, or a runtime started for it)", "agentos call [--root DIR] [--json] TOOL ARGS_JSON | - | @FILE", runCall},
 	{"forge", "reuse or forge a tool for a spec with the configured model", "agentos forge [--root DIR] [--json] SPEC", runForge},
+	{"agent", "run an agent: a model calling the kernel tools with the default grants, under a persona", "agentos agent [--root DIR] [--json] [--persona NAME[@VERSION]] [--name N] [--max-steps N] TASK", runAgent},
+	{"spawn", "run an agent from a template of agents.templates (persona, grants, quota, tools), its rights delegated from the default process", "agentos spawn [--root DIR] [--json] [--name N] [--persona P] [--max-steps N] TEMPLATE TASK | spawn --list", runSpawn},
+	{"persona", "the personas (named, versioned system prompts in the tool root, committed like tools): list, show, versions, set", "agentos persona [--root DIR] [--json] list | show NAME[@VERSION] | versions NAME | set NAME (--file F | --text T) [--description D] [--no-protocol] | set NAME@VERSION", runPersona},
+	{"tournament", "evolve a persona: the model writes variants, each is scored on a task set (score, tokens, cost, time), the fittest is saved; journaled, so it replays offline and resumes", "agentos tournament [--root DIR] [--json] --persona P --tasks FILE [--variants N] [--dry-run] | --resume RUN | --replay RUN", runTournament},
 	{"serve", "run a node until SIGTERM: processes, actors, journal; every other command goes through it while it serves", "agentos serve [--root DIR] [--metrics ADDR] [--mcp] [--mcp-http ADDR] [--cluster [--cluster-name N] [--cluster-port P] [--health-port P] [--seeds H:P,...] [--etcd URL,...]]", runServe},
 	{"token", "mint a capability token with the node's signing key, e.g. the bearer token of an MCP client of 'serve --mcp-http'", "agentos token [--root DIR] [--json] [--grant RIGHT[:SCOPE]]... [--ttl D] [--holder NAME]", runToken},
 	{"cluster", "the serving node's cluster: its members, what kinds each hosts, which forges each holds", "agentos cluster status [--root DIR] [--json]", runCluster},

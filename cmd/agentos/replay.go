@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 )
 
@@ -31,6 +32,9 @@ func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if patched, err = os.ReadFile(*tool); err != nil {
 			return usagef("cannot read the patched tool: %v", err)
 		}
+	}
+	if meta, gerr := j.Get(pos[0]); gerr == nil && meta.Kind == agentos.TournamentKind {
+		return usagef("run %s is a tournament: replay it with 'agentos tournament --replay %s'", meta.ID, meta.ID)
 	}
 	ex, stop, err := toolExecutor(absRoot, cfg, func(opts *executor.Options) { opts.Workers = 1 })
 	if err != nil {
