@@ -141,6 +141,10 @@ type Config struct {
 	// PII replaces personal data in what drivers return by stable tokens
 	// before it reaches a model (see PIIConfig). Default: off.
 	PII PIIConfig `json:"pii,omitzero"`
+	// Governance governs forged tools: the approval gate (see
+	// GovernanceConfig and docs/governance/). Default: high- and
+	// critical-risk tools wait for an approval.
+	Governance GovernanceConfig `json:"governance,omitzero"`
 	// MetricsAddr, when set (e.g. "127.0.0.1:9464"), serves the runtime's
 	// metrics in the Prometheus text format at http://MetricsAddr/metrics.
 	MetricsAddr string `json:"metrics_addr,omitempty"`
@@ -497,6 +501,9 @@ func (c Config) validate(path string) error {
 		return err
 	}
 	if err := c.MCP.Serve.validate(path); err != nil {
+		return err
+	}
+	if err := c.Governance.validate(path); err != nil {
 		return err
 	}
 	if _, err := c.journalDurability(); err != nil {
