@@ -158,3 +158,20 @@ func isToolSource(path, dir string) bool {
 	}
 	return false
 }
+
+// ApprovalAsk is the approval.Ask of the tool at path (as p would name it;
+// resolved in the tool root) as it is now: its version's hash, its risk
+// and why. MCP's confirmation records its answer with it.
+func (n *Node) ApprovalAsk(p *kernel.Process, path string) (approval.Ask, error) {
+	resolved, err := n.opts.Jail.Resolve(path)
+	if err != nil {
+		return approval.Ask{}, err
+	}
+	src, err := n.opts.Jail.ReadFile(resolved)
+	if err != nil {
+		return approval.Ask{}, err
+	}
+	hash := transpile.Hash(src)
+	risk, reasons := n.Risk(resolved, src, hash)
+	return approval.Ask{Path: resolved, Hash: hash, Risk: string(risk), Reasons: reasons, By: holderOf(p)}, nil
+}
