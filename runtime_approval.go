@@ -12,6 +12,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/transpile"
+	"github.com/agentos-run/agentos/vfs"
 )
 
 // ApproveOptions say who decides and why (Runtime.Approve, Runtime.Deny).
@@ -105,11 +106,14 @@ func DecideOffline(root string, cfg Config, target string, approve bool, opts Ap
 		return approval.Request{}, err
 	}
 	defer st.Close()
+	jail, err := vfs.Open(root)
+	if err != nil {
+		return approval.Request{}, err
+	}
+	defer jail.Close()
 	checker := check.New(cfg.CheckOptions())
 	g := approval.NewGate(st, cfg.Governance.Approval.Policy(), nil)
-	return decideTarget(g, target, approve, opts, func(p string) ([]byte, error) {
-		return os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
-	}, func(p string, src []byte, _ string) (string, []string) {
+	return decideTarget(g, target, approve, opts, jail.ReadFile, func(p string, src []byte, _ string) (string, []string) {
 		res := checker.Check(p, src)
 		var why []string
 		for _, f := range res.Risks {
