@@ -104,15 +104,13 @@ type Store struct {
 	now  func() time.Time
 }
 
-// OpenStore opens, creating it if needed (mode 0600), the approvals file at
-// path. Each operation waits up to wait for another process holding the
-// file, then fails with ErrBusy.
+// OpenStore returns the store of the approvals file at path, created (mode
+// 0600) at its first write: a root where nothing needed an approval costs
+// no file and no fsync at start. Each operation waits up to wait for
+// another process holding the file, then fails with ErrBusy. Its
+// directory MUST exist (a write fails saying so otherwise).
 func OpenStore(path string, wait time.Duration) (*Store, error) {
-	s := &Store{path: path, wait: wait, now: time.Now}
-	if err := s.update(func(*bolt.Tx) error { return nil }); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return &Store{path: path, wait: wait, now: time.Now}, nil
 }
 
 // Path returns the file.
@@ -157,7 +155,12 @@ func (s *Store) view(fn func(*bolt.Tx) error) error {
 	if err != nil {
 		return err
 	}
-	err = db.View(fn)
+	err = db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketRequests) == nil {
+			return nil // nothing written yet: no request
+		}
+		return fn(tx)
+	})
 	return errors.Join(err, db.Close())
 }
 

@@ -61,10 +61,11 @@ func (n *Node) Risk(path string, src []byte, hash string) (check.Risk, []string)
 // holderOf names p as the one asking for a run: its token's holder, else
 // its name and pid.
 func holderOf(p *kernel.Process) string {
-	if h := p.Holder(); h != "" && h != fmt.Sprintf("pid:%v", p.PID()) {
-		return fmt.Sprintf("%s (process %s, pid %v)", h, p.Name(), p.PID())
+	pid := uint64(p.PID())
+	if h := p.Holder(); h != "" && h != fmt.Sprintf("pid:%d", pid) {
+		return fmt.Sprintf("%s (process %s, pid %d)", h, p.Name(), pid)
 	}
-	return fmt.Sprintf("process %s (pid %v)", p.Name(), p.PID())
+	return fmt.Sprintf("process %s (pid %d)", p.Name(), pid)
 }
 
 // gateRun holds p's run of the tool at path (resolved) until its version

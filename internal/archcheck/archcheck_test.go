@@ -109,6 +109,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"examples/cluster-three-nodes", osFiles, "a demonstration program: its temporary tool roots, the upstream, the signing key in the environment", ""},
 	{"examples/cluster-three-nodes", "net", "a demonstration program: picks free loopback ports for the nodes' health endpoints", ""},
 	{"examples/mcp-serve", osFiles, "a demonstration program: its temporary tool root", ""},
+	{"examples/governance-approval", osFiles, "a demonstration program: its temporary tool root", ""},
 	{"examples/forge-scripted-model", osFiles, "a demonstration program: its temporary tool root", ""},
 	{"examples/replay-debug-patched", osFiles, "a demonstration program: its temporary tool root and the buggy tool's source", ""},
 	{"examples/replay-debug-patched", "net/http", "a demonstration program: an httptest server on loopback for the tool to fetch from", ""},
