@@ -144,9 +144,11 @@ type Config struct {
 	// PII replaces personal data in what drivers return by stable tokens
 	// before it reaches a model (see PIIConfig). Default: off.
 	PII PIIConfig `json:"pii,omitzero"`
-	// Governance governs forged tools: the registration gate (see
-	// GovernanceConfig and docs/governance/). Default: the gate replays 5
-	// runs and warns.
+	// Governance governs forged tools: the approval gate and the
+	// registration gate (see GovernanceConfig and docs/GOVERNANCE.md).
+	// Default: high- and critical-risk tools wait for an approval, and a
+	// changed tool's write replays 5 of its previous version's runs and
+	// warns.
 	Governance GovernanceConfig `json:"governance,omitzero"`
 	// MetricsAddr, when set (e.g. "127.0.0.1:9464"), serves the runtime's
 	// metrics in the Prometheus text format at http://MetricsAddr/metrics.
@@ -503,13 +505,13 @@ func (c Config) validate(path string) error {
 	if err := c.PII.validate(path); err != nil {
 		return err
 	}
-	if err := c.Governance.Gate.validate(path); err != nil {
-		return err
-	}
 	if err := c.MCP.Serve.validate(path); err != nil {
 		return err
 	}
 	if err := c.Agents.validate(path); err != nil {
+		return err
+	}
+	if err := c.Governance.validate(path); err != nil {
 		return err
 	}
 	if _, err := c.journalDurability(); err != nil {

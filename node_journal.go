@@ -2,12 +2,14 @@ package agentos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"sync"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node/admin"
 )
@@ -98,4 +100,34 @@ func (rt *Runtime) recoverOnNode(ctx context.Context, id string, ropts RecoverOp
 	}
 	out.Now = []RecoverReport{rep}
 	return out, http.StatusOK, nil
+}
+
+// Approvals implements admin.ApprovalBackend.
+func (b adminBackend) Approvals(state string) (any, error) {
+	rs, err := b.rt.Approvals(approval.State(state))
+	if rs == nil {
+		rs = []approval.Request{}
+	}
+	return rs, err
+}
+
+// Decide implements admin.ApprovalBackend.
+func (b adminBackend) Decide(req admin.ApproveRequest) (any, error) {
+	opts := ApproveOptions{By: req.By, Reason: req.Reason}
+	if opts.By == "" {
+		opts.By = "admin socket"
+	}
+	var (
+		r   approval.Request
+		err error
+	)
+	if req.Deny {
+		r, err = b.rt.Deny(req.Target, opts)
+	} else {
+		r, err = b.rt.Approve(req.Target, opts)
+	}
+	if errors.Is(err, approval.ErrNotFound) || errors.Is(err, approval.ErrAmbiguous) || errors.Is(err, os.ErrNotExist) {
+		return nil, &admin.StatusError{Code: http.StatusNotFound, Err: err}
+	}
+	return r, err
 }

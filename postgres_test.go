@@ -62,6 +62,7 @@ func TestPostgresToolGuards(t *testing.T) {
 	t.Setenv("TEST_PG_DSN", dsn)
 	var logs lockedBuffer
 	cfg := agentos.Config{Root: t.TempDir(), Isolation: "inprocess", Logger: slog.New(slog.NewTextHandler(&logs, nil)), SQL: agentos.SQLConfig{PostgresDSNEnv: "TEST_PG_DSN"}}
+	cfg.Governance.Approval.Off = true // hostile SQL tools prove the guards; the approval gate would hold them first
 	rt, err := agentos.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/agent"
+	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
@@ -58,6 +59,7 @@ type Runtime struct {
 	piiMap    *pii.BoltMap
 	node      *node.Node
 	agent     *kernel.Process
+	gate      *approval.Gate // nil when governance.approval.off
 	recovered []RecoverReport
 	metrics   *metricsserver.Metrics // nil when the caller gave a MeterProvider
 	metricsSv *metricsserver.Server  // nil without Config.MetricsAddr
@@ -174,6 +176,14 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 			return rt, err
 		}
 	}
+	// The approval gate's file: pending approvals outlive the node.
+	if !cfg.Governance.Approval.Off {
+		st, err := approval.OpenStore(filepath.Join(root, ApprovalsFile), 2*time.Second)
+		if err != nil {
+			return rt, err
+		}
+		rt.gate = approval.NewGate(st, cfg.Governance.Approval.Policy(), rt.log)
+	}
 	if rt.j, err = cfg.OpenJournal(root, ""); err != nil {
 		return rt, err
 	}
@@ -247,7 +257,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	rt.model = model
 	if rt.node, err = node.Boot(node.Options{
 		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts,
-		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii,
+		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii, Approvals: rt.gate,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(), Gate: cfg.Governance.Gate.Options(),
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 	}); err != nil {

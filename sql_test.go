@@ -18,7 +18,12 @@ func sqlRuntime(t *testing.T, isolation ...string) *agentos.Runtime {
 	if len(isolation) > 0 {
 		iso = isolation[0]
 	}
-	rt := start(t, agentos.Config{Root: t.TempDir(), Isolation: iso})
+	cfg := agentos.Config{Root: t.TempDir(), Isolation: iso}
+	// These tests run hostile SQL tools (DROP TABLE, ATTACH, a literal
+	// check_tool takes for a credential) to prove the driver's guards; the
+	// approval gate would hold them first (docs/governance/approve.md).
+	cfg.Governance.Approval.Off = true
+	rt := start(t, cfg)
 	for _, stmt := range []string{
 		`{"sql":"CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, plan TEXT, changed TEXT)"}`,
 		`{"sql":"INSERT INTO users (name, plan, changed) VALUES (?, ?, ?), (?, ?, ?)","params":["ada","free","2026-06-03","bob","pro","2026-05-01"]}`,

@@ -78,6 +78,14 @@ var expected = map[string][]string{
 		`the process ended: quota:tool_calls`,
 		"OK: restarted within intensity, escalated beyond it, ended on quota",
 	},
+	"governance-approval": {
+		`search_tools does not offer it yet`,
+		`approved by reviewer:ada -> the run returns 42`,
+		`approval_denied: tools/double.ts`,
+		`was denied by reviewer:ada: it triples`,
+		`approval_timeout: tools/double.ts`,
+		"OK: nothing high-risk ran unapproved; the approved version ran",
+	},
 }
 
 // examples returns the example directories: those holding a main.go.

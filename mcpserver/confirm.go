@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
 )
 
@@ -133,6 +134,21 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 	if err != nil {
 		return plainResult(nil, fmt.Errorf("%s (risk %s) is not run: its source cannot be read to tie the confirmation to it: %w", p, risk, err))
 	}
+	// The approval gate and the confirmation never disagree: a version
+	// denied at the gate is refused without asking (only an operator's
+	// 'agentos approve' lifts a denial), and a confirmation given here is
+	// recorded as the version's approval, so the gate lets the run through.
+	// Each run over MCP is still confirmed by the client's user.
+	gate := s.opts.Node.Approvals()
+	var ask *approval.Ask
+	if gate != nil {
+		if a, err := s.opts.Node.ApprovalAsk(proc, p); err == nil {
+			ask = &a
+			if r, ok, err := gate.Store().Lookup(a.Path, a.Hash); err == nil && ok && r.State == approval.StateDenied {
+				return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: this version was denied at the approval gate by %s: %s; only an approval ('agentos approve %s') lets it run", p, risk, r.DecidedBy, r.Reason, r.ID))
+			}
+		}
+	}
 	sid := ""
 	if req.Session != nil {
 		sid = req.Session.ID()
@@ -152,6 +168,13 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 		if v, ok := r.Content["confirm"].(bool); !ok || !v {
 			return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the client accepted without confirm: true", p, risk, why))
 		}
+		if ask != nil {
+			// The version confirmed is the version approved: the gate lets
+			// the run through, and later runs of it are not asked again.
+			if _, err := gate.DecideVersion(*ask, true, "mcp:"+confirmedBy(proc, sid), "confirmed by the MCP client's user (elicitation)"); err != nil {
+				return plainResult(nil, fmt.Errorf("%s (risk %s) is not run: its confirmation could not be recorded as its approval: %w", p, risk, err))
+			}
+		}
 		return nil
 	}
 	if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
@@ -163,7 +186,7 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{confirmID: &mcp.ElicitParams{
 			Mode:            "form",
-			Message:         fmt.Sprintf("agentos: run %s? check_tool rates it %s risk: %s.", p, risk, why),
+			Message:         fmt.Sprintf("agentos: run %s? check_tool rates it %s risk: %s. Confirming also approves this version of it at the approval gate.", p, risk, why),
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean","title":"Run it","description":"Run the tool despite its risk.","default":true}},"required":["confirm"]}`),
 		}},
 		RequestState: s.confirms.sign(want),
@@ -210,4 +233,17 @@ func (s *Server) risk(ctx context.Context, proc *kernel.Process, p string) (chec
 		}
 	}
 	return r.Risk, strings.Join(slices.Compact(reasons), "; "), nil
+}
+
+// confirmedBy names who confirmed through MCP: the process's token holder,
+// and the session.
+func confirmedBy(proc *kernel.Process, session string) string {
+	who := proc.Holder()
+	if who == "" {
+		who = proc.Name()
+	}
+	if session != "" {
+		who += " (session " + session + ")"
+	}
+	return who
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
@@ -780,5 +781,43 @@ func TestHTTPProcessKilled(t *testing.T) {
 	mustOK(t, "list_files", call(t, cs2, "list_files", map[string]any{"dir": "tools"}))
 	if now := mcpPIDs(); len(now) != 1 || now[0] == first[0] {
 		t.Errorf("mcp processes after the kill: %v (the killed one was %v)", now, first[0])
+	}
+}
+
+// TestElicitationIsApproval: a confirmation over MCP is recorded as the
+// version's approval at the approval gate (who: the MCP client); a version
+// denied at the gate is refused without asking.
+func TestElicitationIsApproval(t *testing.T) {
+	e := newEnv(t, agentos.Config{})
+	var asked int
+	var mu sync.Mutex
+	yes := e.connect(t, e.rt.Agent(), &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+	}})
+	mustOK(t, "write_file", call(t, yes, "write_file", map[string]any{"path": "tools/risky.ts", "content": riskyTool}))
+	args := map[string]any{"path": "tools/risky.ts", "args": map[string]any{"n": 21}}
+	if res := call(t, yes, "exec_tool", args); res.IsError || structured(t, res)["result"] != 42.0 {
+		t.Fatalf("confirmed: %s", text(res))
+	}
+	rs, err := e.rt.Approvals(approval.StateApproved)
+	if err != nil || len(rs) != 1 || rs[0].Path != "tools/risky.ts" || !strings.HasPrefix(rs[0].DecidedBy, "mcp:") {
+		t.Fatalf("the confirmation's approval: %+v %v", rs, err)
+	}
+	// Denied at the gate (its current version, by path): MCP refuses it
+	// without asking.
+	if _, err := e.rt.Deny("tools/risky.ts", agentos.ApproveOptions{Reason: "it hides things"}); err != nil {
+		t.Fatal(err)
+	}
+	res := call(t, yes, "exec_tool", args)
+	if !res.IsError || !strings.Contains(text(res), "denied at the approval gate") || !strings.Contains(text(res), "it hides things") {
+		t.Errorf("denied version over MCP: %s", text(res))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != 1 {
+		t.Errorf("the client was asked %d times, want once", asked)
 	}
 }

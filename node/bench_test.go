@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/node"
 )
@@ -25,16 +27,25 @@ func BenchmarkExecTool(b *testing.B) {
 		name    string
 		mode    executor.Isolation
 		journal bool
+		gate    bool // the approval gate on (fib is low risk: it never waits)
 	}{
-		{"inprocess", executor.IsolationInProcess, true},
-		{"process", executor.IsolationProcess, true},
-		{"inprocess-nojournal", executor.IsolationInProcess, false},
-		{"process-nojournal", executor.IsolationProcess, false},
+		{"inprocess", executor.IsolationInProcess, true, false},
+		{"process", executor.IsolationProcess, true, false},
+		{"inprocess-nojournal", executor.IsolationInProcess, false, false},
+		{"inprocess-nojournal-gate", executor.IsolationInProcess, false, true},
+		{"process-nojournal", executor.IsolationProcess, false, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			n := boot(b, bc.mode, kernel.Options{}, func(o *node.Options) {
 				if !bc.journal {
 					o.Journal = nil
+				}
+				if bc.gate {
+					st, err := approval.OpenStore(filepath.Join(b.TempDir(), "approvals.db"), time.Second)
+					if err != nil {
+						b.Fatal(err)
+					}
+					o.Approvals = approval.NewGate(st, approval.Policy{}, quiet)
 				}
 			})
 			p := spawn(b, n.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})

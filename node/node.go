@@ -18,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/actors/supervisor"
 	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/mcpdriver"
@@ -75,6 +76,11 @@ type Options struct {
 	// (from Journal, on Executor) against the new one. The zero value
 	// replays gate.DefaultRuns runs and warns; Runs < 0 disables it.
 	Gate gate.Options
+	// Approvals is the approval gate (nil: none; every tool runs as soon
+	// as it is asked for). IMPORTANT: a node embedded without it runs
+	// high-risk tools unasked; agentos.Start always passes one unless
+	// governance.approval.off is set. The node does not close its store.
+	Approvals *approval.Gate
 	// Logger receives the node's and protoactor's logs (nil: slog.Default).
 	Logger *slog.Logger
 	// MaxArgsBytes bounds the JSON arguments of one kernel tool call (0:
@@ -132,6 +138,8 @@ type Node struct {
 	// limits of a run, the kill grace, the tools directory. The node never
 	// reaches into the executor afterwards; runs go through execClient.
 	run executor.Options
+	// risks caches check_tool's risk by content hash (the approval gate).
+	risks riskCache
 }
 
 // Boot starts the actor tree and returns the node.

@@ -94,11 +94,14 @@ func (n *Node) workers() int {
 // and the caller's home is this node (its quota is charged here). A member
 // that refuses the version or does not answer leaves the run to this node.
 func (n *Node) runOn(ctx context.Context, pid *actor.PID, req executor.RunRequest) (executor.Result, string, error) {
-	src, err := n.opts.Jail.ReadFile(req.Path)
-	if err != nil {
-		return executor.Result{}, "", err
+	pinned := req.Hash // the approved version (approval gate), if any
+	if req.Hash == "" {
+		src, err := n.opts.Jail.ReadFile(req.Path)
+		if err != nil {
+			return executor.Result{}, "", err
+		}
+		req.Hash = transpile.Hash(src)
 	}
-	req.Hash = transpile.Hash(src)
 	if req.Caller != nil {
 		home := *req.Caller
 		home.Home = n.cluster().m.Address()
@@ -108,7 +111,7 @@ func (n *Node) runOn(ctx context.Context, pid *actor.PID, req executor.RunReques
 	res, runID, err := remote.Run(ctx, req)
 	if errors.Is(err, executor.ErrStaleTool) || errors.Is(err, executor.ErrUnavailable) {
 		n.opts.Logger.Info("exec_tool: the run placed on another node comes back here", slog.String("node", pid.Address), slog.Any("why", err))
-		req.Hash = ""
+		req.Hash = pinned
 		if req.Caller != nil {
 			req.Caller.Home = ""
 		}

@@ -15,8 +15,10 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/internal/clip"
@@ -507,7 +509,21 @@ func (n *Node) writeFile(ctx context.Context, p *kernel.Process, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	return n.gitClient.WriteFile(ctx, path, []byte(a.Content))
+	w, err := n.gitClient.WriteFile(ctx, path, []byte(a.Content))
+	if err != nil {
+		return nil, err
+	}
+	return WriteResult{Written: w, Approval: n.requestApproval(p, path)}, nil
+}
+
+// WriteResult is write_file's and patch_file's result: the write, and,
+// when the tool written needs an approval before it runs (the approval
+// gate), its pending request: the tool is committed (nothing written is
+// lost) but not offered by search_tools, and its runs wait, until it is
+// approved.
+type WriteResult struct {
+	git.Written
+	Approval *approval.Request `json:"approval,omitempty"`
 }
 
 func (n *Node) patchFile(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
@@ -519,7 +535,11 @@ func (n *Node) patchFile(ctx context.Context, p *kernel.Process, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	return n.gitClient.PatchFile(ctx, path, a.Search, a.Replace)
+	w, err := n.gitClient.PatchFile(ctx, path, a.Search, a.Replace)
+	if err != nil {
+		return nil, err
+	}
+	return WriteResult{Written: w, Approval: n.requestApproval(p, path)}, nil
 }
 
 func (n *Node) checkTool(_ context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
@@ -648,7 +668,8 @@ func (n *Node) searchTools(ctx context.Context, p *kernel.Process, args json.Raw
 			return nil, err
 		}
 		for _, h := range found {
-			if r, err := n.opts.Jail.Resolve(h.Path); err == nil && p.Covers(capability.Read, r) && len(hits) < limit {
+			// A tool waiting for its approval is not offered (approval gate).
+			if r, err := n.opts.Jail.Resolve(h.Path); err == nil && p.Covers(capability.Read, r) && len(hits) < limit && !n.NeedsApproval(r) {
 				hits = append(hits, h)
 			}
 		}
@@ -757,8 +778,21 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 		return nil, fmt.Errorf("exec_tool: process %v has ended; its runs cannot start", p.PID())
 	}
 	defer release()
+	// The approval gate: a tool whose risk needs an approval waits for it
+	// (bounded), and then runs exactly the version approved.
+	// Ending p (its HoldRun) cancels the wait.
+	approved, err := n.gateRun(runCtx, p, path, version)
+	if err != nil {
+		if res, ok := gateFailure(err); ok {
+			return res, nil
+		}
+		return nil, err
+	}
+	if approved != "" && !p.WallDeadline().IsZero() {
+		lim.Timeout = max(min(lim.Timeout, time.Until(p.WallDeadline())), time.Millisecond) // the wait spent wall time
+	}
 	wait := lim.Timeout + n.run.KillGrace + time.Minute
-	req := executor.RunRequest{Key: key, Path: runPath, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait}
+	req := executor.RunRequest{Key: key, Path: runPath, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait, Hash: approved}
 	target, err := n.placement(a.Placement)
 	if err != nil {
 		return nil, err

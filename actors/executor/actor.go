@@ -192,7 +192,11 @@ func (s *actorState) run(ctx context.Context, m *pb.Run) (ran *pb.Ran, panicked 
 	if xerr := ResolveVersion(s.opts.Journal, &req); xerr != nil {
 		return ranOf(Result{Result: json.RawMessage("null"), Logs: []string{}, Error: xerr}, ""), nil
 	}
-	if want := m.GetHash(); want != "" && req.version == "" {
+	if want := m.GetHash(); want != "" && req.version != "" && req.version != want {
+		// A recorded version (tools/x.ts@<hash>) runs only if it is the
+		// version the caller was cleared for (the approval gate's).
+		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s names version %s, the caller asked for %s", ErrStaleTool, m.GetPath(), req.version, want))}, nil
+	} else if want != "" && req.version == "" {
 		_, have, err := s.ex.Source(m.GetPath())
 		switch {
 		case err != nil:

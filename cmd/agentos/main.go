@@ -112,6 +112,8 @@ var commands = []command{
 	{"kill", "signal a process of the serving node: kill (default), term, stop or cont", "agentos kill [--root DIR] [--signal SIG] PID", runKill},
 	{"snapshot", "snapshot a process of the serving node (mailbox, rights, budget left, state) into the journal", "agentos snapshot [--root DIR] [--json] [--kill] PID|NAME", runSnapshot},
 	{"restore", "start a snapshot again as a process of the serving node, with the same rights and budget left", "agentos restore [--root DIR] [--json] [--name NAME] SNAPSHOT_ID", runRestore},
+	{"approve", "approve (or --deny --reason R) a tool version waiting at the approval gate, by request id or tool path; --list the pending ones", "agentos approve [--root DIR] [--json] [--deny] [--reason R] RUN|TOOL | approve --list", runApprove},
+	{"approvals", "list the approval requests of the approval gate (default: the pending ones)", "agentos approvals [--root DIR] [--json] [--all | --state S]", runApprovals},
 	{"quota", "show the quota use kept across invocations, or reset it", "agentos quota [--root DIR] [--json] [reset [ACCOUNT...]]", runQuota},
 	{"demo", "write sample tools into a fresh tool root, check and run them", "agentos demo [--dir DIR] [--keep] [--cluster [--json]]", runDemo},
 	{"version", "the build, and which OS protections sandbox workers have on this machine (also --version)", "agentos version [--root DIR] [--json]", runVersion},

@@ -68,6 +68,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"journal", "syscall", "a journal held by another process is stale when that pid is gone (kill(pid, 0))", ""},
 	{"capability", "go.etcd.io/bbolt", "the capability ledger owns its bbolt file (issued and revoked tokens)", ""},
 	{"pii", "go.etcd.io/bbolt", "the PII token map owns its bbolt file (token -> value, kept out of the journal)", ""},
+	{"approval", "go.etcd.io/bbolt", "the approval gate owns its bbolt file (approval requests and decisions, kept out of the journal, which may be PostgreSQL)", ""},
 
 	// The node's admin socket server and its client.
 	{"node/admin", "net", "the admin socket server and its client (a unix socket, 0600 in a 0700 directory)", ""},
@@ -108,6 +109,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"examples/cluster-three-nodes", osFiles, "a demonstration program: its temporary tool roots, the upstream, the signing key in the environment", ""},
 	{"examples/cluster-three-nodes", "net", "a demonstration program: picks free loopback ports for the nodes' health endpoints", ""},
 	{"examples/mcp-serve", osFiles, "a demonstration program: its temporary tool root", ""},
+	{"examples/governance-approval", osFiles, "a demonstration program: its temporary tool root", ""},
 	{"examples/forge-scripted-model", osFiles, "a demonstration program: its temporary tool root", ""},
 	{"examples/replay-debug-patched", osFiles, "a demonstration program: its temporary tool root and the buggy tool's source", ""},
 	{"examples/replay-debug-patched", "net/http", "a demonstration program: an httptest server on loopback for the tool to fetch from", ""},

@@ -151,6 +151,22 @@ func (c *Client) Cluster(ctx context.Context, out any) error {
 	return c.do(ctx, "GET", "/v1/cluster", nil, out)
 }
 
+// Approvals lists the node's approval requests in state ("" every one)
+// and decodes them into out ([]approval.Request).
+func (c *Client) Approvals(ctx context.Context, state string, out any) error {
+	return c.do(ctx, "GET", "/v1/approvals?state="+url.QueryEscape(state), nil, out)
+}
+
+// Approve approves or denies (req.Deny) an approval request on the node and
+// decodes the decided request into out (approval.Request).
+func (c *Client) Approve(ctx context.Context, req ApproveRequest, out any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, "POST", "/v1/approve", body, out)
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, "http://node"+path, bytes.NewReader(body))
 	if err != nil {

@@ -15,6 +15,8 @@
 //	POST /v1/recover                resume unfinished runs (RecoverRequest → the runtime's report)
 //	GET  /v1/cluster                the node's cluster: every member's status (the runtime's report)
 //	GET  /v1/cluster/ps, /v1/cluster/events  ps and events of every member ([]NodeReply)
+//	GET  /v1/approvals?state=S      the approval requests ([]approval.Request; S pending, approved, denied or empty)
+//	POST /v1/approve                approve or deny one (ApproveRequest → the decided approval.Request)
 //	GET  /metrics                   Prometheus text (when the runtime owns its metrics)
 //	     /mcp                       MCP over streamable HTTP as the default process (package mcpserver)
 //

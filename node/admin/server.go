@@ -62,6 +62,18 @@ type Backend interface {
 	Cluster(ctx context.Context) (any, error)
 }
 
+// ApprovalBackend is what a Backend that has an approval gate answers
+// (GET /v1/approvals, POST /v1/approve); a Backend without it has no such
+// endpoints.
+type ApprovalBackend interface {
+	// Approvals lists the approval requests in state ("pending",
+	// "approved", "denied"; "" every one), JSON-encodable.
+	Approvals(state string) (any, error)
+	// Decide approves or denies req.Target; a *StatusError chooses the
+	// status of a failure (404: no such request or tool).
+	Decide(req ApproveRequest) (any, error)
+}
+
 // Options configure Serve.
 type Options struct {
 	// Root is the tool root; the socket is Root/Socket.
@@ -333,6 +345,32 @@ func mux(ctx context.Context, b Backend) *http.ServeMux {
 		}
 		writeJSON(w, http.StatusOK, out)
 	})
+	if ab, ok := b.(ApprovalBackend); ok {
+		m.HandleFunc("GET /v1/approvals", func(w http.ResponseWriter, r *http.Request) {
+			out, err := ab.Approvals(r.URL.Query().Get("state"))
+			if err != nil {
+				writeFailure(w, http.StatusInternalServerError, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, out)
+		})
+		m.HandleFunc("POST /v1/approve", func(w http.ResponseWriter, r *http.Request) {
+			var req ApproveRequest
+			if !readRequest(w, r, b.MaxArgs(), &req) {
+				return
+			}
+			if req.Target == "" {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "agentos: the approve request names no approval request id or tool path"})
+				return
+			}
+			out, err := ab.Decide(req)
+			if err != nil {
+				writeFailure(w, http.StatusUnprocessableEntity, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, out)
+		})
+	}
 	if h := b.Metrics(); h != nil {
 		m.Handle("GET /metrics", h)
 	}

@@ -80,3 +80,17 @@ type RestoreReply struct {
 	PID  uint64 `json:"pid"`
 	Name string `json:"name,omitempty"`
 }
+
+// ApproveRequest answers an approval request ('agentos approve').
+type ApproveRequest struct {
+	// Target is an approval request id ("a-…", or a unique prefix), or a
+	// tool path relative to the tool root (its pending request, else its
+	// current version).
+	Target string `json:"target"`
+	// Deny denies instead of approving.
+	Deny bool `json:"deny,omitempty"`
+	// Reason is recorded with the decision.
+	Reason string `json:"reason,omitempty"`
+	// By is who decides, recorded with the decision ("cli:USER").
+	By string `json:"by,omitempty"`
+}

@@ -212,7 +212,6 @@ func (c *Checker) Check(path string, src []byte) Result {
 		}
 	}
 
-
 	a := analyzer{c: c, src: src, lint: cerr == nil}
 	if parsedDone != nil {
 		<-parsedDone

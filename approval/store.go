@@ -1,0 +1,383 @@
+package approval
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// State is where a version's request stands.
+type State string
+
+// The states of a Request.
+const (
+	StatePending  State = "pending"
+	StateApproved State = "approved"
+	StateDenied   State = "denied"
+)
+
+// Request is the approval of one version of one tool (Path, Hash): asked,
+// then decided. It is what `agentos approvals --json` prints.
+type Request struct {
+	// ID names the request ("a-" and 12 hex digits): `agentos approve ID`.
+	ID string `json:"id"`
+	// Path is the tool, relative to the tool root.
+	Path string `json:"path"`
+	// Hash is the SHA-256 of the tool's source (transpile.Hash).
+	Hash string `json:"hash"`
+	// Risk is check_tool's risk of the version, and Reasons why.
+	Risk    string   `json:"risk"`
+	Reasons []string `json:"reasons,omitempty"`
+	// State is pending, approved or denied.
+	State State `json:"state"`
+	// RequestedBy is who first asked to run it (the process's token holder,
+	// or "go-api"); Requested is when.
+	RequestedBy string    `json:"requested_by,omitempty"`
+	Requested   time.Time `json:"requested"`
+	// DecidedBy is who approved or denied it (the CLI's user as "cli:NAME",
+	// the token holder of an MCP client as "mcp:NAME", or "go-api" unless
+	// the program names someone); Reason is theirs; Decided is when.
+	DecidedBy string    `json:"decided_by,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Decided   time.Time `json:"decided,omitzero"`
+	// Waiting is how many runs wait on it in the answering node now (not
+	// stored).
+	Waiting int `json:"waiting,omitempty"`
+}
+
+// Event is one step in the file's log: a request made, approved or denied.
+type Event struct {
+	At     time.Time `json:"at"`
+	ID     string    `json:"id"`
+	Path   string    `json:"path"`
+	Hash   string    `json:"hash"`
+	Event  string    `json:"event"` // "requested", "approved" or "denied"
+	By     string    `json:"by,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Ask is a version asking to run: what Await and Store.Ask are given.
+type Ask struct {
+	Path    string
+	Hash    string
+	Risk    string
+	Reasons []string
+	// By is who asks (the caller's token holder).
+	By string
+}
+
+// ErrBusy: another process holds the approvals file (a node serving the
+// tool root): ask the node, through its admin socket.
+var ErrBusy = errors.New("approval: the approvals file is held by another process")
+
+// ErrNotFound: no request matches the target given to Approve or Deny.
+var ErrNotFound = errors.New("approval: no such approval request")
+
+// ErrAmbiguous: the target matches more than one request.
+var ErrAmbiguous = errors.New("approval: the target matches more than one request")
+
+var (
+	bucketRequests = []byte("requests") // id -> Request
+	bucketVersions = []byte("versions") // path NUL hash -> id
+	bucketLog      = []byte("log")      // seq (8 bytes, big endian) -> Event
+)
+
+// Store is the approvals file: every request and decision, one fsynced
+// transaction each. The file is opened for each operation and closed
+// after it, so that several processes on one tool root (a node, a
+// one-shot 'agentos call', 'agentos approve') share it, each waiting its
+// turn (bbolt's lock). It is safe for concurrent use.
+type Store struct {
+	path string
+	wait time.Duration
+	mu   sync.Mutex // one open at a time in this process (flock is per open)
+	now  func() time.Time
+}
+
+// OpenStore returns the store of the approvals file at path, created (mode
+// 0600) at its first write: a root where nothing needed an approval costs
+// no file and no fsync at start. Each operation waits up to wait for
+// another process holding the file, then fails with ErrBusy. Its
+// directory MUST exist (a write fails saying so otherwise).
+func OpenStore(path string, wait time.Duration) (*Store, error) {
+	return &Store{path: path, wait: wait, now: time.Now}, nil
+}
+
+// Path returns the file.
+func (s *Store) Path() string { return s.path }
+
+// Close releases the store (the file is closed after each operation).
+func (s *Store) Close() error { return nil }
+
+func (s *Store) open() (*bolt.DB, error) {
+	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: s.wait})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("%w: %s stayed locked by another agentos process for %v; try again", ErrBusy, s.path, s.wait)
+		}
+		return nil, fmt.Errorf("approval: opening %s: %w", s.path, err)
+	}
+	return db, nil
+}
+
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db, err := s.open()
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketRequests, bucketVersions, bucketLog} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
+	return errors.Join(err, db.Close())
+}
+
+func (s *Store) view(fn func(*bolt.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	db, err := s.open()
+	if err != nil {
+		return err
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketRequests) == nil {
+			return nil // nothing written yet: no request
+		}
+		return fn(tx)
+	})
+	return errors.Join(err, db.Close())
+}
+
+func versionKey(path, hash string) []byte { return []byte(path + "\x00" + hash) }
+
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "a-" + hex.EncodeToString(b[:])
+}
+
+func getRequest(tx *bolt.Tx, id string) (Request, bool, error) {
+	v := tx.Bucket(bucketRequests).Get([]byte(id))
+	if v == nil {
+		return Request{}, false, nil
+	}
+	var r Request
+	if err := json.Unmarshal(v, &r); err != nil {
+		return Request{}, false, fmt.Errorf("approval: the record of %s is corrupt: %w", id, err)
+	}
+	return r, true, nil
+}
+
+func putRequest(tx *bolt.Tx, r Request, ev Event) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketRequests).Put([]byte(r.ID), b); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketVersions).Put(versionKey(r.Path, r.Hash), []byte(r.ID)); err != nil {
+		return err
+	}
+	lb := tx.Bucket(bucketLog)
+	seq, err := lb.NextSequence()
+	if err != nil {
+		return err
+	}
+	ev.ID, ev.Path, ev.Hash = r.ID, r.Path, r.Hash
+	eb, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return lb.Put(k[:], eb)
+}
+
+func versionRequest(tx *bolt.Tx, path, hash string) (Request, bool, error) {
+	id := tx.Bucket(bucketVersions).Get(versionKey(path, hash))
+	if id == nil {
+		return Request{}, false, nil
+	}
+	return getRequest(tx, string(id))
+}
+
+// Lookup returns the request of the version (path, hash), if any.
+func (s *Store) Lookup(path, hash string) (r Request, ok bool, err error) {
+	err = s.view(func(tx *bolt.Tx) error {
+		r, ok, err = versionRequest(tx, path, hash)
+		return err
+	})
+	return r, ok, err
+}
+
+// Get returns the request id.
+func (s *Store) Get(id string) (r Request, ok bool, err error) {
+	err = s.view(func(tx *bolt.Tx) error {
+		r, ok, err = getRequest(tx, id)
+		return err
+	})
+	return r, ok, err
+}
+
+// Ask returns the request of a's version, making a pending one (durably,
+// before it returns) when the version has none; created says it did.
+func (s *Store) Ask(a Ask) (r Request, created bool, err error) {
+	if a.Path == "" || a.Hash == "" {
+		return Request{}, false, errors.New("approval: a request needs the tool's path and content hash")
+	}
+	err = s.update(func(tx *bolt.Tx) error {
+		var ok bool
+		if r, ok, err = versionRequest(tx, a.Path, a.Hash); err != nil || ok {
+			return err
+		}
+		created = true
+		r = Request{ID: newID(), Path: a.Path, Hash: a.Hash, Risk: a.Risk, Reasons: a.Reasons, State: StatePending, RequestedBy: a.By, Requested: s.now().UTC()}
+		return putRequest(tx, r, Event{At: r.Requested, Event: "requested", By: a.By})
+	})
+	return r, created, err
+}
+
+// Decide approves (approve true) or denies the request id, as by with
+// reason, durably. A decided request may be decided again (an approval
+// overrides a denial and the reverse); the log keeps both.
+func (s *Store) Decide(id string, approve bool, by, reason string) (r Request, err error) {
+	err = s.update(func(tx *bolt.Tx) error {
+		var ok bool
+		if r, ok, err = getRequest(tx, id); err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %s; list them with 'agentos approvals'", ErrNotFound, id)
+		}
+		r = decided(r, approve, by, reason, s.now())
+		return putRequest(tx, r, Event{At: r.Decided, Event: string(r.State), By: by, Reason: reason})
+	})
+	return r, err
+}
+
+// DecideVersion approves or denies the version a names whether or not it
+// was asked for (an approval given before the first run).
+func (s *Store) DecideVersion(a Ask, approve bool, by, reason string) (r Request, err error) {
+	if a.Path == "" || a.Hash == "" {
+		return Request{}, errors.New("approval: a decision needs the tool's path and content hash")
+	}
+	err = s.update(func(tx *bolt.Tx) error {
+		var ok bool
+		if r, ok, err = versionRequest(tx, a.Path, a.Hash); err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		if !ok {
+			r = Request{ID: newID(), Path: a.Path, Hash: a.Hash, Risk: a.Risk, Reasons: a.Reasons, RequestedBy: by, Requested: now}
+		}
+		r = decided(r, approve, by, reason, now)
+		return putRequest(tx, r, Event{At: r.Decided, Event: string(r.State), By: by, Reason: reason})
+	})
+	return r, err
+}
+
+func decided(r Request, approve bool, by, reason string, now time.Time) Request {
+	r.State = StateDenied
+	if approve {
+		r.State = StateApproved
+	}
+	r.DecidedBy, r.Reason, r.Decided = by, reason, now.UTC()
+	return r
+}
+
+// List returns the requests in state (every state when empty), oldest
+// first.
+func (s *Store) List(state State) ([]Request, error) {
+	var out []Request
+	err := s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRequests).ForEach(func(k, v []byte) error {
+			var r Request
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("approval: the record of %s is corrupt: %w", k, err)
+			}
+			if state == "" || r.State == state {
+				out = append(out, r)
+			}
+			return nil
+		})
+	})
+	slices.SortStableFunc(out, func(a, b Request) int { return a.Requested.Compare(b.Requested) })
+	return out, err
+}
+
+// Log returns the file's log of events, oldest first.
+func (s *Store) Log() ([]Event, error) {
+	var out []Event
+	err := s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketLog).ForEach(func(_, v []byte) error {
+			var e Event
+			if err := json.Unmarshal(v, &e); err != nil {
+				return err
+			}
+			out = append(out, e)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Resolve finds the request target names: a request id (or a unique
+// prefix of one, at least "a-" and 4 digits), or a tool path, which names
+// its pending request (the newest when several versions wait). A path
+// with no pending request returns ok false and no error: the caller may
+// decide the tool's current version (DecideVersion).
+func (s *Store) Resolve(target string) (r Request, ok bool, err error) {
+	if strings.HasPrefix(target, "a-") && !strings.ContainsAny(target, "/.") {
+		if len(target) < len("a-")+4 {
+			return Request{}, false, fmt.Errorf("%w: %q is too short a prefix of a request id; give at least 4 digits", ErrNotFound, target)
+		}
+		var found []Request
+		err = s.view(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketRequests).Cursor()
+			for k, v := c.Seek([]byte(target)); k != nil && bytes.HasPrefix(k, []byte(target)); k, v = c.Next() {
+				var r Request
+				if err := json.Unmarshal(v, &r); err != nil {
+					return err
+				}
+				found = append(found, r)
+			}
+			return nil
+		})
+		switch {
+		case err != nil:
+			return Request{}, false, err
+		case len(found) == 0:
+			return Request{}, false, fmt.Errorf("%w: %s; list them with 'agentos approvals'", ErrNotFound, target)
+		case len(found) > 1:
+			return Request{}, false, fmt.Errorf("%w: %s matches %d requests; give more of its id", ErrAmbiguous, target, len(found))
+		}
+		return found[0], true, nil
+	}
+	pending, err := s.List(StatePending)
+	if err != nil {
+		return Request{}, false, err
+	}
+	for i := len(pending) - 1; i >= 0; i-- {
+		if pending[i].Path == target {
+			return pending[i], true, nil
+		}
+	}
+	return Request{}, false, nil
+}

@@ -1,0 +1,141 @@
+package agentos
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/transpile"
+	"github.com/agentos-run/agentos/vfs"
+)
+
+// ApproveOptions say who decides and why (Runtime.Approve, Runtime.Deny).
+type ApproveOptions struct {
+	// By is recorded as who decided (default "go-api").
+	By string
+	// Reason is recorded with the decision; a denied run's error carries
+	// it.
+	Reason string
+}
+
+// Approve approves target: an approval request id ("a-…", or a unique
+// prefix of at least 4 digits), or a tool path relative to the tool root,
+// which approves its pending request, or, when none is pending, the
+// tool's current version (an approval before the first run). The runs
+// waiting on it go on at once. The decision is recorded (fsynced) with
+// opts.By and the version's content hash: a changed tool needs a new
+// approval.
+func (rt *Runtime) Approve(target string, opts ApproveOptions) (approval.Request, error) {
+	return rt.decide(target, true, opts)
+}
+
+// Deny denies target (as Approve names it): the runs waiting on it end
+// with error kind approval_denied and opts.Reason, and so does every later
+// run of that version until it is approved.
+func (rt *Runtime) Deny(target string, opts ApproveOptions) (approval.Request, error) {
+	return rt.decide(target, false, opts)
+}
+
+// Approvals lists the approval requests in state (every state when empty:
+// approval.StatePending for the ones waiting), oldest first.
+func (rt *Runtime) Approvals(state approval.State) ([]approval.Request, error) {
+	if rt.gate == nil {
+		return nil, nil
+	}
+	return rt.gate.List(state)
+}
+
+// ApprovalGate returns the runtime's approval gate.
+func (rt *Runtime) ApprovalGate() *approval.Gate { return rt.gate }
+
+func (rt *Runtime) decide(target string, approve bool, opts ApproveOptions) (approval.Request, error) {
+	if opts.By == "" {
+		opts.By = "go-api"
+	}
+	if rt.gate == nil {
+		return approval.Request{}, errors.New("agentos: the approval gate is off (governance.approval.off in agentos.json): nothing waits for an approval")
+	}
+	return decideTarget(rt.gate, target, approve, opts, func(p string) ([]byte, error) { return rt.jail.ReadFile(p) },
+		func(p string, src []byte, hash string) (string, []string) {
+			r, why := rt.node.Risk(p, src, hash)
+			return string(r), why
+		})
+}
+
+// decideTarget decides target on g; read reads a tool, risk rates it.
+func decideTarget(g *approval.Gate, target string, approve bool, opts ApproveOptions, read func(string) ([]byte, error), risk func(string, []byte, string) (string, []string)) (approval.Request, error) {
+	target = strings.TrimSpace(target)
+	if target == "" {
+		return approval.Request{}, errors.New("agentos: approve what? name an approval request id (see 'agentos approvals') or a tool path")
+	}
+	if !strings.HasPrefix(target, "a-") {
+		target = path.Clean(filepath.ToSlash(target))
+		if path.IsAbs(target) || target == ".." || strings.HasPrefix(target, "../") {
+			return approval.Request{}, fmt.Errorf("agentos: %s: name a tool by its path relative to the tool root (e.g. tools/x.ts), or an approval request id", target)
+		}
+	}
+	r, ok, err := g.Store().Resolve(target)
+	if err != nil {
+		return approval.Request{}, err
+	}
+	if ok {
+		return g.Decide(r.ID, approve, opts.By, opts.Reason)
+	}
+	src, err := read(target)
+	if err != nil {
+		return approval.Request{}, fmt.Errorf("agentos: %s is neither a pending approval request nor a tool here: %w ('agentos approvals' lists the requests)", target, err)
+	}
+	hash := transpile.Hash(src)
+	level, why := risk(target, src, hash)
+	return g.DecideVersion(approval.Ask{Path: target, Hash: hash, Risk: level, Reasons: why}, approve, opts.By, opts.Reason)
+}
+
+// DecideOffline approves (or denies) target in the tool root's approvals
+// file while no node serves the root (the CLI's 'agentos approve' when it
+// finds no node): the next run of that version goes without asking.
+// It fails with approval.ErrBusy when a node holds the file: ask the node.
+func DecideOffline(root string, cfg Config, target string, approve bool, opts ApproveOptions) (approval.Request, error) {
+	st, err := approval.OpenStore(filepath.Join(root, ApprovalsFile), time.Second)
+	if err != nil {
+		return approval.Request{}, err
+	}
+	defer st.Close()
+	jail, err := vfs.Open(root)
+	if err != nil {
+		return approval.Request{}, err
+	}
+	defer jail.Close()
+	checker := check.New(cfg.CheckOptions())
+	g := approval.NewGate(st, cfg.Governance.Approval.Policy(), nil)
+	return decideTarget(g, target, approve, opts, jail.ReadFile, func(p string, src []byte, _ string) (string, []string) {
+		res := checker.Check(p, src)
+		var why []string
+		for _, f := range res.Risks {
+			if f.Level == res.Risk {
+				why = append(why, f.Reason)
+			}
+		}
+		return string(res.Risk), why
+	})
+}
+
+// ListOffline lists the approval requests in state from the tool root's
+// approvals file while no node serves the root.
+func ListOffline(root string, state approval.State) ([]approval.Request, error) {
+	p := filepath.Join(root, ApprovalsFile)
+	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	st, err := approval.OpenStore(p, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return st.List(state)
+}
