@@ -128,7 +128,7 @@ func (rt *Runtime) Spawn(ctx context.Context, name, task string, opts SpawnOptio
 	res, err := agent.RunProcess(ctx, task, agent.ProcessOptions{
 		Node: rt.node, Model: rt.model, Journal: rt.j, PII: rt.pii,
 		Name: opts.Name, Grants: grants, Quota: quota, MaxSteps: steps,
-		System: system, Persona: used, Tools: t.Tools, Parent: parent,
+		System: system, Persona: used, Tools: t.Tools, Parent: parent, Image: TemplateImage(name),
 	})
 	if err != nil && errors.Is(err, capability.ErrAmplify) {
 		return res, fmt.Errorf("agentos: template %q asks for rights its spawner (process %v) lacks: %w; a spawned agent can never do more than its spawner (add the right to the spawner's grants, or remove it from the template's)", name, parent.PID(), err)
@@ -449,3 +449,9 @@ func scoringTools(ts persona.TaskSet) []string {
 	}
 	return out
 }
+
+// TemplateImage is the image of the agents the nursery spawns from the
+// template name ("agent/<name>"): ps and events show it, and the runtime
+// registers agent.ImageMain under it, so that a snapshot of such an agent
+// restores and resumes its run.
+func TemplateImage(name string) string { return agent.Image + "/" + name }

@@ -270,8 +270,14 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	}
 	if model != nil {
 		// A restored agent snapshot resumes its journaled run (agentos restore).
-		if err := k.RegisterImage(agent.Image, agent.ImageMain(agent.MainOptions{Node: rt.node, Model: model, Journal: rt.j, PII: rt.pii})); err != nil {
+		main := agent.ImageMain(agent.MainOptions{Node: rt.node, Model: model, Journal: rt.j, PII: rt.pii})
+		if err := k.RegisterImage(agent.Image, main); err != nil {
 			return rt, err
+		}
+		for name := range cfg.Agents.Templates {
+			if err := k.RegisterImage(TemplateImage(name), main); err != nil {
+				return rt, err
+			}
 		}
 	}
 	if err := rt.joinCluster(ctx); err != nil {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,11 @@ type ProcessOptions struct {
 	// parent's, and the parent needs the spawn right. nil: the kernel
 	// spawns it with Grants as given.
 	Parent *kernel.Process
+	// Image names the process's image in ps and events ("": Image, e.g.
+	// "agent/<template>" for the nursery's). IMPORTANT: a snapshot of the
+	// process restores only if ImageMain is registered under that name too
+	// (the runtime registers it for every configured template).
+	Image string
 }
 
 // State is what an agent process exposes to snapshots
@@ -301,7 +307,7 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 		stop := context.AfterFunc(callerCtx, cancel)
 		defer stop()
 		return main(ctx, p)
-	}, kernel.SpawnOptions{Name: opts.Name, Image: Image, Grants: WithLLM(opts.Grants), Quota: opts.Quota})
+	}, kernel.SpawnOptions{Name: opts.Name, Image: cmp.Or(opts.Image, Image), Grants: WithLLM(opts.Grants), Quota: opts.Quota})
 	if err != nil {
 		return Result{}, err
 	}
