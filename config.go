@@ -141,6 +141,9 @@ type Config struct {
 	// PII replaces personal data in what drivers return by stable tokens
 	// before it reaches a model (see PIIConfig). Default: off.
 	PII PIIConfig `json:"pii,omitzero"`
+	// Memory is the agents' memory: context paging and long-term memory
+	// (see MemoryConfig). Default: no paging, memory in .agentos/memory.db.
+	Memory MemoryConfig `json:"memory,omitzero"`
 	// MetricsAddr, when set (e.g. "127.0.0.1:9464"), serves the runtime's
 	// metrics in the Prometheus text format at http://MetricsAddr/metrics.
 	MetricsAddr string `json:"metrics_addr,omitempty"`
@@ -494,6 +497,9 @@ func (c Config) validate(path string) error {
 		return err
 	}
 	if err := c.PII.validate(path); err != nil {
+		return err
+	}
+	if err := c.Memory.validate(path); err != nil {
 		return err
 	}
 	if err := c.MCP.Serve.validate(path); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/agentos-run/agentos/internal/metricsserver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/mcpserver"
+	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/vfs"
@@ -56,6 +57,7 @@ type Runtime struct {
 	mcp       *mcpdriver.Client
 	pii       *pii.Tokenizer // nil: the pii section detects nothing
 	piiMap    *pii.BoltMap
+	mem       *memory.Store // the agents' memory (.agentos/memory.db, opened on first use)
 	node      *node.Node
 	agent     *kernel.Process
 	recovered []RecoverReport
@@ -241,7 +243,9 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		model = client.Device()
 	}
 	rt.model = model
+	rt.mem = cfg.OpenMemory(root)
 	if rt.node, err = node.Boot(node.Options{
+		Memory: rt.mem,
 		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts,
 		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(),
@@ -307,6 +311,13 @@ type AgentOptions struct {
 	Quota capability.Limits
 	// MaxSteps bounds its model requests (0: 20).
 	MaxSteps int
+	// WindowTokens is the model's context window for this agent: its
+	// conversation is paged to its memory when it would outgrow it (0:
+	// memory.window_tokens of the configuration; negative: no paging).
+	WindowTokens int
+	// ReserveTokens is kept free for the answer (0: memory.reserve_tokens,
+	// else an eighth of the window).
+	ReserveTokens int
 }
 
 // RunAgent runs task as a new agent process: a model calling the kernel
@@ -321,9 +332,20 @@ func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions)
 	if grants == nil {
 		grants = rt.cfg.DefaultGrants()
 	}
+	window, reserve := opts.WindowTokens, opts.ReserveTokens
+	if window == 0 {
+		window = rt.cfg.Memory.WindowTokens
+		if reserve == 0 {
+			reserve = rt.cfg.Memory.ReserveTokens
+		}
+	}
+	if window > 0 && reserve >= window {
+		return agent.Result{}, fmt.Errorf("agentos: the agent's reserve of %d tokens leaves nothing of its %d-token window: reserve less (0: an eighth)", reserve, window)
+	}
 	return agent.RunProcess(ctx, task, agent.ProcessOptions{
 		Node: rt.node, Model: rt.model, Journal: rt.j, PII: rt.pii,
 		Name: opts.Name, Grants: grants, Quota: opts.Quota, MaxSteps: opts.MaxSteps,
+		WindowTokens: window, ReserveTokens: reserve,
 	})
 }
 
@@ -467,6 +489,9 @@ func (rt *Runtime) Close() error {
 		rt.serving.Wait() // the node socket's connections, answered now that runs are cancelled
 		if rt.ex != nil {
 			errs = append(errs, rt.ex.Close())
+		}
+		if rt.mem != nil {
+			errs = append(errs, rt.mem.Close())
 		}
 		if rt.mcp != nil {
 			errs = append(errs, rt.mcp.Close()) // the MCP sessions; stdio servers exit

@@ -50,7 +50,8 @@ Protocol:
 2. Otherwise call forge_tool with a precise spec (inputs, output, edge cases): it writes, checks, tests and registers a reusable tool. Never write one-off scripts.
 3. Run tools with exec_tool; query data with exec_sql (parameters bound, never interpolated).
 4. When a call fails, read the error and fix the cause; do not repeat the same call.
-5. Answer the task in plain text when you are done.`
+5. Keep what later work needs with remember (facts, lessons, preferences); recall(query) searches your memory, and brings back turns paged out of your context.
+6. Answer the task in plain text when you are done.`
 
 // Options configure Run. LLM and Tools are required.
 type Options struct {
@@ -76,6 +77,12 @@ type Options struct {
 	// arguments when pii.restore_to covers "sql" (see docs/MCP.md).
 	// nil: nothing is tokenized.
 	PII *pii.Tokenizer
+	// Paging keeps the conversation within the model's window: when the
+	// next request would not fit, the oldest turns (never the system
+	// prompt or the task, never a tool call without its result) are paged
+	// out (Paging.PageOut) and a note listing them stays in context; the
+	// recall kernel tool brings them back. The zero value pages nothing.
+	Paging Paging
 }
 
 // The reasons a run ends.
@@ -100,6 +107,8 @@ type Result struct {
 	Steps  int       `json:"steps"`
 	Calls  []Call    `json:"calls"`
 	Usage  llm.Usage `json:"usage"`
+	// Paged counts the turns paged out of the context (Options.Paging).
+	Paged int `json:"paged,omitempty"`
 }
 
 // Run runs task to its end.
@@ -126,10 +135,23 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 		tools[t.Name] = t
 		specs = append(specs, llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
+	pg, err := newPager(opts.Paging)
+	if err != nil {
+		return Result{}, err
+	}
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: task}}
 	seen := map[string]int{}
 	res := Result{Calls: []Call{}}
 	for res.Steps < opts.MaxSteps {
+		if pg != nil {
+			if msgs, err = pg.fit(ctx, msgs, specs); err != nil {
+				if errors.As(err, new(*WindowError)) {
+					res.Reason = ReasonWindow
+				}
+				return res, err
+			}
+			res.Paged = pg.paged
+		}
 		res.Steps++
 		req, _ := json.Marshal(llm.Request{Messages: msgs, Tools: specs})
 		out, err := opts.LLM.Do(ctx, driver.Call{Seq: uint64(res.Steps), Driver: llm.Driver, Op: llm.OpComplete, Request: req})
@@ -144,6 +166,9 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 		res.Usage.CompletionTokens += answer.Usage.CompletionTokens
 		res.Usage.TotalTokens += answer.Usage.TotalTokens
 		res.Usage.CostUSD += answer.Usage.CostUSD
+		if pg != nil {
+			pg.observe(msgs, specs, answer.Usage.PromptTokens)
+		}
 		if opts.Charge != nil {
 			if err := opts.Charge(answer.Usage); err != nil {
 				return res, err

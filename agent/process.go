@@ -12,6 +12,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
 )
@@ -38,6 +39,13 @@ type ProcessOptions struct {
 	// and every chat request, above the journal, so that the journal
 	// records tokens only. nil: nothing is tokenized.
 	PII *pii.Tokenizer
+	// WindowTokens is the model's context window: the conversation is
+	// paged into the node's memory (Node.Memory, under the process's
+	// memory name, node.MemoryName) when it would outgrow it, and the
+	// recall tool brings pages back (see Paging). 0: no paging.
+	WindowTokens int
+	// ReserveTokens is kept free for the answer (0: WindowTokens/8).
+	ReserveTokens int
 }
 
 // RunProcess runs task as a new agent process of opts.Node: Run, with the
@@ -82,12 +90,20 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 			return err
 		}
 		host = driver.Chain(host, opts.PII.ModelMiddleware(), run.Durable().Middleware())
-		res, runErr = Run(ctx, Options{LLM: host, Tools: tools, MaxSteps: opts.MaxSteps, PII: opts.PII, Charge: func(u llm.Usage) error {
+		paging, err := processPaging(opts, p, run.ID())
+		if err != nil {
+			_ = run.End(journal.StatusFailed, nil, nil)
+			return err
+		}
+		res, runErr = Run(ctx, Options{LLM: host, Tools: tools, MaxSteps: opts.MaxSteps, PII: opts.PII, Paging: paging, Charge: func(u llm.Usage) error {
 			if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
 				return err
 			}
 			return p.Charge(capability.CostUSD, u.CostUSD)
 		}}, task)
+		if store := opts.Node.Memory(); store != nil {
+			store.Drop(node.MemoryName(p)) // a process without a name: its memory ends with it
+		}
 		out, _ := json.Marshal(res)
 		status := journal.StatusOK
 		if runErr != nil {
@@ -107,4 +123,33 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 		runErr = fmt.Errorf("agentos: the agent process ended: %s", reason)
 	}
 	return res, runErr
+}
+
+// processPaging is the paging of an agent process: its pages go to the
+// node's memory under the process's memory name, tagged "page" and with
+// the tools the turn called, and carry the agent's run id.
+func processPaging(opts ProcessOptions, p *kernel.Process, run string) (Paging, error) {
+	if opts.WindowTokens <= 0 {
+		return Paging{}, nil
+	}
+	store := opts.Node.Memory()
+	if store == nil {
+		return Paging{}, errors.New("agent: WindowTokens is set but the node has no memory store to page into (node.Options.Memory)")
+	}
+	name := node.MemoryName(p)
+	return Paging{WindowTokens: opts.WindowTokens, ReserveTokens: opts.ReserveTokens, PageOut: func(_ context.Context, pages []Page) ([]string, error) {
+		items := make([]memory.Item, len(pages))
+		for i, pg := range pages {
+			items[i] = memory.Item{Kind: memory.Page, Text: pg.Text, Tags: append([]string{"page"}, pg.Tools...), Run: run}
+		}
+		stored, _, err := store.RememberAll(name, items)
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(stored))
+		for i, it := range stored {
+			ids[i] = it.ID
+		}
+		return ids, nil
+	}}, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/mcpdriver"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
@@ -65,6 +66,10 @@ type Options struct {
 	// data drivers are wrapped where they are built (agentos'
 	// OpenExecutorSetup), not here.
 	PII *pii.Tokenizer
+	// Memory is the agents' long-term memory, behind the remember, recall
+	// and forget kernel tools and context paging (nil: those tools answer
+	// that none is configured); the node does not close it.
+	Memory *memory.Store
 	// Repo persists every write to Git (nil: writes stay in the working
 	// tree); the node does not close it.
 	Repo *repo.Repo
@@ -120,6 +125,9 @@ type Node struct {
 	// clusterMu guards cl, the node's cluster membership (nil: alone).
 	clusterMu sync.Mutex
 	cl        *clustered
+	// ephemeral are the memory names of processes without a name whose
+	// end is watched (their memory is dropped then).
+	ephemeral sync.Map
 	// run are the executor's options, read once at Boot: the default
 	// limits of a run, the kill grace, the tools directory. The node never
 	// reaches into the executor afterwards; runs go through execClient.

@@ -68,6 +68,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"journal", "syscall", "a journal held by another process is stale when that pid is gone (kill(pid, 0))", ""},
 	{"capability", "go.etcd.io/bbolt", "the capability ledger owns its bbolt file (issued and revoked tokens)", ""},
 	{"pii", "go.etcd.io/bbolt", "the PII token map owns its bbolt file (token -> value, kept out of the journal)", ""},
+	{"memory", "go.etcd.io/bbolt", "the agents' long-term memory owns its bbolt file (.agentos/memory.db: facts, lessons, preferences, pages)", ""},
 
 	// The node's admin socket server and its client.
 	{"node/admin", "net", "the admin socket server and its client (a unix socket, 0600 in a 0700 directory)", ""},
