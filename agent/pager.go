@@ -108,7 +108,8 @@ func (pg *pager) estimate(msgs []llm.Message, tools []llm.ToolSpec) int {
 }
 
 // observe calibrates the estimate with the prompt tokens the server counted
-// for the request sent (msgs, tools).
+// for the request sent (msgs, tools): text that tokenizes densely (code,
+// CJK, numbers) counts more than its bytes over four.
 func (pg *pager) observe(msgs []llm.Message, tools []llm.ToolSpec, promptTokens int64) {
 	if promptTokens <= 0 {
 		return
@@ -117,7 +118,10 @@ func (pg *pager) observe(msgs []llm.Message, tools []llm.ToolSpec, promptTokens 
 	if est <= 0 {
 		return
 	}
-	pg.ratio = min(max(float64(promptTokens)/float64(est), 0.25), 4)
+	// Only upwards: a server whose count leaves something out (the tools'
+	// schemas) must not make the estimate of the next, larger request too
+	// small; bytes/4 is the floor.
+	pg.ratio = min(max(float64(promptTokens)/float64(est), 1), 4)
 }
 
 // fit pages the oldest turns of msgs out until the request fits, and
