@@ -19,7 +19,7 @@ import (
 type rememberArgs struct {
 	Text string     `json:"text" jsonschema:"What to remember, in a sentence or a few: a fact, a lesson learnt or a preference."`
 	Kind memoryKind `json:"kind,omitempty" jsonschema:"fact (default), lesson or preference."`
-	Tags []string   `json:"tags,omitempty" jsonschema:"Labels to find it by, e.g. [\"billing\", \"customer-42\"]."`
+	Tags memoryTags `json:"tags,omitempty" jsonschema:"Labels to find it by, e.g. [\"billing\", \"customer-42\"]."`
 }
 
 type recallArgs struct {
@@ -33,10 +33,12 @@ type forgetArgs struct {
 	ID string `json:"id" jsonschema:"The id of one of your items, as remember or recall gave it."`
 }
 
-// memoryKind is remember's kind, recallKind recall's.
+// memoryKind is remember's kind, recallKind recall's, memoryTags
+// remember's tags (an array of strings, never null).
 type (
 	memoryKind string
 	recallKind string
+	memoryTags []string
 )
 
 // MemoryName is the name p's memory is kept under: its process name, or,

@@ -147,6 +147,7 @@ var argTypeSchemas = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[searchDetail]():    {Type: "string", Enum: []any{"full", "brief"}},
 	reflect.TypeFor[memoryKind]():      {Type: "string", Enum: []any{"fact", "lesson", "preference"}},
 	reflect.TypeFor[recallKind]():      {Type: "string", Enum: []any{"fact", "lesson", "preference", "page"}},
+	reflect.TypeFor[memoryTags]():      {Type: "array", Items: &jsonschema.Schema{Type: "string"}},
 }
 
 var toolDefs = []toolDef{
