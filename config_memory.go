@@ -31,6 +31,14 @@ type MemoryConfig struct {
 	MaxItems int `json:"max_items,omitempty"`
 	// MaxTextBytes bounds one item's text. Default 65536.
 	MaxTextBytes int `json:"max_text_bytes,omitempty"`
+	// RecallLessons is how many lessons (memory kind "lesson") relevant
+	// to its task a named agent gets in its system prompt at the start of
+	// a run, and a forge in its prompt for a spec. Default 4; -1: none.
+	RecallLessons int `json:"recall_lessons,omitempty"`
+	// Distill has every finished run of a named agent distilled into at
+	// most three lessons (one more model call, journaled and charged)
+	// kept in its memory. Default false.
+	Distill bool `json:"distill,omitempty"`
 	// File is the root-relative bbolt file of the memory (0600). It MUST
 	// be under .agentos/ (tools cannot read it). Default
 	// ".agentos/memory.db".
@@ -41,6 +49,9 @@ type MemoryConfig struct {
 func (m MemoryConfig) validate(path string) error {
 	if m.WindowTokens < 0 || m.ReserveTokens < 0 || m.MaxItems < 0 || m.MaxTextBytes < 0 {
 		return fmt.Errorf("%s: memory values must not be negative (0 takes the default)", path)
+	}
+	if m.RecallLessons < -1 || m.RecallLessons > memory.MaxLimit {
+		return fmt.Errorf("%s: memory.recall_lessons %d: use 1 to %d, 0 for the default (4) or -1 for none", path, m.RecallLessons, memory.MaxLimit)
 	}
 	if m.ReserveTokens > 0 && m.WindowTokens == 0 {
 		return fmt.Errorf("%s: memory.reserve_tokens is set but memory.window_tokens is not: set the model's window too (or remove reserve_tokens)", path)
@@ -70,4 +81,15 @@ func (c Config) OpenMemory(root string) *memory.Store {
 		f = MemoryFile
 	}
 	return memory.Open(filepath.Join(root, f), memory.Options{MaxItems: c.Memory.MaxItems, MaxTextBytes: c.Memory.MaxTextBytes})
+}
+
+// lessons is memory.recall_lessons resolved: 4 by default, 0 for none.
+func (m MemoryConfig) lessons() int {
+	switch {
+	case m.RecallLessons < 0:
+		return 0
+	case m.RecallLessons == 0:
+		return 4
+	}
+	return m.RecallLessons
 }

@@ -275,3 +275,62 @@ func TestMemoryReadNeedsTheRight(t *testing.T) {
 		t.Fatalf("%d refused events for memory_read, want 2", refused)
 	}
 }
+
+// A named agent's finished run is distilled into lessons (one journaled
+// model call) kept in its memory; its next run on a related task gets them
+// in its system prompt (a journaled memory call), and an unrelated task
+// does not.
+func TestDistilledLessonsReachTheNextRun(t *testing.T) {
+	root := t.TempDir()
+	const lesson = "Always check the invoice currency before summing amounts."
+	var system []string
+	keep := func(r llmtest.Received) error { system = append(system, r.Messages[0].Content); return nil }
+	srv := llmtest.NewServer([]llmtest.Step{
+		{Content: "The total is 1200 EUR."},
+		{Content: "- " + lesson + "\n2. ok\n3) Convert every amount to one currency first, with the rate of the invoice date.", Check: func(r llmtest.Received) error {
+			if r.Messages[0].Content != agent.DistillPrompt || !strings.Contains(r.Messages[1].Content, "1200 EUR") {
+				return fmt.Errorf("the distiller was not sent the transcript: %q", r.Messages[1].Content)
+			}
+			return nil
+		}},
+		{Content: "Sum done.", Check: keep},
+		{Content: "Hello.", Check: keep},
+	})
+	defer srv.Close()
+	rt := start(t, agentos.Config{Root: root, Isolation: "inprocess", LLM: agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}})
+	res, err := rt.RunAgent(context.Background(), "Sum the invoices of March.", agentos.AgentOptions{Name: "accountant", Distill: true})
+	if err != nil || len(res.Lessons) != 2 || res.Lessons[0] != lesson {
+		t.Fatalf("%+v %v", res, err)
+	}
+	lessons, err := rt.MemoryItems("accountant", memory.Lesson)
+	if err != nil || len(lessons) != 2 || lessons[0].Run == "" || lessons[0].Tags[0] != "distilled" {
+		t.Fatalf("lessons in memory: %+v %v", lessons, err)
+	}
+	// The distillation is a call of the agent's journaled run.
+	meta, err := rt.Journal().Get(lessons[0].Run)
+	if err != nil || meta.Kind != "agent" {
+		t.Fatalf("the lessons' run: %+v %v", meta, err)
+	}
+	entries, err := rt.Journal().Entries(meta.ID)
+	if err != nil || len(entries) != 3 || entries[0].Driver != agent.MemoryDriver || entries[2].Driver != llm.Driver || !strings.Contains(string(entries[2].Request), "distill") {
+		t.Fatalf("the agent run's journal: %d entries %v", len(entries), err)
+	}
+	if _, err := rt.RunAgent(context.Background(), "Sum the invoice amounts for April.", agentos.AgentOptions{Name: "accountant"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.RunAgent(context.Background(), "Say hello to the team.", agentos.AgentOptions{Name: "accountant"}); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Err() != nil {
+		t.Fatal(srv.Err())
+	}
+	if len(system) != 2 || !strings.Contains(system[0], "Lessons from past work") || !strings.Contains(system[0], lesson) {
+		t.Fatalf("the related run's system prompt: %q", system)
+	}
+	if strings.Contains(system[1], "Lessons from past work") {
+		t.Fatalf("an unrelated task got lessons: %q", system[1])
+	}
+	if _, err := rt.RunAgent(context.Background(), "x", agentos.AgentOptions{Distill: true}); err == nil || !strings.Contains(err.Error(), "needs a Name") {
+		t.Fatalf("Distill without a name: %v", err)
+	}
+}

@@ -317,6 +317,10 @@ type AgentOptions struct {
 	// ReserveTokens is kept free for the answer (0: memory.reserve_tokens,
 	// else an eighth of the window).
 	ReserveTokens int
+	// Distill has the finished run distilled into lessons kept in the
+	// agent's memory (also when memory.distill is false). The agent MUST
+	// have a Name: an unnamed agent's memory ends with it.
+	Distill bool
 }
 
 // RunAgent runs task as a new agent process: a model calling the kernel
@@ -338,6 +342,9 @@ func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions)
 			reserve = rt.cfg.Memory.ReserveTokens
 		}
 	}
+	if opts.Distill && opts.Name == "" {
+		return agent.Result{}, errors.New("agentos: AgentOptions.Distill needs a Name: lessons are kept in the memory of a named agent, for its later runs")
+	}
 	if window > 0 && reserve >= window {
 		return agent.Result{}, fmt.Errorf("agentos: the agent's reserve of %d tokens leaves nothing of its %d-token window: reserve less (0: an eighth)", reserve, window)
 	}
@@ -345,6 +352,7 @@ func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions)
 		Node: rt.node, Model: rt.model, Journal: rt.j, PII: rt.pii,
 		Name: opts.Name, Grants: grants, Quota: opts.Quota, MaxSteps: opts.MaxSteps,
 		WindowTokens: window, ReserveTokens: reserve,
+		Lessons: rt.cfg.Memory.lessons(), Distill: opts.Distill || rt.cfg.Memory.Distill,
 	})
 }
 

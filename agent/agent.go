@@ -109,6 +109,9 @@ type Result struct {
 	Usage  llm.Usage `json:"usage"`
 	// Paged counts the turns paged out of the context (Options.Paging).
 	Paged int `json:"paged,omitempty"`
+	// Lessons are the lessons distilled from the run and kept in the
+	// agent's memory (ProcessOptions.Distill).
+	Lessons []string `json:"lessons,omitempty"`
 }
 
 // Run runs task to its end.

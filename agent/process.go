@@ -46,6 +46,15 @@ type ProcessOptions struct {
 	WindowTokens int
 	// ReserveTokens is kept free for the answer (0: WindowTokens/8).
 	ReserveTokens int
+	// Lessons is how many lessons (memory kind "lesson") of a named
+	// agent, relevant to the task, are recalled into its system prompt at
+	// the start (0: none). The recall is a journaled call of the run.
+	Lessons int
+	// Distill has a finished run's transcript distilled into at most three
+	// lessons (one more model call, journaled and charged like the
+	// others), stored in a named agent's memory for its later runs
+	// (Result.Lessons).
+	Distill bool
 }
 
 // RunProcess runs task as a new agent process of opts.Node: Run, with the
@@ -79,7 +88,12 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 		if err != nil {
 			return err
 		}
-		var host driver.Host = driver.Mux{llm.Driver: opts.Model}
+		mux := driver.Mux{llm.Driver: opts.Model}
+		store := opts.Node.Memory()
+		if store != nil {
+			mux[MemoryDriver] = LessonsDevice(store)
+		}
+		var host driver.Host = mux
 		// The task is journaled and sent to the model: tokenized first.
 		if task, err = opts.PII.Text(task); err != nil {
 			return err
@@ -89,18 +103,32 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 		if err != nil {
 			return err
 		}
-		host = driver.Chain(host, opts.PII.ModelMiddleware(), run.Durable().Middleware())
+		host = driver.Chain(host, renumber(), opts.PII.ModelMiddleware(), run.Durable().Middleware())
+		named := p.Name() != "" && store != nil
+		system := SystemPrompt
+		if named && opts.Lessons > 0 {
+			lessons, err := RecallLessons(ctx, host, 0, []string{p.Name()}, task, opts.Lessons)
+			if err != nil {
+				_ = run.End(journal.StatusFailed, nil, nil)
+				return err
+			}
+			system = WithLessons(system, lessons)
+		}
+		charge := func(u llm.Usage) error {
+			if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
+				return err
+			}
+			return p.Charge(capability.CostUSD, u.CostUSD)
+		}
 		paging, err := processPaging(opts, p, run.ID())
 		if err != nil {
 			_ = run.End(journal.StatusFailed, nil, nil)
 			return err
 		}
-		res, runErr = Run(ctx, Options{LLM: host, Tools: tools, MaxSteps: opts.MaxSteps, PII: opts.PII, Paging: paging, Charge: func(u llm.Usage) error {
-			if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
-				return err
-			}
-			return p.Charge(capability.CostUSD, u.CostUSD)
-		}}, task)
+		res, runErr = Run(ctx, Options{LLM: host, Tools: tools, System: system, MaxSteps: opts.MaxSteps, PII: opts.PII, Paging: paging, Charge: charge}, task)
+		if runErr == nil && opts.Distill && named && res.Reason == ReasonAnswer {
+			runErr = distill(ctx, host, store, p.Name(), run.ID(), task, &res, charge)
+		}
 		if store := opts.Node.Memory(); store != nil {
 			store.Drop(node.MemoryName(p)) // a process without a name: its memory ends with it
 		}
@@ -152,4 +180,28 @@ func processPaging(opts ProcessOptions, p *kernel.Process, run string) (Paging, 
 		}
 		return ids, nil
 	}}, nil
+}
+
+// distill stores the lessons of the finished run res in agent's memory.
+func distill(ctx context.Context, host driver.Host, store *memory.Store, agent, run, task string, res *Result, charge func(llm.Usage) error) error {
+	lessons, usage, err := Distill(ctx, host, 0, Transcript(task, *res))
+	if err != nil {
+		return err
+	}
+	res.Usage.PromptTokens += usage.PromptTokens
+	res.Usage.CompletionTokens += usage.CompletionTokens
+	res.Usage.TotalTokens += usage.TotalTokens
+	res.Usage.CostUSD += usage.CostUSD
+	if err := charge(usage); err != nil {
+		return err
+	}
+	items := make([]memory.Item, len(lessons))
+	for i, l := range lessons {
+		items[i] = memory.Item{Kind: memory.Lesson, Text: l, Tags: []string{"distilled"}, Run: run}
+	}
+	if _, _, err := store.RememberAll(agent, items); err != nil {
+		return fmt.Errorf("agent: keeping the distilled lessons: %w", err)
+	}
+	res.Lessons = lessons
+	return nil
 }
