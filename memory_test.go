@@ -312,7 +312,7 @@ func TestDistilledLessonsReachTheNextRun(t *testing.T) {
 		t.Fatalf("the lessons' run: %+v %v", meta, err)
 	}
 	entries, err := rt.Journal().Entries(meta.ID)
-	if err != nil || len(entries) != 3 || entries[0].Driver != agent.MemoryDriver || entries[2].Driver != llm.Driver || !strings.Contains(string(entries[2].Request), "distill") {
+	if err != nil || len(entries) != 3 || entries[0].Driver != memory.Driver || entries[2].Driver != llm.Driver || !strings.Contains(string(entries[2].Request), "distill") {
 		t.Fatalf("the agent run's journal: %d entries %v", len(entries), err)
 	}
 	if _, err := rt.RunAgent(context.Background(), "Sum the invoice amounts for April.", agentos.AgentOptions{Name: "accountant"}); err != nil {
@@ -332,5 +332,33 @@ func TestDistilledLessonsReachTheNextRun(t *testing.T) {
 	}
 	if _, err := rt.RunAgent(context.Background(), "x", agentos.AgentOptions{Distill: true}); err == nil || !strings.Contains(err.Error(), "needs a Name") {
 		t.Fatalf("Distill without a name: %v", err)
+	}
+}
+
+// A forge recalls the lessons about similar specs (its caller's and the
+// "forge" agent's) into its prompt before asking the model, as a journaled
+// call of its run.
+func TestForgeRecallsLessons(t *testing.T) {
+	root := t.TempDir()
+	var system string
+	srv := llmtest.NewServer([]llmtest.Step{{Status: 400, Error: "stop here", Check: func(r llmtest.Received) error {
+		system = r.Messages[0].Content
+		return nil
+	}}})
+	defer srv.Close()
+	rt := start(t, agentos.Config{Root: root, Isolation: "inprocess", LLM: agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}})
+	const lesson = "For CSV parsing tools, handle quoted fields that contain commas."
+	if _, _, err := rt.Remember("forge", memory.Item{Kind: memory.Lesson, Text: lesson}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rt.Remember("forge", memory.Item{Kind: memory.Lesson, Text: "Round currency amounts to cents only at the end."}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := rt.Call(context.Background(), "forge_tool", []byte(`{"spec":"parse a CSV file of orders into rows"}`))
+	if err == nil || !strings.Contains(err.Error(), "stop here") {
+		t.Fatalf("forge_tool: %v", err)
+	}
+	if !strings.Contains(system, "Lessons from past work") || !strings.Contains(system, lesson) || strings.Contains(system, "currency") {
+		t.Fatalf("the forge's system prompt: %q", system)
 	}
 }

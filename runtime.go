@@ -245,7 +245,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	rt.model = model
 	rt.mem = cfg.OpenMemory(root)
 	if rt.node, err = node.Boot(node.Options{
-		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts, Memory: rt.mem,
+		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts, Memory: rt.mem, ForgeLessons: cfg.Memory.lessons(),
 		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(),
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,

@@ -15,77 +15,15 @@ import (
 // DistillPrompt is the system prompt of the distiller's one model call.
 const DistillPrompt = `You distill a finished agent session into AT MOST 3 short, REUSABLE lessons: concrete tactics or gotchas that would help on a similar task next time (NOT a recap of what happened). One per line, imperative, at most 140 characters, no numbering. If nothing is genuinely reusable, answer with nothing.`
 
-// MemoryDriver is the driver name of an agent run's memory calls (the
-// lessons recalled into its prompt), journaled like its model calls.
-const MemoryDriver = "memory"
-
-// OpLessons is MemoryDriver's operation: LessonsRequest -> LessonsAnswer.
-const OpLessons = "lessons"
-
-// LessonsRequest asks for the lessons of Agents most relevant to Query.
-type LessonsRequest struct {
-	Agents []string `json:"agents"`
-	Query  string   `json:"query"`
-	Limit  int      `json:"limit"`
-}
-
-// LessonsAnswer is the lessons found, best first.
-type LessonsAnswer struct {
-	Lessons []string `json:"lessons"`
-}
-
-// minLessonScore is the score (0..1) a lesson needs to be recalled into a
-// prompt: a lesson sharing one common word with the task is noise.
-const minLessonScore = 0.2
-
-// LessonsDevice answers OpLessons from store: the lessons (kind lesson) of
-// the agents asked, merged by score, at least minLessonScore.
-func LessonsDevice(store *memory.Store) driver.Device {
-	return driver.DeviceFunc(func(_ context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
-		if op != OpLessons {
-			return nil, driver.Errorf(driver.CodeUnsupported, "memory has no operation %q (use %q)", op, OpLessons)
-		}
-		var r LessonsRequest
-		if err := json.Unmarshal(req, &r); err != nil {
-			return nil, driver.Errorf(driver.CodeInvalid, "memory.lessons: bad request: %v", err)
-		}
-		var hits []memory.Hit
-		for _, a := range r.Agents {
-			h, err := store.Recall(a, r.Query, memory.RecallOptions{Limit: r.Limit, Kinds: []memory.Kind{memory.Lesson}})
-			if err != nil {
-				return nil, driver.Errorf(driver.CodeIO, "memory.lessons: %v", err)
-			}
-			hits = append(hits, h...)
-		}
-		out := LessonsAnswer{Lessons: []string{}}
-		for len(out.Lessons) < r.Limit && len(hits) > 0 {
-			best := 0
-			for i := range hits {
-				if hits[i].Score > hits[best].Score {
-					best = i
-				}
-			}
-			if hits[best].Score < minLessonScore {
-				break
-			}
-			if !contains(out.Lessons, hits[best].Text) {
-				out.Lessons = append(out.Lessons, hits[best].Text)
-			}
-			hits = append(hits[:best], hits[best+1:]...)
-		}
-		return json.Marshal(out)
-	})
-}
-
 // RecallLessons asks host (journaled: a replay or a resumed run gets the
 // lessons the run got) for the lessons of agents relevant to query.
 func RecallLessons(ctx context.Context, host driver.Host, seq uint64, agents []string, query string, limit int) ([]string, error) {
-	req, _ := json.Marshal(LessonsRequest{Agents: agents, Query: query, Limit: limit})
-	out, err := host.Do(ctx, driver.Call{Seq: seq, Driver: MemoryDriver, Op: OpLessons, Request: req})
+	req, _ := json.Marshal(memory.LessonsRequest{Agents: agents, Query: query, Limit: limit})
+	out, err := host.Do(ctx, driver.Call{Seq: seq, Driver: memory.Driver, Op: memory.OpLessons, Request: req})
 	if err != nil {
 		return nil, err
 	}
-	var a LessonsAnswer
+	var a memory.LessonsAnswer
 	if err := json.Unmarshal(out, &a); err != nil {
 		return nil, fmt.Errorf("memory.lessons: %w", err)
 	}

@@ -91,7 +91,7 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 		mux := driver.Mux{llm.Driver: opts.Model}
 		store := opts.Node.Memory()
 		if store != nil {
-			mux[MemoryDriver] = LessonsDevice(store)
+			mux[memory.Driver] = memory.LessonsDevice(store)
 		}
 		var host driver.Host = mux
 		// The task is journaled and sent to the model: tokenized first.

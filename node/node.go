@@ -70,6 +70,9 @@ type Options struct {
 	// and forget kernel tools and context paging (nil: those tools answer
 	// that none is configured); the node does not close it.
 	Memory *memory.Store
+	// ForgeLessons is how many lessons from Memory (its caller's and the
+	// "forge" agent's) a forge adds to its prompt (0: none).
+	ForgeLessons int
 	// Repo persists every write to Git (nil: writes stay in the working
 	// tree); the node does not close it.
 	Repo *repo.Repo
@@ -196,7 +199,12 @@ func Boot(opts Options) (*Node, error) {
 	// The forge runs without a model too: reuse needs none (forge_tool then
 	// fails only when a tool must be written).
 	{
+		var lessons driver.Device
+		if opts.Memory != nil && opts.ForgeLessons > 0 {
+			lessons = memory.LessonsDevice(opts.Memory)
+		}
 		f, err := forge.New(forge.Options{
+			Lessons: lessons, LessonsLimit: opts.ForgeLessons,
 			LLM: opts.LLM, Registry: &n.regClient, Threshold: opts.Registry.Threshold(), Checker: checker, Git: &n.gitClient,
 			Jail: opts.Jail, Journal: opts.Journal, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger, PII: opts.PII,
 			// The forge reaches the registry, git and executor actors

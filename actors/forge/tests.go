@@ -26,7 +26,7 @@ type testOutcome struct {
 // errors, which go back to the model, are tokenized here, below the
 // journal (Options.PII).
 func (f *Forge) devices(caller *executor.Caller) driver.Host {
-	return driver.Chain(driver.Mux{
+	mux := driver.Mux{
 		"llm": f.opts.LLM,
 		testDriver: driver.DeviceFunc(func(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
 			if op == "taken" {
@@ -34,7 +34,11 @@ func (f *Forge) devices(caller *executor.Caller) driver.Host {
 			}
 			return f.runTests(ctx, caller, op, req)
 		}),
-	}, f.opts.PII.Middleware(testDriver))
+	}
+	if f.opts.Lessons != nil {
+		mux["memory"] = f.opts.Lessons
+	}
+	return driver.Chain(mux, f.opts.PII.Middleware(testDriver))
 }
 
 // takenRequest asks whether a candidate's path holds another tool: one
