@@ -118,6 +118,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"examples/mcp-pii", osFiles, "a demonstration program: its temporary tool root, its journal read back to show it holds no real value", ""},
 	{"examples/mcp-pii", "net/http", "a demonstration program: an httptest server on loopback as the CRM and the audit log", ""},
 	{"examples/runtime-two-agents", osFiles, "a demonstration program: its temporary tool root", ""},
+	{"examples/agents-memory", osFiles, "a demonstration program: its temporary tool root and the documents its agent reads", ""},
 	{"examples/supervision-quotas", osFiles, "a demonstration program: its temporary tool root", ""},
 
 	// Test and benchmark helpers (imported only by _test files).
