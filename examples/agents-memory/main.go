@@ -5,12 +5,14 @@
 //     window: its oldest turns are paged out to its memory, every request
 //     fits the window, and at the end recall brings back a fact read in the
 //     first turn. The run is distilled into lessons kept in its memory.
+//
 //  2. The runtime is closed and started again on the same root: the same
 //     agent gets its lessons in its system prompt and recalls last run's
 //     page.
+//
 //  3. Another agent without the memory_read right cannot read it.
 //
-//	go run ./examples/agents-memory
+//     go run ./examples/agents-memory
 //
 // It exits 1 if any of this does not happen as described.
 package main
