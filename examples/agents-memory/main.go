@@ -1,18 +1,15 @@
 // Command agents-memory shows agents that remember, against a scripted model
 // on loopback (package driver/llm/llmtest; no network, no API key):
 //
-//  1. An agent reads nineteen documents, four times its model's 8k-token
-//     window: its oldest turns are paged out to its memory, every request
-//     fits the window, and at the end recall brings back a fact read in the
-//     first turn. The run is distilled into lessons kept in its memory.
+//	go run ./examples/agents-memory
 //
-//  2. The runtime is closed and started again on the same root: the same
-//     agent gets its lessons in its system prompt and recalls last run's
-//     page.
-//
-//  3. Another agent without the memory_read right cannot read it.
-//
-//     go run ./examples/agents-memory
+// First an agent reads nineteen documents, four times its model's 8k-token
+// window: its oldest turns are paged out to its memory, every request fits
+// the window, and at the end recall brings back a fact read in the first
+// turn; the run is distilled into lessons kept in its memory. Then the
+// runtime is closed and started again on the same root: the same agent gets
+// its lessons in its system prompt and recalls last run's page. Last,
+// another agent without the memory_read right cannot read it.
 //
 // It exits 1 if any of this does not happen as described.
 package main
