@@ -195,3 +195,51 @@ func TestRecallRanksRareTerms(t *testing.T) {
 		t.Fatalf("recall = %+v, %v", hits, err)
 	}
 }
+
+// Concurrent remembers, recalls, forgets and lists of several agents keep
+// the store consistent (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.db")
+	s := memory.Open(path, memory.Options{NoSync: true})
+	done := make(chan error)
+	for g := range 6 {
+		go func() {
+			agent := fmt.Sprintf("agent-%d", g%3)
+			var err error
+			for i := range 40 {
+				var it memory.Item
+				if it, _, err = s.Remember(agent, memory.Item{Text: fmt.Sprintf("goroutine %d note %d about topic%d", g, i, i%5)}); err != nil {
+					break
+				}
+				if _, err = s.Recall(agent, fmt.Sprintf("topic%d", i%5), memory.RecallOptions{}); err != nil {
+					break
+				}
+				if i%4 == 0 {
+					if err = s.Forget(agent, it.ID); err != nil {
+						break
+					}
+				}
+				if _, err = s.List(agent, ""); err != nil {
+					break
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 6 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Agents(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, path, memory.Options{})
+	for a := range 3 {
+		items, err := s.List(fmt.Sprintf("agent-%d", a), "")
+		if err != nil || len(items) != 2*30 {
+			t.Fatalf("agent-%d after reopen: %d items, %v; want 60", a, len(items), err)
+		}
+	}
+}
