@@ -98,7 +98,7 @@ var commands = []command{
 	{"events", "the recent kernel events of the serving node", "agentos events [--root DIR] [--json] [--cluster]", runEvents},
 	{"kill", "signal a process of the serving node: kill (default), term, stop or cont", "agentos kill [--root DIR] [--signal SIG] PID", runKill},
 	{"quota", "show the quota use kept across invocations, or reset it", "agentos quota [--root DIR] [--json] [reset [ACCOUNT...]]", runQuota},
-	{"memory", "the agents' long-term memory: list, show, recall, remember, forget (through the serving node)", "agentos memory [--root DIR] [--json] [list [--kind K] AGENT | show AGENT ID... | recall [--kind K] [--limit N] AGENT QUERY... | remember [--kind K] [--tag T]... AGENT TEXT... | forget AGENT ID...]", runMemory},
+	{"memory", "the agents' long-term memory: list, show, recall, remember, forget (through the serving node)", "agentos memory [--root DIR] [--json] [list [--kind KIND] AGENT | show AGENT ID... | recall [--kind KIND] [--limit N] AGENT QUERY... | remember [--kind KIND] [--tag TAG]... AGENT TEXT... | forget AGENT ID...]", runMemory},
 	{"demo", "write sample tools into a fresh tool root, check and run them", "agentos demo [--dir DIR] [--keep] [--cluster [--json]]", runDemo},
 	{"version", "the build, and which OS protections sandbox workers have on this machine (also --version)", "agentos version [--root DIR] [--json]", runVersion},
 }

@@ -29,10 +29,10 @@ func runMemory(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
 	root := fs.String("root", ".", rootUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	kind := fs.String("kind", "", "fact, lesson, preference or page (remember: fact by default)")
-	limit := fs.Int("limit", 0, "recall: how many items at most (default 5)")
+	kind := fs.String("kind", "", "the `KIND`: fact, lesson, preference or page (remember: fact by default)")
+	limit := fs.Int("limit", 0, "recall: `N` items at most (default 5)")
 	var tags tagList
-	fs.Var(&tags, "tag", "remember: a label (repeatable)")
+	fs.Var(&tags, "tag", "remember: a label `TAG` (repeatable)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
