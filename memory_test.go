@@ -2,6 +2,7 @@ package agentos_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -360,5 +361,38 @@ func TestForgeRecallsLessons(t *testing.T) {
 	}
 	if !strings.Contains(system, "Lessons from past work") || !strings.Contains(system, lesson) || strings.Contains(system, "currency") {
 		t.Fatalf("the forge's system prompt: %q", system)
+	}
+}
+
+// With pii on, a lesson an operator wrote with personal data reaches the
+// model and the journal as tokens: the lessons call is tokenized below the
+// journal, like a data driver's answer.
+func TestLessonsAreTokenized(t *testing.T) {
+	root := t.TempDir()
+	var system string
+	srv := llmtest.NewServer([]llmtest.Step{{Content: "ok", Check: func(r llmtest.Received) error { system = r.Messages[0].Content; return nil }}})
+	defer srv.Close()
+	rt := start(t, agentos.Config{Root: root, Isolation: "inprocess", PII: agentos.PIIConfig{Detect: []string{"email"}},
+		LLM: agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}})
+	if _, _, err := rt.Remember("support", memory.Item{Kind: memory.Lesson, Text: "Escalate refund requests to ada@example.com before answering."}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rt.RunAgent(context.Background(), "Answer a refund request.", agentos.AgentOptions{Name: "support"})
+	if err != nil || srv.Err() != nil {
+		t.Fatalf("%+v %v %v", res, err, srv.Err())
+	}
+	if !strings.Contains(system, "Escalate refund requests to PII_EMAIL_") || strings.Contains(system, "ada@example.com") {
+		t.Fatalf("the system prompt: %q", system)
+	}
+	runs, _ := rt.Journal().Runs()
+	for _, r := range runs {
+		d, err := rt.Journal().Export(r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(d)
+		if strings.Contains(string(b), "ada@example.com") {
+			t.Fatalf("run %s journaled the real e-mail", r.ID)
+		}
 	}
 }

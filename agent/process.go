@@ -93,7 +93,9 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 		if store != nil {
 			mux[memory.Driver] = memory.LessonsDevice(store)
 		}
-		var host driver.Host = mux
+		// The lessons are tokenized below the journal, like a data
+		// driver's answers: an operator's lesson may hold personal data.
+		var host driver.Host = driver.Chain(mux, opts.PII.Middleware(memory.Driver))
 		// The task is journaled and sent to the model: tokenized first.
 		if task, err = opts.PII.Text(task); err != nil {
 			return err

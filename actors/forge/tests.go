@@ -38,7 +38,9 @@ func (f *Forge) devices(caller *executor.Caller) driver.Host {
 	if f.opts.Lessons != nil {
 		mux["memory"] = f.opts.Lessons
 	}
-	return driver.Chain(mux, f.opts.PII.Middleware(testDriver))
+	// The lessons too: an operator's lesson may hold personal data, and
+	// the journal and the model get tokens only.
+	return driver.Chain(mux, f.opts.PII.Middleware(testDriver, "memory"))
 }
 
 // takenRequest asks whether a candidate's path holds another tool: one
