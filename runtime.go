@@ -326,7 +326,12 @@ type AgentOptions struct {
 // RunAgent runs task as a new agent process: a model calling the kernel
 // tools under the process's capabilities and quota until it answers (see
 // package agent, agent.RunProcess). Its model calls are journaled under a
-// run of kind "agent".
+// run of kind "agent". With memory.window_tokens (or opts.WindowTokens)
+// its conversation is paged to its memory when it would outgrow the
+// window; a named agent gets the lessons of its memory relevant to the
+// task in its system prompt (memory.recall_lessons), and with
+// memory.distill (or opts.Distill) its finished run is distilled into
+// lessons (see docs/memory/memory.md).
 func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions) (agent.Result, error) {
 	if rt.model == nil {
 		return agent.Result{}, errors.New("agentos: no model is configured: set AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL (or llm in agentos.json)")
