@@ -648,41 +648,58 @@ func (s *Store) List(agent string, kind Kind) ([]Item, error) {
 }
 
 // Agents lists the agents with a memory in the file (and the ephemeral
-// ones alive), by name.
+// ones alive), by name. An agent not loaded yet is counted from the file,
+// without building its index.
 func (s *Store) Agents() ([]AgentInfo, error) {
 	s.mu.Lock()
-	names := map[string]bool{}
-	for n := range s.agents {
-		names[n] = true
+	loaded := map[string]*agentMem{}
+	for n, m := range s.agents {
+		loaded[n] = m
 	}
 	db, err := s.file()
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
+	infos := map[string]*AgentInfo{}
 	err = db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketAgents).ForEachBucket(func(k []byte) error {
-			names[string(k)] = true
-			return nil
+			name := string(k)
+			if loaded[name] != nil {
+				return nil
+			}
+			info := &AgentInfo{Name: name, ByKind: map[Kind]int{}}
+			err := tx.Bucket(bucketAgents).Bucket(k).ForEach(func(_, v []byte) error {
+				var it struct {
+					Kind Kind `json:"kind"`
+				}
+				if err := json.Unmarshal(v, &it); err != nil {
+					return fmt.Errorf("memory: %s: an item of agent %q is corrupt (%v)", s.path, name, err)
+				}
+				info.Items++
+				info.ByKind[it.Kind]++
+				return nil
+			})
+			infos[name] = info
+			return err
 		})
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := []AgentInfo{}
-	for n := range names {
-		m, err := s.agent(n)
-		if err != nil {
-			return nil, err
-		}
+	for n, m := range loaded {
 		m.mu.Lock()
-		info := AgentInfo{Name: n, Items: len(m.items), ByKind: map[Kind]int{}}
+		info := &AgentInfo{Name: n, Items: len(m.items), ByKind: map[Kind]int{}}
 		for _, it := range m.items {
 			info.ByKind[it.Kind]++
 		}
 		m.mu.Unlock()
+		infos[n] = info
+	}
+	out := []AgentInfo{}
+	for _, info := range infos {
 		if info.Items > 0 {
-			out = append(out, info)
+			out = append(out, *info)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
