@@ -150,6 +150,9 @@ type Config struct {
 	// changed tool's write replays 5 of its previous version's runs and
 	// warns.
 	Governance GovernanceConfig `json:"governance,omitzero"`
+	// Memory is the agents' memory: context paging and long-term memory
+	// (see MemoryConfig). Default: no paging, memory in .agentos/memory.db.
+	Memory MemoryConfig `json:"memory,omitzero"`
 	// MetricsAddr, when set (e.g. "127.0.0.1:9464"), serves the runtime's
 	// metrics in the Prometheus text format at http://MetricsAddr/metrics.
 	MetricsAddr string `json:"metrics_addr,omitempty"`
@@ -503,6 +506,9 @@ func (c Config) validate(path string) error {
 		return err
 	}
 	if err := c.PII.validate(path); err != nil {
+		return err
+	}
+	if err := c.Memory.validate(path); err != nil {
 		return err
 	}
 	if err := c.MCP.Serve.validate(path); err != nil {

@@ -98,7 +98,7 @@ func TestMCPContextMeasure(t *testing.T) {
 		"| context for one task among 100 MCP tools                   |    bytes | ~tokens |",
 		"|------------------------------------------------------------|----------|---------|",
 		row("classic: 100 tool definitions (name, description, schema)", len(classicJSON)),
-		row("files: the 9 kernel tools' definitions", len(kernelJSON)),
+		row(fmt.Sprintf("files: the %d kernel tools' definitions", len(kernelTools)), len(kernelJSON)),
 		row("files: one search_tools answer (10 hits)", len(search)),
 		row("files: one read_file of the chosen module", len(module)),
 		row("files + search: total", files),

@@ -28,6 +28,7 @@ import (
 	"github.com/agentos-run/agentos/internal/metricsserver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/mcpserver"
+	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/vfs"
@@ -57,6 +58,7 @@ type Runtime struct {
 	mcp       *mcpdriver.Client
 	pii       *pii.Tokenizer // nil: the pii section detects nothing
 	piiMap    *pii.BoltMap
+	mem       *memory.Store // the agents' memory (.agentos/memory.db, opened on first use)
 	node      *node.Node
 	agent     *kernel.Process
 	gate      *approval.Gate // nil when governance.approval.off
@@ -255,8 +257,9 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		model = client.Device()
 	}
 	rt.model = model
+	rt.mem = cfg.OpenMemory(root)
 	if rt.node, err = node.Boot(node.Options{
-		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts,
+		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts, Memory: rt.mem, ForgeLessons: cfg.Memory.lessons(),
 		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii, Approvals: rt.gate,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(), Gate: cfg.Governance.Gate.Options(),
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
@@ -344,12 +347,28 @@ type AgentOptions struct {
 	Persona string
 	// Tools names the kernel tools it is given (nil: all of them).
 	Tools []string
+	// WindowTokens is the model's context window for this agent: its
+	// conversation is paged to its memory when it would outgrow it (0:
+	// memory.window_tokens of the configuration; negative: no paging).
+	WindowTokens int
+	// ReserveTokens is kept free for the answer (0: memory.reserve_tokens,
+	// else an eighth of the window).
+	ReserveTokens int
+	// Distill has the finished run distilled into lessons kept in the
+	// agent's memory (also when memory.distill is false). The agent MUST
+	// have a Name: an unnamed agent's memory ends with it.
+	Distill bool
 }
 
 // RunAgent runs task as a new agent process: a model calling the kernel
 // tools under the process's capabilities and quota until it answers (see
 // package agent, agent.RunProcess), with its persona's system prompt. Its
-// model calls are journaled under a run of kind "agent".
+// model calls are journaled under a run of kind "agent". With
+// memory.window_tokens (or opts.WindowTokens) its conversation is paged to
+// its memory when it would outgrow the window; a named agent gets the
+// lessons of its memory relevant to the task in its system prompt
+// (memory.recall_lessons), and with memory.distill (or opts.Distill) its
+// finished run is distilled into lessons (see docs/MEMORY.md).
 func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions) (agent.Result, error) {
 	if rt.model == nil {
 		return agent.Result{}, errNoModel
@@ -362,10 +381,25 @@ func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions)
 	if err != nil {
 		return agent.Result{}, err
 	}
+	window, reserve := opts.WindowTokens, opts.ReserveTokens
+	if window == 0 {
+		window = rt.cfg.Memory.WindowTokens
+		if reserve == 0 {
+			reserve = rt.cfg.Memory.ReserveTokens
+		}
+	}
+	if opts.Distill && opts.Name == "" {
+		return agent.Result{}, errors.New("agentos: AgentOptions.Distill needs a Name: lessons are kept in the memory of a named agent, for its later runs")
+	}
+	if window > 0 && reserve >= window {
+		return agent.Result{}, fmt.Errorf("agentos: the agent's reserve of %d tokens leaves nothing of its %d-token window: reserve less (0: an eighth)", reserve, window)
+	}
 	return agent.RunProcess(ctx, task, agent.ProcessOptions{
 		Node: rt.node, Model: rt.model, Journal: rt.j, PII: rt.pii,
 		Name: opts.Name, Grants: grants, Quota: opts.Quota, MaxSteps: opts.MaxSteps,
 		System: system, Persona: used, Tools: opts.Tools,
+		WindowTokens: window, ReserveTokens: reserve,
+		Lessons: rt.cfg.Memory.lessons(), Distill: opts.Distill || rt.cfg.Memory.Distill,
 	})
 }
 
@@ -509,6 +543,9 @@ func (rt *Runtime) Close() error {
 		rt.serving.Wait() // the node socket's connections, answered now that runs are cancelled
 		if rt.ex != nil {
 			errs = append(errs, rt.ex.Close())
+		}
+		if rt.mem != nil {
+			errs = append(errs, rt.mem.Close())
 		}
 		if rt.mcp != nil {
 			errs = append(errs, rt.mcp.Close()) // the MCP sessions; stdio servers exit

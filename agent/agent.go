@@ -58,7 +58,8 @@ Protocol:
 2. Otherwise call forge_tool with a precise spec (inputs, output, edge cases): it writes, checks, tests and registers a reusable tool. Never write one-off scripts.
 3. Run tools with exec_tool; query data with exec_sql (parameters bound, never interpolated).
 4. When a call fails, read the error and fix the cause; do not repeat the same call.
-5. Answer the task in plain text when you are done.`
+5. Keep what later work needs with remember (facts, lessons, preferences); recall(query) searches your memory, and brings back turns paged out of your context.
+6. Answer the task in plain text when you are done.`
 
 // Options configure Run. LLM and Tools are required.
 type Options struct {
@@ -94,6 +95,12 @@ type Options struct {
 	// calls, and performs none of them again. nil: the tools are called
 	// directly, and the seqs still count both.
 	Journal driver.Middleware
+	// Paging keeps the conversation within the model's window: when the
+	// next request would not fit, the oldest turns (never the system
+	// prompt or the task, never a tool call without its result) are paged
+	// out (Paging.PageOut) and a note listing them stays in context; the
+	// recall kernel tool brings them back. The zero value pages nothing.
+	Paging Paging
 }
 
 // ToolDriver is the driver name of an agent's kernel tool calls in its
@@ -122,6 +129,11 @@ type Result struct {
 	Steps  int       `json:"steps"`
 	Calls  []Call    `json:"calls"`
 	Usage  llm.Usage `json:"usage"`
+	// Paged counts the turns paged out of the context (Options.Paging).
+	Paged int `json:"paged,omitempty"`
+	// Lessons are the lessons distilled from the run and kept in the
+	// agent's memory (ProcessOptions.Distill).
+	Lessons []string `json:"lessons,omitempty"`
 }
 
 // Run runs task to its end.
@@ -148,6 +160,10 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 		tools[t.Name] = t
 		specs = append(specs, llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
+	pg, err := newPager(opts.Paging)
+	if err != nil {
+		return Result{}, err
+	}
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: task}}
 	seen := map[string]int{}
 	res := Result{Calls: []Call{}}
@@ -168,6 +184,15 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 		}))
 	}
 	for res.Steps < opts.MaxSteps {
+		if pg != nil {
+			if msgs, err = pg.fit(ctx, msgs, specs); err != nil {
+				if errors.As(err, new(*WindowError)) {
+					res.Reason = ReasonWindow
+				}
+				return res, err
+			}
+			res.Paged = pg.paged
+		}
 		res.Steps++
 		req, _ := json.Marshal(llm.Request{Messages: msgs, Tools: specs})
 		seq++
@@ -183,6 +208,9 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 		res.Usage.CompletionTokens += answer.Usage.CompletionTokens
 		res.Usage.TotalTokens += answer.Usage.TotalTokens
 		res.Usage.CostUSD += answer.Usage.CostUSD
+		if pg != nil {
+			pg.observe(msgs, specs, answer.Usage.PromptTokens)
+		}
 		if opts.Charge != nil {
 			if err := opts.Charge(answer.Usage); err != nil {
 				return res, err

@@ -14,6 +14,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
 )
@@ -67,6 +68,22 @@ type ProcessOptions struct {
 	// process restores only if ImageMain is registered under that name too
 	// (the runtime registers it for every configured template).
 	Image string
+	// WindowTokens is the model's context window: the conversation is
+	// paged into the node's memory (Node.Memory, under the process's
+	// memory name, node.MemoryName) when it would outgrow it, and the
+	// recall tool brings pages back (see Paging). 0: no paging.
+	WindowTokens int
+	// ReserveTokens is kept free for the answer (0: WindowTokens/8).
+	ReserveTokens int
+	// Lessons is how many lessons (memory kind "lesson") of a named
+	// agent, relevant to the task, are recalled into its system prompt at
+	// the start (0: none). The recall is a journaled call of the run.
+	Lessons int
+	// Distill has a finished run's transcript distilled into at most three
+	// lessons (one more model call, journaled and charged like the
+	// others), stored in a named agent's memory for its later runs
+	// (Result.Lessons).
+	Distill bool
 }
 
 // State is what an agent process exposes to snapshots
@@ -80,8 +97,19 @@ type State struct {
 	System  string   `json:"system,omitempty"`
 	Persona string   `json:"persona,omitempty"`
 	Tools   []string `json:"tools,omitempty"`
+	// Memory is ProcessOptions' paging, lessons and distillation.
+	Memory MemorySettings `json:"memory,omitzero"`
 	// Run is the journal run of the loop ("" before it began).
 	Run string `json:"run,omitempty"`
+}
+
+// MemorySettings are an agent's use of the node's memory
+// (ProcessOptions' WindowTokens, ReserveTokens, Lessons, Distill).
+type MemorySettings struct {
+	WindowTokens  int  `json:"window_tokens,omitempty"`
+	ReserveTokens int  `json:"reserve_tokens,omitempty"`
+	Lessons       int  `json:"lessons,omitempty"`
+	Distill       bool `json:"distill,omitempty"`
 }
 
 // MainOptions configure Main and ImageMain. Node, Model and Journal are
@@ -97,6 +125,9 @@ type MainOptions struct {
 	System  string
 	Persona string
 	Tools   []string
+	// Memory is how the agent uses the node's memory (ImageMain takes it
+	// from the restored State).
+	Memory MemorySettings
 	// Done, when set, is told each incarnation's result: the Result and
 	// the loop's error, or ErrInterrupted when the incarnation ended
 	// before the loop did (killed, crashed, shut down: its run stays
@@ -138,7 +169,7 @@ func Main(task string, opts MainOptions) kernel.Main {
 		mu.Lock()
 		run := last
 		mu.Unlock()
-		st := State{Task: task, MaxSteps: opts.MaxSteps, System: opts.System, Persona: opts.Persona, Tools: opts.Tools, Run: run}
+		st := State{Task: task, MaxSteps: opts.MaxSteps, System: opts.System, Persona: opts.Persona, Tools: opts.Tools, Memory: opts.Memory, Run: run}
 		return runIncarnation(ctx, p, st, opts, func(id string) {
 			mu.Lock()
 			last = id
@@ -186,7 +217,14 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 		done(Result{}, err)
 		return err
 	}
-	var host driver.Host = driver.Mux{llm.Driver: opts.Model}
+	mux := driver.Mux{llm.Driver: opts.Model}
+	store := opts.Node.Memory()
+	if store != nil {
+		mux[memory.Driver] = memory.LessonsDevice(store)
+	}
+	// The lessons are tokenized below the journal, like a data driver's
+	// answers: an operator's lesson may hold personal data.
+	var host driver.Host = driver.Chain(mux, opts.PII.Middleware(memory.Driver))
 	var run *journal.Run
 	var record driver.Middleware
 	replayed := 0 // model answers answered from the journal: paid already
@@ -238,9 +276,33 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 	st.Run = run.ID()
 	state, _ := json.Marshal(st)
 	_ = p.SetState(state)
-	host = driver.Chain(host, opts.PII.ModelMiddleware(), record)
+	// Every journaled call of the run (the lessons recalled, model
+	// requests, tool calls, the distillation) is numbered in the order it
+	// is made, so that a resumed incarnation, making them in the same
+	// order, meets them in the journal.
+	rn := renumber()
+	host = driver.Chain(host, rn, opts.PII.ModelMiddleware(), record)
+	tooljournal := func(next driver.Host) driver.Host { return rn(record(next)) }
+	named := p.Name() != "" && store != nil
+	system := cmp.Or(st.System, SystemPrompt)
+	fail := func(err error) error {
+		_ = run.End(journal.StatusFailed, nil, nil)
+		done(Result{}, err)
+		return err
+	}
+	if named && st.Memory.Lessons > 0 {
+		lessons, err := RecallLessons(ctx, host, 0, []string{p.Name()}, task, st.Memory.Lessons)
+		if err != nil {
+			return fail(err)
+		}
+		system = WithLessons(system, lessons)
+	}
+	paging, err := processPaging(st.Memory, opts.Node, p, run.ID())
+	if err != nil {
+		return fail(err)
+	}
 	charged := 0
-	res, runErr := Run(ctx, Options{LLM: host, Tools: tools, System: st.System, MaxSteps: st.MaxSteps, PII: opts.PII, Journal: record, Charge: func(u llm.Usage) error {
+	charge := func(u llm.Usage) error {
 		charged++
 		if charged <= replayed {
 			// Paid by an earlier incarnation, whose account (and every
@@ -254,7 +316,14 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 			return err
 		}
 		return p.Charge(capability.CostUSD, u.CostUSD)
-	}}, task)
+	}
+	res, runErr := Run(ctx, Options{LLM: host, Tools: tools, System: system, MaxSteps: st.MaxSteps, PII: opts.PII, Journal: tooljournal, Paging: paging, Charge: charge}, task)
+	if runErr == nil && st.Memory.Distill && named && res.Reason == ReasonAnswer && ctx.Err() == nil {
+		runErr = distill(ctx, host, store, p.Name(), run.ID(), task, &res, charge)
+	}
+	if store != nil && p.Name() == "" {
+		store.Drop(node.MemoryName(p)) // a process without a name: its memory ends with it
+	}
 	if ctx.Err() != nil || p.Context().Err() != nil {
 		// Killed, shut down, or the caller gave up: not an end of the loop.
 		// The run stays resumable.
@@ -293,7 +362,8 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 	callerCtx := ctx
 	main := Main(task, MainOptions{Node: opts.Node, Model: opts.Model, Journal: opts.Journal, MaxSteps: opts.MaxSteps, PII: opts.PII,
 		System: opts.System, Persona: opts.Persona, Tools: opts.Tools,
-		Done: func(r Result, err error) { res, runErr = r, err }})
+		Memory: MemorySettings{WindowTokens: opts.WindowTokens, ReserveTokens: opts.ReserveTokens, Lessons: opts.Lessons, Distill: opts.Distill},
+		Done:   func(r Result, err error) { res, runErr = r, err }})
 	spawn := opts.Node.Kernel().Spawn
 	if opts.Parent != nil {
 		spawn = opts.Parent.Spawn
@@ -333,4 +403,57 @@ func WithLLM(grants []capability.Grant) []capability.Grant {
 		grants = append(slices.Clone(grants), capability.Grant{Right: capability.LLM})
 	}
 	return grants
+}
+
+// processPaging is the paging of an agent process: its pages go to the
+// node's memory under the process's memory name, tagged "page" and with
+// the tools the turn called, and carry the agent's run id.
+func processPaging(opts MemorySettings, n *node.Node, p *kernel.Process, run string) (Paging, error) {
+	if opts.WindowTokens <= 0 {
+		return Paging{}, nil
+	}
+	store := n.Memory()
+	if store == nil {
+		return Paging{}, errors.New("agent: WindowTokens is set but the node has no memory store to page into (node.Options.Memory)")
+	}
+	name := node.MemoryName(p)
+	return Paging{WindowTokens: opts.WindowTokens, ReserveTokens: opts.ReserveTokens, PageOut: func(_ context.Context, pages []Page) ([]string, error) {
+		items := make([]memory.Item, len(pages))
+		for i, pg := range pages {
+			items[i] = memory.Item{Kind: memory.Page, Text: pg.Text, Tags: append([]string{"page"}, pg.Tools...), Run: run}
+		}
+		stored, _, err := store.RememberAll(name, items)
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(stored))
+		for i, it := range stored {
+			ids[i] = it.ID
+		}
+		return ids, nil
+	}}, nil
+}
+
+// distill stores the lessons of the finished run res in agent's memory.
+func distill(ctx context.Context, host driver.Host, store *memory.Store, agent, run, task string, res *Result, charge func(llm.Usage) error) error {
+	lessons, usage, err := Distill(ctx, host, 0, Transcript(task, *res))
+	if err != nil {
+		return err
+	}
+	res.Usage.PromptTokens += usage.PromptTokens
+	res.Usage.CompletionTokens += usage.CompletionTokens
+	res.Usage.TotalTokens += usage.TotalTokens
+	res.Usage.CostUSD += usage.CostUSD
+	if err := charge(usage); err != nil {
+		return err
+	}
+	items := make([]memory.Item, len(lessons))
+	for i, l := range lessons {
+		items[i] = memory.Item{Kind: memory.Lesson, Text: l, Tags: []string{"distilled"}, Run: run}
+	}
+	if _, _, err := store.RememberAll(agent, items); err != nil {
+		return fmt.Errorf("agent: keeping the distilled lessons: %w", err)
+	}
+	res.Lessons = lessons
+	return nil
 }

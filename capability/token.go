@@ -30,12 +30,16 @@ const (
 	Fetch Right = "fetch" // use the fetch driver (scope: URL prefix)
 	LLM   Right = "llm"   // use the llm driver
 	MCP   Right = "mcp"   // call an MCP server's tool (scope: "server/tool"; "server/" covers its tools)
+	// MemoryRead is reading another agent's long-term memory (scope: the
+	// agent's name; "" every agent's). An agent always reads and writes
+	// its own memory; it never writes another's.
+	MemoryRead Right = "memory_read"
 )
 
 // Rights lists every right, in a stable order: what a configuration or a
 // command line that names rights accepts. IMPORTANT: a right added above
 // MUST be added here.
-func Rights() []Right { return []Right{Read, Write, Exec, Spawn, SQL, Fetch, LLM, MCP} }
+func Rights() []Right { return []Right{Read, Write, Exec, Spawn, SQL, Fetch, LLM, MCP, MemoryRead} }
 
 // Grant is a right on every resource that starts with Scope ("" means any).
 // A path scope ending in "/" covers that directory; without it, it covers

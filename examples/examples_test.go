@@ -70,6 +70,14 @@ var expected = map[string][]string{
 		`read_file tools/missing.ts -> isError: not_found:`,
 		"OK: listed, written, announced, called, failed as isError",
 	},
+	"agents-memory": {
+		`run 1: recall brought the first turn's fact back into context: true`,
+		`run 1: answer "The launch code is 7-4-1-9."; lessons distilled: 2`,
+		`run 2 (after a restart): lessons in the system prompt: true`,
+		`run 2 (after a restart): recall found last run's page: true`,
+		`intern: recall of analyst's memory: lacks the "memory_read" right on "analyst"`,
+		"OK: paged four windows, recalled the first turn, remembered across a restart, refused a reader without the right",
+	},
 	"supervision-quotas": {
 		`restart warmup (restart 2)`,
 		`the supervisor is still alive`,

@@ -59,7 +59,7 @@ func Example() {
 	res, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "tools/none.ts"}})
 	fmt.Println(res.IsError, res.Content[0].(*mcp.TextContent).Text)
 	// Output:
-	// 9 kernel tools, e.g. check_tool
+	// 12 kernel tools, e.g. check_tool
 	// registered as text_shout
 	// HELLO
 	// true not_found: read_file: read "tools/none.ts": not found

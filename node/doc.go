@@ -13,7 +13,9 @@
 //
 // Node.Tools(p) returns the kernel tools bound to process p: list_files,
 // read_file, write_file, patch_file, check_tool, exec_sql, search_tools,
-// forge_tool, exec_tool. Every call waits while p is stopped, charges one
+// forge_tool, exec_tool, and the memory tools remember, recall, forget
+// (Options.Memory: p's memory under its name, MemoryName; another agent's
+// is read only under the memory_read right on its name). Every call waits while p is stopped, charges one
 // tool call (refused calls too, so a flood of refusals uses the quota up),
 // refuses arguments over Options.MaxArgsBytes and paths over MaxPathBytes,
 // checks p's token for the right on the cleaned path (read, write, exec; a

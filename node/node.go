@@ -24,6 +24,7 @@ import (
 	"github.com/agentos-run/agentos/driver/mcpdriver"
 	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
@@ -67,6 +68,13 @@ type Options struct {
 	// data drivers are wrapped where they are built (agentos'
 	// OpenExecutorSetup), not here.
 	PII *pii.Tokenizer
+	// Memory is the agents' long-term memory, behind the remember, recall
+	// and forget kernel tools and context paging (nil: those tools answer
+	// that none is configured); the node does not close it.
+	Memory *memory.Store
+	// ForgeLessons is how many lessons from Memory (its caller's and the
+	// "forge" agent's) a forge adds to its prompt (0: none).
+	ForgeLessons int
 	// Repo persists every write to Git (nil: writes stay in the working
 	// tree); the node does not close it.
 	Repo *repo.Repo
@@ -134,6 +142,9 @@ type Node struct {
 	// clusterMu guards cl, the node's cluster membership (nil: alone).
 	clusterMu sync.Mutex
 	cl        *clustered
+	// ephemeral are the memory names of processes without a name whose
+	// end is watched (their memory is dropped then).
+	ephemeral sync.Map
 	// run are the executor's options, read once at Boot: the default
 	// limits of a run, the kill grace, the tools directory. The node never
 	// reaches into the executor afterwards; runs go through execClient.
@@ -211,7 +222,12 @@ func Boot(opts Options) (*Node, error) {
 	// The forge runs without a model too: reuse needs none (forge_tool then
 	// fails only when a tool must be written).
 	{
+		var lessons driver.Device
+		if opts.Memory != nil && opts.ForgeLessons > 0 {
+			lessons = memory.LessonsDevice(opts.Memory)
+		}
 		f, err := forge.New(forge.Options{
+			Lessons: lessons, LessonsLimit: opts.ForgeLessons,
 			LLM: opts.LLM, Registry: &n.regClient, Threshold: opts.Registry.Threshold(), Checker: checker, Git: &n.gitClient,
 			Jail: opts.Jail, Journal: opts.Journal, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger, PII: opts.PII,
 			// The forge reaches the registry, git and executor actors

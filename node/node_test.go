@@ -120,7 +120,7 @@ func TestToolsSchemas(t *testing.T) {
 			t.Errorf("%s: no description", tool.Name)
 		}
 	}
-	if want := []string{"list_files", "read_file", "write_file", "patch_file", "check_tool", "exec_sql", "search_tools", "forge_tool", "exec_tool"}; !slices.Equal(names, want) {
+	if want := []string{"list_files", "read_file", "write_file", "patch_file", "check_tool", "exec_sql", "search_tools", "forge_tool", "exec_tool", "remember", "recall", "forget"}; !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
 	if _, err := n.Tools(p, "rm_rf"); !errors.Is(err, node.ErrUnknownTool) {

@@ -147,6 +147,9 @@ var argTypeSchemas = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[sqlParams]():       {Types: []string{"array", "object"}},
 	reflect.TypeFor[searchLimit]():     {Type: "integer", Minimum: jsonschema.Ptr[float64](minSearchLimit), Maximum: jsonschema.Ptr[float64](maxSearchLimit)},
 	reflect.TypeFor[searchDetail]():    {Type: "string", Enum: []any{"full", "brief"}},
+	reflect.TypeFor[memoryKind]():      {Type: "string", Enum: []any{"fact", "lesson", "preference"}},
+	reflect.TypeFor[recallKind]():      {Type: "string", Enum: []any{"fact", "lesson", "preference", "page"}},
+	reflect.TypeFor[memoryTags]():      {Type: "array", Items: &jsonschema.Schema{Type: "string"}},
 }
 
 var toolDefs = []toolDef{
@@ -203,6 +206,24 @@ var toolDefs = []toolDef{
 		desc: "Run a TypeScript tool in the sandbox with JSON arguments. Returns {success, result, logs[], error}; the run is journaled and replayable.",
 		args: reflect.TypeFor[execToolArgs](),
 		call: (*Node).execTool,
+	},
+	{
+		name: "remember",
+		desc: "Keep a fact, a lesson or a preference in your long-term memory: it survives this conversation and restarts, and recall finds it later. The same text is kept once. Returns {id, kind, duplicate}.",
+		args: reflect.TypeFor[rememberArgs](),
+		call: (*Node).remember,
+	},
+	{
+		name: "recall",
+		desc: "Search your long-term memory (facts, lessons, preferences) and the turns of this conversation paged out of your context window, by relevance. Returns the best items first, each {id, kind, text, tags, score}. With agent set, searches that agent's memory (if you hold the right).",
+		args: reflect.TypeFor[recallArgs](),
+		call: (*Node).recall,
+	},
+	{
+		name: "forget",
+		desc: "Delete one item of your memory by its id (as remember or recall gave it).",
+		args: reflect.TypeFor[forgetArgs](),
+		call: (*Node).forget,
 	},
 }
 

@@ -64,7 +64,21 @@ type Options struct {
 	PII *pii.Tokenizer
 	// Logger receives progress (nil: slog.Default()).
 	Logger *slog.Logger
+	// Lessons answers the "memory" driver's "lessons" operation (the
+	// node's is memory.LessonsDevice over the agents' memory): before its
+	// first model request a forge asks it, as a journaled call, for the
+	// lessons (memory kind "lesson") of its caller's agent and of the
+	// agent "forge" relevant to the spec, and adds them to its system
+	// prompt. nil, or LessonsLimit 0: no lessons are recalled.
+	Lessons driver.Device
+	// LessonsLimit is how many lessons at most.
+	LessonsLimit int
 }
+
+// ForgeMemory is the agent whose lessons every forge recalls, besides its
+// caller's: lessons about forging that operators (agentos memory remember
+// --kind lesson forge ...) or agents share.
+const ForgeMemory = "forge"
 
 // Runner runs a tool on the executor actor: *executor.Client.
 type Runner interface {
@@ -188,7 +202,14 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 	var host driver.Host = f.devices(caller)
 	var run *journal.Run
 	if f.opts.Journal != nil {
-		args, _ := json.Marshal(map[string]string{"spec": spec})
+		a := map[string]string{"spec": spec}
+		if f.lessons() {
+			// A resumed forge asks again (answered from the journal) only
+			// if this one asked: runs recorded before lessons existed
+			// resume as they were.
+			a["lessons"] = "1"
+		}
+		args, _ := json.Marshal(a)
 		if run, err = f.opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args}); err != nil {
 			return Result{}, fmt.Errorf("journaling the forge: %w", err)
 		}
@@ -198,7 +219,7 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 	}
 	// Above the journal: it records the tokenized requests.
 	host = driver.Chain(host, f.opts.PII.ModelMiddleware())
-	res, err := f.loop(ctx, host, spec, charge)
+	res, err := f.loop(ctx, host, spec, lessonAgents(caller, f.lessons()), charge)
 	if run != nil {
 		res.RunID = run.ID()
 		if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) { // a cancelled forge (shutdown, crash) stays resumable
@@ -242,7 +263,11 @@ func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, 
 	}
 	rec.Run().Durable()
 	host := driver.Chain(f.devices(caller), f.opts.PII.ModelMiddleware(), rec.Middleware())
-	res, err := f.loop(ctx, host, spec, charge)
+	var asked struct {
+		Lessons string `json:"lessons"`
+	}
+	_ = json.Unmarshal(meta.Args, &asked)
+	res, err := f.loop(ctx, host, spec, lessonAgents(caller, asked.Lessons == "1"), charge)
 	res.RunID = id
 	if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) {
 		endRun(rec.Run(), res, err)
@@ -277,8 +302,32 @@ type candidate struct {
 	Tests string `json:"tests"`
 }
 
-// loop is the closed loop over a host whose calls are journaled.
-func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, charge Charge) (Result, error) {
+// lessons reports whether new forges recall lessons.
+func (f *Forge) lessons() bool { return f.opts.Lessons != nil && f.opts.LessonsLimit > 0 }
+
+// lessonAgents are the memories a forge for caller recalls lessons from
+// (nil: it recalls none).
+func lessonAgents(caller *executor.Caller, recall bool) []string {
+	if !recall {
+		return nil
+	}
+	agents := []string{ForgeMemory}
+	if caller != nil && caller.Name != "" && caller.Name != ForgeMemory {
+		agents = append([]string{caller.Name}, agents...)
+	}
+	return agents
+}
+
+// lessonsRequest is the memory driver's "lessons" request.
+type lessonsRequest struct {
+	Agents []string `json:"agents"`
+	Query  string   `json:"query"`
+	Limit  int      `json:"limit"`
+}
+
+// loop is the closed loop over a host whose calls are journaled. With
+// lessonAgents, its first call recalls their lessons about the spec.
+func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, lessonAgents []string, charge Charge) (Result, error) {
 	var seq atomic.Uint64
 	call := func(drv, op string, req any, out any) error {
 		b, err := json.Marshal(req)
@@ -292,7 +341,22 @@ func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, charge 
 		return json.Unmarshal(resp, out)
 	}
 	res := Result{}
-	msgs := []llm.Message{{Role: "system", Content: systemPrompt}, {Role: "user", Content: "Write a tool for this spec:\n\n" + spec}}
+	system := systemPrompt
+	if len(lessonAgents) > 0 {
+		var found struct {
+			Lessons []string `json:"lessons"`
+		}
+		if err := call("memory", "lessons", lessonsRequest{Agents: lessonAgents, Query: spec, Limit: max(f.opts.LessonsLimit, 1)}, &found); err != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			return res, fmt.Errorf("forge: recalling lessons about the spec: %w", err)
+		}
+		if len(found.Lessons) > 0 {
+			system += "\n\nLessons from past work (apply when relevant):\n- " + strings.Join(found.Lessons, "\n- ")
+		}
+	}
+	msgs := []llm.Message{{Role: "system", Content: system}, {Role: "user", Content: "Write a tool for this spec:\n\n" + spec}}
 	for n := 1; n <= f.opts.MaxAttempts; n++ {
 		var answer llm.Response
 		if err := call(llm.Driver, "complete", llm.Request{Messages: msgs, Tools: []llm.ToolSpec{submitTool}}, &answer); err != nil {

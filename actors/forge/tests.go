@@ -26,7 +26,7 @@ type testOutcome struct {
 // errors, which go back to the model, are tokenized here, below the
 // journal (Options.PII).
 func (f *Forge) devices(caller *executor.Caller) driver.Host {
-	return driver.Chain(driver.Mux{
+	mux := driver.Mux{
 		"llm": f.opts.LLM,
 		testDriver: driver.DeviceFunc(func(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
 			if op == "taken" {
@@ -34,7 +34,13 @@ func (f *Forge) devices(caller *executor.Caller) driver.Host {
 			}
 			return f.runTests(ctx, caller, op, req)
 		}),
-	}, f.opts.PII.Middleware(testDriver))
+	}
+	if f.opts.Lessons != nil {
+		mux["memory"] = f.opts.Lessons
+	}
+	// The lessons too: an operator's lesson may hold personal data, and
+	// the journal and the model get tokens only.
+	return driver.Chain(mux, f.opts.PII.Middleware(testDriver, "memory"))
 }
 
 // takenRequest asks whether a candidate's path holds another tool: one

@@ -372,6 +372,14 @@ func (i *Index) Put(t Tool) {
 	i.tools[t.Path] = t.clone()
 }
 
+// Remove drops the tool at path from the index (nothing when absent).
+func (i *Index) Remove(path string) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.x.remove(path)
+	delete(i.tools, path)
+}
+
 // Len is the number of tools indexed.
 func (i *Index) Len() int {
 	i.mu.RLock()

@@ -233,3 +233,34 @@ func BenchmarkExtract(b *testing.B) {
 		extract(src)
 	}
 }
+
+// An Index drops a removed document from every term it held: searches no
+// longer find it, the other documents' scores are what an index that never
+// held it gives, and its path can be put again.
+func TestIndexRemove(t *testing.T) {
+	x := NewIndex("m")
+	fresh := NewIndex("m")
+	for i, d := range []string{"launch code of project zephyr", "zephyr rollout plan", "invoice currency check"} {
+		tl := Tool{Path: fmt.Sprintf("m/%d", i), Description: d}
+		x.Put(tl)
+		if i != 0 {
+			fresh.Put(tl)
+		}
+	}
+	x.Remove("m/0")
+	x.Remove("m/404") // absent: nothing
+	if x.Len() != 2 {
+		t.Fatalf("Len = %d after a removal", x.Len())
+	}
+	if hits := x.Search("launch code", 5); len(hits) != 0 {
+		t.Fatalf("a removed document was found: %+v", hits)
+	}
+	got, want := x.Search("zephyr", 5), fresh.Search("zephyr", 5)
+	if len(got) != 1 || len(want) != 1 || got[0].Path != "m/1" || got[0].Score != want[0].Score {
+		t.Fatalf("after a removal %+v, an index that never held it %+v", got, want)
+	}
+	x.Put(Tool{Path: "m/0", Description: "launch code again"})
+	if hits := x.Search("launch code", 5); len(hits) != 1 || hits[0].Description != "launch code again" {
+		t.Fatalf("the path put again: %+v", hits)
+	}
+}

@@ -115,6 +115,7 @@ var commands = []command{
 	{"approve", "approve (or --deny --reason R) a tool version waiting at the approval gate, by request id or tool path; --list the pending ones", "agentos approve [--root DIR] [--json] [--deny] [--reason R] RUN|TOOL | approve --list", runApprove},
 	{"approvals", "list the approval requests of the approval gate (default: the pending ones)", "agentos approvals [--root DIR] [--json] [--all | --state S]", runApprovals},
 	{"quota", "show the quota use kept across invocations, or reset it", "agentos quota [--root DIR] [--json] [reset [ACCOUNT...]]", runQuota},
+	{"memory", "the agents' long-term memory: list, show, recall, remember, forget (through the serving node)", "agentos memory [--root DIR] [--json] [list [--kind KIND] AGENT | show AGENT ID... | recall [--kind KIND] [--limit N] AGENT QUERY... | remember [--kind KIND] [--tag TAG]... AGENT TEXT... | forget AGENT ID...]", runMemory},
 	{"demo", "write sample tools into a fresh tool root, check and run them", "agentos demo [--dir DIR] [--keep] [--cluster [--json]]", runDemo},
 	{"version", "the build, and which OS protections sandbox workers have on this machine (also --version)", "agentos version [--root DIR] [--json]", runVersion},
 }

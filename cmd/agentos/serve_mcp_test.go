@@ -119,6 +119,11 @@ func TestServeMCPStdio(t *testing.T) {
 		t.Errorf("exec_tool = %s", got)
 	}
 	mcpCall(t, cs, "exec_sql", map[string]any{"sql": "SELECT 1"}) // ok or isError: never a protocol error
+	mcpOK(t, "remember", mcpCall(t, cs, "remember", map[string]any{"text": "Over MCP too.", "tags": []string{"mcp"}}))
+	if got := mcpOK(t, "recall", mcpCall(t, cs, "recall", map[string]any{"query": "over mcp"})); !strings.Contains(got, "Over MCP too.") {
+		t.Errorf("recall = %s", got)
+	}
+	mcpOK(t, "forget", mcpCall(t, cs, "forget", map[string]any{"id": "1"}))
 	if res := mcpCall(t, cs, "forge_tool", map[string]any{"spec": "add two numbers"}); !res.IsError {
 		t.Errorf("forge_tool without a model succeeded: %s", mcpText(res))
 	}

@@ -69,6 +69,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"capability", "go.etcd.io/bbolt", "the capability ledger owns its bbolt file (issued and revoked tokens)", ""},
 	{"pii", "go.etcd.io/bbolt", "the PII token map owns its bbolt file (token -> value, kept out of the journal)", ""},
 	{"approval", "go.etcd.io/bbolt", "the approval gate owns its bbolt file (approval requests and decisions, kept out of the journal, which may be PostgreSQL)", ""},
+	{"memory", "go.etcd.io/bbolt", "the agents' long-term memory owns its bbolt file (.agentos/memory.db: facts, lessons, preferences, pages)", ""},
 
 	// The node's admin socket server and its client.
 	{"node/admin", "net", "the admin socket server and its client (a unix socket, 0600 in a 0700 directory)", ""},
@@ -120,6 +121,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"examples/governance-gate", osFiles, "a demonstration program: its temporary tool root and upstream, the tool's fixed versions", ""},
 	{"examples/mcp-pii", "net/http", "a demonstration program: an httptest server on loopback as the CRM and the audit log", ""},
 	{"examples/runtime-two-agents", osFiles, "a demonstration program: its temporary tool root", ""},
+	{"examples/agents-memory", osFiles, "a demonstration program: its temporary tool root and the documents its agent reads", ""},
 	{"examples/supervision-quotas", osFiles, "a demonstration program: its temporary tool root", ""},
 
 	// Test and benchmark helpers (imported only by _test files).

@@ -50,6 +50,9 @@ func (b kernelBackend) Kernels() []admin.NodeKernel { return nil }
 func (b kernelBackend) Cluster(context.Context) (any, error) {
 	return nil, &admin.StatusError{Code: http.StatusNotFound, Err: errNotHere}
 }
+func (b kernelBackend) Memory(context.Context, admin.MemoryRequest) (any, error) {
+	return nil, &admin.StatusError{Code: http.StatusNotFound, Err: errNotHere}
+}
 
 type node struct {
 	k    *kernel.Kernel

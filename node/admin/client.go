@@ -167,6 +167,16 @@ func (c *Client) Approve(ctx context.Context, req ApproveRequest, out any) error
 	return c.do(ctx, "POST", "/v1/approve", body, out)
 }
 
+// Memory performs one operation on the agents' memory (see MemoryRequest)
+// and decodes the answer into out.
+func (c *Client) Memory(ctx context.Context, req MemoryRequest, out any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, "POST", "/v1/memory", body, out)
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, "http://node"+path, bytes.NewReader(body))
 	if err != nil {

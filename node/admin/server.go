@@ -60,6 +60,10 @@ type Backend interface {
 	// (agentos.ClusterReport); a *StatusError chooses the status of a
 	// failure (404: the node is in no cluster).
 	Cluster(ctx context.Context) (any, error)
+	// Memory performs one operation on the agents' memory and returns the
+	// JSON-encodable answer; a *StatusError chooses the status of a
+	// failure (404: no such item, 400: a bad request).
+	Memory(ctx context.Context, req MemoryRequest) (any, error)
 }
 
 // ApprovalBackend is what a Backend that has an approval gate answers
@@ -371,6 +375,18 @@ func mux(ctx context.Context, b Backend) *http.ServeMux {
 			writeJSON(w, http.StatusOK, out)
 		})
 	}
+	m.HandleFunc("POST /v1/memory", func(w http.ResponseWriter, r *http.Request) {
+		var req MemoryRequest
+		if !readRequest(w, r, b.MaxArgs(), &req) {
+			return
+		}
+		out, err := b.Memory(r.Context(), req)
+		if err != nil {
+			writeFailure(w, http.StatusUnprocessableEntity, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
 	if h := b.Metrics(); h != nil {
 		m.Handle("GET /metrics", h)
 	}

@@ -94,3 +94,22 @@ type ApproveRequest struct {
 	// By is who decides, recorded with the decision ("cli:USER").
 	By string `json:"by,omitempty"`
 }
+
+// MemoryRequest is one operation on the agents' long-term memory
+// ('agentos memory'), as the socket's owner (no capability applies: the
+// operator reads and edits every agent's memory).
+type MemoryRequest struct {
+	// Op is "agents" (every agent with a memory, counted by kind), "list"
+	// (Agent's items, of Kind when set), "show" (Agent's items IDs),
+	// "recall" (Agent's items best matching Query, of Kind when set, at
+	// most Limit), "remember" (Text as an item of Kind with Tags) or
+	// "forget" (Agent's items IDs).
+	Op    string   `json:"op"`
+	Agent string   `json:"agent,omitempty"`
+	IDs   []string `json:"ids,omitempty"`
+	Query string   `json:"query,omitempty"`
+	Kind  string   `json:"kind,omitempty"`
+	Limit int      `json:"limit,omitempty"`
+	Text  string   `json:"text,omitempty"`
+	Tags  []string `json:"tags,omitempty"`
+}

@@ -71,6 +71,9 @@ async function main() {
   await call("exec_tool", { path: "tools/math/fib.ts", args: { n: 10 } });
   await call("exec_sql", { sql: "SELECT 1 AS one" });
   await call("forge_tool", { spec: "add two numbers" });
+  await call("remember", { text: "The MCP client remembers this.", tags: ["mcp"] });
+  await call("recall", { query: "what does the MCP client remember" });
+  await call("forget", { id: "1" });
 
   const failing = await client.callTool({ name: "read_file", arguments: { path: "tools/none.ts" } });
   out.failing = { isError: !!failing.isError, text: text(failing), structured: failing.structuredContent };
