@@ -82,7 +82,7 @@ var rows = []row{
 	{"replay of those calls, the journal's load included, worker (calls/s)", "agent-OS", "replay_filestore_incl_load_ops_per_sec", "BenchmarkJournaledReadFile/process/replay", "calls/s", true, 1},
 	{"the same, in-process (calls/s)", "agent-OS", "replay_filestore_incl_load_ops_per_sec", "BenchmarkJournaledReadFile/inprocess/replay", "calls/s", true, 1},
 	{"floor: a raw 128-byte round trip between two Go processes over pipes (round trips/s)", "", "", "BenchmarkJournaledReadFile/pipe-floor", "calls/s", true, 1},
-	{"floor: the same 16-byte file read in a bare Go loop (os.ReadFile; reads/s)", "", "", "BenchmarkJournaledReadFile/read-floor", "calls/s", true, 1},
+	{"floor: the same 16-byte file read in a bare Go loop (open, read, close; reads/s)", "", "", "BenchmarkJournaledReadFile/read-floor", "calls/s", true, 1},
 	{"exec_tool fib(10) through the tool API, journaled, worker (ms)", "TGP", "exec_tool_fib10_median", "BenchmarkTGPShapes/exec_tool/cached", "ns/op", false, 1e6},
 	{"the same, a source never seen before (transpile + compile + run) (ms)", "TGP", "exec_tool_fib10_median", "BenchmarkTGPShapes/exec_tool/new-source", "ns/op", false, 1e6},
 	{"check_tool of a new source through the tool API (ms)", "TGP", "check_tool_median", "BenchmarkTGPShapes/check_tool/new-source", "ns/op", false, 1e6},
