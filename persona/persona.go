@@ -6,11 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentos-run/agentos/internal/lazyre"
 )
 
 // Persona is one version of a named system prompt.
@@ -54,11 +55,11 @@ func notFoundf(format string, args ...any) error { return notFound{fmt.Sprintf(f
 // ErrInvalid is the error of a persona file or name that is malformed.
 var ErrInvalid = errors.New("invalid persona")
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+var nameRE = lazyre.New(`^[a-z0-9][a-z0-9_-]{0,63}$`) // compiled at first use: process start stays cheap
 
 // CheckName reports whether name may name a persona (or a template).
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return fmt.Errorf("%w: name %q: use lower-case letters, digits, '-' and '_' (at most 64, starting with a letter or digit), e.g. \"sql-analyst\"", ErrInvalid, name)
 	}
 	return nil
