@@ -191,10 +191,10 @@ type tournamentArgs struct {
 //
 // The tournament runs as a child process of the default process (image
 // "tournament", the llm right, agents.tournament.quota), and every model
-// call is journaled in a run of kind "tournament", each committed before
-// it is used: ReplayTournament replays it with no model request, and
-// ResumeTournament finishes one a crash interrupted, paying only for the
-// calls never answered.
+// call and every tool score is journaled in a run of kind "tournament",
+// each committed before it is used: ReplayTournament replays it with no
+// model request and no scoring tool run, and ResumeTournament finishes one
+// a crash interrupted, paying only for the calls never answered.
 func (rt *Runtime) Tournament(ctx context.Context, opts TournamentOptions) (TournamentReport, error) {
 	if rt.model == nil {
 		return TournamentReport{}, errNoModel
@@ -278,7 +278,8 @@ func (rt *Runtime) ResumeTournament(ctx context.Context, id string) (TournamentR
 }
 
 // ReplayTournament re-runs a recorded tournament offline: every model
-// answer comes from the journal (no model is needed and none is asked);
+// answer and tool score comes from the journal (no model is needed and
+// none is asked, no scoring tool runs);
 // the report is rebuilt as the original was (wall times included) and
 // nothing is saved. A call the recording lacks is a divergence error.
 func (rt *Runtime) ReplayTournament(ctx context.Context, id string) (TournamentReport, error) {

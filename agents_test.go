@@ -297,6 +297,67 @@ func TestTournamentToolScoresReplayOffline(t *testing.T) {
 	}
 }
 
+// A tournament scored by a tool, cancelled halfway, is resumed: the
+// scores its journal holds are not run again, only the missing ones.
+func TestTournamentResumeRunsOnlyTheMissingToolScores(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := tournamentModel(func(n int) {
+		if n == 10 {
+			cancel()
+		}
+	})
+	defer srv.Close()
+	rt := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess", LLM: agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}})
+	basePersona(t, rt)
+	const judge = "tools/score/judge.ts"
+	src := "/** Scores an answer. */\nexport default function (args: { expected: string; answer: string }): number {\n  return args.answer.toLowerCase().includes(args.expected.toLowerCase()) ? 1 : 0;\n}\n"
+	call, _ := json.Marshal(map[string]string{"path": judge, "content": src})
+	if _, err := rt.Call(context.Background(), "write_file", call); err != nil {
+		t.Fatal(err)
+	}
+	toolRuns := func() int {
+		t.Helper()
+		runs, err := rt.Journal().Runs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range runs {
+			if r.Tool == judge {
+				n++
+			}
+		}
+		return n
+	}
+	tasks := tournamentTasks
+	tasks.Scorer = persona.Scorer{Kind: persona.ScoreTool, Tool: judge}
+	rep, err := rt.Tournament(ctx, agentos.TournamentOptions{Persona: "quiz", Tasks: tasks, Variants: 3})
+	if err == nil {
+		t.Fatalf("the cancelled tournament ended: %+v", rep)
+	}
+	entries, err := rt.Journal().Entries(rep.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scored := 0
+	for _, e := range entries {
+		if e.Driver == persona.ScoreDriver {
+			scored++
+		}
+	}
+	if scored < 5 || toolRuns() != scored {
+		t.Fatalf("before the resume: %d scores journaled, the tool ran %d times", scored, toolRuns())
+	}
+	done, err := rt.ResumeTournament(context.Background(), rep.Run)
+	if err != nil || done.Winner != "v2" {
+		t.Fatalf("%v\n%s", err, done.Table())
+	}
+	if got := toolRuns(); got != 20 {
+		t.Fatalf("the scoring tool ran %d times in all (%d before the resume), want 20: the resume ran journaled scores again", got, scored)
+	}
+}
+
 // A persona written, then chosen when the agent is spawned, reaches the
 // model as the system prompt (followed by the kernel-tools protocol,
 // unless it says protocol: false); agents.persona is the default.

@@ -212,7 +212,9 @@ func variantRequest(base string, ts TaskSet, i, n int) llm.Request {
 // (one chat request each: the prompt as the system message, the task's
 // input as the user's; no tools), ranks them by metered fitness (see
 // Weights) and names the winner. It makes every call through opts.LLM with
-// the Seq of Seq, one at a time, in that order.
+// the Seq of Seq, one at a time, in that order; a task scored by a tool is
+// scored right after its answer, through opts.Journal with the Seq of
+// ScoreSeq.
 //
 // A variant the model leaves empty, or that repeats another candidate's
 // prompt, is not scored twice: it is left out of the ranking. A model call
