@@ -191,10 +191,10 @@ type tournamentArgs struct {
 //
 // The tournament runs as a child process of the default process (image
 // "tournament", the llm right, agents.tournament.quota), and every model
-// call is journaled in a run of kind "tournament", each committed before
-// it is used: ReplayTournament replays it with no model request, and
-// ResumeTournament finishes one a crash interrupted, paying only for the
-// calls never answered.
+// call and every tool score is journaled in a run of kind "tournament",
+// each committed before it is used: ReplayTournament replays it with no
+// model request and no scoring tool run, and ResumeTournament finishes one
+// a crash interrupted, paying only for the calls never answered.
 func (rt *Runtime) Tournament(ctx context.Context, opts TournamentOptions) (TournamentReport, error) {
 	if rt.model == nil {
 		return TournamentReport{}, errNoModel
@@ -230,7 +230,7 @@ func (rt *Runtime) Tournament(ctx context.Context, opts TournamentOptions) (Tour
 	}
 	var host driver.Host = driver.Mux{llm.Driver: rt.model}
 	host = driver.Chain(host, rt.pii.ModelMiddleware(), run.Durable().Middleware())
-	return rt.runTournament(ctx, run.ID(), run, a, host, false)
+	return rt.runTournament(ctx, run.ID(), run, a, tournamentCalls{model: host, scores: run.Middleware()})
 }
 
 // ResumeTournament finishes a tournament a crash, a cancellation or a
@@ -260,23 +260,26 @@ func (rt *Runtime) ResumeTournament(ctx context.Context, id string) (TournamentR
 	for _, e := range entries {
 		answered[e.Seq] = e.Error == nil
 	}
-	var model driver.Host = driver.Mux{llm.Driver: rt.model}
-	replayed := rec.Middleware()(model)
 	// A call whose recorded answer is an error (the model was down) is
-	// asked again, its answer recorded over the error.
-	live := rec.Run().Durable().Middleware()(model)
+	// made again, its answer recorded over the error.
+	durable := rec.Run().Durable()
+	resumed := func(next driver.Host) driver.Host {
+		replayed, live := rec.Middleware()(next), durable.Middleware()(next)
+		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+			if answered[c.Seq] {
+				return replayed.Do(ctx, c)
+			}
+			return live.Do(ctx, c)
+		})
+	}
 	// Tokenized above the journal, as the original calls were.
-	host := driver.Chain(driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
-		if answered[c.Seq] {
-			return replayed.Do(ctx, c)
-		}
-		return live.Do(ctx, c)
-	}), rt.pii.ModelMiddleware())
-	return rt.runTournament(ctx, meta.ID, rec.Run(), a, host, false)
+	host := driver.Chain(resumed(driver.Mux{llm.Driver: rt.model}), rt.pii.ModelMiddleware())
+	return rt.runTournament(ctx, meta.ID, rec.Run(), a, tournamentCalls{model: host, scores: resumed, paid: answered})
 }
 
 // ReplayTournament re-runs a recorded tournament offline: every model
-// answer comes from the journal (no model is needed and none is asked);
+// answer and tool score comes from the journal (no model is needed and
+// none is asked, no scoring tool runs);
 // the report is rebuilt as the original was (wall times included) and
 // nothing is saved. A call the recording lacks is a divergence error.
 func (rt *Runtime) ReplayTournament(ctx context.Context, id string) (TournamentReport, error) {
@@ -290,8 +293,14 @@ func (rt *Runtime) ReplayTournament(ctx context.Context, id string) (TournamentR
 	}
 	// Tokenized above the journal, as the original calls were.
 	host := driver.Chain(rp.Middleware()(nil), rt.pii.ModelMiddleware())
+	calls := tournamentCalls{model: host, scores: rp.Middleware(), replay: true}
+	if len(scoringTools(a.Tasks)) > 0 && !recordsScores(entries(rt, meta.ID)) {
+		// Recorded before the tool scores were journaled: its scoring
+		// tools run again, as they did then.
+		calls.scores = nil
+	}
 	a.DryRun = true
-	rep, err := rt.runTournament(ctx, meta.ID, nil, a, host, true)
+	rep, err := rt.runTournament(ctx, meta.ID, nil, a, calls)
 	if err == nil {
 		if d := rp.Finish(); d != nil {
 			err = d
@@ -316,11 +325,44 @@ func (rt *Runtime) tournamentRun(id string) (journal.RunMeta, tournamentArgs, er
 	return meta, a, nil
 }
 
+// tournamentCalls are how a tournament's calls are made: live, resumed or
+// replayed.
+type tournamentCalls struct {
+	// model makes the model calls, journaled.
+	model driver.Host
+	// scores journals the tool scores (persona.Options.Journal) in the
+	// same run (nil: unrecorded).
+	scores driver.Middleware
+	// paid are the Seqs whose answers an earlier attempt of a resumed
+	// tournament got, and was charged for.
+	paid map[uint64]bool
+	// replay: every answer is the journal's, nothing is charged.
+	replay bool
+}
+
+// recordsScores says a tournament's recording holds tool scores.
+func recordsScores(entries []journal.Entry) bool {
+	for _, e := range entries {
+		if e.Driver == persona.ScoreDriver {
+			return true
+		}
+	}
+	return false
+}
+
+// entries returns run id's recorded calls (none when they cannot be read:
+// the replay then reports what it misses).
+func entries(rt *Runtime, id string) []journal.Entry {
+	es, _ := rt.j.Entries(id)
+	return es
+}
+
 // runTournament runs the tournament in a child process of the default
-// process, with its model calls through host; run (nil on a replay) is
+// process, with its calls made as calls says; run (nil on a replay) is
 // ended with the report. A winner is saved (unless a dry run) before the
 // run ends, so that a crash in between resumes to the same save.
-func (rt *Runtime) runTournament(ctx context.Context, id string, run *journal.Run, a tournamentArgs, host driver.Host, replay bool) (TournamentReport, error) {
+func (rt *Runtime) runTournament(ctx context.Context, id string, run *journal.Run, a tournamentArgs, calls tournamentCalls) (TournamentReport, error) {
+	replay := calls.replay
 	out := TournamentReport{Run: id, Replayed: replay}
 	grants := []capability.Grant{{Right: capability.LLM}}
 	for _, s := range scoringTools(a.Tasks) {
@@ -341,7 +383,7 @@ func (rt *Runtime) runTournament(ctx context.Context, id string, run *journal.Ru
 		stop := context.AfterFunc(callerCtx, cancel)
 		defer stop()
 		rep, runErr = persona.Tournament(ctx, persona.Options{
-			LLM: host, Base: a.Base, Tasks: a.Tasks, Variants: a.Variants, Weights: a.Weights, Margin: a.Margin, MaxTokens: a.MaxTokens,
+			LLM: calls.model, Journal: calls.scores, Base: a.Base, Tasks: a.Tasks, Variants: a.Variants, Weights: a.Weights, Margin: a.Margin, MaxTokens: a.MaxTokens,
 			ScoreTool: func(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
 				call, _ := json.Marshal(map[string]any{"path": tool, "args": args})
 				out, err := rt.node.Call(ctx, p, "exec_tool", call)
@@ -367,9 +409,18 @@ func (rt *Runtime) runTournament(ctx context.Context, id string, run *journal.Ru
 				}
 				return r.Result, nil
 			},
-			Charge: func(u llm.Usage) error {
+			Charge: func(seq uint64, u llm.Usage) error {
 				if replay {
 					return nil // nothing is spent on a replay
+				}
+				if calls.paid[seq] {
+					// Paid by the attempt that got it, whose account (and
+					// every ancestor's) was charged then: counted on this
+					// process's own account only, so that its quota covers
+					// the whole tournament.
+					acct := p.Account()
+					acct.Carry(capability.Limits{capability.LLMTokens: acct.Used(capability.LLMTokens) + float64(u.TotalTokens), capability.CostUSD: acct.Used(capability.CostUSD) + u.CostUSD})
+					return nil
 				}
 				if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
 					return err

@@ -2,6 +2,7 @@ package agentos_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -189,8 +190,171 @@ func TestTournamentResumesAfterARestart(t *testing.T) {
 	if meta, _ := rt.Journal().Get(rep.Run); meta.Status != journal.StatusOK {
 		t.Fatalf("status after the resume: %s", meta.Status)
 	}
+	// The default process (a new one: no quota, so no ledger) is charged
+	// for the answers paid after the restart only, not for the journaled
+	// ones the resume replayed.
+	var total, journaled int64
+	total = done.Generation.TotalTokens
+	for _, c := range done.Ranked {
+		total += c.Tokens
+	}
+	for _, e := range entries {
+		var r llm.Response
+		if err := json.Unmarshal(e.Response, &r); err != nil || r.Usage.TotalTokens <= 0 {
+			t.Fatalf("journaled answer %d: %s %v", e.Seq, e.Response, err)
+		}
+		journaled += r.Usage.TotalTokens
+	}
+	if used := rt.Agent().Account().Used(capability.LLMTokens); used != float64(total-journaled) {
+		t.Fatalf("the default process was charged %v tokens after the resume, want %d (%d in all, %d paid before the restart)", used, total-journaled, total, journaled)
+	}
 	if _, err := rt.ResumeTournament(context.Background(), rep.Run); err == nil || !strings.Contains(err.Error(), "nothing to resume") {
 		t.Fatalf("resuming an ended tournament: %v", err)
+	}
+}
+
+// A tournament whose tasks are scored by a tool journals every score in
+// its run: the replay answers them from the journal, running the tool no
+// more (no tool run is journaled) and asking no model, and gives the same
+// table even after the tool was changed to score everything 0.
+func TestTournamentToolScoresReplayOffline(t *testing.T) {
+	srv := tournamentModel(nil)
+	defer srv.Close()
+	rt := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess", LLM: agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}})
+	basePersona(t, rt)
+	const judge = "tools/score/judge.ts"
+	writeJudge := func(body string) {
+		t.Helper()
+		src := "/** Scores an answer. */\nexport default function (args: { input: string; expected: string; answer: string }): number {\n  " + body + "\n}\n"
+		call, _ := json.Marshal(map[string]string{"path": judge, "content": src})
+		if _, err := rt.Call(context.Background(), "write_file", call); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeJudge("return args.answer.toLowerCase().includes(args.expected.toLowerCase()) ? 1 : 0;")
+	toolRuns := func() int {
+		t.Helper()
+		runs, err := rt.Journal().Runs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range runs {
+			if r.Tool == judge {
+				n++
+			}
+		}
+		return n
+	}
+	tasks := tournamentTasks
+	tasks.Scorer = persona.Scorer{Kind: persona.ScoreTool, Tool: judge}
+	rep, err := rt.Tournament(context.Background(), agentos.TournamentOptions{Persona: "quiz", Tasks: tasks, Variants: 3})
+	if err != nil || srv.Err() != nil {
+		t.Fatalf("%v %v", err, srv.Err())
+	}
+	if rep.Winner != "v2" || rep.Ranked[0].Score != 5 {
+		t.Fatalf("winner %s\n%s", rep.Winner, rep.Table())
+	}
+	for _, c := range rep.Ranked {
+		for _, r := range c.Results {
+			if r.Error != "" {
+				t.Fatalf("%s %s: %s", c.Label, r.Task, r.Error)
+			}
+		}
+	}
+	ran := toolRuns()
+	if ran != 4*5 {
+		t.Fatalf("the scoring tool ran %d times, want 20 (4 candidates x 5 tasks)", ran)
+	}
+	entries, err := rt.Journal().Entries(rep.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scores := 0
+	for _, e := range entries {
+		if e.Driver == persona.ScoreDriver {
+			scores++
+			if e.Seq <= 23 || e.Seq > 43 {
+				t.Errorf("score call at seq %d: want 24..43, after the 23 model calls", e.Seq)
+			}
+		}
+	}
+	if scores != 20 {
+		t.Fatalf("%d tool scores journaled in the tournament's run, want 20", scores)
+	}
+	// The scoring tool changes: the replay still gives the recorded scores.
+	writeJudge("return 0;")
+	before := srv.Requests()
+	again, err := rt.ReplayTournament(context.Background(), rep.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.Requests() != before || toolRuns() != ran {
+		t.Fatalf("the replay sent %d model requests and ran the scoring tool %d times", srv.Requests()-before, toolRuns()-ran)
+	}
+	if again.Winner != "v2" || again.Table() != rep.Table() {
+		t.Fatalf("replayed:\n%s\noriginal:\n%s", again.Table(), rep.Table())
+	}
+}
+
+// A tournament scored by a tool, cancelled halfway, is resumed: the
+// scores its journal holds are not run again, only the missing ones.
+func TestTournamentResumeRunsOnlyTheMissingToolScores(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := tournamentModel(func(n int) {
+		if n == 10 {
+			cancel()
+		}
+	})
+	defer srv.Close()
+	rt := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess", LLM: agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}})
+	basePersona(t, rt)
+	const judge = "tools/score/judge.ts"
+	src := "/** Scores an answer. */\nexport default function (args: { expected: string; answer: string }): number {\n  return args.answer.toLowerCase().includes(args.expected.toLowerCase()) ? 1 : 0;\n}\n"
+	call, _ := json.Marshal(map[string]string{"path": judge, "content": src})
+	if _, err := rt.Call(context.Background(), "write_file", call); err != nil {
+		t.Fatal(err)
+	}
+	toolRuns := func() int {
+		t.Helper()
+		runs, err := rt.Journal().Runs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range runs {
+			if r.Tool == judge {
+				n++
+			}
+		}
+		return n
+	}
+	tasks := tournamentTasks
+	tasks.Scorer = persona.Scorer{Kind: persona.ScoreTool, Tool: judge}
+	rep, err := rt.Tournament(ctx, agentos.TournamentOptions{Persona: "quiz", Tasks: tasks, Variants: 3})
+	if err == nil {
+		t.Fatalf("the cancelled tournament ended: %+v", rep)
+	}
+	entries, err := rt.Journal().Entries(rep.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scored := 0
+	for _, e := range entries {
+		if e.Driver == persona.ScoreDriver {
+			scored++
+		}
+	}
+	if scored < 5 || toolRuns() != scored {
+		t.Fatalf("before the resume: %d scores journaled, the tool ran %d times", scored, toolRuns())
+	}
+	done, err := rt.ResumeTournament(context.Background(), rep.Run)
+	if err != nil || done.Winner != "v2" {
+		t.Fatalf("%v\n%s", err, done.Table())
+	}
+	if got := toolRuns(); got != 20 {
+		t.Fatalf("the scoring tool ran %d times in all (%d before the resume), want 20: the resume ran journaled scores again", got, scored)
 	}
 }
 

@@ -193,3 +193,62 @@ func TestTournamentRanksAndKeepsTheBaselineWithinTheMargin(t *testing.T) {
 		t.Fatal("0 variants")
 	}
 }
+
+// Tool scores go through Options.Journal at the seqs of ScoreSeq; a tool
+// that fails is an answer ({"error"}: the task scores 0 with its error),
+// not an error of the tournament; a journal that fails the call ends it.
+func TestTournamentJournalsToolScores(t *testing.T) {
+	ts := TaskSet{Scorer: Scorer{Kind: ScoreTool, Tool: "tools/s.ts"}, Tasks: []Task{{Input: "0", Expected: "ok"}, {Input: "1", Expected: "ok"}}}
+	var calls []uint64
+	host := fakeModel(map[string]int{"base": 1, "V1": 2}, &calls)
+	var journaled []driver.Call
+	var answers []string
+	journal := func(next driver.Host) driver.Host {
+		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+			out, err := next.Do(ctx, c)
+			journaled = append(journaled, c)
+			answers = append(answers, string(out))
+			return out, err
+		})
+	}
+	tool := func(_ context.Context, _ string, args json.RawMessage) (json.RawMessage, error) {
+		var a struct{ Input, Answer string }
+		_ = json.Unmarshal(args, &a)
+		if a.Input == "1" {
+			return nil, errors.New("the judge crashed")
+		}
+		return json.RawMessage(`1`), nil
+	}
+	rep, err := Tournament(context.Background(), Options{LLM: host, Journal: journal, ScoreTool: tool, Base: Persona{Name: "b", System: "base"}, Tasks: ts, Variants: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []uint64
+	for c := range 2 {
+		for tk := range 2 {
+			want = append(want, ScoreSeq(1, 2, c, tk))
+		}
+	}
+	var got []uint64
+	for _, c := range journaled {
+		if c.Driver != ScoreDriver || c.Op != OpScoreTool {
+			t.Fatalf("journaled %s.%s", c.Driver, c.Op)
+		}
+		got = append(got, c.Seq)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || want[0] != 6 {
+		t.Fatalf("score seqs %v, want %v (after the 5 model calls)", got, want)
+	}
+	if answers[1] != `{"error":"the judge crashed"}` || rep.Ranked[0].Results[1].Score != 0 || !strings.Contains(rep.Ranked[0].Results[1].Error, "the judge crashed") {
+		t.Fatalf("answers %v\n%+v", answers, rep.Ranked[0].Results)
+	}
+	// A journal that cannot answer (a replay missing the score) ends it.
+	broken := func(driver.Host) driver.Host {
+		return driver.HostFunc(func(context.Context, driver.Call) (json.RawMessage, error) {
+			return nil, errors.New("not in the recording")
+		})
+	}
+	if _, err := Tournament(context.Background(), Options{LLM: host, Journal: broken, ScoreTool: tool, Base: Persona{Name: "b", System: "base"}, Tasks: ts, Variants: 1}); err == nil || !strings.Contains(err.Error(), "not in the recording") {
+		t.Fatalf("%v", err)
+	}
+}

@@ -75,9 +75,18 @@ type Options struct {
 	MaxTokens int
 	// ScoreTool runs a scoring tool (tasks scored by kind tool).
 	ScoreTool ToolScorer
-	// Charge is told every answer's usage (a process's quota); an error
-	// ends the tournament.
-	Charge func(llm.Usage) error
+	// Journal, when set, journals the tool scores: each run of ScoreTool
+	// is made as a call (driver ScoreDriver, op OpScoreTool, the Seq of
+	// ScoreSeq) through Journal(a Host that runs ScoreTool). IMPORTANT: it
+	// MUST be the journal of the run opts.LLM journals (live, replayed or
+	// resumed), so that a replay answers each score from its recording,
+	// running no tool, and a resumed tournament runs only the scores the
+	// crash left unrecorded. nil: every score runs ScoreTool, unrecorded.
+	Journal driver.Middleware
+	// Charge is told every answer's usage with the Seq of its call (a
+	// process's quota); an error ends the tournament. It is called for
+	// the answers a journal gave too: it tells them apart by Seq.
+	Charge func(seq uint64, u llm.Usage) error
 	// Walls, called once every call is answered, returns the recorded
 	// duration of each call by Seq (the journal's), so that a replayed
 	// tournament measures the wall time the original did and ranks alike.
@@ -150,6 +159,34 @@ func Seq(variants, tasks, candidate, task int) uint64 {
 	return uint64(variants + 1 + candidate*tasks + task)
 }
 
+// The driver and op of a journaled tool score (Options.Journal): the
+// request is {"tool", "args"}; the answer {"result"} (the tool's result)
+// or {"error"} (why the tool failed: the task scores 0, as the original
+// run scored it).
+const (
+	ScoreDriver = "score"
+	OpScoreTool = "tool"
+)
+
+// ScoreSeq returns the Seq of the tool score of candidate c's answer to
+// task t (see Seq): variants + 1 + (variants+1)*tasks + c*tasks + t, after
+// every model call. A task scored otherwise has no call: its Seq is unused.
+func ScoreSeq(variants, tasks, candidate, task int) uint64 {
+	return Seq(variants, tasks, candidate, task) + uint64((variants+1)*tasks)
+}
+
+// scoreRequest and scoreAnswer are a journaled tool score's request and
+// answer.
+type scoreRequest struct {
+	Tool string          `json:"tool"`
+	Args json.RawMessage `json:"args"`
+}
+
+type scoreAnswer struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
 // smithSystem is the prompt engineer's instruction (a variant's writing).
 const smithSystem = "You are a world-class prompt engineer. You are given the CURRENT SYSTEM PROMPT of an AI assistant and examples of the tasks it is scored on. " +
 	"Write an improved variant of it: keep its intent, make it more precise about the expected answers (their form, their brevity), and concise (at most 200 words). " +
@@ -175,7 +212,9 @@ func variantRequest(base string, ts TaskSet, i, n int) llm.Request {
 // (one chat request each: the prompt as the system message, the task's
 // input as the user's; no tools), ranks them by metered fitness (see
 // Weights) and names the winner. It makes every call through opts.LLM with
-// the Seq of Seq, one at a time, in that order.
+// the Seq of Seq, one at a time, in that order; a task scored by a tool is
+// scored right after its answer, through opts.Journal with the Seq of
+// ScoreSeq.
 //
 // A variant the model leaves empty, or that repeats another candidate's
 // prompt, is not scored twice: it is left out of the ranking. A model call
@@ -208,11 +247,54 @@ func Tournament(ctx context.Context, opts Options) (Report, error) {
 			return r, 0, fmt.Errorf("tournament call %d: %w", seq, err)
 		}
 		if opts.Charge != nil {
-			if err := opts.Charge(r.Usage); err != nil {
+			if err := opts.Charge(seq, r.Usage); err != nil {
 				return r, wall, err
 			}
 		}
 		return r, wall, nil
+	}
+	// The tool scores, through the journal: a tool that fails is an
+	// answer ({"error"}), recorded like a score; only an interruption (or
+	// the journal failing) is an error, which ends the tournament.
+	var scoreHost driver.Host = driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+		if opts.ScoreTool == nil {
+			return json.Marshal(scoreAnswer{Error: "no tool runner was given (Options.ScoreTool)"})
+		}
+		var req scoreRequest
+		if err := json.Unmarshal(c.Request, &req); err != nil {
+			return nil, err
+		}
+		out, err := opts.ScoreTool(ctx, req.Tool, req.Args)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			return json.Marshal(scoreAnswer{Error: err.Error()})
+		}
+		return json.Marshal(scoreAnswer{Result: out})
+	})
+	if opts.Journal != nil {
+		scoreHost = opts.Journal(scoreHost)
+	}
+	var scoreErr error // the journaled score call failed: the tournament ends
+	scoreTool := func(seq uint64) ToolScorer {
+		return func(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
+			req, _ := json.Marshal(scoreRequest{Tool: tool, Args: args})
+			out, err := scoreHost.Do(ctx, driver.Call{Seq: seq, Driver: ScoreDriver, Op: OpScoreTool, Request: req})
+			if err != nil {
+				scoreErr = fmt.Errorf("tournament score %d (%s): %w", seq, tool, err)
+				return nil, scoreErr
+			}
+			var a scoreAnswer
+			if err := json.Unmarshal(out, &a); err != nil {
+				scoreErr = fmt.Errorf("tournament score %d (%s): its answer %.200s: %w", seq, tool, out, err)
+				return nil, scoreErr
+			}
+			if a.Error != "" {
+				return nil, errors.New(a.Error)
+			}
+			return a.Result, nil
+		}
 	}
 	base := strings.TrimSpace(opts.Base.System)
 	cands := []Candidate{{Label: "baseline", System: base, Version: Version(base)}}
@@ -249,7 +331,10 @@ func Tournament(ctx context.Context, opts Options) (Report, error) {
 				return rep, err
 			}
 			tr := TaskResult{Task: opts.Tasks.taskID(t), Answer: r.Message.Content, Tokens: r.Usage.TotalTokens, Wall: wall, Seq: seq}
-			if tr.Score, err = opts.Tasks.score(ctx, t, r.Message.Content, opts.ScoreTool); err != nil {
+			if tr.Score, err = opts.Tasks.score(ctx, t, r.Message.Content, scoreTool(ScoreSeq(opts.Variants, n, ci, t))); err != nil {
+				if scoreErr != nil {
+					return rep, scoreErr
+				}
 				tr.Error = err.Error()
 			}
 			c.Results = append(c.Results, tr)
