@@ -86,9 +86,12 @@ type GateConfig struct {
 	// committed).
 	Policy string `json:"policy,omitempty"`
 	// BlockOnError, with policy "block", also refuses a write when a run
-	// could not be judged (the replay failed or stopped at a limit).
-	// Default false.
-	BlockOnError bool `json:"block_on_error,omitempty"`
+	// could not be judged (the replay failed or stopped at a limit, as a
+	// version that loops does). Default (absent): true with policy
+	// "block", so that a timeout does not let a change through unjudged;
+	// false explicitly reports such runs without refusing the write.
+	// Ignored with policy "warn".
+	BlockOnError *bool `json:"block_on_error,omitempty"`
 	// Timeout caps one replay's timeout (its recorded one when shorter).
 	// Default "10s".
 	Timeout Duration `json:"timeout,omitzero"`
@@ -97,7 +100,11 @@ type GateConfig struct {
 // Options is the gate.Options this configuration stands for (Runs 0 is
 // gate's "disabled", -1).
 func (g GateConfig) Options() gate.Options {
-	o := gate.Options{Policy: gate.Policy(g.Policy), BlockOnError: g.BlockOnError, Timeout: time.Duration(g.Timeout)}
+	o := gate.Options{Policy: gate.Policy(g.Policy), Timeout: time.Duration(g.Timeout)}
+	if g.BlockOnError != nil {
+		b := *g.BlockOnError
+		o.BlockOnError = &b
+	}
 	if g.Runs != nil {
 		o.Runs = *g.Runs
 		if o.Runs == 0 {
@@ -127,9 +134,11 @@ func (g GateConfig) validate(path string) error {
 // gate's report; nothing is written. n is how many runs (0:
 // governance.gate.runs, else 5). The previous version is the file at path
 // when its content differs from newSrc (what a write_file of newSrc would
-// replace, and be gated against), else the newest version of path the
-// journal recorded runs of (gate.PreviousHash): a file already edited in
-// place is checked against the version that ran before. It is what
+// replace, and be gated against, including the fall back to the newest
+// earlier version with runs when that one never ran), else the newest
+// version of path the journal recorded runs of (gate.PreviousHash): a file
+// already edited in place is checked against the version that ran before.
+// It is what
 // 'agentos check --against-runs' does; Report.Blocked says whether the
 // policy would refuse such a write.
 func (rt *Runtime) CheckAgainstRuns(ctx context.Context, path string, newSrc []byte, n int) (gate.Report, error) {

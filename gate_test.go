@@ -191,6 +191,12 @@ func TestGateBlockRefusesTheWrite(t *testing.T) {
 	if strings.Contains(err.Error(), runs[4]) {
 		t.Errorf("the error names the unchanged run %s: %v", runs[4], err)
 	}
+	// The error goes to the caller, often an agent: it says what a human
+	// operator can do, and does not invite the caller to weaken the policy.
+	if !strings.Contains(err.Error(), "agentos check --against-runs "+gateTool) || !strings.Contains(err.Error(), "human operator") ||
+		strings.Contains(err.Error(), `"warn"`) || strings.Contains(err.Error(), "governance.gate.policy") {
+		t.Errorf("the error does not point to the operator, or invites weakening the policy: %v", err)
+	}
 	disk, _ := os.ReadFile(filepath.Join(dir, gateTool))
 	if string(disk) != gateBuggy {
 		t.Fatalf("the blocked write reached the working tree: %s", disk)
@@ -257,23 +263,88 @@ func TestGateRunsConfig(t *testing.T) {
 }
 
 // A replay is bounded: a new version that loops forever is stopped at the
-// gate's timeout and reported as an error (not a divergence); with
-// block_on_error the write is refused.
+// gate's timeout and reported as an error (not a divergence). Under block
+// such a write is refused by default (block_on_error defaults to true with
+// policy block); block_on_error false lets it land with the report.
 func TestGateBoundsReplays(t *testing.T) {
-	rt, dir, _, _ := gateRoot(t, "block", func(c *agentos.Config) {
-		c.Governance.Gate.BlockOnError = true
+	loop, _ := json.Marshal(map[string]string{"path": gateTool, "search": "let total = 0;", "replace": "let total = 0;\n  while (lines.length > 0) { total++; }"})
+	bounded := func(c *agentos.Config) {
 		c.Governance.Gate.Timeout = agentos.Duration(300 * time.Millisecond)
 		c.Governance.Gate.Runs = new(int)
 		*c.Governance.Gate.Runs = 2
-	})
-	args, _ := json.Marshal(map[string]string{"path": gateTool, "search": "let total = 0;", "replace": "let total = 0;\n  while (lines.length > 0) { total++; }"})
-	_, err := rt.Call(context.Background(), "patch_file", args)
+	}
+	rt, dir, _, _ := gateRoot(t, "block", bounded)
+	_, err := rt.Call(context.Background(), "patch_file", loop)
 	if !errors.Is(err, gate.ErrBlocked) || strings.Count(err.Error(), "(error: the replay stopped at its limit (timeout 300ms)") != 2 {
-		t.Fatalf("a looping version: %v", err)
+		t.Fatalf("a looping version under block (block_on_error unset): %v", err)
 	}
 	if disk, _ := os.ReadFile(filepath.Join(dir, gateTool)); string(disk) != gateBuggy {
 		t.Fatal("the refused patch reached the working tree")
 	}
+
+	rt, dir, _, _ = gateRoot(t, "block", bounded, func(c *agentos.Config) { c.Governance.Gate.BlockOnError = new(bool) })
+	out, err := rt.Call(context.Background(), "patch_file", loop)
+	if err != nil {
+		t.Fatalf("a looping version under block with block_on_error false: %v", err)
+	}
+	if rep := writtenGate(t, out); rep == nil || rep.Errors != 2 || rep.Blocked {
+		t.Fatalf("report: %s", out)
+	}
+	if disk, _ := os.ReadFile(filepath.Join(dir, gateTool)); !strings.Contains(string(disk), "while (lines.length > 0)") {
+		t.Fatal("the patch allowed by block_on_error false did not land")
+	}
+}
+
+// Under block, a change cannot be split in two writes to escape the gate:
+// a comment-only version (its predecessor's runs replay the same, it
+// lands, and never runs) and then the real change, which finds no run of
+// the comment-only version and is gated against the runs of the newest
+// earlier version that has some. The same after a version that does not
+// compile (held locally, never gated, never run).
+func TestGateBlockTwoStepWrite(t *testing.T) {
+	rt, dir, _, runs := gateRoot(t, "block")
+	comment := strings.Replace(gateBuggy, "Sums the numbers", "Adds up the numbers", 1)
+	out := write(t, rt, gateTool, comment)
+	if rep := writtenGate(t, out); rep == nil || rep.Same != 5 || rep.Blocked || rep.ReplacedHash != "" {
+		t.Fatalf("the comment-only write: %s", out)
+	}
+	fixed := strings.Replace(comment, gateBugSearch, gateBugFix, 1)
+	refused := func(step string) {
+		t.Helper()
+		args, _ := json.Marshal(map[string]string{"path": gateTool, "content": fixed})
+		_, err := rt.Call(context.Background(), "write_file", args)
+		if !errors.Is(err, gate.ErrBlocked) {
+			t.Fatalf("%s: the behaviour-changing write was not refused: %v", step, err)
+		}
+		for _, id := range runs[:4] {
+			if !strings.Contains(err.Error(), id+" (different: ") {
+				t.Errorf("%s: the error does not name run %s: %v", step, id, err)
+			}
+		}
+		if !strings.Contains(err.Error(), "version "+transpile.Hash([]byte(gateBuggy))[:12]+" (the version being replaced") {
+			t.Errorf("%s: the error does not say which version's runs were replayed: %v", step, err)
+		}
+		if disk, _ := os.ReadFile(filepath.Join(dir, gateTool)); string(disk) == fixed {
+			t.Fatalf("%s: the refused write reached the working tree", step)
+		}
+	}
+	refused("after a comment-only version")
+	// What a write of it would be gated with says the same, in the report.
+	rep, err := rt.CheckAgainstRuns(context.Background(), gateTool, []byte(fixed), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Blocked || rep.Different != 4 || rep.OldHash != transpile.Hash([]byte(gateBuggy)) ||
+		rep.ReplacedHash != transpile.Hash([]byte(comment)) || !strings.Contains(rep.Previous, "no recorded run") {
+		t.Fatalf("CheckAgainstRuns after a comment-only version: %+v", rep)
+	}
+
+	// A version that does not compile is held locally, not gated.
+	args, _ := json.Marshal(map[string]string{"path": gateTool, "content": comment + "\nexport const = ;\n"})
+	if _, err := rt.Call(context.Background(), "write_file", args); err == nil || errors.Is(err, gate.ErrBlocked) {
+		t.Fatalf("a version that does not compile: %v", err)
+	}
+	refused("after a version that does not compile")
 }
 
 // governance.gate is checked when agentos.json is loaded.
@@ -292,13 +363,33 @@ func TestGateConfig(t *testing.T) {
 		cfg, err := agentos.LoadConfig(dir)
 		if want == "" {
 			o := cfg.Governance.Gate.Options()
-			if err != nil || o.Runs != 3 || o.Policy != gate.PolicyBlock || !o.BlockOnError || o.Timeout != 2*time.Second {
+			if err != nil || o.Runs != 3 || o.Policy != gate.PolicyBlock || !o.BlocksOnError() || o.Timeout != 2*time.Second {
 				t.Errorf("%s: %+v %v", body, o, err)
 			}
 			continue
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+	// block_on_error: true by default under block, settable false; never
+	// under warn.
+	for body, want := range map[string]bool{
+		`{"governance": {"gate": {"policy": "block"}}}`:                          true,
+		`{"governance": {"gate": {"policy": "block", "block_on_error": false}}}`: false,
+		`{"governance": {"gate": {"policy": "warn", "block_on_error": true}}}`:   false,
+		`{"governance": {"gate": {}}}`:                                           false,
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, agentos.ConfigFile), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := agentos.LoadConfig(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Governance.Gate.Options().BlocksOnError(); got != want {
+			t.Errorf("%s: blocks on error %v, want %v", body, got, want)
 		}
 	}
 	zero := 0
@@ -327,8 +418,12 @@ func TestGateInWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The fixed version has no recorded run: nothing to replay.
-	if rep := writtenGate(t, out); rep == nil || len(rep.Runs) != 0 || !strings.Contains(rep.Note, "no recorded run") {
+	// The fixed version has no recorded run: the buggy version's runs are
+	// replayed instead (and diverge: the new version reads another file),
+	// and the report says so.
+	rep := writtenGate(t, out)
+	if rep == nil || rep.Divergence != 5 || rep.OldHash != transpile.Hash([]byte(gateBuggy)) ||
+		rep.ReplacedHash != transpile.Hash([]byte(strings.Replace(gateBuggy, gateBugSearch, gateBugFix, 1))) || rep.Previous == "" {
 		t.Fatalf("report: %s", out)
 	}
 }

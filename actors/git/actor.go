@@ -55,7 +55,8 @@ type Options struct {
 	RetryPause time.Duration
 	// Gate, when set, is the registration gate (docs/governance/gate.md):
 	// before a write that changes an existing tool source (gate.Applies)
-	// and compiles, the recorded runs of the previous version are
+	// and compiles, the recorded runs of the previous version (or, when
+	// that version never ran, of the newest earlier version that did) are
 	// replayed against the new one. IMPORTANT: it runs before the file is
 	// written, registered or committed, so that a report that is Blocked
 	// (policy block) refuses the write with nothing changed; otherwise

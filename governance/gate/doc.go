@@ -17,6 +17,14 @@
 // Report.Skipped). The most recent Options.Runs of them (default 5) are
 // replayed, newest first.
 //
+// IMPORTANT: when the version being replaced has no such run (it was
+// written and never ran: a comment-only change, or a version that did not
+// compile), the runs of the newest earlier version of the path that has
+// some are replayed instead (PreviousHash; never the new source's own
+// runs), and Report.ReplacedHash and Report.Previous say so. Otherwise a
+// change split in two writes, a harmless one then the real one, would
+// reach the tool tree unjudged.
+//
 // IMPORTANT: a gate replay MUST NOT touch a device: every driver call is
 // answered from the journal (the replay middleware), and a call the
 // recording does not have stops the replay as a divergence instead of
@@ -28,8 +36,10 @@
 //
 // PolicyWarn (the default) reports and lets the write land. PolicyBlock
 // refuses it (Report.Blocked, Report.Err wrapping ErrBlocked and naming the
-// runs) when a run gave a different result or diverged; with
-// Options.BlockOnError also when a run could not be judged (it could not be
-// replayed, or stopped at a limit). The caller (the git actor, through
-// node) MUST then write, register and commit nothing.
+// runs) when a run gave a different result or diverged, and also when a
+// run could not be judged (it could not be replayed, or stopped at a
+// limit) unless Options.BlockOnError is explicitly false. The caller (the
+// git actor, through node) MUST then write, register and commit nothing.
+// The error addresses the writer (often an agent): it says what a human
+// operator can do, and does not suggest changing the policy.
 package gate

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -49,10 +50,13 @@ type Options struct {
 	// Policy is PolicyWarn ("" too) or PolicyBlock.
 	Policy Policy
 	// BlockOnError, under PolicyBlock, also refuses a write when a run
-	// could not be judged (its replay failed, or stopped at a limit).
-	// Default false: such runs are reported (OutcomeError) and do not
-	// block.
-	BlockOnError bool
+	// could not be judged (its replay failed, or stopped at a limit, as a
+	// new version that loops does). nil means true under PolicyBlock: a
+	// version that cannot be judged is not let through by a policy meant
+	// to refuse unjudged changes. Set it to false explicitly to have such
+	// runs reported (OutcomeError) without blocking. Ignored under
+	// PolicyWarn.
+	BlockOnError *bool
 	// Timeout caps the timeout of one replay (its recorded timeout when
 	// shorter). 0 means DefaultTimeout.
 	Timeout time.Duration
@@ -72,6 +76,12 @@ func (o Options) Validate() error {
 		return fmt.Errorf("gate timeout %v must be positive", o.Timeout)
 	}
 	return nil
+}
+
+// BlocksOnError says whether a run that could not be judged refuses the
+// write: under PolicyBlock unless BlockOnError is explicitly false.
+func (o Options) BlocksOnError() bool {
+	return o.Policy == PolicyBlock && (o.BlockOnError == nil || *o.BlockOnError)
 }
 
 // Enabled says the gate replays anything.
@@ -136,12 +146,19 @@ type RunReport struct {
 // Report is what the gate found for one change of one tool.
 type Report struct {
 	Path string `json:"path"`
-	// OldHash is the previous version's content hash, NewHash the new one's.
+	// OldHash is the content hash of the previous version, the one whose
+	// recorded runs were replayed; NewHash the new one's.
 	OldHash string `json:"old_hash"`
 	NewHash string `json:"new_hash"`
-	// Previous says where the previous version came from when it is not
-	// the file the write replaces: "the newest recorded runs" (see
-	// PreviousHash).
+	// ReplacedHash is the content hash of the version being replaced when
+	// it is not OldHash: it has no recorded run to replay (it was written
+	// and never ran, e.g. a comment-only change), so the runs of the
+	// newest earlier version that has some were replayed instead.
+	ReplacedHash string `json:"replaced_hash,omitempty"`
+	// Previous says, in words, where the previous version came from when
+	// it is not the file the write replaces: an earlier version because
+	// the replaced one never ran, or the newest recorded version of a file
+	// edited in place (see PreviousHash).
 	Previous string `json:"previous,omitempty"`
 	Policy   Policy `json:"policy"`
 	// Found is how many finished runs of the previous version the journal
@@ -189,6 +206,9 @@ func (r Report) Summary() string {
 	}
 	s := fmt.Sprintf("gate: replayed %d recorded run(s) of the previous version of %s against the new one: %d same, %d different, %d divergent, %d error(s)",
 		len(r.Runs), r.Path, r.Same, r.Different, r.Divergence, r.Errors)
+	if r.Previous != "" {
+		s += " (previous version: " + r.Previous + ")"
+	}
 	if r.Blocked {
 		s += " (policy block: refused)"
 	}
@@ -196,16 +216,25 @@ func (r Report) Summary() string {
 }
 
 // Err is nil unless the policy refused the write: then an error wrapping
-// ErrBlocked that names the changed runs and says what to do.
+// ErrBlocked that names the changed runs and says what can be done. It
+// addresses whoever made the write, often an agent: IMPORTANT: it MUST NOT
+// suggest weakening the policy; accepting a change of behaviour is a
+// human operator's decision.
 func (r Report) Err() error {
 	if !r.Blocked {
 		return nil
 	}
 	if len(r.Runs) == 0 {
-		return fmt.Errorf("%w: %s: the gate could not judge the new version (%s) and governance.gate.block_on_error is set. Nothing was written, registered or committed", ErrBlocked, r.Path, r.Note)
+		return fmt.Errorf("%w: %s: the gate could not judge the new version (%s), and under policy block a version that cannot be judged is refused (governance.gate.block_on_error). Nothing was written, registered or committed. A human operator can look into it with 'agentos check --against-runs %s' on the node's tool tree", ErrBlocked, r.Path, r.Note, r.Path)
 	}
-	return fmt.Errorf("%w: %s: replaying %d recorded run(s) of the previous version (%s) gave %d different result(s), %d divergence(s) and %d error(s): %s. Nothing was written, registered or committed. Fix the new version, or see a run in full with 'agentos replay RUN --tool NEW.ts' (NEW.ts holding the new version); if the change is intended, set governance.gate.policy to \"warn\" in agentos.json",
-		ErrBlocked, r.Path, len(r.Runs), short(r.OldHash), r.Different, r.Divergence, r.Errors, strings.Join(r.Changed(), ", "))
+	prev := "the previous version (" + short(r.OldHash) + ")"
+	if r.ReplacedHash != "" {
+		prev = "version " + short(r.OldHash) + " (the version being replaced, " + short(r.ReplacedHash) + ", has no recorded run: the newest earlier version that has runs)"
+	}
+	return fmt.Errorf("%w: %s: replaying %d recorded run(s) of %s gave %d different result(s), %d divergence(s) and %d error(s): %s. Nothing was written, registered or committed. "+
+		"Fix the new version so that these runs keep their recorded results. "+
+		"If the change of behaviour is intended, it is for a human operator to accept: they can replay these runs against the new version with 'agentos check --against-runs %s' (the new version in that file) or 'agentos replay RUN --tool NEW.ts', and decide whether it lands",
+		ErrBlocked, r.Path, len(r.Runs), prev, r.Different, r.Divergence, r.Errors, strings.Join(r.Changed(), ", "), r.Path)
 }
 
 func (r *Report) count() {
@@ -290,13 +319,29 @@ func (g *Gate) CheckHash(ctx context.Context, path, oldHash string, newSrc []byt
 	all, err := g.j.Runs()
 	if err != nil {
 		r.Note = "the journal's runs could not be read: " + err.Error()
-		r.Blocked = g.opts.Policy == PolicyBlock && g.opts.BlockOnError
+		r.Blocked = g.opts.BlocksOnError()
 		return r
 	}
 	runs, found, skipped := Select(all, path, oldHash, g.opts.Runs)
 	r.Found, r.Skipped = found, skipped
+	if len(runs) == 0 && oldHash != "" {
+		// IMPORTANT: the version being replaced never ran (a comment-only
+		// change, or one that did not compile, written just before): its
+		// lack of runs MUST NOT let the next change through unjudged, so
+		// the runs of the newest earlier version that has some are
+		// replayed. Never the new source's own runs.
+		if prev, ok := PreviousHash(all, path, r.NewHash, oldHash); ok {
+			why := "it has no recorded run"
+			if skipped > 0 {
+				why = fmt.Sprintf("its %d recorded run(s) have redacted arguments", skipped)
+			}
+			r.OldHash, r.ReplacedHash = prev, oldHash
+			r.Previous = fmt.Sprintf("%s, the newest earlier version with recorded runs: the version being replaced (%s) was not used, %s", short(prev), short(oldHash), why)
+			runs, r.Found, r.Skipped = Select(all, path, prev, g.opts.Runs)
+		}
+	}
 	if len(runs) == 0 {
-		r.Note = fmt.Sprintf("no recorded run of the previous version of %s (%s) to replay", path, short(oldHash))
+		r.Note = fmt.Sprintf("no recorded run of the previous version of %s (%s) or of an earlier one to replay", path, short(oldHash))
 		if skipped > 0 {
 			r.Note += fmt.Sprintf(" (%d skipped: their arguments were redacted)", skipped)
 		}
@@ -316,17 +361,22 @@ func (g *Gate) CheckHash(ctx context.Context, path, oldHash string, newSrc []byt
 	wg.Wait()
 	r.count()
 	if g.opts.Policy == PolicyBlock {
-		r.Blocked = r.Different > 0 || r.Divergence > 0 || (g.opts.BlockOnError && r.Errors > 0)
+		r.Blocked = r.Different > 0 || r.Divergence > 0 || (g.opts.BlocksOnError() && r.Errors > 0)
 	}
 	return r
 }
 
-// PreviousHash returns the content hash of the newest recorded version of
-// path that is not newHash: the version whose runs were recorded last
-// before the new one (what 'agentos check --against-runs' compares a
-// locally edited file with). ok is false when the journal has no run of
-// path with another hash.
-func PreviousHash(all []journal.RunMeta, path, newHash string) (hash string, ok bool) {
+// PreviousHash returns the content hash of the newest version of path
+// that has runs the gate can replay (finished exec runs, not replays, with
+// their arguments: see Select) and is neither newHash nor one of the
+// excluded hashes: the version whose runs were recorded last before the
+// new one. Versions are ordered by their newest run made as the tool's
+// current file (a run of an old version called by its hash, at_version,
+// does not make that version newer). It is what 'agentos check
+// --against-runs' compares a locally edited file with, and what the gate
+// falls back to when the version being replaced has no run (exclude it).
+// ok is false when the journal has no such run.
+func PreviousHash(all []journal.RunMeta, path, newHash string, exclude ...string) (hash string, ok bool) {
 	want, err := vfs.Clean(path)
 	if err != nil {
 		want = path
@@ -334,7 +384,10 @@ func PreviousHash(all []journal.RunMeta, path, newHash string) (hash string, ok 
 	var newest time.Time
 	for _, m := range all {
 		tool, err := vfs.Clean(m.Tool)
-		if err != nil || tool != want || m.Hash == "" || m.Hash == newHash || m.ReplayOf != "" {
+		if err != nil {
+			tool = m.Tool
+		}
+		if tool != want || m.Hash == "" || m.Hash == newHash || slices.Contains(exclude, m.Hash) || !replayable(m) || m.AtVersion {
 			continue
 		}
 		if !ok || m.Started.After(newest) {
@@ -342,6 +395,13 @@ func PreviousHash(all []journal.RunMeta, path, newHash string) (hash string, ok 
 		}
 	}
 	return hash, ok
+}
+
+// replayable says the gate can replay run m: a finished exec run (ok or
+// failed) that is not a replay or recovery and kept its arguments.
+func replayable(m journal.RunMeta) bool {
+	return m.ReplayOf == "" && (m.Kind == "" || m.Kind == "exec") &&
+		(m.Status == journal.StatusOK || m.Status == journal.StatusFailed) && !m.ArgsRedacted
 }
 
 // CheckNewest is CheckHash against the newest recorded version of path

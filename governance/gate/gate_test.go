@@ -41,6 +41,45 @@ func TestSelect(t *testing.T) {
 	if _, ok := PreviousHash(all, "tools/z.ts", "h1"); ok {
 		t.Fatal("PreviousHash of a tool without runs")
 	}
+	// The fallback of a replaced version without runs: never the new
+	// version, never an excluded one, only versions with runs the gate can
+	// replay, ordered by their runs as the current file (not by a run of
+	// an old version called by its hash).
+	all = append(all,
+		journal.RunMeta{ID: "h3-running", Tool: "tools/x.ts", Hash: "h3", Status: journal.StatusRunning, Started: at(20)},
+		journal.RunMeta{ID: "h4-redacted", Tool: "tools/x.ts", Hash: "h4", Status: journal.StatusOK, ArgsRedacted: true, Started: at(21)},
+		journal.RunMeta{ID: "h5-replay", Tool: "tools/x.ts", Hash: "h5", Status: journal.StatusOK, ReplayOf: "x", Started: at(22)},
+		journal.RunMeta{ID: "h1-at-version", Tool: "tools/x.ts", Hash: "h1", Status: journal.StatusOK, AtVersion: true, Started: at(23)},
+	)
+	if h, ok := PreviousHash(all, "tools/x.ts", "new", "h6"); !ok || h != "h2" {
+		t.Fatalf("PreviousHash with runs it cannot replay: %q %v", h, ok)
+	}
+	if h, ok := PreviousHash(all, "tools/x.ts", "new", "h2"); !ok || h != "h1" {
+		t.Fatalf("PreviousHash excluding h2: %q %v", h, ok)
+	}
+	if h, ok := PreviousHash(all, "tools/x.ts", "h1", "h2"); ok {
+		t.Fatalf("PreviousHash returned %q with the new and the excluded versions the only ones", h)
+	}
+}
+
+// Under PolicyBlock a run that could not be judged blocks unless
+// BlockOnError is explicitly false; never under PolicyWarn.
+func TestBlocksOnError(t *testing.T) {
+	f, tr := false, true
+	for _, tc := range []struct {
+		o    Options
+		want bool
+	}{
+		{Options{Policy: PolicyBlock}, true},
+		{Options{Policy: PolicyBlock, BlockOnError: &f}, false},
+		{Options{Policy: PolicyBlock, BlockOnError: &tr}, true},
+		{Options{Policy: PolicyWarn, BlockOnError: &tr}, false},
+		{Options{}, false},
+	} {
+		if got := tc.o.BlocksOnError(); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc.o, got, tc.want)
+		}
+	}
 }
 
 func TestAppliesAndOptions(t *testing.T) {
@@ -94,5 +133,20 @@ func TestReportErr(t *testing.T) {
 	}
 	if strings.Contains(msg, "r3") {
 		t.Errorf("%q names the unchanged run", msg)
+	}
+	// It addresses the caller, often an agent: what a human operator can
+	// do, not an invitation to switch the policy to warn.
+	for _, bad := range []string{`"warn"`, "governance.gate.policy"} {
+		if strings.Contains(msg, bad) {
+			t.Errorf("%q invites weakening the policy (%s)", msg, bad)
+		}
+	}
+	if !strings.Contains(msg, "agentos check --against-runs tools/x.ts") || !strings.Contains(msg, "human operator") {
+		t.Errorf("%q does not say what the operator can do", msg)
+	}
+	// Runs of an earlier version than the replaced one: the error says so.
+	r.ReplacedHash = strings.Repeat("b", 64)
+	if msg := r.Err().Error(); !strings.Contains(msg, "version aaaaaaaaaaaa (the version being replaced, bbbbbbbbbbbb, has no recorded run") {
+		t.Errorf("%q does not name the version replayed and the one replaced", msg)
 	}
 }
