@@ -51,6 +51,29 @@ func MemoryName(p *kernel.Process) string {
 	return memory.EphemeralPrefix + strconv.FormatUint(uint64(p.PID()), 10)
 }
 
+// BindMemory has p's memory tools (remember, recall, forget) use name's
+// memory instead of MemoryName(p), until p ends: an agent process keeps
+// the memory of its first incarnation (a restart, a restore under another
+// name) and an unnamed agent's memory follows its run, not its pid. The
+// binder owns the memory's lifetime: a bound ephemeral memory is NOT
+// dropped when p ends.
+func (n *Node) BindMemory(p *kernel.Process, name string) {
+	if _, loaded := n.memNames.Swap(p, name); !loaded {
+		go func() {
+			<-p.Done()
+			n.memNames.Delete(p)
+		}()
+	}
+}
+
+// memoryName is p's memory name: the bound one, else MemoryName(p).
+func (n *Node) memoryName(p *kernel.Process) (name string, bound bool) {
+	if v, ok := n.memNames.Load(p); ok {
+		return v.(string), true
+	}
+	return MemoryName(p), false
+}
+
 // Memory returns the node's memory store (nil: none is configured).
 func (n *Node) Memory() *memory.Store { return n.opts.Memory }
 
@@ -65,8 +88,8 @@ func (n *Node) memoryStore() (*memory.Store, error) {
 // ownMemory returns p's memory name, and arranges for an ephemeral one to
 // be dropped when p ends.
 func (n *Node) ownMemory(p *kernel.Process) string {
-	name := MemoryName(p)
-	if strings.HasPrefix(name, memory.EphemeralPrefix) {
+	name, bound := n.memoryName(p)
+	if !bound && strings.HasPrefix(name, memory.EphemeralPrefix) {
 		if _, loaded := n.ephemeral.LoadOrStore(name, true); !loaded {
 			store := n.opts.Memory
 			go func() {
@@ -132,7 +155,7 @@ func (n *Node) recall(_ context.Context, p *kernel.Process, args json.RawMessage
 		}
 		kinds = []memory.Kind{k}
 	}
-	name := MemoryName(p)
+	name, _ := n.memoryName(p)
 	if a.Agent != "" && a.Agent != name {
 		if strings.HasPrefix(a.Agent, memory.EphemeralPrefix) {
 			return nil, fmt.Errorf("%w: agent %q: the memory of a process without a name is its own alone", ErrInvalidArgs, clip.Text(a.Agent))
