@@ -2,6 +2,7 @@ package agentos_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,6 +19,8 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/memory"
 )
 
 // modelCrashingAt is the scripted model's device that panics instead of
@@ -130,5 +133,127 @@ func TestUnnamedPagingAgentRestartResumes(t *testing.T) {
 		if strings.HasPrefix(a.Name, "#") {
 			t.Fatalf("the ended run's memory is still there: %+v", infos)
 		}
+	}
+}
+
+// Two live incarnations never write one agent run: a second process whose
+// state names the run of a live agent (a snapshot taken without --kill and
+// restored, or one snapshot restored twice) fails with agent.ErrRunHeld,
+// and the first goes on and ends its run alone.
+func TestAgentRunHeldByALiveIncarnation(t *testing.T) {
+	srv := llmtest.NewServer(resumeScript())
+	defer srv.Close()
+	rt := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess"})
+	client, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "scripted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := client.Device()
+	parked, resume := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	model := driver.DeviceFunc(func(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
+		if calls.Add(1) == 2 {
+			close(parked)
+			<-resume
+		}
+		return dev.Do(ctx, op, req)
+	})
+	firstDone := make(chan error, 1)
+	p, err := rt.Kernel().Spawn(agent.Main("What is the 20th Fibonacci number?", agent.MainOptions{
+		Node: rt.Node(), Model: model, Journal: rt.Journal(), Done: func(_ agent.Result, err error) { firstDone <- err },
+	}), kernel.SpawnOptions{Name: "asker", Image: agent.Image, Grants: defaultGrants()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-parked
+	state := p.State() // what a snapshot of it holds: its run
+	var st agent.State
+	if err := json.Unmarshal(state, &st); err != nil || st.Run == "" {
+		t.Fatalf("the agent's state: %s %v", state, err)
+	}
+	secondDone := make(chan error, 1)
+	image := agent.ImageMain(agent.MainOptions{Node: rt.Node(), Model: model, Journal: rt.Journal(), Done: func(_ agent.Result, err error) { secondDone <- err }})
+	q, err := rt.Kernel().Spawn(func(ctx context.Context, q *kernel.Process) error {
+		if err := q.SetState(state); err != nil {
+			return err
+		}
+		return image(ctx, q)
+	}, kernel.SpawnOptions{Name: "asker-copy", Image: agent.Image, Grants: defaultGrants()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-secondDone; !errors.Is(err, agent.ErrRunHeld) || !strings.Contains(err.Error(), st.Run) {
+		t.Fatalf("the second incarnation of run %s: %v, want ErrRunHeld", st.Run, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _ = q.Wait(ctx)
+	close(resume)
+	if err := <-firstDone; err != nil {
+		t.Fatalf("the first incarnation: %v", err)
+	}
+	meta, err := rt.Journal().Get(st.Run)
+	if err != nil || meta.Status != journal.StatusOK {
+		t.Fatalf("the run: %+v %v", meta, err)
+	}
+	if n := srv.Requests(); n != len(resumeScript()) {
+		t.Fatalf("the model received %d requests, want %d", n, len(resumeScript()))
+	}
+}
+
+// An agent restored under another name (agentos restore --name) keeps the
+// memory of its first incarnation: its resumed lessons request is the
+// recorded one (the agents it names), so the run resumes, and its memory
+// tools still reach that memory.
+func TestAgentRestoredUnderAnotherNameKeepsItsMemory(t *testing.T) {
+	srv := llmtest.NewServer(resumeScript())
+	defer srv.Close()
+	rt := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess", LLM: agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}})
+	if _, _, err := rt.Remember("alice", memory.Item{Kind: memory.Lesson, Text: "The Fibonacci tool lives in tools/math."}); err != nil {
+		t.Fatal(err)
+	}
+	atCrash := make(chan struct{})
+	model := crashingModel(t, srv.URL(), func(ctx context.Context) {
+		close(atCrash)
+		<-ctx.Done()
+	})
+	first := make(chan error, 1)
+	_, err := rt.Kernel().Spawn(agent.Main("What is the 20th Fibonacci number?", agent.MainOptions{
+		Node: rt.Node(), Model: model, Journal: rt.Journal(), Memory: agent.MemorySettings{Lessons: 4},
+		Done: func(_ agent.Result, err error) { first <- err },
+	}), kernel.SpawnOptions{Name: "alice", Image: agent.Image, Grants: defaultGrants()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-atCrash
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	info, err := rt.Snapshot(ctx, "alice", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("the killed incarnation: %v", err)
+	}
+	pid, err := rt.Restore(ctx, info.ID, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := rt.Kernel().Process(pid)
+	if q == nil {
+		t.Fatal("the restored process is not alive")
+	}
+	if r, _ := q.Wait(ctx); r.Kind != kernel.Normal {
+		t.Fatalf("the agent restored as bob ended with %v", r)
+	}
+	agents, _ := agentRuns(t, rt.Journal())
+	if len(agents) != 1 || agents[0].Status != journal.StatusOK {
+		t.Fatalf("agent runs: %+v", agents)
+	}
+	if n := srv.Requests(); n != 4 {
+		t.Fatalf("the model received %d requests, want 4", n)
+	}
+	if err := srv.Err(); err != nil {
+		t.Fatal(err)
 	}
 }
