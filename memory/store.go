@@ -283,7 +283,7 @@ func (m *agentMem) add(id uint64, it *Item) {
 	seen[norm(it.Text)] = id
 	x := m.idx[it.Kind]
 	if x == nil {
-		x = registry.NewIndex(pathPrefix)
+		x = registry.NewIndexWithoutPaths() // an id is not a word of the item
 		m.idx[it.Kind] = x
 	}
 	x.Put(registry.Tool{Path: docPath(id), Description: it.Text, Tags: it.Tags})
@@ -306,8 +306,8 @@ func (m *agentMem) remove(id uint64) {
 	m.idx[it.Kind].Remove(docPath(id))
 }
 
-// pathPrefix is the indexed items' path prefix: a path is "m/<id>", so
-// that the index's path field holds only the number.
+// pathPrefix is the indexed items' path prefix: a path is "m/<id>" (a key
+// of the index only: its path field is not searched).
 const pathPrefix = "m"
 
 func docPath(id uint64) string { return pathPrefix + "/" + strconv.FormatUint(id, 10) }

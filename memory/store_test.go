@@ -243,3 +243,21 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// Recall matches the items' text and tags, never their ids: a query "2"
+// does not find item 2 (whose text holds no 2).
+func TestRecallDoesNotMatchIDs(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "memory.db"), memory.Options{NoSync: true})
+	remember(t, s, "alice", memory.Fact, "The sky is blue.")
+	two := remember(t, s, "alice", memory.Fact, "Grass is green.")
+	if two.ID != "2" {
+		t.Fatalf("the second item's id is %q", two.ID)
+	}
+	hits, err := s.Recall("alice", "2", memory.RecallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 0 {
+		t.Fatalf("recall of \"2\" found %+v: it matched an id", hits)
+	}
+}
