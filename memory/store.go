@@ -422,7 +422,10 @@ func (s *Store) RememberAll(agent string, items []Item) ([]Item, []bool, error) 
 		return nil, nil, fmt.Errorf("%w: agent %q holds %d items, the limit (memory.max_items): forget some ('agentos memory forget %s ID', or the forget tool) or raise the limit", ErrFull, agent, len(m.items), agent)
 	}
 	ids := make([]uint64, len(fresh))
-	if ephemeral(agent) {
+	if len(fresh) == 0 && len(drop) == 0 {
+		// Nothing new (every item a duplicate: a resumed agent paging its
+		// turns again): no write, no fsync.
+	} else if ephemeral(agent) {
 		for j := range fresh {
 			m.next++
 			ids[j] = m.next

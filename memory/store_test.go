@@ -261,3 +261,24 @@ func TestRecallDoesNotMatchIDs(t *testing.T) {
 		t.Fatalf("recall of \"2\" found %+v: it matched an id", hits)
 	}
 }
+
+// Remembering only what is already there (a resumed agent paging the same
+// turns again) writes nothing to the file.
+func TestRememberDuplicatesWritesNothing(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "memory.db"), memory.Options{NoSync: true})
+	items := []memory.Item{{Kind: memory.Page, Text: "turn one"}, {Kind: memory.Page, Text: "turn two"}}
+	if _, _, err := s.RememberAll("alice", items); err != nil {
+		t.Fatal(err)
+	}
+	before := memory.WriteTxForTest(s)
+	if before == 0 {
+		t.Fatal("no write counted for the first batch")
+	}
+	stored, added, err := s.RememberAll("alice", items)
+	if err != nil || added[0] || added[1] || stored[0].ID != "1" || stored[1].ID != "2" {
+		t.Fatalf("%+v %v %v", stored, added, err)
+	}
+	if after := memory.WriteTxForTest(s); after != before {
+		t.Fatalf("%d page writes after remembering duplicates only, %d before", after, before)
+	}
+}
