@@ -280,7 +280,7 @@ func (m *agentMem) add(id uint64, it *Item) {
 		seen = map[string]uint64{}
 		m.seen[it.Kind] = seen
 	}
-	seen[norm(it.Text)] = id
+	seen[dupKey(it)] = id
 	x := m.idx[it.Kind]
 	if x == nil {
 		x = registry.NewIndexWithoutPaths() // an id is not a word of the item
@@ -300,8 +300,8 @@ func (m *agentMem) remove(id uint64) {
 		return
 	}
 	delete(m.items, id)
-	if seen := m.seen[it.Kind]; seen[norm(it.Text)] == id {
-		delete(seen, norm(it.Text))
+	if seen := m.seen[it.Kind]; seen[dupKey(it)] == id {
+		delete(seen, dupKey(it))
 	}
 	m.idx[it.Kind].Remove(docPath(id))
 }
@@ -320,6 +320,17 @@ func docID(path string) (uint64, bool) {
 // norm is text as compared for duplicates: trimmed, spaces collapsed,
 // lower case.
 func norm(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+
+// dupKey is what makes two items of a kind the same: their normalised
+// text, and for pages their run too (a page is a turn of one run: the same
+// turn in another run is another page; within a run it is stored once, so
+// that a resumed agent paging its turns again gets the same ids).
+func dupKey(it *Item) string {
+	if it.Kind == Page {
+		return it.Run + "\x00" + norm(it.Text)
+	}
+	return norm(it.Text)
+}
 
 // prepare checks and normalises it for agent.
 func (s *Store) prepare(agent string, it Item) (Item, error) {
@@ -392,7 +403,7 @@ func (s *Store) RememberAll(agent string, items []Item) ([]Item, []bool, error) 
 	var fresh []int // indexes into prepared of the items to add
 	batch := map[Kind]map[string]int{}
 	for i, it := range prepared {
-		n := norm(it.Text)
+		n := dupKey(&it)
 		if id, ok := m.seen[it.Kind][n]; ok {
 			out[i] = *m.items[id]
 			continue
@@ -480,7 +491,7 @@ func (s *Store) RememberAll(agent string, items []Item) ([]Item, []bool, error) 
 	}
 	for i := range out { // duplicates within the batch: the stored item
 		if !added[i] && out[i].ID == "" {
-			n := norm(out[i].Text)
+			n := dupKey(&out[i])
 			out[i] = *m.items[m.seen[out[i].Kind][n]]
 		}
 	}

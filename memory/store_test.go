@@ -282,3 +282,21 @@ func TestRememberDuplicatesWritesNothing(t *testing.T) {
 		t.Fatalf("%d page writes after remembering duplicates only, %d before", after, before)
 	}
 }
+
+// A page is stored once per run: the same turn paged again in its run is
+// the same page (a resume), in another run it is another page.
+func TestPagesDedupWithinARunOnly(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "memory.db"), memory.Options{NoSync: true})
+	a, _, err := s.Remember("alice", memory.Item{Kind: memory.Page, Text: "assistant called list_files", Run: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, added, err := s.Remember("alice", memory.Item{Kind: memory.Page, Text: "assistant called list_files", Run: "r1"})
+	if err != nil || added || again.ID != a.ID {
+		t.Fatalf("the same page in its run: %+v added=%v %v", again, added, err)
+	}
+	other, added, err := s.Remember("alice", memory.Item{Kind: memory.Page, Text: "assistant called list_files", Run: "r2"})
+	if err != nil || !added || other.ID == a.ID || other.Run != "r2" {
+		t.Fatalf("the same text paged by another run: %+v added=%v %v", other, added, err)
+	}
+}
