@@ -16,6 +16,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/supervisor"
 	"github.com/agentos-run/agentos/agent"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
@@ -255,5 +256,71 @@ func TestAgentRestoredUnderAnotherNameKeepsItsMemory(t *testing.T) {
 	}
 	if err := srv.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A nursery agent (Runtime.Spawn) uses memory as RunAgent's do: its
+// conversation is paged at memory.window_tokens and a named one is given
+// its lessons.
+func TestSpawnedAgentPagesAndRecallsLessons(t *testing.T) {
+	root := t.TempDir()
+	docs := filepath.Join(root, "tools", "docs")
+	if err := os.MkdirAll(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := []llmtest.Step{}
+	for i := range 4 {
+		var b strings.Builder
+		for b.Len() < 8<<10 {
+			fmt.Fprintf(&b, "Part %d line %d of the archive. ", i, b.Len())
+		}
+		if err := os.WriteFile(filepath.Join(docs, fmt.Sprintf("big-%d.txt", i)), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		script = append(script, toolCall(fmt.Sprintf("b%d", i), "read_file", fmt.Sprintf(`{"path":"tools/docs/big-%d.txt"}`, i)))
+	}
+	script = append(script, llmtest.Step{Content: "read"})
+	srv := llmtest.NewServer(script)
+	defer srv.Close()
+	rt := start(t, agentos.Config{Root: root, Isolation: "inprocess", LLM: agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"},
+		Memory: agentos.MemoryConfig{WindowTokens: 8192},
+		Agents: agentos.AgentsConfig{Templates: map[string]agentos.AgentTemplate{
+			"reader": {Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/"}, {Right: capability.LLM}}, Tools: []string{"read_file"}},
+		}}})
+	if _, _, err := rt.Remember("alice", memory.Item{Kind: memory.Lesson, Text: "Read the archive parts in order."}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rt.Spawn(context.Background(), "reader", "Read the archive parts in tools/docs.", agentos.SpawnOptions{Name: "alice"})
+	if err != nil || srv.Err() != nil {
+		t.Fatalf("%v; the model saw: %v", err, srv.Err())
+	}
+	if res.Paged == 0 {
+		t.Fatalf("the spawned agent paged nothing: %+v", res)
+	}
+	if first := srv.Received()[0]; !strings.Contains(first.Messages[0].Content, "Read the archive parts in order.") {
+		t.Fatalf("the spawned agent's system prompt lacks its lesson: %.300q", first.Messages[0].Content)
+	}
+	if _, err := rt.Spawn(context.Background(), "reader", "anything", agentos.SpawnOptions{Name: "#1"}); err == nil || !strings.Contains(err.Error(), "reserved") {
+		t.Fatalf("an agent named #1: %v, want a refusal", err)
+	}
+	if _, err := rt.RunAgent(context.Background(), "anything", agentos.AgentOptions{Name: "#1"}); err == nil || !strings.Contains(err.Error(), "reserved") {
+		t.Fatalf("an agent named #1: %v, want a refusal", err)
+	}
+}
+
+// A process named like an unnamed process's memory ("#7") cannot use the
+// memory tools: it would own that process's memory.
+func TestProcessNamedLikeAnEphemeralMemoryIsRefused(t *testing.T) {
+	rt := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess"})
+	p, err := rt.Kernel().Spawn(func(ctx context.Context, _ *kernel.Process) error { <-ctx.Done(); return nil },
+		kernel.SpawnOptions{Name: "#7", Grants: defaultGrants()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Kernel().Kill(p.PID(), "test over")
+	for tool, args := range map[string]string{"remember": `{"text":"x"}`, "recall": `{"query":"x"}`, "forget": `{"id":"1"}`} {
+		if _, err := rt.Node().Call(context.Background(), p, tool, json.RawMessage(args)); err == nil || !strings.Contains(err.Error(), "reserved") {
+			t.Fatalf("%s by a process named #7: %v, want a refusal", tool, err)
+		}
 	}
 }

@@ -226,6 +226,10 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 			opts.Done(res, err)
 		}
 	}
+	if err := memory.CheckProcessName(p.Name()); err != nil {
+		done(Result{}, err)
+		return err
+	}
 	tools, err := opts.Node.Tools(p, st.Tools...)
 	if err != nil {
 		done(Result{}, err)

@@ -229,6 +229,17 @@ func CheckName(name string) error {
 	return nil
 }
 
+// CheckProcessName refuses a process name that would own an unnamed
+// process's memory: one starting with EphemeralPrefix (a process named
+// "#7" would read and write unnamed process 7's). "" (unnamed) is valid.
+// IMPORTANT: every place that names an agent's process MUST check it.
+func CheckProcessName(name string) error {
+	if strings.HasPrefix(name, EphemeralPrefix) {
+		return fmt.Errorf("%w: the agent name %q starts with %q, reserved for the memories of unnamed agents: choose another name", ErrInvalid, name, EphemeralPrefix)
+	}
+	return nil
+}
+
 func ephemeral(agent string) bool { return strings.HasPrefix(agent, EphemeralPrefix) }
 
 // agent returns agent's memory, loading it from the file on first use.
