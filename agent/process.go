@@ -71,8 +71,8 @@ type ProcessOptions struct {
 	// (the runtime registers it for every configured template).
 	Image string
 	// WindowTokens is the model's context window: the conversation is
-	// paged into the node's memory (Node.Memory, under the process's
-	// memory name, node.MemoryName) when it would outgrow it, and the
+	// paged into the node's memory (Node.Memory, under the agent's
+	// memory name, State.MemoryName) when it would outgrow it, and the
 	// recall tool brings pages back (see Paging). 0: no paging.
 	WindowTokens int
 	// ReserveTokens is kept free for the answer (0: WindowTokens/8).
