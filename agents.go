@@ -125,10 +125,16 @@ func (rt *Runtime) Spawn(ctx context.Context, name, task string, opts SpawnOptio
 	if steps == 0 {
 		steps = t.MaxSteps
 	}
+	// Paging, lessons and distillation as for RunAgent (the memory section).
+	mem, err := rt.agentMemory(opts.Name, 0, 0, false)
+	if err != nil {
+		return agent.Result{}, err
+	}
 	res, err := agent.RunProcess(ctx, task, agent.ProcessOptions{
 		Node: rt.node, Model: rt.model, Journal: rt.j, PII: rt.pii,
 		Name: opts.Name, Grants: grants, Quota: quota, MaxSteps: steps,
 		System: system, Persona: used, Tools: t.Tools, Parent: parent, Image: TemplateImage(name),
+		WindowTokens: mem.WindowTokens, ReserveTokens: mem.ReserveTokens, Lessons: mem.Lessons, Distill: mem.Distill,
 	})
 	if err != nil && errors.Is(err, capability.ErrAmplify) {
 		return res, fmt.Errorf("agentos: template %q asks for rights its spawner (process %v) lacks: %w; a spawned agent can never do more than its spawner (add the right to the spawner's grants, or remove it from the template's)", name, parent.PID(), err)

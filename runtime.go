@@ -381,26 +381,41 @@ func (rt *Runtime) RunAgent(ctx context.Context, task string, opts AgentOptions)
 	if err != nil {
 		return agent.Result{}, err
 	}
-	window, reserve := opts.WindowTokens, opts.ReserveTokens
+	if opts.Distill && opts.Name == "" {
+		return agent.Result{}, errors.New("agentos: AgentOptions.Distill needs a Name: lessons are kept in the memory of a named agent, for its later runs")
+	}
+	mem, err := rt.agentMemory(opts.Name, opts.WindowTokens, opts.ReserveTokens, opts.Distill)
+	if err != nil {
+		return agent.Result{}, err
+	}
+	return agent.RunProcess(ctx, task, agent.ProcessOptions{
+		Node: rt.node, Model: rt.model, Journal: rt.j, PII: rt.pii,
+		Name: opts.Name, Grants: grants, Quota: opts.Quota, MaxSteps: opts.MaxSteps,
+		System: system, Persona: used, Tools: opts.Tools,
+		WindowTokens: mem.WindowTokens, ReserveTokens: mem.ReserveTokens,
+		Lessons: mem.Lessons, Distill: mem.Distill,
+	})
+}
+
+// agentMemory resolves an agent's use of memory (RunAgent, Spawn): its
+// window (0: memory.window_tokens, with memory.reserve_tokens), the
+// lessons recalled (memory.recall_lessons) and the distillation (distill
+// or memory.distill). It refuses a name starting with
+// memory.EphemeralPrefix: such names are the memories of unnamed agents.
+func (rt *Runtime) agentMemory(name string, window, reserve int, distill bool) (agent.MemorySettings, error) {
+	if err := memory.CheckProcessName(name); err != nil {
+		return agent.MemorySettings{}, fmt.Errorf("agentos: %w", err)
+	}
 	if window == 0 {
 		window = rt.cfg.Memory.WindowTokens
 		if reserve == 0 {
 			reserve = rt.cfg.Memory.ReserveTokens
 		}
 	}
-	if opts.Distill && opts.Name == "" {
-		return agent.Result{}, errors.New("agentos: AgentOptions.Distill needs a Name: lessons are kept in the memory of a named agent, for its later runs")
-	}
 	if window > 0 && reserve >= window {
-		return agent.Result{}, fmt.Errorf("agentos: the agent's reserve of %d tokens leaves nothing of its %d-token window: reserve less (0: an eighth)", reserve, window)
+		return agent.MemorySettings{}, fmt.Errorf("agentos: the agent's reserve of %d tokens leaves nothing of its %d-token window: reserve less (0: an eighth)", reserve, window)
 	}
-	return agent.RunProcess(ctx, task, agent.ProcessOptions{
-		Node: rt.node, Model: rt.model, Journal: rt.j, PII: rt.pii,
-		Name: opts.Name, Grants: grants, Quota: opts.Quota, MaxSteps: opts.MaxSteps,
-		System: system, Persona: used, Tools: opts.Tools,
-		WindowTokens: window, ReserveTokens: reserve,
-		Lessons: rt.cfg.Memory.lessons(), Distill: opts.Distill || rt.cfg.Memory.Distill,
-	})
+	return agent.MemorySettings{WindowTokens: window, ReserveTokens: reserve, Lessons: rt.cfg.Memory.lessons(), Distill: distill || rt.cfg.Memory.Distill}, nil
 }
 
 // PII returns the tool root's tokenizer, nil when the pii section detects

@@ -224,11 +224,11 @@ func (pg *pager) foldLines() {
 	}
 	for len(pg.lines) > 2 && size() > limit {
 		if pg.folded == 0 {
-			pg.folded = 1
+			pg.folded = 1 // lines[0], one page, becomes the folded line
 		} else {
-			pg.lines = pg.lines[1:] // drop the folded line, refolded below
+			pg.lines = pg.lines[1:] // the folded line goes; the next page's line becomes it
+			pg.folded++
 		}
-		pg.folded++
 		pg.lines[0] = fmt.Sprintf("- %d older pages (recall searches them all)", pg.folded)
 	}
 }

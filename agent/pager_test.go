@@ -61,6 +61,9 @@ func TestFitInvariants(t *testing.T) {
 		if est := pg.estimate(msgs, nil); est > pg.budget {
 			t.Fatalf("turn %d: %d tokens over the budget of %d", i, est, pg.budget)
 		}
+		if pg.noted {
+			checkNoteCount(t, i, msgs[2].Content, pg.paged)
+		}
 		for j, m := range msgs {
 			if m.Role == llm.RoleTool && (j == 0 || msgs[j-1].Role != llm.RoleTool && len(msgs[j-1].ToolCalls) == 0) {
 				t.Fatalf("turn %d: message %d is a tool result without its call", i, j)
@@ -135,5 +138,23 @@ func BenchmarkPagingPerTurn(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(pg.paged)/float64(b.N), "pages/turn")
 		})
+	}
+}
+
+// checkNoteCount: the paging note accounts for every paged turn once: the
+// folded line's count plus the page lines is the number of turns paged.
+func checkNoteCount(t *testing.T, turn int, note string, paged int) {
+	t.Helper()
+	folded, lines := 0, 0
+	for _, l := range strings.Split(note, "\n") {
+		if _, err := fmt.Sscanf(l, "- %d older pages", &folded); err == nil {
+			continue
+		}
+		if strings.HasPrefix(l, "- page ") {
+			lines++
+		}
+	}
+	if folded+lines != paged {
+		t.Fatalf("turn %d: the note counts %d folded + %d pages, %d turns were paged", turn, folded, lines, paged)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
@@ -69,8 +71,8 @@ type ProcessOptions struct {
 	// (the runtime registers it for every configured template).
 	Image string
 	// WindowTokens is the model's context window: the conversation is
-	// paged into the node's memory (Node.Memory, under the process's
-	// memory name, node.MemoryName) when it would outgrow it, and the
+	// paged into the node's memory (Node.Memory, under the agent's
+	// memory name, State.MemoryName) when it would outgrow it, and the
 	// recall tool brings pages back (see Paging). 0: no paging.
 	WindowTokens int
 	// ReserveTokens is kept free for the answer (0: WindowTokens/8).
@@ -101,7 +103,19 @@ type State struct {
 	Memory MemorySettings `json:"memory,omitzero"`
 	// Run is the journal run of the loop ("" before it began).
 	Run string `json:"run,omitempty"`
+	// MemoryName is the memory the agent pages into, recalls its lessons
+	// from and distills into, set by its first incarnation: its process
+	// name, or, unnamed, its run's ephemeral memory (RunMemory). Every
+	// later incarnation (a restart, a restore, under another name too)
+	// uses it, so that its journaled calls repeat byte for byte.
+	MemoryName string `json:"memory_name,omitempty"`
 }
+
+// RunMemory is the memory name of an unnamed agent's run: ephemeral (kept
+// in the node's memory only), shared by the run's incarnations, and
+// dropped when the run ends (ok or failed), never when an incarnation is
+// interrupted (its run stays resumable).
+func RunMemory(run string) string { return memory.EphemeralPrefix + "run:" + run }
 
 // MemorySettings are an agent's use of the node's memory
 // (ProcessOptions' WindowTokens, ReserveTokens, Lessons, Distill).
@@ -212,6 +226,10 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 			opts.Done(res, err)
 		}
 	}
+	if err := memory.CheckProcessName(p.Name()); err != nil {
+		done(Result{}, err)
+		return err
+	}
 	tools, err := opts.Node.Tools(p, st.Tools...)
 	if err != nil {
 		done(Result{}, err)
@@ -230,6 +248,12 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 	replayed := 0 // model answers answered from the journal: paid already
 	if st.Run != "" {
 		if meta, err := opts.Journal.Get(st.Run); err == nil && meta.Status == journal.StatusRunning && meta.Kind == Kind {
+			release, err := claimRun(ctx, opts.Journal, meta.ID, p)
+			if err != nil {
+				done(Result{}, err)
+				return err
+			}
+			defer release()
 			rec, err := opts.Journal.Recover(meta.ID)
 			if err != nil {
 				done(Result{}, err)
@@ -269,11 +293,26 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 		}
 		run.Durable()
 		record = run.Middleware()
+		release, err := claimRun(ctx, opts.Journal, run.ID(), p)
+		if err != nil { // a new run: nobody else can hold it
+			_ = run.End(journal.StatusFailed, nil, nil)
+			done(Result{}, err)
+			return err
+		}
+		defer release()
+		st.MemoryName = "" // a new run: its memory is this process's
 	}
 	if began != nil {
 		began(run.ID())
 	}
 	st.Run = run.ID()
+	if st.MemoryName == "" {
+		st.MemoryName = cmp.Or(p.Name(), RunMemory(run.ID()))
+	}
+	memName := st.MemoryName
+	if store != nil {
+		opts.Node.BindMemory(p, memName)
+	}
 	state, _ := json.Marshal(st)
 	_ = p.SetState(state)
 	// Every journaled call of the run (the lessons recalled, model
@@ -283,21 +322,24 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 	rn := renumber()
 	host = driver.Chain(host, rn, opts.PII.ModelMiddleware(), record)
 	tooljournal := func(next driver.Host) driver.Host { return rn(record(next)) }
-	named := p.Name() != "" && store != nil
+	named := !strings.HasPrefix(memName, memory.EphemeralPrefix) && store != nil
 	system := cmp.Or(st.System, SystemPrompt)
 	fail := func(err error) error {
 		_ = run.End(journal.StatusFailed, nil, nil)
+		if store != nil {
+			store.Drop(memName)
+		}
 		done(Result{}, err)
 		return err
 	}
 	if named && st.Memory.Lessons > 0 {
-		lessons, err := RecallLessons(ctx, host, 0, []string{p.Name()}, task, st.Memory.Lessons)
+		lessons, err := RecallLessons(ctx, host, 0, []string{memName}, task, st.Memory.Lessons)
 		if err != nil {
 			return fail(err)
 		}
 		system = WithLessons(system, lessons)
 	}
-	paging, err := processPaging(st.Memory, opts.Node, p, run.ID())
+	paging, err := processPaging(st.Memory, opts.Node, memName, run.ID())
 	if err != nil {
 		return fail(err)
 	}
@@ -319,10 +361,7 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 	}
 	res, runErr := Run(ctx, Options{LLM: host, Tools: tools, System: system, MaxSteps: st.MaxSteps, PII: opts.PII, Journal: tooljournal, Paging: paging, Charge: charge}, task)
 	if runErr == nil && st.Memory.Distill && named && res.Reason == ReasonAnswer && ctx.Err() == nil {
-		runErr = distill(ctx, host, store, p.Name(), run.ID(), task, &res, charge)
-	}
-	if store != nil && p.Name() == "" {
-		store.Drop(node.MemoryName(p)) // a process without a name: its memory ends with it
+		runErr = distill(ctx, host, store, memName, run.ID(), task, &res, charge)
 	}
 	if ctx.Err() != nil || p.Context().Err() != nil {
 		// Killed, shut down, or the caller gave up: not an end of the loop.
@@ -339,6 +378,9 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 		errJSON, _ = json.Marshal(map[string]string{"message": runErr.Error()})
 	}
 	_ = run.End(status, out, errJSON)
+	if store != nil {
+		store.Drop(memName) // an unnamed agent's run memory ends with its run (a named one is kept)
+	}
 	done(res, runErr)
 	return runErr
 }
@@ -406,9 +448,9 @@ func WithLLM(grants []capability.Grant) []capability.Grant {
 }
 
 // processPaging is the paging of an agent process: its pages go to the
-// node's memory under the process's memory name, tagged "page" and with
+// node's memory under the agent's memory name (State.MemoryName), tagged "page" and with
 // the tools the turn called, and carry the agent's run id.
-func processPaging(opts MemorySettings, n *node.Node, p *kernel.Process, run string) (Paging, error) {
+func processPaging(opts MemorySettings, n *node.Node, name, run string) (Paging, error) {
 	if opts.WindowTokens <= 0 {
 		return Paging{}, nil
 	}
@@ -416,7 +458,6 @@ func processPaging(opts MemorySettings, n *node.Node, p *kernel.Process, run str
 	if store == nil {
 		return Paging{}, errors.New("agent: WindowTokens is set but the node has no memory store to page into (node.Options.Memory)")
 	}
-	name := node.MemoryName(p)
 	return Paging{WindowTokens: opts.WindowTokens, ReserveTokens: opts.ReserveTokens, PageOut: func(_ context.Context, pages []Page) ([]string, error) {
 		items := make([]memory.Item, len(pages))
 		for i, pg := range pages {
@@ -456,4 +497,69 @@ func distill(ctx context.Context, host driver.Host, store *memory.Store, agent, 
 	}
 	res.Lessons = lessons
 	return nil
+}
+
+// claims are the agent runs an incarnation is writing, in this OS process.
+var claims = struct {
+	sync.Mutex
+	m map[claimKey]*claim
+}{m: map[claimKey]*claim{}}
+
+type claimKey struct {
+	j   *journal.Journal
+	run string
+}
+
+type claim struct {
+	p        *kernel.Process
+	released chan struct{}
+}
+
+// ErrRunHeld: another live incarnation is writing the agent run (a
+// snapshot taken without --kill and restored, one snapshot restored
+// twice): a second writer would interleave its calls with the first's.
+var ErrRunHeld = errors.New("agent: the run is being written by another live incarnation")
+
+// claimRun claims run for p's incarnation, exclusively in this process,
+// until release (IMPORTANT: call it when the incarnation ends). A holder
+// whose process has ended (killed, crashed: its body is still unwinding)
+// is waited for; a live holder fails the claim with ErrRunHeld.
+func claimRun(ctx context.Context, j *journal.Journal, run string, p *kernel.Process) (release func(), err error) {
+	k := claimKey{j, run}
+	for {
+		claims.Lock()
+		c := claims.m[k]
+		if c == nil {
+			c = &claim{p: p, released: make(chan struct{})}
+			claims.m[k] = c
+			claims.Unlock()
+			var once sync.Once
+			return func() {
+				once.Do(func() {
+					claims.Lock()
+					delete(claims.m, k)
+					claims.Unlock()
+					close(c.released)
+				})
+			}, nil
+		}
+		claims.Unlock()
+		select {
+		case <-c.p.Done():
+		default:
+			return nil, fmt.Errorf("%w: run %s is held by process %d (%s), alive: kill one of them (agentos kill), or restore a snapshot taken with --kill once only", ErrRunHeld, run, c.p.PID(), cmp.Or(c.p.Name(), "unnamed"))
+		}
+		// The holder's process ended; its body lets go of the run when it
+		// returns (it is cancelled).
+		t := time.NewTimer(time.Minute)
+		select {
+		case <-c.released:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+			return nil, fmt.Errorf("%w: run %s: the ended process %d has not let go of it for a minute", ErrRunHeld, run, c.p.PID())
+		}
+	}
 }

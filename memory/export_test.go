@@ -18,3 +18,14 @@ func SetFormatForTest(path string, format int) error {
 		return tx.Bucket(bucketMeta).Put(keyFormat, []byte(strconv.Itoa(format)))
 	})
 }
+
+// WriteTxForTest is how many write transactions s's file has committed.
+func WriteTxForTest(s *Store) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return 0
+	}
+	st := s.db.Stats()
+	return int(st.TxStats.GetWrite())
+}

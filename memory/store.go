@@ -229,6 +229,17 @@ func CheckName(name string) error {
 	return nil
 }
 
+// CheckProcessName refuses a process name that would own an unnamed
+// process's memory: one starting with EphemeralPrefix (a process named
+// "#7" would read and write unnamed process 7's). "" (unnamed) is valid.
+// IMPORTANT: every place that names an agent's process MUST check it.
+func CheckProcessName(name string) error {
+	if strings.HasPrefix(name, EphemeralPrefix) {
+		return fmt.Errorf("%w: the agent name %q starts with %q, reserved for the memories of unnamed agents: choose another name", ErrInvalid, name, EphemeralPrefix)
+	}
+	return nil
+}
+
 func ephemeral(agent string) bool { return strings.HasPrefix(agent, EphemeralPrefix) }
 
 // agent returns agent's memory, loading it from the file on first use.
@@ -280,10 +291,10 @@ func (m *agentMem) add(id uint64, it *Item) {
 		seen = map[string]uint64{}
 		m.seen[it.Kind] = seen
 	}
-	seen[norm(it.Text)] = id
+	seen[dupKey(it)] = id
 	x := m.idx[it.Kind]
 	if x == nil {
-		x = registry.NewIndex(pathPrefix)
+		x = registry.NewIndexWithoutPaths() // an id is not a word of the item
 		m.idx[it.Kind] = x
 	}
 	x.Put(registry.Tool{Path: docPath(id), Description: it.Text, Tags: it.Tags})
@@ -300,14 +311,14 @@ func (m *agentMem) remove(id uint64) {
 		return
 	}
 	delete(m.items, id)
-	if seen := m.seen[it.Kind]; seen[norm(it.Text)] == id {
-		delete(seen, norm(it.Text))
+	if seen := m.seen[it.Kind]; seen[dupKey(it)] == id {
+		delete(seen, dupKey(it))
 	}
 	m.idx[it.Kind].Remove(docPath(id))
 }
 
-// pathPrefix is the indexed items' path prefix: a path is "m/<id>", so
-// that the index's path field holds only the number.
+// pathPrefix is the indexed items' path prefix: a path is "m/<id>" (a key
+// of the index only: its path field is not searched).
 const pathPrefix = "m"
 
 func docPath(id uint64) string { return pathPrefix + "/" + strconv.FormatUint(id, 10) }
@@ -320,6 +331,17 @@ func docID(path string) (uint64, bool) {
 // norm is text as compared for duplicates: trimmed, spaces collapsed,
 // lower case.
 func norm(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+
+// dupKey is what makes two items of a kind the same: their normalised
+// text, and for pages their run too (a page is a turn of one run: the same
+// turn in another run is another page; within a run it is stored once, so
+// that a resumed agent paging its turns again gets the same ids).
+func dupKey(it *Item) string {
+	if it.Kind == Page {
+		return it.Run + "\x00" + norm(it.Text)
+	}
+	return norm(it.Text)
+}
 
 // prepare checks and normalises it for agent.
 func (s *Store) prepare(agent string, it Item) (Item, error) {
@@ -392,7 +414,7 @@ func (s *Store) RememberAll(agent string, items []Item) ([]Item, []bool, error) 
 	var fresh []int // indexes into prepared of the items to add
 	batch := map[Kind]map[string]int{}
 	for i, it := range prepared {
-		n := norm(it.Text)
+		n := dupKey(&it)
 		if id, ok := m.seen[it.Kind][n]; ok {
 			out[i] = *m.items[id]
 			continue
@@ -422,7 +444,10 @@ func (s *Store) RememberAll(agent string, items []Item) ([]Item, []bool, error) 
 		return nil, nil, fmt.Errorf("%w: agent %q holds %d items, the limit (memory.max_items): forget some ('agentos memory forget %s ID', or the forget tool) or raise the limit", ErrFull, agent, len(m.items), agent)
 	}
 	ids := make([]uint64, len(fresh))
-	if ephemeral(agent) {
+	if len(fresh) == 0 && len(drop) == 0 {
+		// Nothing new (every item a duplicate: a resumed agent paging its
+		// turns again): no write, no fsync.
+	} else if ephemeral(agent) {
 		for j := range fresh {
 			m.next++
 			ids[j] = m.next
@@ -477,7 +502,7 @@ func (s *Store) RememberAll(agent string, items []Item) ([]Item, []bool, error) 
 	}
 	for i := range out { // duplicates within the batch: the stored item
 		if !added[i] && out[i].ID == "" {
-			n := norm(out[i].Text)
+			n := dupKey(&out[i])
 			out[i] = *m.items[m.seen[out[i].Kind][n]]
 		}
 	}

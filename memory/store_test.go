@@ -243,3 +243,60 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// Recall matches the items' text and tags, never their ids: a query "2"
+// does not find item 2 (whose text holds no 2).
+func TestRecallDoesNotMatchIDs(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "memory.db"), memory.Options{NoSync: true})
+	remember(t, s, "alice", memory.Fact, "The sky is blue.")
+	two := remember(t, s, "alice", memory.Fact, "Grass is green.")
+	if two.ID != "2" {
+		t.Fatalf("the second item's id is %q", two.ID)
+	}
+	hits, err := s.Recall("alice", "2", memory.RecallOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 0 {
+		t.Fatalf("recall of \"2\" found %+v: it matched an id", hits)
+	}
+}
+
+// Remembering only what is already there (a resumed agent paging the same
+// turns again) writes nothing to the file.
+func TestRememberDuplicatesWritesNothing(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "memory.db"), memory.Options{NoSync: true})
+	items := []memory.Item{{Kind: memory.Page, Text: "turn one"}, {Kind: memory.Page, Text: "turn two"}}
+	if _, _, err := s.RememberAll("alice", items); err != nil {
+		t.Fatal(err)
+	}
+	before := memory.WriteTxForTest(s)
+	if before == 0 {
+		t.Fatal("no write counted for the first batch")
+	}
+	stored, added, err := s.RememberAll("alice", items)
+	if err != nil || added[0] || added[1] || stored[0].ID != "1" || stored[1].ID != "2" {
+		t.Fatalf("%+v %v %v", stored, added, err)
+	}
+	if after := memory.WriteTxForTest(s); after != before {
+		t.Fatalf("%d page writes after remembering duplicates only, %d before", after, before)
+	}
+}
+
+// A page is stored once per run: the same turn paged again in its run is
+// the same page (a resume), in another run it is another page.
+func TestPagesDedupWithinARunOnly(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "memory.db"), memory.Options{NoSync: true})
+	a, _, err := s.Remember("alice", memory.Item{Kind: memory.Page, Text: "assistant called list_files", Run: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, added, err := s.Remember("alice", memory.Item{Kind: memory.Page, Text: "assistant called list_files", Run: "r1"})
+	if err != nil || added || again.ID != a.ID {
+		t.Fatalf("the same page in its run: %+v added=%v %v", again, added, err)
+	}
+	other, added, err := s.Remember("alice", memory.Item{Kind: memory.Page, Text: "assistant called list_files", Run: "r2"})
+	if err != nil || !added || other.ID == a.ID || other.Run != "r2" {
+		t.Fatalf("the same text paged by another run: %+v added=%v %v", other, added, err)
+	}
+}

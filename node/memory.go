@@ -51,6 +51,34 @@ func MemoryName(p *kernel.Process) string {
 	return memory.EphemeralPrefix + strconv.FormatUint(uint64(p.PID()), 10)
 }
 
+// BindMemory has p's memory tools (remember, recall, forget) use name's
+// memory instead of MemoryName(p), until p ends: an agent process keeps
+// the memory of its first incarnation (a restart, a restore under another
+// name) and an unnamed agent's memory follows its run, not its pid. The
+// binder owns the memory's lifetime: a bound ephemeral memory is NOT
+// dropped when p ends.
+func (n *Node) BindMemory(p *kernel.Process, name string) {
+	if _, loaded := n.memNames.Swap(p, name); !loaded {
+		go func() {
+			<-p.Done()
+			n.memNames.Delete(p)
+		}()
+	}
+}
+
+// memoryName is p's memory name: the bound one, else MemoryName(p). A
+// process whose own name starts with memory.EphemeralPrefix has none: it
+// would own an unnamed process's memory.
+func (n *Node) memoryName(p *kernel.Process) (name string, bound bool, err error) {
+	if v, ok := n.memNames.Load(p); ok {
+		return v.(string), true, nil
+	}
+	if err := memory.CheckProcessName(p.Name()); err != nil {
+		return "", false, fmt.Errorf("%w: process %v: %w", ErrInvalidArgs, p.PID(), err)
+	}
+	return MemoryName(p), false, nil
+}
+
 // Memory returns the node's memory store (nil: none is configured).
 func (n *Node) Memory() *memory.Store { return n.opts.Memory }
 
@@ -64,9 +92,12 @@ func (n *Node) memoryStore() (*memory.Store, error) {
 
 // ownMemory returns p's memory name, and arranges for an ephemeral one to
 // be dropped when p ends.
-func (n *Node) ownMemory(p *kernel.Process) string {
-	name := MemoryName(p)
-	if strings.HasPrefix(name, memory.EphemeralPrefix) {
+func (n *Node) ownMemory(p *kernel.Process) (string, error) {
+	name, bound, err := n.memoryName(p)
+	if err != nil {
+		return "", err
+	}
+	if !bound && strings.HasPrefix(name, memory.EphemeralPrefix) {
 		if _, loaded := n.ephemeral.LoadOrStore(name, true); !loaded {
 			store := n.opts.Memory
 			go func() {
@@ -76,7 +107,7 @@ func (n *Node) ownMemory(p *kernel.Process) string {
 			}()
 		}
 	}
-	return name
+	return name, nil
 }
 
 func (n *Node) remember(_ context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
@@ -92,8 +123,12 @@ func (n *Node) remember(_ context.Context, p *kernel.Process, args json.RawMessa
 	if err != nil || kind == memory.Page {
 		return nil, fmt.Errorf("%w: kind %q: use fact, lesson or preference (pages are written by context paging)", ErrInvalidArgs, clip.Text(string(a.Kind)))
 	}
+	own, err := n.ownMemory(p)
+	if err != nil {
+		return nil, err
+	}
 	p.CountCall()
-	it, added, err := store.Remember(n.ownMemory(p), memory.Item{Kind: kind, Text: a.Text, Tags: a.Tags})
+	it, added, err := store.Remember(own, memory.Item{Kind: kind, Text: a.Text, Tags: a.Tags})
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +167,10 @@ func (n *Node) recall(_ context.Context, p *kernel.Process, args json.RawMessage
 		}
 		kinds = []memory.Kind{k}
 	}
-	name := MemoryName(p)
+	name, _, err := n.memoryName(p)
+	if err != nil {
+		return nil, err
+	}
 	if a.Agent != "" && a.Agent != name {
 		if strings.HasPrefix(a.Agent, memory.EphemeralPrefix) {
 			return nil, fmt.Errorf("%w: agent %q: the memory of a process without a name is its own alone", ErrInvalidArgs, clip.Text(a.Agent))
@@ -146,8 +184,8 @@ func (n *Node) recall(_ context.Context, p *kernel.Process, args json.RawMessage
 			return nil, fmt.Errorf("reading agent %q's memory: %w", clip.Text(a.Agent), err)
 		}
 		name = a.Agent
-	} else {
-		name = n.ownMemory(p)
+	} else if name, err = n.ownMemory(p); err != nil {
+		return nil, err
 	}
 	p.CountCall()
 	hits, err := store.Recall(name, a.Query, memory.RecallOptions{Limit: int(a.Limit), Kinds: kinds})
@@ -169,8 +207,12 @@ func (n *Node) forget(_ context.Context, p *kernel.Process, args json.RawMessage
 	if err != nil {
 		return nil, err
 	}
+	own, err := n.ownMemory(p)
+	if err != nil {
+		return nil, err
+	}
 	p.CountCall()
-	if err := store.Forget(n.ownMemory(p), a.ID); err != nil {
+	if err := store.Forget(own, a.ID); err != nil {
 		return nil, err
 	}
 	return map[string]string{"forgotten": a.ID}, nil

@@ -145,6 +145,9 @@ type Node struct {
 	// ephemeral are the memory names of processes without a name whose
 	// end is watched (their memory is dropped then).
 	ephemeral sync.Map
+	// memNames are the memory names bound to live processes (BindMemory):
+	// *kernel.Process -> string.
+	memNames sync.Map
 	// run are the executor's options, read once at Boot: the default
 	// limits of a run, the kill grace, the tools directory. The node never
 	// reaches into the executor afterwards; runs go through execClient.

@@ -201,13 +201,17 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 	}
 	var host driver.Host = f.devices(caller)
 	var run *journal.Run
+	agents := lessonAgents(caller, f.lessons())
 	if f.opts.Journal != nil {
-		a := map[string]string{"spec": spec}
-		if f.lessons() {
+		a := map[string]any{"spec": spec}
+		if len(agents) > 0 {
 			// A resumed forge asks again (answered from the journal) only
 			// if this one asked: runs recorded before lessons existed
-			// resume as they were.
+			// resume as they were. It asks for the same agents' lessons
+			// whoever resumes it (the default process, agentos recover
+			// with no caller): the request must be the recorded one.
 			a["lessons"] = "1"
+			a["lesson_agents"] = agents
 		}
 		args, _ := json.Marshal(a)
 		if run, err = f.opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args}); err != nil {
@@ -219,7 +223,7 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 	}
 	// Above the journal: it records the tokenized requests.
 	host = driver.Chain(host, f.opts.PII.ModelMiddleware())
-	res, err := f.loop(ctx, host, spec, lessonAgents(caller, f.lessons()), charge)
+	res, err := f.loop(ctx, host, spec, agents, charge)
 	if run != nil {
 		res.RunID = run.ID()
 		if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) { // a cancelled forge (shutdown, crash) stays resumable
@@ -264,10 +268,17 @@ func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, 
 	rec.Run().Durable()
 	host := driver.Chain(f.devices(caller), f.opts.PII.ModelMiddleware(), rec.Middleware())
 	var asked struct {
-		Lessons string `json:"lessons"`
+		Lessons      string   `json:"lessons"`
+		LessonAgents []string `json:"lesson_agents"`
 	}
 	_ = json.Unmarshal(meta.Args, &asked)
-	res, err := f.loop(ctx, host, spec, lessonAgents(caller, asked.Lessons == "1"), charge)
+	agents := asked.LessonAgents
+	if asked.Lessons == "1" && len(agents) == 0 {
+		agents = lessonAgents(caller, true) // recorded before lesson_agents was saved
+	} else if asked.Lessons != "1" {
+		agents = nil
+	}
+	res, err := f.loop(ctx, host, spec, agents, charge)
 	res.RunID = id
 	if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) {
 		endRun(rec.Run(), res, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/samples"
@@ -65,6 +66,7 @@ type envOptions struct {
 	threshold float64
 	attempts  int
 	pii       *pii.Tokenizer
+	lessons   driver.Device
 }
 
 func newEnvWith(t testing.TB, srv *llmtest.Server, root string, o envOptions) env {
@@ -114,7 +116,7 @@ func newEnvWith(t testing.TB, srv *llmtest.Server, root string, o envOptions) en
 			_ = sys.Root.StopFuture(pid).Wait()
 		}
 	})
-	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: regClient, Threshold: o.threshold, Charger: o.charger, Checker: check.New(check.Options{}), Executor: executor.NewClient(sys.Root, exPID), Jail: jl, Journal: j, Git: git.NewClient(sys.Root, gitPID), MaxAttempts: o.attempts, Logger: quiet, PII: o.pii})
+	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: regClient, Threshold: o.threshold, Charger: o.charger, Checker: check.New(check.Options{}), Executor: executor.NewClient(sys.Root, exPID), Jail: jl, Journal: j, Git: git.NewClient(sys.Root, gitPID), MaxAttempts: o.attempts, Logger: quiet, PII: o.pii, Lessons: o.lessons, LessonsLimit: lessonsLimit(o.lessons)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,5 +216,56 @@ func TestForgeResumeNoRequestTwice(t *testing.T) {
 	}
 	if runs, _ := e2.j.Unfinished(); len(runs) != 0 {
 		t.Fatalf("still unfinished: %+v", runs)
+	}
+}
+
+func lessonsLimit(d driver.Device) int {
+	if d == nil {
+		return 0
+	}
+	return 4
+}
+
+// A forge started by a named agent asks for that agent's lessons and the
+// forge's; resumed by another caller (the default process, or agentos
+// recover with none), it asks for the same agents: its first journaled
+// call is the recorded one and it resumes.
+func TestForgeResumeKeepsLessonAgents(t *testing.T) {
+	root := t.TempDir()
+	var asked []string
+	lessons := driver.DeviceFunc(func(_ context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
+		var r struct {
+			Agents []string `json:"agents"`
+		}
+		_ = json.Unmarshal(req, &r)
+		asked = append(asked, strings.Join(r.Agents, ","))
+		return json.RawMessage(`{"lessons":["prefer iteration"]}`), nil
+	})
+	first := llmtest.NewServer([]llmtest.Step{submit(buggyCode)})
+	defer first.Close()
+	e := newEnvWith(t, first, root, envOptions{lessons: lessons})
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := forge.ForgeFor(e.f, ctx, "a tool that returns the n-th Fibonacci number", &executor.Caller{Name: "alice"}, func(llm.Usage) error {
+		cancel()
+		return context.Canceled
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted forge: %v", err)
+	}
+	runs, _ := e.j.Unfinished()
+	if len(runs) != 1 {
+		t.Fatalf("unfinished runs: %+v", runs)
+	}
+	e.j.Close()
+
+	second := llmtest.NewServer([]llmtest.Step{submit(fibCode)})
+	defer second.Close()
+	e2 := newEnvWith(t, second, root, envOptions{lessons: lessons})
+	res, err := e2.f.Resume(context.Background(), runs[0].ID, nil)
+	if err != nil || !res.Attempts[len(res.Attempts)-1].Passed {
+		t.Fatalf("resumed: %+v %v", res, err)
+	}
+	if got := strings.Join(asked, " "); got != "alice,forge" {
+		t.Fatalf("lessons asked of the device: %q, want once for alice,forge (the resume answered from the journal)", got)
 	}
 }

@@ -108,6 +108,8 @@ type index struct {
 	post   map[string][]posting
 	n      int
 	sumLen [numFields]int
+	// noPath leaves the path field out (NewIndexWithoutPaths).
+	noPath bool
 }
 
 func newIndex() *index {
@@ -146,6 +148,9 @@ func (x *index) put(t *Tool, toolsDir string) {
 	tfs := map[string]*[numFields]uint16{}
 	var toks []string
 	for f, texts := range fieldTexts(t, toolsDir) {
+		if fieldID(f) == fieldPath && x.noPath {
+			continue
+		}
 		for _, s := range texts {
 			toks = tokenize(s, toks[:0])
 			for _, w := range toks {
@@ -362,6 +367,16 @@ type Index struct {
 // (e.g. "/mcp"), which is left out of the indexed path field.
 func NewIndex(prefix string) *Index {
 	return &Index{x: newIndex(), tools: map[string]Tool{}, prefix: prefix}
+}
+
+// NewIndexWithoutPaths returns an empty Index whose documents' paths are
+// keys only, never searched: a query matches the name, tags and
+// description alone (memory items, whose paths are their ids: a query
+// "17" MUST NOT find item 17).
+func NewIndexWithoutPaths() *Index {
+	x := newIndex()
+	x.noPath = true
+	return &Index{x: x, tools: map[string]Tool{}}
 }
 
 // Put indexes t under t.Path, replacing what was there.
