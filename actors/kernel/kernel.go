@@ -108,6 +108,11 @@ type Kernel struct {
 	closed bool
 
 	hooks atomic.Pointer[[]func(Event)] // telemetry; copy on write, so Boot may add while processes run
+
+	boot       string          // this kernel instance's random id (snapshots name the kernel they were taken on)
+	restoreMu  sync.Mutex      // serializes Restore: check, spawn and consume are one step on this node
+	restoredMu sync.Mutex      // guards restored
+	restored   map[string]bool // keys of the snapshots restored by this kernel (SnapshotKey)
 }
 
 // New returns a kernel with no processes.
@@ -143,6 +148,7 @@ func New(opts Options) (*Kernel, error) {
 		now:    opts.Now,
 		names:  map[string]PID{},
 		images: map[string]Main{},
+		boot:   bootID(),
 	}, nil
 }
 
