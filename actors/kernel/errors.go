@@ -18,5 +18,5 @@ var (
 	// ErrNotRestorable: a snapshot was restored already, or its original
 	// process may still run; only a fork (RestoreOptions.Fork) starts it
 	// again.
-	ErrNotRestorable = errors.New("kernel: snapshot not restorable (restored already, or its process still runs)")
+	ErrNotRestorable = errors.New("kernel: snapshot not restorable")
 )

@@ -524,16 +524,16 @@ func (k *Kernel) restorable(v *Snapshot, key string) error {
 		if what != "" {
 			what = " as " + what
 		}
-		return fmt.Errorf("%w: the snapshot of %v taken at %s was restored already%s, and a snapshot restores once (its budget and rights went with it); to run a copy that duplicates them, restore with --fork (RestoreOptions.Fork)", ErrNotRestorable, v.PID, v.Taken.Format(time.RFC3339), what)
+		return fmt.Errorf("%w: restored already%s; a snapshot restores once: --fork (RestoreOptions.Fork) runs a copy that duplicates its budget", ErrNotRestorable, what)
 	}
 	if v.Killed {
 		return nil
 	}
 	if v.Kernel != k.boot {
-		return fmt.Errorf("%w: the snapshot of %v was taken without --kill on another kernel (or before this node restarted), which this kernel cannot ask whether the process still runs; take it with --kill to move a process, or restore with --fork (RestoreOptions.Fork) to run a copy with the same rights and budget", ErrNotRestorable, v.PID)
+		return fmt.Errorf("%w: taken without --kill on another kernel (or before a restart), so %v may still run there: snapshot with --kill to move a process, or --fork (RestoreOptions.Fork) runs a copy that duplicates its budget", ErrNotRestorable, v.PID)
 	}
 	if q := k.lookupPID(v.PID); q != nil {
-		return fmt.Errorf("%w: process %v, of which this is a snapshot taken without --kill, still runs: end it first (agentos kill %d), or restore with --fork (RestoreOptions.Fork) to run a copy with the same rights and budget", ErrNotRestorable, v.PID, v.PID)
+		return fmt.Errorf("%w: process %v, snapshotted without --kill, still runs: end it first (agentos kill %d), or --fork (RestoreOptions.Fork) runs a copy that duplicates its budget", ErrNotRestorable, v.PID, v.PID)
 	}
 	return nil
 }

@@ -94,7 +94,7 @@ func (s journalSnapshots) SnapshotRestored(_ context.Context, key string) (strin
 	if err != nil {
 		return "", false, err
 	}
-	return fmt.Sprintf("%s at %s (run %s)", meta.Tool, meta.Started.Format(time.RFC3339), meta.ID), true, nil
+	return fmt.Sprintf("%s at %s", meta.Tool, meta.Started.Format(time.RFC3339)), true, nil
 }
 
 func (s journalSnapshots) ConsumeSnapshot(_ context.Context, key, what string) error {
