@@ -109,7 +109,6 @@ type Kernel struct {
 
 	hooks atomic.Pointer[[]func(Event)] // telemetry; copy on write, so Boot may add while processes run
 
-	boot       string          // this kernel instance's random id (snapshots name the kernel they were taken on)
 	restoreMu  sync.Mutex      // serializes Restore: check, spawn and consume are one step on this node
 	restoredMu sync.Mutex      // guards restored
 	restored   map[string]bool // keys of the snapshots restored by this kernel (SnapshotKey)
@@ -148,7 +147,6 @@ func New(opts Options) (*Kernel, error) {
 		now:    opts.Now,
 		names:  map[string]PID{},
 		images: map[string]Main{},
-		boot:   bootID(),
 	}, nil
 }
 

@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -74,12 +73,10 @@ type Snapshot struct {
 	// process ends). A meter absent is unlimited. Restore limits the
 	// restored account to exactly this much more of each meter.
 	Budget capability.Limits `json:"budget,omitempty"`
-	// Kernel is the random id of the kernel instance the snapshot was
-	// taken on, Killed whether that ended the process (SnapshotOptions.Kill):
-	// a snapshot whose process ran on restores without a fork only on that
-	// kernel, after the process ended.
-	Kernel string `json:"kernel,omitempty"`
-	Killed bool   `json:"killed,omitempty"`
+	// Killed is whether taking it ended the process (SnapshotOptions.Kill):
+	// only such a snapshot restores without a fork (the process of another
+	// may still run, and has spent since).
+	Killed bool `json:"killed,omitempty"`
 	// Mailbox holds the messages that were waiting, oldest first.
 	Mailbox []SnapshotMessage `json:"mailbox,omitempty"`
 	// State is what the process exposed with SetState (nil: nothing).
@@ -210,7 +207,7 @@ func (k *Kernel) Snapshot(ctx context.Context, pid PID, opts SnapshotOptions) (*
 		return nil, "", fmt.Errorf("%w: snapshot of %v: the process was spawned without an image name, so nothing could restore it: spawn it with SpawnOptions.Image naming a Main registered with Kernel.RegisterImage", ErrInvalid, pid)
 	}
 	now := k.now()
-	s := &Snapshot{Version: SnapshotVersion, Taken: now, PID: pid, Image: p.image, Quota: p.acct.Limits(), Kernel: k.boot, Killed: opts.Kill}
+	s := &Snapshot{Version: SnapshotVersion, Taken: now, PID: pid, Image: p.image, Quota: p.acct.Limits(), Killed: opts.Kill}
 	var box []Message
 	var captured bool
 	capture := func() { // under p.mu
@@ -403,9 +400,9 @@ type RestoreOptions struct {
 // IMPORTANT: a snapshot restores once. Restore consumes it, recorded in the
 // kernel's SnapshotStore (durably: the journal, seen by every node sharing
 // it) and in memory; a second restore of it fails with ErrNotRestorable.
-// A snapshot taken without SnapshotOptions.Kill restores only on the kernel
-// that took it and once the process ended (it fails with ErrNotRestorable
-// while the process runs, or on another kernel, which cannot tell).
+// A snapshot taken without SnapshotOptions.Kill does not restore (it fails
+// with ErrNotRestorable): its process ran on, may still run, and spent
+// since, so giving back the budget it had then would amplify it.
 // RestoreOptions.Fork lifts both rules and consumes nothing.
 //
 // It fails with capability.ErrInvalid when the seal does not verify (an
@@ -526,14 +523,8 @@ func (k *Kernel) restorable(v *Snapshot, key string) error {
 		}
 		return fmt.Errorf("%w: restored already%s; a snapshot restores once: --fork (RestoreOptions.Fork) runs a copy that duplicates its budget", ErrNotRestorable, what)
 	}
-	if v.Killed {
-		return nil
-	}
-	if v.Kernel != k.boot {
-		return fmt.Errorf("%w: taken without --kill on another kernel (or before a restart), so %v may still run there: snapshot with --kill to move a process, or --fork (RestoreOptions.Fork) runs a copy that duplicates its budget", ErrNotRestorable, v.PID)
-	}
-	if q := k.lookupPID(v.PID); q != nil {
-		return fmt.Errorf("%w: process %v, snapshotted without --kill, still runs: end it first (agentos kill %d), or --fork (RestoreOptions.Fork) runs a copy that duplicates its budget", ErrNotRestorable, v.PID, v.PID)
+	if !v.Killed {
+		return fmt.Errorf("%w: taken without --kill, so process %v ran on after it (it may still run) and may have spent since: snapshot with --kill to move a process, or --fork (RestoreOptions.Fork) runs a copy that duplicates its budget", ErrNotRestorable, v.PID)
 	}
 	return nil
 }
@@ -554,13 +545,6 @@ func restoredQuota(v Snapshot) capability.Limits {
 		return nil
 	}
 	return q
-}
-
-// bootID is a kernel instance's random id.
-func bootID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // restoreState is what spawn carries over from a snapshot.

@@ -137,9 +137,10 @@ func checkRestored(t *testing.T, f found) {
 	}
 }
 
-// Snapshot, kill, restore: the process continues with the same budget
-// left, the same rights (uses left included, never more) and the messages
-// that were waiting.
+// Snapshot, kill, fork: the process continues with the same budget left,
+// the same rights (uses left included, never more) and the messages that
+// were waiting. Without the fork, a snapshot taken without kill does not
+// restore, before or after the process ended.
 func TestSnapshotKillRestore(t *testing.T) {
 	j := openJournal(t, filepath.Join(t.TempDir(), "journal.db"))
 	k := snapKernel(t, snapKey, j)
@@ -162,7 +163,11 @@ func TestSnapshotKillRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-p.Done()
-	r, err := k.Restore(s, kernel.RestoreOptions{})
+	// Ended, it may have spent after the snapshot: still only a fork.
+	if _, err := k.Restore(s, kernel.RestoreOptions{}); !errors.Is(err, kernel.ErrNotRestorable) {
+		t.Fatalf("restore of a snapshot taken without kill: %v, want ErrNotRestorable", err)
+	}
+	r, err := k.Restore(s, kernel.RestoreOptions{Fork: true})
 	if err != nil {
 		t.Fatal(err)
 	}

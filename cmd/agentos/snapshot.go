@@ -17,7 +17,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, _ io.Writer) error 
 	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
 	root := fs.String("root", ".", rootUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object {id, pid, name, image, mailbox}")
-	kill := fs.Bool("kill", false, "end the process in the same step (to restore it elsewhere: no message reaches it in between)")
+	kill := fs.Bool("kill", false, "end the process in the same step (no message reaches it in between); only such a snapshot restores, once: one without --kill restores only as a copy (agentos restore --fork)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -49,7 +49,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, _ io.Writer) error 
 	if *kill {
 		fmt.Fprintf(stdout, "process %d killed; restore it with 'agentos restore %s'\n", info.PID, info.ID)
 	} else {
-		fmt.Fprintf(stdout, "the process runs on; to restore the snapshot, end it first ('agentos kill %d'), or run a copy that duplicates its budget ('agentos restore --fork --name NEW %s')\n", info.PID, info.ID)
+		fmt.Fprintf(stdout, "process %d runs on; this snapshot restores only as a copy that duplicates its budget ('agentos restore --fork --name NEW %s'); to move the process, snapshot it with --kill\n", info.PID, info.ID)
 	}
 	return nil
 }
