@@ -613,7 +613,21 @@ func (rt *Runtime) Snapshot(ctx context.Context, ref string, kill bool) (kernel.
 // its mailbox and state (see kernel.Kernel.Restore). name ("": the
 // snapshot's) registers it under another name. An agent's snapshot resumes
 // its journaled run.
+//
+// A snapshot restores once: a second Restore of it, or one while the
+// snapshotted process still runs (a snapshot taken without kill), fails
+// with kernel.ErrNotRestorable; Fork runs a copy.
 func (rt *Runtime) Restore(ctx context.Context, id, name string) (kernel.PID, error) {
 	pid, _, err := rt.node.KernelClient().Restore(ctx, id, name)
+	return pid, err
+}
+
+// Fork restores a copy of the snapshot id, as agentos restore --fork
+// does: like Restore, but the snapshot is not consumed and may have been
+// restored before, or its process still run. IMPORTANT: the copy has the
+// same rights and remaining budget as the original: a fork duplicates
+// them, which is the operator's decision to make.
+func (rt *Runtime) Fork(ctx context.Context, id, name string) (kernel.PID, error) {
+	pid, _, err := rt.node.KernelClient().Fork(ctx, id, name)
 	return pid, err
 }

@@ -331,7 +331,10 @@ func (a *kernelActor) onRestore(m *kernelpb.Restore) *kernelpb.Restored {
 	if err != nil {
 		return &kernelpb.Restored{Failure: failure(err)}
 	}
-	p, err := a.k.Restore(s, RestoreOptions{Name: m.GetName()})
+	// The kernel actor is the node operator's endpoint (the admin socket,
+	// cluster peers sharing the key): it may fork, as it may spawn a root
+	// process with any grant. No process reaches it through a kernel tool.
+	p, err := a.k.Restore(s, RestoreOptions{Name: m.GetName(), Fork: m.GetFork()})
 	if err != nil {
 		return &kernelpb.Restored{Failure: failure(err)}
 	}

@@ -253,7 +253,9 @@ func (c Client) Snapshot(ctx context.Context, ref string, kill bool, by string) 
 }
 
 // Restore asks the kernel to restore the snapshot stored as id in its
-// journal (a unique prefix will do), under name ("" : the snapshot's).
+// journal (a unique prefix will do), under name ("" : the snapshot's). A
+// snapshot restores once (see Kernel.Restore): a second restore fails with
+// ErrNotRestorable.
 func (c Client) Restore(ctx context.Context, id, name string) (PID, string, error) {
 	return c.restore(ctx, &kernelpb.Restore{From: &kernelpb.Restore_Id{Id: id}, Name: name})
 }
@@ -263,6 +265,15 @@ func (c Client) Restore(ctx context.Context, id, name string) (PID, string, erro
 // not share the journal. Its seal MUST verify with that node's authority.
 func (c Client) RestoreSealed(ctx context.Context, sealed []byte, name string) (PID, string, error) {
 	return c.restore(ctx, &kernelpb.Restore{From: &kernelpb.Restore_Snapshot{Snapshot: sealed}, Name: name})
+}
+
+// Fork asks the kernel to restore a copy of the snapshot stored as id
+// (kernel.RestoreOptions.Fork): it is not consumed, and it restores even
+// when it was restored before or its process still runs. IMPORTANT: the
+// copy has the same rights and remaining budget as the original, which are
+// thereby duplicated: an operator's decision (agentos restore --fork).
+func (c Client) Fork(ctx context.Context, id, name string) (PID, string, error) {
+	return c.restore(ctx, &kernelpb.Restore{From: &kernelpb.Restore_Id{Id: id}, Name: name, Fork: true})
 }
 
 func (c Client) restore(ctx context.Context, m *kernelpb.Restore) (PID, string, error) {

@@ -15,4 +15,8 @@ var (
 	ErrClosed = errors.New("kernel: closed")
 	// ErrInvalid: a call's arguments are wrong; the message says which.
 	ErrInvalid = errors.New("kernel: invalid argument")
+	// ErrNotRestorable: a snapshot was restored already, or its original
+	// process may still run; only a fork (RestoreOptions.Fork) starts it
+	// again.
+	ErrNotRestorable = errors.New("kernel: snapshot not restorable")
 )

@@ -108,6 +108,10 @@ type Kernel struct {
 	closed bool
 
 	hooks atomic.Pointer[[]func(Event)] // telemetry; copy on write, so Boot may add while processes run
+
+	restoreMu  sync.Mutex      // serializes Restore: check, spawn and consume are one step on this node
+	restoredMu sync.Mutex      // guards restored
+	restored   map[string]bool // keys of the snapshots restored by this kernel (SnapshotKey)
 }
 
 // New returns a kernel with no processes.

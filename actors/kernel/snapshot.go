@@ -2,6 +2,8 @@ package kernel
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +64,19 @@ type Snapshot struct {
 	// budget left.
 	Quota capability.Limits `json:"quota,omitempty"`
 	Used  capability.Limits `json:"used,omitempty"`
+	// Budget is what the process could still spend of each meter when
+	// the snapshot was taken: the tightest room of its own account and of
+	// every ancestor's (capability.Account.Left), so that a child bounded
+	// only by its parent's quota stays bounded by it; wall_ms is the time
+	// left to its deadline; for the held meters (children, memory_mb) what
+	// the process held itself is counted back in (it is given back when the
+	// process ends). A meter absent is unlimited. Restore limits the
+	// restored account to exactly this much more of each meter.
+	Budget capability.Limits `json:"budget,omitempty"`
+	// Killed is whether taking it ended the process (SnapshotOptions.Kill):
+	// only such a snapshot restores without a fork (the process of another
+	// may still run, and has spent since).
+	Killed bool `json:"killed,omitempty"`
 	// Mailbox holds the messages that were waiting, oldest first.
 	Mailbox []SnapshotMessage `json:"mailbox,omitempty"`
 	// State is what the process exposed with SetState (nil: nothing).
@@ -109,14 +124,34 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 	return &s, nil
 }
 
-// SnapshotStore keeps sealed snapshots (Snapshot.Encode) under an id. The
-// runtime's keeps them in the journal (JournalSnapshots).
+// Key identifies the sealed snapshot: the hex SHA-256 of its sealed bytes
+// ("" for a snapshot that is not sealed). Restore records it as consumed.
+func (s *Snapshot) Key() string {
+	if len(s.raw) == 0 {
+		return ""
+	}
+	sum := sha256.Sum256(s.raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// SnapshotStore keeps sealed snapshots (Snapshot.Encode) under an id, and
+// which of them were restored. The runtime's keeps them in the journal
+// (JournalSnapshots).
 type SnapshotStore interface {
 	// SaveSnapshot stores s and returns its id.
 	SaveSnapshot(ctx context.Context, s *Snapshot) (string, error)
 	// LoadSnapshot returns the snapshot stored as id (a unique prefix of
 	// an id MAY be accepted).
 	LoadSnapshot(ctx context.Context, id string) (*Snapshot, error)
+	// SnapshotRestored reports whether the snapshot key (Snapshot.Key)
+	// was restored already (ConsumeSnapshot), and as what.
+	SnapshotRestored(ctx context.Context, key string) (what string, restored bool, err error)
+	// ConsumeSnapshot records that the snapshot key was restored as what
+	// (a process, for the record). IMPORTANT: it MUST be durable when it
+	// returns nil, and MUST fail with ErrNotRestorable when key was
+	// consumed already, atomically: of two concurrent calls for one key,
+	// at most one succeeds.
+	ConsumeSnapshot(ctx context.Context, key, what string) error
 }
 
 // SnapshotOptions configure Kernel.Snapshot.
@@ -172,7 +207,7 @@ func (k *Kernel) Snapshot(ctx context.Context, pid PID, opts SnapshotOptions) (*
 		return nil, "", fmt.Errorf("%w: snapshot of %v: the process was spawned without an image name, so nothing could restore it: spawn it with SpawnOptions.Image naming a Main registered with Kernel.RegisterImage", ErrInvalid, pid)
 	}
 	now := k.now()
-	s := &Snapshot{Version: SnapshotVersion, Taken: now, PID: pid, Image: p.image, Quota: p.acct.Limits()}
+	s := &Snapshot{Version: SnapshotVersion, Taken: now, PID: pid, Image: p.image, Quota: p.acct.Limits(), Killed: opts.Kill}
 	var box []Message
 	var captured bool
 	capture := func() { // under p.mu
@@ -196,12 +231,13 @@ func (k *Kernel) Snapshot(ctx context.Context, pid PID, opts SnapshotOptions) (*
 				s.Used[m] = u
 			}
 		}
-		if _, ok := s.Quota[capability.WallMS]; ok {
+		if _, ok := s.Quota[capability.WallMS]; ok || !p.wallDeadline.IsZero() {
 			if s.Used == nil {
 				s.Used = capability.Limits{}
 			}
 			s.Used[capability.WallMS] = float64(now.Sub(p.started).Milliseconds())
 		}
+		s.Budget = k.budget(p, now)
 	}
 	if opts.Kill {
 		k.emit(&Event{Kind: EventSignal, PID: pid, Detail: "kill"})
@@ -233,7 +269,7 @@ func (k *Kernel) Snapshot(ctx context.Context, pid PID, opts SnapshotOptions) (*
 			if opts.Kill {
 				// The process was ended for a snapshot that is not kept:
 				// give it back rather than lose it.
-				if q, rerr := k.Restore(s, RestoreOptions{}); rerr == nil {
+				if q, rerr := k.restore(s, RestoreOptions{}, false); rerr == nil {
 					return s, "", fmt.Errorf("snapshot of %v: storing it: %w (the process was restored as %v)", pid, err, q.PID())
 				}
 			}
@@ -242,6 +278,35 @@ func (k *Kernel) Snapshot(ctx context.Context, pid PID, opts SnapshotOptions) (*
 	}
 	k.emit(&Event{Kind: EventSnapshot, PID: pid, Name: s.Name, Detail: id})
 	return s, id, nil
+}
+
+// budget is what p may still spend of each meter (Snapshot.Budget). p.mu
+// is held; the accounts have their own lock.
+func (k *Kernel) budget(p *Process, now time.Time) capability.Limits {
+	var b capability.Limits
+	set := func(m capability.Meter, v float64) {
+		if b == nil {
+			b = capability.Limits{}
+		}
+		b[m] = max(0, v)
+	}
+	for _, m := range Meters {
+		switch m {
+		case capability.WallMS:
+			if !p.wallDeadline.IsZero() {
+				set(m, float64(p.wallDeadline.Sub(now).Milliseconds()))
+			}
+		case capability.Children, capability.MemoryMB:
+			if left, ok := p.acct.Left(m); ok {
+				set(m, left+p.acct.Used(m))
+			}
+		default:
+			if left, ok := p.acct.Left(m); ok {
+				set(m, left)
+			}
+		}
+	}
+	return b
 }
 
 func orDefault(s, def string) string {
@@ -306,7 +371,7 @@ func (k *Kernel) LoadSnapshot(ctx context.Context, id string) (*Snapshot, error)
 }
 
 // RestoreOptions configure Kernel.Restore. The zero value restores the
-// snapshot as it was: its name, its registered image.
+// snapshot as it was: its name, its registered image, once.
 type RestoreOptions struct {
 	// Main runs the restored process (nil: the Main registered as the
 	// snapshot's image).
@@ -314,13 +379,31 @@ type RestoreOptions struct {
 	// Name registers the restored process under another name than the
 	// snapshot's.
 	Name string
+	// Fork starts a copy: the snapshot is restored even when it was
+	// restored before or its original may still run, and it is not
+	// consumed. IMPORTANT: a fork duplicates the process's rights and
+	// remaining budget (each copy may spend all of it): it is the node
+	// operator's decision (agentos restore --fork, the admin socket, the
+	// kernel actor, this Go API). No kernel tool and no Process method
+	// restores, so a process can never fork itself or another.
+	Fork bool
 }
 
 // Restore starts s again as a new process of this kernel: its image, its
 // name, a token minted by this kernel's authority with exactly the
-// snapshot's grants, earliest expiry and uses left (never more), its quota
-// limits with the snapshot's use already counted (the same budget left),
-// its mailbox refilled in order and its exposed state (Process.State).
+// snapshot's grants, earliest expiry and uses left (never more), an account
+// limited to exactly the budget the snapshot had left (Snapshot.Budget: the
+// tightest of its own quota and every ancestor's, so a child bounded by its
+// parent's quota keeps that bound), its mailbox refilled in order and its
+// exposed state (Process.State).
+//
+// IMPORTANT: a snapshot restores once. Restore consumes it, recorded in the
+// kernel's SnapshotStore (durably: the journal, seen by every node sharing
+// it) and in memory; a second restore of it fails with ErrNotRestorable.
+// A snapshot taken without SnapshotOptions.Kill does not restore (it fails
+// with ErrNotRestorable): its process ran on, may still run, and spent
+// since, so giving back the budget it had then would amplify it.
+// RestoreOptions.Fork lifts both rules and consumes nothing.
 //
 // It fails with capability.ErrInvalid when the seal does not verify (an
 // edited snapshot, or another key), capability.ErrExpired when its token
@@ -330,6 +413,12 @@ type RestoreOptions struct {
 // (its old parent, links and monitors are not restored); a token whose uses
 // were all spent is restored as no token.
 func (k *Kernel) Restore(s *Snapshot, opts RestoreOptions) (*Process, error) {
+	return k.restore(s, opts, true)
+}
+
+// restore is Restore; durable false consumes the snapshot in memory only
+// (Snapshot gives back a process whose snapshot could not be stored).
+func (k *Kernel) restore(s *Snapshot, opts RestoreOptions, durable bool) (*Process, error) {
 	if s == nil || len(s.raw) == 0 {
 		return nil, fmt.Errorf("%w: restore needs a sealed snapshot (Kernel.Snapshot or DecodeSnapshot)", ErrInvalid)
 	}
@@ -362,7 +451,7 @@ func (k *Kernel) Restore(s *Snapshot, opts RestoreOptions) (*Process, error) {
 		}
 		box = append(box, m)
 	}
-	so := SpawnOptions{Name: v.Name, Image: v.Image, Quota: v.Quota, Grants: v.Grants}
+	so := SpawnOptions{Name: v.Name, Image: v.Image, Quota: restoredQuota(v), Grants: v.Grants}
 	if opts.Name != "" {
 		so.Name = opts.Name
 	}
@@ -374,6 +463,16 @@ func (k *Kernel) Restore(s *Snapshot, opts RestoreOptions) (*Process, error) {
 		}
 	}
 	so.restore = &restoreState{used: v.Used, box: box, state: v.State}
+
+	key := s.Key()
+	if !opts.Fork {
+		// Check, spawn and consume are one step on this kernel.
+		k.restoreMu.Lock()
+		defer k.restoreMu.Unlock()
+		if err := k.restorable(&v, key); err != nil {
+			return nil, err
+		}
+	}
 	p, err := k.spawn(nil, main, so)
 	if errors.Is(err, ErrNameTaken) {
 		return nil, fmt.Errorf("restore of the snapshot of %v: %w: end that process first (agentos kill), or restore under another name (agentos restore --name, RestoreOptions.Name)", v.PID, err)
@@ -381,8 +480,71 @@ func (k *Kernel) Restore(s *Snapshot, opts RestoreOptions) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("restore of the snapshot of %v: %w", v.PID, err)
 	}
-	k.emit(&Event{Kind: EventRestore, PID: p.pid, Name: so.Name, Detail: fmt.Sprintf("from %v of %s", v.PID, v.Taken.Format(time.RFC3339))})
+	if !opts.Fork {
+		k.restoredMu.Lock()
+		if k.restored == nil {
+			k.restored = map[string]bool{}
+		}
+		k.restored[key] = true
+		k.restoredMu.Unlock()
+		if durable && k.opts.Snapshots != nil {
+			if err := k.opts.Snapshots.ConsumeSnapshot(context.Background(), key, fmt.Sprintf("pid %v (%s)", p.pid, so.Name)); err != nil {
+				// Another node sharing the journal restored it meanwhile,
+				// or the record failed: the copy does not run on.
+				k.exit(p, Reason{Kind: Killed, Detail: "restore not recorded"})
+				return nil, fmt.Errorf("restore of the snapshot of %v: recording that it was restored: %w (the process started as %v was killed)", v.PID, err, p.pid)
+			}
+		}
+	}
+	detail := fmt.Sprintf("from %v of %s", v.PID, v.Taken.Format(time.RFC3339))
+	if opts.Fork {
+		detail += " (fork)"
+	}
+	k.emit(&Event{Kind: EventRestore, PID: p.pid, Name: so.Name, Detail: detail})
 	return p, nil
+}
+
+// restorable refuses a snapshot restored already, or whose process may
+// still run (Restore without Fork). k.restoreMu is held.
+func (k *Kernel) restorable(v *Snapshot, key string) error {
+	k.restoredMu.Lock()
+	done := k.restored[key]
+	k.restoredMu.Unlock()
+	what := ""
+	if !done && k.opts.Snapshots != nil {
+		var err error
+		if what, done, err = k.opts.Snapshots.SnapshotRestored(context.Background(), key); err != nil {
+			return fmt.Errorf("restore of the snapshot of %v: reading whether it was restored: %w", v.PID, err)
+		}
+	}
+	if done {
+		if what != "" {
+			what = " as " + what
+		}
+		return fmt.Errorf("%w: restored already%s; a snapshot restores once: --fork (RestoreOptions.Fork) runs a copy that duplicates its budget", ErrNotRestorable, what)
+	}
+	if !v.Killed {
+		return fmt.Errorf("%w: taken without --kill, so process %v ran on after it (it may still run) and may have spent since: snapshot with --kill to move a process, or --fork (RestoreOptions.Fork) runs a copy that duplicates its budget", ErrNotRestorable, v.PID)
+	}
+	return nil
+}
+
+// restoredQuota is the restored account's limits: its own quota, each
+// meter of the budget tightened to what was spent plus what was left.
+func restoredQuota(v Snapshot) capability.Limits {
+	q := capability.Limits{}
+	for m, l := range v.Quota {
+		q[m] = l
+	}
+	for m, b := range v.Budget {
+		if own, ok := q[m]; !ok || v.Used[m]+b < own {
+			q[m] = v.Used[m] + b
+		}
+	}
+	if len(q) == 0 {
+		return nil
+	}
+	return q
 }
 
 // restoreState is what spawn carries over from a snapshot.

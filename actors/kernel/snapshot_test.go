@@ -137,9 +137,10 @@ func checkRestored(t *testing.T, f found) {
 	}
 }
 
-// Snapshot, kill, restore: the process continues with the same budget
-// left, the same rights (uses left included, never more) and the messages
-// that were waiting.
+// Snapshot, kill, fork: the process continues with the same budget left,
+// the same rights (uses left included, never more) and the messages that
+// were waiting. Without the fork, a snapshot taken without kill does not
+// restore, before or after the process ended.
 func TestSnapshotKillRestore(t *testing.T) {
 	j := openJournal(t, filepath.Join(t.TempDir(), "journal.db"))
 	k := snapKernel(t, snapKey, j)
@@ -155,14 +156,18 @@ func TestSnapshotKillRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Restore(s, kernel.RestoreOptions{}); !errors.Is(err, kernel.ErrNameTaken) {
-		t.Fatalf("restore while the original lives: %v, want ErrNameTaken", err)
+	if _, err := k.Restore(s, kernel.RestoreOptions{}); !errors.Is(err, kernel.ErrNotRestorable) {
+		t.Fatalf("restore while the original lives: %v, want ErrNotRestorable", err)
 	}
 	if err := k.Kill(p.PID(), "test"); err != nil {
 		t.Fatal(err)
 	}
 	<-p.Done()
-	r, err := k.Restore(s, kernel.RestoreOptions{})
+	// Ended, it may have spent after the snapshot: still only a fork.
+	if _, err := k.Restore(s, kernel.RestoreOptions{}); !errors.Is(err, kernel.ErrNotRestorable) {
+		t.Fatalf("restore of a snapshot taken without kill: %v, want ErrNotRestorable", err)
+	}
+	r, err := k.Restore(s, kernel.RestoreOptions{Fork: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,4 +280,138 @@ func TestSnapshotRefusesAChannel(t *testing.T) {
 	if _, _, err := k.Snapshot(tctx(t), q.PID(), kernel.SnapshotOptions{}); !errors.Is(err, kernel.ErrInvalid) {
 		t.Fatalf("snapshot of a process without an image: %v", err)
 	}
+}
+
+// A child bounded only by its parent's quota keeps that bound when it is
+// restored: the snapshot carries the tightest room of its chain, not only
+// its own (absent) limits.
+func TestRestoreKeepsParentBound(t *testing.T) {
+	k := snapKernel(t, snapKey, openJournal(t, filepath.Join(t.TempDir(), "journal.db")))
+	type seen struct {
+		left    float64
+		limited bool
+		refused bool
+	}
+	report := make(chan seen, 1)
+	child := func(ctx context.Context, p *kernel.Process) error {
+		if !p.Restored() {
+			if err := p.Charge(capability.ToolCalls, 3); err != nil {
+				return err
+			}
+			report <- seen{}
+			<-ctx.Done()
+			return nil
+		}
+		var s seen
+		s.left, s.limited = p.Account().Left(capability.ToolCalls)
+		var qe *capability.QuotaError
+		s.refused = errors.As(p.Charge(capability.ToolCalls, 6), &qe)
+		report <- s
+		<-ctx.Done()
+		return nil
+	}
+	if err := k.RegisterImage("child", child); err != nil {
+		t.Fatal(err)
+	}
+	parent, err := k.Spawn(blocker, kernel.SpawnOptions{Image: "parent", Grants: []capability.Grant{{Right: capability.Spawn}}, Quota: capability.Limits{capability.ToolCalls: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Charge(capability.ToolCalls, 2); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parent.Spawn(child, kernel.SpawnOptions{Image: "child"}) // no quota of its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-report
+	s, _, err := k.Snapshot(tctx(t), c.PID(), kernel.SnapshotOptions{Kill: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Restore(s, kernel.RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := <-report
+	if !got.limited || got.left != 5 || !got.refused {
+		t.Fatalf("restored child: tool_calls left %v (limited %v), a charge of 6 refused %v; want 5 left (the parent's 10 - 2 - 3) and 6 refused", got.left, got.limited, got.refused)
+	}
+}
+
+// A snapshot restores once: again on the same kernel, on a new kernel over
+// the same journal (a node restart), or through the kernel actor, it is
+// refused with ErrNotRestorable; a fork restores a copy and consumes
+// nothing.
+func TestRestoreOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j := openJournal(t, path)
+	k := snapKernel(t, snapKey, j)
+	report := make(chan found, 4)
+	p := spawnWorker(t, k, report)
+	s, id, err := k.Snapshot(tctx(t), p.PID(), kernel.SnapshotOptions{Kill: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := k.Restore(s, kernel.RestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRestored(t, <-report)
+	// Under another name, so that the name does not refuse it first.
+	if _, err := k.Restore(s, kernel.RestoreOptions{Name: "w-again"}); !errors.Is(err, kernel.ErrNotRestorable) {
+		t.Fatalf("second restore: %v, want ErrNotRestorable", err)
+	}
+	_ = k.Kill(r.PID(), "test")
+	<-r.Done()
+	c, _ := startKernelActor(t, k)
+	if _, _, err := c.Restore(tctx(t), id, ""); !errors.Is(err, kernel.ErrNotRestorable) {
+		t.Fatalf("second restore through the kernel actor: %v, want ErrNotRestorable", err)
+	}
+	// Another kernel on the same journal (the node restarted) sees it.
+	k2 := snapKernel(t, snapKey, j)
+	_ = k2.RegisterImage("worker", workerImage(report))
+	s2, err := k2.LoadSnapshot(tctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k2.Restore(s2, kernel.RestoreOptions{}); !errors.Is(err, kernel.ErrNotRestorable) {
+		t.Fatalf("restore after a restart: %v, want ErrNotRestorable", err)
+	}
+	// The operator may fork it, knowingly.
+	if _, _, err := c.Fork(tctx(t), id, "w-copy"); err != nil {
+		t.Fatalf("fork: %v", err)
+	}
+	f := <-report
+	f.name = "w"
+	checkRestored(t, f)
+	if meta, err := j.Get("restored-" + s.Key()); err != nil || meta.Kind != kernel.RestoreKind {
+		t.Fatalf("the restore's record: %+v %v", meta, err)
+	}
+}
+
+// A snapshot taken without Kill does not restore while its process runs,
+// even under another name, nor on another kernel; a fork does.
+func TestRestoreWhileOriginalLives(t *testing.T) {
+	k := snapKernel(t, snapKey, openJournal(t, filepath.Join(t.TempDir(), "journal.db")))
+	report := make(chan found, 2)
+	p := spawnWorker(t, k, report)
+	s, _, err := k.Snapshot(tctx(t), p.PID(), kernel.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Restore(s, kernel.RestoreOptions{Name: "w2"}); !errors.Is(err, kernel.ErrNotRestorable) {
+		t.Fatalf("restore while the original runs: %v, want ErrNotRestorable", err)
+	}
+	k2 := snapKernel(t, snapKey, openJournal(t, filepath.Join(t.TempDir(), "other.db")))
+	_ = k2.RegisterImage("worker", workerImage(report))
+	d, _ := kernel.DecodeSnapshot(s.Encode())
+	if _, err := k2.Restore(d, kernel.RestoreOptions{}); !errors.Is(err, kernel.ErrNotRestorable) {
+		t.Fatalf("restore on another kernel of a snapshot taken without kill: %v, want ErrNotRestorable", err)
+	}
+	if _, err := k.Restore(s, kernel.RestoreOptions{Name: "w2", Fork: true}); err != nil {
+		t.Fatalf("fork while the original runs: %v", err)
+	}
+	f := <-report
+	f.name = "w"
+	checkRestored(t, f)
 }

@@ -5,13 +5,20 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentos-run/agentos/journal"
 )
 
 // SnapshotKind is the journal kind of a snapshot's run (JournalSnapshots).
 const SnapshotKind = "snapshot"
+
+// RestoreKind is the journal kind of the run that records a snapshot's
+// restore (JournalSnapshots): its id is "restored-" and the snapshot's key
+// (Snapshot.Key), so that a second one cannot be begun.
+const RestoreKind = "restore"
 
 // JournalSnapshots keeps snapshots in j, on its bbolt file or its
 // PostgreSQL tables alike, with no new bucket or table: the sealed bytes
@@ -22,6 +29,12 @@ const SnapshotKind = "snapshot"
 // lists it, agentos restore takes it (or a unique prefix), an export
 // (agentos trace --json) carries it, and retention deletes it with the
 // other finished runs (retention.keep_days).
+//
+// A restore is recorded as a run of kind "restore" whose id is
+// "restored-<Snapshot.Key>", begun with that id (the journal refuses a
+// second run of one id, atomically, on bbolt and PostgreSQL alike) and
+// committed before ConsumeSnapshot returns: a snapshot restores once per
+// journal.
 //
 // IMPORTANT: the sealed bytes are kept verbatim (the seal would not verify
 // otherwise): the mailbox and the exposed state are NOT redacted like run
@@ -68,4 +81,35 @@ func (s journalSnapshots) LoadSnapshot(_ context.Context, id string) (*Snapshot,
 		return nil, fmt.Errorf("snapshot %s: %w", meta.ID, err)
 	}
 	return DecodeSnapshot(b)
+}
+
+// restoredID is the id of the run that records the restore of key.
+func restoredID(key string) string { return "restored-" + key }
+
+func (s journalSnapshots) SnapshotRestored(_ context.Context, key string) (string, bool, error) {
+	meta, err := s.j.Get(restoredID(key))
+	if errors.Is(err, journal.ErrNoRun) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return fmt.Sprintf("%s at %s", meta.Tool, meta.Started.Format(time.RFC3339)), true, nil
+}
+
+func (s journalSnapshots) ConsumeSnapshot(_ context.Context, key, what string) error {
+	if _, done, err := s.SnapshotRestored(context.Background(), key); err != nil || done {
+		if done {
+			return fmt.Errorf("%w: the snapshot %s was restored already (run %s)", ErrNotRestorable, key, restoredID(key))
+		}
+		return err
+	}
+	run, err := s.j.Begin(journal.RunMeta{ID: restoredID(key), Kind: RestoreKind, Tool: what})
+	if err != nil {
+		if _, done, _ := s.SnapshotRestored(context.Background(), key); done {
+			return fmt.Errorf("%w: the snapshot %s was restored already, meanwhile (run %s)", ErrNotRestorable, key, restoredID(key))
+		}
+		return err
+	}
+	return run.Durable().End(journal.StatusOK, nil, nil)
 }

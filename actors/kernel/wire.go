@@ -22,6 +22,7 @@ var failureCodes = system.FailureCodes{
 	{Code: "invalid", Err: ErrInvalid},
 	{Code: "denied", Err: capability.ErrDenied},
 	{Code: "amplify", Err: capability.ErrAmplify},
+	{Code: "not_restorable", Err: ErrNotRestorable},
 }
 
 // codeQuota is the code of a *capability.QuotaError.

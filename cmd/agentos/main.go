@@ -111,7 +111,7 @@ var commands = []command{
 	{"events", "the recent kernel events of the serving node", "agentos events [--root DIR] [--json] [--cluster]", runEvents},
 	{"kill", "signal a process of the serving node: kill (default), term, stop or cont", "agentos kill [--root DIR] [--signal SIG] PID", runKill},
 	{"snapshot", "snapshot a process of the serving node (mailbox, rights, budget left, state) into the journal", "agentos snapshot [--root DIR] [--json] [--kill] PID|NAME", runSnapshot},
-	{"restore", "start a snapshot again as a process of the serving node, with the same rights and budget left", "agentos restore [--root DIR] [--json] [--name NAME] SNAPSHOT_ID", runRestore},
+	{"restore", "start a snapshot again, once, as a process of the serving node, with the same rights and budget left (--fork: a copy)", "agentos restore [--root DIR] [--json] [--name NAME] [--fork] SNAPSHOT_ID", runRestore},
 	{"approve", "approve (or --deny --reason R) a tool version waiting at the approval gate, by request id or tool path; --list the pending ones", "agentos approve [--root DIR] [--json] [--deny] [--reason R] RUN|TOOL | approve --list", runApprove},
 	{"approvals", "list the approval requests of the approval gate (default: the pending ones)", "agentos approvals [--root DIR] [--json] [--all | --state S]", runApprovals},
 	{"quota", "show the quota use kept across invocations, or reset it", "agentos quota [--root DIR] [--json] [reset [ACCOUNT...]]", runQuota},

@@ -17,7 +17,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, _ io.Writer) error 
 	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
 	root := fs.String("root", ".", rootUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object {id, pid, name, image, mailbox}")
-	kill := fs.Bool("kill", false, "end the process in the same step (to restore it elsewhere: no message reaches it in between)")
+	kill := fs.Bool("kill", false, "end the process in the same step (no message reaches it in between); only such a snapshot restores, once: one without --kill restores only as a copy (agentos restore --fork)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -49,19 +49,21 @@ func runSnapshot(ctx context.Context, args []string, stdout, _ io.Writer) error 
 	if *kill {
 		fmt.Fprintf(stdout, "process %d killed; restore it with 'agentos restore %s'\n", info.PID, info.ID)
 	} else {
-		fmt.Fprintf(stdout, "the process runs on; to restore the snapshot, end it first ('agentos kill %d') or restore under another name ('agentos restore --name NEW %s')\n", info.PID, info.ID)
+		fmt.Fprintf(stdout, "process %d runs on; this snapshot restores only as a copy that duplicates its budget ('agentos restore --fork --name NEW %s'); to move the process, snapshot it with --kill\n", info.PID, info.ID)
 	}
 	return nil
 }
 
 // runRestore restores a snapshot of the node's journal as a new process
 // (a Restore message to its kernel actor): agentos restore [--root DIR]
-// [--json] [--name NAME] SNAPSHOT_ID.
+// [--json] [--name NAME] [--fork] SNAPSHOT_ID. A snapshot restores once;
+// --fork restores a copy.
 func runRestore(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	root := fs.String("root", ".", rootUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object {pid, name}")
 	name := fs.String("name", "", "register the restored process under this name instead of the snapshot's")
+	fork := fs.Bool("fork", false, "restore a copy: the snapshot is not consumed and may have been restored before, or its process still run; the copy duplicates its rights and remaining budget")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -78,7 +80,7 @@ func runRestore(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	rep, err := c.Restore(ctx, admin.RestoreRequest{Snapshot: pos[0], Name: *name})
+	rep, err := c.Restore(ctx, admin.RestoreRequest{Snapshot: pos[0], Name: *name, Fork: *fork})
 	if err != nil {
 		return err
 	}

@@ -80,8 +80,20 @@ func TestSnapshotRestoreWithNode(t *testing.T) {
 	if s := <-restored; s.left != 6 || s.msgs != 1 {
 		t.Fatalf("the restored process has %v tool_calls left and %d messages, want 6 and 1", s.left, s.msgs)
 	}
-	if code, _, stderr := cli(t, "restore", "--root", root, info.ID); code != 1 || !strings.Contains(stderr, "--name") {
-		t.Fatalf("restore while the name is held: %d %s", code, stderr)
+	// A snapshot restores once, even under another name; --fork runs a
+	// copy (the name is still held by the first restore: --name).
+	if code, _, stderr := cli(t, "restore", "--root", root, "--name", "w2", info.ID); code != 1 || !strings.Contains(stderr, "restored already") || !strings.Contains(stderr, "--fork") {
+		t.Fatalf("second restore: %d %s", code, stderr)
+	}
+	if code, _, stderr := cli(t, "restore", "--root", root, "--fork", info.ID); code != 1 || !strings.Contains(stderr, "--name") {
+		t.Fatalf("fork while the name is held: %d %s", code, stderr)
+	}
+	code, stdout, stderr = cli(t, "restore", "--root", root, "--fork", "--name", "w2", info.ID)
+	if code != 0 || !strings.Contains(stdout, "(w2)") {
+		t.Fatalf("restore --fork: %d %s %s", code, stdout, stderr)
+	}
+	if s := <-restored; s.left != 6 || s.msgs != 1 {
+		t.Fatalf("the fork has %v tool_calls left and %d messages, want 6 and 1", s.left, s.msgs)
 	}
 	if code, _, stderr := cli(t, "restore", "--root", root, "no-such-id"); code != 1 || !strings.Contains(stderr, "agentos runs") {
 		t.Fatalf("restore of an unknown id: %d %s", code, stderr)

@@ -260,7 +260,11 @@ func mux(ctx context.Context, b Backend) *http.ServeMux {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("%w: restore names no snapshot: give the id agentos snapshot printed (agentos runs lists them, kind snapshot)", kernel.ErrInvalid))
 			return
 		}
-		pid, name, err := b.Kernel().Restore(r.Context(), req.Snapshot, req.Name)
+		restore := b.Kernel().Restore
+		if req.Fork {
+			restore = b.Kernel().Fork
+		}
+		pid, name, err := restore(r.Context(), req.Snapshot, req.Name)
 		if err != nil {
 			writeKernelError(w, err)
 			return
@@ -491,14 +495,15 @@ func fanOut(w http.ResponseWriter, r *http.Request, b Backend, ask func(context.
 }
 
 // writeKernelError answers a kernel error with its status: 404 for a
-// process or snapshot that is not there, 409 for a name held, 400 for an
+// process or snapshot that is not there, 409 for a name held or a snapshot
+// restored already (or whose process still runs), 400 for an
 // invalid request (a seal that does not verify, an unknown image), 422
 // otherwise.
 func writeKernelError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, kernel.ErrNoProcess), errors.Is(err, journal.ErrNoRun):
 		writeError(w, http.StatusNotFound, err)
-	case errors.Is(err, kernel.ErrNameTaken):
+	case errors.Is(err, kernel.ErrNameTaken), errors.Is(err, kernel.ErrNotRestorable):
 		writeError(w, http.StatusConflict, err)
 	case errors.Is(err, kernel.ErrInvalid), errors.Is(err, journal.ErrAmbiguous):
 		writeError(w, http.StatusBadRequest, err)

@@ -73,6 +73,9 @@ type RestoreRequest struct {
 	Snapshot string `json:"snapshot"`
 	// Name registers the restored process under another name.
 	Name string `json:"name,omitempty"`
+	// Fork restores a copy (kernel.RestoreOptions.Fork): the snapshot is
+	// not consumed; the copy duplicates the process's rights and budget.
+	Fork bool `json:"fork,omitempty"`
 }
 
 // RestoreReply is what POST /v1/restore answers: the restored process.

@@ -1894,7 +1894,12 @@ type Restore struct {
 	From isRestore_From `protobuf_oneof:"from"`
 	// name registers the restored process under another name (empty: the
 	// snapshot's).
-	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// fork restores a copy (kernel.RestoreOptions.Fork): the snapshot is not
+	// consumed, and may have been restored before or its process still run.
+	// IMPORTANT: a fork duplicates the process's rights and remaining budget;
+	// the kernel actor is the node operator's endpoint.
+	Fork          bool `protobuf:"varint,4,opt,name=fork,proto3" json:"fork,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1961,6 +1966,13 @@ func (x *Restore) GetName() string {
 	return ""
 }
 
+func (x *Restore) GetFork() bool {
+	if x != nil {
+		return x.Fork
+	}
+	return false
+}
+
 type isRestore_From interface {
 	isRestore_From()
 }
@@ -1980,7 +1992,9 @@ func (*Restore_Snapshot) isRestore_From() {}
 // Restored is the reply to Restore: the new process's pid and name, or why
 // none was started ("invalid": a seal that does not verify, an unknown
 // image or snapshot, an expired token; "name_taken": the snapshot's
-// process, or another, still holds the name; "closed").
+// process, or another, still holds the name; "not_restorable": the
+// snapshot was restored already, or its process may still run (fork
+// restores it anyway); "closed").
 type Restored struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Pid           uint64                 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
@@ -2178,11 +2192,12 @@ const file_actors_kernel_kernelpb_kernel_proto_rawDesc = "" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x05 \x01(\tR\x05image\x12\x18\n" +
 	"\amailbox\x18\x06 \x01(\x03R\amailbox\x124\n" +
-	"\afailure\x18\a \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"U\n" +
+	"\afailure\x18\a \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"i\n" +
 	"\aRestore\x12\x10\n" +
 	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x12\x1c\n" +
 	"\bsnapshot\x18\x02 \x01(\fH\x00R\bsnapshot\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04nameB\x06\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x12\n" +
+	"\x04fork\x18\x04 \x01(\bR\x04forkB\x06\n" +
 	"\x04from\"f\n" +
 	"\bRestored\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x04R\x03pid\x12\x12\n" +
