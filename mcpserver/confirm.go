@@ -143,6 +143,17 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 	var ask *approval.Ask
 	if gate != nil {
 		if a, err := s.opts.Node.ApprovalAsk(proc, p); err == nil {
+			// IMPORTANT: the version confirmed MUST be the version approved:
+			// the approval is read apart from the source the user is asked
+			// about, and a tool written between the two reads is refused,
+			// never approved unseen.
+			if a.Source != strings.TrimPrefix(hash, "registry:") {
+				return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: the tool changed while its confirmation was prepared (version %.12s read, %.12s judged at the approval gate); call the tool again to be asked about the version it has now", p, risk, strings.TrimPrefix(hash, "registry:"), a.Source))
+			}
+			// The confirmation is tied to the approval key, which covers
+			// the modules the tool requires too: a module changed before
+			// the answer comes is a changed version.
+			hash = a.Hash
 			ask = &a
 			if r, ok, err := gate.Store().Lookup(a.Path, a.Hash); err == nil && ok && r.State == approval.StateDenied {
 				return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: this version was denied at the approval gate by %s: %s; only an approval ('agentos approve %s') lets it run", p, risk, r.DecidedBy, r.Reason, r.ID))
@@ -207,7 +218,13 @@ func (s *Server) sourceHash(ctx context.Context, proc *kernel.Process, p string)
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(out)
+	// read_file answers the content as a JSON string: its bytes are hashed
+	// as the gate hashes them (transpile.Hash).
+	var src string
+	if err := json.Unmarshal(out, &src); err != nil {
+		return "", fmt.Errorf("read_file of %s answered no text: %w", p, err)
+	}
+	sum := sha256.Sum256([]byte(src))
 	return hex.EncodeToString(sum[:]), nil
 }
 
