@@ -134,6 +134,9 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 	if err != nil {
 		return plainResult(nil, fmt.Errorf("%s (risk %s) is not run: its source cannot be read to tie the confirmation to it: %w", p, risk, err))
 	}
+	if afterSourceHash != nil {
+		afterSourceHash(p)
+	}
 	// The approval gate and the confirmation never disagree: a version
 	// denied at the gate is refused without asking (only an operator's
 	// 'agentos approve' lifts a denial), and a confirmation given here is
@@ -203,6 +206,10 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 		RequestState: s.confirms.sign(want),
 	}
 }
+
+// afterSourceHash, when set (tests only), is called between the read of
+// the source a confirmation is tied to and the approval gate's judgment.
+var afterSourceHash func(path string)
 
 // sourceHash is the SHA-256 of the tool at p as proc reads it, or, when
 // proc may not read it, the registry's content hash of the registered tool
