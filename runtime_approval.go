@@ -27,7 +27,13 @@ type ApproveOptions struct {
 // Approve approves target: an approval request id ("a-…", or a unique
 // prefix of at least 4 digits), or a tool path relative to the tool root,
 // which approves its pending request, or, when none is pending, the
-// tool's current version (an approval before the first run). The runs
+// tool's current version as the gate judges it (an approval before the
+// first run). IMPORTANT: a path with more than one version pending is
+// refused (approval.ErrAmbiguous, listing them): name one by its id or as
+// tools/x.ts@<hash> (at least approval.MinVersionPrefix hex digits of the
+// request's hash or its entry's hash), which also names a recorded
+// version from the journal. The returned request's Hash is the version
+// decided. The runs
 // waiting on it go on at once. The decision is recorded (fsynced) with
 // opts.By and the version's content hash: a changed tool needs a new
 // approval.
