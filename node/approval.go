@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -83,7 +84,7 @@ func (n *Node) judge(path, version string) (Judged, error) {
 		}
 		v, b, err := n.opts.Journal.ResolveVersion(path, version)
 		if err != nil {
-			return Judged{}, err
+			return Judged{}, notFound{err} // exec_tool answers not_found, as the executor would
 		}
 		src, pinned, source = b, v.Modules, n.opts.Journal.Source
 	} else {
@@ -95,6 +96,13 @@ func (n *Node) judge(path, version string) (Judged, error) {
 	}
 	return Judge(n.opts.Jail, n.toolsDir(), path, src, pinned, source, n.Risk)
 }
+
+// notFound is a version the journal does not have: it is fs.ErrNotExist.
+type notFound struct{ err error }
+
+func (e notFound) Error() string        { return e.err.Error() }
+func (e notFound) Unwrap() error        { return e.err }
+func (e notFound) Is(target error) bool { return target == fs.ErrNotExist }
 
 // askOf is the approval.Ask of j, asked by.
 func askOf(j Judged, by string) approval.Ask {
