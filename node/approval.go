@@ -14,6 +14,7 @@ import (
 	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/vfs"
 )
 
 // Approvals returns the node's approval gate (nil: none, every tool runs).
@@ -103,6 +104,12 @@ type notFound struct{ err error }
 func (e notFound) Error() string        { return e.err.Error() }
 func (e notFound) Unwrap() error        { return e.err }
 func (e notFound) Is(target error) bool { return target == fs.ErrNotExist }
+
+// isMissing reports whether the gate could not judge a tool because it is
+// not there (a file, or a recorded version): exec_tool answers not_found.
+func isMissing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, vfs.ErrNotFound)
+}
 
 // askOf is the approval.Ask of j, asked by.
 func askOf(j Judged, by string) approval.Ask {

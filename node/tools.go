@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"reflect"
 	"slices"
 	"sort"
@@ -809,7 +808,7 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 	// hash travels as RunRequest.Hash and the executor refuses other
 	// content.
 	approved, _, err := n.gateRun(runCtx, p, path, version)
-	if errors.Is(err, fs.ErrNotExist) && !versioned && n.pullMissing(ctx) {
+	if isMissing(err) && !versioned && n.pullMissing(ctx) {
 		// Another node wrote it and this one missed the announcement.
 		approved, _, err = n.gateRun(runCtx, p, path, version)
 	}
@@ -820,7 +819,7 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 		if res, ok := gateFailure(err); ok {
 			return res, nil
 		}
-		if errors.Is(err, fs.ErrNotExist) {
+		if isMissing(err) {
 			return ExecResult{Result: executor.Result{Result: json.RawMessage("null"), Logs: []string{}, Error: &executor.Error{Kind: executor.ErrNotFound.Kind, Code: driver.CodeNotFound, Message: err.Error()}}}, nil
 		}
 		return nil, err
