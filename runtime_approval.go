@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/approval"
-	"github.com/agentos-run/agentos/transpile"
+	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -27,7 +27,13 @@ type ApproveOptions struct {
 // Approve approves target: an approval request id ("a-…", or a unique
 // prefix of at least 4 digits), or a tool path relative to the tool root,
 // which approves its pending request, or, when none is pending, the
-// tool's current version (an approval before the first run). The runs
+// tool's current version as the gate judges it (an approval before the
+// first run). IMPORTANT: a path with more than one version pending is
+// refused (approval.ErrAmbiguous, listing them): name one by its id or as
+// tools/x.ts@<hash> (at least approval.MinVersionPrefix hex digits of the
+// request's hash or its entry's hash), which also names a recorded
+// version from the journal. The returned request's Hash is the version
+// decided. The runs
 // waiting on it go on at once. The decision is recorded (fsynced) with
 // opts.By and the version's content hash: a changed tool needs a new
 // approval.
@@ -61,23 +67,27 @@ func (rt *Runtime) decide(target string, approve bool, opts ApproveOptions) (app
 	if rt.gate == nil {
 		return approval.Request{}, errors.New("agentos: the approval gate is off (governance.approval.off in agentos.json): nothing waits for an approval")
 	}
-	return decideTarget(rt.gate, target, approve, opts, func(p string) ([]byte, error) { return rt.jail.ReadFile(p) },
-		func(p string, src []byte, hash string) (string, []string) {
-			r, why := rt.node.Risk(p, src, hash)
-			return string(r), why
-		})
+	return decideTarget(rt.gate, target, approve, opts, func(p, version string) (approval.Ask, error) {
+		return rt.node.VersionAsk(p, version, opts.By)
+	})
 }
 
-// decideTarget decides target on g; read reads a tool, risk rates it.
-func decideTarget(g *approval.Gate, target string, approve bool, opts ApproveOptions, read func(string) ([]byte, error), risk func(string, []byte, string) (string, []string)) (approval.Request, error) {
+// decideTarget decides target on g; judge judges a tool's version (its
+// current file when version is "") as the gate would.
+func decideTarget(g *approval.Gate, target string, approve bool, opts ApproveOptions, judge func(path, version string) (approval.Ask, error)) (approval.Request, error) {
 	target = strings.TrimSpace(target)
 	if target == "" {
 		return approval.Request{}, errors.New("agentos: approve what? name an approval request id (see 'agentos approvals') or a tool path")
 	}
 	if !strings.HasPrefix(target, "a-") {
-		target = path.Clean(filepath.ToSlash(target))
-		if path.IsAbs(target) || target == ".." || strings.HasPrefix(target, "../") {
-			return approval.Request{}, fmt.Errorf("agentos: %s: name a tool by its path relative to the tool root (e.g. tools/x.ts), or an approval request id", target)
+		p, v, versioned := approval.SplitTarget(target)
+		p = path.Clean(filepath.ToSlash(p))
+		if path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
+			return approval.Request{}, fmt.Errorf("agentos: %s: name a tool by its path relative to the tool root (e.g. tools/x.ts, or tools/x.ts@<hash> for one version), or an approval request id", target)
+		}
+		target = p
+		if versioned {
+			target = p + "@" + v
 		}
 	}
 	r, ok, err := g.Store().Resolve(target)
@@ -87,19 +97,24 @@ func decideTarget(g *approval.Gate, target string, approve bool, opts ApproveOpt
 	if ok {
 		return g.Decide(r.ID, approve, opts.By, opts.Reason)
 	}
-	src, err := read(target)
+	// No request names it: the version is judged now (the file as it is, or
+	// the journal's recorded version) and decided; the request returned
+	// says which version (its Hash) was decided.
+	p, v, _ := approval.SplitTarget(target)
+	a, err := judge(p, v)
 	if err != nil {
-		return approval.Request{}, fmt.Errorf("agentos: %s is neither a pending approval request nor a tool here: %w ('agentos approvals' lists the requests)", target, err)
+		return approval.Request{}, fmt.Errorf("agentos: %s is neither a pending approval request nor a tool version here: %w ('agentos approvals' lists the requests)", target, err)
 	}
-	hash := transpile.Hash(src)
-	level, why := risk(target, src, hash)
-	return g.DecideVersion(approval.Ask{Path: target, Hash: hash, Risk: level, Reasons: why}, approve, opts.By, opts.Reason)
+	a.By = ""
+	return g.DecideVersion(a, approve, opts.By, opts.Reason)
 }
 
 // DecideOffline approves (or denies) target in the tool root's approvals
 // file while no node serves the root (the CLI's 'agentos approve' when it
 // finds no node): the next run of that version goes without asking.
 // It fails with approval.ErrBusy when a node holds the file: ask the node.
+// A recorded version (tools/x.ts@<hash>) with no request yet needs the
+// node (its journal).
 func DecideOffline(root string, cfg Config, target string, approve bool, opts ApproveOptions) (approval.Request, error) {
 	st, err := approval.OpenStore(filepath.Join(root, ApprovalsFile), time.Second)
 	if err != nil {
@@ -112,8 +127,7 @@ func DecideOffline(root string, cfg Config, target string, approve bool, opts Ap
 	}
 	defer jail.Close()
 	checker := check.New(cfg.CheckOptions())
-	g := approval.NewGate(st, cfg.Governance.Approval.Policy(), nil)
-	return decideTarget(g, target, approve, opts, jail.ReadFile, func(p string, src []byte, _ string) (string, []string) {
+	risk := func(p string, src []byte, _ string) (check.Risk, []string) {
 		res := checker.Check(p, src)
 		var why []string
 		for _, f := range res.Risks {
@@ -121,7 +135,26 @@ func DecideOffline(root string, cfg Config, target string, approve bool, opts Ap
 				why = append(why, f.Reason)
 			}
 		}
-		return string(res.Risk), why
+		return res.Risk, why
+	}
+	g := approval.NewGate(st, cfg.Governance.Approval.Policy(), nil)
+	return decideTarget(g, target, approve, opts, func(p, version string) (approval.Ask, error) {
+		if version != "" {
+			return approval.Ask{}, fmt.Errorf("%s@%s is a recorded version, read from the journal of a running node: start the node ('agentos serve') and approve it there", p, version)
+		}
+		resolved, err := jail.Resolve(p)
+		if err != nil {
+			return approval.Ask{}, err
+		}
+		src, err := jail.ReadFile(resolved)
+		if err != nil {
+			return approval.Ask{}, err
+		}
+		j, err := node.Judge(jail, cfg.Tools(), resolved, src, nil, nil, risk)
+		if err != nil {
+			return approval.Ask{}, err
+		}
+		return approval.Ask{Path: j.Path, Hash: j.Key, Source: j.Hash, Modules: j.Modules, Risk: string(j.Risk), Reasons: j.Reasons}, nil
 	})
 }
 

@@ -3,6 +3,7 @@ package agentos_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,39 @@ func TestApprovalOff(t *testing.T) {
 	}
 	if _, err := rt.Approve("tools/double.ts", agentos.ApproveOptions{}); err == nil || !strings.Contains(err.Error(), "governance.approval.off") {
 		t.Errorf("Approve with the gate off: %v", err)
+	}
+}
+
+// Approving by path names one reviewed version: with two versions
+// pending, the path is refused (listing both), path@<hash> picks one,
+// and the decision returns the hash it approved.
+func TestApproveByPathPicksOneVersion(t *testing.T) {
+	cfg := agentos.Config{Root: t.TempDir(), Isolation: "inprocess"}
+	cfg.Governance.Approval.Timeout = agentos.Duration(time.Millisecond)
+	rt := start(t, cfg)
+	ctx := context.Background()
+	write := func(src string) node.WriteResult {
+		args, _ := json.Marshal(map[string]string{"path": "tools/double.ts", "content": src})
+		out, err := rt.Call(ctx, "write_file", args)
+		var w node.WriteResult
+		if err != nil || json.Unmarshal(out, &w) != nil || w.Approval == nil {
+			t.Fatalf("write_file: %s %v", out, err)
+		}
+		return w
+	}
+	w1 := write(riskyDouble)
+	w2 := write(strings.Replace(riskyDouble, "* 2", "* 3", 1))
+	_, err := rt.Approve("tools/double.ts", agentos.ApproveOptions{})
+	if !errors.Is(err, approval.ErrAmbiguous) || !strings.Contains(err.Error(), w1.Approval.ID) || !strings.Contains(err.Error(), w2.Approval.ID) {
+		t.Fatalf("approving a path with two versions pending: %v", err)
+	}
+	r, err := rt.Approve("tools/double.ts@"+w1.Hash[:12], agentos.ApproveOptions{})
+	if err != nil || r.ID != w1.Approval.ID || r.Hash != w1.Hash || r.State != approval.StateApproved {
+		t.Fatalf("approving tools/double.ts@%.12s: %+v %v", w1.Hash, r, err)
+	}
+	// The file holds the second version, still pending: it does not run.
+	out, err := rt.Call(ctx, "exec_tool", json.RawMessage(`{"path": "tools/double.ts", "args": {"n": 1}}`))
+	if err != nil || !strings.Contains(string(out), approval.CodeTimeout) {
+		t.Fatalf("the unapproved version: %s %v", out, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	"go.uber.org/goleak"
 
 	"github.com/agentos-run/agentos/approval"
@@ -192,5 +193,77 @@ func TestNotFound(t *testing.T) {
 	}
 	if _, err := open(t, path).Decide("a-000000000000", true, "x", ""); !errors.Is(err, approval.ErrNotFound) {
 		t.Errorf("decide an unknown id: %v", err)
+	}
+}
+
+// A path with several versions pending names none of them: approving
+// "the newest" could approve a version nobody reviewed. path@<hash> (of
+// the request or of its entry, Source) picks one.
+func TestResolvePathWithSeveralVersions(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "approvals.db"))
+	a1, a2 := ask, ask
+	a2.Hash = strings.Repeat("b", 64)
+	a2.Source = strings.Repeat("c", 64)
+	r1, _, err := s.Ask(a1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := s.Resolve("tools/x.ts"); err != nil || !ok || r.ID != r1.ID {
+		t.Fatalf("one pending version: %+v %v %v", r, ok, err)
+	}
+	r2, _, err := s.Ask(a2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ok, err := s.Resolve("tools/x.ts")
+	if !errors.Is(err, approval.ErrAmbiguous) || ok || !strings.Contains(err.Error(), r1.ID) || !strings.Contains(err.Error(), r2.ID) {
+		t.Fatalf("two pending versions by path: %v %v", ok, err)
+	}
+	for target, want := range map[string]string{"tools/x.ts@aaaaaaaa": r1.ID, "tools/x.ts@BBBBBBBBBB": r2.ID, "tools/x.ts@cccccccc": r2.ID} {
+		if r, ok, err := s.Resolve(target); err != nil || !ok || r.ID != want {
+			t.Errorf("%s: %+v %v %v, want %s", target, r, ok, err, want)
+		}
+	}
+	if _, ok, err := s.Resolve("tools/x.ts@dddddddd"); err != nil || ok {
+		t.Errorf("an unknown version: %v %v", ok, err)
+	}
+	if _, _, err := s.Resolve("tools/x.ts@aaaa"); !errors.Is(err, approval.ErrNotFound) {
+		t.Errorf("a short version: %v", err)
+	}
+	if r2.Source != a2.Source || r1.Source != "" {
+		t.Errorf("the entry's hash is not kept: %+v %+v", r1, r2)
+	}
+}
+
+// A run of an approved version reads the file and writes nothing (no
+// write transaction, no fsync).
+func TestAwaitApprovedWritesNothing(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "approvals.db")
+	s := open(t, p)
+	g := approval.NewGate(s, approval.Policy{}, nil)
+	if _, err := g.DecideVersion(ask, true, "test", ""); err != nil {
+		t.Fatal(err)
+	}
+	txid := func() int {
+		db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		tx, err := db.Begin(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		return tx.ID()
+	}
+	before := txid()
+	for range 3 {
+		if err := g.Await(context.Background(), ask, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := txid(); after != before {
+		t.Errorf("Await of an approved version wrote %d transactions", after-before)
 	}
 }

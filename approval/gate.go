@@ -194,7 +194,14 @@ func (g *Gate) Await(ctx context.Context, a Ask, wait time.Duration) error {
 		wait = g.Timeout()
 	}
 	g.mu.Lock()
-	r, created, err := g.store.Ask(a)
+	// The version's request is read first: an approved (or pending)
+	// version costs no write transaction and no fsync; only a version
+	// never asked for is written.
+	r, found, err := g.store.Lookup(a.Path, a.Hash)
+	created := false
+	if err == nil && !found {
+		r, created, err = g.store.Ask(a)
+	}
 	if err != nil {
 		g.mu.Unlock()
 		return fmt.Errorf("approval: recording the request to run %s: %w", a.Path, err)

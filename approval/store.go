@@ -33,8 +33,16 @@ type Request struct {
 	ID string `json:"id"`
 	// Path is the tool, relative to the tool root.
 	Path string `json:"path"`
-	// Hash is the SHA-256 of the tool's source (transpile.Hash).
+	// Hash is the version's approval key: the SHA-256 of the tool's source
+	// (transpile.Hash) when it requires no module of the tool tree, else the
+	// SHA-256 of that hash and the sorted Modules (node.Judge): a changed
+	// module is a new version.
 	Hash string `json:"hash"`
+	// Source is the entry's content hash when it differs from Hash (the
+	// tool requires modules); the version's modules, as path@hash, are
+	// Modules.
+	Source  string   `json:"source,omitempty"`
+	Modules []string `json:"modules,omitempty"`
 	// Risk is check_tool's risk of the version, and Reasons why.
 	Risk    string   `json:"risk"`
 	Reasons []string `json:"reasons,omitempty"`
@@ -68,12 +76,25 @@ type Event struct {
 
 // Ask is a version asking to run: what Await and Store.Ask are given.
 type Ask struct {
-	Path    string
-	Hash    string
+	Path string
+	// Hash is the version's approval key (Request.Hash).
+	Hash string
+	// Source is the entry's content hash ("" or Hash: the same); Modules
+	// are the modules the version requires, as path@hash.
+	Source  string
+	Modules []string
 	Risk    string
 	Reasons []string
 	// By is who asks (the caller's token holder).
 	By string
+}
+
+// source is a's Source as a Request keeps it: "" when it is Hash.
+func (a Ask) source() string {
+	if a.Source == a.Hash {
+		return ""
+	}
+	return a.Source
 }
 
 // ErrBusy: another process holds the approvals file (a node serving the
@@ -248,7 +269,7 @@ func (s *Store) Ask(a Ask) (r Request, created bool, err error) {
 			return err
 		}
 		created = true
-		r = Request{ID: newID(), Path: a.Path, Hash: a.Hash, Risk: a.Risk, Reasons: a.Reasons, State: StatePending, RequestedBy: a.By, Requested: s.now().UTC()}
+		r = Request{ID: newID(), Path: a.Path, Hash: a.Hash, Source: a.source(), Modules: a.Modules, Risk: a.Risk, Reasons: a.Reasons, State: StatePending, RequestedBy: a.By, Requested: s.now().UTC()}
 		return putRequest(tx, r, Event{At: r.Requested, Event: "requested", By: a.By})
 	})
 	return r, created, err
@@ -285,7 +306,7 @@ func (s *Store) DecideVersion(a Ask, approve bool, by, reason string) (r Request
 		}
 		now := s.now().UTC()
 		if !ok {
-			r = Request{ID: newID(), Path: a.Path, Hash: a.Hash, Risk: a.Risk, Reasons: a.Reasons, RequestedBy: by, Requested: now}
+			r = Request{ID: newID(), Path: a.Path, Hash: a.Hash, Source: a.source(), Modules: a.Modules, Risk: a.Risk, Reasons: a.Reasons, RequestedBy: by, Requested: now}
 		}
 		r = decided(r, approve, by, reason, now)
 		return putRequest(tx, r, Event{At: r.Decided, Event: string(r.State), By: by, Reason: reason})
@@ -338,11 +359,21 @@ func (s *Store) Log() ([]Event, error) {
 	return out, err
 }
 
+// MinVersionPrefix is the fewest hex digits of a version's hash that
+// target path@<hash> (Resolve) may give.
+const MinVersionPrefix = 8
+
 // Resolve finds the request target names: a request id (or a unique
-// prefix of one, at least "a-" and 4 digits), or a tool path, which names
-// its pending request (the newest when several versions wait). A path
-// with no pending request returns ok false and no error: the caller may
-// decide the tool's current version (DecideVersion).
+// prefix of one, at least "a-" and 4 digits); a tool path with a version,
+// tools/x.ts@<hash prefix> (at least MinVersionPrefix digits of the
+// request's hash or of its entry's content hash, Request.Source), which
+// names that version's request whatever its state; or a tool path, which
+// names its pending request. IMPORTANT: a path with more than one version
+// pending is refused (ErrAmbiguous, listing them): approving "the newest"
+// could approve a version nobody reviewed; name one by id or
+// path@<hash>. A path (or path@hash) with no such request returns ok
+// false and no error: the caller may judge and decide that version
+// (DecideVersion).
 func (s *Store) Resolve(target string) (r Request, ok bool, err error) {
 	if strings.HasPrefix(target, "a-") && !strings.ContainsAny(target, "/.") {
 		if len(target) < len("a-")+4 {
@@ -370,14 +401,68 @@ func (s *Store) Resolve(target string) (r Request, ok bool, err error) {
 		}
 		return found[0], true, nil
 	}
+	if p, v, ok := SplitTarget(target); ok {
+		if len(v) < MinVersionPrefix {
+			return Request{}, false, fmt.Errorf("%w: %s: give at least %d hex digits of the version's hash", ErrNotFound, target, MinVersionPrefix)
+		}
+		all, err := s.List("")
+		if err != nil {
+			return Request{}, false, err
+		}
+		var found []Request
+		for _, r := range all {
+			if r.Path == p && (strings.HasPrefix(r.Hash, v) || r.Source != "" && strings.HasPrefix(r.Source, v)) {
+				found = append(found, r)
+			}
+		}
+		switch len(found) {
+		case 0:
+			return Request{}, false, nil
+		case 1:
+			return found[0], true, nil
+		}
+		return Request{}, false, fmt.Errorf("%w: %s matches %d versions (%s); give more of the hash, or the request id", ErrAmbiguous, target, len(found), listed(found))
+	}
 	pending, err := s.List(StatePending)
 	if err != nil {
 		return Request{}, false, err
 	}
-	for i := len(pending) - 1; i >= 0; i-- {
-		if pending[i].Path == target {
-			return pending[i], true, nil
+	var found []Request
+	for _, r := range pending {
+		if r.Path == target {
+			found = append(found, r)
 		}
 	}
-	return Request{}, false, nil
+	switch len(found) {
+	case 0:
+		return Request{}, false, nil
+	case 1:
+		return found[0], true, nil
+	}
+	return Request{}, false, fmt.Errorf("%w: %s has %d versions pending (%s); decide one by its request id or as %s@<hash>, after reviewing that version", ErrAmbiguous, target, len(found), listed(found), target)
+}
+
+// SplitTarget splits tools/x.ts@<hex> into the path and the lower-case
+// hex; ok is false for any other target.
+func SplitTarget(target string) (path, version string, ok bool) {
+	i := strings.LastIndexByte(target, '@')
+	if i <= 0 || i == len(target)-1 {
+		return target, "", false
+	}
+	v := target[i+1:]
+	for _, c := range v {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+			return target, "", false
+		}
+	}
+	return target[:i], strings.ToLower(v), true
+}
+
+// listed names requests as "id (version hash)".
+func listed(rs []Request) string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = fmt.Sprintf("%s (version %s)", r.ID, short(r.Hash))
+	}
+	return strings.Join(out, ", ")
 }

@@ -134,6 +134,9 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 	if err != nil {
 		return plainResult(nil, fmt.Errorf("%s (risk %s) is not run: its source cannot be read to tie the confirmation to it: %w", p, risk, err))
 	}
+	if afterSourceHash != nil {
+		afterSourceHash(p)
+	}
 	// The approval gate and the confirmation never disagree: a version
 	// denied at the gate is refused without asking (only an operator's
 	// 'agentos approve' lifts a denial), and a confirmation given here is
@@ -143,6 +146,17 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 	var ask *approval.Ask
 	if gate != nil {
 		if a, err := s.opts.Node.ApprovalAsk(proc, p); err == nil {
+			// IMPORTANT: the version confirmed MUST be the version approved:
+			// the approval is read apart from the source the user is asked
+			// about, and a tool written between the two reads is refused,
+			// never approved unseen.
+			if a.Source != strings.TrimPrefix(hash, "registry:") {
+				return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: the tool changed while its confirmation was prepared (version %.12s read, %.12s judged at the approval gate); call the tool again to be asked about the version it has now", p, risk, strings.TrimPrefix(hash, "registry:"), a.Source))
+			}
+			// The confirmation is tied to the approval key, which covers
+			// the modules the tool requires too: a module changed before
+			// the answer comes is a changed version.
+			hash = a.Hash
 			ask = &a
 			if r, ok, err := gate.Store().Lookup(a.Path, a.Hash); err == nil && ok && r.State == approval.StateDenied {
 				return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: this version was denied at the approval gate by %s: %s; only an approval ('agentos approve %s') lets it run", p, risk, r.DecidedBy, r.Reason, r.ID))
@@ -193,6 +207,10 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 	}
 }
 
+// afterSourceHash, when set (tests only), is called between the read of
+// the source a confirmation is tied to and the approval gate's judgment.
+var afterSourceHash func(path string)
+
 // sourceHash is the SHA-256 of the tool at p as proc reads it, or, when
 // proc may not read it, the registry's content hash of the registered tool
 // at p.
@@ -207,7 +225,13 @@ func (s *Server) sourceHash(ctx context.Context, proc *kernel.Process, p string)
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(out)
+	// read_file answers the content as a JSON string: its bytes are hashed
+	// as the gate hashes them (transpile.Hash).
+	var src string
+	if err := json.Unmarshal(out, &src); err != nil {
+		return "", fmt.Errorf("read_file of %s answered no text: %w", p, err)
+	}
+	sum := sha256.Sum256([]byte(src))
 	return hex.EncodeToString(sum[:]), nil
 }
 

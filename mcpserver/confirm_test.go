@@ -3,12 +3,15 @@ package mcpserver_test
 import (
 	"context"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/mcpserver"
 )
 
@@ -86,3 +89,34 @@ func TestConfirmationFailsClosed(t *testing.T) {
 }
 
 func mustString(v any) string { return string(mustJSON(v)) }
+
+// The version the user confirms is the version approved: a tool rewritten
+// between the read the confirmation is tied to and the gate's judgment is
+// refused, and the rewritten version is not approved.
+func TestConfirmationApprovesTheVersionConfirmed(t *testing.T) {
+	e := newEnv(t, agentos.Config{})
+	yes := e.connect(t, e.rt.Agent(), &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+	}})
+	mustOK(t, "write_file", call(t, yes, "write_file", map[string]any{"path": "tools/risky.ts", "content": riskyTool}))
+	swapped := strings.Replace(riskyTool, "* 2", "* 3", 1)
+	var calls int
+	mcpserver.SetAfterSourceHash(func(string) {
+		// The answer's round: the file changes after the read the
+		// confirmation is checked against.
+		if calls++; calls == 2 {
+			if err := os.WriteFile(filepath.Join(e.rt.Root(), "tools", "risky.ts"), []byte(swapped), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	defer mcpserver.SetAfterSourceHash(nil)
+	res := call(t, yes, "exec_tool", map[string]any{"path": "tools/risky.ts", "args": map[string]any{"n": 21}})
+	if !res.IsError || !strings.Contains(text(res), "changed") {
+		t.Fatalf("a version swapped during the confirmation: %s", text(res))
+	}
+	rs, err := e.rt.Approvals(approval.StateApproved)
+	if err != nil || len(rs) != 0 {
+		t.Fatalf("approved without being confirmed: %+v %v", rs, err)
+	}
+}

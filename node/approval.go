@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
-	"github.com/agentos-run/agentos/transpile"
+	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/vfs"
 )
 
 // Approvals returns the node's approval gate (nil: none, every tool runs).
@@ -68,44 +70,96 @@ func holderOf(p *kernel.Process) string {
 	return fmt.Sprintf("process %s (pid %d)", p.Name(), pid)
 }
 
-// gateRun holds p's run of the tool at path (resolved) until its version
-// is approved, when the gate's policy needs it. It returns the content
-// hash the run MUST execute ("" when no approval was needed), or the
-// *approval.Error that stopped it.
+// judge judges the tool at path (resolved) as a run would load it: the
+// file in the tree, or, with version set (tools/x.ts@<hash prefix>), the
+// recorded version from the journal with the modules it runs with.
+func (n *Node) judge(path, version string) (Judged, error) {
+	var (
+		src    []byte
+		pinned []journal.Module
+		source func(string) ([]byte, error)
+	)
+	if version != "" {
+		if n.opts.Journal == nil {
+			return Judged{}, fmt.Errorf("%s@%s names a recorded version, and versions are kept in the journal: this node has none (run the current file as %s)", path, version, path)
+		}
+		v, b, err := n.opts.Journal.ResolveVersion(path, version)
+		if err != nil {
+			return Judged{}, notFound{err} // exec_tool answers not_found, as the executor would
+		}
+		src, pinned, source = b, v.Modules, n.opts.Journal.Source
+	} else {
+		b, err := n.opts.Jail.ReadFile(path)
+		if err != nil {
+			return Judged{}, err
+		}
+		src = b
+	}
+	return Judge(n.opts.Jail, n.toolsDir(), path, src, pinned, source, n.Risk)
+}
+
+// notFound is a version the journal does not have: it is fs.ErrNotExist.
+type notFound struct{ err error }
+
+func (e notFound) Error() string        { return e.err.Error() }
+func (e notFound) Unwrap() error        { return e.err }
+func (e notFound) Is(target error) bool { return target == fs.ErrNotExist }
+
+// isMissing reports whether the gate could not judge a tool because it is
+// not there (a file, or a recorded version): exec_tool answers not_found.
+func isMissing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, vfs.ErrNotFound)
+}
+
+// askOf is the approval.Ask of j, asked by.
+func askOf(j Judged, by string) approval.Ask {
+	return approval.Ask{Path: j.Path, Hash: j.Key, Source: j.Hash, Modules: j.Modules, Risk: string(j.Risk), Reasons: j.Reasons, By: by}
+}
+
+// gateRun judges p's run of the tool at path (resolved) and holds it until
+// its version is approved, when the gate's policy needs it. It returns the
+// entry's source judged and its content hash: IMPORTANT: the run MUST
+// execute exactly these bytes (the caller passes the hash as
+// RunRequest.Hash, and the executor refuses other content), so that a file
+// patched after the judgment never runs on it. With the gate off it
+// returns "" and nil (nothing judged). A tool that cannot be read or
+// judged is refused (an error), never let through; a run the gate stopped
+// is an *approval.Error.
+//
+// The version's risk is the highest over its entry and every module it
+// requires (Judge), and its approval covers all of their hashes.
 //
 // version, when set, is a recorded version the run asks for
 // (tools/x.ts@<hash prefix>): that version, from the journal, is the one
 // judged and approved, not the file in the tree.
-func (n *Node) gateRun(ctx context.Context, p *kernel.Process, path, version string) (string, error) {
+func (n *Node) gateRun(ctx context.Context, p *kernel.Process, path, version string) (string, []byte, error) {
 	g := n.opts.Approvals
 	if g == nil || g.Policy().Off {
-		return "", nil
+		return "", nil, nil
 	}
-	var src []byte
-	var err error
-	if version != "" {
-		if n.opts.Journal == nil {
-			return "", nil // the executor reports that versions need a journal
-		}
-		_, src, err = n.opts.Journal.ResolveVersion(path, version)
-	} else {
-		src, err = n.opts.Jail.ReadFile(path)
+	if version != "" && n.opts.Journal == nil {
+		return "", nil, nil // the executor reports that versions need a journal; nothing runs
 	}
+	j, err := n.judge(path, version)
 	if err != nil {
-		return "", nil // the executor reports the missing tool or version
+		return "", nil, fmt.Errorf("%w: %s is not run: it cannot be judged: %w", ErrGate, path, err)
 	}
-	hash := transpile.Hash(src)
-	risk, reasons := n.Risk(path, src, hash)
-	if !g.Policy().Needs(path, string(risk), func(r string) bool { return hasRight(p, capability.Right(r)) }) {
-		return "", nil
+	if !g.Policy().Needs(path, string(j.Risk), func(r string) bool { return hasRight(p, capability.Right(r)) }) {
+		return j.Hash, j.Src, nil
 	}
 	wait := g.Timeout()
 	if d := p.WallDeadline(); !d.IsZero() {
 		wait = max(min(wait, time.Until(d)), time.Millisecond)
 	}
-	err = g.Await(ctx, approval.Ask{Path: path, Hash: hash, Risk: string(risk), Reasons: reasons, By: holderOf(p)}, wait)
-	return hash, err
+	if err := g.Await(ctx, askOf(j, holderOf(p)), wait); err != nil {
+		return "", nil, err
+	}
+	return j.Hash, j.Src, nil
 }
+
+// afterGate, when set (tests only), is called between the gate's judgment
+// of a run and the run: where a concurrent write would land.
+var afterGate func(path string)
 
 // gateFailure is the exec_tool result of a run the gate stopped: failed
 // with the gate's code as its error kind.
@@ -122,17 +176,38 @@ func gateFailure(err error) (ExecResult, bool) {
 // right, and is not approved: such a tool is written and committed, but
 // search_tools does not offer it.
 func (n *Node) NeedsApproval(path string) bool {
+	return n.needsApproval()(path)
+}
+
+// needsApproval returns NeedsApproval for a batch of tools (search_tools):
+// the approvals file is read once, at the first tool that needs an
+// approval, not once per tool.
+func (n *Node) needsApproval() func(path string) bool {
 	g := n.opts.Approvals
 	if g == nil || g.Policy().Off {
-		return false
+		return func(string) bool { return false }
 	}
-	src, err := n.opts.Jail.ReadFile(path)
-	if err != nil {
-		return false
+	var approved map[[2]string]bool
+	return func(path string) bool {
+		j, err := n.judge(path, "")
+		if err != nil {
+			return false // not offered or not runnable anyway; exec_tool says why
+		}
+		if !g.Policy().Needs(path, string(j.Risk), nil) {
+			return false
+		}
+		if approved == nil {
+			approved = map[[2]string]bool{}
+			rs, err := g.Store().List(approval.StateApproved)
+			if err != nil {
+				return true // unknown: not offered
+			}
+			for _, r := range rs {
+				approved[[2]string{r.Path, r.Hash}] = true
+			}
+		}
+		return !approved[[2]string{path, j.Key}]
 	}
-	hash := transpile.Hash(src)
-	risk, _ := n.Risk(path, src, hash)
-	return g.Policy().Needs(path, string(risk), nil) && !g.Approved(path, hash)
 }
 
 // requestApproval makes the pending request of a tool just written whose
@@ -143,16 +218,11 @@ func (n *Node) requestApproval(p *kernel.Process, path string) *approval.Request
 	if g == nil || g.Policy().Off || !isToolSource(path, n.toolsDir()) {
 		return nil
 	}
-	src, err := n.opts.Jail.ReadFile(path)
-	if err != nil {
+	j, err := n.judge(path, "")
+	if err != nil || !g.Policy().Needs(path, string(j.Risk), nil) {
 		return nil
 	}
-	hash := transpile.Hash(src)
-	risk, reasons := n.Risk(path, src, hash)
-	if !g.Policy().Needs(path, string(risk), nil) {
-		return nil
-	}
-	r, err := g.Request(approval.Ask{Path: path, Hash: hash, Risk: string(risk), Reasons: reasons, By: holderOf(p)})
+	r, err := g.Request(askOf(j, holderOf(p)))
 	if err != nil {
 		n.opts.Logger.Warn("approval: recording the request of a tool written", "path", path, "err", err)
 		return nil
@@ -174,18 +244,33 @@ func isToolSource(path, dir string) bool {
 }
 
 // ApprovalAsk is the approval.Ask of the tool at path (as p would name it;
-// resolved in the tool root) as it is now: its version's hash, its risk
-// and why. MCP's confirmation records its answer with it.
+// resolved in the tool root) as it is now: its version's approval key
+// (Hash), its entry's content hash (Source), the modules it requires, its
+// risk and why. MCP's confirmation records its answer with it.
 func (n *Node) ApprovalAsk(p *kernel.Process, path string) (approval.Ask, error) {
 	resolved, err := n.opts.Jail.Resolve(path)
 	if err != nil {
 		return approval.Ask{}, err
 	}
-	src, err := n.opts.Jail.ReadFile(resolved)
+	j, err := n.judge(resolved, "")
 	if err != nil {
 		return approval.Ask{}, err
 	}
-	hash := transpile.Hash(src)
-	risk, reasons := n.Risk(resolved, src, hash)
-	return approval.Ask{Path: resolved, Hash: hash, Risk: string(risk), Reasons: reasons, By: holderOf(p)}, nil
+	return askOf(j, holderOf(p)), nil
+}
+
+// VersionAsk is the approval.Ask of the tool at path (relative to the tool
+// root, resolved here) as it is now, or, with version set, of its recorded
+// version tools/x.ts@<version> from the journal: what an approval by path
+// decides ('agentos approve tools/x.ts'), asked by by.
+func (n *Node) VersionAsk(path, version, by string) (approval.Ask, error) {
+	resolved, err := n.opts.Jail.Resolve(path)
+	if err != nil {
+		return approval.Ask{}, err
+	}
+	j, err := n.judge(resolved, version)
+	if err != nil {
+		return approval.Ask{}, err
+	}
+	return askOf(j, by), nil
 }

@@ -94,7 +94,9 @@ func (n *Node) workers() int {
 // and the caller's home is this node (its quota is charged here). A member
 // that refuses the version or does not answer leaves the run to this node.
 func (n *Node) runOn(ctx context.Context, pid *actor.PID, req executor.RunRequest) (executor.Result, string, error) {
-	pinned := req.Hash // the approved version (approval gate), if any
+	// The version the approval gate judged: with the gate on it is always
+	// set (gateRun), so the file is read here only when no gate judged it.
+	pinned := req.Hash
 	if req.Hash == "" {
 		src, err := n.opts.Jail.ReadFile(req.Path)
 		if err != nil {

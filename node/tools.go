@@ -688,9 +688,11 @@ func (n *Node) searchTools(ctx context.Context, p *kernel.Process, args json.Raw
 		if err != nil {
 			return nil, err
 		}
+		// A tool waiting for its approval is not offered (approval gate);
+		// the approvals file is read once for the whole search.
+		needs := n.needsApproval()
 		for _, h := range found {
-			// A tool waiting for its approval is not offered (approval gate).
-			if r, err := n.opts.Jail.Resolve(h.Path); err == nil && p.Covers(capability.Read, r) && len(hits) < limit && !n.NeedsApproval(r) {
+			if r, err := n.opts.Jail.Resolve(h.Path); err == nil && p.Covers(capability.Read, r) && len(hits) < limit && !needs(r) {
 				hits = append(hits, h)
 			}
 		}
@@ -802,10 +804,23 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 	// The approval gate: a tool whose risk needs an approval waits for it
 	// (bounded), and then runs exactly the version approved.
 	// Ending p (its HoldRun) cancels the wait.
-	approved, err := n.gateRun(runCtx, p, path, version)
+	// IMPORTANT: the run executes exactly the entry the gate judged: its
+	// hash travels as RunRequest.Hash and the executor refuses other
+	// content.
+	approved, _, err := n.gateRun(runCtx, p, path, version)
+	if isMissing(err) && !versioned && n.pullMissing(ctx) {
+		// Another node wrote it and this one missed the announcement.
+		approved, _, err = n.gateRun(runCtx, p, path, version)
+	}
+	if afterGate != nil {
+		afterGate(path)
+	}
 	if err != nil {
 		if res, ok := gateFailure(err); ok {
 			return res, nil
+		}
+		if isMissing(err) {
+			return ExecResult{Result: executor.Result{Result: json.RawMessage("null"), Logs: []string{}, Error: &executor.Error{Kind: executor.ErrNotFound.Kind, Code: driver.CodeNotFound, Message: err.Error()}}}, nil
 		}
 		return nil, err
 	}

@@ -197,13 +197,17 @@ func (s *actorState) run(ctx context.Context, m *pb.Run) (ran *pb.Ran, panicked 
 		// version the caller was cleared for (the approval gate's).
 		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s names version %s, the caller asked for %s", ErrStaleTool, m.GetPath(), req.version, want))}, nil
 	} else if want != "" && req.version == "" {
-		_, have, err := s.ex.Source(m.GetPath())
+		src, have, err := s.ex.Source(m.GetPath())
 		switch {
 		case err != nil:
 			return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s is not here (%v), the caller asked for %s", ErrStaleTool, m.GetPath(), err, want))}, nil
 		case have != want:
 			return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s is %s here, the caller asked for %s", ErrStaleTool, m.GetPath(), have, want))}, nil
 		}
+		// IMPORTANT: run exactly the bytes whose hash was checked; reading
+		// the file again (record, exec) could run a version written in
+		// between, one the caller (the approval gate) never cleared.
+		req.Source = src
 	}
 	if c := m.GetCaller(); c != nil {
 		if err := s.asCaller(&req, c); err != nil {

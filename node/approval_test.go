@@ -1,0 +1,152 @@
+package node_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/node"
+)
+
+// riskyLib is a module check_tool rates high; lowEntry, which requires it,
+// is rated low on its own.
+const (
+	riskyLib = `/** Doubles. @ignore-security */
+export function twice(n: number): number { return n * 2; }
+`
+	lowEntry = `import { twice } from "./lib/risky";
+
+/** Doubles a number through a helper. */
+export default function entry(args: { n: number }): number {
+  return twice(args.n);
+}
+`
+)
+
+// bootGated boots a node whose approval gate times a waiting run out at
+// once (a run that needs an approval ends approval_timeout, its request
+// pending).
+func bootGated(t *testing.T) (testNode, *approval.Gate, *kernel.Process) {
+	t.Helper()
+	st, err := approval.OpenStore(filepath.Join(t.TempDir(), "approvals.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := approval.NewGate(st, approval.Policy{Timeout: time.Millisecond}, quiet)
+	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *node.Options) { o.Approvals = g })
+	p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
+	return n, g, p
+}
+
+func writeTool(t *testing.T, n testNode, p, src string) {
+	t.Helper()
+	full := filepath.Join(n.root, filepath.FromSlash(p))
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func execRes(t *testing.T, n testNode, p *kernel.Process, args string) node.ExecResult {
+	t.Helper()
+	var res node.ExecResult
+	if err := json.Unmarshal(mustCall(t, n, p, "exec_tool", args), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func pendingOf(t *testing.T, g *approval.Gate, path string) []approval.Request {
+	t.Helper()
+	rs, err := g.List(approval.StatePending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []approval.Request
+	for _, r := range rs {
+		if r.Path == path {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A low-risk entry that requires a high-risk module is as risky as the
+// module: its run waits for an approval that covers the module's version,
+// a changed module asks again, and a recorded version (tools/x.ts@<hash>)
+// is judged with the modules it is pinned to.
+func TestGateJudgesRequiredModules(t *testing.T) {
+	n, g, p := bootGated(t)
+	writeTool(t, n, "tools/lib/risky.ts", riskyLib)
+	writeTool(t, n, "tools/entry.ts", lowEntry)
+	res := execRes(t, n, p, `{"path":"tools/entry.ts","args":{"n":21}}`)
+	if res.Success || res.Error == nil || string(res.Error.Kind) != approval.CodeTimeout {
+		t.Fatalf("a low-risk entry requiring a high-risk module ran without approval: %+v", res)
+	}
+	rs := pendingOf(t, g, "tools/entry.ts")
+	if len(rs) != 1 || rs[0].Risk != "high" || len(rs[0].Modules) != 1 || !strings.HasPrefix(rs[0].Modules[0], "tools/lib/risky.ts@") || rs[0].Source == "" || rs[0].Source == rs[0].Hash {
+		t.Fatalf("the request of the entry: %+v", rs)
+	}
+	if !strings.Contains(strings.Join(rs[0].Reasons, ";"), "tools/lib/risky.ts: ") {
+		t.Errorf("the reasons do not name the module: %q", rs[0].Reasons)
+	}
+	first, err := g.Decide(rs[0].ID, true, "test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = execRes(t, n, p, `{"path":"tools/entry.ts","args":{"n":21}}`)
+	if !res.Success || string(res.Result.Result) != "42" || res.RunID == "" {
+		t.Fatalf("the approved run: %+v", res)
+	}
+	entryHash := res.Hash
+
+	// The module changes: a new version, which asks again.
+	writeTool(t, n, "tools/lib/risky.ts", strings.Replace(riskyLib, "n * 2", "n * 3", 1))
+	res = execRes(t, n, p, `{"path":"tools/entry.ts","args":{"n":21}}`)
+	if res.Success || res.Error == nil || string(res.Error.Kind) != approval.CodeTimeout {
+		t.Fatalf("a changed module ran on the old approval: %+v", res)
+	}
+	if rs := pendingOf(t, g, "tools/entry.ts"); len(rs) != 1 || rs[0].ID == first.ID || rs[0].Source != first.Source {
+		t.Fatalf("the changed module's request: %+v (first %+v)", rs, first)
+	}
+
+	// The recorded version is pinned to the first module: denied, it does
+	// not run by its hash either.
+	if _, err := g.Decide(first.ID, false, "test", "no"); err != nil {
+		t.Fatal(err)
+	}
+	res = execRes(t, n, p, `{"path":"tools/entry.ts@`+entryHash[:12]+`","args":{"n":21}}`)
+	if res.Success || res.Error == nil || string(res.Error.Kind) != approval.CodeDenied {
+		t.Fatalf("the recorded version with its denied module: %+v", res)
+	}
+}
+
+// The run executes the version the gate judged: a tool rewritten between
+// the judgment (no approval needed) and the run does not run.
+func TestGateRunsWhatItJudged(t *testing.T) {
+	n, _, p := bootGated(t)
+	writeTool(t, n, "tools/t.ts", "/** Returns one. */\nexport default function t(): number { return 1; }\n")
+	node.SetAfterGate(func(string) {
+		writeTool(t, n, "tools/t.ts", "/** Returns two. @ignore-security */\nexport default function t(): number { return 2; }\n")
+	})
+	defer node.SetAfterGate(nil)
+	out, err := call(t, n, p, "exec_tool", `{"path":"tools/t.ts"}`)
+	var res node.ExecResult
+	if err == nil {
+		_ = json.Unmarshal(out, &res)
+	}
+	if res.Success || strings.Contains(string(out), `"result":2`) {
+		t.Fatalf("the version written after the gate ran unapproved: %s %v", out, err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "tools/t.ts") {
+		t.Errorf("the refusal does not say what changed: %s %v", out, err)
+	}
+}
