@@ -13,7 +13,7 @@ import (
 
 // AgentsConfig configures the agents the runtime spawns: their personas
 // (named, versioned system prompts kept in the tool root), the templates
-// the nursery spawns them from, and prompt tournaments (docs/memory/persona.md).
+// the nursery spawns them from, and prompt tournaments (docs/MEMORY.md).
 type AgentsConfig struct {
 	// PersonasDir is the directory of the personas under the tool root.
 	// Default "personas".

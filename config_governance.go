@@ -30,7 +30,7 @@ type GovernanceConfig struct {
 	Gate GateConfig `json:"gate,omitzero"`
 }
 
-// ApprovalConfig is the approval gate (docs/governance/approve.md): a run
+// ApprovalConfig is the approval gate (docs/GOVERNANCE.md): a run
 // of a tool whose check_tool risk is in Levels waits until that version of
 // the tool is approved ('agentos approve', Runtime.Approve, an MCP
 // client's confirmation). The zero value is the gate on with the defaults.

@@ -13,7 +13,7 @@ import (
 // per agent name (package memory).
 var MemoryFile = filepath.Join(StateDir, "memory.db")
 
-// MemoryConfig is the agents' memory (docs/memory/memory.md): context
+// MemoryConfig is the agents' memory (docs/MEMORY.md): context
 // paging and long-term memory. The zero value: no paging, memory in
 // .agentos/memory.db with the package defaults.
 type MemoryConfig struct {

@@ -21,7 +21,7 @@ func sqlRuntime(t *testing.T, isolation ...string) *agentos.Runtime {
 	cfg := agentos.Config{Root: t.TempDir(), Isolation: iso}
 	// These tests run hostile SQL tools (DROP TABLE, ATTACH, a literal
 	// check_tool takes for a credential) to prove the driver's guards; the
-	// approval gate would hold them first (docs/governance/approve.md).
+	// approval gate would hold them first (docs/GOVERNANCE.md).
 	cfg.Governance.Approval.Off = true
 	rt := start(t, cfg)
 	for _, stmt := range []string{

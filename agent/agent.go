@@ -21,7 +21,7 @@
 // Main is the body of such a process: a supervisor's restart of it (and
 // ImageMain, a restore of its snapshot) resumes the run its previous
 // incarnation left unfinished, answering the recorded model and tool calls
-// from the journal up to the crash point (docs/governance/resume.md).
+// from the journal up to the crash point (docs/GOVERNANCE.md).
 //
 // # Privacy
 //

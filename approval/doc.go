@@ -1,4 +1,4 @@
-// Package approval is the approval gate of forged tools (docs/governance/approve.md):
+// Package approval is the approval gate of forged tools (docs/GOVERNANCE.md):
 // a tool whose check_tool risk is at a level the policy names does not run
 // until a human (or a program on their behalf) approves that exact version
 // of it.

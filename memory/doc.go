@@ -34,7 +34,7 @@
 // from the file on the agent's first use): text as the description field,
 // tags as the tags field. Recall searches the kinds asked for and merges
 // the lists by score (0..1, the registry's normalisation). See
-// docs/memory/memory.md.
+// docs/MEMORY.md.
 //
 // # Failure
 //

@@ -78,7 +78,7 @@ type Options struct {
 	// Repo persists every write to Git (nil: writes stay in the working
 	// tree); the node does not close it.
 	Repo *repo.Repo
-	// Gate configures the registration gate (docs/governance/gate.md):
+	// Gate configures the registration gate (docs/GOVERNANCE.md):
 	// a write_file, patch_file or forge that changes an existing tool
 	// source first replays the recorded runs of the previous version
 	// (from Journal, on Executor) against the new one. The zero value

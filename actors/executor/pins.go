@@ -14,7 +14,7 @@ import (
 	"github.com/agentos-run/agentos/vfs"
 )
 
-// Runs pinned to exact versions (docs/governance/pin.md).
+// Runs pinned to exact versions (docs/GOVERNANCE.md).
 //
 // Every recorded run keeps the source of its entry and of every module it
 // required, by content hash (journal.RunMeta.Hash, Modules). Replay and

@@ -53,7 +53,7 @@ type Options struct {
 	// RetryPause is the first pause between two pulls for an announced
 	// commit not upstream yet; it doubles up to 2 s. Default 100 ms.
 	RetryPause time.Duration
-	// Gate, when set, is the registration gate (docs/governance/gate.md):
+	// Gate, when set, is the registration gate (docs/GOVERNANCE.md):
 	// before a write that changes an existing tool source (gate.Applies)
 	// and compiles, the recorded runs of the previous version (or, when
 	// that version never ran, of the newest earlier version that did) are

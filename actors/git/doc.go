@@ -32,7 +32,7 @@
 // its timeout; it fetches nothing itself. Requests waiting for a commit
 // do not block the actor: it serves writes meanwhile.
 //
-// With Options.Gate (the registration gate, docs/governance/gate.md), a
+// With Options.Gate (the registration gate, docs/GOVERNANCE.md), a
 // write that changes an existing tool source that compiles is first
 // checked: the recorded runs of the previous version are replayed against
 // the new one, before anything is written. A report the policy blocks

@@ -35,7 +35,7 @@
 // kernel or one sharing the signing key, with a token minted for exactly
 // the same grants, expiry and uses left and the same budget left; a
 // snapshot whose seal does not verify is refused. See
-// docs/governance/resume.md.
+// docs/GOVERNANCE.md.
 //
 // IMPORTANT: processes are goroutines, not protoactor actors, on purpose:
 // protoactor schedules a goroutine per message to an idle actor, which caps
