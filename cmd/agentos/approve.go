@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/user"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -53,6 +55,11 @@ func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	case errors.Is(err, admin.ErrNoNode):
+		// The approvals file lives in the root's state directory, which a
+		// root made with 'agentos init --no-git' has not created yet.
+		if err := os.MkdirAll(filepath.Join(abs, agentos.StateDir), 0o700); err != nil {
+			return fmt.Errorf("creating the state directory for the approvals file: %w", err)
+		}
 		if r, err = agentos.DecideOffline(abs, cfg, req.Target, !req.Deny, agentos.ApproveOptions{By: req.By, Reason: req.Reason}); err != nil {
 			return err
 		}

@@ -200,3 +200,22 @@ func TestApproveTimeoutAndOffline(t *testing.T) {
 		t.Errorf("approving a tool that is not there: %d %s", code, stderr)
 	}
 }
+
+// A root made by 'agentos init --no-git' has no state directory yet: an
+// approval given with no node running creates it for the approvals file.
+func TestApproveOfflineCreatesTheStateDirectory(t *testing.T) {
+	root := t.TempDir()
+	if code, stdout, stderr := cli(t, "init", "--no-git", root); code != 0 {
+		t.Fatalf("init: %d %s %s", code, stdout, stderr)
+	}
+	if err := os.WriteFile(filepath.Join(root, "tools", "risky.ts"), []byte(riskyTool), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := cli(t, "approve", "--root", root, "tools/risky.ts")
+	if code != 0 || !strings.Contains(stdout, "approved") {
+		t.Fatalf("approve in a fresh root: %d %s %s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".agentos", "approvals.db")); err != nil {
+		t.Fatalf("the approvals file: %v", err)
+	}
+}
