@@ -24,24 +24,6 @@ import (
 	"github.com/agentos-run/agentos/memory"
 )
 
-// modelCrashingAt is the scripted model's device that panics instead of
-// sending the first incarnation's n-th request.
-func modelCrashingAt(t *testing.T, url string, n int32) driver.Device {
-	t.Helper()
-	client, err := llm.New(llm.Config{BaseURL: url, Model: "scripted"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := client.Device()
-	var calls atomic.Int32
-	return driver.DeviceFunc(func(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
-		if calls.Add(1) == n {
-			panic(fmt.Sprintf("the agent's process crashes before its model call %d", n))
-		}
-		return dev.Do(ctx, op, req)
-	})
-}
-
 // An unnamed agent with paging remembers a fact, pages big files out,
 // crashes under its supervisor after its paged requests were journaled:
 // the restarted incarnation (a new pid) resumes the run without diverging
@@ -85,7 +67,7 @@ func TestUnnamedPagingAgentRestartResumes(t *testing.T) {
 	results := make(chan agent.Result, 1)
 	errs := make(chan error, 4)
 	main := agent.Main("Remember the vault code, read the archive, then tell me the vault code.", agent.MainOptions{
-		Node: rt.Node(), Model: modelCrashingAt(t, srv.URL(), 6), Journal: rt.Journal(), MaxSteps: 10,
+		Node: rt.Node(), Model: crashingModel(t, srv.URL(), 6, func(context.Context) { panic("the agent's process crashes before its model call 6") }), Journal: rt.Journal(), MaxSteps: 10,
 		Memory: agent.MemorySettings{WindowTokens: 8192},
 		Done: func(res agent.Result, err error) {
 			if err == nil {
@@ -214,7 +196,7 @@ func TestAgentRestoredUnderAnotherNameKeepsItsMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	atCrash := make(chan struct{})
-	model := crashingModel(t, srv.URL(), func(ctx context.Context) {
+	model := crashingModel(t, srv.URL(), 4, func(ctx context.Context) {
 		close(atCrash)
 		<-ctx.Done()
 	})

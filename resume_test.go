@@ -35,8 +35,9 @@ func resumeScript() []llmtest.Step {
 }
 
 // crashingModel is the scripted model's device, through real HTTP, that
-// calls atFourth instead of sending the first incarnation's fourth request.
-func crashingModel(t *testing.T, url string, atFourth func(ctx context.Context)) driver.Device {
+// calls at before sending the n-th request it is given (a panic there is
+// the agent's process crashing).
+func crashingModel(t *testing.T, url string, n int32, at func(ctx context.Context)) driver.Device {
 	t.Helper()
 	client, err := llm.New(llm.Config{BaseURL: url, Model: "scripted"})
 	if err != nil {
@@ -45,8 +46,8 @@ func crashingModel(t *testing.T, url string, atFourth func(ctx context.Context))
 	dev := client.Device()
 	var calls atomic.Int32
 	return driver.DeviceFunc(func(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
-		if calls.Add(1) == 4 {
-			atFourth(ctx)
+		if calls.Add(1) == n {
+			at(ctx)
 		}
 		return dev.Do(ctx, op, req)
 	})
@@ -117,7 +118,7 @@ func TestSupervisedAgentRestartResumes(t *testing.T) {
 	write(t, rt, samples.FibPath, samples.FibTool)
 
 	var crashed atomic.Bool
-	model := crashingModel(t, srv.URL(), func(context.Context) {
+	model := crashingModel(t, srv.URL(), 4, func(context.Context) {
 		if crashed.CompareAndSwap(false, true) {
 			panic("the agent's process crashes before its fourth model call")
 		}
@@ -217,7 +218,7 @@ func TestAgentSnapshotRestoreResumes(t *testing.T) {
 	rt := start(t, agentos.Config{Root: t.TempDir(), Isolation: "inprocess", LLM: agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}})
 	write(t, rt, samples.FibPath, samples.FibTool)
 	atCrash := make(chan struct{})
-	model := crashingModel(t, srv.URL(), func(ctx context.Context) {
+	model := crashingModel(t, srv.URL(), 4, func(ctx context.Context) {
 		close(atCrash)
 		<-ctx.Done() // held until the snapshot kills the process
 	})
