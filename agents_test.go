@@ -232,20 +232,7 @@ func TestTournamentToolScoresReplayOffline(t *testing.T) {
 		}
 	}
 	writeJudge("return args.answer.toLowerCase().includes(args.expected.toLowerCase()) ? 1 : 0;")
-	toolRuns := func() int {
-		t.Helper()
-		runs, err := rt.Journal().Runs()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, r := range runs {
-			if r.Tool == judge {
-				n++
-			}
-		}
-		return n
-	}
+	toolRuns := func() int { return runsOfTool(t, rt, judge) }
 	tasks := tournamentTasks
 	tasks.Scorer = persona.Scorer{Kind: persona.ScoreTool, Tool: judge}
 	rep, err := rt.Tournament(context.Background(), agentos.TournamentOptions{Persona: "quiz", Tasks: tasks, Variants: 3})
@@ -316,20 +303,7 @@ func TestTournamentResumeRunsOnlyTheMissingToolScores(t *testing.T) {
 	if _, err := rt.Call(context.Background(), "write_file", call); err != nil {
 		t.Fatal(err)
 	}
-	toolRuns := func() int {
-		t.Helper()
-		runs, err := rt.Journal().Runs()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, r := range runs {
-			if r.Tool == judge {
-				n++
-			}
-		}
-		return n
-	}
+	toolRuns := func() int { return runsOfTool(t, rt, judge) }
 	tasks := tournamentTasks
 	tasks.Scorer = persona.Scorer{Kind: persona.ScoreTool, Tool: judge}
 	rep, err := rt.Tournament(ctx, agentos.TournamentOptions{Persona: "quiz", Tasks: tasks, Variants: 3})
@@ -600,4 +574,20 @@ func TestTournamentResumesAfterAModelFailure(t *testing.T) {
 	if again, err := rt.ReplayTournament(context.Background(), rep.Run); err != nil || again.Table() != done.Table() || srv.Requests() != before {
 		t.Fatalf("replay: %v (%d requests)", err, srv.Requests()-before)
 	}
+}
+
+// runsOfTool counts the runs of tool in rt's journal.
+func runsOfTool(t *testing.T, rt *agentos.Runtime, tool string) int {
+	t.Helper()
+	runs, err := rt.Journal().Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range runs {
+		if r.Tool == tool {
+			n++
+		}
+	}
+	return n
 }
