@@ -182,16 +182,14 @@ func (c *Checker) Check(path string, src []byte) Result {
 	// takes the longer of the two, not their sum). A source that is not
 	// UTF-8 is parsed after: the parser is not handed it before it is known.
 	var parsed bool
-	parsedDone := make(chan struct{})
+	var parsedDone chan struct{} // nil: parsed below, after the compile
 	bad := invalidUTF8(src)
 	if bad < 0 && !c.tr.Cached(path, src) {
+		parsedDone = make(chan struct{})
 		go func() {
 			defer close(parsedDone)
 			parsed = w.parse(src)
 		}()
-	} else {
-		close(parsedDone)
-		parsedDone = nil
 	}
 	if bad >= 0 {
 		// Never hand invalid UTF-8 to the transpiler: esbuild v0.28.2 loops
