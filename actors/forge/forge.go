@@ -237,6 +237,9 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 	res, err := f.loop(ctx, host, spec, agents, charge)
 	if run != nil {
 		res.RunID = run.ID()
+		if err != nil && ctx.Err() == nil {
+			err = fmt.Errorf("forge run %s: %w", run.ID(), err) // agentos trace / replay take the id
+		}
 		if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) { // a cancelled forge (shutdown, crash) stays resumable
 			endRun(run, res, err)
 		} else {
@@ -409,7 +412,11 @@ func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, lessonA
 		feedback := fmt.Sprintf("Attempt %d failed. Fix every error and call submit_tool again with the whole tool and tests:\n- %s", n, strings.Join(att.Errors, "\n- "))
 		conv.failed(n, answer.Message, sub.replies(feedback), att.Errors)
 	}
-	return res, fmt.Errorf("%w: %d attempts, the last failed with: %s", ErrGaveUp, len(res.Attempts), strings.Join(res.Attempts[len(res.Attempts)-1].Errors, "; "))
+	var each []string
+	for _, a := range res.Attempts {
+		each = append(each, fmt.Sprintf("attempt %d: %s", a.N, strings.Join(a.Errors, "; ")))
+	}
+	return res, fmt.Errorf("%w after %d attempts (%s)", ErrGaveUp, len(res.Attempts), strings.Join(each, " | "))
 }
 
 // judge checks the candidate and runs its tests; it returns the errors to

@@ -16,8 +16,6 @@ import (
 // case is served over real HTTP by the scripted server, which refuses (as
 // OpenAI does) a request whose tool calls are not all answered.
 
-
-
 func submitArgs(code, tests string) string {
 	b, _ := json.Marshal(map[string]string{"path": "tools/math/fib.ts", "code": code, "tests": tests})
 	return string(b)
