@@ -105,7 +105,9 @@ func TestModelSuiteForgeGivesUpTruthfully(t *testing.T) {
 	}
 }
 
-func call(id, name, args string) llm.ToolCall { return llm.ToolCall{ID: id, Name: name, Arguments: args} }
+func call(id, name, args string) llm.ToolCall {
+	return llm.ToolCall{ID: id, Name: name, Arguments: args}
+}
 
 func TestModelSuiteAgent(t *testing.T) {
 	list := `{"path": "tools"}`
