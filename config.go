@@ -275,8 +275,8 @@ type LLMConfig struct {
 // DefaultMaxTokens caps a model answer when llm.max_tokens is not set.
 const DefaultMaxTokens = 4096
 
-// client is the llm driver's configuration.
-func (c LLMConfig) client() llm.Config {
+// DriverConfig is the llm driver's configuration for this section, defaults applied.
+func (c LLMConfig) DriverConfig() llm.Config {
 	return llm.Config{BaseURL: c.BaseURL, Model: c.Model, APIKeyEnv: c.APIKeyEnv, PriceInPerMTok: c.PriceInPerMTok,
 		PriceOutPerMTok: c.PriceOutPerMTok, Timeout: time.Duration(c.Timeout), MaxTokens: intOr(c.MaxTokens, DefaultMaxTokens),
 		ParallelToolCalls: c.ParallelToolCalls, NoTextToolCalls: c.TextToolCalls != nil && !*c.TextToolCalls}

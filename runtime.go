@@ -247,7 +247,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	}
 	var model driver.Device
 	if cfg.LLM.Model != "" || os.Getenv("AGENTOS_LLM_MODEL") != "" {
-		client, err := llm.New(cfg.LLM.client())
+		client, err := llm.New(cfg.LLM.DriverConfig())
 		if err != nil {
 			return rt, err
 		}

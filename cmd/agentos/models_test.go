@@ -187,3 +187,32 @@ func lastSays(want ...string) func(llmtest.Received) error {
 		return nil
 	}
 }
+
+func TestDoctorLLM(t *testing.T) {
+	withModel(t,
+		llmtest.Step{Content: "ok"},
+		llmtest.Step{Content: "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2, \"b\": 3}}\n</tool_call>"},
+		llmtest.Step{ToolCalls: []llm.ToolCall{call("x", "add", `{"a":1,"b":2}`), call("y", "add", `{"a":3,"b":4}`)}})
+	root := toolRoot(t, nil)
+	code, stdout, stderr := cli(t, "doctor", "--root", root, "llm")
+	for _, want := range []string{"reachable:       yes", "tool calls:      hermes", "parallel calls:  2", "agentos reads them"} {
+		if !strings.Contains(stdout, want) {
+			t.Fatalf("exit %d, no %q in\n%s\n%s", code, want, stdout, stderr)
+		}
+	}
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	// A model that calls no tool fails the check, saying what to change.
+	withModel(t, llmtest.Step{Content: "ok"}, llmtest.Step{Content: "5"}, llmtest.Step{Content: "3 and 7"})
+	code, stdout, _ = cli(t, "doctor", "--root", root, "--json", "llm")
+	if code != 1 || !strings.Contains(stdout, `"tool_calls": "none"`) || !strings.Contains(stdout, "--enable-auto-tool-choice") {
+		t.Fatalf("exit %d\n%s", code, stdout)
+	}
+	// Nothing listening: a clear failure, not a hang.
+	t.Setenv("AGENTOS_LLM_BASE_URL", "http://127.0.0.1:1/v1")
+	code, stdout, _ = cli(t, "doctor", "--root", root, "llm")
+	if code != 1 || !strings.Contains(stdout, "reachable:       no") {
+		t.Fatalf("exit %d\n%s", code, stdout)
+	}
+}
