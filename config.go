@@ -18,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/internal/scaffold"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
@@ -254,6 +255,60 @@ type LLMConfig struct {
 	PriceOutPerMTok float64 `json:"price_out_per_mtok,omitempty"`
 	// ForgeAttempts bounds a forge's generate-check-test rounds. Default 3.
 	ForgeAttempts int `json:"forge_attempts,omitempty"`
+	// Timeout bounds one model request. Default 120 s; a CPU model
+	// writing a tool and its tests MAY need more.
+	Timeout Duration `json:"timeout,omitzero"`
+	// MaxTokens caps each answer (sent as max_tokens). nil: 4096; 0: no
+	// cap is sent (the server's default).
+	MaxTokens *int `json:"max_tokens,omitempty"`
+	// ParallelToolCalls is sent as parallel_tool_calls. nil: the server's
+	// default.
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
+	// TextToolCalls reads tool calls the model writes as text (Hermes
+	// <tool_call>, Mistral [TOOL_CALLS], Llama JSON). nil: true.
+	TextToolCalls *bool `json:"text_tool_calls,omitempty"`
+	// Retries is how many times a forge asks again after a transient
+	// model error (unreachable, 5xx, 429, timeout). nil: 2.
+	Retries *int `json:"retries,omitempty"`
+}
+
+// DefaultMaxTokens caps a model answer when llm.max_tokens is not set.
+const DefaultMaxTokens = 4096
+
+// DriverConfig is the llm driver's configuration for this section, defaults applied.
+func (c LLMConfig) DriverConfig() llm.Config {
+	return llm.Config{BaseURL: c.BaseURL, Model: c.Model, APIKeyEnv: c.APIKeyEnv, PriceInPerMTok: c.PriceInPerMTok,
+		PriceOutPerMTok: c.PriceOutPerMTok, Timeout: time.Duration(c.Timeout), MaxTokens: intOr(c.MaxTokens, DefaultMaxTokens),
+		ParallelToolCalls: c.ParallelToolCalls, NoTextToolCalls: c.TextToolCalls != nil && !*c.TextToolCalls}
+}
+
+// forgeRetries is forge.Options.ModelRetries (negative: none).
+func (c LLMConfig) forgeRetries() int {
+	if c.Retries != nil && *c.Retries == 0 {
+		return -1
+	}
+	return intOr(c.Retries, 0)
+}
+
+func (c LLMConfig) validate(path string) error {
+	switch {
+	case c.Timeout < 0:
+		return fmt.Errorf("%s: llm.timeout %s is negative: give a duration such as \"5m\"", path, time.Duration(c.Timeout))
+	case c.MaxTokens != nil && *c.MaxTokens < 0:
+		return fmt.Errorf("%s: llm.max_tokens %d is negative: give a positive cap, or 0 to send none", path, *c.MaxTokens)
+	case c.Retries != nil && *c.Retries < 0:
+		return fmt.Errorf("%s: llm.retries %d is negative: give 0 (no retry) or more", path, *c.Retries)
+	case c.ForgeAttempts < 0:
+		return fmt.Errorf("%s: llm.forge_attempts %d is negative", path, c.ForgeAttempts)
+	}
+	return nil
+}
+
+func intOr(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
 }
 
 // SQLConfig configures the sql driver.
@@ -500,6 +555,9 @@ func (c Config) validate(path string) error {
 		return err
 	}
 	if err := c.validateMCPServers(path); err != nil {
+		return err
+	}
+	if err := c.LLM.validate(path); err != nil {
 		return err
 	}
 	if err := c.Cluster.validate(path); err != nil {

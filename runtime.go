@@ -247,7 +247,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	}
 	var model driver.Device
 	if cfg.LLM.Model != "" || os.Getenv("AGENTOS_LLM_MODEL") != "" {
-		client, err := llm.New(llm.Config{BaseURL: cfg.LLM.BaseURL, Model: cfg.LLM.Model, APIKeyEnv: cfg.LLM.APIKeyEnv, PriceInPerMTok: cfg.LLM.PriceInPerMTok, PriceOutPerMTok: cfg.LLM.PriceOutPerMTok})
+		client, err := llm.New(cfg.LLM.DriverConfig())
 		if err != nil {
 			return rt, err
 		}
@@ -259,7 +259,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	rt.model = model
 	rt.mem = cfg.OpenMemory(root)
 	if rt.node, err = node.Boot(node.Options{
-		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts, Memory: rt.mem, ForgeLessons: cfg.Memory.lessons(),
+		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts, ForgeRetries: cfg.LLM.forgeRetries(), Memory: rt.mem, ForgeLessons: cfg.Memory.lessons(),
 		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii, Approvals: rt.gate,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(), Gate: cfg.Governance.Gate.Options(),
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,

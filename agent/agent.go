@@ -218,6 +218,10 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 		}
 		msgs = append(msgs, answer.Message)
 		if len(answer.Message.ToolCalls) == 0 {
+			if answer.CutOff() { // not an answer: half of one
+				msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: cutOffNote(answer) + ": answer again, shorter."})
+				continue
+			}
 			res.Answer, res.Reason = answer.Message.Content, ReasonAnswer
 			return res, nil
 		}
@@ -230,14 +234,36 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 				res.Reason = ReasonRepeated
 				return res, nil
 			}
-			seq++
-			content := runTool(ctx, toolHost, seq, tools, tc, &c, opts.MaxResultBytes)
+			var content string
+			if !json.Valid([]byte(tc.Arguments)) && strings.TrimSpace(tc.Arguments) != "" {
+				c.Error = "invalid JSON arguments"
+				content = badArguments(tc, answer)
+			} else {
+				seq++
+				content = runTool(ctx, toolHost, seq, tools, tc, &c, opts.MaxResultBytes)
+			}
 			res.Calls = append(res.Calls, c)
 			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: content})
 		}
 	}
 	res.Reason = ReasonBudget
 	return res, nil
+}
+
+// cutOffNote says that answer stopped at the token cap.
+func cutOffNote(answer llm.Response) string {
+	return fmt.Sprintf("Your answer was cut off at %d tokens (the max_tokens cap)", answer.Usage.CompletionTokens)
+}
+
+// badArguments is what a model is told of a call whose arguments are not
+// JSON: a message it can act on, not a decoder's.
+func badArguments(tc llm.ToolCall, answer llm.Response) string {
+	var err error = json.Unmarshal([]byte(tc.Arguments), new(any))
+	msg := fmt.Sprintf("error: the arguments of %s are not valid JSON (%v): send one JSON object matching its parameters", tc.Name, err)
+	if answer.CutOff() {
+		msg = "error: " + cutOffNote(answer) + " in the middle of the arguments of " + tc.Name + ": call it again with shorter arguments"
+	}
+	return msg
 }
 
 // runTool runs one call as call seq of host (CallTool, journaled when the

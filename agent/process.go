@@ -373,9 +373,14 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 	out, _ := json.Marshal(res)
 	status := journal.StatusOK
 	var errJSON json.RawMessage
-	if runErr != nil {
+	switch {
+	case runErr != nil:
 		status = journal.StatusFailed
 		errJSON, _ = json.Marshal(map[string]string{"message": runErr.Error()})
+	case res.Reason != ReasonAnswer:
+		// The loop ended, but without an answer: the run did not do its job.
+		status = journal.StatusFailed
+		errJSON, _ = json.Marshal(map[string]string{"message": fmt.Sprintf("the agent stopped without an answer (%s) after %d steps", res.Reason, res.Steps)})
 	}
 	_ = run.End(status, out, errJSON)
 	if store != nil {

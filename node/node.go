@@ -55,6 +55,8 @@ type Options struct {
 	LLM driver.Device
 	// ForgeAttempts bounds a forge's generate-check-test rounds (0: 3).
 	ForgeAttempts int
+	// ForgeRetries is forge.Options.ModelRetries (0: 2; negative: none).
+	ForgeRetries int
 	// SQL is the database of the exec_sql kernel tool (nil: exec_sql
 	// answers that no database is configured).
 	SQL *driver.SQL
@@ -232,7 +234,7 @@ func Boot(opts Options) (*Node, error) {
 		f, err := forge.New(forge.Options{
 			Lessons: lessons, LessonsLimit: opts.ForgeLessons,
 			LLM: opts.LLM, Registry: &n.regClient, Threshold: opts.Registry.Threshold(), Checker: checker, Git: &n.gitClient,
-			Jail: opts.Jail, Journal: opts.Journal, MaxAttempts: opts.ForgeAttempts, Logger: opts.Logger, PII: opts.PII,
+			Jail: opts.Jail, Journal: opts.Journal, MaxAttempts: opts.ForgeAttempts, ModelRetries: opts.ForgeRetries, Logger: opts.Logger, PII: opts.PII,
 			// The forge reaches the registry, git and executor actors
 			// through their clients, and charges through the kernel
 			// actor's (all bound once the tree has started).

@@ -58,6 +58,11 @@ type Options struct {
 	Charger Charger
 	// MaxAttempts bounds the generate-check-test loop (0: 3).
 	MaxAttempts int
+	// ModelRetries is how many times a transient model error (the server
+	// unreachable, 5xx, 429, a timeout) is asked again within one attempt,
+	// after 1 s, 2 s, 4 s ... (or the server's Retry-After); each try is a
+	// journaled call. 0: 2; negative: none.
+	ModelRetries int
 	// PII tokenizes what reaches the model: every chat request (above the
 	// journal, so it records tokens) and the test runs' output and errors
 	// (below it). nil: nothing is tokenized.
@@ -114,6 +119,12 @@ func New(opts Options) (*Forge, error) {
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 3
+	}
+	switch {
+	case opts.ModelRetries == 0:
+		opts.ModelRetries = defaultModelRetries
+	case opts.ModelRetries < 0:
+		opts.ModelRetries = 0
 	}
 	if opts.Threshold <= 0 {
 		opts.Threshold = registry.DefaultThreshold
@@ -226,6 +237,9 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 	res, err := f.loop(ctx, host, spec, agents, charge)
 	if run != nil {
 		res.RunID = run.ID()
+		if err != nil && ctx.Err() == nil {
+			err = fmt.Errorf("forge run %s: %w", run.ID(), err) // agentos trace / replay take the id
+		}
 		if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) { // a cancelled forge (shutdown, crash) stays resumable
 			endRun(run, res, err)
 		} else {
@@ -367,14 +381,11 @@ func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, lessonA
 			system += "\n\nLessons from past work (apply when relevant):\n- " + strings.Join(found.Lessons, "\n- ")
 		}
 	}
-	msgs := []llm.Message{{Role: "system", Content: system}, {Role: "user", Content: "Write a tool for this spec:\n\n" + spec}}
+	conv := &conversation{system: system, spec: spec}
 	for n := 1; n <= f.opts.MaxAttempts; n++ {
-		var answer llm.Response
-		if err := call(llm.Driver, "complete", llm.Request{Messages: msgs, Tools: []llm.ToolSpec{submitTool}}, &answer); err != nil {
-			if ctx.Err() != nil {
-				return res, ctx.Err()
-			}
-			return res, fmt.Errorf("forge attempt %d: asking the model: %w", n, err)
+		answer, err := ask(ctx, call, conv, f.opts.ModelRetries, n)
+		if err != nil {
+			return res, err
 		}
 		res.Usage = addUsage(res.Usage, answer.Usage)
 		if charge != nil {
@@ -382,31 +393,30 @@ func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, lessonA
 				return res, err
 			}
 		}
-		msgs = append(msgs, answer.Message)
-		cand, callID, perr := parseCandidate(answer.Message)
-		att := Attempt{N: n, Path: cand.Path}
-		if perr == nil {
-			att.Errors = f.judge(ctx, cand, call)
+		sub := readSubmission(answer)
+		att := Attempt{N: n, Path: sub.cand.Path}
+		if sub.err == nil {
+			att.Errors = f.judge(ctx, sub.cand, call)
 		} else {
-			att.Errors = []string{perr.Error()}
+			att.Errors = []string{sub.err.Error()}
 		}
 		if ctx.Err() != nil { // interrupted, not judged: the resumed forge judges it
 			return res, ctx.Err()
 		}
 		att.Passed = len(att.Errors) == 0
 		res.Attempts = append(res.Attempts, att)
-		f.opts.Logger.Info("forge: attempt", slog.Int("n", n), slog.String("path", cand.Path), slog.Int("errors", len(att.Errors)))
+		f.opts.Logger.Info("forge: attempt", slog.Int("n", n), slog.String("path", sub.cand.Path), slog.Int("errors", len(att.Errors)), slog.String("call_form", answer.CallForm))
 		if att.Passed {
-			return f.keep(ctx, res, cand)
+			return f.keep(ctx, res, sub.cand)
 		}
 		feedback := fmt.Sprintf("Attempt %d failed. Fix every error and call submit_tool again with the whole tool and tests:\n- %s", n, strings.Join(att.Errors, "\n- "))
-		if callID != "" {
-			msgs = append(msgs, llm.Message{Role: "tool", ToolCallID: callID, Content: feedback})
-		} else {
-			msgs = append(msgs, llm.Message{Role: "user", Content: feedback})
-		}
+		conv.failed(n, answer.Message, sub.replies(feedback), att.Errors)
 	}
-	return res, fmt.Errorf("%w: %d attempts, the last failed with: %s", ErrGaveUp, len(res.Attempts), strings.Join(res.Attempts[len(res.Attempts)-1].Errors, "; "))
+	var each []string
+	for _, a := range res.Attempts {
+		each = append(each, fmt.Sprintf("attempt %d: %s", a.N, strings.Join(a.Errors, "; ")))
+	}
+	return res, fmt.Errorf("%w after %d attempts (%s)", ErrGaveUp, len(res.Attempts), strings.Join(each, " | "))
 }
 
 // judge checks the candidate and runs its tests; it returns the errors to
@@ -420,11 +430,16 @@ func (f *Forge) judge(ctx context.Context, c candidate, call func(drv, op string
 		return []string{fmt.Sprintf("%s already holds another tool (%q); choose a new path, or reuse that tool", c.Path, taken.Description)}
 	}
 	chk := f.opts.Checker.Check(c.Path, []byte(c.Code))
-	if !chk.Valid {
-		errs := make([]string, 0, len(chk.Errors))
-		for _, e := range chk.Errors {
-			errs = append(errs, "check_tool: "+e.String())
+	errs := make([]string, 0, len(chk.Errors))
+	for _, e := range chk.Errors {
+		errs = append(errs, "check_tool: "+e.String())
+	}
+	for _, w := range chk.Warnings {
+		if w.Rule == check.RuleDefaultExport { // a library module may lack one; a tool is run through it
+			errs = append(errs, "check_tool: "+w.String())
 		}
+	}
+	if len(errs) > 0 {
 		return errs
 	}
 	var out testOutcome
@@ -467,40 +482,21 @@ func testPath(p string) string {
 	return strings.TrimSuffix(p, ext) + ".test" + ext
 }
 
-// parseCandidate reads the submit_tool call (or a JSON object in the text).
-func parseCandidate(m llm.Message) (candidate, string, error) {
-	var c candidate
-	var id string
-	switch {
-	case len(m.ToolCalls) > 0:
-		tc := m.ToolCalls[0]
-		id = tc.ID
-		if tc.Name != submitTool.Name {
-			return c, id, fmt.Errorf("call submit_tool (not %s) with path, code and tests", tc.Name)
-		}
-		if err := json.Unmarshal([]byte(tc.Arguments), &c); err != nil {
-			return c, id, fmt.Errorf("submit_tool's arguments are not valid JSON (%v); send {path, code, tests}", err)
-		}
-	default:
-		s := strings.TrimSpace(m.Content)
-		if i, j := strings.Index(s, "{"), strings.LastIndex(s, "}"); i >= 0 && j > i {
-			s = s[i : j+1]
-		}
-		if err := json.Unmarshal([]byte(s), &c); err != nil {
-			return c, "", errors.New("no tool was submitted: call submit_tool with path, code and tests")
-		}
-	}
+// validCandidate checks a candidate's path, code and tests, and returns its
+// clean path.
+func validCandidate(c candidate) (string, error) {
 	clean, err := vfs.Clean(c.Path)
 	switch {
+	case c.Path == "":
+		return "", errors.New("the path is missing: submit_tool needs path (e.g. tools/math/fib.ts), code and tests")
 	case err != nil:
-		return c, id, fmt.Errorf("path %q: %v", c.Path, err)
+		return "", fmt.Errorf("path %q: %v", c.Path, err)
 	case !strings.HasPrefix(clean, "tools/") || (path.Ext(clean) != ".ts" && path.Ext(clean) != ".js") || strings.Contains(clean, ".test."):
-		return c, id, fmt.Errorf("path %q must be a .ts file under tools/, e.g. tools/math/fib.ts", c.Path)
+		return "", fmt.Errorf("path %q must be a .ts file under tools/, e.g. tools/math/fib.ts", c.Path)
 	case strings.TrimSpace(c.Code) == "":
-		return c, id, errors.New("the code is empty")
+		return "", errors.New("the code is empty")
 	case strings.TrimSpace(c.Tests) == "":
-		return c, id, errors.New("the tests are empty: every tool ships with tests")
+		return "", errors.New("the tests are empty: every tool ships with tests")
 	}
-	c.Path = clean
-	return c, id, nil
+	return clean, nil
 }

@@ -410,7 +410,13 @@ func printAgent(stdout io.Writer, res agent.Result, err error, asJSON bool) erro
 		return quotaHint(err)
 	}
 	if asJSON {
-		return fprintJSON(stdout, res)
+		if err := fprintJSON(stdout, res); err != nil {
+			return err
+		}
+		if res.Reason != agent.ReasonAnswer {
+			return errFailed // the result says why (reason), the status that it failed
+		}
+		return nil
 	}
 	for _, c := range res.Calls {
 		status := "ok"

@@ -116,6 +116,7 @@ var commands = []command{
 	{"approvals", "list the approval requests of the approval gate (default: the pending ones)", "agentos approvals [--root DIR] [--json] [--all | --state S]", runApprovals},
 	{"quota", "show the quota use kept across invocations, or reset it", "agentos quota [--root DIR] [--json] [reset [ACCOUNT...]]", runQuota},
 	{"memory", "the agents' long-term memory: list, show, recall, remember, forget (through the serving node)", "agentos memory [--root DIR] [--json] [list [--kind KIND] AGENT | show AGENT ID... | recall [--kind KIND] [--limit N] AGENT QUERY... | remember [--kind KIND] [--tag TAG]... AGENT TEXT... | forget AGENT ID...]", runMemory},
+	{"doctor", "probe the configured model (3 small billed requests): reachable, tool calls through the API or as text, parallel calls, context window, speed, and what agentos does about each", "agentos doctor [--root DIR] [--json] llm", runDoctor},
 	{"demo", "write sample tools into a fresh tool root, check and run them", "agentos demo [--dir DIR] [--keep] [--cluster [--json]]", runDemo},
 	{"version", "the build, and which OS protections sandbox workers have on this machine (also --version)", "agentos version [--root DIR] [--json]", runVersion},
 }

@@ -82,6 +82,17 @@ type Config struct {
 	// HTTPClient sends the requests. Nil: a fresh http.Client over
 	// http.DefaultTransport.
 	HTTPClient *http.Client
+	// MaxTokens caps every completion whose Request.MaxTokens is 0 (sent
+	// as max_tokens). Zero: no cap is sent.
+	MaxTokens int
+	// ParallelToolCalls, when set, is sent as parallel_tool_calls with
+	// every request that offers tools (false asks for one call a turn).
+	// Nil: the server's default.
+	ParallelToolCalls *bool
+	// NoTextToolCalls turns off reading tool calls written as text
+	// (Response.CallForm): the zero value reads them, since many servers
+	// and small models write their calls that way.
+	NoTextToolCalls bool
 }
 
 // Message is one chat message, in either direction.
@@ -134,7 +145,8 @@ type Request struct {
 	// Temperature is the sampling temperature; nil leaves the server's default.
 	Temperature *float64 `json:"temperature,omitempty"`
 	// MaxTokens caps the completion's tokens (sent as max_tokens, which
-	// every OpenAI-compatible server understands); 0 = no cap.
+	// every OpenAI-compatible server understands); 0 = the client's
+	// Config.MaxTokens (itself 0: no cap).
 	MaxTokens int `json:"max_tokens,omitempty"`
 }
 
@@ -148,7 +160,16 @@ type Response struct {
 	FinishReason string `json:"finish_reason"`
 	// Usage is the call's token counts and cost.
 	Usage Usage `json:"usage"`
+	// CallForm says how the model wrote Message.ToolCalls: FormAPI (the
+	// tool_calls field), FormHermes, FormMistral or FormJSON (read from the
+	// text); empty when it called nothing.
+	CallForm string `json:"call_form,omitempty"`
 }
+
+// CutOff reports whether the answer stopped at the token cap
+// (finish_reason "length"): its text or its calls' arguments MAY be
+// incomplete.
+func (r Response) CutOff() bool { return r.FinishReason == "length" }
 
 // Usage counts a call's tokens and prices them.
 type Usage struct {
@@ -171,6 +192,9 @@ type Client struct {
 	timeout   time.Duration
 	priceIn   float64
 	priceOut  float64
+	maxTokens int
+	parallel  *bool
+	textCalls bool
 	completer openai.ChatCompletionService
 }
 
@@ -185,6 +209,13 @@ func New(cfg Config) (*Client, error) {
 		timeout:  cfg.Timeout,
 		priceIn:  cfg.PriceInPerMTok,
 		priceOut: cfg.PriceOutPerMTok,
+		parallel: cfg.ParallelToolCalls,
+		// textCalls: tool calls written as text are read unless turned off.
+		textCalls: !cfg.NoTextToolCalls,
+		maxTokens: cfg.MaxTokens,
+	}
+	if cfg.MaxTokens < 0 {
+		return nil, fmt.Errorf("llm: max tokens is %d; it must be positive (or 0 for no cap)", cfg.MaxTokens)
 	}
 	if c.model == "" {
 		c.model = os.Getenv(EnvModel)
@@ -283,6 +314,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		}
 		out.Message.ToolCalls = append(out.Message.ToolCalls, call)
 	}
+	normalize(&out, req.Tools, c.textCalls)
 	if out.Usage.TotalTokens == 0 {
 		out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
 	}
@@ -333,8 +365,14 @@ func (c *Client) params(req Request) (openai.ChatCompletionNewParams, error) {
 	if req.MaxTokens < 0 {
 		return p, driver.Errorf(driver.CodeInvalid, "llm: max_tokens is %d; it must be positive (or 0 for no cap)", req.MaxTokens)
 	}
-	if req.MaxTokens > 0 {
+	switch {
+	case req.MaxTokens > 0:
 		p.MaxTokens = openai.Int(int64(req.MaxTokens))
+	case c.maxTokens > 0:
+		p.MaxTokens = openai.Int(int64(c.maxTokens))
+	}
+	if c.parallel != nil && len(req.Tools) > 0 {
+		p.ParallelToolCalls = openai.Bool(*c.parallel)
 	}
 	return p, nil
 }
@@ -449,7 +487,7 @@ func (c *Client) callError(parent, cctx context.Context, raw *http.Response, err
 	case parent.Err() != nil:
 		e = driver.Errorf(driver.CodeUnavailable, "%s: the call was cancelled: %v", where, parent.Err())
 	case cctx.Err() != nil:
-		e = driver.Errorf(driver.CodeUnavailable, "%s: no answer within %s (Config.Timeout)", where, c.timeout)
+		e = driver.Errorf(driver.CodeUnavailable, "%s: no answer within %s (raise llm.timeout in agentos.json, or Config.Timeout in Go)", where, c.timeout)
 	case isNetError(err):
 		e = driver.Errorf(driver.CodeUnavailable, "%s: cannot reach the server: %v", where, err)
 	default:

@@ -247,6 +247,12 @@ func TestRules(t *testing.T) {
 		{name: "export as default", valid: true, risk: RiskLow, noRules: []string{ruleDefaultExport},
 			src: "function f(a: number): number { return a; }\nexport { f as default };\n"},
 
+		// markdown-fence: a model's fenced answer compiles as a tagged template
+		{name: "fenced source", risk: RiskLow,
+			src:      "```typescript\nexport default function f(): number { return 1; }\n```\n",
+			errors:   []at{{ruleMarkdownFence, 1, 1}},
+			warnings: []at{{ruleDefaultExport, 1, 1}}},
+
 		// parse-incomplete: esbuild compiles it, the grammar does not know it
 		{name: "grammar gap", valid: true, risk: RiskMedium,
 			src:      "export default async function f(y: AsyncIterable<Disposable>) {\n  for await (using x of y) { return x; }\n}\n",

@@ -23,7 +23,13 @@ const (
 	ruleAllowedImports  = "allowed-imports"
 	ruleDefaultExport   = "default-export"
 	ruleParseIncomplete = "parse-incomplete"
+	ruleMarkdownFence   = "markdown-fence"
 )
+
+// RuleDefaultExport names the warning of a module without a default
+// export: a library module MAY have none, a tool MUST (the forge treats it
+// as an error, since what it forges are tools).
+const RuleDefaultExport = ruleDefaultExport
 
 const requireAsValue = "'require' may only be called directly, as require('./lib/x'): a require passed around as a value cannot be checked"
 
@@ -414,6 +420,11 @@ func (a *analyzer) run() {
 				"the checker's TypeScript grammar could not parse this part, so the analysis here may be incomplete: prefer plainer syntax")
 			a.risk(RiskMedium, at, "part of the source could not be analysed")
 		}
+	}
+	if a.lint && bytes.HasPrefix(bytes.TrimLeft(a.src, " \t\r\n\ufeff"), []byte("```")) {
+		// It compiles (a tagged template literal), and would fail at run time.
+		a.errorAt(0, ruleMarkdownFence,
+			"the source starts with a Markdown code fence (```): save or submit the TypeScript alone, without the fence lines")
 	}
 	if a.lint && !a.hasDefault {
 		a.report(SeverityWarning, 0, ruleDefaultExport,

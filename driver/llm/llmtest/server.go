@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,12 @@ type Step struct {
 	Error string
 	// RetryAfter is sent as the Retry-After header (seconds) with Status.
 	RetryAfter int
+	// NoIDs sends ToolCalls without ids, as some OpenAI-compatible servers
+	// do (otherwise an empty ID is filled in).
+	NoIDs bool
+	// FinishReason, when set, replaces the finish_reason answered ("length"
+	// for an answer cut off at the token cap).
+	FinishReason string
 }
 
 // Received is one chat request as the server decoded it.
@@ -200,6 +207,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec, err := decodeRequest(body)
+	if err == nil {
+		err = validateConversation(rec.Messages)
+	}
 	if err != nil {
 		s.fail(fmt.Errorf("llmtest: request %d: %w", s.reqs, err))
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "llmtest: "+err.Error())
@@ -306,6 +316,46 @@ func decodeRequest(body []byte) (Received, error) {
 	return rec, nil
 }
 
+// validateConversation applies OpenAI's chat-completions rules on the order
+// of tool calls and their answers, so that a client that would be refused
+// with a 400 by OpenAI is refused here too: every tool call of an assistant
+// message is answered by exactly one tool message before any other message,
+// and a tool message answers a call of the assistant message before it.
+func validateConversation(msgs []llm.Message) error {
+	open := map[string]bool{} // calls of the last assistant message not yet answered
+	for i, m := range msgs {
+		if m.Role == "tool" {
+			if !open[m.ToolCallID] {
+				return fmt.Errorf("message %d: a tool message answers %q, which is not an unanswered tool call of the assistant message before it", i, m.ToolCallID)
+			}
+			delete(open, m.ToolCallID)
+			continue
+		}
+		if len(open) > 0 {
+			return fmt.Errorf("message %d (%s): an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'; unanswered: %s", i, m.Role, strings.Join(sortedKeys(open), ", "))
+		}
+		for _, tc := range m.ToolCalls {
+			if open[tc.ID] {
+				return fmt.Errorf("message %d: tool call id %q is used twice", i, tc.ID)
+			}
+			open[tc.ID] = true
+		}
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("the last message calls tools that no tool message answers: %s", strings.Join(sortedKeys(open), ", "))
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // contentText reads a message content: a string, null, or an array of
 // {type:"text", text} parts (joined).
 func contentText(raw json.RawMessage) (string, error) {
@@ -342,7 +392,7 @@ func completion(n int, rec Received, step Step) map[string]any {
 		var calls []map[string]any
 		for i, tc := range step.ToolCalls {
 			id := tc.ID
-			if id == "" {
+			if id == "" && !step.NoIDs {
 				id = fmt.Sprintf("call_%d_%d", n, i)
 			}
 			calls = append(calls, map[string]any{
@@ -353,6 +403,9 @@ func completion(n int, rec Received, step Step) map[string]any {
 			out += len(tc.Name) + len(tc.Arguments)
 		}
 		msg["tool_calls"] = calls
+	}
+	if step.FinishReason != "" {
+		finish = step.FinishReason
 	}
 	u := step.Usage
 	if u.PromptTokens == 0 && u.CompletionTokens == 0 && u.TotalTokens == 0 {
