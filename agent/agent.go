@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
@@ -77,6 +78,11 @@ type Options struct {
 	// RepeatLimit ends the run when the same call (tool and arguments) is
 	// made this many times (0: 3).
 	RepeatLimit int
+	// ModelRetries is how many times a transient model error (the server
+	// unreachable, 5xx, 429, a timeout) is asked again, after 1 s, 2 s ...
+	// (or the server's Retry-After); each try is a call of its own, so a
+	// journaled run records and replays it. 0: 2; negative: none.
+	ModelRetries int
 	// Charge is told every answer's usage (the process's quota); an error
 	// ends the run.
 	Charge func(llm.Usage) error
@@ -195,8 +201,7 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 		}
 		res.Steps++
 		req, _ := json.Marshal(llm.Request{Messages: msgs, Tools: specs})
-		seq++
-		out, err := opts.LLM.Do(ctx, driver.Call{Seq: seq, Driver: llm.Driver, Op: llm.OpComplete, Request: req})
+		out, err := askModel(ctx, opts.LLM, &seq, req, opts.ModelRetries)
 		if err != nil {
 			return res, fmt.Errorf("agent step %d: the model failed: %w", res.Steps, err)
 		}
@@ -248,6 +253,35 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 	}
 	res.Reason = ReasonBudget
 	return res, nil
+}
+
+// askModel sends req as call *seq+1 of host, asking again after a
+// transient error up to retries times.
+func askModel(ctx context.Context, host driver.Host, seq *uint64, req json.RawMessage, retries int) (json.RawMessage, error) {
+	switch {
+	case retries == 0:
+		retries = 2
+	case retries < 0:
+		retries = 0
+	}
+	for try := 0; ; try++ {
+		*seq++
+		out, err := host.Do(ctx, driver.Call{Seq: *seq, Driver: llm.Driver, Op: llm.OpComplete, Request: req})
+		if err == nil || !llm.Transient(err) || try >= retries || ctx.Err() != nil {
+			return out, err
+		}
+		wait := llm.RetryAfter(err)
+		if wait <= 0 {
+			wait = time.Second << try
+		}
+		t := time.NewTimer(min(wait, 30*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // cutOffNote says that answer stopped at the token cap.

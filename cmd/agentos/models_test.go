@@ -216,3 +216,12 @@ func TestDoctorLLM(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stdout)
 	}
 }
+
+func TestModelSuiteAgentRetriesABusyServer(t *testing.T) {
+	srv := withModel(t, llmtest.Step{Status: http.StatusTooManyRequests, Error: "slow down", RetryAfter: 1}, llmtest.Step{Content: "done"})
+	root := toolRoot(t, nil)
+	code, stdout, stderr := cli(t, "agent", "--root", root, "--json", "say done")
+	if code != 0 || srv.Requests() != 2 || !strings.Contains(stdout, `"answer": "done"`) {
+		t.Fatalf("exit %d, %d requests\n%s\n%s", code, srv.Requests(), stdout, stderr)
+	}
+}
