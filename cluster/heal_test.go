@@ -1,0 +1,197 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/agentos-run/agentos/internal/etcdtest"
+)
+
+// whereKind is the grain kind of the healing tests: it answers
+// "<member address>|<identity>|<n>" (counters.kind).
+const whereKind = "where"
+
+// healBound is the convergence bound docs/CLUSTER.md states: after etcd
+// is back, or a paused member resumes, every member sees every member
+// within it.
+const healBound = 8 * time.Second
+
+// printViews (child role "heal") prints "VIEW <alive addresses, sorted,
+// comma-separated>" whenever the member's view changes.
+func printViews(m *Member) {
+	last := ""
+	for {
+		v := strings.Join(aliveAddrs(m.Status()), ",")
+		if v != last {
+			fmt.Printf("VIEW %s\n", v)
+			last = v
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// aliveAddrs returns the addresses of s's alive members, sorted, one
+// entry per member (an address listed twice is two members).
+func aliveAddrs(s Status) []string {
+	var out []string
+	for _, info := range s.Alive() {
+		out = append(out, info.Address)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (c *child) lastView() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.view
+}
+
+// healCluster is two in-process members and a child process hosting
+// whereKind, on the etcd at ep.
+func healCluster(t *testing.T, ep string) ([]*Member, *child, []string) {
+	t.Helper()
+	ms := startEtcd(t, ep, 2, newCounters().kind(whereKind))
+	c := startChild(t, "heal", nil, 0, childEtcd+"="+ep, childName+"="+ms[0].opts.Name)
+	want := []string{ms[0].Address(), ms[1].Address(), c.addr}
+	slices.Sort(want)
+	if d := converge(ms, c, want, 20*time.Second); d < 0 {
+		t.Fatalf("the cluster did not form: %s", views(ms, c))
+	}
+	return ms, c, want
+}
+
+// settled is how long the views must hold to count as converged: longer
+// than a lease, so that registrations expiring late are seen.
+const settled = etcdLeaseTTL + 2*time.Second
+
+// converge waits until every member, the child included, sees exactly
+// want alive and keeps seeing it for settled, and returns how long after
+// the call the views became right for good (-1: not within limit).
+func converge(ms []*Member, c *child, want []string, limit time.Duration) time.Duration {
+	t0 := time.Now()
+	w := strings.Join(want, ",")
+	var since time.Time // the views are right since
+	for time.Since(t0) < limit+settled {
+		ok := c.lastView() == w
+		for _, m := range ms {
+			ok = ok && strings.Join(aliveAddrs(m.Status()), ",") == w
+		}
+		switch {
+		case !ok:
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= settled:
+			return since.Sub(t0)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return -1
+}
+
+func views(ms []*Member, c *child) string {
+	var b strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&b, "\n  %s sees %v", m.Address(), aliveAddrs(m.Status()))
+	}
+	fmt.Fprintf(&b, "\n  child %s sees [%s]", c.addr, c.lastView())
+	return b.String()
+}
+
+// placedEverywhere checks that grain requests from every in-process
+// member are answered, and by every member of want (30 identities spread
+// over three members by rendezvous hashing).
+func placedEverywhere(t *testing.T, ms []*Member, want []string) {
+	t.Helper()
+	for _, m := range ms {
+		seen := map[string]bool{}
+		for i := 0; i < 30; i++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			res, err := m.Request(ctx, whereKind, fmt.Sprint("id-", i), wrapperspb.String("where?"))
+			cancel()
+			if err != nil {
+				t.Fatalf("%s: request id-%d: %v", m.Address(), i, err)
+			}
+			seen[strings.SplitN(res.(*wrapperspb.StringValue).Value, "|", 2)[0]] = true
+		}
+		for _, a := range want {
+			if !seen[a] {
+				t.Errorf("%s: no grain placed on %s (answered by %v)", m.Address(), a, seen)
+			}
+		}
+	}
+}
+
+// TestEtcdOutageHeals: etcd is down past the members' lease and comes
+// back; every member sees every member again within healBound, without a
+// restart, and grains placed across the members answer.
+var outage = func() time.Duration {
+	d, err := time.ParseDuration(os.Getenv("HEAL_OUTAGE"))
+	if err != nil {
+		return 2*etcdLeaseTTL + time.Second
+	}
+	return d
+}()
+
+func TestEtcdOutageHeals(t *testing.T) {
+	srv := etcdtest.New(t)
+	ms, c, want := healCluster(t, srv.URL)
+	if os.Getenv("HEAL_RESTART") != "" {
+		srv.Stop()
+		time.Sleep(outage)
+		srv.Restart(t)
+	} else {
+		srv.Pause(t)
+		time.Sleep(outage)
+		srv.Resume(t)
+	}
+	d := converge(ms, c, want, 2*healBound)
+	if d < 0 || d > healBound {
+		t.Fatalf("after etcd came back, not converged within %v (took %v):%s\nchild log:\n%s", healBound, d, views(ms, c), c.errText())
+	}
+	t.Logf("converged %v after etcd came back", d.Round(time.Millisecond))
+	placedEverywhere(t, ms, want)
+}
+
+// TestPausedMemberRejoins: a member paused (SIGSTOP) past its lease is
+// dropped by the others; resumed (SIGCONT), it says so in its log,
+// rejoins under a new id and is listed by all within healBound.
+func TestPausedMemberRejoins(t *testing.T) {
+	ep := etcdtest.Start(t)
+	ms, c, want := healCluster(t, ep)
+	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = c.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	for _, m := range ms {
+		eventually(t, m.Address()+" drops the paused member", func() bool { return len(m.Status().Alive()) == 2 })
+	}
+	time.Sleep(time.Second)
+	if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	d := converge(ms, c, want, 2*healBound)
+	if d < 0 || d > healBound {
+		t.Fatalf("after SIGCONT, not converged within %v (took %v):%s\nchild log:\n%s", healBound, d, views(ms, c), c.errText())
+	}
+	t.Logf("converged %v after SIGCONT", d.Round(time.Millisecond))
+	if log := c.errText(); !strings.Contains(log, "rejoin") {
+		t.Errorf("the resumed member logged no rejoin line:\n%s", log)
+	}
+	placedEverywhere(t, ms, want)
+}
