@@ -214,13 +214,14 @@ func (p *etcdProvider) hold(lease clientv3.LeaseID, id string) (expelled bool) {
 // leaseAlive asks etcd, until it answers, whether lease still lives.
 func (p *etcdProvider) leaseAlive(lease clientv3.LeaseID) bool {
 	for {
+		t0 := time.Now()
 		ctx, cancel := context.WithTimeout(p.ctx, etcdResync)
 		r, err := p.cli.TimeToLive(ctx, lease)
 		cancel()
 		if err == nil {
 			return r.TTL > 0
 		}
-		if !p.sleep(etcdResync) {
+		if !p.sleep(etcdResync - time.Since(t0)) {
 			return false
 		}
 	}
@@ -229,13 +230,14 @@ func (p *etcdProvider) leaseAlive(lease clientv3.LeaseID) bool {
 // reregister registers again until it succeeds (false: the provider stopped).
 func (p *etcdProvider) reregister() bool {
 	for {
+		t0 := time.Now()
 		ctx, cancel := context.WithTimeout(p.ctx, etcdResync)
 		err := p.register(ctx)
 		cancel()
 		if err == nil {
 			return true
 		}
-		if !p.sleep(etcdResync) {
+		if !p.sleep(etcdResync - time.Since(t0)) {
 			return false
 		}
 	}
@@ -248,8 +250,12 @@ func (p *etcdProvider) revoke(lease clientv3.LeaseID) {
 	_, _ = p.cli.Revoke(ctx, lease)
 }
 
-// sleep waits d; false if the provider stopped meanwhile.
+// sleep waits d (at most: a retry paced to one a second sleeps what is
+// left of the second); false if the provider stopped meanwhile.
 func (p *etcdProvider) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return p.ctx.Err() == nil
+	}
 	select {
 	case <-p.ctx.Done():
 		return false

@@ -131,27 +131,37 @@ func placedEverywhere(t *testing.T, ms []*Member, want []string) {
 	}
 }
 
-// TestEtcdOutageHeals: etcd is down past the members' lease and comes
-// back; every member sees every member again within healBound, without a
-// restart, and grains placed across the members answer.
-var outage = func() time.Duration {
-	d, err := time.ParseDuration(os.Getenv("HEAL_OUTAGE"))
-	if err != nil {
+// outage is how long etcd (TestEtcdOutageHeals) or a member
+// (TestPausedMemberRejoins) is paused: past the lease by default,
+// $AGENTOS_HEAL_OUTAGE (e.g. 30s) for a longer run.
+func outage(t *testing.T) time.Duration {
+	v := os.Getenv("AGENTOS_HEAL_OUTAGE")
+	if v == "" {
 		return 2*etcdLeaseTTL + time.Second
 	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < etcdLeaseTTL {
+		t.Fatalf("AGENTOS_HEAL_OUTAGE=%q: want a duration of at least the lease, %v (e.g. 30s)", v, etcdLeaseTTL)
+	}
 	return d
-}()
+}
 
+// TestEtcdOutageHeals: etcd is down past the members' lease and comes
+// back; every member sees every member again within healBound, without a
+// restart, and grains placed across the members answer. etcd is paused
+// (its leases expire meanwhile: what every member sees when etcd is cut
+// off from all of them); AGENTOS_HEAL_ETCD=restart kills and restarts it
+// instead (its leases survive a restart).
 func TestEtcdOutageHeals(t *testing.T) {
 	srv := etcdtest.New(t)
 	ms, c, want := healCluster(t, srv.URL)
-	if os.Getenv("HEAL_RESTART") != "" {
+	if os.Getenv("AGENTOS_HEAL_ETCD") == "restart" {
 		srv.Stop()
-		time.Sleep(outage)
+		time.Sleep(outage(t))
 		srv.Restart(t)
 	} else {
 		srv.Pause(t)
-		time.Sleep(outage)
+		time.Sleep(outage(t))
 		srv.Resume(t)
 	}
 	d := converge(ms, c, want, 2*healBound)
@@ -171,6 +181,7 @@ func TestPausedMemberRejoins(t *testing.T) {
 	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	paused := time.Now()
 	stopped := true
 	defer func() {
 		if stopped {
@@ -180,7 +191,7 @@ func TestPausedMemberRejoins(t *testing.T) {
 	for _, m := range ms {
 		eventually(t, m.Address()+" drops the paused member", func() bool { return len(m.Status().Alive()) == 2 })
 	}
-	time.Sleep(time.Second)
+	time.Sleep(max(time.Second, outage(t)-time.Since(paused)))
 	if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
