@@ -3,9 +3,12 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -203,6 +206,109 @@ func TestPausedMemberRejoins(t *testing.T) {
 	t.Logf("converged %v after SIGCONT", d.Round(time.Millisecond))
 	if log := c.errText(); !strings.Contains(log, "rejoin") {
 		t.Errorf("the resumed member logged no rejoin line:\n%s", log)
+	}
+	placedEverywhere(t, ms, want)
+}
+
+// cutter is a TCP proxy to etcd that a test can cut (every connection
+// closed, nothing listening) and restore on the same address: a member
+// partitioned from etcd while the others reach it.
+type cutter struct {
+	addr, target string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        []net.Conn
+}
+
+func newCutter(t *testing.T, target string) *cutter {
+	t.Helper()
+	c := &cutter{target: target}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.addr = ln.Addr().String()
+	c.serve(ln)
+	t.Cleanup(c.cut)
+	return c
+}
+
+func (c *cutter) serve(ln net.Listener) {
+	c.mu.Lock()
+	c.ln = ln
+	c.mu.Unlock()
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", c.target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			c.mu.Lock()
+			c.conns = append(c.conns, in, out)
+			c.mu.Unlock()
+			go func() { _, _ = io.Copy(out, in); out.Close() }()
+			go func() { _, _ = io.Copy(in, out); in.Close() }()
+		}
+	}()
+}
+
+// cut closes the listener and every proxied connection.
+func (c *cutter) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ln != nil {
+		c.ln.Close()
+		c.ln = nil
+	}
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.conns = nil
+}
+
+// restore listens again on the same address.
+func (c *cutter) restore(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		t.Fatalf("restoring the proxy on %s: %v", c.addr, err)
+	}
+	c.serve(ln)
+}
+
+// TestPartitionedMemberRejoins: a member cut off from etcd past its
+// lease (the others still reach etcd) is dropped by the others; when it
+// reaches etcd again it rejoins under a new id, says so, and is listed by
+// all within healBound.
+func TestPartitionedMemberRejoins(t *testing.T) {
+	ep := etcdtest.Start(t)
+	proxy := newCutter(t, strings.TrimPrefix(ep, "http://"))
+	ms := startEtcd(t, ep, 2, newCounters().kind(whereKind))
+	c := startChild(t, "heal", nil, 0, childEtcd+"=http://"+proxy.addr, childName+"="+ms[0].opts.Name)
+	want := []string{ms[0].Address(), ms[1].Address(), c.addr}
+	slices.Sort(want)
+	if d := converge(ms, c, want, 20*time.Second); d < 0 {
+		t.Fatalf("the cluster did not form: %s", views(ms, c))
+	}
+	proxy.cut()
+	cutAt := time.Now()
+	for _, m := range ms {
+		eventually(t, m.Address()+" drops the partitioned member", func() bool { return len(m.Status().Alive()) == 2 })
+	}
+	time.Sleep(max(time.Second, outage(t)-time.Since(cutAt)))
+	proxy.restore(t)
+	d := converge(ms, c, want, 2*healBound)
+	if d < 0 || d > healBound {
+		t.Fatalf("after the partition ended, not converged within %v (took %v):%s\nchild log:\n%s", healBound, d, views(ms, c), c.errText())
+	}
+	t.Logf("converged %v after the partition ended", d.Round(time.Millisecond))
+	if log := c.errText(); !strings.Contains(log, "rejoined") {
+		t.Errorf("the partitioned member logged no rejoin line:\n%s", log)
 	}
 	placedEverywhere(t, ms, want)
 }
