@@ -503,3 +503,51 @@ func TestClusterThroughEtcd(t *testing.T) {
 		t.Fatalf("second node: %+v %v; model asked %d times", b, err, srv.Requests())
 	}
 }
+
+// After etcd was out past the members' lease, the nodes see each other
+// again by themselves, and a forge asked on both nodes is placed on one
+// and shared (with protoactor's etcd provider every node saw 0 members
+// for good, and a forge hung).
+func TestClusterHealsAfterEtcdOutage(t *testing.T) {
+	etcd := etcdtest.New(t)
+	srv := llmtest.NewServer([]llmtest.Step{forgeCrashSubmit(forgeCrashFib)})
+	defer srv.Close()
+	rts := testCluster(t, 2, upstream(t), srv.URL(), func(c *agentos.Config) {
+		c.Cluster.Provider, c.Cluster.Seeds, c.Cluster.HealthPort = "etcd", nil, 0
+		c.Cluster.Etcd = agentos.EtcdConfig{Endpoints: []string{etcd.URL}, Prefix: "/" + t.Name()}
+	})
+	etcd.Pause(t)
+	time.Sleep(7 * time.Second) // past the 3 s lease: every registration expires
+	etcd.Resume(t)
+	for i, rt := range rts {
+		testutil.Eventually(t, 10*time.Second, fmt.Sprintf("node %d sees both nodes again", i+1), func() bool {
+			return len(rt.Member().Status().Alive()) == 2
+		})
+	}
+	const spec = "a tool that returns the n-th Fibonacci number"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type res struct {
+		r   forge.Result
+		err error
+	}
+	done := make(chan res, 2)
+	for _, rt := range rts {
+		go func() { r, err := forgeOn(rt, spec); done <- res{r, err} }()
+	}
+	var got []forge.Result
+	for range rts {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			got = append(got, r.r)
+		case <-ctx.Done():
+			t.Fatal("a forge did not end within 60 s after etcd came back")
+		}
+	}
+	if got[0].Path != got[1].Path || srv.Requests() != 1 {
+		t.Fatalf("the two nodes got %+v and %+v; model asked %d times (want one forge, shared)", got[0], got[1], srv.Requests())
+	}
+}

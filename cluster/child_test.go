@@ -65,6 +65,9 @@ func runChild(role string) int {
 	if ep := os.Getenv(childEtcd); ep != "" {
 		opts.Provider, opts.Etcd.Endpoints = ProviderEtcd, []string{ep}
 	}
+	if role == "heal" {
+		opts.Kinds = []Kind{newCounters().kind(whereKind)}
+	}
 	m, err := Join(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -80,6 +83,9 @@ func runChild(role string) int {
 		return 1
 	}
 	fmt.Printf("READY %s\n", m.Address())
+	if role == "heal" {
+		go printViews(m)
+	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	_ = m.Leave(ctx)
 	return 0
@@ -93,6 +99,7 @@ type child struct {
 	exited chan struct{}
 	mu     sync.Mutex
 	stderr strings.Builder
+	view   string // the last "VIEW " line (role "heal")
 }
 
 func startChild(t *testing.T, role string, seeds []string, healthPort int, env ...string) *child {
@@ -120,6 +127,11 @@ func startChild(t *testing.T, role string, seeds []string, healthPort int, env .
 		for sc.Scan() {
 			if a, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
 				ready <- a
+			}
+			if v, ok := strings.CutPrefix(sc.Text(), "VIEW "); ok {
+				c.mu.Lock()
+				c.view = v
+				c.mu.Unlock()
 			}
 		}
 	}()

@@ -200,16 +200,6 @@ func TestTestProviderLeaksGoroutines(t *testing.T) {
 	}
 }
 
-// The fences that read protoactor's unexported fields fail here when an
-// upgrade renames them.
-func TestUnexportedFields(t *testing.T) {
-	ep := etcdtest.Start(t)
-	m := startEtcd(t, ep, 1)[0]
-	if etcdClientOf(m.prov.(*etcdProvider).Provider) == nil {
-		t.Fatal("protoactor's etcd provider has no field client of type *clientv3.Client: update etcdClientOf")
-	}
-}
-
 // A member that leaves an etcd cluster is removed from the others'
 // Status (its key is deleted; a dead one's lease expires in 3 s).
 func TestEtcdLeftMemberRemoved(t *testing.T) {

@@ -21,12 +21,15 @@
 //	        whose endpoint does not answer is dropped. It discovers
 //	        nothing: list every member's health endpoint in every
 //	        member's Seeds. No external service: development and tests.
-//	etcd    protoactor's etcd provider. Every member puts its address and
-//	        kinds under Prefix/<cluster>/<id> with a 3 s lease, kept alive,
-//	        and watches the prefix. Production.
+//	etcd    ours (etcdmembers.go). Every member puts its address and
+//	        kinds under Prefix/<cluster>/<id> with a 3 s lease, kept alive;
+//	        its member list is a whole read of the prefix at every watch
+//	        event and every second. Production.
 //
 // A member that left (or was dropped) is blocked for good by protoactor:
-// a node that restarts joins as a new member (a new actor system id).
+// a node that restarts joins as a new member (a new actor system id), and
+// an etcd member whose lease lapsed (etcd unreachable, the process paused)
+// registers again under a new id (<cluster>@<system id>#<n>) and logs it.
 //
 // # Protocol
 //

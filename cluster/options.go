@@ -18,7 +18,7 @@ const (
 	// serves a small HTTP health endpoint and polls the endpoints listed
 	// in Options.Seeds. No external service; for development and tests.
 	ProviderSeeds = "seeds"
-	// ProviderEtcd is protoactor's etcd provider: every member registers
+	// ProviderEtcd is the etcd provider (etcdmembers.go): every member registers
 	// itself under a lease in etcd and watches the others. For production.
 	ProviderEtcd = "etcd"
 )

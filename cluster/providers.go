@@ -1,24 +1,16 @@
 package cluster
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"reflect"
 	"strconv"
-	"strings"
 	"sync"
-	"time"
-	"unsafe"
 
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	"github.com/labstack/echo"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -89,125 +81,6 @@ func (p *seedsProvider) StartMember(c *pcluster.Cluster) error {
 // close closes the health endpoint (Shutdown does too; a member that
 // failed to start was never shut down).
 func (p *seedsProvider) close() { _ = p.e.Close() }
-
-// etcdProvider is protoactor's etcd provider, with the client it never
-// closes closed at Leave, and its registration re-put periodically.
-type etcdProvider struct {
-	*etcd.Provider
-	cancel context.CancelFunc
-	own    *clientv3.Client // ours: the probe, then the touches
-	prefix string
-	stop   chan struct{}
-	done   chan struct{} // closed when touch has returned (or never started)
-	once   sync.Once
-}
-
-// touchEvery is how often a member re-puts its own etcd registration.
-// protoactor's provider reads the members, then starts watching without
-// a revision: a member registering in between is never seen (measured:
-// members joining together sometimes never see one another). A re-put
-// (same value, same lease) is a watch event for every member, so a
-// missed registration is seen at the next touch.
-const touchEvery = 2 * time.Second
-
-func newEtcdProvider(ctx context.Context, opts Options) (*etcdProvider, error) {
-	cfg := clientv3.Config{Endpoints: opts.Etcd.Endpoints, DialTimeout: opts.Etcd.DialTimeout, Logger: zap.NewNop()}
-	// protoactor's provider waits for etcd without bound: check first.
-	own, err := clientv3.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%w: etcd client for %v: %v", ErrJoin, opts.Etcd.Endpoints, err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, opts.Etcd.DialTimeout)
-	_, err = own.Get(pctx, opts.Etcd.Prefix, clientv3.WithCountOnly())
-	cancel()
-	if err != nil {
-		_ = own.Close()
-		return nil, fmt.Errorf("%w: etcd at %v did not answer within %v: %v (is etcd running and reachable?)", ErrJoin, opts.Etcd.Endpoints, opts.Etcd.DialTimeout, err)
-	}
-	cctx, cancelClient := context.WithCancel(context.Background())
-	cfg.Context = cctx
-	p, err := etcd.NewWithConfig(opts.Etcd.Prefix, cfg)
-	if err != nil {
-		cancelClient()
-		_ = own.Close()
-		return nil, fmt.Errorf("%w: etcd provider: %v", ErrJoin, err)
-	}
-	done := make(chan struct{})
-	close(done) // until StartMember starts the touches
-	return &etcdProvider{Provider: p, cancel: cancelClient, own: own, prefix: opts.Etcd.Prefix,
-		stop: make(chan struct{}), done: done}, nil
-}
-
-func (p *etcdProvider) StartMember(c *pcluster.Cluster) error {
-	if err := p.Provider.StartMember(c); err != nil {
-		return err
-	}
-	// The key protoactor's provider registers under (etcd_provider.go:
-	// buildKey(clusterName, "<cluster>@<system id>")).
-	name := c.Config.Name
-	key := strings.Join([]string{p.prefix, name, name + "@" + c.ActorSystem.ID}, "/")
-	p.done = make(chan struct{})
-	go p.touch(key)
-	return nil
-}
-
-// touch re-puts key with its value and lease every touchEvery until close.
-func (p *etcdProvider) touch(key string) {
-	defer close(p.done)
-	t := time.NewTicker(touchEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), touchEvery)
-		res, err := p.own.Get(ctx, key)
-		if err == nil && len(res.Kvs) == 1 && res.Kvs[0].Lease != 0 {
-			kv := res.Kvs[0]
-			_, _ = p.own.Put(ctx, key, string(kv.Value), clientv3.WithLease(clientv3.LeaseID(kv.Lease)))
-		}
-		cancel()
-	}
-}
-
-// Shutdown stops the touches (a touch after the deregistration would put
-// the key back), then deregisters.
-func (p *etcdProvider) Shutdown(graceful bool) error {
-	p.stopTouches()
-	return p.Provider.Shutdown(graceful)
-}
-
-func (p *etcdProvider) stopTouches() {
-	p.once.Do(func() {
-		close(p.stop)
-		<-p.done // a touch is bounded by touchEvery
-	})
-}
-
-// close stops the touches, then closes our client and the provider's,
-// which protoactor's Shutdown leaves open (its gRPC connection and its
-// keep-alive and watch goroutines would outlive the member).
-func (p *etcdProvider) close() {
-	p.stopTouches()
-	_ = p.own.Close()
-	p.cancel()
-	if c := etcdClientOf(p.Provider); c != nil {
-		_ = c.Close()
-	}
-}
-
-// etcdClientOf returns the unexported client of protoactor's etcd
-// provider (nil if a protoactor upgrade renamed it: TestUnexportedFields
-// fails then).
-func etcdClientOf(p *etcd.Provider) *clientv3.Client {
-	f := reflect.ValueOf(p).Elem().FieldByName("client")
-	if !f.IsValid() || f.Type() != reflect.TypeOf((*clientv3.Client)(nil)) {
-		return nil
-	}
-	return *(**clientv3.Client)(unsafe.Pointer(f.UnsafeAddr()))
-}
 
 // recoverStream is a gRPC stream interceptor for protoactor's remote
 // server: a message whose protobuf type the node does not link makes

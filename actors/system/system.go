@@ -75,6 +75,13 @@ type Options struct {
 	// (protoactor hands every actor the system's logger): an actor that
 	// needs its Info lines kept MUST log through its own logger.
 	Level slog.Leveler
+	// RepeatWindow rate-limits the actor system's warnings and errors
+	// (and the routine ones logged at Info): one message is logged at
+	// most once per window; the next one logged carries repeated=<how many
+	// were dropped>. During a fault protoactor repeats the same lines
+	// about ten times a second (a peer it cannot reach, gossip from a
+	// member it does not list). Zero means DefaultRepeatWindow.
+	RepeatWindow time.Duration
 }
 
 // System is a protoactor actor system with fences around protoactor's
@@ -104,8 +111,12 @@ func New(opts Options) *System {
 	if opts.Level != nil {
 		level = opts.Level
 	}
+	rep := &repeats{window: opts.RepeatWindow, seen: map[string]*repeat{}}
+	if rep.window <= 0 {
+		rep.window = DefaultRepeatWindow
+	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(sys *actor.ActorSystem) *slog.Logger {
-		h := &levelHandler{min: level, next: logger.Handler()}
+		h := &levelHandler{min: level, next: logger.Handler(), rep: rep}
 		return slog.New(h).With(slog.String("lib", "protoactor"), slog.String("system", sys.ID))
 	}))
 	return &System{sys: sys, root: actor.NewRootContext(sys, nil), pruneAt: 64}
@@ -303,10 +314,12 @@ func CheckRemote(msg any) error {
 	return nil
 }
 
-// levelHandler drops the records below min and passes the rest to next.
+// levelHandler drops the records below min and passes the rest to next,
+// protoactor's repeated warnings and errors rate-limited (repeats).
 type levelHandler struct {
 	min  slog.Leveler
 	next slog.Handler
+	rep  *repeats // shared by the handler's clones
 }
 
 func (h *levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
@@ -322,7 +335,57 @@ func (h *levelHandler) Handle(ctx context.Context, r slog.Record) error {
 		}
 		r.Level = slog.LevelInfo
 	}
+	if r.Level >= slog.LevelWarn || routine[r.Message] {
+		n, ok := h.rep.pass(r.Message, r.Time)
+		if !ok {
+			return nil
+		}
+		if n > 0 {
+			r = r.Clone()
+			r.AddAttrs(slog.Int("repeated", n), slog.Duration("within", h.rep.window))
+		}
+	}
 	return h.next.Handle(ctx, r)
+}
+
+// DefaultRepeatWindow is Options.RepeatWindow's default.
+const DefaultRepeatWindow = 10 * time.Second
+
+// repeats remembers, per message, when it was last logged and how many
+// times it was dropped since.
+type repeats struct {
+	window time.Duration
+	mu     sync.Mutex
+	seen   map[string]*repeat
+}
+
+type repeat struct {
+	at      time.Time
+	dropped int
+}
+
+// pass reports whether a record with msg at t is logged, and how many
+// were dropped before it.
+func (r *repeats) pass(msg string, t time.Time) (dropped int, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.IsZero() {
+		t = time.Now()
+	}
+	e := r.seen[msg]
+	if e == nil {
+		if len(r.seen) >= 1024 { // messages are constants; bound it anyway
+			clear(r.seen)
+		}
+		r.seen[msg] = &repeat{at: t}
+		return 0, true
+	}
+	if t.Sub(e.at) < r.window {
+		e.dropped++
+		return 0, false
+	}
+	dropped, e.at, e.dropped = e.dropped, t, 0
+	return dropped, true
 }
 
 // routine are protoactor's log messages about connections to a member that
@@ -343,9 +406,9 @@ var routine = map[string]bool{
 }
 
 func (h *levelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &levelHandler{min: h.min, next: h.next.WithAttrs(attrs)}
+	return &levelHandler{min: h.min, next: h.next.WithAttrs(attrs), rep: h.rep}
 }
 
 func (h *levelHandler) WithGroup(name string) slog.Handler {
-	return &levelHandler{min: h.min, next: h.next.WithGroup(name)}
+	return &levelHandler{min: h.min, next: h.next.WithGroup(name), rep: h.rep}
 }

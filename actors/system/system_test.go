@@ -567,3 +567,27 @@ func TestRoutineClusterErrorsAreInfo(t *testing.T) {
 		}
 	}
 }
+
+// protoactor repeats its warnings about ten times a second during a
+// fault: one message is logged once per window, and the next one logged
+// says how many were dropped.
+func TestRepeatedWarningsRateLimited(t *testing.T) {
+	var buf bytes.Buffer
+	s := system.New(system.Options{Logger: slog.New(slog.NewTextHandler(&buf, nil)), RepeatWindow: 300 * time.Millisecond})
+	defer s.Shutdown(0)
+	log := s.ActorSystem().Logger()
+	for i := 0; i < 50; i++ {
+		log.Warn("Got gossip request from unknown member", slog.Int("i", i))
+		log.Error("EndpointWriter failed to connect") // routine: Info, dropped at Warn
+		log.Error("another failure")
+	}
+	time.Sleep(350 * time.Millisecond)
+	log.Warn("Got gossip request from unknown member", slog.Int("i", 50))
+	out := buf.String()
+	if n := strings.Count(out, "Got gossip request"); n != 2 {
+		t.Fatalf("the repeated warning was logged %d times, want 2 (first, then one after the window):\n%s", n, out)
+	}
+	if !strings.Contains(out, "i=50 repeated=49 within=300ms") || strings.Count(out, "another failure") != 1 {
+		t.Errorf("want the second line to count the 49 dropped, and another message limited on its own:\n%s", out)
+	}
+}
