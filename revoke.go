@@ -3,12 +3,14 @@ package agentos
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/node/admin"
 )
 
 // RevocationsFile keeps the tool root's durable revocations ('agentos token
@@ -188,4 +190,19 @@ func clipName(s string) string {
 		return s[:64] + "..."
 	}
 	return s
+}
+
+// Revoke is the admin socket's POST /v1/revoke ('agentos token revoke'
+// while the node serves): an unknown target is answered 404, a bad one 400.
+func (b adminBackend) Revoke(req admin.RevokeRequest) (any, error) {
+	rep, err := b.rt.Revoke(RevokeRequest{Target: req.Target, Holder: req.Holder, Force: req.Force})
+	switch {
+	case errors.Is(err, ErrUnknownToken):
+		return nil, &admin.StatusError{Code: http.StatusNotFound, Err: err}
+	case err != nil && rep.At.IsZero():
+		return nil, &admin.StatusError{Code: http.StatusBadRequest, Err: err}
+	case err != nil: // in force, not stored
+		return nil, err
+	}
+	return rep, nil
 }

@@ -61,7 +61,7 @@ type Minted struct {
 	ID      string    `json:"id"`
 	Holder  string    `json:"holder"`
 	Grants  []Grant   `json:"grants"`
-	Minted  time.Time `json:"minted"`
+	At      time.Time `json:"minted"` // when it was minted
 	Expires time.Time `json:"expires,omitzero"`
 }
 
@@ -147,7 +147,7 @@ func (f RevocationFile) Save(rs []Revocation) error {
 // RecordMinted records a token minted for the tool root (its id, holder,
 // grants and expiry, never its signature).
 func (f RevocationFile) RecordMinted(t Token) error {
-	m := Minted{ID: t.ID, Holder: t.Holder, Grants: slices.Clone(t.Grants), Minted: time.Unix(0, t.Issued).UTC()}
+	m := Minted{ID: t.ID, Holder: t.Holder, Grants: slices.Clone(t.Grants), At: time.Unix(0, t.Issued).UTC()}
 	for _, c := range t.Caveats {
 		if !c.NotAfter.IsZero() && (m.Expires.IsZero() || c.NotAfter.Before(m.Expires)) {
 			m.Expires = c.NotAfter
@@ -171,7 +171,7 @@ func (f RevocationFile) Minted() ([]Minted, error) {
 		out = append(out, m)
 		return nil
 	})
-	slices.SortStableFunc(out, func(a, b Minted) int { return a.Minted.Compare(b.Minted) })
+	slices.SortStableFunc(out, func(a, b Minted) int { return a.At.Compare(b.At) })
 	return out, err
 }
 
