@@ -55,14 +55,14 @@ func runTokenRevoke(ctx context.Context, args []string, stdout io.Writer) error 
 	if *asJSON {
 		return fprintJSON(stdout, rep)
 	}
-	what := "token " + rep.ID
+	what := "token " + rep.ID + ", and every token derived from it"
 	if rep.Holder != "" {
-		what = "every token issued to " + rep.Holder + " until " + rep.At.Format(time.RFC3339)
+		what = "every token issued to " + rep.Holder + " until " + rep.At.Format(time.RFC3339) + ", and every token derived from them"
 	}
-	fmt.Fprintf(stdout, "revoked %s, and every token derived from it\n", what)
+	fmt.Fprintf(stdout, "revoked %s\n", what)
 	switch {
 	case rep.Node && rep.Durable:
-		fmt.Fprintf(stdout, "  refused now by the node serving %s and, through its cluster, by every node; kept in %s, so it outlives restarts\n", absRoot, agentos.RevocationsFile)
+		fmt.Fprintf(stdout, "  refused now by the node serving %s (and by every node of its cluster, if it is in one); kept in %s, so it outlives restarts\n", absRoot, agentos.RevocationsFile)
 	case rep.Node:
 		fmt.Fprintln(stdout, "  refused now by the node serving this root (it has no capability.signing_key_env: its tokens end with it)")
 	default:
