@@ -653,7 +653,10 @@ func (c Config) repoOptions(root string, regenerate func() error, log *slog.Logg
 // InitOptions configure Init.
 type InitOptions struct {
 	// Upstream is the Git upstream written into agentos.json. Empty: a bare
-	// repository is created beside the tool root (DIR.git) and used.
+	// repository is created beside the tool root (DIR.git) and used. A
+	// local one (a path, relative to the tool root or absolute, or a
+	// file:// URL) that does not exist is created as a bare repository; one
+	// that exists and is not a Git repository is refused.
 	Upstream string
 	// NoGit leaves Git out: tools are written to the working tree only.
 	NoGit bool

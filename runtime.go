@@ -237,7 +237,10 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		return rt, err
 	}
 	if key != nil {
-		if kopts.Authority, err = capability.New(capability.Options{Key: key}); err != nil {
+		// The durable revocations ('agentos token revoke', and those the
+		// cluster's other nodes made) are in force from the start.
+		store := capability.RevocationFile(filepath.Join(root, RevocationsFile))
+		if kopts.Authority, err = capability.New(capability.Options{Key: key, Store: store}); err != nil {
 			return rt, err
 		}
 	}

@@ -18,7 +18,14 @@
 //     caveat cannot be stripped by re-deriving;
 //   - revocation is transitive: a token is dead when it, or any token in its
 //     chain, was revoked; RevokeHolder kills every token issued to a process
-//     (called when it exits).
+//     (called when it exits);
+//   - an operator revokes any token signed with the key, wherever it was
+//     minted: RevokeToken (by id) and RevokeIssuedTo (every token issued to
+//     a holder until now, and what was derived from them: tokens carry
+//     their issue time and their ancestors' holders and issue times). These
+//     revocations are durable: the Authority keeps them in its
+//     RevocationStore (Options.Store; RevocationFile is a bbolt one) and
+//     applies them again when it is made.
 //
 // # Across nodes
 //
@@ -26,9 +33,11 @@
 // (Options.Key; agentos.json names the environment variable holding it:
 // capability.signing_key_env). Revocations are shared by message: every
 // Revoke and RevokeHolder is reported to the subscribers (Subscribe,
-// Options.OnRevoke) as a signed Revocation, which the cluster publishes
+// Options.OnRevoke) as a signed Revocation (so are RevokeToken and
+// RevokeIssuedTo, marked Durable), which the cluster publishes
 // (capabilitypb.Revocation) and every other node feeds to Apply
-// (idempotent; it never re-publishes). A node that joins, or missed
+// (idempotent; it never re-publishes; it stores the durable ones). A node
+// that joins, or missed
 // messages, applies another node's Revoked. Because every token carries
 // its ancestors' ids, a node refuses the descendants of a revoked token even
 // when it never saw the revoked token or them.

@@ -103,7 +103,17 @@ type Token struct {
 	Holder  string    `json:"holder"`
 	Grants  []Grant   `json:"grants"`
 	Caveats []Caveats `json:"caveats,omitempty"` // every ancestor's, then its own
-	Sig     []byte    `json:"sig"`
+	// Issued is when it was issued (Unix ns, the issuing node's clock): a
+	// holder's revocation (RevokeIssuedTo) kills the tokens issued to it
+	// until then. 0 in tokens older than holder revocations: any holder
+	// revocation of their holder kills them.
+	Issued int64 `json:"iat,omitempty"`
+	// Holders and IssuedChain are the ancestors' holders and Issued, root
+	// first (as Chain): a holder's revocation kills what was derived from
+	// its tokens, whoever holds it.
+	Holders     []string `json:"holders,omitempty"`
+	IssuedChain []int64  `json:"chain_iat,omitempty"`
+	Sig         []byte   `json:"sig"`
 }
 
 // Encode returns the token as a string to hand to another process or node.
@@ -151,7 +161,9 @@ type Authority struct {
 	now func() time.Time
 
 	mu       sync.Mutex
-	revoked  map[string]int64 // id -> when it was revoked (Unix ns, the revoking node's clock)
+	revoked  map[string]revoked // id -> its revocation
+	holders  map[string]int64   // holder -> tokens issued to it until then (Unix ns) are revoked
+	store    RevocationStore
 	uses     map[string]int
 	byHolder map[string][]string // holder -> ids issued to it
 	subs     map[int]func(Revocation)
@@ -169,6 +181,10 @@ type Options struct {
 	Now func() time.Time
 	// OnRevoke, when set, is subscribed at once (see Subscribe).
 	OnRevoke func(Revocation)
+	// Store, when set, keeps the durable revocations (RevokeToken,
+	// RevokeIssuedTo, and the durable ones Apply takes in): New applies
+	// what it holds, so they outlive the process. nil: in memory only.
+	Store RevocationStore
 }
 
 // NewAuthority returns an Authority signing with key (at least 32 bytes; nil
@@ -195,7 +211,10 @@ func New(opts Options) (*Authority, error) {
 	if now == nil {
 		now = time.Now
 	}
-	a := &Authority{key: slices.Clone(key), now: now, revoked: map[string]int64{}, uses: map[string]int{}, byHolder: map[string][]string{}, subs: map[int]func(Revocation){}}
+	a := &Authority{key: slices.Clone(key), now: now, revoked: map[string]revoked{}, holders: map[string]int64{}, uses: map[string]int{}, byHolder: map[string][]string{}, subs: map[int]func(Revocation){}}
+	if err := a.load(opts.Store); err != nil {
+		return nil, err
+	}
 	if opts.OnRevoke != nil {
 		a.Subscribe(opts.OnRevoke)
 	}
@@ -218,6 +237,7 @@ func newID() string {
 
 func (a *Authority) issue(t Token) Token {
 	t.ID = newID()
+	t.Issued = a.now().UnixNano()
 	a.sign(&t)
 	a.mu.Lock()
 	a.byHolder[t.Holder] = append(a.byHolder[t.Holder], t.ID)
@@ -261,7 +281,10 @@ func (a *Authority) derive(parent Token, holder string, grants []Grant, c Caveat
 			return Token{}, fmt.Errorf("%w: %s on %q is not granted by token %s", ErrAmplify, g.Right, orAny(g.Scope), parent.ID)
 		}
 	}
-	t := Token{Chain: append(slices.Clone(parent.Chain), parent.ID), Holder: holder, Grants: slices.Clone(grants), Caveats: slices.Clone(parent.Caveats)}
+	t := Token{
+		Chain: append(slices.Clone(parent.Chain), parent.ID), Holder: holder, Grants: slices.Clone(grants), Caveats: slices.Clone(parent.Caveats),
+		Holders: append(slices.Clone(parent.Holders), parent.Holder), IssuedChain: append(slices.Clone(parent.IssuedChain), parent.Issued),
+	}
 	if c != (Caveats{}) {
 		t.Caveats = append(t.Caveats, c)
 	}
@@ -299,6 +322,9 @@ func (a *Authority) state(t Token) error {
 	}
 	if _, dead := a.revoked[t.ID]; dead {
 		return fmt.Errorf("%w: token %s (revoked: %s)", ErrRevoked, t.ID, t.ID)
+	}
+	if err := a.holderRevoked(t); err != nil {
+		return err
 	}
 	var now time.Time
 	for _, c := range t.Caveats {
@@ -386,6 +412,8 @@ func (t Token) clone() Token {
 	t.Chain = slices.Clone(t.Chain)
 	t.Grants = slices.Clone(t.Grants)
 	t.Caveats = slices.Clone(t.Caveats)
+	t.Holders = slices.Clone(t.Holders)
+	t.IssuedChain = slices.Clone(t.IssuedChain)
 	t.Sig = slices.Clone(t.Sig)
 	return t
 }

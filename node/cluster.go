@@ -112,7 +112,8 @@ func (n *Node) JoinCluster(ctx context.Context, opts cluster.Options) (*cluster.
 		c.publish(TopicRevocations, capability.RevocationsProto([]capability.Revocation{r}), n.opts.Logger)
 	}))
 	// At every topology change: a member that joined missed what was
-	// revoked before, so every node sends its whole list again; and
+	// revoked before, so every node sends its whole list again (at once
+	// when a member joined, and at every change once it settled); and
 	// pub-sub messages may have been lost (the topic actor moves, the
 	// subscriptions are renewed), so this node pulls.
 	sub := m.System().EventStream.Subscribe(func(evt any) {
@@ -135,6 +136,14 @@ func (n *Node) JoinCluster(ctx context.Context, opts cluster.Options) (*cluster.
 				case <-c.ctx.Done():
 				case <-time.After(catchUpAgain):
 					n.catchUp(c, "after a topology change settled")
+					// Revocations published while the topic moved may
+					// be lost, and a member that joined may have
+					// subscribed after the list above was sent: the
+					// whole list again, once the subscriptions are
+					// renewed.
+					if all := auth.Revoked(); len(all) > 0 {
+						c.publish(TopicRevocations, capability.RevocationsProto(all), n.opts.Logger)
+					}
 				}
 			})
 		}

@@ -28,20 +28,31 @@ const (
 )
 
 // Revocation says that the token with id, and every token derived from it
-// (whose chain names id), is dead on every node. Sender: the node whose
-// Authority revoked it (Revoke, RevokeHolder), through
+// (whose chain names id), is dead on every node; or, holder set, every
+// token issued to holder until at_unix_nano and what was derived from
+// them. Sender: the node whose Authority revoked it (Revoke, RevokeHolder,
+// RevokeToken, RevokeIssuedTo), through
 // capability.Options.OnRevoke / Authority.Subscribe. Receivers apply it
 // with Authority.Apply, which is idempotent and refuses a bad sig.
 type Revocation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// id is the revoked token's id (24 hexadecimal digits).
+	// id is the revoked token's id (24 hexadecimal digits); empty when
+	// holder is set.
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// at_unix_nano is when it was revoked, on the revoking node's clock
-	// (informational: a revocation never expires).
+	// at_unix_nano is when it was revoked, on the revoking node's clock (a
+	// revocation never expires; a holder's revocation kills the tokens
+	// issued to the holder until then).
 	AtUnixNano int64 `protobuf:"varint,2,opt,name=at_unix_nano,json=atUnixNano,proto3" json:"at_unix_nano,omitempty"`
-	// sig is HMAC-SHA256, under the cluster's shared signing key, of id and
-	// at_unix_nano: only a node holding the key can revoke.
-	Sig           []byte `protobuf:"bytes,3,opt,name=sig,proto3" json:"sig,omitempty"`
+	// sig is HMAC-SHA256, under the cluster's shared signing key, of id or
+	// holder, at_unix_nano and durable: only a node holding the key can
+	// revoke.
+	Sig []byte `protobuf:"bytes,3,opt,name=sig,proto3" json:"sig,omitempty"`
+	// holder, when set, revokes every token issued to holder until
+	// at_unix_nano (an operator's revocation of a holder; always durable).
+	Holder string `protobuf:"bytes,4,opt,name=holder,proto3" json:"holder,omitempty"`
+	// durable marks an operator's revocation ('agentos token revoke'):
+	// every node keeps it in its state, so it outlives restarts.
+	Durable       bool `protobuf:"varint,5,opt,name=durable,proto3" json:"durable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -97,6 +108,20 @@ func (x *Revocation) GetSig() []byte {
 	return nil
 }
 
+func (x *Revocation) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *Revocation) GetDurable() bool {
+	if x != nil {
+		return x.Durable
+	}
+	return false
+}
+
 // Revocations is a node's whole revocation list (Authority.Revoked): what a
 // joining node, or one that missed messages, pulls to catch up.
 type Revocations struct {
@@ -147,13 +172,15 @@ var File_capability_capabilitypb_capability_proto protoreflect.FileDescriptor
 
 const file_capability_capabilitypb_capability_proto_rawDesc = "" +
 	"\n" +
-	"(capability/capabilitypb/capability.proto\x12\x15agentos.capability.v1\"P\n" +
+	"(capability/capabilitypb/capability.proto\x12\x15agentos.capability.v1\"\x82\x01\n" +
 	"\n" +
 	"Revocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
 	"\fat_unix_nano\x18\x02 \x01(\x03R\n" +
 	"atUnixNano\x12\x10\n" +
-	"\x03sig\x18\x03 \x01(\fR\x03sig\"R\n" +
+	"\x03sig\x18\x03 \x01(\fR\x03sig\x12\x16\n" +
+	"\x06holder\x18\x04 \x01(\tR\x06holder\x12\x18\n" +
+	"\adurable\x18\x05 \x01(\bR\adurable\"R\n" +
 	"\vRevocations\x12C\n" +
 	"\vrevocations\x18\x01 \x03(\v2!.agentos.capability.v1.RevocationR\vrevocationsBEZCgithub.com/agentos-run/agentos/capability/capabilitypb;capabilitypbb\x06proto3"
 

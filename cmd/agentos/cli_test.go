@@ -48,8 +48,8 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	var targets []target
 	for _, c := range commands {
 		targets = append(targets, target{c: c})
-		if c.name == "runs" {
-			targets = append(targets, target{c, []string{"prune"}})
+		for _, sub := range subcommands[c.name] {
+			targets = append(targets, target{c, []string{sub}})
 		}
 	}
 	for _, tg := range targets {

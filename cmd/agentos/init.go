@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/scaffold"
 )
 
 // runInit scaffolds a tool root: agentos init [DIR].
 func runInit(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("init", flag.ContinueOnError)
-	upstream := fs.String("upstream", "", "the Git upstream `URL` tools are shared through (default: a bare repository DIR.git created beside the tool root)")
+	upstream := fs.String("upstream", "", "the Git upstream `URL` tools are shared through: https:// or ssh:// URL, file:// URL or path (a missing one is created as a bare repository; a relative path is from the current directory); default: a bare repository DIR.git created beside the tool root")
 	noGit := fs.Bool("no-git", false, "keep tools in the working tree only, without Git")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -29,7 +31,11 @@ func runInit(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if *noGit && *upstream != "" {
 		return usagef("--upstream and --no-git exclude each other")
 	}
-	created, err := agentos.Init(dir, agentos.InitOptions{Upstream: *upstream, NoGit: *noGit})
+	up, err := upstreamFromRoot(*upstream, dir)
+	if err != nil {
+		return err
+	}
+	created, err := agentos.Init(dir, agentos.InitOptions{Upstream: up, NoGit: *noGit})
 	if err != nil {
 		return err
 	}
@@ -44,4 +50,27 @@ func runInit(_ context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "next: write a tool under %s/, then 'agentos check' and 'agentos exec' it\n", agentos.DefaultTools)
 	return nil
+}
+
+// upstreamFromRoot turns a relative local --upstream, given from the
+// current directory as every path argument is, into the path relative to
+// the tool root dir that agentos.json holds (Init creates a missing one).
+func upstreamFromRoot(upstream, dir string) (string, error) {
+	p, local := scaffold.LocalUpstream(upstream)
+	if upstream == "" || !local || filepath.IsAbs(p) || strings.HasPrefix(upstream, "file://") {
+		return upstream, nil
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(absDir, abs)
+	if err != nil {
+		return abs, nil
+	}
+	return filepath.ToSlash(rel), nil
 }

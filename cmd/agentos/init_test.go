@@ -60,3 +60,58 @@ func TestInitGitUpstream(t *testing.T) {
 		t.Fatalf("--no-git with --upstream: exit %d, want 2", code)
 	}
 }
+
+// TestInitUpstreamPath: 'init --upstream PATH' (or file://PATH) where PATH
+// does not exist creates the bare repository there, with the branch
+// agentos pushes; a relative PATH is taken from the current directory and
+// written into agentos.json relative to the root; a PATH that exists but
+// is not a Git repository is refused before anything is created.
+func TestInitUpstreamPath(t *testing.T) {
+	base := t.TempDir()
+	up := filepath.Join(base, "shared", "team.git")
+	root := filepath.Join(base, "root")
+	code, stdout, stderr := cli(t, "init", "--upstream", up, root)
+	if code != 0 || !strings.Contains(stdout, up+" (bare Git upstream)") {
+		t.Fatalf("init --upstream MISSING: %d %q %q", code, stdout, stderr)
+	}
+	head, err := os.ReadFile(filepath.Join(up, "HEAD"))
+	if err != nil || strings.TrimSpace(string(head)) != "ref: refs/heads/main" {
+		t.Fatalf("the created upstream's HEAD = %q, %v; want the branch main agentos pushes", head, err)
+	}
+	if cfg, err := agentos.LoadConfig(root); err != nil || cfg.Git.Upstream != up {
+		t.Fatalf("config git = %+v %v", cfg.Git, err)
+	}
+	// A second root on the same upstream: nothing more to create there.
+	code, stdout, stderr = cli(t, "init", "--upstream", "file://"+up, filepath.Join(base, "root2"))
+	if code != 0 || strings.Contains(stdout, "bare Git upstream") {
+		t.Fatalf("init --upstream EXISTING: %d %q %q", code, stdout, stderr)
+	}
+	// Both roots share tools through it.
+	if code, _, stderr := cli(t, "call", "--root", root, "write_file", `{"path":"tools/x.ts","content":"export default function main() { return 1 }"}`); code != 0 {
+		t.Fatalf("write_file in the first root: %d %s", code, stderr)
+	}
+	if code, out, stderr := cli(t, "exec", "--root", filepath.Join(base, "root2"), "--inprocess", "tools/x.ts"); code != 0 || !strings.Contains(out, "1") {
+		t.Fatalf("the second root runs the first root's tool through the created upstream: %d %q %q", code, out, stderr)
+	}
+
+	t.Chdir(base)
+	code, stdout, stderr = cli(t, "init", "--upstream", "rel.git", "sub")
+	if code != 0 || !strings.Contains(stdout, filepath.Join(base, "rel.git")+" (bare Git upstream)") {
+		t.Fatalf("init --upstream RELATIVE: %d %q %q", code, stdout, stderr)
+	}
+	if cfg, err := agentos.LoadConfig(filepath.Join(base, "sub")); err != nil || cfg.Git.Upstream != "../rel.git" {
+		t.Fatalf("a relative upstream in agentos.json = %+v %v, want ../rel.git (relative to the root)", cfg.Git, err)
+	}
+
+	notGit := filepath.Join(base, "notgit")
+	os.MkdirAll(notGit, 0o755)
+	os.WriteFile(filepath.Join(notGit, "README"), []byte("x"), 0o644)
+	bad := filepath.Join(base, "bad")
+	code, _, stderr = cli(t, "init", "--upstream", notGit, bad)
+	if code == 0 || !strings.Contains(stderr, "not a Git repository") {
+		t.Fatalf("init --upstream NOT-GIT: %d %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(bad, "agentos.json")); err == nil {
+		t.Fatal("a refused init wrote agentos.json")
+	}
+}

@@ -24,6 +24,8 @@
 //	agentos serve   [--root DIR] [--metrics ADDR] [--cluster ...] run a node until SIGTERM
 //	agentos serve --mcp | --mcp-http ADDR               ... and serve its tools over MCP (stdio, HTTP)
 //	agentos token   [--root DIR] [--json] [--grant R:S]... [--ttl D] a capability token (MCP over HTTP)
+//	agentos token revoke [--holder] [--force] ID|HOLDER|TOKEN  revoke tokens on every node, durably
+//	agentos token list   [--root DIR] [--json]           the tokens minted here, and the revocations
 //	agentos cluster status [--root DIR] [--json]         the serving node's cluster
 //	agentos ps      [--root DIR] [--json]                the serving node's processes
 //	agentos events  [--root DIR] [--json]                the serving node's recent kernel events
@@ -105,7 +107,7 @@ var commands = []command{
 	{"persona", "the personas (named, versioned system prompts in the tool root, committed like tools): list, show, versions, set", "agentos persona [--root DIR] [--json] list | show NAME[@VERSION] | versions NAME | set NAME (--file F | --text T) [--description D] [--no-protocol] | set NAME@VERSION", runPersona},
 	{"tournament", "evolve a persona: the model writes variants, each is scored on a task set (score, tokens, cost, time), the fittest is saved; journaled, so it replays offline and resumes", "agentos tournament [--root DIR] [--json] --persona P --tasks FILE [--variants N] [--dry-run] | --resume RUN | --replay RUN", runTournament},
 	{"serve", "run a node until SIGTERM: processes, actors, journal; every other command goes through it while it serves", "agentos serve [--root DIR] [--metrics ADDR] [--mcp] [--mcp-http ADDR] [--cluster [--cluster-name N] [--cluster-port P] [--health-port P] [--seeds H:P,...] [--etcd URL,...]]", runServe},
-	{"token", "mint a capability token with the node's signing key, e.g. the bearer token of an MCP client of 'serve --mcp-http'", "agentos token [--root DIR] [--json] [--grant RIGHT[:SCOPE]]... [--ttl D] [--holder NAME]", runToken},
+	{"token", "mint a capability token with the node's signing key, e.g. the bearer token of an MCP client of 'serve --mcp-http'; 'revoke' revokes one (by id, holder or token) on every node, durably; 'list' lists those minted here", "agentos token [--root DIR] [--json] [--grant RIGHT[:SCOPE]]... [--ttl D] [--holder NAME] | token revoke [--holder] [--force] ID|HOLDER|TOKEN | token list", runToken},
 	{"cluster", "the serving node's cluster: its members, what kinds each hosts, which forges each holds", "agentos cluster status [--root DIR] [--json]", runCluster},
 	{"ps", "the process table of the serving node", "agentos ps [--root DIR] [--json] [--cluster]", runPS},
 	{"events", "the recent kernel events of the serving node", "agentos events [--root DIR] [--json] [--cluster]", runEvents},
@@ -120,6 +122,10 @@ var commands = []command{
 	{"demo", "write sample tools into a fresh tool root, check and run them", "agentos demo [--dir DIR] [--keep] [--cluster [--json]]", runDemo},
 	{"version", "the build, and which OS protections sandbox workers have on this machine (also --version)", "agentos version [--root DIR] [--json]", runVersion},
 }
+
+// subcommands are the commands' subcommands with flags of their own, which
+// the global help lists after their command's.
+var subcommands = map[string][]string{"runs": {"prune"}, "token": {"revoke", "list"}}
 
 // Exit codes.
 const (
@@ -225,9 +231,9 @@ func printUsage(w io.Writer) {
 		logFS = fs
 		fmt.Fprintf(w, "  %s:\n", c.name)
 		printFlagsExcept(w, fs, "    ", logFlagNames)
-		if c.name == "runs" {
-			if pfs := commandFlags(c, "prune"); pfs != nil {
-				fmt.Fprintln(w, "  runs prune:")
+		for _, sub := range subcommands[c.name] {
+			if pfs := commandFlags(c, sub); pfs != nil {
+				fmt.Fprintf(w, "  %s %s:\n", c.name, sub)
 				printFlagsExcept(w, pfs, "    ", logFlagNames)
 			}
 		}

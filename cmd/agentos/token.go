@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/capability"
 )
 
@@ -40,8 +42,17 @@ type tokenReply struct {
 
 // runToken mints a capability token with the node's signing key, e.g. for
 // an MCP client of 'agentos serve --mcp-http':
-// agentos token [--root DIR] [--json] [--grant RIGHT[:SCOPE]]... [--ttl D] [--holder NAME].
-func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error {
+// agentos token [--root DIR] [--json] [--grant RIGHT[:SCOPE]]... [--ttl D] [--holder NAME];
+// agentos token revoke ... and agentos token list ... (token_revoke.go).
+func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "revoke":
+			return runTokenRevoke(ctx, args[1:], stdout)
+		case "list":
+			return runTokenList(args[1:], stdout)
+		}
+	}
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
 	root := fs.String("root", ".", rootUsage)
 	asJSON := fs.Bool("json", false, "print exactly one JSON object {token, id, holder, grants, expires}")
@@ -54,9 +65,9 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if len(pos) != 0 {
-		return usagef("token takes no arguments, got %q", pos)
+		return usagef("token takes no arguments, got %q (or: 'agentos token revoke ID|HOLDER', 'agentos token list')", pos)
 	}
-	_, cfg, err := openRoot(*root)
+	absRoot, cfg, err := openRoot(*root)
 	if err != nil {
 		return err
 	}
@@ -83,11 +94,16 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		c.NotAfter = time.Now().Add(d).UTC()
 	}
 	tok := auth.Mint(*holder, grants, c)
+	// Recorded before it is printed: every token handed out is in 'agentos
+	// token list', where its id is found to revoke it.
+	if err := capability.RevocationFile(filepath.Join(absRoot, agentos.RevocationsFile)).RecordMinted(tok); err != nil {
+		return err
+	}
 	if *asJSON {
 		return fprintJSON(stdout, tokenReply{Token: tok.Encode(), ID: tok.ID, Holder: tok.Holder, Grants: tok.Grants, Expires: c.NotAfter})
 	}
 	fmt.Fprintln(stdout, tok.Encode())
-	fmt.Fprintf(stderr, "token %s for %s grants %s; send it as \"Authorization: Bearer <token>\" to 'agentos serve --mcp-http' (docs/MCP.md)\n", tok.ID, tok.Holder, describeGrants(grants))
+	fmt.Fprintf(stderr, "token %s for %s grants %s; send it as \"Authorization: Bearer <token>\" to 'agentos serve --mcp-http' (docs/MCP.md); revoke it with 'agentos token revoke %s'\n", tok.ID, tok.Holder, describeGrants(grants), tok.ID)
 	return nil
 }
 

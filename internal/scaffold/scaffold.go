@@ -14,8 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentos-run/agentos/actors/git/repo"
 )
@@ -34,7 +36,8 @@ type Options struct {
 	// configuration's (agentos.Config.Tools), or DefaultTools.
 	ToolsDir string
 	// Upstream is the Git upstream written into agentos.json. Empty: a bare
-	// repository is created beside the tool root (DIR.git) and used.
+	// repository is created beside the tool root (DIR.git) and used. A
+	// missing local one (LocalUpstream) is created as a bare repository.
 	Upstream string
 	// NoGit leaves Git out: tools are written to the working tree only.
 	NoGit bool
@@ -53,6 +56,19 @@ func Init(dir string, opts Options) (created []string, err error) {
 	if toolsDir == "" {
 		toolsDir = DefaultTools
 	}
+	_, statErr := os.Stat(filepath.Join(dir, ConfigFile))
+	newConfig := errors.Is(statErr, fs.ErrNotExist)
+	// A local upstream is checked (and made) before anything else, so that
+	// a refusal leaves nothing half-made.
+	if newConfig && !opts.NoGit && opts.Upstream != "" {
+		made, err := ensureUpstream(dir, opts.Upstream)
+		if err != nil {
+			return nil, err
+		}
+		if made != "" {
+			created = append(created, made+" (bare Git upstream)")
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the tool root %s: %w", dir, err)
 	}
@@ -64,7 +80,7 @@ func Init(dir string, opts Options) (created []string, err error) {
 		created = append(created, toolsDir+"/")
 	}
 	upstream := ""
-	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); errors.Is(err, fs.ErrNotExist) && !opts.NoGit {
+	if newConfig && !opts.NoGit {
 		if upstream = opts.Upstream; upstream == "" {
 			abs, err := filepath.Abs(dir)
 			if err != nil {
@@ -94,6 +110,77 @@ func Init(dir string, opts Options) (created []string, err error) {
 		}
 	}
 	return created, nil
+}
+
+// LocalUpstream returns the path of a Git upstream that is a local
+// repository: a path (relative to the tool root or absolute) or a file://
+// URL; ok is false for a remote one (https://, ssh://, user@host:path).
+func LocalUpstream(upstream string) (path string, ok bool) {
+	if rest, isFile := strings.CutPrefix(upstream, "file://"); isFile {
+		if u, err := url.Parse(upstream); err == nil && u.Path != "" {
+			return filepath.FromSlash(u.Path), true
+		}
+		return filepath.FromSlash(rest), true
+	}
+	if strings.Contains(upstream, "://") {
+		return "", false
+	}
+	if i := strings.Index(upstream, ":"); i > 0 && !strings.Contains(upstream[:i], "/") && !filepath.IsAbs(upstream) {
+		return "", false // scp-like: git@host:repo.git
+	}
+	return filepath.FromSlash(upstream), true
+}
+
+// ensureUpstream makes the bare repository a local upstream names when
+// it does not exist (or is an empty directory), with the branch main
+// agentos pushes, and returns its path ("" when it existed); a path that
+// exists and is not a Git repository is refused. A relative path is
+// relative to the tool root dir (as agentos.json reads it).
+func ensureUpstream(dir, upstream string) (made string, err error) {
+	p, local := LocalUpstream(upstream)
+	if !local {
+		return "", nil
+	}
+	if !filepath.IsAbs(p) {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", err
+		}
+		p = filepath.Join(abs, p)
+	}
+	fi, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return "", fmt.Errorf("the Git upstream %s: %w", p, err)
+	case !fi.IsDir():
+		return "", notRepository(upstream, p, "is a file")
+	default:
+		if isRepository(p) {
+			return "", nil
+		}
+		if ents, err := os.ReadDir(p); err != nil || len(ents) > 0 {
+			return "", notRepository(upstream, p, "is a directory with other files")
+		}
+	}
+	if err := repo.InitBare(p, "main"); err != nil {
+		return "", fmt.Errorf("creating the Git upstream %s: %w", p, err)
+	}
+	return p, nil
+}
+
+// isRepository reports whether p is a bare repository or a working tree's.
+func isRepository(p string) bool {
+	for _, f := range []string{"HEAD", filepath.Join(".git", "HEAD")} {
+		if _, err := os.Stat(filepath.Join(p, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func notRepository(upstream, p, what string) error {
+	return fmt.Errorf("the Git upstream %q (%s) exists but is not a Git repository (it %s): pass a bare repository ('git init --bare'), a path that does not exist yet (agentos init creates a bare repository there), or a URL", upstream, p, what)
 }
 
 // createNew writes content to a new file at p (mode 0600); an existing

@@ -177,6 +177,16 @@ func (c *Client) Memory(ctx context.Context, req MemoryRequest, out any) error {
 	return c.do(ctx, "POST", "/v1/memory", body, out)
 }
 
+// Revoke revokes capability tokens on the node (see RevokeRequest) and
+// decodes the report into out (agentos.RevokeReport).
+func (c *Client) Revoke(ctx context.Context, req RevokeRequest, out any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, "POST", "/v1/revoke", body, out)
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, "http://node"+path, bytes.NewReader(body))
 	if err != nil {

@@ -17,6 +17,7 @@
 //	GET  /v1/cluster/ps, /v1/cluster/events  ps and events of every member ([]NodeReply)
 //	GET  /v1/approvals?state=S      the approval requests ([]approval.Request; S pending, approved, denied or empty)
 //	POST /v1/approve                approve or deny one (ApproveRequest → the decided approval.Request)
+//	POST /v1/revoke                 revoke capability tokens by id, holder or token (RevokeRequest → the runtime's report)
 //	GET  /metrics                   Prometheus text (when the runtime owns its metrics)
 //	     /mcp                       MCP over streamable HTTP as the default process (package mcpserver)
 //

@@ -78,6 +78,15 @@ type ApprovalBackend interface {
 	Decide(req ApproveRequest) (any, error)
 }
 
+// RevokeBackend is what a Backend that revokes capability tokens answers
+// (POST /v1/revoke); a Backend without it has no such endpoint.
+type RevokeBackend interface {
+	// Revoke revokes req.Target and returns the JSON-encodable report; a
+	// *StatusError chooses the status of a failure (404: nothing knows
+	// the target, 400: a bad request).
+	Revoke(req RevokeRequest) (any, error)
+}
+
 // Options configure Serve.
 type Options struct {
 	// Root is the tool root; the socket is Root/Socket.
@@ -372,6 +381,20 @@ func mux(ctx context.Context, b Backend) *http.ServeMux {
 				return
 			}
 			out, err := ab.Decide(req)
+			if err != nil {
+				writeFailure(w, http.StatusUnprocessableEntity, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, out)
+		})
+	}
+	if rb, ok := b.(RevokeBackend); ok {
+		m.HandleFunc("POST /v1/revoke", func(w http.ResponseWriter, r *http.Request) {
+			var req RevokeRequest
+			if !readRequest(w, r, b.MaxArgs(), &req) {
+				return
+			}
+			out, err := rb.Revoke(req)
 			if err != nil {
 				writeFailure(w, http.StatusUnprocessableEntity, err)
 				return

@@ -116,3 +116,14 @@ type MemoryRequest struct {
 	Text  string   `json:"text,omitempty"`
 	Tags  []string `json:"tags,omitempty"`
 }
+
+// RevokeRequest revokes capability tokens on the node ('agentos token
+// revoke'): agentos.RevokeRequest on the wire.
+type RevokeRequest struct {
+	// Target is a token id, a holder's name, or a token itself.
+	Target string `json:"target"`
+	// Holder reads Target as a holder's name even when it looks like an id.
+	Holder bool `json:"holder,omitempty"`
+	// Force revokes a Target nothing on the node knows.
+	Force bool `json:"force,omitempty"`
+}
