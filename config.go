@@ -168,6 +168,14 @@ type Config struct {
 	// Runtime.MetricsHandler and MetricsAddr serve. IMPORTANT: protoactor's
 	// own metrics always go to the OpenTelemetry global meter provider.
 	MeterProvider metric.MeterProvider `json:"-"`
+	// ResumeForges, when set, makes Start resume in the background the
+	// forges a crash interrupted (ResumingForges lists them,
+	// ResumedForges reports them). IMPORTANT: off by default: a resumed
+	// forge sends requests to the configured model (they may be paid), so
+	// only a program that serves the root ('agentos serve') or is asked to
+	// recover ('agentos recover') sets it; any other start leaves them
+	// interrupted, resumable.
+	ResumeForges bool `json:"-"`
 }
 
 // GitConfig is the tool root's Git upstream.
