@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -105,7 +106,9 @@ func recoverExecs(ctx context.Context, absRoot string, cfg agentos.Config, j *jo
 	}
 	if only != "" {
 		meta, err := j.Get(only)
-		if err != nil {
+		if errors.Is(err, journal.ErrNoRun) || errors.Is(err, journal.ErrAmbiguous) {
+			return out, usagef("%v", err) // exit 2, as trace, replay and persona show do for an unknown id
+		} else if err != nil {
 			return out, err
 		}
 		if meta.Kind == forge.Kind {

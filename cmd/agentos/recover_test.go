@@ -30,6 +30,11 @@ func TestRecover(t *testing.T) {
 	if code, _, _ := cli(t, "recover", "--root", root, "extra"); code != 2 {
 		t.Fatal("recover with an argument must be a usage error")
 	}
+	// Issue 25 item 12: an unknown id exits 2, as in trace, replay and
+	// persona show.
+	if code, _, stderr := cli(t, "recover", "--root", root, "--run", "nope"); code != 2 || !strings.Contains(stderr, `no such run in the journal: "nope"`) {
+		t.Fatalf("recover --run of an unknown id: %d %q", code, stderr)
+	}
 }
 
 // Issue 10, item 6, through the CLI: 'agentos exec --inprocess' is killed
