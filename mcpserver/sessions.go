@@ -38,6 +38,14 @@ func (u *sessionUses) touch(id string) {
 	u.mu.Unlock()
 }
 
+// maxUses bounds the records kept: past it, those idle for longer than
+// staleUse (their sessions timed out, or are the least recently used
+// anyway) are dropped.
+const (
+	maxUses  = 4096
+	staleUse = time.Hour
+)
+
 // get returns the record of session id, made on first use; u.mu is held.
 func (u *sessionUses) get(id string) *sessionUse {
 	if u.byID == nil {
@@ -45,6 +53,13 @@ func (u *sessionUses) get(id string) *sessionUse {
 	}
 	su, ok := u.byID[id]
 	if !ok {
+		if len(u.byID) >= maxUses {
+			for k, v := range u.byID {
+				if v.active == 0 && time.Since(v.last) > staleUse {
+					delete(u.byID, k)
+				}
+			}
+		}
 		su = &sessionUse{}
 		u.byID[id] = su
 	}
