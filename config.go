@@ -169,6 +169,14 @@ type Config struct {
 	// Runtime.MetricsHandler and MetricsAddr serve. IMPORTANT: protoactor's
 	// own metrics always go to the OpenTelemetry global meter provider.
 	MeterProvider metric.MeterProvider `json:"-"`
+	// ResumeForges, when set, makes Start resume in the background the
+	// forges a crash interrupted (ResumingForges lists them,
+	// ResumedForges reports them). IMPORTANT: off by default: a resumed
+	// forge sends requests to the configured model (they may be paid), so
+	// only a program that serves the root ('agentos serve') or is asked to
+	// recover ('agentos recover') sets it; any other start leaves them
+	// interrupted, resumable.
+	ResumeForges bool `json:"-"`
 }
 
 // GitConfig is the tool root's Git upstream.
@@ -543,6 +551,9 @@ func (c Config) validate(path string) error {
 	default:
 		return fmt.Errorf("%s: git.strategy %q is not known: use \"direct\" or \"pr\"", path, c.Git.Strategy)
 	}
+	if err := checkBaseURL(c.LLM.BaseURL); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	if u, err := url.Parse(c.Git.Upstream); err == nil && u.User != nil {
 		return fmt.Errorf("%s: git.upstream carries credentials; remove them and put the token in the environment variable %s", path, orDefault(c.Git.TokenEnv, "AGENTOS_GIT_TOKEN"))
 	}
@@ -675,4 +686,20 @@ func Init(dir string, opts InitOptions) (created []string, err error) {
 		return nil, fmt.Errorf("the existing configuration is invalid, fix it first: %w", err)
 	}
 	return scaffold.Init(dir, scaffold.Options{ToolsDir: cfg.Tools(), Upstream: opts.Upstream, NoGit: opts.NoGit})
+}
+
+// checkBaseURL refuses an llm.base_url the model client could not use ("":
+// the default): at load, not at the first model request.
+func checkBaseURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return fmt.Errorf("llm.base_url %q is not an http(s) URL: write it like http://127.0.0.1:8080/v1", raw)
+	case strings.HasSuffix(u.Host, ":"):
+		return fmt.Errorf("llm.base_url %q has an empty port after the host's ':': give the port (e.g. http://127.0.0.1:8080/v1) or drop the ':'", raw)
+	}
+	return nil
 }

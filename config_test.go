@@ -62,6 +62,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{`{"retention": {"keep_days": -2}}`, `retention values must be positive, 0 for the default or -1`},
 		{`{"retention": {"keep_for": 3}}`, `unknown field "keep_for"`},
 		{`{"journal_durability": "fsync"}`, `journal_durability "fsync" is not a mode`},
+		{`{"llm": {"base_url": "http://127.0.0.1:/v1"}}`, `llm.base_url "http://127.0.0.1:/v1" has an empty port`},
+		{`{"llm": {"base_url": "127.0.0.1:8080/v1"}}`, `llm.base_url "127.0.0.1:8080/v1" is not an http(s) URL`},
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(tc.body), 0o644)

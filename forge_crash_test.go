@@ -224,15 +224,37 @@ func TestForgeKilledResumes(t *testing.T) {
 		t.Fatalf("the server received %d requests before the kill, want 1", got)
 	}
 
-	// Start again on the same root, in this process.
-	rt, err := agentos.Start(context.Background(), agentos.Config{
+	// Issue 25 item 9: a start that was not asked to resume forges (an
+	// 'agentos agent', 'call', 'forge') leaves the forge interrupted and
+	// sends the model nothing.
+	cfg := agentos.Config{
 		Root: root, Isolation: "inprocess", Logger: quiet,
 		LLM: agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"},
-	})
+	}
+	rt, err := agentos.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, reps := rt.ResumingForges(), rt.ResumedForges(); len(got) != 0 || len(reps) != 0 {
+		t.Fatalf("a start without ResumeForges resumed forges: %v %+v", got, reps)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Requests(); got != 1 {
+		t.Fatalf("a start without ResumeForges sent the model %d requests, want none", got-1)
+	}
+
+	// Start again on the same root, in this process, asked to resume.
+	cfg.ResumeForges = true
+	rt, err = agentos.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
+	if got := rt.ResumingForges(); len(got) != 1 || got[0] != runID {
+		t.Fatalf("ResumingForges: %v, want [%s]", got, runID)
+	}
 	reports := rt.ResumedForges()
 	if len(reports) != 1 {
 		t.Fatalf("resumed forges: %+v, want 1", reports)

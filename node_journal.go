@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node/admin"
@@ -29,6 +30,10 @@ type NodeRecovery struct {
 	AtStart []RecoverReport `json:"at_start"`
 	// Now is what this request did.
 	Now []RecoverReport `json:"recovered"` // the same key as recover --json without a node
+	// Forges are the interrupted forges this request resumed.
+	Forges []ForgeReport `json:"forges"`
+	// Left are the interrupted runs of other kinds, left with the reason.
+	Left []LeftRun `json:"left"`
 }
 
 // recovering serializes the recover requests of the nodes in this process:
@@ -63,7 +68,7 @@ func inFlight(m journal.RunMeta) bool {
 func (rt *Runtime) recoverOnNode(ctx context.Context, id string, ropts RecoverOptions) (NodeRecovery, int, error) {
 	recovering.Lock()
 	defer recovering.Unlock()
-	out := NodeRecovery{PID: os.Getpid(), AtStart: rt.Recovered(), Now: []RecoverReport{}}
+	out := NodeRecovery{PID: os.Getpid(), AtStart: rt.Recovered(), Now: []RecoverReport{}, Forges: []ForgeReport{}, Left: []LeftRun{}}
 	if out.AtStart == nil {
 		out.AtStart = []RecoverReport{}
 	}
@@ -75,11 +80,25 @@ func (rt *Runtime) recoverOnNode(ctx context.Context, id string, ropts RecoverOp
 		if reps != nil {
 			out.Now = reps
 		}
+		if out.Forges, err = rt.RecoverForges(ctx, ""); err != nil {
+			return out, http.StatusUnprocessableEntity, err
+		}
+		if _, _, left, err := InterruptedRuns(rt.j); err != nil {
+			return out, http.StatusInternalServerError, err
+		} else if left != nil {
+			out.Left = left
+		}
 		return out, http.StatusOK, nil
 	}
 	meta, err := rt.j.Get(id)
 	if err != nil {
 		return out, http.StatusNotFound, err
+	}
+	if meta.Kind == forge.Kind {
+		if out.Forges, err = rt.RecoverForges(ctx, meta.ID); err != nil {
+			return out, http.StatusUnprocessableEntity, err
+		}
+		return out, http.StatusOK, nil
 	}
 	if inFlight(meta) {
 		return out, http.StatusConflict, fmt.Errorf("agentos: run %s is in flight on the serving node (pid %d): it is not unfinished; 'agentos runs' shows when it ends", meta.ID, os.Getpid())

@@ -70,6 +70,7 @@ type Runtime struct {
 	stopBG    context.CancelFunc
 	resumedMu sync.Mutex
 	resumed   []ForgeReport
+	resuming  []string // the forge runs resumeForges started
 
 	closeOnce sync.Once
 	closeErr  error
@@ -297,13 +298,16 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 			return rt, err
 		}
 	}
-	rt.resumeForges()
+	if cfg.ResumeForges {
+		rt.resumeForges()
+	}
 	return rt, nil
 }
 
-// resumeForges resumes, in the background, the forges a crash interrupted:
-// their recorded model answers are replayed (no request is sent twice),
-// then they go on live as the default process. Close cancels them (they
+// resumeForges resumes, in the background, the forges a crash interrupted
+// (Config.ResumeForges): their recorded model answers are replayed (no
+// request is sent twice), then they go on live as the default process.
+// Each is logged when it starts and when it ends. Close cancels them (they
 // stay resumable).
 func (rt *Runtime) resumeForges() {
 	runs, err := rt.j.Unfinished()
@@ -317,6 +321,8 @@ func (rt *Runtime) resumeForges() {
 		if meta.Kind != forge.Kind {
 			continue
 		}
+		rt.log.Info("agentos: resuming interrupted forge", slog.String("run", meta.ID))
+		rt.resuming = append(rt.resuming, meta.ID)
 		rt.bg.Add(1)
 		go func() {
 			defer rt.bg.Done()
@@ -440,6 +446,10 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// ResumingForges returns the ids of the forge runs Start resumes in the
+// background (none unless Config.ResumeForges).
+func (rt *Runtime) ResumingForges() []string { return slices.Clone(rt.resuming) }
 
 // ResumedForges waits for the forges resumed at start and reports them.
 func (rt *Runtime) ResumedForges() []ForgeReport {

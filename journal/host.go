@@ -84,17 +84,15 @@ func (m RunMeta) Shown() string {
 
 // ResumeCommand is the command that resumes the run when it is
 // interrupted or quarantined ("" otherwise): 'agentos recover --run ID' for
-// a tool run.
-// A forge run is resumed by the next node that starts ('agentos serve').
+// a tool run or a forge (a forge is also resumed by the next node that
+// serves the root, 'agentos serve').
 func (m RunMeta) ResumeCommand() string {
 	s := m.Shown()
 	switch {
 	case s != StatusInterrupted && s != StatusQuarantined:
 		return ""
-	case m.Kind == "exec":
+	case m.Kind == "exec", m.Kind == "forge" && s == StatusInterrupted:
 		return "agentos recover --run " + m.ID
-	case m.Kind == "forge" && s == StatusInterrupted:
-		return "agentos serve"
 	}
 	return ""
 }

@@ -47,8 +47,9 @@ type HTTPOptions struct {
 	SessionTimeout time.Duration
 	// MaxSessions is how many sessions one token (and all anonymous
 	// clients together) may hold open at once (0: DefaultMaxSessions;
-	// negative: no limit). An initialize over the limit is answered 429;
-	// close sessions (HTTP DELETE) or let them time out.
+	// negative: no limit). An initialize at the limit closes the token's
+	// least recently used idle session (its client must initialize
+	// again); when each has a request under way it is answered 429.
 	MaxSessions int
 }
 
@@ -83,7 +84,8 @@ const anonymousUser = "anon"
 // the session's, atomically with its lookup, and answers 403. A missing
 // token (unless opts.Anonymous is set) or a refused one is answered 401
 // with WWW-Authenticate: Bearer and a JSON {"error": "..."} saying what to
-// do; an initialize over opts.MaxSessions is answered 429.
+// do; an initialize at opts.MaxSessions closes the token's least recently
+// used idle session, or is answered 429 when none is idle.
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	timeout := opts.SessionTimeout
 	if timeout == 0 {
@@ -151,6 +153,19 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			}
 			defer release()
 		}
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			// Its idle time decides which session makes room
+			// (admitSession). A GET (the client's standing stream) is
+			// a use, not a request under way.
+			switch r.Method {
+			case http.MethodGet:
+				s.uses.touch(sid)
+			case http.MethodDelete:
+				defer s.uses.forget(sid)
+			default:
+				defer s.uses.begin(sid)()
+			}
+		}
 		r = r.WithContext(context.WithValue(r.Context(), identKey{}, id))
 		if id.user == anonymousUser {
 			// RequireBearerToken wants a bearer token to hand to the
@@ -186,17 +201,21 @@ func (s *Server) admitSession(ctx context.Context, p *kernel.Process, limit int)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: the client went away waiting to open a session", ErrTooManySessions)
 	}
+	var sessions []*mcp.ServerSession
 	s.mu.Lock()
-	n := 0
 	if b, ok := s.bound[p.PID()]; ok {
-		for range b.srv.Sessions() {
-			n++
+		for ss := range b.srv.Sessions() {
+			sessions = append(sessions, ss)
 		}
 	}
 	s.mu.Unlock()
-	if n >= limit {
-		<-gate
-		return nil, fmt.Errorf("%w: this token already has %d open MCP sessions, the limit; close one (HTTP DELETE of its Mcp-Session-Id, or end its client) or wait until an idle one times out", ErrTooManySessions, n)
+	if n := len(sessions); n >= limit {
+		// Most clients never close their sessions: the least recently
+		// used idle one makes room, the bound stays hard.
+		if n > limit || !s.evictIdle(sessions, limit) {
+			<-gate
+			return nil, fmt.Errorf("%w: this token already has %d open MCP sessions, the limit, and each has a request under way; close one (HTTP DELETE of its Mcp-Session-Id, or end its client) or retry when one is idle", ErrTooManySessions, n)
+		}
 	}
 	return func() { <-gate }, nil
 }

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -153,27 +154,66 @@ func TestHTTPOneUseToken(t *testing.T) {
 	}
 }
 
-// TestHTTPSessionCap: a token holds at most MaxSessions sessions; closing
-// one frees its place.
+// TestHTTPSessionCap: a token holds at most MaxSessions sessions. Issue 25
+// item 13: most clients never close theirs, so at the limit the least
+// recently used idle session is closed to admit the new one (its id is
+// then unknown, 404); the bound stays hard: when each session has a
+// request under way, the new one is refused 429.
 func TestHTTPSessionCap(t *testing.T) {
 	e := newEnv(t, agentos.Config{})
 	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{MaxSessions: 2}))
 	t.Cleanup(hs.Close)
 	tok := e.rt.Kernel().Authority().Mint("capped", []capability.Grant{{Right: capability.Read, Scope: "tools/"}}, capability.Caveats{}).Encode()
-	var open []*mcp.ClientSession
-	for range 2 {
+	connect := func() *mcp.ClientSession {
+		t.Helper()
 		cs, err := httpConnect(context.Background(), hs, tok)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cs.Close() })
-		open = append(open, cs)
+		return cs
+	}
+	s0, s1 := connect(), connect()
+	if code := useSession(t, hs, s0.ID(), tok); code != http.StatusOK {
+		t.Fatalf("tools/list on the first session: %d", code)
+	}
+	s2 := connect() // s1 is the least recently used
+	if code := useSession(t, hs, s1.ID(), tok); code != http.StatusNotFound {
+		t.Errorf("the least recently used session answered %d after a third was opened, want 404 (closed)", code)
+	}
+	if code := useSession(t, hs, s0.ID(), tok); code != http.StatusOK {
+		t.Errorf("a recently used session answered %d, want 200 (kept)", code)
+	}
+
+	// Both sessions busy: a request under way on each (its body still
+	// arriving).
+	var pipes []*io.PipeWriter
+	for _, cs := range []*mcp.ClientSession{s0, s2} {
+		pr, pw := io.Pipe()
+		pipes = append(pipes, pw)
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+mcpserver.Path, pr)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("Authorization", "Bearer "+tok)
+		go func() {
+			if res, err := http.DefaultClient.Do(req); err == nil {
+				res.Body.Close()
+			}
+		}()
+		if _, err := pw.Write([]byte(`{"jsonrpc":"2.0",`)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if cs, err := httpConnect(context.Background(), hs, tok); err == nil {
 		cs.Close()
-		t.Fatal("a third session of a token limited to 2 was opened")
+		t.Fatal("a third session was opened while both of a token limited to 2 had a request under way")
 	} else if !strings.Contains(err.Error(), "429") && !strings.Contains(err.Error(), "Too Many") {
 		t.Errorf("the third session was refused with %v, want 429", err)
+	}
+	for _, pw := range pipes {
+		_, _ = pw.Write([]byte(`"id":7,"method":"tools/list","params":{}}`))
+		pw.Close()
 	}
 	// Another token is not limited by this one's sessions.
 	other := e.rt.Kernel().Authority().Mint("other", []capability.Grant{{Right: capability.Read, Scope: "tools/"}}, capability.Caveats{}).Encode()
@@ -182,14 +222,6 @@ func TestHTTPSessionCap(t *testing.T) {
 	} else {
 		cs.Close()
 	}
-	if err := open[0].Close(); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := httpConnect(context.Background(), hs, tok)
-	if err != nil {
-		t.Fatalf("a session after one was closed: %v", err)
-	}
-	cs.Close()
 }
 
 // TestHTTPSessionTimeout: an idle session is closed; its id is then

@@ -66,6 +66,7 @@ type Server struct {
 	tools   map[string]registry.Tool     // the registered tools by MCP name
 	spawned []*kernel.Process            // the processes HTTP tokens made
 	opening map[kernel.PID]chan struct{} // HTTP: one initialize at a time per process (admitSession)
+	uses    sessionUses                  // HTTP: when each session was last used (sessions.go)
 
 	confirms *confirmer // signs and redeems high-risk confirmations (own lock)
 

@@ -270,6 +270,13 @@ func (a *gitActor) write(p string, old, content []byte, created bool, verb strin
 			return &pb.Written{Path: p, Hash: transpile.Hash(content), Gate: report, Failure: failureOf(err)}
 		}
 	}
+	if a.opts.Repo != nil {
+		// Checked: a crash before Persist commits it lets the next start
+		// recover exactly this content, and nothing written by hand.
+		if err := a.opts.Repo.Intend(p, content); err != nil {
+			return &pb.Written{Path: p, Gate: report, Failure: failureOf(err)}
+		}
+	}
 	if err := a.opts.Jail.WriteFile(p, content); err != nil {
 		return &pb.Written{Path: p, Gate: report, Failure: failureOf(err)}
 	}

@@ -128,6 +128,7 @@ func demoCrash(ctx context.Context, dir string, cfg agentos.Config, stdout io.Wr
 	fmt.Fprintf(stdout, "   process %d forged until its first attempt failed its tests, and was killed (model requests so far: %d)\n", child.Process.Pid, srv.Requests())
 	cfg.Root, cfg.Logger = dir, slog.New(slog.DiscardHandler)
 	cfg.LLM = agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}
+	cfg.ResumeForges = true // the restart resumes the interrupted forge, as 'agentos serve' and 'recover' do
 	rt, err := agentos.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stdout, "   cannot restart: %v\n", err)

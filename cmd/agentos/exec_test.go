@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -53,5 +55,24 @@ func TestExec(t *testing.T) {
 		if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d stdout %q stderr %q, want exit 2 and one line containing %q", tc.args, code, stdout, stderr, tc.want)
 		}
+	}
+}
+
+// Issue 25 item 12: 'exec --no-journal /abs/path.ts' (and 'check') work
+// outside a tool root, as the README says, whatever the current directory:
+// the file runs from its own directory, not only when it lies under the
+// current one.
+func TestExecNoJournalAbsolutePathOutsideARoot(t *testing.T) {
+	elsewhere := t.TempDir()
+	tool := filepath.Join(elsewhere, "answer.ts")
+	if err := os.WriteFile(tool, []byte("/** The answer. */\nexport default function (): string { return 'yes'; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // not a tool root, and not above the tool
+	if code, stdout, stderr := cli(t, "exec", "--no-journal", tool); code != 0 || !strings.Contains(stdout, "yes") {
+		t.Fatalf("exec --no-journal %s outside a root: %d %q %q", tool, code, stdout, stderr)
+	}
+	if code, stdout, stderr := cli(t, "check", tool); code != 0 || !strings.Contains(stdout, "answer.ts") {
+		t.Fatalf("check %s outside a root: %d %q %q", tool, code, stdout, stderr)
 	}
 }

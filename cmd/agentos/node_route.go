@@ -206,20 +206,23 @@ func recoverOnNode(ctx context.Context, nc *admin.Client, req admin.RecoverReque
 		if err := fprintJSON(stdout, rec); err != nil {
 			return err
 		}
-		return recoverStatus(rec.Now)
+		return recoverOutput{Recovered: rec.Now, Forges: rec.Forges}.status()
 	}
 	if len(rec.AtStart) > 0 {
 		fmt.Fprintf(stdout, "the serving node (pid %d) recovered these runs when it started:\n", rec.PID)
 		printRecovered(stdout, rec.AtStart)
 	}
 	switch {
-	case len(rec.Now) > 0:
+	case len(rec.Now) > 0 || len(rec.Forges) > 0:
 		fmt.Fprintf(stdout, "the serving node (pid %d) resumed now:\n", rec.PID)
 		printRecovered(stdout, rec.Now)
+		printForges(stdout, rec.Forges)
+	case len(rec.Left) > 0:
 	case len(rec.AtStart) > 0:
 		fmt.Fprintln(stdout, "no other unfinished runs")
 	default:
 		fmt.Fprintf(stdout, "no unfinished runs (the serving node, pid %d, resumes a root's runs when it starts)\n", rec.PID)
 	}
-	return recoverStatus(rec.Now)
+	printLeft(stdout, rec.Left)
+	return recoverOutput{Recovered: rec.Now, Forges: rec.Forges}.status()
 }

@@ -60,11 +60,17 @@ func toolPath(root, p string) (string, error) {
 	if err == nil && fi.IsDir() {
 		return "", isDirError(p)
 	}
-	rel, err := filepath.Rel(root, abs)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if outside(root, abs) {
 		return "", usagef("%s is outside the tool root %s: pass --root DIR", p, root)
 	}
+	rel, _ := filepath.Rel(root, abs)
 	return filepath.ToSlash(rel), nil
+}
+
+// outside reports whether the absolute path abs lies outside root.
+func outside(root, abs string) bool {
+	rel, err := filepath.Rel(root, abs)
+	return err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func isDirError(p string) error {

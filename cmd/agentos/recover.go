@@ -2,15 +2,25 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
+	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node/admin"
 )
 
 // runRecover resumes the runs a crash left unfinished:
 // agentos recover [--root DIR] [--json] [--run ID] [--timeout D].
+//
+// IMPORTANT: it lists every run 'agentos runs' shows interrupted: tool runs
+// and forges are resumed (a forge with the configured model, its recorded
+// answers replayed first; stderr says so before), the others (an agent's
+// run) are listed with what resumes them.
 //
 // Each run resumes under the limits it was recorded with; --timeout
 // overrides the recorded timeout. It exits 1 when a resumed run failed or a
@@ -19,8 +29,8 @@ import (
 // With --run it resumes that one run, unfinished or quarantined, always in
 // sandbox worker processes (whatever agentos.json says): a quarantined run's
 // host died while it ran in-process, and it must never run in-process again.
-func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
-	c := newJournalCmd("recover", "print one JSON object {\"recovered\": [...]}: what became of each run")
+func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newJournalCmd("recover", "print one JSON object {\"recovered\": [...], \"forges\": [...], \"left\": [...]}: what became of each tool run, each forge, and the interrupted runs left alone")
 	only := c.fs.String("run", "", "resume only this run (an id or unique prefix), in worker processes; a quarantined run is resumed only this way")
 	timeout := durationFlag(c.fs, "timeout", "wall-clock limit `D` of each resumed run, e.g. 90s or 90 (seconds); it MUST be positive (default: the one recorded with the run)")
 	_, absRoot, cfg, err := c.parse(args, 0, "")
@@ -37,42 +47,146 @@ func runRecover(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer j.Close()
-	ropts := executor.RecoverOptions{Limits: executor.Limits{Timeout: *timeout}}
-	asJSON := c.asJSON
+	out, err := recoverExecs(ctx, absRoot, cfg, j, *only, executor.RecoverOptions{Limits: executor.Limits{Timeout: *timeout}})
+	j.Close() // the forges' runtime opens it again
+	if err != nil {
+		return err
+	}
+	if out.forge != "" || (*only == "" && len(out.forges) > 0) {
+		if out.Forges, err = recoverForges(ctx, absRoot, cfg, *c.jpath, out.forge, stderr); err != nil {
+			return err
+		}
+	}
+	if *c.asJSON {
+		if err := fprintJSON(stdout, out); err != nil {
+			return err
+		}
+		return out.status()
+	}
+	if len(out.Recovered) == 0 && len(out.Forges) == 0 && len(out.Left) == 0 {
+		fmt.Fprintln(stdout, "no unfinished runs")
+	}
+	printRecovered(stdout, out.Recovered)
+	printForges(stdout, out.Forges)
+	printLeft(stdout, out.Left)
+	return out.status()
+}
+
+// recoverOutput is what 'agentos recover' did: the tool runs it resumed
+// (or quarantined, or marked failed), the forges it resumed, and the
+// interrupted runs of other kinds it left, with the reason.
+type recoverOutput struct {
+	Recovered []executor.RecoverReport `json:"recovered"`
+	Forges    []agentos.ForgeReport    `json:"forges"`
+	Left      []agentos.LeftRun        `json:"left"`
+
+	forges []journal.RunMeta // the interrupted forges
+	forge  string            // --run named this forge
+}
+
+// status is errFailed (exit 1) when a run failed (recoverStatus) or a
+// resumed forge failed.
+func (o recoverOutput) status() error {
+	for _, f := range o.Forges {
+		if f.Err != "" {
+			return errFailed
+		}
+	}
+	return recoverStatus(o.Recovered)
+}
+
+// recoverExecs lists the interrupted runs of journal j and resumes its
+// tool runs (only the run only, when set) with a tool executor, as the
+// runtime does at start.
+func recoverExecs(ctx context.Context, absRoot string, cfg agentos.Config, j *journal.Journal, only string, ropts executor.RecoverOptions) (out recoverOutput, err error) {
+	out = recoverOutput{Recovered: []executor.RecoverReport{}, Forges: []agentos.ForgeReport{}, Left: []agentos.LeftRun{}}
+	var left []agentos.LeftRun
+	if _, out.forges, left, err = agentos.InterruptedRuns(j); err != nil {
+		return out, err
+	}
+	if only != "" {
+		meta, err := j.Get(only)
+		if errors.Is(err, journal.ErrNoRun) || errors.Is(err, journal.ErrAmbiguous) {
+			return out, usagef("%v", err) // exit 2, as trace, replay and persona show do for an unknown id
+		} else if err != nil {
+			return out, err
+		}
+		if meta.Kind == forge.Kind {
+			out.forge = meta.ID
+			return out, nil
+		}
+	} else if left != nil {
+		out.Left = left
+	}
 	ex, stop, err := toolExecutor(absRoot, cfg, func(opts *executor.Options) {
-		if *only != "" {
+		if only != "" {
 			opts.Isolation = executor.IsolationProcess
 		}
 	})
 	if err != nil {
-		return err
+		return out, err
 	}
 	defer stop()
-	var reports []executor.RecoverReport
-	if *only != "" {
-		rep, err := executor.RecoverRunWith(ctx, ex, j, *only, ropts)
+	if only != "" {
+		rep, err := executor.RecoverRunWith(ctx, ex, j, only, ropts)
 		if err != nil {
-			return err
+			return out, err
 		}
-		reports = []executor.RecoverReport{rep}
-	} else if reports, err = executor.RecoverWith(ctx, ex, j, ropts); err != nil {
-		return err
+		out.Recovered = []executor.RecoverReport{rep}
+		return out, nil
 	}
-	if *asJSON {
-		if reports == nil {
-			reports = []executor.RecoverReport{}
+	reports, err := executor.RecoverWith(ctx, ex, j, ropts)
+	if reports != nil {
+		out.Recovered = reports
+	}
+	return out, err
+}
+
+// recoverForges starts a runtime on the root and resumes its interrupted
+// forges (only forge id, when set) with the configured model, saying so
+// on stderr first: a resumed forge sends model requests.
+func recoverForges(ctx context.Context, absRoot string, cfg agentos.Config, jpath, id string, stderr io.Writer) ([]agentos.ForgeReport, error) {
+	if jpath != "" {
+		abs, err := filepath.Abs(jpath)
+		if err != nil {
+			return nil, err
 		}
-		if err := fprintJSON(stdout, map[string][]executor.RecoverReport{"recovered": reports}); err != nil {
-			return err
+		rel, err := filepath.Rel(absRoot, abs)
+		if err != nil || !filepath.IsLocal(rel) {
+			return nil, usagef("forges are resumed by a runtime on the tool root, which records in the root's journal: --journal %s is outside %s", jpath, absRoot)
 		}
-		return recoverStatus(reports)
+		cfg.Journal = filepath.ToSlash(rel)
 	}
-	if len(reports) == 0 {
-		fmt.Fprintln(stdout, "no unfinished runs")
+	cfg.Root, cfg.Logger = absRoot, cmdLogger(ctx)
+	rt, err := agentos.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
-	printRecovered(stdout, reports)
-	return recoverStatus(reports)
+	defer rt.Close()
+	what := "the interrupted forges"
+	if id != "" {
+		what = "forge run " + id
+	}
+	fmt.Fprintf(stderr, "resuming %s: recorded model answers are replayed, then each goes on with the configured model\n", what)
+	return rt.RecoverForges(ctx, id)
+}
+
+// printForges prints what became of each resumed forge, one line each.
+func printForges(stdout io.Writer, reports []agentos.ForgeReport) {
+	for _, r := range reports {
+		if r.Err != "" {
+			fmt.Fprintf(stdout, "resumed forge run %s: failed: %s\n", r.Run, r.Err)
+			continue
+		}
+		fmt.Fprintf(stdout, "resumed forge run %s: ok, %s after %d attempts\n", r.Run, r.Result.Path, len(r.Result.Attempts))
+	}
+}
+
+// printLeft prints the interrupted runs recover leaves alone, with why.
+func printLeft(stdout io.Writer, left []agentos.LeftRun) {
+	for _, l := range left {
+		fmt.Fprintf(stdout, "run %s (%s) interrupted, left as it is: %s\n", l.Run.ID, l.Run.Kind, l.Reason)
+	}
 }
 
 // printRecovered prints what became of each run, one line each.

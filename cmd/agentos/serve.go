@@ -47,6 +47,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.Root = abs
 	cfg.Logger = cmdLogger(ctx)
+	cfg.ResumeForges = true // a serving node resumes the forges a crash interrupted
 	if *mcpStdio && nodeServes(abs) {
 		// A node serves the root already (it holds the journal): the
 		// client's tools run there, through its socket's /mcp.
@@ -127,6 +128,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	for _, r := range rt.Recovered() {
 		fmt.Fprintf(stdout, "recovered run %s (%s): %s\n", r.Run.ID, r.Run.Tool, r.Summary())
+	}
+	for _, id := range rt.ResumingForges() {
+		fmt.Fprintf(stderr, "resuming interrupted forge run %s in the background: its recorded model answers are replayed, then it goes on with the configured model\n", id)
 	}
 	fmt.Fprintf(stdout, "agentos node serving %s (pid %d); 'agentos ps', 'events', 'call', 'exec', 'runs', 'trace', 'replay' and 'recover' go through it; SIGTERM stops it\n", abs, os.Getpid())
 	if m := rt.Member(); m != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/agentos-run/agentos"
 )
@@ -17,6 +18,15 @@ import (
 func syncedTool(ctx context.Context, cmd, root, path string, mustBeRoot bool, stderr io.Writer) (absRoot string, cfg agentos.Config, rel string, err error) {
 	if absRoot, cfg, err = openDir(root, mustBeRoot); err != nil {
 		return "", cfg, "", err
+	}
+	if !mustBeRoot && !isToolRoot(absRoot) {
+		// Outside any tool root (check, exec --no-journal): a file
+		// anywhere runs from its own directory.
+		if abs, err := filepath.Abs(path); err == nil && outside(absRoot, abs) {
+			if absRoot, cfg, err = openDir(filepath.Dir(abs), false); err != nil {
+				return "", cfg, "", err
+			}
+		}
 	}
 	if _, err := agentos.SyncTools(ctx, cfg, absRoot, nil); err != nil {
 		fmt.Fprintf(stderr, "agentos %s: warning: the tools could not be brought up to date (%v); using the local copy\n", cmd, err)

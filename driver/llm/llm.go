@@ -230,7 +230,7 @@ func New(cfg Config) (*Client, error) {
 		c.baseURL = DefaultBaseURL
 	}
 	u, err := url.Parse(c.baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.HasSuffix(u.Host, ":") || u.User != nil {
 		return nil, fmt.Errorf("%w: %q is not an http(s) URL without credentials, like http://127.0.0.1:8080/v1 (set Config.BaseURL or %s)", ErrBadBaseURL, redactURL(c.baseURL), EnvBaseURL)
 	}
 	if c.keyEnv == "" {

@@ -67,7 +67,13 @@ func (r *Repo) Persist(ctx context.Context, paths []string, message string) (_ P
 		if rerr := r.repair(ctx, err); rerr != nil {
 			return p, fmt.Errorf("%w (and the repair failed: %v)", err, rerr)
 		}
-		return r.persist(ctx, paths, message)
+		if p, err = r.persist(ctx, paths, message); err == nil {
+			r.dropIntents(paths)
+		}
+		return p, err
+	}
+	if err == nil {
+		r.dropIntents(paths) // committed: no longer a write under way
 	}
 	return p, err
 }

@@ -1,7 +1,9 @@
 package repo
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -11,11 +13,14 @@ import (
 //
 // A write is two steps: the file reaches the working tree, then Persist
 // commits it. A writer killed in between leaves a working file that
-// differs from the tree (r.pending, found by scanDirty at Hydrate).
+// differs from the tree (r.pending, found by scanDirty at Hydrate); so
+// does a file edited by hand. Only the files a write recorded its intent
+// for (Intend, with the very content found) are recovered: see intent.go.
 // IMPORTANT: such a file MUST NOT be swept into the next, unrelated
 // Persist (it would be published under another tool's message, and a
 // write publishes exactly its own tool plus the derived files). Hydrate
-// (Direct) commits the recoverable ones under their own commit, "agentos:
+// (Direct) commits the recoverable ones (an intent names them, and Hold
+// accepts them) under their own commit, "agentos:
 // recover unsaved <paths>", and pushes it with the other unpushed commits:
 // nothing is lost and the history says what happened. A file Options.Hold
 // refuses (a tool that does not compile) stays in the working tree,
@@ -39,11 +44,17 @@ func (r *Repo) recoverUnsaved() error {
 		if _, conflicted := r.conflicts[p]; conflicted {
 			continue // on a conflict branch already; its Persist reports it
 		}
+		b, err := os.ReadFile(r.abs(p))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			continue // unreadable: left as it is
+		}
+		if err != nil || !r.intended(p, b) { // a deletion is never a write's
+			// Not what a write under way left: changed by hand (or by
+			// anything but agentos), it is never committed for its author.
+			r.log.Warn("git: a file differs from the last commit but no agentos write of it was under way: left in the working tree, uncommitted (commit it yourself, or write it through agentos: agentos check, then write_file)", slog.String("path", p))
+			continue
+		}
 		if r.opts.Hold != nil {
-			b, err := os.ReadFile(r.abs(p))
-			if err != nil {
-				continue // gone meanwhile: nothing to recover
-			}
 			if why := r.opts.Hold(p, b); why != nil {
 				r.log.Warn("git: a file left unsaved stays local, uncommitted, until it is written again: "+why.Error(), slog.String("path", p))
 				continue
@@ -51,6 +62,7 @@ func (r *Repo) recoverUnsaved() error {
 		}
 		paths = append(paths, p)
 	}
+	defer r.dropSettledIntents()
 	if len(paths) == 0 {
 		return nil
 	}

@@ -39,8 +39,9 @@ import (
 //     commits that cannot be read any more are dropped, but their files
 //     are in the working tree: every working file that differs from the
 //     upstream is kept as it is (never overwritten by the upstream's
-//     version) and recovered under its own commit (recover.go), like a
-//     change a crash left uncommitted.
+//     version), and recovered under its own commit when a write's intent
+//     names it (recover.go, intent.go), like a change a crash left
+//     uncommitted.
 //
 // The same repair runs when an update fails because an object is missing
 // or unreadable although Verify found nothing (a pack deleted by a

@@ -1,8 +1,10 @@
 package repo_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -290,7 +292,9 @@ func TestUncommittedChangesKept(t *testing.T) {
 	writeFile(t, dir, "tools/a.ts", "a1")
 	_, err := r.Persist(ctx, []string{"tools/a.ts"}, "a1")
 	must(t, err)
-	writeFile(t, dir, "tools/a.ts", "a2")      // modified, not persisted
+	must(t, r.Intend("tools/a.ts", []byte("a2")))
+	writeFile(t, dir, "tools/a.ts", "a2") // modified, not persisted
+	must(t, r.Intend("tools/new.ts", []byte("fresh")))
 	writeFile(t, dir, "tools/new.ts", "fresh") // new, not persisted
 	must(t, r.Close())
 	plainCommit(t, up, "main", map[string]string{"tools/b.ts": "b"}, "b")
@@ -364,6 +368,50 @@ func TestRepack(t *testing.T) {
 	}
 }
 
+// Issue 25 item 11: after a writer was killed, the next start committed
+// every file that differed from the tree, hand-written ones included (a
+// tool 'agentos check' rejects, a user's data file). Recovery commits only
+// what a write recorded its intent for, with the content it recorded;
+// everything else stays in the working tree, uncommitted, and is never
+// swept into a later Persist.
+func TestRecoveryCommitsOnlyIntendedWrites(t *testing.T) {
+	up := newUpstream(t)
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	logTo := func(o *repo.Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) }
+	r := hydrate(t, dir, up, logTo)
+	must(t, r.Intend("tools/written.ts", []byte("by a write")))
+	writeFile(t, dir, "tools/written.ts", "by a write") // killed before Persist
+	must(t, r.Intend("tools/edited.ts", []byte("by a write")))
+	writeFile(t, dir, "tools/edited.ts", "then by hand") // the intended content was replaced
+	writeFile(t, dir, "tools/hand.ts", "by hand")
+	writeFile(t, dir, "data/users.csv", "alice,alice@example.com")
+	must(t, r.Close())
+
+	r = hydrate(t, dir, up, logTo)
+	files := upstreamFiles(t, up, "main")
+	if files["tools/written.ts"] != "by a write" {
+		t.Fatalf("the interrupted write was not recovered: upstream %v", files)
+	}
+	for _, p := range []string{"tools/edited.ts", "tools/hand.ts", "data/users.csv"} {
+		if _, ok := files[p]; ok {
+			t.Errorf("recovery committed %s, which no write left half-done", p)
+		}
+		if !strings.Contains(logs.String(), "path="+p) || !strings.Contains(logs.String(), "no agentos write of it was under way") {
+			t.Errorf("no log line says %s was left uncommitted:\n%s", p, logs.String())
+		}
+	}
+	if readFile(t, dir, "tools/hand.ts") != "by hand" || readFile(t, dir, "data/users.csv") != "alice,alice@example.com" {
+		t.Fatal("a file left uncommitted was lost from the working tree")
+	}
+	writeFile(t, dir, "tools/c.ts", "c")
+	_, err := r.Persist(ctx, []string{"tools/c.ts"}, "c")
+	must(t, err)
+	if files := upstreamFiles(t, up, "main"); files["tools/hand.ts"] != "" || files["data/users.csv"] != "" {
+		t.Fatalf("a hand-written file was swept into another Persist: %v", files)
+	}
+}
+
 // TestRecoveryKeepsHeldFilesLocal: a file left unsaved that Options.Hold
 // refuses (a tool that does not compile) is neither recovered nor swept
 // into a later Persist; it stays in the working tree, and the Persist that
@@ -380,8 +428,10 @@ func TestRecoveryKeepsHeldFilesLocal(t *testing.T) {
 		}
 	}
 	r := hydrate(t, dir, up, hold)
-	writeFile(t, dir, "tools/bad.ts", "broken")
-	writeFile(t, dir, "tools/good.ts", "good")
+	for p, c := range map[string]string{"tools/bad.ts": "broken", "tools/good.ts": "good"} {
+		must(t, r.Intend(p, []byte(c)))
+		writeFile(t, dir, p, c)
+	}
 	must(t, r.Close())
 	r = hydrate(t, dir, up, hold)
 	files := upstreamFiles(t, up, "main")

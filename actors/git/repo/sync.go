@@ -48,13 +48,13 @@ func (r *Repo) sync(ctx context.Context) error {
 	}
 	if r.repairing && !local.IsZero() {
 		if err := r.readableHistory(local, track, maxWalk); err != nil {
-			r.log.Warn("git: the local commits not yet upstream can no longer be read; they are dropped, and every working file that differs from the upstream is kept and recovered under its own commit",
+			r.log.Warn("git: the local commits not yet upstream can no longer be read; they are dropped, and every working file that differs from the upstream is kept (those an agentos write left half-done are recovered under their own commit)",
 				slog.String("head", local.String()), slog.String("damage", err.Error()))
 			local = plumbing.ZeroHash
 		}
 	}
 	if local.IsZero() && !fresh {
-		r.log.Warn("git: the tool root's branch is missing or damaged; checking out the upstream's and keeping every working file that differs from it (recovered under its own commit)",
+		r.log.Warn("git: the tool root's branch is missing or damaged; checking out the upstream's and keeping every working file that differs from it (those an agentos write left half-done are recovered under their own commit)",
 			slog.String("branch", r.opts.Branch))
 	}
 	r.loadIndex()

@@ -531,10 +531,12 @@ func TestRepair(t *testing.T) {
 			// persisted.
 			away := up + ".away"
 			must(t, os.Rename(up, away))
+			must(t, r.Intend("tools/unpushed.ts", []byte("unpushed work"))) // as the git actor's write does
 			writeFile(t, dir, "tools/unpushed.ts", "unpushed work")
 			if _, err := r.Persist(ctx, []string{"tools/unpushed.ts"}, "write tools/unpushed.ts"); !errors.Is(err, repo.ErrUpstream) {
 				t.Fatalf("Persist with the upstream away: %v", err)
 			}
+			must(t, r.Intend("tools/uncommitted.ts", []byte("uncommitted work"))) // a write killed before its Persist
 			must(t, r.Close())
 			must(t, os.Rename(away, up))
 			writeFile(t, dir, "tools/uncommitted.ts", "uncommitted work")
@@ -625,6 +627,7 @@ func TestRepairDuringPersistKeepsUnpushedWork(t *testing.T) {
 	must(t, err)
 	away := up + ".away"
 	must(t, os.Rename(up, away))
+	must(t, r.Intend("tools/unpushed.ts", []byte(strings.Repeat("unpushed work ", 100)))) // as the git actor's write does
 	writeFile(t, dir, "tools/unpushed.ts", strings.Repeat("unpushed work ", 100))
 	if _, err := r.Persist(ctx, []string{"tools/unpushed.ts"}, "write tools/unpushed.ts"); !errors.Is(err, repo.ErrUpstream) {
 		t.Fatalf("Persist with the upstream away: %v", err)
