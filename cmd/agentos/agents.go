@@ -114,7 +114,7 @@ func runPersona(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	defer rt.Close()
 	var saved persona.Persona
 	if version != "" {
-		saved, err = rt.Personas().Use(ctx, rest[0])
+		saved, err = rt.UsePersona(ctx, rest[0])
 	} else {
 		p.Name, p.Origin, p.Parent, p.Created = name, "", "", time.Time{} // set by the save
 		if *desc != "" {
