@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -82,7 +83,7 @@ func (rt *Runtime) approvedPersona(p persona.Persona, pinned bool) (persona.Pers
 		return p, nil
 	}
 	if !ok {
-		author, why := rt.personaAuthor(path)
+		author, why := FileAuthor(rt.root, path)
 		if r, _, err = st.Ask(approval.Ask{Path: path, Hash: p.Version, Risk: PersonaRisk, Reasons: personaReasons(p, why), By: author}); err != nil {
 			return p, err
 		}
@@ -120,10 +121,11 @@ func personaReasons(p persona.Persona, commit string) []string {
 	return out
 }
 
-// personaAuthor returns the author of the commit that last changed the
-// tool root's file path ("" when unknown) and a line describing it.
-func (rt *Runtime) personaAuthor(path string) (author, commit string) {
-	repo, err := gogit.PlainOpen(rt.root)
+// FileAuthor returns the author of the commit that last changed the file
+// path (slash-separated) of the tool root ("" when unknown) and a line
+// describing that commit (or why there is none).
+func FileAuthor(root, path string) (author, commit string) {
+	repo, err := gogit.PlainOpen(root)
 	if err != nil {
 		return "", "the tool root has no Git history: the file was written by hand"
 	}
@@ -153,4 +155,52 @@ func orUnknown(s string) string {
 		return "an unknown author"
 	}
 	return s
+}
+
+// decidePersona decides target when it names a persona version's request
+// (ok true); ok false when it names none.
+func (rt *Runtime) decidePersona(target string, approve bool, opts ApproveOptions) (r approval.Request, ok bool, err error) {
+	st, err := rt.personaApprovals()
+	if st == nil || err != nil {
+		return r, false, err
+	}
+	target = strings.TrimSpace(target)
+	r, ok, err = st.Resolve(target)
+	if err != nil {
+		return approval.Request{}, false, err
+	}
+	if ok {
+		if r.Risk != PersonaRisk {
+			return approval.Request{}, false, nil
+		}
+		r, err = st.Decide(r.ID, approve, opts.By, opts.Reason)
+		return r, true, err
+	}
+	p, v, _ := approval.SplitTarget(target)
+	a, ok, err := personaVersionAsk(rt.root, rt.Personas(), p, v)
+	if !ok || err != nil {
+		return approval.Request{}, ok, err
+	}
+	r, err = st.DecideVersion(a, approve, opts.By, opts.Reason)
+	return r, true, err
+}
+
+// personaVersionAsk returns the approval request of a version of the
+// persona whose file is p (its current version when version is ""); ok
+// false when p is not a persona's file.
+func personaVersionAsk(root string, st *persona.Store, p, version string) (a approval.Ask, ok bool, err error) {
+	name, isMD := strings.CutSuffix(path.Base(p), ".md")
+	if !isMD || persona.CheckName(name) != nil || st.CurrentPath(name) != p {
+		return approval.Ask{}, false, nil
+	}
+	ref := name
+	if version != "" {
+		ref += "@" + version
+	}
+	v, err := st.Get(ref)
+	if err != nil {
+		return approval.Ask{}, true, err
+	}
+	author, why := FileAuthor(root, p)
+	return approval.Ask{Path: p, Hash: v.Version, Risk: PersonaRisk, Reasons: personaReasons(v, why), By: author}, true, nil
 }
