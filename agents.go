@@ -34,7 +34,11 @@ func (rt *Runtime) SavePersona(ctx context.Context, p persona.Persona) (persona.
 	if p.Origin == "" {
 		p.Origin = "set"
 	}
-	return rt.Personas().Save(ctx, p)
+	saved, err := rt.Personas().Save(ctx, p)
+	if err != nil {
+		return saved, err
+	}
+	return saved, rt.personaSaved(saved, saved.Origin)
 }
 
 // systemFor resolves the persona an agent is started with (ref, else
@@ -49,6 +53,10 @@ func (rt *Runtime) systemFor(ref string) (system, used string, err error) {
 	}
 	p, err := rt.Personas().Get(ref)
 	if err != nil {
+		return "", "", err
+	}
+	_, version := persona.SplitRef(ref)
+	if p, err = rt.approvedPersona(p, version != ""); err != nil {
 		return "", "", err
 	}
 	return p.Prompt(agent.SystemPrompt), p.Ref(), nil
@@ -210,6 +218,11 @@ func (rt *Runtime) Tournament(ctx context.Context, opts TournamentOptions) (Tour
 	}
 	base, err := rt.Personas().Get(opts.Persona)
 	if err != nil {
+		return TournamentReport{}, err
+	}
+	// A held version is not evolved (its winner would be saved approved).
+	_, pinned := persona.SplitRef(opts.Persona)
+	if base, err = rt.approvedPersona(base, pinned != ""); err != nil {
 		return TournamentReport{}, err
 	}
 	if err := opts.Tasks.Validate("the task set"); err != nil {
@@ -467,6 +480,9 @@ func (rt *Runtime) runTournament(ctx context.Context, id string, run *journal.Ru
 			Name: a.Base.Name, Description: a.Base.Description, NoProtocol: a.Base.NoProtocol, System: w.System,
 			Parent: a.Base.Version, Origin: "tournament " + out.Run,
 		})
+		if err == nil {
+			err = rt.personaSaved(saved, saved.Origin)
+		}
 		if err != nil {
 			runErr = fmt.Errorf("agentos: saving the winner %s as persona %q: %w", w.Label, a.Base.Name, err)
 		} else {

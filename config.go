@@ -203,6 +203,10 @@ type GitConfig struct {
 	// https://api.github.com). Empty: the branch is pushed, no review opened.
 	GitHubRepo string `json:"github_repo,omitempty"`
 	GitHubAPI  string `json:"github_api,omitempty"`
+	// MaxFileBytes refuses, at checkout, a file of the upstream's tree
+	// larger than this (logged, listed by Repo.Refused); the rest of the
+	// update goes on. Default repo.DefaultMaxFileBytes (32 MiB).
+	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
 }
 
 // CapabilityConfig configures capability tokens.
@@ -658,6 +662,7 @@ func (c Config) repoOptions(root string, regenerate func() error, log *slog.Logg
 		Derived: []string{RegistryFile}, Regenerate: regenerate,
 		Hold:   gitactor.Compiles, // a crash-left tool that does not compile stays local
 		Ignore: []string{StateDir + "/", c.Tools() + "/.forge/"}, Logger: log,
+		MaxFileBytes: c.Git.MaxFileBytes,
 	}
 }
 

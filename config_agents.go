@@ -26,6 +26,18 @@ type AgentsConfig struct {
 	Templates map[string]AgentTemplate `json:"templates,omitempty"`
 	// Tournament configures prompt tournaments (agentos tournament).
 	Tournament TournamentConfig `json:"tournament,omitzero"`
+	// ApprovePersonas holds a persona version this node did not save (one
+	// pulled from the upstream, or edited into the file by hand) for
+	// approval before an agent uses it: the agent uses the persona's last
+	// approved version meanwhile (persona_gate.go). Default true; false
+	// trusts every version in the working tree.
+	ApprovePersonas *bool `json:"approve_personas,omitempty"`
+}
+
+// PersonaApproval reports whether persona versions are held for approval
+// (agents.approve_personas, default true).
+func (c AgentsConfig) PersonaApproval() bool {
+	return c.ApprovePersonas == nil || *c.ApprovePersonas
 }
 
 // AgentTemplate is an agent the nursery spawns by name.

@@ -90,6 +90,22 @@ type MCPServeConfig struct {
 	// ::1, localhost): anyone who can connect gets the default process's
 	// rights. Default false: such a request is answered 401.
 	AllowAnonymous bool `json:"allow_anonymous,omitempty"`
+	// BodyTimeout bounds reading one HTTP request's body: a client that
+	// has not sent its whole body by then is answered 408 and its
+	// connection closed, so slow bodies hold no connection, handler or
+	// shutdown. Default 10s (DefaultMCPBodyTimeout).
+	BodyTimeout Duration `json:"body_timeout,omitzero"`
+}
+
+// DefaultMCPBodyTimeout is mcp.serve.body_timeout's default.
+const DefaultMCPBodyTimeout = 10 * time.Second
+
+// BodyTimeoutOrDefault returns BodyTimeout, or its default when unset.
+func (c MCPServeConfig) BodyTimeoutOrDefault() time.Duration {
+	if c.BodyTimeout > 0 {
+		return time.Duration(c.BodyTimeout)
+	}
+	return DefaultMCPBodyTimeout
 }
 
 // CheckAddr checks addr, the address MCP over HTTP is served at (HTTPAddr

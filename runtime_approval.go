@@ -12,6 +12,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/persona"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -65,9 +66,16 @@ func (rt *Runtime) decide(target string, approve bool, opts ApproveOptions) (app
 		opts.By = "go-api"
 	}
 	if rt.gate == nil {
+		// Persona versions are held whatever the tools' gate says.
+		if r, ok, err := rt.decidePersona(target, approve, opts); ok || err != nil {
+			return r, err
+		}
 		return approval.Request{}, errors.New("agentos: the approval gate is off (governance.approval.off in agentos.json): nothing waits for an approval")
 	}
 	return decideTarget(rt.gate, target, approve, opts, func(p, version string) (approval.Ask, error) {
+		if a, ok, err := personaVersionAsk(rt.root, rt.Personas(), p, version); ok || err != nil {
+			return a, err
+		}
 		return rt.node.VersionAsk(p, version, opts.By)
 	})
 }
@@ -138,7 +146,11 @@ func DecideOffline(root string, cfg Config, target string, approve bool, opts Ap
 		return res.Risk, why
 	}
 	g := approval.NewGate(st, cfg.Governance.Approval.Policy(), nil)
+	personas := &persona.Store{Dir: cfg.Agents.Personas(), FS: jail}
 	return decideTarget(g, target, approve, opts, func(p, version string) (approval.Ask, error) {
+		if a, ok, err := personaVersionAsk(root, personas, p, version); ok || err != nil {
+			return a, err
+		}
 		if version != "" {
 			return approval.Ask{}, fmt.Errorf("%s@%s is a recorded version, read from the journal of a running node: start the node ('agentos serve') and approve it there", p, version)
 		}

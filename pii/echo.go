@@ -76,11 +76,17 @@ func (e Echo) Error(err error) error {
 const maxDepth = 8
 
 // mask returns s with every occurrence of a value of pairs, in any
-// encoding, replaced by its token; s itself when there is none.
+// encoding or common transformation (transform.go), replaced by its
+// token; s itself when there is none.
 func mask(s string, pairs []Pair) string {
 	if len(pairs) == 0 || s == "" {
 		return s
 	}
+	return maskTransformed(maskEncoded(s, pairs), pairs)
+}
+
+// maskEncoded is mask for the value's encodings only.
+func maskEncoded(s string, pairs []Pair) string {
 	var out []byte // nil until the first replacement
 	copied := 0
 	var cur, next []int

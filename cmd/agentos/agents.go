@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/agent"
+	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/persona"
 	"github.com/agentos-run/agentos/vfs"
@@ -44,6 +45,23 @@ func readOnlyPersonas(root string) (*persona.Store, func(), error) {
 	return &persona.Store{Dir: cfg.Agents.Personas(), FS: j}, func() { _ = j.Close() }, nil
 }
 
+// personaApprovals returns the approval requests of the persona file
+// path's versions, by version (none when the approvals file cannot be read).
+func personaApprovals(root, path string) map[string]approval.Request {
+	out := map[string]approval.Request{}
+	abs, _, err := openRoot(root)
+	if err != nil {
+		return out
+	}
+	rs, _ := agentos.ListOffline(abs, "")
+	for _, r := range rs {
+		if r.Path == path {
+			out[r.Hash] = r
+		}
+	}
+	return out
+}
+
 // runPersona: agentos persona list | show NAME[@VERSION] | versions NAME |
 // set NAME (--file F | --text T | -) | set NAME@VERSION.
 func runPersona(ctx context.Context, args []string, stdout, _ io.Writer) error {
@@ -69,7 +87,7 @@ func runPersona(ctx context.Context, args []string, stdout, _ io.Writer) error {
 			return err
 		}
 		defer closeFn()
-		return personaRead(st, action, rest, *asJSON, stdout)
+		return personaRead(st, *root, action, rest, *asJSON, stdout)
 	case "set":
 	default:
 		return usagef("unknown persona action %q: use list, show, versions or set", action)
@@ -114,7 +132,7 @@ func runPersona(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	defer rt.Close()
 	var saved persona.Persona
 	if version != "" {
-		saved, err = rt.Personas().Use(ctx, rest[0])
+		saved, err = rt.UsePersona(ctx, rest[0])
 	} else {
 		p.Name, p.Origin, p.Parent, p.Created = name, "", "", time.Time{} // set by the save
 		if *desc != "" {
@@ -141,7 +159,7 @@ func runPersona(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	return nil
 }
 
-func personaRead(st *persona.Store, action string, rest []string, asJSON bool, stdout io.Writer) error {
+func personaRead(st *persona.Store, root, action string, rest []string, asJSON bool, stdout io.Writer) error {
 	switch action {
 	case "list":
 		if len(rest) != 0 {
@@ -197,11 +215,23 @@ func personaRead(st *persona.Store, action string, rest []string, asJSON bool, s
 			return err
 		}
 		cur, _ := st.Get(rest[0])
+		approvals := personaApprovals(root, st.CurrentPath(rest[0]))
 		if asJSON {
-			return fprintJSON(stdout, map[string]any{"current": cur.Version, "versions": vs})
+			type version struct {
+				persona.Persona
+				Approval *approval.Request `json:"approval,omitempty"`
+			}
+			out := make([]version, len(vs))
+			for i, v := range vs {
+				out[i] = version{Persona: v}
+				if r, ok := approvals[v.Version]; ok {
+					out[i].Approval = &r
+				}
+			}
+			return fprintJSON(stdout, map[string]any{"current": cur.Version, "versions": out})
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "VERSION\tCREATED\tPARENT\tORIGIN\t")
+		fmt.Fprintln(tw, "VERSION\tCREATED\tPARENT\tORIGIN\tAPPROVAL\tFROM\t")
 		for _, v := range vs {
 			mark := ""
 			if v.Version == cur.Version {
@@ -211,7 +241,16 @@ func personaRead(st *persona.Store, action string, rest []string, asJSON bool, s
 			if !v.Created.IsZero() {
 				created = v.Created.Format("2006-01-02 15:04:05")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Version, created, orDash(v.Parent), orDash(v.Origin), mark)
+			state, from := "unapproved", "-"
+			if r, ok := approvals[v.Version]; ok {
+				state, from = string(r.State), orDash(r.RequestedBy)
+			} else if v.Version == cur.Version {
+				if abs, _, err := openRoot(root); err == nil {
+					a, _ := agentos.FileAuthor(abs, st.CurrentPath(v.Name))
+					from = orDash(a)
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Version, created, orDash(v.Parent), orDash(v.Origin), state, from, mark)
 		}
 		return tw.Flush()
 	}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -53,7 +55,11 @@ func serveMCP(ctx context.Context, rt *agentos.Runtime, cfg agentos.Config, stdi
 			}
 			opts.Quota[capability.Meter(m)] = v
 		}
-		hs = &http.Server{Handler: srv.HTTPHandler(opts), ReadHeaderTimeout: 10 * time.Second}
+		hs = &http.Server{
+			Handler:           boundedBodies(srv.HTTPHandler(opts), cfg.MCP.Serve.BodyTimeoutOrDefault(), mcp.DefaultMaxRequestBodyBytes),
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+		}
 		go func() {
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				ch <- err
@@ -85,8 +91,13 @@ func serveMCP(ctx context.Context, rt *agentos.Runtime, cfg agentos.Config, stdi
 	}
 	stop = func() {
 		if hs != nil {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = hs.Shutdown(sctx)
+			// Requests in flight get a short grace; then every connection
+			// is closed (an open event stream, a client that stopped
+			// reading), so a SIGTERM ends serve promptly.
+			sctx, cancel := context.WithTimeout(context.Background(), mcpShutdownGrace)
+			if err := hs.Shutdown(sctx); err != nil {
+				_ = hs.Close()
+			}
 			cancel()
 		}
 		srv.Close()
@@ -95,6 +106,53 @@ func serveMCP(ctx context.Context, rt *agentos.Runtime, cfg agentos.Config, stdi
 		}
 	}
 	return ch, stop, nil
+}
+
+// mcpShutdownGrace bounds how long stopping MCP over HTTP waits for the
+// requests in flight before it closes their connections.
+const mcpShutdownGrace = 2 * time.Second
+
+// boundedBodies reads a request's whole body, at most limit bytes within
+// timeout of the request's start, before next sees it. A body not sent
+// whole in time is answered 408 and one over limit 413, each saying what
+// to do, and the connection is closed: a slow client holds no handler, no
+// session admission and no shutdown for longer than timeout.
+//
+// IMPORTANT: the read deadline is lifted once the body is read, so a
+// long answer (an event stream) is not cut by it.
+func boundedBodies(next http.Handler, timeout time.Duration, limit int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(timeout))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		if err != nil {
+			w.Header().Set("Connection", "close")
+			var tooBig *http.MaxBytesError
+			switch {
+			case errors.As(err, &tooBig):
+				httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d bytes, the limit: send a smaller request", limit))
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				httpError(w, http.StatusRequestTimeout, fmt.Sprintf("the request body was not received within %s (mcp.serve.body_timeout): send the whole body at once", timeout))
+			default:
+				httpError(w, http.StatusBadRequest, "the request body cannot be read: "+err.Error())
+			}
+			return
+		}
+		_ = rc.SetReadDeadline(time.Time{})
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// httpError answers code with a JSON {"error": msg}.
+func httpError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
 // nodeServes reports whether a node answers on root's socket.

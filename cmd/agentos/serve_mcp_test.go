@@ -166,6 +166,13 @@ var mcpURL = regexp.MustCompile(`MCP over streamable HTTP at (http://\S+)`)
 // its MCP endpoint.
 func startServeHTTP(t *testing.T, root string, env ...string) string {
 	t.Helper()
+	u, _ := startServeHTTPCmd(t, root, env...)
+	return u
+}
+
+// startServeHTTPCmd is startServeHTTP, returning the process too.
+func startServeHTTPCmd(t *testing.T, root string, env ...string) (string, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "serve", "--root", root, "--mcp-http", "127.0.0.1:0")
 	cmd.Env = append(append(os.Environ(), "AGENTOS_CLI_CHILD=1"), env...)
 	var errOut lockedBuffer
@@ -196,10 +203,10 @@ func startServeHTTP(t *testing.T, root string, env ...string) string {
 	select {
 	case u := <-found:
 		waitListening(t, root, mcpWait)
-		return u
+		return u, cmd
 	case <-time.After(mcpWait):
 		t.Fatalf("serve --mcp-http did not print its endpoint:\n%s", errOut.String())
-		return ""
+		return "", nil
 	}
 }
 

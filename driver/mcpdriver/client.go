@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -271,13 +272,13 @@ func (c *Client) session(ctx context.Context, s *conn) (*mcp.ClientSession, erro
 		if err != nil {
 			return nil, fmt.Errorf("%w: server %q: url %q: %v", ErrConfig, s.name, s.cfg.URL, err)
 		}
-		hc := &http.Client{CheckRedirect: sameOrigin(origin)}
+		hc := &http.Client{CheckRedirect: sameOrigin(origin), Transport: capped{server: s.name, next: http.DefaultTransport}}
 		if s.cfg.TokenEnv != "" {
 			tok := c.getenv(s.cfg.TokenEnv)
 			if tok == "" {
 				return nil, fmt.Errorf("%w: server %q: the environment variable %s (token_env) is empty: export the server's bearer token in it", ErrUnavailable, s.name, s.cfg.TokenEnv)
 			}
-			hc.Transport = bearer{token: tok, scheme: origin.Scheme, host: origin.Host, next: http.DefaultTransport}
+			hc.Transport = capped{server: s.name, next: bearer{token: tok, scheme: origin.Scheme, host: origin.Host, next: http.DefaultTransport}}
 		}
 		t = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, DisableStandaloneSSE: true, MaxRetries: -1}
 	}
@@ -374,6 +375,55 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
+}
+
+// MaxResultBytes bounds one answer of an MCP server, before it is
+// buffered: an HTTP response body (a JSON answer or an event stream) is
+// cut off past it with an error saying so; a stdio server's line is
+// bounded alike by the SDK (mcp.DefaultMaxLineLength, 16 MiB).
+const MaxResultBytes = 16 << 20
+
+// capped bounds every response body of an HTTP server to MaxResultBytes.
+type capped struct {
+	server string
+	next   http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (c capped) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if resp.ContentLength > MaxResultBytes {
+		resp.Body.Close()
+		return nil, c.tooBig()
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxResultBytes, err: c.tooBig}
+	return resp, nil
+}
+
+func (c capped) tooBig() error {
+	return fmt.Errorf("mcp server %q answered over the %d-byte limit of one answer (MaxResultBytes): its answer was cut off unread; ask the server for less (a page, a filter)", c.server, MaxResultBytes)
+}
+
+// cappedBody fails a read past left bytes.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+	err  func() error
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, b.err()
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // tailBuffer is a stdio server's stderr: it logs every line at Debug

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 )
@@ -23,6 +24,13 @@ import (
 // keep a node from the other tools). A file is never written through a
 // directory that is a symbolic link, and the node-local paths (nodeLocal:
 // .git, .agentos, agentos.json) are never written from the upstream.
+//
+// A path is also refused when a name in it holds a control character
+// (C0, DEL, C1) or a Unicode bidirectional control (U+202A-U+202E,
+// U+2066-U+2069, U+200E, U+200F, U+061C: they make a listing show another
+// name than the file's), or is over 255 bytes (what filesystems hold), or
+// is not UTF-8; and a file over Options.MaxFileBytes is refused before
+// its content is read (nameRefusal, writeWork).
 //
 // In the other direction, Persist never commits a symbolic link (asked for
 // by name, it is an ErrPath error; met under a directory, it is skipped
@@ -65,6 +73,35 @@ func checkoutRefusal(m filemode.FileMode) string {
 	default:
 		return fmt.Sprintf("mode %s is not a regular file: only regular files are checked out", m)
 	}
+}
+
+// DefaultMaxFileBytes is Options.MaxFileBytes's default: 32 MiB.
+const DefaultMaxFileBytes = 32 << 20
+
+// maxNameBytes bounds one name of a path from the upstream.
+const maxNameBytes = 255
+
+// nameRefusal says why the path p of the upstream's tree is never written
+// ("" when it may be): a name with a control or bidirectional character,
+// a name over 255 bytes, or text that is not UTF-8.
+func nameRefusal(p string) string {
+	if !utf8.ValidString(p) {
+		return "its path is not valid UTF-8: only UTF-8 names are checked out"
+	}
+	for _, name := range strings.Split(p, "/") {
+		if len(name) > maxNameBytes {
+			return fmt.Sprintf("a name in its path is %d bytes long, over the %d a filesystem holds", len(name), maxNameBytes)
+		}
+	}
+	for _, c := range p {
+		switch {
+		case c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0):
+			return fmt.Sprintf("its path holds the control character %U: names with control characters are never checked out", c)
+		case c >= 0x202a && c <= 0x202e, c >= 0x2066 && c <= 0x2069, c == 0x200e, c == 0x200f, c == 0x061c:
+			return fmt.Sprintf("its path holds the bidirectional control %U, which makes a listing show another name than the file's: never checked out", c)
+		}
+	}
+	return ""
 }
 
 // refuse records and logs (once per path and content) an entry that is

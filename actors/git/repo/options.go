@@ -89,6 +89,9 @@ type Options struct {
 	// are ignored whatever Ignore says, and so are temporary files
 	// ("agentos-tmp-*", "*.agentos-tmp").
 	Ignore []string
+	// MaxFileBytes refuses, at checkout, a file of the upstream's tree
+	// larger than this (see checkout.go). Default DefaultMaxFileBytes.
+	MaxFileBytes int64
 	// FullHistory makes the first checkout of a tool root fetch the
 	// upstream's whole history. Default (false): the first fetch is of
 	// depth 1 (the head commit and its tree, when the upstream supports
@@ -113,6 +116,9 @@ func (o Options) normalize() (Options, error) {
 		return o, fmt.Errorf("%w: Dir %q: %v", ErrOptions, o.Dir, err)
 	}
 	o.Dir = dir
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = DefaultMaxFileBytes
+	}
 	if o.Upstream == "" {
 		return o, fmt.Errorf("%w: Upstream (the repository tools are kept in) is required: a path of a bare repository (see InitBare) or an https:// URL", ErrOptions)
 	}

@@ -316,8 +316,16 @@ func (r *Repo) writeWork(p string, e entry) error {
 		r.refuse(p, e, why)
 		return nil
 	}
+	if why := nameRefusal(p); why != "" {
+		r.refuse(p, e, why)
+		return nil
+	}
 	if l := r.linkAt(p, false); l != "" {
 		r.refuse(p, e, "its directory "+l+" is a symbolic link in the tool root: nothing is written through a link")
+		return nil
+	}
+	if n, err := r.sto.EncodedObjectSize(e.hash); err == nil && n > r.opts.MaxFileBytes {
+		r.refuse(p, e, fmt.Sprintf("the file is %d bytes, over git.max_file_bytes (%d): large files are never checked out", n, r.opts.MaxFileBytes))
 		return nil
 	}
 	delete(r.refused, p)
