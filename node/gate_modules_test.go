@@ -1,9 +1,12 @@
 package node_test
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/node"
 )
@@ -103,5 +106,23 @@ func TestGateJudgesModuleChangedAfterJudgment(t *testing.T) {
 	res := execRes(t, n, p, `{"path":"tools/entry.ts","args":{"n":21}}`)
 	if res.Success || res.Error == nil || !strings.Contains(res.Error.Message, "tools/lib/risky.ts") {
 		t.Fatalf("a module rewritten high-risk after the judgment ran unjudged: %+v", res)
+	}
+}
+
+// check_tool rates an entry by the modules it requires too: a low-risk
+// entry requiring a high-risk module (behind a comment) is high, the
+// module's reason named with its path.
+func TestCheckToolRatesModules(t *testing.T) {
+	n, _, p := bootGated(t)
+	writeTool(t, n, "tools/lib/risky.ts", riskyLib)
+	writeTool(t, n, "tools/entry.ts", strings.Replace(lowEntry, `from "./lib/risky"`, `from /* reviewed */ "./lib/risky"`, 1))
+	var res check.Result
+	if err := json.Unmarshal(mustCall(t, n, p, "check_tool", `{"path":"tools/entry.ts"}`), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Risk != check.RiskHigh || !slices.ContainsFunc(res.Risks, func(f check.RiskFinding) bool {
+		return f.Module == "tools/lib/risky.ts" && f.Level == check.RiskHigh
+	}) {
+		t.Fatalf("check_tool of an entry requiring a high-risk module: %+v", res)
 	}
 }
