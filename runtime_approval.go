@@ -135,16 +135,7 @@ func DecideOffline(root string, cfg Config, target string, approve bool, opts Ap
 	}
 	defer jail.Close()
 	checker := check.New(cfg.CheckOptions())
-	risk := func(p string, src []byte, _ string) (check.Risk, []string) {
-		res := checker.Check(p, src)
-		var why []string
-		for _, f := range res.Risks {
-			if f.Level == res.Risk {
-				why = append(why, f.Reason)
-			}
-		}
-		return res.Risk, why
-	}
+	risk := func(p string, src []byte, _ string) node.Rating { return node.RatingOf(checker.Check(p, src)) }
 	g := approval.NewGate(st, cfg.Governance.Approval.Policy(), nil)
 	personas := &persona.Store{Dir: cfg.Agents.Personas(), FS: jail}
 	return decideTarget(g, target, approve, opts, func(p, version string) (approval.Ask, error) {

@@ -17,6 +17,11 @@ import (
 const (
 	CodeTimeout = "approval_timeout"
 	CodeDenied  = "approval_denied"
+	// CodeRequired: a gated run loaded a module its gate had not judged
+	// with the tool (a require the syntax tree cannot resolve), at a gated
+	// risk level and not approved on its own: the require was refused and
+	// the module's own request recorded (node's admitModule).
+	CodeRequired = "approval_required"
 )
 
 // DefaultTimeout is how long a run waits for its approval when the policy
@@ -90,6 +95,18 @@ func (pol Policy) Needs(p, risk string, holds func(right string) bool) bool {
 		return false
 	}
 	return true
+}
+
+// Applies reports whether the gate holds runs of the tool at p, by a
+// caller for which holds reports each right held, at some risk level: the
+// runs whose modules are judged as they load (a module of a gated level
+// they load unjudged is refused).
+func (pol Policy) Applies(p string, holds func(right string) bool) bool {
+	levels := pol.Levels
+	if len(levels) == 0 {
+		levels = DefaultLevels
+	}
+	return slices.ContainsFunc(levels, func(l string) bool { return pol.Needs(p, l, holds) })
 }
 
 func matchPath(pat, p string) bool {

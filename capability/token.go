@@ -34,12 +34,19 @@ const (
 	// agent's name; "" every agent's). An agent always reads and writes
 	// its own memory; it never writes another's.
 	MemoryRead Right = "memory_read"
+	// Approve is approving a version of a tool at the approval gate for
+	// every caller (scope: the tool's path, "tools/" a directory): what an
+	// MCP client's confirmation records. Without it a confirmation lets
+	// only the confirmed run go. Not in the default grants.
+	Approve Right = "approve"
 )
 
 // Rights lists every right, in a stable order: what a configuration or a
 // command line that names rights accepts. IMPORTANT: a right added above
 // MUST be added here.
-func Rights() []Right { return []Right{Read, Write, Exec, Spawn, SQL, Fetch, LLM, MCP, MemoryRead} }
+func Rights() []Right {
+	return []Right{Read, Write, Exec, Spawn, SQL, Fetch, LLM, MCP, MemoryRead, Approve}
+}
 
 // Grant is a right on every resource that starts with Scope ("" means any).
 // A path scope ending in "/" covers that directory; without it, it covers

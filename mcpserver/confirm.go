@@ -21,6 +21,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/node"
 )
 
 // confirmTTL is how long a confirmation the server asked for may be
@@ -109,8 +110,14 @@ func (c *confirmer) redeem(state string, want confirmState, now time.Time) error
 }
 
 // confirm asks the client to confirm a run of the tool at p when its
-// check_tool risk is high or critical: it returns nil when the run may go
-// on, or the result to answer (the elicitation request, or a refusal).
+// check_tool risk is high or critical: it returns a nil result when the run
+// may go on, with the context to run it in, or the result to answer (the
+// elicitation request, or a refusal).
+//
+// A confirmation is recorded as the version's approval at the gate (for
+// every caller) only when the client's token holds the approve right on the
+// tool (capability.Approve); without it the returned context clears this
+// one run (node.ConfirmedRun) and nothing is recorded.
 //
 // IMPORTANT: it fails closed. The confirmation request carries a signed
 // RequestState tied to the session, the process, the path, the SHA-256 of
@@ -119,20 +126,20 @@ func (c *confirmer) redeem(state string, want confirmState, now time.Time) error
 // nobody asked for, a tool changed while the user decided, an expired or
 // reused state, or any error checking the risk or reading the source
 // refuses the run.
-func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *kernel.Process, p string) *mcp.CallToolResult {
+func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *kernel.Process, p string) (context.Context, *mcp.CallToolResult) {
 	if p == "" {
-		return nil // exec_tool reports the missing path
+		return ctx, nil // exec_tool reports the missing path
 	}
 	risk, why, err := s.risk(ctx, proc, p)
 	if err != nil {
-		return plainResult(nil, fmt.Errorf("%s is not run: its risk cannot be checked: %w", p, err))
+		return ctx, plainResult(nil, fmt.Errorf("%s is not run: its risk cannot be checked: %w", p, err))
 	}
 	if !risk.AtLeast(check.RiskHigh) {
-		return nil
+		return ctx, nil
 	}
 	hash, err := s.sourceHash(ctx, proc, p)
 	if err != nil {
-		return plainResult(nil, fmt.Errorf("%s (risk %s) is not run: its source cannot be read to tie the confirmation to it: %w", p, risk, err))
+		return ctx, plainResult(nil, fmt.Errorf("%s (risk %s) is not run: its source cannot be read to tie the confirmation to it: %w", p, risk, err))
 	}
 	if afterSourceHash != nil {
 		afterSourceHash(p)
@@ -151,7 +158,7 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 			// about, and a tool written between the two reads is refused,
 			// never approved unseen.
 			if a.Source != strings.TrimPrefix(hash, "registry:") {
-				return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: the tool changed while its confirmation was prepared (version %.12s read, %.12s judged at the approval gate); call the tool again to be asked about the version it has now", p, risk, strings.TrimPrefix(hash, "registry:"), a.Source))
+				return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: the tool changed while its confirmation was prepared (version %.12s read, %.12s judged at the approval gate); call the tool again to be asked about the version it has now", p, risk, strings.TrimPrefix(hash, "registry:"), a.Source))
 			}
 			// The confirmation is tied to the approval key, which covers
 			// the modules the tool requires too: a module changed before
@@ -159,7 +166,7 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 			hash = a.Hash
 			ask = &a
 			if r, ok, err := gate.Store().Lookup(a.Path, a.Hash); err == nil && ok && r.State == approval.StateDenied {
-				return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: this version was denied at the approval gate by %s: %s; only an approval ('agentos approve %s') lets it run", p, risk, r.DecidedBy, r.Reason, r.ID))
+				return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: this version was denied at the approval gate by %s: %s; only an approval ('agentos approve %s') lets it run", p, risk, r.DecidedBy, r.Reason, r.ID))
 			}
 		}
 	}
@@ -170,41 +177,61 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 	want := confirmState{Session: sid, PID: proc.PID(), Path: p, Hash: hash}
 	if answer, answered := req.Params.InputResponses[confirmID]; answered || req.Params.RequestState != "" {
 		if err := s.confirms.redeem(req.Params.RequestState, want, time.Now()); err != nil {
-			return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: %v; call the tool again (without inputResponses) to be asked", p, risk, err))
+			return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: %v; call the tool again (without inputResponses) to be asked", p, risk, err))
 		}
 		r, ok := answer.(*mcp.ElicitResult)
 		if !ok || r == nil {
-			return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the answer to %q is missing or not an elicitation result", p, risk, why, confirmID))
+			return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the answer to %q is missing or not an elicitation result", p, risk, why, confirmID))
 		}
 		if r.Action != "accept" {
-			return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the client answered %q", p, risk, why, r.Action))
+			return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the client answered %q", p, risk, why, r.Action))
 		}
 		if v, ok := r.Content["confirm"].(bool); !ok || !v {
-			return failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the client accepted without confirm: true", p, risk, why))
+			return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the client accepted without confirm: true", p, risk, why))
 		}
-		if ask != nil {
-			// The version confirmed is the version approved: the gate lets
-			// the run through, and later runs of it are not asked again.
-			if _, err := gate.DecideVersion(*ask, true, "mcp:"+confirmedBy(proc, sid), "confirmed by the MCP client's user (elicitation)"); err != nil {
-				return plainResult(nil, fmt.Errorf("%s (risk %s) is not run: its confirmation could not be recorded as its approval: %w", p, risk, err))
-			}
+		if ask == nil {
+			return ctx, nil
 		}
-		return nil
+		if !proc.Covers(capability.Approve, ask.Path) || proc.Check(capability.Approve, ask.Path) != nil {
+			// IMPORTANT: a client whose token lacks the approve right on
+			// the tool cannot approve it for every caller: its
+			// confirmation lets this one run through the gate and records
+			// nothing.
+			return node.ConfirmedRun(ctx, ask.Path, ask.Hash), nil
+		}
+		// The version confirmed is the version approved: the gate lets the
+		// run through, and later runs of it (by any caller) are not held.
+		if _, err := gate.DecideVersion(*ask, true, "mcp:"+confirmedBy(proc, sid), "confirmed by the MCP client's user (elicitation)"); err != nil {
+			return ctx, plainResult(nil, fmt.Errorf("%s (risk %s) is not run: its confirmation could not be recorded as its approval: %w", p, risk, err))
+		}
+		return ctx, nil
 	}
 	if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
-		return failure(KindConfirmation, fmt.Sprintf("%s has risk %s (%s): a run must be confirmed by the user, and this client did not declare the elicitation capability; use a client that supports elicitation, or have the tool changed until check_tool rates it below high", p, risk, why))
+		return ctx, failure(KindConfirmation, fmt.Sprintf("%s has risk %s (%s): a run must be confirmed by the user, and this client did not declare the elicitation capability; use a client that supports elicitation, or have the tool changed until check_tool rates it below high", p, risk, why))
 	}
 	var nonce [16]byte
 	_, _ = rand.Read(nonce[:])
 	want.Expires, want.Nonce = time.Now().Add(confirmTTL).Unix(), hex.EncodeToString(nonce[:])
-	return &mcp.CallToolResult{
+	return ctx, &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{confirmID: &mcp.ElicitParams{
 			Mode:            "form",
-			Message:         fmt.Sprintf("agentos: run %s? check_tool rates it %s risk: %s. Confirming also approves this version of it at the approval gate.", p, risk, why),
+			Message:         fmt.Sprintf("agentos: run %s? check_tool rates it %s risk: %s.%s", p, risk, why, s.approveNote(proc, ask)),
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean","title":"Run it","description":"Run the tool despite its risk.","default":true}},"required":["confirm"]}`),
 		}},
 		RequestState: s.confirms.sign(want),
 	}
+}
+
+// approveNote is what the question says a confirmation does at the
+// approval gate.
+func (s *Server) approveNote(proc *kernel.Process, ask *approval.Ask) string {
+	switch {
+	case ask == nil:
+		return ""
+	case proc.Covers(capability.Approve, ask.Path):
+		return " Confirming also approves this version of it at the approval gate, for every caller."
+	}
+	return " Confirming lets this run go; it does not approve the tool for other callers (that needs the approve right)."
 }
 
 // afterSourceHash, when set (tests only), is called between the read of

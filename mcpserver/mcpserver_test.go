@@ -784,14 +784,17 @@ func TestHTTPProcessKilled(t *testing.T) {
 	}
 }
 
-// TestElicitationIsApproval: a confirmation over MCP is recorded as the
-// version's approval at the approval gate (who: the MCP client); a version
+// TestElicitationIsApproval: a confirmation over MCP by a client holding
+// the approve right is recorded as the version's approval at the approval
+// gate (who: the MCP client); a version
 // denied at the gate is refused without asking.
 func TestElicitationIsApproval(t *testing.T) {
 	e := newEnv(t, agentos.Config{})
 	var asked int
 	var mu sync.Mutex
-	yes := e.connect(t, e.rt.Agent(), &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	approver := clientProc(t, e, "approver", capability.Grant{Right: capability.Read, Scope: "tools/"}, capability.Grant{Right: capability.Write, Scope: "tools/"},
+		capability.Grant{Right: capability.Exec, Scope: "tools/"}, capability.Grant{Right: capability.Approve, Scope: "tools/"})
+	yes := e.connect(t, approver, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		mu.Lock()
 		asked++
 		mu.Unlock()

@@ -127,7 +127,8 @@ func (s *Server) kernelHandler(p *kernel.Process, t node.Tool) mcp.ToolHandler {
 				Path string `json:"path"`
 			}
 			_ = json.Unmarshal(args, &a) // bad arguments: the call says so
-			if res := s.confirm(ctx, req, p, a.Path); res != nil {
+			ctx, res := s.confirm(ctx, req, p, a.Path)
+			if res != nil {
 				return res, nil
 			}
 			return s.long(ctx, req, "exec_tool "+a.Path, func(ctx context.Context) *mcp.CallToolResult {
@@ -168,7 +169,8 @@ func (s *Server) registeredHandler(p *kernel.Process, t registry.Tool) mcp.ToolH
 		if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
 			args = json.RawMessage("{}")
 		}
-		if res := s.confirm(ctx, req, p, t.Path); res != nil {
+		ctx, res := s.confirm(ctx, req, p, t.Path)
+		if res != nil {
 			return res, nil
 		}
 		call, err := json.Marshal(struct {

@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
-	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -24,40 +25,30 @@ func (n *Node) Approvals() *approval.Gate { return n.opts.Approvals }
 // never changes, and the gate asks for it on every run.
 type riskCache struct {
 	mu sync.Mutex
-	m  map[string]riskOf
-}
-
-type riskOf struct {
-	level   check.Risk
-	reasons []string
+	m  map[string]Rating
 }
 
 // maxRiskCache bounds the cache; it is emptied when full.
 const maxRiskCache = 4096
 
-// Risk returns check_tool's risk of src (the tool at path) and the reasons
-// for its level, cached by content hash.
-func (n *Node) Risk(path string, src []byte, hash string) (check.Risk, []string) {
+// Risk returns check_tool's rating of src (the tool at path): its risk,
+// the reasons for its level and the modules its syntax tree names, cached
+// by content hash.
+func (n *Node) Risk(path string, src []byte, hash string) Rating {
 	n.risks.mu.Lock()
 	r, ok := n.risks.m[hash]
 	n.risks.mu.Unlock()
 	if ok {
-		return r.level, r.reasons
+		return r
 	}
-	res := n.checker.Check(path, src)
-	r = riskOf{level: res.Risk}
-	for _, f := range res.Risks {
-		if f.Level == res.Risk && (len(r.reasons) == 0 || r.reasons[len(r.reasons)-1] != f.Reason) {
-			r.reasons = append(r.reasons, f.Reason)
-		}
-	}
+	r = RatingOf(n.checker.Check(path, src))
 	n.risks.mu.Lock()
 	if n.risks.m == nil || len(n.risks.m) >= maxRiskCache {
-		n.risks.m = map[string]riskOf{}
+		n.risks.m = map[string]Rating{}
 	}
 	n.risks.m[hash] = r
 	n.risks.mu.Unlock()
-	return r.level, r.reasons
+	return r
 }
 
 // holderOf names p as the one asking for a run: its token's holder, else
@@ -116,15 +107,30 @@ func askOf(j Judged, by string) approval.Ask {
 	return approval.Ask{Path: j.Path, Hash: j.Key, Source: j.Hash, Modules: j.Modules, Risk: string(j.Risk), Reasons: j.Reasons, By: by}
 }
 
+// cleared is what the approval gate cleared for one run: the entry's
+// content hash and the modules judged with it.
+type cleared struct {
+	// hash is the entry's content hash ("": nothing judged, the gate is
+	// off).
+	hash string
+	// modules are the modules judged with it (path@hash).
+	modules []string
+	// gated: the gate applies to this caller and tool, so every module the
+	// run loads that is not among modules is judged as it loads
+	// (admitModule).
+	gated bool
+}
+
 // gateRun judges p's run of the tool at path (resolved) and holds it until
-// its version is approved, when the gate's policy needs it. It returns the
-// entry's source judged and its content hash: IMPORTANT: the run MUST
-// execute exactly these bytes (the caller passes the hash as
-// RunRequest.Hash, and the executor refuses other content), so that a file
-// patched after the judgment never runs on it. With the gate off it
-// returns "" and nil (nothing judged). A tool that cannot be read or
-// judged is refused (an error), never let through; a run the gate stopped
-// is an *approval.Error.
+// its version is approved, when the gate's policy needs it. It returns what
+// it cleared: IMPORTANT: the run MUST execute exactly the entry whose hash
+// it returns (the caller passes it as RunRequest.Hash, and the executor
+// refuses other content), so that a file patched after the judgment never
+// runs on it, and every module the run loads that the gate did not judge
+// MUST be judged as it loads (RunRequest.GateModules and Judged). With the
+// gate off it returns the zero cleared (nothing judged). A tool that cannot
+// be read or judged is refused (an error), never let through; a run the
+// gate stopped is an *approval.Error.
 //
 // The version's risk is the highest over its entry and every module it
 // requires (Judge), and its approval covers all of their hashes.
@@ -132,29 +138,80 @@ func askOf(j Judged, by string) approval.Ask {
 // version, when set, is a recorded version the run asks for
 // (tools/x.ts@<hash prefix>): that version, from the journal, is the one
 // judged and approved, not the file in the tree.
-func (n *Node) gateRun(ctx context.Context, p *kernel.Process, path, version string) (string, []byte, error) {
+func (n *Node) gateRun(ctx context.Context, p *kernel.Process, path, version string) (cleared, error) {
 	g := n.opts.Approvals
 	if g == nil || g.Policy().Off {
-		return "", nil, nil
+		return cleared{}, nil
 	}
 	if version != "" && n.opts.Journal == nil {
-		return "", nil, nil // the executor reports that versions need a journal; nothing runs
+		return cleared{}, nil // the executor reports that versions need a journal; nothing runs
 	}
 	j, err := n.judge(path, version)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: %s is not run: it cannot be judged: %w", ErrGate, path, err)
+		return cleared{}, fmt.Errorf("%w: %s is not run: it cannot be judged: %w", ErrGate, path, err)
 	}
-	if !g.Policy().Needs(path, string(j.Risk), func(r string) bool { return hasRight(p, capability.Right(r)) }) {
-		return j.Hash, j.Src, nil
+	holds := func(r string) bool { return hasRight(p, capability.Right(r)) }
+	c := cleared{hash: j.Hash, modules: j.Modules, gated: g.Policy().Applies(path, holds)}
+	if !g.Policy().Needs(path, string(j.Risk), holds) || confirmedOnce(ctx, path, j.Key) {
+		return c, nil
 	}
 	wait := g.Timeout()
 	if d := p.WallDeadline(); !d.IsZero() {
 		wait = max(min(wait, time.Until(d)), time.Millisecond)
 	}
 	if err := g.Await(ctx, askOf(j, holderOf(p)), wait); err != nil {
-		return "", nil, err
+		return cleared{}, err
 	}
-	return j.Hash, j.Src, nil
+	return c, nil
+}
+
+// confirmedKey carries a one-run clearance (ConfirmedRun).
+type confirmedKey struct{}
+
+type confirmed struct{ path, key string }
+
+// ConfirmedRun returns ctx carrying a clearance for one run of the version
+// key (the approval key, approval.Ask.Hash) of the tool at path (resolved):
+// the exec_tool call made with it passes the approval gate for that
+// version without recording an approval, so no other run or caller gets
+// through on it. The MCP server uses it for a confirmation by a client
+// whose token lacks the approve right on the tool. IMPORTANT: only the
+// embedding Go code makes such a context; a version other than key is
+// held as usual.
+func ConfirmedRun(ctx context.Context, path, key string) context.Context {
+	return context.WithValue(ctx, confirmedKey{}, confirmed{path, key})
+}
+
+// confirmedOnce reports whether ctx clears the run of path at version key.
+func confirmedOnce(ctx context.Context, path, key string) bool {
+	c, ok := ctx.Value(confirmedKey{}).(confirmed)
+	return ok && c.path == path && c.key == key
+}
+
+// admitModule judges module m (source src), which a gated run of entry
+// loads although the gate did not judge it with the entry: a require the
+// syntax tree could not resolve (a computed path, require aliased or
+// passed around), or a module changed since the judgment
+// (executor.ActorOptions.AdmitModule). A module whose own risk the policy
+// does not gate runs. One at a gated level runs only when that version of
+// the module is approved on its own; otherwise its pending request is
+// recorded (so that 'agentos approvals' lists it) and the require is
+// refused, saying how to approve it. IMPORTANT: a high-risk module never
+// runs unapproved, however it is reached.
+func (n *Node) admitModule(entry string, m journal.Module, src []byte) error {
+	g := n.opts.Approvals
+	if g == nil || g.Policy().Off {
+		return nil
+	}
+	r := n.Risk(m.Path, src, m.Hash)
+	if !g.Policy().Needs(entry, string(r.Risk), nil) || g.Approved(m.Path, m.Hash) {
+		return nil
+	}
+	how := "approve it ('agentos approve " + m.Path + "')"
+	if req, err := g.Request(approval.Ask{Path: m.Path, Hash: m.Hash, Risk: string(r.Risk), Reasons: r.Reasons, By: "a run of " + entry}); err == nil {
+		how = "approve request " + req.ID + " ('agentos approve " + req.ID + "')"
+	}
+	return driver.Errorf(string(approval.CodeRequired), "%s: require of %s from a run of %s: refused: the approval gate did not judge this module with the tool (it is required by a path the syntax tree cannot resolve, or it changed since the judgment), and it is rated %s (%s): %s, or require it with a string literal so that the gate judges it with the tool", approval.CodeRequired, m.Path, entry, r.Risk, strings.Join(r.Reasons, "; "), how)
 }
 
 // afterGate, when set (tests only), is called between the gate's judgment

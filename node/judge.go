@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -37,24 +36,50 @@ type Judged struct {
 	// Modules are the modules the entry requires, transitively, as
 	// path@hash, sorted.
 	Modules []string
+	// Risks are the risk findings of the modules (not the entry's), each
+	// with its Module set: check_tool adds them to the entry's own.
+	Risks []check.RiskFinding
+}
+
+// Rating is check_tool's verdict on one module, as the gate uses it.
+type Rating struct {
+	// Risk is the module's own risk level; Reasons the reasons for it.
+	Risk    check.Risk
+	Reasons []string
+	// Risks are all its risk findings (check.Result.Risks).
+	Risks []check.RiskFinding
+	// Modules are the module specifiers its syntax tree names
+	// (check.Result.Modules).
+	Modules []string
+}
+
+// RatingOf is the Rating of check_tool's result res.
+func RatingOf(res check.Result) Rating {
+	r := Rating{Risk: res.Risk, Risks: res.Risks, Modules: res.Modules}
+	for _, f := range res.Risks {
+		if f.Level == res.Risk && (len(r.Reasons) == 0 || r.Reasons[len(r.Reasons)-1] != f.Reason) {
+			r.Reasons = append(r.Reasons, f.Reason)
+		}
+	}
+	return r
 }
 
 // RiskFunc rates the source src of the module at path, whose content hash
-// is hash.
-type RiskFunc func(path string, src []byte, hash string) (check.Risk, []string)
+// is hash: check_tool's analysis of its syntax tree (RatingOf).
+type RiskFunc func(path string, src []byte, hash string) Rating
 
 // maxJudgedModules bounds the modules the gate follows from one entry.
 const maxJudgedModules = 256
 
-// requireRE finds the module specs a source names: require("x"),
-// import("x"), import "x", ... from "x". It finds more than the executor
-// loads (a spec in a comment or a string): a module found but never
-// required only makes the judgment stricter.
-var requireRE = regexp.MustCompile(`(?:\brequire\s*\(\s*|\bimport\s*\(\s*|\bfrom\s*|\bimport\s+)["'` + "`" + `]([^"'` + "`" + `\n]+)["'` + "`" + `]`)
-
 // Judge judges the tool at path (resolved, relative to the root of jail)
 // with entry source src: the entry and, transitively, every module it
-// requires from the tools directory tools, resolved as the executor does
+// requires from the tools directory tools. IMPORTANT: the modules are the
+// ones the syntax tree names (Rating.Modules, from check_tool's tree-sitter
+// front end: a comment inside a require or an import is only a comment),
+// never found by a pattern over the text; a require the tree cannot
+// resolve (a computed spec, require aliased or passed around) is rated
+// high on the requiring module by check_tool, and the module it loads is
+// judged when it loads (Node.JudgeModule). They are resolved as the executor does
 // (actors/executor's bridge.Require: a relative spec from the requiring
 // module's directory, /lib/x from the tools directory, a bare name from
 // tools/vendor; candidates x, x.ts, x.js, x/index.ts, x/index.js; links
@@ -67,14 +92,15 @@ var requireRE = regexp.MustCompile(`(?:\brequire\s*\(\s*|\bimport\s*\(\s*|\bfrom
 func Judge(jail *vfs.Jail, tools, p string, src []byte, pinned []journal.Module, source func(hash string) ([]byte, error), risk RiskFunc) (Judged, error) {
 	tools = path.Clean(tools)
 	j := Judged{Path: p, Src: src, Hash: transpile.Hash(src)}
-	j.Risk, j.Reasons = risk(p, src, j.Hash)
+	top := risk(p, src, j.Hash)
+	j.Risk, j.Reasons = top.Risk, top.Reasons
 	inTools := func(q string) bool { return tools == "." || strings.HasPrefix(q, tools+"/") }
 	seen := map[string]bool{p: true}
 	type mod struct {
-		path string
-		src  []byte
+		path  string
+		specs []string
 	}
-	todo := []mod{{p, src}}
+	todo := []mod{{p, top.Modules}}
 	var mods []string
 	load := func(c string) (string, []byte, bool, error) {
 		for _, m := range pinned {
@@ -112,8 +138,7 @@ func Judge(jail *vfs.Jail, tools, p string, src []byte, pinned []journal.Module,
 	for len(todo) > 0 {
 		m := todo[0]
 		todo = todo[1:]
-		for _, sm := range requireRE.FindAllSubmatch(m.src, -1) {
-			spec := string(sm[1])
+		for _, spec := range m.specs {
 			var base string
 			switch {
 			case strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || spec == "." || spec == "..":
@@ -150,7 +175,12 @@ func Judge(jail *vfs.Jail, tools, p string, src []byte, pinned []journal.Module,
 					}
 					h := transpile.Hash(b)
 					mods = append(mods, r+"@"+h)
-					level, why := risk(r, b, h)
+					rated := risk(r, b, h)
+					level, why := rated.Risk, rated.Reasons
+					for _, f := range rated.Risks {
+						f.Module = r
+						j.Risks = append(j.Risks, f)
+					}
 					switch {
 					case level.AtLeast(j.Risk) && level != j.Risk:
 						j.Risk, j.Reasons = level, nil
@@ -160,7 +190,7 @@ func Judge(jail *vfs.Jail, tools, p string, src []byte, pinned []journal.Module,
 							j.Reasons = append(j.Reasons, r+": "+w)
 						}
 					}
-					todo = append(todo, mod{r, b})
+					todo = append(todo, mod{r, rated.Modules})
 				}
 				break
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
@@ -572,7 +573,31 @@ func (n *Node) checkTool(_ context.Context, p *kernel.Process, args json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	return n.checker.Check(path, src), nil
+	res := n.checker.Check(path, src)
+	if !isToolSource(path, n.toolsDir()) {
+		return res, nil
+	}
+	j, err := Judge(n.opts.Jail, n.toolsDir(), path, src, nil, nil, n.Risk)
+	if err != nil {
+		return nil, fmt.Errorf("check_tool: %s: its modules cannot be rated: %w", path, err)
+	}
+	return WithModules(res, j), nil
+}
+
+// WithModules is check_tool's result res for a tool, rated by its modules
+// too: the risk is the highest over the entry and every module it
+// requires, transitively (j, the gate's judgment of the same source), and
+// each module's risks are added with their Module set. What the approval
+// gate holds is what check_tool says.
+func WithModules(res check.Result, j Judged) check.Result {
+	if len(j.Risks) == 0 {
+		return res
+	}
+	res.Risks = append(slices.Clone(res.Risks), j.Risks...)
+	if j.Risk.AtLeast(res.Risk) {
+		res.Risk = j.Risk
+	}
+	return res
 }
 
 func (n *Node) execSQL(ctx context.Context, p *kernel.Process, args json.RawMessage) (any, error) {
@@ -807,10 +832,10 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 	// IMPORTANT: the run executes exactly the entry the gate judged: its
 	// hash travels as RunRequest.Hash and the executor refuses other
 	// content.
-	approved, _, err := n.gateRun(runCtx, p, path, version)
+	cl, err := n.gateRun(runCtx, p, path, version)
 	if isMissing(err) && !versioned && n.pullMissing(ctx) {
 		// Another node wrote it and this one missed the announcement.
-		approved, _, err = n.gateRun(runCtx, p, path, version)
+		cl, err = n.gateRun(runCtx, p, path, version)
 	}
 	if afterGate != nil {
 		afterGate(path)
@@ -824,11 +849,11 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 		}
 		return nil, err
 	}
-	if approved != "" && !p.WallDeadline().IsZero() {
+	if cl.hash != "" && !p.WallDeadline().IsZero() {
 		lim.Timeout = max(min(lim.Timeout, time.Until(p.WallDeadline())), time.Millisecond) // the wait spent wall time
 	}
 	wait := lim.Timeout + n.run.KillGrace + time.Minute
-	req := executor.RunRequest{Key: key, Path: runPath, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait, Hash: approved}
+	req := executor.RunRequest{Key: key, Path: runPath, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait, Hash: cl.hash, GateModules: cl.gated, Judged: cl.modules}
 	target, err := n.placement(a.Placement)
 	if err != nil {
 		return nil, err

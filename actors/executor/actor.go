@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	pb "github.com/agentos-run/agentos/actors/executor/executorpb"
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -41,6 +43,11 @@ type ActorOptions struct {
 	// chargeDrivers). nil: such calls are not charged. The node's sends a
 	// Charge message to the kernel actor of the caller's home node.
 	Charge func(ctx context.Context, home string, pid uint64, m capability.Meter, amount float64) error
+	// AdmitModule judges a module a gated run loads that its approval gate
+	// did not judge with the entry (Run.gate_modules; entry is the run's
+	// tool): nil lets it run, an error refuses the require. nil: every
+	// such module is refused (this node cannot judge it).
+	AdmitModule func(entry string, m journal.Module, src []byte) error
 }
 
 // tombstones bounds how many Cancels of runs that have not arrived (or
@@ -216,6 +223,9 @@ func (s *actorState) run(ctx context.Context, m *pb.Run) (ran *pb.Ran, panicked 
 	} else if s.opts.RequireCaller {
 		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s was sent without the process it runs for; send Run with its caller (executor.RunRequest.Caller)", ErrNoCaller, m.GetPath()))}, nil
 	}
+	if m.GetGateModules() {
+		req.AdmitModule = s.admitModules(m.GetPath(), m.GetJudged())
+	}
 	j := s.opts.Journal
 	if !m.GetRecord() {
 		j = nil
@@ -225,6 +235,22 @@ func (s *actorState) run(ctx context.Context, m *pb.Run) (ran *pb.Ran, panicked 
 		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %w", ErrJournal, err))}, panicked
 	}
 	return ranOf(res, id), panicked
+}
+
+// admitModules is the Request.AdmitModule of a gated run of entry whose
+// gate judged the modules judged (path@hash): a judged module runs; any
+// other is judged by ActorOptions.AdmitModule as it loads, or refused
+// when there is none.
+func (s *actorState) admitModules(entry string, judged []string) func(journal.Module, []byte) error {
+	return func(mod journal.Module, src []byte) error {
+		if slices.Contains(judged, mod.Path+"@"+mod.Hash) {
+			return nil
+		}
+		if s.opts.AdmitModule == nil {
+			return driver.Errorf(driver.CodeSecurity, "require of %s: refused: the approval gate did not judge it with %s, and this node cannot judge a module as it loads (executor.ActorOptions.AdmitModule); require it with a string literal so that the gate judges it with the tool", mod.Path, entry)
+		}
+		return s.opts.AdmitModule(entry, mod, src)
+	}
 }
 
 // asCaller verifies the caller's token and gives req exactly the caller's

@@ -57,6 +57,12 @@ type RunRequest struct {
 	// the run executes (a run placed on another node): another version
 	// there fails the request with ErrStaleTool.
 	Hash string
+	// GateModules and Judged: the approval gate judged the entry (Hash)
+	// with the modules Judged (path@hash); every other module the run
+	// loads from the tool tree is judged as it loads, and refused when the
+	// gate would hold it (pb.Run.gate_modules).
+	GateModules bool
+	Judged      []string
 	// Caller is the process the run executes for. IMPORTANT: nil means no
 	// caller restriction (the operator's own runs); a run made on behalf
 	// of a process MUST carry it.
@@ -108,7 +114,7 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (Result, string, error
 	if err := ctx.Err(); err != nil {
 		return Result{Logs: []string{}, Result: json.RawMessage("null"), Error: &Error{Kind: ErrCancelled.Kind, Message: fmt.Sprintf("the run was cancelled before it started (%v)", context.Cause(ctx))}}, "", nil
 	}
-	msg := &pb.Run{RunKey: req.Key, Path: req.Path, Args: req.Args, Limits: limitsToPB(req.Limits), Record: req.Record, Caller: callerToPB(req.Caller), Hash: req.Hash}
+	msg := &pb.Run{RunKey: req.Key, Path: req.Path, Args: req.Args, Limits: limitsToPB(req.Limits), Record: req.Record, Caller: callerToPB(req.Caller), Hash: req.Hash, GateModules: req.GateModules, Judged: req.Judged}
 	f := system.RequestFuture(ctx, c.Root, c.PID, msg, wait) // the run continues ctx's trace
 	stop := system.AfterCancel(ctx, func() { c.Root.Send(c.PID, &pb.Cancel{RunKey: req.Key}) })
 	defer stop()

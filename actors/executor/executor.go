@@ -96,6 +96,12 @@ type Request struct {
 	// error fails that require. Record sets it to journal the run's
 	// modules (journal.Run.AddModule).
 	OnModule func(journal.Module, []byte) error
+	// AdmitModule, when set, is asked for every module OnModule is told
+	// of, before it: an error refuses that require, as it is (a
+	// driver.Error keeps its code), and the module neither runs nor is
+	// recorded. The executor actor sets it for a run the approval gate
+	// judged (RunRequest.GateModules, ActorOptions.AdmitModule).
+	AdmitModule func(journal.Module, []byte) error
 
 	version string // the full hash ResolveVersion resolved Path's @version to
 }
@@ -249,7 +255,7 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 	if req.StreamLocal && e.pool != nil {
 		local = e.localCalls(mux)
 	}
-	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local, pins: req.Pins, onModule: req.OnModule}
+	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local, pins: req.Pins, onModule: req.OnModule, admit: req.AdmitModule}
 	// In process, a read of the tool tree is made on the run's goroutine
 	// (sandbox.Inliner) when nothing on its way waits: no journal, one that
 	// queues its entries (not SyncEach), or a replay answering from memory;
@@ -438,6 +444,7 @@ type bridge struct {
 	local    []string                           // the calls a worker answers itself and streams ("clock.now"; Request.StreamLocal)
 	pins     *Pins                              // Request.Pins
 	onModule func(journal.Module, []byte) error // Request.OnModule
+	admit    func(journal.Module, []byte) error // Request.AdmitModule
 	panicked atomic.Pointer[driverPanic]        // the first driver panic of the run
 	// inlineReads: fs.read_file of a path outside the mounts is made on the
 	// run's goroutine (Inline).

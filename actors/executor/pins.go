@@ -109,6 +109,12 @@ func (b *bridge) requirePinned(pm journal.Module, from, spec string) (sandbox.Mo
 // noteModule hands a module the run is about to run to Request.OnModule
 // (the journal records it before it runs).
 func (b *bridge) noteModule(m journal.Module, src []byte) error {
+	if b.admit != nil {
+		// IMPORTANT: before the journal records it and before it runs.
+		if err := b.admit(m, src); err != nil {
+			return err
+		}
+	}
 	if b.onModule == nil {
 		return nil
 	}

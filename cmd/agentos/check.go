@@ -8,10 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/internal/units"
+	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/vfs"
 )
 
 // runCheck is check_tool from the terminal:
@@ -52,7 +55,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usagef("cannot read %s: %v", rel, err)
 	}
-	res := check.New(cfg.CheckOptions()).Check(rel, src)
+	checker := check.New(cfg.CheckOptions())
+	res, err := withModules(checker, absRoot, cfg.Tools(), rel, src)
+	if err != nil {
+		return err
+	}
 	var rep *gate.Report
 	if against.on && res.Valid {
 		r, err := checkAgainstRuns(ctx, absRoot, cfg, *jpath, rel, src, against.n)
@@ -96,6 +103,31 @@ func printCheck(w io.Writer, path string, res check.Result) {
 		fmt.Fprintf(w, "  %s:%s (warning)\n", path, f)
 	}
 	for _, r := range res.Risks {
-		fmt.Fprintf(w, "  %s:%d:%d risk %s: %s\n", path, r.Line, r.Column, r.Level, r.Reason)
+		at := path
+		if r.Module != "" {
+			at = r.Module + " (required)"
+		}
+		fmt.Fprintf(w, "  %s:%d:%d risk %s: %s\n", at, r.Line, r.Column, r.Level, r.Reason)
 	}
+}
+
+// withModules is check_tool's result for the tool rel (source src) in the
+// tool root absRoot, rated by the modules it requires too (node.Judge, as
+// the approval gate judges it): the risk the gate will hold it at.
+func withModules(checker *check.Checker, absRoot, tools, rel string, src []byte) (check.Result, error) {
+	res := checker.Check(rel, src)
+	if !gate.IsTool(rel) || !strings.HasPrefix(rel, tools+"/") {
+		return res, nil
+	}
+	jail, err := vfs.Open(absRoot)
+	if err != nil {
+		return res, err
+	}
+	defer jail.Close()
+	risk := func(p string, b []byte, _ string) node.Rating { return node.RatingOf(checker.Check(p, b)) }
+	j, err := node.Judge(jail, tools, rel, src, nil, nil, risk)
+	if err != nil {
+		return res, fmt.Errorf("check: %s: the modules it requires cannot be rated: %w", rel, err)
+	}
+	return node.WithModules(res, j), nil
 }

@@ -128,8 +128,12 @@ type RunReport struct {
 	// arguments (clipped).
 	Run     string    `json:"run"`
 	Started time.Time `json:"started"`
-	Args    string    `json:"args,omitempty"`
-	Outcome Outcome   `json:"outcome"`
+	// Tool, when set, is the entry whose run this is: the changed file is
+	// a module that entry required (the run is replayed with the
+	// module's new source, its entry and other modules as recorded).
+	Tool    string  `json:"tool,omitempty"`
+	Args    string  `json:"args,omitempty"`
+	Outcome Outcome `json:"outcome"`
 	// Old is the recorded result (or "failed: kind: message"), New the new
 	// version's, both clipped to about 400 bytes.
 	Old string `json:"old,omitempty"`
@@ -161,6 +165,10 @@ type Report struct {
 	// edited in place (see PreviousHash).
 	Previous string `json:"previous,omitempty"`
 	Policy   Policy `json:"policy"`
+	// Dependents is how many of Runs are runs of other tools that
+	// required the previous version of the changed file as a module
+	// (RunReport.Tool names each one's entry).
+	Dependents int `json:"dependents,omitempty"`
 	// Found is how many finished runs of the previous version the journal
 	// holds; Skipped how many of them were left out because their
 	// arguments were redacted; Runs the ones replayed (at most
@@ -206,6 +214,9 @@ func (r Report) Summary() string {
 	}
 	s := fmt.Sprintf("gate: replayed %d recorded run(s) of the previous version of %s against the new one: %d same, %d different, %d divergent, %d error(s)",
 		len(r.Runs), r.Path, r.Same, r.Different, r.Divergence, r.Errors)
+	if r.Dependents > 0 {
+		s += fmt.Sprintf(" (%d of them runs of tools that require it)", r.Dependents)
+	}
 	if r.Previous != "" {
 		s += " (previous version: " + r.Previous + ")"
 	}
@@ -340,22 +351,32 @@ func (g *Gate) CheckHash(ctx context.Context, path, oldHash string, newSrc []byt
 			runs, r.Found, r.Skipped = Select(all, path, prev, g.opts.Runs)
 		}
 	}
-	if len(runs) == 0 {
+	// IMPORTANT: a module's change replays the runs of the entries that
+	// required it (each run records its modules' hashes): a change to a
+	// library never lands unjudged because nobody runs the library itself.
+	deps := Dependents(all, path, oldHash, r.NewHash, g.opts.Runs)
+	r.Dependents = len(deps)
+	if len(runs) == 0 && len(deps) == 0 {
 		r.Note = fmt.Sprintf("no recorded run of the previous version of %s (%s) or of an earlier one to replay", path, short(oldHash))
 		if skipped > 0 {
 			r.Note += fmt.Sprintf(" (%d skipped: their arguments were redacted)", skipped)
 		}
 		return r
 	}
-	r.Runs = make([]RunReport, len(runs))
+	r.Runs = make([]RunReport, len(runs)+len(deps))
 	sem := make(chan struct{}, min(g.opts.Parallel, max(1, g.ex.Options().Workers)))
 	var wg sync.WaitGroup
-	for i, m := range runs {
+	for i, m := range append(runs, deps...) {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			r.Runs[i] = g.replay(ctx, m, newSrc)
+			if i < len(runs) {
+				r.Runs[i] = g.replay(ctx, m, executor.ReplayOptions{Patched: newSrc})
+				return
+			}
+			r.Runs[i] = g.replay(ctx, m, executor.ReplayOptions{Sources: map[string][]byte{path: newSrc}})
+			r.Runs[i].Tool = m.Tool
 		}()
 	}
 	wg.Wait()
@@ -417,6 +438,10 @@ func (g *Gate) CheckNewest(ctx context.Context, path string, newSrc []byte) Repo
 				r.Previous = "the newest recorded version other than the new one"
 				return r
 			}
+			if deps := Dependents(all, path, "", newHash, 1); len(deps) > 0 {
+				// A module: the runs of the tools that required it.
+				return g.CheckHash(ctx, path, "", newSrc)
+			}
 			return Report{Path: path, NewHash: newHash, Policy: g.opts.Policy, Runs: []RunReport{},
 				Note: fmt.Sprintf("no recorded run of another version of %s to replay", path)}
 		}
@@ -458,8 +483,69 @@ func Select(all []journal.RunMeta, path, oldHash string, n int) (runs []journal.
 	return runs, found, skipped
 }
 
-// replay replays run m against src, offline, bounded by the gate timeout.
-func (g *Gate) replay(ctx context.Context, m journal.RunMeta, src []byte) RunReport {
+// Dependents returns the runs of other tools that required the module
+// path at version oldHash (journal.RunMeta.Modules), replayable as Select's
+// are (finished exec runs, not replays, with their arguments): the newest
+// n of each entry, newest first. When no run required oldHash (the version
+// being replaced never ran, e.g. a comment-only change just before), the
+// runs that required the newest other version of the module but newHash
+// are taken instead, as CheckHash does for an entry: a module's lack of
+// runs MUST NOT let the next change through unjudged.
+func Dependents(all []journal.RunMeta, path, oldHash, newHash string, n int) []journal.RunMeta {
+	want, err := vfs.Clean(path)
+	if err != nil {
+		want = path
+	}
+	required := func(m journal.RunMeta) (string, bool) {
+		if !replayable(m) || m.AtVersion {
+			return "", false
+		}
+		if tool, err := vfs.Clean(m.Tool); err == nil && tool == want {
+			return "", false // the module's own runs: Select's
+		}
+		for _, mod := range m.Modules {
+			if mod.Path == want {
+				return mod.Hash, true
+			}
+		}
+		return "", false
+	}
+	hash := oldHash
+	if !slices.ContainsFunc(all, func(m journal.RunMeta) bool { h, ok := required(m); return ok && h == oldHash }) {
+		var newest time.Time
+		hash = ""
+		for _, m := range all {
+			if h, ok := required(m); ok && h != newHash && (hash == "" || m.Started.After(newest)) {
+				hash, newest = h, m.Started
+			}
+		}
+		if hash == "" {
+			return nil
+		}
+	}
+	var runs []journal.RunMeta
+	for _, m := range all {
+		if h, ok := required(m); ok && h == hash {
+			runs = append(runs, m)
+		}
+	}
+	sort.SliceStable(runs, func(a, b int) bool { return runs[a].Started.After(runs[b].Started) })
+	if n < 0 {
+		return runs
+	}
+	kept, per := runs[:0], map[string]int{}
+	for _, m := range runs {
+		if per[m.Tool] < n {
+			per[m.Tool]++
+			kept = append(kept, m)
+		}
+	}
+	return kept
+}
+
+// replay replays run m with opts (the new entry, or a module's new
+// source), offline, bounded by the gate timeout.
+func (g *Gate) replay(ctx context.Context, m journal.RunMeta, opts executor.ReplayOptions) RunReport {
 	rr := RunReport{Run: m.ID, Started: m.Started, Args: clip.N(string(m.Args), 200), Old: recorded(m)}
 	// The run's own timeout (recorded, else the executor's default),
 	// capped at the gate's.
@@ -471,7 +557,8 @@ func (g *Gate) replay(ctx context.Context, m journal.RunMeta, src []byte) RunRep
 	if base <= 0 || base > g.opts.Timeout {
 		lim.Timeout = g.opts.Timeout
 	}
-	rep, err := executor.ReplayWith(ctx, g.ex, g.j, m.ID, executor.ReplayOptions{Patched: src, Limits: lim})
+	opts.Limits = lim
+	rep, err := executor.ReplayWith(ctx, g.ex, g.j, m.ID, opts)
 	if err != nil {
 		rr.Outcome, rr.Detail = OutcomeError, "the run could not be replayed: "+clip.N(err.Error(), 400)
 		return rr

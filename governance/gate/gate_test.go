@@ -150,3 +150,37 @@ func TestReportErr(t *testing.T) {
 		t.Errorf("%q does not name the version replayed and the one replaced", msg)
 	}
 }
+
+// Dependents keeps the replayable runs of other tools that required the
+// module's old version, the newest n of each entry; without any, those of
+// the newest other version but the new one.
+func TestDependents(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(1_700_000_000+int64(s), 0) }
+	mod := func(h string) []journal.Module { return []journal.Module{{Path: "tools/lib/x.ts", Hash: h}} }
+	all := []journal.RunMeta{
+		{ID: "a1", Tool: "tools/a.ts", Hash: "e", Modules: mod("m1"), Status: journal.StatusOK, Started: at(1)},
+		{ID: "a2", Tool: "tools/a.ts", Hash: "e", Modules: mod("m1"), Status: journal.StatusFailed, Started: at(2)},
+		{ID: "a3", Tool: "tools/a.ts", Hash: "e", Modules: mod("m1"), Status: journal.StatusOK, Started: at(3)},
+		{ID: "b1", Tool: "tools/b.ts", Hash: "f", Modules: mod("m1"), Status: journal.StatusOK, Started: at(4)},
+		{ID: "b-replay", Tool: "tools/b.ts", Hash: "f", Modules: mod("m1"), Status: journal.StatusOK, ReplayOf: "b1", Started: at(5)},
+		{ID: "b-running", Tool: "tools/b.ts", Hash: "f", Modules: mod("m1"), Status: journal.StatusRunning, Started: at(6)},
+		{ID: "c-other", Tool: "tools/c.ts", Hash: "g", Modules: mod("m0"), Status: journal.StatusOK, Started: at(7)},
+		{ID: "own", Tool: "tools/lib/x.ts", Hash: "m1", Status: journal.StatusOK, Started: at(8)},
+	}
+	ids := func(rs []journal.RunMeta) (out []string) {
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if got := ids(Dependents(all, "tools/lib/x.ts", "m1", "m2", 2)); strings.Join(got, ",") != "b1,a3,a2" {
+		t.Fatalf("Dependents of m1: %v", got)
+	}
+	// m3 never ran: the runs of the newest other version (m0, whose run is the newest).
+	if got := ids(Dependents(all, "tools/lib/x.ts", "m3", "m2", 1)); strings.Join(got, ",") != "c-other" {
+		t.Fatalf("Dependents falling back from a version without runs: %v", got)
+	}
+	if got := Dependents(all, "tools/lib/y.ts", "m1", "m2", 5); len(got) != 0 {
+		t.Fatalf("Dependents of a module nobody required: %v", ids(got))
+	}
+}

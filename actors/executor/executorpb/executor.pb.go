@@ -228,7 +228,19 @@ type Run struct {
 	// node of a cluster, and a node whose tree holds another version (it has
 	// not pulled the commit yet, or it is ahead) refuses the run (Failure
 	// "stale_tool") rather than run other code than the caller saw.
-	Hash          string `protobuf:"bytes,7,opt,name=hash,proto3" json:"hash,omitempty"`
+	Hash string `protobuf:"bytes,7,opt,name=hash,proto3" json:"hash,omitempty"`
+	// gate_modules, set by an approval gate that judged the run's entry
+	// (hash) with the modules it requires, asks that every module the run
+	// loads from the tool tree that is not in judged be judged as it loads
+	// (ActorOptions.AdmitModule) and refused when the gate would hold it: a
+	// require the syntax tree could not resolve (a computed path, require
+	// aliased) or a module changed since the judgment never runs unjudged.
+	// IMPORTANT: an executor that cannot judge (no AdmitModule) refuses every
+	// such module.
+	GateModules bool `protobuf:"varint,8,opt,name=gate_modules,json=gateModules,proto3" json:"gate_modules,omitempty"`
+	// judged are the modules the gate judged with the entry, as path@hash
+	// (node.Judged.Modules).
+	Judged        []string `protobuf:"bytes,9,rep,name=judged,proto3" json:"judged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -310,6 +322,20 @@ func (x *Run) GetHash() string {
 		return x.Hash
 	}
 	return ""
+}
+
+func (x *Run) GetGateModules() bool {
+	if x != nil {
+		return x.GateModules
+	}
+	return false
+}
+
+func (x *Run) GetJudged() []string {
+	if x != nil {
+		return x.Judged
+	}
+	return nil
 }
 
 // Error is why a run failed (executor.Error).
@@ -692,7 +718,7 @@ const file_actors_executor_executorpb_executor_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
 	"\x06holder\x18\x03 \x01(\tR\x06holder\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\tR\x05token\x12\x12\n" +
-	"\x04home\x18\x05 \x01(\tR\x04home\"\xdc\x01\n" +
+	"\x04home\x18\x05 \x01(\tR\x04home\"\x97\x02\n" +
 	"\x03Run\x12\x17\n" +
 	"\arun_key\x18\x01 \x01(\tR\x06runKey\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -700,7 +726,9 @@ const file_actors_executor_executorpb_executor_proto_rawDesc = "" +
 	"\x06limits\x18\x04 \x01(\v2\x1b.agentos.executor.v1.LimitsR\x06limits\x12\x16\n" +
 	"\x06record\x18\x05 \x01(\bR\x06record\x123\n" +
 	"\x06caller\x18\x06 \x01(\v2\x1b.agentos.executor.v1.CallerR\x06caller\x12\x12\n" +
-	"\x04hash\x18\a \x01(\tR\x04hash\"_\n" +
+	"\x04hash\x18\a \x01(\tR\x04hash\x12!\n" +
+	"\fgate_modules\x18\b \x01(\bR\vgateModules\x12\x16\n" +
+	"\x06judged\x18\t \x03(\tR\x06judged\"_\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +

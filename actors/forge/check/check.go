@@ -87,6 +87,12 @@ type RiskFinding struct {
 	Reason string `json:"reason"`
 	Line   int    `json:"line"`   // 1-based
 	Column int    `json:"column"` // 1-based, in bytes (as Finding.Column)
+	// Module, when set, is the module the risk is in (a module the checked
+	// tool requires, e.g. tools/lib/risky.ts), Line and Column its
+	// position there; empty: the checked source itself. Check never sets
+	// it: the approval gate's judgment of a tool with its modules does
+	// (node.Judge, check_tool).
+	Module string `json:"module,omitempty"`
 }
 
 // Result is the outcome of checking one tool source.
@@ -101,6 +107,16 @@ type Result struct {
 	Risk Risk `json:"risk"`
 	// Risks are sorted by line, then column; never nil.
 	Risks []RiskFinding `json:"risks"`
+	// Modules are the module specifiers the source names, as written
+	// ("./lib/x", "/lib/x", "/mcp/s/t", "lodash"), found on the syntax tree
+	// in the order they appear: import and export ... from, import x =
+	// require(...), and require(...) / import(...) of a string literal
+	// (comments anywhere in them are only comments). A require or import()
+	// whose module is not a literal, or require used as a value, is not
+	// listed: it is an error with a high risk. IMPORTANT: this is how the
+	// approval gate finds what a tool requires (node.Judge), never a
+	// pattern over the text.
+	Modules []string `json:"-"`
 }
 
 // Options configures a Checker. The zero value is usable: no bare module may
@@ -274,6 +290,7 @@ func (a *analyzer) result() Result {
 		Warnings: sortFindings(a.warns),
 		Risks:    sortRisks(a.risks),
 		Risk:     RiskLow,
+		Modules:  a.modules,
 	}
 	r.Valid = len(r.Errors) == 0
 	for _, f := range r.Risks {

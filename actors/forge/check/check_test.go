@@ -3,6 +3,7 @@ package check
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -202,7 +203,7 @@ func TestRules(t *testing.T) {
 			errors: []at{{ruleAllowedImports, 2, 18}}},
 		{name: "dynamic require", src: tool("  return require(args.s);"), risk: RiskHigh,
 			errors: []at{{ruleAllowedImports, 2, 10}}},
-		{name: "require as a value", src: tool("  const r = require;\n  return r;"), risk: RiskLow,
+		{name: "require as a value", src: tool("  const r = require;\n  return r;"), risk: RiskHigh,
 			errors: []at{{ruleAllowedImports, 2, 13}}},
 		{name: "globalThis.require", src: tool("  return globalThis.require('./lib/x');"), risk: RiskLow,
 			errors: []at{{ruleAllowedImports, 2, 10}}},
@@ -525,5 +526,34 @@ func TestCredentialName(t *testing.T) {
 		if credentialName(s) {
 			t.Errorf("credentialName(%q) = true, want false", s)
 		}
+	}
+}
+
+// Result.Modules are the specifiers on the syntax tree: a comment inside a
+// require or an import is only a comment (the approval gate finds a tool's
+// modules here), a spec in a comment or a plain string is not a module,
+// and a require the tree cannot resolve is not listed but rated high.
+func TestModulesFromTheTree(t *testing.T) {
+	c := New(Options{})
+	src := `import { a } from /* reviewed */ "./lib/a";
+import type { T } from "./lib/types";
+export { b } from "./lib/b";
+import e = require("./lib/e");
+const c = require(/* c */ "./lib/c");
+const d = require/**/("./lib/d");
+const again = require("./lib/c");
+// require("./lib/in_comment")
+const s = "require('./lib/in_string')";
+/** Uses them. */
+export default function f(): T { return [a, c, d, e, again, s] as unknown as T; }
+`
+	res := c.Check("tools/f.ts", []byte(src))
+	want := []string{"./lib/a", "./lib/types", "./lib/b", "./lib/e", "./lib/c", "./lib/d"}
+	if !slices.Equal(res.Modules, want) {
+		t.Errorf("Modules = %q, want %q", res.Modules, want)
+	}
+	res = c.Check("tools/g.ts", []byte("const n = './lib/' + 'x';\nconst m = require(n);\n/** g. */\nexport default function g(): unknown { return m; }\n"))
+	if len(res.Modules) != 0 || res.Risk != RiskHigh {
+		t.Errorf("a computed require: Modules %q, risk %s; want none listed, high", res.Modules, res.Risk)
 	}
 }

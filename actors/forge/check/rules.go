@@ -3,6 +3,7 @@ package check
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -55,6 +56,7 @@ type analyzer struct {
 	declared   map[string]bool // names the file declares (see declaredNames)
 	concats    int
 	concatAt   uint32
+	modules    []string // the literal module specifiers (Result.Modules)
 }
 
 func (a *analyzer) n(i int32) *node { return &a.t.nodes[i] }
@@ -480,6 +482,7 @@ func (a *analyzer) identifier(i int32) {
 			return
 		}
 		a.errorAt(n.start, ruleAllowedImports, requireAsValue)
+		a.risk(RiskHigh, n.start, "require used as a value (aliased or passed around) loads modules the checker cannot see")
 	case "atob", "btoa":
 		a.risk(RiskHigh, n.start, "base64 encoding ("+name+") is a common way to hide code or data")
 	}
@@ -729,7 +732,11 @@ func (a *analyzer) specifier(s int32) {
 	at := a.n(s).start
 	if !ok {
 		a.errorAt(at, ruleAllowedImports, "the module name must be a string literal such as './lib/x'")
+		a.risk(RiskHigh, at, "a module named by something other than a string literal: which module it loads is not known before it runs")
 		return
+	}
+	if !slices.Contains(a.modules, spec) {
+		a.modules = append(a.modules, spec)
 	}
 	if strings.HasPrefix(spec, "/mcp/") {
 		// An MCP server's tool as a module (the mcp driver's generated
