@@ -121,6 +121,12 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
+	var tc *tlsConfigs
+	if opts.TLS.enabled() {
+		if tc, err = opts.TLS.load(); err != nil {
+			return nil, err
+		}
+	}
 	sys, own := opts.System, opts.System == nil
 	if own {
 		sys = system.New(system.Options{Logger: opts.Logger, Level: opts.Level})
@@ -144,9 +150,9 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	var prov provider
 	switch opts.Provider {
 	case ProviderSeeds:
-		prov, err = newSeedsProvider(opts)
+		prov, err = newSeedsProvider(opts, tc)
 	case ProviderEtcd:
-		prov, err = newEtcdProvider(ctx, opts)
+		prov, err = newEtcdProvider(ctx, opts, tc)
 	}
 	if err != nil {
 		m.stop()
@@ -160,8 +166,20 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	ropts := []remote.ConfigOption{
 		remote.WithAdvertisedHost(opts.AdvertisedAddress),
 	}
+	var sopts []grpc.ServerOption
 	if guardDecode {
-		ropts = append(ropts, remote.WithServerOptions(grpc.StreamInterceptor(recoverStream(m.log))))
+		sopts = append(sopts, grpc.StreamInterceptor(recoverStream(m.log)))
+	}
+	if tc != nil {
+		// Mutual TLS: the server requires a client certificate signed by
+		// the CA, the dialer presents ours and verifies the server's
+		// (protoactor's default dial option is grpc.WithInsecure).
+		creds, dial := tc.grpcOptions()
+		sopts = append(sopts, creds...)
+		ropts = append(ropts, remote.WithDialOptions(dial...))
+	}
+	if len(sopts) > 0 {
+		ropts = append(ropts, remote.WithServerOptions(sopts...))
 	}
 	rcfg := remote.Configure(opts.Host, opts.Port, ropts...)
 	// protoactor's endpoint writer makes MaxRetryCount connection

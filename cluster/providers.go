@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"reflect"
@@ -36,7 +38,7 @@ type seedsProvider struct {
 	c  *pcluster.Cluster
 }
 
-func newSeedsProvider(opts Options) (*seedsProvider, error) {
+func newSeedsProvider(opts Options, tc *tlsConfigs) (*seedsProvider, error) {
 	ln := opts.HealthListener
 	if ln == nil {
 		var err error
@@ -46,13 +48,17 @@ func newSeedsProvider(opts Options) (*seedsProvider, error) {
 		}
 	}
 	addr := ln.Addr().String()
+	if tc != nil {
+		ln = tls.NewListener(ln, tc.server) // the health endpoint admits members only
+	}
 	_, portText, _ := net.SplitHostPort(addr)
 	port, _ := strconv.Atoi(portText)
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard)
-	e.Listener = ln // echo's Start uses it instead of binding its address argument
+	e.Server.ErrorLog = stdlog.New(io.Discard, "", 0) // refused handshakes: the polling side logs them once
+	e.Listener = ln                                   // echo's Start uses it instead of binding its address argument
 	p := &seedsProvider{e: e, addr: addr}
 	e.GET("/_health", func(ctx echo.Context) error {
 		p.mu.Lock()
@@ -76,6 +82,12 @@ func newSeedsProvider(opts Options) (*seedsProvider, error) {
 		hosts = append(hosts, addr)
 	}
 	p.AutoManagedProvider = automanaged.NewWithTesting(opts.RefreshInterval, port, e, hosts...)
+	if tc != nil {
+		if err := dialHealthOverTLS(p.AutoManagedProvider, tc, opts.Logger); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
+	}
 	return p, nil
 }
 
@@ -110,8 +122,11 @@ type etcdProvider struct {
 // missed registration is seen at the next touch.
 const touchEvery = 2 * time.Second
 
-func newEtcdProvider(ctx context.Context, opts Options) (*etcdProvider, error) {
+func newEtcdProvider(ctx context.Context, opts Options, tc *tlsConfigs) (*etcdProvider, error) {
 	cfg := clientv3.Config{Endpoints: opts.Etcd.Endpoints, DialTimeout: opts.Etcd.DialTimeout, Logger: zap.NewNop()}
+	if tc != nil && strings.HasPrefix(opts.Etcd.Endpoints[0], "https://") {
+		cfg.TLS = tc.etcd // etcd run with --client-cert-auth admits members only
+	}
 	// protoactor's provider waits for etcd without bound: check first.
 	own, err := clientv3.New(cfg)
 	if err != nil {
