@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
@@ -73,6 +74,7 @@ type Runtime struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closing   atomic.Bool // set when Close begins: /healthz and /readyz answer 503
 
 	mcpOnce sync.Once
 	mcpSrv  *mcpserver.Server // nil until MCPServer
@@ -535,6 +537,7 @@ func (rt *Runtime) MCPServer() (*mcpserver.Server, error) {
 // journal is closed cleanly. It is safe to call twice.
 func (rt *Runtime) Close() error {
 	rt.closeOnce.Do(func() {
+		rt.closing.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), CloseTimeout)
 		defer cancel()
 		var errs []error

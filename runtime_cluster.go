@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/agentos-run/agentos/actors/forge"
@@ -33,13 +34,13 @@ func (rt *Runtime) joinCluster(ctx context.Context) error {
 	if !rt.j.Shared() {
 		rt.log.Warn("agentos: this clustered node journals to a local file: a forge it runs is resumed only by this node after a restart, never by another node; set journal.postgres_dsn_env for a journal the cluster shares (docs/CLUSTER.md)")
 	}
-	opts := cc.clusterOptions()
+	opts := cc.clusterOptions(rt.root)
 	opts.Logger = rt.log
 	m, err := rt.node.JoinCluster(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("agentos: joining the cluster %q: %w", orDefault(cc.Name, cluster.DefaultName), err)
 	}
-	if err := m.ServeStatus(map[string]string{"root": rt.root, "pid": strconv.Itoa(os.Getpid())}); err != nil {
+	if err := m.ServeStatus(map[string]string{"root": rt.root, "pid": strconv.Itoa(os.Getpid()), "version": NodeVersion()}); err != nil {
 		return err
 	}
 	rt.log.Info("agentos: joined the cluster", slog.String("cluster", orDefault(cc.Name, cluster.DefaultName)), slog.String("address", m.Address()), slog.String("provider", orDefault(cc.Provider, cluster.ProviderSeeds)))
@@ -70,6 +71,10 @@ type ClusterMember struct {
 	// Root and PID are the member's tool root and OS process id.
 	Root string `json:"root,omitempty"`
 	PID  string `json:"pid,omitempty"`
+	// Version is the member's NodeVersion ("" for a member older than
+	// this field): members of different versions side by side are a
+	// rolling upgrade in progress.
+	Version string `json:"version,omitempty"`
 	// Forges are the specs (their forge.SpecHash) whose forge grain the
 	// member holds.
 	Forges []string `json:"forges"`
@@ -94,7 +99,7 @@ func (rt *Runtime) ClusterReport(ctx context.Context) (ClusterReport, error) {
 		}
 	}
 	for _, s := range m.ClusterStatus(ctx) {
-		cm := ClusterMember{ID: s.Self, Address: s.Address, Kinds: []string{}, Root: s.Labels["root"], PID: s.Labels["pid"], Forges: []string{}, Activations: []string{}, Error: s.Err}
+		cm := ClusterMember{ID: s.Self, Address: s.Address, Kinds: []string{}, Root: s.Labels["root"], PID: s.Labels["pid"], Version: s.Labels["version"], Forges: []string{}, Activations: []string{}, Error: s.Err}
 		for _, mi := range s.Members {
 			if mi.Address == s.Address {
 				cm.Kinds = append(cm.Kinds, mi.Kinds...)
@@ -140,4 +145,33 @@ func (b adminBackend) Kernels() []admin.NodeKernel {
 		out = append(out, admin.NodeKernel{Node: info.Address, Kernel: k})
 	}
 	return out
+}
+
+// NodeVersion is the version of the agentos build running this process,
+// from its build information: the module version, or for a build from a
+// work tree "devel+" and the commit (with "-dirty" for local changes).
+func NodeVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value[:min(len(s.Value), 12)]
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if (v == "" || v == "(devel)") && rev != "" {
+		return "devel+" + rev + dirty
+	}
+	if v == "" {
+		return "(devel)"
+	}
+	return v
 }
