@@ -31,6 +31,7 @@ type Member struct {
 	c      *pcluster.Cluster
 	root   *actor.RootContext
 	prov   provider
+	admit  *admission // nil without TLS
 	topo   *eventstream.Subscription
 	life   context.Context // ends at Leave
 	stop   context.CancelFunc
@@ -146,6 +147,9 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 		done:        make(chan struct{}),
 	}
 	m.life, m.stop = context.WithCancel(context.Background())
+	if tc != nil {
+		m.admit = newAdmission(tc, m.log, m.Address, m.blockStranger)
+	}
 
 	var prov provider
 	switch opts.Provider {
@@ -212,6 +216,9 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 
 	if err := m.start(); err != nil {
 		m.stop()
+		if m.admit != nil {
+			m.admit.stop()
+		}
 		sys.ActorSystem().EventStream.Unsubscribe(m.topo)
 		if m.c.Remote != nil && sys.ActorSystem().Address() != "nonhost" {
 			m.c.Remote.Shutdown(false)
@@ -277,14 +284,23 @@ func (m *Member) onEvent(evt any) {
 	if !ok {
 		return
 	}
+	if m.admit != nil { // TLS: only the members that proved their certificate
+		m.admit.apply(t, m.applyTopology)
+		return
+	}
+	m.applyTopology(t.Members, t.Left)
+}
+
+// applyTopology makes members (and left) this member's view.
+func (m *Member) applyTopology(members, left []*pcluster.Member) {
 	m.mu.Lock()
-	for _, mem := range t.Left {
+	for _, mem := range left {
 		info := infoOf(mem)
 		info.Alive = false
 		m.members[mem.Id] = info
 	}
 	alive := map[string]bool{}
-	for _, mem := range t.Members {
+	for _, mem := range members {
 		alive[mem.Id] = true
 		m.members[mem.Id] = infoOf(mem)
 		if mem.Address() == m.sys.ActorSystem().Address() {
@@ -298,7 +314,7 @@ func (m *Member) onEvent(evt any) {
 		}
 	}
 	rdv := pcluster.NewRendezvous()
-	rdv.UpdateMembers(t.Members)
+	rdv.UpdateMembers(members)
 	m.rdv = rdv
 	close(m.changed)
 	m.changed = make(chan struct{})
@@ -446,6 +462,9 @@ func (m *Member) leave(ctx context.Context) error {
 	m.mu.Unlock()
 	m.stop()
 	<-m.done
+	if m.admit != nil {
+		m.admit.stop()
+	}
 	var errs []error
 	step := func(name string, f func() error) {
 		if ctx.Err() != nil {

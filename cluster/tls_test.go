@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/agentos-run/agentos/internal/etcdtest"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -78,6 +80,58 @@ func TestStrangerNotAdmitted(t *testing.T) {
 	}
 	if alive := ms[2].Status().Alive(); len(alive) != 1 {
 		t.Errorf("the stranger sees %d members, want itself only: %+v", len(alive), alive)
+	}
+	strangers.mu.Lock()
+	defer strangers.mu.Unlock()
+	if len(strangers.activations) != 0 {
+		t.Errorf("the stranger activated %d grains", len(strangers.activations))
+	}
+}
+
+// The same through etcd, whose registrations anyone reaching etcd over
+// http:// may write: a member registered there with another CA's
+// certificate fails the admission handshake, is never in the members'
+// Status, protoactor's member list drops it, and no grain reaches it.
+func TestStrangerNotAdmittedThroughEtcd(t *testing.T) {
+	ep := etcdtest.Start(t)
+	ours := testCA(t, "a", "b")
+	theirs := testCA(t, "stranger")
+	cs, strangers := newCounters(), newCounters()
+	tlss := []TLS{ours["a"], ours["b"], theirs["stranger"]}
+	opts := make([]Options, 3)
+	for i := range opts {
+		k := cs.kind("counter")
+		if i == 2 {
+			k = strangers.kind("counter")
+		}
+		opts[i] = Options{Name: t.Name(), Provider: ProviderEtcd, Etcd: EtcdOptions{Endpoints: []string{ep}, Prefix: "/" + t.Name()},
+			Kinds: []Kind{k}, Logger: quiet(t), TLS: tlss[i]}
+	}
+	ms := joinAll(t, opts)
+	waitAll(t, ms[:2], 2)
+	for _, m := range ms[:2] {
+		eventually(t, m.Address()+": protoactor's member list drops the stranger", func() bool {
+			return m.Cluster().MemberList.Length() == 2
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 20 {
+		id := "id" + string(rune('a'+i))
+		res, err := ms[i%2].Request(ctx, "counter", id, wrapperspb.String("x"))
+		if err != nil {
+			t.Fatalf("request %s: %v", id, err)
+		}
+		if addr := strings.Split(res.(*wrapperspb.StringValue).Value, "|")[0]; addr == ms[2].Address() {
+			t.Fatalf("grain %s answered from the stranger", id)
+		}
+	}
+	for _, m := range ms[:2] {
+		for _, mi := range m.Status().Members {
+			if mi.Address == ms[2].Address() {
+				t.Errorf("%s lists the stranger: %+v", m.Address(), mi)
+			}
+		}
 	}
 	strangers.mu.Lock()
 	defer strangers.mu.Unlock()
