@@ -33,6 +33,9 @@ func TestClusterPlaintextRefusedAtStart(t *testing.T) {
 			c.InsecureLoopback, c.Seeds = true, []string{"192.0.2.7:6330"}
 		}, `"192.0.2.7" is not a loopback address`},
 		{"certificate without its key", func(c *agentos.ClusterConfig) { c.Cert, c.CA = "node.crt", "ca.crt" }, "cluster.cert, cluster.key and cluster.ca go together"},
+		{"key inside the tool root", func(c *agentos.ClusterConfig) {
+			c.Cert, c.Key, c.CA = "/etc/agentos/n.crt", "certs/n.key", "/etc/agentos/ca.crt"
+		}, "is inside the tool root, whose files are committed to the Git upstream"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -52,7 +52,9 @@ type ClusterConfig struct {
 	// Cert, Key and CA are the PEM files of this node's member certificate,
 	// its private key and the cluster's CA certificate
 	// (AGENTOS_CLUSTER_CERT, AGENTOS_CLUSTER_KEY, AGENTOS_CLUSTER_CA); a
-	// relative path is under the tool root. The nodes talk over mutual TLS
+	// relative path is under the tool root. IMPORTANT: the key MUST be
+	// outside the tool root or under .agentos/ (the root's other files are
+	// committed to the upstream): Start refuses it elsewhere. The nodes talk over mutual TLS
 	// with them: a node without a certificate from the CA is never a member
 	// (see cluster.TLS). 'agentos cluster certs' makes them.
 	Cert string `json:"cert,omitempty"`

@@ -116,6 +116,9 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if err := cfg.validate("agentos.Config"); err != nil {
 		return nil, fmt.Errorf("%w (every setting is documented in %s)", err, ConfigDoc)
 	}
+	if err := keyOutsideTree(root, cfg.Cluster.clusterOptions(root).TLS.KeyFile); err != nil {
+		return nil, err // before the git actor commits what the tree holds
+	}
 	rt = &Runtime{cfg: cfg, root: root, log: cfg.Logger}
 	if rt.log == nil {
 		rt.log = slog.Default()

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/cluster"
@@ -174,4 +176,22 @@ func NodeVersion() string {
 		return "(devel)"
 	}
 	return v
+}
+
+// keyOutsideTree refuses a private key inside the tool root's Git tree:
+// the node commits the files of its tree to the shared upstream, so every
+// node and every reader of the upstream would get the key. Under .agentos/
+// (never committed) or outside the root is fine.
+func keyOutsideTree(root, key string) error {
+	if key == "" {
+		return nil
+	}
+	rel, err := filepath.Rel(root, key)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	if rel == StateDir || strings.HasPrefix(rel, StateDir+string(filepath.Separator)) {
+		return nil
+	}
+	return fmt.Errorf("agentos: cluster.key %s is inside the tool root, whose files are committed to the Git upstream: move it out of the root (e.g. /etc/agentos/tls/) or under %s/, and give its absolute path", key, StateDir)
 }
