@@ -58,7 +58,7 @@ func newSeedsProvider(opts Options, tc *tlsConfigs) (*seedsProvider, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard)
 	e.StdLogger = stdlog.New(io.Discard, "", 0) // the server's log: refused handshakes (the polling side logs them once)
-	e.Listener = ln                                   // echo's Start uses it instead of binding its address argument
+	e.Listener = ln                             // echo's Start uses it instead of binding its address argument
 	p := &seedsProvider{e: e, addr: addr}
 	e.GET("/_health", func(ctx echo.Context) error {
 		p.mu.Lock()
