@@ -215,7 +215,7 @@ func runDemoCluster(ctx context.Context, dir string, asJSON bool, stdout io.Writ
 			return fmt.Errorf("demo --cluster: %s did not join (its log: %s): %w", n.name, filepath.Join(dir, n.name+".log"), err)
 		}
 	}
-	say("  %d node processes joined the cluster \"demo\" (seed list on loopback): pids %d, %d, %d", len(nodes), nodes[0].pid, nodes[1].pid, nodes[2].pid)
+	say("  %d node processes joined the cluster \"demo\" (seed list on loopback, mutual TLS with certificates from the demo's CA): pids %d, %d, %d", len(nodes), nodes[0].pid, nodes[1].pid, nodes[2].pid)
 
 	out := clusterDemo{Nodes: len(nodes), Uninterrupted: uninterrupted}
 	// 1. node 1 forges a tool.
