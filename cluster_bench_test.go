@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/cluster"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/testutil"
@@ -99,8 +100,27 @@ func benchCluster(b *testing.B, n int, tweak func(*agentos.Config)) []*agentos.R
 	})
 	b.Cleanup(model.Close)
 	bare := upstream(b)
+	// AGENTOS_BENCH_CLUSTER_TLS=1: the nodes talk over mutual TLS
+	// (docs/PERFORMANCE.md compares both).
+	var certs string
+	if os.Getenv("AGENTOS_BENCH_CLUSTER_TLS") != "" {
+		certs = b.TempDir()
+		if _, err := cluster.MakeCA(certs, "bench", time.Hour); err != nil {
+			b.Fatal(err)
+		}
+	}
+	node := 0
 	rts := testCluster(b, n, bare, model.URL(), func(c *agentos.Config) {
 		c.JournalPostgresDSNEnv = "BENCH_CLUSTER_JOURNAL"
+		if certs != "" {
+			node++
+			cert, key, err := cluster.MakeMemberCert(certs, fmt.Sprint("n", node), nil, time.Hour)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.Cluster.Cert, c.Cluster.Key, c.Cluster.CA = cert, key, filepath.Join(certs, cluster.CACertFile)
+			c.Cluster.InsecureLoopback = false
+		}
 		tweak(c)
 	})
 	writeFib(b, rts[0])

@@ -76,7 +76,7 @@ func testCluster(t testing.TB, n int, bare, modelURL string, tweak ...func(*agen
 		cfg.Root, cfg.Isolation, cfg.Logger = dir, "inprocess", quiet
 		cfg.LLM = agentos.LLMConfig{BaseURL: modelURL, Model: "scripted", ForgeAttempts: 1}
 		cfg.Capability.SigningKeyEnv = "TEST_CLUSTER_KEY"
-		cfg.Cluster = agentos.ClusterConfig{Enabled: true, Name: t.Name(), Seeds: seeds, HealthPort: health[i]}
+		cfg.Cluster = agentos.ClusterConfig{Enabled: true, Name: t.Name(), Seeds: seeds, HealthPort: health[i], InsecureLoopback: true}
 		for _, f := range tweak {
 			f(&cfg)
 		}

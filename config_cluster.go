@@ -3,6 +3,7 @@ package agentos
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -48,6 +49,24 @@ type ClusterConfig struct {
 	HealthPort int `json:"health_port,omitempty"`
 	// Etcd (provider "etcd") is the etcd cluster members register in.
 	Etcd EtcdConfig `json:"etcd,omitzero"`
+	// Cert, Key and CA are the PEM files of this node's member certificate,
+	// its private key and the cluster's CA certificate
+	// (AGENTOS_CLUSTER_CERT, AGENTOS_CLUSTER_KEY, AGENTOS_CLUSTER_CA); a
+	// relative path is under the tool root. IMPORTANT: the key MUST be
+	// outside the tool root or under .agentos/ (the root's other files are
+	// committed to the upstream): Start refuses it elsewhere. The nodes talk over mutual TLS
+	// with them: a node without a certificate from the CA is never a member
+	// (see cluster.TLS). 'agentos cluster certs' makes them.
+	Cert string `json:"cert,omitempty"`
+	Key  string `json:"key,omitempty"`
+	CA   string `json:"ca,omitempty"`
+	// InsecureLoopback lets a node without a certificate join a cluster
+	// whose every address (host, advertised address, seeds, etcd
+	// endpoints) is a loopback one, in plaintext
+	// (AGENTOS_CLUSTER_INSECURE_LOOPBACK=1): tests and demos on one
+	// machine. IMPORTANT: without certificates and without it, the node
+	// refuses to start clustered.
+	InsecureLoopback bool `json:"insecure_loopback,omitempty"`
 }
 
 // EtcdConfig is the etcd cluster of the "etcd" membership provider.
@@ -102,6 +121,18 @@ func (c ClusterConfig) WithEnv(getenv func(string) string) (ClusterConfig, error
 	str("AGENTOS_CLUSTER_HOST", &c.Host)
 	str("AGENTOS_CLUSTER_ADVERTISED_ADDRESS", &c.AdvertisedAddress)
 	str("AGENTOS_CLUSTER_PROVIDER", &c.Provider)
+	str("AGENTOS_CLUSTER_CERT", &c.Cert)
+	str("AGENTOS_CLUSTER_KEY", &c.Key)
+	str("AGENTOS_CLUSTER_CA", &c.CA)
+	switch v := strings.TrimSpace(getenv("AGENTOS_CLUSTER_INSECURE_LOOPBACK")); v {
+	case "":
+	case "1", "true", "yes", "on":
+		c.InsecureLoopback = true
+	case "0", "false", "no", "off":
+		c.InsecureLoopback = false
+	default:
+		return c, fmt.Errorf("AGENTOS_CLUSTER_INSECURE_LOOPBACK=%q: use 1 or 0", v)
+	}
 	list("AGENTOS_CLUSTER_SEEDS", &c.Seeds)
 	list("AGENTOS_CLUSTER_ETCD", &c.Etcd.Endpoints)
 	if err := num("AGENTOS_CLUSTER_PORT", &c.Port); err != nil {
@@ -149,14 +180,26 @@ func (c ClusterConfig) validate(file string) error {
 	if c.Port < 0 || c.Port > 65535 || c.HealthPort < 0 || c.HealthPort > 65535 {
 		return fmt.Errorf("%s: cluster.port and cluster.health_port must be port numbers (0: a free port)", file)
 	}
+	if tls := c.Cert != "" || c.Key != "" || c.CA != ""; tls && (c.Cert == "" || c.Key == "" || c.CA == "") {
+		return fmt.Errorf("%s: cluster.cert, cluster.key and cluster.ca go together (got cert %q, key %q, ca %q): give all three ('agentos cluster certs' makes them)", file, c.Cert, c.Key, c.CA)
+	}
 	return nil
 }
 
-// clusterOptions are the settings as cluster.Options.
-func (c ClusterConfig) clusterOptions() cluster.Options {
+// clusterOptions are the settings as cluster.Options, relative
+// certificate paths taken under root.
+func (c ClusterConfig) clusterOptions(root string) cluster.Options {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(root, p)
+	}
 	return cluster.Options{
 		Name: c.Name, Host: c.Host, Port: c.Port, AdvertisedAddress: c.AdvertisedAddress,
 		Provider: c.Provider, Seeds: c.Seeds, HealthPort: c.HealthPort,
-		Etcd: cluster.EtcdOptions{Endpoints: c.Etcd.Endpoints, Prefix: c.Etcd.Prefix},
+		Etcd:             cluster.EtcdOptions{Endpoints: c.Etcd.Endpoints, Prefix: c.Etcd.Prefix},
+		TLS:              cluster.TLS{CertFile: abs(c.Cert), KeyFile: abs(c.Key), CAFile: abs(c.CA)},
+		InsecureLoopback: c.InsecureLoopback,
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
@@ -74,6 +75,7 @@ type Runtime struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closing   atomic.Bool // set when Close begins: /healthz and /readyz answer 503
 
 	mcpOnce sync.Once
 	mcpSrv  *mcpserver.Server // nil until MCPServer
@@ -114,6 +116,9 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	}
 	if err := cfg.validate("agentos.Config"); err != nil {
 		return nil, fmt.Errorf("%w (every setting is documented in %s)", err, ConfigDoc)
+	}
+	if err := keyOutsideTree(root, cfg.Cluster.clusterOptions(root).TLS.KeyFile); err != nil {
+		return nil, err // before the git actor commits what the tree holds
 	}
 	rt = &Runtime{cfg: cfg, root: root, log: cfg.Logger}
 	if rt.log == nil {
@@ -548,6 +553,7 @@ func (rt *Runtime) MCPServer() (*mcpserver.Server, error) {
 // journal is closed cleanly. It is safe to call twice.
 func (rt *Runtime) Close() error {
 	rt.closeOnce.Do(func() {
+		rt.closing.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), CloseTimeout)
 		defer cancel()
 		var errs []error

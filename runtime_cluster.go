@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
+	"runtime/debug"
 	"strconv"
+	"strings"
 
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/cluster"
@@ -33,13 +36,13 @@ func (rt *Runtime) joinCluster(ctx context.Context) error {
 	if !rt.j.Shared() {
 		rt.log.Warn("agentos: this clustered node journals to a local file: a forge it runs is resumed only by this node after a restart, never by another node; set journal.postgres_dsn_env for a journal the cluster shares (docs/CLUSTER.md)")
 	}
-	opts := cc.clusterOptions()
+	opts := cc.clusterOptions(rt.root)
 	opts.Logger = rt.log
 	m, err := rt.node.JoinCluster(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("agentos: joining the cluster %q: %w", orDefault(cc.Name, cluster.DefaultName), err)
 	}
-	if err := m.ServeStatus(map[string]string{"root": rt.root, "pid": strconv.Itoa(os.Getpid())}); err != nil {
+	if err := m.ServeStatus(map[string]string{"root": rt.root, "pid": strconv.Itoa(os.Getpid()), "version": NodeVersion()}); err != nil {
 		return err
 	}
 	rt.log.Info("agentos: joined the cluster", slog.String("cluster", orDefault(cc.Name, cluster.DefaultName)), slog.String("address", m.Address()), slog.String("provider", orDefault(cc.Provider, cluster.ProviderSeeds)))
@@ -70,6 +73,10 @@ type ClusterMember struct {
 	// Root and PID are the member's tool root and OS process id.
 	Root string `json:"root,omitempty"`
 	PID  string `json:"pid,omitempty"`
+	// Version is the member's NodeVersion ("" for a member older than
+	// this field): members of different versions side by side are a
+	// rolling upgrade in progress.
+	Version string `json:"version,omitempty"`
 	// Forges are the specs (their forge.SpecHash) whose forge grain the
 	// member holds.
 	Forges []string `json:"forges"`
@@ -94,7 +101,7 @@ func (rt *Runtime) ClusterReport(ctx context.Context) (ClusterReport, error) {
 		}
 	}
 	for _, s := range m.ClusterStatus(ctx) {
-		cm := ClusterMember{ID: s.Self, Address: s.Address, Kinds: []string{}, Root: s.Labels["root"], PID: s.Labels["pid"], Forges: []string{}, Activations: []string{}, Error: s.Err}
+		cm := ClusterMember{ID: s.Self, Address: s.Address, Kinds: []string{}, Root: s.Labels["root"], PID: s.Labels["pid"], Version: s.Labels["version"], Forges: []string{}, Activations: []string{}, Error: s.Err}
 		for _, mi := range s.Members {
 			if mi.Address == s.Address {
 				cm.Kinds = append(cm.Kinds, mi.Kinds...)
@@ -140,4 +147,51 @@ func (b adminBackend) Kernels() []admin.NodeKernel {
 		out = append(out, admin.NodeKernel{Node: info.Address, Kernel: k})
 	}
 	return out
+}
+
+// NodeVersion is the version of the agentos build running this process,
+// from its build information: the module version, or for a build from a
+// work tree "devel+" and the commit (with "-dirty" for local changes).
+func NodeVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value[:min(len(s.Value), 12)]
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if (v == "" || v == "(devel)") && rev != "" {
+		return "devel+" + rev + dirty
+	}
+	if v == "" {
+		return "(devel)"
+	}
+	return v
+}
+
+// keyOutsideTree refuses a private key inside the tool root's Git tree:
+// the node commits the files of its tree to the shared upstream, so every
+// node and every reader of the upstream would get the key. Under .agentos/
+// (never committed) or outside the root is fine.
+func keyOutsideTree(root, key string) error {
+	if key == "" {
+		return nil
+	}
+	rel, err := filepath.Rel(root, key)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	if rel == StateDir || strings.HasPrefix(rel, StateDir+string(filepath.Separator)) {
+		return nil
+	}
+	return fmt.Errorf("agentos: cluster.key %s is inside the tool root, whose files are committed to the Git upstream: move it out of the root (e.g. /etc/agentos/tls/) or under %s/, and give its absolute path", key, StateDir)
 }

@@ -50,10 +50,28 @@ func BenchmarkConvergence3Etcd(b *testing.B) {
 
 // BenchmarkRequest measures a grain request round trip from a member to a
 // grain it holds itself (local) and to a grain on the other member
-// (remote, gRPC on loopback).
+// (remote, gRPC on loopback), in plaintext and over mutual TLS.
 func BenchmarkRequest(b *testing.B) {
-	cs := newCounters()
-	ms := startSeeds(b, 2, cs.kind("counter"))
+	for _, mode := range []string{"plaintext", "tls"} {
+		b.Run(mode, func(b *testing.B) {
+			cs := newCounters()
+			var ms []*Member
+			if mode == "plaintext" {
+				ms = startSeeds(b, 2, cs.kind("counter"))
+			} else {
+				certs := testCA(b, "a", "b")
+				lns, seeds := reserve(b, 2)
+				ms = joinAll(b, []Options{
+					{Name: b.Name(), Seeds: seeds, HealthListener: lns[0], Kinds: []Kind{cs.kind("counter")}, Logger: quiet(b), TLS: certs["a"]},
+					{Name: b.Name(), Seeds: seeds, HealthListener: lns[1], Kinds: []Kind{cs.kind("counter")}, Logger: quiet(b), TLS: certs["b"]},
+				})
+			}
+			benchRequest(b, ms)
+		})
+	}
+}
+
+func benchRequest(b *testing.B, ms []*Member) {
 	waitAll(b, ms, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

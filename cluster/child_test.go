@@ -58,7 +58,7 @@ func runChild(role string) int {
 	fmt.Sscan(os.Getenv(childHealth), &port)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	opts := Options{Name: "child-test", Seeds: seeds, HealthPort: port, RefreshInterval: 200 * time.Millisecond}
+	opts := Options{InsecureLoopback: true, Name: "child-test", Seeds: seeds, HealthPort: port, RefreshInterval: 200 * time.Millisecond}
 	if n := os.Getenv(childName); n != "" {
 		opts.Name = n
 	}
@@ -277,7 +277,7 @@ func TestKilledMemberRemovedFromStatus(t *testing.T) {
 	all := append(append([]string(nil), seeds...), childSeed)
 	opts := make([]Options, 2)
 	for i := range opts {
-		opts[i] = Options{Name: "child-test", Seeds: all, HealthListener: lns[i], RefreshInterval: 200 * time.Millisecond, Logger: quiet(t)}
+		opts[i] = Options{InsecureLoopback: true, Name: "child-test", Seeds: all, HealthListener: lns[i], RefreshInterval: 200 * time.Millisecond, Logger: quiet(t)}
 	}
 	ms := joinAll(t, opts)
 	c := startChild(t, "fenced", all, childPort)
@@ -307,7 +307,7 @@ func TestKilledMemberRemovedFromStatus(t *testing.T) {
 func countLeakedConns() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	m, err := Join(ctx, Options{Name: "conns", Logger: slog.New(slog.DiscardHandler)})
+	m, err := Join(ctx, Options{InsecureLoopback: true, Name: "conns", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

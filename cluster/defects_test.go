@@ -54,7 +54,7 @@ func TestRequestSurvivesMemberDeath(t *testing.T) {
 	lns, seeds := reserve(t, 3)
 	opts := make([]Options, 3)
 	for i := range opts {
-		opts[i] = Options{Name: t.Name(), Seeds: seeds, HealthListener: lns[i], Kinds: []Kind{cs.kind("counter")},
+		opts[i] = Options{InsecureLoopback: true, Name: t.Name(), Seeds: seeds, HealthListener: lns[i], Kinds: []Kind{cs.kind("counter")},
 			RefreshInterval: 200 * time.Millisecond, RequestTimeout: time.Second, Logger: quiet(t)}
 	}
 	ms := joinAll(t, opts)
@@ -120,7 +120,7 @@ func TestRequestDuringJoin(t *testing.T) {
 	lns, seeds := reserve(t, 3)
 	opts := make([]Options, 3)
 	for i := range opts {
-		opts[i] = Options{Name: t.Name(), Seeds: seeds, HealthListener: lns[i], Kinds: []Kind{cs.kind("counter")},
+		opts[i] = Options{InsecureLoopback: true, Name: t.Name(), Seeds: seeds, HealthListener: lns[i], Kinds: []Kind{cs.kind("counter")},
 			RefreshInterval: 200 * time.Millisecond, Logger: quiet(t)}
 	}
 	ms := joinAll(t, opts[:2])
@@ -230,7 +230,7 @@ func TestSubscriptionSurvivesTopicMove(t *testing.T) {
 	opts := make([]Options, 3)
 	members := make([]*pcluster.Member, 3)
 	for i := range opts {
-		opts[i] = Options{Name: t.Name(), Port: ports[i], Seeds: seeds, HealthListener: lns[i],
+		opts[i] = Options{InsecureLoopback: true, Name: t.Name(), Port: ports[i], Seeds: seeds, HealthListener: lns[i],
 			RefreshInterval: 200 * time.Millisecond, Logger: quiet(t)}
 		members[i] = &pcluster.Member{Id: fmt.Sprint(i), Host: "127.0.0.1", Port: int32(ports[i]), Kinds: []string{pcluster.TopicActorKind}}
 	}

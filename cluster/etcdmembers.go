@@ -78,8 +78,11 @@ type etcdProvider struct {
 	down   time.Time        // since when etcd does not answer (zero: it does)
 }
 
-func newEtcdProvider(ctx context.Context, opts Options) (*etcdProvider, error) {
+func newEtcdProvider(ctx context.Context, opts Options, tc *tlsConfigs) (*etcdProvider, error) {
 	cfg := clientv3.Config{Endpoints: opts.Etcd.Endpoints, DialTimeout: opts.Etcd.DialTimeout, Logger: zap.NewNop()}
+	if tc != nil && strings.HasPrefix(opts.Etcd.Endpoints[0], "https://") {
+		cfg.TLS = tc.etcd // etcd run with --client-cert-auth admits members only
+	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: etcd client for %v: %v", ErrJoin, opts.Etcd.Endpoints, err)

@@ -27,6 +27,9 @@ func ExampleJoin() {
 	m, err := cluster.Join(ctx, cluster.Options{
 		Kinds:  []cluster.Kind{{Name: "greeter", Props: greeter}},
 		Logger: slog.New(slog.DiscardHandler),
+		// One process on loopback: plaintext. A cluster across machines
+		// sets TLS (certificates from 'agentos cluster certs').
+		InsecureLoopback: true,
 	})
 	if err != nil {
 		fmt.Println(err)

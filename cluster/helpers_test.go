@@ -134,7 +134,7 @@ func startSeeds(t testing.TB, n int, kinds ...Kind) []*Member {
 	lns, seeds := reserve(t, n)
 	opts := make([]Options, n)
 	for i := range opts {
-		opts[i] = Options{Name: t.Name(), Seeds: seeds, HealthListener: lns[i], Kinds: kinds,
+		opts[i] = Options{InsecureLoopback: true, Name: t.Name(), Seeds: seeds, HealthListener: lns[i], Kinds: kinds,
 			RefreshInterval: 200 * time.Millisecond, Logger: quiet(t)}
 	}
 	return joinAll(t, opts)
@@ -145,7 +145,7 @@ func startEtcd(t testing.TB, endpoint string, n int, kinds ...Kind) []*Member {
 	t.Helper()
 	opts := make([]Options, n)
 	for i := range opts {
-		opts[i] = Options{Name: "c" + fmt.Sprint(time.Now().UnixNano()%1e6), Provider: ProviderEtcd,
+		opts[i] = Options{InsecureLoopback: true, Name: "c" + fmt.Sprint(time.Now().UnixNano()%1e6), Provider: ProviderEtcd,
 			Etcd: EtcdOptions{Endpoints: []string{endpoint}}, Kinds: kinds, Logger: quiet(t)}
 	}
 	name := opts[0].Name

@@ -31,6 +31,7 @@ type Member struct {
 	c      *pcluster.Cluster
 	root   *actor.RootContext
 	prov   provider
+	admit  *admission // nil without TLS
 	topo   *eventstream.Subscription
 	life   context.Context // ends at Leave
 	stop   context.CancelFunc
@@ -121,6 +122,12 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
+	var tc *tlsConfigs
+	if opts.TLS.enabled() {
+		if tc, err = opts.TLS.load(); err != nil {
+			return nil, err
+		}
+	}
 	sys, own := opts.System, opts.System == nil
 	if own {
 		sys = system.New(system.Options{Logger: opts.Logger, Level: opts.Level})
@@ -140,13 +147,16 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 		done:        make(chan struct{}),
 	}
 	m.life, m.stop = context.WithCancel(context.Background())
+	if tc != nil {
+		m.admit = newAdmission(tc, m.log, m.Address, m.blockStranger)
+	}
 
 	var prov provider
 	switch opts.Provider {
 	case ProviderSeeds:
-		prov, err = newSeedsProvider(opts)
+		prov, err = newSeedsProvider(opts, tc)
 	case ProviderEtcd:
-		prov, err = newEtcdProvider(ctx, opts)
+		prov, err = newEtcdProvider(ctx, opts, tc)
 	}
 	if err != nil {
 		m.stop()
@@ -160,8 +170,20 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	ropts := []remote.ConfigOption{
 		remote.WithAdvertisedHost(opts.AdvertisedAddress),
 	}
+	var sopts []grpc.ServerOption
 	if guardDecode {
-		ropts = append(ropts, remote.WithServerOptions(grpc.StreamInterceptor(recoverStream(m.log))))
+		sopts = append(sopts, grpc.StreamInterceptor(recoverStream(m.log)))
+	}
+	if tc != nil {
+		// Mutual TLS: the server requires a client certificate signed by
+		// the CA, the dialer presents ours and verifies the server's
+		// (protoactor's default dial option is grpc.WithInsecure).
+		creds, dial := tc.grpcOptions()
+		sopts = append(sopts, creds...)
+		ropts = append(ropts, remote.WithDialOptions(dial...))
+	}
+	if len(sopts) > 0 {
+		ropts = append(ropts, remote.WithServerOptions(sopts...))
 	}
 	rcfg := remote.Configure(opts.Host, opts.Port, ropts...)
 	// protoactor's endpoint writer makes MaxRetryCount connection
@@ -194,6 +216,9 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 
 	if err := m.start(); err != nil {
 		m.stop()
+		if m.admit != nil {
+			m.admit.stop()
+		}
 		sys.ActorSystem().EventStream.Unsubscribe(m.topo)
 		if m.c.Remote != nil && sys.ActorSystem().Address() != "nonhost" {
 			m.c.Remote.Shutdown(false)
@@ -259,14 +284,23 @@ func (m *Member) onEvent(evt any) {
 	if !ok {
 		return
 	}
+	if m.admit != nil { // TLS: only the members that proved their certificate
+		m.admit.apply(t, m.applyTopology)
+		return
+	}
+	m.applyTopology(t.Members, t.Left)
+}
+
+// applyTopology makes members (and left) this member's view.
+func (m *Member) applyTopology(members, left []*pcluster.Member) {
 	m.mu.Lock()
-	for _, mem := range t.Left {
+	for _, mem := range left {
 		info := infoOf(mem)
 		info.Alive = false
 		m.members[mem.Id] = info
 	}
 	alive := map[string]bool{}
-	for _, mem := range t.Members {
+	for _, mem := range members {
 		alive[mem.Id] = true
 		m.members[mem.Id] = infoOf(mem)
 		if mem.Address() == m.sys.ActorSystem().Address() {
@@ -280,7 +314,7 @@ func (m *Member) onEvent(evt any) {
 		}
 	}
 	rdv := pcluster.NewRendezvous()
-	rdv.UpdateMembers(t.Members)
+	rdv.UpdateMembers(members)
 	m.rdv = rdv
 	close(m.changed)
 	m.changed = make(chan struct{})
@@ -428,6 +462,9 @@ func (m *Member) leave(ctx context.Context) error {
 	m.mu.Unlock()
 	m.stop()
 	<-m.done
+	if m.admit != nil {
+		m.admit.stop()
+	}
 	var errs []error
 	step := func(name string, f func() error) {
 		if ctx.Err() != nil {

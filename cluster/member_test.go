@@ -210,13 +210,13 @@ func TestJoinErrors(t *testing.T) {
 		opts Options
 		want error
 	}{
-		{"unknown provider", Options{Provider: "consul"}, ErrOptions},
-		{"bad seed", Options{Seeds: []string{"no-port"}}, ErrOptions},
-		{"etcd without endpoints", Options{Provider: ProviderEtcd}, ErrOptions},
-		{"kind without props", Options{Kinds: []Kind{{Name: "k"}}}, ErrOptions},
-		{"remote port busy", Options{Port: port, Logger: quiet(t)}, ErrJoin},
-		{"health port busy", Options{HealthPort: port, Logger: quiet(t)}, ErrJoin},
-		{"etcd unreachable", Options{Provider: ProviderEtcd, Logger: quiet(t),
+		{"unknown provider", Options{InsecureLoopback: true, Provider: "consul"}, ErrOptions},
+		{"bad seed", Options{InsecureLoopback: true, Seeds: []string{"no-port"}}, ErrOptions},
+		{"etcd without endpoints", Options{InsecureLoopback: true, Provider: ProviderEtcd}, ErrOptions},
+		{"kind without props", Options{InsecureLoopback: true, Kinds: []Kind{{Name: "k"}}}, ErrOptions},
+		{"remote port busy", Options{InsecureLoopback: true, Port: port, Logger: quiet(t)}, ErrJoin},
+		{"health port busy", Options{InsecureLoopback: true, HealthPort: port, Logger: quiet(t)}, ErrJoin},
+		{"etcd unreachable", Options{InsecureLoopback: true, Provider: ProviderEtcd, Logger: quiet(t),
 			Etcd: EtcdOptions{Endpoints: []string{fmt.Sprintf("http://127.0.0.1:%d", port)}, DialTimeout: 300 * time.Millisecond}}, ErrJoin},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -289,7 +289,7 @@ func TestEtcdJoinFailsCleanly(t *testing.T) {
 	defer busy.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = Join(ctx, Options{Provider: ProviderEtcd, Etcd: EtcdOptions{Endpoints: []string{ep}},
+	_, err = Join(ctx, Options{InsecureLoopback: true, Provider: ProviderEtcd, Etcd: EtcdOptions{Endpoints: []string{ep}},
 		Port: busy.Addr().(*net.TCPAddr).Port, Logger: quiet(t)})
 	if !errors.Is(err, ErrJoin) {
 		t.Fatalf("error %v, want ErrJoin", err)

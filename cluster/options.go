@@ -100,6 +100,15 @@ type Options struct {
 	// Etcd configures ProviderEtcd.
 	Etcd EtcdOptions
 
+	// TLS is the member's mutual TLS (see TLS). IMPORTANT: without it Join
+	// refuses to start unless InsecureLoopback is set and every address
+	// (Host, AdvertisedAddress, Seeds, Etcd.Endpoints) is a loopback one.
+	TLS TLS
+	// InsecureLoopback lets a member without TLS start when every address
+	// is a loopback one: a cluster of processes on one machine (tests,
+	// demos). Ignored when TLS is set.
+	InsecureLoopback bool
+
 	// System, when set, is the actor system the member runs on (a node's,
 	// whose actors then become reachable from the other members); nil: the
 	// member makes its own. IMPORTANT: a given System stays its owner's:
@@ -165,6 +174,11 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	default:
 		return o, fmt.Errorf("%w: unknown provider %q: use %q (development) or %q (production)", ErrOptions, o.Provider, ProviderSeeds, ProviderEtcd)
+	}
+	if !o.TLS.enabled() {
+		if err := o.checkPlaintext(); err != nil {
+			return o, err
+		}
 	}
 	seen := map[string]bool{}
 	for _, k := range o.Kinds {

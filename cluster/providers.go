@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"strconv"
@@ -28,7 +30,7 @@ type seedsProvider struct {
 	c  *pcluster.Cluster
 }
 
-func newSeedsProvider(opts Options) (*seedsProvider, error) {
+func newSeedsProvider(opts Options, tc *tlsConfigs) (*seedsProvider, error) {
 	ln := opts.HealthListener
 	if ln == nil {
 		var err error
@@ -38,13 +40,17 @@ func newSeedsProvider(opts Options) (*seedsProvider, error) {
 		}
 	}
 	addr := ln.Addr().String()
+	if tc != nil {
+		ln = tls.NewListener(ln, tc.server) // the health endpoint admits members only
+	}
 	_, portText, _ := net.SplitHostPort(addr)
 	port, _ := strconv.Atoi(portText)
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard)
-	e.Listener = ln // echo's Start uses it instead of binding its address argument
+	e.StdLogger = stdlog.New(io.Discard, "", 0) // the server's log: refused handshakes (the polling side logs them once)
+	e.Listener = ln                             // echo's Start uses it instead of binding its address argument
 	p := &seedsProvider{e: e, addr: addr}
 	e.GET("/_health", func(ctx echo.Context) error {
 		p.mu.Lock()
@@ -68,6 +74,12 @@ func newSeedsProvider(opts Options) (*seedsProvider, error) {
 		hosts = append(hosts, addr)
 	}
 	p.AutoManagedProvider = automanaged.NewWithTesting(opts.RefreshInterval, port, e, hosts...)
+	if tc != nil {
+		if err := dialHealthOverTLS(p.AutoManagedProvider, tc, opts.Logger); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
+	}
 	return p, nil
 }
 

@@ -165,7 +165,7 @@ func TestClusterChaos(t *testing.T) {
 			"capability":               map[string]any{"signing_key_env": "CHAOS_KEY"},
 			"journal_postgres_dsn_env": "CHAOS_JOURNAL",
 			"journal_lease":            "3s",
-			"cluster":                  map[string]any{"enabled": true, "name": "chaos", "seeds": seeds, "health_port": health[i]},
+			"cluster":                  map[string]any{"enabled": true, "name": "chaos", "seeds": seeds, "health_port": health[i], "insecure_loopback": true},
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -5,8 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,9 +38,10 @@ func TestClusterCommands(t *testing.T) {
 	l.Close()
 	t.Setenv("CLI_CLUSTER_KEY", hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	cfg := agentos.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler),
-		Git:        agentos.GitConfig{Upstream: bare},
-		Capability: agentos.CapabilityConfig{SigningKeyEnv: "CLI_CLUSTER_KEY"},
-		Cluster:    agentos.ClusterConfig{Enabled: true, Name: "cli", Seeds: []string{fmt.Sprintf("127.0.0.1:%d", port)}, HealthPort: port}}
+		Git:         agentos.GitConfig{Upstream: bare},
+		Capability:  agentos.CapabilityConfig{SigningKeyEnv: "CLI_CLUSTER_KEY"},
+		Cluster:     agentos.ClusterConfig{Enabled: true, Name: "cli", Seeds: []string{fmt.Sprintf("127.0.0.1:%d", port)}, HealthPort: port, InsecureLoopback: true},
+		MetricsAddr: "127.0.0.1:0"}
 	rt, err := agentos.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -53,11 +58,26 @@ func TestClusterCommands(t *testing.T) {
 
 	code, stdout, stderr := cli(t, "cluster", "status", "--root", root, "--json")
 	var rep agentos.ClusterReport
-	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.Cluster != "cli" || len(rep.Members) != 1 || rep.Members[0].Root != root {
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.Cluster != "cli" || len(rep.Members) != 1 || rep.Members[0].Root != root ||
+		rep.Members[0].Version == "" || rep.Members[0].Version != agentos.NodeVersion() {
 		t.Fatalf("cluster status --json: %d %s %s", code, stdout, stderr)
 	}
+	// The probes next to the metrics: live, and ready once a member.
+	for _, path := range []string{agentos.HealthzPath, agentos.ReadyzPath} {
+		u := strings.TrimSuffix(rt.MetricsURL(), "/metrics") + path
+		res, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || string(body) != "ok\n" {
+			t.Fatalf("GET %s: %d %q", u, res.StatusCode, body)
+		}
+	}
 	code, stdout, _ = cli(t, "cluster", "status", "--root", root)
-	if code != 0 || !strings.Contains(stdout, `cluster cli, seen from `+rt.Member().Address()+`: 1 member(s) alive`) || !strings.Contains(stdout, "forge") {
+	if code != 0 || !strings.Contains(stdout, `cluster cli, seen from `+rt.Member().Address()+`: 1 member(s) alive`) || !strings.Contains(stdout, "forge") ||
+		!strings.Contains(stdout, "VERSION") || !strings.Contains(stdout, agentos.NodeVersion()) {
 		t.Fatalf("cluster status: %d %s", code, stdout)
 	}
 	code, stdout, _ = cli(t, "ps", "--cluster", "--root", root, "--json")
@@ -96,6 +116,45 @@ func TestClusterCommandsAlone(t *testing.T) {
 		code, _, stderr := cli(t, append(args, "--root", root)...)
 		if code != 1 || !strings.Contains(stderr, "serve --cluster") {
 			t.Errorf("%v on a node in no cluster: %d %s", args, code, stderr)
+		}
+	}
+}
+
+// 'agentos cluster certs' makes a CA once and member certificates that a
+// clustered node accepts; it never overwrites one and says what is wrong.
+func TestClusterCerts(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	code, stdout, stderr := cli(t, "cluster", "certs", "--dir", dir, "--node", "n1,n2", "--json")
+	var rep struct {
+		CA     string `json:"ca"`
+		CAMade bool   `json:"ca_made"`
+		Nodes  []struct{ Name, Cert, Key string }
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || !rep.CAMade || len(rep.Nodes) != 2 {
+		t.Fatalf("certs: %d %s %s", code, stdout, stderr)
+	}
+	for _, n := range rep.Nodes {
+		if fi, err := os.Stat(n.Key); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", n.Key, fi.Mode(), err)
+		}
+	}
+	code, stdout, _ = cli(t, "cluster", "certs", "--dir", dir, "--node", "n3")
+	if code != 0 || !strings.Contains(stdout, "used the cluster's CA") {
+		t.Fatalf("second run: %d %s", code, stdout)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--dir", dir, "--node", "n1"}, 1, "never overwritten"},
+		{[]string{"--node", "x"}, 2, "needs --dir"},
+		{[]string{"--dir", dir, "--node", "a/b"}, 1, "member name"},
+		{[]string{"--dir", dir, "--days", "0"}, 2, "--days"},
+	} {
+		code, _, stderr := cli(t, append([]string{"cluster", "certs"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: %d %s, want %d and %q", tc.args, code, stderr, tc.code, tc.want)
 		}
 	}
 }

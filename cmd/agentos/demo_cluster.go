@@ -20,6 +20,7 @@ import (
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/cluster"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/pgtest"
 	"github.com/agentos-run/agentos/journal"
@@ -146,6 +147,12 @@ func runDemoCluster(ctx context.Context, dir string, asJSON bool, stdout io.Writ
 		seeds[i] = fmt.Sprintf("127.0.0.1:%d", p)
 	}
 	env := append(os.Environ(), "AGENTOS_DEMO_CAPABILITY_KEY="+hex.EncodeToString(key), "AGENTOS_DEMO_JOURNAL="+pg.DSN)
+	// The nodes talk over mutual TLS, as a deployment does: a CA and one
+	// member certificate per node (what 'agentos cluster certs' makes).
+	certs := filepath.Join(dir, "certs")
+	if _, err := cluster.MakeCA(certs, "demo", 24*time.Hour); err != nil {
+		return err
+	}
 	nodes := make([]*demoNode, 3)
 	defer func() {
 		for _, n := range nodes {
@@ -166,6 +173,10 @@ func runDemoCluster(ctx context.Context, dir string, asJSON bool, stdout io.Writ
 		if _, err := agentos.Init(n.root, agentos.InitOptions{Upstream: bare}); err != nil {
 			return err
 		}
+		cert, key, err := cluster.MakeMemberCert(certs, n.name, []string{"127.0.0.1"}, 24*time.Hour)
+		if err != nil {
+			return err
+		}
 		if err := demoClusterConfig(n.root, map[string]any{
 			"llm": map[string]any{"base_url": model.URL(), "model": "scripted", "forge_attempts": 3},
 			// The slugify tests spin on purpose (the kill lands while they
@@ -176,7 +187,8 @@ func runDemoCluster(ctx context.Context, dir string, asJSON bool, stdout io.Writ
 			"capability":               map[string]any{"signing_key_env": "AGENTOS_DEMO_CAPABILITY_KEY"},
 			"journal_postgres_dsn_env": "AGENTOS_DEMO_JOURNAL",
 			"journal_lease":            "3s",
-			"cluster":                  map[string]any{"enabled": true, "name": "demo", "seeds": seeds, "health_port": health[i]},
+			"cluster": map[string]any{"enabled": true, "name": "demo", "seeds": seeds, "health_port": health[i],
+				"cert": cert, "key": key, "ca": filepath.Join(certs, cluster.CACertFile)},
 		}); err != nil {
 			return err
 		}
@@ -203,7 +215,7 @@ func runDemoCluster(ctx context.Context, dir string, asJSON bool, stdout io.Writ
 			return fmt.Errorf("demo --cluster: %s did not join (its log: %s): %w", n.name, filepath.Join(dir, n.name+".log"), err)
 		}
 	}
-	say("  %d node processes joined the cluster \"demo\" (seed list on loopback): pids %d, %d, %d", len(nodes), nodes[0].pid, nodes[1].pid, nodes[2].pid)
+	say("  %d node processes joined the cluster \"demo\" (seed list on loopback, mutual TLS with certificates from the demo's CA): pids %d, %d, %d", len(nodes), nodes[0].pid, nodes[1].pid, nodes[2].pid)
 
 	out := clusterDemo{Nodes: len(nodes), Uninterrupted: uninterrupted}
 	// 1. node 1 forges a tool.

@@ -27,6 +27,7 @@
 //	agentos token revoke [--holder] [--force] ID|HOLDER|TOKEN  revoke tokens on every node, durably
 //	agentos token list   [--root DIR] [--json]           the tokens minted here, and the revocations
 //	agentos cluster status [--root DIR] [--json]         the serving node's cluster
+//	agentos cluster certs --dir DIR --node NAME[,...]    a CA and node certificates (mutual TLS)
 //	agentos ps      [--root DIR] [--json]                the serving node's processes
 //	agentos events  [--root DIR] [--json]                the serving node's recent kernel events
 //	agentos quota   [--root DIR] [--json] [reset [ACCOUNT...]] quota use kept across invocations
@@ -108,7 +109,7 @@ var commands = []command{
 	{"tournament", "evolve a persona: the model writes variants, each is scored on a task set (score, tokens, cost, time), the fittest is saved; journaled, so it replays offline and resumes", "agentos tournament [--root DIR] [--json] --persona P --tasks FILE [--variants N] [--dry-run] | --resume RUN | --replay RUN", runTournament},
 	{"serve", "run a node until SIGTERM: processes, actors, journal; every other command goes through it while it serves", "agentos serve [--root DIR] [--metrics ADDR] [--mcp] [--mcp-http ADDR] [--cluster [--cluster-name N] [--cluster-port P] [--health-port P] [--seeds H:P,...] [--etcd URL,...]]", runServe},
 	{"token", "mint a capability token with the node's signing key, e.g. the bearer token of an MCP client of 'serve --mcp-http'; 'revoke' revokes one (by id, holder or token) on every node, durably; 'list' lists those minted here", "agentos token [--root DIR] [--json] [--grant RIGHT[:SCOPE]]... [--ttl D] [--holder NAME] | token revoke [--holder] [--force] ID|HOLDER|TOKEN | token list", runToken},
-	{"cluster", "the serving node's cluster: its members, what kinds each hosts, which forges each holds", "agentos cluster status [--root DIR] [--json]", runCluster},
+	{"cluster", "the serving node's cluster: its members, their versions, what each hosts; or the certificates of a deployment (certs)", "agentos cluster status [--root DIR] [--json] | agentos cluster certs --dir DIR --node NAME[,NAME...] [--host H,...] [--days N] [--json]", runCluster},
 	{"ps", "the process table of the serving node", "agentos ps [--root DIR] [--json] [--cluster]", runPS},
 	{"events", "the recent kernel events of the serving node", "agentos events [--root DIR] [--json] [--cluster]", runEvents},
 	{"kill", "signal a process of the serving node: kill (default), term, stop or cont", "agentos kill [--root DIR] [--signal SIG] PID", runKill},

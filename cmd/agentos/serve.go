@@ -137,7 +137,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "member of the cluster at %s; 'agentos cluster status' shows the members\n", m.Address())
 	}
 	if u := rt.MetricsURL(); u != "" {
-		fmt.Fprintf(stdout, "metrics at %s\n", u)
+		fmt.Fprintf(stdout, "metrics at %s (and /healthz, /readyz beside it)\n", u)
 	}
 	serveErr := rt.Serve(ctx)
 	stopMCP() // its sessions and token processes end before the runtime

@@ -99,7 +99,9 @@ func run() error {
 		cfg.Root, cfg.Logger = root, quiet
 		cfg.LLM = agentos.LLMConfig{BaseURL: model.URL(), Model: "scripted"}
 		cfg.Capability.SigningKeyEnv = "AGENTOS_CAPABILITY_KEY"
-		cfg.Cluster = agentos.ClusterConfig{Enabled: true, Name: "example", Seeds: seeds, HealthPort: ports[i]}
+		// Three nodes on this machine's loopback: plaintext, said so. Nodes
+		// on a network use certificates (cluster.cert/key/ca).
+		cfg.Cluster = agentos.ClusterConfig{Enabled: true, Name: "example", Seeds: seeds, HealthPort: ports[i], InsecureLoopback: true}
 		// Concurrently: protoactor's member start takes a second.
 		wg.Go(func() { nodes[i], errs[i] = agentos.Start(ctx, cfg) })
 	}

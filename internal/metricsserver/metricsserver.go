@@ -76,10 +76,33 @@ type Server struct {
 	done chan struct{}
 }
 
+// Probe is a health or readiness check served next to the metrics: GET
+// Path answers 200 "ok" when Check returns nil, else 503 and the error's
+// text (what is not ready yet). Check MUST be cheap and safe for
+// concurrent use: it runs on every request.
+type Probe struct {
+	Path  string
+	Check func() error
+}
+
+// handler serves p.
+func (p Probe) handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := p.Check(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, err.Error())
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+}
+
 // Listen listens on the TCP address addr (e.g. "127.0.0.1:9464"; port 0
-// picks a free one) and serves h at GET [Path] until [Server.Shutdown].
-// Other paths answer 404, other methods 405.
-func Listen(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
+// picks a free one) and serves h at GET [Path], and each probe at GET its
+// Path, until [Server.Shutdown]. Other paths answer 404, other methods 405.
+func Listen(addr string, h http.Handler, log *slog.Logger, probes ...Probe) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -89,6 +112,9 @@ func Listen(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET "+Path, h)
+	for _, p := range probes {
+		mux.Handle("GET "+p.Path, p.handler())
+	}
 	s := &Server{ln: ln, done: make(chan struct{}), srv: &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
