@@ -16,6 +16,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/gitpb"
+	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/capability/capabilitypb"
 	"github.com/agentos-run/agentos/cluster"
@@ -45,6 +46,11 @@ type clustered struct {
 	wg     sync.WaitGroup // publications and announcements in flight
 	undo   []func()
 
+	// token is this node's own token (kernel.NodeToken): what its
+	// requests to another node's kernel actor carry (a charge for a forge
+	// or run placed here).
+	token string
+
 	mu      sync.Mutex
 	pending map[string]bool // commits announced, not yet in the tool root
 }
@@ -72,12 +78,13 @@ func (n *Node) JoinCluster(ctx context.Context, opts cluster.Options) (*cluster.
 	opts.System = n.sys
 	opts.Kinds = append(opts.Kinds, cluster.Kind{Name: forge.GrainKind, Props: forge.GrainProps(forge.GrainOptions{
 		Forge: n.forgeClient, Pending: n.pendingForge, Finished: n.finishedForge, Logger: n.opts.Logger,
+		Authority: n.k.Authority(),
 	})})
 	m, err := cluster.Join(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	c := &clustered{m: m, pending: map[string]bool{}}
+	c := &clustered{m: m, pending: map[string]bool{}, token: kernel.NodeToken(n.k.Authority(), m.Address()).Encode()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	fail := func(err error) (*cluster.Member, error) {
 		c.close(context.Background())

@@ -207,7 +207,7 @@ func Boot(opts Options) (*Node, error) {
 			{Name: "registry", Props: registry.Props(opts.Registry)},
 			// The git actor registers every write with the registry actor
 			// (data files and tests are written, not registered).
-			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, Registry: &n.regClient, OnCommitted: n.onCommitted, Gate: gater})},
+			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, Registry: &n.regClient, OnCommitted: n.onCommitted, Gate: gater, Authority: k.Authority()})},
 		},
 		OnEvent: func(ev supervisor.Event) {
 			k.Emit(kernel.Event{Kind: kernel.EventRestart, Name: ev.Failed, Reason: ev.Reason, Detail: fmt.Sprintf("%s %v after %s", ev.Action, ev.Children, ev.Delay)})
@@ -315,7 +315,13 @@ func (c kernelCharger) Charge(ctx context.Context, pid uint64, m capability.Mete
 // with a Charge message to the kernel actor there (the same actor id on
 // every node).
 func (c kernelCharger) ChargeAt(ctx context.Context, home string, pid uint64, m capability.Meter, amount float64) error {
-	err := kernel.Client{PID: actor.NewPID(home, c.n.kernel.Id), Root: c.n.rootCtx}.Charge(ctx, kernel.PID(pid), m, amount)
+	// The request crosses to another node: it carries this node's token
+	// (kernel.RightCharge), which the home node's kernel actor verifies.
+	var tok string
+	if cl := c.n.cluster(); cl != nil {
+		tok = cl.token
+	}
+	err := kernel.Client{PID: actor.NewPID(home, c.n.kernel.Id), Root: c.n.rootCtx, Token: tok}.Charge(ctx, kernel.PID(pid), m, amount)
 	if errors.Is(err, system.ErrNoReply) {
 		// The home node died or does not answer: the forge stops,
 		// resumable, for another caller to take on.

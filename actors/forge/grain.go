@@ -15,6 +15,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
 	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -66,6 +67,10 @@ type GrainOptions struct {
 	Finished func(ctx context.Context, specHash string) (res Result, ok bool, err error)
 	// Logger receives the grain's progress (nil: slog.Default()).
 	Logger *slog.Logger
+	// Authority verifies the caller's token every Run MUST carry (the
+	// node's: the kernel's capability.Authority; see authorizeCaller). nil:
+	// every Run is refused.
+	Authority *capability.Authority
 }
 
 // GrainProps returns the props of a forge grain: the activation of one spec
@@ -140,6 +145,12 @@ func (g *grain) Receive(ctx actor.Context) {
 func (g *grain) onRun(ctx actor.Context, m *pb.Run, sender *actor.PID) {
 	if sender == nil {
 		g.opts.Logger.Warn("forge grain: a Run without a sender; use the cluster's request")
+		return
+	}
+	// A grain is reached from every node of the cluster: a Run MUST carry
+	// its caller's token, checked as forge_tool checks it locally.
+	if err := authorizeCaller(g.opts.Authority, false, m.GetCaller(), "forge grain Run"); err != nil {
+		ctx.Send(sender, refused(err))
 		return
 	}
 	if g.kept != nil {
