@@ -124,8 +124,18 @@ type landed struct{ done *pb.Done }
 
 // Receive is the grain's one message switch.
 func (g *grain) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+	msg, local := system.Unwrap(ctx.Message())
+	switch m := msg.(type) {
 	case *pb.Run:
+		// A grain is reached from every node of the cluster: a Run MUST
+		// carry its caller's token, checked as forge_tool checks it
+		// locally (only this node's own may name no caller).
+		if err := authorizeCaller(g.opts.Authority, local, m.GetCaller(), "forge grain Run"); err != nil {
+			if s := ctx.Sender(); s != nil {
+				ctx.Send(s, refused(err))
+			}
+			return
+		}
 		g.onRun(ctx, m, ctx.Sender())
 	case *pb.Cancel:
 		g.onCancel(m)
@@ -145,12 +155,6 @@ func (g *grain) Receive(ctx actor.Context) {
 func (g *grain) onRun(ctx actor.Context, m *pb.Run, sender *actor.PID) {
 	if sender == nil {
 		g.opts.Logger.Warn("forge grain: a Run without a sender; use the cluster's request")
-		return
-	}
-	// A grain is reached from every node of the cluster: a Run MUST carry
-	// its caller's token, checked as forge_tool checks it locally.
-	if err := authorizeCaller(g.opts.Authority, false, m.GetCaller(), "forge grain Run"); err != nil {
-		ctx.Send(sender, refused(err))
 		return
 	}
 	if g.kept != nil {
