@@ -35,6 +35,10 @@ import (
 // Options configure Boot. Executor and Jail are required; nil and zero
 // fields take the documented defaults.
 type Options struct {
+	// NodeOnly are directories of the tool root that only the node itself
+	// writes, besides personas/ (git.Options.NodeOnly): the configured
+	// personas directory. No kernel tool or other node writes there.
+	NodeOnly []string
 	// Kernel is the process table (nil: kernel.New(kernel.Options{Logger})).
 	Kernel *kernel.Kernel
 	// Executor runs the tools; the node does not close it.
@@ -207,7 +211,7 @@ func Boot(opts Options) (*Node, error) {
 			{Name: "registry", Props: registry.Props(opts.Registry)},
 			// The git actor registers every write with the registry actor
 			// (data files and tests are written, not registered).
-			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, Registry: &n.regClient, OnCommitted: n.onCommitted, Gate: gater, Authority: k.Authority()})},
+			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, Registry: &n.regClient, OnCommitted: n.onCommitted, Gate: gater, Authority: k.Authority(), NodeOnly: opts.NodeOnly})},
 		},
 		OnEvent: func(ev supervisor.Event) {
 			k.Emit(kernel.Event{Kind: kernel.EventRestart, Name: ev.Failed, Reason: ev.Reason, Detail: fmt.Sprintf("%s %v after %s", ev.Action, ev.Children, ev.Delay)})

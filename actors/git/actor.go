@@ -70,6 +70,11 @@ type Options struct {
 	// kernel's capability.Authority). nil: a request with a token is
 	// refused, and only the node's own requests (system.Local) are served.
 	Authority *capability.Authority
+	// NodeOnly are directories of the tool root (besides PersonasDir) that
+	// only the node itself writes: a write from a process or another node
+	// is refused there whatever its token grants (Protected). The node
+	// passes its configured personas directory.
+	NodeOnly []string
 }
 
 // Gater checks a new version of a tool against the recorded runs of the

@@ -27,7 +27,7 @@ const PersonasDir = "personas"
 // IMPORTANT: this is the one rule every write passes (WriteFile, PatchFile,
 // whatever their sender): kernel tools (write_file, patch_file) and
 // requests from other nodes are refused here whatever their token grants.
-func Protected(p string, byNode bool) string {
+func Protected(p string, byNode bool, nodeOnly ...string) string {
 	c := path.Clean(strings.TrimPrefix(strings.ReplaceAll(p, "\\", "/"), "./"))
 	parts := strings.Split(c, "/")
 	if c == vfs.ConfigFile || strings.EqualFold(c, vfs.ConfigFile) {
@@ -38,8 +38,17 @@ func Protected(p string, byNode bool) string {
 			return s + " holds the node's own state (journal, keys, approvals, the repository): no write through the node may change it"
 		}
 	}
-	if !byNode && (parts[0] == PersonasDir || strings.EqualFold(parts[0], PersonasDir)) {
-		return PersonasDir + "/ holds every agent's system prompt and grants: only the node's operator changes it (agentos persona save), never a process or another node"
+	if byNode {
+		return ""
+	}
+	for _, d := range append([]string{PersonasDir}, nodeOnly...) {
+		d = strings.Trim(path.Clean(strings.ReplaceAll(d, "\\", "/")), "/")
+		if d == "" || d == "." {
+			continue
+		}
+		if strings.EqualFold(c, d) || strings.HasPrefix(strings.ToLower(c), strings.ToLower(d)+"/") {
+			return d + "/ holds every agent's system prompt and grants: only the node's operator changes it (agentos persona save), never a process or another node"
+		}
 	}
 	return ""
 }
@@ -54,7 +63,7 @@ func (a *gitActor) authorizeWrite(verb, p string, local bool, token string) erro
 	if err != nil {
 		return err
 	}
-	if why := Protected(p, from.Node); why != "" {
+	if why := Protected(p, from.Node, a.opts.NodeOnly...); why != "" {
 		return fmt.Errorf("%w: %s of %s refused (for %s): %s", ErrProtected, verb, p, from.Holder(), why)
 	}
 	if err := from.Permit(capability.Write, p); err != nil {

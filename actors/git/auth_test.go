@@ -43,6 +43,13 @@ func TestProtected(t *testing.T) {
 			t.Errorf("Protected(%q, process) = %v, want %v", c.path, got, c.byAny)
 		}
 	}
+	// A configured personas directory (agents.personas_dir) is the node's too.
+	if git.Protected("team/prompts/coder.json", false, "team/prompts/") == "" || git.Protected("team/prompts/coder.json", true, "team/prompts") != "" {
+		t.Error("a configured personas directory is not written by processes only")
+	}
+	if git.Protected("team/promptsx.json", false, "team/prompts") != "" {
+		t.Error("a sibling of the personas directory is protected")
+	}
 }
 
 // A write carrying a token is checked against its grants (write on the
