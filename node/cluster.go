@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 
@@ -176,6 +177,21 @@ func (n *Node) pullMissing(ctx context.Context) bool {
 	}
 	s, err := n.gitClient.Pull(ctx)
 	return err == nil && len(s.Changed) > 0
+}
+
+// PeerKernel is the client of the kernel actor of the member at address
+// (another node of the cluster). Its requests carry this node's own token
+// (kernel.NodeToken, verified there with the cluster's key): enough for
+// what one node asks another's kernel (ps, events, charging a caller of
+// that node), never for a process-table change. Outside a cluster the
+// token is empty and that node refuses every request.
+func (n *Node) PeerKernel(address string) kernel.Client {
+	k := n.KernelClient()
+	k.PID = actor.NewPID(address, k.PID.Id)
+	if c := n.cluster(); c != nil {
+		k.Token = c.token
+	}
+	return k
 }
 
 // LeaveCluster leaves the node's cluster (nothing when it is in none): its

@@ -321,11 +321,7 @@ func (c kernelCharger) Charge(ctx context.Context, pid uint64, m capability.Mete
 func (c kernelCharger) ChargeAt(ctx context.Context, home string, pid uint64, m capability.Meter, amount float64) error {
 	// The request crosses to another node: it carries this node's token
 	// (kernel.RightCharge), which the home node's kernel actor verifies.
-	var tok string
-	if cl := c.n.cluster(); cl != nil {
-		tok = cl.token
-	}
-	err := kernel.Client{PID: actor.NewPID(home, c.n.kernel.Id), Root: c.n.rootCtx, Token: tok}.Charge(ctx, kernel.PID(pid), m, amount)
+	err := c.n.PeerKernel(home).Charge(ctx, kernel.PID(pid), m, amount)
 	if errors.Is(err, system.ErrNoReply) {
 		// The home node died or does not answer: the forge stops,
 		// resumable, for another caller to take on.
