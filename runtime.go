@@ -271,7 +271,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		LLM: model, ForgeAttempts: cfg.LLM.ForgeAttempts, ForgeRetries: cfg.LLM.forgeRetries(), Memory: rt.mem, ForgeLessons: cfg.Memory.lessons(),
 		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii, Approvals: rt.gate,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(), Gate: cfg.Governance.Gate.Options(),
-		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
+		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, NodeOnly: []string{cfg.Agents.Personas()},
 	}); err != nil {
 		return rt, err
 	}

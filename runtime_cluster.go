@@ -15,7 +15,6 @@ import (
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/cluster"
 	"github.com/agentos-run/agentos/node/admin"
-	"github.com/asynkron/protoactor-go/actor"
 )
 
 // joinCluster makes the node a member of cfg.Cluster when it is enabled:
@@ -142,7 +141,7 @@ func (b adminBackend) Kernels() []admin.NodeKernel {
 	for _, info := range m.Status().Alive() {
 		k := local
 		if info.Address != m.Address() {
-			k.PID = actor.NewPID(info.Address, local.PID.Id)
+			k = b.rt.node.PeerKernel(info.Address)
 		}
 		out = append(out, admin.NodeKernel{Node: info.Address, Kernel: k})
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/gitpb"
+	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/capability/capabilitypb"
 	"github.com/agentos-run/agentos/cluster"
@@ -45,6 +47,11 @@ type clustered struct {
 	wg     sync.WaitGroup // publications and announcements in flight
 	undo   []func()
 
+	// token is this node's own token (kernel.NodeToken): what its
+	// requests to another node's kernel actor carry (a charge for a forge
+	// or run placed here).
+	token string
+
 	mu      sync.Mutex
 	pending map[string]bool // commits announced, not yet in the tool root
 }
@@ -72,12 +79,13 @@ func (n *Node) JoinCluster(ctx context.Context, opts cluster.Options) (*cluster.
 	opts.System = n.sys
 	opts.Kinds = append(opts.Kinds, cluster.Kind{Name: forge.GrainKind, Props: forge.GrainProps(forge.GrainOptions{
 		Forge: n.forgeClient, Pending: n.pendingForge, Finished: n.finishedForge, Logger: n.opts.Logger,
+		Authority: n.k.Authority(),
 	})})
 	m, err := cluster.Join(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	c := &clustered{m: m, pending: map[string]bool{}}
+	c := &clustered{m: m, pending: map[string]bool{}, token: kernel.NodeToken(n.k.Authority(), m.Address()).Encode()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	fail := func(err error) (*cluster.Member, error) {
 		c.close(context.Background())
@@ -178,6 +186,21 @@ func (n *Node) pullMissing(ctx context.Context) bool {
 	}
 	s, err := n.gitClient.Pull(ctx)
 	return err == nil && len(s.Changed) > 0
+}
+
+// PeerKernel is the client of the kernel actor of the member at address
+// (another node of the cluster). Its requests carry this node's own token
+// (kernel.NodeToken, verified there with the cluster's key): enough for
+// what one node asks another's kernel (ps, events, charging a caller of
+// that node), never for a process-table change. Outside a cluster the
+// token is empty and that node refuses every request.
+func (n *Node) PeerKernel(address string) kernel.Client {
+	k := n.KernelClient()
+	k.PID = actor.NewPID(address, k.PID.Id)
+	if c := n.cluster(); c != nil {
+		k.Token = c.token
+	}
+	return k
 }
 
 // LeaveCluster leaves the node's cluster (nothing when it is in none): its

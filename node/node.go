@@ -35,6 +35,10 @@ import (
 // Options configure Boot. Executor and Jail are required; nil and zero
 // fields take the documented defaults.
 type Options struct {
+	// NodeOnly are directories of the tool root that only the node itself
+	// writes, besides personas/ (git.Options.NodeOnly): the configured
+	// personas directory. No kernel tool or other node writes there.
+	NodeOnly []string
 	// Kernel is the process table (nil: kernel.New(kernel.Options{Logger})).
 	Kernel *kernel.Kernel
 	// Executor runs the tools; the node does not close it.
@@ -210,7 +214,7 @@ func Boot(opts Options) (*Node, error) {
 			{Name: "registry", Props: registry.Props(opts.Registry)},
 			// The git actor registers every write with the registry actor
 			// (data files and tests are written, not registered).
-			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, Registry: &n.regClient, OnCommitted: n.onCommitted, Gate: gater})},
+			{Name: "git", Props: git.Props(git.Options{Jail: opts.Jail, Repo: opts.Repo, Registry: &n.regClient, OnCommitted: n.onCommitted, Gate: gater, Authority: k.Authority(), NodeOnly: opts.NodeOnly})},
 		},
 		OnEvent: func(ev supervisor.Event) {
 			k.Emit(kernel.Event{Kind: kernel.EventRestart, Name: ev.Failed, Reason: ev.Reason, Detail: fmt.Sprintf("%s %v after %s", ev.Action, ev.Children, ev.Delay)})
@@ -318,7 +322,9 @@ func (c kernelCharger) Charge(ctx context.Context, pid uint64, m capability.Mete
 // with a Charge message to the kernel actor there (the same actor id on
 // every node).
 func (c kernelCharger) ChargeAt(ctx context.Context, home string, pid uint64, m capability.Meter, amount float64) error {
-	err := kernel.Client{PID: actor.NewPID(home, c.n.kernel.Id), Root: c.n.rootCtx}.Charge(ctx, kernel.PID(pid), m, amount)
+	// The request crosses to another node: it carries this node's token
+	// (kernel.RightCharge), which the home node's kernel actor verifies.
+	err := c.n.PeerKernel(home).Charge(ctx, kernel.PID(pid), m, amount)
 	if errors.Is(err, system.ErrNoReply) {
 		// The home node died or does not answer: the forge stops,
 		// resumable, for another caller to take on.

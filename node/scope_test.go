@@ -3,6 +3,8 @@ package node_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/agentos-run/agentos/actors/executor"
@@ -17,7 +19,10 @@ func TestTrailingSlashStaysInScope(t *testing.T) {
 	n := boot(t, executor.IsolationInProcess, kernel.Options{})
 	k := n.Kernel()
 	admin := spawn(t, k, block, kernel.SpawnOptions{Grants: []capability.Grant{{Right: capability.Read}, {Right: capability.Write}}})
-	mustCall(t, n, admin, "write_file", `{"path":"agentos.json","content":"{\"secret\":1}"}`)
+	// The operator's policy (no kernel tool writes it, git.Protected).
+	if err := os.WriteFile(filepath.Join(n.root, "agentos.json"), []byte(`{"secret":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	agent := spawn(t, k, block, kernel.SpawnOptions{Grants: agentGrants}) // read/write/exec on tools/ only
 	for _, path := range []string{"tools/../agentos.json", "tools/../agentos.json/"} {

@@ -531,11 +531,28 @@ func (n *Node) writeFile(ctx context.Context, p *kernel.Process, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	w, err := n.gitClient.WriteFile(ctx, path, []byte(a.Content))
+	g, err := n.gitAs(p)
+	if err != nil {
+		return nil, err
+	}
+	w, err := g.WriteFile(ctx, path, []byte(a.Content))
 	if err != nil {
 		return nil, err
 	}
 	return WriteResult{Written: w, Approval: n.requestApproval(p, path)}, nil
+}
+
+// gitAs is the git actor's client acting for p: every write carries p's
+// token, so that the git actor checks it (write on the path) and refuses
+// the node's policy and state (agentos.json, .agentos/, .git, personas/)
+// whatever it grants: the one rule every write passes (git.Protected).
+func (n *Node) gitAs(p *kernel.Process) (*git.Client, error) {
+	tok, ok := p.Token()
+	if !ok {
+		// The kernel's own check says why (and logs the refusal).
+		return nil, p.Check(capability.Write, "")
+	}
+	return n.gitClient.As(tok.Encode()), nil
 }
 
 // WriteResult is write_file's and patch_file's result: the write, and,
@@ -557,7 +574,11 @@ func (n *Node) patchFile(ctx context.Context, p *kernel.Process, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	w, err := n.gitClient.PatchFile(ctx, path, a.Search, a.Replace)
+	g, err := n.gitAs(p)
+	if err != nil {
+		return nil, err
+	}
+	w, err := g.PatchFile(ctx, path, a.Search, a.Replace)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 
 	pb "github.com/agentos-run/agentos/actors/executor/executorpb"
@@ -84,10 +85,21 @@ type actorState struct {
 
 type execActor struct{ s *actorState }
 
-// Receive is the executor actor's one message switch.
+// Receive is the executor actor's one message switch. A Run from another
+// node (not in a system.Local) MUST carry its caller, whose token grants
+// exec on the tool (remoteRun); its token is then verified and its grants
+// applied as for every caller. A Cancel needs no token: its run key,
+// random and known only to the run's sender, names the run.
 func (a *execActor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+	msg, local := system.Unwrap(ctx.Message())
+	switch m := msg.(type) {
 	case *pb.Run:
+		if !local {
+			if err := remoteRun(m); err != nil {
+				ctx.Respond(&pb.Ran{Failure: failureOf(err)})
+				return
+			}
+		}
 		a.onRun(ctx, m)
 	case *pb.Cancel:
 		a.onCancel(ctx, m)
@@ -99,6 +111,25 @@ func (a *execActor) Receive(ctx actor.Context) {
 	default:
 		ctx.Logger().Warn("executor: unknown message", slog.String("type", fmt.Sprintf("%T", m)))
 	}
+}
+
+// remoteRun checks a Run from another node: it names its caller, whose
+// token grants exec on the tool, as exec_tool checks locally. Errors wrap
+// system.ErrUnauthenticated or capability.ErrDenied.
+func remoteRun(m *pb.Run) error {
+	c := m.GetCaller()
+	if c == nil || c.GetToken() == "" {
+		return fmt.Errorf("%w: a Run of %s came from outside this node without its caller: every run placed from another node MUST carry its caller's token (executor.RunRequest.Caller)", system.ErrUnauthenticated, m.GetPath())
+	}
+	tok, err := capability.Decode(c.GetToken())
+	if err != nil {
+		return fmt.Errorf("%w: a Run of %s: the caller's token: %w", system.ErrUnauthenticated, m.GetPath(), err)
+	}
+	entry, _, _ := strings.Cut(m.GetPath(), "@") // tools/x.ts@<hash>: a recorded version of tools/x.ts
+	if !capability.GrantsCover(tok.Grants, capability.Exec, entry) {
+		return fmt.Errorf("%w: a Run of %s from another node: the token of %s grants no exec on it", capability.ErrDenied, m.GetPath(), tok.Holder)
+	}
+	return nil
 }
 
 // onRun registers the run under its key (so that a Cancel processed after

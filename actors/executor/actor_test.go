@@ -358,7 +358,16 @@ func TestMessagesCrossNodes(t *testing.T) {
 	pid := sys.Root.Spawn(Props(e, ActorOptions{}))
 	defer func() { _ = sys.Root.StopFuture(pid).Wait() }()
 	back.Caller = nil
+	// From another node a Run without its caller is refused; the node's
+	// own (a system.Local) runs.
 	res, err := sys.Root.RequestFuture(pid, &back, time.Minute).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := res.(*pb.Ran).GetFailure(); f.GetCode() != system.CodeUnauthenticated {
+		t.Fatalf("a Run without a caller from outside the node: %v, want failure %q", res, system.CodeUnauthenticated)
+	}
+	res, err = sys.Root.RequestFuture(pid, &system.Local{Msg: &back}, time.Minute).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

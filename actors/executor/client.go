@@ -115,8 +115,8 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (Result, string, error
 		return Result{Logs: []string{}, Result: json.RawMessage("null"), Error: &Error{Kind: ErrCancelled.Kind, Message: fmt.Sprintf("the run was cancelled before it started (%v)", context.Cause(ctx))}}, "", nil
 	}
 	msg := &pb.Run{RunKey: req.Key, Path: req.Path, Args: req.Args, Limits: limitsToPB(req.Limits), Record: req.Record, Caller: callerToPB(req.Caller), Hash: req.Hash, GateModules: req.GateModules, Judged: req.Judged}
-	f := system.RequestFuture(ctx, c.Root, c.PID, msg, wait) // the run continues ctx's trace
-	stop := system.AfterCancel(ctx, func() { c.Root.Send(c.PID, &pb.Cancel{RunKey: req.Key}) })
+	f := system.RequestFuture(ctx, c.Root, c.PID, system.Outgoing(c.Root, c.PID, msg), wait) // the run continues ctx's trace
+	stop := system.AfterCancel(ctx, func() { c.Root.Send(c.PID, system.Outgoing(c.Root, c.PID, &pb.Cancel{RunKey: req.Key})) })
 	defer stop()
 	done := make(chan struct{})
 	var reply any
@@ -151,7 +151,7 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (Result, string, error
 // is remembered, and that run never starts. found says a run was in
 // flight; the only error is ErrUnavailable.
 func (c *Client) Cancel(key string) (found bool, err error) {
-	res, err := c.Root.RequestFuture(c.PID, &pb.Cancel{RunKey: key}, CancelWait).Result()
+	res, err := c.Root.RequestFuture(c.PID, system.Outgoing(c.Root, c.PID, &pb.Cancel{RunKey: key}), CancelWait).Result()
 	if err != nil {
 		return false, fmt.Errorf("%w: Cancel of run %s not confirmed (%v)", ErrUnavailable, key, err)
 	}

@@ -62,6 +62,8 @@ var failureCodes = system.FailureCodes{
 	{Code: "no_authority", Err: ErrNoAuthority},
 	{Code: "no_caller", Err: ErrNoCaller},
 	{Code: "stale_tool", Err: ErrStaleTool},
+	{Code: system.CodeUnauthenticated, Err: system.ErrUnauthenticated},
+	{Code: "denied", Err: capability.ErrDenied},
 }
 
 // failureOf is err as a Failure: the code of the first sentinel it wraps

@@ -37,14 +37,31 @@ type state struct {
 
 type forgeActor struct{ s *state }
 
-// Receive is the forge actor's one message switch.
+// Receive is the forge actor's one message switch. It serves only its own
+// node (requests in a system.Local: the node's forge_tool, recovery and
+// the cluster's forge grains, which check their callers first): a request
+// from another node is refused ("unauthenticated") and nothing is done.
+// Another node forges through the spec's grain (GrainProps).
 func (a *forgeActor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+	msg, local := system.Unwrap(ctx.Message())
+	switch m := msg.(type) {
 	case *pb.Run:
+		if !local {
+			ctx.Respond(refused(a.remote("Run")))
+			return
+		}
 		a.onRun(ctx, m)
 	case *pb.Resume:
+		if !local {
+			ctx.Respond(refused(a.remote("Resume of " + m.GetId())))
+			return
+		}
 		a.onResume(ctx, m)
 	case *pb.Cancel:
+		if !local {
+			ctx.Logger().Warn("forge: a Cancel from outside the node ignored", slog.Any("err", a.remote("Cancel")))
+			return
+		}
 		a.onCancel(m)
 	case *actor.Stopping:
 		a.s.cancel()
@@ -53,6 +70,11 @@ func (a *forgeActor) Receive(ctx actor.Context) {
 	default:
 		ctx.Logger().Warn("forge: unknown message", slog.String("type", fmt.Sprintf("%T", m)))
 	}
+}
+
+// remote is the refusal of a request from another node.
+func (a *forgeActor) remote(what string) error {
+	return fmt.Errorf("%w: %s came from outside this node: the forge actor serves only its own node; another node forges through the spec's grain (forge.GrainKind), with its caller's token", system.ErrUnauthenticated, what)
 }
 
 func (a *forgeActor) onRun(ctx actor.Context, m *pb.Run) {

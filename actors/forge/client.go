@@ -66,9 +66,9 @@ func (c *Client) ask(ctx context.Context, key string, msg any) (Result, error) {
 	if wait <= 0 {
 		wait = DefaultWait
 	}
-	stop := system.AfterCancel(ctx, func() { c.Root.Send(c.PID, &pb.Cancel{RunKey: key}) })
+	stop := system.AfterCancel(ctx, func() { c.Root.Send(c.PID, system.Outgoing(c.Root, c.PID, &pb.Cancel{RunKey: key})) })
 	defer stop()
-	reply, err := system.Ask(ctx, c.Root, c.PID, msg, wait)
+	reply, err := system.Ask(ctx, c.Root, c.PID, system.Outgoing(c.Root, c.PID, msg), wait)
 	if err := ctx.Err(); err != nil {
 		return Result{}, err // the Cancel is on its way; the forge stays resumable
 	}

@@ -66,6 +66,7 @@ func resultFromPB(r *pb.Result) Result {
 
 // The Failure codes (see forge.proto) and the sentinel each names.
 var failureCodes = system.FailureCodes{
+	{Code: system.CodeUnauthenticated, Err: system.ErrUnauthenticated},
 	{Code: "options", Err: ErrOptions},
 	{Code: "spec", Err: ErrSpec},
 	{Code: "gave_up", Err: ErrGaveUp},

@@ -15,6 +15,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
 	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -66,6 +67,10 @@ type GrainOptions struct {
 	Finished func(ctx context.Context, specHash string) (res Result, ok bool, err error)
 	// Logger receives the grain's progress (nil: slog.Default()).
 	Logger *slog.Logger
+	// Authority verifies the caller's token every Run MUST carry (the
+	// node's: the kernel's capability.Authority; see authorizeCaller). nil:
+	// every Run is refused.
+	Authority *capability.Authority
 }
 
 // GrainProps returns the props of a forge grain: the activation of one spec
@@ -119,8 +124,18 @@ type landed struct{ done *pb.Done }
 
 // Receive is the grain's one message switch.
 func (g *grain) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+	msg, local := system.Unwrap(ctx.Message())
+	switch m := msg.(type) {
 	case *pb.Run:
+		// A grain is reached from every node of the cluster: a Run MUST
+		// carry its caller's token, checked as forge_tool checks it
+		// locally (only this node's own may name no caller).
+		if err := authorizeCaller(g.opts.Authority, local, m.GetCaller(), "forge grain Run"); err != nil {
+			if s := ctx.Sender(); s != nil {
+				ctx.Send(s, refused(err))
+			}
+			return
+		}
 		g.onRun(ctx, m, ctx.Sender())
 	case *pb.Cancel:
 		g.onCancel(m)

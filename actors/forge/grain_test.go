@@ -32,7 +32,7 @@ func startGrain(t *testing.T, e env, pending func(context.Context, string) (stri
 
 func askGrain(t *testing.T, e env, pid *actor.PID, key string) *pb.Done {
 	t.Helper()
-	reply, err := system.Ask(context.Background(), e.sys.Root, pid, &pb.Run{RunKey: key, Spec: fibSpec}, time.Minute)
+	reply, err := system.Ask(context.Background(), e.sys.Root, pid, &system.Local{Msg: &pb.Run{RunKey: key, Spec: fibSpec}}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,12 +104,12 @@ func TestGrainCancelLeavesForgeToOthers(t *testing.T) {
 	pid := startGrain(t, e, nil)
 
 	// The first caller's future is answered nothing once it cancelled.
-	_ = e.sys.Root.RequestFuture(pid, &pb.Run{RunKey: "a", Spec: fibSpec}, time.Minute)
+	_ = e.sys.Root.RequestFuture(pid, &system.Local{Msg: &pb.Run{RunKey: "a", Spec: fibSpec}}, time.Minute)
 	<-asked
 	second := make(chan *pb.Done, 1)
 	go func() { second <- askGrain(t, e, pid, "b") }()
 	time.Sleep(50 * time.Millisecond)
-	e.sys.Root.Send(pid, &pb.Cancel{RunKey: "a"})
+	e.sys.Root.Send(pid, &system.Local{Msg: &pb.Cancel{RunKey: "a"}})
 	close(release)
 	if d := <-second; d.GetFailure() != nil || d.GetResult().GetPath() != "tools/math/fib.ts" {
 		t.Fatalf("the caller that stayed got %v", d)

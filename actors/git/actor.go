@@ -15,6 +15,8 @@ import (
 	pb "github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
@@ -64,6 +66,15 @@ type Options struct {
 	// actor's goroutine, as a persist does: the node's other writes wait
 	// for it (bounded by the gate's replay timeouts and PersistTimeout).
 	Gate Gater
+	// Authority verifies the token a request carries (the node's: the
+	// kernel's capability.Authority). nil: a request with a token is
+	// refused, and only the node's own requests (system.Local) are served.
+	Authority *capability.Authority
+	// NodeOnly are directories of the tool root (besides PersonasDir) that
+	// only the node itself writes: a write from a process or another node
+	// is refused there whatever its token grants (Protected). The node
+	// passes its configured personas directory.
+	NodeOnly []string
 }
 
 // Gater checks a new version of a tool against the recorded runs of the
@@ -115,19 +126,44 @@ func (a *gitActor) log() *slog.Logger {
 }
 
 // Receive is the git actor's one message switch.
+//
+// Every request is authenticated first (auth.go): the node's own arrive in
+// a system.Local; a request that carries a token acts for its holder; any
+// other is refused with "unauthenticated" and nothing is done.
 func (a *gitActor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+	msg, local := system.Unwrap(ctx.Message())
+	switch m := msg.(type) {
 	case *pb.WriteFile:
+		if err := a.authorizeWrite("write", m.GetPath(), local, m.GetToken()); err != nil {
+			ctx.Respond(&pb.Written{Path: m.GetPath(), Failure: failureOf(err)})
+			return
+		}
 		ctx.Respond(a.onWrite(m))
 		a.resolve(ctx) // a write may have rebased on newer upstream commits
 	case *pb.PatchFile:
+		if err := a.authorizeWrite("patch", m.GetPath(), local, m.GetToken()); err != nil {
+			ctx.Respond(&pb.Written{Path: m.GetPath(), Failure: failureOf(err)})
+			return
+		}
 		ctx.Respond(a.onPatch(m))
 		a.resolve(ctx)
 	case *pb.Announce:
+		if err := a.authorizeSync("Announce of "+m.GetCommit(), local, m.GetToken()); err != nil {
+			ctx.Respond(&pb.Synced{Commit: m.GetCommit(), Failure: failureOf(err)})
+			return
+		}
 		a.onAnnounce(ctx, m)
 	case *pb.WaitFor:
+		if err := a.authorizeSync("WaitFor of "+m.GetCommit(), local, m.GetToken()); err != nil {
+			ctx.Respond(&pb.Synced{Commit: m.GetCommit(), Failure: failureOf(err)})
+			return
+		}
 		a.onWaitFor(ctx, m)
 	case *pb.Pull:
+		if err := a.authorizeSync("Pull", local, m.GetToken()); err != nil {
+			ctx.Respond(&pb.Synced{Failure: failureOf(err)})
+			return
+		}
 		a.onPull(ctx)
 	case *tick:
 		a.onTick(ctx)

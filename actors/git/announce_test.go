@@ -19,6 +19,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -287,7 +288,7 @@ func TestConcurrentWritesOnTwoNodesReachBoth(t *testing.T) {
 // a hang until the caller's timeout.
 func TestWaitersAnsweredWhenTheActorStops(t *testing.T) {
 	n := newGitNode(t, newUpstream(t), 10*time.Second)
-	f := n.sys.Root.RequestFuture(n.pid, &gitpb.WaitFor{Commit: strings.Repeat("ab", 20), TimeoutMs: time.Minute.Milliseconds()}, 2*time.Minute)
+	f := n.sys.Root.RequestFuture(n.pid, &system.Local{Msg: &gitpb.WaitFor{Commit: strings.Repeat("ab", 20), TimeoutMs: time.Minute.Milliseconds()}}, 2*time.Minute)
 	// Queued behind the WaitFor: once answered, the WaitFor is waiting.
 	if _, err := n.c.WaitFor(context.Background(), strings.Repeat("cd", 20), time.Millisecond); !errors.Is(err, git.ErrCommitNotReached) {
 		t.Fatal(err)
@@ -314,7 +315,7 @@ func TestAnnounceRetriesUntilTheUpstreamAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(t, os.Rename(up, up+".away"))
-	f := b.sys.Root.RequestFuture(b.pid, &gitpb.Announce{Commit: w.Commit}, time.Minute)
+	f := b.sys.Root.RequestFuture(b.pid, &system.Local{Msg: &gitpb.Announce{Commit: w.Commit}}, time.Minute)
 	// Queued behind the Announce: answered while the Announce waits, so
 	// its first pull has run, and failed.
 	if _, err := b.c.WaitFor(ctx, w.Commit, time.Millisecond); !errors.Is(err, git.ErrCommitNotReached) {
@@ -345,7 +346,7 @@ func TestARebasedWriteReleasesWaitersAndRegisters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := b.sys.Root.RequestFuture(b.pid, &gitpb.WaitFor{Commit: w.Commit, TimeoutMs: time.Minute.Milliseconds()}, 2*time.Minute)
+	f := b.sys.Root.RequestFuture(b.pid, &system.Local{Msg: &gitpb.WaitFor{Commit: w.Commit, TimeoutMs: time.Minute.Milliseconds()}}, 2*time.Minute)
 	if _, err := b.c.WriteFile(ctx, "tools/from-b.ts", []byte(toolSource("from-b"))); err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,21 @@ type Client struct {
 	// Timeout bounds each request (also bounded by the ctx's deadline).
 	// Zero means DefaultTimeout.
 	Timeout time.Duration
+	// Token is the capability token (capability.Token.Encode) of the
+	// process the requests act for: the git actor checks its grants (write
+	// on the path) and refuses the node's policy and state (Protected),
+	// whatever it grants. Empty: the node itself, which only a client in
+	// the git actor's own process is (the request travels in a
+	// system.Local); from another node a request without a token is
+	// refused (system.ErrUnauthenticated).
+	Token string
+}
+
+// As returns a copy of c whose requests act for the holder of token
+// (capability.Token.Encode), as Client.Token says.
+func (c Client) As(token string) *Client {
+	c.Token = token
+	return &c
 }
 
 // NewClient returns the client of the git actor pid, sending from root.
@@ -77,7 +92,7 @@ func NewClient(root actor.SenderContext, pid *actor.PID) *Client {
 // but was not registered or persisted says so in the error, with Path and
 // Hash set (and Held for a tool that does not compile).
 func (c *Client) WriteFile(ctx context.Context, path string, content []byte) (Written, error) {
-	return c.ask(ctx, &pb.WriteFile{Path: path, Content: content})
+	return c.ask(ctx, &pb.WriteFile{Path: path, Content: content, Token: c.Token})
 }
 
 // PatchFile replaces the first occurrence of search in the file at path by
@@ -85,7 +100,7 @@ func (c *Client) WriteFile(ctx context.Context, path string, content []byte) (Wr
 // ErrSearchNotFound (search absent; the file is unchanged), ErrEmptySearch,
 // or what WriteFile's do.
 func (c *Client) PatchFile(ctx context.Context, path, search, replace string) (Written, error) {
-	return c.ask(ctx, &pb.PatchFile{Path: path, Search: search, Replace: replace})
+	return c.ask(ctx, &pb.PatchFile{Path: path, Search: search, Replace: replace, Token: c.Token})
 }
 
 // Synced is the result of Announce and WaitFor: the tool root includes
@@ -113,7 +128,7 @@ type Synced struct {
 // ErrUnavailable, or a registry error when the commit was reached but a
 // pulled tool was not registered (the Synced is filled then).
 func (c *Client) Announce(ctx context.Context, commit, branch string) (Synced, error) {
-	return c.sync(ctx, &pb.Announce{Commit: commit, Branch: branch}, c.timeout())
+	return c.sync(ctx, &pb.Announce{Commit: commit, Branch: branch, Token: c.Token}, c.timeout())
 }
 
 // WaitFor returns once the tool root includes commit: the barrier before a
@@ -128,19 +143,19 @@ func (c *Client) WaitFor(ctx context.Context, commit string, timeout time.Durati
 	} else {
 		ask = max(ask, wait+10*time.Second)
 	}
-	return c.sync(ctx, &pb.WaitFor{Commit: commit, TimeoutMs: timeout.Milliseconds()}, ask)
+	return c.sync(ctx, &pb.WaitFor{Commit: commit, TimeoutMs: timeout.Milliseconds(), Token: c.Token}, ask)
 }
 
 // Pull brings the tool root up to the upstream now and registers what
 // changed (the catch-up of a node that joins a cluster). Errors: ErrNoRepo,
 // ErrUnavailable, or the pull's.
 func (c *Client) Pull(ctx context.Context) (Synced, error) {
-	return c.sync(ctx, &pb.Pull{}, c.timeout())
+	return c.sync(ctx, &pb.Pull{Token: c.Token}, c.timeout())
 }
 
 func (c *Client) sync(ctx context.Context, req proto.Message, timeout time.Duration) (Synced, error) {
 	name := req.ProtoReflect().Descriptor().Name()
-	res, err := system.Ask(ctx, c.Root, c.PID, req, timeout)
+	res, err := system.Ask(ctx, c.Root, c.PID, system.Outgoing(c.Root, c.PID, req), timeout)
 	if err != nil {
 		return Synced{}, fmt.Errorf("%w: %s to %s: %w; check that the node's git actor is running", ErrUnavailable, name, c.PID, err)
 	}
@@ -162,7 +177,7 @@ func (c *Client) timeout() time.Duration {
 // ends.
 func (c *Client) ask(ctx context.Context, req proto.Message) (Written, error) {
 	name := req.ProtoReflect().Descriptor().Name()
-	res, err := system.Ask(ctx, c.Root, c.PID, req, c.timeout())
+	res, err := system.Ask(ctx, c.Root, c.PID, system.Outgoing(c.Root, c.PID, req), c.timeout())
 	if err != nil {
 		return Written{}, fmt.Errorf("%w: %s to %s (a write already sent may still happen): %w; check that the node's git actor is running", ErrUnavailable, name, c.PID, err)
 	}

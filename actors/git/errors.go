@@ -30,3 +30,9 @@ var (
 	// says what the last pull met.
 	ErrCommitNotReached = errors.New("the tool root does not include the commit")
 )
+
+// ErrProtected: a write named a file of the node's own policy or state
+// (Protected): agentos.json, .agentos/ or .git anywhere, which no write
+// through the git actor may change, or personas/, which only the node
+// itself writes (agentos persona save). Nothing was written.
+var ErrProtected = errors.New("the node's policy and state are not written by processes or other nodes")

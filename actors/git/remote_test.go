@@ -55,7 +55,16 @@ func TestMessagesCrossNodes(t *testing.T) {
 		if err := proto.Unmarshal(b, in); err != nil {
 			t.Fatal(err)
 		}
+		// From another node, without a token: refused, nothing done.
 		res, err := c.Root.RequestFuture(c.PID, in, 5*time.Second).Result()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if r, ok := res.(proto.Message); !ok || failureCode(r) != system.CodeUnauthenticated {
+			t.Errorf("%s without a token from outside the node answered %v, want failure %q", name, res, system.CodeUnauthenticated)
+		}
+		// As this node's own request (what a client in its process sends).
+		res, err = c.Root.RequestFuture(c.PID, &system.Local{Msg: in}, 5*time.Second).Result()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -70,4 +79,15 @@ func TestMessagesCrossNodes(t *testing.T) {
 			t.Errorf("%s to an actor without a Repo: %v, want failure no_repo", name, s.GetFailure())
 		}
 	}
+}
+
+// failureCode is the code of a reply's failure field ("" for none).
+func failureCode(m proto.Message) string {
+	r := m.ProtoReflect()
+	fd := r.Descriptor().Fields().ByName("failure")
+	if fd == nil || !r.Has(fd) {
+		return ""
+	}
+	f := r.Get(fd).Message()
+	return f.Get(f.Descriptor().Fields().ByName("code")).String()
 }

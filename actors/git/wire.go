@@ -9,6 +9,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -18,6 +19,9 @@ import (
 // registry or repo error may wrap a vfs one). IMPORTANT: a code, once used,
 // MUST keep its meaning: another node may be older.
 var failureCodes = system.FailureCodes{
+	{Code: "protected", Err: ErrProtected},
+	{Code: system.CodeUnauthenticated, Err: system.ErrUnauthenticated},
+	{Code: "denied", Err: capability.ErrDenied},
 	{Code: "search_not_found", Err: ErrSearchNotFound},
 	{Code: "empty_search", Err: ErrEmptySearch},
 	{Code: "not_compiled", Err: ErrNotCompiled},

@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/agentos-run/agentos/actors/kernel/kernelpb"
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 )
 
@@ -39,9 +40,16 @@ type kernelActor struct {
 	watches map[watchKey]watch
 }
 
-// Receive is the kernel actor's one message switch.
+// Receive is the kernel actor's one message switch. Every request is
+// authorized first (auth.go): a refused one is answered with its reply
+// type carrying the failure, and nothing is done.
 func (a *kernelActor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+	msg, local := system.Unwrap(ctx.Message())
+	if err := a.authorize(msg, local); err != nil {
+		a.refuse(ctx, msg, err)
+		return
+	}
+	switch m := msg.(type) {
 	case *kernelpb.PS:
 		ctx.Respond(a.onPS())
 	case *kernelpb.EventsQuery:
@@ -74,6 +82,38 @@ func (a *kernelActor) Receive(ctx actor.Context) {
 	case *actor.Started, *actor.Stopped:
 	default:
 		ctx.Logger().Warn("kernel: unknown message", slog.String("type", fmt.Sprintf("%T", m)))
+	}
+}
+
+// refuse answers a request the sender may not make with its reply type
+// carrying err (a Refused note has no reply: the refusal is logged).
+func (a *kernelActor) refuse(ctx actor.Context, msg any, err error) {
+	f := failure(err)
+	switch msg.(type) {
+	case *kernelpb.PS:
+		ctx.Respond(&kernelpb.PSReply{Failure: f})
+	case *kernelpb.EventsQuery:
+		ctx.Respond(&kernelpb.EventsReply{Failure: f})
+	case *kernelpb.Signal:
+		ctx.Respond(&kernelpb.SignalReply{Failure: f})
+	case *kernelpb.Spawn:
+		ctx.Respond(&kernelpb.Spawned{Failure: f})
+	case *kernelpb.Send:
+		ctx.Respond(&kernelpb.Sent{Failure: f})
+	case *kernelpb.Monitor:
+		ctx.Respond(&kernelpb.Monitored{Failure: f})
+	case *kernelpb.Demonitor:
+		ctx.Respond(&kernelpb.Demonitored{Failure: f})
+	case *kernelpb.Charge:
+		ctx.Respond(&kernelpb.Charged{Failure: f})
+	case *kernelpb.Refund:
+		ctx.Respond(&kernelpb.Refunded{Failure: f})
+	case *kernelpb.Snapshot:
+		ctx.Respond(&kernelpb.SnapshotTaken{Failure: f})
+	case *kernelpb.Restore:
+		ctx.Respond(&kernelpb.Restored{Failure: f})
+	default:
+		ctx.Logger().Warn("kernel: request refused", slog.String("type", fmt.Sprintf("%T", msg)), slog.Any("err", err))
 	}
 }
 

@@ -439,7 +439,7 @@ func TestKernelActorSpawnFromAStoppedParent(t *testing.T) {
 	// The Spawn is in the kernel actor's mailbox before the PS below (one
 	// goroutine enqueues both), so the PS is answered only if the waiting
 	// spawn does not hold the actor.
-	f := sys.Root().RequestFuture(c.PID, &kernelpb.Spawn{Image: "idle", Parent: uint64(parent.PID())}, 10*time.Second)
+	f := sys.Root().RequestFuture(c.PID, &system.Local{Msg: &kernelpb.Spawn{Image: "idle", Parent: uint64(parent.PID())}}, 10*time.Second)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	ps, err := c.PS(pctx)
@@ -476,7 +476,7 @@ func TestKernelActorMonitorBySender(t *testing.T) {
 	watcher := sys.Spawn(actor.PropsFromFunc(func(ac actor.Context) {
 		switch m := ac.Message().(type) {
 		case *kernelpb.Monitor:
-			ac.Request(c.PID, m) // the sender is this actor
+			ac.Request(c.PID, &system.Local{Msg: m}) // the sender is this actor
 		case *kernelpb.Monitored, *kernelpb.Down:
 			got <- m
 		}

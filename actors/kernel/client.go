@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/agentos-run/agentos/actors/kernel/kernelpb"
 	"github.com/agentos-run/agentos/capability"
@@ -26,9 +27,17 @@ const DefaultTimeout = 30 * time.Second
 // requests (a system's root context, or an actor's context: both have
 // RequestFuture). A request waits until ctx's deadline, or DefaultTimeout
 // when ctx has none.
+//
+// Token is the capability token (capability.Token.Encode) every request
+// carries: the process it acts for (see kernelpb's token fields for what a
+// token may ask). Empty: the node itself, which only a client in the
+// kernel actor's own process is (the request travels in a system.Local);
+// from another node a request without a valid token is refused
+// (system.ErrUnauthenticated).
 type Client struct {
-	PID  *actor.PID
-	Root actor.SenderContext
+	PID   *actor.PID
+	Root  actor.SenderContext
+	Token string
 }
 
 // SpawnRequest is what Client.Spawn asks for (see kernelpb.Spawn).
@@ -47,7 +56,7 @@ type SpawnRequest struct {
 	Deadline time.Duration
 }
 
-func (c Client) request(ctx context.Context, msg any) (any, error) {
+func (c Client) request(ctx context.Context, msg proto.Message) (any, error) {
 	if c.PID == nil || c.Root == nil {
 		return nil, fmt.Errorf("%w: kernel.Client needs the kernel actor's PID and a sender context", ErrInvalid)
 	}
@@ -55,7 +64,7 @@ func (c Client) request(ctx context.Context, msg any) (any, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(dl), time.Millisecond)
 	}
-	res, err := system.Ask(ctx, c.Root, c.PID, msg, timeout)
+	res, err := system.Ask(ctx, c.Root, c.PID, system.Outgoing(c.Root, c.PID, system.WithToken(msg, c.Token)), timeout)
 	if err != nil {
 		return nil, fmt.Errorf("kernel: the kernel actor %v did not answer %T: %w", c.PID, msg, err)
 	}
@@ -81,6 +90,9 @@ func (c Client) PS(ctx context.Context) ([]ProcInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := failureErr(r.GetFailure()); err != nil {
+		return nil, err
+	}
 	out := make([]ProcInfo, len(r.GetProcs()))
 	for i, p := range r.GetProcs() {
 		out[i] = procInfo(p)
@@ -93,6 +105,9 @@ func (c Client) PS(ctx context.Context) ([]ProcInfo, error) {
 func (c Client) Events(ctx context.Context, after uint64, limit int) ([]Event, error) {
 	r, err := reply[*kernelpb.EventsReply](c.request(ctx, &kernelpb.EventsQuery{After: after, Limit: int64(limit)}))
 	if err != nil {
+		return nil, err
+	}
+	if err := failureErr(r.GetFailure()); err != nil {
 		return nil, err
 	}
 	out := make([]Event, len(r.GetEvents()))
@@ -179,8 +194,11 @@ func (c Client) Demonitor(ctx context.Context, pid PID, watcher *actor.PID) erro
 	if watcher == nil {
 		return fmt.Errorf("%w: Client.Demonitor of %v needs the watching actor's PID", ErrInvalid, pid)
 	}
-	_, err := reply[*kernelpb.Demonitored](c.request(ctx, &kernelpb.Demonitor{Pid: uint64(pid), WatcherAddress: watcher.GetAddress(), WatcherId: watcher.GetId()}))
-	return err
+	r, err := reply[*kernelpb.Demonitored](c.request(ctx, &kernelpb.Demonitor{Pid: uint64(pid), WatcherAddress: watcher.GetAddress(), WatcherId: watcher.GetId()}))
+	if err != nil {
+		return err
+	}
+	return failureErr(r.GetFailure())
 }
 
 // Charge charges amount of meter to pid's quota account and its
@@ -214,7 +232,8 @@ func (c Client) Refused(pid PID, right capability.Right, resource string, err er
 	if err != nil {
 		reason = err.Error()
 	}
-	c.Root.Send(c.PID, &kernelpb.Refused{Pid: uint64(pid), Right: string(right), Resource: resource, Reason: reason})
+	m := system.WithToken(&kernelpb.Refused{Pid: uint64(pid), Right: string(right), Resource: resource, Reason: reason}, c.Token)
+	c.Root.Send(c.PID, system.Outgoing(c.Root, c.PID, m))
 }
 
 // SnapshotInfo is what Client.Snapshot answers (kernelpb.SnapshotTaken).

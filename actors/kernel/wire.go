@@ -15,6 +15,7 @@ import (
 // data (Failure.quota). IMPORTANT: a code, once used, MUST keep its
 // meaning: another node may be older.
 var failureCodes = system.FailureCodes{
+	{Code: system.CodeUnauthenticated, Err: system.ErrUnauthenticated},
 	{Code: "no_process", Err: ErrNoProcess},
 	{Code: "exited", Err: ErrExited},
 	{Code: "name_taken", Err: ErrNameTaken},

@@ -3,10 +3,13 @@ package registry
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentos-run/agentos/actors/registry/registrypb"
+	"github.com/agentos-run/agentos/actors/system"
 )
 
 // Props returns the props of a registry actor serving r. The actor holds no
@@ -17,9 +20,18 @@ func Props(r *Registry) *actor.Props {
 
 type registryActor struct{ r *Registry }
 
-// Receive is the registry actor's one message switch.
+// Receive is the registry actor's one message switch. It serves only its
+// own node (a request in a system.Local): any other is answered with its
+// reply type carrying "unauthenticated", and nothing is done.
 func (a *registryActor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+	msg, local := system.Unwrap(ctx.Message())
+	if !local {
+		if f := refusal(msg); f != nil {
+			ctx.Respond(f)
+			return
+		}
+	}
+	switch m := msg.(type) {
 	case *pb.Register:
 		ctx.Respond(a.onRegister(m))
 	case *pb.Search:
@@ -33,6 +45,30 @@ func (a *registryActor) Receive(ctx actor.Context) {
 	case *actor.Started, *actor.Stopped, *actor.Restarting:
 	default:
 		ctx.Logger().Warn("registry: unknown message", slog.String("type", fmt.Sprintf("%T", m)))
+	}
+}
+
+// refusal is the reply to a request from outside the node; nil for what
+// is not a request of the registry's.
+func refusal(msg any) proto.Message {
+	var name string
+	switch msg.(type) {
+	case *pb.Register, *pb.Search, *pb.Get, *pb.Used:
+		name = fmt.Sprintf("%T", msg)
+		name = name[strings.LastIndex(name, ".")+1:]
+	default:
+		return nil
+	}
+	f := failureOf(fmt.Errorf("%w: %s came from outside this node: the registry serves only its own node (tools are registered when a write lands through the node's git actor, and searched through its kernel tools)", system.ErrUnauthenticated, name))
+	switch msg.(type) {
+	case *pb.Register:
+		return &pb.Registered{Failure: f}
+	case *pb.Search:
+		return &pb.SearchResult{Failure: f}
+	case *pb.Get:
+		return &pb.Got{Failure: f}
+	default:
+		return &pb.Counted{Failure: f}
 	}
 }
 

@@ -59,6 +59,9 @@ func (c *Client) Search(ctx context.Context, query string, limit int) ([]Hit, er
 	if err != nil {
 		return nil, err
 	}
+	if err := errorOf(res.GetFailure()); err != nil {
+		return nil, err
+	}
 	return hitsFromPB(res.GetHits()), nil
 }
 
@@ -67,6 +70,9 @@ func (c *Client) Search(ctx context.Context, query string, limit int) ([]Hit, er
 func (c *Client) Get(ctx context.Context, path string) (Tool, bool, error) {
 	res, err := request[*pb.Got](ctx, c, &pb.Get{Path: path})
 	if err != nil {
+		return Tool{}, false, err
+	}
+	if err := errorOf(res.GetFailure()); err != nil {
 		return Tool{}, false, err
 	}
 	if res.GetTool() == nil {
@@ -79,8 +85,11 @@ func (c *Client) Get(ctx context.Context, path string) (Tool, bool, error) {
 // took the count (it is written within the registry's flush delay, and at
 // the latest when the registry closes). The only error is ErrUnavailable.
 func (c *Client) Used(ctx context.Context, path string) error {
-	_, err := request[*pb.Counted](ctx, c, &pb.Used{Path: path})
-	return err
+	res, err := request[*pb.Counted](ctx, c, &pb.Used{Path: path})
+	if err != nil {
+		return err
+	}
+	return errorOf(res.GetFailure())
 }
 
 // request sends req to the registry actor and waits for a reply of type R, at
@@ -92,7 +101,7 @@ func request[R proto.Message](ctx context.Context, c *Client, req proto.Message)
 		timeout = DefaultTimeout
 	}
 	name := req.ProtoReflect().Descriptor().Name()
-	res, err := system.Ask(ctx, c.Root, c.PID, req, timeout)
+	res, err := system.Ask(ctx, c.Root, c.PID, system.Outgoing(c.Root, c.PID, req), timeout)
 	if err != nil {
 		return zero, fmt.Errorf("%w: %s to %s: %w; check that the node's registry actor is running", ErrUnavailable, name, c.PID, err)
 	}

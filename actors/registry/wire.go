@@ -18,6 +18,7 @@ import (
 // stable wire code, in the order failureOf tries them. IMPORTANT: a code,
 // once used, MUST keep its meaning: another node may be older.
 var failureCodes = system.FailureCodes{
+	{Code: system.CodeUnauthenticated, Err: system.ErrUnauthenticated},
 	{Code: "not_tool", Err: ErrNotTool},
 	{Code: "not_registered", Err: ErrNotRegistered},
 	{Code: "persist", Err: ErrPersist},

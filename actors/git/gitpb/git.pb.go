@@ -37,7 +37,11 @@ const (
 // "repo_internal", "repo_options", "repo_path" (package repo: the write was
 // not persisted); "security", "not_found", "invalid_path" (package vfs);
 // "gate_blocked" (governance/gate.ErrBlocked: the registration gate
-// refused the new version, nothing was written); "internal" (none of them). message is the full error text (what was wrong
+// refused the new version, nothing was written); "unauthenticated"
+// (system.ErrUnauthenticated: a request from another node without a valid
+// token); "denied" (capability.ErrDenied: the token does not grant write on
+// the path); "protected" (git.ErrProtected: agentos.json, .agentos/, .git or
+// personas/, never written by a process or another node); "internal" (none of them). message is the full error text (what was wrong
 // and what to do). conflict is set with code "conflict": the data of a
 // *repo.ConflictError, so that the caller learns which branch keeps its
 // version (errors.As works on the client's error).
@@ -181,8 +185,14 @@ func (x *Conflict) GetBase() string {
 type WriteFile struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// path is relative to the tool root, e.g. tools/math/fib.ts.
-	Path          string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Content       []byte `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	Path    string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Content []byte `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for; its grants are checked as for a local call.
+	// Empty: the node itself, accepted only from this node's own process
+	// (system.Local); a request from another node without a valid token is
+	// refused with "unauthenticated" (docs/SECURITY.md).
+	Token         string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -231,15 +241,28 @@ func (x *WriteFile) GetContent() []byte {
 	return nil
 }
 
+func (x *WriteFile) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
 // PatchFile asks the git actor to replace the first occurrence of search in
 // a file by replace, then register and persist it as WriteFile does.
 // Sender: the kernel tools (patch_file). Reply: Written; its failure is
 // "search_not_found" when search is absent, "empty_search" when it is empty.
 type PatchFile struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Search        string                 `protobuf:"bytes,2,opt,name=search,proto3" json:"search,omitempty"`
-	Replace       string                 `protobuf:"bytes,3,opt,name=replace,proto3" json:"replace,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Path    string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Search  string                 `protobuf:"bytes,2,opt,name=search,proto3" json:"search,omitempty"`
+	Replace string                 `protobuf:"bytes,3,opt,name=replace,proto3" json:"replace,omitempty"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for; its grants are checked as for a local call.
+	// Empty: the node itself, accepted only from this node's own process
+	// (system.Local); a request from another node without a valid token is
+	// refused with "unauthenticated" (docs/SECURITY.md).
+	Token         string `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -291,6 +314,13 @@ func (x *PatchFile) GetSearch() string {
 func (x *PatchFile) GetReplace() string {
 	if x != nil {
 		return x.Replace
+	}
+	return ""
+}
+
+func (x *PatchFile) GetToken() string {
+	if x != nil {
+		return x.Token
 	}
 	return ""
 }
@@ -513,7 +543,13 @@ type Announce struct {
 	Commit string                 `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
 	// branch is the branch commit was pushed to (Committed.branch); empty:
 	// this node's branch. Another branch than this node's fails at once.
-	Branch        string `protobuf:"bytes,2,opt,name=branch,proto3" json:"branch,omitempty"`
+	Branch string `protobuf:"bytes,2,opt,name=branch,proto3" json:"branch,omitempty"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for; its grants are checked as for a local call.
+	// Empty: the node itself, accepted only from this node's own process
+	// (system.Local); a request from another node without a valid token is
+	// refused with "unauthenticated" (docs/SECURITY.md).
+	Token         string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -562,6 +598,13 @@ func (x *Announce) GetBranch() string {
 	return ""
 }
 
+func (x *Announce) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
 // WaitFor asks the git actor to answer once the tool root includes commit:
 // the barrier a call that must not read a stale tree (exec_tool, read_file)
 // passes first, with the latest commit the node was announced. It fetches
@@ -573,7 +616,13 @@ type WaitFor struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Commit string                 `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
 	// timeout_ms bounds the wait; 0: Options.SyncTimeout.
-	TimeoutMs     int64 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	TimeoutMs int64 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for; its grants are checked as for a local call.
+	// Empty: the node itself, accepted only from this node's own process
+	// (system.Local); a request from another node without a valid token is
+	// refused with "unauthenticated" (docs/SECURITY.md).
+	Token         string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -622,6 +671,13 @@ func (x *WaitFor) GetTimeoutMs() int64 {
 	return 0
 }
 
+func (x *WaitFor) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
 // Pull asks the git actor to bring the tool root up to the upstream now
 // (one pull, what changed registered with the registry actor as for an
 // Announce), whatever commit it has. Sender: a node that just joined its
@@ -629,7 +685,13 @@ func (x *WaitFor) GetTimeoutMs() int64 {
 // Reply: Synced (commit empty, head the new head); failure "no_repo", or
 // the pull's error.
 type Pull struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for; its grants are checked as for a local call.
+	// Empty: the node itself, accepted only from this node's own process
+	// (system.Local); a request from another node without a valid token is
+	// refused with "unauthenticated" (docs/SECURITY.md).
+	Token         string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -662,6 +724,13 @@ func (x *Pull) ProtoReflect() protoreflect.Message {
 // Deprecated: Use Pull.ProtoReflect.Descriptor instead.
 func (*Pull) Descriptor() ([]byte, []int) {
 	return file_actors_git_gitpb_git_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Pull) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
 }
 
 // Synced is the reply to Announce, WaitFor and Pull.
@@ -769,14 +838,16 @@ const file_actors_git_gitpb_git_proto_rawDesc = "" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x14\n" +
 	"\x05paths\x18\x02 \x03(\tR\x05paths\x12\x16\n" +
 	"\x06branch\x18\x03 \x01(\tR\x06branch\x12\x12\n" +
-	"\x04base\x18\x04 \x01(\tR\x04base\"9\n" +
+	"\x04base\x18\x04 \x01(\tR\x04base\"O\n" +
 	"\tWriteFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
-	"\acontent\x18\x02 \x01(\fR\acontent\"Q\n" +
+	"\acontent\x18\x02 \x01(\fR\acontent\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\"g\n" +
 	"\tPatchFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06search\x18\x02 \x01(\tR\x06search\x12\x18\n" +
-	"\areplace\x18\x03 \x01(\tR\areplace\"\x83\x02\n" +
+	"\areplace\x18\x03 \x01(\tR\areplace\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\tR\x05token\"\x83\x02\n" +
 	"\aWritten\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12\x12\n" +
@@ -792,15 +863,18 @@ const file_actors_git_gitpb_git_proto_rawDesc = "" +
 	"\tCommitted\x12\x16\n" +
 	"\x06commit\x18\x01 \x01(\tR\x06commit\x12\x16\n" +
 	"\x06branch\x18\x02 \x01(\tR\x06branch\x12\x14\n" +
-	"\x05paths\x18\x03 \x03(\tR\x05paths\":\n" +
+	"\x05paths\x18\x03 \x03(\tR\x05paths\"P\n" +
 	"\bAnnounce\x12\x16\n" +
 	"\x06commit\x18\x01 \x01(\tR\x06commit\x12\x16\n" +
-	"\x06branch\x18\x02 \x01(\tR\x06branch\"@\n" +
+	"\x06branch\x18\x02 \x01(\tR\x06branch\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\"V\n" +
 	"\aWaitFor\x12\x16\n" +
 	"\x06commit\x18\x01 \x01(\tR\x06commit\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\"\x06\n" +
-	"\x04Pull\"\xbb\x01\n" +
+	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\"\x1c\n" +
+	"\x04Pull\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\"\xbb\x01\n" +
 	"\x06Synced\x12\x16\n" +
 	"\x06commit\x18\x01 \x01(\tR\x06commit\x12\x12\n" +
 	"\x04head\x18\x02 \x01(\tR\x04head\x12\x18\n" +

@@ -34,7 +34,9 @@ const (
 
 // Failure is an error crossing the wire. code is stable and names the
 // kernel's sentinel error: "no_process" (kernel.ErrNoProcess), "exited"
-// (ErrExited), "name_taken" (ErrNameTaken), "closed" (ErrClosed), "invalid"
+// (ErrExited), "name_taken" (ErrNameTaken), "closed" (ErrClosed),
+// "unauthenticated" (system.ErrUnauthenticated: a request from another node
+// without a valid token; nothing was done), "invalid"
 // (ErrInvalid), "denied" (capability.ErrDenied), "amplify"
 // (capability.ErrAmplify: a child asked for a right its parent lacks), "quota" (a
 // *capability.QuotaError, detailed in quota), "internal" (none of them).
@@ -313,7 +315,12 @@ func (x *ProcInfo) GetLeft() map[string]float64 {
 // PS asks for the process table. Sender: the admin socket (agentos ps), any
 // actor. Reply: PSReply.
 type PS struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for. Empty: the node itself, accepted only from
+	// this node's own process (system.Local); from another node a request
+	// without a valid token is refused ("unauthenticated", docs/SECURITY.md).
+	Token         string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -348,10 +355,20 @@ func (*PS) Descriptor() ([]byte, []int) {
 	return file_actors_kernel_kernelpb_kernel_proto_rawDescGZIP(), []int{3}
 }
 
+func (x *PS) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
 // PSReply is the reply to PS: the live processes, by PID.
 type PSReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Procs         []*ProcInfo            `protobuf:"bytes,1,rep,name=procs,proto3" json:"procs,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Procs []*ProcInfo            `protobuf:"bytes,1,rep,name=procs,proto3" json:"procs,omitempty"`
+	// failure is why the table was not listed ("unauthenticated"); unset on
+	// success.
+	Failure       *Failure `protobuf:"bytes,2,opt,name=failure,proto3" json:"failure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -389,6 +406,13 @@ func (*PSReply) Descriptor() ([]byte, []int) {
 func (x *PSReply) GetProcs() []*ProcInfo {
 	if x != nil {
 		return x.Procs
+	}
+	return nil
+}
+
+func (x *PSReply) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
 	}
 	return nil
 }
@@ -516,9 +540,14 @@ func (x *Event) GetDetail() string {
 // first, at most limit (<= 0: every event still kept). Sender: the admin
 // socket (agentos events), any actor. Reply: EventsReply.
 type EventsQuery struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	After         uint64                 `protobuf:"varint,1,opt,name=after,proto3" json:"after,omitempty"`
-	Limit         int64                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	After uint64                 `protobuf:"varint,1,opt,name=after,proto3" json:"after,omitempty"`
+	Limit int64                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for. Empty: the node itself, accepted only from
+	// this node's own process (system.Local); from another node a request
+	// without a valid token is refused ("unauthenticated", docs/SECURITY.md).
+	Token         string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -567,10 +596,20 @@ func (x *EventsQuery) GetLimit() int64 {
 	return 0
 }
 
+func (x *EventsQuery) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
 // EventsReply is the reply to EventsQuery.
 type EventsReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Events        []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Events []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// failure is why no event was listed ("unauthenticated"); unset on
+	// success.
+	Failure       *Failure `protobuf:"bytes,2,opt,name=failure,proto3" json:"failure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -612,6 +651,13 @@ func (x *EventsReply) GetEvents() []*Event {
 	return nil
 }
 
+func (x *EventsReply) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
 // Signal asks the kernel to signal a process: "kill" (end it at once,
 // reason killed), "term" (deliver a catchable kernel.Term), "stop" (pause
 // it) or "cont" (resume it). Sender: the admin socket, a supervisor of
@@ -621,7 +667,13 @@ type Signal struct {
 	Pid    uint64                 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
 	Signal string                 `protobuf:"bytes,2,opt,name=signal,proto3" json:"signal,omitempty"`
 	// by names who asked; it is the killed process's exit detail.
-	By            string `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`
+	By string `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for: the target MUST be that process or one of its
+	// descendants. Empty: the node itself, accepted only from
+	// this node's own process (system.Local); from another node a request
+	// without a valid token is refused ("unauthenticated", docs/SECURITY.md).
+	Token         string `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -673,6 +725,13 @@ func (x *Signal) GetSignal() string {
 func (x *Signal) GetBy() string {
 	if x != nil {
 		return x.By
+	}
+	return ""
+}
+
+func (x *Signal) GetToken() string {
+	if x != nil {
+		return x.Token
 	}
 	return ""
 }
@@ -799,7 +858,13 @@ type Spawn struct {
 	Link bool `protobuf:"varint,6,opt,name=link,proto3" json:"link,omitempty"`
 	// deadline_ns ends the process with reason deadline after this long
 	// (0: none).
-	DeadlineNs    int64 `protobuf:"varint,7,opt,name=deadline_ns,json=deadlineNs,proto3" json:"deadline_ns,omitempty"`
+	DeadlineNs int64 `protobuf:"varint,7,opt,name=deadline_ns,json=deadlineNs,proto3" json:"deadline_ns,omitempty"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for: parent MUST be that process (a token
+	// never spawns a root process). Empty: the node itself, accepted only from
+	// this node's own process (system.Local); from another node a request
+	// without a valid token is refused ("unauthenticated", docs/SECURITY.md).
+	Token         string `protobuf:"bytes,8,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -883,6 +948,13 @@ func (x *Spawn) GetDeadlineNs() int64 {
 	return 0
 }
 
+func (x *Spawn) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
 // Spawned is the reply to Spawn: the new process's pid, or why none was
 // started ("invalid" for an unknown image, naming the registered ones;
 // "name_taken", "no_process" for a dead parent, "denied", "quota",
@@ -950,7 +1022,12 @@ type Send struct {
 	//	*Send_Name
 	To isSend_To `protobuf_oneof:"to"`
 	// body is JSON.
-	Body          []byte `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
+	Body []byte `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for. Empty: the node itself, accepted only from
+	// this node's own process (system.Local); from another node a request
+	// without a valid token is refused ("unauthenticated", docs/SECURITY.md).
+	Token         string `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1015,6 +1092,13 @@ func (x *Send) GetBody() []byte {
 		return x.Body
 	}
 	return nil
+}
+
+func (x *Send) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
 }
 
 type isSend_To interface {
@@ -1101,8 +1185,13 @@ type Monitor struct {
 	Pid            uint64                 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
 	WatcherAddress string                 `protobuf:"bytes,2,opt,name=watcher_address,json=watcherAddress,proto3" json:"watcher_address,omitempty"`
 	WatcherId      string                 `protobuf:"bytes,3,opt,name=watcher_id,json=watcherId,proto3" json:"watcher_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for. Empty: the node itself, accepted only from
+	// this node's own process (system.Local); from another node a request
+	// without a valid token is refused ("unauthenticated", docs/SECURITY.md).
+	Token         string `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Monitor) Reset() {
@@ -1152,6 +1241,13 @@ func (x *Monitor) GetWatcherAddress() string {
 func (x *Monitor) GetWatcherId() string {
 	if x != nil {
 		return x.WatcherId
+	}
+	return ""
+}
+
+func (x *Monitor) GetToken() string {
+	if x != nil {
+		return x.Token
 	}
 	return ""
 }
@@ -1210,8 +1306,13 @@ type Demonitor struct {
 	Pid            uint64                 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
 	WatcherAddress string                 `protobuf:"bytes,2,opt,name=watcher_address,json=watcherAddress,proto3" json:"watcher_address,omitempty"`
 	WatcherId      string                 `protobuf:"bytes,3,opt,name=watcher_id,json=watcherId,proto3" json:"watcher_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for. Empty: the node itself, accepted only from
+	// this node's own process (system.Local); from another node a request
+	// without a valid token is refused ("unauthenticated", docs/SECURITY.md).
+	Token         string `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Demonitor) Reset() {
@@ -1265,9 +1366,19 @@ func (x *Demonitor) GetWatcherId() string {
 	return ""
 }
 
+func (x *Demonitor) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
 // Demonitored is the reply to Demonitor.
 type Demonitored struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// failure is why nothing was cancelled ("unauthenticated"); unset on
+	// success.
+	Failure       *Failure `protobuf:"bytes,1,opt,name=failure,proto3" json:"failure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1300,6 +1411,13 @@ func (x *Demonitored) ProtoReflect() protoreflect.Message {
 // Deprecated: Use Demonitored.ProtoReflect.Descriptor instead.
 func (*Demonitored) Descriptor() ([]byte, []int) {
 	return file_actors_kernel_kernelpb_kernel_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Demonitored) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
 }
 
 // Down tells a monitoring actor that a process ended. Sender: the kernel
@@ -1381,10 +1499,17 @@ func (x *Down) GetReasonKind() string {
 // the process with reason quota:<meter>. Sender: the forge (model tokens),
 // a remote executor (tool calls, time). Reply: Charged.
 type Charge struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Pid           uint64                 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
-	Meter         string                 `protobuf:"bytes,2,opt,name=meter,proto3" json:"meter,omitempty"`
-	Amount        float64                `protobuf:"fixed64,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Pid    uint64                 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Meter  string                 `protobuf:"bytes,2,opt,name=meter,proto3" json:"meter,omitempty"`
+	Amount float64                `protobuf:"fixed64,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for: pid MUST be that process or one of its
+	// descendants, or the token grants kernel.RightCharge (a node of the
+	// cluster charging for a forge or run it hosts). Empty: the node itself, accepted only from
+	// this node's own process (system.Local); from another node a request
+	// without a valid token is refused ("unauthenticated", docs/SECURITY.md).
+	Token         string `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1440,6 +1565,13 @@ func (x *Charge) GetAmount() float64 {
 	return 0
 }
 
+func (x *Charge) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
 // Charged is the reply to Charge; failure is "quota" (the refusal, kept as
 // data; the process has ended) or "no_process"/"exited".
 type Charged struct {
@@ -1489,10 +1621,15 @@ func (x *Charged) GetFailure() *Failure {
 // Refund gives back amount of meter charged to a process (a charge made in
 // advance and not used). Sender: whoever charged. Reply: Refunded.
 type Refund struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Pid           uint64                 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
-	Meter         string                 `protobuf:"bytes,2,opt,name=meter,proto3" json:"meter,omitempty"`
-	Amount        float64                `protobuf:"fixed64,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Pid    uint64                 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Meter  string                 `protobuf:"bytes,2,opt,name=meter,proto3" json:"meter,omitempty"`
+	Amount float64                `protobuf:"fixed64,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for, as for Charge. Empty: the node itself, accepted only from
+	// this node's own process (system.Local); from another node a request
+	// without a valid token is refused ("unauthenticated", docs/SECURITY.md).
+	Token         string `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1546,6 +1683,13 @@ func (x *Refund) GetAmount() float64 {
 		return x.Amount
 	}
 	return 0
+}
+
+func (x *Refund) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
 }
 
 // Refunded is the reply to Refund; failure is "no_process" when the process
@@ -1605,7 +1749,12 @@ type Refused struct {
 	Right    string                 `protobuf:"bytes,2,opt,name=right,proto3" json:"right,omitempty"`
 	Resource string                 `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
 	// reason is the refusal's error text.
-	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for, as for Charge. Empty: the node itself, accepted only from
+	// this node's own process (system.Local); from another node a request
+	// without a valid token is refused ("unauthenticated", docs/SECURITY.md).
+	Token         string `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1668,6 +1817,13 @@ func (x *Refused) GetReason() string {
 	return ""
 }
 
+func (x *Refused) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
 // Snapshot asks the kernel to snapshot a process (kernel.Kernel.Snapshot):
 // its name and image, its token's grants and caveats (never the token),
 // its quota limits and use, its waiting messages and the state it exposed,
@@ -1685,7 +1841,13 @@ type Snapshot struct {
 	Of   isSnapshot_Of `protobuf_oneof:"of"`
 	Kill bool          `protobuf:"varint,3,opt,name=kill,proto3" json:"kill,omitempty"`
 	// by names who asked (the killed process's exit detail).
-	By            string `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	By string `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for; only the node itself snapshots (a
+	// token is refused with "denied"). Empty: the node itself, accepted only from
+	// this node's own process (system.Local); from another node a request
+	// without a valid token is refused ("unauthenticated", docs/SECURITY.md).
+	Token         string `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1755,6 +1917,13 @@ func (x *Snapshot) GetKill() bool {
 func (x *Snapshot) GetBy() string {
 	if x != nil {
 		return x.By
+	}
+	return ""
+}
+
+func (x *Snapshot) GetToken() string {
+	if x != nil {
+		return x.Token
 	}
 	return ""
 }
@@ -1899,7 +2068,13 @@ type Restore struct {
 	// consumed, and may have been restored before or its process still run.
 	// IMPORTANT: a fork duplicates the process's rights and remaining budget;
 	// the kernel actor is the node operator's endpoint.
-	Fork          bool `protobuf:"varint,4,opt,name=fork,proto3" json:"fork,omitempty"`
+	Fork bool `protobuf:"varint,4,opt,name=fork,proto3" json:"fork,omitempty"`
+	// token is the capability token (capability.Token.Encode) of the process
+	// the request acts for; only the node itself restores (a
+	// token is refused with "denied"). Empty: the node itself, accepted only from
+	// this node's own process (system.Local); from another node a request
+	// without a valid token is refused ("unauthenticated", docs/SECURITY.md).
+	Token         string `protobuf:"bytes,5,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1971,6 +2146,13 @@ func (x *Restore) GetFork() bool {
 		return x.Fork
 	}
 	return false
+}
+
+func (x *Restore) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
 }
 
 type isRestore_From interface {
@@ -2089,10 +2271,12 @@ const file_actors_kernel_kernelpb_kernel_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a7\n" +
 	"\tLeftEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x04\n" +
-	"\x02PS\"<\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x1a\n" +
+	"\x02PS\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\"r\n" +
 	"\aPSReply\x121\n" +
-	"\x05procs\x18\x01 \x03(\v2\x1b.agentos.kernel.v1.ProcInfoR\x05procs\"\xf9\x01\n" +
+	"\x05procs\x18\x01 \x03(\v2\x1b.agentos.kernel.v1.ProcInfoR\x05procs\x124\n" +
+	"\afailure\x18\x02 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"\xf9\x01\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
@@ -2104,21 +2288,24 @@ const file_actors_kernel_kernelpb_kernel_proto_rawDesc = "" +
 	"\x05meter\x18\b \x01(\tR\x05meter\x12\x16\n" +
 	"\x06amount\x18\t \x01(\x01R\x06amount\x12\x16\n" +
 	"\x06detail\x18\n" +
-	" \x01(\tR\x06detail\"9\n" +
+	" \x01(\tR\x06detail\"O\n" +
 	"\vEventsQuery\x12\x14\n" +
 	"\x05after\x18\x01 \x01(\x04R\x05after\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x03R\x05limit\"?\n" +
+	"\x05limit\x18\x02 \x01(\x03R\x05limit\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\"u\n" +
 	"\vEventsReply\x120\n" +
-	"\x06events\x18\x01 \x03(\v2\x18.agentos.kernel.v1.EventR\x06events\"B\n" +
+	"\x06events\x18\x01 \x03(\v2\x18.agentos.kernel.v1.EventR\x06events\x124\n" +
+	"\afailure\x18\x02 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"X\n" +
 	"\x06Signal\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x04R\x03pid\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\tR\x06signal\x12\x0e\n" +
-	"\x02by\x18\x03 \x01(\tR\x02by\"C\n" +
+	"\x02by\x18\x03 \x01(\tR\x02by\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\tR\x05token\"C\n" +
 	"\vSignalReply\x124\n" +
 	"\afailure\x18\x01 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"3\n" +
 	"\x05Grant\x12\x14\n" +
 	"\x05right\x18\x01 \x01(\tR\x05right\x12\x14\n" +
-	"\x05scope\x18\x02 \x01(\tR\x05scope\"\xa5\x02\n" +
+	"\x05scope\x18\x02 \x01(\tR\x05scope\"\xbb\x02\n" +
 	"\x05Spawn\x12\x14\n" +
 	"\x05image\x18\x01 \x01(\tR\x05image\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x120\n" +
@@ -2127,63 +2314,72 @@ const file_actors_kernel_kernelpb_kernel_proto_rawDesc = "" +
 	"\x06parent\x18\x05 \x01(\x04R\x06parent\x12\x12\n" +
 	"\x04link\x18\x06 \x01(\bR\x04link\x12\x1f\n" +
 	"\vdeadline_ns\x18\a \x01(\x03R\n" +
-	"deadlineNs\x1a8\n" +
+	"deadlineNs\x12\x14\n" +
+	"\x05token\x18\b \x01(\tR\x05token\x1a8\n" +
 	"\n" +
 	"QuotaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"Q\n" +
 	"\aSpawned\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x04R\x03pid\x124\n" +
-	"\afailure\x18\x02 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"J\n" +
+	"\afailure\x18\x02 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"`\n" +
 	"\x04Send\x12\x12\n" +
 	"\x03pid\x18\x01 \x01(\x04H\x00R\x03pid\x12\x14\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x12\x12\n" +
-	"\x04body\x18\x03 \x01(\fR\x04bodyB\x04\n" +
+	"\x04body\x18\x03 \x01(\fR\x04body\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\tR\x05tokenB\x04\n" +
 	"\x02to\"N\n" +
 	"\x04Sent\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x04R\x03pid\x124\n" +
-	"\afailure\x18\x02 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"c\n" +
+	"\afailure\x18\x02 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"y\n" +
 	"\aMonitor\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x04R\x03pid\x12'\n" +
 	"\x0fwatcher_address\x18\x02 \x01(\tR\x0ewatcherAddress\x12\x1d\n" +
 	"\n" +
-	"watcher_id\x18\x03 \x01(\tR\twatcherId\"A\n" +
+	"watcher_id\x18\x03 \x01(\tR\twatcherId\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\tR\x05token\"A\n" +
 	"\tMonitored\x124\n" +
-	"\afailure\x18\x01 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"e\n" +
+	"\afailure\x18\x01 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"{\n" +
 	"\tDemonitor\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x04R\x03pid\x12'\n" +
 	"\x0fwatcher_address\x18\x02 \x01(\tR\x0ewatcherAddress\x12\x1d\n" +
 	"\n" +
-	"watcher_id\x18\x03 \x01(\tR\twatcherId\"\r\n" +
-	"\vDemonitored\"e\n" +
+	"watcher_id\x18\x03 \x01(\tR\twatcherId\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\tR\x05token\"C\n" +
+	"\vDemonitored\x124\n" +
+	"\afailure\x18\x01 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"e\n" +
 	"\x04Down\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x04R\x03pid\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1f\n" +
 	"\vreason_kind\x18\x04 \x01(\tR\n" +
-	"reasonKind\"H\n" +
+	"reasonKind\"^\n" +
 	"\x06Charge\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x04R\x03pid\x12\x14\n" +
 	"\x05meter\x18\x02 \x01(\tR\x05meter\x12\x16\n" +
-	"\x06amount\x18\x03 \x01(\x01R\x06amount\"?\n" +
+	"\x06amount\x18\x03 \x01(\x01R\x06amount\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\tR\x05token\"?\n" +
 	"\aCharged\x124\n" +
-	"\afailure\x18\x01 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"H\n" +
+	"\afailure\x18\x01 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"^\n" +
 	"\x06Refund\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x04R\x03pid\x12\x14\n" +
 	"\x05meter\x18\x02 \x01(\tR\x05meter\x12\x16\n" +
-	"\x06amount\x18\x03 \x01(\x01R\x06amount\"@\n" +
+	"\x06amount\x18\x03 \x01(\x01R\x06amount\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\tR\x05token\"@\n" +
 	"\bRefunded\x124\n" +
-	"\afailure\x18\x01 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"e\n" +
+	"\afailure\x18\x01 \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"{\n" +
 	"\aRefused\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x04R\x03pid\x12\x14\n" +
 	"\x05right\x18\x02 \x01(\tR\x05right\x12\x1a\n" +
 	"\bresource\x18\x03 \x01(\tR\bresource\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"^\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05token\x18\x05 \x01(\tR\x05token\"t\n" +
 	"\bSnapshot\x12\x12\n" +
 	"\x03pid\x18\x01 \x01(\x04H\x00R\x03pid\x12\x14\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x12\x12\n" +
 	"\x04kill\x18\x03 \x01(\bR\x04kill\x12\x0e\n" +
-	"\x02by\x18\x04 \x01(\tR\x02byB\x04\n" +
+	"\x02by\x18\x04 \x01(\tR\x02by\x12\x14\n" +
+	"\x05token\x18\x05 \x01(\tR\x05tokenB\x04\n" +
 	"\x02of\"\xc7\x01\n" +
 	"\rSnapshotTaken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
@@ -2192,12 +2388,13 @@ const file_actors_kernel_kernelpb_kernel_proto_rawDesc = "" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x05 \x01(\tR\x05image\x12\x18\n" +
 	"\amailbox\x18\x06 \x01(\x03R\amailbox\x124\n" +
-	"\afailure\x18\a \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"i\n" +
+	"\afailure\x18\a \x01(\v2\x1a.agentos.kernel.v1.FailureR\afailure\"\x7f\n" +
 	"\aRestore\x12\x10\n" +
 	"\x02id\x18\x01 \x01(\tH\x00R\x02id\x12\x1c\n" +
 	"\bsnapshot\x18\x02 \x01(\fH\x00R\bsnapshot\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x12\n" +
-	"\x04fork\x18\x04 \x01(\bR\x04forkB\x06\n" +
+	"\x04fork\x18\x04 \x01(\bR\x04fork\x12\x14\n" +
+	"\x05token\x18\x05 \x01(\tR\x05tokenB\x06\n" +
 	"\x04from\"f\n" +
 	"\bRestored\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x04R\x03pid\x12\x12\n" +
@@ -2258,23 +2455,26 @@ var file_actors_kernel_kernelpb_kernel_proto_depIdxs = []int32{
 	29, // 2: agentos.kernel.v1.ProcInfo.usage:type_name -> agentos.kernel.v1.ProcInfo.UsageEntry
 	30, // 3: agentos.kernel.v1.ProcInfo.left:type_name -> agentos.kernel.v1.ProcInfo.LeftEntry
 	2,  // 4: agentos.kernel.v1.PSReply.procs:type_name -> agentos.kernel.v1.ProcInfo
-	32, // 5: agentos.kernel.v1.Event.time:type_name -> google.protobuf.Timestamp
-	5,  // 6: agentos.kernel.v1.EventsReply.events:type_name -> agentos.kernel.v1.Event
-	0,  // 7: agentos.kernel.v1.SignalReply.failure:type_name -> agentos.kernel.v1.Failure
-	10, // 8: agentos.kernel.v1.Spawn.grants:type_name -> agentos.kernel.v1.Grant
-	31, // 9: agentos.kernel.v1.Spawn.quota:type_name -> agentos.kernel.v1.Spawn.QuotaEntry
-	0,  // 10: agentos.kernel.v1.Spawned.failure:type_name -> agentos.kernel.v1.Failure
-	0,  // 11: agentos.kernel.v1.Sent.failure:type_name -> agentos.kernel.v1.Failure
-	0,  // 12: agentos.kernel.v1.Monitored.failure:type_name -> agentos.kernel.v1.Failure
-	0,  // 13: agentos.kernel.v1.Charged.failure:type_name -> agentos.kernel.v1.Failure
-	0,  // 14: agentos.kernel.v1.Refunded.failure:type_name -> agentos.kernel.v1.Failure
-	0,  // 15: agentos.kernel.v1.SnapshotTaken.failure:type_name -> agentos.kernel.v1.Failure
-	0,  // 16: agentos.kernel.v1.Restored.failure:type_name -> agentos.kernel.v1.Failure
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	0,  // 5: agentos.kernel.v1.PSReply.failure:type_name -> agentos.kernel.v1.Failure
+	32, // 6: agentos.kernel.v1.Event.time:type_name -> google.protobuf.Timestamp
+	5,  // 7: agentos.kernel.v1.EventsReply.events:type_name -> agentos.kernel.v1.Event
+	0,  // 8: agentos.kernel.v1.EventsReply.failure:type_name -> agentos.kernel.v1.Failure
+	0,  // 9: agentos.kernel.v1.SignalReply.failure:type_name -> agentos.kernel.v1.Failure
+	10, // 10: agentos.kernel.v1.Spawn.grants:type_name -> agentos.kernel.v1.Grant
+	31, // 11: agentos.kernel.v1.Spawn.quota:type_name -> agentos.kernel.v1.Spawn.QuotaEntry
+	0,  // 12: agentos.kernel.v1.Spawned.failure:type_name -> agentos.kernel.v1.Failure
+	0,  // 13: agentos.kernel.v1.Sent.failure:type_name -> agentos.kernel.v1.Failure
+	0,  // 14: agentos.kernel.v1.Monitored.failure:type_name -> agentos.kernel.v1.Failure
+	0,  // 15: agentos.kernel.v1.Demonitored.failure:type_name -> agentos.kernel.v1.Failure
+	0,  // 16: agentos.kernel.v1.Charged.failure:type_name -> agentos.kernel.v1.Failure
+	0,  // 17: agentos.kernel.v1.Refunded.failure:type_name -> agentos.kernel.v1.Failure
+	0,  // 18: agentos.kernel.v1.SnapshotTaken.failure:type_name -> agentos.kernel.v1.Failure
+	0,  // 19: agentos.kernel.v1.Restored.failure:type_name -> agentos.kernel.v1.Failure
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_actors_kernel_kernelpb_kernel_proto_init() }

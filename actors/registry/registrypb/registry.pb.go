@@ -213,7 +213,9 @@ func (x *Hit) GetScore() float64 {
 // Failure is an error crossing the wire. code is stable and names the
 // registry's sentinel error: "not_tool" (ErrNotTool), "not_registered"
 // (ErrNotRegistered), "persist" (ErrPersist), "scan" (ErrScan), "closed"
-// (ErrClosed), "options" (ErrOptions), "internal" (none of them). message is
+// (ErrClosed), "options" (ErrOptions), "unauthenticated"
+// (system.ErrUnauthenticated: the request came from outside the node;
+// nothing was done), "internal" (none of them). message is
 // the full error text (what was wrong and what to do).
 type Failure struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -267,6 +269,11 @@ func (x *Failure) GetMessage() string {
 	return ""
 }
 
+// Every request is the node's own: the registry actor serves only requests
+// from its own process (system.Local); a request from another node is
+// refused with "unauthenticated" whatever it carries (docs/SECURITY.md):
+// tools are registered by the node's git actor when a write lands there.
+//
 // Register asks the registry to register (upsert) a tool from its source.
 // Sender: the git actor, after it wrote a file. Reply: Registered.
 type Register struct {
@@ -440,7 +447,10 @@ func (x *Search) GetLimit() int32 {
 type SearchResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// hits are best first.
-	Hits          []*Hit `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"`
+	Hits []*Hit `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"`
+	// failure is why nothing was searched ("unauthenticated"); unset on
+	// success.
+	Failure       *Failure `protobuf:"bytes,2,opt,name=failure,proto3" json:"failure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -478,6 +488,13 @@ func (*SearchResult) Descriptor() ([]byte, []int) {
 func (x *SearchResult) GetHits() []*Hit {
 	if x != nil {
 		return x.Hits
+	}
+	return nil
+}
+
+func (x *SearchResult) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
 	}
 	return nil
 }
@@ -532,7 +549,10 @@ func (x *Get) GetPath() string {
 type Got struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// tool is the entry; unset when no tool is registered at the path.
-	Tool          *Tool `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	Tool *Tool `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	// failure is why nothing was looked up ("unauthenticated"); unset on
+	// success.
+	Failure       *Failure `protobuf:"bytes,2,opt,name=failure,proto3" json:"failure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -570,6 +590,13 @@ func (*Got) Descriptor() ([]byte, []int) {
 func (x *Got) GetTool() *Tool {
 	if x != nil {
 		return x.Tool
+	}
+	return nil
+}
+
+func (x *Got) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
 	}
 	return nil
 }
@@ -625,7 +652,10 @@ func (x *Used) GetPath() string {
 
 // Counted is the reply to Used.
 type Counted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// failure is why nothing was counted ("unauthenticated"); unset on
+	// success.
+	Failure       *Failure `protobuf:"bytes,1,opt,name=failure,proto3" json:"failure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -658,6 +688,13 @@ func (x *Counted) ProtoReflect() protoreflect.Message {
 // Deprecated: Use Counted.ProtoReflect.Descriptor instead.
 func (*Counted) Descriptor() ([]byte, []int) {
 	return file_actors_registry_registrypb_registry_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Counted) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
 }
 
 var File_actors_registry_registrypb_registry_proto protoreflect.FileDescriptor
@@ -694,16 +731,19 @@ const file_actors_registry_registrypb_registry_proto_rawDesc = "" +
 	"\afailure\x18\x02 \x01(\v2\x1c.agentos.registry.v1.FailureR\afailure\"4\n" +
 	"\x06Search\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"<\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"t\n" +
 	"\fSearchResult\x12,\n" +
-	"\x04hits\x18\x01 \x03(\v2\x18.agentos.registry.v1.HitR\x04hits\"\x19\n" +
+	"\x04hits\x18\x01 \x03(\v2\x18.agentos.registry.v1.HitR\x04hits\x126\n" +
+	"\afailure\x18\x02 \x01(\v2\x1c.agentos.registry.v1.FailureR\afailure\"\x19\n" +
 	"\x03Get\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"4\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"l\n" +
 	"\x03Got\x12-\n" +
-	"\x04tool\x18\x01 \x01(\v2\x19.agentos.registry.v1.ToolR\x04tool\"\x1a\n" +
+	"\x04tool\x18\x01 \x01(\v2\x19.agentos.registry.v1.ToolR\x04tool\x126\n" +
+	"\afailure\x18\x02 \x01(\v2\x1c.agentos.registry.v1.FailureR\afailure\"\x1a\n" +
 	"\x04Used\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"\t\n" +
-	"\aCountedBFZDgithub.com/agentos-run/agentos/actors/registry/registrypb;registrypbb\x06proto3"
+	"\x04path\x18\x01 \x01(\tR\x04path\"A\n" +
+	"\aCounted\x126\n" +
+	"\afailure\x18\x01 \x01(\v2\x1c.agentos.registry.v1.FailureR\afailureBFZDgithub.com/agentos-run/agentos/actors/registry/registrypb;registrypbb\x06proto3"
 
 var (
 	file_actors_registry_registrypb_registry_proto_rawDescOnce sync.Once
@@ -739,12 +779,15 @@ var file_actors_registry_registrypb_registry_proto_depIdxs = []int32{
 	0,  // 3: agentos.registry.v1.Registered.tool:type_name -> agentos.registry.v1.Tool
 	2,  // 4: agentos.registry.v1.Registered.failure:type_name -> agentos.registry.v1.Failure
 	1,  // 5: agentos.registry.v1.SearchResult.hits:type_name -> agentos.registry.v1.Hit
-	0,  // 6: agentos.registry.v1.Got.tool:type_name -> agentos.registry.v1.Tool
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	2,  // 6: agentos.registry.v1.SearchResult.failure:type_name -> agentos.registry.v1.Failure
+	0,  // 7: agentos.registry.v1.Got.tool:type_name -> agentos.registry.v1.Tool
+	2,  // 8: agentos.registry.v1.Got.failure:type_name -> agentos.registry.v1.Failure
+	2,  // 9: agentos.registry.v1.Counted.failure:type_name -> agentos.registry.v1.Failure
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_actors_registry_registrypb_registry_proto_init() }
