@@ -172,11 +172,14 @@ type Charge func(llm.Usage) error
 // caller restriction (the operator's forge); the forge actor forges for a
 // process with that process's rights (see Run in forgepb).
 func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, error) {
-	return f.forge(ctx, spec, nil, charge)
+	return f.forge(ctx, "", spec, nil, charge)
 }
 
-// forge is Forge for caller (nil: the operator).
-func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller, charge Charge) (Result, error) {
+// forge is Forge for caller (nil: the operator). request (may be empty)
+// is the key of the request that caused the forge: kept with its journal
+// run (RequestOf), so that a retry of that request, answered from the
+// journal by another activation of the spec, is told it forged.
+func (f *Forge) forge(ctx context.Context, request, spec string, caller *executor.Caller, charge Charge) (Result, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return Result{}, fmt.Errorf("%w: the spec is empty; say what the tool must do", ErrSpec)
@@ -205,6 +208,9 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 	agents := lessonAgents(caller, f.lessons())
 	if f.opts.Journal != nil {
 		a := map[string]any{"spec": spec}
+		if request != "" {
+			a["request"] = request
+		}
 		if len(agents) > 0 {
 			// A resumed forge asks again (answered from the journal) only
 			// if this one asked: runs recorded before lessons existed
