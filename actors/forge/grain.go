@@ -247,12 +247,22 @@ func (opts GrainOptions) fly(c context.Context, spec, key string, caller *execut
 				return &landed{done: doneOf(Result{}, fmt.Errorf("forge: looking for an unfinished forge of this spec in the journal: %w", err))}
 			}
 		}
+		var (
+			res Result
+			err error
+		)
 		if resume {
 			opts.Logger.Info("forge grain: resuming the unfinished forge of this spec", slog.String("run", id))
-			res, err := opts.Forge.Resume(c, id, caller)
-			return &landed{done: doneOf(res, err)}
+			res, err = opts.Forge.Resume(c, id, caller)
+		} else {
+			res, err = opts.Forge.ForgeAs(c, key, spec, caller)
 		}
-		res, err := opts.Forge.ForgeAs(c, key, spec, caller)
+		if errors.Is(err, journal.ErrClaimed) && c.Err() == nil {
+			// This node was paused or cut off past its lease and another
+			// node resumed the forge: its outcome is the answer.
+			opts.Logger.Warn("forge grain: another node took this forge over; looking for its outcome", slog.Any("err", err))
+			continue
+		}
 		return &landed{done: doneOf(res, err)}
 	}
 	return &landed{done: doneOf(Result{}, fmt.Errorf("%w: the unfinished forges of this spec kept ending while this activation looked for them; try again", ErrUnavailable))}
