@@ -34,6 +34,7 @@ import (
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/pgtest"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/jackc/pgx/v5"
 )
 
 // faultLease is the nodes' journal lease: a dead or paused node's forge is
@@ -441,28 +442,120 @@ func TestForgeFaultPausedHolder(t *testing.T) {
 	}
 }
 
-// TestForgeFaultPostgresRestart: the journal's PostgreSQL server stops
-// (immediate shutdown) while a forge waits on the model, and comes back
-// past the lease. Every caller is answered, the tool is committed once,
-// and no forge run is left running.
+// TestForgeFaultPostgresRestart: the journal's PostgreSQL server restarts
+// (immediate shutdown, down past the lease) just as a forge that committed
+// its tool writes its end. The end cannot be written: the caller is told
+// so (not a silent success), the run stays running but is no longer held,
+// and the next call of the spec resumes it, finds the tool committed and
+// ends it: one commit, no run left running, no answer asked again.
 func TestForgeFaultPostgresRestart(t *testing.T) {
 	c := newFaultCluster(t)
 	j := c.journal()
 	for round := range faultRounds(t) {
 		spec := 300 + round
+		path, _, _ := chaosTool(spec, true)
 		arrived, release := c.hold(spec)
 		calls, wait := c.callAll(spec)
 		<-arrived
-		c.pg.Stop()
-		down := time.Now()
-		time.Sleep(faultLease + time.Second)
-		if err := c.pg.Start(); err != nil {
+		h := c.holder(j, spec)
+		runID := c.running(j, spec)
+		conn, err := pgx.Connect(context.Background(), c.pg.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := conn.Begin(context.Background())
+		if err != nil {
 			t.Fatal(err)
 		}
 		release()
+		// The passing attempt's test run is journaled: what the forge
+		// writes next is its end (after committing the tool). Hold the
+		// run's row, so that the end waits on it, and stop the server
+		// under it.
+		for deadline := time.Now().Add(faultAnswerBound); !c.testsPassedJournaled(j, runID); {
+			if time.Now().After(deadline) {
+				t.Fatalf("spec %d: the passing test run was not journaled", spec)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if _, err := tx.Exec(context.Background(), "SELECT 1 FROM agentos_journal_runs WHERE id = $1 FOR UPDATE", runID); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(faultAnswerBound); c.upstreamCommits(faultTestsPath(spec)) == 0; {
+			if time.Now().After(deadline) {
+				t.Fatalf("spec %d: the tool was not committed", spec)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(500 * time.Millisecond) // the end is waiting on the row
+		c.pg.Stop()
+		down := time.Now()
+		time.Sleep(faultLease + 2*time.Second) // past the forge's retries of its end
+		if err := c.pg.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wait()
+		t.Logf("round %d: PostgreSQL down %s while %s wrote the end of forge %s; callers: %s", round, time.Since(down).Round(100*time.Millisecond), h.name, runID, c.outcomes(calls))
+		for _, fc := range calls {
+			if fc.err == nil && fc.res.Path == path {
+				continue
+			}
+			if fc.err == nil || !strings.Contains(fc.err.Error(), "could not record the end") {
+				t.Errorf("caller on %s: %+v %v; want the tool, or told that its end was not recorded", fc.node.name, fc.res, fc.err)
+			}
+		}
+		// The next call of the spec (any node) resumes the forge and ends it.
+		calls, wait = c.callAll(spec)
 		wait()
 		c.answered(spec, calls, nil)
-		t.Logf("round %d: PostgreSQL down %s; callers answered %s after it stopped", round, (faultLease + time.Second), time.Since(down).Round(100*time.Millisecond))
 		c.check(j, spec)
 	}
+}
+
+// testsPassedJournaled reports whether run holds the journaled test run
+// of a second attempt (the passing one).
+func (c *faultCluster) testsPassedJournaled(j *journal.Journal, run string) bool {
+	entries, err := j.Entries(run)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	asked := 0
+	for _, e := range entries {
+		switch {
+		case e.Driver == llm.Driver:
+			asked++
+		case e.Driver == "forge" && e.Op == "run" && asked >= 2:
+			return true
+		}
+	}
+	return false
+}
+
+// running returns the id of spec's forge run in flight.
+func (c *faultCluster) running(j *journal.Journal, spec int) string {
+	c.t.Helper()
+	runs, err := j.Runs()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, r := range runs {
+		if s, ok := forge.SpecOf(r); ok && s == chaosSpec(spec) && r.Status == journal.StatusRunning {
+			return r.ID
+		}
+	}
+	c.t.Fatalf("spec %d has no forge in flight", spec)
+	return ""
+}
+
+// outcomes says what each caller got, for the log.
+func (c *faultCluster) outcomes(calls []*faultCall) string {
+	var out []string
+	for _, fc := range calls {
+		if fc.err != nil {
+			out = append(out, fmt.Sprintf("%s: error after %s", fc.node.name, fc.took.Round(100*time.Millisecond)))
+		} else {
+			out = append(out, fmt.Sprintf("%s: %s (reused %v) after %s", fc.node.name, fc.res.Path, fc.res.Reused, fc.took.Round(100*time.Millisecond)))
+		}
+	}
+	return strings.Join(out, "; ")
 }
