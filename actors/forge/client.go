@@ -55,6 +55,9 @@ func (c *Client) Forge(ctx context.Context, spec string, caller *executor.Caller
 // request's retry is told truthfully that it forged (the forge grain uses
 // its callers' keys).
 func (c *Client) ForgeAs(ctx context.Context, key, spec string, caller *executor.Caller) (Result, error) {
+	if key == "" {
+		key = newKey() // cancellable all the same
+	}
 	return c.ask(ctx, key, &pb.Run{RunKey: key, Spec: spec, Caller: callerToPB(caller)})
 }
 

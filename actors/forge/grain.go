@@ -347,9 +347,12 @@ func (g *grain) onLanded(ctx actor.Context, m *landed) {
 // cluster. It is a value; copy it freely; it is safe for concurrent use.
 type GrainClient struct {
 	// Request sends msg to the grain identity of GrainKind and returns its
-	// reply, within ctx (REQUIRED): the cluster member's grain request,
-	// which IMPORTANT: MUST retry a request that a topology change lost
-	// (the grain is re-activated elsewhere and resumes the forge).
+	// reply, within ctx (REQUIRED): the cluster member's grain Call, whose
+	// attempt lasts until the grain answers or its host leaves (a forge
+	// takes minutes: an attempt bounded by a timeout would re-send the Run
+	// every timeout), and which IMPORTANT: MUST retry a request that a
+	// topology change lost (the grain is re-activated elsewhere and
+	// resumes the forge, or answers with its outcome).
 	Request func(ctx context.Context, identity string, msg proto.Message) (proto.Message, error)
 	// Tell sends msg to the grain identity without a reply (REQUIRED):
 	// the caller's Cancel.
