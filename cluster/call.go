@@ -69,6 +69,14 @@ func (m *Member) callOnce(ctx context.Context, ci *pcluster.ClusterIdentity, msg
 	}
 	done := make(chan answer, 1)
 	go func() { v, err := f.Result(); done <- answer{v, err} }()
+	answered := false
+	defer func() {
+		if !answered {
+			// Given up on (host gone, ctx, Leave): complete the future, so
+			// that its waiting goroutine ends now, not after wait.
+			m.root.Send(f.PID(), &actor.DeadLetterResponse{Target: pid})
+		}
+	}()
 	for {
 		gone, changed := m.hostGone(pid)
 		if gone {
@@ -76,6 +84,7 @@ func (m *Member) callOnce(ctx context.Context, ci *pcluster.ClusterIdentity, msg
 		}
 		select {
 		case a := <-done:
+			answered = true
 			return a.v, a.err
 		case <-ctx.Done():
 			return nil, ctx.Err()

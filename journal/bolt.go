@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -18,6 +19,11 @@ import (
 // at a time. See the storage layout at the top of store.go.
 type boltStore struct {
 	db *bolt.DB
+	// fences are the runs' fencing tokens in this process (see claim),
+	// changed only inside write transactions (which bbolt runs one at a
+	// time), under fenceMu.
+	fenceMu sync.Mutex
+	fences  map[string]int64
 }
 
 var (
@@ -60,7 +66,7 @@ func Open(path string, opts Options) (*Journal, error) {
 		db.Close()
 		return nil, fmt.Errorf("initialising journal %s: %w", path, err)
 	}
-	return newJournal(&boltStore{db: db}, opts), nil
+	return newJournal(&boltStore{db: db, fences: map[string]int64{}}, opts), nil
 }
 
 // initStorage creates the buckets and checks (or writes) the format.
@@ -86,7 +92,30 @@ func (s *boltStore) close() error { return s.db.Close() }
 func (s *boltStore) shared() bool { return false }
 
 func (s *boltStore) apply(batch []*write, _ string, _ time.Time) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return applyAll(tx, batch) })
+	return s.db.Update(func(tx *bolt.Tx) error {
+		s.fenceMu.Lock()
+		defer s.fenceMu.Unlock()
+		created := map[string]bool{} // a new run's token is 1, its writes may share its batch
+		for _, w := range batch {
+			if w.create {
+				created[w.run] = true
+			}
+			cur := s.fences[w.run]
+			if created[w.run] {
+				cur = 1
+			}
+			if w.fence > 0 && cur != w.fence {
+				return fmt.Errorf("%w: run %s was claimed again after this Run's claim (token %d, now %d): it may no longer write it", ErrFenced, w.run, w.fence, cur)
+			}
+		}
+		if err := applyAll(tx, batch); err != nil {
+			return err
+		}
+		for id := range created {
+			s.fences[id] = 1
+		}
+		return nil
+	})
 }
 
 // applyAll puts a batch of writes in one transaction.
@@ -242,13 +271,41 @@ func (s *boltStore) source(hash string) (src []byte, found bool, err error) {
 }
 
 // claim: the file lock makes this process the journal's only user, so a
-// run that exists is always this process's to take.
-func (s *boltStore) claim(run, _ string, _, _ time.Time) (bool, error) {
-	ok, err := s.exists(run)
-	if err == nil && !ok {
-		err = fmt.Errorf("%w: %q (list them with 'agentos runs')", ErrNoRun, run)
-	}
-	return ok, err
+// run that exists and has not ended is always this process's to take. The
+// fencing tokens live in memory: only this process writes the file, so
+// they need only order its own Runs (a second Recover of a run fences off
+// the first).
+func (s *boltStore) claim(run, _ string, _, _ time.Time) (int64, bool, error) {
+	var fence int64
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketRuns).Get([]byte(run))
+		if v == nil {
+			return fmt.Errorf("%w: %q (list them with 'agentos runs')", ErrNoRun, run)
+		}
+		var m struct {
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal(v, &m); err != nil {
+			return fmt.Errorf("journal: run %s: its metadata does not decode: %w", run, err)
+		}
+		if m.Status != StatusRunning && m.Status != StatusQuarantined {
+			return endedError(run, m.Status)
+		}
+		s.fenceMu.Lock()
+		s.fences[run]++
+		fence = s.fences[run]
+		s.fenceMu.Unlock()
+		return nil
+	})
+	return fence, err == nil, err
+}
+
+// fence returns run's fencing token in this process (0: never claimed or
+// begun here).
+func (s *boltStore) fence(run string) (int64, error) {
+	s.fenceMu.Lock()
+	defer s.fenceMu.Unlock()
+	return s.fences[run], nil
 }
 
 func (s *boltStore) renew(string, []string, time.Time) ([]string, error) { return nil, nil }

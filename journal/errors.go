@@ -27,6 +27,14 @@ var (
 	// ErrClaimLost: this node's claim on a run lapsed and another node took
 	// the run over; this node no longer journals its calls.
 	ErrClaimLost = errors.New("the claim on the run was lost")
+	// ErrEnded: the run has ended (ok or failed): it cannot be claimed,
+	// resumed or written as a running run again; replay it instead.
+	ErrEnded = errors.New("the run has ended")
+	// ErrFenced: a write carried a fencing token older than the run's
+	// current one: the run was claimed again since this Journal claimed it
+	// (this node was paused or cut off past its lease), so the write is
+	// refused at the store. It wraps ErrClaimed.
+	ErrFenced = fmt.Errorf("%w (this node's fencing token for it is stale)", ErrClaimed)
 )
 
 // Divergence codes: stable, greppable, documented in docs/REPLAY.md.

@@ -126,7 +126,8 @@ func (r *Run) Interrupt(why string) error {
 	r.ended = true
 	r.dirty.Store(false) // the modules are written with it
 	r.meta.Interrupted = why
-	if err := r.j.putMeta(r.meta); err != nil {
+	if err := r.putMeta(&write{}, true); err != nil {
+		_ = r.j.letGo(r.meta.ID) // resumable once the claim lapses
 		return err
 	}
 	// Stopped here: another node may resume it now (a claim that fails to
@@ -147,7 +148,7 @@ func (r *Run) Rehost(isolation string) error {
 	r.meta.Isolation = isolation
 	r.meta.Interrupted = ""
 	r.meta.Host.stamp()
-	return r.j.putMeta(r.meta)
+	return r.putMeta(&write{}, true)
 }
 
 // Quarantine sets run id aside with the reason, committed before it

@@ -222,6 +222,10 @@ type write struct {
 	// until (a shared journal; the embedded one ignores it).
 	claim bool
 	until time.Time
+	// fence, when not 0, is the fencing token the writing Run holds on
+	// run: the store refuses the write (ErrFenced) if the run's token is
+	// another one now.
+	fence int64
 	done  chan error
 }
 
@@ -562,8 +566,8 @@ func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 		if err := j.putMetaWith(meta, &write{create: true, claim: true}, false); err != nil {
 			return nil, err
 		}
-		j.held.Store(meta.ID, struct{}{})
-		return &Run{j: j, meta: meta, scope: scope}, nil
+		j.held.Store(meta.ID, int64(1))
+		return &Run{j: j, meta: meta, scope: scope, fence: 1}, nil
 	}
 	if generated {
 		meta.ID = j.newID()
@@ -586,8 +590,8 @@ func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 			return nil, err
 		}
 	}
-	j.held.Store(meta.ID, struct{}{})
-	return &Run{j: j, meta: meta, scope: scope}, nil
+	j.held.Store(meta.ID, int64(1))
+	return &Run{j: j, meta: meta, scope: scope, fence: 1}, nil
 }
 
 // stamp fills in a beginning run's start, status and host.
@@ -707,6 +711,25 @@ type Run struct {
 	// headers, secret files' content): scrubbed from its later entries and
 	// its result too.
 	scope *secretSet
+	// fence is the fencing token this Run was given when its run was
+	// begun (1) or claimed (Recover): every write of the run carries it.
+	fence int64
+	// superseded is the store's refusal of one of this Run's writes
+	// because the run was claimed again (ErrClaimed, ErrFenced): the Run
+	// performs no call after it.
+	superseded atomic.Pointer[error]
+}
+
+// Fence returns the fencing token the run's writes carry: 1 for a run
+// begun here, the token of the claim for a recovered one. A larger token
+// in the store means another claim superseded this Run.
+func (r *Run) Fence() int64 { return r.fence }
+
+// putMeta writes the run's metadata as r knows it, with w's flags and the
+// run's fencing token.
+func (r *Run) putMeta(w *write, wait bool) error {
+	w.fence = r.fence
+	return r.j.putMetaWith(r.meta, w, wait)
 }
 
 // Durable makes every call of the run committed and fsynced before its
@@ -749,6 +772,9 @@ func (r *Run) Middleware() driver.Middleware {
 				// IMPORTANT: no I/O happens that the journal cannot record.
 				return nil, driver.Errorf(driver.CodeUnavailable, "%s: not performed: %v", c, err)
 			}
+			if err := r.superseded.Load(); err != nil {
+				return nil, driver.Errorf(driver.CodeUnavailable, "%s: not performed: %v", c, *err)
+			}
 			start := r.j.now()
 			sealed := r.j.opts.Seal != nil && r.j.opts.Seal(c)
 			val, err := next.Do(ctx, c)
@@ -764,7 +790,10 @@ func (r *Run) Middleware() driver.Middleware {
 			if rerr := r.flushModules(); rerr != nil {
 				return nil, driver.Errorf(driver.CodeUnavailable, "%s: the journal could not record the run's modules, so its result is withheld: %v", c, rerr)
 			}
-			if rerr := r.j.record(r.meta.ID, r.scope, c, val, err, start, r.durable, sealed); rerr != nil {
+			if rerr := r.j.record(r.meta.ID, r.fence, r.scope, c, val, err, start, r.durable, sealed); rerr != nil {
+				if errors.Is(rerr, ErrClaimed) {
+					r.superseded.Store(&rerr) // another claim took the run: perform nothing more
+				}
 				return nil, driver.Errorf(driver.CodeUnavailable, "%s: the journal could not record the call, so its result is withheld: %v", c, rerr)
 			}
 			return val, err
@@ -776,7 +805,7 @@ func (r *Run) Middleware() driver.Middleware {
 // credential names or in URLs joins the run's scope first, so that an
 // answer echoing it is scrubbed too), its answer redacted or, sealed, only
 // hashed.
-func (j *Journal) record(run string, scope *secretSet, c driver.Call, val json.RawMessage, callErr error, start time.Time, durable, sealed bool) error {
+func (j *Journal) record(run string, fence int64, scope *secretSet, c driver.Call, val json.RawMessage, callErr error, start time.Time, durable, sealed bool) error {
 	if sealed && callErr == nil {
 		scope.addContent(val)
 	}
@@ -791,7 +820,7 @@ func (j *Journal) record(run string, scope *secretSet, c driver.Call, val json.R
 		e.Response = j.redact.jsonIn(val, scope)
 	}
 	entry, blobs := j.encodeEntry(&e)
-	return j.submit(&write{run: run, seq: c.Seq, entry: entry, blobs: blobs, sync: durable}, durable || j.opts.Durability == SyncEach)
+	return j.submit(&write{run: run, seq: c.Seq, entry: entry, blobs: blobs, sync: durable, fence: fence}, durable || j.opts.Durability == SyncEach)
 }
 
 // End records how the run ended. It returns an error if any of the run's
@@ -829,14 +858,20 @@ func (r *Run) End(status string, result, errJSON json.RawMessage) error {
 	r.meta.Result = r.j.redact.jsonIn(result, r.scope)
 	r.meta.Error = r.j.redact.jsonIn(errJSON, r.scope)
 	r.meta.Reason = r.j.redact.textIn(r.meta.Reason, r.scope)
-	if err := r.j.putMetaWith(r.meta, &write{}, !r.j.async() || r.durable); err != nil {
-		return err
+	if err := r.putMeta(&write{}, !r.j.async() || r.durable); err != nil {
+		// IMPORTANT: the end is not written: the run stays "running", to
+		// be resumed (its recorded calls replayed, none performed again).
+		// This Journal stops renewing its claim, so that the run becomes
+		// resumable once the lease lapses (at once if the release below
+		// reaches the store), instead of being held here for good.
+		_ = r.j.letGo(r.meta.ID)
+		return fmt.Errorf("journal: the end of run %s (%s) was not written, so the run stays resumable: %w", r.meta.ID, status, err)
 	}
 	if err := r.j.lostWrites(r.meta.ID); err != nil {
 		// A write failed while End was being written: the run is not ok.
 		if r.meta.Status != StatusFailed {
 			r.meta.Status, r.meta.Reason = StatusFailed, err.Error()
-			_ = r.j.putMeta(r.meta)
+			_ = r.putMeta(&write{}, true)
 		}
 		_ = r.j.letGo(r.meta.ID)
 		return err

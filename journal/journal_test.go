@@ -837,12 +837,16 @@ func TestRecover(t *testing.T) {
 					t.Errorf("Unfinished after recovery = %+v", unf)
 				}
 
-				// A recovered prefix still has to match: a different request aborts.
-				rec2, err := j.Recover("crashed")
+				// An ended run is not recovered again (issue 24); replayed,
+				// its prefix still has to match: a different request aborts.
+				if _, err := j.Recover("crashed"); !errors.Is(err, ErrEnded) {
+					t.Fatalf("Recover of the ended run: %v, want ErrEnded", err)
+				}
+				rep, err := j.Replayer("crashed")
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, err = rec2.Middleware()(forbidden(t)).Do(context.Background(), call(2, "fetch", "get", `{"url":"https://x/other"}`))
+				_, err = rep.Middleware()(forbidden(t)).Do(context.Background(), call(2, "fetch", "get", `{"url":"https://x/other"}`))
 				if de := abortCode(t, err); de.Code != driver.CodeAbort || !strings.Contains(de.Message, CodeRequestDiffers) {
 					t.Errorf("diverging recovered call: %+v", de)
 				}

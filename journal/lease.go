@@ -17,7 +17,10 @@ type store interface {
 	// apply commits a batch of writes in one transaction, all or nothing,
 	// for owner at now: on a shared storage, a write to a run another
 	// owner holds (a claim that has not lapsed at now) fails with
-	// ErrClaimed: a node that lost a run can no longer write it.
+	// ErrClaimed: a node that lost a run can no longer write it. A write
+	// with a fencing token (write.fence > 0) whose run has another token
+	// now (it was claimed again since) fails with ErrFenced, whoever holds
+	// the run and whether or not a claim is live.
 	apply(batch []*write, owner string, now time.Time) error
 	// runs returns every run's metadata, in no particular order.
 	runs() ([]RunMeta, error)
@@ -36,8 +39,13 @@ type store interface {
 	liveBytes() int64
 	check(name string) error
 	// claim makes owner the holder of run until until, if the run is
-	// unheld, held by owner, or held by a claim that lapsed at now.
-	claim(run, owner string, until, now time.Time) (bool, error)
+	// unheld, held by owner, or held by a claim that lapsed at now, and
+	// returns the run's new fencing token: a number that grows with every
+	// claim (a new run's is 1). A run that has ended (ok, failed) is never
+	// claimed: claim fails with ErrEnded.
+	claim(run, owner string, until, now time.Time) (fence int64, ok bool, err error)
+	// fence returns run's current fencing token.
+	fence(run string) (int64, error)
 	// renew extends owner's claims on runs to until and returns the runs
 	// among them owner no longer holds.
 	renew(owner string, runs []string, until time.Time) (lost []string, err error)
@@ -83,6 +91,15 @@ func (j *Journal) Owner() string { return j.owner }
 // their clocks MUST agree to well within the lease (NTP does). On the
 // embedded bbolt journal the file lock already makes this process the only
 // one, and Claim succeeds for any run that exists.
+//
+// Every claim gives the run a new fencing token, a number that only grows
+// (the embedded journal keeps one too, per process). A Run begun or
+// recovered by this Journal writes with the token it was given: once the
+// run is claimed again (by another node after this one's lease lapsed, or
+// by a second Recover here), its writes are refused at the store
+// (ErrFenced), even if the new holder has finished the run and let its
+// claim go. A run that has ended is never claimed again: Claim fails with
+// an error wrapping ErrEnded.
 func (j *Journal) Claim(runID, owner string, lease time.Duration) (bool, error) {
 	if lease <= 0 {
 		lease = j.opts.Lease
@@ -90,17 +107,26 @@ func (j *Journal) Claim(runID, owner string, lease time.Duration) (bool, error) 
 	if owner == "" {
 		return false, fmt.Errorf("journal: Claim needs an owner (the claiming node's name; Journal.Owner for this one)")
 	}
+	_, ok, err := j.claim(runID, owner, lease)
+	return ok, err
+}
+
+// claim is Claim, also returning the run's new fencing token.
+func (j *Journal) claim(runID, owner string, lease time.Duration) (int64, bool, error) {
 	now := j.now()
-	var ok bool
+	var (
+		fence int64
+		ok    bool
+	)
 	err := j.read(func(st store) (err error) {
-		ok, err = st.claim(runID, owner, now.Add(lease), now)
+		fence, ok, err = st.claim(runID, owner, now.Add(lease), now)
 		return err
 	})
 	if ok && owner == j.owner {
-		j.held.Store(runID, struct{}{})
+		j.held.Store(runID, fence)
 		j.lost.Delete(runID) // a claim lost before and won back: its later writes are ours again
 	}
-	return ok, err
+	return fence, ok, err
 }
 
 // HeldElsewhere reports whether another owner than this Journal holds a
@@ -169,4 +195,29 @@ func (j *Journal) claimedError(id string) error {
 		return err
 	}
 	return fmt.Errorf("%w: run %s is held by %s until %s; it becomes resumable here if that node stops renewing its claim (it died)", ErrClaimed, id, m.Owner, m.LeaseUntil.UTC().Format(time.RFC3339))
+}
+
+// Holds reports, reading the store, whether this Run may still act for its
+// run: nil while the run's fencing token is the one this Run writes with;
+// an error wrapping ErrFenced once the run was claimed again (another node
+// took it over after this one's lease lapsed, or it was recovered again
+// here); the store's error when it cannot be read.
+//
+// IMPORTANT: an effect outside the journal that a resumed run must not
+// perform twice (a Git commit and push) MUST be preceded by Holds: the
+// journal's own writes are fenced at the store, an outside effect only by
+// this check (and by being idempotent).
+func (r *Run) Holds() error {
+	var cur int64
+	err := r.j.read(func(st store) (err error) {
+		cur, err = st.fence(r.meta.ID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("journal: checking the claim on run %s: %w", r.meta.ID, err)
+	}
+	if cur != r.fence {
+		return fmt.Errorf("%w: run %s was claimed again (token %d) after this Run's claim (token %d)", ErrFenced, r.meta.ID, cur, r.fence)
+	}
+	return nil
 }

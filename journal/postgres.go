@@ -22,6 +22,7 @@ import (
 //	agentos_journal_meta     key text PK, value text        "format" -> storageFormat
 //	agentos_journal_runs     id text PK, started, meta bytea (RunMeta JSON),
 //	                         owner text, lease_until         the claim (Journal.Claim)
+//	                         fence bigint                    the claim's fencing token
 //	agentos_journal_entries  (run, seq) PK, entry bytea      a stored entry, as in bbolt
 //	agentos_journal_blobs    hash text PK, data bytea        payloads by content hash
 //	agentos_journal_sources  hash text PK, source bytea      tool sources by content hash
@@ -39,6 +40,13 @@ import (
 // otherwise. A claim (an UPDATE of the run's row) therefore either waits
 // for a write in flight, or the write sees the claim: a node that lost a
 // run never writes it after another node took it.
+//
+// A lease alone does not fence a node that was paused past it: the node
+// that took the run over may have finished it and let its claim go by the
+// time the paused one writes again. So every claim also increments the
+// run's fencing token (fence; a new run's is 1), a Run writes with the
+// token it was given, and a write whose token is not the run's current
+// one changes no row and fails the batch (ErrFenced).
 
 // pgTables are the tables, in the order every transaction locks them.
 const pgTables = "agentos_journal_sources, agentos_journal_blobs, agentos_journal_runs, agentos_journal_entries"
@@ -60,6 +68,7 @@ CREATE TABLE IF NOT EXISTS agentos_journal_entries (
 );
 CREATE TABLE IF NOT EXISTS agentos_journal_blobs (hash text PRIMARY KEY, data bytea NOT NULL);
 CREATE TABLE IF NOT EXISTS agentos_journal_sources (hash text PRIMARY KEY, source bytea NOT NULL);
+ALTER TABLE agentos_journal_runs ADD COLUMN IF NOT EXISTS fence bigint NOT NULL DEFAULT 0;
 `
 
 // pgInitLock is the advisory lock key that serializes schema creation
@@ -246,9 +255,9 @@ func (s *pgStore) apply(batch []*write, owner string, now time.Time) error {
 		if len(pend.runs) > 0 {
 			fences[b.Len()] = fence{rows: int64(len(pend.runs)), runs: pend.runs}
 			b.Queue(`INSERT INTO agentos_journal_entries (run, seq, entry)
-				SELECT u.run, u.seq, u.entry FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u(run, seq, entry)
-				WHERE NOT EXISTS (SELECT 1 FROM agentos_journal_runs r WHERE r.id = u.run AND `+heldByOther(4, 5)+`)
-				ON CONFLICT (run, seq) DO UPDATE SET entry = excluded.entry`, pend.runs, pend.seqs, pend.entries, owner, now)
+				SELECT u.run, u.seq, u.entry FROM unnest($1::text[], $2::bigint[], $3::bytea[], $6::bigint[]) AS u(run, seq, entry, fence)
+				WHERE NOT EXISTS (SELECT 1 FROM agentos_journal_runs r WHERE r.id = u.run AND (`+heldByOther(4, 5)+` OR `+staleFence("u.fence")+`))
+				ON CONFLICT (run, seq) DO UPDATE SET entry = excluded.entry`, pend.runs, pend.seqs, pend.entries, owner, now, pend.fences)
 		}
 		pend = entryRows{}
 	}
@@ -269,22 +278,22 @@ func (s *pgStore) apply(batch []*write, owner string, now time.Time) error {
 			switch {
 			case w.create:
 				creates[b.Len()] = w.run
-				b.Queue(`INSERT INTO agentos_journal_runs (id, started, meta, owner, lease_until) VALUES ($1, $2, $3, $4, $5)
+				b.Queue(`INSERT INTO agentos_journal_runs (id, started, meta, owner, lease_until, fence) VALUES ($1, $2, $3, $4, $5, 1)
 					ON CONFLICT (id) DO NOTHING`, w.run, started, w.meta, owner, until)
 			case w.claim:
-				fences[b.Len()] = fence{rows: 1, runs: []string{w.run}}
+				fences[b.Len()] = fence{rows: 1, runs: []string{w.run}, token: w.fence}
 				b.Queue(`INSERT INTO agentos_journal_runs AS r (id, started, meta, owner, lease_until) VALUES ($1, $2, $3, $4, $5)
 					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta, owner = excluded.owner, lease_until = excluded.lease_until
-					WHERE NOT (`+heldByOther(4, 6)+`)`, w.run, started, w.meta, owner, until, now)
+					WHERE NOT (`+heldByOther(4, 6)+` OR `+staleFence("$7::bigint")+`)`, w.run, started, w.meta, owner, until, now, w.fence)
 			default:
-				fences[b.Len()] = fence{rows: 1, runs: []string{w.run}}
+				fences[b.Len()] = fence{rows: 1, runs: []string{w.run}, token: w.fence}
 				b.Queue(`INSERT INTO agentos_journal_runs AS r (id, started, meta) VALUES ($1, $2, $3)
 					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta
-					WHERE NOT (`+heldByOther(4, 5)+`)`, w.run, started, w.meta, owner, now)
+					WHERE NOT (`+heldByOther(4, 5)+` OR `+staleFence("$6::bigint")+`)`, w.run, started, w.meta, owner, now, w.fence)
 			}
 		}
 		if w.entry != nil {
-			pend.add(w.run, w.seq, w.entry)
+			pend.add(w.run, w.seq, w.entry, w.fence)
 		}
 		if w.reset {
 			flush()
@@ -308,7 +317,11 @@ func (s *pgStore) apply(batch []*write, owner string, now time.Time) error {
 			}
 			if f, ok := fences[i]; ok && tag.RowsAffected() != f.rows {
 				res.Close()
-				return fmt.Errorf("%w: another node claimed run %s: this node may no longer write it", ErrClaimed, strings.Join(slices.Compact(slices.Sorted(slices.Values(f.runs))), ", "))
+				runs := strings.Join(slices.Compact(slices.Sorted(slices.Values(f.runs))), ", ")
+				if f.token > 0 {
+					return fmt.Errorf("%w: run %s was claimed again after this node's claim (token %d): this node may no longer write it", ErrFenced, runs, f.token)
+				}
+				return fmt.Errorf("%w: another node claimed run %s: this node may no longer write it", ErrClaimed, runs)
 			}
 		}
 		return res.Close()
@@ -321,11 +334,19 @@ func heldByOther(owner, now int) string {
 	return fmt.Sprintf(`r.owner <> '' AND r.owner <> $%d AND r.lease_until IS NOT NULL AND r.lease_until > $%d`, owner, now)
 }
 
+// staleFence is the condition "run r has another fencing token than
+// token" (an SQL expression; a token of 0 is no token: never stale).
+func staleFence(token string) string {
+	return fmt.Sprintf(`(%s > 0 AND r.fence <> %s)`, token, token)
+}
+
 // fence is what a fenced statement must report: rows rows changed (or, for
-// a check, found) when no other node holds any of runs.
+// a check, found) when no other node holds any of runs; token is the
+// write's fencing token, if it has one.
 type fence struct {
-	rows int64
-	runs []string
+	rows  int64
+	runs  []string
+	token int64
 }
 
 // entryRows are entries for one multi-row insert, each call once.
@@ -333,20 +354,21 @@ type entryRows struct {
 	runs    []string
 	seqs    []int64
 	entries [][]byte
+	fences  []int64
 	at      map[string]int // run + "\x00" + seq -> index
 }
 
-func (r *entryRows) add(run string, seq uint64, entry []byte) {
+func (r *entryRows) add(run string, seq uint64, entry []byte, fence int64) {
 	key := run + "\x00" + strconv.FormatUint(seq, 10)
 	if i, ok := r.at[key]; ok {
-		r.entries[i] = entry
+		r.entries[i], r.fences[i] = entry, fence
 		return
 	}
 	if r.at == nil {
 		r.at = map[string]int{}
 	}
 	r.at[key] = len(r.runs)
-	r.runs, r.seqs, r.entries = append(r.runs, run), append(r.seqs, int64(seq)), append(r.entries, entry)
+	r.runs, r.seqs, r.entries, r.fences = append(r.runs, run), append(r.seqs, int64(seq)), append(r.entries, entry), append(r.fences, fence)
 }
 
 func sortedKeys(m map[string][]byte) []string {
@@ -489,21 +511,48 @@ func (s *pgStore) source(hash string) ([]byte, bool, error) {
 	return src, err == nil, err
 }
 
-func (s *pgStore) claim(run, owner string, until, now time.Time) (bool, error) {
+// claim takes the run and increments its fencing token in one statement,
+// only while the run has not ended: the claim of a run another node
+// finished is refused (ErrEnded), whether or not that node still holds it.
+func (s *pgStore) claim(run, owner string, until, now time.Time) (int64, bool, error) {
 	ctx := context.Background()
-	tag, err := s.pool.Exec(ctx, `UPDATE agentos_journal_runs SET owner = $2, lease_until = $3
-		WHERE id = $1 AND (owner = '' OR owner = $2 OR lease_until IS NULL OR lease_until <= $4)`, run, owner, until, now)
-	if err != nil {
-		return false, err
+	var fence int64
+	err := s.pool.QueryRow(ctx, `UPDATE agentos_journal_runs SET owner = $2, lease_until = $3, fence = fence + 1
+		WHERE id = $1 AND (owner = '' OR owner = $2 OR lease_until IS NULL OR lease_until <= $4)
+		AND convert_from(meta, 'UTF8')::jsonb->>'status' IN ($5, $6)
+		RETURNING fence`, run, owner, until, now, StatusRunning, StatusQuarantined).Scan(&fence)
+	if err == nil {
+		return fence, true, nil
 	}
-	if tag.RowsAffected() == 1 {
-		return true, nil
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, err
 	}
-	ok, err := s.exists(run)
-	if err == nil && !ok {
-		err = fmt.Errorf("%w: %q (list them with 'agentos runs')", ErrNoRun, run)
+	var status string
+	err = s.pool.QueryRow(ctx, `SELECT convert_from(meta, 'UTF8')::jsonb->>'status' FROM agentos_journal_runs WHERE id = $1`, run).Scan(&status)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, fmt.Errorf("%w: %q (list them with 'agentos runs')", ErrNoRun, run)
+	case err != nil:
+		return 0, false, err
+	case status != StatusRunning && status != StatusQuarantined:
+		return 0, false, endedError(run, status)
 	}
-	return false, err
+	return 0, false, nil
+}
+
+// fence returns run's current fencing token.
+func (s *pgStore) fence(run string) (int64, error) {
+	var fence int64
+	err := s.pool.QueryRow(context.Background(), "SELECT fence FROM agentos_journal_runs WHERE id = $1", run).Scan(&fence)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("%w: %q", ErrNoRun, run)
+	}
+	return fence, err
+}
+
+// endedError refuses the claim of a run that ended with status.
+func endedError(run, status string) error {
+	return fmt.Errorf("%w: run %s ended %s: it is not resumed again (replay it with 'agentos replay %s')", ErrEnded, run, status, run)
 }
 
 func (s *pgStore) renew(owner string, runs []string, until time.Time) ([]string, error) {

@@ -163,15 +163,17 @@ type Recovery struct {
 	Redo func(driver.Call) bool
 }
 
-// Recover prepares to resume run id. On a shared journal it first claims
-// the run for this Journal (see Claim), and fails with ErrClaimed while
-// another live node holds it.
+// Recover prepares to resume run id. It first claims the run for this
+// Journal (see Claim): it fails with ErrClaimed while another live node
+// holds it, and with ErrEnded once the run has ended. The resumed run
+// writes under the claim's fencing token: a Run of the same run begun or
+// recovered before (here or on another node) can no longer write it.
 func (j *Journal) Recover(id string) (*Recovery, error) {
 	meta, err := j.Get(id)
 	if err != nil {
 		return nil, err
 	}
-	ok, err := j.Claim(meta.ID, j.owner, 0)
+	fence, ok, err := j.claim(meta.ID, j.owner, j.opts.Lease)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +184,7 @@ func (j *Journal) Recover(id string) (*Recovery, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Recovery{Replayer: p, run: &Run{j: j, meta: p.meta, scope: p.scope}}, nil
+	return &Recovery{Replayer: p, run: &Run{j: j, meta: p.meta, scope: p.scope, fence: fence}}, nil
 }
 
 // Run returns the handle that ends the resumed run.

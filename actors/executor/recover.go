@@ -176,7 +176,9 @@ func recoverAll(ctx context.Context, ex *Executor, j *journal.Journal, opts Reco
 		// IMPORTANT: on a journal nodes share, a run another live node
 		// holds is in flight there: left alone, neither resumed nor
 		// quarantined. Winning the claim makes the run this node's.
-		if ok, err := j.Claim(meta.ID, j.Owner(), 0); err != nil {
+		if ok, err := j.Claim(meta.ID, j.Owner(), 0); errors.Is(err, journal.ErrEnded) {
+			continue // another node ended it since it was listed
+		} else if err != nil {
 			return out, err
 		} else if !ok {
 			continue

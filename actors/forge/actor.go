@@ -80,7 +80,7 @@ func (a *forgeActor) remote(what string) error {
 func (a *forgeActor) onRun(ctx actor.Context, m *pb.Run) {
 	caller := callerOf(m.GetCaller())
 	a.start(ctx, m.GetRunKey(), func(c context.Context) (Result, error) {
-		return a.s.f.forge(c, m.GetSpec(), caller, a.s.charge(c, caller))
+		return a.s.f.forge(c, m.GetRunKey(), m.GetSpec(), caller, a.s.charge(c, caller))
 	})
 }
 

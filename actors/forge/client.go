@@ -47,7 +47,17 @@ func NewClient(root actor.SenderContext, pid *actor.PID) *Client {
 // context.Canceled or ErrUnavailable. Cancelling ctx sends Cancel: the
 // forge stops and stays resumable.
 func (c *Client) Forge(ctx context.Context, spec string, caller *executor.Caller) (Result, error) {
-	key := newKey()
+	return c.ForgeAs(ctx, newKey(), spec, caller)
+}
+
+// ForgeAs is Forge under the request key key (unique among the forges in
+// flight): the forge's journal run keeps it (RequestOf), so that the
+// request's retry is told truthfully that it forged (the forge grain uses
+// its callers' keys).
+func (c *Client) ForgeAs(ctx context.Context, key, spec string, caller *executor.Caller) (Result, error) {
+	if key == "" {
+		key = newKey() // cancellable all the same
+	}
 	return c.ask(ctx, key, &pb.Run{RunKey: key, Spec: spec, Caller: callerToPB(caller)})
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/governance/gate"
+	"github.com/agentos-run/agentos/journal"
 )
 
 // Conversions between the forge's domain types and its wire messages
@@ -75,6 +76,9 @@ var failureCodes = system.FailureCodes{
 	{Code: "caller_gone", Err: ErrCallerGone},
 	{Code: "denied", Err: capability.ErrDenied},
 	{Code: "gate_blocked", Err: gate.ErrBlocked},
+	// Another claim superseded the forge's run (journal.ErrFenced wraps
+	// it): another node resumed it; the grain looks for its outcome.
+	{Code: "claimed", Err: journal.ErrClaimed},
 }
 
 func doneOf(res Result, err error) *pb.Done {

@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
@@ -182,11 +183,14 @@ type Charge func(llm.Usage) error
 // caller restriction (the operator's forge); the forge actor forges for a
 // process with that process's rights (see Run in forgepb).
 func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, error) {
-	return f.forge(ctx, spec, nil, charge)
+	return f.forge(ctx, "", spec, nil, charge)
 }
 
-// forge is Forge for caller (nil: the operator).
-func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller, charge Charge) (Result, error) {
+// forge is Forge for caller (nil: the operator). request (may be empty)
+// is the key of the request that caused the forge: kept with its journal
+// run (RequestOf), so that a retry of that request, answered from the
+// journal by another activation of the spec, is told it forged.
+func (f *Forge) forge(ctx context.Context, request, spec string, caller *executor.Caller, charge Charge) (Result, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return Result{}, fmt.Errorf("%w: the spec is empty; say what the tool must do", ErrSpec)
@@ -215,6 +219,9 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 	agents := lessonAgents(caller, f.lessons())
 	if f.opts.Journal != nil {
 		a := map[string]any{"spec": spec}
+		if request != "" {
+			a["request"] = request
+		}
 		if len(agents) > 0 {
 			// A resumed forge asks again (answered from the journal) only
 			// if this one asked: runs recorded before lessons existed
@@ -234,14 +241,18 @@ func (f *Forge) forge(ctx context.Context, spec string, caller *executor.Caller,
 	}
 	// Above the journal: it records the tokenized requests.
 	host = driver.Chain(host, f.opts.PII.ModelMiddleware())
-	res, err := f.loop(ctx, host, spec, agents, charge)
+	var holds func() error
+	if run != nil {
+		holds = run.Holds
+	}
+	res, err := f.loop(ctx, host, spec, agents, charge, holds)
 	if run != nil {
 		res.RunID = run.ID()
 		if err != nil && ctx.Err() == nil {
 			err = fmt.Errorf("forge run %s: %w", run.ID(), err) // agentos trace / replay take the id
 		}
 		if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) { // a cancelled forge (shutdown, crash) stays resumable
-			endRun(run, res, err)
+			err = f.endRun(ctx, run, res, err)
 		} else {
 			interrupted(run)
 		}
@@ -292,10 +303,10 @@ func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, 
 	} else if asked.Lessons != "1" {
 		agents = nil
 	}
-	res, err := f.loop(ctx, host, spec, agents, charge)
+	res, err := f.loop(ctx, host, spec, agents, charge, rec.Run().Holds)
 	res.RunID = id
 	if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) {
-		endRun(rec.Run(), res, err)
+		err = f.endRun(ctx, rec.Run(), res, err)
 	} else {
 		interrupted(rec.Run())
 	}
@@ -310,14 +321,51 @@ func interrupted(run *journal.Run) {
 	_ = run.Interrupt("cancelled: the forge's caller or node stopped it")
 }
 
-func endRun(run *journal.Run, res Result, err error) {
+// endAttempts bounds how often endRun writes a forge's end that the
+// journal failed to write (its database restarting), endBackoff the wait
+// before the first retry (doubling).
+const (
+	endAttempts = 4
+	endBackoff  = 500 * time.Millisecond
+)
+
+// endRun records how the forge ended and returns the forge's error, or,
+// for a forge that passed, the journal's error when the end could not be
+// written (logged too): the tool is kept, the run stays "running" and
+// resumable, and its resume replays the recorded calls and finds the tool
+// already committed (writing the same bytes makes no second commit).
+// A write the journal failed is tried again a few times (a database
+// restart takes seconds); one refused because another node claimed the run
+// since (journal.ErrClaimed, ErrFenced) is not.
+func (f *Forge) endRun(ctx context.Context, run *journal.Run, res Result, err error) error {
 	out, _ := json.Marshal(res)
+	status, errJSON := journal.StatusOK, json.RawMessage(nil)
 	if err != nil {
-		e, _ := json.Marshal(map[string]string{"message": err.Error()})
-		_ = run.End(journal.StatusFailed, out, e)
-		return
+		status = journal.StatusFailed
+		errJSON, _ = json.Marshal(map[string]string{"message": err.Error()})
 	}
-	_ = run.End(journal.StatusOK, out, nil)
+	var eerr error
+	wait := endBackoff
+	for attempt := 1; attempt <= endAttempts; attempt++ {
+		if eerr = run.End(status, out, errJSON); eerr == nil {
+			return err
+		}
+		if errors.Is(eerr, journal.ErrClaimed) || attempt == endAttempts {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			attempt = endAttempts
+		case <-time.After(wait):
+			wait *= 2
+		}
+	}
+	f.opts.Logger.Error("forge: the journal could not record the forge's end; the run stays resumable",
+		slog.String("run", run.ID()), slog.String("status", status), slog.String("path", res.Path), slog.String("commit", res.Commit), slog.Any("err", eerr))
+	if err != nil {
+		return fmt.Errorf("%w (and the journal could not record the forge's end: %w)", err, eerr)
+	}
+	return fmt.Errorf("forge: the tool %s was kept (commit %s), but the journal could not record the end of forge run %s: %w; the run stays resumable, and resuming it makes no second commit", res.Path, res.Commit, run.ID(), eerr)
 }
 
 // candidate is what the model submits.
@@ -352,7 +400,11 @@ type lessonsRequest struct {
 
 // loop is the closed loop over a host whose calls are journaled. With
 // lessonAgents, its first call recalls their lessons about the spec.
-func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, lessonAgents []string, charge Charge) (Result, error) {
+//
+// holds (nil: none) is asked just before the tool is committed: an error
+// (another node claimed the forge's run since) keeps the tool from being
+// committed by this node.
+func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, lessonAgents []string, charge Charge, holds func() error) (Result, error) {
 	var seq atomic.Uint64
 	call := func(drv, op string, req any, out any) error {
 		b, err := json.Marshal(req)
@@ -407,7 +459,7 @@ func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, lessonA
 		res.Attempts = append(res.Attempts, att)
 		f.opts.Logger.Info("forge: attempt", slog.Int("n", n), slog.String("path", sub.cand.Path), slog.Int("errors", len(att.Errors)), slog.String("call_form", answer.CallForm))
 		if att.Passed {
-			return f.keep(ctx, res, sub.cand)
+			return f.keep(ctx, res, sub.cand, holds)
 		}
 		feedback := fmt.Sprintf("Attempt %d failed. Fix every error and call submit_tool again with the whole tool and tests:\n- %s", n, strings.Join(att.Errors, "\n- "))
 		conv.failed(n, answer.Message, sub.replies(feedback), att.Errors)
@@ -452,9 +504,18 @@ func (f *Forge) judge(ctx context.Context, c candidate, call func(drv, op string
 	return nil
 }
 
-// keep writes the tool and its tests for good (registry, Git).
-func (f *Forge) keep(ctx context.Context, res Result, c candidate) (Result, error) {
+// keep writes the tool and its tests for good (registry, Git), if the
+// forge's run is still this node's (holds). Keeping a tool the upstream
+// already holds byte for byte (a resumed forge whose first run committed
+// it and failed to record its end) makes no commit: the git actor's write
+// of unchanged content is a no-op answering the commit that has it.
+func (f *Forge) keep(ctx context.Context, res Result, c candidate, holds func() error) (Result, error) {
 	res.Path, res.Tests = c.Path, testPath(c.Path)
+	if holds != nil {
+		if err := holds(); err != nil {
+			return res, fmt.Errorf("forge: the tool passed but is not committed by this node: %w", err)
+		}
+	}
 	w, err := f.opts.Git.WriteFile(ctx, c.Path, []byte(c.Code))
 	res.Gate = w.Gate
 	if err != nil {

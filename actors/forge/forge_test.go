@@ -269,3 +269,39 @@ func TestForgeResumeKeepsLessonAgents(t *testing.T) {
 		t.Fatalf("lessons asked of the device: %q, want once for alice,forge (the resume answered from the journal)", got)
 	}
 }
+
+// Issue 24: a forge whose run another resume claimed while it waited on
+// the model (its node paused past its lease, and another node took the
+// forge over) performs nothing more and commits nothing: its journal
+// writes are refused at the store (fencing token), and its End's refusal
+// is returned, not dropped.
+func TestForgeSupersededKeepsNothing(t *testing.T) {
+	root := t.TempDir()
+	srv := llmtest.NewServer([]llmtest.Step{submit(fibCode), submit(fibCode)})
+	defer srv.Close()
+	e := newEnv(t, srv, root)
+	var taken *journal.Recovery
+	_, err := e.f.Forge(context.Background(), "a tool that returns the n-th Fibonacci number", func(llm.Usage) error {
+		// The model's answer is journaled: another resume claims the run now.
+		runs, err := e.j.Unfinished()
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("unfinished runs while forging: %+v %v", runs, err)
+		}
+		if taken, err = e.j.Recover(runs[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		return nil
+	})
+	if err == nil || !errors.Is(err, journal.ErrFenced) {
+		t.Fatalf("superseded forge: %v, want an error wrapping journal.ErrFenced", err)
+	}
+	if _, serr := e.jl.Stat("tools/math/fib.ts"); serr == nil {
+		t.Fatal("the superseded forge committed the tool")
+	}
+	if srv.Requests() != 1 {
+		t.Fatalf("model requests: %d, want 1 (the superseded forge asks nothing more)", srv.Requests())
+	}
+	if m := taken.Run().Meta(); m.Status != journal.StatusRunning {
+		t.Fatalf("the run after the superseded forge stopped: %s, want running (the new holder's)", m.Status)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -48,6 +49,19 @@ func SpecOf(m journal.RunMeta) (spec string, ok bool) {
 	return a.Spec, true
 }
 
+// RequestOf returns the key of the request that caused forge run m (the
+// forge grain's caller's RunKey; "" when unknown: a run recorded before
+// agentos kept it, or forged without a key).
+func RequestOf(m journal.RunMeta) string {
+	var a struct {
+		Request string `json:"request"`
+	}
+	if m.Kind != Kind || json.Unmarshal(m.Args, &a) != nil {
+		return ""
+	}
+	return a.Request
+}
+
 // GrainOptions configure GrainProps.
 type GrainOptions struct {
 	// Forge is the forge actor of the node that hosts the grain: the grain
@@ -62,9 +76,11 @@ type GrainOptions struct {
 	// Finished finds the tool a forge of the spec already made (a finished
 	// forge run in the shared journal whose tool is still in the tool
 	// root): a new activation of the spec (after a node died, or the
-	// cluster changed) answers with it as a reuse instead of forging again.
-	// ok false: there is none. nil: nothing is looked for.
-	Finished func(ctx context.Context, specHash string) (res Result, ok bool, err error)
+	// cluster changed) answers with it as a reuse instead of forging again,
+	// except to the request that caused that forge (request: its key, see
+	// RequestOf), which is answered the forge's own result. ok false: there
+	// is none. nil: nothing is looked for.
+	Finished func(ctx context.Context, specHash string) (res Result, request string, ok bool, err error)
 	// Logger receives the grain's progress (nil: slog.Default()).
 	Logger *slog.Logger
 	// Authority verifies the caller's token every Run MUST carry (the
@@ -100,6 +116,10 @@ type grain struct {
 	opts   GrainOptions
 	flight *flight    // the forge in flight, nil when none
 	kept   *pb.Result // the tool of the forge that passed, nil before
+	// answered are the Dones sent to the requests (by RunKey) whose forge
+	// passed: a retry of one of them (its answer was lost with a node) is
+	// answered the same Done, never a reuse it did not make.
+	answered map[string]*pb.Done
 }
 
 // flight is a forge in flight and the callers waiting for it.
@@ -119,8 +139,14 @@ type waiter struct {
 }
 
 // landed is what the flight's goroutine sends the grain when its forge
-// ended (local only: it never crosses a node).
-type landed struct{ done *pb.Done }
+// ended (local only: it never crosses a node): done for every waiter,
+// except the request whose key is origin, answered own (a finished forge
+// found in the journal that this request caused).
+type landed struct {
+	done   *pb.Done
+	origin string
+	own    *pb.Done
+}
 
 // Receive is the grain's one message switch.
 func (g *grain) Receive(ctx actor.Context) {
@@ -157,6 +183,10 @@ func (g *grain) onRun(ctx actor.Context, m *pb.Run, sender *actor.PID) {
 		g.opts.Logger.Warn("forge grain: a Run without a sender; use the cluster's request")
 		return
 	}
+	if d, ok := g.answered[m.GetRunKey()]; ok && m.GetRunKey() != "" {
+		ctx.Send(sender, d) // a retry: the same answer, forged or reused
+		return
+	}
 	if g.kept != nil {
 		ctx.Send(sender, reuseOf(g.kept))
 		return
@@ -166,10 +196,25 @@ func (g *grain) onRun(ctx actor.Context, m *pb.Run, sender *actor.PID) {
 	case g.flight == nil:
 		g.start(ctx, []waiter{w})
 	case g.flight.abandoned:
-		g.flight.queued = append(g.flight.queued, w)
+		g.flight.queued = joinWaiter(g.flight.queued, w)
 	default:
-		g.flight.waiters = append(g.flight.waiters, w)
+		g.flight.waiters = joinWaiter(g.flight.waiters, w)
 	}
+}
+
+// joinWaiter adds w to ws, or, when ws holds a waiter with w's RunKey (the
+// caller asked again: its earlier attempt's answer would be lost), puts
+// w's sender in its place: one request, one waiter, one answer.
+func joinWaiter(ws []waiter, w waiter) []waiter {
+	if key := w.run.GetRunKey(); key != "" {
+		for i := range ws {
+			if ws[i].run.GetRunKey() == key {
+				ws[i].sender = w.sender
+				return ws
+			}
+		}
+	}
+	return append(ws, w)
 }
 
 // start starts a flight for waiters: the first one's Run is forged (or the
@@ -179,38 +224,63 @@ func (g *grain) start(ctx actor.Context, waiters []waiter) {
 	c, cancel := context.WithCancel(system.TraceContext(context.Background(), ctx))
 	g.flight = &flight{cancel: cancel, waiters: waiters}
 	m := waiters[0].run
-	self, root, opts, spec, caller := ctx.Self(), ctx.ActorSystem().Root, g.opts, m.GetSpec(), callerOf(m.GetCaller())
+	self, root, opts, spec, caller, key := ctx.Self(), ctx.ActorSystem().Root, g.opts, m.GetSpec(), callerOf(m.GetCaller()), m.GetRunKey()
 	go func() {
 		defer cancel()
-		var (
-			res Result
-			err error
-		)
+		root.Send(self, opts.fly(c, spec, key, caller))
+	}()
+}
+
+// pendingRetries bounds how often fly looks again for a finished forge
+// after the unfinished one it found ended under it.
+const pendingRetries = 3
+
+// fly answers the flight of spec for the request key: with the spec's
+// finished forge (a reuse, or its own result to the request that caused
+// it), by resuming its unfinished forge, or by forging.
+func (opts GrainOptions) fly(c context.Context, spec, key string, caller *executor.Caller) *landed {
+	for range pendingRetries {
 		if opts.Finished != nil {
-			kept, ok, err := opts.Finished(c, SpecHash(spec))
+			kept, origin, ok, err := opts.Finished(c, SpecHash(spec))
 			if err != nil {
 				opts.Logger.Warn("forge grain: looking for this spec's finished forge", slog.Any("err", err))
 			}
 			if ok {
-				root.Send(self, &landed{done: reuseOf(resultToPB(kept))})
-				return
+				own := resultToPB(kept)
+				own.Reused = false
+				return &landed{done: reuseOf(resultToPB(kept)), origin: origin, own: &pb.Done{Result: own}}
 			}
 		}
 		id, resume := "", false
 		if opts.Pending != nil {
-			if id, resume, err = opts.Pending(c, SpecHash(spec)); err != nil {
-				root.Send(self, &landed{done: doneOf(Result{}, fmt.Errorf("forge: looking for an unfinished forge of this spec in the journal: %w", err))})
-				return
+			var err error
+			if id, resume, err = opts.Pending(c, SpecHash(spec)); errors.Is(err, journal.ErrEnded) {
+				// The forge we waited for ended under us (its node
+				// finished it): its tool is the answer, look again.
+				continue
+			} else if err != nil {
+				return &landed{done: doneOf(Result{}, fmt.Errorf("forge: looking for an unfinished forge of this spec in the journal: %w", err))}
 			}
 		}
+		var (
+			res Result
+			err error
+		)
 		if resume {
 			opts.Logger.Info("forge grain: resuming the unfinished forge of this spec", slog.String("run", id))
 			res, err = opts.Forge.Resume(c, id, caller)
 		} else {
-			res, err = opts.Forge.Forge(c, spec, caller)
+			res, err = opts.Forge.ForgeAs(c, key, spec, caller)
 		}
-		root.Send(self, &landed{done: doneOf(res, err)})
-	}()
+		if errors.Is(err, journal.ErrClaimed) && c.Err() == nil {
+			// This node was paused or cut off past its lease and another
+			// node resumed the forge: its outcome is the answer.
+			opts.Logger.Warn("forge grain: another node took this forge over; looking for its outcome", slog.Any("err", err))
+			continue
+		}
+		return &landed{done: doneOf(res, err)}
+	}
+	return &landed{done: doneOf(Result{}, fmt.Errorf("%w: the unfinished forges of this spec kept ending while this activation looked for them; try again", ErrUnavailable))}
 }
 
 // reuseOf answers a Run with the tool a forge of the spec made: a reuse,
@@ -265,10 +335,21 @@ func (g *grain) onLanded(ctx actor.Context, m *landed) {
 		g.flight.queued = f.queued
 		return
 	}
+	passed := m.done.GetFailure() == nil && m.done.GetResult().GetPath() != ""
 	for _, w := range f.waiters {
-		ctx.Send(w.sender, m.done)
+		d := m.done
+		if key := w.run.GetRunKey(); key != "" && key == m.origin {
+			d = m.own // the request that caused the forge found in the journal
+		}
+		ctx.Send(w.sender, d)
+		if passed && w.run.GetRunKey() != "" {
+			if g.answered == nil {
+				g.answered = map[string]*pb.Done{}
+			}
+			g.answered[w.run.GetRunKey()] = d
+		}
 	}
-	if m.done.GetFailure() == nil && m.done.GetResult().GetPath() != "" {
+	if passed {
 		g.kept = m.done.GetResult()
 	}
 	for _, w := range f.queued { // they came after the forge was abandoned
@@ -281,9 +362,12 @@ func (g *grain) onLanded(ctx actor.Context, m *landed) {
 // cluster. It is a value; copy it freely; it is safe for concurrent use.
 type GrainClient struct {
 	// Request sends msg to the grain identity of GrainKind and returns its
-	// reply, within ctx (REQUIRED): the cluster member's grain request,
-	// which IMPORTANT: MUST retry a request that a topology change lost
-	// (the grain is re-activated elsewhere and resumes the forge).
+	// reply, within ctx (REQUIRED): the cluster member's grain Call, whose
+	// attempt lasts until the grain answers or its host leaves (a forge
+	// takes minutes: an attempt bounded by a timeout would re-send the Run
+	// every timeout), and which IMPORTANT: MUST retry a request that a
+	// topology change lost (the grain is re-activated elsewhere and
+	// resumes the forge, or answers with its outcome).
 	Request func(ctx context.Context, identity string, msg proto.Message) (proto.Message, error)
 	// Tell sends msg to the grain identity without a reply (REQUIRED):
 	// the caller's Cancel.

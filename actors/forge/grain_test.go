@@ -2,6 +2,7 @@ package forge_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -277,5 +278,54 @@ func TestResumeReplaysTheTakenCheck(t *testing.T) {
 	}
 	if n := srv.Requests(); n != 2 {
 		t.Fatalf("model asked %d times, want 2", n)
+	}
+}
+
+// Issue 24: a caller whose request caused a forge is told it forged, also
+// when its request comes again (its first answer was lost with a node, and
+// the cluster's Call asks again): at the same activation, and at a new one
+// that finds the finished forge in the journal. Other requests are told
+// they reused it.
+func TestGrainRetryIsToldItForged(t *testing.T) {
+	srv := llmtest.NewServer([]llmtest.Step{submit(fibCode)})
+	defer srv.Close()
+	e := newEnv(t, srv, t.TempDir())
+	pid := startGrain(t, e, nil)
+	if d := askGrain(t, e, pid, "caller-1"); d.GetFailure() != nil || d.GetResult().GetReused() {
+		t.Fatalf("the forging request: %v", d)
+	}
+	if d := askGrain(t, e, pid, "caller-1"); d.GetResult().GetReused() || len(d.GetResult().GetAttempts()) == 0 {
+		t.Fatalf("the forging request asked again is told it reused: %v", d)
+	}
+	if d := askGrain(t, e, pid, "caller-2"); !d.GetResult().GetReused() {
+		t.Fatalf("another request is told it forged: %v", d)
+	}
+
+	// A new activation (the first one's node died): Finished, from the
+	// journal, names the request that caused the forge.
+	finished := func(context.Context, string) (forge.Result, string, bool, error) {
+		runs, err := e.j.Runs()
+		if err != nil {
+			return forge.Result{}, "", false, err
+		}
+		for _, r := range runs {
+			var res forge.Result
+			if r.Kind == forge.Kind && r.Status == "ok" && json.Unmarshal(r.Result, &res) == nil {
+				res.RunID = r.ID
+				return res, forge.RequestOf(r), true, nil
+			}
+		}
+		return forge.Result{}, "", false, nil
+	}
+	again := e.sys.Root.Spawn(forge.GrainProps(forge.GrainOptions{Forge: *startForge(t, e), Finished: finished, Logger: quiet}))
+	t.Cleanup(func() { _ = e.sys.Root.StopFuture(again).Wait() })
+	if d := askGrain(t, e, again, "caller-1"); d.GetFailure() != nil || d.GetResult().GetReused() {
+		t.Fatalf("the forging request at a new activation: %v, want its forge (not a reuse)", d)
+	}
+	if d := askGrain(t, e, again, "caller-3"); !d.GetResult().GetReused() {
+		t.Fatalf("a new request at a new activation: %v, want a reuse", d)
+	}
+	if srv.Requests() != 1 {
+		t.Fatalf("model requests: %d, want 1", srv.Requests())
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -340,6 +341,18 @@ func TestClusterChaos(t *testing.T) {
 	for i := range chaosSpecs {
 		if okBySpec[i] != 1 {
 			t.Errorf("spec %d was forged %d times, want once", i, okBySpec[i])
+		}
+		// No duplicate commit: the tool and its tests each changed once
+		// upstream (issue 24).
+		path, _, _ := chaosTool(i, true)
+		for _, p := range []string{path, strings.TrimSuffix(path, ".ts") + ".test.ts"} {
+			out, err := exec.Command("git", "--git-dir", bare, "log", "--format=%H", "main", "--", p).Output()
+			if err != nil {
+				t.Fatalf("git log %s: %v", p, err)
+			}
+			if n := len(strings.Fields(string(out))); n != 1 {
+				t.Errorf("%d upstream commits changed %s, want 1", n, p)
+			}
 		}
 	}
 	repeated := 0

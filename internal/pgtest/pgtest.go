@@ -53,6 +53,8 @@ type Server struct {
 	data string
 	cred *syscall.Credential
 	ctl  string
+	// startArgs start the server again on the same port (Start after Stop).
+	startArgs []string
 }
 
 // StartServer initialises a cluster under dir (which MUST exist and be
@@ -95,10 +97,23 @@ func StartServer(dir string) (*Server, error) {
 	if err := run(initdb, "-D", data, "-A", "trust", "-U", "agent"); err != nil {
 		return nil, err
 	}
-	if err := run(pgctl, "-D", data, "-l", filepath.Join(dir, "log"), "-w", "-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", port, dir), "start"); err != nil {
+	startArgs := []string{"-D", data, "-l", filepath.Join(dir, "log"), "-w", "-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", port, dir), "start"}
+	if err := run(pgctl, startArgs...); err != nil {
 		return nil, err
 	}
-	return &Server{DSN: fmt.Sprintf("postgres://agent@127.0.0.1:%d/postgres?sslmode=disable", port), data: data, cred: cred, ctl: pgctl}, nil
+	return &Server{DSN: fmt.Sprintf("postgres://agent@127.0.0.1:%d/postgres?sslmode=disable", port), data: data, cred: cred, ctl: pgctl, startArgs: startArgs}, nil
+}
+
+// Start starts a stopped server again, on the same port with the same
+// data (a database restart under its clients), and waits until it accepts
+// connections.
+func (s *Server) Start() error {
+	cmd := exec.Command(s.ctl, s.startArgs...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("pg_ctl start: %w\n%s", err, out)
+	}
+	return nil
 }
 
 // Stop stops the server at once (immediate shutdown) and waits for it.
