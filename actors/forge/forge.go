@@ -110,7 +110,11 @@ type HomeCharger interface {
 }
 
 // Forge runs the reuse-or-forge closed loop.
-type Forge struct{ opts Options }
+type Forge struct {
+	opts Options
+	// offline: a replay's loop (see Replay), which keeps nothing.
+	offline bool
+}
 
 // New returns a forge.
 func New(opts Options) (*Forge, error) {
@@ -455,6 +459,9 @@ func (f *Forge) judge(ctx context.Context, c candidate, call func(drv, op string
 // keep writes the tool and its tests for good (registry, Git).
 func (f *Forge) keep(ctx context.Context, res Result, c candidate) (Result, error) {
 	res.Path, res.Tests = c.Path, testPath(c.Path)
+	if f.offline {
+		return res, nil // a replay writes nothing
+	}
 	w, err := f.opts.Git.WriteFile(ctx, c.Path, []byte(c.Code))
 	res.Gate = w.Gate
 	if err != nil {

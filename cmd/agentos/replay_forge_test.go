@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentos-run/agentos/internal/samples"
+)
+
+// forgeRun forges fib with a scripted model that fails once then passes,
+// stops the model, and returns the root and the forge's run id.
+func forgeRun(t *testing.T) (root, id string) {
+	t.Helper()
+	srv := withModel(t, submitStep(fibArgs(samples.FibForgedBuggy, samples.FibForgedTests)), submitStep(fibArgs(samples.FibForged, samples.FibForgedTests)))
+	root = toolRoot(t, nil)
+	code, stdout, stderr := cli(t, "forge", "--root", root, "--json", "a tool that returns the n-th Fibonacci number")
+	var res struct {
+		RunID string `json:"run_id"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &res) != nil || res.RunID == "" {
+		t.Fatalf("forge: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if n := srv.Requests(); n != 2 {
+		t.Fatalf("the forge made %d model requests, want 2", n)
+	}
+	srv.Close() // the replay is offline: any request would fail
+	return root, res.RunID
+}
+
+type forgeReplayOut struct {
+	Same       bool `json:"same"`
+	Divergence *struct {
+		Code string `json:"code"`
+		Seq  uint64 `json:"seq"`
+	} `json:"divergence"`
+	Result struct {
+		Path     string `json:"path"`
+		Attempts []struct {
+			Passed bool `json:"passed"`
+		} `json:"attempts"`
+	} `json:"result"`
+	Recorded struct {
+		Path   string `json:"path"`
+		Commit string `json:"commit"`
+	} `json:"recorded"`
+}
+
+// issue 25 item 8: a forge run replays offline, with zero model requests
+// and zero test runs, and says it followed its recording.
+func TestReplayForgeOffline(t *testing.T) {
+	root, id := forgeRun(t)
+	before, _ := os.ReadDir(filepath.Join(root, "tools", "math"))
+	code, stdout, stderr := cli(t, "replay", "--root", root, "--json", id)
+	var out forgeReplayOut
+	if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil {
+		t.Fatalf("replay: exit %d, want 0\n%s\n%s", code, stdout, stderr)
+	}
+	if !out.Same || out.Divergence != nil || out.Result.Path != "tools/math/fib.ts" || len(out.Result.Attempts) != 2 || out.Result.Attempts[0].Passed || !out.Result.Attempts[1].Passed || out.Recorded.Commit == "" {
+		t.Fatalf("replay report: %s", stdout)
+	}
+	after, _ := os.ReadDir(filepath.Join(root, "tools", "math"))
+	if len(after) != len(before) {
+		t.Fatalf("the replay wrote in the tool root: %v then %v", before, after)
+	}
+	code, stdout, stderr = cli(t, "replay", "--root", root, id)
+	if code != 0 || !strings.Contains(stdout, "forge run "+id) || !strings.Contains(stdout, "same result as recorded") || !strings.Contains(stdout, "attempt 1 failed") {
+		t.Fatalf("replay (text): exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// A replay under other settings than the run's reports where it left the
+// recording: one attempt where the run made two ends before the second
+// model request ([AGENTOS-J003] at #5: lessons 1, llm 2, taken 3, tests 4).
+func TestReplayForgeFewerAttemptsDiverges(t *testing.T) {
+	root, id := forgeRun(t)
+	code, stdout, stderr := cli(t, "replay", "--root", root, "--json", "--attempts", "1", id)
+	var out forgeReplayOut
+	if code != 1 || json.Unmarshal([]byte(stdout), &out) != nil || out.Same || out.Divergence == nil || out.Divergence.Code != "AGENTOS-J003" || out.Divergence.Seq != 5 {
+		t.Fatalf("replay --attempts 1: exit %d, want 1 and AGENTOS-J003 at #5\n%s\n%s", code, stdout, stderr)
+	}
+	if code, _, stderr := cli(t, "replay", "--root", root, "--tool", "x.ts", id); code != 2 || !strings.Contains(stderr, "forge") {
+		t.Fatalf("replay --tool of a forge: exit %d, want 2\n%s", code, stderr)
+	}
+}
