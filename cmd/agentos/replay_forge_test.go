@@ -85,3 +85,61 @@ func TestReplayForgeFewerAttemptsDiverges(t *testing.T) {
 		t.Fatalf("replay --tool of a forge: exit %d, want 2\n%s", code, stderr)
 	}
 }
+
+// A forge replays against today's checker: allowed_imports narrowed since
+// the run makes check_tool refuse the candidate it passed (it imports
+// "pad"), so the loop skips the test run the recording made next and asks
+// the model instead ([AGENTOS-J001] at #4: the recorded forge.run, the
+// replay's llm.complete carrying check_tool's refusal).
+func TestReplayForgePatchedCheckerDiverges(t *testing.T) {
+	withVendor := fibArgs("import pad from \"pad\";\n"+samples.FibForged, samples.FibForgedTests)
+	srv := withModel(t, submitStep(withVendor))
+	root := toolRoot(t, nil)
+	setAllowedImports(t, root, []string{"pad"})
+	code, stdout, stderr := cli(t, "forge", "--root", root, "--json", "a tool that returns the n-th Fibonacci number")
+	var res struct {
+		RunID    string `json:"run_id"`
+		Attempts []struct {
+			Errors []string `json:"errors"`
+		} `json:"attempts"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &res) != nil || len(res.Attempts) != 1 {
+		t.Fatalf("forge: exit %d, want 1 attempt, passed\n%s\n%s", code, stdout, stderr)
+	}
+	srv.Close()
+	if code, stdout, stderr := cli(t, "replay", "--root", root, "--json", res.RunID); code != 0 {
+		t.Fatalf("replay under the run's checker: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	setAllowedImports(t, root, nil)
+	code, stdout, stderr = cli(t, "replay", "--root", root, "--json", res.RunID)
+	var out forgeReplayOut
+	if code != 1 || json.Unmarshal([]byte(stdout), &out) != nil || out.Same || out.Divergence == nil || out.Divergence.Code != "AGENTOS-J001" || out.Divergence.Seq != 4 {
+		t.Fatalf("replay under a narrower checker: exit %d, want 1 and AGENTOS-J001 at #4\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ = cli(t, "replay", "--root", root, res.RunID)
+	if code != 1 || !strings.Contains(stdout, "DIVERGED [AGENTOS-J001]") || !strings.Contains(stdout, "check_tool") {
+		t.Fatalf("replay (text) under a narrower checker: exit %d\n%s", code, stdout)
+	}
+}
+
+// setAllowedImports rewrites the root's allowed_imports.
+func setAllowedImports(t *testing.T, root string, mods []string) {
+	t.Helper()
+	p := filepath.Join(root, "agentos.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["allowed_imports"] = mods
+	if mods == nil {
+		cfg["allowed_imports"] = []string{}
+	}
+	b, _ = json.MarshalIndent(cfg, "", "  ")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
