@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/samples"
 )
 
@@ -141,5 +143,23 @@ func setAllowedImports(t *testing.T, root string, mods []string) {
 	b, _ = json.MarshalIndent(cfg, "", "  ")
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A forge whose model was busy once (503, asked again) replays alike: the
+// recorded error is answered from the journal and asked again.
+func TestReplayForgeRetriedModelError(t *testing.T) {
+	srv := withModel(t, llmtest.Step{Status: http.StatusServiceUnavailable, Error: "overloaded"}, submitStep(fibArgs(samples.FibForged, samples.FibForgedTests)))
+	root := toolRoot(t, nil)
+	code, stdout, stderr := cli(t, "forge", "--root", root, "--json", "a tool that returns the n-th Fibonacci number")
+	var res struct {
+		RunID string `json:"run_id"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &res) != nil || srv.Requests() != 2 {
+		t.Fatalf("forge: exit %d, %d requests\n%s\n%s", code, srv.Requests(), stdout, stderr)
+	}
+	srv.Close()
+	if code, stdout, stderr := cli(t, "replay", "--root", root, res.RunID); code != 0 || !strings.Contains(stdout, "same result as recorded") {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
