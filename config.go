@@ -290,10 +290,6 @@ func (c LLMConfig) DriverConfig() llm.Config {
 		ParallelToolCalls: c.ParallelToolCalls, NoTextToolCalls: c.TextToolCalls != nil && !*c.TextToolCalls}
 }
 
-// ForgeRetries is forge.Options.ModelRetries (negative: none): what a
-// forge's replay (agentos replay) asks again as the forge did.
-func (c LLMConfig) ForgeRetries() int { return c.forgeRetries() }
-
 // forgeRetries is forge.Options.ModelRetries (negative: none).
 func (c LLMConfig) forgeRetries() int {
 	if c.Retries != nil && *c.Retries == 0 {

@@ -84,10 +84,6 @@ func (c Config) OpenMemory(root string) *memory.Store {
 }
 
 // lessons is memory.recall_lessons resolved: 4 by default, 0 for none.
-// Lessons is how many lessons a forge recalls (0: none), what a forge's
-// replay (agentos replay) asks for again as the forge did.
-func (m MemoryConfig) Lessons() int { return m.lessons() }
-
 func (m MemoryConfig) lessons() int {
 	switch {
 	case m.RecallLessons < 0:

@@ -10,7 +10,6 @@ import (
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
-	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -135,19 +134,16 @@ func replayForge(ctx context.Context, absRoot string, cfg agentos.Config, j *jou
 	if attempts < 0 {
 		return usagef("--attempts %d: it MUST be positive", attempts)
 	}
-	if attempts == 0 {
-		attempts = cfg.LLM.ForgeAttempts
-	}
-	tok, m, err := cfg.OpenPII(absRoot)
+	opts, closePII, err := cfg.ForgeReplayOptions(absRoot)
 	if err != nil {
 		return err
 	}
-	if m != nil {
-		defer m.Close()
+	defer closePII()
+	if attempts > 0 {
+		opts.MaxAttempts = attempts
 	}
-	rep, err := forge.Replay(ctx, j, id, forge.ReplayOptions{
-		Checker: check.New(cfg.CheckOptions()), MaxAttempts: attempts, ModelRetries: cfg.LLM.ForgeRetries(), LessonsLimit: cfg.Memory.Lessons(), PII: tok, Logger: cmdLogger(ctx),
-	})
+	opts.Logger = cmdLogger(ctx)
+	rep, err := agentos.ReplayForge(ctx, j, id, opts)
 	if err != nil {
 		return usagef("%v", err)
 	}
