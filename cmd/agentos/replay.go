@@ -14,13 +14,14 @@ import (
 )
 
 // runReplay re-executes a run offline:
-// agentos replay [--root DIR] [--json] [--tool PATCHED.ts] [--timeout D] RUN.
+// agentos replay [--root DIR] [--json] [--tool PATCHED.ts] [--timeout D] [--attempts N] RUN
+// (a forge run replays its loop: replayForge).
 //
 // The run replays under the limits it was recorded with; --timeout
 // overrides the recorded timeout. A replay stopped by a limit says so (it
 // is not a divergence).
 func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
-	c := newJournalCmd("replay", "print one JSON object {run, result, patched, same, divergence}")
+	c := newJournalCmd("replay", "print one JSON object {run, result, patched, same, divergence} (a forge: {run, recorded, result, same, divergence})")
 	tool := c.fs.String("tool", "", "a patched version of the tool to feed the recorded I/O")
 	timeout := durationFlag(c.fs, "timeout", "wall-clock limit `D` of the replay, e.g. 90s or 90 (seconds); it MUST be positive (default: the one recorded with the run)")
 	attempts := c.fs.Int("attempts", 0, "a forge run only: replay its loop with at most `N` attempts (default: llm.forge_attempts)")
