@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -40,6 +42,36 @@ func Replay(ctx context.Context, ex *executor.Executor, j *journal.Journal, id s
 // ReplayWith is Replay with options. It is executor.ReplayWith.
 func ReplayWith(ctx context.Context, ex *executor.Executor, j *journal.Journal, id string, opts ReplayOptions) (ReplayReport, error) {
 	return executor.ReplayWith(ctx, ex, j, id, opts)
+}
+
+// ForgeReplayReport compares a replayed forge run with its recording (see
+// forge.ReplayReport).
+type ForgeReplayReport = forge.ReplayReport
+
+// ForgeReplayOptions are the settings a forge of the tool root at root
+// runs under, for forge.Replay (what agentos replay uses): today's
+// checker (allowed_imports), llm.forge_attempts and llm.retries,
+// memory.recall_lessons, and the root's PII tokenizer. The caller MUST
+// call closePII when the replay is over.
+func (c Config) ForgeReplayOptions(root string) (opts forge.ReplayOptions, closePII func(), err error) {
+	tok, m, err := c.OpenPII(root)
+	if err != nil {
+		return forge.ReplayOptions{}, nil, err
+	}
+	closePII = func() {}
+	if m != nil {
+		closePII = func() { _ = m.Close() }
+	}
+	return forge.ReplayOptions{
+		Checker: check.New(c.CheckOptions()), MaxAttempts: c.LLM.ForgeAttempts, ModelRetries: c.LLM.forgeRetries(),
+		LessonsLimit: c.Memory.lessons(), PII: tok,
+	}, closePII, nil
+}
+
+// ReplayForge replays forge run id offline: zero model requests, zero test
+// runs, nothing written. It is forge.Replay (see docs/REPLAY.md).
+func ReplayForge(ctx context.Context, j *journal.Journal, id string, opts forge.ReplayOptions) (ForgeReplayReport, error) {
+	return forge.Replay(ctx, j, id, opts)
 }
 
 // RecoverReport says what became of one unfinished run (see

@@ -84,8 +84,13 @@ func ReplayWith(ctx context.Context, ex *Executor, j *journal.Journal, id string
 	meta := rep.Meta()
 	if meta.Kind != "" && meta.Kind != "exec" {
 		// A snapshot's run names its sealed bytes, an agent's or a
-		// forge's names no tool: none is code to run.
-		return ReplayReport{}, fmt.Errorf("run %s is a %s run, not a tool run: only tool runs (kind exec) are replayed (agentos trace shows any run)", meta.ID, meta.Kind)
+		// forge's names no tool: none is code to run here. A forge's
+		// loop replays through forge.Replay (agentos replay does).
+		hint := "agentos trace shows any run"
+		if meta.Kind == "forge" {
+			hint = "a forge replays with forge.Replay, or agentos replay " + meta.ID
+		}
+		return ReplayReport{}, fmt.Errorf("run %s is a %s run, not a tool run: only tool runs (kind exec) are replayed here (%s)", meta.ID, meta.Kind, hint)
 	}
 	src := patched
 	if src == nil {

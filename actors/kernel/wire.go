@@ -8,6 +8,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel/kernelpb"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/journal"
 )
 
 // failureCodes are the stable strings of kernelpb.Failure.code and the
@@ -24,6 +25,8 @@ var failureCodes = system.FailureCodes{
 	{Code: "denied", Err: capability.ErrDenied},
 	{Code: "amplify", Err: capability.ErrAmplify},
 	{Code: "not_restorable", Err: ErrNotRestorable},
+	// a snapshot id that names no run (agentos restore exits 2 for it)
+	{Code: "no_run", Err: journal.ErrNoRun},
 }
 
 // codeQuota is the code of a *capability.QuotaError.

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/agentos-run/agentos/node/admin"
 )
@@ -81,6 +83,9 @@ func runRestore(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	defer c.Close()
 	rep, err := c.Restore(ctx, admin.RestoreRequest{Snapshot: pos[0], Name: *name, Fork: *fork})
+	if ae := (*admin.AnswerError)(nil); errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return usagef("%v", err) // an unknown id exits 2, as in trace, replay and recover --run
+	}
 	if err != nil {
 		return err
 	}

@@ -95,7 +95,8 @@ func TestSnapshotRestoreWithNode(t *testing.T) {
 	if s := <-restored; s.left != 6 || s.msgs != 1 {
 		t.Fatalf("the fork has %v tool_calls left and %d messages, want 6 and 1", s.left, s.msgs)
 	}
-	if code, _, stderr := cli(t, "restore", "--root", root, "no-such-id"); code != 1 || !strings.Contains(stderr, "agentos runs") {
+	// an unknown id exits 2 as in trace, replay, persona show and recover --run (issue 25 item 12)
+	if code, _, stderr := cli(t, "restore", "--root", root, "no-such-id"); code != 2 || !strings.Contains(stderr, "agentos runs") {
 		t.Fatalf("restore of an unknown id: %d %s", code, stderr)
 	}
 	if code, _, _ := cli(t, "restore", "--root", root); code != 2 {

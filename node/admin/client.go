@@ -187,6 +187,16 @@ func (c *Client) Revoke(ctx context.Context, req RevokeRequest, out any) error {
 	return c.do(ctx, "POST", "/v1/revoke", body, out)
 }
 
+// AnswerError is what the Client returns when the node refused a request:
+// the answer's HTTP status (http.StatusNotFound: the process, snapshot or
+// run it names is not there) and its message, which is the error's text.
+type AnswerError struct {
+	Status  int
+	Message string
+}
+
+func (e *AnswerError) Error() string { return e.Message }
+
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, "http://node"+path, bytes.NewReader(body))
 	if err != nil {
@@ -204,9 +214,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	if resp.StatusCode != http.StatusOK {
 		var e struct{ Error string }
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return errors.New(e.Error)
+			return &AnswerError{Status: resp.StatusCode, Message: e.Error}
 		}
-		return fmt.Errorf("agentos: the node answered %s", resp.Status)
+		return &AnswerError{Status: resp.StatusCode, Message: fmt.Sprintf("agentos: the node answered %s", resp.Status)}
 	}
 	return json.Unmarshal(b, out)
 }

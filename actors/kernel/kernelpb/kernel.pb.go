@@ -2176,7 +2176,7 @@ func (*Restore_Snapshot) isRestore_From() {}
 // image or snapshot, an expired token; "name_taken": the snapshot's
 // process, or another, still holds the name; "not_restorable": the
 // snapshot was restored already, or its process may still run (fork
-// restores it anyway); "closed").
+// restores it anyway); "no_run": no snapshot has that id; "closed").
 type Restored struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Pid           uint64                 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
