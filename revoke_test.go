@@ -164,7 +164,7 @@ func newRevokeCluster(t *testing.T, n int) *revokeCluster {
 		cfg.Root, cfg.Isolation, cfg.Logger = dir, "inprocess", quiet
 		cfg.LLM = agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted", ForgeAttempts: 1}
 		cfg.Capability.SigningKeyEnv = "TEST_REVOKE_KEY"
-		cfg.Cluster = agentos.ClusterConfig{Enabled: true, Name: t.Name(), Seeds: seeds, HealthPort: health[i]}
+		cfg.Cluster = agentos.ClusterConfig{Enabled: true, Name: t.Name(), Seeds: seeds, HealthPort: health[i], InsecureLoopback: true}
 		c.cfgs[i] = cfg
 	}
 	var wg sync.WaitGroup

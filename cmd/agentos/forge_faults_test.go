@@ -126,7 +126,7 @@ func newFaultCluster(t *testing.T) *faultCluster {
 			"capability":               map[string]any{"signing_key_env": "CHAOS_KEY"},
 			"journal_postgres_dsn_env": "CHAOS_JOURNAL",
 			"journal_lease":            faultLease.String(),
-			"cluster":                  map[string]any{"enabled": true, "name": "faults", "seeds": seeds, "health_port": health[i]},
+			"cluster":                  map[string]any{"enabled": true, "name": "faults", "seeds": seeds, "health_port": health[i], "insecure_loopback": true},
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,18 @@ func crashChild() {
 		content := fmt.Sprintf("export default () => %d // %s", i, strings.Repeat("x", i%500))
 		a := filepath.Join(dir, filepath.FromSlash(p))
 		_ = os.MkdirAll(filepath.Dir(a), 0o755)
-		if err := os.WriteFile(a, []byte(content), 0o644); err != nil {
+		// As the git actor: the intent is on disk before the file, so that
+		// recovery commits a write the kill cut in half (and nothing else).
+		if err := r.Intend(p, []byte(content)); err != nil {
+			fmt.Println("error", err)
+			os.Exit(2)
+		}
+		// Written whole or not at all, as the jail writes (temporary file, then rename).
+		err := os.WriteFile(a+".tmp", []byte(content), 0o644)
+		if err == nil {
+			err = os.Rename(a+".tmp", a)
+		}
+		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(2)
 		}
