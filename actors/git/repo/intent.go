@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Write intents: the record a writer keeps of a write under way.
@@ -102,6 +103,10 @@ func (r *Repo) dropIntents(paths []string) {
 	}
 }
 
+// settleAge is how old a record must be before a recovery may clear it as
+// settled or stale.
+const settleAge = time.Minute
+
 // dropSettledIntents clears the intents of the paths no longer pending:
 // their writes were committed (a crash came after the commit, before the
 // intent was cleared).
@@ -111,6 +116,12 @@ func (r *Repo) dropSettledIntents() {
 		return
 	}
 	for _, e := range ents {
+		// Another runtime on the same root MAY be recording a write right
+		// now (its temporary file, or an intent whose file it is about to
+		// write): only what is older than settleAge is this recovery's.
+		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < settleAge {
+			continue
+		}
 		raw, err := os.ReadFile(filepath.Join(r.gitDir, intentDir, e.Name()))
 		var in intent
 		if err != nil || json.Unmarshal(raw, &in) != nil || !r.pending[in.Path] {
