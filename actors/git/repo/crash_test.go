@@ -44,9 +44,10 @@ func crashChild() {
 			os.Exit(2)
 		}
 		// Written whole or not at all, as the jail writes (temporary file, then rename).
-		err := os.WriteFile(a+".tmp", []byte(content), 0o644)
+		tmp := filepath.Join(dir, "crash-write.tmp") // outside tools/: never listed
+		err := os.WriteFile(tmp, []byte(content), 0o644)
 		if err == nil {
-			err = os.Rename(a+".tmp", a)
+			err = os.Rename(tmp, a)
 		}
 		if err != nil {
 			fmt.Println("error", err)
