@@ -4,42 +4,39 @@
 // a sandbox with hard limits, journals every I/O it does, and keeps it in
 // Git for every agent to reuse.
 //
-// A program embeds agentos with three things from this package:
+// A program embeds agentos with three things:
 //
-//   - Config: a tool root's configuration (agentos.json; LoadConfig reads
-//     and validates it, every key is documented in docs/CONFIG.md) and its
-//     translation into the options of the parts (ExecutorOptions,
-//     OpenExecutorSetup, CheckOptions, PruneOptions, OpenJournal).
-//   - Start: boots a Runtime over a tool root from a Config: the journal,
-//     the executor, the registry, Git, the kernel and the actor tree, then
-//     resumes the runs a crash left unfinished.
-//   - Runtime: the running node. Tools and ToolsFor hand the kernel tools
-//     to an LLM SDK, Call runs one, RunAgent runs an agent loop as a
-//     process, Kernel spawns and signals processes, Close stops it all.
+//   - Options: where the tool root is and how it is configured. A nil
+//     *Options, and every zero field, mean the defaults: the current
+//     directory and its agentos.json (LoadConfig; every key is documented
+//     in docs/CONFIG.md).
+//   - Start: boots a node over the tool root: the journal, the executor,
+//     the registry, Git, the kernel and the actor tree, then resumes the
+//     runs a crash left unfinished.
+//   - Runtime: the running node's embedding verbs. Tools hands the kernel
+//     tools to an LLM SDK and Call runs one, RunAgent and Spawn run agents
+//     as processes, Serve answers the CLI on the node socket, MCPServer
+//     serves the tools over MCP, Snapshot and Restore move processes,
+//     Kernel is the process table for process work, Close stops it all.
 //
-// Init lays out a new tool root (agentos init); QuotaUse and ResetQuota read
-// and reset the quota kept across starts; SyncTools brings a root's tools up
-// to date from its Git upstream. Exec, Replay*, Recover* are the executor's
-// recording, replay and recovery of tool runs under the names this package
-// has always offered.
+// Lifecycle: Start opens the node's resources as an ordered list of steps,
+// each with its close (package internal/host, the one composition root the
+// agentos command and the examples share); Close runs those closes in
+// reverse order, once. A Start that fails closes what it opened.
 //
-// Everything else lives in its own package:
+// Everything else lives in its own package and is reached through it:
 //
-//   - node: the node boot (actor tree, supervisor) and the kernel tools.
+//   - node: the kernel tools bound to a process (and node/admin, the node
+//     socket the CLI talks to).
 //   - actors/kernel: the process table, capabilities and quotas per process.
 //   - actors/executor: running tools in sandbox workers; recording,
-//     replaying and recovering their runs (record.go, replay.go,
-//     recover.go).
-//   - actors/registry, actors/git (and actors/git/repo), actors/forge (and
-//     actors/forge/check): the tool registry, Git persistence, forging and
-//     checking tools.
-//   - agent: the agent loop (Run) and an agent as a node process
-//     (RunProcess).
-//   - journal: the durable record of every run and driver call.
-//   - driver: the devices every I/O goes through (fs, fetch, sql, llm),
-//     and the database exec_sql reaches (OpenDatabase).
-//   - vfs: the jail a tool sees; capability: grants, tokens and quotas.
-//   - cmd/agentos: the command line, built on this package.
+//     replaying and recovering their runs.
+//   - actors/registry, actors/git, actors/forge: the tool registry, Git
+//     persistence, forging and checking tools.
+//   - agent: the agent loop; journal: the durable record of every run.
+//   - driver: the devices every I/O goes through; vfs: the jail a tool
+//     sees; capability: grants, tokens and quotas.
+//   - cmd/agentos: the command line.
 //
 // IMPORTANT: programs that run tools in worker processes (the default) MUST
 // call executor.WorkerMain first thing in main; see package executor.

@@ -3,88 +3,75 @@ package agentos_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"log/slog"
 	"os"
-	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
-	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/leaktest"
 	"github.com/agentos-run/agentos/node"
 )
 
-// Two agent processes with different rights: one may write tools/, the other
-// may only run them. (examples/runtime-two-agents is the same as a program.)
-func ExampleRuntime_ToolsFor() {
-	root, _ := os.MkdirTemp("", "agentos-example")
-	defer os.RemoveAll(root)
-	ctx := context.Background()
-	rt, err := agentos.Start(ctx, agentos.Config{Root: root, Isolation: "inprocess", Logger: quiet})
+func TestMain(m *testing.M) {
+	executor.WorkerMain() // the sandbox workers are this test binary re-executed
+	goleak.VerifyTestMain(m, leaktest.Options...)
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// Start a node over a new tool root, hand two kernel tools to a model's SDK
+// and call them as the model would: write a tool, then run it in the
+// sandbox.
+func ExampleStart() {
+	dir, _ := os.MkdirTemp("", "agentos-example")
+	defer os.RemoveAll(dir)
+	rt, err := agentos.Start(context.Background(), &agentos.Options{Root: dir, Logger: quiet})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer rt.Close()
-	idle := func(ctx context.Context, _ *kernel.Process) error { <-ctx.Done(); return nil }
-	author, _ := rt.Kernel().Spawn(idle, kernel.SpawnOptions{Name: "author", Grants: []capability.Grant{
-		{Right: capability.Write, Scope: "tools/"}, {Right: capability.Exec, Scope: "tools/"}}})
-	runner, _ := rt.Kernel().Spawn(idle, kernel.SpawnOptions{Name: "runner", Grants: []capability.Grant{
-		{Right: capability.Read, Scope: "tools/"}, {Right: capability.Exec, Scope: "tools/"}}})
-	authorTools, _ := rt.ToolsFor(author, "write_file")
-	runnerTools, _ := rt.ToolsFor(runner, "write_file", "exec_tool")
-
-	src, _ := json.Marshal(map[string]string{"path": "tools/hi.ts", "content": "/** Says hi. */\nexport default function (): string { return \"hi\"; }\n"})
-	_, err = authorTools[0].Call(ctx, src)
-	fmt.Println("author write_file:", err)
-	_, err = runnerTools[0].Call(ctx, src)
-	fmt.Println("runner write_file refused:", errors.Is(err, capability.ErrDenied))
-	out, _ := runnerTools[1].Call(ctx, json.RawMessage(`{"path":"tools/hi.ts"}`))
+	tools, _ := rt.Tools("write_file", "exec_tool")
+	for _, t := range tools {
+		fmt.Println(t.Name)
+	}
+	args, _ := json.Marshal(map[string]string{"path": "tools/hello.ts", "content": "/** Greets. */\nexport default function (a: { name: string }): string { return `hello ${a.name}`; }\n"})
+	_, _ = tools[0].Call(context.Background(), args)
+	out, _ := tools[1].Call(context.Background(), json.RawMessage(`{"path":"tools/hello.ts","args":{"name":"ada"}}`))
 	var res node.ExecResult
 	_ = json.Unmarshal(out, &res)
-	fmt.Println("runner exec_tool:", res.Success, string(res.Result.Result))
+	fmt.Println(res.Success, string(res.Result.Result))
 	// Output:
-	// author write_file: <nil>
-	// runner write_file refused: true
-	// runner exec_tool: true "hi"
+	// write_file
+	// exec_tool
+	// true "hello ada"
 }
 
-// Record a run of a buggy tool, then replay it offline against a patched
-// version: the fix is fed the very answers the run saw, even after the data
-// changed. (examples/replay-debug-patched does the same with a fetch.)
-func ExampleReplayWith() {
-	root, _ := os.MkdirTemp("", "agentos-example")
-	defer os.RemoveAll(root)
-	_ = os.MkdirAll(filepath.Join(root, "tools"), 0o755)
-	_ = os.WriteFile(filepath.Join(root, "tools", "prices.json"), []byte(`["1.50", "2.25"]`), 0o644)
-	buggy := "/** Totals the prices. */\nexport default async function (): Promise<string> {\n  const p: string[] = JSON.parse(await tgp.read_file(\"tools/prices.json\"));\n  return p.reduce((t, x) => t + x, \"\");\n}\n"
-	fixed := "/** Totals the prices. */\nexport default async function (): Promise<number> {\n  const p: string[] = JSON.parse(await tgp.read_file(\"tools/prices.json\"));\n  return p.reduce((t, x) => t + Number(x), 0);\n}\n"
-	_ = os.WriteFile(filepath.Join(root, "tools", "total.ts"), []byte(buggy), 0o644)
-
-	cfg := agentos.Config{Root: root, Isolation: "inprocess", Logger: quiet}
-	setup, err := cfg.OpenExecutorSetup(root, nil)
+// Call a kernel tool as the default process, with a configuration given in
+// code rather than read from the tool root's agentos.json.
+func ExampleRuntime_Call() {
+	dir, _ := os.MkdirTemp("", "agentos-example")
+	defer os.RemoveAll(dir)
+	cfg := agentos.Config{Isolation: "inprocess"}
+	rt, err := agentos.Start(context.Background(), &agentos.Options{Root: dir, Config: &cfg, Logger: quiet})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer setup.Close()
-	ex, _ := setup.NewExecutor(nil)
-	defer ex.Close()
-	j, _ := cfg.OpenJournal(root, "")
-	defer j.Close()
-
-	ctx := context.Background()
-	res, run, _ := agentos.Exec(ctx, ex, j, executor.Request{Path: "tools/total.ts", Args: json.RawMessage(`{}`)})
-	fmt.Println("recorded:", string(res.Result))
-	// The data changes; the replay still sees what the run read.
-	_ = os.WriteFile(filepath.Join(root, "tools", "prices.json"), []byte(`["9"]`), 0o644)
-	rep, _ := agentos.ReplayWith(ctx, ex, j, run, agentos.ReplayOptions{})
-	fmt.Println("replayed:", string(rep.Result.Result), "same:", rep.Same)
-	rep, _ = agentos.ReplayWith(ctx, ex, j, run, agentos.ReplayOptions{Patched: []byte(fixed)})
-	fmt.Println("patched:", string(rep.Result.Result), "divergence:", rep.Divergence != nil)
+	defer rt.Close()
+	src, _ := json.Marshal(map[string]string{"path": "tools/add.ts", "content": "/** Adds. */\nexport default function (a: { x: number; y: number }): number { return a.x + a.y; }\n"})
+	if _, err := rt.Call(context.Background(), "write_file", src); err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ := rt.Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"tools/add.ts","args":{"x":2,"y":3}}`))
+	var res node.ExecResult
+	_ = json.Unmarshal(out, &res)
+	fmt.Println(res.Success, string(res.Result.Result))
 	// Output:
-	// recorded: "1.502.25"
-	// replayed: "1.502.25" same: true
-	// patched: 3.75 divergence: false
+	// true 5
 }

@@ -8,10 +8,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // clientProc spawns the process an MCP client acts as, holding grants (the
@@ -33,7 +33,7 @@ func clientProc(t *testing.T, e *env, name string, grants ...capability.Grant) *
 // else. A client holding the approve right on the tool approves the
 // version it confirms, for every caller.
 func TestConfirmationApprovesOnlyWithTheApproveRight(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	if _, err := e.rt.Call(context.Background(), "write_file", mustJSON(map[string]string{"path": "tools/risky.ts", "content": riskyTool})); err != nil {
 		t.Fatal(err)
 	}

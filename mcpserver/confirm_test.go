@@ -10,8 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/mcpserver"
 )
 
@@ -20,7 +20,7 @@ import (
 // asked, in that session, for the tool's content as it was asked, with
 // confirm: true.
 func TestConfirmationFailsClosed(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{Anonymous: e.rt.Agent()}))
 	t.Cleanup(hs.Close)
 	write := func(content string) {
@@ -94,7 +94,7 @@ func mustString(v any) string { return string(mustJSON(v)) }
 // between the read the confirmation is tied to and the gate's judgment is
 // refused, and the rewritten version is not approved.
 func TestConfirmationApprovesTheVersionConfirmed(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	yes := e.connect(t, e.rt.Agent(), &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
 	}})

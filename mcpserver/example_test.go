@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/mcpserver"
 )
 
@@ -19,7 +19,7 @@ func Example() {
 	defer os.RemoveAll(root)
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
-	rt, err := agentos.Start(ctx, agentos.Config{Root: root, Logger: quiet})
+	rt, err := host.Start(ctx, host.Config{Root: root, Logger: quiet})
 	if err != nil {
 		panic(err)
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/mcpserver"
 )
@@ -52,7 +52,7 @@ func useSession(t *testing.T, hs *httptest.Server, sid, token string) int {
 // tokens, half anonymous: no session accepts a request of another owner
 // (another token, or none), however the initializes interleaved.
 func TestHTTPSessionOwnershipRace(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{Anonymous: e.rt.Agent(), MaxSessions: -1}))
 	t.Cleanup(hs.Close)
 	grants := []capability.Grant{{Right: capability.Read, Scope: "tools/"}}
@@ -120,7 +120,7 @@ func TestHTTPSessionOwnershipRace(t *testing.T) {
 // one-use token passes one check (its first call), refuses the second,
 // and its process, once ended, is not replaced by one with fresh uses.
 func TestHTTPOneUseToken(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
 	t.Cleanup(hs.Close)
 	if _, err := e.rt.Call(context.Background(), "write_file", mustJSON(map[string]string{"path": samples.FibPath, "content": samples.FibTool})); err != nil {
@@ -160,7 +160,7 @@ func TestHTTPOneUseToken(t *testing.T) {
 // then unknown, 404); the bound stays hard: when each session has a
 // request under way, the new one is refused 429.
 func TestHTTPSessionCap(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{MaxSessions: 2}))
 	t.Cleanup(hs.Close)
 	tok := e.rt.Kernel().Authority().Mint("capped", []capability.Grant{{Right: capability.Read, Scope: "tools/"}}, capability.Caveats{}).Encode()
@@ -227,7 +227,7 @@ func TestHTTPSessionCap(t *testing.T) {
 // TestHTTPSessionTimeout: an idle session is closed; its id is then
 // unknown (404) and the client must initialize again.
 func TestHTTPSessionTimeout(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{Anonymous: e.rt.Agent(), SessionTimeout: 50 * time.Millisecond}))
 	t.Cleanup(hs.Close)
 	cs, err := httpConnect(context.Background(), hs, "")
@@ -253,7 +253,7 @@ func TestHTTPSessionTimeout(t *testing.T) {
 // TestHTTPNoNameSquatting: a process that took the name mcp-<token id>
 // without the token's grants is not adopted for the token.
 func TestHTTPNoNameSquatting(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
 	t.Cleanup(hs.Close)
 	k := e.rt.Kernel()

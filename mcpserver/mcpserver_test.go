@@ -15,12 +15,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/mcpserver"
 )
@@ -33,15 +33,15 @@ var quiet = slog.New(slog.DiscardHandler)
 // env is a real runtime (process isolation, a bbolt journal, a Git-less
 // tool root under t.TempDir()) and an MCP server of its tools.
 type env struct {
-	rt    *agentos.Runtime
+	rt    *host.Runtime
 	srv   *mcpserver.Server
 	ended chan string // the error kind of every exec_tool call that ended, from the server's log
 }
 
-func newEnv(t *testing.T, cfg agentos.Config) *env {
+func newEnv(t *testing.T, cfg host.Config) *env {
 	t.Helper()
 	cfg.Root, cfg.Logger = t.TempDir(), quiet
-	rt, err := agentos.Start(context.Background(), cfg)
+	rt, err := host.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func listTools(t *testing.T, cs *mcp.ClientSession) map[string]*mcp.Tool {
 // description and schema of node.Tools, and a call of each works as the
 // default process.
 func TestKernelTools(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	cs := e.connect(t, e.rt.Agent(), nil)
 	if got := cs.InitializeResult().ServerInfo.Name; got != "agentos" {
 		t.Errorf("server name %q", got)
@@ -251,7 +251,7 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 // TestFailures: a failing call is an isError result with the kind and the
 // message, never a protocol error.
 func TestFailures(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	cs := e.connect(t, e.rt.Agent(), nil)
 	for _, c := range []struct {
 		tool string
@@ -310,7 +310,7 @@ func (c *changes) until(t *testing.T, what string, cond func() bool) {
 // (list_changed, then in tools/list) and runs under its own name; a
 // changed one is replaced; a removed one disappears.
 func TestListChanged(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	ch := newChanges()
 	cs := e.connect(t, e.rt.Agent(), &mcp.ClientOptions{ToolListChangedHandler: ch.handler})
 	if _, ok := listTools(t, cs)["math_fib"]; ok {
@@ -380,7 +380,7 @@ export default function spin(args: { n: number }): number {
 // TestProgressAndCancel: a long run reports progress; cancelling it (the
 // client's ctx ends: notifications/cancelled) ends the run cancelled.
 func TestProgressAndCancel(t *testing.T) {
-	e := newEnv(t, agentos.Config{Limits: agentos.LimitsConfig{Timeout: agentos.Duration(10 * time.Minute)}})
+	e := newEnv(t, host.Config{Limits: host.LimitsConfig{Timeout: host.Duration(10 * time.Minute)}})
 	progress := make(chan string, 64)
 	cs := e.connect(t, e.rt.Agent(), &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 		select {
@@ -445,7 +445,7 @@ export default function double(args: { n: number }): number {
 // TestElicitation: a high-risk tool runs only when the client confirms;
 // declined or without the elicitation capability, the call is refused.
 func TestElicitation(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	plain := e.connect(t, e.rt.Agent(), nil)
 	mustOK(t, "write_file", call(t, plain, "write_file", map[string]any{"path": "tools/risky.ts", "content": riskyTool}))
 	res := call(t, plain, "check_tool", map[string]any{"path": "tools/risky.ts"})
@@ -494,7 +494,7 @@ func TestElicitation(t *testing.T) {
 // TestHTTP: streamable HTTP on loopback: no token and a bad token are 401;
 // a token of the node runs the session as a process with its grants.
 func TestHTTP(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
 	defer hs.Close()
 	endpoint := hs.URL + mcpserver.Path
@@ -587,7 +587,7 @@ func TestHTTP(t *testing.T) {
 // TestHTTPAnonymous: with Anonymous set, a request without a token runs as
 // that process.
 func TestHTTPAnonymous(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{Anonymous: e.rt.Agent()}))
 	defer hs.Close()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "anon", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL + mcpserver.Path}, nil)
@@ -627,7 +627,7 @@ func TestForgeLive(t *testing.T) {
 	args, _ := json.Marshal(map[string]string{"path": samples.FibPath, "code": samples.FibForged, "tests": samples.FibForgedTests})
 	model := llmtest.NewServer([]llmtest.Step{{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "submit_tool", Arguments: string(args)}}}})
 	defer model.Close()
-	e := newEnv(t, agentos.Config{LLM: agentos.LLMConfig{BaseURL: model.URL(), Model: "scripted"}})
+	e := newEnv(t, host.Config{LLM: host.LLMConfig{BaseURL: model.URL(), Model: "scripted"}})
 	ch := newChanges()
 	var mu sync.Mutex
 	var progress []string
@@ -675,7 +675,7 @@ func TestForgeLive(t *testing.T) {
 // server on the other (over streamable HTTP), live, with progress and the
 // confirmation of a high-risk tool relayed.
 func TestBridge(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{Anonymous: e.rt.Agent()}))
 	defer hs.Close()
 	clientT, serverT := mcp.NewInMemoryTransports()
@@ -743,7 +743,7 @@ func TestBridge(t *testing.T) {
 // TestHTTPProcessKilled: a token's process killed ('agentos kill') ends its
 // sessions' calls; the token's next session runs as a new process.
 func TestHTTPProcessKilled(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
 	t.Cleanup(hs.Close) // after the sessions' Close (cleanups run last first)
 	tok := e.rt.Kernel().Authority().Mint("mcp-test", []capability.Grant{{Right: capability.Read, Scope: "tools/"}}, capability.Caveats{})
@@ -789,7 +789,7 @@ func TestHTTPProcessKilled(t *testing.T) {
 // gate (who: the MCP client); a version
 // denied at the gate is refused without asking.
 func TestElicitationIsApproval(t *testing.T) {
-	e := newEnv(t, agentos.Config{})
+	e := newEnv(t, host.Config{})
 	var asked int
 	var mu sync.Mutex
 	approver := clientProc(t, e, "approver", capability.Grant{Right: capability.Read, Scope: "tools/"}, capability.Grant{Right: capability.Write, Scope: "tools/"},
@@ -811,7 +811,7 @@ func TestElicitationIsApproval(t *testing.T) {
 	}
 	// Denied at the gate (its current version, by path): MCP refuses it
 	// without asking.
-	if _, err := e.rt.Deny("tools/risky.ts", agentos.ApproveOptions{Reason: "it hides things"}); err != nil {
+	if _, err := e.rt.Deny("tools/risky.ts", host.ApproveOptions{Reason: "it hides things"}); err != nil {
 		t.Fatal(err)
 	}
 	res := call(t, yes, "exec_tool", args)

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -13,7 +13,7 @@ import (
 // tool answered, and exec_sql's arguments are restored where restore_to
 // allows sql, so the client can still select by a token.
 func TestPIITokenizedForClients(t *testing.T) {
-	e := newEnv(t, agentos.Config{PII: agentos.PIIConfig{Detect: []string{"email"}, Names: []string{"Ada Lovelace"}, RestoreTo: []string{"sql"}}})
+	e := newEnv(t, host.Config{PII: host.PIIConfig{Detect: []string{"email"}, Names: []string{"Ada Lovelace"}, RestoreTo: []string{"sql"}}})
 	srv, err := e.rt.MCPServer()
 	if err != nil {
 		t.Fatal(err)

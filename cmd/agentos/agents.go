@@ -12,23 +12,23 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/agent"
 	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/persona"
 	"github.com/agentos-run/agentos/vfs"
 )
 
 // startRuntime starts a runtime over the tool root for one command.
-func startRuntime(ctx context.Context, root string) (*agentos.Runtime, error) {
+func startRuntime(ctx context.Context, root string) (*host.Runtime, error) {
 	abs, cfg, err := openRoot(root)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Root = abs
 	cfg.Logger = cmdLogger(ctx)
-	return agentos.Start(ctx, cfg)
+	return host.Start(ctx, cfg)
 }
 
 // readOnlyPersonas opens the personas of a tool root without starting a
@@ -53,7 +53,7 @@ func personaApprovals(root, path string) map[string]approval.Request {
 	if err != nil {
 		return out
 	}
-	rs, _ := agentos.ListOffline(abs, "")
+	rs, _ := host.ListOffline(abs, "")
 	for _, r := range rs {
 		if r.Path == path {
 			out[r.Hash] = r
@@ -246,7 +246,7 @@ func personaRead(st *persona.Store, root, action string, rest []string, asJSON b
 				state, from = string(r.State), orDash(r.RequestedBy)
 			} else if v.Version == cur.Version {
 				if abs, _, err := openRoot(root); err == nil {
-					a, _ := agentos.FileAuthor(abs, st.CurrentPath(v.Name))
+					a, _ := host.FileAuthor(abs, st.CurrentPath(v.Name))
 					from = orDash(a)
 				}
 			}
@@ -315,7 +315,7 @@ func runTournament(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer rt.Close()
-	var rep agentos.TournamentReport
+	var rep host.TournamentReport
 	switch {
 	case *resume != "":
 		rep, err = rt.ResumeTournament(ctx, *resume)
@@ -325,7 +325,7 @@ func runTournament(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if _, gerr := rt.Personas().Get(*ref); gerr != nil {
 			return notFoundUsage(gerr)
 		}
-		rep, err = rt.Tournament(ctx, agentos.TournamentOptions{Persona: *ref, Tasks: ts, Variants: *variants, DryRun: *dry})
+		rep, err = rt.Tournament(ctx, host.TournamentOptions{Persona: *ref, Tasks: ts, Variants: *variants, DryRun: *dry})
 	}
 	if err != nil {
 		err = quotaHint(err)
@@ -374,12 +374,12 @@ func runSpawn(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if *asJSON {
 			t := cfg.Agents.Templates
 			if t == nil {
-				t = map[string]agentos.AgentTemplate{}
+				t = map[string]host.AgentTemplate{}
 			}
 			return fprintJSON(stdout, map[string]any{"templates": t})
 		}
 		if len(cfg.Agents.Templates) == 0 {
-			fmt.Fprintf(stdout, "no templates: add them under agents.templates in agentos.json (see %s)\n", agentos.ConfigDoc)
+			fmt.Fprintf(stdout, "no templates: add them under agents.templates in agentos.json (see %s)\n", host.ConfigDoc)
 			return nil
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -413,7 +413,7 @@ func runSpawn(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if _, err := rt.Template(pos[0]); err != nil {
 		return usagef("%v", err)
 	}
-	res, err := rt.Spawn(ctx, pos[0], pos[1], agentos.SpawnOptions{Name: *name, Persona: *ref, MaxSteps: *steps})
+	res, err := rt.Spawn(ctx, pos[0], pos[1], host.SpawnOptions{Name: *name, Persona: *ref, MaxSteps: *steps})
 	return printAgent(stdout, res, err, *asJSON)
 }
 
@@ -437,7 +437,7 @@ func runAgent(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer rt.Close()
-	res, err := rt.RunAgent(ctx, pos[0], agentos.AgentOptions{Name: *name, Persona: *ref, MaxSteps: *steps})
+	res, err := rt.RunAgent(ctx, pos[0], host.AgentOptions{Name: *name, Persona: *ref, MaxSteps: *steps})
 	if errors.Is(err, persona.ErrNotFound) {
 		return usagef("%v", err)
 	}

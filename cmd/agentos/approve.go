@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node/admin"
 )
 
@@ -57,10 +57,10 @@ func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case errors.Is(err, admin.ErrNoNode):
 		// The approvals file lives in the root's state directory, which a
 		// root made with 'agentos init --no-git' has not created yet.
-		if err := os.MkdirAll(filepath.Join(abs, agentos.StateDir), 0o700); err != nil {
+		if err := os.MkdirAll(filepath.Join(abs, host.StateDir), 0o700); err != nil {
 			return fmt.Errorf("creating the state directory for the approvals file: %w", err)
 		}
-		if r, err = agentos.DecideOffline(abs, cfg, req.Target, !req.Deny, agentos.ApproveOptions{By: req.By, Reason: req.Reason}); err != nil {
+		if r, err = host.DecideOffline(abs, cfg, req.Target, !req.Deny, host.ApproveOptions{By: req.By, Reason: req.Reason}); err != nil {
 			return err
 		}
 	default:
@@ -127,7 +127,7 @@ func listApprovals(ctx context.Context, root string, state approval.State, asJSO
 			return err
 		}
 	case errors.Is(err, admin.ErrNoNode):
-		if rs, err = agentos.ListOffline(abs, state); err != nil {
+		if rs, err = host.ListOffline(abs, state); err != nil {
 			return err
 		}
 	default:

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/node/admin"
 )
@@ -66,7 +66,7 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // callTool sends the call to the node serving root, or runs it on a
 // runtime started for it.
-func callTool(ctx context.Context, root string, cfg agentos.Config, tool string, args json.RawMessage) (json.RawMessage, error) {
+func callTool(ctx context.Context, root string, cfg host.Config, tool string, args json.RawMessage) (json.RawMessage, error) {
 	c, err := admin.Dial(root)
 	if err == nil {
 		defer c.Close()
@@ -76,7 +76,7 @@ func callTool(ctx context.Context, root string, cfg agentos.Config, tool string,
 		return nil, err
 	}
 	cfg.Root = root
-	rt, err := agentos.Start(ctx, cfg)
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

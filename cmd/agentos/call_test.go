@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 )
 
@@ -58,7 +58,7 @@ func TestCallPSEventsWithNode(t *testing.T) {
 	if code, _, stderr := cli(t, "ps", "--root", root); code != 1 || !strings.Contains(stderr, "agentos serve") {
 		t.Fatalf("ps without a node: %d %s", code, stderr)
 	}
-	rt, err := agentos.Start(context.Background(), agentos.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler)})
+	rt, err := host.Start(context.Background(), host.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestKillWithNode(t *testing.T) {
 	if code, _, stderr := cli(t, "kill", "--root", root, "1"); code != 1 || !strings.Contains(stderr, "agentos serve") {
 		t.Fatalf("kill without a node: %d %s", code, stderr)
 	}
-	rt, err := agentos.Start(context.Background(), agentos.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler)})
+	rt, err := host.Start(context.Background(), host.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

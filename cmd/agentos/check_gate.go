@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/governance/gate"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/transpile"
 )
@@ -55,7 +55,7 @@ func (f *againstRunsFlag) IsBoolFlag() bool { return true }
 // runs of) against src, offline: the registration gate without a write.
 // When a node serves the root its journal is held by it: the runs to
 // replay are copied from it into a private journal first.
-func checkAgainstRuns(ctx context.Context, absRoot string, cfg agentos.Config, jpath, rel string, src []byte, n int) (gate.Report, error) {
+func checkAgainstRuns(ctx context.Context, absRoot string, cfg host.Config, jpath, rel string, src []byte, n int) (gate.Report, error) {
 	opts := cfg.Governance.Gate.Options()
 	if n > 0 {
 		opts.Runs = n
@@ -87,7 +87,7 @@ func checkAgainstRuns(ctx context.Context, absRoot string, cfg agentos.Config, j
 // gateJournal opens the journal the gate replays from: the root's, or,
 // when a node serves the root, a private file holding copies of the runs
 // the gate would replay. nil (and no error) when the root has no journal.
-func gateJournal(ctx context.Context, absRoot string, cfg agentos.Config, jpath, rel, newHash string, opts gate.Options) (*journal.Journal, error) {
+func gateJournal(ctx context.Context, absRoot string, cfg host.Config, jpath, rel, newHash string, opts gate.Options) (*journal.Journal, error) {
 	nc, err := nodeFor(absRoot, cfg, jpath)
 	if err != nil {
 		return nil, err

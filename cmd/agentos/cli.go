@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // rootUsage is the description of every command's --root flag.
@@ -367,7 +367,7 @@ func readArgs(arg string, limit int) ([]byte, error) {
 // agentos.json, or "" when there is none.
 func findRoot(dir string) string {
 	for {
-		if fi, err := os.Stat(filepath.Join(dir, agentos.ConfigFile)); err == nil && !fi.IsDir() {
+		if fi, err := os.Stat(filepath.Join(dir, host.ConfigFile)); err == nil && !fi.IsDir() {
 			return dir
 		}
 		parent := filepath.Dir(dir)
@@ -398,12 +398,12 @@ func defaultRoot(fs *flag.FlagSet) {
 
 // notRootError says that dir holds no agentos.json.
 func notRootError(dir string) error {
-	return usagef("%s is not a tool root (no %s here or above): run 'agentos init', or pass --root DIR", dir, agentos.ConfigFile)
+	return usagef("%s is not a tool root (no %s here or above): run 'agentos init', or pass --root DIR", dir, host.ConfigFile)
 }
 
 // isToolRoot reports whether dir holds agentos.json.
 func isToolRoot(dir string) bool {
-	fi, err := os.Stat(filepath.Join(dir, agentos.ConfigFile))
+	fi, err := os.Stat(filepath.Join(dir, host.ConfigFile))
 	return err == nil && !fi.IsDir()
 }
 

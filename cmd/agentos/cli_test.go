@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 )
 
@@ -300,7 +300,7 @@ func TestJSONAlwaysOneObject(t *testing.T) {
 	}
 
 	// ps and events, with a node serving the root.
-	rt, err := agentos.Start(context.Background(), agentos.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler)})
+	rt, err := host.Start(context.Background(), host.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

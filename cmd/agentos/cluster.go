@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/cluster"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node/admin"
 )
 
@@ -48,7 +48,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer c.Close()
-	var rep agentos.ClusterReport
+	var rep host.ClusterReport
 	if err := c.Cluster(ctx, &rep); err != nil {
 		return err
 	}

@@ -25,11 +25,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/pgtest"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -158,7 +158,7 @@ func TestClusterChaos(t *testing.T) {
 	}
 	for i := range nodes {
 		n := &demoNode{name: fmt.Sprintf("node%d", i+1), root: filepath.Join(dir, fmt.Sprintf("node%d", i+1))}
-		if _, err := agentos.Init(n.root, agentos.InitOptions{Upstream: bare}); err != nil {
+		if _, err := host.Init(n.root, host.InitOptions{Upstream: bare}); err != nil {
 			t.Fatal(err)
 		}
 		if err := demoClusterConfig(n.root, map[string]any{

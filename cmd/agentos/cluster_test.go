@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // 'cluster status', 'ps --cluster' and 'events --cluster' on a node of a
@@ -37,12 +37,12 @@ func TestClusterCommands(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	t.Setenv("CLI_CLUSTER_KEY", hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
-	cfg := agentos.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler),
-		Git:         agentos.GitConfig{Upstream: bare},
-		Capability:  agentos.CapabilityConfig{SigningKeyEnv: "CLI_CLUSTER_KEY"},
-		Cluster:     agentos.ClusterConfig{Enabled: true, Name: "cli", Seeds: []string{fmt.Sprintf("127.0.0.1:%d", port)}, HealthPort: port, InsecureLoopback: true},
+	cfg := host.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler),
+		Git:         host.GitConfig{Upstream: bare},
+		Capability:  host.CapabilityConfig{SigningKeyEnv: "CLI_CLUSTER_KEY"},
+		Cluster:     host.ClusterConfig{Enabled: true, Name: "cli", Seeds: []string{fmt.Sprintf("127.0.0.1:%d", port)}, HealthPort: port, InsecureLoopback: true},
 		MetricsAddr: "127.0.0.1:0"}
-	rt, err := agentos.Start(context.Background(), cfg)
+	rt, err := host.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,13 +57,13 @@ func TestClusterCommands(t *testing.T) {
 	}
 
 	code, stdout, stderr := cli(t, "cluster", "status", "--root", root, "--json")
-	var rep agentos.ClusterReport
+	var rep host.ClusterReport
 	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.Cluster != "cli" || len(rep.Members) != 1 || rep.Members[0].Root != root ||
-		rep.Members[0].Version == "" || rep.Members[0].Version != agentos.NodeVersion() {
+		rep.Members[0].Version == "" || rep.Members[0].Version != host.NodeVersion() {
 		t.Fatalf("cluster status --json: %d %s %s", code, stdout, stderr)
 	}
 	// The probes next to the metrics: live, and ready once a member.
-	for _, path := range []string{agentos.HealthzPath, agentos.ReadyzPath} {
+	for _, path := range []string{host.HealthzPath, host.ReadyzPath} {
 		u := strings.TrimSuffix(rt.MetricsURL(), "/metrics") + path
 		res, err := http.Get(u)
 		if err != nil {
@@ -77,7 +77,7 @@ func TestClusterCommands(t *testing.T) {
 	}
 	code, stdout, _ = cli(t, "cluster", "status", "--root", root)
 	if code != 0 || !strings.Contains(stdout, `cluster cli, seen from `+rt.Member().Address()+`: 1 member(s) alive`) || !strings.Contains(stdout, "forge") ||
-		!strings.Contains(stdout, "VERSION") || !strings.Contains(stdout, agentos.NodeVersion()) {
+		!strings.Contains(stdout, "VERSION") || !strings.Contains(stdout, host.NodeVersion()) {
 		t.Fatalf("cluster status: %d %s", code, stdout)
 	}
 	code, stdout, _ = cli(t, "ps", "--cluster", "--root", root, "--json")
@@ -102,7 +102,7 @@ func TestClusterCommands(t *testing.T) {
 // On a node in no cluster the cluster commands say how to start one.
 func TestClusterCommandsAlone(t *testing.T) {
 	root := toolRoot(t, nil)
-	rt, err := agentos.Start(context.Background(), agentos.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler)})
+	rt, err := host.Start(context.Background(), host.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/internal/units"
 	"github.com/agentos-run/agentos/vfs"
@@ -142,8 +142,8 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	// The demo's Git upstream lives in its state directory, so the demo
 	// leaves nothing beside its tool root.
-	upstream := filepath.Join(agentos.StateDir, "upstream.git")
-	if err := os.MkdirAll(filepath.Join(dir, agentos.StateDir), 0o700); err != nil {
+	upstream := filepath.Join(host.StateDir, "upstream.git")
+	if err := os.MkdirAll(filepath.Join(dir, host.StateDir), 0o700); err != nil {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(dir, upstream)); errors.Is(err, os.ErrNotExist) {
@@ -151,10 +151,10 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 			return err
 		}
 	}
-	if _, err := agentos.Init(dir, agentos.InitOptions{Upstream: upstream}); err != nil {
+	if _, err := host.Init(dir, host.InitOptions{Upstream: upstream}); err != nil {
 		return err
 	}
-	cfg, err := agentos.LoadConfig(dir)
+	cfg, err := host.LoadConfig(dir)
 	if err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func demoDir(dir string, stdout io.Writer) error {
 	case err != nil:
 		return usagef("--dir %s: %v", dir, err)
 	case len(entries) > 0:
-		if fi, err := os.Lstat(filepath.Join(dir, agentos.StateDir, demoMarker)); err != nil || !fi.Mode().IsRegular() {
+		if fi, err := os.Lstat(filepath.Join(dir, host.StateDir, demoMarker)); err != nil || !fi.Mode().IsRegular() {
 			return usagef("--dir %s is not empty and was not made by 'agentos demo': the demo builds a fresh tool root, so pass a new or empty directory (nothing in %s was changed)", dir, dir)
 		}
 		fmt.Fprintf(stdout, "%s holds an earlier demo's tool root: removing it to start again\n", dir)
@@ -305,10 +305,10 @@ func demoDir(dir string, stdout io.Writer) error {
 			}
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(dir, agentos.StateDir), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, host.StateDir), 0o700); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, agentos.StateDir, demoMarker), []byte("made by 'agentos demo': a new demo with --dir here removes everything in this tool root\n"), 0o600)
+	return os.WriteFile(filepath.Join(dir, host.StateDir, demoMarker), []byte("made by 'agentos demo': a new demo with --dir here removes everything in this tool root\n"), 0o600)
 }
 
 func firstLine(s string) string {
@@ -319,7 +319,7 @@ func firstLine(s string) string {
 // demoKernel runs an agent process through the kernel: its capability
 // refuses a read outside its scope, its quota ends it, and ps and events
 // show what happened. It returns how many steps surprised.
-func demoKernel(ctx context.Context, dir string, cfg agentos.Config, stdout io.Writer) int {
+func demoKernel(ctx context.Context, dir string, cfg host.Config, stdout io.Writer) int {
 	surprises := 0
 	expect := func(ok bool, what string) {
 		if !ok {
@@ -328,7 +328,7 @@ func demoKernel(ctx context.Context, dir string, cfg agentos.Config, stdout io.W
 		}
 	}
 	cfg.Root, cfg.Logger = dir, slog.New(slog.DiscardHandler)
-	rt, err := agentos.Start(ctx, cfg)
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stdout, "\nkernel: cannot start the runtime: %v\n", err)
 		return 1
@@ -399,7 +399,7 @@ func demoKernel(ctx context.Context, dir string, cfg agentos.Config, stdout io.W
 		Commit string `json:"commit"`
 	}
 	_ = json.Unmarshal(out, &w)
-	fmt.Fprintf(stdout, "   write_file tools/text/slug.ts -> commit %.12s pushed to %s\n", w.Commit, filepath.Join(agentos.StateDir, "upstream.git"))
+	fmt.Fprintf(stdout, "   write_file tools/text/slug.ts -> commit %.12s pushed to %s\n", w.Commit, filepath.Join(host.StateDir, "upstream.git"))
 	expect(err == nil && w.Commit != "", fmt.Sprintf("the write should be committed (%v)", err))
 	out, err = rt.Call(ctx, "search_tools", json.RawMessage(`{"query":"make a url slug from a title","limit":1}`))
 	var hits []struct {

@@ -17,11 +17,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/cluster"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/pgtest"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node/admin"
@@ -170,7 +170,7 @@ func runDemoCluster(ctx context.Context, dir string, asJSON bool, stdout io.Writ
 	}()
 	for i := range nodes {
 		n := &demoNode{name: fmt.Sprintf("node%d", i+1), root: filepath.Join(dir, fmt.Sprintf("node%d", i+1))}
-		if _, err := agentos.Init(n.root, agentos.InitOptions{Upstream: bare}); err != nil {
+		if _, err := host.Init(n.root, host.InitOptions{Upstream: bare}); err != nil {
 			return err
 		}
 		cert, key, err := cluster.MakeMemberCert(certs, n.name, []string{"127.0.0.1"}, 24*time.Hour)
@@ -287,7 +287,7 @@ func runDemoCluster(ctx context.Context, dir string, asJSON bool, stdout io.Writ
 	out.ResumedOn = demoNodeOf(meta.Owner, meta.Host.PID, nodes)
 	for _, n := range nodes {
 		if !n.dead && out.ResumedOn == "" {
-			var rep agentos.ClusterReport
+			var rep host.ClusterReport
 			if c, err := admin.Dial(n.root); err == nil {
 				if c.Cluster(ctx, &rep) == nil {
 					for _, m := range rep.Members {
@@ -331,7 +331,7 @@ func runDemoCluster(ctx context.Context, dir string, asJSON bool, stdout io.Writ
 
 // demoClusterConfig adds settings to a tool root's agentos.json.
 func demoClusterConfig(root string, add map[string]any) error {
-	path := filepath.Join(root, agentos.ConfigFile)
+	path := filepath.Join(root, host.ConfigFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -380,7 +380,7 @@ func demoWaitMembers(ctx context.Context, n *demoNode, want int) error {
 		}
 		c, err := admin.Dial(n.root)
 		if err == nil {
-			var rep agentos.ClusterReport
+			var rep host.ClusterReport
 			err = c.Cluster(ctx, &rep)
 			c.Close()
 			if err == nil && len(rep.Members) >= want {

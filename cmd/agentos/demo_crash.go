@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // demoCrashChild is the hidden command the demo re-executes itself as:
@@ -72,15 +72,15 @@ func runDemoCrashChild(ctx context.Context, args []string) int {
 	if len(args) != 2 {
 		return exitUsage
 	}
-	cfg, err := agentos.LoadConfig(args[0])
+	cfg, err := host.LoadConfig(args[0])
 	if err != nil {
 		fmt.Println("error:", err)
 		return exitFailed
 	}
 	cfg.Root, cfg.Isolation = args[0], "inprocess"
-	cfg.LLM = agentos.LLMConfig{BaseURL: args[1], Model: "scripted"}
+	cfg.LLM = host.LLMConfig{BaseURL: args[1], Model: "scripted"}
 	cfg.Logger = slog.New(parker{Handler: slog.DiscardHandler, once: &sync.Once{}})
-	rt, err := agentos.Start(ctx, cfg)
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		fmt.Println("error:", err)
 		return exitFailed
@@ -93,7 +93,7 @@ func runDemoCrashChild(ctx context.Context, args []string) int {
 
 // demoCrash kills a forge mid-way (SIGKILL of a real process) and resumes
 // it: the model is not asked again for the answer the journal holds.
-func demoCrash(ctx context.Context, dir string, cfg agentos.Config, stdout io.Writer) int {
+func demoCrash(ctx context.Context, dir string, cfg host.Config, stdout io.Writer) int {
 	if os.Getenv("AGENTOS_LLM_MODEL") != "" {
 		return 0 // shown with the scripted model only: a real one answers differently each time
 	}
@@ -127,9 +127,9 @@ func demoCrash(ctx context.Context, dir string, cfg agentos.Config, stdout io.Wr
 	_ = child.Wait()
 	fmt.Fprintf(stdout, "   process %d forged until its first attempt failed its tests, and was killed (model requests so far: %d)\n", child.Process.Pid, srv.Requests())
 	cfg.Root, cfg.Logger = dir, slog.New(slog.DiscardHandler)
-	cfg.LLM = agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}
+	cfg.LLM = host.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}
 	cfg.ResumeForges = true // the restart resumes the interrupted forge, as 'agentos serve' and 'recover' do
-	rt, err := agentos.Start(ctx, cfg)
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stdout, "   cannot restart: %v\n", err)
 		return 1

@@ -9,10 +9,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // The scripted model's answers for the demo: a fibonacci tool whose first
@@ -82,7 +82,7 @@ func demoSubmit(path, code, tests string) llmtest.Step {
 // demoForge shows the closed loop with the scripted model (or the model in
 // the environment): a forge that passes on its second attempt, a SQL
 // report tool, and a reuse. It returns how many steps surprised.
-func demoForge(ctx context.Context, dir string, cfg agentos.Config, stdout io.Writer) int {
+func demoForge(ctx context.Context, dir string, cfg host.Config, stdout io.Writer) int {
 	surprises := 0
 	expect := func(ok bool, what string) {
 		if !ok {
@@ -99,13 +99,13 @@ func demoForge(ctx context.Context, dir string, cfg agentos.Config, stdout io.Wr
 			demoSubmit("tools/reports/downgrades.ts", demoReport, demoReportTests),
 		})
 		defer srv.Close()
-		cfg.LLM = agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}
+		cfg.LLM = host.LLMConfig{BaseURL: srv.URL(), Model: "scripted"}
 		fmt.Fprintf(stdout, "\nthe forge, with a scripted model served over HTTP at %s (set AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL to use a real one)\n", srv.URL())
 	} else {
 		fmt.Fprintf(stdout, "\nthe forge, with the model %s\n", os.Getenv("AGENTOS_LLM_MODEL"))
 	}
 	cfg.Root, cfg.Logger = dir, slog.New(slog.DiscardHandler)
-	rt, err := agentos.Start(ctx, cfg)
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stdout, "   cannot start the runtime: %v\n", err)
 		return 1

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/transpile"
 )
@@ -62,7 +62,7 @@ func everyDriverRoot(t *testing.T) (root, url string) {
   "llm": {"base_url": %[2]q, "model": "test-model"}
 }
 `, srv.URL+"/", srv.URL+"/v1")
-	if err := os.WriteFile(filepath.Join(root, agentos.ConfigFile), []byte(cfg), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(root, host.ConfigFile), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return root, srv.URL + "/hello"
@@ -133,7 +133,7 @@ func TestEveryEntryPointHasEveryDriver(t *testing.T) {
 
 	// recover: a run its host died under before its first driver call is
 	// resumed live, with every driver.
-	cfg, err := agentos.LoadConfig(root)
+	cfg, err := host.LoadConfig(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestEveryEntryPointHasEveryDriver(t *testing.T) {
 // so runs recorded by serve or call were invisible to them.
 func TestCLIUsesTheConfiguredJournal(t *testing.T) {
 	root := toolRoot(t, map[string]string{"tools/math/fib.ts": fibSrc})
-	if err := os.WriteFile(filepath.Join(root, agentos.ConfigFile), []byte(`{"journal": "state/runs.db"}`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(root, host.ConfigFile), []byte(`{"journal": "state/runs.db"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, stderr := cli(t, "exec", "--root", root, "tools/math/fib.ts", `{"n": 10}`); code != 0 {
@@ -193,8 +193,8 @@ func TestCLIUsesTheConfiguredJournal(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "state", "runs.db")); err != nil {
 		t.Fatalf("the configured journal was not written: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(root, agentos.JournalFile)); err == nil {
-		t.Fatalf("a journal was written at the default %s although agentos.json names state/runs.db", agentos.JournalFile)
+	if _, err := os.Stat(filepath.Join(root, host.JournalFile)); err == nil {
+		t.Fatalf("a journal was written at the default %s although agentos.json names state/runs.db", host.JournalFile)
 	}
 	code, stdout, stderr = cli(t, "runs", "--root", root, "--json")
 	if code != 0 || strings.Count(stdout, `"tools/math/fib.ts"`) != 2 {

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -39,7 +39,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("%s names a recorded version, and versions are kept in the journal: drop --no-journal", pos[0])
 	}
 	var absRoot string
-	var cfg agentos.Config
+	var cfg host.Config
 	var rel string
 	if versioned {
 		absRoot, cfg, rel, err = versionedTool(*root, toolArg, version)
@@ -130,7 +130,7 @@ func printExec(stdout, stderr io.Writer, res executor.Result) {
 
 // versionedTool is syncedTool for PATH@HASH: the tool root, and the path
 // (relative to it) with its version; the file need not exist.
-func versionedTool(root, p, version string) (absRoot string, cfg agentos.Config, rel string, err error) {
+func versionedTool(root, p, version string) (absRoot string, cfg host.Config, rel string, err error) {
 	if absRoot, cfg, err = openDir(root, true); err != nil {
 		return "", cfg, "", err
 	}

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // toolExecutor starts the executor of the tool root from its configuration
@@ -15,8 +15,8 @@ import (
 // IMPORTANT: in a directory that is not a tool root (exec --no-journal runs
 // there) nothing may be created, so the embedded database is not opened:
 // tgp.exec_sql then answers that no sql driver is configured.
-func toolExecutor(absRoot string, cfg agentos.Config, adjust func(*executor.Options)) (ex *executor.Executor, stop func(), err error) {
-	var setup *agentos.ExecutorSetup
+func toolExecutor(absRoot string, cfg host.Config, adjust func(*executor.Options)) (ex *executor.Executor, stop func(), err error) {
+	var setup *host.ExecutorSetup
 	if !isToolRoot(absRoot) && cfg.SQL.PostgresDSNEnv == "" {
 		setup = cfg.ExecutorSetupWithoutDatabase(absRoot) // the embedded database would create <dir>/.agentos/data.db
 	} else if setup, err = cfg.OpenExecutorSetup(absRoot, nil); err != nil {

@@ -8,8 +8,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // runForge runs one forge from the terminal: agentos forge [--root DIR]
@@ -32,7 +32,7 @@ func runForge(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	cfg.Root = abs
 	cfg.Logger = cmdLogger(ctx)
-	rt, err := agentos.Start(ctx, cfg)
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}

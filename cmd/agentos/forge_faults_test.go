@@ -27,11 +27,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/pgtest"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/jackc/pgx/v5"
@@ -118,7 +118,7 @@ func newFaultCluster(t *testing.T) *faultCluster {
 	c.env = append(os.Environ(), "CHAOS_KEY="+hex.EncodeToString(key), "CHAOS_JOURNAL="+c.pg.DSN)
 	for i := range 3 {
 		n := &demoNode{name: fmt.Sprintf("node%d", i+1), root: filepath.Join(c.dir, fmt.Sprintf("node%d", i+1))}
-		if _, err := agentos.Init(n.root, agentos.InitOptions{Upstream: c.bare}); err != nil {
+		if _, err := host.Init(n.root, host.InitOptions{Upstream: c.bare}); err != nil {
 			t.Fatal(err)
 		}
 		if err := demoClusterConfig(n.root, map[string]any{

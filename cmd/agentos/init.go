@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/scaffold"
 )
 
@@ -35,7 +35,7 @@ func runInit(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	created, err := agentos.Init(dir, agentos.InitOptions{Upstream: up, NoGit: *noGit})
+	created, err := host.Init(dir, host.InitOptions{Upstream: up, NoGit: *noGit})
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func runInit(_ context.Context, args []string, stdout, _ io.Writer) error {
 	for _, c := range created {
 		fmt.Fprintf(stdout, "  created %s\n", c)
 	}
-	fmt.Fprintf(stdout, "next: write a tool under %s/, then 'agentos check' and 'agentos exec' it\n", agentos.DefaultTools)
+	fmt.Fprintf(stdout, "next: write a tool under %s/, then 'agentos check' and 'agentos exec' it\n", host.DefaultTools)
 	return nil
 }
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 func TestInit(t *testing.T) {
@@ -39,7 +39,7 @@ func TestInitGitUpstream(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, dir+".git (bare Git upstream)") {
 		t.Fatalf("init: %d %s %s", code, stdout, stderr)
 	}
-	cfg, err := agentos.LoadConfig(dir)
+	cfg, err := host.LoadConfig(dir)
 	if err != nil || cfg.Git.Upstream != "../tools-root.git" {
 		t.Fatalf("config git = %+v %v", cfg.Git, err)
 	}
@@ -50,7 +50,7 @@ func TestInitGitUpstream(t *testing.T) {
 	if code, _, stderr := cli(t, "init", "--no-git", plain); code != 0 {
 		t.Fatal(stderr)
 	}
-	if cfg, _ := agentos.LoadConfig(plain); cfg.Git.Upstream != "" {
+	if cfg, _ := host.LoadConfig(plain); cfg.Git.Upstream != "" {
 		t.Fatalf("--no-git wrote an upstream: %+v", cfg.Git)
 	}
 	if _, err := os.Stat(plain + ".git"); err == nil {
@@ -78,7 +78,7 @@ func TestInitUpstreamPath(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(head)) != "ref: refs/heads/main" {
 		t.Fatalf("the created upstream's HEAD = %q, %v; want the branch main agentos pushes", head, err)
 	}
-	if cfg, err := agentos.LoadConfig(root); err != nil || cfg.Git.Upstream != up {
+	if cfg, err := host.LoadConfig(root); err != nil || cfg.Git.Upstream != up {
 		t.Fatalf("config git = %+v %v", cfg.Git, err)
 	}
 	// A second root on the same upstream: nothing more to create there.
@@ -99,7 +99,7 @@ func TestInitUpstreamPath(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, filepath.Join(base, "rel.git")+" (bare Git upstream)") {
 		t.Fatalf("init --upstream RELATIVE: %d %q %q", code, stdout, stderr)
 	}
-	if cfg, err := agentos.LoadConfig(filepath.Join(base, "sub")); err != nil || cfg.Git.Upstream != "../rel.git" {
+	if cfg, err := host.LoadConfig(filepath.Join(base, "sub")); err != nil || cfg.Git.Upstream != "../rel.git" {
 		t.Fatalf("a relative upstream in agentos.json = %+v %v, want ../rel.git (relative to the root)", cfg.Git, err)
 	}
 

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"os"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -16,7 +16,7 @@ import (
 //
 // The journal scrubs the secrets cfg points at and seals reads of its
 // secret_paths, as a runtime's does (see agentos.Config.OpenJournal).
-func openJournal(absRoot string, cfg agentos.Config, path string, mustExist bool) (*journal.Journal, error) {
+func openJournal(absRoot string, cfg host.Config, path string, mustExist bool) (*journal.Journal, error) {
 	if path == "" && cfg.JournalPostgresDSNEnv != "" {
 		return cfg.OpenJournal(absRoot, "") // the PostgreSQL journal (journal_postgres_dsn_env)
 	}
@@ -51,7 +51,7 @@ func newJournalCmd(name, jsonHelp string) *journalCmd {
 
 // open parses args (wantArgs positional ones, described by what) and opens
 // the tool root and its journal; the caller MUST close the journal.
-func (c *journalCmd) open(args []string, wantArgs int, what string) (pos []string, absRoot string, cfg agentos.Config, j *journal.Journal, err error) {
+func (c *journalCmd) open(args []string, wantArgs int, what string) (pos []string, absRoot string, cfg host.Config, j *journal.Journal, err error) {
 	if pos, absRoot, cfg, err = c.parse(args, wantArgs, what); err != nil {
 		return nil, "", cfg, nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/node/admin"
 )
@@ -78,7 +78,7 @@ func runMemory(ctx context.Context, args []string, stdout, _ io.Writer) error {
 
 // memoryDo performs req through the serving node, or on the memory file
 // when no node serves the root.
-func memoryDo(ctx context.Context, abs string, cfg agentos.Config, req admin.MemoryRequest, out *json.RawMessage) error {
+func memoryDo(ctx context.Context, abs string, cfg host.Config, req admin.MemoryRequest, out *json.RawMessage) error {
 	c, err := admin.Dial(abs)
 	if err == nil {
 		defer c.Close()
@@ -101,7 +101,7 @@ func memoryDo(ctx context.Context, abs string, cfg agentos.Config, req admin.Mem
 	if err := os.MkdirAll(filepath.Dir(store.Path()), 0o700); err != nil {
 		return err
 	}
-	res, err := agentos.MemoryOp(store, req)
+	res, err := host.MemoryOp(store, req)
 	if err != nil {
 		return err
 	}

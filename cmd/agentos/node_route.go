@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node/admin"
 )
@@ -28,13 +28,13 @@ import (
 // nodeFor returns a client of the node serving absRoot when one does and
 // the command's journal is the node's (jpath empty, or the node's file);
 // nil when no node serves the root.
-func nodeFor(absRoot string, cfg agentos.Config, jpath string) (*admin.Client, error) {
+func nodeFor(absRoot string, cfg host.Config, jpath string) (*admin.Client, error) {
 	if jpath != "" {
 		abs, err := filepath.Abs(jpath)
 		if err != nil {
 			return nil, err
 		}
-		if abs != cfg.JournalPath(absRoot) && abs != filepath.Join(absRoot, agentos.JournalFile) {
+		if abs != cfg.JournalPath(absRoot) && abs != filepath.Join(absRoot, host.JournalFile) {
 			return nil, nil // another journal file than the node's: not the node's business
 		}
 	}
@@ -47,7 +47,7 @@ func nodeFor(absRoot string, cfg agentos.Config, jpath string) (*admin.Client, e
 
 // parse parses args (wantArgs positional ones, described by what) and
 // opens the tool root; open does the same and opens the journal.
-func (c *journalCmd) parse(args []string, wantArgs int, what string) (pos []string, absRoot string, cfg agentos.Config, err error) {
+func (c *journalCmd) parse(args []string, wantArgs int, what string) (pos []string, absRoot string, cfg host.Config, err error) {
 	if pos, err = parseFlags(c.fs, args); err != nil {
 		return nil, "", cfg, err
 	}
@@ -115,7 +115,7 @@ func (n *nodeRuns) Close() error { n.c.Close(); return nil }
 // from it into a private journal file of this process, which only this
 // command sees (removed at once, gone when the journal closes). Reads and
 // replay are then exactly those of the journal itself.
-func (c *journalCmd) openRun(ctx context.Context, args []string, what string) (pos []string, absRoot string, cfg agentos.Config, j *journal.Journal, err error) {
+func (c *journalCmd) openRun(ctx context.Context, args []string, what string) (pos []string, absRoot string, cfg host.Config, j *journal.Journal, err error) {
 	if pos, absRoot, cfg, err = c.parse(args, 1, what); err != nil {
 		return nil, "", cfg, nil, err
 	}
@@ -152,7 +152,7 @@ func (c *journalCmd) openRun(ctx context.Context, args []string, what string) (p
 // bounded by the run's own timeout plus a minute (timeout 0: the root's
 // default), says so on stderr, and goes through a node that starts
 // meanwhile.
-func execJournal(ctx context.Context, absRoot string, cfg agentos.Config, jpath string, timeout time.Duration, stderr io.Writer) (*admin.Client, *journal.Journal, error) {
+func execJournal(ctx context.Context, absRoot string, cfg host.Config, jpath string, timeout time.Duration, stderr io.Writer) (*admin.Client, *journal.Journal, error) {
 	if timeout <= 0 {
 		timeout = time.Duration(cfg.Limits.Timeout)
 	}
@@ -198,7 +198,7 @@ func execOnNode(ctx context.Context, nc *admin.Client, rel string, args json.Raw
 // recoverOnNode asks the serving node to resume runs (only, or every
 // unfinished one not in flight) and prints what it did, at its start and now.
 func recoverOnNode(ctx context.Context, nc *admin.Client, req admin.RecoverRequest, asJSON bool, stdout io.Writer) error {
-	var rec agentos.NodeRecovery
+	var rec host.NodeRecovery
 	if err := nc.Recover(ctx, req, &rec); err != nil {
 		return err
 	}

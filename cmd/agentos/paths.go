@@ -10,30 +10,30 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // openRoot resolves --root and loads its configuration. The directory MUST
 // be a tool root (hold agentos.json): commands MUST NOT create state
 // (.agentos/) in a directory the user never initialised.
-func openRoot(root string) (string, agentos.Config, error) { return openDir(root, true) }
+func openRoot(root string) (string, host.Config, error) { return openDir(root, true) }
 
 // openDir is openRoot; with mustBeRoot false a directory without
 // agentos.json is used with the default configuration (check, version,
 // exec --no-journal: commands that write nothing there).
-func openDir(root string, mustBeRoot bool) (string, agentos.Config, error) {
+func openDir(root string, mustBeRoot bool) (string, host.Config, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
-		return "", agentos.Config{}, err
+		return "", host.Config{}, err
 	}
 	fi, err := os.Stat(abs)
 	if err != nil || !fi.IsDir() {
-		return "", agentos.Config{}, usagef("the tool root %s is not a directory: pass --root DIR or run 'agentos init'", abs)
+		return "", host.Config{}, usagef("the tool root %s is not a directory: pass --root DIR or run 'agentos init'", abs)
 	}
 	if mustBeRoot && !isToolRoot(abs) {
-		return "", agentos.Config{}, notRootError(abs)
+		return "", host.Config{}, notRootError(abs)
 	}
-	cfg, err := agentos.LoadConfig(abs)
+	cfg, err := host.LoadConfig(abs)
 	return abs, cfg, err
 }
 

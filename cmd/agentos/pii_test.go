@@ -14,8 +14,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // The CLI's entry points run tools through the same pii wrapping as a
@@ -48,10 +48,10 @@ export default async function (a: { url: string; text: string }): Promise<number
 `,
 	})
 	cfg := fmt.Sprintf(`{"isolation": "inprocess", "fetch": {"allow": [%q]}, "pii": {"detect": ["email"], "restore_to": [%q]}}`, srv.URL+"/", "fetch:"+srv.URL+"/crm/")
-	if err := os.WriteFile(filepath.Join(root, agentos.ConfigFile), []byte(cfg), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(root, host.ConfigFile), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := agentos.LoadConfig(root)
+	c, err := host.LoadConfig(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +92,11 @@ export default async function (a: { url: string; text: string }): Promise<number
 		t.Errorf("the targets received %q, want the real value at /crm/ only", got)
 	}
 	mu.Unlock()
-	jb, err := os.ReadFile(filepath.Join(root, agentos.JournalFile))
+	jb, err := os.ReadFile(filepath.Join(root, host.JournalFile))
 	if err != nil || bytes.Contains(jb, []byte("ada@example.com")) || !bytes.Contains(jb, []byte(token)) {
 		t.Fatalf("the journal (%v) holds the real value, or not the token", err)
 	}
-	if err := os.Remove(filepath.Join(root, agentos.PIIMapFile)); err != nil {
+	if err := os.Remove(filepath.Join(root, host.PIIMapFile)); err != nil {
 		t.Fatal(err)
 	}
 	srv.Close() // replay needs neither the map nor the server

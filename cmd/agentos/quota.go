@@ -11,9 +11,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // quotaRow is one account as `agentos quota --json` prints it.
@@ -42,7 +42,7 @@ func runQuota(_ context.Context, args []string, stdout, _ io.Writer) error {
 		if pos[0] != "reset" {
 			return usagef("unknown quota action %q: use 'agentos quota' to show the use, 'agentos quota reset [ACCOUNT...]' to clear it", pos[0])
 		}
-		cleared, err := agentos.ResetQuota(abs, pos[1:]...)
+		cleared, err := host.ResetQuota(abs, pos[1:]...)
 		if err != nil {
 			return quotaErr(err)
 		}
@@ -56,7 +56,7 @@ func runQuota(_ context.Context, args []string, stdout, _ io.Writer) error {
 		fmt.Fprintf(stdout, "quota use reset for %s\n", strings.Join(cleared, ", "))
 		return nil
 	}
-	use, err := agentos.QuotaUse(abs)
+	use, err := host.QuotaUse(abs)
 	if err != nil {
 		return quotaErr(err)
 	}
@@ -118,7 +118,7 @@ func quotaHint(err error) error {
 	if qe != nil && !slices.Contains(capability.Cumulative, qe.Meter) {
 		return err
 	}
-	return fmt.Errorf("%w (quota use is kept in %s across invocations: see it with 'agentos quota', clear it with 'agentos quota reset')", err, agentos.QuotaFile)
+	return fmt.Errorf("%w (quota use is kept in %s across invocations: see it with 'agentos quota', clear it with 'agentos quota reset')", err, host.QuotaFile)
 }
 
 func nonNil(s []string) []string {

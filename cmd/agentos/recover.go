@@ -7,9 +7,9 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node/admin"
 )
@@ -77,8 +77,8 @@ func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // interrupted runs of other kinds it left, with the reason.
 type recoverOutput struct {
 	Recovered []executor.RecoverReport `json:"recovered"`
-	Forges    []agentos.ForgeReport    `json:"forges"`
-	Left      []agentos.LeftRun        `json:"left"`
+	Forges    []host.ForgeReport       `json:"forges"`
+	Left      []host.LeftRun           `json:"left"`
 
 	forges []journal.RunMeta // the interrupted forges
 	forge  string            // --run named this forge
@@ -98,10 +98,10 @@ func (o recoverOutput) status() error {
 // recoverExecs lists the interrupted runs of journal j and resumes its
 // tool runs (only the run only, when set) with a tool executor, as the
 // runtime does at start.
-func recoverExecs(ctx context.Context, absRoot string, cfg agentos.Config, j *journal.Journal, only string, ropts executor.RecoverOptions) (out recoverOutput, err error) {
-	out = recoverOutput{Recovered: []executor.RecoverReport{}, Forges: []agentos.ForgeReport{}, Left: []agentos.LeftRun{}}
-	var left []agentos.LeftRun
-	if _, out.forges, left, err = agentos.InterruptedRuns(j); err != nil {
+func recoverExecs(ctx context.Context, absRoot string, cfg host.Config, j *journal.Journal, only string, ropts executor.RecoverOptions) (out recoverOutput, err error) {
+	out = recoverOutput{Recovered: []executor.RecoverReport{}, Forges: []host.ForgeReport{}, Left: []host.LeftRun{}}
+	var left []host.LeftRun
+	if _, out.forges, left, err = host.InterruptedRuns(j); err != nil {
 		return out, err
 	}
 	if only != "" {
@@ -145,7 +145,7 @@ func recoverExecs(ctx context.Context, absRoot string, cfg agentos.Config, j *jo
 // recoverForges starts a runtime on the root and resumes its interrupted
 // forges (only forge id, when set) with the configured model, saying so
 // on stderr first: a resumed forge sends model requests.
-func recoverForges(ctx context.Context, absRoot string, cfg agentos.Config, jpath, id string, stderr io.Writer) ([]agentos.ForgeReport, error) {
+func recoverForges(ctx context.Context, absRoot string, cfg host.Config, jpath, id string, stderr io.Writer) ([]host.ForgeReport, error) {
 	if jpath != "" {
 		abs, err := filepath.Abs(jpath)
 		if err != nil {
@@ -158,7 +158,7 @@ func recoverForges(ctx context.Context, absRoot string, cfg agentos.Config, jpat
 		cfg.Journal = filepath.ToSlash(rel)
 	}
 	cfg.Root, cfg.Logger = absRoot, cmdLogger(ctx)
-	rt, err := agentos.Start(ctx, cfg)
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func recoverForges(ctx context.Context, absRoot string, cfg agentos.Config, jpat
 }
 
 // printForges prints what became of each resumed forge, one line each.
-func printForges(stdout io.Writer, reports []agentos.ForgeReport) {
+func printForges(stdout io.Writer, reports []host.ForgeReport) {
 	for _, r := range reports {
 		if r.Err != "" {
 			fmt.Fprintf(stdout, "resumed forge run %s: failed: %s\n", r.Run, r.Err)
@@ -183,7 +183,7 @@ func printForges(stdout io.Writer, reports []agentos.ForgeReport) {
 }
 
 // printLeft prints the interrupted runs recover leaves alone, with why.
-func printLeft(stdout io.Writer, left []agentos.LeftRun) {
+func printLeft(stdout io.Writer, left []host.LeftRun) {
 	for _, l := range left {
 		fmt.Fprintf(stdout, "run %s (%s) interrupted, left as it is: %s\n", l.Run.ID, l.Run.Kind, l.Reason)
 	}

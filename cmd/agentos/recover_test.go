@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -106,10 +106,10 @@ export default async function (): Promise<number> {
 // id.
 func interruptedRun(t *testing.T, root, kind string, args any) string {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Join(root, agentos.StateDir), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(root, host.StateDir), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	j, err := journal.Open(filepath.Join(root, agentos.JournalFile), journal.Options{})
+	j, err := journal.Open(filepath.Join(root, host.JournalFile), journal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +147,8 @@ func TestRecoverResumesForges(t *testing.T) {
 	code, stdout, stderr := cli(t, "recover", "--root", root, "--json")
 	var out struct {
 		Recovered []json.RawMessage
-		Forges    []agentos.ForgeReport
-		Left      []agentos.LeftRun
+		Forges    []host.ForgeReport
+		Left      []host.LeftRun
 	}
 	if err := json.Unmarshal([]byte(stdout), &out); code != 0 || err != nil {
 		t.Fatalf("recover --json: %d %v\n%s\n%s", code, err, stdout, stderr)

@@ -7,9 +7,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -32,7 +32,7 @@ func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	defer j.Close()
 	asJSON := c.asJSON
 	meta, gerr := j.Get(pos[0])
-	if gerr == nil && meta.Kind == agentos.TournamentKind {
+	if gerr == nil && meta.Kind == host.TournamentKind {
 		return usagef("run %s is a tournament: replay it with 'agentos tournament --replay %s'", meta.ID, meta.ID)
 	}
 	if gerr == nil && meta.Kind == forge.Kind {
@@ -131,7 +131,7 @@ func printReplay(w io.Writer, rep executor.ReplayReport) {
 // replayForge replays forge run id offline (forge.Replay): today's prompt
 // and checker (the root's allowed_imports), the recorded model answers and
 // test results, attempts at most (0: llm.forge_attempts).
-func replayForge(ctx context.Context, absRoot string, cfg agentos.Config, j *journal.Journal, id string, attempts int, asJSON bool, stdout io.Writer) error {
+func replayForge(ctx context.Context, absRoot string, cfg host.Config, j *journal.Journal, id string, attempts int, asJSON bool, stdout io.Writer) error {
 	if attempts < 0 {
 		return usagef("--attempts %d: it MUST be positive", attempts)
 	}
@@ -144,7 +144,7 @@ func replayForge(ctx context.Context, absRoot string, cfg agentos.Config, j *jou
 		opts.MaxAttempts = attempts
 	}
 	opts.Logger = cmdLogger(ctx)
-	rep, err := agentos.ReplayForge(ctx, j, id, opts)
+	rep, err := host.ReplayForge(ctx, j, id, opts)
 	if err != nil {
 		return usagef("%v", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // runServe runs a node until SIGTERM or SIGINT:
@@ -100,7 +100,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// The protocol owns stdout: the banners go to stderr.
 		stdout = stderr
 	}
-	rt, err := agentos.Start(ctx, cfg)
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/mcpserver"
 	"github.com/agentos-run/agentos/node/admin"
 )
@@ -25,12 +25,12 @@ import (
 // default grants when the node has no capability.signing_key_env (so no
 // 'agentos token' can mint one it verifies): mode 0600, valid while that
 // node runs.
-var MCPTokenFile = filepath.Join(agentos.StateDir, "mcp-token")
+var MCPTokenFile = filepath.Join(host.StateDir, "mcp-token")
 
 // serveMCP starts MCP over stdio (stdio) and/or streamable HTTP
 // (cfg.MCP.Serve.HTTPAddr) for rt. done reports when the stdio session or
 // the HTTP server ends; stop closes everything (call it before rt.Close).
-func serveMCP(ctx context.Context, rt *agentos.Runtime, cfg agentos.Config, stdio bool, banner io.Writer) (done <-chan error, stop func(), err error) {
+func serveMCP(ctx context.Context, rt *host.Runtime, cfg host.Config, stdio bool, banner io.Writer) (done <-chan error, stop func(), err error) {
 	srv, err := rt.MCPServer() // the one the node socket's /mcp serves too
 	if err != nil {
 		return nil, nil, err
@@ -170,7 +170,7 @@ func nodeServes(root string) bool {
 // stops, the bridge takes over: it bridges to the node serving root then
 // (another window's that took over first), or starts its own node on root
 // (cfg) and relays it, so the client keeps its tools.
-func bridgeMCP(ctx context.Context, root string, cfg agentos.Config) error {
+func bridgeMCP(ctx context.Context, root string, cfg host.Config) error {
 	log := cmdLogger(ctx)
 	socket := func() (mcp.Transport, func()) {
 		sock := filepath.Join(root, admin.Socket)
@@ -234,8 +234,8 @@ func bridgeMCP(ctx context.Context, root string, cfg agentos.Config) error {
 // ownNode starts a node on cfg's root, serving its socket (so that other
 // windows bridge to it), and returns an in-memory transport to its MCP
 // server as the default process, and stop, which stops the node.
-func ownNode(ctx context.Context, cfg agentos.Config) (mcp.Transport, func(), error) {
-	rt, err := agentos.Start(ctx, cfg)
+func ownNode(ctx context.Context, cfg host.Config) (mcp.Transport, func(), error) {
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // setBodyTimeout writes mcp.serve.body_timeout into root's agentos.json.
 func setBodyTimeout(t *testing.T, root, d string) {
 	t.Helper()
-	p := filepath.Join(root, agentos.ConfigFile)
+	p := filepath.Join(root, host.ConfigFile)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

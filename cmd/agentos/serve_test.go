@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node/admin"
 )
@@ -135,7 +135,7 @@ func TestServeSIGTERM(t *testing.T) {
 		}
 		return nil
 	})
-	j, err := journal.Open(filepath.Join(root, agentos.JournalFile), journal.Options{})
+	j, err := journal.Open(filepath.Join(root, host.JournalFile), journal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 )
 
@@ -23,7 +23,7 @@ func TestSnapshotRestoreWithNode(t *testing.T) {
 	if code, _, stderr := cli(t, "snapshot", "--root", root, "agent"); code != 1 || !strings.Contains(stderr, "agentos serve") {
 		t.Fatalf("snapshot without a node: %d %s", code, stderr)
 	}
-	rt, err := agentos.Start(context.Background(), agentos.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler)})
+	rt, err := host.Start(context.Background(), host.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // syncedTool resolves --root and the PATH argument of the commands that
@@ -15,7 +15,7 @@ import (
 // to date with its Git upstream when it is behind (agentos.SyncTools: one
 // ls-remote when it is current). An unreachable upstream is a warning on
 // stderr, never a failure: the local copy is used.
-func syncedTool(ctx context.Context, cmd, root, path string, mustBeRoot bool, stderr io.Writer) (absRoot string, cfg agentos.Config, rel string, err error) {
+func syncedTool(ctx context.Context, cmd, root, path string, mustBeRoot bool, stderr io.Writer) (absRoot string, cfg host.Config, rel string, err error) {
 	if absRoot, cfg, err = openDir(root, mustBeRoot); err != nil {
 		return "", cfg, "", err
 	}
@@ -28,7 +28,7 @@ func syncedTool(ctx context.Context, cmd, root, path string, mustBeRoot bool, st
 			}
 		}
 	}
-	if _, err := agentos.SyncTools(ctx, cfg, absRoot, nil); err != nil {
+	if _, err := host.SyncTools(ctx, cfg, absRoot, nil); err != nil {
 		fmt.Fprintf(stderr, "agentos %s: warning: the tools could not be brought up to date (%v); using the local copy\n", cmd, err)
 	}
 	rel, err = toolPath(absRoot, path)

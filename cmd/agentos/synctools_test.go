@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 )
 
@@ -51,11 +51,11 @@ func TestSharedToolsVisibleToExecAndCheck(t *testing.T) {
 		t.Fatalf("check of a tool pushed since: %d %q %q", code, stdout, stderr)
 	}
 	// Current: no hydration.
-	cfg, err := agentos.LoadConfig(b)
+	cfg, err := host.LoadConfig(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hydrated, err := agentos.SyncTools(context.Background(), cfg, b, nil); err != nil || hydrated {
+	if hydrated, err := host.SyncTools(context.Background(), cfg, b, nil); err != nil || hydrated {
 		t.Fatalf("a current tool root was hydrated again: %v %v", hydrated, err)
 	}
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 // tokenRights are the rights 'agentos token --grant' accepts.
@@ -96,7 +96,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tok := auth.Mint(*holder, grants, c)
 	// Recorded before it is printed: every token handed out is in 'agentos
 	// token list', where its id is found to revoke it.
-	if err := capability.RevocationFile(filepath.Join(absRoot, agentos.RevocationsFile)).RecordMinted(tok); err != nil {
+	if err := capability.RevocationFile(filepath.Join(absRoot, host.RevocationsFile)).RecordMinted(tok); err != nil {
 		return err
 	}
 	if *asJSON {

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node/admin"
 )
 
@@ -36,12 +36,12 @@ func runTokenRevoke(ctx context.Context, args []string, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	req := agentos.RevokeRequest{Target: pos[0], Holder: *holder, Force: *force}
-	var rep agentos.RevokeReport
+	req := host.RevokeRequest{Target: pos[0], Holder: *holder, Force: *force}
+	var rep host.RevokeReport
 	switch nc, err := admin.Dial(absRoot); {
 	case errors.Is(err, admin.ErrNoNode):
 		cfg.Root = absRoot
-		if rep, err = agentos.Revoke(cfg, req); err != nil {
+		if rep, err = host.Revoke(cfg, req); err != nil {
 			return err
 		}
 	case err != nil:
@@ -62,11 +62,11 @@ func runTokenRevoke(ctx context.Context, args []string, stdout io.Writer) error 
 	fmt.Fprintf(stdout, "revoked %s\n", what)
 	switch {
 	case rep.Node && rep.Durable:
-		fmt.Fprintf(stdout, "  refused now by the node serving %s (and by every node of its cluster, if it is in one); kept in %s, so it outlives restarts\n", absRoot, agentos.RevocationsFile)
+		fmt.Fprintf(stdout, "  refused now by the node serving %s (and by every node of its cluster, if it is in one); kept in %s, so it outlives restarts\n", absRoot, host.RevocationsFile)
 	case rep.Node:
 		fmt.Fprintln(stdout, "  refused now by the node serving this root (it has no capability.signing_key_env: its tokens end with it)")
 	default:
-		fmt.Fprintf(stdout, "  no node serves %s: kept in %s, refused from the next start of a node here (which publishes it to its cluster)\n", absRoot, agentos.RevocationsFile)
+		fmt.Fprintf(stdout, "  no node serves %s: kept in %s, refused from the next start of a node here (which publishes it to its cluster)\n", absRoot, host.RevocationsFile)
 	}
 	return nil
 }
@@ -107,7 +107,7 @@ func runTokenList(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	file := capability.RevocationFile(filepath.Join(absRoot, agentos.RevocationsFile))
+	file := capability.RevocationFile(filepath.Join(absRoot, host.RevocationsFile))
 	minted, err := file.Minted()
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 const revokeTestKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -97,7 +97,7 @@ func TestTokenRevoke(t *testing.T) {
 		t.Fatalf("alice's token before her revocation: %d %q", code, msg)
 	}
 	code, out, stderr = cli(t, "token", "revoke", "--root", root, "--json", "alice") // through the node
-	var rep agentos.RevokeReport
+	var rep host.RevokeReport
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.Holder != "alice" || !rep.Node || !rep.Durable {
 		t.Fatalf("revoke alice through the node: %d %s %s", code, out, stderr)
 	}

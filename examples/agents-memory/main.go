@@ -23,9 +23,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/memory"
 )
 
@@ -91,14 +91,14 @@ func run() error {
 	)
 	srv := llmtest.NewServer(script)
 	defer srv.Close()
-	cfg := agentos.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler),
-		LLM:    agentos.LLMConfig{BaseURL: srv.URL(), Model: "scripted"},
-		Memory: agentos.MemoryConfig{WindowTokens: window}}
-	rt, err := agentos.Start(ctx, cfg)
+	cfg := host.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler),
+		LLM:    host.LLMConfig{BaseURL: srv.URL(), Model: "scripted"},
+		Memory: host.MemoryConfig{WindowTokens: window}}
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	res, err := rt.RunAgent(ctx, "Read the Zephyr documents in tools/docs, then tell me the launch code.", agentos.AgentOptions{Name: "analyst", MaxSteps: 25, Distill: true})
+	res, err := rt.RunAgent(ctx, "Read the Zephyr documents in tools/docs, then tell me the launch code.", host.AgentOptions{Name: "analyst", MaxSteps: 25, Distill: true})
 	if err != nil {
 		return err
 	}
@@ -127,11 +127,11 @@ func run() error {
 	})
 	defer srv.Close()
 	cfg.LLM.BaseURL = srv.URL()
-	if rt, err = agentos.Start(ctx, cfg); err != nil {
+	if rt, err = host.Start(ctx, cfg); err != nil {
 		return err
 	}
 	defer rt.Close()
-	if _, err := rt.RunAgent(ctx, "Read the Zephyr documents again and remind me of the launch code.", agentos.AgentOptions{Name: "analyst"}); err != nil {
+	if _, err := rt.RunAgent(ctx, "Read the Zephyr documents again and remind me of the launch code.", host.AgentOptions{Name: "analyst"}); err != nil {
 		return err
 	}
 	fmt.Printf("run 2 (after a restart): lessons in the system prompt: %v\n", strings.Contains(system, lesson))
@@ -141,7 +141,7 @@ func run() error {
 	}
 
 	// 3. Another agent, without memory_read on "analyst".
-	res, err = rt.RunAgent(ctx, "Find the analyst's launch code.", agentos.AgentOptions{Name: "intern"})
+	res, err = rt.RunAgent(ctx, "Find the analyst's launch code.", host.AgentOptions{Name: "intern"})
 	if err != nil {
 		return err
 	}

@@ -25,12 +25,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 const (
@@ -84,26 +84,26 @@ func run() error {
 		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", p))
 	}
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	nodes := make([]*agentos.Runtime, 3)
+	nodes := make([]*host.Runtime, 3)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
 	for i := range nodes {
 		root := filepath.Join(dir, fmt.Sprintf("node%d", i+1))
-		if _, err := agentos.Init(root, agentos.InitOptions{Upstream: upstream}); err != nil {
+		if _, err := host.Init(root, host.InitOptions{Upstream: upstream}); err != nil {
 			return err
 		}
-		cfg, err := agentos.LoadConfig(root)
+		cfg, err := host.LoadConfig(root)
 		if err != nil {
 			return err
 		}
 		cfg.Root, cfg.Logger = root, quiet
-		cfg.LLM = agentos.LLMConfig{BaseURL: model.URL(), Model: "scripted"}
+		cfg.LLM = host.LLMConfig{BaseURL: model.URL(), Model: "scripted"}
 		cfg.Capability.SigningKeyEnv = "AGENTOS_CAPABILITY_KEY"
 		// Three nodes on this machine's loopback: plaintext, said so. Nodes
 		// on a network use certificates (cluster.cert/key/ca).
-		cfg.Cluster = agentos.ClusterConfig{Enabled: true, Name: "example", Seeds: seeds, HealthPort: ports[i], InsecureLoopback: true}
+		cfg.Cluster = host.ClusterConfig{Enabled: true, Name: "example", Seeds: seeds, HealthPort: ports[i], InsecureLoopback: true}
 		// Concurrently: protoactor's member start takes a second.
-		wg.Go(func() { nodes[i], errs[i] = agentos.Start(ctx, cfg) })
+		wg.Go(func() { nodes[i], errs[i] = host.Start(ctx, cfg) })
 	}
 	wg.Wait()
 	for i, rt := range nodes {
@@ -127,7 +127,7 @@ func run() error {
 		err error
 	}
 	answers := make(chan answer, 2)
-	forgeOn := func(rt *agentos.Runtime) {
+	forgeOn := func(rt *host.Runtime) {
 		a, _ := json.Marshal(map[string]string{"spec": spec})
 		out, err := rt.Call(ctx, "forge_tool", a)
 		var res forge.Result

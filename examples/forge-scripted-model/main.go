@@ -21,10 +21,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 const (
@@ -102,8 +102,8 @@ func run() error {
 	fmt.Println("scripted model at", model.URL())
 
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	rt, err := agentos.Start(ctx, agentos.Config{Root: root, Logger: quiet,
-		LLM: agentos.LLMConfig{BaseURL: model.URL(), Model: "scripted"}})
+	rt, err := host.Start(ctx, host.Config{Root: root, Logger: quiet,
+		LLM: host.LLMConfig{BaseURL: model.URL(), Model: "scripted"}})
 	if err != nil {
 		return err
 	}

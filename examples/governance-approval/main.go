@@ -19,9 +19,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node"
 )
 
@@ -51,9 +51,9 @@ func run() error {
 	}
 	defer os.RemoveAll(root)
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	cfg := agentos.Config{Root: root, Logger: quiet}
-	cfg.Governance.Approval.Timeout = agentos.Duration(2 * time.Second) // default 5m
-	rt, err := agentos.Start(ctx, cfg)
+	cfg := host.Config{Root: root, Logger: quiet}
+	cfg.Governance.Approval.Timeout = host.Duration(2 * time.Second) // default 5m
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func run() error {
 	done := execAsync(ctx, rt)
 	req := waitPending(rt)
 	fmt.Printf("   waiting: %s %s (%d run)\n", req.ID, req.Path, req.Waiting)
-	if _, err := rt.Approve(req.ID, agentos.ApproveOptions{By: "reviewer:ada", Reason: "the comment is harmless"}); err != nil {
+	if _, err := rt.Approve(req.ID, host.ApproveOptions{By: "reviewer:ada", Reason: "the comment is harmless"}); err != nil {
 		return err
 	}
 	res := <-done
@@ -97,7 +97,7 @@ func run() error {
 	}
 	done = execAsync(ctx, rt)
 	req = waitPending(rt)
-	if _, err := rt.Deny(req.ID, agentos.ApproveOptions{By: "reviewer:ada", Reason: "it triples"}); err != nil {
+	if _, err := rt.Deny(req.ID, host.ApproveOptions{By: "reviewer:ada", Reason: "it triples"}); err != nil {
 		return err
 	}
 	res = <-done
@@ -126,7 +126,7 @@ func run() error {
 	return nil
 }
 
-func execAsync(ctx context.Context, rt *agentos.Runtime) chan node.ExecResult {
+func execAsync(ctx context.Context, rt *host.Runtime) chan node.ExecResult {
 	ch := make(chan node.ExecResult, 1)
 	go func() {
 		var res node.ExecResult
@@ -143,7 +143,7 @@ func execAsync(ctx context.Context, rt *agentos.Runtime) chan node.ExecResult {
 }
 
 // waitPending waits for a run waiting on a pending request.
-func waitPending(rt *agentos.Runtime) approval.Request {
+func waitPending(rt *host.Runtime) approval.Request {
 	for {
 		rs, _ := rt.Approvals(approval.StatePending)
 		for _, r := range rs {

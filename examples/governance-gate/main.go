@@ -21,9 +21,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/governance/gate"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/transpile"
 )
 
@@ -66,17 +66,17 @@ func run() error {
 	}
 	defer os.RemoveAll(base)
 	root := filepath.Join(base, "root")
-	if _, err := agentos.Init(root, agentos.InitOptions{}); err != nil { // a bare upstream beside it
+	if _, err := host.Init(root, host.InitOptions{}); err != nil { // a bare upstream beside it
 		return err
 	}
-	cfg, err := agentos.LoadConfig(root)
+	cfg, err := host.LoadConfig(root)
 	if err != nil {
 		return err
 	}
 	cfg.Root = root
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	cfg.Governance.Gate.Policy = "block"
-	rt, err := agentos.Start(ctx, cfg)
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -27,10 +27,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/host"
 )
 
 const contactsTool = `/** Lists the contacts: name, e-mail and phone. */
@@ -75,16 +75,16 @@ func run() error {
 	}))
 	defer web.Close()
 
-	cfg := agentos.Config{
+	cfg := host.Config{
 		Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler),
-		Fetch: agentos.FetchConfig{Allow: []string{web.URL + "/"}},
-		PII: agentos.PIIConfig{
+		Fetch: host.FetchConfig{Allow: []string{web.URL + "/"}},
+		PII: host.PIIConfig{
 			Detect:    []string{"email", "phone"},
 			Names:     []string{"Ada Lovelace"},
 			RestoreTo: []string{"fetch:" + web.URL + "/crm/"},
 		},
 	}
-	if err := os.MkdirAll(filepath.Join(root, agentos.StateDir), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(root, host.StateDir), 0o700); err != nil {
 		return err
 	}
 	db, err := driver.OpenDatabase(driver.DatabaseOptions{SQLite: cfg.SQLitePath(root), Logger: cfg.Logger})
@@ -125,9 +125,9 @@ func run() error {
 	})
 	defer model.Close()
 	fmt.Println("scripted model at", model.URL())
-	cfg.LLM = agentos.LLMConfig{BaseURL: model.URL(), Model: "scripted"}
+	cfg.LLM = host.LLMConfig{BaseURL: model.URL(), Model: "scripted"}
 
-	rt, err := agentos.Start(ctx, cfg)
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func run() error {
 			return err
 		}
 	}
-	res, err := rt.RunAgent(ctx, "Send our first contact to the CRM.", agentos.AgentOptions{Name: "crm"})
+	res, err := rt.RunAgent(ctx, "Send our first contact to the CRM.", host.AgentOptions{Name: "crm"})
 	if err == nil {
 		err = model.Err()
 	}
@@ -168,7 +168,7 @@ func run() error {
 	if crm != `{"name":"Ada Lovelace","email":"ada@example.com","phone":"+44 20 7946 0958"}` || strings.Contains(audit, "ada@") || !strings.Contains(audit, "PII_EMAIL_") {
 		return errors.New("the CRM did not get the real values, or the log did")
 	}
-	jb, err := os.ReadFile(filepath.Join(root, agentos.JournalFile))
+	jb, err := os.ReadFile(filepath.Join(root, host.JournalFile))
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func run() error {
 	fmt.Printf("the journal (%d bytes) holds no real value\n", len(jb))
 
 	// Replay every tool run with the token map deleted.
-	if err := os.Remove(filepath.Join(root, agentos.PIIMapFile)); err != nil {
+	if err := os.Remove(filepath.Join(root, host.PIIMapFile)); err != nil {
 		return err
 	}
 	j, err := cfg.OpenJournal(root, "")
@@ -203,7 +203,7 @@ func run() error {
 		if meta.Kind != "exec" {
 			continue
 		}
-		rep, err := agentos.Replay(ctx, ex, j, meta.ID, nil)
+		rep, err := host.Replay(ctx, ex, j, meta.ID, nil)
 		if err != nil || !rep.Same {
 			return fmt.Errorf("replay of %s: same %v, %v", meta.ID, rep.Same, err)
 		}

@@ -22,8 +22,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/mcpserver"
 )
 
@@ -54,7 +54,7 @@ func run() error {
 	defer os.RemoveAll(root)
 
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	rt, err := agentos.Start(ctx, agentos.Config{Root: root, Logger: quiet})
+	rt, err := host.Start(ctx, host.Config{Root: root, Logger: quiet})
 	if err != nil {
 		return err
 	}

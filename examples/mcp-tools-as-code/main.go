@@ -26,8 +26,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node"
 )
 
@@ -118,9 +118,9 @@ func run() error {
 
 	// agentos, configured as agentos.json's "mcp": {"servers": {"tracker": {"url": ...}}} would.
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	cfg := agentos.Config{Root: root, Logger: quiet,
-		MCP: agentos.MCPConfig{Servers: map[string]agentos.MCPServerConfig{"tracker": {URL: "http://" + ln.Addr().String() + "/mcp"}}}}
-	rt, err := agentos.Start(ctx, cfg)
+	cfg := host.Config{Root: root, Logger: quiet,
+		MCP: host.MCPConfig{Servers: map[string]host.MCPServerConfig{"tracker": {URL: "http://" + ln.Addr().String() + "/mcp"}}}}
+	rt, err := host.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func run() error {
 
 	// The server goes away; the run replays from the journal.
 	stop()
-	rep, err := agentos.Replay(ctx, rt.Executor(), rt.Journal(), res.RunID, nil)
+	rep, err := host.Replay(ctx, rt.Executor(), rt.Journal(), res.RunID, nil)
 	if err != nil {
 		return err
 	}

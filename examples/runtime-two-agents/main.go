@@ -18,10 +18,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node"
 )
 
@@ -50,7 +50,7 @@ func run() error {
 	defer os.RemoveAll(root)
 
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	rt, err := agentos.Start(ctx, agentos.Config{Root: root, Logger: quiet})
+	rt, err := host.Start(ctx, host.Config{Root: root, Logger: quiet})
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func run() error {
 
 // spawn starts an agent process named name with grants; it waits for the
 // runtime to end it.
-func spawn(rt *agentos.Runtime, name string, grants []capability.Grant) (*kernel.Process, error) {
+func spawn(rt *host.Runtime, name string, grants []capability.Grant) (*kernel.Process, error) {
 	return rt.Kernel().Spawn(func(ctx context.Context, _ *kernel.Process) error {
 		<-ctx.Done()
 		return nil
@@ -114,7 +114,7 @@ func spawn(rt *agentos.Runtime, name string, grants []capability.Grant) (*kernel
 }
 
 // call runs one kernel tool as p, exactly as an LLM's tool call would.
-func call(ctx context.Context, rt *agentos.Runtime, p *kernel.Process, name string, args any) (json.RawMessage, error) {
+func call(ctx context.Context, rt *host.Runtime, p *kernel.Process, name string, args any) (json.RawMessage, error) {
 	tools, err := rt.ToolsFor(p, name)
 	if err != nil {
 		return nil, err

@@ -25,11 +25,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/supervisor"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node"
 )
 
@@ -60,7 +60,7 @@ func run() error {
 	}
 	defer os.RemoveAll(root)
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	rt, err := agentos.Start(ctx, agentos.Config{Root: root, Logger: quiet})
+	rt, err := host.Start(ctx, host.Config{Root: root, Logger: quiet})
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func run() error {
 
 // withinIntensity: a child that fails on its first two starts and then
 // stays up is restarted twice; its supervisor (3 restarts a minute) stays.
-func withinIntensity(ctx context.Context, rt *agentos.Runtime) error {
+func withinIntensity(ctx context.Context, rt *host.Runtime) error {
 	fmt.Println("1. a child that fails twice, under a supervisor allowing 3 restarts a minute")
 	events := make(chan supervisor.Event, 16)
 	up := make(chan struct{})
@@ -129,7 +129,7 @@ func withinIntensity(ctx context.Context, rt *agentos.Runtime) error {
 // escalation: a child whose tool throws on every run exhausts the
 // supervisor's intensity (2 restarts a minute): the supervisor escalates
 // and ends with a fault.
-func escalation(ctx context.Context, rt *agentos.Runtime) error {
+func escalation(ctx context.Context, rt *host.Runtime) error {
 	fmt.Println("2. a child whose tool always throws, under a supervisor allowing 2 restarts a minute")
 	events := make(chan supervisor.Event, 16)
 	sup, err := rt.Kernel().Spawn(kernel.Supervise(kernel.SupervisorSpec{
@@ -174,7 +174,7 @@ func escalation(ctx context.Context, rt *agentos.Runtime) error {
 
 // quota: a process with a budget of 3 tool calls makes a fourth; the
 // kernel ends it with quota:tool_calls. The default process lives on.
-func quota(ctx context.Context, rt *agentos.Runtime) error {
+func quota(ctx context.Context, rt *host.Runtime) error {
 	fmt.Println("3. a process with a budget of 3 tool calls that keeps listing tools/")
 	calls := 0
 	var last error
@@ -211,7 +211,7 @@ func quota(ctx context.Context, rt *agentos.Runtime) error {
 }
 
 // call runs one kernel tool as p, exactly as an LLM's tool call would.
-func call(ctx context.Context, rt *agentos.Runtime, p *kernel.Process, name string, args any) (json.RawMessage, error) {
+func call(ctx context.Context, rt *host.Runtime, p *kernel.Process, name string, args any) (json.RawMessage, error) {
 	tools, err := rt.ToolsFor(p, name)
 	if err != nil {
 		return nil, err

@@ -80,11 +80,11 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"node/admin", "syscall", "the owner of the admin socket's directory (Stat_t.Uid)", ""},
 	{"node/admin", osFiles, "the admin socket's private directory and a stale socket's removal", ""},
 
-	// The root package: the HTTP handler types of Serve and the metrics
+	// The composition root (internal/host): the HTTP handler types of Serve and the metrics
 	// endpoint; the tool root's configuration and state directory.
-	{"", "net/http", "the http.Handler of the admin socket's extra routes (node.go, node_journal.go) and of the metrics endpoint (metrics.go)", ""},
-	{"", "syscall", "the owner of the secret files (Stat_t.Uid)", ""},
-	{"", osFiles, "the tool root's configuration (agentos.json, reads in config.go), its .agentos state directories (runtime.go) and the admin socket (node.go)",
+	{"internal/host", "net/http", "the http.Handler of the admin socket's extra routes (node.go, node_journal.go) and of the metrics endpoint (metrics.go)", ""},
+	{"internal/host", "syscall", "the owner of the secret files (Stat_t.Uid)", ""},
+	{"internal/host", osFiles, "the tool root's configuration (agentos.json, reads in config.go), its .agentos state directories (runtime.go) and the admin socket (node.go)",
 		"the secret files (secrets.go: walks and chmods .agentos/secrets, reads secret files) and the quota files (quota.go) should go through an owner (vfs, or a package of the node)"},
 
 	// The code generator writes the .pb.go files beside their .proto.

@@ -1,9 +1,0 @@
-//go:build !unix
-
-package agentos
-
-import "os"
-
-// mayBeHardLinked reports whether fi's file may have other names; without
-// a link count, any file may.
-func mayBeHardLinked(os.FileInfo) bool { return true }

@@ -1,0 +1,710 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/executor"
+	gitactor "github.com/agentos-run/agentos/actors/git"
+	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/internal/scaffold"
+	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/node"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Files and directories of a tool root.
+const (
+	ConfigFile   = scaffold.ConfigFile   // the tool root's configuration
+	RegistryFile = scaffold.RegistryFile // the tool registry (filled by the registry)
+	DefaultTools = scaffold.DefaultTools // where tools live, mounted at /lib
+	StateDir     = scaffold.StateDir     // agentos' own state (journal, caches); never visible to tools
+)
+
+// JournalFile is where a tool root's journal lives by default.
+var JournalFile = filepath.Join(StateDir, "journal.db")
+
+// QuotaFile is where a tool root keeps quota use across runtimes: what the
+// node and each named process with a quota spent of tool_calls, llm_tokens
+// and cost_usd (see capability.FileLedger). A runtime holds it open while
+// it runs.
+var QuotaFile = filepath.Join(StateDir, "quota.db")
+
+// Config is a tool root's configuration, read from agentos.json. Every field
+// is optional: the zero value is the documented default.
+type Config struct {
+	// ToolsDir is the directory of tools under the root. Default "tools".
+	ToolsDir string `json:"tools_dir,omitempty"`
+	// Isolation is "process" (default: tools run in sandbox worker processes
+	// with hard limits) or "inprocess" (faster, trusted tools only).
+	Isolation string `json:"isolation,omitempty"`
+	// Confine is how sandbox workers confine themselves at the OS level
+	// (Landlock, seccomp, no_new_privs): "best_effort" (default: whatever
+	// the kernel supports, a warning for what it lacks), "required" (workers
+	// refuse to start, so runs fail, without all of them) or "off".
+	Confine string `json:"confine,omitempty"`
+	// AllowedImports are bare module names tools may import; each resolves
+	// to <tools_dir>/vendor/<name>. Default: none.
+	AllowedImports []string `json:"allowed_imports,omitempty"`
+	// WriteDirs are root-relative directories tools may write under with
+	// tgp.write_file, besides /tmp. Default: none.
+	WriteDirs []string `json:"write_dirs,omitempty"`
+	// Limits bound every run.
+	Limits LimitsConfig `json:"limits,omitzero"`
+	// Journal is the journal file, relative to the root. Default
+	// ".agentos/journal.db".
+	Journal string `json:"journal,omitempty"`
+	// JournalPostgresDSNEnv names an environment variable holding the DSN
+	// of a PostgreSQL database (postgres://user:pass@host/db) that keeps
+	// the journal instead of the Journal file: the journal the nodes of a
+	// cluster share, so that any node resumes the runs of a node that died
+	// (see journal.OpenPostgres). IMPORTANT: the DSN carries a password, so
+	// it never goes in this file. An explicit --journal PATH still opens
+	// that file.
+	JournalPostgresDSNEnv string `json:"journal_postgres_dsn_env,omitempty"`
+	// JournalLease is how long a node's claim on a run it executes lasts
+	// in a shared journal unless renewed (every third of it): a node that
+	// dies leaves its runs (and forges) to the others once it lapsed, so it
+	// bounds how long a forge of a dead node waits before another node
+	// resumes it. Default 30s (journal.DefaultLease). Every node of a
+	// cluster SHOULD use the same value, and their clocks MUST agree to
+	// well within it.
+	JournalLease Duration `json:"journal_lease,omitzero"`
+	// JournalDurability chooses what a crash can cost the journal
+	// (docs/REPLAY.md): "group_commit" (the default; calls, and runs'
+	// starts and ends, committed in batches: a crash loses the last
+	// milliseconds), "sync_each" (every call, start and end fsynced before
+	// it is used: a crash loses nothing anyone saw; about 2 fsyncs each),
+	// or "no_sync" (scratch roots: an OS crash may lose more).
+	JournalDurability string `json:"journal_durability,omitempty"`
+	// JournalSyncRuns, under group_commit and no_sync, commits each run's
+	// start and end before the run starts and before its result is
+	// returned, so that a crash never loses a run whose caller saw its
+	// result (two commits per run).
+	JournalSyncRuns bool `json:"journal_sync_runs,omitempty"`
+	// Retention bounds the journal. Default: the runs of the last 30 days,
+	// at most 1 GiB stored.
+	Retention RetentionConfig `json:"retention,omitzero"`
+	// Agent is the default process: the one `agentos call` and
+	// Runtime.Tools run as.
+	Agent AgentConfig `json:"agent,omitzero"`
+	// Agents configures spawned agents: personas, the nursery's templates,
+	// prompt tournaments (see AgentsConfig).
+	Agents AgentsConfig `json:"agents,omitzero"`
+	// Quota limits the whole node: every process is charged to it. Keys are
+	// meters (llm_tokens, tool_calls, cost_usd, children, wall_ms,
+	// memory_mb). Default: unlimited.
+	Quota map[string]float64 `json:"quota,omitempty"`
+	// Git is where tools are persisted and shared. Default: not persisted.
+	Git GitConfig `json:"git,omitzero"`
+	// LLM is the model forge_tool asks. Default: from the environment
+	// (AGENTOS_LLM_BASE_URL, AGENTOS_LLM_MODEL, key in AGENTOS_LLM_API_KEY);
+	// none configured: forge_tool says so.
+	LLM LLMConfig `json:"llm,omitzero"`
+	// SQL is the database exec_sql reaches. Default: the SQLite file
+	// .agentos/data.db.
+	SQL SQLConfig `json:"sql,omitzero"`
+	// Fetch configures tgp.fetch: which URL prefixes tools may reach.
+	Fetch FetchConfig `json:"fetch,omitzero"`
+	// Secrets are named credentials tools use without seeing them:
+	// tgp.fetch(url, {auth: "name"}) has the fetch driver add the value
+	// (from an environment variable) on the way out, and the journal
+	// records only the name. See SecretConfig. Default: none.
+	Secrets map[string]SecretConfig `json:"secrets,omitempty"`
+	// SecretPaths are files or directories, relative to the root, whose
+	// content is secret (e.g. "secrets.env", "keys/"): a tool's read of one
+	// is journaled as a hash only, and their content is scrubbed by value
+	// from the journal. Replaying a run that read one needs the file
+	// present with the same content ([AGENTOS-J004] otherwise). Default: none.
+	SecretPaths []string `json:"secret_paths,omitempty"`
+	// ReuseThreshold is the search score (0..1) above which forge_tool
+	// reuses an existing tool instead of forging one. Default 0.85.
+	ReuseThreshold float64 `json:"reuse_threshold,omitempty"`
+	// Cluster makes the node a member of a cluster of agentos nodes (see
+	// ClusterConfig and docs/CLUSTER.md). Default: the node is alone.
+	Cluster ClusterConfig `json:"cluster,omitzero"`
+	// Capability configures capability tokens: the key that signs them.
+	// Default: a random key per process (see CapabilityConfig).
+	Capability CapabilityConfig `json:"capability,omitzero"`
+	// MCP is MCP both ways: upstream MCP servers as code for tools, and
+	// agentos as an MCP server (see MCPConfig and docs/MCP.md).
+	MCP MCPConfig `json:"mcp,omitzero"`
+	// PII replaces personal data in what drivers return by stable tokens
+	// before it reaches a model (see PIIConfig). Default: off.
+	PII PIIConfig `json:"pii,omitzero"`
+	// Governance governs forged tools: the approval gate and the
+	// registration gate (see GovernanceConfig and docs/GOVERNANCE.md).
+	// Default: high- and critical-risk tools wait for an approval, and a
+	// changed tool's write replays 5 of its previous version's runs and
+	// warns.
+	Governance GovernanceConfig `json:"governance,omitzero"`
+	// Memory is the agents' memory: context paging and long-term memory
+	// (see MemoryConfig). Default: no paging, memory in .agentos/memory.db.
+	Memory MemoryConfig `json:"memory,omitzero"`
+	// MetricsAddr, when set (e.g. "127.0.0.1:9464"), serves the runtime's
+	// metrics in the Prometheus text format at http://MetricsAddr/metrics.
+	MetricsAddr string `json:"metrics_addr,omitempty"`
+
+	// Root is the tool root (not read from agentos.json). Default: the
+	// current directory.
+	Root string `json:"-"`
+	// Logger receives the runtime's logs (nil: slog.Default()).
+	Logger *slog.Logger `json:"-"`
+	// TracerProvider receives spans (nil: the OpenTelemetry global).
+	TracerProvider trace.TracerProvider `json:"-"`
+	// MeterProvider receives metrics. nil: the runtime makes its own, which
+	// Runtime.MetricsHandler and MetricsAddr serve. IMPORTANT: protoactor's
+	// own metrics always go to the OpenTelemetry global meter provider.
+	MeterProvider metric.MeterProvider `json:"-"`
+	// ResumeForges, when set, makes Start resume in the background the
+	// forges a crash interrupted (ResumingForges lists them,
+	// ResumedForges reports them). IMPORTANT: off by default: a resumed
+	// forge sends requests to the configured model (they may be paid), so
+	// only a program that serves the root ('agentos serve') or is asked to
+	// recover ('agentos recover') sets it; any other start leaves them
+	// interrupted, resumable.
+	ResumeForges bool `json:"-"`
+}
+
+// GitConfig is the tool root's Git upstream.
+type GitConfig struct {
+	// Upstream is a bare repository: a path (relative to the tool root or
+	// absolute), a file:// URL or an https:// URL. Empty: tools are written
+	// to the working tree only.
+	Upstream string `json:"upstream,omitempty"`
+	// Branch is the shared branch. Default "main".
+	Branch string `json:"branch,omitempty"`
+	// Strategy is "direct" (default: commit and push to Branch) or "pr"
+	// (gatekeeper: push a feat/<tool>-<time> branch and open a review).
+	Strategy string `json:"strategy,omitempty"`
+	// AuthorName and AuthorEmail sign the commits. Default agentos,
+	// agentos@localhost.
+	AuthorName  string `json:"author_name,omitempty"`
+	AuthorEmail string `json:"author_email,omitempty"`
+	// TokenEnv names the environment variable holding the HTTPS token.
+	// Default AGENTOS_GIT_TOKEN. IMPORTANT: the token itself never goes in
+	// this file.
+	TokenEnv string `json:"token_env,omitempty"`
+	// GitHubRepo ("owner/name") makes the pr strategy open pull requests
+	// through the GitHub REST API (GitHubAPI, default
+	// https://api.github.com). Empty: the branch is pushed, no review opened.
+	GitHubRepo string `json:"github_repo,omitempty"`
+	GitHubAPI  string `json:"github_api,omitempty"`
+	// MaxFileBytes refuses, at checkout, a file of the upstream's tree
+	// larger than this (logged, listed by Repo.Refused); the rest of the
+	// update goes on. Default repo.DefaultMaxFileBytes (32 MiB).
+	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
+}
+
+// CapabilityConfig configures capability tokens.
+type CapabilityConfig struct {
+	// SigningKeyEnv names the environment variable holding the key that
+	// signs and verifies capability tokens: at least 32 random bytes,
+	// written as hexadecimal or base64 (e.g. `openssl rand -hex 32`). Unset:
+	// a random key per process, so a token verifies only in the process
+	// that minted it. IMPORTANT: the key itself never goes in this file; a
+	// clustered node MUST set it (see ClusterCapabilityKey), and every node
+	// of a cluster MUST hold the same key.
+	SigningKeyEnv string `json:"signing_key_env,omitempty"`
+}
+
+// CapabilityKey returns the capability signing key from the environment
+// variable capability.signing_key_env names, decoded (capability.ParseKey);
+// nil, and no error, when the setting is absent (the runtime then uses a
+// random key per process). A setting whose variable is unset or empty, or
+// holds a bad or short key, is an error saying what to do; it never quotes
+// the key.
+func (c Config) CapabilityKey() ([]byte, error) {
+	env := c.Capability.SigningKeyEnv
+	if env == "" {
+		return nil, nil
+	}
+	v := os.Getenv(env)
+	if v == "" {
+		return nil, fmt.Errorf("agentos: capability.signing_key_env names %s, which is not set: export the cluster's signing key in it (at least %d random bytes as hex or base64, e.g. `openssl rand -hex 32`; the same on every node), or remove the setting for a per-process key", env, capability.MinKeyBytes)
+	}
+	key, err := capability.ParseKey(v)
+	if err != nil {
+		return nil, fmt.Errorf("agentos: the capability signing key in %s: %w", env, err)
+	}
+	return key, nil
+}
+
+// ClusterCapabilityKey is CapabilityKey for a node that joins a cluster:
+// there the setting is REQUIRED (tokens minted on one node must verify on
+// the others), so its absence is an error too. Call it before joining.
+func (c Config) ClusterCapabilityKey() ([]byte, error) {
+	if c.Capability.SigningKeyEnv == "" {
+		return nil, fmt.Errorf("agentos: a clustered node needs a shared capability signing key: set \"capability\": {\"signing_key_env\": \"AGENTOS_CAPABILITY_KEY\"} in %s and export the same key (at least %d random bytes as hex or base64, e.g. `openssl rand -hex 32`) in that variable on every node", ConfigFile, capability.MinKeyBytes)
+	}
+	return c.CapabilityKey()
+}
+
+// LLMConfig configures the LLM driver (any OpenAI-compatible chat
+// completions server: OpenAI, vLLM, Ollama, llama.cpp's server).
+type LLMConfig struct {
+	BaseURL string `json:"base_url,omitempty"`
+	Model   string `json:"model,omitempty"`
+	// APIKeyEnv names the environment variable holding the key (default
+	// AGENTOS_LLM_API_KEY). IMPORTANT: the key itself never goes in this
+	// file.
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+	// Prices in USD per million tokens, charged to the cost_usd quota.
+	PriceInPerMTok  float64 `json:"price_in_per_mtok,omitempty"`
+	PriceOutPerMTok float64 `json:"price_out_per_mtok,omitempty"`
+	// ForgeAttempts bounds a forge's generate-check-test rounds. Default 3.
+	ForgeAttempts int `json:"forge_attempts,omitempty"`
+	// Timeout bounds one model request. Default 120 s; a CPU model
+	// writing a tool and its tests MAY need more.
+	Timeout Duration `json:"timeout,omitzero"`
+	// MaxTokens caps each answer (sent as max_tokens). nil: 4096; 0: no
+	// cap is sent (the server's default).
+	MaxTokens *int `json:"max_tokens,omitempty"`
+	// ParallelToolCalls is sent as parallel_tool_calls. nil: the server's
+	// default.
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
+	// TextToolCalls reads tool calls the model writes as text (Hermes
+	// <tool_call>, Mistral [TOOL_CALLS], Llama JSON). nil: true.
+	TextToolCalls *bool `json:"text_tool_calls,omitempty"`
+	// Retries is how many times a forge asks again after a transient
+	// model error (unreachable, 5xx, 429, timeout). nil: 2.
+	Retries *int `json:"retries,omitempty"`
+}
+
+// DefaultMaxTokens caps a model answer when llm.max_tokens is not set.
+const DefaultMaxTokens = 4096
+
+// DriverConfig is the llm driver's configuration for this section, defaults applied.
+func (c LLMConfig) DriverConfig() llm.Config {
+	return llm.Config{BaseURL: c.BaseURL, Model: c.Model, APIKeyEnv: c.APIKeyEnv, PriceInPerMTok: c.PriceInPerMTok,
+		PriceOutPerMTok: c.PriceOutPerMTok, Timeout: time.Duration(c.Timeout), MaxTokens: intOr(c.MaxTokens, DefaultMaxTokens),
+		ParallelToolCalls: c.ParallelToolCalls, NoTextToolCalls: c.TextToolCalls != nil && !*c.TextToolCalls}
+}
+
+// forgeRetries is forge.Options.ModelRetries (negative: none).
+func (c LLMConfig) forgeRetries() int {
+	if c.Retries != nil && *c.Retries == 0 {
+		return -1
+	}
+	return intOr(c.Retries, 0)
+}
+
+func (c LLMConfig) validate(path string) error {
+	switch {
+	case c.Timeout < 0:
+		return fmt.Errorf("%s: llm.timeout %s is negative: give a duration such as \"5m\"", path, time.Duration(c.Timeout))
+	case c.MaxTokens != nil && *c.MaxTokens < 0:
+		return fmt.Errorf("%s: llm.max_tokens %d is negative: give a positive cap, or 0 to send none", path, *c.MaxTokens)
+	case c.Retries != nil && *c.Retries < 0:
+		return fmt.Errorf("%s: llm.retries %d is negative: give 0 (no retry) or more", path, *c.Retries)
+	case c.ForgeAttempts < 0:
+		return fmt.Errorf("%s: llm.forge_attempts %d is negative", path, c.ForgeAttempts)
+	}
+	return nil
+}
+
+func intOr(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// SQLConfig configures the sql driver.
+type SQLConfig struct {
+	// SQLite is the database file, relative to the tool root. Default
+	// ".agentos/data.db" (agentos' state directory: never visible to tools,
+	// never committed).
+	SQLite string `json:"sqlite,omitempty"`
+	// PostgresDSNEnv names an environment variable holding a PostgreSQL
+	// DSN (postgres://user:pass@host/db). When it is set and not empty,
+	// exec_sql reaches that database through pgx instead of SQLite
+	// (statements use $1, $2 placeholders). IMPORTANT: the DSN carries a
+	// password, so it never goes in this file.
+	PostgresDSNEnv string `json:"postgres_dsn_env,omitempty"`
+	// Role (PostgreSQL only) is the role tool statements run as: every
+	// run's transaction begins with SET LOCAL ROLE. It must exist, be
+	// granted to the login role, and reach no server file. IMPORTANT: it
+	// narrows well-behaved tools; the boundary against a hostile one is the
+	// DSN's login role, which must itself have only the rights tools need
+	// (a superuser login is warned about at start).
+	Role string `json:"role,omitempty"`
+	// MaxRows caps the rows one statement returns. Default 10,000.
+	MaxRows int `json:"max_rows,omitempty"`
+}
+
+// SQLitePath returns the SQLite file of the tool root at root.
+func (c Config) SQLitePath(root string) string {
+	if c.SQL.SQLite != "" {
+		return filepath.Join(root, filepath.FromSlash(c.SQL.SQLite))
+	}
+	return filepath.Join(root, StateDir, "data.db")
+}
+
+// JournalPath returns the journal file of the tool root at root.
+func (c Config) JournalPath(root string) string {
+	if c.Journal != "" {
+		return filepath.Join(root, filepath.FromSlash(c.Journal))
+	}
+	return filepath.Join(root, JournalFile)
+}
+
+// FetchConfig configures the fetch driver.
+type FetchConfig struct {
+	// Allow lists the URL prefixes tools may fetch, e.g.
+	// "https://api.example.com/v1/". Default: none (every fetch refused).
+	Allow []string `json:"allow,omitempty"`
+	// Timeout bounds one request. Default 10s.
+	Timeout Duration `json:"timeout,omitzero"`
+	// MaxBytes caps a response body. Default 4 MiB.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+}
+
+// AgentConfig configures the default process.
+type AgentConfig struct {
+	// Grants are its rights. Default: read, write and exec on the tools
+	// directory, and spawn.
+	Grants []capability.Grant `json:"grants,omitempty"`
+	// Quota limits it, like Config.Quota. Default: the node's.
+	Quota map[string]float64 `json:"quota,omitempty"`
+}
+
+// DefaultGrants are the default process's rights when the configuration
+// names none: read, write and exec under the tools directory, read and
+// write under each of write_dirs (a tool runs with its caller's rights, so
+// this is what lets the default process's tools write there), spawn, sql,
+// llm (forge_tool), fetch (which fetch.allow still limits), and mcp on
+// every configured MCP server's tools.
+func (c Config) DefaultGrants() []capability.Grant {
+	if len(c.Agent.Grants) > 0 {
+		return c.Agent.Grants
+	}
+	scope := c.Tools() + "/"
+	grants := []capability.Grant{{Right: capability.Read, Scope: scope}, {Right: capability.Write, Scope: scope}, {Right: capability.Exec, Scope: scope}, {Right: capability.Spawn}, {Right: capability.Fetch}, {Right: capability.SQL}, {Right: capability.LLM}, {Right: capability.MCP}}
+	for _, d := range c.WriteDirs {
+		if d = filepath.ToSlash(filepath.Clean(d)); d != "." && d != ".." && !strings.HasPrefix(d, "../") && !strings.HasPrefix(d, "/") {
+			grants = append(grants, capability.Grant{Right: capability.Read, Scope: d + "/"}, capability.Grant{Right: capability.Write, Scope: d + "/"})
+		}
+	}
+	return grants
+}
+
+// limits converts a quota map, refusing unknown meters.
+func limits(path, field string, q map[string]float64) (capability.Limits, error) {
+	if len(q) == 0 {
+		return nil, nil
+	}
+	out := capability.Limits{}
+	for k, v := range q {
+		m := capability.Meter(k)
+		if !slices.Contains(kernel.Meters, m) {
+			return nil, fmt.Errorf("%s: %s has an unknown meter %q: use one of %v", path, field, k, kernel.Meters)
+		}
+		if v < 0 {
+			return nil, fmt.Errorf("%s: %s.%s must not be negative", path, field, k)
+		}
+		out[m] = v
+	}
+	return out, nil
+}
+
+// LimitsConfig are the per-run and per-call limits of a tool root.
+type LimitsConfig struct {
+	// Timeout is the wall-clock limit, e.g. "5s". Default 5s.
+	Timeout Duration `json:"timeout,omitzero"`
+	// MemoryMB is the memory limit in MiB. Default 256.
+	MemoryMB int `json:"memory_mb,omitempty"`
+	// MaxCallDepth is the call-stack limit in frames. Default 1000.
+	MaxCallDepth int `json:"max_call_depth,omitempty"`
+	// MaxOutputBytes bounds result plus logs. Default 1 MiB.
+	MaxOutputBytes int `json:"max_output_bytes,omitempty"`
+	// MaxArgsBytes bounds the JSON arguments of one kernel tool call (an
+	// LLM's tool call, `agentos call`, a request on the node socket): larger
+	// calls are refused, and charged, before they are read further. Default
+	// 4 MiB (node.DefaultMaxArgsBytes).
+	MaxArgsBytes int `json:"max_args_bytes,omitempty"`
+}
+
+// MaxArgs returns limits.max_args_bytes or its default.
+func (c Config) MaxArgs() int {
+	if c.Limits.MaxArgsBytes > 0 {
+		return c.Limits.MaxArgsBytes
+	}
+	return node.DefaultMaxArgsBytes
+}
+
+// RetentionConfig bounds the journal: the finished runs beyond any bound
+// are deleted, with the payloads and sources only they used, when a runtime
+// starts, every hour while it runs (RetainEvery), and by 'agentos runs
+// prune'. A run that has not ended (in flight, or waiting for recovery) is
+// never deleted. 0 takes the default; -1 lifts the bound.
+type RetentionConfig struct {
+	// KeepDays keeps the runs started in the last N days. Default 30.
+	KeepDays int `json:"keep_days,omitempty"`
+	// KeepRuns keeps the N most recent runs. Default: no bound.
+	KeepRuns int `json:"keep_runs,omitempty"`
+	// KeepBytes bounds what the journal stores (runs, calls, payloads,
+	// sources), deleting the oldest runs first. Default 1 GiB. The file
+	// keeps its size and reuses the space; 'agentos runs prune' compacts
+	// it.
+	KeepBytes int64 `json:"keep_bytes,omitempty"`
+}
+
+// Retention defaults.
+const (
+	DefaultKeepDays  = 30
+	DefaultKeepBytes = 1 << 30
+)
+
+// PruneOptions returns the retention settings as journal.PruneOptions.
+func (c Config) PruneOptions() journal.PruneOptions {
+	r := c.Retention
+	var o journal.PruneOptions
+	switch {
+	case r.KeepDays == 0:
+		o.OlderThan = DefaultKeepDays * 24 * time.Hour
+	case r.KeepDays > 0:
+		o.OlderThan = time.Duration(r.KeepDays) * 24 * time.Hour
+	}
+	if r.KeepRuns > 0 {
+		o.KeepRuns = r.KeepRuns
+	}
+	switch {
+	case r.KeepBytes == 0:
+		o.KeepBytes = DefaultKeepBytes
+	case r.KeepBytes > 0:
+		o.KeepBytes = r.KeepBytes
+	}
+	return o
+}
+
+// Duration is a time.Duration written in JSON as a string such as "1.5s".
+type Duration time.Duration
+
+// MarshalJSON writes d as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a Go duration string ("500ms", "5s").
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration must be a string such as \"5s\" or \"500ms\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("bad duration %q: use a form such as \"5s\" or \"500ms\"", s)
+	}
+	if v <= 0 {
+		return fmt.Errorf("duration %q must be positive", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// LoadConfig reads root/agentos.json. A missing file is the default Config;
+// an unreadable or malformed one, or one with an unknown field, is an error
+// naming the file and what to fix: nothing a user wrote is ignored silently.
+func LoadConfig(root string) (Config, error) {
+	var c Config
+	path := filepath.Join(root, ConfigFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if err := decodeConfig(path, b, &c); err != nil {
+		return c, err
+	}
+	if err := c.validate(path); err != nil {
+		return c, fmt.Errorf("%w (every key of %s is documented in %s)", err, ConfigFile, ConfigDoc)
+	}
+	return c, nil
+}
+
+func (c Config) validate(path string) error {
+	switch c.Isolation {
+	case "", string(executor.IsolationProcess), string(executor.IsolationInProcess):
+	default:
+		return fmt.Errorf("%s: isolation %q is not known: use %q or %q", path, c.Isolation, executor.IsolationProcess, executor.IsolationInProcess)
+	}
+	switch executor.Confine(c.Confine) {
+	case "", executor.ConfineBestEffort, executor.ConfineRequired, executor.ConfineOff:
+	default:
+		return fmt.Errorf("%s: confine %q is not known: use %q (the default), %q or %q", path, c.Confine, executor.ConfineBestEffort, executor.ConfineRequired, executor.ConfineOff)
+	}
+	if c.Limits.MemoryMB < 0 || c.Limits.MaxCallDepth < 0 || c.Limits.MaxOutputBytes < 0 || c.Limits.MaxArgsBytes < 0 {
+		return fmt.Errorf("%s: limits must not be negative", path)
+	}
+	switch c.Git.Strategy {
+	case "", "direct", "pr":
+	default:
+		return fmt.Errorf("%s: git.strategy %q is not known: use \"direct\" or \"pr\"", path, c.Git.Strategy)
+	}
+	if err := checkBaseURL(c.LLM.BaseURL); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if u, err := url.Parse(c.Git.Upstream); err == nil && u.User != nil {
+		return fmt.Errorf("%s: git.upstream carries credentials; remove them and put the token in the environment variable %s", path, orDefault(c.Git.TokenEnv, "AGENTOS_GIT_TOKEN"))
+	}
+	for _, p := range c.Fetch.Allow {
+		if err := checkPrefix(p); err != nil {
+			return fmt.Errorf("%s: fetch.allow %v", path, err)
+		}
+	}
+	if err := c.validateSecrets(path); err != nil {
+		return err
+	}
+	if err := c.validateMCPServers(path); err != nil {
+		return err
+	}
+	if err := c.LLM.validate(path); err != nil {
+		return err
+	}
+	if err := c.Cluster.validate(path); err != nil {
+		return err
+	}
+	if err := c.PII.validate(path); err != nil {
+		return err
+	}
+	if err := c.Memory.validate(path); err != nil {
+		return err
+	}
+	if err := c.MCP.Serve.validate(path); err != nil {
+		return err
+	}
+	if err := c.Agents.validate(path); err != nil {
+		return err
+	}
+	if err := c.Governance.validate(path); err != nil {
+		return err
+	}
+	if _, err := c.journalDurability(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if c.JournalLease != 0 && time.Duration(c.JournalLease) < time.Second {
+		return fmt.Errorf("%s: journal_lease %s is too short: a claim is renewed every third of it, and a node slower than that would lose its runs to another; use 1s or more (default 30s)", path, time.Duration(c.JournalLease))
+	}
+	if env := c.Capability.SigningKeyEnv; env != "" && !envName().MatchString(env) {
+		return fmt.Errorf("%s: capability.signing_key_env %q is not an environment variable name: name the variable that holds the key, e.g. \"AGENTOS_CAPABILITY_KEY\" (the key itself never goes in this file)", path, env)
+	}
+	if r := c.Retention; r.KeepDays < -1 || r.KeepRuns < -1 || r.KeepBytes < -1 {
+		return fmt.Errorf("%s: retention values must be positive, 0 for the default or -1 for no bound", path)
+	}
+	if c.ReuseThreshold < 0 || c.ReuseThreshold > 1 {
+		return fmt.Errorf("%s: reuse_threshold %g must be between 0 and 1", path, c.ReuseThreshold)
+	}
+	if _, err := limits(path, "quota", c.Quota); err != nil {
+		return err
+	}
+	if _, err := limits(path, "agent.quota", c.Agent.Quota); err != nil {
+		return err
+	}
+	for _, g := range c.Agent.Grants {
+		if !slices.Contains(allRights, g.Right) {
+			return fmt.Errorf("%s: agent.grants has an unknown right %q: use one of %v", path, g.Right, allRights)
+		}
+	}
+	for _, d := range append(append([]string{}, c.WriteDirs...), c.ToolsDir, c.Journal, c.SQL.SQLite) {
+		if strings.HasPrefix(d, "/") || strings.HasPrefix(filepath.Clean(d), "..") {
+			return fmt.Errorf("%s: %q must be a directory inside the tool root, written relative to it", path, d)
+		}
+	}
+	return nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+var allRights = capability.Rights()
+
+// Tools returns the tools directory (default "tools").
+func (c Config) Tools() string {
+	if c.ToolsDir == "" {
+		return DefaultTools
+	}
+	return filepath.ToSlash(filepath.Clean(c.ToolsDir))
+}
+
+// repoOptions turns the git section into the repo's options; a relative
+// upstream path is relative to the tool root.
+func (c Config) repoOptions(root string, regenerate func() error, log *slog.Logger) repo.Options {
+	up := c.Git.Upstream
+	if !strings.Contains(up, "://") && !filepath.IsAbs(up) {
+		up = filepath.Join(root, filepath.FromSlash(up))
+	}
+	var pr repo.PRAdapter = repo.NoopPR{}
+	if c.Git.GitHubRepo != "" {
+		pr = &repo.GitHubPR{API: c.Git.GitHubAPI, Repo: c.Git.GitHubRepo, TokenEnv: c.Git.TokenEnv}
+	}
+	return repo.Options{
+		Dir: root, Upstream: up, Branch: c.Git.Branch,
+		AuthorName: c.Git.AuthorName, AuthorEmail: c.Git.AuthorEmail, TokenEnv: c.Git.TokenEnv,
+		Strategy: repo.Strategy(c.Git.Strategy), PR: pr,
+		Derived: []string{RegistryFile}, Regenerate: regenerate,
+		Hold:   gitactor.Compiles, // a crash-left tool that does not compile stays local
+		Ignore: []string{StateDir + "/", c.Tools() + "/.forge/"}, Logger: log,
+		MaxFileBytes: c.Git.MaxFileBytes,
+	}
+}
+
+// InitOptions configure Init.
+type InitOptions struct {
+	// Upstream is the Git upstream written into agentos.json. Empty: a bare
+	// repository is created beside the tool root (DIR.git) and used. A
+	// local one (a path, relative to the tool root or absolute, or a
+	// file:// URL) that does not exist is created as a bare repository; one
+	// that exists and is not a Git repository is refused.
+	Upstream string
+	// NoGit leaves Git out: tools are written to the working tree only.
+	NoGit bool
+}
+
+// Init lays out a tool root in dir (agentos init): agentos.json with every
+// default spelled out, the tools directory, meta.json and a .gitignore for
+// agentos' state. It is idempotent: existing files are never overwritten,
+// and an existing agentos.json must be valid. It returns the paths it
+// created. Without Git (NoGit) tools stay in the working tree; otherwise
+// agentos.json names opts.Upstream, or a bare repository Init creates
+// beside dir (DIR.git). The scaffolding itself is internal/scaffold's.
+func Init(dir string, opts InitOptions) (created []string, err error) {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the existing configuration is invalid, fix it first: %w", err)
+	}
+	return scaffold.Init(dir, scaffold.Options{ToolsDir: cfg.Tools(), Upstream: opts.Upstream, NoGit: opts.NoGit})
+}
+
+// checkBaseURL refuses an llm.base_url the model client could not use ("":
+// the default): at load, not at the first model request.
+func checkBaseURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return fmt.Errorf("llm.base_url %q is not an http(s) URL: write it like http://127.0.0.1:8080/v1", raw)
+	case strings.HasSuffix(u.Host, ":"):
+		return fmt.Errorf("llm.base_url %q has an empty port after the host's ':': give the port (e.g. http://127.0.0.1:8080/v1) or drop the ':'", raw)
+	}
+	return nil
+}

@@ -1,0 +1,413 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/netip"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/internal/lazyre"
+	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/vfs"
+)
+
+// SecretConfig is one named credential (a "binding") in agentos.json's
+// "secrets": the fetch driver adds it to a request that names it
+// (tgp.fetch(url, {auth: "github"})), so that a tool never sees the value
+// and the journal records only the name. For example:
+//
+//	"secrets": {
+//	  "github": {"env": "GITHUB_TOKEN", "header": "Authorization", "format": "Bearer {}",
+//	             "allow": ["https://api.github.com/"]},
+//	  "maps":   {"env": "MAPS_KEY", "query": "key", "allow": ["https://maps.example.com/api/"]}
+//	}
+//
+// IMPORTANT: the value comes from the environment variable Env, read once
+// at start, never from the file. An unset variable is not an error at
+// start (a replay needs no credential): a fetch naming the secret then
+// fails, saying which variable to set.
+type SecretConfig struct {
+	// Env names the environment variable holding the value. Required.
+	Env string `json:"env"`
+	// Header is the request header that carries it ("Authorization",
+	// "X-Api-Key"); Query a query parameter instead ("api_key"). Exactly
+	// one MUST be set.
+	Header string `json:"header,omitempty"`
+	Query  string `json:"query,omitempty"`
+	// Format renders the value; "{}" stands for it ("Bearer {}", "token
+	// {}"). Default "{}".
+	Format string `json:"format,omitempty"`
+	// Allow lists the URL prefixes the secret may be sent to, under the
+	// same rules as fetch.allow (a request MUST pass both). Required: a
+	// secret never goes anywhere by default. Plain http:// is accepted only
+	// for loopback hosts.
+	Allow []string `json:"allow"`
+}
+
+var (
+	secretName = lazyre.New(`^[A-Za-z0-9_.-]{1,64}$`)
+	envName    = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	tokenChars = lazyre.New("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") // an HTTP header name
+)
+
+// validateSecrets checks the secrets and secret_paths sections.
+func (c Config) validateSecrets(file string) error {
+	names := make([]string, 0, len(c.Secrets))
+	for n := range c.Secrets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s := c.Secrets[n]
+		where := fmt.Sprintf("%s: secrets.%s", file, n)
+		switch {
+		case !secretName().MatchString(n):
+			return fmt.Errorf("%s: secrets: the name %q must be 1 to 64 letters, digits, '_', '-' or '.'", file, n)
+		case s.Env == "":
+			return fmt.Errorf("%s.env is required: name the environment variable that holds the value (the value itself never goes in this file)", where)
+		case !envName().MatchString(s.Env):
+			return fmt.Errorf("%s.env %q is not an environment variable name", where, s.Env)
+		case (s.Header == "") == (s.Query == ""):
+			return fmt.Errorf("%s: set exactly one of header (e.g. \"Authorization\") and query (e.g. \"api_key\")", where)
+		case s.Header != "" && !tokenChars().MatchString(s.Header):
+			return fmt.Errorf("%s.header %q is not an HTTP header name", where, s.Header)
+		case s.Format != "" && !strings.Contains(s.Format, "{}"):
+			return fmt.Errorf("%s.format %q must contain {} where the value goes, e.g. \"Bearer {}\"", where, s.Format)
+		case strings.ContainsAny(s.Format, "\r\n"):
+			return fmt.Errorf("%s.format must be one line", where)
+		case len(s.Allow) == 0:
+			return fmt.Errorf("%s.allow is required: list the URL prefixes the secret may be sent to, e.g. [\"https://api.example.com/\"]", where)
+		}
+		for _, p := range s.Allow {
+			if err := checkPrefix(p); err != nil {
+				return fmt.Errorf("%s.allow: %v", where, err)
+			}
+			u, _ := url.Parse(p)
+			if u.Scheme == "http" && !loopback(u.Hostname()) {
+				return fmt.Errorf("%s.allow %q: a secret goes only over https (plain http is accepted for loopback hosts only)", where, p)
+			}
+		}
+	}
+	for _, p := range c.SecretPaths {
+		if _, err := vfs.Clean(strings.TrimSuffix(p, "/")); err != nil || p == "" || p == "." {
+			return fmt.Errorf("%s: secret_paths %q must be a file or directory inside the tool root, written relative to it", file, p)
+		}
+	}
+	return nil
+}
+
+// checkPrefix refuses an allow-list prefix that is not an http(s) URL with
+// a host, or that is not written in canonical form (its meaning would
+// depend on how a server reads it).
+func checkPrefix(p string) error {
+	u, err := url.Parse(p)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q must be an http(s) URL prefix with a host, e.g. \"https://api.example.com/\"", p)
+	}
+	c, err := driver.CanonicalURL(p)
+	if err != nil {
+		return fmt.Errorf("%q: %v", p, err)
+	}
+	if u.EscapedPath() != "" && c.EscapedPath() != u.EscapedPath() {
+		return fmt.Errorf("%q is ambiguous: write it as %q", p, c.String())
+	}
+	return nil
+}
+
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// fetchSecrets returns the fetch driver's secrets, their values read from
+// the environment now.
+func (c Config) fetchSecrets() map[string]driver.Secret {
+	if len(c.Secrets) == 0 {
+		return nil
+	}
+	out := make(map[string]driver.Secret, len(c.Secrets))
+	for n, s := range c.Secrets {
+		out[n] = driver.Secret{Header: s.Header, Query: s.Query, Format: s.Format, Allow: s.Allow, Env: s.Env, Value: os.Getenv(s.Env)}
+	}
+	return out
+}
+
+// SecretValues returns every secret value the configuration points at, read
+// from the environment now: the secrets' values (raw and rendered), the
+// model's API key, the Git token, the capability signing key (as written in
+// its variable), the PostgreSQL DSN and its password. The
+// journal scrubs each of them by value from everything it writes.
+func (c Config) SecretValues() []string {
+	out := driver.Fetch{Secrets: c.fetchSecrets()}.SecretValues()
+	for _, env := range []string{orDefault(c.LLM.APIKeyEnv, llm.EnvAPIKey), orDefault(c.Git.TokenEnv, repo.DefaultTokenEnv), c.Capability.SigningKeyEnv} {
+		if env == "" {
+			continue
+		}
+		if v := os.Getenv(env); v != "" {
+			out = append(out, v)
+		}
+	}
+	for _, env := range []string{c.SQL.PostgresDSNEnv, c.JournalPostgresDSNEnv} {
+		if env == "" {
+			continue
+		}
+		if dsn := os.Getenv(env); dsn != "" {
+			out = append(out, dsn)
+			if u, err := url.Parse(dsn); err == nil && u.User != nil {
+				if pw, ok := u.User.Password(); ok && pw != "" {
+					out = append(out, pw, u.User.String())
+				}
+			}
+			// key=value DSNs: password=... (quoted or not)
+			for _, f := range strings.Fields(dsn) {
+				if k, v, ok := strings.Cut(f, "="); ok && strings.EqualFold(k, "password") && v != "" {
+					out = append(out, strings.Trim(v, `'"`))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// JournalDSN returns the DSN of the PostgreSQL journal
+// (journal_postgres_dsn_env), "" when the journal is the embedded file. A
+// setting naming an unset variable is an error, never a silent fallback to
+// the file: a node that recorded apart from its cluster could not be
+// resumed by it.
+func (c Config) JournalDSN() (string, error) {
+	env := c.JournalPostgresDSNEnv
+	if env == "" {
+		return "", nil
+	}
+	dsn := os.Getenv(env)
+	if dsn == "" {
+		return "", fmt.Errorf("agentos: journal_postgres_dsn_env names %s, which is not set: export the journal's PostgreSQL DSN in it, or remove the setting to use the embedded journal file", env)
+	}
+	return dsn, nil
+}
+
+// JournalOptions returns the journal options of the tool root at root:
+// every configured secret scrubbed by value, and the reads of files under
+// secret_paths sealed (see journal.Options.Seal).
+func (c Config) JournalOptions(root string) journal.Options {
+	d, _ := c.journalDurability() // validated at load
+	opts := journal.Options{Secrets: c.SecretValues(), Lease: time.Duration(c.JournalLease), Durability: d, SyncRuns: c.JournalSyncRuns}
+	if len(c.SecretPaths) > 0 {
+		opts.Seal = c.secretRead(root)
+	}
+	return opts
+}
+
+// OpenJournal opens the journal at path (empty: the tool root's: the
+// PostgreSQL journal when journal_postgres_dsn_env is set, else
+// .agentos/journal.db) with JournalOptions, creating a file's directory
+// 0700, and registers the content of the files under secret_paths as
+// secrets, so that they are scrubbed wherever they appear (a model's prompt
+// that quotes one included).
+func (c Config) OpenJournal(root, path string) (*journal.Journal, error) {
+	var j *journal.Journal
+	dsn, err := c.JournalDSN()
+	switch {
+	case err != nil && path == "":
+		return nil, err
+	case dsn != "" && path == "":
+		j, err = journal.OpenPostgres(dsn, c.JournalOptions(root))
+	default:
+		if path == "" {
+			path = c.JournalPath(root)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("agentos: creating %s: %w", filepath.Dir(path), err)
+		}
+		j, err = journal.Open(path, c.JournalOptions(root))
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.registerSecretFiles(root, j)
+	return j, nil
+}
+
+// maxSecretFile bounds a secret file whose content is registered at start.
+const maxSecretFile = 1 << 20
+
+// registerSecretFiles registers the content of the files under
+// secret_paths with j (files larger than 1 MiB and more than 256 files are
+// left to sealing alone).
+func (c Config) registerSecretFiles(root string, j *journal.Journal) {
+	n := 0
+	for _, sp := range c.SecretPaths {
+		base := filepath.Join(root, filepath.FromSlash(strings.TrimSuffix(sp, "/")))
+		_ = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			if n++; n > 256 {
+				return filepath.SkipAll
+			}
+			if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxSecretFile {
+				return nil
+			}
+			if b, err := os.ReadFile(p); err == nil {
+				j.AddSecretContent(b)
+			}
+			return nil
+		})
+	}
+}
+
+// secretRead returns the predicate that seals an fs.read_file of a file
+// under secret_paths: the path as the tool wrote it (/lib/... is the tools
+// directory), and the file it resolves to, through links (symbolic or
+// hard), are both compared.
+func (c Config) secretRead(root string) func(driver.Call) bool {
+	tools := c.Tools()
+	var paths []string
+	for _, p := range c.SecretPaths {
+		if cl, err := vfs.Clean(strings.TrimSuffix(p, "/")); err == nil {
+			paths = append(paths, cl)
+		}
+	}
+	return func(call driver.Call) bool {
+		if call.Driver != driver.FSDriver || call.Op != "read_file" {
+			return false
+		}
+		var a struct {
+			Path string `json:"path"`
+		}
+		if json.Unmarshal(call.Request, &a) != nil {
+			return false
+		}
+		rel := a.Path
+		switch {
+		case rel == vfs.LibMount || strings.HasPrefix(rel, vfs.LibMount+"/"):
+			rel = path.Join(tools, strings.TrimPrefix(rel, vfs.LibMount))
+		case strings.HasPrefix(rel, "/"):
+			return false // /tmp is the run's own scratch
+		}
+		rel = path.Clean(rel)
+		for _, sp := range paths {
+			if rel == sp || strings.HasPrefix(rel, sp+"/") {
+				return true
+			}
+		}
+		return underSecret(root, rel, paths)
+	}
+}
+
+// underSecret reports whether the file rel resolves to (after links) is,
+// or is under, one of the secret paths, or is a hard link to a secret file.
+func underSecret(root, rel string, paths []string) bool {
+	real, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return false
+	}
+	for _, sp := range paths {
+		spReal, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(sp)))
+		if err != nil {
+			continue
+		}
+		if real == spReal || strings.HasPrefix(real, spReal+string(filepath.Separator)) {
+			return true
+		}
+		if !mayBeHardLinked(fi) {
+			continue
+		}
+		found := false
+		_ = filepath.WalkDir(spReal, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if si, err := os.Stat(p); err == nil && os.SameFile(fi, si) {
+					found = true
+					return filepath.SkipAll
+				}
+			}
+			return nil
+		})
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+// secureState makes agentos' state private to its user: the state
+// directory (and the directories of a journal or database configured
+// elsewhere, when agentos creates them) 0700, every file agentos keeps
+// there 0600. State left over-permissive by an older version, or by a
+// umask of 000, is tightened, and each change is logged.
+func (c Config) secureState(root string, log *slog.Logger) error {
+	state := filepath.Join(root, StateDir)
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return fmt.Errorf("agentos: preparing %s: %w", state, err)
+	}
+	var errs []error
+	_ = filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil // never chmod through a link
+		}
+		want := fs.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		errs = append(errs, tighten(p, want, log))
+		return nil
+	})
+	for _, f := range []string{c.JournalPath(root), c.SQLitePath(root)} {
+		for _, p := range []string{f, f + "-wal", f + "-shm", f + "-journal"} {
+			errs = append(errs, tighten(p, 0o600, log))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// tighten removes the permission bits p has beyond want (a missing file is
+// fine).
+func tighten(p string, want fs.FileMode, log *slog.Logger) error {
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+		return nil
+	}
+	if fi.Mode().Perm()&^want == 0 {
+		return nil
+	}
+	if err := os.Chmod(p, fi.Mode().Perm()&want); err != nil {
+		return fmt.Errorf("agentos: %s is readable by other users and cannot be made private: %w", p, err)
+	}
+	log.Warn("agentos: made state private to its user", slog.String("path", p), slog.String("was", fi.Mode().Perm().String()), slog.String("now", (fi.Mode().Perm()&want).String()))
+	return nil
+}
+
+// journalDurability maps journal_durability to the journal's mode.
+func (c Config) journalDurability() (journal.Durability, error) {
+	switch c.JournalDurability {
+	case "", "group_commit":
+		return journal.GroupCommit, nil
+	case "sync_each":
+		return journal.SyncEach, nil
+	case "no_sync":
+		return journal.NoSync, nil
+	}
+	return 0, fmt.Errorf("journal_durability %q is not a mode: use \"group_commit\" (the default), \"sync_each\" (nothing anyone saw is lost in a crash) or \"no_sync\" (scratch roots); docs/REPLAY.md says what each can lose", c.JournalDurability)
+}
