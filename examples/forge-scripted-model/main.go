@@ -21,10 +21,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
-	"github.com/agentos-run/agentos/internal/host"
 )
 
 const (
@@ -102,8 +102,9 @@ func run() error {
 	fmt.Println("scripted model at", model.URL())
 
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	rt, err := host.Start(ctx, host.Config{Root: root, Logger: quiet,
-		LLM: host.LLMConfig{BaseURL: model.URL(), Model: "scripted"}})
+	var cfg agentos.Config // the defaults, and a model: the scripted server
+	cfg.LLM.BaseURL, cfg.LLM.Model = model.URL(), "scripted"
+	rt, err := agentos.Start(ctx, &agentos.Options{Root: root, Config: &cfg, Logger: quiet})
 	if err != nil {
 		return err
 	}
