@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
@@ -193,4 +195,35 @@ func (s *ExecutorSetup) Close() error {
 		errs = append(errs, s.piiMap.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// OpenExecutor starts the executor of the tool root absRoot from cfg
+// through OpenExecutorSetup, the one place that assembles a tool's drivers
+// (sql, fetch and its secrets, fs, clock, random), so that a tool run by
+// exec, replay, recover or the demo sees what it sees under serve and
+// call. adjust (may be nil) changes what the caller needs (workers,
+// isolation). The caller MUST call stop when done.
+//
+// IMPORTANT: in a directory that is not a tool root (no agentos.json:
+// exec --no-journal runs there) nothing may be created, so the embedded
+// database is not opened: tgp.exec_sql then answers that no sql driver is
+// configured.
+func OpenExecutor(absRoot string, cfg Config, adjust func(*executor.Options)) (ex *executor.Executor, stop func(), err error) {
+	var setup *ExecutorSetup
+	if !isToolRoot(absRoot) && cfg.SQL.PostgresDSNEnv == "" {
+		setup = cfg.ExecutorSetupWithoutDatabase(absRoot) // the embedded database would create <dir>/.agentos/data.db
+	} else if setup, err = cfg.OpenExecutorSetup(absRoot, nil); err != nil {
+		return nil, nil, err
+	}
+	if ex, err = setup.NewExecutor(adjust); err != nil {
+		setup.Close()
+		return nil, nil, err
+	}
+	return ex, func() { ex.Close(); setup.Close() }, nil
+}
+
+// isToolRoot reports whether dir holds an agentos.json.
+func isToolRoot(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, ConfigFile))
+	return err == nil && !fi.IsDir()
 }
