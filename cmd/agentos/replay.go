@@ -144,7 +144,7 @@ func replayForge(ctx context.Context, absRoot string, cfg host.Config, j *journa
 		opts.MaxAttempts = attempts
 	}
 	opts.Logger = cmdLogger(ctx)
-	rep, err := host.ReplayForge(ctx, j, id, opts)
+	rep, err := forge.Replay(ctx, j, id, opts)
 	if err != nil {
 		return usagef("%v", err)
 	}

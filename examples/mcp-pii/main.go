@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentos-run/agentos/actors/executor"
 	"io"
 	"log/slog"
 	"net/http"
@@ -203,7 +204,7 @@ func run() error {
 		if meta.Kind != "exec" {
 			continue
 		}
-		rep, err := host.Replay(ctx, ex, j, meta.ID, nil)
+		rep, err := executor.Replay(ctx, ex, j, meta.ID, nil)
 		if err != nil || !rep.Same {
 			return fmt.Errorf("replay of %s: same %v, %v", meta.ID, rep.Same, err)
 		}

@@ -186,7 +186,7 @@ func run() error {
 
 	// The server goes away; the run replays from the journal.
 	stop()
-	rep, err := host.Replay(ctx, rt.Executor(), rt.Journal(), res.RunID, nil)
+	rep, err := executor.Replay(ctx, rt.Executor(), rt.Journal(), res.RunID, nil)
 	if err != nil {
 		return err
 	}

@@ -112,7 +112,7 @@ func run() error {
 
 	// 1. Record: the tool runs live and every driver call is journaled.
 	args, _ := json.Marshal(map[string]string{"url": url})
-	res, runID, err := host.Exec(ctx, ex, j, executor.Request{Path: "tools/total.ts", Args: args})
+	res, runID, err := executor.Record(ctx, ex, j, executor.Request{Path: "tools/total.ts", Args: args})
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func run() error {
 	srv.Close()
 
 	// 2. Replay the recorded source: same calls, same wrong result.
-	rep, err := host.ReplayWith(ctx, ex, j, runID, host.ReplayOptions{})
+	rep, err := executor.ReplayWith(ctx, ex, j, runID, executor.ReplayOptions{})
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func run() error {
 	fmt.Printf("replay (recorded source): result %s, same as recorded: %v\n", rep.Result.Result, rep.Same)
 
 	// 3. Replay the fix against the recorded I/O.
-	rep, err = host.ReplayWith(ctx, ex, j, runID, host.ReplayOptions{Patched: []byte(fixed)})
+	rep, err = executor.ReplayWith(ctx, ex, j, runID, executor.ReplayOptions{Patched: []byte(fixed)})
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func run() error {
 	fmt.Printf("replay (patched source):  result %s, patched: %v, same as recorded: %v, divergence: none\n", rep.Result.Result, rep.Patched, rep.Same)
 
 	// 4. A patch that makes a call the run never made diverges.
-	rep, err = host.ReplayWith(ctx, ex, j, runID, host.ReplayOptions{Patched: []byte(chatty)})
+	rep, err = executor.ReplayWith(ctx, ex, j, runID, executor.ReplayOptions{Patched: []byte(chatty)})
 	if err != nil {
 		return err
 	}

@@ -27,9 +27,9 @@ type NodeRecovery struct {
 	// PID is the node's process id.
 	PID int `json:"pid"`
 	// AtStart is what the node did when it started (Runtime.Recovered).
-	AtStart []RecoverReport `json:"at_start"`
+	AtStart []executor.RecoverReport `json:"at_start"`
 	// Now is what this request did.
-	Now []RecoverReport `json:"recovered"` // the same key as recover --json without a node
+	Now []executor.RecoverReport `json:"recovered"` // the same key as recover --json without a node
 	// Forges are the interrupted forges this request resumed.
 	Forges []ForgeReport `json:"forges"`
 	// Left are the interrupted runs of other kinds, left with the reason.
@@ -41,7 +41,7 @@ type NodeRecovery struct {
 var recovering sync.Mutex
 
 func (b adminBackend) Exec(ctx context.Context, req admin.ExecRequest) (admin.ExecReply, error) {
-	res, id, err := Exec(ctx, b.rt.ex, b.rt.j, executor.Request{Path: req.Path, Args: req.Args, Limits: executor.Limits{Timeout: req.Timeout}})
+	res, id, err := executor.Record(ctx, b.rt.ex, b.rt.j, executor.Request{Path: req.Path, Args: req.Args, Limits: executor.Limits{Timeout: req.Timeout}})
 	if err != nil {
 		return admin.ExecReply{}, err
 	}
@@ -49,7 +49,7 @@ func (b adminBackend) Exec(ctx context.Context, req admin.ExecRequest) (admin.Ex
 }
 
 func (b adminBackend) Recover(ctx context.Context, req admin.RecoverRequest) (any, error) {
-	out, code, err := b.rt.recoverOnNode(ctx, req.Run, RecoverOptions{Limits: executor.Limits{Timeout: req.Timeout}})
+	out, code, err := b.rt.recoverOnNode(ctx, req.Run, executor.RecoverOptions{Limits: executor.Limits{Timeout: req.Timeout}})
 	if err != nil {
 		return nil, &admin.StatusError{Code: code, Err: err}
 	}
@@ -65,15 +65,15 @@ func inFlight(m journal.RunMeta) bool {
 // recoverOnNode resumes run id (or, with id empty, every unfinished tool
 // run not in flight here) on the serving node, as 'agentos recover' does
 // without a node. It never resumes a run the node is executing.
-func (rt *Runtime) recoverOnNode(ctx context.Context, id string, ropts RecoverOptions) (NodeRecovery, int, error) {
+func (rt *Runtime) recoverOnNode(ctx context.Context, id string, ropts executor.RecoverOptions) (NodeRecovery, int, error) {
 	recovering.Lock()
 	defer recovering.Unlock()
-	out := NodeRecovery{PID: os.Getpid(), AtStart: rt.Recovered(), Now: []RecoverReport{}, Forges: []ForgeReport{}, Left: []LeftRun{}}
+	out := NodeRecovery{PID: os.Getpid(), AtStart: rt.Recovered(), Now: []executor.RecoverReport{}, Forges: []ForgeReport{}, Left: []LeftRun{}}
 	if out.AtStart == nil {
-		out.AtStart = []RecoverReport{}
+		out.AtStart = []executor.RecoverReport{}
 	}
 	if id == "" {
-		reps, err := RecoverWith(ctx, rt.ex, rt.j, RecoverOptions{Limits: ropts.Limits, skip: inFlight})
+		reps, err := executor.RecoverWith(ctx, rt.ex, rt.j, executor.RecoverOptions{Limits: ropts.Limits, Skip: inFlight})
 		if err != nil {
 			return out, http.StatusUnprocessableEntity, err
 		}
@@ -113,11 +113,11 @@ func (rt *Runtime) recoverOnNode(ctx context.Context, id string, ropts RecoverOp
 		}
 		defer ex.Close()
 	}
-	rep, err := RecoverRunWith(ctx, ex, rt.j, meta.ID, ropts)
+	rep, err := executor.RecoverRunWith(ctx, ex, rt.j, meta.ID, ropts)
 	if err != nil {
 		return out, http.StatusUnprocessableEntity, err
 	}
-	out.Now = []RecoverReport{rep}
+	out.Now = []executor.RecoverReport{rep}
 	return out, http.StatusOK, nil
 }
 

@@ -68,7 +68,7 @@ type Runtime struct {
 	setup     *ExecutorSetup       // the drivers the executor is built on
 	closers   []namedClose         // the opened steps' closes, in opening order
 	gate      *approval.Gate       // nil when governance.approval.off
-	recovered []RecoverReport
+	recovered []executor.RecoverReport
 	metrics   *metricsserver.Metrics // nil when the caller gave a MeterProvider
 	metricsSv *metricsserver.Server  // nil without Config.MetricsAddr
 
@@ -742,7 +742,7 @@ func (rt *Runtime) Executor() *executor.Executor { return rt.ex }
 func (rt *Runtime) Agent() *kernel.Process { return rt.agent }
 
 // Recovered reports what Start did with the runs a crash left unfinished.
-func (rt *Runtime) Recovered() []RecoverReport { return rt.recovered }
+func (rt *Runtime) Recovered() []executor.RecoverReport { return rt.recovered }
 
 // Tools returns the kernel tools (SPEC section 1) bound to the default
 // process, ready to hand to an LLM SDK: name, description, JSON Schema and

@@ -172,7 +172,7 @@ func TestCrashAndRecover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reports, err := host.Recover(context.Background(), ex, j)
+			reports, err := executor.Recover(context.Background(), ex, j)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -415,7 +415,7 @@ func TestGroupCommitCrashAndRecover(t *testing.T) {
 			}
 			lostEnds += len(running)
 			paid.Store(0)
-			reports, err := host.Recover(context.Background(), ex, j)
+			reports, err := executor.Recover(context.Background(), ex, j)
 			if err != nil {
 				t.Fatal(err)
 			}

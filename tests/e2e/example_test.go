@@ -75,13 +75,13 @@ func ExampleReplayWith() {
 	defer j.Close()
 
 	ctx := context.Background()
-	res, run, _ := host.Exec(ctx, ex, j, executor.Request{Path: "tools/total.ts", Args: json.RawMessage(`{}`)})
+	res, run, _ := executor.Record(ctx, ex, j, executor.Request{Path: "tools/total.ts", Args: json.RawMessage(`{}`)})
 	fmt.Println("recorded:", string(res.Result))
 	// The data changes; the replay still sees what the run read.
 	_ = os.WriteFile(filepath.Join(root, "tools", "prices.json"), []byte(`["9"]`), 0o644)
-	rep, _ := host.ReplayWith(ctx, ex, j, run, host.ReplayOptions{})
+	rep, _ := executor.ReplayWith(ctx, ex, j, run, executor.ReplayOptions{})
 	fmt.Println("replayed:", string(rep.Result.Result), "same:", rep.Same)
-	rep, _ = host.ReplayWith(ctx, ex, j, run, host.ReplayOptions{Patched: []byte(fixed)})
+	rep, _ = executor.ReplayWith(ctx, ex, j, run, executor.ReplayOptions{Patched: []byte(fixed)})
 	fmt.Println("patched:", string(rep.Result.Result), "divergence:", rep.Divergence != nil)
 	// Output:
 	// recorded: "1.502.25"

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/agentos-run/agentos/actors/executor"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -61,7 +62,7 @@ func TestFetchThroughTheKernel(t *testing.T) {
 		t.Fatalf("the server saw %d requests, want 1 (refused calls never leave)", hits.Load())
 	}
 	srv.Close()
-	rep, err := host.Replay(context.Background(), rt.Executor(), rt.Journal(), res.RunID, nil)
+	rep, err := executor.Replay(context.Background(), rt.Executor(), rt.Journal(), res.RunID, nil)
 	if err != nil || !rep.Same || string(rep.Result.Result) != `"200 42.50"` {
 		t.Fatalf("offline replay: %+v %v", rep, err)
 	}

@@ -91,7 +91,7 @@ func replayGoldens(t *testing.T, ex *executor.Executor, files []string, open fun
 				t.Fatal(err)
 			}
 			// The tool's data file is NOT in the tool root: replay must not need it.
-			rep, err := host.Replay(context.Background(), ex, j, d.Run.ID, nil)
+			rep, err := executor.Replay(context.Background(), ex, j, d.Run.ID, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +126,7 @@ func writeGoldens(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	res, id, err := host.Exec(context.Background(), ex, j, executor.Request{Path: "tools/orders.ts", Args: json.RawMessage(`{"file": "orders.csv"}`)})
+	res, id, err := executor.Record(context.Background(), ex, j, executor.Request{Path: "tools/orders.ts", Args: json.RawMessage(`{"file": "orders.csv"}`)})
 	if err != nil || !res.Success {
 		t.Fatalf("%v %+v", err, res.Error)
 	}

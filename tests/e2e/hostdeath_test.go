@@ -217,7 +217,7 @@ func TestHostDeathInProcessQuarantinesTheRun(t *testing.T) {
 		if err := start.Wait(); err != nil {
 			t.Fatalf("start %d died (%v):\n%s", i+1, err, sout.String())
 		}
-		var reports []host.RecoverReport
+		var reports []executor.RecoverReport
 		if err := json.Unmarshal([]byte(strings.TrimSpace(sout.String())), &reports); err != nil {
 			t.Fatalf("start %d printed %q: %v", i+1, sout.String(), err)
 		}
@@ -243,7 +243,7 @@ func TestHostDeathInProcessQuarantinesTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inproc.Close()
-	if _, err := host.RecoverRun(context.Background(), inproc, j, runID); !errors.Is(err, host.ErrQuarantined) {
+	if _, err := executor.RecoverRun(context.Background(), inproc, j, runID); !errors.Is(err, executor.ErrQuarantined) {
 		t.Fatalf("RecoverRun in-process: %v, want ErrQuarantined", err)
 	}
 	// In a worker: a classified failure, and the run ends.
@@ -252,7 +252,7 @@ func TestHostDeathInProcessQuarantinesTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer worker.Close()
-	rep, err := host.RecoverRun(context.Background(), worker, j, runID[:12])
+	rep, err := executor.RecoverRun(context.Background(), worker, j, runID[:12])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestHostDeathInProcessQuarantinesTheRun(t *testing.T) {
 	if meta, _ = j.Get(runID); meta.Status != journal.StatusFailed || meta.Isolation != "process" || meta.Quarantine == "" {
 		t.Fatalf("after the resume: %+v", meta)
 	}
-	if _, err := host.RecoverRun(context.Background(), worker, j, runID); !errors.Is(err, host.ErrNotResumable) {
+	if _, err := executor.RecoverRun(context.Background(), worker, j, runID); !errors.Is(err, executor.ErrNotResumable) {
 		t.Fatalf("resuming an ended run: %v", err)
 	}
 }
@@ -398,7 +398,7 @@ func TestRecoveryResumesRunsConcurrently(t *testing.T) {
 	}
 	defer ex.Close()
 	defer j.Close()
-	reports, err := host.Recover(context.Background(), ex, j)
+	reports, err := executor.Recover(context.Background(), ex, j)
 	if err != nil {
 		t.Fatal(err)
 	}

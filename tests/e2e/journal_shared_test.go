@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/agentos-run/agentos/actors/executor"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,7 +81,7 @@ func TestSharedJournalAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := start(t, node("c"))
-	var resumed *host.RecoverReport
+	var resumed *executor.RecoverReport
 	for i, r := range c.Recovered() {
 		if r.Run.ID == inflight.ID() {
 			resumed = &c.Recovered()[i]

@@ -49,7 +49,7 @@ func TestRunWithoutRecordedLimitsUsesTheDefaults(t *testing.T) {
 	if err := j.Import(d); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := host.Replay(context.Background(), ex, j, d.Run.ID, nil)
+	rep, err := executor.Replay(context.Background(), ex, j, d.Run.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +73,11 @@ func TestRunWithoutRecordedLimitsUsesTheDefaults(t *testing.T) {
 	if err := run.Interrupt("cancelled: shutdown"); err != nil {
 		t.Fatal(err)
 	}
-	reports, err := host.Recover(context.Background(), ex, j)
+	reports, err := executor.Recover(context.Background(), ex, j)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reports) != 1 || reports[0].Outcome != host.OutcomeOK || reports[0].Limits.Timeout != 7*time.Second || !strings.Contains(reports[0].LimitsNote, "the tool root's defaults apply") {
+	if len(reports) != 1 || reports[0].Outcome != executor.OutcomeOK || reports[0].Limits.Timeout != 7*time.Second || !strings.Contains(reports[0].LimitsNote, "the tool root's defaults apply") {
 		t.Fatalf("recovery of an old run: %+v", reports)
 	}
 	// The resumed run now records the limits it ran under.

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/agentos-run/agentos/actors/executor"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,7 +205,7 @@ func TestMCPToolsAsCode(t *testing.T) {
 	}
 	rt2 := start(t, cfg)
 	before = mcptest.Calls.Load()
-	rep, err := host.Replay(context.Background(), rt2.Executor(), rt2.Journal(), res.RunID, nil)
+	rep, err := executor.Replay(context.Background(), rt2.Executor(), rt2.Journal(), res.RunID, nil)
 	if err != nil || !rep.Same || string(rep.Result.Result) != want {
 		t.Fatalf("offline replay: %+v %v", rep, err)
 	}

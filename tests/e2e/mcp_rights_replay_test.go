@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"github.com/agentos-run/agentos/actors/executor"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,7 +154,7 @@ func TestMCPReplayNeedsNoServerNorCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := mcptest.Calls.Load()
-		rep, err := host.Replay(context.Background(), rt2.Executor(), rt2.Journal(), res.RunID, nil)
+		rep, err := executor.Replay(context.Background(), rt2.Executor(), rt2.Journal(), res.RunID, nil)
 		if err != nil || !rep.Same || string(rep.Result.Result) != want {
 			t.Fatalf("%s: replay: %+v %v", tc.name, rep, err)
 		}

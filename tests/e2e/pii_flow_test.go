@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentos-run/agentos/actors/executor"
 	"io"
 	"io/fs"
 	"net/http"
@@ -259,7 +260,7 @@ func TestPIIFlow(t *testing.T) {
 	}
 	defer ex.Close()
 	for _, id := range execRuns {
-		rep, err := host.Replay(ctx, ex, j, id, nil)
+		rep, err := executor.Replay(ctx, ex, j, id, nil)
 		if err != nil || !rep.Same || rep.Divergence != nil {
 			t.Errorf("replay of %s without the map: %+v, %v", id, rep, err)
 		}

@@ -3,10 +3,10 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/agentos-run/agentos/actors/executor"
 	"strings"
 	"testing"
 
-	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node"
 )
 
@@ -54,7 +54,7 @@ func TestRuntimeRunsArePinnedToTheirVersions(t *testing.T) {
 	}
 	// The entry did not change (same hash): its latest run used v2. The
 	// first run's version set is what replay runs.
-	rep, err := host.Replay(ctx, rt.Executor(), rt.Journal(), first.RunID, nil)
+	rep, err := executor.Replay(ctx, rt.Executor(), rt.Journal(), first.RunID, nil)
 	if err != nil || !rep.Same || string(rep.Result.Result) != `"v1:7"` {
 		t.Fatalf("replay: %+v %v", rep, err)
 	}

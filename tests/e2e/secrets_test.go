@@ -136,7 +136,7 @@ func TestFetchSecretBindingNeverInJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	rep, err := host.Replay(context.Background(), ex, j, res.RunID, nil)
+	rep, err := executor.Replay(context.Background(), ex, j, res.RunID, nil)
 	if err != nil || rep.Divergence != nil || !rep.Same {
 		t.Fatalf("replay of the redacted run: %+v %v (divergence %v)", rep.Result, err, rep.Divergence)
 	}
@@ -241,14 +241,14 @@ func TestSecretFileNeverInJournal(t *testing.T) {
 	if err := os.Remove(filepath.Join(root, "tools", "hard.env")); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := host.Replay(context.Background(), ex, j, res.RunID, nil)
+	rep, err := executor.Replay(context.Background(), ex, j, res.RunID, nil)
 	if err != nil || rep.Divergence != nil || !rep.Same {
 		t.Fatalf("replay with the file present: %+v %v %v", rep.Result, err, rep.Divergence)
 	}
 	for _, p := range []string{"secrets.env", "tools/hard.env", "tools/soft.env"} {
 		os.Remove(filepath.Join(root, p))
 	}
-	rep, err = host.Replay(context.Background(), ex, j, res.RunID, nil)
+	rep, err = executor.Replay(context.Background(), ex, j, res.RunID, nil)
 	if err != nil || rep.Divergence == nil || rep.Divergence.Code != journal.CodeSealed {
 		t.Fatalf("replay with the file gone: divergence %v, err %v; want %s", rep.Divergence, err, journal.CodeSealed)
 	}
@@ -431,7 +431,7 @@ func TestRecoverRefusesRedactedArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reports, err := host.Recover(context.Background(), ex, j)
+	reports, err := executor.Recover(context.Background(), ex, j)
 	if err != nil || len(reports) != 1 || reports[0].Resumed || !strings.Contains(reports[0].Reason, "credentials") {
 		t.Fatalf("recover: %+v %v", reports, err)
 	}

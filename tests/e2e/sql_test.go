@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/agentos-run/agentos/actors/executor"
 	"strings"
 	"testing"
 
@@ -166,7 +167,7 @@ func TestSQLRunNotResumed(t *testing.T) {
 	if _, err := dh.Do(context.Background(), driver.Call{Seq: 1, Driver: driver.SQLDriver, Op: "exec", Request: json.RawMessage(`{"sql":"INSERT INTO users (name) VALUES (?)","params":["zed"]}`)}); err != nil {
 		t.Fatal(err)
 	}
-	reps, err := host.Recover(context.Background(), rt.Executor(), j)
+	reps, err := executor.Recover(context.Background(), rt.Executor(), j)
 	if err != nil || len(reps) != 1 || reps[0].Resumed || !strings.Contains(reps[0].Reason, "used SQL") {
 		t.Fatalf("recover: %+v %v", reps, err)
 	}
