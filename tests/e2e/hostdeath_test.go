@@ -69,6 +69,9 @@ func hostDeathChild(mode, root string) int {
 			}
 			return 0
 		}
+		if mode == "call-process" {
+			go reportWrites(rt.Journal(), 4) // the parent kills the child once they are committed
+		}
 		out, err := rt.Call(ctx, "exec_tool", json.RawMessage(`{"path":"`+tool+`"}`))
 		fmt.Println("error: the run ended instead of being killed:", string(out), err)
 		return 3
@@ -93,6 +96,28 @@ func hostDeathChild(mode, root string) int {
 	}
 	fmt.Println("error: unknown mode", mode)
 	return 3
+}
+
+// reportWrites prints "recorded" once the journal's one unfinished run
+// holds n committed write_file calls: what the parent waits for before it
+// kills the child (a read of the journal sees committed entries only).
+func reportWrites(j *journal.Journal, n int) {
+	for {
+		if runs, err := j.Unfinished(); err == nil && len(runs) == 1 {
+			entries, _ := j.Entries(runs[0].ID)
+			writes := 0
+			for _, e := range entries {
+				if e.Op == "write_file" {
+					writes++
+				}
+			}
+			if writes >= n {
+				fmt.Println("recorded")
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // holdExecutor is a worker-mode executor (two workers) whose tools have
@@ -138,6 +163,18 @@ func startHostDeathChild(t *testing.T, mode, root, tmp string) (*exec.Cmd, *lock
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd, out
+}
+
+// waitForOutput waits until the child printed line (60 s at most).
+func waitForOutput(t *testing.T, out *lockedOutput, line string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), line) {
+		if strings.Contains(out.String(), "error") || time.Now().After(deadline) {
+			t.Fatalf("the child never printed %q; it said:\n%s", line, out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // waitForFile waits until a file matching pattern exists and returns it.
@@ -297,7 +334,7 @@ func TestResumedRunGetsItsTmpBack(t *testing.T) {
 	tmp := t.TempDir()
 	cmd, out := startHostDeathChild(t, "call-process", root, tmp)
 	started := waitForFile(t, filepath.Join(tmp, "agentos-run-*", "started"), out)
-	time.Sleep(time.Second) // the group commit writes the calls' entries within milliseconds
+	waitForOutput(t, out, "recorded") // the child saw the four writes committed to its journal
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	killed := time.Now()
