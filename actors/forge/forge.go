@@ -346,7 +346,7 @@ func (f *Forge) endRun(ctx context.Context, run *journal.Run, res Result, err er
 	status, errJSON := journal.StatusOK, json.RawMessage(nil)
 	if err != nil {
 		status = journal.StatusFailed
-		errJSON, _ = json.Marshal(map[string]string{"message": err.Error()})
+		errJSON, _ = json.Marshal(map[string]string{"message": err.Error(), "code": failureCodes.CodeOf(err)})
 	}
 	var eerr error
 	wait := endBackoff
