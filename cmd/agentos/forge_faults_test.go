@@ -436,8 +436,9 @@ func TestForgeFaultPausedHolder(t *testing.T) {
 		// What the woken node does with its answer happens within a few
 		// seconds: give it time to (wrongly) commit, then look.
 		time.Sleep(2 * faultLease)
-		// Not c.waitMembers(): a node paused past the membership's timeout
-		// does not rejoin by itself yet (issue 24 item 5, membership).
+		// The woken node rejoins the membership by itself (the seeds
+		// provider: under a new id), without a restart.
+		c.waitMembers()
 		c.check(j, spec)
 	}
 }
