@@ -122,7 +122,10 @@ func newFaultCluster(t *testing.T) *faultCluster {
 			t.Fatal(err)
 		}
 		if err := demoClusterConfig(n.root, map[string]any{
-			"llm":                      map[string]any{"base_url": c.model.URL(), "model": "scripted", "forge_attempts": 3},
+			"llm": map[string]any{"base_url": c.model.URL(), "model": "scripted", "forge_attempts": 3},
+			// The tests spin (chaosTool): not bounded by the 5 s default
+			// on a loaded machine (see TestClusterChaos).
+			"limits":                   map[string]any{"timeout": "60s"},
 			"capability":               map[string]any{"signing_key_env": "CHAOS_KEY"},
 			"journal_postgres_dsn_env": "CHAOS_JOURNAL",
 			"journal_lease":            faultLease.String(),
