@@ -15,12 +15,15 @@
 //
 // Options.Provider chooses protoactor's provider:
 //
-//	seeds   protoactor's automanaged provider. Every member serves
-//	        GET /_health (JSON: its id, address, kinds) and polls the
-//	        endpoints in Options.Seeds every RefreshInterval; a member
-//	        whose endpoint does not answer is dropped. It discovers
-//	        nothing: list every member's health endpoint in every
-//	        member's Seeds. No external service: development and tests.
+//	seeds   ours (seeds.go; protoactor's automanaged JSON). Every member
+//	        serves GET /_health (JSON: its id, address, kinds, the ids it
+//	        lists alive) and polls the endpoints in Options.Seeds every
+//	        RefreshInterval; a member whose endpoint does not answer is
+//	        dropped. A member that answers but no longer lists this one
+//	        (it was paused or cut off) makes it rejoin under a new id. It
+//	        discovers nothing: list every member's health endpoint in every
+//	        member's Seeds. No external service: development, tests, a
+//	        fixed set of nodes.
 //	etcd    ours (etcdmembers.go). Every member puts its address and
 //	        kinds under Prefix/<cluster>/<id> with a 3 s lease, kept alive;
 //	        its member list is a whole read of the prefix at every watch
@@ -78,8 +81,8 @@
 //	             leaks the gRPC connection of each failed one (redialing
 //	             forever) and sleeps 2 s after each inside its Started
 //	             handler (a leave then takes 10 s): one attempt per writer.
-//	health port  automanaged binds 0.0.0.0:<fixed port>: the member serves
-//	             it on a listener of its own (Host, any free port).
+//	seeds        automanaged binds 0.0.0.0:<fixed port> and never heals a
+//	             member it dropped: replaced by seeds.go.
 //	etcd         the provider waits for etcd without bound and never closes
 //	             its client: Join probes etcd within DialTimeout, Leave
 //	             closes the client. It starts watching without a revision

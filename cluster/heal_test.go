@@ -312,3 +312,52 @@ func TestPartitionedMemberRejoins(t *testing.T) {
 	}
 	placedEverywhere(t, ms, want)
 }
+
+// TestPausedSeedsMemberRejoins: with the seeds provider, a member paused
+// (SIGSTOP) until the others dropped it is listed by all again within
+// healBound of its SIGCONT, without a restart, says so in its log, and
+// grains are placed on it again.
+func TestPausedSeedsMemberRejoins(t *testing.T) {
+	lns, seeds := reserve(t, 2)
+	childHealth := freePort(t)
+	all := append(seeds, fmt.Sprintf("127.0.0.1:%d", childHealth))
+	opts := make([]Options, len(lns))
+	for i := range opts {
+		opts[i] = Options{InsecureLoopback: true, Name: "seeds-heal", Seeds: all, HealthListener: lns[i],
+			Kinds: []Kind{newCounters().kind(whereKind)}, RefreshInterval: 200 * time.Millisecond, Logger: quiet(t)}
+	}
+	ms := joinAll(t, opts)
+	c := startChild(t, "heal", all, childHealth, childName+"=seeds-heal")
+	want := []string{ms[0].Address(), ms[1].Address(), c.addr}
+	slices.Sort(want)
+	if d := converge(ms, c, want, 20*time.Second); d < 0 {
+		t.Fatalf("the cluster did not form: %s", views(ms, c))
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = c.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	for _, m := range ms {
+		eventually(t, m.Address()+" drops the paused member", func() bool { return len(m.Status().Alive()) == 2 })
+	}
+	time.Sleep(max(time.Second, outage(t)-time.Since(paused)))
+	if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	d := converge(ms, c, want, 2*healBound)
+	if d < 0 || d > healBound {
+		t.Fatalf("after SIGCONT, not converged within %v (took %v):%s\nchild log:\n%s", healBound, d, views(ms, c), c.errText())
+	}
+	t.Logf("converged %v after SIGCONT", d.Round(time.Millisecond))
+	if log := c.errText(); !strings.Contains(log, "rejoin") {
+		t.Errorf("the resumed member logged no rejoin line:\n%s", log)
+	}
+	placedEverywhere(t, ms, want)
+}

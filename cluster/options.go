@@ -14,9 +14,10 @@ import (
 
 // The membership providers Options.Provider names.
 const (
-	// ProviderSeeds is protoactor's automanaged provider: every member
-	// serves a small HTTP health endpoint and polls the endpoints listed
-	// in Options.Seeds. No external service; for development and tests.
+	// ProviderSeeds is the seed-list provider (seeds.go, compatible with
+	// protoactor's automanaged): every member serves a small HTTP health
+	// endpoint and polls the endpoints listed in Options.Seeds. No
+	// external service; for development, tests and a fixed set of nodes.
 	ProviderSeeds = "seeds"
 	// ProviderEtcd is the etcd provider (etcdmembers.go): every member registers
 	// itself under a lease in etcd and watches the others. For production.
@@ -79,7 +80,7 @@ type Options struct {
 	Provider string
 
 	// Seeds (ProviderSeeds) are the host:port health endpoints of the
-	// cluster's members. IMPORTANT: protoactor's automanaged provider
+	// cluster's members. IMPORTANT: the seeds provider
 	// discovers nothing: a member sees exactly the members whose endpoint
 	// is in its Seeds (and itself: its own endpoint is added). List every
 	// member in every member's Seeds.

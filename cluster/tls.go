@@ -6,18 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"reflect"
 	"strings"
-	"sync"
 	"time"
-	"unsafe"
 
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 )
@@ -152,35 +146,6 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// dialHealthOverTLS makes protoactor's automanaged provider poll the seeds'
-// health endpoints over mutual TLS: its HTTP client (unexported, built
-// for plain http://) gets a transport whose connections are TLS ones, so
-// a seed that is no member (no certificate from the cluster's CA) fails
-// its poll and is never listed. A refused seed is logged once.
-func dialHealthOverTLS(p *automanaged.AutoManagedProvider, tc *tlsConfigs, log *slog.Logger) error {
-	f := reflect.ValueOf(p).Elem().FieldByName("httpClient")
-	if !f.IsValid() || f.Type() != reflect.TypeOf((*http.Client)(nil)) {
-		return fmt.Errorf("%w: protoactor's automanaged provider has no httpClient field any more: the seeds provider cannot poll over TLS (TestUnexportedFields)", ErrJoin)
-	}
-	client := *(**http.Client)(unsafe.Pointer(f.UnsafeAddr()))
-	var refused sync.Map // seed address -> struct{}: logged once
-	client.Transport = &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := tc.dialTLS(ctx, network, addr)
-			if err != nil && isTLSRefusal(err) {
-				if _, seen := refused.LoadOrStore(addr, struct{}{}); !seen {
-					log.Warn("cluster: a seed was refused: it did not prove it is a member of this cluster (TLS handshake failed); it is not listed and no work is placed on it. "+
-						"If it should be a member, give it a certificate signed by this cluster's CA ('agentos cluster certs --dir DIR --node NAME' with the same DIR) and the same ca.crt",
-						slog.String("seed", addr), slog.Any("error", err))
-				}
-			}
-			return conn, err
-		},
-		MaxIdleConns: 10, IdleConnTimeout: 90 * time.Second, MaxConnsPerHost: 10,
-	}
-	return nil
 }
 
 // isTLSRefusal reports whether err is a failed handshake (a certificate

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -163,6 +164,43 @@ func (n *Node) gateRun(ctx context.Context, p *kernel.Process, path, version str
 		return cleared{}, err
 	}
 	return c, nil
+}
+
+// admitRemote is the executor actor's AdmitRemote: a run another node
+// placed here (path, as its Run names it; token, its caller's) is judged
+// by this node's approval gate as gateRun judges exec_tool here, with the
+// caller's rights from its token. It does not wait for a decision: a
+// version that needs an approval this node has not recorded is refused
+// with executor.ErrNotCleared (approvals are kept per node; the placing
+// node, whose gate cleared it, then runs it itself), and nothing is
+// recorded here.
+func (n *Node) admitRemote(_ context.Context, path, token string) (executor.Admitted, error) {
+	g := n.opts.Approvals
+	if g == nil || g.Policy().Off {
+		return executor.Admitted{}, nil
+	}
+	entry, version, _ := executor.SplitVersion(path)
+	if version != "" && n.opts.Journal == nil {
+		return executor.Admitted{}, nil // the executor reports that versions need a journal; nothing runs
+	}
+	tok, err := capability.Decode(token)
+	if err != nil {
+		return executor.Admitted{}, fmt.Errorf("%w: the caller's token: %w", ErrGate, err)
+	}
+	j, err := n.judge(entry, version)
+	if err != nil {
+		return executor.Admitted{}, fmt.Errorf("%w: %s is not run: it cannot be judged: %w", ErrGate, path, err)
+	}
+	holds := func(r string) bool {
+		return slices.ContainsFunc(tok.Grants, func(g capability.Grant) bool { return string(g.Right) == r })
+	}
+	adm := executor.Admitted{Hash: j.Hash, Modules: j.Modules, Gated: g.Policy().Applies(entry, holds)}
+	ask := askOf(j, tok.Holder)
+	if !g.Policy().Needs(entry, string(j.Risk), holds) || g.Approved(ask.Path, ask.Hash) {
+		return adm, nil
+	}
+	return executor.Admitted{}, fmt.Errorf("%w: %s is rated %s and this version is not approved on this node (%s): a run placed from another node does not wait for an approval here",
+		executor.ErrNotCleared, path, j.Risk, approval.CodeRequired)
 }
 
 // confirmedKey carries a one-run clearance (ConfirmedRun).

@@ -78,7 +78,7 @@ func (n *Node) JoinCluster(ctx context.Context, opts cluster.Options) (*cluster.
 	}
 	opts.System = n.sys
 	opts.Kinds = append(opts.Kinds, cluster.Kind{Name: forge.GrainKind, Props: forge.GrainProps(forge.GrainOptions{
-		Forge: n.forgeClient, Pending: n.pendingForge, Finished: n.finishedForge, Logger: n.opts.Logger,
+		Forge: n.forgeClient, Pending: n.pendingForge, Finished: n.finishedForge, Failed: n.failedForge, Logger: n.opts.Logger,
 		Authority: n.k.Authority(),
 	})})
 	m, err := cluster.Join(ctx, opts)
@@ -317,11 +317,13 @@ func (n *Node) forgeFor(ctx context.Context, spec string, caller *executor.Calle
 	}
 	g := forge.GrainClient{
 		Request: func(ctx context.Context, id string, msg proto.Message) (proto.Message, error) {
-			// Request, re-sent every RequestTimeout while the forge runs:
-			// the grain joins a re-sent Run to its waiter (one per request
-			// key). (Member.Call, whose attempt lasts until the host
-			// leaves, hung forges in the kill-loop chaos test while
-			// membership did not converge: left for issue 24 item 5.)
+			// Request, re-sent every RequestTimeout while the forge runs
+			// and after the grain's node died: the grain joins a re-sent
+			// Run to its waiter (one per request key), answers it the
+			// outcome it already sent (an answer that reached an attempt
+			// already given up), and a new activation answers it from the
+			// journal (Finished, Failed): the caller gets its forge's true
+			// outcome however long it runs and wherever it ends.
 			return c.m.Request(ctx, forge.GrainKind, id, msg)
 		},
 		Tell: func(id string, msg proto.Message) { c.m.Send(forge.GrainKind, id, msg) },
@@ -414,6 +416,25 @@ func (n *Node) finishedForge(ctx context.Context, specHash string) (forge.Result
 		return res, forge.RequestOf(r), true, nil
 	}
 	return forge.Result{}, "", false, nil
+}
+
+// failedForge is the forge grain's Failed: the failure of the spec's forge
+// run that the request whose key is request caused, if it ended failed.
+func (n *Node) failedForge(_ context.Context, specHash, request string) (error, bool, error) {
+	j := n.opts.Journal
+	if j == nil {
+		return nil, false, nil
+	}
+	runs, err := forgeRuns(j, specHash, journal.StatusFailed)
+	if err != nil {
+		return nil, false, err
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		if forge.RequestOf(runs[i]) == request {
+			return forge.FailureOf(runs[i]), true, nil
+		}
+	}
+	return nil, false, nil
 }
 
 // forgeRuns are the journal's forge runs of the spec whose hash is

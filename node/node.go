@@ -209,7 +209,7 @@ func Boot(opts Options) (*Node, error) {
 			{Name: "kernel", Props: kernel.Props(k)},
 			{Name: "executor", Props: executor.Props(opts.Executor, executor.ActorOptions{
 				Journal: opts.Journal, Authority: k.Authority(), RequireCaller: true, OnRefused: n.onRefused, Charge: n.chargeCaller,
-				AdmitModule: n.admitModule,
+				AdmitModule: n.admitModule, AdmitRemote: n.admitRemote,
 			})},
 			{Name: "registry", Props: registry.Props(opts.Registry)},
 			// The git actor registers every write with the registry actor

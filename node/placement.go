@@ -111,7 +111,7 @@ func (n *Node) runOn(ctx context.Context, pid *actor.PID, req executor.RunReques
 	}
 	remote := executor.Client{PID: pid, Root: n.rootCtx}
 	res, runID, err := remote.Run(ctx, req)
-	if errors.Is(err, executor.ErrStaleTool) || errors.Is(err, executor.ErrUnavailable) {
+	if errors.Is(err, executor.ErrStaleTool) || errors.Is(err, executor.ErrUnavailable) || errors.Is(err, executor.ErrNotCleared) {
 		n.opts.Logger.Info("exec_tool: the run placed on another node comes back here", slog.String("node", pid.Address), slog.Any("why", err))
 		req.Hash = pinned
 		if req.Caller != nil {

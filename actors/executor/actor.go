@@ -16,6 +16,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/agentos-run/agentos/actors/system"
 )
@@ -49,6 +50,28 @@ type ActorOptions struct {
 	// tool): nil lets it run, an error refuses the require. nil: every
 	// such module is refused (this node cannot judge it).
 	AdmitModule func(entry string, m journal.Module, src []byte) error
+	// AdmitRemote judges a Run that came from another node (not a
+	// system.Local) as this node's approval gate judges exec_tool here:
+	// path is the run's tool (tools/x.ts, or a recorded version
+	// tools/x.ts@<hash>), token its caller's. An error refuses the run
+	// (the version needs an approval it lacks); otherwise the run executes
+	// exactly the content Admitted.Hash names (when set) and, when
+	// Admitted.Gated, judges every module it loads beyond Admitted.Modules
+	// through AdmitModule. IMPORTANT: a node with an approval gate MUST set
+	// it, or a member holding a caller's exec token runs an unapproved
+	// high-risk tool by sending Run here directly. nil: remote runs are not
+	// judged (no gate).
+	AdmitRemote func(ctx context.Context, path, token string) (Admitted, error)
+}
+
+// Admitted is what an approval gate cleared a remote run for
+// (ActorOptions.AdmitRemote): the entry's content hash ("" when nothing was
+// judged), the modules judged with it (path@hash), and whether the modules
+// it loads beyond them are judged as they load.
+type Admitted struct {
+	Hash    string
+	Modules []string
+	Gated   bool
 }
 
 // tombstones bounds how many Cancels of runs that have not arrived (or
@@ -100,7 +123,7 @@ func (a *execActor) Receive(ctx actor.Context) {
 				return
 			}
 		}
-		a.onRun(ctx, m)
+		a.onRun(ctx, m, !local)
 	case *pb.Cancel:
 		a.onCancel(ctx, m)
 	case *runPanicked:
@@ -132,10 +155,29 @@ func remoteRun(m *pb.Run) error {
 	return nil
 }
 
+// admitRemote has the approval gate judge a remote Run and returns it to
+// run as cleared: its content hash and the modules judged with it (a
+// caller's own Hash for other content is stale).
+func (s *actorState) admitRemote(ctx context.Context, m *pb.Run) (*pb.Run, error) {
+	adm, err := s.opts.AdmitRemote(ctx, m.GetPath(), m.GetCaller().GetToken())
+	if err != nil {
+		return nil, fmt.Errorf("a Run of %s from another node was judged by this node's approval gate: %w", m.GetPath(), err)
+	}
+	if adm.Hash == "" {
+		return m, nil
+	}
+	if want := m.GetHash(); want != "" && want != adm.Hash {
+		return nil, fmt.Errorf("%w: %s was judged here as %s, the caller asked for %s", ErrStaleTool, m.GetPath(), adm.Hash, want)
+	}
+	m = proto.CloneOf(m)
+	m.Hash, m.GateModules, m.Judged = adm.Hash, adm.Gated, adm.Modules
+	return m, nil
+}
+
 // onRun registers the run under its key (so that a Cancel processed after
 // this finds it) and starts it on its own goroutine; the reply goes
 // straight to the sender from there.
-func (a *execActor) onRun(ctx actor.Context, m *pb.Run) {
+func (a *execActor) onRun(ctx actor.Context, m *pb.Run, remote bool) {
 	sender, self, sys := ctx.Sender(), ctx.Self(), ctx.ActorSystem()
 	if sender == nil {
 		ctx.Logger().Warn("executor: Run without a sender; use executor.Client")
@@ -171,7 +213,7 @@ func (a *execActor) onRun(ctx actor.Context, m *pb.Run) {
 		defer s.wg.Done()
 		defer stop()
 		defer s.forget(m.GetRunKey())
-		ran, panicked := s.run(runCtx, m)
+		ran, panicked := s.run(runCtx, m, remote)
 		if panicked != nil {
 			sys.Root.Send(self, &runPanicked{value: panicked})
 		}
@@ -215,15 +257,22 @@ func (a *execActor) onCancel(ctx actor.Context, m *pb.Cancel) {
 	}
 }
 
-// run verifies m's caller, runs m and turns a panic into an internal error
-// for the caller.
-func (s *actorState) run(ctx context.Context, m *pb.Run) (ran *pb.Ran, panicked any) {
+// run verifies m's caller (and, for a remote run, has the approval gate
+// judge it), runs m and turns a panic into an internal error for the
+// caller.
+func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.Ran, panicked any) {
 	defer func() {
 		if v := recover(); v != nil {
 			panicked = v
 			ran = ranOf(Result{Error: &Error{Kind: sandbox.KindInternal, Message: fmt.Sprintf("the executor panicked while running %s: %v (a bug in agentos: please report it with this stack)\n%s", m.GetPath(), v, debug.Stack())}}, "")
 		}
 	}()
+	if remote && s.opts.AdmitRemote != nil {
+		var err error
+		if m, err = s.admitRemote(ctx, m); err != nil {
+			return &pb.Ran{Failure: failureOf(err)}, nil
+		}
+	}
 	req := Request{Path: m.GetPath(), Args: m.GetArgs(), Limits: limitsFromPB(m.GetLimits())}
 	// tools/x.ts@<hash>: the recorded version, from this node's journal
 	// (also when the run itself is not recorded).

@@ -1,6 +1,9 @@
 package executor
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +44,69 @@ func TestRemoteRunNeedsExecOnTheTool(t *testing.T) {
 	}
 	if got := system.CodeUnauthenticated; failureCodes.CodeOf(system.ErrUnauthenticated) != got {
 		t.Errorf("ErrUnauthenticated crosses as %q, want %q", failureCodes.CodeOf(system.ErrUnauthenticated), got)
+	}
+}
+
+// Issue 24: a Run from another node is judged by this node's approval
+// gate (ActorOptions.AdmitRemote) as exec_tool judges a local one: a
+// member holding a caller's exec token cannot run an unapproved high-risk
+// tool by sending Run straight to the executor. The run then executes
+// exactly the content judged; a Run of this node's own is not judged here
+// (its exec_tool did).
+func TestRemoteRunIsJudgedByTheApprovalGate(t *testing.T) {
+	e := newExec(t, IsolationInProcess, map[string]string{"tools/fib.ts": fibTool})
+	auth, err := capability.New(capability.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var judged []string
+	verdict := func(string) (Admitted, error) { return Admitted{}, nil }
+	admit := func(_ context.Context, path, token string) (Admitted, error) {
+		judged = append(judged, path)
+		if _, err := capability.Decode(token); err != nil {
+			t.Errorf("AdmitRemote got a caller token that does not decode: %v", err)
+		}
+		return verdict(path)
+	}
+	sys := quietSystem()
+	pid := sys.Root.Spawn(Props(e, ActorOptions{Authority: auth, RequireCaller: true, AdmitRemote: admit}))
+	defer func() { _ = sys.Root.StopFuture(pid).Wait() }()
+	tok := auth.Mint("pid:1", []capability.Grant{{Right: capability.Exec, Scope: "tools/"}, {Right: capability.Read, Scope: "tools/"}}, capability.Caveats{})
+	run := func(msg any) *pb.Ran {
+		res, err := sys.Root.RequestFuture(pid, msg, time.Minute).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*pb.Ran)
+	}
+	newRun := func() *pb.Run {
+		return &pb.Run{RunKey: NewRunKey(), Path: "tools/fib.ts", Args: []byte(`{"n":10}`), Caller: callerToPB(&Caller{PID: 1, Holder: "pid:1", Token: tok})}
+	}
+
+	verdict = func(p string) (Admitted, error) {
+		return Admitted{}, fmt.Errorf("approval_required: %s is rated high and not approved", p)
+	}
+	if r := run(newRun()); r.GetFailure() == nil || !strings.Contains(r.GetFailure().GetMessage(), "not approved") || r.GetSuccess() {
+		t.Fatalf("a remote Run the gate refuses: %v, want refused with the gate's reason", r)
+	}
+	if len(judged) != 1 || judged[0] != "tools/fib.ts" {
+		t.Fatalf("AdmitRemote asked for %v, want tools/fib.ts once", judged)
+	}
+	// A local Run is not judged again here.
+	if r := run(&system.Local{Msg: newRun()}); r.GetFailure() != nil || string(resultOf(r).Result) != "55" {
+		t.Fatalf("a local Run: %v, want 55", r)
+	}
+	if len(judged) != 1 {
+		t.Fatalf("a local Run was judged by AdmitRemote: %v", judged)
+	}
+	// Cleared for another content than the file holds: not run.
+	verdict = func(string) (Admitted, error) { return Admitted{Hash: "0123abcd", Gated: true}, nil }
+	if r := run(newRun()); r.GetFailure().GetCode() != "stale_tool" {
+		t.Fatalf("a remote Run cleared for other content: %v, want stale_tool", r)
+	}
+	// Cleared: it runs.
+	verdict = func(string) (Admitted, error) { return Admitted{}, nil }
+	if r := run(newRun()); r.GetFailure() != nil || string(resultOf(r).Result) != "55" {
+		t.Fatalf("a remote Run the gate clears: %v, want 55", r)
 	}
 }

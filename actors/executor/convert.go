@@ -62,6 +62,7 @@ var failureCodes = system.FailureCodes{
 	{Code: "no_authority", Err: ErrNoAuthority},
 	{Code: "no_caller", Err: ErrNoCaller},
 	{Code: "stale_tool", Err: ErrStaleTool},
+	{Code: "not_cleared", Err: ErrNotCleared},
 	{Code: system.CodeUnauthenticated, Err: system.ErrUnauthenticated},
 	{Code: "denied", Err: capability.ErrDenied},
 }

@@ -63,6 +63,12 @@ var (
 	// (RunRequest.Hash) that this executor's tool root does not hold: it
 	// holds another version. The caller runs it elsewhere (its own node).
 	ErrStaleTool = errors.New("executor: the tool here is another version than the caller's")
+
+	// ErrNotCleared: a run placed from another node was refused by this
+	// node's approval gate (ActorOptions.AdmitRemote): its version needs an
+	// approval this node has not recorded (approvals are kept per node).
+	// The placing node runs it itself, where its gate cleared it.
+	ErrNotCleared = errors.New("executor: this node's approval gate did not clear the run")
 	// ErrUnavailable: the executor actor did not answer in time (it may be
 	// restarting or stopped); try again.
 	ErrUnavailable = errors.New("executor: the executor actor did not answer")

@@ -4,9 +4,13 @@ import (
 	"context"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
 )
 
 // ForgeFor is forge for caller (tests).
 func ForgeFor(f *Forge, ctx context.Context, spec string, caller *executor.Caller, charge Charge) (Result, error) {
 	return f.forge(ctx, "", spec, caller, charge)
 }
+
+// ErrorOfDone is the Go error of a grain's Done (nil: it passed).
+func ErrorOfDone(d *pb.Done) error { return errorOf(d.GetFailure()) }

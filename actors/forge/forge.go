@@ -245,9 +245,9 @@ func (f *Forge) forge(ctx context.Context, request, spec string, caller *executo
 	}
 	// Above the journal: it records the tokenized requests.
 	host = driver.Chain(host, f.opts.PII.ModelMiddleware())
-	var holds func() error
+	var holds holder
 	if run != nil {
-		holds = run.Holds
+		holds = run
 	}
 	res, err := f.loop(ctx, host, spec, agents, charge, holds)
 	if run != nil {
@@ -307,7 +307,7 @@ func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, 
 	} else if asked.Lessons != "1" {
 		agents = nil
 	}
-	res, err := f.loop(ctx, host, spec, agents, charge, rec.Run().Holds)
+	res, err := f.loop(ctx, host, spec, agents, charge, rec.Run())
 	res.RunID = id
 	if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) {
 		err = f.endRun(ctx, rec.Run(), res, err)
@@ -346,7 +346,7 @@ func (f *Forge) endRun(ctx context.Context, run *journal.Run, res Result, err er
 	status, errJSON := journal.StatusOK, json.RawMessage(nil)
 	if err != nil {
 		status = journal.StatusFailed
-		errJSON, _ = json.Marshal(map[string]string{"message": err.Error()})
+		errJSON, _ = json.Marshal(map[string]string{"message": err.Error(), "code": failureCodes.CodeOf(err)})
 	}
 	var eerr error
 	wait := endBackoff
@@ -408,7 +408,7 @@ type lessonsRequest struct {
 // holds (nil: none) is asked just before the tool is committed: an error
 // (another node claimed the forge's run since) keeps the tool from being
 // committed by this node.
-func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, lessonAgents []string, charge Charge, holds func() error) (Result, error) {
+func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, lessonAgents []string, charge Charge, holds holder) (Result, error) {
 	var seq atomic.Uint64
 	call := func(drv, op string, req any, out any) error {
 		b, err := json.Marshal(req)
@@ -508,27 +508,43 @@ func (f *Forge) judge(ctx context.Context, c candidate, call func(drv, op string
 	return nil
 }
 
+// holder is the journal run a forge records into (*journal.Run): whether
+// this node still holds it, and the run and fencing token its commits
+// carry.
+type holder interface {
+	Holds() error
+	ID() string
+	Fence() int64
+}
+
 // keep writes the tool and its tests for good (registry, Git), if the
 // forge's run is still this node's (holds). Keeping a tool the upstream
 // already holds byte for byte (a resumed forge whose first run committed
 // it and failed to record its end) makes no commit: the git actor's write
 // of unchanged content is a no-op answering the commit that has it.
-func (f *Forge) keep(ctx context.Context, res Result, c candidate, holds func() error) (Result, error) {
+func (f *Forge) keep(ctx context.Context, res Result, c candidate, holds holder) (Result, error) {
 	res.Path, res.Tests = c.Path, testPath(c.Path)
 	if f.offline {
 		return res, nil // a replay writes nothing
 	}
+	write := f.opts.Git.WriteFile
 	if holds != nil {
-		if err := holds(); err != nil {
+		if err := holds.Holds(); err != nil {
 			return res, fmt.Errorf("forge: the tool passed but is not committed by this node: %w", err)
 		}
+		// The store's own check: a commit whose token is stale by the
+		// time it is pushed never reaches the upstream (repo.ErrFenced).
+		run, fence := holds.ID(), holds.Fence()
+		write = func(ctx context.Context, p string, b []byte) (git.Written, error) {
+			return f.opts.Git.WriteFenced(ctx, p, b, run, fence)
+		}
 	}
-	w, err := f.opts.Git.WriteFile(ctx, c.Path, []byte(c.Code))
+	w, err := write(ctx, c.Path, []byte(c.Code))
 	res.Gate = w.Gate
 	if err != nil {
 		return res, fmt.Errorf("forge: the tool passed but could not be kept: %w", err)
 	}
-	if _, err := f.opts.Git.WriteFile(ctx, res.Tests, []byte(c.Tests)); err != nil {
+	if _, err := write(ctx, res.Tests, []byte(c.Tests)); err != nil {
 		return res, fmt.Errorf("forge: the tool was kept but its tests could not be: %w", err)
 	}
 	res.Commit = w.Commit

@@ -62,6 +62,27 @@ func RequestOf(m journal.RunMeta) string {
 	return a.Request
 }
 
+// FailureOf returns the error a forge run m ended with, as its caller was
+// told it (errors.Is finds the sentinel its code names: ErrGaveUp,
+// capability.ErrDenied...); nil for a run of another kind, or one that did
+// not end failed.
+func FailureOf(m journal.RunMeta) error {
+	if m.Kind != Kind || m.Status != journal.StatusFailed {
+		return nil
+	}
+	var e struct {
+		Message string `json:"message"`
+		Code    string `json:"code"`
+	}
+	if json.Unmarshal(m.Error, &e) != nil || e.Message == "" {
+		e.Message = "forge run " + m.ID + " failed"
+	}
+	if e.Code == "" { // recorded before agentos kept the code
+		e.Code = system.CodeInternal
+	}
+	return errorOf(&pb.Failure{Code: e.Code, Message: e.Message})
+}
+
 // GrainOptions configure GrainProps.
 type GrainOptions struct {
 	// Forge is the forge actor of the node that hosts the grain: the grain
@@ -81,6 +102,13 @@ type GrainOptions struct {
 	// RequestOf), which is answered the forge's own result. ok false: there
 	// is none. nil: nothing is looked for.
 	Finished func(ctx context.Context, specHash string) (res Result, request string, ok bool, err error)
+	// Failed finds the forge of the spec that the request whose key is
+	// request caused, if it ended failed (the shared journal records the
+	// request, see RequestOf, and the failure, see FailureOf): a request
+	// asked again at a new activation (its answer was lost with a node, or
+	// with an attempt that timed out) is answered that failure, never
+	// forged again. ok false: there is none. nil: nothing is looked for.
+	Failed func(ctx context.Context, specHash, request string) (failure error, ok bool, err error)
 	// Logger receives the grain's progress (nil: slog.Default()).
 	Logger *slog.Logger
 	// Authority verifies the caller's token every Run MUST carry (the
@@ -117,10 +145,18 @@ type grain struct {
 	flight *flight    // the forge in flight, nil when none
 	kept   *pb.Result // the tool of the forge that passed, nil before
 	// answered are the Dones sent to the requests (by RunKey) whose forge
-	// passed: a retry of one of them (its answer was lost with a node) is
-	// answered the same Done, never a reuse it did not make.
-	answered map[string]*pb.Done
+	// ended, passed or failed: a retry of one of them (its answer was lost
+	// with a node, or sent to an attempt that had timed out) is answered
+	// the same Done, never a reuse it did not make nor a second forge.
+	// answeredOrder bounds it to maxAnswered keys, oldest forgotten first.
+	answered      map[string]*pb.Done
+	answeredOrder []string
 }
+
+// maxAnswered bounds the requests an activation remembers the answer of
+// (a retry comes within seconds; a forgotten one is looked up in the
+// journal through Finished and Failed).
+const maxAnswered = 1024
 
 // flight is a forge in flight and the callers waiting for it.
 type flight struct {
@@ -239,6 +275,9 @@ const pendingRetries = 3
 // finished forge (a reuse, or its own result to the request that caused
 // it), by resuming its unfinished forge, or by forging.
 func (opts GrainOptions) fly(c context.Context, spec, key string, caller *executor.Caller) *landed {
+	if l := opts.ownFailure(c, spec, key); l != nil {
+		return l
+	}
 	for range pendingRetries {
 		if opts.Finished != nil {
 			kept, origin, ok, err := opts.Finished(c, SpecHash(spec))
@@ -281,6 +320,23 @@ func (opts GrainOptions) fly(c context.Context, spec, key string, caller *execut
 		return &landed{done: doneOf(res, err)}
 	}
 	return &landed{done: doneOf(Result{}, fmt.Errorf("%w: the unfinished forges of this spec kept ending while this activation looked for them; try again", ErrUnavailable))}
+}
+
+// ownFailure is the answer to a request asked again whose forge failed (at
+// an earlier activation): that failure; nil when it caused no failed forge.
+func (opts GrainOptions) ownFailure(c context.Context, spec, key string) *landed {
+	if opts.Failed == nil || key == "" {
+		return nil
+	}
+	failure, ok, err := opts.Failed(c, SpecHash(spec), key)
+	if err != nil {
+		opts.Logger.Warn("forge grain: looking for the failed forge this request caused", slog.Any("err", err))
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	return &landed{done: doneOf(Result{}, failure)}
 }
 
 // reuseOf answers a Run with the tool a forge of the spec made: a reuse,
@@ -336,17 +392,15 @@ func (g *grain) onLanded(ctx actor.Context, m *landed) {
 		return
 	}
 	passed := m.done.GetFailure() == nil && m.done.GetResult().GetPath() != ""
+	final := passed || !interim(m.done.GetFailure().GetCode())
 	for _, w := range f.waiters {
 		d := m.done
 		if key := w.run.GetRunKey(); key != "" && key == m.origin {
 			d = m.own // the request that caused the forge found in the journal
 		}
 		ctx.Send(w.sender, d)
-		if passed && w.run.GetRunKey() != "" {
-			if g.answered == nil {
-				g.answered = map[string]*pb.Done{}
-			}
-			g.answered[w.run.GetRunKey()] = d
+		if final {
+			g.remember(w.run.GetRunKey(), d)
 		}
 	}
 	if passed {
@@ -357,17 +411,45 @@ func (g *grain) onLanded(ctx actor.Context, m *landed) {
 	}
 }
 
+// interim reports whether a failure with code ends the forge for its
+// caller only: the forge stays resumable (cancelled, its caller's node
+// gone) and a request asked again MUST find it, not this answer.
+func interim(code string) bool {
+	return code == "cancelled" || code == "caller_gone"
+}
+
+// remember keeps d as the answer to the request key (none: nothing kept),
+// forgetting the oldest beyond maxAnswered.
+func (g *grain) remember(key string, d *pb.Done) {
+	if key == "" {
+		return
+	}
+	if g.answered == nil {
+		g.answered = map[string]*pb.Done{}
+	}
+	if _, ok := g.answered[key]; !ok {
+		g.answeredOrder = append(g.answeredOrder, key)
+	}
+	g.answered[key] = d
+	if len(g.answeredOrder) > maxAnswered {
+		delete(g.answered, g.answeredOrder[0])
+		g.answeredOrder = g.answeredOrder[1:]
+	}
+}
+
 // GrainClient reaches the forge grain of a spec wherever the cluster placed
 // it: the node's forge_tool uses it instead of Client when the node is in a
 // cluster. It is a value; copy it freely; it is safe for concurrent use.
 type GrainClient struct {
 	// Request sends msg to the grain identity of GrainKind and returns its
-	// reply, within ctx (REQUIRED): the cluster member's grain Call, whose
-	// attempt lasts until the grain answers or its host leaves (a forge
-	// takes minutes: an attempt bounded by a timeout would re-send the Run
-	// every timeout), and which IMPORTANT: MUST retry a request that a
-	// topology change lost (the grain is re-activated elsewhere and
-	// resumes the forge, or answers with its outcome).
+	// reply, within ctx (REQUIRED): the cluster member's grain Request.
+	// IMPORTANT: it MUST re-send the Run (the same RunKey) until the grain
+	// answers or ctx ends: after an attempt's timeout (a forge takes
+	// minutes), and after a topology change lost it (the grain is
+	// re-activated elsewhere and resumes the forge, or answers with its
+	// outcome). The grain answers a re-sent Run with its request's true
+	// outcome: the forge in flight (joined), the answer it already sent,
+	// or the journal's record of the forge that request caused.
 	Request func(ctx context.Context, identity string, msg proto.Message) (proto.Message, error)
 	// Tell sends msg to the grain identity without a reply (REQUIRED):
 	// the caller's Cancel.

@@ -18,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/journal"
 )
 
 const fibSpec = "a tool that returns the n-th Fibonacci number"
@@ -327,5 +328,97 @@ func TestGrainRetryIsToldItForged(t *testing.T) {
 	}
 	if srv.Requests() != 1 {
 		t.Fatalf("model requests: %d, want 1", srv.Requests())
+	}
+}
+
+// endedRun waits until the journal holds a forge run that ended, and
+// returns it.
+func endedRun(t *testing.T, e env) journal.RunMeta {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		runs, err := e.j.Runs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			if r.Kind == forge.Kind && r.Status != journal.StatusRunning {
+				return r
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no forge run ended within a minute")
+	return journal.RunMeta{}
+}
+
+// Issue 24: a caller's attempt is bounded (the cluster's Request re-sends
+// the Run every RequestTimeout), so a forge that outlives the attempt
+// answers a future that has gone. The caller's next attempt MUST get the
+// forge's outcome, also when the forge failed: never a second forge (the
+// paid model asked again) for one request.
+func TestGrainRetryAfterAFailedForgeIsAnsweredItsFailure(t *testing.T) {
+	step, asked, release := gate(submit(buggyCode))
+	srv := llmtest.NewServer([]llmtest.Step{step})
+	defer srv.Close()
+	e := newEnvWith(t, srv, t.TempDir(), envOptions{attempts: 1})
+	pid := startGrain(t, e, nil)
+
+	// The first attempt ends (its bound) while the forge waits on the model.
+	first := e.sys.Root.RequestFuture(pid, &system.Local{Msg: &pb.Run{RunKey: "k", Spec: fibSpec}}, 200*time.Millisecond)
+	<-asked
+	if _, err := first.Result(); err == nil {
+		t.Fatal("setup: the first attempt was answered while the model was held")
+	}
+	close(release)
+	if r := endedRun(t, e); r.Status != journal.StatusFailed {
+		t.Fatalf("setup: the forge ended %s, want failed", r.Status)
+	}
+	// The answer went to the gone attempt; the caller asks again.
+	d := askGrain(t, e, pid, "k")
+	if !errors.Is(forge.ErrorOfDone(d), forge.ErrGaveUp) {
+		t.Fatalf("the request asked again after its forge failed got %v, want that forge's failure (gave_up)", d)
+	}
+	if n := srv.Requests(); n != 1 {
+		t.Fatalf("the model was asked %d times for one request, want 1: the retry forged again", n)
+	}
+}
+
+// Issue 24: a request asked again at a new activation of its spec (the
+// node that hosted its forge died after the forge failed) is answered the
+// failure the journal recorded for it, with its code, not forged again;
+// another request forges anew.
+func TestGrainNewActivationAnswersTheRequestsFailure(t *testing.T) {
+	srv := llmtest.NewServer([]llmtest.Step{submit(buggyCode), submit(fibCode)})
+	defer srv.Close()
+	e := newEnvWith(t, srv, t.TempDir(), envOptions{attempts: 1})
+	pid := startGrain(t, e, nil)
+	if d := askGrain(t, e, pid, "caller-1"); !errors.Is(forge.ErrorOfDone(d), forge.ErrGaveUp) {
+		t.Fatalf("setup: the forge = %v, want gave_up", d)
+	}
+	failed := func(_ context.Context, hash, request string) (error, bool, error) {
+		runs, err := e.j.Runs()
+		if err != nil {
+			return nil, false, err
+		}
+		for _, r := range runs {
+			if s, ok := forge.SpecOf(r); ok && forge.SpecHash(s) == hash && forge.RequestOf(r) == request {
+				if ferr := forge.FailureOf(r); ferr != nil {
+					return ferr, true, nil
+				}
+			}
+		}
+		return nil, false, nil
+	}
+	again := e.sys.Root.Spawn(forge.GrainProps(forge.GrainOptions{Forge: *startForge(t, e), Failed: failed, Logger: quiet}))
+	t.Cleanup(func() { _ = e.sys.Root.StopFuture(again).Wait() })
+	if d := askGrain(t, e, again, "caller-1"); !errors.Is(forge.ErrorOfDone(d), forge.ErrGaveUp) {
+		t.Fatalf("the failed request asked again at a new activation: %v, want its recorded failure (gave_up)", d)
+	}
+	if n := srv.Requests(); n != 1 {
+		t.Fatalf("model requests: %d, want 1", n)
+	}
+	if d := askGrain(t, e, again, "caller-2"); d.GetFailure() != nil || d.GetResult().GetPath() == "" {
+		t.Fatalf("a new request: %v, want a forge", d)
 	}
 }

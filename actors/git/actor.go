@@ -191,7 +191,13 @@ func (a *gitActor) onWrite(m *pb.WriteFile) *pb.Written {
 	}
 	_, err := a.opts.Jail.Stat(p)
 	created := errors.Is(err, vfs.ErrNotFound)
-	return a.write(p, old, m.GetContent(), created, "write")
+	verb := "write"
+	if run := m.GetFenceRun(); run != "" && m.GetFence() > 0 {
+		// A forge's commit: it carries its run and fencing token, and a
+		// stale one never reaches the upstream (repo.FenceTrailer).
+		return a.writeWith(p, old, m.GetContent(), created, verb, repo.FenceTrailer(run, m.GetFence()))
+	}
+	return a.write(p, old, m.GetContent(), created, verb)
 }
 
 func (a *gitActor) onPatch(m *pb.PatchFile) *pb.Written {
@@ -295,6 +301,11 @@ func (a *gitActor) onWaitFor(ctx actor.Context, m *pb.WaitFor) {
 // Gate, a changed tool source (old is its previous content, nil when
 // unknown) is gated first: a blocked one is not written at all.
 func (a *gitActor) write(p string, old, content []byte, created bool, verb string) *pb.Written {
+	return a.writeWith(p, old, content, created, verb, "")
+}
+
+// writeWith is write whose commit message ends with trailer.
+func (a *gitActor) writeWith(p string, old, content []byte, created bool, verb, trailer string) *pb.Written {
 	var report []byte
 	if a.opts.Gate != nil && gate.Applies(p, old, content) && Compiles(p, content) == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), a.opts.PersistTimeout)
@@ -336,11 +347,16 @@ func (a *gitActor) write(p string, old, content []byte, created bool, verb strin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.PersistTimeout)
 	defer cancel()
-	res, err := a.opts.Repo.Persist(ctx, []string{p}, fmt.Sprintf("%s %s", verb, p))
+	res, err := a.opts.Repo.Persist(ctx, []string{p}, fmt.Sprintf("%s %s", verb, p)+trailer)
 	w.Commit, w.Branch, w.PrUrl = res.Commit, res.Branch, res.PRURL
 	// A push rejected by another writer's is rebased on its commits: their
 	// tools are registered here too, as a pull's are.
 	_, _, _, _ = a.catchUp(p)
+	if errors.Is(err, repo.ErrFenced) {
+		// The tool root took the newer holder's version back: the
+		// registry describes it, not the dropped one.
+		_, _ = a.register([]string{p})
+	}
 	if err != nil {
 		w.Failure = failureOf(fmt.Errorf("%s: %w", p, err))
 		return w

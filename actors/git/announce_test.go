@@ -393,3 +393,39 @@ func TestPullCatchesUpWithoutAnnouncement(t *testing.T) {
 		t.Fatalf("Pull without Git: %v", err)
 	}
 }
+
+// Issue 24: a forge's write carries its run and fencing token to the
+// commit (WriteFenced). The paused holder's write (token 1) after the new
+// holder's (token 2) is refused across the actor's wire as repo.ErrFenced:
+// nothing reaches the upstream, and the paused node's tool root and
+// registry keep the new holder's tool.
+func TestStaleFencedWriteRefusedThroughTheActor(t *testing.T) {
+	ctx := context.Background()
+	up := newUpstream(t)
+	stale, fresh := newGitNode(t, up, 10*time.Second), newGitNode(t, up, 10*time.Second)
+	newer := toolSource("new-holder")
+	w, err := fresh.c.WriteFenced(ctx, "tools/x.ts", []byte(newer), "run-1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := fresh.repo.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head != w.Commit {
+		t.Fatalf("upstream head %s, want the write's commit %s", head, w.Commit)
+	}
+	_, err = stale.c.WriteFenced(ctx, "tools/x.ts", []byte(toolSource("stale-holder")), "run-1", 1)
+	if !errors.Is(err, repo.ErrFenced) {
+		t.Fatalf("the stale holder's write: %v, want repo.ErrFenced", err)
+	}
+	if h, _ := stale.repo.Head(); h != head {
+		t.Fatalf("the stale node's head %s, want the upstream's %s (nothing pushed)", h, head)
+	}
+	if got, _ := os.ReadFile(filepath.Join(stale.dir, "tools", "x.ts")); string(got) != newer {
+		t.Fatalf("the stale node's tool root holds %q, want the new holder's tool", got)
+	}
+	if tool, ok := stale.reg.Get("tools/x.ts"); !ok || !strings.Contains(tool.Description, "new-holder") {
+		t.Fatalf("the stale node's registry describes %+v, want the new holder's tool", tool)
+	}
+}

@@ -95,6 +95,15 @@ func (c *Client) WriteFile(ctx context.Context, path string, content []byte) (Wr
 	return c.ask(ctx, &pb.WriteFile{Path: path, Content: content, Token: c.Token})
 }
 
+// WriteFenced is WriteFile for a forge run held with the fencing token
+// fence (journal.Run.Fence): the commit carries both, and is dropped, never
+// pushed, when the upstream holds a commit of run made with a greater
+// token (the error wraps repo.ErrFenced; the tool root keeps the
+// upstream's version).
+func (c *Client) WriteFenced(ctx context.Context, path string, content []byte, run string, fence int64) (Written, error) {
+	return c.ask(ctx, &pb.WriteFile{Path: path, Content: content, Token: c.Token, FenceRun: run, Fence: fence})
+}
+
 // PatchFile replaces the first occurrence of search in the file at path by
 // replace, then registers and persists it as WriteFile does. Errors wrap
 // ErrSearchNotFound (search absent; the file is unchanged), ErrEmptySearch,

@@ -37,6 +37,7 @@ var failureCodes = system.FailureCodes{
 	{Code: "registry_unavailable", Err: registry.ErrUnavailable},
 	{Code: "conflict", Err: repo.ErrConflict},
 	{Code: "rejected", Err: repo.ErrRejected},
+	{Code: "fenced", Err: repo.ErrFenced},
 	{Code: "upstream", Err: repo.ErrUpstream},
 	{Code: "pull_request", Err: repo.ErrPullRequest},
 	{Code: "repo_closed", Err: repo.ErrClosed},

@@ -162,7 +162,14 @@ func TestClusterChaos(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := demoClusterConfig(n.root, map[string]any{
-			"llm":                      map[string]any{"base_url": model.URL(), "model": "scripted", "forge_attempts": 3},
+			"llm": map[string]any{"base_url": model.URL(), "model": "scripted", "forge_attempts": 3},
+			// The tools' tests spin on purpose (kills land while they run):
+			// measured at load 20 on 2 cores, one run took over the 5 s
+			// default limit, so the good attempt failed as a timeout, every
+			// forge gave up, and the callers' next forges asked the model
+			// again (the failures of 2026-12-02). The limit is not what this
+			// test is about.
+			"limits":                   map[string]any{"timeout": "60s"},
 			"capability":               map[string]any{"signing_key_env": "CHAOS_KEY"},
 			"journal_postgres_dsn_env": "CHAOS_JOURNAL",
 			"journal_lease":            "3s",

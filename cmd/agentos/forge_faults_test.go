@@ -122,7 +122,10 @@ func newFaultCluster(t *testing.T) *faultCluster {
 			t.Fatal(err)
 		}
 		if err := demoClusterConfig(n.root, map[string]any{
-			"llm":                      map[string]any{"base_url": c.model.URL(), "model": "scripted", "forge_attempts": 3},
+			"llm": map[string]any{"base_url": c.model.URL(), "model": "scripted", "forge_attempts": 3},
+			// The tests spin (chaosTool): not bounded by the 5 s default
+			// on a loaded machine (see TestClusterChaos).
+			"limits":                   map[string]any{"timeout": "60s"},
 			"capability":               map[string]any{"signing_key_env": "CHAOS_KEY"},
 			"journal_postgres_dsn_env": "CHAOS_JOURNAL",
 			"journal_lease":            faultLease.String(),
@@ -436,8 +439,9 @@ func TestForgeFaultPausedHolder(t *testing.T) {
 		// What the woken node does with its answer happens within a few
 		// seconds: give it time to (wrongly) commit, then look.
 		time.Sleep(2 * faultLease)
-		// Not c.waitMembers(): a node paused past the membership's timeout
-		// does not rejoin by itself yet (issue 24 item 5, membership).
+		// The woken node rejoins the membership by itself (the seeds
+		// provider: under a new id), without a restart.
+		c.waitMembers()
 		c.check(j, spec)
 	}
 }

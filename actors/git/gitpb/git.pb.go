@@ -192,7 +192,14 @@ type WriteFile struct {
 	// Empty: the node itself, accepted only from this node's own process
 	// (system.Local); a request from another node without a valid token is
 	// refused with "unauthenticated" (docs/SECURITY.md).
-	Token         string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	Token string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	// fence_run and fence: the forge run the write is made for and the
+	// fencing token its holder claimed it with (journal.Run.Fence); empty
+	// and 0 for any other write. The commit carries them (repo.FenceTrailer)
+	// and is never pushed when the upstream holds a commit of that run made
+	// with a greater token: the reply's failure is then "fenced".
+	FenceRun      string `protobuf:"bytes,4,opt,name=fence_run,json=fenceRun,proto3" json:"fence_run,omitempty"`
+	Fence         int64  `protobuf:"varint,5,opt,name=fence,proto3" json:"fence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -246,6 +253,20 @@ func (x *WriteFile) GetToken() string {
 		return x.Token
 	}
 	return ""
+}
+
+func (x *WriteFile) GetFenceRun() string {
+	if x != nil {
+		return x.FenceRun
+	}
+	return ""
+}
+
+func (x *WriteFile) GetFence() int64 {
+	if x != nil {
+		return x.Fence
+	}
+	return 0
 }
 
 // PatchFile asks the git actor to replace the first occurrence of search in
@@ -838,11 +859,13 @@ const file_actors_git_gitpb_git_proto_rawDesc = "" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x14\n" +
 	"\x05paths\x18\x02 \x03(\tR\x05paths\x12\x16\n" +
 	"\x06branch\x18\x03 \x01(\tR\x06branch\x12\x12\n" +
-	"\x04base\x18\x04 \x01(\tR\x04base\"O\n" +
+	"\x04base\x18\x04 \x01(\tR\x04base\"\x82\x01\n" +
 	"\tWriteFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\fR\acontent\x12\x14\n" +
-	"\x05token\x18\x03 \x01(\tR\x05token\"g\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\x12\x1b\n" +
+	"\tfence_run\x18\x04 \x01(\tR\bfenceRun\x12\x14\n" +
+	"\x05fence\x18\x05 \x01(\x03R\x05fence\"g\n" +
 	"\tPatchFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06search\x18\x02 \x01(\tR\x06search\x12\x18\n" +

@@ -17,6 +17,11 @@ import (
 
 func (r *Repo) warnConflicts(results []conflictResult) {
 	for _, c := range results {
+		if c.fenced {
+			run, fence, _ := fenceOf(c.set.message)
+			r.log.Warn("git: a commit of a forge run another holder took over was dropped", slog.String("run", run), slog.Int64("fence", fence))
+			continue
+		}
 		r.log.Warn("git: a local change conflicted with the upstream; it was pushed to a branch for review",
 			slog.String("tool", c.err.Tool), slog.String("branch", c.err.Branch), slog.Any("paths", c.err.Paths))
 	}

@@ -38,6 +38,13 @@ var (
 	// adapter could not open the pull request.
 	ErrPullRequest = errors.New("repo: pull request not opened")
 
+	// ErrFenced: the commit was made for a forge run (FenceTrailer) whose
+	// holder's fencing token is stale: the upstream holds a commit of the
+	// same run made with a greater token (another node took the run over
+	// and committed its tool). The commit was dropped, never pushed; the
+	// working tree holds the upstream's version.
+	ErrFenced = errors.New("repo: the commit's fencing token is stale")
+
 	// ErrClosed: the Repo was closed.
 	ErrClosed = errors.New("repo: closed")
 

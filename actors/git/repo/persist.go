@@ -253,7 +253,11 @@ func (r *Repo) persistDirect(ctx context.Context, paths []string, message string
 		out.Commit, out.Branch = conflict.commit.String(), conflict.err.Branch
 	}
 	for _, res := range results {
-		if res.set == mine {
+		if res.set == mine && res.fenced {
+			run, fence, _ := fenceOf(mine.message)
+			mineErr = fmt.Errorf("%w: forge run %s (fencing token %d) was taken over and committed by a newer holder; this commit was dropped, the upstream's version kept", ErrFenced, run, fence)
+			out.Commit = r.upstream.String()
+		} else if res.set == mine {
 			mineErr = res.err
 			out.Commit, out.Branch = res.commit.String(), res.err.Branch
 		} else {

@@ -33,6 +33,18 @@ func (r *Repo) publish(ctx context.Context) (attempts int, results []conflictRes
 		}
 	}
 	for attempts = 1; ; attempts++ {
+		if r.staleInChain(r.upstream) {
+			// A commit of a forge run whose newer holder's commit the
+			// upstream already has: dropped before it is pushed.
+			res, err := r.rebaseOn(ctx, r.upstream)
+			if err != nil {
+				return attempts, results, err
+			}
+			results = append(results, res...)
+			if r.local == r.upstream {
+				return attempts, results, nil
+			}
+		}
 		objs, err := r.chainObjects()
 		if err != nil {
 			return attempts, results, err

@@ -16,6 +16,10 @@ type conflictResult struct {
 	set    *changeSet
 	commit plumbing.Hash // pushed to err.Branch
 	err    *ConflictError
+	// fenced: the change set was dropped, never pushed (err nil): the
+	// upstream holds a commit of its forge run with a greater fencing
+	// token (fence.go).
+	fenced bool
 }
 
 // rebase is the state of one rebaseOnto, shared by its phases.
@@ -62,6 +66,12 @@ func (r *Repo) rebaseOnto(ctx context.Context, u plumbing.Hash) ([]conflictResul
 	if u == r.upstream {
 		return nil, nil // the chain is already based on u
 	}
+	return r.rebaseOn(ctx, u)
+}
+
+// rebaseOn is rebaseOnto also when u is our base (to drop the fenced-out
+// change sets, see fence.go).
+func (r *Repo) rebaseOn(ctx context.Context, u plumbing.Hash) ([]conflictResult, error) {
 	r.resync = true
 	rb, err := r.newRebase(u)
 	if err != nil {
@@ -225,10 +235,19 @@ func (r *Repo) addConflict(ctx context.Context, rb *rebase, what string, paths [
 	return nil
 }
 
-// conflictChain pushes each unpushed commit that clashes with the upstream
-// to a conflict branch; the others (rb.sets) are replayed.
+// conflictChain drops each unpushed commit a newer holder of its forge run
+// fenced out (its paths take the upstream's version), pushes each one that
+// clashes with the upstream to a conflict branch; the others (rb.sets) are
+// replayed.
 func (r *Repo) conflictChain(ctx context.Context, rb *rebase) error {
 	for _, cs := range r.chain {
+		if r.fencedOut(rb.u, cs) {
+			rb.results = append(rb.results, conflictResult{set: cs, fenced: true})
+			for p := range cs.changes {
+				rb.reset = append(rb.reset, p)
+			}
+			continue
+		}
 		bad := r.clash(rb, cs.changes)
 		if len(bad) == 0 {
 			rb.sets = append(rb.sets, cs)
