@@ -594,7 +594,9 @@ func (n *Node) checkTool(_ context.Context, p *kernel.Process, args json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	res := n.checker.Check(path, src)
+	// The transpiler stays off check_tool's path: the first exec compiles
+	// the source anyway (check.CheckDeferred says what that defers).
+	res := n.checker.CheckDeferred(path, src)
 	if !isToolSource(path, n.toolsDir()) {
 		return res, nil
 	}
