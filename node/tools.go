@@ -600,7 +600,15 @@ func (n *Node) checkTool(_ context.Context, p *kernel.Process, args json.RawMess
 	if !isToolSource(path, n.toolsDir()) {
 		return res, nil
 	}
-	j, err := Judge(n.opts.Jail, n.toolsDir(), path, src, nil, nil, n.Risk)
+	// The entry was just checked: its rating is res's (Risk would parse
+	// it again); its modules are rated as the gate rates them.
+	risk := func(p string, s []byte, hash string) Rating {
+		if p == path && bytes.Equal(s, src) {
+			return RatingOf(res)
+		}
+		return n.Risk(p, s, hash)
+	}
+	j, err := Judge(n.opts.Jail, n.toolsDir(), path, src, nil, nil, risk)
 	if err != nil {
 		return nil, fmt.Errorf("check_tool: %s: its modules cannot be rated: %w", path, err)
 	}
