@@ -180,7 +180,7 @@ var toolDefs = []toolDef{
 	},
 	{
 		name: "check_tool",
-		desc: "Compile a TypeScript tool and run the static checks (syntax, no any, no magic numbers, no secrets, no eval or dynamic code, allowed imports, default export). Returns {valid, errors[], warnings[], risk} with line:column positions.",
+		desc: "Check a TypeScript tool on its syntax tree: syntax, no any, no magic numbers, no secrets, no eval or dynamic code, allowed imports, default export. Returns {valid, errors[], warnings[], risk} with line:column positions. A compile error the syntax tree cannot show (a name declared twice, a break outside a loop) is reported by the first exec_tool of the source and by check_tool after it.",
 		args: reflect.TypeFor[checkToolArgs](),
 		call: (*Node).checkTool,
 	},
