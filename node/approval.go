@@ -42,7 +42,9 @@ func (n *Node) Risk(path string, src []byte, hash string) Rating {
 	if ok {
 		return r
 	}
-	r = RatingOf(n.checker.Check(path, src))
+	// CheckDeferred rates exactly as Check (check's
+	// TestCheckDeferredRatesAsCheck) without compiling the source.
+	r = RatingOf(n.checker.CheckDeferred(path, src))
 	n.risks.mu.Lock()
 	if n.risks.m == nil || len(n.risks.m) >= maxRiskCache {
 		n.risks.m = map[string]Rating{}

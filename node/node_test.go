@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
@@ -20,6 +21,7 @@ import (
 	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -413,5 +415,38 @@ func TestSearchToolsScope(t *testing.T) {
 	}
 	if _, err := call(t, n, writer, "search_tools", `{"query":"add","detail":"short"}`); !errors.Is(err, node.ErrInvalidArgs) || !strings.Contains(err.Error(), `"brief"`) {
 		t.Fatalf("an unknown detail: %v", err)
+	}
+}
+
+// TestCheckToolCompilesAtFirstExec is issue 28 goal 2: check_tool judges a
+// new source on its syntax tree, without the transpiler; an error only the
+// transpiler finds (a name declared twice) is reported by the first exec,
+// which compiles the source anyway, and by every check_tool after it.
+func TestCheckToolCompilesAtFirstExec(t *testing.T) {
+	n := boot(t, executor.IsolationInProcess, kernel.Options{})
+	p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
+	src := "export default function dup(): number {\n  let x = 1;\n  let x = 2;\n  return x; // " + t.Name() + "\n}\n"
+	writeTool(t, n, "tools/dup.ts", src)
+	type checked struct {
+		Valid  bool            `json:"valid"`
+		Errors []check.Finding `json:"errors"`
+	}
+	var chk checked
+	if err := json.Unmarshal(mustCall(t, n, p, "check_tool", `{"path":"tools/dup.ts"}`), &chk); err != nil || !chk.Valid {
+		t.Fatalf("check_tool before any exec: %+v %v, want valid (judged on the tree)", chk, err)
+	}
+	if transpile.Default().Cached("tools/dup.ts", []byte(src)) {
+		t.Fatal("check_tool ran the transpiler on a source whose tree is clean")
+	}
+	var res node.ExecResult
+	if err := json.Unmarshal(mustCall(t, n, p, "exec_tool", `{"path":"tools/dup.ts"}`), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Success || res.Error == nil || !strings.Contains(res.Error.Error(), `"x" has already been declared`) {
+		t.Fatalf("exec_tool of a name declared twice: %+v", res)
+	}
+	if err := json.Unmarshal(mustCall(t, n, p, "check_tool", `{"path":"tools/dup.ts"}`), &chk); err != nil || chk.Valid ||
+		len(chk.Errors) != 1 || chk.Errors[0].Rule != "syntax" || chk.Errors[0].Line != 3 || chk.Errors[0].Column != 7 {
+		t.Fatalf("check_tool after the exec: %+v %v, want the transpiler's error at 3:7", chk, err)
 	}
 }

@@ -180,7 +180,7 @@ var toolDefs = []toolDef{
 	},
 	{
 		name: "check_tool",
-		desc: "Compile a TypeScript tool and run the static checks (syntax, no any, no magic numbers, no secrets, no eval or dynamic code, allowed imports, default export). Returns {valid, errors[], warnings[], risk} with line:column positions.",
+		desc: "Check a TypeScript tool on its syntax tree: syntax, no any, no magic numbers, no secrets, no eval or dynamic code, allowed imports, default export. Returns {valid, errors[], warnings[], risk} with line:column positions. A compile error the syntax tree cannot show (a name declared twice, a break outside a loop) is reported by the first exec_tool of the source and by check_tool after it.",
 		args: reflect.TypeFor[checkToolArgs](),
 		call: (*Node).checkTool,
 	},
@@ -594,11 +594,21 @@ func (n *Node) checkTool(_ context.Context, p *kernel.Process, args json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	res := n.checker.Check(path, src)
+	// The transpiler stays off check_tool's path: the first exec compiles
+	// the source anyway (check.CheckDeferred says what that defers).
+	res := n.checker.CheckDeferred(path, src)
 	if !isToolSource(path, n.toolsDir()) {
 		return res, nil
 	}
-	j, err := Judge(n.opts.Jail, n.toolsDir(), path, src, nil, nil, n.Risk)
+	// The entry was just checked: its rating is res's (Risk would parse
+	// it again); its modules are rated as the gate rates them.
+	risk := func(p string, s []byte, hash string) Rating {
+		if p == path && bytes.Equal(s, src) {
+			return RatingOf(res)
+		}
+		return n.Risk(p, s, hash)
+	}
+	j, err := Judge(n.opts.Jail, n.toolsDir(), path, src, nil, nil, risk)
 	if err != nil {
 		return nil, fmt.Errorf("check_tool: %s: its modules cannot be rated: %w", path, err)
 	}

@@ -94,6 +94,11 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"internal/sidebyside", osExec, "runs the peers' benchmarks (node) and agentos' test binaries (go test -c)", ""},
 	{"internal/sidebyside", osFiles, "checks that the peers are built, its temporary directory of test binaries, /proc/loadavg", ""},
 
+	// The process start benchmark (a developer's tool, never in the product).
+	{"internal/startcost", osExec, "builds agentos and a hello-world floor (go build) and starts them as whole processes", ""},
+	{"internal/startcost", osFiles, "its temporary directory of binaries and the floor's source, /proc/loadavg", ""},
+	{"internal/startcost", "syscall", "each child's CPU time (Rusage)", ""},
+
 	// agentos init lays a tool root out before any jail over it can exist.
 	{"internal/scaffold", osFiles, "agentos init: makes the tool root's directories and writes agentos.json (never over an existing file)", ""},
 

@@ -11,6 +11,7 @@ import (
 // BenchmarkCheckCached checks the same source repeatedly: the transpile is
 // a cache hit, so this measures hashing + parse + lint.
 func BenchmarkCheckCached(b *testing.B) {
+	benchWithoutVerify(b)
 	c := New(Options{})
 	src := []byte(fibTool)
 	if r := c.Check("tools/fib.ts", src); !r.Valid {
@@ -30,6 +31,7 @@ func BenchmarkCheckCached(b *testing.B) {
 // the transpiler runs each time (with a private transpiler, to keep the
 // shared cache clean).
 func BenchmarkCheckNewSource(b *testing.B) {
+	benchWithoutVerify(b)
 	c := New(Options{Transpiler: transpile.New(0)})
 	b.ReportAllocs()
 	i := 0
@@ -40,4 +42,31 @@ func BenchmarkCheckNewSource(b *testing.B) {
 		c.Check("tools/fib.ts", src)
 	}
 	benchutil.ReportCPU(b, cpu)
+}
+
+// BenchmarkCheckDeferredNewSource is BenchmarkCheckNewSource through
+// CheckDeferred, check_tool's path: the tree alone judges a clean source.
+func BenchmarkCheckDeferredNewSource(b *testing.B) {
+	benchWithoutVerify(b)
+	c := New(Options{Transpiler: transpile.New(0)})
+	b.ReportAllocs()
+	i := 0
+	cpu := benchutil.CPUTime()
+	for b.Loop() {
+		i++
+		src := []byte(fibTool + "// " + strconv.Itoa(i) + "\n")
+		if r := c.CheckDeferred("tools/fib.ts", src); !r.Valid {
+			b.Fatalf("fib tool is invalid: %v", r.Errors)
+		}
+	}
+	benchutil.ReportCPU(b, cpu)
+}
+
+// benchWithoutVerify turns off, for the benchmark b, the package tests'
+// comparison of every tree with go-tree-sitter's cursor walk (walk_test.go),
+// which is no part of a check and cost more than the check itself.
+func benchWithoutVerify(b *testing.B) {
+	v := verifyTree
+	verifyTree = nil
+	b.Cleanup(func() { verifyTree = v })
 }

@@ -183,9 +183,29 @@ func New(opts Options) *Checker {
 // When src does not compile, the Result holds only "syntax" errors (the
 // other rules need a reliable tree) and the risk found on the best-effort
 // tree. Check never panics on any input and never returns nil slices.
-func (c *Checker) Check(path string, src []byte) Result {
-	var syntax []Finding
-	var cerr error
+func (c *Checker) Check(path string, src []byte) Result { return c.check(path, src, false) }
+
+// CheckDeferred is Check without the transpiler on its path: check_tool's
+// answer to a source it has not seen compiled.
+//
+// The transpiler runs only where the syntax tree says it is needed: when
+// tree-sitter finds an error in the tree (the transpiler's diagnostics are
+// reported, as by Check, and a source the grammar merely lacks stays valid
+// with a parse-incomplete warning) or an await outside an async function
+// (top-level await included). A clean tree is judged on the tree alone:
+// the compile errors only the transpiler finds (a name declared twice, a
+// break outside a loop, a getter with arguments ...) are then reported
+// where the source is compiled anyway, at its first exec (the executor
+// shares the transpiler, which caches the result, error or not, by
+// content hash), and by any later check of the same content, which
+// answers from that cache exactly as Check does.
+//
+// IMPORTANT: a Result that must not change once the source has been run
+// (the forge's judgment, which its replay reproduces) MUST come from
+// Check, never from CheckDeferred.
+func (c *Checker) CheckDeferred(path string, src []byte) Result { return c.check(path, src, true) }
+
+func (c *Checker) check(path string, src []byte, deferred bool) Result {
 	w := c.pool.Get().(*worker)
 	defer func() {
 		if cap(w.tree.nodes) > maxPooledNodes {
@@ -193,45 +213,9 @@ func (c *Checker) Check(path string, src []byte) Result {
 		}
 		c.pool.Put(w)
 	}()
-	// The tree is parsed while the transpiler compiles the source (two
-	// independent passes over src: on two cores a check of a new source
-	// takes the longer of the two, not their sum). A source that is not
-	// UTF-8 is parsed after: the parser is not handed it before it is known.
-	var parsed bool
-	var parsedDone chan struct{} // nil: parsed below, after the compile
-	bad := invalidUTF8(src)
-	if bad < 0 && !c.tr.Cached(path, src) {
-		parsedDone = make(chan struct{})
-		go func() {
-			defer close(parsedDone)
-			parsed = w.parse(src)
-		}()
-	}
-	if bad >= 0 {
-		// Never hand invalid UTF-8 to the transpiler: esbuild v0.28.2 loops
-		// forever quoting it into the source map.
-		cerr = errInvalidUTF8
-		line, col := lineCol(src, bad)
-		syntax = []Finding{{Line: line, Column: col, Rule: ruleSyntax, Severity: SeverityError,
-			Message: "the source is not valid UTF-8 here: save the file as UTF-8 text"}}
-	} else if _, cerr = c.tr.Transpile(path, src); cerr != nil {
-		var te *transpile.Error
-		if errors.As(cerr, &te) {
-			for _, d := range te.Diagnostics {
-				syntax = append(syntax, Finding{
-					Line: max(d.Line, 1), Column: max(d.Column, 1),
-					Rule: ruleSyntax, Message: syntaxMessage(d.Message), Severity: SeverityError,
-				})
-			}
-		}
-	}
+	syntax, cerr, parsed := c.compileAndParse(w, path, src, deferred)
 
 	a := analyzer{c: c, src: src, lint: cerr == nil}
-	if parsedDone != nil {
-		<-parsedDone
-	} else {
-		parsed = w.parse(src)
-	}
 	if parsed {
 		a.t = &w.tree
 		a.run()
@@ -249,6 +233,62 @@ func (c *Checker) Check(path string, src []byte) Result {
 		a.errs, a.warns = syntax, nil
 	}
 	return a.result()
+}
+
+// compileAndParse parses src into w.tree (parsed: a tree was made) and
+// compiles it unless deferred and the tree says the transpiler is not
+// needed (see CheckDeferred). syntax are the compile diagnostics, cerr the
+// compile error (nil: it compiles, or was not compiled).
+func (c *Checker) compileAndParse(w *worker, path string, src []byte, deferred bool) (syntax []Finding, cerr error, parsed bool) {
+	if bad := invalidUTF8(src); bad >= 0 {
+		// Never hand invalid UTF-8 to the transpiler: esbuild v0.28.2 loops
+		// forever quoting it into the source map.
+		line, col := lineCol(src, bad)
+		return []Finding{{Line: line, Column: col, Rule: ruleSyntax, Severity: SeverityError,
+			Message: "the source is not valid UTF-8 here: save the file as UTF-8 text"}}, errInvalidUTF8, w.parse(src)
+	}
+	if c.tr.Cached(path, src) {
+		syntax, cerr = c.compile(path, src)
+		return syntax, cerr, w.parse(src)
+	}
+	if deferred {
+		if parsed = w.parse(src); parsed && !w.tree.hasError && !w.tree.awaitOutsideAsync() {
+			return nil, nil, true
+		}
+		syntax, cerr = c.compile(path, src)
+		return syntax, cerr, parsed
+	}
+	// The tree is parsed while the transpiler compiles the source (two
+	// independent passes over src: on two cores a check of a new source
+	// takes the longer of the two, not their sum).
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		parsed = w.parse(src)
+	}()
+	syntax, cerr = c.compile(path, src)
+	<-done
+	return syntax, cerr, parsed
+}
+
+// compile transpiles src and turns the transpiler's diagnostics into
+// syntax findings.
+func (c *Checker) compile(path string, src []byte) ([]Finding, error) {
+	_, err := c.tr.Transpile(path, src)
+	if err == nil {
+		return nil, nil
+	}
+	var syntax []Finding
+	var te *transpile.Error
+	if errors.As(err, &te) {
+		for _, d := range te.Diagnostics {
+			syntax = append(syntax, Finding{
+				Line: max(d.Line, 1), Column: max(d.Column, 1),
+				Rule: ruleSyntax, Message: syntaxMessage(d.Message), Severity: SeverityError,
+			})
+		}
+	}
+	return syntax, err
 }
 
 var errInvalidUTF8 = errors.New("invalid UTF-8")

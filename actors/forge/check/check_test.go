@@ -3,6 +3,7 @@ package check
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -55,44 +56,55 @@ type checkCase struct {
 	warnings  []at     // each MUST be among the warnings
 }
 
+// runCases checks each case with Check and with CheckDeferred (on a
+// transpiler of its own, so that Check's compile does not answer it): both
+// MUST give what the case expects.
 func runCases(t *testing.T, cases []checkCase) {
 	t.Helper()
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r := New(tc.opts).Check("tools/"+strings.ReplaceAll(tc.name, " ", "_")+".ts", []byte(tc.src))
-			if r.Valid != tc.valid {
-				t.Errorf("Valid = %v, want %v; errors: %v", r.Valid, tc.valid, r.Errors)
+		t.Run(tc.name, func(t *testing.T) { checkCaseWith(t, tc, New(tc.opts).Check) })
+		deferred := tc.opts
+		if deferred.Transpiler == nil {
+			deferred.Transpiler = transpile.New(0)
+		}
+		t.Run(tc.name+"/deferred", func(t *testing.T) { checkCaseWith(t, tc, New(deferred).CheckDeferred) })
+	}
+}
+
+func checkCaseWith(t *testing.T, tc checkCase, check func(path string, src []byte) Result) {
+	t.Helper()
+	r := check("tools/"+strings.ReplaceAll(tc.name, " ", "_")+".ts", []byte(tc.src))
+	if r.Valid != tc.valid {
+		t.Errorf("Valid = %v, want %v; errors: %v", r.Valid, tc.valid, r.Errors)
+	}
+	for _, w := range tc.errors {
+		if !has(r.Errors, w) {
+			t.Errorf("missing error %v; got %v", w, r.Errors)
+		}
+	}
+	for _, w := range tc.warnings {
+		if !has(r.Warnings, w) {
+			t.Errorf("missing warning %v; got %v", w, r.Warnings)
+		}
+	}
+	for _, rule := range tc.noRules {
+		if hasRule(r.Errors, rule) || hasRule(r.Warnings, rule) {
+			t.Errorf("rule %s must not fire; errors %v warnings %v", rule, r.Errors, r.Warnings)
+		}
+	}
+	if len(tc.onlyRules) > 0 {
+		for _, f := range r.Errors {
+			ok := false
+			for _, rule := range tc.onlyRules {
+				ok = ok || f.Rule == rule
 			}
-			for _, w := range tc.errors {
-				if !has(r.Errors, w) {
-					t.Errorf("missing error %v; got %v", w, r.Errors)
-				}
+			if !ok {
+				t.Errorf("unexpected error %v (only %v expected)", f, tc.onlyRules)
 			}
-			for _, w := range tc.warnings {
-				if !has(r.Warnings, w) {
-					t.Errorf("missing warning %v; got %v", w, r.Warnings)
-				}
-			}
-			for _, rule := range tc.noRules {
-				if hasRule(r.Errors, rule) || hasRule(r.Warnings, rule) {
-					t.Errorf("rule %s must not fire; errors %v warnings %v", rule, r.Errors, r.Warnings)
-				}
-			}
-			if len(tc.onlyRules) > 0 {
-				for _, f := range r.Errors {
-					ok := false
-					for _, rule := range tc.onlyRules {
-						ok = ok || f.Rule == rule
-					}
-					if !ok {
-						t.Errorf("unexpected error %v (only %v expected)", f, tc.onlyRules)
-					}
-				}
-			}
-			if r.Risk != tc.risk {
-				t.Errorf("Risk = %q, want %q; risks: %v", r.Risk, tc.risk, r.Risks)
-			}
-		})
+		}
+	}
+	if r.Risk != tc.risk {
+		t.Errorf("Risk = %q, want %q; risks: %v", r.Risk, tc.risk, r.Risks)
 	}
 }
 
@@ -555,5 +567,88 @@ export default function f(): T { return [a, c, d, e, again, s] as unknown as T; 
 	res = c.Check("tools/g.ts", []byte("const n = './lib/' + 'x';\nconst m = require(n);\n/** g. */\nexport default function g(): unknown { return m; }\n"))
 	if len(res.Modules) != 0 || res.Risk != RiskHigh {
 		t.Errorf("a computed require: Modules %q, risk %s; want none listed, high", res.Modules, res.Risk)
+	}
+}
+
+// TestCheckDeferredLeavesTheTranspilerOff is issue 28 goal 2: check_tool
+// of a new source whose syntax tree is clean does not run the transpiler;
+// an await outside an async function (which the grammar accepts) still
+// gets the transpiler's diagnostic; an error only the transpiler finds is
+// reported once the source was compiled (at its first exec), from the
+// cache, as Check reports it.
+func TestCheckDeferredLeavesTheTranspilerOff(t *testing.T) {
+	tr := transpile.New(0)
+	c := New(Options{Transpiler: tr})
+	src := []byte(fibTool)
+	if r := c.CheckDeferred("tools/fib.ts", src); !r.Valid || r.Risk != RiskLow {
+		t.Fatalf("fib: valid %v risk %s errors %v", r.Valid, r.Risk, r.Errors)
+	}
+	if tr.Cached("tools/fib.ts", src) {
+		t.Fatal("CheckDeferred ran the transpiler on a source whose tree is clean")
+	}
+
+	for _, tc := range []struct {
+		name, src string
+		line, col int
+		says      string
+	}{
+		{"top-level await", "await Promise.resolve(1);\nexport default function f() {}\n", 1, 1, "top-level await"},
+		{"top-level for await", "export default function f() {}\nfor await (const x of []) {}\n", 2, 5, "top-level await"},
+		{"await in a plain function", "export default function f() {\n  return await g();\n}\n", 2, 10, `"async" function`},
+		{"await in a plain arrow inside an async one", "export default async function f() {\n  const g = () => { await h(); };\n}\n", 2, 21, `"async" function`},
+	} {
+		r := c.CheckDeferred("tools/"+strings.ReplaceAll(tc.name, " ", "_")+".ts", []byte(tc.src))
+		if r.Valid || !has(r.Errors, at{ruleSyntax, tc.line, tc.col}) || !strings.Contains(r.Errors[0].Message, tc.says) {
+			t.Errorf("%s: valid %v errors %v, want a syntax error at %d:%d saying %q", tc.name, r.Valid, r.Errors, tc.line, tc.col, tc.says)
+		}
+	}
+	for _, ok := range []string{
+		"export default async function f() {\n  for await (const x of g()) { await x; }\n}\n",
+		"export default async (n: number) => { const m = async () => await n; return await m(); };\n",
+		"class A { async m() { await 0; } }\nexport default A;\n",
+	} {
+		if r := c.CheckDeferred("tools/ok.ts", []byte(ok)); !r.Valid {
+			t.Errorf("%q: %v", ok, r.Errors)
+		} else if tr.Cached("tools/ok.ts", []byte(ok)) {
+			t.Errorf("%q: an await inside an async function sent it to the transpiler", ok)
+		}
+	}
+
+	// Only the transpiler knows a name is declared twice: valid on the
+	// tree, then, once compiled as the first exec compiles it, invalid
+	// with the transpiler's position, as Check says it.
+	dup := []byte("export default function f(): number {\n  let x = 1;\n  let x = 2;\n  return x;\n}\n")
+	if r := c.CheckDeferred("tools/dup.ts", dup); !r.Valid {
+		t.Fatalf("dup before its compile: %v", r.Errors)
+	}
+	if _, err := tr.Transpile("tools/dup.ts", dup); err == nil {
+		t.Fatal("the transpiler accepts a name declared twice")
+	}
+	want := New(Options{Transpiler: transpile.New(0)}).Check("tools/dup.ts", dup)
+	got := c.CheckDeferred("tools/dup.ts", dup)
+	if got.Valid || !reflect.DeepEqual(got, want) || !has(got.Errors, at{ruleSyntax, 3, 7}) {
+		t.Fatalf("dup after its compile: %+v, want Check's %+v", got, want)
+	}
+}
+
+// TestCheckDeferredRatesAsCheck: whatever the transpiler would say, the
+// risk and the modules CheckDeferred finds are Check's (the approval gate
+// rates a source with CheckDeferred).
+func TestCheckDeferredRatesAsCheck(t *testing.T) {
+	srcs := testSources(t)
+	for _, s := range []string{
+		"let x = 1; let x = 2; const c = 'rm -rf /';", "break; import vm from 'vm';",
+		"class A { get x(a) { return require('./lib/m'); } }", "const o = { __proto__: 1, __proto__: eval };",
+		"function f() { await import('child_process'); }",
+	} {
+		srcs = append(srcs, []byte(s))
+	}
+	for i, src := range srcs {
+		path := fmt.Sprintf("tools/s%d.ts", i)
+		want := New(Options{Transpiler: transpile.New(0)}).Check(path, src)
+		got := New(Options{Transpiler: transpile.New(0)}).CheckDeferred(path, src)
+		if got.Risk != want.Risk || !reflect.DeepEqual(got.Risks, want.Risks) || !slices.Equal(got.Modules, want.Modules) {
+			t.Errorf("%q: CheckDeferred rates %s %v %v, Check %s %v %v", src, got.Risk, got.Risks, got.Modules, want.Risk, want.Risks, want.Modules)
+		}
 	}
 }

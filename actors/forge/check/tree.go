@@ -71,6 +71,8 @@ const (
 	tMinus
 	tPlusEq
 	tInstanceof
+	tAwait
+	tAsync
 
 	numKinds // the number of kinds, not a kind
 )
@@ -151,6 +153,16 @@ var tokenKinds = map[string]kind{
 	"-":          tMinus,
 	"+=":         tPlusEq,
 	"instanceof": tInstanceof,
+	"await":      tAwait,
+	"async":      tAsync,
+}
+
+// functionNodes are the grammar's nodes that start a function body: an
+// await in one is legal only when the node has an async token.
+var functionNodes = map[string]bool{
+	"function_declaration": true, "generator_function_declaration": true,
+	"function_expression": true, "generator_function": true, "function": true,
+	"arrow_function": true, "method_definition": true, "class_static_block": true,
 }
 
 // positioned reports whether the rules read the position or the text of
@@ -256,6 +268,7 @@ func fieldOf(name string) field {
 type symbolInfo struct {
 	kind  kind
 	named bool
+	fn    bool // a function (functionNodes)
 }
 
 var (
@@ -273,7 +286,7 @@ func buildSymbols(l *sitter.Language) []symbolInfo {
 		name := l.SymbolName(sym)
 		switch l.SymbolType(sym) {
 		case sitter.SymbolTypeRegular:
-			out[s] = symbolInfo{kind: namedKinds[name], named: true}
+			out[s] = symbolInfo{kind: namedKinds[name], named: true, fn: functionNodes[name]}
 		case sitter.SymbolTypeAnonymous:
 			out[s] = symbolInfo{kind: tokenKinds[name]}
 		}
@@ -329,4 +342,35 @@ func (t *tree) pos(off uint32) (line, col int) {
 		i = 0
 	}
 	return i + 1, o - t.lines[i] + 1
+}
+
+// awaitOutsideAsync reports whether an await keyword (an await expression
+// or a for await) stands outside an async function: at the top level,
+// which a tool's CommonJS output cannot have, or in a function that is not
+// async. The grammar accepts both; the transpiler rejects them.
+func (t *tree) awaitOutsideAsync() bool {
+	syms := symbols()
+	for i := range t.nodes {
+		if t.nodes[i].kind != tAwait || t.nodes[i].named {
+			continue
+		}
+		fn := t.nodes[i].parent
+		for fn >= 0 && (int(t.nodes[fn].sym) >= len(syms) || !syms[t.nodes[fn].sym].fn) {
+			fn = t.nodes[fn].parent
+		}
+		if fn < 0 || !t.hasToken(fn, tAsync) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasToken reports whether node i has an anonymous child token of kind k.
+func (t *tree) hasToken(i int32, k kind) bool {
+	for c := t.nodes[i].first; c >= 0; c = t.nodes[c].next {
+		if !t.nodes[c].named && t.nodes[c].kind == k {
+			return true
+		}
+	}
+	return false
 }
