@@ -49,7 +49,6 @@ var tooComplex = map[string]int{
 	"persona.Tournament":                40,
 	"actors/kernel.(Kernel).spawn":      38,
 	"mcpserver.BridgeWith":              37,
-	"node.Judge":                        37,
 	"actors/executor.(bridge).Require":  36,
 	"journal.(pgStore).apply":           33,
 	"node.(Node).execTool":              32,
