@@ -46,7 +46,6 @@ var tooComplex = map[string]int{
 	"actors/forge/check.(analyzer).run": 45,
 	"agent.runIncarnation":              45,
 	"actors/executor.(pool).run":        43,
-	"persona.Tournament":                40,
 	"actors/kernel.(Kernel).spawn":      38,
 	"mcpserver.BridgeWith":              37,
 	"actors/executor.(bridge).Require":  36,
