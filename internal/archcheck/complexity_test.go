@@ -44,7 +44,6 @@ var tooComplex = map[string]int{
 	"examples/mcp-pii.run":       31,
 
 	"actors/forge/check.(analyzer).run": 45,
-	"agent.runIncarnation":              45,
 	"actors/executor.(pool).run":        43,
 	"actors/kernel.(Kernel).spawn":      38,
 	"mcpserver.BridgeWith":              37,
