@@ -13,8 +13,8 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/agent"
-	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/persona"
 )
 

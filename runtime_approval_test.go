@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos"
-	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/node"
 )
 

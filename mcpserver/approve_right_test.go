@@ -10,8 +10,8 @@ import (
 
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/governance/approval"
 )
 
 // clientProc spawns the process an MCP client acts as, holding grants (the
