@@ -44,7 +44,6 @@ var tooComplex = map[string]int{
 	"examples/mcp-pii.run":       31,
 
 	"actors/executor.(pool).run": 43,
-	"mcpserver.BridgeWith":       37,
 	"journal.(pgStore).apply":    33,
 	"node.(Node).execTool":       32,
 }
