@@ -23,7 +23,7 @@ const maxComplexity = 30
 // mean falls, never raise it.
 const (
 	meanGoal    = 4.5
-	meanCeiling = 5.30
+	meanCeiling = 5.20
 )
 
 // tooComplex are the functions known to exceed maxComplexity, with their
