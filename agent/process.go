@@ -243,37 +243,10 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 	// The lessons are tokenized below the journal, like a data driver's
 	// answers: an operator's lesson may hold personal data.
 	var host driver.Host = driver.Chain(mux, opts.PII.Middleware(memory.Driver))
-	var run *journal.Run
-	var record driver.Middleware
-	replayed := 0 // model answers answered from the journal: paid already
-	if st.Run != "" {
-		if meta, err := opts.Journal.Get(st.Run); err == nil && meta.Status == journal.StatusRunning && meta.Kind == Kind {
-			release, err := claimRun(ctx, opts.Journal, meta.ID, p)
-			if err != nil {
-				done(Result{}, err)
-				return err
-			}
-			defer release()
-			rec, err := opts.Journal.Recover(meta.ID)
-			if err != nil {
-				done(Result{}, err)
-				return fmt.Errorf("agent: resuming run %s: %w", meta.ID, err)
-			}
-			if entries, err := opts.Journal.Entries(meta.ID); err == nil {
-				for _, e := range entries {
-					if e.Driver == llm.Driver {
-						replayed++
-					}
-				}
-			}
-			var args struct {
-				Task string `json:"task"`
-			}
-			if json.Unmarshal(meta.Args, &args) == nil && args.Task != "" {
-				st.Task = args.Task // as journaled (tokenized): the replayed requests hold it
-			}
-			run, record = rec.Run().Durable(), rec.Middleware()
-		}
+	run, record, replayed, release, err := resumeRun(ctx, p, &st, opts)
+	if err != nil {
+		done(Result{}, err)
+		return err
 	}
 	task := st.Task
 	if run == nil {
@@ -282,26 +255,13 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 			done(Result{}, err)
 			return err
 		}
-		meta := map[string]string{"task": task}
-		if st.Persona != "" {
-			meta["persona"] = st.Persona
-		}
-		args, _ := json.Marshal(meta)
-		if run, err = opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args}); err != nil {
+		if run, record, release, err = beginRun(ctx, p, st, task, opts); err != nil {
 			done(Result{}, err)
 			return err
 		}
-		run.Durable()
-		record = run.Middleware()
-		release, err := claimRun(ctx, opts.Journal, run.ID(), p)
-		if err != nil { // a new run: nobody else can hold it
-			_ = run.End(journal.StatusFailed, nil, nil)
-			done(Result{}, err)
-			return err
-		}
-		defer release()
 		st.MemoryName = "" // a new run: its memory is this process's
 	}
+	defer release()
 	if began != nil {
 		began(run.ID())
 	}
@@ -343,22 +303,7 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 	if err != nil {
 		return fail(err)
 	}
-	charged := 0
-	charge := func(u llm.Usage) error {
-		charged++
-		if charged <= replayed {
-			// Paid by an earlier incarnation, whose account (and every
-			// ancestor's) was charged then: counted on this process's own
-			// account only, so that its limit covers the whole run.
-			acct := p.Account()
-			acct.Carry(capability.Limits{capability.LLMTokens: acct.Used(capability.LLMTokens) + float64(u.TotalTokens), capability.CostUSD: acct.Used(capability.CostUSD) + u.CostUSD})
-			return nil
-		}
-		if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
-			return err
-		}
-		return p.Charge(capability.CostUSD, u.CostUSD)
-	}
+	charge := charger(p, replayed)
 	res, runErr := Run(ctx, Options{LLM: host, Tools: tools, System: system, MaxSteps: st.MaxSteps, PII: opts.PII, Journal: tooljournal, Paging: paging, Charge: charge}, task)
 	if runErr == nil && st.Memory.Distill && named && res.Reason == ReasonAnswer && ctx.Err() == nil {
 		runErr = distill(ctx, host, store, memName, run.ID(), task, &res, charge)
@@ -370,6 +315,96 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 		done(res, ErrInterrupted)
 		return runErr
 	}
+	endRun(run, res, runErr)
+	if store != nil {
+		store.Drop(memName) // an unnamed agent's run memory ends with its run (a named one is kept)
+	}
+	done(res, runErr)
+	return runErr
+}
+
+// resumeRun claims and recovers st.Run when it is an unfinished agent run:
+// it returns the run, the journal's middleware, how many model answers the
+// journal holds (paid already) and the claim's release; a nil run when
+// there is none to resume. st.Task becomes the task as journaled.
+func resumeRun(ctx context.Context, p *kernel.Process, st *State, opts MainOptions) (*journal.Run, driver.Middleware, int, func(), error) {
+	nothing := func() {}
+	if st.Run == "" {
+		return nil, nil, 0, nothing, nil
+	}
+	meta, err := opts.Journal.Get(st.Run)
+	if err != nil || meta.Status != journal.StatusRunning || meta.Kind != Kind {
+		return nil, nil, 0, nothing, nil
+	}
+	release, err := claimRun(ctx, opts.Journal, meta.ID, p)
+	if err != nil {
+		return nil, nil, 0, nothing, err
+	}
+	rec, err := opts.Journal.Recover(meta.ID)
+	if err != nil {
+		release()
+		return nil, nil, 0, nothing, fmt.Errorf("agent: resuming run %s: %w", meta.ID, err)
+	}
+	replayed := 0
+	if entries, err := opts.Journal.Entries(meta.ID); err == nil {
+		for _, e := range entries {
+			if e.Driver == llm.Driver {
+				replayed++
+			}
+		}
+	}
+	var args struct {
+		Task string `json:"task"`
+	}
+	if json.Unmarshal(meta.Args, &args) == nil && args.Task != "" {
+		st.Task = args.Task // as journaled (tokenized): the replayed requests hold it
+	}
+	return rec.Run().Durable(), rec.Middleware(), replayed, release, nil
+}
+
+// beginRun begins and claims a new agent run of task (tokenized).
+func beginRun(ctx context.Context, p *kernel.Process, st State, task string, opts MainOptions) (*journal.Run, driver.Middleware, func(), error) {
+	meta := map[string]string{"task": task}
+	if st.Persona != "" {
+		meta["persona"] = st.Persona
+	}
+	args, _ := json.Marshal(meta)
+	run, err := opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	run.Durable()
+	release, err := claimRun(ctx, opts.Journal, run.ID(), p)
+	if err != nil { // a new run: nobody else can hold it
+		_ = run.End(journal.StatusFailed, nil, nil)
+		return nil, nil, nil, err
+	}
+	return run, run.Middleware(), release, nil
+}
+
+// charger charges each answer's usage to p: the first replayed answers,
+// paid by an earlier incarnation, whose account (and every ancestor's) was
+// charged then, are counted on p's own account only, so that its limit
+// covers the whole run.
+func charger(p *kernel.Process, replayed int) func(llm.Usage) error {
+	charged := 0
+	return func(u llm.Usage) error {
+		charged++
+		if charged <= replayed {
+			acct := p.Account()
+			acct.Carry(capability.Limits{capability.LLMTokens: acct.Used(capability.LLMTokens) + float64(u.TotalTokens), capability.CostUSD: acct.Used(capability.CostUSD) + u.CostUSD})
+			return nil
+		}
+		if err := p.Charge(capability.LLMTokens, float64(u.TotalTokens)); err != nil {
+			return err
+		}
+		return p.Charge(capability.CostUSD, u.CostUSD)
+	}
+}
+
+// endRun ends run with the loop's outcome: failed on an error or when the
+// loop stopped without an answer (the run did not do its job), else ok.
+func endRun(run *journal.Run, res Result, runErr error) {
 	out, _ := json.Marshal(res)
 	status := journal.StatusOK
 	var errJSON json.RawMessage
@@ -378,16 +413,10 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 		status = journal.StatusFailed
 		errJSON, _ = json.Marshal(map[string]string{"message": runErr.Error()})
 	case res.Reason != ReasonAnswer:
-		// The loop ended, but without an answer: the run did not do its job.
 		status = journal.StatusFailed
 		errJSON, _ = json.Marshal(map[string]string{"message": fmt.Sprintf("the agent stopped without an answer (%s) after %d steps", res.Reason, res.Steps)})
 	}
 	_ = run.End(status, out, errJSON)
-	if store != nil {
-		store.Drop(memName) // an unnamed agent's run memory ends with its run (a named one is kept)
-	}
-	done(res, runErr)
-	return runErr
 }
 
 // RunProcess runs task as a new agent process of opts.Node: Run, with the

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -297,7 +298,9 @@ func unreserved(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
 }
 
-// Do runs one fetch.
+// Do runs one fetch: the URL checked against the allowed prefixes, the
+// secret it names bound, the request sent under the redirect policy, the
+// answer read within the limits and scrubbed of the secret.
 func (f Fetch) Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
 	if op != "fetch" {
 		return nil, Errorf(CodeUnsupported, "fetch has no operation %q (use tgp.fetch(url, init))", op)
@@ -306,19 +309,9 @@ func (f Fetch) Do(ctx context.Context, op string, req json.RawMessage) (json.Raw
 	if err := decode(op, req, &r); err != nil {
 		return nil, err
 	}
-	u, err := CanonicalURL(r.URL)
+	u, shown, err := f.allowed(r.URL)
 	if err != nil {
 		return nil, err
-	}
-	shown := r.URL
-	if c := u.String(); c != r.URL {
-		shown = fmt.Sprintf("%s (as %s)", r.URL, c)
-	}
-	if !allowedURL(f.Allow, u) {
-		if len(f.Allow) == 0 {
-			return nil, Errorf(CodeSecurity, "fetch %s refused: no URL is allowed (add a prefix to fetch.allow in agentos.json)", shown)
-		}
-		return nil, Errorf(CodeSecurity, "fetch %s refused: it is outside the allowed prefixes %v", shown, f.Allow)
 	}
 	var sec *Secret
 	if r.Init.Auth != "" {
@@ -326,20 +319,52 @@ func (f Fetch) Do(ctx context.Context, op string, req json.RawMessage) (json.Raw
 			return nil, err
 		}
 	}
-	timeout := f.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	max := f.MaxBytes
-	if max <= 0 {
-		max = 4 << 20
-	}
+	timeout := cmp.Or(max(f.Timeout, 0), 10*time.Second)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	method := strings.ToUpper(r.Init.Method)
-	if method == "" {
-		method = http.MethodGet
+	hr, err := newFetchRequest(ctx, r, u, sec, shown)
+	if err != nil {
+		return nil, err
 	}
+	resp, err := f.client(r, sec).Do(hr)
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, Errorf(CodeUnavailable, "fetch %s: no answer within %s", shown, timeout)
+		}
+		return nil, Errorf(CodeIO, "fetch %s: %s", shown, scrubForms(err.Error(), sec))
+	}
+	defer resp.Body.Close()
+	out, err := f.readResponse(resp, sec, shown)
+	if err != nil {
+		return nil, err
+	}
+	return encode(out)
+}
+
+// allowed canonicalises raw and checks it against the allowed prefixes; it
+// returns the URL and how an error shows it.
+func (f Fetch) allowed(raw string) (*url.URL, string, error) {
+	u, err := CanonicalURL(raw)
+	if err != nil {
+		return nil, "", err
+	}
+	shown := raw
+	if c := u.String(); c != raw {
+		shown = fmt.Sprintf("%s (as %s)", raw, c)
+	}
+	if !allowedURL(f.Allow, u) {
+		if len(f.Allow) == 0 {
+			return nil, "", Errorf(CodeSecurity, "fetch %s refused: no URL is allowed (add a prefix to fetch.allow in agentos.json)", shown)
+		}
+		return nil, "", Errorf(CodeSecurity, "fetch %s refused: it is outside the allowed prefixes %v", shown, f.Allow)
+	}
+	return u, shown, nil
+}
+
+// newFetchRequest builds the request to u with r's method, headers and
+// body, and sec's value in its header or query parameter.
+func newFetchRequest(ctx context.Context, r FetchRequest, u *url.URL, sec *Secret, shown string) (*http.Request, error) {
+	method := cmp.Or(strings.ToUpper(r.Init.Method), http.MethodGet)
 	// IMPORTANT: the request goes to u, the URL that was checked, not to a
 	// new parse of what the tool wrote.
 	send := *u
@@ -361,6 +386,12 @@ func (f Fetch) Do(ctx context.Context, op string, req json.RawMessage) (json.Raw
 		}
 	}
 	hr.URL = &send
+	return hr, nil
+}
+
+// client is a copy of f.Client (or a new one) whose redirects stay within
+// the allowed prefixes, at most 5, and never carry sec outside its own.
+func (f Fetch) client(r FetchRequest, sec *Secret) *http.Client {
 	client := &http.Client{}
 	if f.Client != nil {
 		c := *f.Client
@@ -368,46 +399,53 @@ func (f Fetch) Do(ctx context.Context, op string, req json.RawMessage) (json.Raw
 	}
 	theirs := client.CheckRedirect
 	client.CheckRedirect = func(next *http.Request, via []*http.Request) error {
-		if len(via) >= 5 {
-			return errors.New("more than 5 redirects")
+		if err := f.redirect(next, via, r, sec); err != nil {
+			return err
 		}
-		cu, err := CanonicalURL(next.URL.String())
-		if err != nil {
-			return fmt.Errorf("redirected to an ambiguous URL: %v", err)
-		}
-		if !allowedURL(f.Allow, cu) {
-			return fmt.Errorf("redirected to %s, outside the allowed prefixes", cu)
-		}
-		if sec != nil && !allowedURL(sec.Allow, cu) {
-			// The credential stays home: the header is dropped, and a
-			// redirect that carries the value in its URL is refused.
-			if sec.Header != "" {
-				next.Header.Del(sec.Header)
-			}
-			if containsAny(cu.String(), sec.forms()) {
-				return fmt.Errorf("redirected to %s, outside the prefixes secret %q may go to, with the secret in the URL", cu.Host, r.Init.Auth)
-			}
-		}
-		next.URL = cu
 		if theirs != nil {
 			return theirs(next, via)
 		}
 		return nil
 	}
-	resp, err := client.Do(hr)
+	return client
+}
+
+// redirect checks one redirect and points next at its canonical URL.
+func (f Fetch) redirect(next *http.Request, via []*http.Request, r FetchRequest, sec *Secret) error {
+	if len(via) >= 5 {
+		return errors.New("more than 5 redirects")
+	}
+	cu, err := CanonicalURL(next.URL.String())
 	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, Errorf(CodeUnavailable, "fetch %s: no answer within %s", shown, timeout)
+		return fmt.Errorf("redirected to an ambiguous URL: %v", err)
+	}
+	if !allowedURL(f.Allow, cu) {
+		return fmt.Errorf("redirected to %s, outside the allowed prefixes", cu)
+	}
+	if sec != nil && !allowedURL(sec.Allow, cu) {
+		// The credential stays home: the header is dropped, and a
+		// redirect that carries the value in its URL is refused.
+		if sec.Header != "" {
+			next.Header.Del(sec.Header)
 		}
-		return nil, Errorf(CodeIO, "fetch %s: %s", shown, scrubForms(err.Error(), sec))
+		if containsAny(cu.String(), sec.forms()) {
+			return fmt.Errorf("redirected to %s, outside the prefixes secret %q may go to, with the secret in the URL", cu.Host, r.Init.Auth)
+		}
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	next.URL = cu
+	return nil
+}
+
+// readResponse reads at most f.MaxBytes (4 MiB by default) of the answer,
+// its body and headers scrubbed of sec.
+func (f Fetch) readResponse(resp *http.Response, sec *Secret, shown string) (FetchResponse, error) {
+	limit := cmp.Or(max(f.MaxBytes, 0), 4<<20)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, Errorf(CodeIO, "fetch %s: reading the body: %s", shown, scrubForms(err.Error(), sec))
+		return FetchResponse{}, Errorf(CodeIO, "fetch %s: reading the body: %s", shown, scrubForms(err.Error(), sec))
 	}
-	if int64(len(body)) > max {
-		return nil, Errorf(CodeIO, "fetch %s: the response is larger than %d bytes (fetch.max_bytes)", shown, max)
+	if int64(len(body)) > limit {
+		return FetchResponse{}, Errorf(CodeIO, "fetch %s: the response is larger than %d bytes (fetch.max_bytes)", shown, limit)
 	}
 	out := FetchResponse{Status: resp.StatusCode, Headers: map[string]string{}, Body: scrubForms(string(bytes.ToValidUTF8(body, []byte("\uFFFD"))), sec)}
 	keys := make([]string, 0, len(resp.Header))
@@ -418,7 +456,7 @@ func (f Fetch) Do(ctx context.Context, op string, req json.RawMessage) (json.Raw
 	for _, k := range keys {
 		out.Headers[strings.ToLower(k)] = scrubForms(strings.Join(resp.Header[k], ", "), sec)
 	}
-	return encode(out)
+	return out, nil
 }
 
 // secret finds the Secret r names and checks that it may go to u.

@@ -192,12 +192,49 @@ func (s *pgStore) close() error {
 const lockTables = "LOCK TABLE " + pgTables + " IN ROW EXCLUSIVE MODE"
 
 func (s *pgStore) apply(batch []*write, owner string, now time.Time) error {
-	ctx := context.Background()
-	b := &pgx.Batch{}
-	b.Queue(lockTables)
+	pb := &pgBatch{b: &pgx.Batch{}, owner: owner, now: now, fences: map[int]fence{}, creates: map[int]string{}}
+	pb.b.Queue(lockTables)
 	if s.nosync && slices.ContainsFunc(batch, func(w *write) bool { return w.sync }) {
-		b.Queue("SET LOCAL synchronous_commit = on")
+		pb.b.Queue("SET LOCAL synchronous_commit = on")
 	}
+	if err := pb.queuePayloads(batch); err != nil {
+		return err
+	}
+	// Entries go in one statement per stretch between resets (a reset
+	// deletes what came before it in the batch, not what comes after); a
+	// call written twice keeps its last entry, as a bbolt Put does.
+	// Every write is fenced: one to a run another owner holds changes no
+	// row, and fails the batch with ErrClaimed.
+	for _, w := range batch {
+		if w.meta != nil {
+			pb.queueRun(w)
+		}
+		if w.entry != nil {
+			pb.pend.add(w.run, w.seq, w.entry, w.fence)
+		}
+		if w.reset {
+			pb.queueReset(w)
+		}
+	}
+	pb.flush()
+	return pgx.BeginFunc(context.Background(), s.pool, pb.send)
+}
+
+// pgBatch is one write transaction being queued: its statements, and what
+// each fenced statement or new run's insert must report.
+type pgBatch struct {
+	b       *pgx.Batch
+	owner   string
+	now     time.Time
+	pend    entryRows
+	fences  map[int]fence  // index in the batch -> what its statement must do
+	creates map[int]string // index in the batch of a new run's insert -> its id
+}
+
+// queuePayloads queues the share locks of the runs written, then the
+// sources and payloads.
+func (pb *pgBatch) queuePayloads(batch []*write) error {
+	b := pb.b
 	// Payloads and sources first, in hash order: two nodes putting the same
 	// ones never wait for each other in opposite orders.
 	sources, blobs := map[string][]byte{}, map[string][]byte{}
@@ -205,10 +242,8 @@ func (s *pgStore) apply(batch []*write, owner string, now time.Time) error {
 		if w.run == "" {
 			return fmt.Errorf("journal: a write without a run id or hash")
 		}
-		if w.source != nil {
-			if _, ok := sources[w.run]; !ok {
-				sources[w.run] = w.source
-			}
+		if _, ok := sources[w.run]; w.source != nil && !ok {
+			sources[w.run] = w.source
 		}
 		for _, x := range w.blobs {
 			blobs[x.hash] = x.data
@@ -227,105 +262,110 @@ func (s *pgStore) apply(batch []*write, owner string, now time.Time) error {
 		b.Queue("SELECT 1 FROM agentos_journal_runs WHERE id = ANY($1) ORDER BY id FOR SHARE", sortedKeys(runs))
 	}
 	if len(sources) > 0 {
-		hashes := sortedKeys(sources)
-		data := make([][]byte, len(hashes))
-		for i, h := range hashes {
-			data[i] = sources[h]
-		}
+		hashes, data := sortedPairs(sources)
 		b.Queue(`INSERT INTO agentos_journal_sources (hash, source) SELECT * FROM unnest($1::text[], $2::bytea[])
 			ON CONFLICT (hash) DO NOTHING`, hashes, data)
 	}
 	if len(blobs) > 0 {
-		hashes := sortedKeys(blobs)
-		data := make([][]byte, len(hashes))
-		for i, h := range hashes {
-			data[i] = blobs[h]
-		}
+		hashes, data := sortedPairs(blobs)
 		b.Queue(`INSERT INTO agentos_journal_blobs (hash, data) SELECT * FROM unnest($1::text[], $2::bytea[])
 			ON CONFLICT (hash) DO NOTHING`, hashes, data)
 	}
-	// Entries go in one statement per stretch between resets (a reset
-	// deletes what came before it in the batch, not what comes after); a
-	// call written twice keeps its last entry, as a bbolt Put does.
-	// Every write is fenced: one to a run another owner holds changes no
-	// row, and fails the batch with ErrClaimed.
-	var pend entryRows
-	fences := map[int]fence{} // index in the batch -> what its statement must do
-	flush := func() {
-		if len(pend.runs) > 0 {
-			fences[b.Len()] = fence{rows: int64(len(pend.runs)), runs: pend.runs}
-			b.Queue(`INSERT INTO agentos_journal_entries (run, seq, entry)
+	return nil
+}
+
+// sortedPairs are m's keys in order and their values.
+func sortedPairs(m map[string][]byte) ([]string, [][]byte) {
+	keys := sortedKeys(m)
+	data := make([][]byte, len(keys))
+	for i, k := range keys {
+		data[i] = m[k]
+	}
+	return keys, data
+}
+
+// flush queues the pending entries as one fenced insert.
+func (pb *pgBatch) flush() {
+	b, pend, owner, now := pb.b, pb.pend, pb.owner, pb.now
+	if len(pend.runs) > 0 {
+		pb.fences[b.Len()] = fence{rows: int64(len(pend.runs)), runs: pend.runs}
+		b.Queue(`INSERT INTO agentos_journal_entries (run, seq, entry)
 				SELECT u.run, u.seq, u.entry FROM unnest($1::text[], $2::bigint[], $3::bytea[], $6::bigint[]) AS u(run, seq, entry, fence)
 				WHERE NOT EXISTS (SELECT 1 FROM agentos_journal_runs r WHERE r.id = u.run AND (`+heldByOther(4, 5)+` OR `+staleFence("u.fence")+`))
 				ON CONFLICT (run, seq) DO UPDATE SET entry = excluded.entry`, pend.runs, pend.seqs, pend.entries, owner, now, pend.fences)
-		}
-		pend = entryRows{}
 	}
-	creates := map[int]string{} // index in the batch of a new run's insert -> its id
-	for _, w := range batch {
-		if w.meta != nil {
-			var started time.Time
-			var m struct {
-				Started time.Time `json:"started"`
-			}
-			if json.Unmarshal(w.meta, &m) == nil {
-				started = m.Started
-			}
-			var until *time.Time
-			if w.claim {
-				until = &w.until
-			}
-			switch {
-			case w.create:
-				creates[b.Len()] = w.run
-				b.Queue(`INSERT INTO agentos_journal_runs (id, started, meta, owner, lease_until, fence) VALUES ($1, $2, $3, $4, $5, 1)
-					ON CONFLICT (id) DO NOTHING`, w.run, started, w.meta, owner, until)
-			case w.claim:
-				fences[b.Len()] = fence{rows: 1, runs: []string{w.run}, token: w.fence}
-				b.Queue(`INSERT INTO agentos_journal_runs AS r (id, started, meta, owner, lease_until) VALUES ($1, $2, $3, $4, $5)
-					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta, owner = excluded.owner, lease_until = excluded.lease_until
-					WHERE NOT (`+heldByOther(4, 6)+` OR `+staleFence("$7::bigint")+`)`, w.run, started, w.meta, owner, until, now, w.fence)
-			default:
-				fences[b.Len()] = fence{rows: 1, runs: []string{w.run}, token: w.fence}
-				b.Queue(`INSERT INTO agentos_journal_runs AS r (id, started, meta) VALUES ($1, $2, $3)
-					ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta
-					WHERE NOT (`+heldByOther(4, 5)+` OR `+staleFence("$6::bigint")+`)`, w.run, started, w.meta, owner, now, w.fence)
-			}
+	pb.pend = entryRows{}
+}
+
+// queueReset queues a reset of w.run's entries: the pending ones first,
+// then a fenced check that no other owner holds the run, then the delete.
+func (pb *pgBatch) queueReset(w *write) {
+	pb.flush()
+	b := pb.b
+	pb.fences[b.Len()] = fence{rows: 0, runs: []string{w.run}}
+	b.Queue(`SELECT 1 FROM agentos_journal_runs r WHERE r.id = $1 AND `+heldByOther(2, 3), w.run, pb.owner, pb.now)
+	b.Queue("DELETE FROM agentos_journal_entries WHERE run = $1", w.run)
+}
+
+// queueRun queues the write of w's run record: a new run's insert, a
+// claim, or a fenced update.
+func (pb *pgBatch) queueRun(w *write) {
+	b, owner, now, fences, creates := pb.b, pb.owner, pb.now, pb.fences, pb.creates
+	var started time.Time
+	var m struct {
+		Started time.Time `json:"started"`
+	}
+	if json.Unmarshal(w.meta, &m) == nil {
+		started = m.Started
+	}
+	var until *time.Time
+	if w.claim {
+		until = &w.until
+	}
+	switch {
+	case w.create:
+		creates[b.Len()] = w.run
+		b.Queue(`INSERT INTO agentos_journal_runs (id, started, meta, owner, lease_until, fence) VALUES ($1, $2, $3, $4, $5, 1)
+			ON CONFLICT (id) DO NOTHING`, w.run, started, w.meta, owner, until)
+	case w.claim:
+		fences[b.Len()] = fence{rows: 1, runs: []string{w.run}, token: w.fence}
+		b.Queue(`INSERT INTO agentos_journal_runs AS r (id, started, meta, owner, lease_until) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta, owner = excluded.owner, lease_until = excluded.lease_until
+			WHERE NOT (`+heldByOther(4, 6)+` OR `+staleFence("$7::bigint")+`)`, w.run, started, w.meta, owner, until, now, w.fence)
+	default:
+		fences[b.Len()] = fence{rows: 1, runs: []string{w.run}, token: w.fence}
+		b.Queue(`INSERT INTO agentos_journal_runs AS r (id, started, meta) VALUES ($1, $2, $3)
+			ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta
+			WHERE NOT (`+heldByOther(4, 5)+` OR `+staleFence("$6::bigint")+`)`, w.run, started, w.meta, owner, now, w.fence)
+	}
+}
+
+// send sends the batch in tx and checks every fenced statement's and new
+// run's count: ErrFenced, ErrClaimed, errRunExists.
+func (pb *pgBatch) send(tx pgx.Tx) error {
+	ctx := context.Background()
+	b := pb.b
+	res := tx.SendBatch(ctx, b)
+	for i := range b.Len() {
+		tag, err := res.Exec()
+		if err != nil {
+			res.Close()
+			return err
 		}
-		if w.entry != nil {
-			pend.add(w.run, w.seq, w.entry, w.fence)
+		if id, ok := pb.creates[i]; ok && tag.RowsAffected() == 0 {
+			res.Close()
+			return fmt.Errorf("%w: %q", errRunExists, id)
 		}
-		if w.reset {
-			flush()
-			fences[b.Len()] = fence{rows: 0, runs: []string{w.run}}
-			b.Queue(`SELECT 1 FROM agentos_journal_runs r WHERE r.id = $1 AND `+heldByOther(2, 3), w.run, owner, now)
-			b.Queue("DELETE FROM agentos_journal_entries WHERE run = $1", w.run)
+		if f, ok := pb.fences[i]; ok && tag.RowsAffected() != f.rows {
+			res.Close()
+			runs := strings.Join(slices.Compact(slices.Sorted(slices.Values(f.runs))), ", ")
+			if f.token > 0 {
+				return fmt.Errorf("%w: run %s was claimed again after this node's claim (token %d): this node may no longer write it", ErrFenced, runs, f.token)
+			}
+			return fmt.Errorf("%w: another node claimed run %s: this node may no longer write it", ErrClaimed, runs)
 		}
 	}
-	flush()
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		res := tx.SendBatch(ctx, b)
-		for i := range b.Len() {
-			tag, err := res.Exec()
-			if err != nil {
-				res.Close()
-				return err
-			}
-			if id, ok := creates[i]; ok && tag.RowsAffected() == 0 {
-				res.Close()
-				return fmt.Errorf("%w: %q", errRunExists, id)
-			}
-			if f, ok := fences[i]; ok && tag.RowsAffected() != f.rows {
-				res.Close()
-				runs := strings.Join(slices.Compact(slices.Sorted(slices.Values(f.runs))), ", ")
-				if f.token > 0 {
-					return fmt.Errorf("%w: run %s was claimed again after this node's claim (token %d): this node may no longer write it", ErrFenced, runs, f.token)
-				}
-				return fmt.Errorf("%w: another node claimed run %s: this node may no longer write it", ErrClaimed, runs)
-			}
-		}
-		return res.Close()
-	})
+	return res.Close()
 }
 
 // heldByOther is the condition "run r is held by another owner than

@@ -9,8 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
 )
 

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,115 +43,29 @@ type BridgeOptions struct {
 // BridgeWith is Bridge with options: with opts.Reconnect, it survives the
 // upstream server stopping.
 func BridgeWith(ctx context.Context, up, down mcp.Transport, opts BridgeOptions) error {
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	var downSess atomic.Pointer[mcp.ServerSession]
-	resync := make(chan struct{}, 1)
-	client := mcp.NewClient(&mcp.Implementation{Name: "agentos-bridge", Version: "1"}, &mcp.ClientOptions{
-		// The confirmation of a high-risk tool is passed down as it came.
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-		Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}},
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case resync <- struct{}{}:
-			default:
-			}
-		},
-		// A node asks its (pre-2026-07-28) clients to confirm a high-risk
-		// run with elicitation/create: ask the bridged client.
-		ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			ss := downSess.Load()
-			if ss == nil || !elicits(ss.InitializeParams()) {
-				return &mcp.ElicitResult{Action: "decline"}, nil
-			}
-			res, err := ss.Elicit(ctx, r.Params)
-			if err != nil {
-				// A 2026-07-28 client cannot be asked in the middle of a
-				// call (it is asked with an input request instead).
-				log.Info("mcp bridge: the client could not be asked to confirm", slog.Any("err", err))
-				return &mcp.ElicitResult{Action: "cancel"}, nil
-			}
-			return res, nil
-		},
-		ProgressNotificationHandler: func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
-			if ss := downSess.Load(); ss != nil {
-				if err := ss.NotifyProgress(ctx, r.Params); err != nil {
-					log.Debug("mcp bridge: a progress notification was not relayed", slog.Any("err", err))
-				}
-			}
-		},
-	})
-	first, err := client.Connect(ctx, up, nil)
+	br := &bridge{log: cmp.Or(opts.Logger, slog.Default()), opts: opts, resync: make(chan struct{}, 1), have: map[string]bool{}}
+	br.client = mcp.NewClient(&mcp.Implementation{Name: "agentos-bridge", Version: "1"}, br.clientOptions())
+	first, err := br.client.Connect(ctx, up, nil)
 	if err != nil {
 		return fmt.Errorf("connecting to the serving node's MCP endpoint: %w", err)
 	}
-	var cur atomic.Pointer[mcp.ClientSession] // the upstream session relayed
-	cur.Store(first)
-	defer func() { cur.Load().Close() }()
+	br.cur.Store(first)
+	defer func() { br.cur.Load().Close() }()
 	info := first.InitializeResult()
-	srv := mcp.NewServer(&mcp.Implementation{Name: info.ServerInfo.Name, Title: info.ServerInfo.Title, Version: info.ServerInfo.Version}, &mcp.ServerOptions{
+	br.srv = mcp.NewServer(&mcp.Implementation{Name: info.ServerInfo.Name, Title: info.ServerInfo.Title, Version: info.ServerInfo.Version}, &mcp.ServerOptions{
 		Instructions: info.Instructions,
-		Logger:       log,
+		Logger:       br.log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
-	forward := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		p := &mcp.CallToolParams{
-			Name: req.Params.Name, Arguments: req.Params.Arguments,
-			InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState,
-		}
-		// Only the progress token crosses: the rest of _meta is the
-		// client's session with the bridge (its protocol version ...).
-		if tok := req.Params.GetProgressToken(); tok != nil {
-			p.SetProgressToken(tok)
-		}
-		res, err := cur.Load().CallTool(ctx, p)
-		if err != nil {
-			if ctx.Err() != nil {
-				return failure(KindCancelled, "the call was cancelled"), nil
-			}
-			return failure(KindError, "the serving node did not answer: "+err.Error()), nil
-		}
-		if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
-			if res.InputRequests != nil || (res.IsError && strings.HasPrefix(resultText(res), KindConfirmation+": ")) {
-				return failure(KindConfirmation, fmt.Sprintf("%s needs the user's confirmation (its risk is high or critical), and this client did not declare the elicitation capability; use a client that supports elicitation", req.Params.Name)), nil
-			}
-		}
-		return res, nil
-	}
-	var mu sync.Mutex
-	have := map[string]bool{}
-	relist := func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		want := map[string]bool{}
-		for t, err := range cur.Load().Tools(ctx, nil) {
-			if err != nil {
-				return err
-			}
-			want[t.Name] = true
-			srv.AddTool(t, forward) // replaces a changed one
-		}
-		var gone []string
-		for name := range have {
-			if !want[name] {
-				gone = append(gone, name)
-			}
-		}
-		srv.RemoveTools(gone...)
-		have = want
-		return nil
-	}
-	if err := relist(); err != nil {
+	if err := br.relist(ctx); err != nil {
 		return fmt.Errorf("listing the serving node's tools: %w", err)
 	}
-	downS, err := srv.Connect(ctx, down, nil)
+	downS, err := br.srv.Connect(ctx, down, nil)
 	if err != nil {
 		return err
 	}
 	defer downS.Close()
-	downSess.Store(downS)
+	br.downSess.Store(downS)
 	downEnded, upEnded := make(chan error, 1), make(chan error, 1)
 	go func() { downEnded <- downS.Wait() }()
 	go func() { upEnded <- first.Wait() }()
@@ -164,34 +79,153 @@ func BridgeWith(ctx context.Context, up, down mcp.Transport, opts BridgeOptions)
 			}
 			return err
 		case err := <-upEnded:
-			if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
-				err = fmt.Errorf("%w: %w", ErrUpstreamClosed, err)
-			} else {
-				err = ErrUpstreamClosed
-			}
-			if opts.Reconnect == nil {
+			if err := br.reconnect(ctx, err, upEnded); err != nil {
 				return err
 			}
-			log.Warn("mcp bridge: the serving node closed the session; reconnecting", slog.Any("err", err))
-			t, rerr := opts.Reconnect(ctx)
-			if rerr != nil {
-				return fmt.Errorf("%w; reconnecting failed: %w", err, rerr)
-			}
-			next, rerr := client.Connect(ctx, t, nil)
-			if rerr != nil {
-				return fmt.Errorf("%w; reconnecting failed: %w", err, rerr)
-			}
-			cur.Swap(next).Close()
-			go func() { upEnded <- next.Wait() }()
-			if err := relist(); err != nil {
-				log.Warn("mcp bridge: listing the new node's tools", slog.Any("err", err))
-			}
-		case <-resync:
-			if err := relist(); err != nil {
-				log.Warn("mcp bridge: relisting the serving node's tools", slog.Any("err", err))
+		case <-br.resync:
+			if err := br.relist(ctx); err != nil {
+				br.log.Warn("mcp bridge: relisting the serving node's tools", slog.Any("err", err))
 			}
 		}
 	}
+}
+
+// bridge is one BridgeWith's state: the upstream client and its current
+// session, the server the client below talks to, and the tools relayed.
+type bridge struct {
+	log      *slog.Logger
+	opts     BridgeOptions
+	client   *mcp.Client
+	srv      *mcp.Server
+	cur      atomic.Pointer[mcp.ClientSession] // the upstream session relayed
+	downSess atomic.Pointer[mcp.ServerSession]
+	resync   chan struct{}
+
+	mu   sync.Mutex
+	have map[string]bool // the tools relayed
+}
+
+// clientOptions are the upstream client's: a tool list change relists, an
+// elicitation asks the client below, progress is relayed down.
+func (br *bridge) clientOptions() *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		// The confirmation of a high-risk tool is passed down as it came.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case br.resync <- struct{}{}:
+			default:
+			}
+		},
+		ElicitationHandler:          br.elicit,
+		ProgressNotificationHandler: br.progress,
+	}
+}
+
+// elicit answers a node asking its (pre-2026-07-28) clients to confirm a
+// high-risk run with elicitation/create: it asks the bridged client.
+func (br *bridge) elicit(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	ss := br.downSess.Load()
+	if ss == nil || !elicits(ss.InitializeParams()) {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	res, err := ss.Elicit(ctx, r.Params)
+	if err != nil {
+		// A 2026-07-28 client cannot be asked in the middle of a
+		// call (it is asked with an input request instead).
+		br.log.Info("mcp bridge: the client could not be asked to confirm", slog.Any("err", err))
+		return &mcp.ElicitResult{Action: "cancel"}, nil
+	}
+	return res, nil
+}
+
+// progress relays a progress notification to the client below.
+func (br *bridge) progress(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
+	if ss := br.downSess.Load(); ss != nil {
+		if err := ss.NotifyProgress(ctx, r.Params); err != nil {
+			br.log.Debug("mcp bridge: a progress notification was not relayed", slog.Any("err", err))
+		}
+	}
+}
+
+// forward relays a tool call upstream.
+func (br *bridge) forward(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := &mcp.CallToolParams{
+		Name: req.Params.Name, Arguments: req.Params.Arguments,
+		InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState,
+	}
+	// Only the progress token crosses: the rest of _meta is the
+	// client's session with the bridge (its protocol version ...).
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		p.SetProgressToken(tok)
+	}
+	res, err := br.cur.Load().CallTool(ctx, p)
+	if err != nil {
+		if ctx.Err() != nil {
+			return failure(KindCancelled, "the call was cancelled"), nil
+		}
+		return failure(KindError, "the serving node did not answer: "+err.Error()), nil
+	}
+	if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
+		if res.InputRequests != nil || (res.IsError && strings.HasPrefix(resultText(res), KindConfirmation+": ")) {
+			return failure(KindConfirmation, fmt.Sprintf("%s needs the user's confirmation (its risk is high or critical), and this client did not declare the elicitation capability; use a client that supports elicitation", req.Params.Name)), nil
+		}
+	}
+	return res, nil
+}
+
+// relist makes the tools offered below the upstream session's: new and
+// changed ones added, gone ones removed.
+func (br *bridge) relist(ctx context.Context) error {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	want := map[string]bool{}
+	for t, err := range br.cur.Load().Tools(ctx, nil) {
+		if err != nil {
+			return err
+		}
+		want[t.Name] = true
+		br.srv.AddTool(t, br.forward) // replaces a changed one
+	}
+	var gone []string
+	for name := range br.have {
+		if !want[name] {
+			gone = append(gone, name)
+		}
+	}
+	br.srv.RemoveTools(gone...)
+	br.have = want
+	return nil
+}
+
+// reconnect answers the upstream session ending with ended: without
+// BridgeOptions.Reconnect it is ErrUpstreamClosed; with it, a new session
+// is connected and relayed (its end reported on upEnded) and its tools
+// listed.
+func (br *bridge) reconnect(ctx context.Context, ended error, upEnded chan error) error {
+	err := ErrUpstreamClosed
+	if ended != nil && !errors.Is(ended, mcp.ErrConnectionClosed) {
+		err = fmt.Errorf("%w: %w", ErrUpstreamClosed, ended)
+	}
+	if br.opts.Reconnect == nil {
+		return err
+	}
+	br.log.Warn("mcp bridge: the serving node closed the session; reconnecting", slog.Any("err", err))
+	t, rerr := br.opts.Reconnect(ctx)
+	if rerr != nil {
+		return fmt.Errorf("%w; reconnecting failed: %w", err, rerr)
+	}
+	next, rerr := br.client.Connect(ctx, t, nil)
+	if rerr != nil {
+		return fmt.Errorf("%w; reconnecting failed: %w", err, rerr)
+	}
+	br.cur.Swap(next).Close()
+	go func() { upEnded <- next.Wait() }()
+	if err := br.relist(ctx); err != nil {
+		br.log.Warn("mcp bridge: listing the new node's tools", slog.Any("err", err))
+	}
+	return nil
 }
 
 // elicits reports whether a client declared the elicitation capability.

@@ -19,8 +19,8 @@ import (
 
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/node"
 )
 

@@ -16,10 +16,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/mcpserver"

@@ -12,9 +12,9 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 )

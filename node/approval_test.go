@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/node"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentos-run/agentos/actors/forge/check"
-	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/node"
 )
 

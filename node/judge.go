@@ -90,110 +90,32 @@ const maxJudgedModules = 256
 // satisfy is skipped (the run fails on it); a module that cannot be read
 // for another reason refuses the judgment.
 func Judge(jail *vfs.Jail, tools, p string, src []byte, pinned []journal.Module, source func(hash string) ([]byte, error), risk RiskFunc) (Judged, error) {
-	tools = path.Clean(tools)
+	jg := &judging{jail: jail, tools: path.Clean(tools), pinned: pinned, source: source, seen: map[string]bool{p: true}}
 	j := Judged{Path: p, Src: src, Hash: transpile.Hash(src)}
 	top := risk(p, src, j.Hash)
 	j.Risk, j.Reasons = top.Risk, top.Reasons
-	inTools := func(q string) bool { return tools == "." || strings.HasPrefix(q, tools+"/") }
-	seen := map[string]bool{p: true}
-	type mod struct {
-		path  string
-		specs []string
-	}
-	todo := []mod{{p, top.Modules}}
+	todo := []judgedModule{{p, top.Modules}}
 	var mods []string
-	load := func(c string) (string, []byte, bool, error) {
-		for _, m := range pinned {
-			if m.Named(c) {
-				if source == nil {
-					return "", nil, false, fmt.Errorf("the version is pinned to %.12s of %s and no journal is open to read it", m.Hash, m.Path)
-				}
-				b, err := source(m.Hash)
-				if err != nil {
-					return "", nil, false, fmt.Errorf("the version is pinned to %.12s of %s, which cannot be read: %w", m.Hash, m.Path, err)
-				}
-				return m.Path, b, true, nil
-			}
-		}
-		r, err := jail.Resolve(c)
-		if err != nil {
-			if errors.Is(err, vfs.ErrSecurity) {
-				return "", nil, false, nil // the run refuses this require
-			}
-			return "", nil, false, nil
-		}
-		fi, err := jail.Stat(r)
-		if err != nil || fi.IsDir() || !inTools(r) {
-			return "", nil, false, nil
-		}
-		b, err := jail.ReadFile(r)
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", nil, false, nil
-		}
-		if err != nil {
-			return "", nil, false, err
-		}
-		return r, b, true, nil
-	}
 	for len(todo) > 0 {
 		m := todo[0]
 		todo = todo[1:]
 		for _, spec := range m.specs {
-			var base string
-			switch {
-			case strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || spec == "." || spec == "..":
-				base = path.Join(path.Dir(m.path), spec)
-			case strings.HasPrefix(spec, vfs.LibMount+"/"):
-				base = path.Join(tools, strings.TrimPrefix(spec, vfs.LibMount+"/"))
-			case strings.HasPrefix(spec, "/"):
-				continue // a mount's generated module (/mcp/...): not in the tree
-			default:
-				base = path.Join(tools, "vendor", spec)
+			r, b, ok, err := jg.resolve(m.path, spec)
+			if err != nil {
+				return Judged{}, err
 			}
-			if base != tools && !inTools(base) {
-				continue // the run refuses it
+			if !ok || jg.seen[r] {
+				continue
 			}
-			candidates := []string{base + ".ts", base + ".js", base + "/index.ts", base + "/index.js"}
-			if ext := path.Ext(base); ext == ".ts" || ext == ".js" {
-				candidates = append([]string{base}, candidates...)
+			jg.seen[r] = true
+			if len(jg.seen) > maxJudgedModules {
+				return Judged{}, fmt.Errorf("%s requires more than %d modules: the approval gate does not judge so many; split the tool", p, maxJudgedModules)
 			}
-			for _, c := range candidates {
-				if !inTools(c) {
-					continue
-				}
-				r, b, ok, err := load(c)
-				if err != nil {
-					return Judged{}, fmt.Errorf("%s requires %q (%s), which cannot be read to judge its risk: %w", m.path, spec, c, err)
-				}
-				if !ok {
-					continue
-				}
-				if !seen[r] {
-					seen[r] = true
-					if len(seen) > maxJudgedModules {
-						return Judged{}, fmt.Errorf("%s requires more than %d modules: the approval gate does not judge so many; split the tool", p, maxJudgedModules)
-					}
-					h := transpile.Hash(b)
-					mods = append(mods, r+"@"+h)
-					rated := risk(r, b, h)
-					level, why := rated.Risk, rated.Reasons
-					for _, f := range rated.Risks {
-						f.Module = r
-						j.Risks = append(j.Risks, f)
-					}
-					switch {
-					case level.AtLeast(j.Risk) && level != j.Risk:
-						j.Risk, j.Reasons = level, nil
-						fallthrough
-					case level == j.Risk:
-						for _, w := range why {
-							j.Reasons = append(j.Reasons, r+": "+w)
-						}
-					}
-					todo = append(todo, mod{r, rated.Modules})
-				}
-				break
-			}
+			h := transpile.Hash(b)
+			mods = append(mods, r+"@"+h)
+			rated := risk(r, b, h)
+			j.fold(r, rated)
+			todo = append(todo, judgedModule{r, rated.Modules})
 		}
 	}
 	slices.Sort(mods)
@@ -203,6 +125,128 @@ func Judge(jail *vfs.Jail, tools, p string, src []byte, pinned []journal.Module,
 		j.Key = transpile.Hash([]byte(j.Hash + "\n" + strings.Join(mods, "\n")))
 	}
 	return j, nil
+}
+
+// judgedModule is a module whose requires are still to judge.
+type judgedModule struct {
+	path  string
+	specs []string
+}
+
+// judging is one Judge's state: where modules are read from and which
+// were judged.
+type judging struct {
+	jail   *vfs.Jail
+	tools  string
+	pinned []journal.Module
+	source func(hash string) ([]byte, error)
+	seen   map[string]bool
+}
+
+// fold adds module r's rating to j: its findings, and its reasons when its
+// level is j's (a higher level replaces j's reasons).
+func (j *Judged) fold(r string, rated Rating) {
+	for _, f := range rated.Risks {
+		f.Module = r
+		j.Risks = append(j.Risks, f)
+	}
+	switch {
+	case rated.Risk.AtLeast(j.Risk) && rated.Risk != j.Risk:
+		j.Risk, j.Reasons = rated.Risk, nil
+		fallthrough
+	case rated.Risk == j.Risk:
+		for _, w := range rated.Reasons {
+			j.Reasons = append(j.Reasons, r+": "+w)
+		}
+	}
+}
+
+func (jg *judging) inTools(q string) bool {
+	return jg.tools == "." || strings.HasPrefix(q, jg.tools+"/")
+}
+
+// base is where spec, required by from, points in the tree, or "" when
+// the run refuses it or it is no module of the tree.
+func (jg *judging) base(from, spec string) string {
+	var base string
+	switch {
+	case strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || spec == "." || spec == "..":
+		base = path.Join(path.Dir(from), spec)
+	case strings.HasPrefix(spec, vfs.LibMount+"/"):
+		base = path.Join(jg.tools, strings.TrimPrefix(spec, vfs.LibMount+"/"))
+	case strings.HasPrefix(spec, "/"):
+		return "" // a mount's generated module (/mcp/...): not in the tree
+	default:
+		base = path.Join(jg.tools, "vendor", spec)
+	}
+	if base != jg.tools && !jg.inTools(base) {
+		return "" // the run refuses it
+	}
+	return base
+}
+
+// resolve finds the module spec (required by from) loads, as the executor
+// does, and reads it: false when the tree cannot satisfy it.
+func (jg *judging) resolve(from, spec string) (string, []byte, bool, error) {
+	base := jg.base(from, spec)
+	if base == "" {
+		return "", nil, false, nil
+	}
+	candidates := []string{base + ".ts", base + ".js", base + "/index.ts", base + "/index.js"}
+	if ext := path.Ext(base); ext == ".ts" || ext == ".js" {
+		candidates = append([]string{base}, candidates...)
+	}
+	for _, c := range candidates {
+		if !jg.inTools(c) {
+			continue
+		}
+		r, b, ok, err := jg.load(c)
+		if err != nil {
+			return "", nil, false, fmt.Errorf("%s requires %q (%s), which cannot be read to judge its risk: %w", from, spec, c, err)
+		}
+		if ok {
+			return r, b, true, nil
+		}
+	}
+	return "", nil, false, nil
+}
+
+// load reads candidate c: from its pinned version when there is one, else
+// from the tree (false when it is not a file of the tools directory).
+func (jg *judging) load(c string) (string, []byte, bool, error) {
+	for _, m := range jg.pinned {
+		if m.Named(c) {
+			return jg.loadPinned(m)
+		}
+	}
+	r, err := jg.jail.Resolve(c)
+	if err != nil {
+		return "", nil, false, nil // the run refuses this require (vfs.ErrSecurity) or finds nothing
+	}
+	fi, err := jg.jail.Stat(r)
+	if err != nil || fi.IsDir() || !jg.inTools(r) {
+		return "", nil, false, nil
+	}
+	b, err := jg.jail.ReadFile(r)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil, false, nil
+	}
+	if err != nil {
+		return "", nil, false, err
+	}
+	return r, b, true, nil
+}
+
+// loadPinned reads the version of module m a recorded run ran with.
+func (jg *judging) loadPinned(m journal.Module) (string, []byte, bool, error) {
+	if jg.source == nil {
+		return "", nil, false, fmt.Errorf("the version is pinned to %.12s of %s and no journal is open to read it", m.Hash, m.Path)
+	}
+	b, err := jg.source(m.Hash)
+	if err != nil {
+		return "", nil, false, fmt.Errorf("the version is pinned to %.12s of %s, which cannot be read: %w", m.Hash, m.Path, err)
+	}
+	return m.Path, b, true, nil
 }
 
 // ErrGate: the approval gate could not judge a tool (it cannot be read, or

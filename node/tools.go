@@ -19,9 +19,9 @@ import (
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
-	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/clip"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -824,20 +824,11 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 	if versioned {
 		runPath = path + "@" + version
 	}
-	lim := n.run.Limits
-	// The run's memory is held against the memory_mb quota while it runs;
-	// its timeout never exceeds the wall time left.
-	if left, ok := p.Account().Left(capability.MemoryMB); ok && left < float64(lim.MemoryBytes>>20) {
-		lim.MemoryBytes = int64(left * (1 << 20))
-	}
-	memMB := float64(lim.MemoryBytes >> 20)
-	if err := p.Charge(capability.MemoryMB, max(memMB, 1)); err != nil {
+	lim, memMB, err := n.execLimits(p)
+	if err != nil {
 		return nil, err
 	}
-	defer p.Account().Refund(capability.MemoryMB, max(memMB, 1))
-	if !p.WallDeadline().IsZero() {
-		lim.Timeout = max(min(lim.Timeout, time.Until(p.WallDeadline())), time.Millisecond)
-	}
+	defer p.Account().Refund(capability.MemoryMB, memMB)
 	caller, err := callerOf(p)
 	if err != nil {
 		return nil, err
@@ -857,59 +848,16 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 		return nil, fmt.Errorf("exec_tool: process %v has ended; its runs cannot start", p.PID())
 	}
 	defer release()
-	// The approval gate: a tool whose risk needs an approval waits for it
-	// (bounded), and then runs exactly the version approved.
-	// Ending p (its HoldRun) cancels the wait.
-	// IMPORTANT: the run executes exactly the entry the gate judged: its
-	// hash travels as RunRequest.Hash and the executor refuses other
-	// content.
-	cl, err := n.gateRun(runCtx, p, path, version)
-	if isMissing(err) && !versioned && n.pullMissing(ctx) {
-		// Another node wrote it and this one missed the announcement.
-		cl, err = n.gateRun(runCtx, p, path, version)
-	}
-	if afterGate != nil {
-		afterGate(path)
-	}
-	if err != nil {
-		if res, ok := gateFailure(err); ok {
-			return res, nil
-		}
-		if isMissing(err) {
-			return ExecResult{Result: executor.Result{Result: json.RawMessage("null"), Logs: []string{}, Error: &executor.Error{Kind: executor.ErrNotFound.Kind, Code: driver.CodeNotFound, Message: err.Error()}}}, nil
-		}
-		return nil, err
+	cl, refused, err := n.execGate(ctx, runCtx, p, path, version, versioned)
+	if refused != nil || err != nil {
+		return refused, err
 	}
 	if cl.hash != "" && !p.WallDeadline().IsZero() {
 		lim.Timeout = max(min(lim.Timeout, time.Until(p.WallDeadline())), time.Millisecond) // the wait spent wall time
 	}
 	wait := lim.Timeout + n.run.KillGrace + time.Minute
 	req := executor.RunRequest{Key: key, Path: runPath, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait, Hash: cl.hash, GateModules: cl.gated, Judged: cl.modules}
-	target, err := n.placement(a.Placement)
-	if err != nil {
-		return nil, err
-	}
-	if versioned {
-		target = nil // a recorded version runs where its journal is read: here
-	}
-	var (
-		res   executor.Result
-		runID string
-	)
-	if target != nil {
-		res, runID, err = n.runOn(runCtx, target, req)
-	} else {
-		done := n.busy()
-		res, runID, err = n.execClient.Run(runCtx, req)
-		done()
-		if err == nil && res.Error != nil && res.Error.Kind == executor.ErrNotFound.Kind && !versioned && n.pullMissing(ctx) {
-			// Another node wrote it and this one missed the announcement
-			// (the first run has ended: its key is free again).
-			done := n.busy()
-			res, runID, err = n.execClient.Run(runCtx, req)
-			done()
-		}
-	}
+	res, runID, err := n.execRun(ctx, runCtx, a.Placement, req, versioned)
 	if err != nil {
 		return nil, err
 	}
@@ -925,6 +873,75 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 		}
 	}
 	return ExecResult{Result: res, RunID: runID}, nil
+}
+
+// execLimits are the limits of p's run: the node's, its memory held
+// against p's memory_mb quota while it runs (charged here: the caller
+// MUST refund memMB), its timeout never over the wall time left.
+func (n *Node) execLimits(p *kernel.Process) (lim executor.Limits, memMB float64, err error) {
+	lim = n.run.Limits
+	if left, ok := p.Account().Left(capability.MemoryMB); ok && left < float64(lim.MemoryBytes>>20) {
+		lim.MemoryBytes = int64(left * (1 << 20))
+	}
+	memMB = max(float64(lim.MemoryBytes>>20), 1)
+	if err := p.Charge(capability.MemoryMB, memMB); err != nil {
+		return lim, 0, err
+	}
+	if !p.WallDeadline().IsZero() {
+		lim.Timeout = max(min(lim.Timeout, time.Until(p.WallDeadline())), time.Millisecond)
+	}
+	return lim, memMB, nil
+}
+
+// execGate passes the run through the approval gate: a tool whose risk
+// needs an approval waits for it (bounded; ending p, through its HoldRun,
+// cancels the wait), and then runs exactly the version approved. A refusal
+// the caller sees as the run's result is returned as refused.
+// IMPORTANT: the run executes exactly the entry the gate judged: its hash
+// travels as RunRequest.Hash and the executor refuses other content.
+func (n *Node) execGate(ctx, runCtx context.Context, p *kernel.Process, path, version string, versioned bool) (cleared, any, error) {
+	cl, err := n.gateRun(runCtx, p, path, version)
+	if isMissing(err) && !versioned && n.pullMissing(ctx) {
+		// Another node wrote it and this one missed the announcement.
+		cl, err = n.gateRun(runCtx, p, path, version)
+	}
+	if afterGate != nil {
+		afterGate(path)
+	}
+	if err == nil {
+		return cl, nil, nil
+	}
+	if res, ok := gateFailure(err); ok {
+		return cl, res, nil
+	}
+	if isMissing(err) {
+		return cl, ExecResult{Result: executor.Result{Result: json.RawMessage("null"), Logs: []string{}, Error: &executor.Error{Kind: executor.ErrNotFound.Kind, Code: driver.CodeNotFound, Message: err.Error()}}}, nil
+	}
+	return cl, nil, err
+}
+
+// execRun runs req where placement says (a recorded version runs here,
+// where its journal is read), pulling a tool this node missed and running
+// it again when the run did not find it.
+func (n *Node) execRun(ctx, runCtx context.Context, placement string, req executor.RunRequest, versioned bool) (executor.Result, string, error) {
+	target, err := n.placement(placement)
+	if err != nil {
+		return executor.Result{}, "", err
+	}
+	if target != nil && !versioned {
+		return n.runOn(runCtx, target, req)
+	}
+	done := n.busy()
+	res, runID, err := n.execClient.Run(runCtx, req)
+	done()
+	if err == nil && res.Error != nil && res.Error.Kind == executor.ErrNotFound.Kind && !versioned && n.pullMissing(ctx) {
+		// Another node wrote it and this one missed the announcement
+		// (the first run has ended: its key is free again).
+		done := n.busy()
+		res, runID, err = n.execClient.Run(runCtx, req)
+		done()
+	}
+	return res, runID, err
 }
 
 // toolsDir is the tools directory of the node's executor.

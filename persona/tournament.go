@@ -220,43 +220,86 @@ func variantRequest(base string, ts TaskSet, i, n int) llm.Request {
 // prompt, is not scored twice: it is left out of the ranking. A model call
 // that fails ends the tournament with its error, wrapping ErrModel.
 func Tournament(ctx context.Context, opts Options) (Report, error) {
-	if opts.LLM == nil {
-		return Report{}, errors.New("persona: Tournament needs a model (Options.LLM)")
-	}
-	if opts.Variants < 1 || opts.Variants > 20 {
-		return Report{}, fmt.Errorf("persona: %d variants: a tournament writes between 1 and 20", opts.Variants)
-	}
-	if err := opts.Tasks.Validate("the task set"); err != nil {
+	if err := opts.validateTournament(); err != nil {
 		return Report{}, err
 	}
+	t := &tournament{ctx: ctx, opts: opts, rep: Report{Base: opts.Base.Ref()}}
+	t.scoreHost = t.newScoreHost()
+	base := strings.TrimSpace(opts.Base.System)
+	cands := []Candidate{{Label: "baseline", System: base, Version: Version(base)}}
+	variants, err := t.writeVariants(base)
+	if err != nil {
+		return t.rep, err
+	}
+	cands = append(cands, variants...)
+	for i := range cands {
+		if err := t.score(&cands[i]); err != nil {
+			return t.rep, err
+		}
+	}
+	if err := t.fit(cands); err != nil {
+		return t.rep, err
+	}
+	t.rank(cands)
+	return t.rep, nil
+}
+
+// validateTournament checks the options Tournament needs.
+func (opts Options) validateTournament() error {
+	if opts.LLM == nil {
+		return errors.New("persona: Tournament needs a model (Options.LLM)")
+	}
+	if opts.Variants < 1 || opts.Variants > 20 {
+		return fmt.Errorf("persona: %d variants: a tournament writes between 1 and 20", opts.Variants)
+	}
+	if err := opts.Tasks.Validate("the task set"); err != nil {
+		return err
+	}
 	if strings.TrimSpace(opts.Base.System) == "" {
-		return Report{}, fmt.Errorf("%w: the base persona %q has no prompt", ErrInvalid, opts.Base.Name)
+		return fmt.Errorf("%w: the base persona %q has no prompt", ErrInvalid, opts.Base.Name)
 	}
-	rep := Report{Base: opts.Base.Ref()}
-	ask := func(seq uint64, req llm.Request) (llm.Response, time.Duration, error) {
-		raw, _ := json.Marshal(req)
-		start := time.Now()
-		out, err := opts.LLM.Do(ctx, driver.Call{Seq: seq, Driver: llm.Driver, Op: llm.OpComplete, Request: raw})
-		wall := time.Since(start)
-		rep.Calls++
-		if err != nil {
-			return llm.Response{}, 0, fmt.Errorf("tournament call %d: %w: %w", seq, ErrModel, err)
-		}
-		var r llm.Response
-		if err := json.Unmarshal(out, &r); err != nil {
-			return r, 0, fmt.Errorf("tournament call %d: %w", seq, err)
-		}
-		if opts.Charge != nil {
-			if err := opts.Charge(seq, r.Usage); err != nil {
-				return r, wall, err
-			}
-		}
-		return r, wall, nil
+	return nil
+}
+
+// tournament is one Tournament's state.
+type tournament struct {
+	ctx       context.Context
+	opts      Options
+	rep       Report
+	scoreHost driver.Host
+	scoreErr  error // the journaled score call failed: the tournament ends
+}
+
+// ask makes one model call with the Seq seq, charges its usage, and
+// returns the answer and its wall time.
+func (t *tournament) ask(seq uint64, req llm.Request) (llm.Response, time.Duration, error) {
+	raw, _ := json.Marshal(req)
+	start := time.Now()
+	out, err := t.opts.LLM.Do(t.ctx, driver.Call{Seq: seq, Driver: llm.Driver, Op: llm.OpComplete, Request: raw})
+	wall := time.Since(start)
+	t.rep.Calls++
+	if err != nil {
+		return llm.Response{}, 0, fmt.Errorf("tournament call %d: %w: %w", seq, ErrModel, err)
 	}
-	// The tool scores, through the journal: a tool that fails is an
-	// answer ({"error"}), recorded like a score; only an interruption (or
-	// the journal failing) is an error, which ends the tournament.
-	var scoreHost driver.Host = driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+	var r llm.Response
+	if err := json.Unmarshal(out, &r); err != nil {
+		return r, 0, fmt.Errorf("tournament call %d: %w", seq, err)
+	}
+	if t.opts.Charge != nil {
+		if err := t.opts.Charge(seq, r.Usage); err != nil {
+			return r, wall, err
+		}
+	}
+	return r, wall, nil
+}
+
+// newScoreHost is the host of the tool scores, through the journal: a tool
+// that fails is an answer ({"error"}), recorded like a score; only an
+// interruption (or the journal failing) is an error, which ends the
+// tournament.
+func (t *tournament) newScoreHost() driver.Host {
+	opts := t.opts
+	var h driver.Host = driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
 		if opts.ScoreTool == nil {
 			return json.Marshal(scoreAnswer{Error: "no tool runner was given (Options.ScoreTool)"})
 		}
@@ -274,38 +317,43 @@ func Tournament(ctx context.Context, opts Options) (Report, error) {
 		return json.Marshal(scoreAnswer{Result: out})
 	})
 	if opts.Journal != nil {
-		scoreHost = opts.Journal(scoreHost)
+		h = opts.Journal(h)
 	}
-	var scoreErr error // the journaled score call failed: the tournament ends
-	scoreTool := func(seq uint64) ToolScorer {
-		return func(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
-			req, _ := json.Marshal(scoreRequest{Tool: tool, Args: args})
-			out, err := scoreHost.Do(ctx, driver.Call{Seq: seq, Driver: ScoreDriver, Op: OpScoreTool, Request: req})
-			if err != nil {
-				scoreErr = fmt.Errorf("tournament score %d (%s): %w", seq, tool, err)
-				return nil, scoreErr
-			}
-			var a scoreAnswer
-			if err := json.Unmarshal(out, &a); err != nil {
-				scoreErr = fmt.Errorf("tournament score %d (%s): its answer %.200s: %w", seq, tool, out, err)
-				return nil, scoreErr
-			}
-			if a.Error != "" {
-				return nil, errors.New(a.Error)
-			}
-			return a.Result, nil
-		}
-	}
-	base := strings.TrimSpace(opts.Base.System)
-	cands := []Candidate{{Label: "baseline", System: base, Version: Version(base)}}
-	seen := map[string]bool{cands[0].Version: true}
-	var variants []Candidate
-	for i := 1; i <= opts.Variants; i++ {
-		r, _, err := ask(uint64(i), variantRequest(base, opts.Tasks, i, opts.Variants))
+	return h
+}
+
+// scoreTool is the ToolScorer of the score with the Seq seq.
+func (t *tournament) scoreTool(seq uint64) ToolScorer {
+	return func(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
+		req, _ := json.Marshal(scoreRequest{Tool: tool, Args: args})
+		out, err := t.scoreHost.Do(ctx, driver.Call{Seq: seq, Driver: ScoreDriver, Op: OpScoreTool, Request: req})
 		if err != nil {
-			return rep, err
+			t.scoreErr = fmt.Errorf("tournament score %d (%s): %w", seq, tool, err)
+			return nil, t.scoreErr
 		}
-		addUsage(&rep.Generation, r.Usage)
+		var a scoreAnswer
+		if err := json.Unmarshal(out, &a); err != nil {
+			t.scoreErr = fmt.Errorf("tournament score %d (%s): its answer %.200s: %w", seq, tool, out, err)
+			return nil, t.scoreErr
+		}
+		if a.Error != "" {
+			return nil, errors.New(a.Error)
+		}
+		return a.Result, nil
+	}
+}
+
+// writeVariants has the model write the variants of base, leaving out an
+// empty one and one that repeats another candidate.
+func (t *tournament) writeVariants(base string) ([]Candidate, error) {
+	seen := map[string]bool{Version(base): true}
+	var variants []Candidate
+	for i := 1; i <= t.opts.Variants; i++ {
+		r, _, err := t.ask(uint64(i), variantRequest(base, t.opts.Tasks, i, t.opts.Variants))
+		if err != nil {
+			return nil, err
+		}
+		addUsage(&t.rep.Generation, r.Usage)
 		text := strings.TrimSpace(r.Message.Content)
 		// Keep the label of the variant's number, so that a table names
 		// the same prompt "v2" in every replay.
@@ -315,39 +363,47 @@ func Tournament(ctx context.Context, opts Options) (Report, error) {
 		seen[Version(text)] = true
 		variants = append(variants, Candidate{Label: fmt.Sprintf("v%d", i), System: text, Version: Version(text)})
 	}
-	cands = append(cands, variants...)
+	return variants, nil
+}
+
+// score runs candidate c on every task and scores its answers.
+func (t *tournament) score(c *Candidate) error {
+	opts := t.opts
 	n := len(opts.Tasks.Tasks)
-	for i := range cands {
-		c := &cands[i]
-		ci := 0 // the baseline
-		if c.Label != "baseline" {
-			_, _ = fmt.Sscanf(c.Label, "v%d", &ci)
-		}
-		for t := range opts.Tasks.Tasks {
-			req := llm.Request{Messages: []llm.Message{{Role: llm.RoleSystem, Content: c.System}, {Role: llm.RoleUser, Content: opts.Tasks.Tasks[t].Input}}, MaxTokens: opts.MaxTokens}
-			seq := Seq(opts.Variants, n, ci, t)
-			r, wall, err := ask(seq, req)
-			if err != nil {
-				return rep, err
-			}
-			tr := TaskResult{Task: opts.Tasks.taskID(t), Answer: r.Message.Content, Tokens: r.Usage.TotalTokens, Wall: wall, Seq: seq}
-			if tr.Score, err = opts.Tasks.score(ctx, t, r.Message.Content, scoreTool(ScoreSeq(opts.Variants, n, ci, t))); err != nil {
-				if scoreErr != nil {
-					return rep, scoreErr
-				}
-				tr.Error = err.Error()
-			}
-			c.Results = append(c.Results, tr)
-			c.Score += tr.Score
-			c.Tokens += r.Usage.TotalTokens
-			c.CostUSD += r.Usage.CostUSD
-		}
+	ci := 0 // the baseline
+	if c.Label != "baseline" {
+		_, _ = fmt.Sscanf(c.Label, "v%d", &ci)
 	}
-	var walls map[uint64]time.Duration
-	if opts.Walls != nil {
-		w, err := opts.Walls()
+	for k := range opts.Tasks.Tasks {
+		req := llm.Request{Messages: []llm.Message{{Role: llm.RoleSystem, Content: c.System}, {Role: llm.RoleUser, Content: opts.Tasks.Tasks[k].Input}}, MaxTokens: opts.MaxTokens}
+		seq := Seq(opts.Variants, n, ci, k)
+		r, wall, err := t.ask(seq, req)
 		if err != nil {
-			return rep, fmt.Errorf("tournament: the recorded wall times: %w", err)
+			return err
+		}
+		tr := TaskResult{Task: opts.Tasks.taskID(k), Answer: r.Message.Content, Tokens: r.Usage.TotalTokens, Wall: wall, Seq: seq}
+		if tr.Score, err = opts.Tasks.score(t.ctx, k, r.Message.Content, t.scoreTool(ScoreSeq(opts.Variants, n, ci, k))); err != nil {
+			if t.scoreErr != nil {
+				return t.scoreErr
+			}
+			tr.Error = err.Error()
+		}
+		c.Results = append(c.Results, tr)
+		c.Score += tr.Score
+		c.Tokens += r.Usage.TotalTokens
+		c.CostUSD += r.Usage.CostUSD
+	}
+	return nil
+}
+
+// fit sums each candidate's wall time (the recorded ones when
+// Options.Walls gives them) and computes its fitness.
+func (t *tournament) fit(cands []Candidate) error {
+	var walls map[uint64]time.Duration
+	if t.opts.Walls != nil {
+		w, err := t.opts.Walls()
+		if err != nil {
+			return fmt.Errorf("tournament: the recorded wall times: %w", err)
 		}
 		walls = w
 	}
@@ -359,8 +415,15 @@ func Tournament(ctx context.Context, opts Options) (Report, error) {
 			}
 			c.Wall += c.Results[j].Wall
 		}
-		c.Fitness = opts.Weights.Fitness(*c)
+		c.Fitness = t.opts.Weights.Fitness(*c)
 	}
+	return nil
+}
+
+// rank orders the candidates fittest first (ties in their order) and names
+// the winner: the fittest variant when it beats the baseline by more than
+// Options.Margin, else the baseline.
+func (t *tournament) rank(cands []Candidate) {
 	order := map[string]int{}
 	for i, c := range cands {
 		order[c.Label] = i
@@ -374,18 +437,17 @@ func Tournament(ctx context.Context, opts Options) (Report, error) {
 		}
 		return order[a.Label] - order[b.Label]
 	})
-	rep.Ranked = cands
-	rep.Winner = "baseline"
+	t.rep.Ranked = cands
+	t.rep.Winner = "baseline"
 	var baseFit float64
 	for _, c := range cands {
 		if c.Label == "baseline" {
 			baseFit = c.Fitness
 		}
 	}
-	if top := cands[0]; top.Label != "baseline" && top.Fitness > baseFit+opts.Margin {
-		rep.Winner, rep.Improved = top.Label, true
+	if top := cands[0]; top.Label != "baseline" && top.Fitness > baseFit+t.opts.Margin {
+		t.rep.Winner, t.rep.Improved = top.Label, true
 	}
-	return rep, nil
 }
 
 func addUsage(to *llm.Usage, u llm.Usage) {

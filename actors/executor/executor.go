@@ -498,37 +498,12 @@ func (b *bridge) Do(ctx context.Context, c driver.Call) (out json.RawMessage, er
 // tools directory where it leads; with the caller's Rights set, the caller
 // MUST hold the read right on that resolved path.
 func (b *bridge) Require(ctx context.Context, from, spec string) (sandbox.Module, error) {
-	e := b.e
-	tools := path.Clean(e.opts.ToolsDir)
-	var base string
-	switch {
-	case spec == "":
-		return sandbox.Module{}, driver.Errorf(driver.CodeInvalid, "require(''): the module id is empty")
-	case strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || spec == "." || spec == "..":
-		base = path.Join(path.Dir(from), spec)
-	case strings.HasPrefix(spec, vfs.LibMount+"/"):
-		base = path.Join(tools, strings.TrimPrefix(spec, vfs.LibMount+"/"))
-	case strings.HasPrefix(spec, "/"):
-		if b.replayed {
-			if name, ok := underMount(spec, mcpdriver.Mount); ok {
-				return b.requireNamedMCP(name, from, spec)
-			}
-		}
-		if m, point, name, ok := driver.MountOf(b.mounts, spec); ok {
-			return b.requireMounted(ctx, m, point, name, from, spec)
-		}
-		return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: absolute module paths are refused; use './x', '/lib/x'%s", spec, from, mountHint(b.mounts))
-	default:
-		if !slices.Contains(e.opts.AllowedImports, spec) {
-			allowed := "none are configured"
-			if len(e.opts.AllowedImports) > 0 {
-				allowed = "allowed: " + strings.Join(e.opts.AllowedImports, ", ")
-			}
-			return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "import of module %q is not allowed (%s); tools reach the outside only through tgp (tgp.read_file, tgp.write_file, ...) and may require other tools by relative path", spec, allowed)
-		}
-		base = path.Join(tools, "vendor", spec)
+	tools := path.Clean(b.e.opts.ToolsDir)
+	base, m, done, err := b.requireBase(ctx, tools, from, spec)
+	if done || err != nil {
+		return m, err
 	}
-	inTools := func(p string) bool { return tools == "." || strings.HasPrefix(p, tools+"/") }
+	inTools := func(p string) bool { return inToolsDir(tools, p) }
 	if base != tools && !inTools(base) {
 		return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s leaves the tools directory %s/", spec, from, tools)
 	}
@@ -549,44 +524,97 @@ func (b *bridge) Require(ctx context.Context, from, spec string) (sandbox.Module
 		if !inTools(c) {
 			continue // e.g. require('.') from the top: tools.ts is outside
 		}
-		r, err := e.root.Resolve(c)
-		if err == nil {
-			var fi fs.FileInfo
-			if fi, err = e.root.Stat(r); err == nil && fi.IsDir() {
-				continue
-			}
+		if m, ok, err := b.requireCandidate(tools, c, from, spec); ok || err != nil {
+			return m, err
 		}
-		if err != nil {
-			if errors.Is(err, vfs.ErrSecurity) {
-				return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: %v", spec, from, err)
-			}
-			continue
-		}
-		if !inTools(r) {
-			return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: %s resolves (through a symbolic link) to %s, outside the tools directory %s/", spec, from, c, r, tools)
-		}
-		if b.rights != nil {
-			if err := b.rights.Allow(vfs.AccessRead, r); err != nil {
-				return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: the tool runs with its caller's rights, and the caller may not read %s (%v)", spec, from, r, err)
-			}
-		}
-		m, src, xerr := e.moduleWith(r, nil)
-		if xerr != nil {
-			return sandbox.Module{}, driver.Errorf(string(xerr.Kind), "require(%q) from %s: %s", spec, from, xerr.Message)
-		}
-		if b.pins != nil {
-			b.pins.noteTree(m.Path)
-		}
-		as := ""
-		if c != m.Path {
-			as = c
-		}
-		if err := b.noteModule(journal.Module{Path: m.Path, Hash: m.Hash, As: as}, src); err != nil {
-			return sandbox.Module{}, err
-		}
-		return m, nil
 	}
 	return sandbox.Module{}, driver.Errorf(driver.CodeNotFound, "cannot find module %q from %s (tried %s)", spec, from, strings.Join(candidates, ", "))
+}
+
+// inToolsDir says whether p is in the tools directory tools.
+func inToolsDir(tools, p string) bool { return tools == "." || strings.HasPrefix(p, tools+"/") }
+
+// requireBase is where spec, required by from, points in the tools
+// directory; done when it is a mount's module, then loaded (m), or
+// refused (err).
+func (b *bridge) requireBase(ctx context.Context, tools, from, spec string) (base string, m sandbox.Module, done bool, err error) {
+	switch {
+	case spec == "":
+		return "", sandbox.Module{}, true, driver.Errorf(driver.CodeInvalid, "require(''): the module id is empty")
+	case strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || spec == "." || spec == "..":
+		return path.Join(path.Dir(from), spec), sandbox.Module{}, false, nil
+	case strings.HasPrefix(spec, vfs.LibMount+"/"):
+		return path.Join(tools, strings.TrimPrefix(spec, vfs.LibMount+"/")), sandbox.Module{}, false, nil
+	case strings.HasPrefix(spec, "/"):
+		m, err := b.requireAbsolute(ctx, from, spec)
+		return "", m, true, err
+	}
+	allowed := b.e.opts.AllowedImports
+	if !slices.Contains(allowed, spec) {
+		said := "none are configured"
+		if len(allowed) > 0 {
+			said = "allowed: " + strings.Join(allowed, ", ")
+		}
+		return "", sandbox.Module{}, true, driver.Errorf(driver.CodeSecurity, "import of module %q is not allowed (%s); tools reach the outside only through tgp (tgp.read_file, tgp.write_file, ...) and may require other tools by relative path", spec, said)
+	}
+	return path.Join(tools, "vendor", spec), sandbox.Module{}, false, nil
+}
+
+// requireAbsolute loads an absolute spec: a mount's generated module (a
+// replayed run's /mcp module from its name alone), else it is refused.
+func (b *bridge) requireAbsolute(ctx context.Context, from, spec string) (sandbox.Module, error) {
+	if b.replayed {
+		if name, ok := underMount(spec, mcpdriver.Mount); ok {
+			return b.requireNamedMCP(name, from, spec)
+		}
+	}
+	if m, point, name, ok := driver.MountOf(b.mounts, spec); ok {
+		return b.requireMounted(ctx, m, point, name, from, spec)
+	}
+	return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: absolute module paths are refused; use './x', '/lib/x'%s", spec, from, mountHint(b.mounts))
+}
+
+// requireCandidate loads candidate c from the tree: false when there is no
+// such file; an error when it leads out of the tools directory, the caller
+// may not read it, or it does not compile.
+func (b *bridge) requireCandidate(tools, c, from, spec string) (sandbox.Module, bool, error) {
+	e := b.e
+	r, err := e.root.Resolve(c)
+	if err == nil {
+		var fi fs.FileInfo
+		if fi, err = e.root.Stat(r); err == nil && fi.IsDir() {
+			return sandbox.Module{}, false, nil
+		}
+	}
+	if err != nil {
+		if errors.Is(err, vfs.ErrSecurity) {
+			return sandbox.Module{}, false, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: %v", spec, from, err)
+		}
+		return sandbox.Module{}, false, nil
+	}
+	if !inToolsDir(tools, r) {
+		return sandbox.Module{}, false, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: %s resolves (through a symbolic link) to %s, outside the tools directory %s/", spec, from, c, r, tools)
+	}
+	if b.rights != nil {
+		if err := b.rights.Allow(vfs.AccessRead, r); err != nil {
+			return sandbox.Module{}, false, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: the tool runs with its caller's rights, and the caller may not read %s (%v)", spec, from, r, err)
+		}
+	}
+	m, src, xerr := e.moduleWith(r, nil)
+	if xerr != nil {
+		return sandbox.Module{}, false, driver.Errorf(string(xerr.Kind), "require(%q) from %s: %s", spec, from, xerr.Message)
+	}
+	if b.pins != nil {
+		b.pins.noteTree(m.Path)
+	}
+	as := ""
+	if c != m.Path {
+		as = c
+	}
+	if err := b.noteModule(journal.Module{Path: m.Path, Hash: m.Hash, As: as}, src); err != nil {
+		return sandbox.Module{}, false, err
+	}
+	return m, true, nil
 }
 
 // requireMounted loads a generated module of a mount (e.g.

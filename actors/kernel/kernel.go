@@ -211,62 +211,22 @@ func (k *Kernel) spawn(parent *Process, main Main, opts SpawnOptions) (*Process,
 	}
 	pid := PID(k.next.Add(1))
 	holder := "pid:" + strconv.FormatUint(uint64(pid), 10)
-	parentAcct, parentPID := k.root, PID(0)
+	parentPID := PID(0)
 	if parent != nil {
-		parentAcct, parentPID = parent.acct, parent.pid
+		parentPID = parent.pid
 	}
-	acct, err := parentAcct.Child(holder, opts.Quota)
+	acct, err := k.spawnAccount(parent, holder, opts)
 	if err != nil {
-		if parent != nil {
-			var qe *capability.QuotaError
-			if errors.As(err, &qe) {
-				k.exit(parent, Reason{Kind: Quota, Detail: string(qe.Meter)})
-			}
-		}
-		return nil, fmt.Errorf("spawn: %w", err)
+		return nil, err
 	}
-	if opts.Name != "" && k.opts.Ledger != nil && capability.HasCumulative(opts.Quota) {
-		if err := acct.Persist(k.opts.Ledger, LedgerKey(opts.Name)); err != nil {
-			acct.Close()
-			return nil, fmt.Errorf("spawn: %w", err)
-		}
-	}
-	if opts.restore != nil {
-		acct.Carry(opts.restore.used) // before the wall_ms deadline is computed below
-	}
-	var tok *capability.Held
 	if opts.From != nil && parent != nil {
 		acct.Close()
 		return nil, fmt.Errorf("%w: SpawnOptions.From is for Kernel.Spawn only: a process's child derives its token from its parent's", ErrInvalid)
 	}
-	if opts.From != nil {
-		t, err := k.auth.Delegate(*opts.From, holder, opts.Grants, opts.Caveats)
-		if err == nil {
-			tok, err = k.auth.Hold(t)
-		}
-		if err != nil {
-			acct.Close()
-			return nil, fmt.Errorf("spawn: %w", err)
-		}
-	} else if len(opts.Grants) > 0 {
-		var t capability.Token
-		if parent == nil {
-			t = k.auth.Mint(holder, opts.Grants, opts.Caveats)
-		} else {
-			ptok, ok := parent.Token()
-			if !ok {
-				acct.Close()
-				return nil, fmt.Errorf("spawn: %w: process %v holds no token to derive the child's grants from", capability.ErrDenied, parent.pid)
-			}
-			if t, err = k.auth.Delegate(ptok, holder, opts.Grants, opts.Caveats); err != nil {
-				acct.Close()
-				return nil, fmt.Errorf("spawn: %w", err)
-			}
-		}
-		if tok, err = k.auth.Hold(t); err != nil {
-			acct.Close()
-			return nil, fmt.Errorf("spawn: %w", err)
-		}
+	tok, err := k.spawnToken(parent, holder, opts)
+	if err != nil {
+		acct.Close()
+		return nil, err
 	}
 	now := k.now()
 	p := &Process{
@@ -277,50 +237,117 @@ func (k *Kernel) spawn(parent *Process, main Main, opts SpawnOptions) (*Process,
 	if opts.restore != nil {
 		p.restored, p.box, p.state = true, opts.restore.box, opts.restore.state
 	}
-
-	// The read lock keeps Close out while the process is inserted; only a
-	// name needs the write lock.
-	lock, unlock := k.mu.RLock, k.mu.RUnlock
-	if opts.Name != "" {
-		lock, unlock = k.mu.Lock, k.mu.Unlock
-	}
-	lock()
-	if k.closed {
-		unlock()
+	if err := k.insert(p, opts.Name); err != nil {
 		acct.Close()
 		if tok != nil {
 			k.auth.RevokeHolder(holder)
 		}
-		return nil, ErrClosed
+		return nil, err
 	}
-	if opts.Name != "" {
-		if cur, taken := k.names[opts.Name]; taken {
-			unlock()
-			acct.Close()
-			if tok != nil {
-				k.auth.RevokeHolder(holder)
-			}
-			return nil, fmt.Errorf("%w: %q is held by %v", ErrNameTaken, opts.Name, cur)
-		}
-		k.names[opts.Name] = pid
-		p.name = opts.Name
-	}
-	k.shard(pid).put(p)
-	k.mains.Add(1)
-	unlock()
-
 	if opts.Link && parent != nil {
 		if err := k.link(parent, pid); err != nil {
 			k.exit(p, Reason{Kind: Killed, Detail: "parent gone before link"})
 		}
 	}
-	if opts.Deadline > 0 {
-		t := time.AfterFunc(opts.Deadline, func() { k.exit(p, Reason{Kind: Deadline, Detail: opts.Deadline.String()}) })
+	k.armDeadlines(p, parent, opts.Deadline, now)
+	k.emitAt(now, &Event{Kind: EventSpawn, PID: pid, Parent: parentPID, Name: opts.Name, Detail: opts.Image})
+	go k.run(p, main)
+	return p, nil
+}
+
+// spawnAccount opens the new process's quota account under its parent's
+// (the root account for the kernel's own), persisted under its name when
+// its quota is cumulative, carrying a restored process's use. A parent
+// whose own quota refuses the child exits with a quota reason.
+func (k *Kernel) spawnAccount(parent *Process, holder string, opts SpawnOptions) (*capability.Account, error) {
+	parentAcct := k.root
+	if parent != nil {
+		parentAcct = parent.acct
+	}
+	acct, err := parentAcct.Child(holder, opts.Quota)
+	if err != nil {
+		var qe *capability.QuotaError
+		if parent != nil && errors.As(err, &qe) {
+			k.exit(parent, Reason{Kind: Quota, Detail: string(qe.Meter)})
+		}
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	if opts.Name != "" && k.opts.Ledger != nil && capability.HasCumulative(opts.Quota) {
+		if err := acct.Persist(k.opts.Ledger, LedgerKey(opts.Name)); err != nil {
+			acct.Close()
+			return nil, fmt.Errorf("spawn: %w", err)
+		}
+	}
+	if opts.restore != nil {
+		acct.Carry(opts.restore.used) // before the wall_ms deadline is computed
+	}
+	return acct, nil
+}
+
+// spawnToken is the new process's capability token: delegated from
+// opts.From, or minted (for the kernel's own) or delegated from the
+// parent's for opts.Grants; nil without grants.
+func (k *Kernel) spawnToken(parent *Process, holder string, opts SpawnOptions) (*capability.Held, error) {
+	var t capability.Token
+	var err error
+	switch {
+	case opts.From != nil:
+		t, err = k.auth.Delegate(*opts.From, holder, opts.Grants, opts.Caveats)
+	case len(opts.Grants) == 0:
+		return nil, nil
+	case parent == nil:
+		t = k.auth.Mint(holder, opts.Grants, opts.Caveats)
+	default:
+		ptok, ok := parent.Token()
+		if !ok {
+			return nil, fmt.Errorf("spawn: %w: process %v holds no token to derive the child's grants from", capability.ErrDenied, parent.pid)
+		}
+		t, err = k.auth.Delegate(ptok, holder, opts.Grants, opts.Caveats)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	tok, err := k.auth.Hold(t)
+	if err != nil {
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	return tok, nil
+}
+
+// insert puts p in the process table, under name when there is one.
+func (k *Kernel) insert(p *Process, name string) error {
+	// The read lock keeps Close out while the process is inserted; only a
+	// name needs the write lock.
+	lock, unlock := k.mu.RLock, k.mu.RUnlock
+	if name != "" {
+		lock, unlock = k.mu.Lock, k.mu.Unlock
+	}
+	lock()
+	defer unlock()
+	if k.closed {
+		return ErrClosed
+	}
+	if name != "" {
+		if cur, taken := k.names[name]; taken {
+			return fmt.Errorf("%w: %q is held by %v", ErrNameTaken, name, cur)
+		}
+		k.names[name] = p.pid
+		p.name = name
+	}
+	k.shard(p.pid).put(p)
+	k.mains.Add(1)
+	return nil
+}
+
+// armDeadlines arms p's deadline and its wall_ms lifetime: the tightest of
+// the process's own limit and its parent's (a child spawned late does not
+// outlive it).
+func (k *Kernel) armDeadlines(p, parent *Process, deadline time.Duration, now time.Time) {
+	if deadline > 0 {
+		t := time.AfterFunc(deadline, func() { k.exit(p, Reason{Kind: Deadline, Detail: deadline.String()}) })
 		context.AfterFunc(p.ctx, func() { t.Stop() })
 	}
-	// wall_ms is a lifetime: the tightest of the process's own limit and
-	// its parent's deadline (a child spawned late does not outlive it).
-	if left, ok := acct.Left(capability.WallMS); ok {
+	if left, ok := p.acct.Left(capability.WallMS); ok {
 		p.wallDeadline = now.Add(time.Duration(left * float64(time.Millisecond)))
 	}
 	if parent != nil && !parent.wallDeadline.IsZero() && (p.wallDeadline.IsZero() || parent.wallDeadline.Before(p.wallDeadline)) {
@@ -330,9 +357,6 @@ func (k *Kernel) spawn(parent *Process, main Main, opts SpawnOptions) (*Process,
 		t := time.AfterFunc(p.wallDeadline.Sub(now), func() { k.exit(p, Reason{Kind: Quota, Detail: string(capability.WallMS)}) })
 		context.AfterFunc(p.ctx, func() { t.Stop() })
 	}
-	k.emitAt(now, &Event{Kind: EventSpawn, PID: pid, Parent: parentPID, Name: opts.Name, Detail: opts.Image})
-	go k.run(p, main)
-	return p, nil
 }
 
 // run is a process's goroutine.

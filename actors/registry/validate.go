@@ -3,6 +3,7 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,74 +86,87 @@ func (p *Params) Validate(args []byte) error {
 	return check(p.s, v, "args")
 }
 
-// check validates v against s at path.
+// check validates v against s at path: its type, its enum, then its
+// elements or properties.
 func check(s *schema, v any, path string) error {
 	if v == nil && (s.nullable || s.Type == "null") {
 		return nil
 	}
 	if len(s.AnyOf) > 0 {
-		for _, m := range s.AnyOf {
-			if check(m, v, path) == nil {
-				return nil
-			}
-		}
-		return &ArgsError{Path: path, Expected: expected(s), Got: kindOf(v)}
+		return checkAnyOf(s, v, path)
 	}
 	if s.Type != "" && !hasType(s.Type, v) {
 		return &ArgsError{Path: path, Expected: expected(s), Got: kindOf(v)}
 	}
-	if len(s.Enum) > 0 {
-		ok := false
-		for _, e := range s.Enum {
-			if e == v {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return &ArgsError{Path: path, Expected: expected(s), Got: valueText(v)}
-		}
+	if len(s.Enum) > 0 && !slices.Contains(s.Enum, v) {
+		return &ArgsError{Path: path, Expected: expected(s), Got: valueText(v)}
 	}
 	switch x := v.(type) {
 	case []any:
-		if s.Items != nil && !anything(s.Items) {
-			for i, e := range x {
-				if err := check(s.Items, e, path+"["+strconv.Itoa(i)+"]"); err != nil {
-					return err
-				}
-			}
-		}
+		return checkItems(s, x, path)
 	case map[string]any:
 		if s.Type != "object" {
 			return nil
 		}
-		named := make(map[string]bool, len(s.Properties))
-		for _, p := range s.Properties {
-			named[p.Name] = true
-			e, present := x[p.Name]
-			if !present {
-				if p.Schema.optional || !contains(s.Required, p.Name) {
-					continue
-				}
-				return &ArgsError{Path: member(path, p.Name), Expected: expected(p.Schema), Got: "nothing (the property is required)"}
-			}
-			if err := check(p.Schema, e, member(path, p.Name)); err != nil {
-				return err
-			}
+		return checkObject(s, x, path)
+	}
+	return nil
+}
+
+// checkAnyOf validates v against the first member of s.AnyOf it matches.
+func checkAnyOf(s *schema, v any, path string) error {
+	for _, m := range s.AnyOf {
+		if check(m, v, path) == nil {
+			return nil
 		}
-		if s.AdditionalProperties != nil && !anything(s.AdditionalProperties) {
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				if !named[k] {
-					keys = append(keys, k)
-				}
+	}
+	return &ArgsError{Path: path, Expected: expected(s), Got: kindOf(v)}
+}
+
+// checkItems validates each element of an array against s.Items.
+func checkItems(s *schema, x []any, path string) error {
+	if s.Items == nil || anything(s.Items) {
+		return nil
+	}
+	for i, e := range x {
+		if err := check(s.Items, e, path+"["+strconv.Itoa(i)+"]"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkObject validates an object's named properties (a required one
+// missing is an error), then its other members against
+// s.AdditionalProperties.
+func checkObject(s *schema, x map[string]any, path string) error {
+	named := make(map[string]bool, len(s.Properties))
+	for _, p := range s.Properties {
+		named[p.Name] = true
+		e, present := x[p.Name]
+		if !present {
+			if p.Schema.optional || !contains(s.Required, p.Name) {
+				continue
 			}
-			sort.Strings(keys) // the same error every time
-			for _, k := range keys {
-				if err := check(s.AdditionalProperties, x[k], member(path, k)); err != nil {
-					return err
-				}
-			}
+			return &ArgsError{Path: member(path, p.Name), Expected: expected(p.Schema), Got: "nothing (the property is required)"}
+		}
+		if err := check(p.Schema, e, member(path, p.Name)); err != nil {
+			return err
+		}
+	}
+	if s.AdditionalProperties == nil || anything(s.AdditionalProperties) {
+		return nil
+	}
+	keys := make([]string, 0, len(x))
+	for k := range x {
+		if !named[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys) // the same error every time
+	for _, k := range keys {
+		if err := check(s.AdditionalProperties, x[k], member(path, k)); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/agent"
-	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/persona"

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node/admin"
 )

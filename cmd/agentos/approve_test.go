@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/governance/approval"
 )
 
 // riskyTool is valid and runs, but check_tool rates it high risk.

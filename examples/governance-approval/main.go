@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
-	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node"
 )

@@ -71,7 +71,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"cluster", osFiles, "the cluster's certificates: 'agentos cluster certs' writes the CA and node keys (0600, never over a file), and a member reads its certificate, key and CA", ""},
 	{"cluster", "net/http", "the seeds provider's health endpoint is HTTP over mutual TLS: its client's transport carries the member certificate", ""},
 	{"pii", "go.etcd.io/bbolt", "the PII token map owns its bbolt file (token -> value, kept out of the journal)", ""},
-	{"approval", "go.etcd.io/bbolt", "the approval gate owns its bbolt file (approval requests and decisions, kept out of the journal, which may be PostgreSQL)", ""},
+	{"governance/approval", "go.etcd.io/bbolt", "the approval gate owns its bbolt file (approval requests and decisions, kept out of the journal, which may be PostgreSQL)", ""},
 	{"memory", "go.etcd.io/bbolt", "the agents' long-term memory owns its bbolt file (.agentos/memory.db: facts, lessons, preferences, pages)", ""},
 
 	// The node's admin socket server and its client.

@@ -14,7 +14,7 @@ import (
 
 	gogit "github.com/go-git/go-git/v5"
 
-	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/persona"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/forge/check"
-	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/persona"
 	"github.com/agentos-run/agentos/vfs"

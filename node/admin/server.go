@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -190,257 +189,11 @@ func removeStaleSocket(path string) error {
 	return os.Remove(path)
 }
 
-// mux routes the endpoints. ctx is the Serve context: when it ends, the
-// tool runs started for a request are cancelled and stay resumable, as the
-// node's own runs are.
-func mux(ctx context.Context, b Backend) *http.ServeMux {
-	m := http.NewServeMux()
-	m.HandleFunc("GET /v1/cluster/ps", func(w http.ResponseWriter, r *http.Request) {
-		fanOut(w, r, b, func(ctx context.Context, k kernel.Client) (any, error) { return k.PS(ctx) })
-	})
-	m.HandleFunc("GET /v1/cluster/events", func(w http.ResponseWriter, r *http.Request) {
-		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-		fanOut(w, r, b, func(ctx context.Context, k kernel.Client) (any, error) { return k.Events(ctx, 0, limit) })
-	})
-	m.HandleFunc("GET /v1/ps", func(w http.ResponseWriter, r *http.Request) {
-		ps, err := b.Kernel().PS(r.Context())
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, ps)
-	})
-	m.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
-		after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
-		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-		evs, err := b.Kernel().Events(r.Context(), after, limit)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, evs)
-	})
-	m.HandleFunc("POST /v1/signal", func(w http.ResponseWriter, r *http.Request) {
-		var req SignalRequest
-		if !readRequest(w, r, b.MaxArgs(), &req) {
-			return
-		}
-		if req.By == "" {
-			req.By = "admin socket"
-		}
-		err := b.Kernel().Signal(r.Context(), kernel.PID(req.PID), req.Signal, req.By)
-		switch {
-		case errors.Is(err, kernel.ErrNoProcess):
-			writeError(w, http.StatusNotFound, err)
-		case errors.Is(err, kernel.ErrInvalid):
-			writeError(w, http.StatusBadRequest, err)
-		case err != nil:
-			writeError(w, http.StatusUnprocessableEntity, err)
-		default:
-			writeJSON(w, http.StatusOK, struct{}{})
-		}
-	})
-	m.HandleFunc("POST /v1/snapshot", func(w http.ResponseWriter, r *http.Request) {
-		var req SnapshotRequest
-		if !readRequest(w, r, b.MaxArgs(), &req) {
-			return
-		}
-		if req.Process == "" {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("%w: snapshot names no process: give its PID or name (agentos ps lists them)", kernel.ErrInvalid))
-			return
-		}
-		by := req.By
-		if by == "" {
-			by = "agentos snapshot --kill"
-		}
-		info, err := b.Kernel().Snapshot(r.Context(), req.Process, req.Kill, by)
-		if err != nil {
-			writeKernelError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, info)
-	})
-	m.HandleFunc("POST /v1/restore", func(w http.ResponseWriter, r *http.Request) {
-		var req RestoreRequest
-		if !readRequest(w, r, b.MaxArgs(), &req) {
-			return
-		}
-		if req.Snapshot == "" {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("%w: restore names no snapshot: give the id agentos snapshot printed (agentos runs lists them, kind snapshot)", kernel.ErrInvalid))
-			return
-		}
-		restore := b.Kernel().Restore
-		if req.Fork {
-			restore = b.Kernel().Fork
-		}
-		pid, name, err := restore(r.Context(), req.Snapshot, req.Name)
-		if err != nil {
-			writeKernelError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, RestoreReply{PID: uint64(pid), Name: name})
-	})
-	m.HandleFunc("POST /v1/call/{tool}", func(w http.ResponseWriter, r *http.Request) {
-		args, ok := readBody(w, r, b.MaxArgs(), 0)
-		if !ok {
-			return
-		}
-		out, err := b.Call(r.Context(), r.PathValue("tool"), args)
-		if err != nil {
-			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": clip.N(err.Error(), 4096)})
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(out)
-	})
-	m.HandleFunc("GET /v1/runs", func(w http.ResponseWriter, _ *http.Request) {
-		runs, err := b.Runs()
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, err)
-			return
-		}
-		if runs == nil {
-			runs = []RunSummary{}
-		}
-		writeJSON(w, http.StatusOK, runs)
-	})
-	m.HandleFunc("GET /v1/runs/{id}", func(w http.ResponseWriter, r *http.Request) {
-		d, err := b.Run(r.PathValue("id"))
-		if err != nil {
-			code := http.StatusInternalServerError
-			if errors.Is(err, journal.ErrNoRun) || errors.Is(err, journal.ErrAmbiguous) {
-				code = http.StatusNotFound
-			}
-			writeError(w, code, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, d)
-	})
-	m.HandleFunc("POST /v1/exec", func(w http.ResponseWriter, r *http.Request) {
-		var req ExecRequest
-		if !readRequest(w, r, b.MaxArgs(), &req) {
-			return
-		}
-		if req.Path == "" {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "agentos: the exec request names no tool path"})
-			return
-		}
-		// The caller hanging up or the node stopping cancels the run: it
-		// stays "running", resumable, as an interrupted 'agentos exec' does.
-		runCtx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		stop := context.AfterFunc(ctx, cancel)
-		defer stop()
-		rep, err := b.Exec(runCtx, req)
-		if err != nil {
-			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": clip.N(err.Error(), 4096)})
-			return
-		}
-		writeJSON(w, http.StatusOK, rep)
-	})
-	m.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
-		out, err := b.Cluster(r.Context())
-		if err != nil {
-			writeFailure(w, http.StatusInternalServerError, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, out)
-	})
-	m.HandleFunc("POST /v1/recover", func(w http.ResponseWriter, r *http.Request) {
-		var req RecoverRequest
-		if !readRequest(w, r, b.MaxArgs(), &req) {
-			return
-		}
-		runCtx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		stop := context.AfterFunc(ctx, cancel)
-		defer stop()
-		out, err := b.Recover(runCtx, req)
-		if err != nil {
-			writeFailure(w, http.StatusUnprocessableEntity, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, out)
-	})
-	if ab, ok := b.(ApprovalBackend); ok {
-		m.HandleFunc("GET /v1/approvals", func(w http.ResponseWriter, r *http.Request) {
-			out, err := ab.Approvals(r.URL.Query().Get("state"))
-			if err != nil {
-				writeFailure(w, http.StatusInternalServerError, err)
-				return
-			}
-			writeJSON(w, http.StatusOK, out)
-		})
-		m.HandleFunc("POST /v1/approve", func(w http.ResponseWriter, r *http.Request) {
-			var req ApproveRequest
-			if !readRequest(w, r, b.MaxArgs(), &req) {
-				return
-			}
-			if req.Target == "" {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "agentos: the approve request names no approval request id or tool path"})
-				return
-			}
-			out, err := ab.Decide(req)
-			if err != nil {
-				writeFailure(w, http.StatusUnprocessableEntity, err)
-				return
-			}
-			writeJSON(w, http.StatusOK, out)
-		})
-	}
-	if rb, ok := b.(RevokeBackend); ok {
-		m.HandleFunc("POST /v1/revoke", func(w http.ResponseWriter, r *http.Request) {
-			var req RevokeRequest
-			if !readRequest(w, r, b.MaxArgs(), &req) {
-				return
-			}
-			out, err := rb.Revoke(req)
-			if err != nil {
-				writeFailure(w, http.StatusUnprocessableEntity, err)
-				return
-			}
-			writeJSON(w, http.StatusOK, out)
-		})
-	}
-	m.HandleFunc("POST /v1/memory", func(w http.ResponseWriter, r *http.Request) {
-		var req MemoryRequest
-		if !readRequest(w, r, b.MaxArgs(), &req) {
-			return
-		}
-		out, err := b.Memory(r.Context(), req)
-		if err != nil {
-			writeFailure(w, http.StatusUnprocessableEntity, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, out)
-	})
-	if h := b.Metrics(); h != nil {
-		m.Handle("GET /metrics", h)
-	}
-	if h := b.MCP(); h != nil {
-		m.Handle("/mcp", h)
-	}
-	return m
-}
-
+// writeJSON answers v with code.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// writeFailure answers a Backend's failure: with the status its
-// *StatusError chooses, else code.
-func writeFailure(w http.ResponseWriter, code int, err error) {
-	var se *StatusError
-	if errors.As(err, &se) {
-		code = se.Code
-	}
-	writeJSON(w, code, map[string]string{"error": clip.N(err.Error(), 4096)})
-}
-
-func writeError(w http.ResponseWriter, code int, err error) {
-	writeJSON(w, code, map[string]string{"error": clip.Text(err.Error())})
 }
 
 // readBody reads a request body of at most limit+extra bytes; on failure it
@@ -451,10 +204,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit, extra int) ([]byte,
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("agentos: the request is over the node's limit of %d bytes of arguments: send less, or raise limits.max_args_bytes in agentos.json and restart the node", limit)})
+			fail(w, http.StatusRequestEntityTooLarge, fmt.Errorf("agentos: the request is over the node's limit of %d bytes of arguments: send less, or raise limits.max_args_bytes in agentos.json and restart the node", limit))
 			return nil, false
 		}
-		writeError(w, http.StatusBadRequest, err)
+		fail(w, http.StatusBadRequest, err)
 		return nil, false
 	}
 	return b, true
@@ -469,7 +222,7 @@ func readRequest(w http.ResponseWriter, r *http.Request, limit int, v any) bool 
 		return false
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "agentos: the request is not the JSON object expected: " + clip.Text(err.Error())})
+		fail(w, http.StatusBadRequest, fmt.Errorf("agentos: the request is not the JSON object expected: %s", clip.Text(err.Error())))
 		return false
 	}
 	return true
@@ -488,49 +241,4 @@ type NodeReply struct {
 	Node   string          `json:"node"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`
-}
-
-// fanOut asks every member's kernel actor at once, each within 5 s, and
-// answers their replies in the members' order.
-func fanOut(w http.ResponseWriter, r *http.Request, b Backend, ask func(context.Context, kernel.Client) (any, error)) {
-	ks := b.Kernels()
-	if ks == nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "this node is in no cluster: start it with 'agentos serve --cluster' (see docs/CLUSTER.md)"})
-		return
-	}
-	out := make([]NodeReply, len(ks))
-	var wg sync.WaitGroup
-	for i, k := range ks {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-			defer cancel()
-			out[i].Node = k.Node
-			v, err := ask(ctx, k.Kernel)
-			if err != nil {
-				out[i].Error = clip.N(err.Error(), 4096)
-				return
-			}
-			out[i].Result, _ = json.Marshal(v)
-		})
-	}
-	wg.Wait()
-	writeJSON(w, http.StatusOK, out)
-}
-
-// writeKernelError answers a kernel error with its status: 404 for a
-// process or snapshot that is not there, 409 for a name held or a snapshot
-// restored already (or whose process still runs), 400 for an
-// invalid request (a seal that does not verify, an unknown image), 422
-// otherwise.
-func writeKernelError(w http.ResponseWriter, err error) {
-	switch {
-	case errors.Is(err, kernel.ErrNoProcess), errors.Is(err, journal.ErrNoRun):
-		writeError(w, http.StatusNotFound, err)
-	case errors.Is(err, kernel.ErrNameTaken), errors.Is(err, kernel.ErrNotRestorable):
-		writeError(w, http.StatusConflict, err)
-	case errors.Is(err, kernel.ErrInvalid), errors.Is(err, journal.ErrAmbiguous):
-		writeError(w, http.StatusBadRequest, err)
-	default:
-		writeError(w, http.StatusUnprocessableEntity, err)
-	}
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/agentos-run/agentos/agent"
-	"github.com/agentos-run/agentos/approval"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/persona"
 )

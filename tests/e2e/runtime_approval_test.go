@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node"
 )

@@ -336,78 +336,117 @@ func (a *analyzer) globalName(i int32) (string, bool) {
 // erases: nothing in it runs.
 func (a *analyzer) inType(i int32) bool { return a.n(i).inType }
 
-// run is the single pass over the tree.
+// visitors are the rules of the single pass, by the kind of node they
+// look at (nil: none).
+var visitors = [numKinds]func(a *analyzer, i int32){
+	kIdentifier:                  (*analyzer).identifier, // {process} reads process too
+	kShorthandPropertyIdentifier: (*analyzer).identifier,
+	kMemberExpr:                  (*analyzer).member,
+	kSubscriptExpr:               (*analyzer).member,
+	kCallExpr:                    (*analyzer).call,
+	kPropertyIdentifier:          (*analyzer).escapedName,
+	kPredefinedType:              (*analyzer).predefinedType,
+	kNumber:                      (*analyzer).number,
+	kString:                      (*analyzer).stringLiteral,
+	kTemplateString:              (*analyzer).stringLiteral,
+	kComment:                     (*analyzer).comment,
+	kWithStatement:               (*analyzer).withStatement,
+	kImportStatement:             (*analyzer).moduleStatement,
+	kExportStatement:             (*analyzer).moduleStatement,
+	kImportRequireClause:         (*analyzer).moduleStatement,
+	kExportSpecifier:             (*analyzer).exportSpecifier,
+	kBinaryExpr:                  (*analyzer).binary,
+	kAugmentedAssign:             (*analyzer).augmentedAssign,
+	kVariableDeclarator:          func(a *analyzer, i int32) { a.namedSecret(a.child(i, fName), a.child(i, fValue)) },
+	kPair:                        func(a *analyzer, i int32) { a.namedSecret(a.child(i, fKey), a.child(i, fValue)) },
+	kPublicFieldDefinition:       func(a *analyzer, i int32) { a.namedSecret(a.child(i, fName), a.child(i, fValue)) },
+	kRequiredParameter:           func(a *analyzer, i int32) { a.namedSecret(a.child(i, fPattern), a.child(i, fValue)) },
+	kOptionalParameter:           func(a *analyzer, i int32) { a.namedSecret(a.child(i, fPattern), a.child(i, fValue)) },
+	kAssignment:                  (*analyzer).assignment,
+}
+
+// run is the single pass over the tree (visitors), then the rules on the
+// whole source.
 func (a *analyzer) run() {
 	nodes := a.t.nodes
 	a.declared = a.declaredNames()
 	for i := int32(0); int(i) < len(nodes); i++ {
-		switch nodes[i].kind {
-		case kIdentifier, kShorthandPropertyIdentifier:
-			a.identifier(i) // {process} reads process too
-		case kMemberExpr, kSubscriptExpr:
-			a.member(i)
-		case kCallExpr:
-			a.call(i)
-		case kPropertyIdentifier:
-			if bytes.IndexByte(a.text(i), '\\') >= 0 {
-				a.risk(RiskHigh, nodes[i].start, "unicode escapes in a name hide which name it is")
-			}
-		case kPredefinedType:
-			if a.is(i, "any") {
-				a.errorAt(nodes[i].start, ruleNoAny,
-					"'any' turns off type checking: use 'unknown' and narrow it, or write the specific type")
-			}
-		case kNumber:
-			a.number(i)
-		case kString, kTemplateString:
-			a.stringLiteral(i)
-		case kComment:
-			if bytes.Contains(a.text(i), []byte("@ignore-security")) {
-				a.risk(RiskHigh, nodes[i].start, "a @ignore-security comment asks reviewers and scanners to look away")
-			}
-		case kWithStatement:
-			a.errorAt(nodes[i].start, ruleDynamicCode,
-				"'with' makes every name ambiguous and is forbidden: name the object's properties explicitly (obj.x)")
-		case kImportStatement, kExportStatement, kImportRequireClause:
-			if s := a.child(i, fSource); s >= 0 {
-				a.specifier(s)
-			}
-			if nodes[i].kind == kExportStatement && (a.hasToken(i, tDefault) || a.hasToken(i, tEq)) {
-				a.hasDefault = true
-			}
-		case kExportSpecifier:
-			name := a.child(i, fAlias)
-			if name < 0 {
-				name = a.child(i, fName)
-			}
-			if a.is(name, "default") {
-				a.hasDefault = true
-			}
-		case kBinaryExpr:
-			if a.hasToken(i, tPlus) && (a.isStringy(a.child(i, fLeft)) || a.isStringy(a.child(i, fRight))) {
-				a.concat(i)
-			}
-		case kAugmentedAssign:
-			if a.hasToken(i, tPlusEq) && a.isStringy(a.child(i, fRight)) {
-				a.concat(i)
-			}
-		case kVariableDeclarator:
-			a.namedSecret(a.child(i, fName), a.child(i, fValue))
-		case kPair:
-			a.namedSecret(a.child(i, fKey), a.child(i, fValue))
-		case kPublicFieldDefinition:
-			a.namedSecret(a.child(i, fName), a.child(i, fValue))
-		case kRequiredParameter, kOptionalParameter:
-			a.namedSecret(a.child(i, fPattern), a.child(i, fValue))
-		case kAssignment:
-			left := a.child(i, fLeft)
-			if left >= 0 && a.n(left).kind == kMemberExpr {
-				left = a.child(left, fProperty)
-			}
-			a.namedSecret(left, a.child(i, fRight))
+		if v := visitors[nodes[i].kind]; v != nil {
+			v(a, i)
 		}
 	}
+	a.wholeSource()
+}
 
+func (a *analyzer) escapedName(i int32) {
+	if bytes.IndexByte(a.text(i), '\\') >= 0 {
+		a.risk(RiskHigh, a.n(i).start, "unicode escapes in a name hide which name it is")
+	}
+}
+
+func (a *analyzer) predefinedType(i int32) {
+	if a.is(i, "any") {
+		a.errorAt(a.n(i).start, ruleNoAny,
+			"'any' turns off type checking: use 'unknown' and narrow it, or write the specific type")
+	}
+}
+
+func (a *analyzer) comment(i int32) {
+	if bytes.Contains(a.text(i), []byte("@ignore-security")) {
+		a.risk(RiskHigh, a.n(i).start, "a @ignore-security comment asks reviewers and scanners to look away")
+	}
+}
+
+func (a *analyzer) withStatement(i int32) {
+	a.errorAt(a.n(i).start, ruleDynamicCode,
+		"'with' makes every name ambiguous and is forbidden: name the object's properties explicitly (obj.x)")
+}
+
+// moduleStatement checks an import's or export's module specifier and
+// notes a default export.
+func (a *analyzer) moduleStatement(i int32) {
+	if s := a.child(i, fSource); s >= 0 {
+		a.specifier(s)
+	}
+	if a.n(i).kind == kExportStatement && (a.hasToken(i, tDefault) || a.hasToken(i, tEq)) {
+		a.hasDefault = true
+	}
+}
+
+func (a *analyzer) exportSpecifier(i int32) {
+	name := a.child(i, fAlias)
+	if name < 0 {
+		name = a.child(i, fName)
+	}
+	if a.is(name, "default") {
+		a.hasDefault = true
+	}
+}
+
+func (a *analyzer) binary(i int32) {
+	if a.hasToken(i, tPlus) && (a.isStringy(a.child(i, fLeft)) || a.isStringy(a.child(i, fRight))) {
+		a.concat(i)
+	}
+}
+
+func (a *analyzer) augmentedAssign(i int32) {
+	if a.hasToken(i, tPlusEq) && a.isStringy(a.child(i, fRight)) {
+		a.concat(i)
+	}
+}
+
+func (a *analyzer) assignment(i int32) {
+	left := a.child(i, fLeft)
+	if left >= 0 && a.n(left).kind == kMemberExpr {
+		left = a.child(left, fProperty)
+	}
+	a.namedSecret(left, a.child(i, fRight))
+}
+
+// wholeSource are the rules on the whole source: its size, its
+// concatenations, a part the grammar could not parse, a Markdown fence,
+// the default export.
+func (a *analyzer) wholeSource() {
 	if len(a.src) > maxQuietSize {
 		a.risk(RiskMedium, 0, "the source is "+strconv.Itoa(len(a.src))+" bytes long (over "+
 			strconv.Itoa(maxQuietSize)+"): too large to review by eye")

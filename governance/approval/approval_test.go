@@ -12,7 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/goleak"
 
-	"github.com/agentos-run/agentos/approval"
+	"github.com/agentos-run/agentos/governance/approval"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

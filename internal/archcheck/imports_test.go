@@ -1,0 +1,305 @@
+package archcheck
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// compositionRoot are the packages that assemble the node: they alone
+// construct the actors' objects and import the kernel tools' package
+// (node). IMPORTANT: issue 27 makes this one package; until then it is
+// internal/host (the composition root), node and the CLI.
+var compositionRoot = []string{"internal/host", "node", "cmd/agentos"}
+
+// leaves are packages under actors/ that any package may import: they
+// hold no actor (actors/system: protoactor's fences; actors/supervisor:
+// supervision specs as data; actors/forge/check: the checker, a pure
+// function of a source).
+var leaves = []string{"actors/system", "actors/supervisor", "actors/forge/check"}
+
+// actorObjects are the identifiers of an actor package that construct its
+// object or hold it: only the composition root (and the actor's own
+// package) may use them; everyone else sends the actor its messages
+// through a client.
+var actorObjects = map[string]map[string]bool{
+	"actors/executor": {"New": true, "Props": true, "Executor": true},
+	"actors/forge":    {"New": true, "Props": true, "Forge": true},
+	"actors/git":      {"Props": true},
+	"actors/kernel":   {"New": true, "Props": true, "Kernel": true},
+	"actors/registry": {"Open": true, "Props": true, "Registry": true},
+}
+
+// knownImports are today's violations of the import rules, each with
+// where it should go. IMPORTANT: this list may only shrink: an entry no
+// longer needed fails the test until it is removed, and a violation not
+// listed fails it.
+var knownImports = map[string]string{
+	// The embedding facade hands out the kernel for process work
+	// (Runtime.Kernel, Snapshot, Restore answer with kernel types) and the
+	// kernel tools (Runtime.Tools): issue 27 names Kernel() among its verbs.
+	// These go when the process handle and the tool type move to a leaf.
+	"(root) -> actors/kernel":          "the facade answers with kernel.PID, kernel.SnapshotInfo and hands out Kernel(): move them to the process-handle leaf",
+	"(root) -> node":                   "the facade's Tools answers with node.Tool: move the kernel tool type to a leaf",
+	"(root) uses actors/kernel.Kernel": "the facade's Kernel() hands the kernel out for process work, as issue 27 asks",
+	// The typed clients live in the actors' own packages: each moves to
+	// actors/X/client (beside actors/X/xpb), with the domain types its
+	// messages carry, and these go.
+	"actors/forge -> actors/executor":      "the forge holds executor.Client and its Result: move the client to actors/executor/client",
+	"actors/forge -> actors/git":           "the forge holds git.Client: move it to actors/git/client",
+	"actors/forge -> actors/registry":      "the forge holds registry.Client: move it to actors/registry/client",
+	"actors/git -> actors/registry":        "the git actor tells the registry of a write (registry.Client, registry.Tool): move them to actors/registry/client and the tool-metadata leaf",
+	"actors/executor -> actors/registry":   "the executor checks arguments against registry.Params: move the parameters' schema to the tool-metadata leaf",
+	"node/admin -> actors/kernel":          "the admin socket asks the kernel actor through kernel.Client: move it to actors/kernel/client",
+	"node/admin -> actors/executor":        "the admin socket's exec request carries executor.ReplayOptions: move the type to a leaf",
+	"internal/scaffold -> actors/git/repo": "agentos init lays out the tool root's repository with the git actor's repo package: the composition root should pass it in",
+
+	// The kernel tools' package and the agent processes.
+	"agent -> node":                           "an agent calls the kernel tools (node.Tools): move the kernel tool type to a leaf",
+	"mcpserver -> node":                       "the MCP server serves the kernel tools (node.Tools): move the kernel tool type to a leaf",
+	"agent -> actors/kernel":                  "an agent is a kernel process (kernel.Process): move the process handle to a leaf",
+	"mcpserver -> actors/kernel":              "MCP sessions run as kernel processes (kernel.Process): move the process handle to a leaf",
+	"mcpserver -> actors/registry":            "the MCP server lists the registry's tools: ask the registry actor through its client and the tool-metadata leaf",
+	"mcpserver uses actors/registry.Registry": "the MCP server holds the registry object: ask the registry actor through its client",
+	"memory -> actors/registry":               "memory ranks with the registry's BM25F index: move the index to the tool-metadata leaf",
+
+	// The registration gate replays on the executor object (issue 27).
+	"governance/gate -> actors/executor":            "the gate replays through the executor: send it ReplayRequest through its client",
+	"governance/gate uses actors/executor.Executor": "the gate holds the executor object: send it ReplayRequest through its client",
+}
+
+// violation is one break of the import rules.
+type violation struct{ key, where string }
+
+// inside says whether pkg is p or under it.
+func inside(pkg, p string) bool { return pkg == p || strings.HasPrefix(pkg, p+"/") }
+
+// composes says whether pkg is part of the composition root.
+func composes(pkg string) bool {
+	return slices.Contains(compositionRoot, pkg) || inside(pkg, "examples") || inside(pkg, "tests")
+}
+
+// actorOf returns the actor package ("actors/X") an import path relative
+// to the module is in, or "".
+func actorOf(rel string) string {
+	parts := strings.Split(rel, "/")
+	if len(parts) < 2 || parts[0] != "actors" {
+		return ""
+	}
+	return "actors/" + parts[1]
+}
+
+// messagesOnly says whether rel is an actor's messages or typed client
+// package (actors/X/xpb, actors/X/client) or a leaf.
+func messagesOnly(rel string) bool {
+	base := path.Base(rel)
+	return strings.HasSuffix(base, "pb") || base == "client" || slices.ContainsFunc(leaves, func(l string) bool { return inside(rel, l) })
+}
+
+// importViolation says what is wrong with pkg importing rel (both relative
+// to the module), or "".
+func importViolation(pkg, rel string) string {
+	if composes(pkg) {
+		return ""
+	}
+	if rel == "node" && !inside(pkg, "node") {
+		return "only the composition root imports node (the kernel tools' package): import the leaf the type lives in"
+	}
+	a := actorOf(rel)
+	if a == "" || inside(pkg, a) || messagesOnly(rel) {
+		return ""
+	}
+	return "a package reaches an actor only through its messages (its *pb package or typed client) or a leaf: move what it needs to a leaf, or send a message"
+}
+
+// scanImports returns the violations of the import rules in one package's
+// non-test files: its imports, and its uses of an actor's object.
+func scanImports(p listed) ([]violation, error) {
+	pkg := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+	if composes(pkg) {
+		return nil, nil
+	}
+	var out []violation
+	files := slices.Concat(p.GoFiles, p.CgoFiles, p.IgnoredGoFiles)
+	sort.Strings(files)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || !strings.HasSuffix(f, ".go") {
+			continue
+		}
+		v, err := scanFileImports(pkg, filepath.Join(p.Dir, f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	return out, nil
+}
+
+func scanFileImports(pkg, file string) ([]violation, error) {
+	fset := token.NewFileSet()
+	af, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	at := func(p token.Pos) string {
+		pos := fset.Position(p)
+		return fmt.Sprintf("%s:%d", filepath.Join(pkg, filepath.Base(pos.Filename)), pos.Line)
+	}
+	var out []violation
+	actors := map[string]string{} // local name -> actor package
+	for _, im := range af.Imports {
+		ip, err := strconv.Unquote(im.Path.Value)
+		if err != nil || !strings.HasPrefix(ip, module+"/") {
+			continue
+		}
+		rel := strings.TrimPrefix(ip, module+"/")
+		if why := importViolation(pkg, rel); why != "" {
+			out = append(out, violation{cmpOr(pkg, "(root)") + " -> " + rel, at(im.Pos()) + ": " + why})
+		}
+		if _, ok := actorObjects[rel]; ok && !inside(pkg, rel) {
+			local := path.Base(rel)
+			if im.Name != nil {
+				local = im.Name.Name
+			}
+			actors[local] = rel
+		}
+	}
+	ast.Inspect(af, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		if id, ok := sel.X.(*ast.Ident); ok && actors[id.Name] != "" && actorObjects[actors[id.Name]][sel.Sel.Name] {
+			key := cmpOr(pkg, "(root)") + " uses " + actors[id.Name] + "." + sel.Sel.Name
+			out = append(out, violation{key, at(sel.Pos()) + ": only the composition root constructs or holds an actor's object; send the actor its messages through its client"})
+		}
+		return true
+	})
+	return out, nil
+}
+
+// checkImports returns the violations not known, and the known ones gone.
+func checkImports(vs []violation, known map[string]string) []string {
+	var bad []string
+	seen := map[string]bool{}
+	for _, v := range vs {
+		seen[v.key] = true
+		if _, ok := known[v.key]; !ok {
+			bad = append(bad, v.key+" ("+v.where+")")
+		}
+	}
+	var stale []string
+	for k := range known {
+		if !seen[k] {
+			stale = append(stale, k+" is no longer so: remove it from knownImports")
+		}
+	}
+	sort.Strings(stale)
+	return append(bad, stale...)
+}
+
+// TestActorsReachedThroughMessages is the layering rule (DESIGN.md): no
+// package imports an actor's package sideways (only its *pb messages, a
+// typed client package or a leaf), only the composition root imports node,
+// and only it constructs or holds an actor's object; knownImports lists
+// today's exceptions.
+func TestActorsReachedThroughMessages(t *testing.T) {
+	var vs []violation
+	for _, p := range goList(t) {
+		v, err := scanImports(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, v...)
+	}
+	for _, b := range checkImports(vs, knownImports) {
+		t.Error(b)
+	}
+	for k, todo := range knownImports {
+		t.Logf("known violation, to fix: %s: %s", k, todo)
+	}
+}
+
+// TestImportRulesFail proves each rule can fail, on files written here: a
+// sideways import of an actor's package, an import of node outside the
+// composition root, and the construction of an actor's object outside it;
+// messages, clients, leaves and the composition root pass; a known entry
+// no longer needed is reported.
+func TestImportRulesFail(t *testing.T) {
+	dir := t.TempDir()
+	src := func(pkg, body string) listed {
+		d := filepath.Join(dir, strings.ReplaceAll(pkg, "/", "_"))
+		if err := mkdirAll(d); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeFile(filepath.Join(d, "a.go"), body); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeFile(filepath.Join(d, "a_test.go"), "package p\n\nimport _ \""+module+"/node\"\n"); err != nil {
+			t.Fatal(err)
+		}
+		return listed{ImportPath: strings.TrimSuffix(module+"/"+pkg, "/"), Dir: d, GoFiles: []string{"a.go"}, IgnoredGoFiles: []string{"a_test.go"}}
+	}
+	forge := src("actors/forge", `package forge
+
+import (
+	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/actors/executor/executorpb"
+	"github.com/agentos-run/agentos/actors/git/client"
+	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/actors/forge/check"
+)
+
+var _ *executorpb.RunRequest
+`)
+	memory := src("memory", `package memory
+
+import (
+	"github.com/agentos-run/agentos/node"
+	reg "github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/actors/registry/registrypb"
+)
+
+var r, _ = reg.Open(nil, reg.Options{})
+`)
+	root := src("node", `package node
+
+import "github.com/agentos-run/agentos/actors/registry"
+
+var r, _ = registry.Open(nil, registry.Options{})
+`)
+	var got []string
+	for _, p := range []listed{forge, memory, root} {
+		vs, err := scanImports(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			got = append(got, v.key)
+		}
+	}
+	want := []string{
+		"actors/forge -> actors/executor",
+		"memory -> node",
+		"memory -> actors/registry",
+		"memory uses actors/registry.Open",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	bad := checkImports([]violation{{"memory -> node", "x"}}, map[string]string{"agent -> node": "gone"})
+	if len(bad) != 2 || !strings.HasPrefix(bad[0], "memory -> node") || !strings.HasPrefix(bad[1], "agent -> node is no longer so") {
+		t.Fatalf("checkImports = %q, want the new violation then the stale entry", bad)
+	}
+}
+
+func mkdirAll(d string) error { return os.MkdirAll(d, 0o755) }
