@@ -32,6 +32,7 @@ import (
 	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
+	"github.com/agentos-run/agentos/telemetry"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -66,6 +67,7 @@ type Runtime struct {
 	recovered []RecoverReport
 	metrics   *metricsserver.Metrics // nil when the caller gave a MeterProvider
 	metricsSv *metricsserver.Server  // nil without Config.MetricsAddr
+	tracing   *telemetry.Provider    // nil: no OTLP exporter configured, or Config.TracerProvider given
 
 	bg        sync.WaitGroup // forges resumed at start
 	stopBG    context.CancelFunc
@@ -143,6 +145,13 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 			return rt, err
 		}
 		cfg.MeterProvider = rt.metrics.MeterProvider()
+	}
+	if cfg.TracerProvider == nil {
+		if rt.tracing, err = telemetry.Start(ctx, cfg.Tracing); err != nil {
+			return rt, err
+		} else if rt.tracing != nil {
+			cfg.TracerProvider = rt.tracing.TracerProvider()
+		}
 	}
 	// The tools first: Git brings the tree up to date, then the registry
 	// indexes it, so that recovery runs current tools.
@@ -256,7 +265,9 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	}
 	var model driver.Device
 	if cfg.LLM.Model != "" || os.Getenv("AGENTOS_LLM_MODEL") != "" {
-		client, err := llm.New(cfg.LLM.DriverConfig())
+		lc := cfg.LLM.DriverConfig()
+		lc.TracerProvider, lc.CaptureContent = cfg.TracerProvider, telemetry.CaptureContent(cfg.Tracing.CaptureMessageContent)
+		client, err := llm.New(lc)
 		if err != nil {
 			return rt, err
 		}
@@ -272,6 +283,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 		Kernel: k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii, Approvals: rt.gate,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(), Gate: cfg.Governance.Gate.Options(),
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, NodeOnly: []string{cfg.Agents.Personas()},
+		CaptureContent: telemetry.CaptureContent(cfg.Tracing.CaptureMessageContent),
 	}); err != nil {
 		return rt, err
 	}
@@ -611,6 +623,7 @@ func (rt *Runtime) Close() error {
 		if rt.metrics != nil {
 			errs = append(errs, rt.metrics.Shutdown(ctx))
 		}
+		errs = append(errs, rt.tracing.Shutdown(ctx)) // last: flushes every span the node ended
 		rt.closeErr = errors.Join(errs...)
 	})
 	return rt.closeErr

@@ -42,7 +42,7 @@ func TestTelemetry(t *testing.T) {
 		}
 		return attribute.Value{}
 	}
-	if s := ended[0]; s.Name() != "agentos.exec_tool" || attr(s, "agentos.tool").AsString() != "tools/math/fib.ts" || attr(s, "agentos.outcome").AsString() != "ok" || attr(s, "agentos.tool.hash").AsString() == "" {
+	if s := ended[0]; s.Name() != "execute_tool tools/math/fib.ts" || attr(s, "agentos.tool").AsString() != "tools/math/fib.ts" || attr(s, "agentos.outcome").AsString() != "ok" || attr(s, "agentos.tool.hash").AsString() == "" {
 		t.Fatalf("first span: %s %v", s.Name(), s.Attributes())
 	}
 	if s := ended[1]; attr(s, "agentos.calls").AsInt64() != 1 {
