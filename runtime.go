@@ -623,7 +623,9 @@ func (rt *Runtime) Close() error {
 		if rt.metrics != nil {
 			errs = append(errs, rt.metrics.Shutdown(ctx))
 		}
-		errs = append(errs, rt.tracing.Shutdown(ctx)) // last: flushes every span the node ended
+		if err := rt.tracing.Shutdown(ctx); err != nil { // last: flushes every span the node ended
+			rt.log.Warn("agentos: spans not exported", slog.Any("err", err)) // lost spans are no failure of the node
+		}
 		rt.closeErr = errors.Join(errs...)
 	})
 	return rt.closeErr

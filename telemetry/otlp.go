@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -93,15 +94,22 @@ func (p *Provider) Protocol() string { return p.protocol }
 // answer or ctx.
 func (p *Provider) ForceFlush(ctx context.Context) error { return p.sdk.ForceFlush(ctx) }
 
+// ShutdownTimeout bounds Shutdown: an unreachable collector delays a
+// node's stop (a one-shot command's exit) by at most this long.
+const ShutdownTimeout = 3 * time.Second
+
 // Shutdown flushes the spans not yet sent and stops the exporter; it is
-// bounded by ctx. A nil Provider shuts down at once. IMPORTANT: call it
-// after the node's components stopped, so that their last spans are sent.
+// bounded by ctx and ShutdownTimeout. A nil Provider shuts down at once.
+// IMPORTANT: call it after the node's components stopped, so that their
+// last spans are sent.
 func (p *Provider) Shutdown(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, ShutdownTimeout)
+	defer cancel()
 	if err := p.sdk.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("tracing: flushing the last spans: %w", err)
+		return fmt.Errorf("tracing: flushing the last spans (is the collector at OTEL_EXPORTER_OTLP_ENDPOINT or tracing.endpoint reachable?): %w", err)
 	}
 	return nil
 }
