@@ -149,7 +149,8 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if cfg.TracerProvider == nil {
 		if rt.tracing, err = telemetry.Start(ctx, cfg.Tracing); err != nil {
 			return rt, err
-		} else if rt.tracing != nil {
+		}
+		if rt.tracing != nil { // an OTLP exporter is configured
 			cfg.TracerProvider = rt.tracing.TracerProvider()
 		}
 	}
