@@ -50,7 +50,12 @@ import (
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
+	"github.com/agentos-run/agentos/telemetry"
+	"go.opentelemetry.io/otel/trace"
 )
+
+// instrumentation is the OpenTelemetry scope of the agents' spans.
+const instrumentation = "github.com/agentos-run/agentos/agent"
 
 // SystemPrompt is the protocol an agent follows.
 const SystemPrompt = `You are an agent on agentos. You act only through the kernel tools you are given.
@@ -107,6 +112,12 @@ type Options struct {
 	// out (Paging.PageOut) and a note listing them stays in context; the
 	// recall kernel tool brings them back. The zero value pages nothing.
 	Paging Paging
+	// Tracer starts an "execute_tool {name}" span around each tool call
+	// (see package telemetry). nil: the OpenTelemetry global's.
+	Tracer trace.Tracer
+	// CaptureContent records each tool call's arguments and result on its
+	// span. IMPORTANT: off by default: they MAY hold personal data.
+	CaptureContent bool
 }
 
 // ToolDriver is the driver name of an agent's kernel tool calls in its
@@ -155,6 +166,9 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 	}
 	if opts.RepeatLimit <= 0 {
 		opts.RepeatLimit = 3
+	}
+	if opts.Tracer == nil {
+		opts.Tracer = telemetry.Tracer(nil, instrumentation)
 	}
 	system := opts.System
 	if system == "" {
@@ -245,7 +259,7 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 				content = badArguments(tc, answer)
 			} else {
 				seq++
-				content = runTool(ctx, toolHost, seq, tools, tc, &c, opts.MaxResultBytes)
+				content = runTool(ctx, toolHost, seq, tools, tc, &c, opts)
 			}
 			res.Calls = append(res.Calls, c)
 			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: content})
@@ -301,8 +315,24 @@ func badArguments(tc llm.ToolCall, answer llm.Response) string {
 }
 
 // runTool runs one call as call seq of host (CallTool, journaled when the
-// run is) and returns what goes back to the model.
-func runTool(ctx context.Context, host driver.Host, seq uint64, tools map[string]node.Tool, tc llm.ToolCall, c *Call, max int) string {
+// run is), under its "execute_tool {name}" span, and returns what goes
+// back to the model.
+func runTool(ctx context.Context, host driver.Host, seq uint64, tools map[string]node.Tool, tc llm.ToolCall, c *Call, opts Options) (content string) {
+	name, start := telemetry.ToolSpan(tc.Name, tc.ID, telemetry.ToolTypeFunction)
+	ctx, span := opts.Tracer.Start(ctx, name, start...)
+	defer func() {
+		if opts.CaptureContent {
+			span.SetAttributes(telemetry.ToolCallArguments.String(telemetry.Content(tc.Arguments)), telemetry.ToolCallResult.String(telemetry.Content(content)))
+		}
+		if c.Error != "" {
+			typ := "tool_error"
+			if c.Error == "unknown tool" {
+				typ = "unknown_tool"
+			}
+			telemetry.Fail(span, typ, errors.New(c.Error))
+		}
+		span.End()
+	}()
 	if _, ok := tools[tc.Name]; !ok {
 		c.Error = "unknown tool"
 		return fmt.Sprintf("error: there is no tool %q; use one of the tools you were given", tc.Name)
@@ -313,7 +343,7 @@ func runTool(ctx context.Context, host driver.Host, seq uint64, tools map[string
 		return "error: " + c.Error
 	}
 	s := string(out)
-	if len(s) > max {
+	if max := opts.MaxResultBytes; len(s) > max {
 		c.Truncated = true
 		s = s[:max] + fmt.Sprintf("\n[truncated: %d more bytes; ask for less, e.g. a narrower query or a LIMIT]", len(out)-max)
 	}

@@ -19,6 +19,9 @@ import (
 	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
+	"github.com/agentos-run/agentos/telemetry"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Kind is the journal kind of an agent's run.
@@ -304,10 +307,14 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 		return fail(err)
 	}
 	charge := charger(p, replayed)
-	res, runErr := Run(ctx, Options{LLM: host, Tools: tools, System: system, MaxSteps: st.MaxSteps, PII: opts.PII, Journal: tooljournal, Paging: paging, Charge: charge}, task)
+	tracer := telemetry.Tracer(opts.Node.TracerProvider(), instrumentation)
+	ctx, span := startAgentSpan(ctx, tracer, p, run.ID(), st.Persona)
+	res, runErr := Run(ctx, Options{LLM: host, Tools: tools, System: system, MaxSteps: st.MaxSteps, PII: opts.PII, Journal: tooljournal, Paging: paging, Charge: charge,
+		Tracer: tracer, CaptureContent: opts.Node.CaptureContent()}, task)
 	if runErr == nil && st.Memory.Distill && named && res.Reason == ReasonAnswer && ctx.Err() == nil {
 		runErr = distill(ctx, host, store, memName, run.ID(), task, &res, charge)
 	}
+	endAgentSpan(span, res, runErr)
 	if ctx.Err() != nil || p.Context().Err() != nil {
 		// Killed, shut down, or the caller gave up: not an end of the loop.
 		// The run stays resumable.
@@ -447,6 +454,8 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 	finished := make(chan struct{}) // closed when the body has returned: res is then complete
 	p, err := spawn(func(ctx context.Context, p *kernel.Process) error {
 		defer close(finished)
+		// The agent's spans continue the caller's trace.
+		ctx = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(callerCtx))
 		// The agent stops when its process ends or its caller gives up.
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -596,4 +605,34 @@ func claimRun(ctx context.Context, j *journal.Journal, run string, p *kernel.Pro
 			return nil, fmt.Errorf("%w: run %s: the ended process %d has not let go of it for a minute", ErrRunHeld, run, c.p.PID())
 		}
 	}
+}
+
+// startAgentSpan opens the "invoke_agent {name}" span of an incarnation of
+// p running journal run id: gen_ai.agent.name is the process's name
+// ("agent" when it has none), gen_ai.agent.id the run, which a resumed
+// incarnation shares.
+func startAgentSpan(ctx context.Context, tr trace.Tracer, p *kernel.Process, id, persona string) (context.Context, trace.Span) {
+	extra := []attribute.KeyValue{attribute.Int64("agentos.pid", int64(p.PID())), telemetry.ConversationID.String(id)}
+	if persona != "" {
+		extra = append(extra, attribute.String("agentos.persona", persona))
+	}
+	name, opts := telemetry.AgentSpan(cmp.Or(p.Name(), Image), id, extra...)
+	return tr.Start(ctx, name, opts...)
+}
+
+// endAgentSpan records how the loop ended on span and ends it.
+func endAgentSpan(span trace.Span, res Result, err error) {
+	span.SetAttributes(
+		attribute.String("agentos.agent.reason", res.Reason),
+		attribute.Int("agentos.agent.steps", res.Steps),
+		telemetry.UsageInputTokens.Int64(res.Usage.PromptTokens),
+		telemetry.UsageOutputTokens.Int64(res.Usage.CompletionTokens),
+	)
+	switch {
+	case err != nil:
+		telemetry.Fail(span, "", err)
+	case res.Reason != ReasonAnswer:
+		telemetry.Fail(span, res.Reason, fmt.Errorf("the agent stopped without an answer (%s) after %d steps", res.Reason, res.Steps))
+	}
+	span.End()
 }

@@ -110,6 +110,10 @@ type Options struct {
 	// metrics (nil: the OpenTelemetry globals).
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// CaptureContent records GenAI content (an agent's tool arguments and
+	// results) on the spans of its agents (see package telemetry).
+	// IMPORTANT: off by default: they MAY hold personal data.
+	CaptureContent bool
 }
 
 // Node is a booted runtime: the process table plus the actor tree
@@ -243,7 +247,7 @@ func Boot(opts Options) (*Node, error) {
 			// The forge reaches the registry, git and executor actors
 			// through their clients, and charges through the kernel
 			// actor's (all bound once the tree has started).
-			Executor: &n.execClient, Charger: kernelCharger{n},
+			Executor: &n.execClient, Charger: kernelCharger{n}, TracerProvider: opts.TracerProvider,
 		})
 		if err != nil {
 			return nil, err

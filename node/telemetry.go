@@ -84,3 +84,11 @@ func (t *telemetry) end(ctx context.Context, span trace.Span, tool string, start
 	t.calls.Add(ctx, 1, attrs)
 	t.duration.Record(ctx, float64(time.Since(start).Microseconds())/1000, attrs)
 }
+
+// TracerProvider returns the provider the node's spans go to (nil: the
+// OpenTelemetry global), for the agents running on it.
+func (n *Node) TracerProvider() trace.TracerProvider { return n.opts.TracerProvider }
+
+// CaptureContent reports whether GenAI content is recorded on the spans
+// of the node's agents (Options.CaptureContent).
+func (n *Node) CaptureContent() bool { return n.opts.CaptureContent }

@@ -9,13 +9,17 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	gotel "github.com/agentos-run/agentos/telemetry"
 )
 
 // instrumentation is the OpenTelemetry scope of the executor's spans and
 // metrics.
 const instrumentation = "github.com/agentos-run/agentos/actors/executor"
 
-// telemetry instruments tool runs: one span per run ("agentos.exec_tool")
+// telemetry instruments tool runs: one span per run ("execute_tool
+// {path}", the OpenTelemetry GenAI conventions' tool execution, see package
+// telemetry, with the agentos.* attributes)
 // and three metrics:
 //
 //	agentos.tool.runs      counter, by outcome ("ok" or the error kind) and isolation
@@ -36,7 +40,7 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(instrumentation)
-	t := &telemetry{tracer: tp.Tracer(instrumentation)}
+	t := &telemetry{tracer: gotel.Tracer(tp, instrumentation)}
 	var err error
 	if t.runs, err = m.Int64Counter("agentos.tool.runs", metric.WithDescription("Tool runs, by outcome (ok or the error kind) and isolation.")); err != nil {
 		return nil, err
@@ -52,10 +56,10 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 
 // start opens the span of a run.
 func (t *telemetry) start(ctx context.Context, req Request, iso Isolation) (context.Context, trace.Span) {
-	return t.tracer.Start(ctx, "agentos.exec_tool", trace.WithAttributes(
+	name, opts := gotel.ToolSpan(req.Path, "", gotel.ToolTypeExtension,
 		attribute.String("agentos.tool", req.Path),
-		attribute.String("agentos.isolation", string(iso)),
-	))
+		attribute.String("agentos.isolation", string(iso)))
+	return t.tracer.Start(ctx, name, opts...)
 }
 
 // end records the run's outcome on its span and in the metrics.
@@ -63,6 +67,7 @@ func (t *telemetry) end(ctx context.Context, span trace.Span, res Result, iso Is
 	outcome := "ok"
 	if res.Error != nil {
 		outcome = string(res.Error.Kind)
+		span.SetAttributes(gotel.ErrorType.String(outcome))
 		span.SetStatus(codes.Error, res.Error.Message)
 	}
 	span.SetAttributes(

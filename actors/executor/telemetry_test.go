@@ -2,7 +2,12 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
+	"sync"
 	"testing"
+
+	"github.com/agentos-run/agentos/driver"
+	"go.opentelemetry.io/otel/trace"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -42,7 +47,7 @@ func TestTelemetry(t *testing.T) {
 		}
 		return attribute.Value{}
 	}
-	if s := ended[0]; s.Name() != "agentos.exec_tool" || attr(s, "agentos.tool").AsString() != "tools/math/fib.ts" || attr(s, "agentos.outcome").AsString() != "ok" || attr(s, "agentos.tool.hash").AsString() == "" {
+	if s := ended[0]; s.Name() != "execute_tool tools/math/fib.ts" || attr(s, "agentos.tool").AsString() != "tools/math/fib.ts" || attr(s, "agentos.outcome").AsString() != "ok" || attr(s, "agentos.tool.hash").AsString() == "" {
 		t.Fatalf("first span: %s %v", s.Name(), s.Attributes())
 	}
 	if s := ended[1]; attr(s, "agentos.calls").AsInt64() != 1 {
@@ -75,5 +80,44 @@ func TestTelemetry(t *testing.T) {
 	}
 	if byOutcome["ok"] != 2 || byOutcome["timeout"] != 1 || calls != 1 {
 		t.Fatalf("runs by outcome %v, calls %d", byOutcome, calls)
+	}
+}
+
+// A run in a sandbox worker process is one span of its caller's trace, and
+// every driver call the worker makes is answered, in the parent, under
+// that span: a driver's own spans (a model call's "chat" span) are its
+// children, so a tool run across the process boundary stays one trace.
+func TestWorkerRunJoinsTheCallersTrace(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer tp.Shutdown(context.Background())
+	var mu sync.Mutex
+	var seen []trace.SpanContext
+	probe := driver.DeviceFunc(func(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
+		mu.Lock()
+		seen = append(seen, trace.SpanContextFromContext(ctx))
+		mu.Unlock()
+		return json.RawMessage(`"seen"`), nil
+	})
+	e := newExec(t, IsolationProcess, map[string]string{"tools/probe.ts": "export default () => tgp.probe();\n"}, func(o *Options) {
+		o.TracerProvider = tp
+		o.Devices = map[string]driver.Device{"probe": probe}
+		o.Bindings = []Binding{{Name: "probe", Driver: "probe", Op: "probe"}}
+	})
+	ctx, caller := tp.Tracer("test").Start(context.Background(), "caller")
+	res := e.Exec(ctx, Request{Path: "tools/probe.ts", Args: json.RawMessage(`{}`)})
+	caller.End()
+	wantResult(t, res, `"seen"`)
+	var runSpan sdktrace.ReadOnlySpan
+	for _, s := range spans.Ended() {
+		if s.Name() == "execute_tool tools/probe.ts" {
+			runSpan = s
+		}
+	}
+	if runSpan == nil || runSpan.Parent().SpanID() != caller.SpanContext().SpanID() || runSpan.SpanContext().TraceID() != caller.SpanContext().TraceID() {
+		t.Fatalf("the run's span is not the caller's child: %v", runSpan)
+	}
+	if len(seen) != 1 || seen[0].SpanID() != runSpan.SpanContext().SpanID() || seen[0].TraceID() != caller.SpanContext().TraceID() {
+		t.Fatalf("the worker's driver call was answered under %v, want the run's span %v", seen, runSpan.SpanContext())
 	}
 }

@@ -21,8 +21,10 @@ import (
 	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/pii"
+	"github.com/agentos-run/agentos/telemetry"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure a Forge. Registry, Checker, Executor, Jail and Git are
@@ -70,6 +72,10 @@ type Options struct {
 	PII *pii.Tokenizer
 	// Logger receives progress (nil: slog.Default()).
 	Logger *slog.Logger
+	// TracerProvider receives an "invoke_agent forge" span per forge, the
+	// parent of its model calls' and test runs' spans (see package
+	// telemetry). nil: the OpenTelemetry global.
+	TracerProvider trace.TracerProvider
 	// Lessons answers the "memory" driver's "lessons" operation (the
 	// node's is memory.LessonsDevice over the agents' memory): before its
 	// first model request a forge asks it, as a journaled call, for the
@@ -112,7 +118,8 @@ type HomeCharger interface {
 
 // Forge runs the reuse-or-forge closed loop.
 type Forge struct {
-	opts Options
+	opts   Options
+	tracer trace.Tracer
 	// offline: a replay's loop (see Replay), which keeps nothing.
 	offline bool
 }
@@ -137,7 +144,7 @@ func New(opts Options) (*Forge, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	f := &Forge{opts: opts}
+	f := &Forge{opts: opts, tracer: telemetry.Tracer(opts.TracerProvider, instrumentation)}
 	f.Clean() // candidates a crash left staged
 	return f, nil
 }
@@ -194,7 +201,14 @@ func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, 
 // is the key of the request that caused the forge: kept with its journal
 // run (RequestOf), so that a retry of that request, answered from the
 // journal by another activation of the spec, is told it forged.
-func (f *Forge) forge(ctx context.Context, request, spec string, caller *executor.Caller, charge Charge) (Result, error) {
+func (f *Forge) forge(ctx context.Context, request, spec string, caller *executor.Caller, charge Charge) (res Result, err error) {
+	ctx, span := f.startSpan(ctx, "", spec)
+	defer func() { endSpan(span, res, err) }()
+	return f.forgeRun(ctx, request, spec, caller, charge)
+}
+
+// forgeRun is forge under its span.
+func (f *Forge) forgeRun(ctx context.Context, request, spec string, caller *executor.Caller, charge Charge) (Result, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return Result{}, fmt.Errorf("%w: the spec is empty; say what the tool must do", ErrSpec)
@@ -275,7 +289,14 @@ func (f *Forge) Resume(ctx context.Context, id string, charge Charge) (Result, e
 }
 
 // resume is Resume for caller (nil: the operator).
-func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, charge Charge) (Result, error) {
+func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, charge Charge) (res Result, err error) {
+	ctx, span := f.startSpan(ctx, id, "")
+	defer func() { endSpan(span, res, err) }()
+	return f.resumeRun(ctx, id, caller, charge)
+}
+
+// resumeRun is resume under its span.
+func (f *Forge) resumeRun(ctx context.Context, id string, caller *executor.Caller, charge Charge) (Result, error) {
 	if f.opts.Journal == nil {
 		return Result{}, fmt.Errorf("%w: resuming needs the journal", ErrOptions)
 	}

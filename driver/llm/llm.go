@@ -16,7 +16,10 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/telemetry"
 )
 
 // Driver is the name the LLM device is registered under in a driver.Mux.
@@ -93,6 +96,15 @@ type Config struct {
 	// (Response.CallForm): the zero value reads them, since many servers
 	// and small models write their calls that way.
 	NoTextToolCalls bool
+	// TracerProvider receives a "chat {model}" span per request (the
+	// OpenTelemetry GenAI conventions, see package telemetry). nil: the
+	// OpenTelemetry global.
+	TracerProvider trace.TracerProvider
+	// CaptureContent records the request's messages and tool definitions
+	// and the answer on the span (gen_ai.input.messages,
+	// gen_ai.output.messages). IMPORTANT: off by default: prompts MAY hold
+	// personal data (see telemetry.CaptureContent).
+	CaptureContent bool
 }
 
 // Message is one chat message, in either direction.
@@ -196,6 +208,11 @@ type Client struct {
 	parallel  *bool
 	textCalls bool
 	completer openai.ChatCompletionService
+	tracer    trace.Tracer
+	capture   bool
+	provider  string // gen_ai.provider.name
+	host      string // server.address
+	port      int    // server.port
 }
 
 // New returns a Client for cfg, with the defaults described on Config.
@@ -213,6 +230,8 @@ func New(cfg Config) (*Client, error) {
 		// textCalls: tool calls written as text are read unless turned off.
 		textCalls: !cfg.NoTextToolCalls,
 		maxTokens: cfg.MaxTokens,
+		tracer:    telemetry.Tracer(cfg.TracerProvider, instrumentation),
+		capture:   cfg.CaptureContent,
 	}
 	if cfg.MaxTokens < 0 {
 		return nil, fmt.Errorf("llm: max tokens is %d; it must be positive (or 0 for no cap)", cfg.MaxTokens)
@@ -233,6 +252,8 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.HasSuffix(u.Host, ":") || u.User != nil {
 		return nil, fmt.Errorf("%w: %q is not an http(s) URL without credentials, like http://127.0.0.1:8080/v1 (set Config.BaseURL or %s)", ErrBadBaseURL, redactURL(c.baseURL), EnvBaseURL)
 	}
+	c.host, c.port = serverOf(c.baseURL)
+	c.provider = telemetry.ProviderOf(c.host)
 	if c.keyEnv == "" {
 		c.keyEnv = EnvAPIKey
 	}
@@ -277,25 +298,35 @@ func (c *Client) Model() string { return c.model }
 func (c *Client) BaseURL() string { return c.baseURL }
 
 // Complete sends one chat completion request and returns the first choice.
-// It sends exactly one HTTP request (no retries). Errors are *driver.Error;
-// see the package documentation, "Failure".
-func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
+// It sends exactly one HTTP request (no retries), under a "chat {model}"
+// span. Errors are *driver.Error; see the package documentation,
+// "Failure".
+func (c *Client) Complete(ctx context.Context, req Request) (out Response, err error) {
 	params, err := c.params(req)
 	if err != nil {
 		return Response{}, err
 	}
+	maxTokens := 0
+	if params.MaxTokens.Valid() {
+		maxTokens = int(params.MaxTokens.Value)
+	}
+	ctx, span := c.startChat(ctx, req, maxTokens)
+	var cc *openai.ChatCompletion
+	etype := "" // the server's status, before callError maps it
+	defer func() { c.endChat(span, cc, out, etype, err) }()
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	var raw *http.Response
-	cc, err := c.completer.New(cctx, params, option.WithResponseInto(&raw))
+	cc, err = c.completer.New(cctx, params, option.WithResponseInto(&raw))
 	if err != nil {
+		etype = errorType(err)
 		return Response{}, c.callError(ctx, cctx, raw, err)
 	}
 	if cc == nil || len(cc.Choices) == 0 {
 		return Response{}, driver.Errorf(driver.CodeIO, "llm %s: the server at %s answered without any choice", c.model, c.baseURL)
 	}
 	ch := cc.Choices[0]
-	out := Response{
+	out = Response{
 		Message:      Message{Role: RoleAssistant, Content: ch.Message.Content},
 		FinishReason: ch.FinishReason,
 		Usage: Usage{

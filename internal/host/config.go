@@ -22,6 +22,7 @@ import (
 	"github.com/agentos-run/agentos/internal/scaffold"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/telemetry"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -157,6 +158,10 @@ type Config struct {
 	// MetricsAddr, when set (e.g. "127.0.0.1:9464"), serves the runtime's
 	// metrics in the Prometheus text format at http://MetricsAddr/metrics.
 	MetricsAddr string `json:"metrics_addr,omitempty"`
+	// Tracing exports the node's spans over OTLP (see telemetry.Config
+	// and docs/RUNTIME.md). Default: off unless OTEL_EXPORTER_OTLP_ENDPOINT
+	// is set.
+	Tracing telemetry.Config `json:"tracing,omitzero"`
 
 	// Root is the tool root (not read from agentos.json). Default: the
 	// current directory.
@@ -574,6 +579,9 @@ func (c Config) validate(path string) error {
 	}
 	if err := c.LLM.validate(path); err != nil {
 		return err
+	}
+	if err := c.Tracing.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err := c.Cluster.validate(path); err != nil {
 		return err

@@ -32,6 +32,7 @@ import (
 	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
+	"github.com/agentos-run/agentos/telemetry"
 	"github.com/agentos-run/agentos/vfs"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -71,6 +72,7 @@ type Runtime struct {
 	recovered []executor.RecoverReport
 	metrics   *metricsserver.Metrics // nil when the caller gave a MeterProvider
 	metricsSv *metricsserver.Server  // nil without Config.MetricsAddr
+	tracing   *telemetry.Provider    // nil: no OTLP exporter configured, or Config.TracerProvider given
 
 	bg        sync.WaitGroup // forges resumed at start
 	stopBG    context.CancelFunc
@@ -171,6 +173,7 @@ func (rt *Runtime) steps() []step {
 	return []step{
 		{"state directories", rt.openDirs},
 		{"meter provider", rt.openMeter},
+		{"tracer provider", rt.openTracing},
 		{"tool root", rt.openJails},
 		{"tools", rt.openTools},
 		{"approvals", rt.openApprovals},
@@ -215,6 +218,28 @@ func (rt *Runtime) openMeter(context.Context) (closeFunc, error) {
 	}
 	rt.metrics, rt.meter = m, m.MeterProvider()
 	return m.Shutdown, nil
+}
+
+// openTracing starts the OTLP exporter when one is configured
+// (OTEL_EXPORTER_OTLP_* or the tracing section) and the caller gave no
+// tracer provider. Its close comes after every later step's, so it
+// flushes every span the node ended; spans it cannot export are logged,
+// no failure of the node.
+func (rt *Runtime) openTracing(ctx context.Context) (closeFunc, error) {
+	if rt.cfg.TracerProvider != nil {
+		return nil, nil
+	}
+	tp, err := telemetry.Start(ctx, rt.cfg.Tracing)
+	if err != nil || tp == nil {
+		return nil, err
+	}
+	rt.tracing, rt.cfg.TracerProvider = tp, tp.TracerProvider()
+	return func(ctx context.Context) error {
+		if err := tp.Shutdown(ctx); err != nil {
+			rt.log.Warn("agentos: spans not exported", slog.Any("err", err))
+		}
+		return nil
+	}, nil
 }
 
 // openJails opens the tool root's jail and the state directory's (.agentos:
@@ -429,7 +454,9 @@ func (rt *Runtime) openModel(context.Context) (closeFunc, error) {
 	if rt.cfg.LLM.Model == "" && os.Getenv("AGENTOS_LLM_MODEL") == "" {
 		return nil, nil
 	}
-	client, err := llm.New(rt.cfg.LLM.DriverConfig())
+	lc := rt.cfg.LLM.DriverConfig()
+	lc.TracerProvider, lc.CaptureContent = rt.cfg.TracerProvider, telemetry.CaptureContent(rt.cfg.Tracing.CaptureMessageContent)
+	client, err := llm.New(lc)
 	if err != nil {
 		return nil, err
 	}
@@ -457,6 +484,7 @@ func (rt *Runtime) openNode(context.Context) (closeFunc, error) {
 		Kernel: rt.k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii, Approvals: rt.gate,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(), Gate: cfg.Governance.Gate.Options(),
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, NodeOnly: []string{cfg.Agents.Personas()},
+		CaptureContent: telemetry.CaptureContent(cfg.Tracing.CaptureMessageContent),
 	})
 	if err != nil {
 		return nil, err

@@ -440,7 +440,7 @@ func TestClusterTraceCrossesNodes(t *testing.T) {
 		switch s.Name() {
 		case "agentos.kernel.exec_tool":
 			call = s
-		case "agentos.exec_tool":
+		case "execute_tool tools/math/fib.ts":
 			run = s
 		}
 	}
