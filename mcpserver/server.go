@@ -60,6 +60,9 @@ type Options struct {
 	// Personas is the tool root's persona store (nil: no prompts): each
 	// persona the client may read is a prompt, and agentos://personas/{name}.
 	Personas *persona.Store
+	// TasksDir keeps the tasks (tasks.go), one file each, so that a task
+	// outlives the node ("": in memory, lost when the Server closes).
+	TasksDir string
 	// PersonaPoll is how often the persona store is looked at for changes
 	// (prompts/list_changed; 0: DefaultPersonaPoll).
 	PersonaPoll time.Duration
@@ -87,6 +90,7 @@ type Server struct {
 	uses     sessionUses                  // HTTP: when each session was last used (sessions.go)
 
 	confirms *confirmer // signs and redeems high-risk confirmations (own lock)
+	tasks    taskStore  // the tasks (own lock)
 
 	stopWatch func()
 	wake      chan struct{} // the registry changed (buffered: one pending wake)
@@ -131,6 +135,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts: opts, log: opts.Logger,
 		bound: map[kernel.PID]*bound{}, byToken: map[string]*kernel.Process{}, opening: map[kernel.PID]chan struct{}{}, confirms: newConfirmer(),
+		tasks: taskStore{dir: opts.TasksDir},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if s.log == nil {
@@ -207,6 +212,7 @@ func (s *Server) For(p *kernel.Process) (*mcp.Server, error) {
 			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
 			Completions: &mcp.CompletionCapabilities{},
 			Logging:     &mcp.LoggingCapabilities{},
+			Extensions:  map[string]any{TasksExtension: map[string]any{}},
 		},
 		CompletionHandler: s.complete(p),
 	})
@@ -319,6 +325,7 @@ func (s *Server) Close() error {
 	s.stopWatch()
 	close(s.stop)
 	<-s.done
+	s.stopTasks()
 	for _, b := range bound {
 		for ss := range b.srv.Sessions() {
 			_ = ss.Close()
