@@ -136,7 +136,7 @@ func New(opts Options) (*Server, error) {
 		opts: opts, log: opts.Logger,
 		bound: map[kernel.PID]*bound{}, byToken: map[string]*kernel.Process{}, opening: map[kernel.PID]chan struct{}{}, confirms: newConfirmer(),
 		tasks: taskStore{dir: opts.TasksDir},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		wake:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
