@@ -10,16 +10,34 @@ import (
 
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/lazyre"
 	"github.com/agentos-run/agentos/persona"
 )
 
 // Personas as prompts (docs/MCP.md, "Prompts"): every persona of the tool
 // root the client's process may read (the read right on its file,
-// personas/<name>.md) is a prompt of the same name, with two optional
-// arguments: task (the user's request, appended as the next message) and
-// version (a version of the persona, a prefix of its hash, completed by
-// completion/complete). Getting one is a kernel call: charged, and the read
-// right checked on the persona's file (of the version asked, when one is).
+// personas/<name>.md) is a prompt of the same name. Its arguments are the
+// placeholders of its text, {{name}} (required, substituted), then two
+// optional ones: task (the user's request, appended after the persona's
+// text) and version (a version of the persona, a prefix of its hash,
+// completed by completion/complete). Getting one is a kernel call:
+// charged, and the read right checked on the persona's file (of the
+// version asked, when one is).
+
+// placeholder is a persona's argument in its text: {{name}}.
+var placeholder = lazyre.New(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
+
+// placeholders are the argument names of text, in order of first use
+// (task and version, the prompt's own arguments, excluded).
+func placeholders(text string) []string {
+	var out []string
+	for _, m := range placeholder().FindAllStringSubmatch(text, -1) {
+		if n := m[1]; n != "task" && n != "version" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // personaPrompt is the MCP prompt of persona p.
 func personaPrompt(p persona.Persona) *mcp.Prompt {
@@ -27,12 +45,36 @@ func personaPrompt(p persona.Persona) *mcp.Prompt {
 	if desc == "" {
 		desc = "The persona " + p.Name + "'s system prompt."
 	}
-	return &mcp.Prompt{Name: p.Name, Title: "persona " + p.Name, Description: desc,
-		Arguments: []*mcp.PromptArgument{
-			{Name: "task", Title: "Task", Description: "What to do, sent after the persona's instructions."},
-			{Name: "version", Title: "Version", Description: "A version of the persona (a prefix of its hash; default: the current one)."},
-		},
+	var args []*mcp.PromptArgument
+	for _, n := range placeholders(p.System) {
+		args = append(args, &mcp.PromptArgument{Name: n, Required: true, Description: "Replaces {{" + n + "}} in the persona's text."})
+	}
+	args = append(args,
+		&mcp.PromptArgument{Name: "task", Title: "Task", Description: "What to do, sent after the persona's instructions."},
+		&mcp.PromptArgument{Name: "version", Title: "Version", Description: "A version of the persona (a prefix of its hash; default: the current one)."})
+	return &mcp.Prompt{Name: p.Name, Title: "persona " + p.Name, Description: desc, Arguments: args,
 		Meta: mcp.Meta{"agentos/version": p.Version}}
+}
+
+// fill substitutes the placeholders of text with args; a missing one is an
+// error naming every argument the prompt needs.
+func fill(name, text string, args map[string]string) (string, error) {
+	var missing []string
+	for _, n := range placeholders(text) {
+		if _, ok := args[n]; !ok {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return "", fmt.Errorf("prompt %s needs the argument(s) %s (its placeholders: %s)", name, strings.Join(missing, ", "), strings.Join(placeholders(text), ", "))
+	}
+	return placeholder().ReplaceAllStringFunc(text, func(m string) string {
+		n := placeholder().FindStringSubmatch(m)[1]
+		if v, ok := args[n]; ok && n != "task" && n != "version" {
+			return v
+		}
+		return m
+	}), nil
 }
 
 // listPersonas lists the personas (the current version of each), or nil
@@ -139,7 +181,10 @@ func (s *Server) promptHandler(p *kernel.Process) mcp.PromptHandler {
 		if err != nil {
 			return nil, fmt.Errorf("prompt %s: %w", req.Params.Name, err)
 		}
-		text := got.System
+		text, err := fill(got.Name, got.System, args)
+		if err != nil {
+			return nil, err
+		}
 		if task := strings.TrimSpace(args["task"]); task != "" {
 			text += "\n\n" + task
 		}

@@ -220,3 +220,33 @@ func TestResourcesAndPromptsListChanged(t *testing.T) {
 		t.Errorf("the new persona's prompt: %v", err)
 	}
 }
+
+// A persona's {{placeholders}} are its prompt's required arguments,
+// substituted; a missing one is an error naming it.
+func TestPersonaPromptArguments(t *testing.T) {
+	e := newEnv(t, agentos.Config{})
+	if _, err := e.rt.SavePersona(context.Background(), persona.Persona{Name: "greeter", System: "Greet {{who}} in {{lang}}; {{who}} is a guest."}); err != nil {
+		t.Fatal(err)
+	}
+	p := clientProc(t, e, "guest", capability.Grant{Right: capability.Read, Scope: "personas/"})
+	cs := e.connect(t, p, nil)
+	var args []string
+	for pr, err := range cs.Prompts(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range pr.Arguments {
+			args = append(args, a.Name+map[bool]string{true: "!", false: ""}[a.Required])
+		}
+	}
+	if !slices.Equal(args, []string{"who!", "lang!", "task", "version"}) {
+		t.Errorf("the greeter's arguments: %v", args)
+	}
+	got, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "greeter", Arguments: map[string]string{"who": "Ada", "lang": "French"}})
+	if err != nil || got.Messages[0].Content.(*mcp.TextContent).Text != "Greet Ada in French; Ada is a guest." {
+		t.Fatalf("the greeter filled: %+v %v", got, err)
+	}
+	if _, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "greeter", Arguments: map[string]string{"who": "Ada"}}); err == nil || !strings.Contains(err.Error(), "needs the argument(s) lang") {
+		t.Errorf("a missing argument: %v", err)
+	}
+}
