@@ -40,6 +40,12 @@ type BridgeOptions struct {
 }
 
 // BridgeWith is Bridge with options: with opts.Reconnect, it survives the
+// upstreamSession has the bridge open a session (MCP 2025-11-25) with its
+// upstream: the session's standing stream is how it learns that the
+// serving node stopped (Reconnect). IMPORTANT: a stateless (2026-07-28)
+// upstream would leave it nothing to lose until its next call failed.
+var upstreamSession = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
 // upstream server stopping.
 func BridgeWith(ctx context.Context, up, down mcp.Transport, opts BridgeOptions) error {
 	log := opts.Logger
@@ -82,7 +88,7 @@ func BridgeWith(ctx context.Context, up, down mcp.Transport, opts BridgeOptions)
 			}
 		},
 	})
-	first, err := client.Connect(ctx, up, nil)
+	first, err := client.Connect(ctx, up, upstreamSession)
 	if err != nil {
 		return fmt.Errorf("connecting to the serving node's MCP endpoint: %w", err)
 	}
@@ -177,7 +183,7 @@ func BridgeWith(ctx context.Context, up, down mcp.Transport, opts BridgeOptions)
 			if rerr != nil {
 				return fmt.Errorf("%w; reconnecting failed: %w", err, rerr)
 			}
-			next, rerr := client.Connect(ctx, t, nil)
+			next, rerr := client.Connect(ctx, t, upstreamSession)
 			if rerr != nil {
 				return fmt.Errorf("%w; reconnecting failed: %w", err, rerr)
 			}
