@@ -40,12 +40,18 @@ type BridgeOptions struct {
 	Reconnect func(ctx context.Context) (mcp.Transport, error)
 }
 
+// upstreamSession has the bridge open a session (MCP 2025-11-25) with its
+// upstream: the session's standing stream is how it learns that the
+// serving node stopped (Reconnect). IMPORTANT: a stateless (2026-07-28)
+// upstream would leave it nothing to lose until its next call failed.
+var upstreamSession = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
 // BridgeWith is Bridge with options: with opts.Reconnect, it survives the
 // upstream server stopping.
 func BridgeWith(ctx context.Context, up, down mcp.Transport, opts BridgeOptions) error {
 	br := &bridge{log: cmp.Or(opts.Logger, slog.Default()), opts: opts, resync: make(chan struct{}, 1), have: map[string]bool{}}
 	br.client = mcp.NewClient(&mcp.Implementation{Name: "agentos-bridge", Version: "1"}, br.clientOptions())
-	first, err := br.client.Connect(ctx, up, nil)
+	first, err := br.client.Connect(ctx, up, upstreamSession)
 	if err != nil {
 		return fmt.Errorf("connecting to the serving node's MCP endpoint: %w", err)
 	}
@@ -216,7 +222,7 @@ func (br *bridge) reconnect(ctx context.Context, ended error, upEnded chan error
 	if rerr != nil {
 		return fmt.Errorf("%w; reconnecting failed: %w", err, rerr)
 	}
-	next, rerr := br.client.Connect(ctx, t, nil)
+	next, rerr := br.client.Connect(ctx, t, upstreamSession)
 	if rerr != nil {
 		return fmt.Errorf("%w; reconnecting failed: %w", err, rerr)
 	}

@@ -20,6 +20,22 @@
 // (registry.Registry.Watch) and adds, replaces or removes the MCP tools,
 // which sends notifications/tools/list_changed to every connected client.
 //
+// # Resources, prompts, completions
+//
+// resources.go and prompts.go: the tool sources (current, and recorded
+// versions), a run's trace, the registry and the personas as resources;
+// the personas as prompts (their {{placeholders}} as arguments);
+// completion/complete for tool paths, versions, run ids and persona names.
+// Every read is a kernel call of the client's process, checked and charged
+// as read_file is; what the process may not read is not listed.
+//
+// # Tasks
+//
+// tasks.go: over HTTP, a tools/call of forge_tool, exec_tool or a
+// registered tool by a client declaring io.modelcontextprotocol/tasks
+// answers a task at once; tasks/get answers its result later, from
+// Options.TasksDir and the journal after a restart.
+//
 // # Results
 //
 // A failed call is a CallToolResult with isError set, its text
@@ -42,6 +58,11 @@
 // with confirm == true runs the tool.
 //
 // # HTTP
+//
+// A request of MCP 2026-07-28 (Mcp-Protocol-Version), or any without a
+// session that is not an initialize, is served without a session (the
+// SDK's stateless handler), so any node answers it; an older client's
+// initialize opens a session as before.
 //
 // HTTPHandler authenticates every request with a capability token
 // presented as "Authorization: Bearer <token>" (capability.Token.Encode,

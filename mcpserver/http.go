@@ -97,7 +97,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	if maxSessions == 0 {
 		maxSessions = DefaultMaxSessions
 	}
-	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	serverFor := func(r *http.Request) *mcp.Server {
 		id, _ := r.Context().Value(identKey{}).(ident)
 		if id.p == nil {
 			return nil
@@ -108,17 +108,21 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			return nil
 		}
 		return srv
-	}, &mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: timeout})
+	}
 	// The SDK records the TokenInfo's UserID with a new session and
 	// refuses a request of another user for it; the request was
 	// authenticated already, so the verifier only hands its identity over.
-	owned := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+	withOwner := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
 		id, ok := ctx.Value(identKey{}).(ident)
 		if !ok {
 			return nil, fmt.Errorf("%w: the request was not authenticated", auth.ErrInvalidToken)
 		}
 		return &auth.TokenInfo{UserID: id.user, Expiration: id.expires}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	owned := withOwner(mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: timeout}))
+	// Stateless (MCP 2026-07-28): no initialize, no Mcp-Session-Id; each
+	// request is whole in itself, so any node of a cluster answers it.
+	stateless := withOwner(mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{Logger: s.log, Stateless: true}))
 	// A web page MUST NOT reach a node on loopback through its visitor's
 	// browser: cross-origin requests are refused (the SDK refuses DNS
 	// rebinding, a localhost address reached under another host name).
@@ -135,17 +139,36 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			httpError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && maxSessions >= 0 {
-			// A new session: the token's initializes go one at a time, so
-			// that its sessions are counted exactly (when the request is
-			// answered, its session is listed or closed). The body is read
-			// first: a slow client holds no one else's initialize up.
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+		var body []byte
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			// The body is read first: a slow client holds no one else's
+			// initialize up.
+			var err error
+			body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
 			if err != nil {
 				httpError(w, http.StatusRequestEntityTooLarge, "the request body cannot be read: "+err.Error())
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		r = r.WithContext(context.WithValue(r.Context(), identKey{}, id))
+		if id.user == anonymousUser {
+			// RequireBearerToken wants a bearer token to hand to the
+			// verifier, which ignores it.
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer anonymous")
+		}
+		if body != nil && isStateless(r, body) {
+			if s.serveTask(w, r, id, body) {
+				return
+			}
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		if body != nil && maxSessions >= 0 {
+			// A new session: the token's initializes go one at a time, so
+			// that its sessions are counted exactly (when the request is
+			// answered, its session is listed or closed).
 			release, err := s.admitSession(r.Context(), id.p, maxSessions)
 			if err != nil {
 				httpError(w, http.StatusTooManyRequests, err.Error())
@@ -166,16 +189,31 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 				defer s.uses.begin(sid)()
 			}
 		}
-		r = r.WithContext(context.WithValue(r.Context(), identKey{}, id))
-		if id.user == anonymousUser {
-			// RequireBearerToken wants a bearer token to hand to the
-			// verifier, which ignores it.
-			r = r.Clone(r.Context())
-			r.Header.Set("Authorization", "Bearer anonymous")
-		}
 		owned.ServeHTTP(w, r)
 	})))
 	return mux
+}
+
+// statelessVersion is the first protocol version served without sessions.
+const statelessVersion = "2026-07-28"
+
+// isStateless reports whether the POST r (without Mcp-Session-Id, its body
+// read) is served statelessly: a request of protocol 2026-07-28 or later
+// (its Mcp-Protocol-Version header), or any message but an initialize (a
+// client of an older version that sends no session: each request answered
+// on its own). An initialize of an older client opens a session as before
+// (2025-11-25 and older: its server-to-client requests, its GET stream).
+func isStateless(r *http.Request, body []byte) bool {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v >= statelessVersion {
+		return true
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return false // a batch, or not JSON: the SDK says what is wrong
+	}
+	return msg.Method != "initialize"
 }
 
 // httpError answers code with a JSON {"error": msg}.

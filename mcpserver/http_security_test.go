@@ -26,7 +26,8 @@ func httpConnect(ctx context.Context, hs *httptest.Server, token string) (*mcp.C
 	if token != "" {
 		hc = &http.Client{Transport: bearer{token}}
 	}
-	return mcp.NewClient(&mcp.Implementation{Name: "sec", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL + mcpserver.Path, HTTPClient: hc}, nil)
+	// Sessions are the protocol of 2025-11-25 and older clients.
+	return mcp.NewClient(&mcp.Implementation{Name: "sec", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL + mcpserver.Path, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 }
 
 // useSession sends tools/list on the session sid as token ("": none) and

@@ -47,7 +47,8 @@ func newEnv(t *testing.T, cfg host.Config) *env {
 	}
 	ended := make(chan string, 64)
 	log := slog.New(endedHandler{ended})
-	srv, err := mcpserver.New(mcpserver.Options{Node: rt.Node(), Registry: rt.Registry(), ToolsDir: cfg.Tools(), Logger: log, ProgressInterval: 50 * time.Millisecond})
+	srv, err := mcpserver.New(mcpserver.Options{Node: rt.Node(), Registry: rt.Registry(), ToolsDir: cfg.Tools(), Logger: log, ProgressInterval: 50 * time.Millisecond,
+		Journal: rt.Journal(), Personas: rt.Personas(), PersonaPoll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -749,7 +750,10 @@ func TestHTTPProcessKilled(t *testing.T) {
 	tok := e.rt.Kernel().Authority().Mint("mcp-test", []capability.Grant{{Right: capability.Read, Scope: "tools/"}}, capability.Caveats{})
 	connect := func() *mcp.ClientSession {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "k", Version: "1"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: hs.URL + mcpserver.Path, HTTPClient: &http.Client{Transport: bearer{tok.Encode()}}}, nil)
+			&mcp.StreamableClientTransport{Endpoint: hs.URL + mcpserver.Path, HTTPClient: &http.Client{Transport: bearer{tok.Encode()}}},
+			// A session (2025-11-25): a stateless client has no session to
+			// lose, its next request runs as the token's new process.
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatal(err)
 		}

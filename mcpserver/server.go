@@ -16,7 +16,9 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/persona"
 	"github.com/agentos-run/agentos/pii"
 )
 
@@ -51,7 +53,25 @@ type Options struct {
 	// tokenized, and exec_sql's arguments are restored where pii.restore_to
 	// allows sql, exactly as for an agent's model (agent.CallTool).
 	PII *pii.Tokenizer
+	// Journal is the node's journal (nil: no version, run or task
+	// resources). It serves agentos://tools/{path}@{hash} and
+	// agentos://runs/{id}.
+	Journal *journal.Journal
+	// Personas is the tool root's persona store (nil: no prompts): each
+	// persona the client may read is a prompt, and agentos://personas/{name}.
+	Personas *persona.Store
+	// TasksDir keeps the tasks (tasks.go), one file each, so that a task
+	// outlives the node ("": in memory, lost when the Server closes).
+	TasksDir string
+	// PersonaPoll is how often the persona store is looked at for changes
+	// (prompts/list_changed; 0: DefaultPersonaPoll).
+	PersonaPoll time.Duration
 }
+
+// DefaultPersonaPoll is how often the personas are looked at for changes
+// when Options.PersonaPoll is 0: they are files of the tool root, changed
+// by 'agentos persona set', a tournament or a Git pull.
+const DefaultPersonaPoll = 2 * time.Second
 
 // Server serves a node's tools over MCP: one mcp.Server per process (For),
 // kept in step with the registry. It is safe for concurrent use.
@@ -59,16 +79,18 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	closed  bool
-	bound   map[kernel.PID]*bound        // the MCP server of each process
-	byToken map[string]*kernel.Process   // HTTP: the process of each token id
-	tools   map[string]registry.Tool     // the registered tools by MCP name
-	spawned []*kernel.Process            // the processes HTTP tokens made
-	opening map[kernel.PID]chan struct{} // HTTP: one initialize at a time per process (admitSession)
-	uses    sessionUses                  // HTTP: when each session was last used (sessions.go)
+	mu       sync.Mutex
+	closed   bool
+	bound    map[kernel.PID]*bound        // the MCP server of each process
+	byToken  map[string]*kernel.Process   // HTTP: the process of each token id
+	tools    map[string]registry.Tool     // the registered tools by MCP name
+	personas []persona.Persona            // the personas (current versions), by name
+	spawned  []*kernel.Process            // the processes HTTP tokens made
+	opening  map[kernel.PID]chan struct{} // HTTP: one initialize at a time per process (admitSession)
+	uses     sessionUses                  // HTTP: when each session was last used (sessions.go)
 
 	confirms *confirmer // signs and redeems high-risk confirmations (own lock)
+	tasks    taskStore  // the tasks (own lock)
 
 	stopWatch func()
 	wake      chan struct{} // the registry changed (buffered: one pending wake)
@@ -79,9 +101,11 @@ type Server struct {
 // bound is the MCP server of one process and the registered tools it
 // offers (MCP name -> content hash).
 type bound struct {
-	p    *kernel.Process
-	srv  *mcp.Server
-	regs map[string]string
+	p       *kernel.Process
+	srv     *mcp.Server
+	regs    map[string]string
+	sources map[string]string // the tool sources listed as resources: URI -> content hash
+	prompts map[string]string // the personas offered as prompts: name -> version
 }
 
 // New returns a Server of opts.Node's tools and starts watching the
@@ -105,15 +129,20 @@ func New(opts Options) (*Server, error) {
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = DefaultProgressInterval
 	}
+	if opts.PersonaPoll <= 0 {
+		opts.PersonaPoll = DefaultPersonaPoll
+	}
 	s := &Server{
 		opts: opts, log: opts.Logger,
 		bound: map[kernel.PID]*bound{}, byToken: map[string]*kernel.Process{}, opening: map[kernel.PID]chan struct{}{}, confirms: newConfirmer(),
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		tasks: taskStore{dir: opts.TasksDir},
+		wake:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	s.tools = registeredTools(opts.Registry.List(), opts.ToolsDir)
+	s.personas = s.listPersonas()
 	s.stopWatch = opts.Registry.Watch(func() {
 		select {
 		case s.wake <- struct{}{}:
@@ -126,15 +155,27 @@ func New(opts Options) (*Server, error) {
 
 const defaultInstructions = "agentos: a sandboxed TypeScript tool runtime. search_tools finds a registered tool, exec_tool runs one (each registered tool is also its own MCP tool), forge_tool writes and registers a new one; write_file/patch_file edit tools under tools/, check_tool checks one. Every run is journaled and replayable."
 
-// follow keeps every process's MCP tools in step with the registry until
-// Close.
+// follow keeps every process's MCP tools, resources and prompts in step
+// with the registry and the personas until Close.
 func (s *Server) follow() {
 	defer close(s.done)
+	poll := time.NewTicker(s.opts.PersonaPoll)
+	defer poll.Stop()
 	for {
+		var personas []persona.Persona
 		select {
 		case <-s.stop:
 			return
 		case <-s.wake:
+			personas = s.listPersonas()
+		case <-poll.C:
+			personas = s.listPersonas()
+			s.mu.Lock()
+			same := personaKey(personas) == personaKey(s.personas)
+			s.mu.Unlock()
+			if same {
+				continue
+			}
 		}
 		s.mu.Lock()
 		if s.closed {
@@ -142,6 +183,7 @@ func (s *Server) follow() {
 			return
 		}
 		s.tools = registeredTools(s.opts.Registry.List(), s.opts.ToolsDir)
+		s.personas = personas
 		s.dropEndedLocked()
 		for _, b := range s.bound {
 			s.syncLocked(b)
@@ -164,7 +206,15 @@ func (s *Server) For(p *kernel.Process) (*mcp.Server, error) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Title: "agentos", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: s.opts.Instructions,
 		Logger:       s.log,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Completions: &mcp.CompletionCapabilities{},
+			Logging:     &mcp.LoggingCapabilities{},
+			Extensions:  map[string]any{TasksExtension: map[string]any{}},
+		},
+		CompletionHandler: s.complete(p),
 	})
 	kt, err := s.opts.Node.Tools(p)
 	if err != nil {
@@ -173,7 +223,8 @@ func (s *Server) For(p *kernel.Process) (*mcp.Server, error) {
 	for _, t := range kt {
 		srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters}, s.logged(p, s.kernelHandler(p, t)))
 	}
-	b := &bound{p: p, srv: srv, regs: map[string]string{}}
+	s.addResourceTemplates(srv, p)
+	b := &bound{p: p, srv: srv, regs: map[string]string{}, sources: map[string]string{}, prompts: map[string]string{}}
 	s.syncLocked(b)
 	s.bound[p.PID()] = b
 	return srv, nil
@@ -206,9 +257,20 @@ func (s *Server) Run(ctx context.Context, p *kernel.Process, t mcp.Transport) er
 	}
 }
 
-// syncLocked adds, replaces and removes b's registered tools to match
-// s.tools (s.mu held): each change makes the SDK send list_changed.
+// syncLocked brings b's registered tools, tool-source resources and
+// persona prompts in step with s.tools and s.personas (s.mu held): each
+// change makes the SDK send the list_changed notification of its list.
 func (s *Server) syncLocked(b *bound) {
+	s.syncToolsLocked(b)
+	s.syncResourcesLocked(b)
+	if s.opts.Personas != nil {
+		s.syncPromptsLocked(b)
+	}
+}
+
+// syncToolsLocked adds, replaces and removes b's registered tools to match
+// s.tools (s.mu held).
+func (s *Server) syncToolsLocked(b *bound) {
 	want := map[string]registry.Tool{}
 	for name, t := range s.tools {
 		if b.p.Covers(capability.Exec, t.Path) {
@@ -263,6 +325,7 @@ func (s *Server) Close() error {
 	s.stopWatch()
 	close(s.stop)
 	<-s.done
+	s.stopTasks()
 	for _, b := range bound {
 		for ss := range b.srv.Sessions() {
 			_ = ss.Close()

@@ -104,6 +104,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 
 	// agentos as an MCP server: the handler of MCP over streamable HTTP.
 	{"mcpserver", "net/http", "MCP over streamable HTTP: the http.Handler that authenticates bearer capability tokens in front of the MCP SDK's handler; it never listens (cmd/agentos does)", ""},
+	{"mcpserver", osFiles, "MCP tasks outlive the node: one private file each (0600, in a 0700 directory, written whole and renamed) under Options.TasksDir (.agentos/mcp-tasks)", ""},
 
 	// The metrics exposition.
 	{"internal/metricsserver", "net", "the metrics endpoint's TCP listener (metrics_addr)", ""},
