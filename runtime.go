@@ -169,11 +169,12 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	}
 	if cfg.Git.Upstream != "" {
 		opts := cfg.repoOptions(root, regenerate, rt.log)
-		opts.Derive = func() error { // meta.json written from the registry's log before each commit
+		opts.Derive = func() ([]string, error) { // the registry's shards written from its log before each commit
 			if rt.reg == nil {
-				return nil
+				return nil, nil
 			}
-			return rt.reg.Flush()
+			err := rt.reg.Flush()
+			return rt.reg.Written(), err
 		}
 		if rt.repo, err = repo.Hydrate(ctx, opts); err != nil {
 			return rt, fmt.Errorf("agentos: bringing the tools up to date from %s: %w", cfg.Git.Upstream, err)
