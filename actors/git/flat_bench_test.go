@@ -29,14 +29,27 @@ func flatTool(i int) string {
 // upstreams caches one bare upstream per tool count for the process: a
 // benchmark function runs several times (b.N grows) and building 10,000
 // tools takes seconds.
-var upstreams sync.Map // int -> string
+var upstreams sync.Map // layout -> string
 
-// upstreamWithTools returns a bare upstream whose main branch holds n tools
-// (tools/tNNNNN.ts) and their registry, in one commit made with the git
-// command (the repository is written directly, not through n writes).
-func upstreamWithTools(b *testing.B, n int) string {
+// layout is a generated tool root: n tools, all in tools/ (dirs 0), or
+// spread over dirs subdirectories tools/gNN/.
+type layout struct{ n, dirs int }
+
+// toolPath is the path of the i-th tool of l.
+func (l layout) toolPath(i int) string {
+	if l.dirs == 0 {
+		return fmt.Sprintf("tools/t%05d.ts", i)
+	}
+	return fmt.Sprintf("tools/g%02d/t%05d.ts", i%l.dirs, i)
+}
+
+// upstreamWithTools returns a bare upstream whose main branch holds the
+// tools of l and their registry, in one commit made with the git command
+// (the repository is written directly, not through n writes).
+func upstreamWithTools(b *testing.B, l layout) string {
 	b.Helper()
-	if v, ok := upstreams.Load(n); ok {
+	n := l.n
+	if v, ok := upstreams.Load(l); ok {
 		return v.(string)
 	}
 	if _, err := exec.LookPath("git"); err != nil {
@@ -47,11 +60,12 @@ func upstreamWithTools(b *testing.B, n int) string {
 		b.Fatal(err)
 	}
 	work := filepath.Join(base, "work")
-	if err := os.MkdirAll(filepath.Join(work, "tools"), 0o755); err != nil {
-		b.Fatal(err)
-	}
 	for i := range n {
-		if err := os.WriteFile(filepath.Join(work, "tools", fmt.Sprintf("t%05d.ts", i)), []byte(flatTool(i)), 0o644); err != nil {
+		f := filepath.Join(work, filepath.FromSlash(l.toolPath(i)))
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(flatTool(i)), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -79,7 +93,7 @@ func upstreamWithTools(b *testing.B, n int) string {
 			b.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	upstreams.Store(n, up)
+	upstreams.Store(l, up)
 	return up
 }
 
@@ -155,17 +169,29 @@ func flatNode(b *testing.B, up string) (*git.Client, func()) {
 // node wires it, in a tool root that already holds 10, 1,000 or 10,000
 // tools (built directly in the setup, not timed). Issue 28's goal: the
 // write at 10,000 tools within 1.5x of the same write at 10. Each op
-// writes a tool never written before, in tools/ beside the others.
+// writes a tool never written before, in tools/ beside the others (all in
+// one directory: Git then rewrites that directory's tree object, 10,000
+// entries, at every commit). "10000-in-100-dirs" is the same 10,000 tools
+// spread over 100 subdirectories, the write going into one of them: what
+// is left when no directory is large.
 func BenchmarkWriteFileAtNTools(b *testing.B) {
-	for _, n := range []int{10, 1000, 10000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			up := upstreamWithTools(b, n)
+	for _, l := range []layout{{10, 0}, {1000, 0}, {10000, 0}, {10000, 100}} {
+		name := fmt.Sprint(l.n)
+		if l.dirs > 0 {
+			name = fmt.Sprintf("%d-in-%d-dirs", l.n, l.dirs)
+		}
+		b.Run(name, func(b *testing.B) {
+			n := l.n
+			up := upstreamWithTools(b, l)
 			c, stop := flatNode(b, up)
 			defer stop()
 			ctx := context.Background()
 			b.ResetTimer()
 			for i := range b.N {
 				p := fmt.Sprintf("tools/w%d-%d.ts", time.Now().UnixNano(), i)
+				if l.dirs > 0 {
+					p = fmt.Sprintf("tools/g%02d/w%d-%d.ts", i%l.dirs, time.Now().UnixNano(), i)
+				}
 				if _, err := c.WriteFile(ctx, p, []byte(flatTool(n+i))); err != nil {
 					b.Fatal(err)
 				}
