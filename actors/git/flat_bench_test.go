@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,11 +25,6 @@ func flatTool(i int) string {
 	return fmt.Sprintf("/**\n * Computes the figure number %d of a series from a start value and a count.\n * @tag series, figure%d\n */\nexport default function (a: { start: number; count: number }): number {\n  return a.start * %d + a.count;\n}\n", i, i%97, i)
 }
 
-// upstreams caches one bare upstream per tool count for the process: a
-// benchmark function runs several times (b.N grows) and building 10,000
-// tools takes seconds.
-var upstreams sync.Map // layout -> string
-
 // layout is a generated tool root: n tools, all in tools/ (dirs 0), or
 // spread over dirs subdirectories tools/gNN/.
 type layout struct{ n, dirs int }
@@ -46,19 +40,21 @@ func (l layout) toolPath(i int) string {
 // upstreamWithTools returns a bare upstream whose main branch holds the
 // tools of l and their registry, in one commit made with the git command
 // (the repository is written directly, not through n writes).
-func upstreamWithTools(b *testing.B, l layout) string {
+//
+// upstreams caches one upstream per layout for the parent benchmark (a
+// sub-benchmark runs several times as b.N grows, and building 10,000 tools
+// takes seconds); base is the parent's temporary directory, removed when
+// it ends.
+func upstreamWithTools(b *testing.B, l layout, base string, upstreams map[layout]string) string {
 	b.Helper()
 	n := l.n
-	if v, ok := upstreams.Load(l); ok {
-		return v.(string)
+	if up, ok := upstreams[l]; ok {
+		return up
 	}
 	if _, err := exec.LookPath("git"); err != nil {
 		b.Skip("the git command is needed to build the benchmark's upstream: install git")
 	}
-	base, err := os.MkdirTemp("", "flatbench")
-	if err != nil {
-		b.Fatal(err)
-	}
+	base = filepath.Join(base, fmt.Sprintf("%d-%d", l.n, l.dirs))
 	work := filepath.Join(base, "work")
 	for i := range n {
 		f := filepath.Join(work, filepath.FromSlash(l.toolPath(i)))
@@ -93,7 +89,7 @@ func upstreamWithTools(b *testing.B, l layout) string {
 			b.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	upstreams.Store(l, up)
+	upstreams[l] = up
 	return up
 }
 
@@ -175,6 +171,7 @@ func flatNode(b *testing.B, up string) (*git.Client, func()) {
 // spread over 100 subdirectories, the write going into one of them: what
 // is left when no directory is large.
 func BenchmarkWriteFileAtNTools(b *testing.B) {
+	base, upstreams := b.TempDir(), map[layout]string{}
 	for _, l := range []layout{{10, 0}, {1000, 0}, {10000, 0}, {10000, 100}} {
 		name := fmt.Sprint(l.n)
 		if l.dirs > 0 {
@@ -182,7 +179,7 @@ func BenchmarkWriteFileAtNTools(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			n := l.n
-			up := upstreamWithTools(b, l)
+			up := upstreamWithTools(b, l, base, upstreams)
 			c, stop := flatNode(b, up)
 			defer stop()
 			ctx := context.Background()
