@@ -44,7 +44,7 @@ func Open(path string, opts Options) (*Journal, error) {
 	for attempt := 0; ; attempt++ {
 		was, statErr := os.Stat(path)
 		var err error
-		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.Durability == NoSync, NoFreelistSync: true})
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: !opts.Durability.fsyncs(), NoFreelistSync: true})
 		if err != nil {
 			if errors.Is(err, bolt.ErrTimeout) {
 				return nil, fmt.Errorf("opening journal %s: %w; stop it or use another journal file", path, ErrLocked)

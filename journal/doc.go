@@ -57,6 +57,16 @@
 //	             return, as the claims need.)
 //	NoSync       like GroupCommit but without fsync (tests, scratch): an OS
 //	             crash may lose more; a process crash loses the queue.
+//	WriteEach    like SyncEach but without fsync: each entry, and a run's
+//	             start and end, is committed (written to the operating
+//	             system, write(2)) before its result is handed on. A process
+//	             crash (kill -9) loses nothing that the tool or the run's
+//	             caller saw; a power loss or kernel crash may lose the
+//	             commits the OS had not yet written back, and, since bbolt
+//	             orders its page writes with fsync, may leave the embedded
+//	             file damaged (as under NoSync). Use it where agent-OS's
+//	             append-without-fsync journal is the bar; SyncEach where
+//	             power loss matters.
 //
 // Options.SyncRuns keeps, under GroupCommit and NoSync, a run's start and
 // end committed before Begin and End return (two commits per run): a crash

@@ -27,11 +27,28 @@ const (
 	GroupCommit Durability = iota // the default
 	SyncEach
 	NoSync
+	// WriteEach commits each entry, and a run's start and end, before its
+	// result is handed on, like SyncEach, but never fsyncs: every record
+	// is in the operating system's hands (write(2)) before it is used, so
+	// a process crash (kill -9) loses nothing anyone saw; a power loss or
+	// kernel crash may lose what the OS had not written back yet and, as
+	// bbolt orders its page writes with fsync, may damage the embedded
+	// file (as NoSync may). It is the shape of a journal appended to a
+	// file without fsync.
+	WriteEach
 )
 
 func (d Durability) String() string {
-	return [...]string{"group-commit", "sync-each", "no-sync"}[d]
+	return [...]string{"group-commit", "sync-each", "no-sync", "write-each"}[d]
 }
+
+// EachCommitted says whether every entry and every run's start and end
+// are committed before they return (SyncEach, WriteEach).
+func (d Durability) EachCommitted() bool { return d == SyncEach || d == WriteEach }
+
+// fsyncs says whether the journal's commits are fsynced (not NoSync or
+// WriteEach).
+func (d Durability) fsyncs() bool { return d != NoSync && d != WriteEach }
 
 // Options configure a journal. The zero value is GroupCommit with defaults.
 type Options struct {
@@ -489,7 +506,7 @@ func (j *Journal) barrier() {
 // Durable run's End and a shared journal, whose claims need the commit,
 // wait.)
 func (j *Journal) async() bool {
-	return j.opts.Durability != SyncEach && !j.opts.SyncRuns && !j.st.shared()
+	return !j.opts.Durability.EachCommitted() && !j.opts.SyncRuns && !j.st.shared()
 }
 
 // marshal encodes v as JSON without HTML escaping, so that stored requests
@@ -820,7 +837,7 @@ func (j *Journal) record(run string, fence int64, scope *secretSet, c driver.Cal
 		e.Response = j.redact.jsonIn(val, scope)
 	}
 	entry, blobs := j.encodeEntry(&e)
-	return j.submit(&write{run: run, seq: c.Seq, entry: entry, blobs: blobs, sync: durable, fence: fence}, durable || j.opts.Durability == SyncEach)
+	return j.submit(&write{run: run, seq: c.Seq, entry: entry, blobs: blobs, sync: durable, fence: fence}, durable || j.opts.Durability.EachCommitted())
 }
 
 // End records how the run ended. It returns an error if any of the run's

@@ -138,7 +138,7 @@ func abortCode(t testing.TB, err error) *driver.Error {
 
 func TestRecordEntries(t *testing.T) {
 	both(t, func(t *testing.T) {
-		for _, dur := range []Durability{GroupCommit, SyncEach, NoSync} {
+		for _, dur := range []Durability{GroupCommit, SyncEach, NoSync, WriteEach} {
 			t.Run(dur.String(), func(t *testing.T) {
 				clk := newClock()
 				j, _ := openTemp(t, Options{Durability: dur, Now: clk.Now})

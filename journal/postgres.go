@@ -106,6 +106,10 @@ type pgStore struct {
 //	             node loses the batch not yet committed (milliseconds of
 //	             calls); a run's start and end, and a Durable run's calls, are
 //	             committed before returning.
+//	WriteEach    SyncEach with synchronous_commit off for the journal's
+//	             sessions: each entry is committed before its result is
+//	             handed on, so a crash of the node loses nothing a tool saw;
+//	             a crash of the server may lose its last moments' commits.
 //	NoSync       GroupCommit with synchronous_commit off for the journal's
 //	             sessions: a crash of the node loses the queue; a crash of
 //	             the server loses the transactions of its last moments
@@ -118,7 +122,7 @@ func OpenPostgres(dsn string, opts Options) (*Journal, error) {
 		// pgx's message never quotes the password.
 		return nil, fmt.Errorf("opening the PostgreSQL journal: the DSN does not parse (%v); write it as postgres://user:password@host:5432/db", err)
 	}
-	st := &pgStore{name: pgName(cfg.ConnConfig), nosync: opts.Durability == NoSync}
+	st := &pgStore{name: pgName(cfg.ConnConfig), nosync: !opts.Durability.fsyncs()}
 	if st.nosync {
 		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	}

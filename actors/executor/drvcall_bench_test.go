@@ -41,7 +41,9 @@ func BenchmarkJournaledReadFile(b *testing.B) {
 	b.Run("pipe-floor", benchPipeFloor)
 	b.Run("read-floor", benchReadFloor)
 	for _, mode := range modes {
-		for _, d := range []journal.Durability{journal.GroupCommit, journal.SyncEach} {
+		// write-each: each record handed to the OS before use, never
+		// fsynced (agent-OS's journal's shape).
+		for _, d := range []journal.Durability{journal.GroupCommit, journal.SyncEach, journal.WriteEach} {
 			b.Run(fmt.Sprintf("%s/%s/record", mode, d), func(b *testing.B) { benchReadLoop(b, mode, d, false) })
 		}
 		b.Run(fmt.Sprintf("%s/replay", mode), func(b *testing.B) { benchReadLoop(b, mode, journal.GroupCommit, true) })

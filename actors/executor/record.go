@@ -70,9 +70,9 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 		}
 	}
 	req.Middleware = append([]driver.Middleware{run.Middleware()}, req.Middleware...)
-	// Under SyncEach a call is durable before the tool sees its answer:
-	// no call is answered ahead of its record then.
-	req.StreamLocal = j.Durability() != journal.SyncEach
+	// Under SyncEach and WriteEach a call is committed before the tool
+	// sees its answer: no call is answered ahead of its record then.
+	req.StreamLocal = !j.Durability().EachCommitted()
 	res, panicked = ex.exec(ctx, req)
 	res = cancelledUnder(ctx, res)
 	if res.Error != nil && errors.Is(res.Error, ErrCancelled) {

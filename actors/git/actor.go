@@ -351,7 +351,11 @@ func (a *gitActor) writeWith(p string, old, content []byte, created bool, verb, 
 	w.Commit, w.Branch, w.PrUrl = res.Commit, res.Branch, res.PRURL
 	// A push rejected by another writer's is rebased on its commits: their
 	// tools are registered here too, as a pull's are.
-	_, _, _, _ = a.catchUp(p)
+	if err == nil && a.ownCommitOnly(res.Commit) {
+		a.known = res.Commit // nothing but this write entered the tool root
+	} else {
+		_, _, _, _ = a.catchUp(p)
+	}
 	if errors.Is(err, repo.ErrFenced) {
 		// The tool root took the newer holder's version back: the
 		// registry describes it, not the dropped one.
@@ -365,6 +369,21 @@ func (a *gitActor) writeWith(p string, old, content []byte, created bool, verb, 
 		a.committed(res.Commit, []string{p})
 	}
 	return w
+}
+
+// ownCommitOnly says whether commit, which a write's Persist just made, is
+// the head and sits right on the head the registry was last brought up to:
+// then nothing but that write (its file, registered already, and the
+// registry's own files) entered the tool root, and the diff of two whole
+// trees that catchUp would make is skipped (its cost grows with the size
+// of the directories the write touched).
+func (a *gitActor) ownCommitOnly(commit string) bool {
+	head, err := a.opts.Repo.Head()
+	if err != nil || head != commit || a.known == "" {
+		return false
+	}
+	parent, err := a.opts.Repo.Parent(commit)
+	return err == nil && parent == a.known
 }
 
 // Compiles returns nil when content at path is not a tool source (.ts or

@@ -1,15 +1,21 @@
 // Package registry is the tool registry of a tool root: every tool under
 // the tools directory with its description, parameters schema, tags,
-// content hash, version and usage count, persisted in meta.json and
-// searchable by relevance, so the forge can reuse a tool instead of forging
+// content hash, version and usage count, persisted in 256 shard files
+// (meta/xx.json) and searchable by relevance, so the forge can reuse a tool instead of forging
 // it again.
 //
-// # Registry file
+// # Registry files
 //
-// meta.json is {"tools": {"<path>": Tool, ...}}: keys sorted, indented by
-// two spaces, written atomically through the jail (vfs.Jail.WriteFile).
-// The registry owns it: it MUST NOT be edited by hand while a runtime
-// serves the root, and a Git merge of it is followed by Rebuild.
+// The registry is split into Shards files (shard.go): the entry of the
+// tool at path p is in meta/<xx>.json, xx the FNV-1a hash of p modulo 256
+// (ShardFile). Each is {"tools": {"<path>": Tool, ...}}: keys sorted,
+// indented by two spaces, written atomically through the jail
+// (vfs.Jail.WriteFile); a write rewrites one shard, not the registry, and
+// Written says which files changed (what a Git commit takes). The single
+// meta.json of earlier versions is read at Open and migrated into the
+// shards (then removed). The registry owns these files: they MUST NOT be
+// edited by hand while a runtime serves the root, and a Git merge of them
+// is followed by Rebuild.
 //
 // A tool's metadata comes from its source (extract.go), parsed with the
 // tree-sitter TypeScript grammar: the description is the leading JSDoc (the
@@ -49,14 +55,16 @@
 //
 // # Lifecycle
 //
-// Open loads meta.json (and replays the registry log) and reconciles it
+// Open loads the shards (and meta.json of earlier versions, and replays
+// the registry log) and reconciles it
 // with the tool files (as Rebuild does). Register and Remove are on disk
 // before they return: in the registry log when Options.State is given
 // (one appended record: a write costs the same whatever the number of
-// tools; meta.json is rewritten once writes pause for FlushDelay, when the
-// log outgrows it, and at Flush, Close, Open and Rebuild: see log.go),
-// else in meta.json itself. An owner that publishes meta.json (a Git
-// commit) MUST call Flush first. Used counts are batched for
+// tools; the changed shards are rewritten once writes pause for
+// FlushDelay, when the log outgrows them, and at Flush, Close, Open and
+// Rebuild: see log.go), else in their shard at once. An owner that
+// publishes the registry (a Git commit) MUST call Flush first, then
+// commit what Written returns. Used counts are batched for
 // Options.FlushDelay and MUST be on disk after Flush or Close return. IMPORTANT: the owner of a Registry MUST call Close
 // (or Flush) before the process exits, or the last usage counts are lost.
 // The actor flushes when it stops, holds no state of its own, and so loses
@@ -66,7 +74,7 @@
 //
 // # Failure
 //
-// A missing or corrupt meta.json (bad JSON, wrong shape, corrupt entries,
+// A missing or corrupt registry file (bad JSON, wrong shape, corrupt entries,
 // entries whose hash no longer matches their file) MUST NOT make Open
 // fail: it is logged at Warn via slog and rebuilt from the tools. A failed
 // write returns an error wrapping ErrPersist; the change stays in memory

@@ -37,12 +37,12 @@ export default function compoundInterest(args: { principal: number; rate: number
 	for _, h := range r.Search("compound interest calculator", 3) {
 		fmt.Printf("%s %.2f reuse=%v\n", h.Path, h.Score, h.Score >= r.Threshold())
 	}
-	_, err = os.Stat(filepath.Join(dir, "meta.json"))
-	fmt.Println("meta.json written:", err == nil)
+	shards, _ := filepath.Glob(filepath.Join(dir, "meta", "*.json"))
+	fmt.Println("registry shards written:", len(shards))
 	// Output:
 	// compound_interest 1 [finance]
 	// Calculates compound interest over years.
 	// {"type":"object","properties":{"principal":{"type":"number"},"rate":{"type":"number"},"years":{"type":"number"}},"required":["principal","rate","years"]}
 	// tools/finance/compound_interest.ts 1.00 reuse=true
-	// meta.json written: true
+	// registry shards written: 1
 }

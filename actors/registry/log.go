@@ -216,5 +216,5 @@ func (r *Registry) compactLater() {
 // logOutgrown says whether the log is as large as meta.json: time to
 // compact. The caller holds r.io.
 func (r *Registry) logOutgrown() bool {
-	return r.logBytes >= max(minLogBytes, int64(len(r.written)))
+	return r.logBytes >= max(minLogBytes, r.writtenBytes)
 }

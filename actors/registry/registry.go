@@ -119,21 +119,33 @@ type Registry struct {
 	// Register made meanwhile.
 	mut sync.Mutex
 
-	mu     sync.RWMutex // guards the fields below
-	tools  map[string]*Tool
-	idx    *index
-	dirty  bool // memory may differ from the file
-	closed bool
-	timer  *time.Timer // a pending usage flush
+	mu    sync.RWMutex // guards the fields below
+	tools map[string]*Tool
+	idx   *index
+	dirty bool // memory may differ from the files
+	// members are the paths of each shard's tools; dirtyShards the shards
+	// whose file may differ from memory (shard.go).
+	members     [Shards]map[string]struct{}
+	dirtyShards map[int]bool
+	closed      bool
+	timer       *time.Timer // a pending usage flush
 	// compactTimer rewrites meta.json once writes pause (log.go).
 	compactTimer *time.Timer
 
-	io       sync.Mutex // serialises writes of the file and the log; guards the fields below
-	written  []byte     // what the file holds, as far as the registry knows
-	state    *vfs.Jail  // where the log is (nil: no log)
-	logFile  string     // the registry log in state (log.go)
-	logF     *os.File   // the log, open for appending (nil until the first record)
-	logBytes int64      // the log's size
+	io sync.Mutex // serialises writes of the files and the log; guards the fields below
+	// written is what each shard file holds, as far as the registry knows
+	// (writtenBytes their total); legacy says the single file of earlier
+	// versions is still there (removed once the shards hold its entries);
+	// changedFiles are the files written or removed since Written.
+	written      map[string][]byte
+	writtenBytes int64
+	legacy       bool
+	changedFiles map[string]bool
+	dir          string    // the shards' directory (shard.go)
+	state        *vfs.Jail // where the log is (nil: no log)
+	logFile      string    // the registry log in state (log.go)
+	logF         *os.File  // the log, open for appending (nil until the first record)
+	logBytes     int64     // the log's size
 
 	watchMu  sync.Mutex // guards watchers and next
 	watchers map[int]func()
@@ -204,6 +216,10 @@ func Open(jail *vfs.Jail, opts Options) (*Registry, error) {
 		flushDelay: opts.FlushDelay,
 		tools:      map[string]*Tool{},
 		idx:        newIndex(),
+
+		dirtyShards:  map[int]bool{},
+		written:      map[string][]byte{},
+		changedFiles: map[string]bool{},
 	}
 	if r.toolsDir == "" {
 		r.toolsDir = DefaultToolsDir
@@ -218,6 +234,7 @@ func Open(jail *vfs.Jail, opts Options) (*Registry, error) {
 	if r.file, err = vfs.Clean(r.file); err != nil || r.file == "." {
 		return nil, fmt.Errorf("%w: registry file %q: give a file path relative to the tool root, e.g. meta.json", ErrOptions, opts.File)
 	}
+	r.dir = shardDir(r.file)
 	r.state = opts.State
 	if opts.LogFile == "" {
 		opts.LogFile = DefaultLogFile
@@ -377,9 +394,8 @@ func (r *Registry) Register(p string, src []byte) (Tool, error) {
 		}
 		t.Version, t.Created, t.Usage = cur.Version+1, cur.Created, cur.Usage
 	}
-	r.tools[c] = t
+	r.setTool(c, t)
 	r.idx.put(t, r.toolsDir)
-	r.dirty = true
 	out := t.clone()
 	r.mu.Unlock()
 	defer r.mut.Unlock() // records reach the log in the order of the changes
@@ -432,9 +448,8 @@ func (r *Registry) Remove(p string) error {
 		r.mut.Unlock()
 		return fmt.Errorf("%w: %s: list the tools to see which are registered", ErrNotRegistered, c)
 	}
-	delete(r.tools, c)
+	r.dropTool(c)
 	r.idx.remove(c)
-	r.dirty = true
 	r.mu.Unlock()
 	defer r.mut.Unlock()
 	defer r.changed()
@@ -459,9 +474,8 @@ func (r *Registry) Used(p string) {
 	// a persist snapshot may be reading *t.
 	nt := *t
 	nt.Usage++
-	r.tools[c] = &nt
+	r.setTool(c, &nt)
 	r.idx.used(c)
-	r.dirty = true
 	now := r.flushDelay < 0
 	if !now && r.timer == nil {
 		r.timer = time.AfterFunc(r.flushDelay, r.flushLater)
@@ -536,7 +550,8 @@ func (r *Registry) Rebuild() error {
 		return fmt.Errorf("%w: cannot rebuild", ErrClosed)
 	}
 
-	raw, disk := r.load()
+	st := r.load()
+	disk := st.entries
 	files, err := r.scan()
 	if err != nil {
 		return err
@@ -564,6 +579,9 @@ func (r *Registry) Rebuild() error {
 	r.mu.Lock()
 	for p, t := range next {
 		cur := r.tools[p]
+		if f := st.files[p]; f == nil || !f.same(t) || st.legacy {
+			r.dirtyShards[shardOf(p)] = true // the shard's file differs from memory
+		}
 		// Usage only grows: take the larger of memory (counting uses made
 		// during the scan) and the file (counting another node's uses).
 		usage := diskUsage[p]
@@ -578,6 +596,7 @@ func (r *Registry) Rebuild() error {
 		if cur == t {
 			continue
 		}
+		r.member(p)
 		if cur == nil || cur.Hash != t.Hash || cur.Version != t.Version || !cur.sameSearch(t) {
 			changed = true
 		}
@@ -591,10 +610,14 @@ func (r *Registry) Rebuild() error {
 	}
 	for p := range r.tools {
 		if _, ok := next[p]; !ok {
-			delete(r.tools, p)
+			r.dropTool(p)
 			r.idx.remove(p)
-			r.dirty = true
 			changed = true
+		}
+	}
+	for p := range st.files {
+		if _, ok := next[p]; !ok {
+			r.dirtyShards[shardOf(p)] = true // a vanished tool's entry is dropped from its file
 		}
 	}
 	r.mu.Unlock()
@@ -604,7 +627,11 @@ func (r *Registry) Rebuild() error {
 	}
 
 	r.io.Lock()
-	r.written = raw // compare with what the file holds now
+	r.written, r.legacy = st.raw, st.legacy // compare with what the files hold now
+	r.writtenBytes = 0
+	for _, b := range st.raw {
+		r.writtenBytes += int64(len(b))
+	}
 	r.io.Unlock()
 	return r.persist(true)
 }
@@ -655,31 +682,73 @@ func reconcile(p, h string, src []byte, m, d *Tool, now time.Time) *Tool {
 	return t
 }
 
-// load reads the registry file: its raw content (nil when missing) and its
-// valid entries. It never fails: a corrupt file or entry is logged at Warn
-// and skipped.
-func (r *Registry) load() ([]byte, map[string]*Tool) {
+// loaded is what load read.
+type loaded struct {
+	raw     map[string][]byte // each shard file's content
+	legacy  bool              // the single file of earlier versions exists
+	files   map[string]*Tool  // the valid entries of the files
+	entries map[string]*Tool  // files, with the log's records applied
+}
+
+// load reads the registry's files (the single file of earlier versions,
+// then the shards, whose entries win) and applies the log. It never
+// fails: a corrupt file or entry is logged at Warn and skipped.
+func (r *Registry) load() loaded {
+	st := loaded{raw: map[string][]byte{}, files: map[string]*Tool{}}
 	raw, err := r.jail.ReadFile(r.file)
-	if err != nil {
-		if errors.Is(err, vfs.ErrNotFound) {
-			r.log.Debug("registry: no registry file; building it from the tools", slog.String("file", r.file))
-		} else {
-			r.log.Warn("registry: cannot read the registry file; rebuilding it from the tools", slog.String("file", r.file), slog.Any("err", err))
-		}
-		return nil, r.replayLog(nil)
+	switch {
+	case err == nil:
+		st.legacy = true
+		r.parseFile(r.file, raw, st.files)
+	case errors.Is(err, vfs.ErrNotFound):
+	default:
+		r.log.Warn("registry: cannot read the registry file; rebuilding it from the tools", slog.String("file", r.file), slog.Any("err", err))
 	}
-	var f struct {
+	legacy := st.files
+	st.files = map[string]*Tool{}
+	names, err := r.jail.List(r.dir)
+	if err != nil && !errors.Is(err, vfs.ErrNotFound) {
+		r.log.Warn("registry: cannot list the registry's shards; rebuilding them from the tools", slog.String("dir", r.dir), slog.Any("err", err))
+	}
+	for _, f := range names {
+		if path.Dir(f) != r.dir || !strings.HasSuffix(f, ".json") {
+			continue
+		}
+		b, err := r.jail.ReadFile(f)
+		if err != nil {
+			r.log.Warn("registry: cannot read a shard; its tools are registered again from their files", slog.String("file", f), slog.Any("err", err))
+			continue
+		}
+		st.raw[f] = b
+		r.parseFile(f, b, st.files)
+	}
+	for p, t := range legacy {
+		if s := st.files[p]; s == nil || s.Version < t.Version {
+			st.files[p] = t
+		}
+	}
+	st.entries = make(map[string]*Tool, len(st.files))
+	for p, t := range st.files {
+		st.entries[p] = t
+	}
+	st.entries = r.replayLog(st.entries)
+	return st
+}
+
+// parseFile adds the valid entries of the registry file f (content raw)
+// to out. A corrupt file or entry is logged at Warn and skipped.
+func (r *Registry) parseFile(f string, raw []byte, out map[string]*Tool) {
+	var doc struct {
 		Tools map[string]json.RawMessage `json:"tools"`
 	}
-	if err := json.Unmarshal(raw, &f); err != nil || f.Tools == nil {
+	if err := json.Unmarshal(raw, &doc); err != nil || doc.Tools == nil {
 		if err == nil {
 			err = errors.New(`no "tools" object`)
 		}
-		r.log.Warn("registry: the registry file is corrupt; rebuilding it from the tools", slog.String("file", r.file), slog.Any("err", err))
-		return raw, r.replayLog(nil)
+		r.log.Warn("registry: the registry file is corrupt; rebuilding it from the tools", slog.String("file", f), slog.Any("err", err))
+		return
 	}
-	out := make(map[string]*Tool, len(f.Tools))
-	for p, e := range f.Tools {
+	for p, e := range doc.Tools {
 		var t Tool
 		err := json.Unmarshal(e, &t)
 		if err == nil {
@@ -692,7 +761,7 @@ func (r *Registry) load() ([]byte, map[string]*Tool) {
 			err = errors.New("no hash")
 		}
 		if err != nil {
-			r.log.Warn("registry: skipping a corrupt entry of the registry file; it is registered again from its file", slog.String("file", r.file), slog.String("path", p), slog.Any("err", err))
+			r.log.Warn("registry: skipping a corrupt entry of the registry file; it is registered again from its file", slog.String("file", f), slog.String("path", p), slog.Any("err", err))
 			continue
 		}
 		t.Path, t.Name = p, toolName(p)
@@ -706,7 +775,6 @@ func (r *Registry) load() ([]byte, map[string]*Tool) {
 		}
 		out[p] = &t
 	}
-	return raw, r.replayLog(out)
 }
 
 // scan lists the tool files under the tools directory.
@@ -767,8 +835,10 @@ func (r *Registry) isTool(c string) bool {
 	return (ext == ".ts" || ext == ".js") && len(base) > len(ext)
 }
 
-// persist writes the registry file when memory may differ from it (or,
-// with force, whenever the content differs from what the file holds).
+// persist writes the shards that may differ from memory (or, with
+// force, checks them even when nothing is marked dirty), then removes the
+// single file of earlier versions once the shards hold its entries, then
+// empties the log. A write costs the shards it touches, not the registry.
 func (r *Registry) persist(force bool) error {
 	r.io.Lock()
 	defer r.io.Unlock()
@@ -778,38 +848,87 @@ func (r *Registry) persist(force bool) error {
 		return nil
 	}
 	r.dirty = false
+	dirty := r.dirtyShards
+	r.dirtyShards = map[int]bool{}
+	if r.legacy { // migration: every shard holding a tool is written
+		for i, m := range r.members {
+			if len(m) > 0 {
+				dirty[i] = true
+			}
+		}
+	}
 	// Entries are copied on write, never changed in place: the snapshot is
-	// the map of pointers, marshalled outside the lock.
-	snap := make(map[string]*Tool, len(r.tools))
-	for p, t := range r.tools {
-		snap[p] = t
+	// maps of pointers, marshalled outside the lock.
+	snap := make(map[int]map[string]*Tool, len(dirty))
+	for i := range dirty {
+		m := make(map[string]*Tool, len(r.members[i]))
+		for p := range r.members[i] {
+			m[p] = r.tools[p]
+		}
+		snap[i] = m
 	}
 	r.mu.Unlock()
 
-	data, err := marshalFile(snap)
-	if err == nil && !bytes.Equal(data, r.written) {
-		if err = r.jail.WriteFile(r.file, data); err == nil {
-			r.written = data
+	fail := func(f string, err error) error {
+		r.mu.Lock()
+		r.dirty = true
+		for i := range dirty {
+			r.dirtyShards[i] = true
+		}
+		r.mu.Unlock()
+		return fmt.Errorf("%w: %s: %w", ErrPersist, f, err)
+	}
+	for i, m := range snap {
+		f := shardPath(r.dir, i)
+		if err := r.writeShard(f, m); err != nil {
+			return fail(f, err)
 		}
 	}
-	if err != nil {
-		r.mu.Lock()
-		r.dirty = true
-		r.mu.Unlock()
-		return fmt.Errorf("%w: %s: %w", ErrPersist, r.file, err)
+	if r.legacy {
+		if err := r.jail.Remove(r.file); err != nil && !errors.Is(err, vfs.ErrNotFound) {
+			return fail(r.file, err)
+		}
+		r.legacy = false
+		r.changedFiles[r.file] = true
 	}
-	// meta.json holds every record now (renamed into place first: a kill
-	// before the log is emptied replays records already in it, harmlessly).
+	// The shards hold every record now (renamed into place first: a kill
+	// before the log is emptied replays records already in them, harmlessly).
 	if err := r.resetLog(); err != nil {
-		r.mu.Lock()
-		r.dirty = true
-		r.mu.Unlock()
-		return fmt.Errorf("%w: %s: %w", ErrPersist, r.logFile, err)
+		return fail(r.logFile, err)
 	}
 	return nil
 }
 
-// marshalFile renders meta.json: {"tools": {path: Tool}}, keys sorted,
+// writeShard writes the shard file f with the entries m (removes it when
+// m is empty), unless it holds that already. The caller holds r.io.
+func (r *Registry) writeShard(f string, m map[string]*Tool) error {
+	old, had := r.written[f]
+	if len(m) == 0 {
+		if !had {
+			return nil
+		}
+		if err := r.jail.Remove(f); err != nil && !errors.Is(err, vfs.ErrNotFound) {
+			return err
+		}
+		r.writtenBytes -= int64(len(old))
+		delete(r.written, f)
+		r.changedFiles[f] = true
+		return nil
+	}
+	data, err := marshalFile(m)
+	if err != nil || (had && bytes.Equal(data, old)) {
+		return err
+	}
+	if err := r.jail.WriteFile(f, data); err != nil {
+		return err
+	}
+	r.writtenBytes += int64(len(data) - len(old))
+	r.written[f] = data
+	r.changedFiles[f] = true
+	return nil
+}
+
+// marshalFile renders a registry file: {"tools": {path: Tool}}, keys sorted,
 // indented by two spaces, with a final newline.
 func marshalFile(tools map[string]*Tool) ([]byte, error) {
 	b, err := json.MarshalIndent(struct {
@@ -858,4 +977,10 @@ func (t *Tool) sameSearch(o *Tool) bool {
 		}
 	}
 	return true
+}
+
+// same reports whether t and o are the same entry (every stored field).
+func (t *Tool) same(o *Tool) bool {
+	return t.sameSearch(o) && t.Hash == o.Hash && t.Version == o.Version && t.Usage == o.Usage &&
+		t.Created.Equal(o.Created) && t.Updated.Equal(o.Updated) && bytes.Equal(t.Parameters, o.Parameters)
 }

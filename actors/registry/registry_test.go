@@ -84,20 +84,37 @@ func (rt *root) remove(p string) {
 	}
 }
 
-// meta reads and decodes meta.json, failing the test if it is not valid.
+// shard is the absolute path of the shard file of the tool at p.
+func (rt *root) shard(p string) string {
+	return filepath.Join(rt.dir, filepath.FromSlash(shardPath("meta", shardOf(p))))
+}
+
+// meta reads and decodes the registry's shard files (meta/xx.json),
+// merged, failing the test if one is not valid or holds a tool of another
+// shard.
 func (rt *root) meta() map[string]Tool {
 	rt.t.Helper()
-	b, err := os.ReadFile(filepath.Join(rt.dir, "meta.json"))
-	if err != nil {
-		rt.t.Fatal(err)
+	files, _ := filepath.Glob(filepath.Join(rt.dir, "meta", "*.json"))
+	out := map[string]Tool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			rt.t.Fatal(err)
+		}
+		var doc struct {
+			Tools map[string]Tool `json:"tools"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil || len(doc.Tools) == 0 {
+			rt.t.Fatalf("%s is not a registry shard with tools (%v):\n%s", f, err, b)
+		}
+		for p, e := range doc.Tools {
+			if want := shardPath("meta", shardOf(p)); filepath.Join(rt.dir, filepath.FromSlash(want)) != f {
+				rt.t.Fatalf("%s holds %s, which belongs in %s", f, p, want)
+			}
+			out[p] = e
+		}
 	}
-	var f struct {
-		Tools map[string]Tool `json:"tools"`
-	}
-	if err := json.Unmarshal(b, &f); err != nil || f.Tools == nil {
-		rt.t.Fatalf("meta.json is not a registry file (%v):\n%s", err, b)
-	}
-	return f.Tools
+	return out
 }
 
 // warnings is a slog handler counting Warn records.
@@ -129,17 +146,33 @@ func checkInvariants(t *testing.T, r *Registry) {
 		t.Errorf("Flush: %v", err)
 		return
 	}
-	b, err := r.jail.ReadFile(r.file)
-	if err != nil {
-		t.Errorf("invariant: %s unreadable: %v", r.file, err)
-		return
+	if _, err := r.jail.Stat(r.file); !errors.Is(err, vfs.ErrNotFound) {
+		t.Errorf("invariant: the single registry file %s is still there after a Flush (%v): its entries belong in the shards", r.file, err)
 	}
 	var f struct {
-		Tools map[string]Tool `json:"tools"`
+		Tools map[string]Tool
 	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Errorf("invariant: %s is not valid: %v", r.file, err)
-		return
+	f.Tools = map[string]Tool{}
+	names, _ := r.jail.List(r.dir)
+	for _, n := range names {
+		b, err := r.jail.ReadFile(n)
+		if err != nil {
+			t.Errorf("invariant: %s unreadable: %v", n, err)
+			return
+		}
+		var doc struct {
+			Tools map[string]Tool `json:"tools"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil || len(doc.Tools) == 0 {
+			t.Errorf("invariant: %s is not a shard with tools: %v", n, err)
+			return
+		}
+		for p, e := range doc.Tools {
+			if shardPath(r.dir, shardOf(p)) != n {
+				t.Errorf("invariant: %s holds %s, which belongs in shard %02x", n, p, shardOf(p))
+			}
+			f.Tools[p] = e
+		}
 	}
 	list := r.List()
 	if len(list) != len(f.Tools) {
@@ -155,6 +188,18 @@ func checkInvariants(t *testing.T, r *Registry) {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	members := 0
+	for i, m := range r.members {
+		for p := range m {
+			if r.tools[p] == nil || shardOf(p) != i {
+				t.Errorf("invariant: shard %02x lists %s (registered: %v)", i, p, r.tools[p] != nil)
+			}
+		}
+		members += len(m)
+	}
+	if members != len(r.tools) {
+		t.Errorf("invariant: the shards list %d tools, the registry %d", members, len(r.tools))
+	}
 	x := r.idx
 	if x.n != len(r.tools) || len(x.byPath) != len(r.tools) {
 		t.Errorf("invariant: index holds %d docs (%d paths), registry %d tools", x.n, len(x.byPath), len(r.tools))
@@ -360,7 +405,7 @@ func TestOpenLeavesAGoodFileAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
-	metaPath := filepath.Join(rt.dir, "meta.json")
+	metaPath := rt.shard("tools/a.ts")
 	if err := os.Chtimes(metaPath, old, old); err != nil {
 		t.Fatal(err)
 	}
@@ -394,15 +439,15 @@ func TestRegisterVersions(t *testing.T) {
 		t.Fatalf("first: %+v %v", t1, err)
 	}
 	// Same content: unchanged, and nothing written (the file stays away).
-	if err := os.Remove(filepath.Join(rt.dir, "meta.json")); err != nil {
+	if err := os.Remove(rt.shard(p)); err != nil {
 		t.Fatal(err)
 	}
 	same, err := r.Register(p, []byte(v1))
 	if err != nil || !reflect.DeepEqual(same, t1) {
 		t.Fatalf("same content: %+v %v", same, err)
 	}
-	if _, err := os.Stat(filepath.Join(rt.dir, "meta.json")); !os.IsNotExist(err) {
-		t.Fatalf("same content rewrote meta.json (%v)", err)
+	if _, err := os.Stat(rt.shard(p)); !os.IsNotExist(err) {
+		t.Fatalf("same content rewrote its shard (%v)", err)
 	}
 	r.Used(p)
 	r.Used(p)
@@ -506,12 +551,19 @@ func TestRebuildAfterChangesOnDisk(t *testing.T) {
 	if err := r.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	// The merge brings a's shard as the other node wrote it.
 	m := rt.meta()
 	a := m["tools/a.ts"]
 	a.Usage = 5
-	m["tools/a.ts"] = a
-	b, _ := json.MarshalIndent(map[string]any{"tools": m}, "", "  ")
-	rt.write("meta.json", string(b))
+	shard := map[string]Tool{}
+	for p, e := range m {
+		if shardOf(p) == shardOf("tools/a.ts") {
+			shard[p] = e
+		}
+	}
+	shard["tools/a.ts"] = a
+	b, _ := json.MarshalIndent(map[string]any{"tools": shard}, "", "  ")
+	rt.write(shardPath("meta", shardOf("tools/a.ts")), string(b))
 
 	if err := r.Rebuild(); err != nil {
 		t.Fatal(err)
@@ -618,7 +670,7 @@ func TestOpenOptions(t *testing.T) {
 	if x, ok := r.Get("src/tools/x.ts"); !ok || x.Description != "Ex." {
 		t.Errorf("x = %+v", x)
 	}
-	if _, err := os.Stat(filepath.Join(rt.dir, "state", "registry.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(rt.dir, filepath.FromSlash(shardPath("state/registry", shardOf("src/tools/x.ts"))))); err != nil {
 		t.Error(err)
 	}
 	if r2 := rt.open(Options{ToolsDir: "src/tools", File: "state/registry.json"}); r2.Threshold() != DefaultThreshold {
@@ -629,11 +681,9 @@ func TestOpenOptions(t *testing.T) {
 func TestPersistFailureKeepsTheChange(t *testing.T) {
 	rt := newRoot(t)
 	r := rt.open(rt.options())
-	// meta.json becomes a non-empty directory: the atomic rename fails.
-	metaPath := filepath.Join(rt.dir, "meta.json")
-	if err := os.Remove(metaPath); err != nil {
-		t.Fatal(err)
-	}
+	// The tool's shard becomes a non-empty directory: the atomic rename
+	// fails.
+	metaPath := rt.shard("tools/a.ts")
 	if err := os.MkdirAll(filepath.Join(metaPath, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}

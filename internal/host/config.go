@@ -17,6 +17,7 @@ import (
 	gitactor "github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/internal/scaffold"
@@ -667,7 +668,7 @@ func (c Config) repoOptions(root string, regenerate func() error, log *slog.Logg
 		Dir: root, Upstream: up, Branch: c.Git.Branch,
 		AuthorName: c.Git.AuthorName, AuthorEmail: c.Git.AuthorEmail, TokenEnv: c.Git.TokenEnv,
 		Strategy: repo.Strategy(c.Git.Strategy), PR: pr,
-		Derived: []string{RegistryFile}, Regenerate: regenerate,
+		Derived: registry.Files(RegistryFile), Regenerate: regenerate,
 		Hold:   gitactor.Compiles, // a crash-left tool that does not compile stays local
 		Ignore: []string{StateDir + "/", c.Tools() + "/.forge/"}, Logger: log,
 		MaxFileBytes: c.Git.MaxFileBytes,

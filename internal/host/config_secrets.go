@@ -408,6 +408,8 @@ func (c Config) journalDurability() (journal.Durability, error) {
 		return journal.SyncEach, nil
 	case "no_sync":
 		return journal.NoSync, nil
+	case "write_each":
+		return journal.WriteEach, nil
 	}
-	return 0, fmt.Errorf("journal_durability %q is not a mode: use \"group_commit\" (the default), \"sync_each\" (nothing anyone saw is lost in a crash) or \"no_sync\" (scratch roots); docs/REPLAY.md says what each can lose", c.JournalDurability)
+	return 0, fmt.Errorf("journal_durability %q is not a mode: use \"group_commit\" (the default), \"sync_each\" (nothing anyone saw is lost in a crash), \"no_sync\" (scratch roots) or \"write_each\" (each record handed to the OS before use: survives kill -9, not power loss); docs/REPLAY.md says what each can lose", c.JournalDurability)
 }

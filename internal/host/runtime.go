@@ -288,11 +288,12 @@ func (rt *Runtime) openTools(ctx context.Context) (closeFunc, error) {
 	}
 	if cfg.Git.Upstream != "" {
 		opts := cfg.repoOptions(rt.root, regenerate, rt.log)
-		opts.Derive = func() error { // meta.json written from the registry's log before each commit
+		opts.Derive = func() ([]string, error) { // the registry's shards written from its log before each commit
 			if rt.reg == nil {
-				return nil
+				return nil, nil
 			}
-			return rt.reg.Flush()
+			err := rt.reg.Flush()
+			return rt.reg.Written(), err
 		}
 		var err error
 		if rt.repo, err = repo.Hydrate(ctx, opts); err != nil {

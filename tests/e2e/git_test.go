@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/node"
 )
@@ -183,15 +184,16 @@ func TestRegistryIntegrity(t *testing.T) {
 			Tags        []string `json:"tags"`
 		} `json:"tools"`
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, host.RegistryFile))
+	shard := registry.ShardFile(host.RegistryFile, "tools/finance/interest.ts")
+	b, _ := os.ReadFile(filepath.Join(dir, filepath.FromSlash(shard)))
 	if err := json.Unmarshal(b, &meta); err != nil {
 		t.Fatal(err)
 	}
 	if e := meta.Tools["tools/finance/interest.ts"]; !strings.Contains(e.Description, "compound interest") || len(e.Tags) != 1 {
-		t.Fatalf("meta.json entry = %+v", e)
+		t.Fatalf("registry entry in %s = %+v", shard, e)
 	}
-	if !strings.Contains(upstreamTree(t, bare, "main")[host.RegistryFile], "compound interest") {
-		t.Fatal("meta.json was not committed with the tool")
+	if !strings.Contains(upstreamTree(t, bare, "main")[shard], "compound interest") {
+		t.Fatalf("the registry's shard %s was not committed with the tool", shard)
 	}
 	out, err := rt.Call(context.Background(), "search_tools", json.RawMessage(`{"query":"compound interest calculator","limit":3}`))
 	if err != nil {
@@ -243,11 +245,21 @@ func TestConcurrentRuntimes(t *testing.T) {
 			if writes != nodes*each {
 				t.Fatalf("%d write commits upstream, want %d", writes, nodes*each)
 			}
-			var meta struct {
-				Tools map[string]json.RawMessage `json:"tools"`
+			listed := 0
+			for p, content := range tree {
+				if !strings.HasPrefix(p, "meta/") {
+					continue
+				}
+				var meta struct {
+					Tools map[string]json.RawMessage `json:"tools"`
+				}
+				if err := json.Unmarshal([]byte(content), &meta); err != nil {
+					t.Fatalf("upstream %s: %v", p, err)
+				}
+				listed += len(meta.Tools)
 			}
-			if err := json.Unmarshal([]byte(tree[host.RegistryFile]), &meta); err != nil || len(meta.Tools) != nodes*each {
-				t.Fatalf("upstream meta.json lists %d tools (%v), want %d: it must be regenerated, not hand-merged", len(meta.Tools), err, nodes*each)
+			if listed != nodes*each {
+				t.Fatalf("the upstream registry shards list %d tools, want %d: they must be regenerated, not hand-merged", listed, nodes*each)
 			}
 		})
 	}
@@ -355,7 +367,8 @@ func TestCorruptRegistryRebuilt(t *testing.T) {
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, host.RegistryFile), []byte("{not json"), 0o644); err != nil {
+	shard := filepath.Join(dir, filepath.FromSlash(registry.ShardFile(host.RegistryFile, samples.FibPath)))
+	if err := os.WriteFile(shard, []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, _ := host.LoadConfig(dir)
@@ -364,8 +377,8 @@ func TestCorruptRegistryRebuilt(t *testing.T) {
 	if tool, ok := rt2.Registry().Get(samples.FibPath); !ok || !strings.Contains(tool.Description, "Fibonacci") {
 		t.Fatalf("after the rebuild: %+v %v", tool, ok)
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, host.RegistryFile))
+	b, _ := os.ReadFile(shard)
 	if !json.Valid(b) {
-		t.Fatalf("meta.json still corrupt: %q", b)
+		t.Fatalf("the registry shard still corrupt: %q", b)
 	}
 }

@@ -72,10 +72,15 @@ type Options struct {
 	Regenerate func() error
 	// Derive, when set, brings the Derived files up to date in the working
 	// tree before a Persist commits them (e.g. the registry's Flush, which
-	// writes meta.json from its log). It runs with the Repo's lock held: it
-	// MUST NOT call the Repo. nil: the Derived files are committed as the
-	// working tree holds them.
-	Derive func() error
+	// writes its shards from its log), and returns the Derived files that
+	// changed (written or removed) since its previous call, Regenerate's
+	// writes included: a commit reads only those, so that its cost does
+	// not grow with the number of Derived files or their size.
+	// IMPORTANT: it MUST report every Derived file it or Regenerate
+	// changed, or that change is not committed. It runs with the Repo's
+	// lock held: it MUST NOT call the Repo. nil: every Derived file is
+	// read at every commit, as the working tree holds it.
+	Derive func() (changed []string, err error)
 	// Hold, when set, says why a working file must not be committed yet
 	// (e.g. a tool that does not compile): Hydrate's recovery of files a
 	// killed writer left unsaved skips it (it stays in the working tree,

@@ -110,11 +110,6 @@ func (r *Repo) persist(ctx context.Context, paths []string, message string) (Per
 			return Persisted{}, err
 		}
 	}
-	if r.opts.Derive != nil {
-		if err := r.opts.Derive(); err != nil {
-			return Persisted{}, fmt.Errorf("repo: bringing the derived files %v up to date: %w", r.opts.Derived, err)
-		}
-	}
 	r.publishLocal(want)
 	if r.opts.Strategy == PR {
 		return r.persistPR(ctx, want, message)
@@ -141,11 +136,43 @@ func (r *Repo) publishLocal(paths []string) {
 	}
 }
 
-// collect reads the working-tree content of paths and the Derived files,
-// stores new blobs, and returns what differs from r.tree.
+// derivedPaths brings the Derived files up to date (Derive) and returns
+// those a commit must read: every one without Derive; with it, those
+// Derive reported changed and no commit has taken yet (r.derivedDirty).
+func (r *Repo) derivedPaths() ([]string, error) {
+	if r.opts.Derive == nil {
+		return r.opts.Derived, nil
+	}
+	changed, err := r.opts.Derive()
+	if err != nil {
+		return nil, fmt.Errorf("repo: bringing the derived files up to date: %w", err)
+	}
+	if r.derivedDirty == nil {
+		r.derivedDirty = map[string]bool{}
+	}
+	for _, p := range changed {
+		c, err := cleanRel(p)
+		if err != nil || !r.isDerived(c) {
+			return nil, fmt.Errorf("repo: Derive reported %q, which is not one of the Derived files", p)
+		}
+		r.derivedDirty[c] = true
+	}
+	return sortedKeys(r.derivedDirty), nil
+}
+
+// derivedTaken forgets the Derived files a commit has just taken.
+func (r *Repo) derivedTaken() { clear(r.derivedDirty) }
+
+// collect reads the working-tree content of paths and the Derived files
+// that may have changed (derivedPaths), stores new blobs, and returns what
+// differs from r.tree.
 func (r *Repo) collect(paths []string) (map[string]entry, error) {
+	derived, err := r.derivedPaths()
+	if err != nil {
+		return nil, err
+	}
 	all := append([]string{}, paths...)
-	all = append(all, r.opts.Derived...)
+	all = append(all, derived...)
 	changes := map[string]entry{}
 	seen := map[string]bool{}
 	add := func(p string, named bool) error {
@@ -239,6 +266,7 @@ func (r *Repo) persistDirect(ctx context.Context, paths []string, message string
 			r.chain = append(r.chain, mine)
 		}
 	}
+	r.derivedTaken() // committed, or the tree already held them
 	if r.local == r.upstream {
 		if conflict != nil {
 			return Persisted{Commit: conflict.commit.String(), Branch: conflict.err.Branch}, conflict.err
@@ -312,6 +340,7 @@ func (r *Repo) persistPR(ctx context.Context, paths []string, message string) (P
 	if err != nil {
 		return Persisted{}, err
 	}
+	r.derivedTaken()
 	upTree, err := r.commitTree(r.upstream)
 	if err != nil {
 		return Persisted{}, err

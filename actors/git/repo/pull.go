@@ -211,3 +211,27 @@ func (r *Repo) Diff(from, to string) (changed, deleted []string, err error) {
 	sort.Strings(deleted)
 	return changed, deleted, err
 }
+
+// Parent returns the first parent of commit (40 hexadecimal digits), ""
+// for a root commit. Reading one commit object, it costs the same whatever
+// the size of the trees (unlike Diff).
+func (r *Repo) Parent(commit string) (parent string, err error) {
+	h, ok := parseHash(commit)
+	if !ok {
+		return "", fmt.Errorf("%w: %q is not a commit hash (40 hexadecimal digits)", ErrPath, clipText(commit))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return "", ErrClosed
+	}
+	defer recoverInto(&err, r.log, "reading commit "+commit)
+	c, err := object.GetCommit(r.sto, h)
+	if err != nil {
+		return "", fmt.Errorf("commit %s: %w", h, err)
+	}
+	if len(c.ParentHashes) == 0 {
+		return "", nil
+	}
+	return c.ParentHashes[0].String(), nil
+}

@@ -89,6 +89,7 @@ func (r *Repo) recoverUnsaved() error {
 	if err != nil {
 		return fmt.Errorf("repo: committing the recovered files: %w", err)
 	}
+	r.derivedTaken()
 	keep := map[string]bool{}
 	for p := range changes {
 		keep[p] = true

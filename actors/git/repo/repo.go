@@ -42,7 +42,10 @@ type Repo struct {
 	files    map[string]entry
 	chain    []*changeSet // unpushed commits upstream..local, oldest first
 	pending  map[string]bool
-	idx      map[string]index.Entry
+	// derivedDirty are the Derived files Derive reported changed that no
+	// commit has taken yet (persist.go).
+	derivedDirty map[string]bool
+	idx          map[string]index.Entry
 	// conflicts are the working files kept by a rebase although they clash
 	// with the upstream (written by a tool that had not persisted them
 	// yet): their version is on a conflict branch, and the tool's Persist
