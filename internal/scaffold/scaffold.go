@@ -204,7 +204,7 @@ func pointEmptyHead(p, branch string) (string, error) {
 	if err := r.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, want)); err != nil {
 		return "", fmt.Errorf("pointing the HEAD of the Git upstream %s at %s: %w", p, branch, err)
 	}
-	return fmt.Sprintf("%s: HEAD points at %s, the branch agentos pushes (the repository had no branch yet)", p, branch), nil
+	return fmt.Sprintf("the HEAD of %s, pointing at %s, the branch agentos pushes (the repository had no branch yet)", p, branch), nil
 }
 
 // isRepository reports whether p is a bare repository or a working tree's.
