@@ -99,7 +99,9 @@ func TestWorkerFloodingWritesDoesNotGrowTheParent(t *testing.T) {
 	if peakB > maxHeldBytes {
 		t.Fatalf("the parent held %d bytes of a worker's call requests at once; the bound is %d", peakB, maxHeldBytes)
 	}
-	if grew > 150<<20 {
+	// The race detector's shadow memory counts in RSS: under -race the
+	// figure is logged, and the bound on held bytes above is the check.
+	if grew > 150<<20 && !raceEnabled {
 		t.Fatalf("the parent grew by %d MB while a 256 MB worker flooded it with writes", grew>>20)
 	}
 }
