@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,7 +138,7 @@ func decode(op string, req json.RawMessage, v any) error {
 	if len(req) == 0 {
 		req = json.RawMessage("{}")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(req)))
+	dec := json.NewDecoder(bytes.NewReader(req))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return Errorf(CodeInvalid, "%s: bad arguments: %v", op, err)

@@ -147,7 +147,6 @@ func TestFetchEchoesNoRestoredValue(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	defer close(release)
 
 	tk := newT(t, Options{Detect: []string{Email, Phone}, Names: []string{"Ada Lovelace", "Zoë O'Brien"}, RestoreTo: []string{"fetch"}})
 	var toks []string
@@ -191,6 +190,10 @@ func TestFetchEchoesNoRestoredValue(t *testing.T) {
 			t.Errorf("%s: %s does not hold the e-mail's token %s", c.name, text, toks[0])
 		}
 	}
+	// Every handler has returned before got is closed: one still
+	// running (the slow one, its client gone) would send on it.
+	close(release)
+	srv.Close()
 	close(got)
 	n := 0
 	for q := range got {

@@ -352,12 +352,24 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 		seen[c.Seq] = struct{}{}
 		return false
 	}
+	// hold bounds the bytes of this worker's frames the parent holds: a
+	// frame is held until it is handled (a call's, until it is answered).
+	hold := &held{max: maxHeldBytes}
+	pending := 0 // the bytes of the frame handled last, released before the next read
 	for {
-		f, err := readFrame(w.out)
+		if pending > 0 {
+			hold.release(pending)
+		}
+		f, n, err := readHeld(w.out, hold, w.exited)
+		pending = n
 		if err != nil {
+			broke := brokeProtocol(w, err)
 			disarm()
 			finish()
 			p.release(w, false)
+			if broke != nil {
+				return sandbox.Outcome{Err: broke}
+			}
 			return sandbox.Outcome{Err: death()}
 		}
 		switch f.T {
@@ -385,7 +397,10 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 				_ = w.send(&frame{T: "reply", ID: fid, Err: driver.Errorf(driver.CodeInvalid, "%s: call #%d was already made in this run: not performed", call, call.Seq)})
 				continue
 			}
+			size := pending // released once answered
+			pending = 0
 			goCall(func() {
+				defer hold.release(size)
 				val, err := br.Do(runCtx, call)
 				r := &frame{T: "reply", ID: fid, Val: val}
 				if err != nil {
@@ -433,6 +448,17 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 			return out
 		}
 	}
+}
+
+// brokeProtocol kills w and explains the run's failure if err says the
+// worker broke the frame protocol (a frame over the limit, a malformed
+// one); nil for any other read error (the worker died: see death).
+func brokeProtocol(w *worker, err error) *Error {
+	if !errors.Is(err, errFrameRefused) && !errors.Is(err, errMalformed) {
+		return nil
+	}
+	w.kill("protocol")
+	return &Error{Kind: sandbox.KindHostFailure, Message: fmt.Sprintf("the sandbox worker broke the frame protocol (%v); the run fails and its worker was killed (a worker that breaks the protocol is not trusted). A tool cannot do this through its own calls: report it, with the tool, as a bug or an escape from the sandbox", err)}
 }
 
 // death explains why a worker stopped answering during a run. said is

@@ -104,15 +104,38 @@ func writeFrame(w io.Writer, f *frame) error {
 	return err
 }
 
+// errMalformed: a frame that is not well formed was read.
+var errMalformed = errors.New("malformed frame")
+
+// errFrameRefused: a peer announced a frame over maxFrame; nothing of it
+// was read or allocated, and the stream cannot be resynchronised.
+var errFrameRefused = errors.New("frame refused")
+
 func readFrame(r *bufio.Reader) (*frame, error) {
+	n, err := readFrameLen(r)
+	if err != nil {
+		return nil, err
+	}
+	return readFrameBody(r, n)
+}
+
+// readFrameLen reads a frame's length prefix and refuses one over maxFrame
+// before anything of the frame is allocated.
+func readFrameLen(r *bufio.Reader) (int, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, err
+		return 0, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n > maxFrame {
-		return nil, fmt.Errorf("frame of %d bytes exceeds the %d-byte limit", n, maxFrame)
+		return 0, fmt.Errorf("%w: its length prefix announces %d bytes, over the %d-byte limit of one frame", errFrameRefused, n, maxFrame)
 	}
+	return int(n), nil
+}
+
+// readFrameBody reads and decodes the n-byte frame whose length prefix
+// readFrameLen returned.
+func readFrameBody(r *bufio.Reader, n int) (*frame, error) {
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {
 		return nil, err
@@ -120,13 +143,13 @@ func readFrame(r *bufio.Reader) (*frame, error) {
 	if len(b) > 0 && b[0] == hotMark {
 		f, err := decodeHot(b)
 		if err != nil {
-			return nil, fmt.Errorf("malformed frame: %w", err)
+			return nil, fmt.Errorf("%w: %w", errMalformed, err)
 		}
 		return f, nil
 	}
 	f := new(frame)
 	if err := json.Unmarshal(b, f); err != nil {
-		return nil, fmt.Errorf("malformed frame: %w", err)
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	return f, nil
 }

@@ -63,11 +63,23 @@ func TestGrainOneForgeForConcurrentCallers(t *testing.T) {
 	dones := make(chan *pb.Done, callers)
 	go func() { dones <- askGrain(t, e, pid, "first") }()
 	<-asked // the forge is waiting on the model
+	// The joiners' Runs are in the grain's mailbox before the model is
+	// released: the forge's landing, posted after the release, comes after
+	// them (a mailbox is FIFO), so each one joins the flight in progress.
+	joiners := make([]*actor.Future, 0, callers-1)
 	for i := 1; i < callers; i++ {
-		go func() { dones <- askGrain(t, e, pid, "") }()
+		joiners = append(joiners, e.sys.Root.RequestFuture(pid, &system.Local{Msg: &pb.Run{Spec: fibSpec}}, time.Minute))
 	}
-	time.Sleep(50 * time.Millisecond) // let the joiners reach the grain (a missed join would ask the model again, and fail below)
 	close(release)
+	for _, f := range joiners {
+		go func() {
+			reply, err := f.Result()
+			if err != nil {
+				reply = &pb.Done{Failure: &pb.Failure{Code: "ask", Message: err.Error()}}
+			}
+			dones <- reply.(*pb.Done)
+		}()
+	}
 	var path, commitOrRun string
 	for range callers {
 		d := <-dones

@@ -270,6 +270,14 @@ func TestNoRestartWhileStopping(t *testing.T) {
 		t.Fatal(err)
 	}
 	kids := res.(*Children).PIDs
+	// The children's processes, kept to reach their mailboxes once they
+	// are out of the registry.
+	procs := make([]actor.Process, len(kids))
+	for i, k := range kids {
+		if procs[i], _ = sys.ProcessRegistry.GetLocal(k.Id); procs[i] == nil {
+			t.Fatalf("child %s is not in the registry", k)
+		}
+	}
 	sys.Root.Send(kids[0], "boom") // a fails: the supervisor blocks in OnEvent
 	<-entered
 	stopped := sys.Root.StopFuture(sup) // queued: Stop
@@ -280,7 +288,27 @@ func TestNoRestartWhileStopping(t *testing.T) {
 	if err := stopped.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond) // a zombie would start now
+	// Whatever the supervisor told its children (a restart), it posted
+	// before it stopped: a Watch posted to each child's mailbox now is
+	// handled after it. A stopped child answers the Watch with Terminated
+	// at once; a zombie (alive again) would have counted itself first, and
+	// would not answer.
+	terminated := make(chan struct{}, len(kids))
+	watcher := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if _, ok := c.Message().(*actor.Terminated); ok {
+			terminated <- struct{}{}
+		}
+	}))
+	defer sys.Root.Stop(watcher)
+	for i, p := range procs {
+		p.SendSystemMessage(kids[i], &actor.Watch{Watcher: watcher})
+	}
+	for range kids {
+		select {
+		case <-terminated:
+		case <-time.After(5 * time.Second): // a zombie holds the Watch
+		}
+	}
 	if a.zombie.Load() != 0 || b.zombie.Load() != 0 {
 		t.Fatalf("a child ran Started after its Stopped (a: %d, b: %d)", a.zombie.Load(), b.zombie.Load())
 	}

@@ -50,7 +50,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{[]string{"check", "--root", root, "tools/nope.ts"}, "no file tools/nope.ts"},
 		{[]string{"check", "--root", root}, "expected one PATH"},
-		{[]string{"check", "--bogus", "x.ts"}, "flag provided but not defined: -bogus"},
+		{[]string{"check", "--bogus", "x.ts"}, "unknown flag --bogus ('agentos check --help' lists its flags)"},
 		{[]string{"check", "--root", root + "/missing", "x.ts"}, "is not a directory"},
 	} {
 		code, stdout, stderr := cli(t, tc.args...)

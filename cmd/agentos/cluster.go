@@ -26,12 +26,17 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return runClusterCerts(args[1:], stdout)
 	case len(args) > 0 && (args[0] == "--help" || args[0] == "-help" || args[0] == "-h"):
 		// the help of status
+	case len(args) > 0 && strings.HasPrefix(args[0], "-"):
+		// Flags before the subcommand: an unknown one is named first.
+		fs, _, _ := clusterStatusFlags()
+		if _, err := parseFlags(fs, args); err != nil {
+			return err
+		}
+		return usagef("cluster takes its subcommand first: 'agentos cluster status [--root DIR] [--json]' or 'agentos cluster certs --dir DIR --node NAME[,NAME...] [--host H,...]'")
 	default:
 		return usagef("cluster takes a subcommand: 'agentos cluster status [--root DIR] [--json]' or 'agentos cluster certs --dir DIR --node NAME[,NAME...] [--host H,...]'")
 	}
-	fs := flag.NewFlagSet("cluster status", flag.ContinueOnError)
-	root := fs.String("root", ".", rootUsage)
-	asJSON := fs.Bool("json", false, "print one JSON object {cluster, self, members: [{id, address, version, kinds, root, pid, forges, activations, error}], left}")
+	fs, root, asJSON := clusterStatusFlags()
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -94,6 +99,14 @@ type certsEntry struct {
 // runClusterCerts makes the cluster's CA in DIR (unless DIR holds one) and
 // a member certificate per --node: agentos cluster certs --dir DIR --node
 // NAME[,NAME...] [--host H,...] [--days N] [--json].
+// clusterStatusFlags is the flag set of 'cluster status'.
+func clusterStatusFlags() (fs *flag.FlagSet, root *string, asJSON *bool) {
+	fs = flag.NewFlagSet("cluster status", flag.ContinueOnError)
+	root = fs.String("root", ".", rootUsage)
+	asJSON = fs.Bool("json", false, "print one JSON object {cluster, self, members: [{id, address, version, kinds, root, pid, forges, activations, error}], left}")
+	return fs, root, asJSON
+}
+
 func runClusterCerts(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cluster certs", flag.ContinueOnError)
 	dir := fs.String("dir", "", "the directory of the cluster's CA (ca.crt, ca.key: made there unless it holds them) and of the node certificates")

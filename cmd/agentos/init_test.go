@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,5 +114,56 @@ func TestInitUpstreamPath(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(bad, "agentos.json")); err == nil {
 		t.Fatal("a refused init wrote agentos.json")
+	}
+}
+
+// Issue 25, item 12: the upstream init names has, as its default branch
+// (its HEAD), the branch agentos pushes, so that a plain 'git clone' of it
+// after a push checks the tools out. An existing empty bare repository made
+// by a git whose default branch is master had HEAD on master: the clone
+// warned "remote HEAD refers to nonexistent ref" and checked out nothing.
+func TestInitUpstreamClonesToWhatAgentosPushed(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("needs the git command (apt-get install git) to clone the upstream as a user would")
+	}
+	gitRun := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(git, args...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	for _, tc := range []struct {
+		name     string
+		existing bool // the upstream is an empty bare repository whose HEAD is master
+	}{{"made", false}, {"master", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			up, root := filepath.Join(base, "team.git"), filepath.Join(base, "root")
+			if tc.existing {
+				gitRun("-c", "init.defaultBranch=master", "init", "--bare", "-q", up)
+			}
+			if code, stdout, stderr := cli(t, "init", "--upstream", up, root); code != 0 {
+				t.Fatalf("init: %d %q %q", code, stdout, stderr)
+			}
+			if code, _, stderr := cli(t, "call", "--root", root, "write_file", `{"path":"tools/x.ts","content":"export default function main() { return 1 }"}`); code != 0 {
+				t.Fatalf("write_file: %d %s", code, stderr)
+			}
+			clone := filepath.Join(base, "clone")
+			out := gitRun("clone", up, clone)
+			if strings.Contains(out, "nonexistent ref") {
+				t.Fatalf("git clone of the upstream: %s", out)
+			}
+			if b, err := os.ReadFile(filepath.Join(clone, "tools", "x.ts")); err != nil || !strings.Contains(string(b), "return 1") {
+				t.Fatalf("the clone does not hold the pushed tool: %q %v (git clone said %q)", b, err, out)
+			}
+			if branch := strings.TrimSpace(gitRun("-C", clone, "rev-parse", "--abbrev-ref", "HEAD")); branch != "main" {
+				t.Fatalf("the clone is on %q, want main (the branch agentos pushes)", branch)
+			}
+		})
 	}
 }

@@ -255,6 +255,24 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "\nexit status: 0 ok, 1 tool invalid or run failed, 2 usage error")
 }
 
+// flagError is the usage error of err, from parsing args with fs: an
+// unknown flag is named as the user typed it (the flag package says
+// "flag provided but not defined: -x" whether it was --x or -x=1).
+func flagError(fs *flag.FlagSet, args []string, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return usagef("%v", err)
+	}
+	typed := "--" + name
+	for _, a := range args {
+		if a == "-"+name || a == "--"+name || strings.HasPrefix(a, "-"+name+"=") || strings.HasPrefix(a, "--"+name+"=") {
+			typed = strings.SplitN(a, "=", 2)[0]
+			break
+		}
+	}
+	return usagef("unknown flag %s ('agentos %s --help' lists its flags)", typed, fs.Name())
+}
+
 // parseFlags parses flags that may stand before, between or after the
 // positional arguments, and returns the positional ones. Everything after a
 // literal "--" is positional.
@@ -271,7 +289,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, &helpError{fs}
 			}
-			return nil, usagef("%v", err)
+			return nil, flagError(fs, args, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {

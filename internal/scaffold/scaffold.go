@@ -20,6 +20,8 @@ import (
 	"strings"
 
 	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // Files and directories of a tool root.
@@ -66,7 +68,7 @@ func Init(dir string, opts Options) (created []string, err error) {
 			return nil, err
 		}
 		if made != "" {
-			created = append(created, made+" (bare Git upstream)")
+			created = append(created, made)
 		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -133,9 +135,13 @@ func LocalUpstream(upstream string) (path string, ok bool) {
 
 // ensureUpstream makes the bare repository a local upstream names when
 // it does not exist (or is an empty directory), with the branch main
-// agentos pushes, and returns its path ("" when it existed); a path that
+// agentos pushes, and returns what it did ("" when nothing); a path that
 // exists and is not a Git repository is refused. A relative path is
-// relative to the tool root dir (as agentos.json reads it).
+// relative to the tool root dir (as agentos.json reads it). An existing
+// bare repository without any branch gets its HEAD pointed at main: its
+// default branch is then the one agentos pushes, and a clone checks the
+// tools out (a git whose default branch is master left HEAD on a branch no
+// one pushes).
 func ensureUpstream(dir, upstream string) (made string, err error) {
 	p, local := LocalUpstream(upstream)
 	if !local {
@@ -157,16 +163,48 @@ func ensureUpstream(dir, upstream string) (made string, err error) {
 		return "", notRepository(upstream, p, "is a file")
 	default:
 		if isRepository(p) {
-			return "", nil
+			return pointEmptyHead(p, pushedBranch)
 		}
 		if ents, err := os.ReadDir(p); err != nil || len(ents) > 0 {
 			return "", notRepository(upstream, p, "is a directory with other files")
 		}
 	}
-	if err := repo.InitBare(p, "main"); err != nil {
+	if err := repo.InitBare(p, pushedBranch); err != nil {
 		return "", fmt.Errorf("creating the Git upstream %s: %w", p, err)
 	}
-	return p, nil
+	return p + " (bare Git upstream)", nil
+}
+
+// pushedBranch is the branch a new agentos.json names (git.branch).
+const pushedBranch = "main"
+
+// pointEmptyHead points the HEAD of the bare repository p at branch if the
+// repository has no branch at all, and says so; a working tree's
+// repository, or one with any branch, is left as it is ("").
+func pointEmptyHead(p, branch string) (string, error) {
+	if _, err := os.Stat(filepath.Join(p, "HEAD")); err != nil {
+		return "", nil // not bare
+	}
+	r, err := git.PlainOpen(p)
+	if err != nil {
+		return "", fmt.Errorf("the Git upstream %s: %w", p, err)
+	}
+	want := plumbing.NewBranchReferenceName(branch)
+	if head, err := r.Storer.Reference(plumbing.HEAD); err == nil && head.Type() == plumbing.SymbolicReference && head.Target() == want {
+		return "", nil
+	}
+	branches, err := r.Branches()
+	if err != nil {
+		return "", fmt.Errorf("the Git upstream %s: %w", p, err)
+	}
+	defer branches.Close()
+	if _, err := branches.Next(); err == nil {
+		return "", nil // it has branches: its HEAD is its owner's choice
+	}
+	if err := r.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, want)); err != nil {
+		return "", fmt.Errorf("pointing the HEAD of the Git upstream %s at %s: %w", p, branch, err)
+	}
+	return fmt.Sprintf("the HEAD of %s, pointing at %s, the branch agentos pushes (the repository had no branch yet)", p, branch), nil
 }
 
 // isRepository reports whether p is a bare repository or a working tree's.

@@ -1,0 +1,127 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentos-run/agentos/driver"
+)
+
+// parentRSS returns this process's resident memory in bytes (VmRSS).
+func parentRSS(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc/self/status to measure the parent's memory: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
+
+// Issue 25, item 7: a worker limited to 256 MB that floods its parent with
+// large driver calls, none awaited, made the parent hold 778 MB: every call
+// frame was read whole and handed to its own goroutine (up to
+// sandbox.MaxInFlight of them), each decoding its request into more copies.
+// The parent now reads a worker's frames only while the bytes it holds of
+// them stay under maxHeldBytes (one frame up to maxFrame always goes
+// through), so its memory stays near that bound whatever the tool does.
+//
+// The driver here is slower than the worker (a disk, a database, the git
+// actor): it holds each call until more than maxHeldBytes of requests wait
+// in it, or a second passed. Without the bound the worker's next
+// frames keep arriving and the calls pile up; with it, they cannot.
+func TestWorkerFloodingWritesDoesNotGrowTheParent(t *testing.T) {
+	const flood = "export default async () => { const s = 'x'.repeat(8 << 20); const ps = []; for (let i = 0; i < 8; i++) ps.push(tgp.write_file('/tmp/f' + (i % 4), s)); await Promise.all(ps); return 'flooded'; };\n"
+	e := newExec(t, IsolationProcess, map[string]string{"tools/flood.ts": flood}, func(o *Options) { o.Workers = 1; o.Limits.MemoryBytes = 256 << 20 })
+	var (
+		mu             sync.Mutex
+		waiting, peakB int
+		more           = make(chan struct{})
+	)
+	slow := func(next driver.Host) driver.Host {
+		return driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+			mu.Lock()
+			waiting += len(c.Request)
+			peakB = max(peakB, waiting)
+			if waiting > maxHeldBytes {
+				close(more)
+				more = make(chan struct{})
+			}
+			ch := more
+			mu.Unlock()
+			select {
+			case <-ch:
+			case <-time.After(time.Second):
+			}
+			mu.Lock()
+			waiting -= len(c.Request)
+			mu.Unlock()
+			return next.Do(ctx, c)
+		})
+	}
+	before := parentRSS(t)
+	var peak int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			peak = max(peak, parentRSS(t))
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	r := e.Exec(context.Background(), Request{Path: "tools/flood.ts", Middleware: []driver.Middleware{slow}, Limits: Limits{Timeout: 120 * time.Second, MemoryBytes: 256 << 20}})
+	close(stop)
+	wg.Wait()
+	grew := peak - before
+	t.Logf("parent RSS %d MB before, peak %d MB (+%d MB); %d MB of requests held at once in the driver", before>>20, peak>>20, grew>>20, peakB>>20)
+	wantResult(t, r, `"flooded"`)
+	if peakB > maxHeldBytes {
+		t.Fatalf("the parent held %d bytes of a worker's call requests at once; the bound is %d", peakB, maxHeldBytes)
+	}
+	// The race detector's shadow memory counts in RSS: under -race the
+	// figure is logged, and the bound on held bytes above is the check.
+	if grew > 150<<20 && !raceEnabled {
+		t.Fatalf("the parent grew by %d MB while a 256 MB worker flooded it with writes", grew>>20)
+	}
+}
+
+// A worker that announces a frame over maxFrame (one that escaped goja, or
+// a broken one) is refused before the parent allocates anything of it: the
+// run fails saying so, and the worker is killed.
+func TestWorkerFrameOverTheLimitIsRefusedBeforeItIsRead(t *testing.T) {
+	// A stand-in worker whose first frame announces 4 GB.
+	e := newExec(t, IsolationProcess, map[string]string{"tools/ok.ts": "export default () => 1;\n"}, func(o *Options) {
+		o.Workers = 1
+		o.WorkerCommand = []string{"/bin/sh", "-c", `printf '\377\377\377\360'; exec sleep 60`}
+	})
+	before := parentRSS(t)
+	r := run(t, e, "tools/ok.ts", `{}`)
+	wantKind(t, r, "host_failure", fmt.Sprintf("announces 4294967280 bytes, over the %d-byte limit of one frame", maxFrame))
+	if !strings.Contains(r.Error.Message, "its worker was killed") {
+		t.Fatalf("the error does not say the worker was killed: %s", r.Error.Message)
+	}
+	if grew := parentRSS(t) - before; grew > 64<<20 {
+		t.Fatalf("the parent grew by %d MB refusing the frame", grew>>20)
+	}
+}
