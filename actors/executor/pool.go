@@ -246,27 +246,12 @@ func (p *pool) close() {
 	p.wg.Wait()
 }
 
-// run executes job on a worker, answering its bridge calls, and classifies
-// the worker's death if it dies.
-func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Outcome {
-	w, err := p.get(ctx)
-	if err != nil {
-		return sandbox.Outcome{Err: &Error{Kind: sandbox.KindCancelled, Message: "no sandbox worker: " + err.Error()}}
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// IMPORTANT: the parent's goroutines answering this run's calls end
-	// with it: cancelled, then waited for, before the worker is released.
-	var calls sync.WaitGroup
-	finish := func() {
-		cancel()
-		calls.Wait()
-	}
-	// goCall runs f on a helper goroutine of this run: an idle one, whose
-	// stack earlier calls already grew, or a new one. Helpers are counted
-	// in calls and end with runCtx.
+// callHelpers returns goCall, which runs f on a helper goroutine of a
+// run: an idle one, whose stack earlier calls already grew, or a new one.
+// Helpers are counted in calls and end with runCtx.
+func callHelpers(runCtx context.Context, calls *sync.WaitGroup) (goCall func(f func())) {
 	work := make(chan func())
-	goCall := func(f func()) {
+	return func(f func()) {
 		select {
 		case work <- f:
 			return
@@ -285,6 +270,25 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 			}
 		}()
 	}
+}
+
+// run executes job on a worker, answering its bridge calls, and classifies
+// the worker's death if it dies.
+func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Outcome {
+	w, err := p.get(ctx)
+	if err != nil {
+		return sandbox.Outcome{Err: &Error{Kind: sandbox.KindCancelled, Message: "no sandbox worker: " + err.Error()}}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// IMPORTANT: the parent's goroutines answering this run's calls end
+	// with it: cancelled, then waited for, before the worker is released.
+	var calls sync.WaitGroup
+	finish := func() {
+		cancel()
+		calls.Wait()
+	}
+	goCall := callHelpers(runCtx, &calls)
 	w.nextID++
 	id := w.nextID
 	if err := w.send(&frame{T: "run", ID: id, Job: &job, Ans: br.answers, Local: br.local}); err != nil {

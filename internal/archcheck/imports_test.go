@@ -49,6 +49,7 @@ var knownImports = map[string]string{
 	// kernel tools (Runtime.Tools): issue 27 names Kernel() among its verbs.
 	// These go when the process handle and the tool type move to a leaf.
 	"(root) -> actors/kernel":          "the facade answers with kernel.PID, kernel.SnapshotInfo and hands out Kernel(): move them to the process-handle leaf",
+	"mcpserver -> actors/forge":        "an MCP task answers after a restart from the forge's journal run (forge.SpecOf): move the forge run's record codec to a leaf",
 	"(root) -> node":                   "the facade's Tools answers with node.Tool: move the kernel tool type to a leaf",
 	"(root) uses actors/kernel.Kernel": "the facade's Kernel() hands the kernel out for process work, as issue 27 asks",
 	// The typed clients live in the actors' own packages: each moves to

@@ -572,34 +572,7 @@ func (c Config) validate(path string) error {
 			return fmt.Errorf("%s: fetch.allow %v", path, err)
 		}
 	}
-	if err := c.validateSecrets(path); err != nil {
-		return err
-	}
-	if err := c.validateMCPServers(path); err != nil {
-		return err
-	}
-	if err := c.LLM.validate(path); err != nil {
-		return err
-	}
-	if err := c.Tracing.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := c.Cluster.validate(path); err != nil {
-		return err
-	}
-	if err := c.PII.validate(path); err != nil {
-		return err
-	}
-	if err := c.Memory.validate(path); err != nil {
-		return err
-	}
-	if err := c.MCP.Serve.validate(path); err != nil {
-		return err
-	}
-	if err := c.Agents.validate(path); err != nil {
-		return err
-	}
-	if err := c.Governance.validate(path); err != nil {
+	if err := c.validateSections(path); err != nil {
 		return err
 	}
 	if _, err := c.journalDurability(); err != nil {
@@ -631,6 +604,26 @@ func (c Config) validate(path string) error {
 	for _, d := range append(append([]string{}, c.WriteDirs...), c.ToolsDir, c.Journal, c.SQL.SQLite) {
 		if strings.HasPrefix(d, "/") || strings.HasPrefix(filepath.Clean(d), "..") {
 			return fmt.Errorf("%s: %q must be a directory inside the tool root, written relative to it", path, d)
+		}
+	}
+	return nil
+}
+
+// validateSections validates each section that knows its own rules, in
+// the order a reader meets them in docs/CONFIG.md; the first error wins.
+func (c Config) validateSections(path string) error {
+	tracing := func(path string) error {
+		if err := c.Tracing.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	}
+	for _, validate := range []func(string) error{
+		c.validateSecrets, c.validateMCPServers, c.LLM.validate, tracing, c.Cluster.validate,
+		c.PII.validate, c.Memory.validate, c.MCP.Serve.validate, c.Agents.validate, c.Governance.validate,
+	} {
+		if err := validate(path); err != nil {
+			return err
 		}
 	}
 	return nil

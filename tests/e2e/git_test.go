@@ -19,8 +19,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/agentos-run/agentos/actors/git/repo"
-	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/node"
 )
