@@ -34,10 +34,10 @@ type ClusterConfig struct {
 	// not Host:Port, behind NAT or in a container
 	// (AGENTOS_CLUSTER_ADVERTISED_ADDRESS).
 	AdvertisedAddress string `json:"advertised_address,omitempty"`
-	// Provider is the membership provider: "seeds" (default: protoactor's
-	// automanaged provider, a seed list, no external service; for
-	// development and small fixed clusters) or "etcd" (protoactor's etcd
-	// provider; for production) (AGENTOS_CLUSTER_PROVIDER).
+	// Provider is the membership provider: "seeds" (default: our seed-list
+	// provider, cluster/seeds.go, no external service; for development and
+	// small fixed clusters) or "etcd" (our healing etcd provider; for
+	// production) (AGENTOS_CLUSTER_PROVIDER).
 	Provider string `json:"provider,omitempty"`
 	// Seeds (provider "seeds") are the host:port health endpoints of every
 	// node of the cluster, this one included (AGENTOS_CLUSTER_SEEDS,
