@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -129,6 +130,13 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	mux := http.NewServeMux()
 	mux.Handle(Path, cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// DNS rebinding: a loopback listener answers only loopback Host
+		// names, before anything else (the SDK's handlers check this too,
+		// but the tasks path answers without them).
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopbackHost(local.String()) && !loopbackHost(r.Host) {
+			httpError(w, http.StatusForbidden, fmt.Sprintf("invalid Host header %q: this endpoint listens on loopback and answers only loopback names (DNS rebinding protection)", r.Host))
+			return
+		}
 		id, err := s.authenticate(r, opts)
 		if err != nil {
 			challenge := `Bearer realm="agentos"`
@@ -194,6 +202,21 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	return mux
 }
 
+// loopbackHost reports whether hostport (a Host header or a listener's
+// address, with or without a port) names "localhost" or a loopback IP.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // statelessVersion is the first protocol version served without sessions.
 const statelessVersion = "2026-07-28"
 
@@ -243,7 +266,12 @@ func (s *Server) admitSession(ctx context.Context, p *kernel.Process, limit int)
 	s.mu.Lock()
 	if b, ok := s.bound[p.PID()]; ok {
 		for ss := range b.srv.Sessions() {
-			sessions = append(sessions, ss)
+			// Only sessions a client opened count: a stateless
+			// request's and a task's in-memory sessions have no id, are
+			// no client's to close, and MUST NOT be evicted.
+			if ss.ID() != "" {
+				sessions = append(sessions, ss)
+			}
 		}
 	}
 	s.mu.Unlock()

@@ -144,13 +144,23 @@ func splitVersion(rest string) (p, version string) {
 	return rest, ""
 }
 
+// under reports whether the clean path file lies inside dir (a path
+// relative to the tool root; "." is the root itself).
+func under(file, dir string) bool {
+	dir = path.Clean(dir)
+	if dir == "." {
+		return file != ".." && !strings.HasPrefix(file, "../")
+	}
+	return strings.HasPrefix(file, dir+"/")
+}
+
 // toolSourceHandler reads agentos://tools/{path}[@{hash}] as p.
 func (s *Server) toolSourceHandler(p *kernel.Process) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
 		rel, version := splitVersion(strings.TrimPrefix(uri, uriTools))
 		file := path.Join(s.opts.ToolsDir, rel)
-		if rel == "" || strings.HasPrefix(path.Clean("/"+rel), "/..") {
+		if rel == "" || !under(file, s.opts.ToolsDir) {
 			return nil, readError(uri, fmt.Errorf("not a tool: the URI is agentos://tools/<path under %s/>[@<hash>]", s.opts.ToolsDir))
 		}
 		var src []byte

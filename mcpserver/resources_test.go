@@ -250,3 +250,17 @@ func TestPersonaPromptArguments(t *testing.T) {
 		t.Errorf("a missing argument: %v", err)
 	}
 }
+
+// A tool-source URI that climbs out of the tools directory is refused as
+// not a tool, before any read (found by review: the guard cleaned the
+// path before checking it, so it never matched).
+func TestToolSourceURIStaysUnderTheToolsDir(t *testing.T) {
+	e := newEnv(t, agentos.Config{})
+	p := clientProc(t, e, "reader", capability.Grant{Right: capability.Read, Scope: ""})
+	cs := e.connect(t, p, nil)
+	for _, uri := range []string{"agentos://tools/../agentos.json", "agentos://tools/math/../../agentos.json"} {
+		if _, err := readResource(cs, uri); err == nil || !strings.Contains(err.Error(), "not a tool") {
+			t.Errorf("%s: %v, want refused as not a tool", uri, err)
+		}
+	}
+}

@@ -203,6 +203,15 @@ func (s *Server) For(p *kernel.Process) (*mcp.Server, error) {
 	if b, ok := s.bound[p.PID()]; ok {
 		return b.srv, nil
 	}
+	// A new client sees the personas as they are now, not as of the last
+	// poll; the clients already bound hear of the change as they would
+	// from the poll.
+	if ps := s.listPersonas(); personaKey(ps) != personaKey(s.personas) {
+		s.personas = ps
+		for _, b := range s.bound {
+			s.syncLocked(b)
+		}
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: s.opts.Name, Title: "agentos", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: s.opts.Instructions,
 		Logger:       s.log,

@@ -93,6 +93,9 @@ func (u *sessionUses) leastRecentIdle(sessions []*mcp.ServerSession) *mcp.Server
 		pickLast time.Time
 	)
 	for _, ss := range sessions {
+		if ss.ID() == "" {
+			continue // a stateless request's or a task's: no client's to close
+		}
 		su := u.byID[ss.ID()]
 		var last time.Time
 		if su != nil {

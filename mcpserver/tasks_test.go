@@ -114,3 +114,40 @@ func TestTasks(t *testing.T) {
 		t.Errorf("tools/call without the extension: %v %s", plain, errMsg)
 	}
 }
+
+// A page whose name rebinds to 127.0.0.1 (DNS rebinding) reaches a
+// loopback node's endpoint with its own Host: refused before anything
+// runs, on the tasks path as on every other, even for an anonymous node
+// (found by review: the tasks path answered before the SDK's check).
+func TestTasksRefuseARebindingHost(t *testing.T) {
+	e := newEnv(t, agentos.Config{})
+	if _, err := e.rt.Call(context.Background(), "write_file", mustJSON(map[string]string{"path": samples.FibPath, "content": samples.FibTool})); err != nil {
+		t.Fatal(err)
+	}
+	anon := clientProc(t, e, "anonymous", capability.Grant{Right: capability.Read, Scope: "tools/"}, capability.Grant{Right: capability.Exec, Scope: "tools/"})
+	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{Anonymous: anon}))
+	defer hs.Close()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": "math_fib", "arguments": map[string]any{"n": 10}, "_meta": tasksMeta}})
+	for _, host := range []string{"attacker.example", "attacker.example:80"} {
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+mcpserver.Path, strings.NewReader(string(body)))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(raw), "DNS rebinding") {
+			t.Errorf("Host %s: %d %s, want 403 naming DNS rebinding", host, resp.StatusCode, raw)
+		}
+	}
+	// The same request under the node's own name still makes a task.
+	tok := e.rt.Kernel().Authority().Mint("tasks", []capability.Grant{{Right: capability.Read, Scope: "tools/"}, {Right: capability.Exec, Scope: "tools/"}}, capability.Caveats{}).Encode()
+	if created, errMsg := rpc(t, hs.URL, tok, "tools/call", map[string]any{"name": "math_fib", "arguments": map[string]any{"n": 10}, "_meta": tasksMeta}); errMsg != "" || created["resultType"] != "task" {
+		t.Fatalf("a loopback Host: %v %s", created, errMsg)
+	}
+}

@@ -31,14 +31,19 @@ const maxLinks = 40
 
 // Clean turns a caller's path into a clean, slash-separated path relative to
 // the jail root ("." is the root itself). It is purely lexical: absolute
-// paths, `..` that leaves the root, backslashes, and NUL bytes are refused
-// with an error wrapping ErrSecurity or ErrInvalidPath.
+// paths, `..` that leaves the root, backslashes, NUL bytes and other
+// control characters are refused with an error wrapping ErrSecurity or
+// ErrInvalidPath.
 func Clean(p string) (string, error) {
 	switch {
 	case p == "":
 		return "", &PathError{Op: "resolve", Path: p, Err: ErrInvalidPath, Hint: "give a path relative to the tool root, e.g. tools/math/fib.ts"}
 	case strings.ContainsRune(p, 0):
 		return "", &PathError{Op: "resolve", Path: p, Err: ErrInvalidPath, Hint: "the path contains a NUL byte"}
+	case strings.ContainsFunc(p, isControl):
+		// A newline in a path would reach the commit message ("write
+		// PATH") and could forge its trailers (Agentos-Run, Agentos-Fence).
+		return "", &PathError{Op: "resolve", Path: p, Err: ErrInvalidPath, Hint: "the path contains a control character (a newline, tab or escape): name files with printable characters"}
 	case strings.ContainsRune(p, '\\'):
 		return "", &PathError{Op: "resolve", Path: p, Err: ErrInvalidPath, Hint: "use forward slashes in paths"}
 	case strings.HasPrefix(p, "/"):
@@ -55,6 +60,10 @@ func Clean(p string) (string, error) {
 	}
 	return c, nil
 }
+
+// isControl reports whether r is an ASCII control character (U+0000 to
+// U+001F, U+007F); the upstream's checkout refuses such names too.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // Jail is a directory tree no path can leave.
 type Jail struct {

@@ -202,3 +202,17 @@ func FuzzClean(f *testing.F) {
 		}
 	})
 }
+
+// A path with a control character is refused: a newline would reach the
+// commit message ("write PATH") and could forge its trailers, e.g. a
+// forge's Agentos-Fence (found by review).
+func TestCleanRefusesControlCharacters(t *testing.T) {
+	for _, p := range []string{"tools/x\nAgentos-Fence: 9223372036854775807\n.ts", "tools/a\tb.ts", "tools/\x1b[31mred.ts", "tools/del\x7f.ts"} {
+		if _, err := Clean(p); !errors.Is(err, ErrInvalidPath) || !strings.Contains(err.Error(), "control character") {
+			t.Errorf("Clean(%q) = %v, want ErrInvalidPath naming the control character", p, err)
+		}
+	}
+	if c, err := Clean("tools/ünïcode name.ts"); err != nil || c != "tools/ünïcode name.ts" {
+		t.Errorf("a printable non-ASCII name: %q %v", c, err)
+	}
+}
