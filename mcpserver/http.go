@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -133,7 +133,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		// DNS rebinding: a loopback listener answers only loopback Host
 		// names, before anything else (the SDK's handlers check this too,
 		// but the tasks path answers without them).
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopbackHost(local.String()) && !loopbackHost(r.Host) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(fmt.Stringer); ok && loopbackHost(local.String()) && !loopbackHost(r.Host) {
 			httpError(w, http.StatusForbidden, fmt.Sprintf("invalid Host header %q: this endpoint listens on loopback and answers only loopback names (DNS rebinding protection)", r.Host))
 			return
 		}
@@ -205,16 +205,19 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 // loopbackHost reports whether hostport (a Host header or a listener's
 // address, with or without a port) names "localhost" or a loopback IP.
 func loopbackHost(hostport string) bool {
+	if ap, err := netip.ParseAddrPort(hostport); err == nil {
+		return ap.Addr().Unmap().IsLoopback()
+	}
 	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
+	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.Contains(hostport[:i], ":") {
+		host = hostport[:i] // name:port (a bare IPv6 address has colons before its last)
 	}
 	host = strings.Trim(host, "[]")
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
 }
 
 // statelessVersion is the first protocol version served without sessions.
