@@ -55,7 +55,43 @@ func decodeConfig(path string, b []byte, c *Config) error {
 	if err := dec.Decode(c); err != nil {
 		return &ConfigError{File: path, Msg: err.Error()}
 	}
+	emptyToNil(reflect.ValueOf(c).Elem())
 	return nil
+}
+
+// emptyToNil sets every empty slice and map under v to nil, so "seeds": []
+// means what an absent key means and a section holding only empty lists
+// is the zero section (written back, it is left out, as omitzero says).
+func emptyToNil(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				emptyToNil(v.Field(i))
+			}
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			emptyToNil(v.Elem())
+		}
+	case reflect.Slice, reflect.Map:
+		if v.Len() == 0 && !v.IsNil() && v.CanSet() {
+			v.SetZero()
+			return
+		}
+		if v.Kind() == reflect.Slice {
+			for i := range v.Len() {
+				emptyToNil(v.Index(i))
+			}
+		} else {
+			for _, k := range v.MapKeys() {
+				e := reflect.New(v.Type().Elem()).Elem()
+				e.Set(v.MapIndex(k))
+				emptyToNil(e)
+				v.SetMapIndex(k, e)
+			}
+		}
+	}
 }
 
 // syntaxError explains a JSON syntax error at its line and column.
