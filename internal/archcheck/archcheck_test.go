@@ -147,6 +147,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"internal/mcptest", "net", "test and example helper: the MCP test server's loopback listener", ""},
 	{"internal/mcptest", "net/http", "test and example helper: serves the MCP test server over streamable HTTP", ""},
 	{"internal/benchutil", "syscall", "benchmark helper: reads the process's CPU time (getrusage)", ""},
+	{"tests/internal/scenario", "net", "test and benchmark helper: picks free loopback ports for the health endpoints of the cluster members the scenarios start", ""},
 }
 
 // osFileFuncs are the functions of package os that reach the file system or

@@ -55,8 +55,8 @@ type suite struct {
 }
 
 var suites = []suite{
-	{"./tests/e2e", "TGPShapes", "40x", false},
-	{"./tests/e2e", "Boot100", "5x", false},
+	{"./tests/bench", "TGPShapes", "40x", false},
+	{"./tests/bench", "Boot100", "5x", false},
 	{"./actors/executor", "JournaledReadFile/(process|inprocess)/(group-commit|write-each|replay)", "3x", false},
 	{"./actors/executor", "JournaledReadFile/(pipe|read)-floor", "20000x", false},
 	{"./actors/kernel", "^BenchmarkMessages$|SpawnExit|^BenchmarkRestarts$", "1s", false},

@@ -2,16 +2,13 @@ package e2e_test
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,96 +23,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
-
-// freePorts reserves n loopback ports and releases them for the nodes to
-// bind (the seed list names every node's health port before any starts).
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
-}
-
-// testCluster starts n nodes sharing the Git upstream bare, joined in one
-// cluster by a seed list on loopback, signing tokens with one key, asking
-// the scripted model at modelURL. tweak adjusts every node's config.
-func testCluster(t testing.TB, n int, bare, modelURL string, tweak ...func(*host.Config)) []*host.Runtime {
-	t.Helper()
-	if raceEnabled {
-		t.Skip("not under -race: protoactor's cluster and remote race internally (docs/CLUSTER.md); the plain go test run runs this test")
-	}
-	t.Setenv("TEST_CLUSTER_KEY", hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
-	health := freePorts(t, n)
-	seeds := make([]string, n)
-	for i, p := range health {
-		seeds[i] = fmt.Sprintf("127.0.0.1:%d", p)
-	}
-	rts := make([]*host.Runtime, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n { // concurrently: every member start sleeps 1 s in protoactor
-		dir := filepath.Join(t.TempDir(), fmt.Sprintf("node%d", i+1))
-		if _, err := host.Init(dir, host.InitOptions{Upstream: bare}); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := host.LoadConfig(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Root, cfg.Isolation, cfg.Logger = dir, "inprocess", quiet
-		cfg.LLM = host.LLMConfig{BaseURL: modelURL, Model: "scripted", ForgeAttempts: 1}
-		cfg.Capability.SigningKeyEnv = "TEST_CLUSTER_KEY"
-		cfg.Cluster = host.ClusterConfig{Enabled: true, Name: t.Name(), Seeds: seeds, HealthPort: health[i], InsecureLoopback: true}
-		for _, f := range tweak {
-			f(&cfg)
-		}
-		wg.Go(func() { rts[i], errs[i] = host.Start(context.Background(), cfg) })
-	}
-	wg.Wait()
-	for i, rt := range rts {
-		if rt != nil {
-			t.Cleanup(func() {
-				if err := rt.Close(); err != nil {
-					t.Errorf("closing node %d: %v", i+1, err)
-				}
-			})
-		}
-	}
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("node %d: %v", i+1, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for i, rt := range rts {
-		if err := rt.Member().WaitMembers(ctx, n); err != nil {
-			t.Fatalf("node %d: %v", i+1, err)
-		}
-	}
-	return rts
-}
-
-func forgeOn(rt *host.Runtime, spec string) (forge.Result, error) {
-	args, _ := json.Marshal(map[string]string{"spec": spec})
-	out, err := rt.Call(context.Background(), "forge_tool", args)
-	var res forge.Result
-	if err == nil {
-		err = json.Unmarshal(out, &res)
-	}
-	return res, err
-}
 
 // Two nodes asking for the same tool at the same moment cause one forge
 // (one activation of the spec's grain in the whole cluster): the scripted

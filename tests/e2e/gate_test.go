@@ -15,21 +15,9 @@ import (
 	"github.com/agentos-run/agentos/transpile"
 )
 
-// The tool of the gate tests: it sums the numbers of a file, one a line,
-// and has a bug (it skips the first line, as if it were a header).
+// The gate tests' tool is scenario.GateTool (gateTool), whose bug skips
+// the first line of its file.
 const (
-	gateTool  = "tools/stats/sum.ts"
-	gateBuggy = `/** Sums the numbers of a file, one a line. */
-export default async function (args: { file: string }): Promise<number> {
-  const text: string = await tgp.read_file(args.file);
-  const lines = text.split("\n").filter((l) => l.trim() !== "");
-  let total = 0;
-  for (let i = 1; i < lines.length; i++) {
-    total += Number(lines[i]);
-  }
-  return total;
-}
-`
 	// The fix reads the same file and counts the first line too.
 	gateBugSearch = "for (let i = 1; i < lines.length; i++)"
 	gateBugFix    = "for (let i = 0; i < lines.length; i++)"

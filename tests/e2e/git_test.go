@@ -16,7 +16,6 @@ import (
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/registry"
@@ -24,16 +23,6 @@ import (
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/node"
 )
-
-// upstream makes a bare repository with an initial commit on main.
-func upstream(t testing.TB) string {
-	t.Helper()
-	bare := filepath.Join(t.TempDir(), "tools.git")
-	if err := repo.InitBare(bare, "main"); err != nil {
-		t.Fatal(err)
-	}
-	return bare
-}
 
 // gitRoot initialises a tool root sharing bare and starts a runtime on it.
 func gitRoot(t *testing.T, bare string, tweak ...func(*host.Config)) (*host.Runtime, string) {
@@ -51,34 +40,6 @@ func gitRoot(t *testing.T, bare string, tweak ...func(*host.Config)) (*host.Runt
 		f(&cfg)
 	}
 	return start(t, cfg), dir
-}
-
-// upstreamTree returns the files of branch in the bare repository.
-func upstreamTree(t testing.TB, bare, branch string) map[string]string {
-	t.Helper()
-	r, err := gogit.PlainOpen(bare)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := r.Reference(plumbing.NewBranchReferenceName(branch), true)
-	if err != nil {
-		t.Fatalf("branch %s: %v", branch, err)
-	}
-	c, err := r.CommitObject(ref.Hash())
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := c.Files()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	_ = files.ForEach(func(f *object.File) error {
-		s, _ := f.Contents()
-		out[f.Name] = s
-		return nil
-	})
-	return out
 }
 
 // history returns the commit messages of main, newest first, and checks

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,8 +21,6 @@ import (
 	"github.com/agentos-run/agentos/node"
 )
 
-var quiet = slog.New(slog.DiscardHandler)
-
 func start(t *testing.T, cfg host.Config) *host.Runtime {
 	t.Helper()
 	cfg.Logger = quiet
@@ -37,14 +34,6 @@ func start(t *testing.T, cfg host.Config) *host.Runtime {
 		}
 	})
 	return rt
-}
-
-func writeFib(t testing.TB, rt *host.Runtime) {
-	t.Helper()
-	args, _ := json.Marshal(map[string]string{"path": samples.FibPath, "content": samples.FibTool})
-	if _, err := rt.Call(context.Background(), "write_file", args); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestStartToolsClose(t *testing.T) {

@@ -1,4 +1,4 @@
-package e2e_test
+package bench_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/tests/internal/scenario"
 )
 
 // BenchmarkGateWrite is write_file of a changed tool whose previous
@@ -40,7 +41,7 @@ func BenchmarkGateWrite(b *testing.B) {
 			if err := os.WriteFile(filepath.Join(dir, "tools", "data", "a.txt"), []byte("1\n2\n3\n"), 0o644); err != nil {
 				b.Fatal(err)
 			}
-			versions := []string{gateBuggy, strings.Replace(gateBuggy, "Sums the numbers", "Adds up the numbers", 1)}
+			versions := []string{scenario.GateBuggy, strings.Replace(scenario.GateBuggy, "Sums the numbers", "Adds up the numbers", 1)}
 			call := func(name string, args any) {
 				a, _ := json.Marshal(args)
 				if _, err := rt.Call(context.Background(), name, a); err != nil {
@@ -48,20 +49,20 @@ func BenchmarkGateWrite(b *testing.B) {
 				}
 			}
 			for _, v := range versions {
-				call("write_file", map[string]string{"path": gateTool, "content": v})
+				call("write_file", map[string]string{"path": scenario.GateTool, "content": v})
 				for range 5 {
-					call("exec_tool", map[string]any{"path": gateTool, "args": map[string]string{"file": "tools/data/a.txt"}})
+					call("exec_tool", map[string]any{"path": scenario.GateTool, "args": map[string]string{"file": "tools/data/a.txt"}})
 				}
 			}
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
 				if bc.name == "exec5" {
 					for range 5 {
-						call("exec_tool", map[string]any{"path": gateTool, "args": map[string]string{"file": "tools/data/a.txt"}})
+						call("exec_tool", map[string]any{"path": scenario.GateTool, "args": map[string]string{"file": "tools/data/a.txt"}})
 					}
 					continue
 				}
-				call("write_file", map[string]string{"path": gateTool, "content": versions[i%2]})
+				call("write_file", map[string]string{"path": scenario.GateTool, "content": versions[i%2]})
 			}
 		})
 	}

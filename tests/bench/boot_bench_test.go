@@ -1,4 +1,4 @@
-package e2e_test
+package bench_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/internal/benchutil"
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/tests/internal/scenario"
 )
 
 // bootTool is the source of the i-th tool of the boot benchmarks.
@@ -34,7 +35,7 @@ func bootWrite(b *testing.B, rt *host.Runtime, from, to int) {
 
 // bootConfig is a new user's configuration of a tool root on bare.
 func bootConfig(dir, bare string) host.Config {
-	return host.Config{Root: dir, Git: host.GitConfig{Upstream: bare}, Isolation: "inprocess", Logger: quiet}
+	return host.Config{Root: dir, Git: host.GitConfig{Upstream: bare}, Isolation: "inprocess", Logger: scenario.Quiet}
 }
 
 // bootUpstream makes a bare upstream holding n tools made by n write_file

@@ -1,4 +1,4 @@
-package e2e_test
+package bench_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/tests/internal/scenario"
 )
 
 // BenchmarkAgentToolJournal measures what journaling an agent's tool calls
@@ -37,7 +38,7 @@ func BenchmarkAgentToolJournal(b *testing.B) {
 	defer srv.Close()
 	for _, journaled := range []bool{false, true} {
 		b.Run(fmt.Sprintf("journaled=%v", journaled), func(b *testing.B) {
-			rt, err := host.Start(context.Background(), host.Config{Root: b.TempDir(), Isolation: "inprocess", Logger: quiet})
+			rt, err := host.Start(context.Background(), host.Config{Root: b.TempDir(), Isolation: "inprocess", Logger: scenario.Quiet})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package e2e_test
+package bench_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/tests/internal/scenario"
 )
 
 // BenchmarkTGPShapes measures, through the Runtime's kernel tool API
@@ -74,7 +75,7 @@ func BenchmarkTGPShapes(b *testing.B) {
 			written++
 		}
 		pushed := 0 // as TGP's benchmark, check that every write reached the upstream
-		for name := range upstreamTree(b, bare, "main") {
+		for name := range scenario.UpstreamTree(b, bare, "main") {
 			if strings.HasPrefix(name, "tools/bench/") {
 				pushed++
 			}
@@ -136,7 +137,7 @@ func benchRuntime(b *testing.B) (rt *host.Runtime, dir, bare string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg.Root, cfg.Logger = dir, quiet
+	cfg.Root, cfg.Logger = dir, scenario.Quiet
 	if rt, err = host.Start(context.Background(), cfg); err != nil {
 		b.Fatal(err)
 	}

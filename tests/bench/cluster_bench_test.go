@@ -1,4 +1,4 @@
-package e2e_test
+package bench_test
 
 import (
 	"context"
@@ -16,7 +16,9 @@ import (
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/internal/pgtest"
 	"github.com/agentos-run/agentos/internal/testutil"
+	"github.com/agentos-run/agentos/tests/internal/scenario"
 )
 
 // BenchmarkClusterExec is exec_tool through the kernel tool API, journaled
@@ -61,7 +63,7 @@ func BenchmarkClusterForges(b *testing.B) {
 				for i := range specs {
 					wg.Go(func() {
 						rt := rts[i%len(rts)]
-						if _, err := forgeOn(rt, fmt.Sprintf("chaos tool %d: round %d", i, round)); err != nil {
+						if _, err := scenario.ForgeOn(rt, fmt.Sprintf("chaos tool %d: round %d", i, round)); err != nil {
 							b.Error(err)
 						}
 					})
@@ -80,10 +82,10 @@ var benchSpecRE = regexp.MustCompile(`chaos tool (\d+):`)
 // spec at once.
 func benchCluster(b *testing.B, n int, tweak func(*host.Config)) []*host.Runtime {
 	b.Helper()
-	if raceEnabled {
+	if scenario.RaceEnabled {
 		b.Skip("not under -race (docs/CLUSTER.md)")
 	}
-	dsn := startPostgres(b)
+	dsn := pgtest.Start(b)
 	b.Setenv("BENCH_CLUSTER_JOURNAL", dsn)
 	model := llmtest.NewResponder(func(r llmtest.Received) llmtest.Step {
 		i := 0
@@ -99,7 +101,7 @@ func benchCluster(b *testing.B, n int, tweak func(*host.Config)) []*host.Runtime
 		return llmtest.Step{ToolCalls: []llm.ToolCall{{ID: "call", Name: "submit_tool", Arguments: string(args)}}}
 	})
 	b.Cleanup(model.Close)
-	bare := upstream(b)
+	bare := scenario.Upstream(b)
 	// AGENTOS_BENCH_CLUSTER_TLS=1: the nodes talk over mutual TLS
 	// (docs/PERFORMANCE.md compares both).
 	var certs string
@@ -110,7 +112,7 @@ func benchCluster(b *testing.B, n int, tweak func(*host.Config)) []*host.Runtime
 		}
 	}
 	node := 0
-	rts := testCluster(b, n, bare, model.URL(), func(c *host.Config) {
+	rts := scenario.Cluster(b, n, bare, model.URL(), func(c *host.Config) {
 		c.JournalPostgresDSNEnv = "BENCH_CLUSTER_JOURNAL"
 		if certs != "" {
 			node++
@@ -123,7 +125,7 @@ func benchCluster(b *testing.B, n int, tweak func(*host.Config)) []*host.Runtime
 		}
 		tweak(c)
 	})
-	writeFib(b, rts[0])
+	scenario.WriteFib(b, rts[0])
 	if n > 1 {
 		testutil.Eventually(b, 10*time.Second, "the other nodes pull fib", func() bool {
 			for _, rt := range rts[1:] {
