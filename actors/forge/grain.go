@@ -168,6 +168,11 @@ type flight struct {
 	queued    []waiter
 }
 
+// JoinedLog is the message the grain logs (at Debug) when a caller joins
+// the forge in flight: an observable moment for the tests and the
+// operator's debug log.
+const JoinedLog = "forge grain: a caller joined the forge in flight"
+
 // waiter is a caller waiting for the flight's Done.
 type waiter struct {
 	sender *actor.PID
@@ -235,6 +240,7 @@ func (g *grain) onRun(ctx actor.Context, m *pb.Run, sender *actor.PID) {
 		g.flight.queued = joinWaiter(g.flight.queued, w)
 	default:
 		g.flight.waiters = joinWaiter(g.flight.waiters, w)
+		g.opts.Logger.Debug(JoinedLog, slog.String("run_key", m.GetRunKey()))
 	}
 }
 

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +26,28 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
+// logSignal is a slog.Handler that drops every record and closes seen at
+// the first whose message is msg: a moment a test waits on.
+type logSignal struct {
+	msg  string
+	seen chan struct{}
+	once *sync.Once
+}
+
+func newLogSignal(msg string) logSignal {
+	return logSignal{msg: msg, seen: make(chan struct{}), once: new(sync.Once)}
+}
+
+func (h logSignal) Enabled(context.Context, slog.Level) bool { return true }
+func (h logSignal) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h logSignal) WithGroup(string) slog.Handler            { return h }
+func (h logSignal) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(func() { close(h.seen) })
+	}
+	return nil
+}
+
 // Two nodes asking for the same tool at the same moment cause one forge
 // (one activation of the spec's grain in the whole cluster): the scripted
 // model is asked once and both callers get the same tool. The third node,
@@ -35,7 +59,8 @@ func TestClusterOneForgePerSpec(t *testing.T) {
 	step.Check = func(llmtest.Received) error { close(asked); <-release; return nil }
 	srv := llmtest.NewServer([]llmtest.Step{step})
 	defer srv.Close()
-	rts := testCluster(t, 3, upstream(t), srv.URL())
+	joined := newLogSignal(forge.JoinedLog)
+	rts := testCluster(t, 3, upstream(t), srv.URL(), func(c *host.Config) { c.Logger = slog.New(joined) })
 
 	const spec = "a tool that returns the n-th Fibonacci number"
 	type answer struct {
@@ -46,7 +71,11 @@ func TestClusterOneForgePerSpec(t *testing.T) {
 	go func() { r, err := forgeOn(rts[0], spec); answers <- answer{r, err} }()
 	<-asked // node 1's forge waits on the model
 	go func() { r, err := forgeOn(rts[1], spec); answers <- answer{r, err} }()
-	time.Sleep(200 * time.Millisecond) // node 2's request reaches the grain (a second forge would ask the model again, and fail)
+	select { // node 2's request reaches the grain, which holds node 1's forge (a second forge would ask the model again, and fail)
+	case <-joined.seen:
+	case <-time.After(30 * time.Second):
+		t.Fatal("node 2's request never joined the forge in flight")
+	}
 	close(release)
 	a, b := <-answers, <-answers
 	if a.err != nil || b.err != nil {
