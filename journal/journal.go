@@ -149,6 +149,14 @@ type RunMeta struct {
 	// Limits are the limits the run executed under (see limits.go); nil
 	// for a run recorded before agentos kept them, or not a tool run.
 	Limits *Limits `json:"limits,omitempty"`
+	// Calls is how many driver calls the run recorded, as EachRun lists
+	// it. IMPORTANT: it is kept by the storage beside the metadata (like
+	// Host's claim), not in it: the storage counts a run's entries when a
+	// write ends it (any status but running), so that a listing reads the
+	// count instead of counting every run's entries; a running run, or one
+	// ended before agentos kept counts, is counted when listed. Runs, Get
+	// and Export leave it 0.
+	Calls int `json:"calls,omitempty"`
 	// Host is the process that last ran (or resumed) the run; see host.go.
 	Host
 }
@@ -233,8 +241,12 @@ type write struct {
 	meta   []byte // encoded RunMeta, or nil
 	reset  bool   // delete the run's entries first (Import)
 	create bool   // meta is a new run's: fail with errRunExists if the id is taken
-	sync   bool   // commit durably whatever the mode (Run.Durable)
-	flush  bool   // no data: done once every write queued before it is applied
+	// started is meta's start (the run index's key); ended says meta's
+	// status is not running: the storage then keeps the run's call count.
+	started time.Time
+	ended   bool
+	sync    bool // commit durably whatever the mode (Run.Durable)
+	flush   bool // no data: done once every write queued before it is applied
 	// claim, with meta, makes the writing Journal the run's holder until
 	// until (a shared journal; the embedded one ignores it).
 	claim bool
@@ -643,7 +655,7 @@ func (j *Journal) putMeta(meta RunMeta) error { return j.putMetaWith(meta, &writ
 // putMetaWith writes meta with w's flags (create, claim); with wait it
 // returns once the write is committed.
 func (j *Journal) putMetaWith(meta RunMeta, w *write, wait bool) error {
-	meta.Owner, meta.LeaseUntil = "", time.Time{} // kept by the storage, beside the metadata
+	meta.Owner, meta.LeaseUntil, meta.Calls = "", time.Time{}, 0 // kept by the storage, beside the metadata
 	var redacted bool
 	meta.Args, redacted = j.redact.args(meta.Args, nil)
 	meta.ArgsRedacted = meta.ArgsRedacted || redacted
@@ -654,7 +666,7 @@ func (j *Journal) putMetaWith(meta RunMeta, w *write, wait bool) error {
 	if err != nil {
 		return err
 	}
-	w.run, w.meta = meta.ID, b
+	w.run, w.meta, w.started, w.ended = meta.ID, b, meta.Started, meta.Status != StatusRunning
 	if w.claim {
 		w.until = j.now().Add(j.opts.Lease)
 	}
