@@ -45,7 +45,7 @@ func Open(path string, opts Options) (*Journal, error) {
 	for attempt := 0; ; attempt++ {
 		was, statErr := os.Stat(path)
 		var err error
-		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: !opts.Durability.fsyncs(), NoFreelistSync: true})
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: !opts.Durability.fsyncs(), NoFreelistSync: true, ReadOnly: opts.ReadOnly})
 		if err != nil {
 			if errors.Is(err, bolt.ErrTimeout) {
 				return nil, fmt.Errorf("opening journal %s: %w; stop it or use another journal file", path, ErrLocked)
@@ -63,11 +63,43 @@ func Open(path string, opts Options) (*Journal, error) {
 			return nil, fmt.Errorf("opening journal %s: the file keeps being replaced (a compaction?); try again", path)
 		}
 	}
+	if opts.ReadOnly {
+		if err := db.View(checkFormat); err != nil {
+			db.Close()
+			if errors.Is(err, errMigrate) {
+				opts.ReadOnly = false // migrate it once, for writing
+				return Open(path, opts)
+			}
+			return nil, fmt.Errorf("opening journal %s: %w", path, err)
+		}
+		return newJournal(&boltStore{db: db, fences: map[string]int64{}}, opts), nil
+	}
 	if err := db.Update(initStorage); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("initialising journal %s: %w", path, err)
 	}
 	return newJournal(&boltStore{db: db, fences: map[string]int64{}}, opts), nil
+}
+
+// errMigrate: a journal opened read-only needs its storage migrated first.
+var errMigrate = errors.New("the journal's storage format is older than this agentos writes")
+
+// checkFormat checks a journal opened read-only: errMigrate unless it has
+// this storage format (and so every bucket).
+func checkFormat(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return errMigrate
+	}
+	v := meta.Get(keyFormat)
+	n, err := strconv.Atoi(string(v))
+	switch {
+	case v == nil || err == nil && n < storageFormat:
+		return errMigrate
+	case err != nil || n > storageFormat:
+		return fmt.Errorf("%w: it has storage format %s, newer than this agentos reads (%d): upgrade agentos to read it, or use another journal file", ErrFormat, v, storageFormat)
+	}
+	return nil
 }
 
 // initStorage creates the buckets and checks (or writes) the format,

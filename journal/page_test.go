@@ -373,3 +373,45 @@ func cachedJournal(b *testing.B, n int) string {
 	b.Logf("built a journal of %d runs in %v: %s", n, time.Since(start).Round(time.Millisecond), path)
 	return path
 }
+
+// TestReadOnlyLists: a journal opened read-only lists its runs (beside
+// another reader), refuses writes, and a journal of an older format is
+// migrated by its first read-only open.
+func TestReadOnlyLists(t *testing.T) {
+	j, path := openTemp(t, Options{})
+	recordRuns(t, j, 6)
+	want := newestFirst(t, j)
+	j.Close()
+	ro, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro2, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("a second reader: %v", err)
+	}
+	ro2.Close()
+	checkListing(t, ro, pageAll(t, ro, 4), want)
+	if _, err := ro.Begin(RunMeta{Kind: "exec"}); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Begin on a read-only journal: %v, want ErrReadOnly", err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Errorf("Close of a read-only journal: %v", err)
+	}
+
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bolt.Tx) error {
+		tx.DeleteBucket(bucketStarted)
+		return tx.Bucket(bucketMeta).Put(keyFormat, []byte("2"))
+	})
+	db.Close()
+	ro, err = Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkListing(t, ro, pageAll(t, ro, 4), want)
+	ro.Close()
+}

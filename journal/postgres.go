@@ -125,6 +125,7 @@ func OpenPostgres(dsn string, opts Options) (*Journal, error) {
 		// pgx's message never quotes the password.
 		return nil, fmt.Errorf("opening the PostgreSQL journal: the DSN does not parse (%v); write it as postgres://user:password@host:5432/db", err)
 	}
+	opts.ReadOnly = false // a shared journal has no read-only open (see Options.ReadOnly)
 	st := &pgStore{name: pgName(cfg.ConnConfig), nosync: !opts.Durability.fsyncs()}
 	if st.nosync {
 		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"

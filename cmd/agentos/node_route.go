@@ -83,7 +83,7 @@ func (c *journalCmd) openRuns(ctx context.Context, args []string) (runSource, er
 	if nc != nil {
 		return &nodeRuns{ctx: ctx, c: nc}, nil
 	}
-	return openJournal(absRoot, cfg, *c.jpath, true)
+	return openJournalToRead(absRoot, cfg, *c.jpath)
 }
 
 // nodeRuns reads the runs of a serving node's journal.
