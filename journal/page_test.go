@@ -274,7 +274,8 @@ func TestEachRunOldJournal(t *testing.T) {
 
 // BenchmarkRunsFirstPage is 'agentos runs' over a journal of 100,000 runs
 // (3 calls each on average, every tenth run still running): the first page of 50, newest first, with its
-// counts. The journal is built once per machine (cached in the temp
+// counts, the journal opened read-only as the CLI opens it. The journal
+// is built once per machine (cached in the temp
 // directory under filepath.Join(os.TempDir(), "agentos-bench-runs-100k"),
 // a minute or two) and opened by each round, as the CLI opens it.
 //
@@ -284,7 +285,7 @@ func BenchmarkRunsFirstPage(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		j, err := Open(path, Options{})
+		j, err := Open(path, Options{ReadOnly: true}) // as 'agentos runs' opens it
 		if err != nil {
 			b.Fatal(err)
 		}
