@@ -32,6 +32,7 @@ var (
 	bucketSources = []byte("sources") // content hash -> tool source
 	bucketBlobs   = []byte("blobs")   // hex sha256 -> bucket {"p": payload}
 	bucketMeta    = []byte("meta")    // "format" -> storageFormat
+	bucketStarted = []byte("started") // the runs by start, with their call counts (page.go)
 	keyFormat     = []byte("format")
 	keyPayload    = []byte("p")
 )
@@ -44,7 +45,7 @@ func Open(path string, opts Options) (*Journal, error) {
 	for attempt := 0; ; attempt++ {
 		was, statErr := os.Stat(path)
 		var err error
-		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: !opts.Durability.fsyncs(), NoFreelistSync: true})
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: !opts.Durability.fsyncs(), NoFreelistSync: true, ReadOnly: opts.ReadOnly})
 		if err != nil {
 			if errors.Is(err, bolt.ErrTimeout) {
 				return nil, fmt.Errorf("opening journal %s: %w; stop it or use another journal file", path, ErrLocked)
@@ -62,6 +63,17 @@ func Open(path string, opts Options) (*Journal, error) {
 			return nil, fmt.Errorf("opening journal %s: the file keeps being replaced (a compaction?); try again", path)
 		}
 	}
+	if opts.ReadOnly {
+		if err := db.View(checkFormat); err != nil {
+			db.Close()
+			if errors.Is(err, errMigrate) {
+				opts.ReadOnly = false // migrate it once, for writing
+				return Open(path, opts)
+			}
+			return nil, fmt.Errorf("opening journal %s: %w", path, err)
+		}
+		return newJournal(&boltStore{db: db, fences: map[string]int64{}}, opts), nil
+	}
 	if err := db.Update(initStorage); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("initialising journal %s: %w", path, err)
@@ -69,7 +81,30 @@ func Open(path string, opts Options) (*Journal, error) {
 	return newJournal(&boltStore{db: db, fences: map[string]int64{}}, opts), nil
 }
 
-// initStorage creates the buckets and checks (or writes) the format.
+// errMigrate: a journal opened read-only needs its storage migrated first.
+var errMigrate = errors.New("the journal's storage format is older than this agentos writes")
+
+// checkFormat checks a journal opened read-only: errMigrate unless it has
+// this storage format (and so every bucket).
+func checkFormat(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return errMigrate
+	}
+	v := meta.Get(keyFormat)
+	n, err := strconv.Atoi(string(v))
+	switch {
+	case v == nil || err == nil && n < storageFormat:
+		return errMigrate
+	case err != nil || n > storageFormat:
+		return fmt.Errorf("%w: it has storage format %s, newer than this agentos reads (%d): upgrade agentos to read it, or use another journal file", ErrFormat, v, storageFormat)
+	}
+	return nil
+}
+
+// initStorage creates the buckets and checks (or writes) the format,
+// migrating an older one: a journal of format 2 or 1 gets its run index
+// (format 3).
 func initStorage(tx *bolt.Tx) error {
 	for _, b := range [][]byte{bucketRuns, bucketEntries, bucketSources, bucketBlobs, bucketMeta} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -82,9 +117,32 @@ func initStorage(tx *bolt.Tx) error {
 		if err != nil || n > storageFormat {
 			return fmt.Errorf("%w: it has storage format %s, newer than this agentos reads (%d): upgrade agentos to read it, or use another journal file", ErrFormat, v, storageFormat)
 		}
-		return nil
+		if n == storageFormat {
+			return nil
+		}
+	}
+	if err := indexRuns(tx); err != nil {
+		return err
 	}
 	return meta.Put(keyFormat, []byte(strconv.Itoa(storageFormat)))
+}
+
+// indexRuns builds the index "started" from the runs' metadata (once,
+// when a journal of an older format is opened). The counts are left
+// unknown: a listing counts the runs it shows.
+func indexRuns(tx *bolt.Tx) error {
+	_ = tx.DeleteBucket(bucketStarted) // a partial index of an interrupted migration: none is committed, but be sure
+	idx, err := tx.CreateBucket(bucketStarted)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketRuns).ForEach(func(k, v []byte) error {
+		started, err := startedOf(v)
+		if err != nil {
+			return fmt.Errorf("journal: indexing run %s: its metadata does not decode (%w); delete it with 'agentos runs prune' or restore the file", k, err)
+		}
+		return idx.Put(startedKey(started, string(k)), countValue(0, false))
+	})
 }
 
 func (s *boltStore) path() string { return s.db.Path() }
@@ -137,6 +195,9 @@ func applyAll(tx *bolt.Tx, batch []*write) error {
 			if w.create && runs.Get([]byte(w.run)) != nil {
 				return fmt.Errorf("%w: %q", errRunExists, w.run)
 			}
+			if err := indexRun(tx, w); err != nil {
+				return err
+			}
 			if err := runs.Put([]byte(w.run), w.meta); err != nil {
 				return err
 			}
@@ -158,6 +219,100 @@ func applyAll(tx *bolt.Tx, batch []*write) error {
 		}
 	}
 	return nil
+}
+
+// indexRun keeps w's run in the index "started" (before its metadata is
+// written: a run whose start changed, a run imported over another with its
+// id, loses its old key), with its call count when w ends it. The entries
+// of the batch are already in: a run's end is queued after its calls.
+func indexRun(tx *bolt.Tx, w *write) error {
+	idx := tx.Bucket(bucketStarted)
+	key := startedKey(w.started, w.run)
+	if !w.create && idx.Get(key) == nil {
+		if old := tx.Bucket(bucketRuns).Get([]byte(w.run)); old != nil {
+			started, err := startedOf(old)
+			if err != nil {
+				return fmt.Errorf("journal: re-indexing run %s: its stored metadata does not decode: %w", w.run, err)
+			}
+			if err := idx.Delete(startedKey(started, w.run)); err != nil {
+				return err
+			}
+		}
+	}
+	n, known := 0, w.ended
+	if known {
+		n = countEntries(tx, w.run)
+	}
+	return idx.Put(key, countValue(n, known))
+}
+
+// countEntries is how many calls run id recorded. (A cursor, not
+// Bucket.Stats: Stats reads the committed pages only, not the writes of
+// the transaction it is in.)
+func countEntries(tx *bolt.Tx, id string) int {
+	b := tx.Bucket(bucketEntries).Bucket([]byte(id))
+	if b == nil {
+		return 0
+	}
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+// runsPage lists up to n runs past at from the index, each with its count
+// (counted here when the index lacks it).
+func (s *boltStore) runsPage(at runCursor, n int, oldest bool) ([]RunMeta, error) {
+	var out []RunMeta
+	err := s.db.View(func(tx *bolt.Tx) error {
+		runs := tx.Bucket(bucketRuns)
+		c := tx.Bucket(bucketStarted).Cursor()
+		step := c.Prev
+		if oldest {
+			step = c.Next
+		}
+		var k, v []byte
+		switch {
+		case at.id == "" && oldest:
+			k, v = c.First()
+		case at.id == "":
+			k, v = c.Last()
+		default:
+			// Seek lands on the cursor's own key, or on the first key
+			// after it (when that run is gone).
+			key := startedKey(at.started, at.id)
+			k, v = c.Seek(key)
+			switch {
+			case k == nil && !oldest:
+				k, v = c.Last()
+			case k != nil && !oldest:
+				k, v = c.Prev()
+			case k != nil && bytes.Equal(k, key):
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && len(out) < n; k, v = step() {
+			id := k[8:]
+			raw := runs.Get(id)
+			if raw == nil {
+				return fmt.Errorf("journal: the run index names run %s, which the journal lacks (the file is damaged); 'agentos doctor' checks it", id)
+			}
+			var m RunMeta
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return fmt.Errorf("journal: run %s: its metadata does not decode: %w", id, err)
+			}
+			calls, known := storedCount(v)
+			if !known || m.Status == StatusRunning {
+				calls = countEntries(tx, string(id))
+			}
+			m.Calls = calls
+			out = append(out, m)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // putBlobs keeps each blob unless the journal has it already. The bytes
@@ -374,8 +529,16 @@ func (s *boltStore) prune(decide func(*pruneScan) pruneDrop) error {
 			return err
 		}
 		drop := decide(scan)
+		started := make(map[string]time.Time, len(scan.runs))
+		for _, r := range scan.runs {
+			started[r.meta.ID] = r.meta.Started
+		}
+		idx := tx.Bucket(bucketStarted)
 		for _, id := range drop.runs {
 			if err := runsB.Delete([]byte(id)); err != nil {
+				return err
+			}
+			if err := idx.Delete(startedKey(started[id], id)); err != nil {
 				return err
 			}
 			if err := entriesB.DeleteBucket([]byte(id)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {

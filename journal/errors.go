@@ -9,6 +9,8 @@ import (
 var (
 	// ErrNoRun: no run with that id is in the journal.
 	ErrNoRun = errors.New("no such run in the journal")
+	// ErrReadOnly: a write to a journal opened with Options.ReadOnly.
+	ErrReadOnly = errors.New("the journal was opened read-only")
 	// ErrClosed: the journal was closed.
 	ErrClosed = errors.New("the journal is closed")
 	// ErrAmbiguous: a run id prefix matches more than one run.

@@ -53,6 +53,14 @@ func (d Durability) fsyncs() bool { return d != NoSync && d != WriteEach }
 // Options configure a journal. The zero value is GroupCommit with defaults.
 type Options struct {
 	Durability Durability
+	// ReadOnly opens the embedded journal for reading only (Runs, EachRun,
+	// Get, Entries ...), beside other readers: bbolt then skips rebuilding
+	// its free-page list, a pass over the whole file that an open for
+	// writing makes (seconds at 100,000 runs). IMPORTANT: every write
+	// (Begin, PutSource, Import, Prune ...) fails with ErrReadOnly. A
+	// journal of an older storage format is opened for writing once, to
+	// migrate it (see page.go). PostgreSQL ignores it.
+	ReadOnly bool
 	// MaxBatch bounds the entries one group commit writes. Default 4096.
 	MaxBatch int
 	// SyncRuns, under GroupCommit and NoSync, commits a run's start
@@ -149,6 +157,14 @@ type RunMeta struct {
 	// Limits are the limits the run executed under (see limits.go); nil
 	// for a run recorded before agentos kept them, or not a tool run.
 	Limits *Limits `json:"limits,omitempty"`
+	// Calls is how many driver calls the run recorded, as EachRun lists
+	// it. IMPORTANT: it is kept by the storage beside the metadata (like
+	// Host's claim), not in it: the storage counts a run's entries when a
+	// write ends it (any status but running), so that a listing reads the
+	// count instead of counting every run's entries; a running run, or one
+	// ended before agentos kept counts, is counted when listed. Runs, Get
+	// and Export leave it 0.
+	Calls int `json:"calls,omitempty"`
 	// Host is the process that last ran (or resumed) the run; see host.go.
 	Host
 }
@@ -233,8 +249,12 @@ type write struct {
 	meta   []byte // encoded RunMeta, or nil
 	reset  bool   // delete the run's entries first (Import)
 	create bool   // meta is a new run's: fail with errRunExists if the id is taken
-	sync   bool   // commit durably whatever the mode (Run.Durable)
-	flush  bool   // no data: done once every write queued before it is applied
+	// started is meta's start (the run index's key); ended says meta's
+	// status is not running: the storage then keeps the run's call count.
+	started time.Time
+	ended   bool
+	sync    bool // commit durably whatever the mode (Run.Durable)
+	flush   bool // no data: done once every write queued before it is applied
 	// claim, with meta, makes the writing Journal the run's holder until
 	// until (a shared journal; the embedded one ignores it).
 	claim bool
@@ -343,6 +363,9 @@ func (j *Journal) Close() error {
 
 // submit hands w to the writer; with wait it returns once w is committed.
 func (j *Journal) submit(w *write, wait bool) error {
+	if j.opts.ReadOnly {
+		return fmt.Errorf("journal %s: %w", j.st.path(), ErrReadOnly)
+	}
 	if wait {
 		w.done = make(chan error, 1)
 	}
@@ -643,7 +666,7 @@ func (j *Journal) putMeta(meta RunMeta) error { return j.putMetaWith(meta, &writ
 // putMetaWith writes meta with w's flags (create, claim); with wait it
 // returns once the write is committed.
 func (j *Journal) putMetaWith(meta RunMeta, w *write, wait bool) error {
-	meta.Owner, meta.LeaseUntil = "", time.Time{} // kept by the storage, beside the metadata
+	meta.Owner, meta.LeaseUntil, meta.Calls = "", time.Time{}, 0 // kept by the storage, beside the metadata
 	var redacted bool
 	meta.Args, redacted = j.redact.args(meta.Args, nil)
 	meta.ArgsRedacted = meta.ArgsRedacted || redacted
@@ -654,7 +677,7 @@ func (j *Journal) putMetaWith(meta RunMeta, w *write, wait bool) error {
 	if err != nil {
 		return err
 	}
-	w.run, w.meta = meta.ID, b
+	w.run, w.meta, w.started, w.ended = meta.ID, b, meta.Started, meta.Status != StatusRunning
 	if w.claim {
 		w.until = j.now().Add(j.opts.Lease)
 	}

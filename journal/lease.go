@@ -24,6 +24,9 @@ type store interface {
 	apply(batch []*write, owner string, now time.Time) error
 	// runs returns every run's metadata, in no particular order.
 	runs() ([]RunMeta, error)
+	// runsPage returns up to n runs past at (see runCursor), newest first
+	// (oldest first with oldest), with their call counts.
+	runsPage(at runCursor, n int, oldest bool) ([]RunMeta, error)
 	// prefixed returns the runs whose id starts with id, in id order.
 	prefixed(id string) ([]RunMeta, error)
 	exists(id string) (bool, error)

@@ -23,6 +23,7 @@ import (
 //	agentos_journal_runs     id text PK, started, meta bytea (RunMeta JSON),
 //	                         owner text, lease_until         the claim (Journal.Claim)
 //	                         fence bigint                    the claim's fencing token
+//	                         calls bigint                    the run's call count once ended (page.go)
 //	agentos_journal_entries  (run, seq) PK, entry bytea      a stored entry, as in bbolt
 //	agentos_journal_blobs    hash text PK, data bytea        payloads by content hash
 //	agentos_journal_sources  hash text PK, source bytea      tool sources by content hash
@@ -69,6 +70,8 @@ CREATE TABLE IF NOT EXISTS agentos_journal_entries (
 CREATE TABLE IF NOT EXISTS agentos_journal_blobs (hash text PRIMARY KEY, data bytea NOT NULL);
 CREATE TABLE IF NOT EXISTS agentos_journal_sources (hash text PRIMARY KEY, source bytea NOT NULL);
 ALTER TABLE agentos_journal_runs ADD COLUMN IF NOT EXISTS fence bigint NOT NULL DEFAULT 0;
+ALTER TABLE agentos_journal_runs ADD COLUMN IF NOT EXISTS calls bigint;
+CREATE INDEX IF NOT EXISTS agentos_journal_runs_started ON agentos_journal_runs (started, id);
 `
 
 // pgInitLock is the advisory lock key that serializes schema creation
@@ -122,6 +125,7 @@ func OpenPostgres(dsn string, opts Options) (*Journal, error) {
 		// pgx's message never quotes the password.
 		return nil, fmt.Errorf("opening the PostgreSQL journal: the DSN does not parse (%v); write it as postgres://user:password@host:5432/db", err)
 	}
+	opts.ReadOnly = false // a shared journal has no read-only open (see Options.ReadOnly)
 	st := &pgStore{name: pgName(cfg.ConnConfig), nosync: !opts.Durability.fsyncs()}
 	if st.nosync {
 		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
@@ -221,7 +225,32 @@ func (s *pgStore) apply(batch []*write, owner string, now time.Time) error {
 		}
 	}
 	pb.flush()
+	pb.queueCounts(batch)
 	return pgx.BeginFunc(context.Background(), s.pool, pb.send)
+}
+
+// queueCounts keeps the call count of every run the batch ended (its
+// entries are in by then); a run written as running has none (NULL: a
+// listing counts it).
+func (pb *pgBatch) queueCounts(batch []*write) {
+	last := map[string]bool{}
+	for _, w := range batch {
+		if w.meta != nil {
+			last[w.run] = w.ended
+		}
+	}
+	var ended []string
+	for id, e := range last {
+		if e {
+			ended = append(ended, id)
+		}
+	}
+	if len(ended) == 0 {
+		return
+	}
+	slices.Sort(ended)
+	pb.b.Queue(`UPDATE agentos_journal_runs r SET calls = (SELECT count(*) FROM agentos_journal_entries e WHERE e.run = r.id)
+		WHERE r.id = ANY($1)`, ended)
 }
 
 // pgBatch is one write transaction being queued: its statements, and what
@@ -334,12 +363,12 @@ func (pb *pgBatch) queueRun(w *write) {
 	case w.claim:
 		fences[b.Len()] = fence{rows: 1, runs: []string{w.run}, token: w.fence}
 		b.Queue(`INSERT INTO agentos_journal_runs AS r (id, started, meta, owner, lease_until) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta, owner = excluded.owner, lease_until = excluded.lease_until
+			ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta, owner = excluded.owner, lease_until = excluded.lease_until, calls = NULL
 			WHERE NOT (`+heldByOther(4, 6)+` OR `+staleFence("$7::bigint")+`)`, w.run, started, w.meta, owner, until, now, w.fence)
 	default:
 		fences[b.Len()] = fence{rows: 1, runs: []string{w.run}, token: w.fence}
 		b.Queue(`INSERT INTO agentos_journal_runs AS r (id, started, meta) VALUES ($1, $2, $3)
-			ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta
+			ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta, calls = NULL
 			WHERE NOT (`+heldByOther(4, 5)+` OR `+staleFence("$6::bigint")+`)`, w.run, started, w.meta, owner, now, w.fence)
 	}
 }
@@ -454,6 +483,46 @@ func (s *pgStore) runs() ([]RunMeta, error) {
 	}
 	defer rows.Close()
 	return scanRuns(rows)
+}
+
+func (s *pgStore) runsPage(at runCursor, n int, oldest bool) ([]RunMeta, error) {
+	const cols = `SELECT meta, owner, lease_until,
+		COALESCE(calls, (SELECT count(*) FROM agentos_journal_entries e WHERE e.run = r.id)) FROM agentos_journal_runs r`
+	past, order := "<", " ORDER BY started DESC, id DESC"
+	if oldest {
+		past, order = ">", " ORDER BY started, id"
+	}
+	var rows pgx.Rows
+	var err error
+	if at.id == "" {
+		rows, err = s.pool.Query(context.Background(), cols+order+" LIMIT $1", n)
+	} else {
+		rows, err = s.pool.Query(context.Background(), cols+" WHERE (started, id) "+past+" ($1, $2)"+order+" LIMIT $3", at.started, at.id, n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []RunMeta
+	for rows.Next() {
+		var raw []byte
+		var owner string
+		var until *time.Time
+		var m RunMeta
+		if err := rows.Scan(&raw, &owner, &until, &m.Calls); err != nil {
+			return nil, err
+		}
+		calls := m.Calls
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, err
+		}
+		m.Owner, m.Calls = owner, calls
+		if until != nil {
+			m.LeaseUntil = *until
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
 }
 
 func (s *pgStore) prefixed(id string) ([]RunMeta, error) {

@@ -29,8 +29,9 @@ import (
 const DefaultBlobThreshold = 8 << 10
 
 // storageFormat is the format this package writes and reads: 1 had no
-// blobs (and no "meta" bucket), 2 adds them. Format 1 journals read as 2.
-const storageFormat = 2
+// blobs (and no "meta" bucket), 2 adds them, 3 the run index "started"
+// (page.go). Older journals are migrated when opened.
+const storageFormat = 3
 
 // blob is a payload to keep under its hash.
 type blob struct {

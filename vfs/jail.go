@@ -414,6 +414,10 @@ type Entry struct {
 	// Resolved is the file it is: Path itself, or where the symbolic link
 	// at Path leads (Resolve). Checks MUST be made on Resolved.
 	Resolved string
+	// Info is what the listing read of a regular file (size, modification
+	// time ...), nil for a symbolic link: a caller can tell an unchanged
+	// file without reading it again.
+	Info fs.FileInfo
 }
 
 // Entries lists the files under dir, recursively, sorted by path. dir is
@@ -462,9 +466,11 @@ func (j *Jail) entries(dir, r string) ([]Entry, error) {
 		}
 		e := Entry{Path: p, Resolved: p}
 		if d.Type().IsRegular() {
-			if fi, ierr := d.Info(); ierr != nil || links(fi) > 1 {
+			fi, ierr := d.Info()
+			if ierr != nil || links(fi) > 1 {
 				return nil // vanished, or hard-linked (never read, so not listed)
 			}
+			e.Info = fi
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
 			t, rerr := j.resolve("list", p, p)

@@ -144,6 +144,7 @@ type Registry struct {
 	dir          string    // the shards' directory (shard.go)
 	state        *vfs.Jail // where the log is (nil: no log)
 	logFile      string    // the registry log in state (log.go)
+	statFile     string    // the stat cache in state (statcache.go)
 	logF         *os.File  // the log, open for appending (nil until the first record)
 	logBytes     int64     // the log's size
 
@@ -236,6 +237,7 @@ func Open(jail *vfs.Jail, opts Options) (*Registry, error) {
 	}
 	r.dir = shardDir(r.file)
 	r.state = opts.State
+	r.statFile = DefaultStatFile
 	if opts.LogFile == "" {
 		opts.LogFile = DefaultLogFile
 	}
@@ -552,28 +554,46 @@ func (r *Registry) Rebuild() error {
 
 	st := r.load()
 	disk := st.entries
-	files, err := r.scan()
+	files, err := r.scanEntries()
 	if err != nil {
 		return err
 	}
 	now := r.stamp()
 	next := make(map[string]*Tool, len(files))
 	diskUsage := make(map[string]int, len(files))
-	for _, p := range files {
-		src, err := r.jail.ReadFile(p)
-		if err != nil {
-			r.log.Warn("registry: cannot read a tool; keeping its entry as it was", slog.String("path", p), slog.Any("err", err))
-			if m, ok := mem[p]; ok {
-				next[p] = m
+	cache := r.loadStatCache()
+	stats := make(map[string]fileStat, len(files))
+	read := false
+	for _, e := range files {
+		p, m, d := e.Path, mem[e.Path], disk[e.Path]
+		// A file unchanged since the last Rebuild (stat cache) whose entry
+		// has its hash is not read again.
+		h, ok := cache.hash(p, e.Info)
+		var src []byte
+		if !ok || !hasHash(h, m, d) {
+			if readHook != nil {
+				readHook(p)
 			}
-			continue
+			if src, err = r.jail.ReadFile(p); err != nil {
+				r.log.Warn("registry: cannot read a tool; keeping its entry as it was", slog.String("path", p), slog.Any("err", err))
+				if m != nil {
+					next[p] = m
+				}
+				continue
+			}
+			h, read = transpile.Hash(src), true
 		}
-		m, d := mem[p], disk[p]
-		next[p] = reconcile(p, transpile.Hash(src), src, m, d, now)
+		if e.Info != nil {
+			fst := statOf(e.Info)
+			fst.hash = h
+			stats[p] = fst
+		}
+		next[p] = reconcile(p, h, src, m, d, now)
 		if d != nil {
 			diskUsage[p] = d.Usage
 		}
 	}
+	r.saveStatCache(cache, stats, read)
 
 	changed := false
 	r.mu.Lock()
@@ -634,6 +654,12 @@ func (r *Registry) Rebuild() error {
 	}
 	r.io.Unlock()
 	return r.persist(true)
+}
+
+// hasHash reports whether the entry in memory or on file has hash h (then
+// reconcile needs no source).
+func hasHash(h string, m, d *Tool) bool {
+	return m != nil && m.Hash == h || d != nil && d.Hash == h
 }
 
 // reconcile decides the entry of the tool at p, whose source src hashes to
@@ -777,9 +803,10 @@ func (r *Registry) parseFile(f string, raw []byte, out map[string]*Tool) {
 	}
 }
 
-// scan lists the tool files under the tools directory.
-func (r *Registry) scan() ([]string, error) {
-	all, err := r.jail.List(r.toolsDir)
+// scanEntries lists the tool files under the tools directory, with what
+// the listing read of each.
+func (r *Registry) scanEntries() ([]vfs.Entry, error) {
+	all, err := r.jail.Entries(r.toolsDir)
 	if errors.Is(err, vfs.ErrNotFound) {
 		return nil, nil
 	}
@@ -787,9 +814,9 @@ func (r *Registry) scan() ([]string, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrScan, r.toolsDir, err)
 	}
 	out := all[:0]
-	for _, p := range all {
-		if r.isTool(p) {
-			out = append(out, p)
+	for _, e := range all {
+		if r.isTool(e.Path) {
+			out = append(out, e)
 		}
 	}
 	return out, nil

@@ -101,13 +101,10 @@ func gateJournal(ctx context.Context, absRoot string, cfg host.Config, jpath, re
 		return openJournal(absRoot, cfg, jpath, true)
 	}
 	defer nc.Close()
-	sums, err := nc.Runs(ctx)
-	if err != nil {
+	var all []journal.RunMeta // oldest first
+	src := &nodeRuns{ctx: ctx, c: nc}
+	if err := src.EachRun(journal.RunQuery{Oldest: true}, func(m journal.RunMeta) error { all = append(all, m); return nil }); err != nil {
 		return nil, err
-	}
-	all := make([]journal.RunMeta, len(sums))
-	for i, s := range sums {
-		all[i] = s.RunMeta
 	}
 	dir, err := os.MkdirTemp("", "agentos-gate-*")
 	if err != nil {

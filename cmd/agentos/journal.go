@@ -29,6 +29,26 @@ func openJournal(absRoot string, cfg host.Config, path string, mustExist bool) (
 	return cfg.OpenJournal(absRoot, path)
 }
 
+// openJournalToRead opens the journal as openJournal does (it MUST exist),
+// for reading only: the embedded file read-only (beside other readers,
+// without the free-page pass an open for writing makes over the whole
+// file, see journal.Options.ReadOnly). The secrets of cfg are not
+// registered: what is stored was redacted when written.
+func openJournalToRead(absRoot string, cfg host.Config, path string) (*journal.Journal, error) {
+	if path == "" && cfg.JournalPostgresDSNEnv != "" {
+		return cfg.OpenJournal(absRoot, "")
+	}
+	if path == "" {
+		path = cfg.JournalPath(absRoot)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, usagef("no journal at %s: run a tool with 'agentos exec' first, or pass --journal PATH", path)
+	}
+	opts := cfg.JournalOptions(absRoot)
+	opts.ReadOnly = true
+	return journal.Open(path, opts)
+}
+
 // journalCmd is the shared shape of the commands that read the journal
 // (runs, trace, replay, recover): --root, --journal, --json, a fixed number
 // of positional arguments, an existing journal.

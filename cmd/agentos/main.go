@@ -7,7 +7,8 @@
 //	                                                     version's recorded runs against it
 //	agentos exec  [--root DIR] [--json] [--timeout D] [--inprocess] [--journal PATH | --no-journal]
 //	              PATH [ARGS_JSON | - | @FILE]           run a tool in the sandbox
-//	agentos runs    [--root DIR] [--json]                list the recorded runs
+//	agentos runs    [--root DIR] [--json] [--limit N] [--before ID | --after ID] [--tool PATH]
+//	                                                     list the recorded runs, a page at a time
 //	agentos runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]
 //	                                                     delete old runs, compact the journal
 //	agentos trace   [--root DIR] [--json] RUN            a run call by call
@@ -97,7 +98,7 @@ var commands = []command{
 	{"init", "scaffold a tool root (config, tools/, registry, Git upstream); safe to run twice", "agentos init [--upstream URL | --no-git] [DIR]", runInit},
 	{"check", "check a tool: syntax, the standards, risk level; with --against-runs, replay its previous version's recorded runs against it", "agentos check [--root DIR] [--json] [--against-runs [N]] PATH", runCheck},
 	{"exec", "run a tool in the sandbox with JSON args; PATH@HASH runs a recorded version", "agentos exec [--root DIR] [--json] [--timeout D] [--inprocess] [--journal PATH | --no-journal] PATH[@HASH] [ARGS_JSON | - | @FILE]", runExec},
-	{"runs", "list the recorded runs (--tool: one tool's runs by version); 'prune' deletes old ones (default: the configured retention) and compacts the journal", "agentos runs [--root DIR] [--json] [--tool PATH] | runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]", runRuns},
+	{"runs", "list the recorded runs, the newest 50 by default (--limit, --before and --after page; --tool: one tool's runs by version); 'prune' deletes old ones (default: the configured retention) and compacts the journal", "agentos runs [--root DIR] [--json] [--limit N] [--before ID | --after ID] [--tool PATH] | runs prune [--older-than D] [--keep N] [--keep-bytes N] [--no-compact]", runRuns},
 	{"trace", "show a recorded run call by call", "agentos trace [--root DIR] [--json] RUN", runTrace},
 	{"replay", "re-run a recorded run (a tool run or a forge) offline, or feed its I/O to a patched tool", "agentos replay [--root DIR] [--json] [--tool PATCHED.ts] [--timeout D] [--attempts N] RUN", runReplay},
 	{"recover", "resume the runs a crash left unfinished", "agentos recover [--root DIR] [--json] [--run ID] [--timeout D]", runRecover},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -64,8 +65,7 @@ func (c *journalCmd) parse(args []string, wantArgs int, what string) (pos []stri
 // runSource is what 'agentos runs' reads: the journal, or the node serving
 // the root.
 type runSource interface {
-	Runs() ([]journal.RunMeta, error)
-	Count(id string) (int, error)
+	EachRun(q journal.RunQuery, fn func(journal.RunMeta) error) error
 	Close() error
 }
 
@@ -83,30 +83,55 @@ func (c *journalCmd) openRuns(ctx context.Context, args []string) (runSource, er
 	if nc != nil {
 		return &nodeRuns{ctx: ctx, c: nc}, nil
 	}
-	return openJournal(absRoot, cfg, *c.jpath, true)
+	return openJournalToRead(absRoot, cfg, *c.jpath)
 }
 
 // nodeRuns reads the runs of a serving node's journal.
 type nodeRuns struct {
-	ctx    context.Context
-	c      *admin.Client
-	counts map[string]int
+	ctx context.Context
+	c   *admin.Client
 }
 
-func (n *nodeRuns) Runs() ([]journal.RunMeta, error) {
-	sums, err := n.c.Runs(n.ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]journal.RunMeta, len(sums))
-	n.counts = make(map[string]int, len(sums))
-	for i, s := range sums {
-		out[i], n.counts[s.ID] = s.RunMeta, s.Calls
-	}
-	return out, nil
-}
+// nodePage is how many runs one request asks the node for: a listing of
+// every run goes in pages, so that neither side holds the whole journal.
+const nodePage = 256
 
-func (n *nodeRuns) Count(id string) (int, error) { return n.counts[id], nil }
+// EachRun is journal.Journal.EachRun over the node's socket, nodePage runs
+// a request.
+func (n *nodeRuns) EachRun(q journal.RunQuery, fn func(journal.RunMeta) error) error {
+	left := q.Limit
+	for {
+		page := q
+		page.Limit = nodePage
+		if q.Limit > 0 {
+			page.Limit = min(nodePage, left)
+		}
+		sums, err := n.c.Runs(n.ctx, page)
+		var ae *admin.AnswerError
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			return usagef("%s", ae.Message)
+		}
+		if err != nil {
+			return err
+		}
+		for _, s := range sums {
+			s.RunMeta.Calls = s.Calls
+			if err := fn(s.RunMeta); err != nil {
+				return err
+			}
+		}
+		left -= len(sums)
+		if len(sums) < page.Limit || (q.Limit > 0 && left == 0) {
+			return nil
+		}
+		last := sums[len(sums)-1].ID
+		if q.Oldest {
+			q.After = last
+		} else {
+			q.Before = last
+		}
+	}
+}
 
 func (n *nodeRuns) Close() error { n.c.Close(); return nil }
 

@@ -53,20 +53,13 @@ func (b adminBackend) MCP() http.Handler {
 	return srv.HTTPHandler(mcpserver.HTTPOptions{Anonymous: b.rt.agent, SessionTimeout: -1, MaxSessions: -1})
 }
 
-func (b adminBackend) Runs() ([]admin.RunSummary, error) {
-	runs, err := b.rt.j.Runs()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]admin.RunSummary, 0, len(runs))
-	for _, m := range runs {
-		n, err := b.rt.j.Count(m.ID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, admin.RunSummary{RunMeta: m, Calls: n})
-	}
-	return out, nil
+func (b adminBackend) Runs(q journal.RunQuery) ([]admin.RunSummary, error) {
+	var out []admin.RunSummary
+	err := b.rt.j.EachRun(q, func(m journal.RunMeta) error {
+		out = append(out, admin.RunSummary{RunMeta: m, Calls: m.Calls})
+		return nil
+	})
+	return out, err
 }
 
 func (b adminBackend) Run(id string) (journal.Dump, error) { return b.rt.j.Export(id) }

@@ -50,7 +50,7 @@ export default async function (): Promise<string> {
 	var id string
 	deadline := time.Now().Add(30 * time.Second)
 	for id == "" {
-		runs, err := c.Runs(ctx)
+		runs, err := c.Runs(ctx, journal.RunQuery{})
 		if err != nil {
 			t.Fatal(err)
 		}

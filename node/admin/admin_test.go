@@ -36,8 +36,8 @@ func (b kernelBackend) MaxArgs() int          { return 1024 }
 func (b kernelBackend) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 	return nil, errNotHere
 }
-func (b kernelBackend) Runs() ([]admin.RunSummary, error) { return nil, errNotHere }
-func (b kernelBackend) Run(string) (journal.Dump, error)  { return journal.Dump{}, errNotHere }
+func (b kernelBackend) Runs(journal.RunQuery) ([]admin.RunSummary, error) { return nil, errNotHere }
+func (b kernelBackend) Run(string) (journal.Dump, error)                  { return journal.Dump{}, errNotHere }
 func (b kernelBackend) Exec(context.Context, admin.ExecRequest) (admin.ExecReply, error) {
 	return admin.ExecReply{}, errNotHere
 }

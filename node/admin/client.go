@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -96,10 +97,24 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (j
 	return out, c.do(ctx, "POST", "/v1/call/"+tool, args, &out)
 }
 
-// Runs lists the runs of the node's journal, oldest first.
-func (c *Client) Runs(ctx context.Context) ([]RunSummary, error) {
+// Runs lists the runs of the node's journal q selects, in q's order (see
+// journal.RunQuery).
+func (c *Client) Runs(ctx context.Context, q journal.RunQuery) ([]RunSummary, error) {
+	v := url.Values{}
+	if q.Oldest {
+		v.Set("oldest", "true")
+	}
+	if q.Before != "" {
+		v.Set("before", q.Before)
+	}
+	if q.After != "" {
+		v.Set("after", q.After)
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
 	var out []RunSummary
-	return out, c.do(ctx, "GET", "/v1/runs", nil, &out)
+	return out, c.do(ctx, "GET", "/v1/runs?"+v.Encode(), nil, &out)
 }
 
 // Run returns one run of the node's journal (id or a unique prefix).

@@ -185,12 +185,26 @@ func (h *handlers) onCall(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out)
 }
 
-func (h *handlers) onRuns(w http.ResponseWriter, _ *http.Request) {
-	runs, err := h.b.Runs()
+func (h *handlers) onRuns(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Query()
+	q := journal.RunQuery{Oldest: p.Get("oldest") == "true", Before: p.Get("before"), After: p.Get("after")}
+	if l := p.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			fail(w, http.StatusBadRequest, fmt.Errorf("limit %q is not a number", l))
+			return
+		}
+		q.Limit = n
+	}
+	runs, err := h.b.Runs(q)
 	if runs == nil {
 		runs = []RunSummary{}
 	}
-	reply(w, runs, http.StatusInternalServerError, err)
+	code := http.StatusInternalServerError
+	if errors.Is(err, journal.ErrNoRun) || errors.Is(err, journal.ErrAmbiguous) {
+		code = http.StatusNotFound
+	}
+	reply(w, runs, code, err)
 }
 
 func (h *handlers) onRun(w http.ResponseWriter, r *http.Request) {

@@ -34,8 +34,9 @@ type Backend interface {
 	MaxArgs() int
 	// Call runs a kernel tool as the node's default process.
 	Call(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error)
-	// Runs lists the journal's runs, oldest first.
-	Runs() ([]RunSummary, error)
+	// Runs lists the journal's runs q selects, in q's order (see
+	// journal.RunQuery).
+	Runs(q journal.RunQuery) ([]RunSummary, error)
 	// Run returns one run (id or unique prefix); journal.ErrNoRun and
 	// journal.ErrAmbiguous are answered 404.
 	Run(id string) (journal.Dump, error)

@@ -1,0 +1,161 @@
+package registry
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The stat cache: what Rebuild learnt of each tool file, so that a later
+// Rebuild (a later boot) reads only the files that changed since. It is the
+// state file DefaultStatFile (no state directory: no cache), one line per
+// tool file:
+//
+//	<size> <mtime ns> <inode> <ctime ns> <content hash> <path>
+//
+// after a header "agentos-registry-stat 1 <ns>" giving when it was written.
+// A file whose size, modification and change times and inode are those of
+// its line has the line's hash, and is not read, unless it was modified
+// within statRacy of the cache being written (a write in the same tick of
+// the file system's clock would not change its times: such a file is read
+// again, as Git does with its index). A missing, unreadable or damaged
+// cache only makes Rebuild read every file, as it did without one.
+//
+// IMPORTANT: the cache is never trusted for what it does not check: a file
+// changed in place with its size, both times and inode restored is not
+// seen (Git has the same blind spot); Verify-like callers read the files.
+
+// DefaultStatFile is the stat cache's file in the state directory.
+const DefaultStatFile = "registry.stat"
+
+// statRacy is how close to the cache's writing a file's modification may
+// be and still be trusted: coarser than any file system's timestamps.
+const statRacy = 2 * time.Second
+
+// statHeader begins the cache file.
+const statHeader = "agentos-registry-stat 1"
+
+// fileStat is what the cache keeps of a tool file.
+type fileStat struct {
+	size, mtime, ino, ctime int64
+	hash                    string
+}
+
+// statOf is fi as the cache compares it (ino and ctime where the platform
+// gives them, else 0).
+func statOf(fi fs.FileInfo) fileStat {
+	st := fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	st.ino, st.ctime = inodeCtime(fi)
+	return st
+}
+
+// statCache is a loaded cache: the lines by path, and when it was written.
+type statCache struct {
+	written int64 // ns
+	files   map[string]fileStat
+}
+
+// hash returns the cached hash of the tool file p whose listing read fi,
+// if the file is unchanged since the cache learnt it.
+func (c statCache) hash(p string, fi fs.FileInfo) (string, bool) {
+	if fi == nil || c.files == nil {
+		return "", false
+	}
+	old, ok := c.files[p]
+	cur := statOf(fi)
+	cur.hash = old.hash
+	if !ok || old != cur || cur.mtime >= c.written-int64(statRacy) {
+		return "", false
+	}
+	return old.hash, true
+}
+
+// loadStatCache reads the cache; an absent or damaged one is empty.
+func (r *Registry) loadStatCache() statCache {
+	if r.state == nil {
+		return statCache{}
+	}
+	b, err := r.state.ReadFile(r.statFile)
+	if err != nil {
+		return statCache{}
+	}
+	c, err := parseStatCache(b)
+	if err != nil {
+		r.log.Warn("registry: the stat cache is damaged; every tool file is read", slog.String("file", r.statFile), slog.Any("err", err))
+		return statCache{}
+	}
+	return c
+}
+
+func parseStatCache(b []byte) (statCache, error) {
+	c := statCache{files: map[string]fileStat{}}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	if !sc.Scan() {
+		return statCache{}, fmt.Errorf("empty")
+	}
+	head, ok := strings.CutPrefix(sc.Text(), statHeader+" ")
+	if !ok {
+		return statCache{}, fmt.Errorf("header %q", sc.Text())
+	}
+	var err error
+	if c.written, err = strconv.ParseInt(head, 10, 64); err != nil {
+		return statCache{}, fmt.Errorf("header: %w", err)
+	}
+	for sc.Scan() {
+		f := strings.SplitN(sc.Text(), " ", 6)
+		if len(f) != 6 {
+			return statCache{}, fmt.Errorf("line %q", sc.Text())
+		}
+		var st fileStat
+		for i, into := range []*int64{&st.size, &st.mtime, &st.ino, &st.ctime} {
+			if *into, err = strconv.ParseInt(f[i], 10, 64); err != nil {
+				return statCache{}, fmt.Errorf("line %q: %w", sc.Text(), err)
+			}
+		}
+		st.hash = f[4]
+		c.files[f[5]] = st
+	}
+	return c, sc.Err()
+}
+
+// saveStatCache writes the cache of files (path -> stat and hash), unless
+// it is the loaded one and no file had to be read (read: a file changed,
+// or was too recent to trust); a failure is logged, never an error (the
+// next Rebuild reads the files).
+func (r *Registry) saveStatCache(old statCache, files map[string]fileStat, read bool) {
+	if r.state == nil || !read && old.written != 0 && sameStats(old.files, files) {
+		return
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "%s %d\n", statHeader, time.Now().UnixNano())
+	for p, st := range files {
+		if strings.ContainsAny(p, "\n") {
+			continue // never cached: read every time
+		}
+		fmt.Fprintf(&buf, "%d %d %d %d %s %s\n", st.size, st.mtime, st.ino, st.ctime, st.hash, p)
+	}
+	if err := r.state.WriteFile(r.statFile, buf.Bytes()); err != nil {
+		r.log.Warn("registry: cannot write the stat cache; the next start reads every tool file", slog.String("file", r.statFile), slog.Any("err", err))
+	}
+}
+
+func sameStats(a, b map[string]fileStat) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for p, st := range b {
+		if a[p] != st {
+			return false
+		}
+	}
+	return true
+}
+
+// readHook, when set (tests), is called with each tool file Rebuild reads.
+var readHook func(path string)

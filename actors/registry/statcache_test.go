@@ -1,0 +1,118 @@
+package registry
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+)
+
+// readsOf opens the registry and returns the tool files its Rebuild read.
+func (rt *root) readsOf(opts Options) (*Registry, []string) {
+	rt.t.Helper()
+	var reads []string
+	readHook = func(p string) { reads = append(reads, p) }
+	defer func() { readHook = nil }()
+	r, err := Open(rt.jail, opts)
+	if err != nil {
+		rt.t.Fatalf("Open: %v", err)
+	}
+	sort.Strings(reads)
+	return r, reads
+}
+
+// age sets the modification time of the tool files to an hour ago: files
+// made before the last Rebuild, not in the same tick of the clock.
+func (rt *root) age(paths ...string) {
+	rt.t.Helper()
+	old := time.Now().Add(-time.Hour)
+	for _, p := range paths {
+		if err := os.Chtimes(filepath.Join(rt.dir, filepath.FromSlash(p)), old, old); err != nil {
+			rt.t.Fatal(err)
+		}
+	}
+}
+
+// TestRebuildReadsOnlyChangedFiles (issue 28 item 4, a later boot grows
+// with what changed): a registry opened again reads only the tool files
+// changed or added since the last one, keeps the others' entries, and
+// sees every change; a damaged stat cache makes it read every file.
+func TestRebuildReadsOnlyChangedFiles(t *testing.T) {
+	rt := newRoot(t)
+	var paths []string
+	for i := range 20 {
+		p := fmt.Sprintf("tools/g%d/t%02d.ts", i%4, i)
+		rt.write(p, fmt.Sprintf("/** Tool %d. @tag n%d */\nexport default function (a: { n: number }): number { return a.n * %d; }\n", i, i, i))
+		paths = append(paths, p)
+	}
+	rt.age(paths...)
+	opts := rt.withState(rt.options())
+	r, reads := rt.readsOf(opts)
+	if len(reads) != 20 {
+		t.Fatalf("first open read %d files, want all 20", len(reads))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another writer changes one tool and adds one; a third is removed.
+	rt.write("tools/g3/t03.ts", "/** Tool 3, faster. @tag fast */\nexport default function (a: { n: number }): number { return a.n + 3; }\n")
+	rt.write("tools/g0/new.ts", "/** A new tool. */\nexport default function (): number { return 1; }\n")
+	rt.remove("tools/g1/t05.ts")
+	r, reads = rt.readsOf(opts)
+	if want := []string{"tools/g0/new.ts", "tools/g3/t03.ts"}; !slices.Equal(reads, want) {
+		t.Fatalf("second open read %v; want only the changed and new files %v", reads, want)
+	}
+	if tl, ok := r.Get("tools/g3/t03.ts"); !ok || tl.Version != 2 || !slices.Contains(tl.Tags, "fast") {
+		t.Errorf("the changed tool: %+v, want version 2 with its new tag", tl)
+	}
+	if _, ok := r.Get("tools/g0/new.ts"); !ok {
+		t.Error("the new tool is not registered")
+	}
+	if _, ok := r.Get("tools/g1/t05.ts"); ok {
+		t.Error("the removed tool is still registered")
+	}
+	if tl, ok := r.Get("tools/g2/t02.ts"); !ok || tl.Version != 1 || tl.Hash == "" {
+		t.Errorf("an unchanged tool: %+v", tl)
+	}
+	if hits := r.Search("fast", 5); len(hits) == 0 || hits[0].Tool.Path != "tools/g3/t03.ts" {
+		t.Errorf("search after a cached rebuild: %+v", hits)
+	}
+	checkInvariants(t, r)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A file changed with its size and modification time kept is still
+	// seen (its change time moved).
+	p := "tools/g2/t02.ts"
+	full := filepath.Join(rt.dir, filepath.FromSlash(p))
+	fi, _ := os.Stat(full)
+	b, _ := os.ReadFile(full)
+	b[len(b)-5] = '7' // "* 2; }" -> "* 7; }": same size
+	if err := os.WriteFile(full, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(full, fi.ModTime(), fi.ModTime())
+	r, reads = rt.readsOf(opts)
+	if !slices.Contains(reads, p) {
+		t.Errorf("a same-size rewrite with its mtime restored was not read: %v", reads)
+	}
+	if tl, _ := r.Get(p); tl.Version != 2 {
+		t.Errorf("the rewritten tool: version %d, want 2", tl.Version)
+	}
+	r.Close()
+
+	// A damaged cache: every file is read, nothing fails.
+	if err := os.WriteFile(filepath.Join(rt.dir, ".agentos", DefaultStatFile), []byte("agentos-registry-stat 1 x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, reads = rt.readsOf(opts)
+	if len(reads) != 20 {
+		t.Errorf("with a damaged cache %d files were read, want all 20", len(reads))
+	}
+	r.Close()
+}

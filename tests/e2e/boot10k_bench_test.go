@@ -1,0 +1,159 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/internal/benchutil"
+	"github.com/agentos-run/agentos/vfs"
+)
+
+// Boot at 10,000 tools (issue 28, goal 4): a boot ≤ 2 s, and a later boot
+// that grows with what changed, not with the tools.
+//
+//	go test -run '^$' -bench 'Boot10k|Reboot10k' -benchtime 3x ./tests/e2e/
+
+// bigTool is the i-th tool of the 10,000-tool upstream: tools in 100
+// directories of 100 (the layout where a write_file stays flat).
+func bigTool(i int) (path, src string) {
+	return fmt.Sprintf("tools/g%02d/t%05d.ts", i%100, i),
+		fmt.Sprintf("/**\n * Computes the figure number %d of a series from a start value and a count.\n * @tag series, figure%d\n */\nexport default function (a: { start: number; count: number }): number {\n  return a.start * %d + a.count;\n}\n", i, i%97, i)
+}
+
+// git runs the git command (the benchmarks' setup only: agentos never
+// runs it).
+func gitCmd(b *testing.B, args ...string) {
+	b.Helper()
+	if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+		b.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// bigUpstream returns a bare upstream holding n tools and their registry
+// in one commit, and the work tree it was made from (for more commits).
+// It is made with the git command, not timed.
+func bigUpstream(b *testing.B, n int) (bare, work string) {
+	b.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		b.Skip("the git command is needed to build the benchmark's upstream: install git")
+	}
+	// Not b.TempDir: a runtime's Close may leave its last push to the
+	// upstream finishing, which TempDir's check reports as a failure.
+	base, err := os.MkdirTemp("", "agentos-boot10k-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(base) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	work = filepath.Join(base, "work")
+	for i := range n {
+		p, src := bigTool(i)
+		f := filepath.Join(work, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	regenerateRegistry(b, work)
+	bare = filepath.Join(base, "tools.git")
+	gitCmd(b, "-C", work, "init", "-q", "-b", "main")
+	gitCommitAll(b, work, "tools")
+	gitCmd(b, "clone", "-q", "--bare", work, bare)
+	gitCmd(b, "-C", work, "remote", "add", "origin", bare)
+	return bare, work
+}
+
+// regenerateRegistry writes the registry of the tools in work as a node
+// writes it.
+func regenerateRegistry(b *testing.B, work string) {
+	b.Helper()
+	jail, err := vfs.Open(work)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer jail.Close()
+	reg, err := registry.Open(jail, registry.Options{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := reg.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func gitCommitAll(b *testing.B, work, msg string) {
+	b.Helper()
+	gitCmd(b, "-C", work, "add", "-A")
+	gitCmd(b, "-C", work, "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", msg)
+}
+
+// BenchmarkBoot10k is BenchmarkBoot100 at 10,000 tools: Start on a fresh
+// tool root against an upstream of 10,000 tools (in 100 directories) and
+// their registry, until the registry lists them.
+func BenchmarkBoot10k(b *testing.B) {
+	const n = 10_000
+	bare, _ := bigUpstream(b, n)
+	root := b.TempDir()
+	var cpu time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		start := benchutil.CPUTime()
+		rt := bootStart(b, filepath.Join(root, fmt.Sprint(i)), bare, n)
+		cpu += benchutil.CPUTime() - start
+		b.StopTimer()
+		if err := rt.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	reportCPU(b, cpu)
+}
+
+// BenchmarkReboot10k is a later boot at 10,000 tools: Start again on a
+// tool root that booted before, after 3 new tools were committed upstream
+// (by another writer), until the registry lists them. Its cost MUST grow
+// with what changed (3 tools), not with the 10,000.
+func BenchmarkReboot10k(b *testing.B) {
+	n := 10_000
+	bare, work := bigUpstream(b, n)
+	dir := b.TempDir()
+	bootStart(b, dir, bare, n).Close()
+	var cpu time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		for i := n; i < n+3; i++ {
+			p, src := bigTool(i)
+			if err := os.WriteFile(filepath.Join(work, filepath.FromSlash(p)), []byte(src), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n += 3
+		regenerateRegistry(b, work)
+		gitCommitAll(b, work, "3 more tools")
+		gitCmd(b, "-C", work, "push", "-q", "origin", "main")
+		b.StartTimer()
+		start := benchutil.CPUTime()
+		rt := bootStart(b, dir, bare, n)
+		cpu += benchutil.CPUTime() - start
+		b.StopTimer()
+		if err := rt.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	reportCPU(b, cpu)
+}
