@@ -1,4 +1,4 @@
-package e2e_test
+package bench_test
 
 import (
 	"fmt"
@@ -10,13 +10,14 @@ import (
 
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/internal/benchutil"
+	"github.com/agentos-run/agentos/tests/internal/scenario"
 	"github.com/agentos-run/agentos/vfs"
 )
 
 // Boot at 10,000 tools (issue 28, goal 4): a boot ≤ 2 s, and a later boot
 // that grows with what changed, not with the tools.
 //
-//	go test -run '^$' -bench 'Boot10k|Reboot10k' -benchtime 3x ./tests/e2e/
+//	go test -run '^$' -bench 'Boot10k|Reboot10k' -benchtime 3x ./tests/bench/
 
 // bigTool is the i-th tool of the 10,000-tool upstream: tools in 100
 // directories of 100 (the layout where a write_file stays flat).
@@ -85,7 +86,7 @@ func regenerateRegistry(b *testing.B, work string) {
 		b.Fatal(err)
 	}
 	defer jail.Close()
-	reg, err := registry.Open(jail, registry.Options{Logger: quiet})
+	reg, err := registry.Open(jail, registry.Options{Logger: scenario.Quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
