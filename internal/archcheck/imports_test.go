@@ -59,7 +59,6 @@ var knownImports = map[string]string{
 	"actors/forge -> actors/git":           "the forge holds git.Client: move it to actors/git/client",
 	"actors/forge -> actors/registry":      "the forge holds registry.Client: move it to actors/registry/client",
 	"actors/git -> actors/registry":        "the git actor tells the registry of a write (registry.Client, registry.Tool): move them to actors/registry/client and the tool-metadata leaf",
-	"actors/executor -> actors/registry":   "the executor checks arguments against registry.Params: move the parameters' schema to the tool-metadata leaf",
 	"node/admin -> actors/kernel":          "the admin socket asks the kernel actor through kernel.Client: move it to actors/kernel/client",
 	"node/admin -> actors/executor":        "the admin socket's exec request carries executor.ReplayOptions: move the type to a leaf",
 	"internal/scaffold -> actors/git/repo": "agentos init lays out the tool root's repository with the git actor's repo package: the composition root should pass it in",
@@ -71,7 +70,6 @@ var knownImports = map[string]string{
 	"mcpserver -> actors/kernel":              "MCP sessions run as kernel processes (kernel.Process): move the process handle to a leaf",
 	"mcpserver -> actors/registry":            "the MCP server lists the registry's tools: ask the registry actor through its client and the tool-metadata leaf",
 	"mcpserver uses actors/registry.Registry": "the MCP server holds the registry object: ask the registry actor through its client",
-	"memory -> actors/registry":               "memory ranks with the registry's BM25F index: move the index to the tool-metadata leaf",
 
 	// The registration gate replays on the executor object (issue 27).
 	"governance/gate -> actors/executor":            "the gate replays through the executor: send it ReplayRequest through its client",
