@@ -146,13 +146,13 @@ func (a *gitActor) Receive(ctx actor.Context) {
 			ctx.Respond(&pb.Written{Path: m.GetPath(), Failure: failureOf(err)})
 			return
 		}
-		a.enqueue(ctx, m)
+		a.onWrite(ctx, m)
 	case *pb.PatchFile:
 		if err := a.authorizeWrite("patch", m.GetPath(), local, m.GetToken()); err != nil {
 			ctx.Respond(&pb.Written{Path: m.GetPath(), Failure: failureOf(err)})
 			return
 		}
-		a.enqueue(ctx, m)
+		a.onPatch(ctx, m)
 	case *pb.Announce:
 		if err := a.authorizeSync("Announce of "+m.GetCommit(), local, m.GetToken()); err != nil {
 			ctx.Respond(&pb.Synced{Commit: m.GetCommit(), Failure: failureOf(err)})
@@ -187,6 +187,14 @@ func (a *gitActor) Receive(ctx actor.Context) {
 		ctx.Logger().Warn("git: unknown message", slog.String("type", fmt.Sprintf("%T", m)))
 	}
 }
+
+// onWrite writes a file (gated first when it changes a tool source); the
+// reply, Written, may come after messages received later (gatewrite.go).
+func (a *gitActor) onWrite(ctx actor.Context, m *pb.WriteFile) { a.enqueue(ctx, m) }
+
+// onPatch replaces the first match of a text in a file, and writes it as
+// onWrite does.
+func (a *gitActor) onPatch(ctx actor.Context, m *pb.PatchFile) { a.enqueue(ctx, m) }
 
 // planWrite reads what a WriteFile changes.
 func (a *gitActor) planWrite(m *pb.WriteFile) (writePlan, *pb.Written) {
