@@ -1,7 +1,7 @@
 // Package memory is the agents' long-term memory: facts, lessons,
 // preferences and the pages of conversations paged out of a model's
 // context window, kept per agent name in a bbolt file and ranked for
-// recall with the registry's BM25F search (registry.Index), the one search
+// recall with the registry's BM25F search (toolmeta.Index), the one search
 // implementation of agentos.
 //
 // # Model
@@ -30,7 +30,7 @@
 //
 // # Recall
 //
-// Each agent's items are indexed, per kind, in a registry.Index (loaded
+// Each agent's items are indexed, per kind, in a toolmeta.Index (loaded
 // from the file on the agent's first use): text as the description field,
 // tags as the tags field. Recall searches the kinds asked for and merges
 // the lists by score (0..1, the registry's normalisation). See

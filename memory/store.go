@@ -14,7 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/internal/toolmeta"
 )
 
 // Kind is what an item is.
@@ -135,7 +135,7 @@ type agentMem struct {
 	mu    sync.Mutex
 	items map[uint64]*Item
 	seen  map[Kind]map[string]uint64 // normalised text -> id
-	idx   map[Kind]*registry.Index
+	idx   map[Kind]*toolmeta.Index
 	pages []uint64 // page ids, oldest first (some may be forgotten)
 	next  uint64   // ephemeral agents' next id
 }
@@ -255,7 +255,7 @@ func (s *Store) agent(agent string) (*agentMem, error) {
 	if m := s.agents[agent]; m != nil {
 		return m, nil
 	}
-	m := &agentMem{items: map[uint64]*Item{}, seen: map[Kind]map[string]uint64{}, idx: map[Kind]*registry.Index{}}
+	m := &agentMem{items: map[uint64]*Item{}, seen: map[Kind]map[string]uint64{}, idx: map[Kind]*toolmeta.Index{}}
 	if !ephemeral(agent) {
 		db, err := s.file()
 		if err != nil {
@@ -294,10 +294,10 @@ func (m *agentMem) add(id uint64, it *Item) {
 	seen[dupKey(it)] = id
 	x := m.idx[it.Kind]
 	if x == nil {
-		x = registry.NewIndexWithoutPaths() // an id is not a word of the item
+		x = toolmeta.NewIndexWithoutPaths() // an id is not a word of the item
 		m.idx[it.Kind] = x
 	}
-	x.Put(registry.Tool{Path: docPath(id), Description: it.Text, Tags: it.Tags})
+	x.Put(toolmeta.Tool{Path: docPath(id), Description: it.Text, Tags: it.Tags})
 	if it.Kind == Page {
 		m.pages = append(m.pages, id)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/mcpdriver"
+	"github.com/agentos-run/agentos/internal/toolmeta"
 )
 
 // The MCP servers' tools as files (docs/MCP.md): list_files and
@@ -100,7 +101,7 @@ func (n *Node) readMCP(ctx context.Context, p *kernel.Process, path string) (str
 }
 
 // searchMCP ranks the MCP tools p may call for query, scored like the
-// registry's search (registry.Index), so that both lists merge by score.
+// registry's search (toolmeta.Index), so that both lists merge by score.
 // Servers that are down are searched in their cached tool lists; one with
 // neither is left out. IMPORTANT: only the servers p reaches are read (and
 // so possibly started), as for list_files.
@@ -126,7 +127,7 @@ func (n *Node) searchMCP(ctx context.Context, p *kernel.Process, query string, l
 	if err := errors.Join(errs...); err != nil {
 		n.opts.Logger.Warn("search_tools: some MCP servers could not be searched", "err", err)
 	}
-	idx := registry.NewIndex(mcpdriver.Mount)
+	idx := toolmeta.NewIndex(mcpdriver.Mount)
 	for _, t := range tools {
 		if p.Covers(capability.MCP, t.Server+"/"+t.Name) {
 			idx.Put(RegistryTool(t))

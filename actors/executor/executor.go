@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
-	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/mcpdriver"
 	"github.com/agentos-run/agentos/internal/lru"
+	"github.com/agentos-run/agentos/internal/toolmeta"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
@@ -135,7 +135,7 @@ type Executor struct {
 	binding []sandbox.Binding
 	// params caches the declared parameter schema of entry modules by
 	// content hash (nil: the tool declares none).
-	params *lru.Cache[string, *registry.Params]
+	params *lru.Cache[string, *toolmeta.Params]
 }
 
 // New returns an Executor over the tool root opts.Root. With
@@ -158,7 +158,7 @@ func New(opts Options) (*Executor, error) {
 	// crashed host, a killed worker's parent) are never cleaned by them.
 	cleanStaleScratch(opts.TempDir, opts.Logger)
 	e := &Executor{opts: opts, root: root, tel: tel, binding: append(slices.Clone(sandbox.DefaultBindings), opts.Bindings...),
-		params: lru.New[string, *registry.Params](transpile.DefaultCacheEntries)}
+		params: lru.New[string, *toolmeta.Params](transpile.DefaultCacheEntries)}
 	if opts.Isolation == IsolationInProcess {
 		opts.Logger.Warn(InProcessWarning)
 		e.engine = sandbox.NewEngine(0, true)
@@ -373,7 +373,7 @@ func checkArgs(args json.RawMessage) *Error {
 func (e *Executor) checkParams(entry sandbox.Module, src []byte, args json.RawMessage) *Error {
 	ps, ok := e.params.Get(entry.Hash)
 	if !ok {
-		ps = registry.ParamsOf(src)
+		ps = toolmeta.ParamsOf(src)
 		e.params.Add(entry.Hash, ps)
 	}
 	if err := ps.Validate(args); err != nil {

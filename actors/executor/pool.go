@@ -281,177 +281,247 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// IMPORTANT: the parent's goroutines answering this run's calls end
-	// with it: cancelled, then waited for, before the worker is released.
-	var calls sync.WaitGroup
-	finish := func() {
-		cancel()
-		calls.Wait()
-	}
-	goCall := callHelpers(runCtx, &calls)
+	r := &running{p: p, w: w, job: job, br: br, ctx: runCtx, cancel: cancel,
+		seen: map[uint64]struct{}{}, hold: &held{max: maxHeldBytes}}
+	r.goCall = callHelpers(runCtx, &r.calls)
 	w.nextID++
-	id := w.nextID
-	if err := w.send(&frame{T: "run", ID: id, Job: &job, Ans: br.answers, Local: br.local}); err != nil {
+	r.id = w.nextID
+	if err := w.send(&frame{T: "run", ID: r.id, Job: &job, Ans: br.answers, Local: br.local}); err != nil {
 		p.release(w, false)
 		return sandbox.Outcome{Err: p.death(w, job, nil)}
 	}
-	// IMPORTANT: interrupt first, kill only what ignores the interrupt. The
-	// worker stops its own run at the deadline (or its memory or output
-	// limit) and says so at once with an "abort" frame; at the parent's
-	// deadline (a KillGrace later, in case the worker's clock started late)
-	// the parent asks it to stop. Either way, a worker that has not
-	// finished its run KillGrace after being stopped is SIGKILLed: a native
-	// built-in is ignoring the interrupt.
-	var (
-		smu      sync.Mutex
-		stopped  *Error      // why the worker said its run is stopping
-		killer   *time.Timer // armed once the run is being stopped
-		stopping = func(why string) {
-			smu.Lock()
-			defer smu.Unlock()
-			if killer == nil {
-				killer = timeAfter(p.opts.KillGrace, func() { w.kill(why) })
-			}
+	r.watch(ctx)
+	for {
+		if r.pending > 0 {
+			r.hold.release(r.pending)
 		}
-	)
-	timeout := &Error{Kind: sandbox.KindTimeout, Message: fmt.Sprintf("the tool ran longer than its %v limit and was stopped; look for an endless loop or raise the timeout", job.Limits.Timeout)}
-	deadline := timeAfter(job.Limits.Timeout+p.opts.KillGrace, func() {
-		_ = w.send(&frame{T: "stop", ID: id, Stop: timeout})
-		stopping("timeout")
-	})
-	stop := context.AfterFunc(ctx, func() { w.kill("cancelled") })
-	// disarm stops every watcher; it reports false if one already fired
-	// and the worker may be killed (it must not return to the pool).
-	disarm := func() bool {
-		ok := deadline.Stop()
-		ok = stop() && ok
-		smu.Lock()
-		if killer != nil {
-			ok = killer.Stop() && ok
+		f, n, err := readHeld(w.out, r.hold, w.exited)
+		r.pending = n
+		if err != nil {
+			return r.broken(err)
 		}
-		smu.Unlock()
-		return ok
+		if out, done := r.handle(f); done {
+			return out
+		}
 	}
-	// death explains the worker's death, with what it said before dying.
-	death := func() *Error {
-		smu.Lock()
-		said := stopped
-		smu.Unlock()
-		return p.death(w, job, said)
-	}
+}
 
-	var streamErr *Error // the first streamed call Middleware failed
+// running is one run on a worker, between its run frame and its end: the
+// frames the worker sends are handled by its methods, in order, on run's
+// goroutine (the calls it makes are answered on helper goroutines).
+type running struct {
+	p      *pool
+	w      *worker
+	job    sandbox.Job
+	br     *bridge
+	id     uint64
+	ctx    context.Context // the run's: ends with it
+	cancel context.CancelFunc
+	// IMPORTANT: the parent's goroutines answering this run's calls end
+	// with it: cancelled, then waited for, before the worker is released.
+	calls  sync.WaitGroup
+	goCall func(func())
+
+	smu     sync.Mutex
+	stopped *Error      // why the worker said its run is stopping
+	killer  *time.Timer // armed once the run is being stopped
+	// deadline and stop watch the run's time limit and its caller's ctx.
+	deadline *time.Timer
+	stop     func() bool
+
+	streamErr *Error // the first streamed call Middleware failed
 	// seen holds the sequence numbers of the run's calls: a worker (its
 	// seq counter is its own) MUST NOT make or report one twice, which
 	// would overwrite the journal's entry of the first (a recorded answer,
 	// a sealed read) with what the worker says.
-	seen := map[uint64]struct{}{}
-	again := func(c *driver.Call) bool {
-		if _, dup := seen[c.Seq]; dup {
-			if streamErr == nil {
-				streamErr = &Error{Kind: sandbox.KindHostFailure, Message: fmt.Sprintf("%s: the worker made call #%d a second time; the journal keeps the first and the run fails (a worker that breaks the protocol is not trusted)", c, c.Seq)}
-			}
-			return true
-		}
-		seen[c.Seq] = struct{}{}
-		return false
-	}
+	seen map[uint64]struct{}
 	// hold bounds the bytes of this worker's frames the parent holds: a
 	// frame is held until it is handled (a call's, until it is answered).
-	hold := &held{max: maxHeldBytes}
-	pending := 0 // the bytes of the frame handled last, released before the next read
-	for {
-		if pending > 0 {
-			hold.release(pending)
-		}
-		f, n, err := readHeld(w.out, hold, w.exited)
-		pending = n
-		if err != nil {
-			broke := brokeProtocol(w, err)
-			disarm()
-			finish()
-			p.release(w, false)
-			if broke != nil {
-				return sandbox.Outcome{Err: broke}
-			}
-			return sandbox.Outcome{Err: death()}
-		}
-		switch f.T {
-		case "hello":
-			p.hello(f.Prot)
-		case "abort":
-			if f.ID != id || f.Stop == nil {
-				continue
-			}
-			smu.Lock()
-			// The first reason wins, but memory wins over a deadline: a
-			// run stopped at its deadline whose native built-in then kept
-			// allocating past the limit is a memory bomb.
-			if stopped == nil || f.Stop.Kind == sandbox.KindMemory && stopped.Kind != sandbox.KindMemory {
-				stopped = f.Stop
-			}
-			smu.Unlock()
-			stopping("limit")
-		case "call":
-			if f.Call == nil {
-				continue
-			}
-			call, fid := *f.Call, f.ID
-			if again(&call) {
-				_ = w.send(&frame{T: "reply", ID: fid, Err: driver.Errorf(driver.CodeInvalid, "%s: call #%d was already made in this run: not performed", call, call.Seq)})
-				continue
-			}
-			size := pending // released once answered
-			pending = 0
-			goCall(func() {
-				defer hold.release(size)
-				val, err := br.Do(runCtx, call)
-				r := &frame{T: "reply", ID: fid, Val: val}
-				if err != nil {
-					r.Err, r.Val = driver.AsError(err), nil
-				}
-				if err := w.send(r); errors.Is(err, errFrameTooBig) {
-					_ = w.send(&frame{T: "reply", ID: fid, Err: driver.Errorf(driver.CodeInvalid, "%s: the answer is too large to hand to a tool in one call (%v); ask for less", call, err)})
-				}
-			})
-		case "rec":
-			// A call the worker answered itself: handled here, in order,
-			// before any later frame (the run's done among them).
-			if f.ID != id || f.Call == nil || !slices.Contains(br.local, f.Call.Driver+"."+f.Call.Op) {
-				continue // not a call this run streams: ignored
-			}
-			if again(f.Call) {
-				continue
-			}
-			if _, err := br.Do(streamedAnswer(runCtx, f.Val), *f.Call); err != nil && streamErr == nil {
-				streamErr = &Error{Kind: sandbox.KindHostFailure, Message: fmt.Sprintf("%s: the worker answered it, then: %v", f.Call, err), Code: driver.AsError(err).Code}
-			}
-		case "require":
-			m, err := br.Require(runCtx, f.From, f.Spec)
-			r := &frame{T: "reply", ID: f.ID, Mod: &m}
-			if err != nil {
-				r.Err, r.Mod = driver.AsError(err), nil
-			}
-			if err := w.send(r); errors.Is(err, errFrameTooBig) {
-				_ = w.send(&frame{T: "reply", ID: f.ID, Err: driver.Errorf(driver.CodeInvalid, "require(%q): the module is too large (%v)", f.Spec, err)})
-			}
-		case "done":
-			if f.ID != id || f.Out == nil {
-				continue
-			}
-			if br.consumed != nil {
-				br.consumed(f.Answered...)
-			}
-			healthy := disarm()
-			finish()
-			p.release(w, healthy)
-			out := *f.Out
-			if streamErr != nil && out.Err == nil {
-				out.Err, out.Result = streamErr, nil
-			}
-			return out
-		}
+	hold    *held
+	pending int // the bytes of the frame handled last, released before the next read
+}
+
+// watch arms the run's watchers. IMPORTANT: interrupt first, kill only
+// what ignores the interrupt. The worker stops its own run at the deadline
+// (or its memory or output limit) and says so at once with an "abort"
+// frame; at the parent's deadline (a KillGrace later, in case the worker's
+// clock started late) the parent asks it to stop. Either way, a worker
+// that has not finished its run KillGrace after being stopped is
+// SIGKILLed: a native built-in is ignoring the interrupt.
+func (r *running) watch(ctx context.Context) {
+	timeout := &Error{Kind: sandbox.KindTimeout, Message: fmt.Sprintf("the tool ran longer than its %v limit and was stopped; look for an endless loop or raise the timeout", r.job.Limits.Timeout)}
+	r.deadline = timeAfter(r.job.Limits.Timeout+r.p.opts.KillGrace, func() {
+		_ = r.w.send(&frame{T: "stop", ID: r.id, Stop: timeout})
+		r.stopping("timeout")
+	})
+	r.stop = context.AfterFunc(ctx, func() { r.w.kill("cancelled") })
+}
+
+// stopping arms the killer once the run is being stopped.
+func (r *running) stopping(why string) {
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	if r.killer == nil {
+		r.killer = timeAfter(r.p.opts.KillGrace, func() { r.w.kill(why) })
 	}
+}
+
+// disarm stops every watcher; it reports false if one already fired and
+// the worker may be killed (it must not return to the pool).
+func (r *running) disarm() bool {
+	ok := r.deadline.Stop()
+	ok = r.stop() && ok
+	r.smu.Lock()
+	if r.killer != nil {
+		ok = r.killer.Stop() && ok
+	}
+	r.smu.Unlock()
+	return ok
+}
+
+// finish ends the run's helper goroutines: cancelled, then waited for.
+func (r *running) finish() {
+	r.cancel()
+	r.calls.Wait()
+}
+
+// death explains the worker's death, with what it said before dying.
+func (r *running) death() *Error {
+	r.smu.Lock()
+	said := r.stopped
+	r.smu.Unlock()
+	return r.p.death(r.w, r.job, said)
+}
+
+// again reports whether the worker made or reported call c before in this
+// run (and fails the run if so).
+func (r *running) again(c *driver.Call) bool {
+	if _, dup := r.seen[c.Seq]; dup {
+		if r.streamErr == nil {
+			r.streamErr = &Error{Kind: sandbox.KindHostFailure, Message: fmt.Sprintf("%s: the worker made call #%d a second time; the journal keeps the first and the run fails (a worker that breaks the protocol is not trusted)", c, c.Seq)}
+		}
+		return true
+	}
+	r.seen[c.Seq] = struct{}{}
+	return false
+}
+
+// broken ends a run whose worker could not be read from: it broke the
+// protocol or died.
+func (r *running) broken(err error) sandbox.Outcome {
+	broke := brokeProtocol(r.w, err)
+	r.disarm()
+	r.finish()
+	r.p.release(r.w, false)
+	if broke != nil {
+		return sandbox.Outcome{Err: broke}
+	}
+	return sandbox.Outcome{Err: r.death()}
+}
+
+// handle handles one frame of the worker; done says the run is over with
+// out.
+func (r *running) handle(f *frame) (out sandbox.Outcome, done bool) {
+	switch f.T {
+	case "hello":
+		r.p.hello(f.Prot)
+	case "abort":
+		r.onAbort(f)
+	case "call":
+		r.onCall(f)
+	case "rec":
+		r.onRec(f)
+	case "require":
+		r.onRequire(f)
+	case "done":
+		return r.onDone(f)
+	}
+	return sandbox.Outcome{}, false
+}
+
+// onAbort: the worker is stopping its run at a limit.
+func (r *running) onAbort(f *frame) {
+	if f.ID != r.id || f.Stop == nil {
+		return
+	}
+	r.smu.Lock()
+	// The first reason wins, but memory wins over a deadline: a run
+	// stopped at its deadline whose native built-in then kept allocating
+	// past the limit is a memory bomb.
+	if r.stopped == nil || f.Stop.Kind == sandbox.KindMemory && r.stopped.Kind != sandbox.KindMemory {
+		r.stopped = f.Stop
+	}
+	r.smu.Unlock()
+	r.stopping("limit")
+}
+
+// onCall answers a call of the tool on a helper goroutine.
+func (r *running) onCall(f *frame) {
+	if f.Call == nil {
+		return
+	}
+	call, fid := *f.Call, f.ID
+	if r.again(&call) {
+		_ = r.w.send(&frame{T: "reply", ID: fid, Err: driver.Errorf(driver.CodeInvalid, "%s: call #%d was already made in this run: not performed", call, call.Seq)})
+		return
+	}
+	size := r.pending // released once answered
+	r.pending = 0
+	r.goCall(func() {
+		defer r.hold.release(size)
+		val, err := r.br.Do(r.ctx, call)
+		rep := &frame{T: "reply", ID: fid, Val: val}
+		if err != nil {
+			rep.Err, rep.Val = driver.AsError(err), nil
+		}
+		if err := r.w.send(rep); errors.Is(err, errFrameTooBig) {
+			_ = r.w.send(&frame{T: "reply", ID: fid, Err: driver.Errorf(driver.CodeInvalid, "%s: the answer is too large to hand to a tool in one call (%v); ask for less", call, err)})
+		}
+	})
+}
+
+// onRec records a call the worker answered itself: handled here, in
+// order, before any later frame (the run's done among them).
+func (r *running) onRec(f *frame) {
+	if f.ID != r.id || f.Call == nil || !slices.Contains(r.br.local, f.Call.Driver+"."+f.Call.Op) {
+		return // not a call this run streams: ignored
+	}
+	if r.again(f.Call) {
+		return
+	}
+	if _, err := r.br.Do(streamedAnswer(r.ctx, f.Val), *f.Call); err != nil && r.streamErr == nil {
+		r.streamErr = &Error{Kind: sandbox.KindHostFailure, Message: fmt.Sprintf("%s: the worker answered it, then: %v", f.Call, err), Code: driver.AsError(err).Code}
+	}
+}
+
+// onRequire answers the worker's require of a module.
+func (r *running) onRequire(f *frame) {
+	m, err := r.br.Require(r.ctx, f.From, f.Spec)
+	rep := &frame{T: "reply", ID: f.ID, Mod: &m}
+	if err != nil {
+		rep.Err, rep.Mod = driver.AsError(err), nil
+	}
+	if err := r.w.send(rep); errors.Is(err, errFrameTooBig) {
+		_ = r.w.send(&frame{T: "reply", ID: f.ID, Err: driver.Errorf(driver.CodeInvalid, "require(%q): the module is too large (%v)", f.Spec, err)})
+	}
+}
+
+// onDone ends the run with the worker's outcome.
+func (r *running) onDone(f *frame) (sandbox.Outcome, bool) {
+	if f.ID != r.id || f.Out == nil {
+		return sandbox.Outcome{}, false
+	}
+	if r.br.consumed != nil {
+		r.br.consumed(f.Answered...)
+	}
+	healthy := r.disarm()
+	r.finish()
+	r.p.release(r.w, healthy)
+	out := *f.Out
+	if r.streamErr != nil && out.Err == nil {
+		out.Err, out.Result = r.streamErr, nil
+	}
+	return out, true
 }
 
 // brokeProtocol kills w and explains the run's failure if err says the

@@ -3,7 +3,6 @@ package git
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,9 +61,13 @@ type Options struct {
 	// replayed against the new one. IMPORTANT: it runs before the file is
 	// written, registered or committed, so that a report that is Blocked
 	// (policy block) refuses the write with nothing changed; otherwise
-	// the report goes with the reply (Written.Gate). It runs on the
-	// actor's goroutine, as a persist does: the node's other writes wait
-	// for it (bounded by the gate's replay timeouts and PersistTimeout).
+	// the report goes with the reply (Written.Gate). It runs off the
+	// actor's goroutine (its verdict comes back as a message, gatewrite.go):
+	// the actor keeps serving pulls, announces and waits meanwhile, and
+	// the writes sent after the gated one wait for it, in order (bounded
+	// by the gate's replay timeouts and PersistTimeout). IMPORTANT: Check
+	// MUST be safe for concurrent use with the node's other work, and MUST
+	// NOT send to this git actor.
 	Gate Gater
 	// Authority verifies the token a request carries (the node's: the
 	// kernel's capability.Authority). nil: a request with a token is
@@ -116,6 +119,11 @@ type gitActor struct {
 	// commits, brings in is registered from there.
 	known  string
 	logger *slog.Logger // the actor system's, from Started
+	// gating is the write whose gate check runs (nil: none); queue holds
+	// the writes sent after it, in order (gatewrite.go).
+	gating     *pendingWrite
+	gateCancel context.CancelFunc
+	queue      []*pendingWrite
 }
 
 func (a *gitActor) log() *slog.Logger {
@@ -138,15 +146,13 @@ func (a *gitActor) Receive(ctx actor.Context) {
 			ctx.Respond(&pb.Written{Path: m.GetPath(), Failure: failureOf(err)})
 			return
 		}
-		ctx.Respond(a.onWrite(m))
-		a.resolve(ctx) // a write may have rebased on newer upstream commits
+		a.onWrite(ctx, m)
 	case *pb.PatchFile:
 		if err := a.authorizeWrite("patch", m.GetPath(), local, m.GetToken()); err != nil {
 			ctx.Respond(&pb.Written{Path: m.GetPath(), Failure: failureOf(err)})
 			return
 		}
-		ctx.Respond(a.onPatch(m))
-		a.resolve(ctx)
+		a.onPatch(ctx, m)
 	case *pb.Announce:
 		if err := a.authorizeSync("Announce of "+m.GetCommit(), local, m.GetToken()); err != nil {
 			ctx.Respond(&pb.Synced{Commit: m.GetCommit(), Failure: failureOf(err)})
@@ -165,6 +171,8 @@ func (a *gitActor) Receive(ctx actor.Context) {
 			return
 		}
 		a.onPull(ctx)
+	case *gated:
+		a.onGated(ctx, m)
 	case *tick:
 		a.onTick(ctx)
 	case *actor.Stopping, *actor.Restarting:
@@ -180,7 +188,16 @@ func (a *gitActor) Receive(ctx actor.Context) {
 	}
 }
 
-func (a *gitActor) onWrite(m *pb.WriteFile) *pb.Written {
+// onWrite writes a file (gated first when it changes a tool source); the
+// reply, Written, may come after messages received later (gatewrite.go).
+func (a *gitActor) onWrite(ctx actor.Context, m *pb.WriteFile) { a.enqueue(ctx, m) }
+
+// onPatch replaces the first match of a text in a file, and writes it as
+// onWrite does.
+func (a *gitActor) onPatch(ctx actor.Context, m *pb.PatchFile) { a.enqueue(ctx, m) }
+
+// planWrite reads what a WriteFile changes.
+func (a *gitActor) planWrite(m *pb.WriteFile) (writePlan, *pb.Written) {
 	p := m.GetPath()
 	var old []byte
 	if a.opts.Gate != nil && gate.IsTool(p) {
@@ -190,34 +207,34 @@ func (a *gitActor) onWrite(m *pb.WriteFile) *pb.Written {
 		}
 	}
 	_, err := a.opts.Jail.Stat(p)
-	created := errors.Is(err, vfs.ErrNotFound)
-	verb := "write"
+	pl := writePlan{p: p, old: old, content: m.GetContent(), created: errors.Is(err, vfs.ErrNotFound), verb: "write"}
 	if run := m.GetFenceRun(); run != "" && m.GetFence() > 0 {
 		// A forge's commit: it carries its run and fencing token, and a
 		// stale one never reaches the upstream (repo.FenceTrailer).
-		return a.writeWith(p, old, m.GetContent(), created, verb, repo.FenceTrailer(run, m.GetFence()))
+		pl.trailer = repo.FenceTrailer(run, m.GetFence())
 	}
-	return a.write(p, old, m.GetContent(), created, verb)
+	return pl, nil
 }
 
-func (a *gitActor) onPatch(m *pb.PatchFile) *pb.Written {
+// planPatch reads the file a PatchFile changes and applies the patch.
+func (a *gitActor) planPatch(m *pb.PatchFile) (writePlan, *pb.Written) {
 	p, search, replace := m.GetPath(), m.GetSearch(), m.GetReplace()
 	if search == "" {
-		return &pb.Written{Path: p, Failure: failureOf(fmt.Errorf("%w: %s needs the text to replace; to rewrite the whole file use write_file", ErrEmptySearch, p))}
+		return writePlan{}, &pb.Written{Path: p, Failure: failureOf(fmt.Errorf("%w: %s needs the text to replace; to rewrite the whole file use write_file", ErrEmptySearch, p))}
 	}
 	old, err := a.opts.Jail.ReadFile(p)
 	if err != nil {
-		return &pb.Written{Path: p, Failure: failureOf(err)}
+		return writePlan{}, &pb.Written{Path: p, Failure: failureOf(err)}
 	}
 	i := bytes.Index(old, []byte(search))
 	if i < 0 {
-		return &pb.Written{Path: p, Failure: failureOf(fmt.Errorf("%w: %s does not contain the search text (%d bytes); read the file again and copy the text exactly, whitespace included", ErrSearchNotFound, p, len(search)))}
+		return writePlan{}, &pb.Written{Path: p, Failure: failureOf(fmt.Errorf("%w: %s does not contain the search text (%d bytes); read the file again and copy the text exactly, whitespace included", ErrSearchNotFound, p, len(search)))}
 	}
 	next := make([]byte, 0, len(old)-len(search)+len(replace))
 	next = append(next, old[:i]...)
 	next = append(next, replace...)
 	next = append(next, old[i+len(search):]...)
-	return a.write(p, old, next, false, "patch")
+	return writePlan{p: p, old: old, content: next, verb: "patch"}, nil
 }
 
 // onAnnounce answers at once when the tool root includes the commit;
@@ -294,29 +311,13 @@ func (a *gitActor) onWaitFor(ctx actor.Context, m *pb.WaitFor) {
 	a.schedule(ctx)
 }
 
-// write writes the file, has the registry actor register it, and persists
-// it. IMPORTANT: with a Repo, a tool source that does not compile is
+// persist writes the file, has the registry actor register it, and
+// persists it; report is the gate's (JSON), nil when the write was not
+// gated. IMPORTANT: with a Repo, a tool source that does not compile is
 // written to the working tree only: never registered, committed or pushed
-// to the shared upstream, until a later write makes it compile. With a
-// Gate, a changed tool source (old is its previous content, nil when
-// unknown) is gated first: a blocked one is not written at all.
-func (a *gitActor) write(p string, old, content []byte, created bool, verb string) *pb.Written {
-	return a.writeWith(p, old, content, created, verb, "")
-}
-
-// writeWith is write whose commit message ends with trailer.
-func (a *gitActor) writeWith(p string, old, content []byte, created bool, verb, trailer string) *pb.Written {
-	var report []byte
-	if a.opts.Gate != nil && gate.Applies(p, old, content) && Compiles(p, content) == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), a.opts.PersistTimeout)
-		rep := a.opts.Gate.Check(ctx, p, old, content)
-		cancel()
-		report, _ = json.Marshal(rep)
-		if err := rep.Err(); err != nil {
-			a.log().Warn("git: the registration gate refused a write", slog.String("path", p), slog.Any("changed", rep.Changed()))
-			return &pb.Written{Path: p, Hash: transpile.Hash(content), Gate: report, Failure: failureOf(err)}
-		}
-	}
+// to the shared upstream, until a later write makes it compile.
+func (a *gitActor) persist(pl writePlan, report []byte) *pb.Written {
+	p, content, created, verb, trailer := pl.p, pl.content, pl.created, pl.verb, pl.trailer
 	if a.opts.Repo != nil {
 		// Checked: a crash before Persist commits it lets the next start
 		// recover exactly this content, and nothing written by hand.

@@ -266,6 +266,7 @@ func (a *gitActor) stop(ctx actor.Context) {
 		a.answer(ctx, w, w.reply)
 	}
 	a.waiters = nil
+	a.dropWrites(ctx)
 }
 
 func clip(s string) string {

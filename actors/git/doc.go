@@ -38,6 +38,12 @@
 // the new one, before anything is written. A report the policy blocks
 // refuses the write (failure "gate_blocked": nothing written, registered
 // or committed); otherwise the report goes with the reply (Written.Gate).
+// The check runs off the actor's goroutine and its verdict comes back as a
+// message (gatewrite.go): pulls, announces and waits are served meanwhile,
+// and the writes sent after the gated one wait for it, in order, each
+// gated against the version before it. A file a pull changed while its
+// write was gated is gated again. A write still waiting when the actor
+// stops is answered ErrUnavailable, nothing written.
 //
 // IMPORTANT: with a Repo, a tool source (.ts, .js) that does not compile
 // (esbuild, see Compiles) is written to the working tree only: it is not

@@ -17,7 +17,7 @@
 // edited by hand while a runtime serves the root, and a Git merge of them
 // is followed by Rebuild.
 //
-// A tool's metadata comes from its source (extract.go), parsed with the
+// A tool's metadata comes from its source (internal/toolmeta's Extract), parsed with the
 // tree-sitter TypeScript grammar: the description is the leading JSDoc (the
 // one right before the default export, else before the declaration the
 // default export names, else the first before the first statement), its
@@ -34,7 +34,7 @@
 // the tool covers (Registry.Search documents the formula). Threshold (default
 // 0.85) is the score at or above which the forge reuses a tool: a query
 // naming a tool's name and purpose scores at least that; an unrelated query
-// scores near 0. The index is updated incrementally on every change, and a
+// scores near 0. The index (internal/toolmeta's Inverted) is updated incrementally on every change, and a
 // search over 10,000 tools takes well under a millisecond.
 //
 // # Protocol

@@ -207,7 +207,7 @@ func benchRegister(b *testing.B, n int, log bool) {
 	r.mu.Lock()
 	for _, t := range synthetic(n) {
 		r.setTool(t.Path, t)
-		r.idx.put(t, r.toolsDir)
+		r.idx.Put(t, r.toolsDir)
 	}
 	r.mu.Unlock()
 	if err := r.Flush(); err != nil {

@@ -8,53 +8,22 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/agentos-run/agentos/internal/toolmeta"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 )
 
-// Tool is one registered tool, as stored in meta.json.
-type Tool struct {
-	// Path is relative to the tool root, e.g. tools/math/fib.ts.
-	Path string `json:"path"`
-	// Name is the file's base name without extension, e.g. fib.
-	Name string `json:"name"`
-	// Description is the text of the tool's leading JSDoc comment, block
-	// tags removed and whitespace collapsed; "" when there is none.
-	Description string `json:"description"`
-	// Parameters is the JSON Schema (type object) of the default export's
-	// first parameter, when its type is an object type the file declares
-	// (inline, or as a local interface or type alias). It is nil (omitted)
-	// when the parameter or its type is undeclared.
-	Parameters json.RawMessage `json:"parameters,omitempty"`
-	// Tags come from the JSDoc's @tag lines ("@tag finance, reports"),
-	// lowercased, in order, without duplicates.
-	Tags []string `json:"tags,omitempty"`
-	// Hash is the content hash of the source (transpile.Hash). Hash,
-	// Version, Created and Updated are left out of the JSON of a tool that
-	// is not registered (an MCP server's tool in a search's hits).
-	Hash string `json:"hash,omitempty"`
-	// Version is 1 when the tool is first registered and grows by one each
-	// time its hash changes.
-	Version int `json:"version,omitempty"`
-	// Usage counts the tool's uses (Used).
-	Usage int `json:"usage"`
-	// Created is when the tool was first registered, Updated when its hash
-	// last changed (UTC).
-	Created time.Time `json:"created,omitzero"`
-	Updated time.Time `json:"updated,omitzero"`
-}
+// Tool is one registered tool, as stored in meta.json (toolmeta.Tool).
+type Tool = toolmeta.Tool
 
-// Hit is one search result.
-type Hit struct {
-	Tool
-	// Score is how much of the query the tool covers, 0..1 (see Search).
-	Score float64 `json:"score"`
-}
+// Hit is one search result (toolmeta.Hit).
+type Hit = toolmeta.Hit
 
 // Defaults of Options.
 const (
@@ -63,7 +32,7 @@ const (
 	DefaultThreshold  = 0.85
 	DefaultFlushDelay = time.Second
 	// DefaultLimit is the number of hits Search returns for limit <= 0.
-	DefaultLimit = 10
+	DefaultLimit = toolmeta.DefaultLimit
 )
 
 // Options configure Open. The zero value means the defaults.
@@ -121,7 +90,7 @@ type Registry struct {
 
 	mu    sync.RWMutex // guards the fields below
 	tools map[string]*Tool
-	idx   *index
+	idx   *toolmeta.Inverted
 	dirty bool // memory may differ from the files
 	// members are the paths of each shard's tools; dirtyShards the shards
 	// whose file may differ from memory (shard.go).
@@ -216,7 +185,7 @@ func Open(jail *vfs.Jail, opts Options) (*Registry, error) {
 		log:        opts.Logger,
 		flushDelay: opts.FlushDelay,
 		tools:      map[string]*Tool{},
-		idx:        newIndex(),
+		idx:        toolmeta.NewInverted(),
 
 		dirtyShards:  map[int]bool{},
 		written:      map[string][]byte{},
@@ -281,7 +250,7 @@ func (r *Registry) Get(p string) (Tool, bool) {
 	if !ok {
 		return Tool{}, false
 	}
-	return t.clone(), true
+	return t.Clone(), true
 }
 
 // List returns every tool, sorted by path.
@@ -289,7 +258,7 @@ func (r *Registry) List() []Tool {
 	r.mu.RLock()
 	out := make([]Tool, 0, len(r.tools))
 	for _, t := range r.tools {
-		out = append(out, t.clone())
+		out = append(out, t.Clone())
 	}
 	r.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
@@ -344,7 +313,7 @@ func (r *Registry) Search(query string, limit int) []Hit {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.idx.hits(query, limit, func(path string) Tool { return r.tools[path].clone() })
+	return r.idx.Hits(query, limit, func(path string) Tool { return r.tools[path].Clone() })
 }
 
 // Register registers the tool at path (relative to the tool root) with
@@ -366,7 +335,7 @@ func (r *Registry) Register(p string, src []byte) (Tool, error) {
 	closed := r.closed
 	var same Tool
 	if ok && cur.Hash == h {
-		same = cur.clone()
+		same = cur.Clone()
 	}
 	r.mu.RUnlock()
 	if closed {
@@ -375,7 +344,7 @@ func (r *Registry) Register(p string, src []byte) (Tool, error) {
 	if same.Path != "" {
 		return same, nil
 	}
-	m := extract(src) // outside the locks: parsing is the slow part
+	m := toolmeta.Extract(src) // outside the locks: parsing is the slow part
 
 	r.mut.Lock()
 	r.mu.Lock()
@@ -386,10 +355,10 @@ func (r *Registry) Register(p string, src []byte) (Tool, error) {
 	}
 	now := r.stamp()
 	t := &Tool{Path: c, Name: toolName(c), Hash: h, Version: 1, Created: now, Updated: now}
-	t.setMeta(m)
+	setMeta(t, m)
 	if cur, ok := r.tools[c]; ok {
 		if cur.Hash == h { // registered meanwhile
-			out := cur.clone()
+			out := cur.Clone()
 			r.mu.Unlock()
 			r.mut.Unlock()
 			return out, nil
@@ -397,8 +366,8 @@ func (r *Registry) Register(p string, src []byte) (Tool, error) {
 		t.Version, t.Created, t.Usage = cur.Version+1, cur.Created, cur.Usage
 	}
 	r.setTool(c, t)
-	r.idx.put(t, r.toolsDir)
-	out := t.clone()
+	r.idx.Put(t, r.toolsDir)
+	out := t.Clone()
 	r.mu.Unlock()
 	defer r.mut.Unlock() // records reach the log in the order of the changes
 	defer r.changed()
@@ -451,7 +420,7 @@ func (r *Registry) Remove(p string) error {
 		return fmt.Errorf("%w: %s: list the tools to see which are registered", ErrNotRegistered, c)
 	}
 	r.dropTool(c)
-	r.idx.remove(c)
+	r.idx.Remove(c)
 	r.mu.Unlock()
 	defer r.mut.Unlock()
 	defer r.changed()
@@ -477,7 +446,7 @@ func (r *Registry) Used(p string) {
 	nt := *t
 	nt.Usage++
 	r.setTool(c, &nt)
-	r.idx.used(c)
+	r.idx.Used(c)
 	now := r.flushDelay < 0
 	if !now && r.timer == nil {
 		r.timer = time.AfterFunc(r.flushDelay, r.flushLater)
@@ -599,7 +568,7 @@ func (r *Registry) Rebuild() error {
 	r.mu.Lock()
 	for p, t := range next {
 		cur := r.tools[p]
-		if f := st.files[p]; f == nil || !f.same(t) || st.legacy {
+		if f := st.files[p]; f == nil || !same(f, t) || st.legacy {
 			r.dirtyShards[shardOf(p)] = true // the shard's file differs from memory
 		}
 		// Usage only grows: take the larger of memory (counting uses made
@@ -617,13 +586,13 @@ func (r *Registry) Rebuild() error {
 			continue
 		}
 		r.member(p)
-		if cur == nil || cur.Hash != t.Hash || cur.Version != t.Version || !cur.sameSearch(t) {
+		if cur == nil || cur.Hash != t.Hash || cur.Version != t.Version || !sameSearch(cur, t) {
 			changed = true
 		}
-		if cur == nil || !cur.sameSearch(t) {
-			r.idx.put(t, r.toolsDir)
+		if cur == nil || !sameSearch(cur, t) {
+			r.idx.Put(t, r.toolsDir)
 		} else {
-			r.idx.docs[r.idx.byPath[p]].usage = t.Usage
+			r.idx.SetUsage(p, t.Usage)
 		}
 		r.tools[p] = t
 		r.dirty = true
@@ -631,7 +600,7 @@ func (r *Registry) Rebuild() error {
 	for p := range r.tools {
 		if _, ok := next[p]; !ok {
 			r.dropTool(p)
-			r.idx.remove(p)
+			r.idx.Remove(p)
 			changed = true
 		}
 	}
@@ -686,7 +655,7 @@ func reconcile(p, h string, src []byte, m, d *Tool, now time.Time) *Tool {
 		if base.Version == version && base.Created.Equal(created) && base == m {
 			return m
 		}
-		t := base.clone()
+		t := base.Clone()
 		t.Version, t.Created = version, created
 		if t.Created.IsZero() {
 			t.Created = now
@@ -704,7 +673,7 @@ func reconcile(p, h string, src []byte, m, d *Tool, now time.Time) *Tool {
 	if t.Created.IsZero() {
 		t.Created = now
 	}
-	t.setMeta(extract(src))
+	setMeta(t, toolmeta.Extract(src))
 	return t
 }
 
@@ -976,38 +945,19 @@ func toolName(p string) string {
 	return strings.TrimSuffix(b, path.Ext(b))
 }
 
-func (t *Tool) setMeta(m meta) {
-	t.Description, t.Tags, t.Parameters = m.description, m.tags, m.parameters
-}
-
-// clone returns a copy of t sharing no slice with it.
-func (t *Tool) clone() Tool {
-	c := *t
-	if t.Tags != nil {
-		c.Tags = append([]string(nil), t.Tags...)
-	}
-	if t.Parameters != nil {
-		c.Parameters = append(json.RawMessage(nil), t.Parameters...)
-	}
-	return c
+// setMeta sets what t's source says of it.
+func setMeta(t *Tool, m toolmeta.Meta) {
+	t.Description, t.Tags, t.Parameters = m.Description, m.Tags, m.Parameters
 }
 
 // sameSearch reports whether t and o index the same (name, tags,
 // description, path).
-func (t *Tool) sameSearch(o *Tool) bool {
-	if t.Path != o.Path || t.Name != o.Name || t.Description != o.Description || len(t.Tags) != len(o.Tags) {
-		return false
-	}
-	for i := range t.Tags {
-		if t.Tags[i] != o.Tags[i] {
-			return false
-		}
-	}
-	return true
+func sameSearch(t, o *Tool) bool {
+	return t.Path == o.Path && t.Name == o.Name && t.Description == o.Description && slices.Equal(t.Tags, o.Tags)
 }
 
 // same reports whether t and o are the same entry (every stored field).
-func (t *Tool) same(o *Tool) bool {
-	return t.sameSearch(o) && t.Hash == o.Hash && t.Version == o.Version && t.Usage == o.Usage &&
+func same(t, o *Tool) bool {
+	return sameSearch(t, o) && t.Hash == o.Hash && t.Version == o.Version && t.Usage == o.Usage &&
 		t.Created.Equal(o.Created) && t.Updated.Equal(o.Updated) && bytes.Equal(t.Parameters, o.Parameters)
 }

@@ -200,39 +200,12 @@ func checkInvariants(t *testing.T, r *Registry) {
 	if members != len(r.tools) {
 		t.Errorf("invariant: the shards list %d tools, the registry %d", members, len(r.tools))
 	}
-	x := r.idx
-	if x.n != len(r.tools) || len(x.byPath) != len(r.tools) {
-		t.Errorf("invariant: index holds %d docs (%d paths), registry %d tools", x.n, len(x.byPath), len(r.tools))
+	usage := make(map[string]int, len(r.tools))
+	for p, tl := range r.tools {
+		usage[p] = tl.Usage
 	}
-	var sum [numFields]int
-	for p, id := range x.byPath {
-		d := x.docs[id]
-		if !d.live || d.path != p || r.tools[p] == nil {
-			t.Errorf("invariant: index doc %d for %s is %+v", id, p, d)
-			continue
-		}
-		if d.usage != r.tools[p].Usage {
-			t.Errorf("invariant: index usage of %s = %d, registry %d", p, d.usage, r.tools[p].Usage)
-		}
-		for f := range sum {
-			sum[f] += int(d.lens[f])
-		}
-	}
-	if sum != x.sumLen {
-		t.Errorf("invariant: field lengths %v, index says %v", sum, x.sumLen)
-	}
-	for w, ps := range x.post {
-		if len(ps) == 0 {
-			t.Errorf("invariant: empty postings for %q", w)
-		}
-		for i, p := range ps {
-			if i > 0 && ps[i-1].doc >= p.doc {
-				t.Errorf("invariant: postings of %q not sorted", w)
-			}
-			if !x.docs[p.doc].live {
-				t.Errorf("invariant: postings of %q point to a dead doc", w)
-			}
-		}
+	for _, bad := range r.idx.Verify(usage) {
+		t.Errorf("invariant: %s", bad)
 	}
 }
 

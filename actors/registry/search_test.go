@@ -3,37 +3,12 @@ package registry
 import (
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentos-run/agentos/vfs"
 )
-
-func TestTokenize(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []string
-	}{
-		{"parseHTTPResponse", []string{"pars", "http", "respons"}},
-		{"compound_interest", []string{"compound", "interest"}},
-		{"send-an-email", []string{"send", "email"}},
-		{"tools/math/fib", []string{"math", "fib"}},
-		{"Calculates compound interest over years.", []string{"calcul", "compound", "interest", "year"}},
-		{"compound interest calculator", []string{"compound", "interest", "calcul"}},
-		{"Base64Encode sha256Sum", []string{"base64", "encod", "sha256", "sum"}},
-		{"getURLs IOError", []string{"get", "url", "io", "error"}},
-		{"The tool's inputs", []string{"input"}},
-		{"Café 日本語", []string{"café", "日本語"}},
-		{"  ,;  ", nil},
-		{"a an the", nil},
-	} {
-		if got := tokenize(tc.in, nil); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("tokenize(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
 
 // searchRegistry is a registry of the corpus, plus extra tools.
 func searchRegistry(t *testing.T, extra map[string]string) *Registry {
@@ -220,47 +195,8 @@ func benchRegistry(b *testing.B, n int) *Registry {
 	r.mu.Lock()
 	for _, t := range synthetic(n) {
 		r.tools[t.Path] = t
-		r.idx.put(t, r.toolsDir)
+		r.idx.Put(t, r.toolsDir)
 	}
 	r.mu.Unlock()
 	return r
-}
-
-func BenchmarkExtract(b *testing.B) {
-	src := []byte(compoundSrc)
-	b.ReportAllocs()
-	for b.Loop() {
-		extract(src)
-	}
-}
-
-// An Index drops a removed document from every term it held: searches no
-// longer find it, the other documents' scores are what an index that never
-// held it gives, and its path can be put again.
-func TestIndexRemove(t *testing.T) {
-	x := NewIndex("m")
-	fresh := NewIndex("m")
-	for i, d := range []string{"launch code of project zephyr", "zephyr rollout plan", "invoice currency check"} {
-		tl := Tool{Path: fmt.Sprintf("m/%d", i), Description: d}
-		x.Put(tl)
-		if i != 0 {
-			fresh.Put(tl)
-		}
-	}
-	x.Remove("m/0")
-	x.Remove("m/404") // absent: nothing
-	if x.Len() != 2 {
-		t.Fatalf("Len = %d after a removal", x.Len())
-	}
-	if hits := x.Search("launch code", 5); len(hits) != 0 {
-		t.Fatalf("a removed document was found: %+v", hits)
-	}
-	got, want := x.Search("zephyr", 5), fresh.Search("zephyr", 5)
-	if len(got) != 1 || len(want) != 1 || got[0].Path != "m/1" || got[0].Score != want[0].Score {
-		t.Fatalf("after a removal %+v, an index that never held it %+v", got, want)
-	}
-	x.Put(Tool{Path: "m/0", Description: "launch code again"})
-	if hits := x.Search("launch code", 5); len(hits) != 1 || hits[0].Description != "launch code again" {
-		t.Fatalf("the path put again: %+v", hits)
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/agentos-run/agentos/internal/toolmeta"
 	"github.com/agentos-run/agentos/transpile"
 )
 
@@ -68,7 +69,7 @@ func TestSingleFileMigrates(t *testing.T) {
 	old := map[string]Tool{}
 	for p, src := range map[string]string{"tools/a.ts": srcA, "tools/b.ts": srcB} {
 		tl := Tool{Path: p, Name: toolName(p), Hash: transpile.Hash([]byte(src)), Version: 3, Usage: 7, Created: epoch, Updated: epoch}
-		tl.setMeta(extract([]byte(src)))
+		setMeta(&tl, toolmeta.Extract([]byte(src)))
 		old[p] = tl
 	}
 	b, _ := json.MarshalIndent(map[string]any{"tools": old}, "", "  ")

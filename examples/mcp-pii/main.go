@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentos-run/agentos/actors/executor"
 	"io"
 	"log/slog"
 	"net/http"
@@ -28,10 +27,12 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/journal"
 )
 
 const contactsTool = `/** Lists the contacts: name, e-mail and phone. */
@@ -65,15 +66,7 @@ func run() error {
 	}
 	defer os.RemoveAll(root)
 
-	var mu sync.Mutex
-	received := map[string]string{}
-	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		received[r.URL.Path] = string(b)
-		mu.Unlock()
-		fmt.Fprint(w, "stored")
-	}))
+	web := newEndpoints()
 	defer web.Close()
 
 	cfg := host.Config{
@@ -85,6 +78,48 @@ func run() error {
 			RestoreTo: []string{"fetch:" + web.URL + "/crm/"},
 		},
 	}
+	if err := seedContacts(cfg, root); err != nil {
+		return err
+	}
+	var seen string
+	model := scriptedModel(web.URL, &seen)
+	defer model.Close()
+	fmt.Println("scripted model at", model.URL())
+	cfg.LLM = host.LLMConfig{BaseURL: model.URL(), Model: "scripted"}
+
+	runs, err := runAgent(ctx, cfg, model)
+	if err != nil {
+		return err
+	}
+	fmt.Println("the model read the contacts as:", firstLine(seen))
+	if err := checkPrivacy(model, web, root); err != nil {
+		return err
+	}
+	return replayWithoutMap(ctx, cfg, root, runs)
+}
+
+// endpoints are the CRM and the audit log: one loopback HTTP server that
+// keeps the body each path received.
+type endpoints struct {
+	*httptest.Server
+	mu       sync.Mutex
+	received map[string]string
+}
+
+func newEndpoints() *endpoints {
+	e := &endpoints{received: map[string]string{}}
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		e.mu.Lock()
+		e.received[r.URL.Path] = string(b)
+		e.mu.Unlock()
+		fmt.Fprint(w, "stored")
+	}))
+	return e
+}
+
+// seedContacts creates the SQLite table of contacts the tool reads.
+func seedContacts(cfg host.Config, root string) error {
 	if err := os.MkdirAll(filepath.Join(root, host.StateDir), 0o700); err != nil {
 		return err
 	}
@@ -95,48 +130,49 @@ func run() error {
 	_, err = db.Exec(`CREATE TABLE contacts (id INTEGER PRIMARY KEY, name TEXT, email TEXT, phone TEXT);
 		INSERT INTO contacts (name, email, phone) VALUES ('Ada Lovelace', 'ada@example.com', '+44 20 7946 0958')`)
 	db.Close()
-	if err != nil {
-		return err
-	}
+	return err
+}
 
-	// The model: read the contacts, send the first to the CRM and to the
-	// audit log, answer. It copies the tokens it was given.
+// scriptedModel is the model: read the contacts, send the first to the
+// CRM and to the audit log, answer. It copies the tokens it was given;
+// seen is what it read.
+func scriptedModel(base string, seen *string) *llmtest.Server {
 	token := func(kind, in string) string {
 		return regexp.MustCompile(`PII_` + kind + `_[0-9a-f]{12}`).FindString(in)
 	}
-	var seen string
-	model := llmtest.NewResponder(func(r llmtest.Received) llmtest.Step {
+	return llmtest.NewResponder(func(r llmtest.Received) llmtest.Step {
 		last := r.Messages[len(r.Messages)-1].Content
 		call := func(id, args string) llmtest.Step {
 			return llmtest.Step{ToolCalls: []llm.ToolCall{{ID: id, Name: "exec_tool", Arguments: args}}}
 		}
 		send := func(id, path string) llmtest.Step {
-			return call(id, fmt.Sprintf(`{"path":"tools/crm/send.ts","args":{"url":%q,"name":%q,"email":%q,"phone":%q}}`, web.URL+path, token("NAME", seen), token("EMAIL", seen), token("PHONE", seen)))
+			return call(id, fmt.Sprintf(`{"path":"tools/crm/send.ts","args":{"url":%q,"name":%q,"email":%q,"phone":%q}}`, base+path, token("NAME", *seen), token("EMAIL", *seen), token("PHONE", *seen)))
 		}
 		switch len(r.Messages) {
 		case 2:
 			return call("c1", `{"path":"tools/crm/contacts.ts","args":{"limit":1}}`)
 		case 4:
-			seen = last
+			*seen = last
 			return send("c2", "/crm/contacts")
 		case 6:
 			return send("c3", "/audit/contacts")
 		}
 		return llmtest.Step{Content: "Sent the contact to the CRM and logged it."}
 	})
-	defer model.Close()
-	fmt.Println("scripted model at", model.URL())
-	cfg.LLM = host.LLMConfig{BaseURL: model.URL(), Model: "scripted"}
+}
 
+// runAgent starts the runtime, writes the two tools, runs the agent and
+// returns the journal's runs.
+func runAgent(ctx context.Context, cfg host.Config, model *llmtest.Server) ([]journal.RunMeta, error) {
 	rt, err := host.Start(ctx, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for path, src := range map[string]string{"tools/crm/contacts.ts": contactsTool, "tools/crm/send.ts": sendTool} {
 		args := fmt.Sprintf(`{"path":%q,"content":%q}`, path, src)
 		if _, err := rt.Call(ctx, "write_file", []byte(args)); err != nil {
 			rt.Close()
-			return err
+			return nil, err
 		}
 	}
 	res, err := rt.RunAgent(ctx, "Send our first contact to the CRM.", host.AgentOptions{Name: "crm"})
@@ -148,11 +184,15 @@ func run() error {
 		err = cerr
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Println("agent:", res.Reason, "after", len(res.Calls), "tool calls:", res.Answer)
-	fmt.Println("the model read the contacts as:", firstLine(seen))
+	return runs, nil
+}
 
+// checkPrivacy fails when a real value reached the model, the audit log
+// or the journal, or when the CRM did not get the real values.
+func checkPrivacy(model *llmtest.Server, web *endpoints, root string) error {
 	for i, r := range model.Received() {
 		for _, v := range personal {
 			if bytes.Contains(r.Raw, []byte(v)) {
@@ -161,9 +201,9 @@ func run() error {
 		}
 	}
 	fmt.Printf("the model was asked %d times; no request held a real value\n", model.Requests())
-	mu.Lock()
-	crm, audit := received["/crm/contacts"], received["/audit/contacts"]
-	mu.Unlock()
+	web.mu.Lock()
+	crm, audit := web.received["/crm/contacts"], web.received["/audit/contacts"]
+	web.mu.Unlock()
 	fmt.Println("the CRM (in restore_to) received:  ", crm)
 	fmt.Println("the audit log (not in it) received:", audit)
 	if crm != `{"name":"Ada Lovelace","email":"ada@example.com","phone":"+44 20 7946 0958"}` || strings.Contains(audit, "ada@") || !strings.Contains(audit, "PII_EMAIL_") {
@@ -179,8 +219,11 @@ func run() error {
 		}
 	}
 	fmt.Printf("the journal (%d bytes) holds no real value\n", len(jb))
+	return nil
+}
 
-	// Replay every tool run with the token map deleted.
+// replayWithoutMap replays every tool run with the token map deleted.
+func replayWithoutMap(ctx context.Context, cfg host.Config, root string, runs []journal.RunMeta) error {
 	if err := os.Remove(filepath.Join(root, host.PIIMapFile)); err != nil {
 		return err
 	}

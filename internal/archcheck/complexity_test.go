@@ -40,9 +40,6 @@ var tooComplex = map[string]int{
 	"internal/host.(Config).validate": 39,
 	"cmd/agentos.runServe":            35,
 	"node.Boot":                       32,
-	"examples/mcp-pii.run":            31,
-
-	"actors/executor.(pool).run": 43,
 }
 
 // complexity is gocyclo's cyclomatic complexity of a function: 1, plus one

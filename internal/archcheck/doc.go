@@ -20,13 +20,15 @@
 // tooComplex (complexity_test.go), a list that may only shrink; the mean
 // is reported against the goal of 4.5 and may not rise over its ceiling.
 //
-// IMPORTANT: no package imports an actor's package (actors/X) from outside
-// it but the actor's *pb messages, a typed client package
-// (actors/X/client) or a leaf (actors/system, actors/supervisor,
-// actors/forge/check); only the composition root imports node and
-// constructs or holds an actor's object (New, Open, Props, the object's
-// type). Today's exceptions are listed in knownImports (imports_test.go),
-// a list that may only shrink.
+// IMPORTANT: no package, inside actors/ or not, imports an actor's package
+// (actors/X) from outside it but the actor's *pb messages, a typed client
+// package (actors/X/client) or a leaf (actors/system, actors/supervisor,
+// actors/forge/check, internal/toolmeta); a leaf imports no actor package
+// at all; only the composition root imports node and constructs or holds
+// an actor's object (New, Open, Props, the object's type, and the
+// functions that run on it: executor.Record, ReplayWith, Recover ...).
+// Today's exceptions are listed in knownImports (imports_test.go), a list
+// that may only shrink.
 //
 // Run it with: go test ./internal/archcheck/
 package archcheck

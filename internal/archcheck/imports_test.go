@@ -21,18 +21,26 @@ import (
 // internal/host (the composition root), node and the CLI.
 var compositionRoot = []string{"internal/host", "node", "cmd/agentos"}
 
-// leaves are packages under actors/ that any package may import: they
-// hold no actor (actors/system: protoactor's fences; actors/supervisor:
-// supervision specs as data; actors/forge/check: the checker, a pure
-// function of a source).
-var leaves = []string{"actors/system", "actors/supervisor", "actors/forge/check"}
+// leaves are packages any package may import: they hold no actor
+// (actors/system: protoactor's fences; actors/supervisor: supervision
+// specs as data; actors/forge/check: the checker, a pure function of a
+// source; internal/toolmeta: a tool's metadata and the BM25F index the
+// registry, the executor and memory share). IMPORTANT: a leaf imports no
+// actor package (not even its messages) but another leaf, and not node:
+// a leaf that reached an actor would bring the side door back.
+var leaves = []string{"actors/system", "actors/supervisor", "actors/forge/check", "internal/toolmeta"}
 
 // actorObjects are the identifiers of an actor package that construct its
 // object or hold it: only the composition root (and the actor's own
 // package) may use them; everyone else sends the actor its messages
 // through a client.
 var actorObjects = map[string]map[string]bool{
-	"actors/executor": {"New": true, "Props": true, "Executor": true},
+	"actors/executor": {
+		"New": true, "Props": true, "Executor": true,
+		// The functions that run on the executor object.
+		"Record": true, "Replay": true, "ReplayWith": true, "Recover": true,
+		"RecoverWith": true, "RecoverRun": true, "RecoverRunWith": true,
+	},
 	"actors/forge":    {"New": true, "Props": true, "Forge": true},
 	"actors/git":      {"Props": true},
 	"actors/kernel":   {"New": true, "Props": true, "Kernel": true},
@@ -59,7 +67,6 @@ var knownImports = map[string]string{
 	"actors/forge -> actors/git":           "the forge holds git.Client: move it to actors/git/client",
 	"actors/forge -> actors/registry":      "the forge holds registry.Client: move it to actors/registry/client",
 	"actors/git -> actors/registry":        "the git actor tells the registry of a write (registry.Client, registry.Tool): move them to actors/registry/client and the tool-metadata leaf",
-	"actors/executor -> actors/registry":   "the executor checks arguments against registry.Params: move the parameters' schema to the tool-metadata leaf",
 	"node/admin -> actors/kernel":          "the admin socket asks the kernel actor through kernel.Client: move it to actors/kernel/client",
 	"node/admin -> actors/executor":        "the admin socket's exec request carries executor.ReplayOptions: move the type to a leaf",
 	"internal/scaffold -> actors/git/repo": "agentos init lays out the tool root's repository with the git actor's repo package: the composition root should pass it in",
@@ -71,11 +78,11 @@ var knownImports = map[string]string{
 	"mcpserver -> actors/kernel":              "MCP sessions run as kernel processes (kernel.Process): move the process handle to a leaf",
 	"mcpserver -> actors/registry":            "the MCP server lists the registry's tools: ask the registry actor through its client and the tool-metadata leaf",
 	"mcpserver uses actors/registry.Registry": "the MCP server holds the registry object: ask the registry actor through its client",
-	"memory -> actors/registry":               "memory ranks with the registry's BM25F index: move the index to the tool-metadata leaf",
 
 	// The registration gate replays on the executor object (issue 27).
-	"governance/gate -> actors/executor":            "the gate replays through the executor: send it ReplayRequest through its client",
-	"governance/gate uses actors/executor.Executor": "the gate holds the executor object: send it ReplayRequest through its client",
+	"governance/gate -> actors/executor":              "the gate replays through the executor: send it ReplayRequest through its client",
+	"governance/gate uses actors/executor.Executor":   "the gate holds the executor object: send it ReplayRequest through its client",
+	"governance/gate uses actors/executor.ReplayWith": "the gate replays on the executor object: send it ReplayRequest through its client",
 }
 
 // violation is one break of the import rules.
@@ -83,6 +90,11 @@ type violation struct{ key, where string }
 
 // inside says whether pkg is p or under it.
 func inside(pkg, p string) bool { return pkg == p || strings.HasPrefix(pkg, p+"/") }
+
+// isLeaf says whether pkg is one of the leaves (or under one).
+func isLeaf(pkg string) bool {
+	return slices.ContainsFunc(leaves, func(l string) bool { return inside(pkg, l) })
+}
 
 // composes says whether pkg is part of the composition root.
 func composes(pkg string) bool {
@@ -103,7 +115,7 @@ func actorOf(rel string) string {
 // package (actors/X/xpb, actors/X/client) or a leaf.
 func messagesOnly(rel string) bool {
 	base := path.Base(rel)
-	return strings.HasSuffix(base, "pb") || base == "client" || slices.ContainsFunc(leaves, func(l string) bool { return inside(rel, l) })
+	return strings.HasSuffix(base, "pb") || base == "client" || isLeaf(rel)
 }
 
 // importViolation says what is wrong with pkg importing rel (both relative
@@ -116,6 +128,9 @@ func importViolation(pkg, rel string) string {
 		return "only the composition root imports node (the kernel tools' package): import the leaf the type lives in"
 	}
 	a := actorOf(rel)
+	if isLeaf(pkg) && a != "" && !isLeaf(rel) && !inside(rel, pkg) {
+		return "a leaf imports no actor package, not even its messages: move what it needs into the leaf"
+	}
 	if a == "" || inside(pkg, a) || messagesOnly(rel) {
 		return ""
 	}
@@ -278,8 +293,23 @@ import "github.com/agentos-run/agentos/actors/registry"
 
 var r, _ = registry.Open(nil, registry.Options{})
 `)
+	leaf := src("internal/toolmeta", `package toolmeta
+
+import (
+	"github.com/agentos-run/agentos/actors/registry/registrypb"
+	"github.com/agentos-run/agentos/actors/system"
+)
+
+var _ *registrypb.Tool
+`)
+	gate := src("governance/gate", `package gate
+
+import "github.com/agentos-run/agentos/actors/executor"
+
+var _ = executor.ReplayWith
+`)
 	var got []string
-	for _, p := range []listed{forge, memory, root} {
+	for _, p := range []listed{forge, memory, root, leaf, gate} {
 		vs, err := scanImports(p)
 		if err != nil {
 			t.Fatal(err)
@@ -293,6 +323,9 @@ var r, _ = registry.Open(nil, registry.Options{})
 		"memory -> node",
 		"memory -> actors/registry",
 		"memory uses actors/registry.Open",
+		"internal/toolmeta -> actors/registry/registrypb",
+		"governance/gate -> actors/executor",
+		"governance/gate uses actors/executor.ReplayWith",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -304,3 +337,5 @@ var r, _ = registry.Open(nil, registry.Options{})
 }
 
 func mkdirAll(d string) error { return os.MkdirAll(d, 0o755) }
+
+func writeFile(name, src string) error { return os.WriteFile(name, []byte(src), 0o644) }

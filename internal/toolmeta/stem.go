@@ -1,4 +1,4 @@
-package registry
+package toolmeta
 
 // stem reduces a lowercase ASCII word to its Porter stem (M.F. Porter, "An
 // algorithm for suffix stripping", 1980, as in his reference C

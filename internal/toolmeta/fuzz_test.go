@@ -1,4 +1,4 @@
-package registry
+package toolmeta
 
 import (
 	"encoding/json"
@@ -6,12 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// FuzzExtract: extract never panics, always returns, and its schema is
+// FuzzExtract: Extract never panics, always returns, and its schema is
 // valid JSON of an object.
 func FuzzExtract(f *testing.F) {
-	for _, src := range corpus {
-		f.Add([]byte(src))
-	}
 	for _, s := range []string{
 		compoundSrc,
 		"",
@@ -32,20 +29,20 @@ func FuzzExtract(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		m := extract(src)
-		if m.parameters != nil {
+		m := Extract(src)
+		if m.Parameters != nil {
 			var s map[string]any
-			if err := json.Unmarshal(m.parameters, &s); err != nil || s["type"] != "object" {
-				t.Fatalf("parameters %s: %v", m.parameters, err)
+			if err := json.Unmarshal(m.Parameters, &s); err != nil || s["type"] != "object" {
+				t.Fatalf("parameters %s: %v", m.Parameters, err)
 			}
 		}
-		for _, tg := range m.tags {
+		for _, tg := range m.Tags {
 			if tg == "" {
 				t.Fatal("empty tag")
 			}
 		}
-		if utf8.Valid(src) && !utf8.ValidString(m.description) {
-			t.Fatalf("description %q is not UTF-8", m.description)
+		if utf8.Valid(src) && !utf8.ValidString(m.Description) {
+			t.Fatalf("description %q is not UTF-8", m.Description)
 		}
 	})
 }
@@ -55,9 +52,9 @@ func FuzzSearch(f *testing.F) {
 	for _, q := range []string{"compound interest calculator", "", "fibonacci", "a the", "日本語", "URLs2JSON", "\xff"} {
 		f.Add(q)
 	}
-	x := newIndex()
+	x := NewInverted()
 	for _, t := range synthetic(300) {
-		x.put(t, "tools")
+		x.Put(t, "tools")
 	}
 	f.Fuzz(func(t *testing.T, q string) {
 		ms := x.search(q, 20)

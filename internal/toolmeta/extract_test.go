@@ -1,4 +1,4 @@
-package registry
+package toolmeta
 
 import (
 	"encoding/json"
@@ -111,12 +111,12 @@ export default async function send(args: { to: string }) { return args.to; }`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := extract([]byte(tc.src))
-			if m.description != tc.desc {
-				t.Errorf("description = %q, want %q", m.description, tc.desc)
+			m := Extract([]byte(tc.src))
+			if m.Description != tc.desc {
+				t.Errorf("description = %q, want %q", m.Description, tc.desc)
 			}
-			if !reflect.DeepEqual(m.tags, tc.tags) {
-				t.Errorf("tags = %q, want %q", m.tags, tc.tags)
+			if !reflect.DeepEqual(m.Tags, tc.tags) {
+				t.Errorf("tags = %q, want %q", m.Tags, tc.tags)
 			}
 		})
 	}
@@ -209,7 +209,7 @@ export default function greet(args: {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := string(extract([]byte(tc.src)).parameters)
+			got := string(Extract([]byte(tc.src)).Parameters)
 			if got != tc.want {
 				t.Errorf("parameters =\n  %s\nwant\n  %s", got, tc.want)
 			}
@@ -222,7 +222,7 @@ export default function greet(args: {
 
 func TestExtractDeepTypeIsBounded(t *testing.T) {
 	src := "export default function f(args: " + strings.Repeat("{ a: ", 200) + "number" + strings.Repeat(" }", 200) + ") {}"
-	p := extract([]byte(src)).parameters
+	p := Extract([]byte(src)).Parameters
 	if !json.Valid(p) {
 		t.Fatalf("invalid schema %s", p)
 	}

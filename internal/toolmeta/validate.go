@@ -1,4 +1,4 @@
-package registry
+package toolmeta
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ type Params struct {
 // tool); callers running a tool many times MUST cache the result by content
 // hash.
 func ParamsOf(src []byte) *Params {
-	m := extract(src)
+	m := Extract(src)
 	if m.params == nil || !m.declared {
 		return nil
 	}

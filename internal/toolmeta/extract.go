@@ -1,4 +1,4 @@
-package registry
+package toolmeta
 
 import (
 	"bytes"
@@ -15,11 +15,15 @@ import (
 	"github.com/agentos-run/agentos/internal/lazyre"
 )
 
-// meta is what extract finds in a tool's source.
-type meta struct {
-	description string
-	tags        []string
-	parameters  json.RawMessage // nil when the first parameter's type is not declared
+// Meta is what Extract finds in a tool's source.
+type Meta struct {
+	// Description is the text of the leading JSDoc comment (Tool.Description).
+	Description string
+	// Tags are the JSDoc's @tag words (Tool.Tags).
+	Tags []string
+	// Parameters is the JSON Schema of the default export's first
+	// parameter; nil when its type is not declared (Tool.Parameters).
+	Parameters json.RawMessage
 	// params is parameters before marshalling; declared says it comes from
 	// a type annotation (not from an untyped destructuring pattern), so
 	// arguments may be validated against it (see Params).
@@ -42,12 +46,12 @@ var parsers = sync.Pool{New: func() any {
 	return p
 }}
 
-// extract reads the description, tags and parameters schema of a tool from
+// Extract reads the description, tags and parameters schema of a tool from
 // its source. It never fails and never panics: on a source tree-sitter can
 // only partly parse it returns what it found, falling back to a regular
 // expression for the description.
-func extract(src []byte) meta {
-	var m meta
+func Extract(src []byte) Meta {
+	var m Meta
 	p := parsers.Get().(*sitter.Parser)
 	tree, err := p.ParseCtx(context.Background(), nil, src)
 	parsers.Put(p)
@@ -59,12 +63,12 @@ func extract(src []byte) meta {
 		x.run(&m)
 		tree.Close()
 	}
-	if broken && m.description == "" && len(m.tags) == 0 {
+	if broken && m.Description == "" && len(m.Tags) == 0 {
 		// Parse errors can swallow the leading comment into an ERROR node:
 		// take the first JSDoc comment of the file as written.
 		for _, loc := range jsdocRE().FindAllIndex(src, 64) {
 			if c := string(src[loc[0]:loc[1]]); isJSDoc(c) {
-				m.description, m.tags, _ = parseJSDoc(c)
+				m.Description, m.Tags, _ = parseJSDoc(c)
 				break
 			}
 		}
@@ -91,7 +95,7 @@ type extractor struct {
 
 func (x *extractor) text(n *sitter.Node) string { return n.Content(x.src) }
 
-func (x *extractor) run(m *meta) {
+func (x *extractor) run(m *Meta) {
 	root := x.root
 	n := int(root.NamedChildCount())
 	var export, firstStmt *sitter.Node
@@ -162,14 +166,14 @@ func (x *extractor) run(m *meta) {
 	}
 	var paramDocs map[string]string
 	if doc != "" {
-		m.description, m.tags, paramDocs = parseJSDoc(doc)
+		m.Description, m.Tags, paramDocs = parseJSDoc(doc)
 	}
 
 	if fn != nil {
 		m.params, m.declared = x.paramSchema(fn, paramDocs)
 		if m.params != nil {
 			if b, err := json.Marshal(m.params); err == nil {
-				m.parameters = b
+				m.Parameters = b
 			} else {
 				m.params = nil
 			}

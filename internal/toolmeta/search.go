@@ -1,6 +1,7 @@
-package registry
+package toolmeta
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -10,7 +11,7 @@ import (
 )
 
 // BM25F parameters and the ideal document of the score normalisation; the
-// ranking and the normalisation are documented on Registry.Search.
+// ranking and the normalisation are documented in doc.go.
 const (
 	bm25K1 = 1.2
 	bm25B  = 0.75
@@ -98,9 +99,11 @@ type doc struct {
 	live  bool
 }
 
-// index is the inverted index of the registry's tools. It is not safe for
-// concurrent use: the Registry guards it.
-type index struct {
+// Inverted is the inverted index of a set of tools (the registry's): BM25F
+// over name, tags, description and path. IMPORTANT: it is not safe for
+// concurrent use: its owner (the Registry) MUST guard it; Index is the
+// guarded one that keeps its tools.
+type Inverted struct {
 	docs   []doc
 	byPath map[string]int32
 	free   []int32
@@ -112,8 +115,9 @@ type index struct {
 	noPath bool
 }
 
-func newIndex() *index {
-	return &index{byPath: map[string]int32{}, post: map[string][]posting{}}
+// NewInverted returns an empty index.
+func NewInverted() *Inverted {
+	return &Inverted{byPath: map[string]int32{}, post: map[string][]posting{}}
 }
 
 // fieldTexts returns the texts a tool's fields are tokenised from.
@@ -130,12 +134,14 @@ func fieldTexts(t *Tool, toolsDir string) [numFields][]string {
 	}
 }
 
-// put indexes t, replacing what was indexed under its path.
-func (x *index) put(t *Tool, toolsDir string) {
+// Put indexes t, replacing what was indexed under its path; toolsDir is
+// left out of the indexed path field. The usage it ranks ties by is the
+// larger of t.Usage and what was indexed under the path.
+func (x *Inverted) Put(t *Tool, toolsDir string) {
 	usage := 0
 	if id, ok := x.byPath[t.Path]; ok {
 		usage = x.docs[id].usage
-		x.remove(t.Path)
+		x.Remove(t.Path)
 	}
 	var id int32
 	if n := len(x.free); n > 0 {
@@ -183,8 +189,8 @@ func (x *index) put(t *Tool, toolsDir string) {
 	x.n++
 }
 
-// remove drops the tool at path from the index.
-func (x *index) remove(path string) {
+// Remove drops the tool at path from the index (nothing when absent).
+func (x *Inverted) Remove(path string) {
 	id, ok := x.byPath[path]
 	if !ok {
 		return
@@ -211,12 +217,22 @@ func (x *index) remove(path string) {
 	x.n--
 }
 
-// used adds one to the usage of the tool at path.
-func (x *index) used(path string) {
+// Used adds one to the usage of the tool at path.
+func (x *Inverted) Used(path string) {
 	if id, ok := x.byPath[path]; ok {
 		x.docs[id].usage++
 	}
 }
+
+// SetUsage sets the usage of the tool at path (nothing when absent).
+func (x *Inverted) SetUsage(path string, usage int) {
+	if id, ok := x.byPath[path]; ok {
+		x.docs[id].usage = usage
+	}
+}
+
+// Len is the number of tools indexed.
+func (x *Inverted) Len() int { return x.n }
 
 // match is one scored tool.
 type match struct {
@@ -236,7 +252,7 @@ type scratch struct {
 var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
 // search returns the best limit matches of query, best first.
-func (x *index) search(query string, limit int) []match {
+func (x *Inverted) search(query string, limit int) []match {
 	if x.n == 0 {
 		return nil
 	}
@@ -352,11 +368,11 @@ func (x *index) search(query string, limit int) []match {
 
 // Index is a search index over tools that live outside a registry (the
 // MCP servers' tools under /mcp): the same BM25F ranking and 0..1 score
-// normalisation as Registry.Search, so that a caller can merge both result
+// normalisation as the registry's search, so that a caller can merge both result
 // lists by Score. It is safe for concurrent use.
 type Index struct {
 	mu    sync.RWMutex
-	x     *index
+	x     *Inverted
 	tools map[string]Tool
 	// prefix is stripped from paths before they are indexed (as the tools
 	// directory is for registered tools).
@@ -366,7 +382,7 @@ type Index struct {
 // NewIndex returns an empty Index whose tools' paths start with prefix
 // (e.g. "/mcp"), which is left out of the indexed path field.
 func NewIndex(prefix string) *Index {
-	return &Index{x: newIndex(), tools: map[string]Tool{}, prefix: prefix}
+	return &Index{x: NewInverted(), tools: map[string]Tool{}, prefix: prefix}
 }
 
 // NewIndexWithoutPaths returns an empty Index whose documents' paths are
@@ -374,7 +390,7 @@ func NewIndex(prefix string) *Index {
 // description alone (memory items, whose paths are their ids: a query
 // "17" MUST NOT find item 17).
 func NewIndexWithoutPaths() *Index {
-	x := newIndex()
+	x := NewInverted()
 	x.noPath = true
 	return &Index{x: x, tools: map[string]Tool{}}
 }
@@ -383,15 +399,15 @@ func NewIndexWithoutPaths() *Index {
 func (i *Index) Put(t Tool) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	i.x.put(&t, i.prefix)
-	i.tools[t.Path] = t.clone()
+	i.x.Put(&t, i.prefix)
+	i.tools[t.Path] = t.Clone()
 }
 
 // Remove drops the tool at path from the index (nothing when absent).
 func (i *Index) Remove(path string) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	i.x.remove(path)
+	i.x.Remove(path)
 	delete(i.tools, path)
 }
 
@@ -403,23 +419,67 @@ func (i *Index) Len() int {
 }
 
 // Search returns the best limit tools for query, best first (limit <= 0:
-// DefaultLimit), scored like Registry.Search.
+// DefaultLimit), scored like the registry's search.
 func (i *Index) Search(query string, limit int) []Hit {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	return i.x.hits(query, limit, func(path string) Tool { t := i.tools[path]; return t.clone() })
+	return i.x.Hits(query, limit, func(path string) Tool { t := i.tools[path]; return t.Clone() })
 }
 
-// hits returns the best limit documents for query as Hits, each tool a
+// Hits returns the best limit documents for query as Hits, each tool a
 // copy that tool (the caller's, under its lock) makes of the one at path.
-func (x *index) hits(query string, limit int, tool func(path string) Tool) []Hit {
+func (x *Inverted) Hits(query string, limit int, tool func(path string) Tool) []Hit {
 	ms := x.search(query, limit)
 	hits := make([]Hit, 0, len(ms))
 	for _, m := range ms {
 		hits = append(hits, Hit{Tool: tool(x.docs[m.doc].path), Score: m.score})
 	}
 	return hits
+}
+
+// Verify checks the index's invariants against the tools it should hold
+// (path -> usage) and returns what is wrong, nil when nothing is: each
+// tool indexed once with its usage, the field lengths summed, every
+// posting list non-empty, sorted and pointing at a live document. It is
+// for tests (it walks the whole index).
+func (x *Inverted) Verify(usage map[string]int) []string {
+	var bad []string
+	if x.n != len(usage) || len(x.byPath) != len(usage) {
+		bad = append(bad, fmt.Sprintf("index holds %d docs (%d paths), want %d tools", x.n, len(x.byPath), len(usage)))
+	}
+	var sum [numFields]int
+	for p, id := range x.byPath {
+		d := x.docs[id]
+		u, ok := usage[p]
+		if !d.live || d.path != p || !ok {
+			bad = append(bad, fmt.Sprintf("index doc %d for %s is %+v (a tool: %v)", id, p, d, ok))
+			continue
+		}
+		if d.usage != u {
+			bad = append(bad, fmt.Sprintf("index usage of %s = %d, want %d", p, d.usage, u))
+		}
+		for f := range sum {
+			sum[f] += int(d.lens[f])
+		}
+	}
+	if sum != x.sumLen {
+		bad = append(bad, fmt.Sprintf("field lengths %v, index says %v", sum, x.sumLen))
+	}
+	for w, ps := range x.post {
+		if len(ps) == 0 {
+			bad = append(bad, fmt.Sprintf("empty postings for %q", w))
+		}
+		for i, p := range ps {
+			if i > 0 && ps[i-1].doc >= p.doc {
+				bad = append(bad, fmt.Sprintf("postings of %q not sorted", w))
+			}
+			if !x.docs[p.doc].live {
+				bad = append(bad, fmt.Sprintf("postings of %q point to a dead doc", w))
+			}
+		}
+	}
+	return bad
 }
