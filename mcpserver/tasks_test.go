@@ -217,6 +217,16 @@ func TestTaskCapPerToken(t *testing.T) {
 	if done := pollTask(t, hs.URL, other, startTask(t, hs.URL, other, "math_fib", map[string]any{"n": 10})); done["status"] != "completed" {
 		t.Errorf("another token's task: %v", done)
 	}
+	// The running task's statusMessage follows its call's progress.
+	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
+		got, _ := rpc(t, hs.URL, tok, "tasks/get", map[string]any{"taskId": spin})
+		if msg, _ := got["statusMessage"].(string); strings.Contains(msg, "running for") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the running task's statusMessage never reported progress: %v", got)
+		}
+	}
 	if got, errMsg := rpc(t, hs.URL, tok, "tasks/cancel", map[string]any{"taskId": spin}); errMsg != "" || got["status"] != "cancelled" {
 		t.Fatalf("tasks/cancel: %v %s", got, errMsg)
 	}
