@@ -277,6 +277,8 @@ func (s *Server) Run(ctx context.Context, p *kernel.Process, t mcp.Transport) er
 	if err != nil {
 		return err
 	}
+	// Its client's tasks are answered as over HTTP (taskconn.go).
+	t = &taskTransport{inner: t, s: s, id: ident{p: p, user: "proc:" + p.Name()}}
 	ss, err := srv.Connect(ctx, t, nil)
 	if err != nil {
 		return err

@@ -41,7 +41,8 @@ import (
 //     forge, which the node resumes at start (agentos serve), ends it with
 //     the forge's result; a tool run that was cut short fails, naming the
 //     run to recover.
-//   - Tasks are served over HTTP without a session (the 2026-07-28 way);
+//   - Tasks are served over HTTP without a session (the 2026-07-28 way),
+//     and on a transport Run serves (stdio; taskconn.go);
 //     a task is kept Options.TaskTTL after it was created, then removed
 //     by a sweep every Options.TaskSweep. tasks/list answers a page of
 //     taskPageSize tasks (nextCursor), reading only that page's files.

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
@@ -462,4 +465,89 @@ func TestTaskRaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	starts.Wait()
+}
+
+// stdioRPC sends one request on conn and reads until its response.
+func stdioRPC(t *testing.T, ctx context.Context, conn mcp.Connection, id int, method string, params any) (map[string]any, string) {
+	t.Helper()
+	raw, _ := json.Marshal(params)
+	rid, _ := jsonrpc.MakeID(float64(id))
+	if err := conn.Write(ctx, &jsonrpc.Request{ID: rid, Method: method, Params: raw}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		msg, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		resp, ok := msg.(*jsonrpc.Response)
+		if !ok || resp.ID != rid {
+			continue // a notification
+		}
+		if resp.Error != nil {
+			return nil, resp.Error.Error()
+		}
+		var out map[string]any
+		if err := json.Unmarshal(resp.Result, &out); err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		return out, ""
+	}
+}
+
+// Issue 29 item 2: tasks over the stdio transport (Run, as agentos serve
+// --mcp serves it): a 2025-11-25 client's tools/call with "task" answers a
+// task, fetched with tasks/get and listed by tasks/list; a call without it
+// is answered by the SDK as usual.
+func TestTasksOverStdio(t *testing.T) {
+	e := newEnv(t, host.Config{})
+	if _, err := e.rt.Call(context.Background(), "write_file", mustJSON(map[string]string{"path": samples.FibPath, "content": samples.FibTool})); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	ct, st := mcp.NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() { served <- e.srv.Run(ctx, e.rt.Agent(), st) }()
+	conn, err := ct.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, errMsg := stdioRPC(t, ctx, conn, 1, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "stdio-test", "version": "1"}}); errMsg != "" {
+		t.Fatal(errMsg)
+	}
+	_ = conn.Write(ctx, &jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage(`{}`)})
+	created, errMsg := stdioRPC(t, ctx, conn, 2, "tools/call", map[string]any{"name": "math_fib", "arguments": map[string]any{"n": 10}, "task": map[string]any{"ttl": 60000}})
+	task, _ := created["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if errMsg != "" || id == "" {
+		t.Fatalf("tools/call with task over stdio: %v %s", created, errMsg)
+	}
+	for n := 3; ; n++ {
+		got, errMsg := stdioRPC(t, ctx, conn, n, "tasks/get", map[string]any{"taskId": id})
+		if errMsg != "" {
+			t.Fatalf("tasks/get over stdio: %s", errMsg)
+		}
+		if got["status"] == "working" {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if res, _ := got["result"].(map[string]any); got["status"] != "completed" || !strings.Contains(mustString(res["content"]), `"55"`) {
+			t.Fatalf("the task over stdio: %v", got)
+		}
+		break
+	}
+	list, errMsg := stdioRPC(t, ctx, conn, 100, "tasks/list", map[string]any{})
+	if tasks, _ := list["tasks"].([]any); errMsg != "" || len(tasks) != 1 || tasks[0].(map[string]any)["taskId"] != id {
+		t.Errorf("tasks/list over stdio: %v %s", list, errMsg)
+	}
+	plain, errMsg := stdioRPC(t, ctx, conn, 101, "tools/call", map[string]any{"name": "math_fib", "arguments": map[string]any{"n": 10}})
+	if errMsg != "" || plain["task"] != nil || !strings.Contains(mustString(plain["content"]), `"55"`) {
+		t.Errorf("a plain tools/call over stdio: %v %s", plain, errMsg)
+	}
+	_ = conn.Close()
+	if err := <-served; err != nil {
+		t.Errorf("Run: %v", err)
+	}
 }
