@@ -329,7 +329,7 @@ func runTool(ctx context.Context, host driver.Host, seq uint64, tools map[string
 			if c.Error == "unknown tool" {
 				typ = "unknown_tool"
 			}
-			telemetry.Fail(span, typ, errors.New(c.Error))
+			telemetry.FailContent(span, typ, errors.New(c.Error), opts.CaptureContent) // the text only with content
 		}
 		span.End()
 	}()

@@ -31,10 +31,10 @@
 //
 // # Tasks
 //
-// tasks.go: over HTTP, a tools/call of forge_tool, exec_tool or a
+// tasks.go: over HTTP (and over stdio: taskconn.go), a tools/call of forge_tool, exec_tool or a
 // registered tool by a client declaring io.modelcontextprotocol/tasks
 // answers a task at once; tasks/get answers its result later, from
-// Options.TasksDir and the journal after a restart.
+// Options.TasksDir (taskstore.go) and the journal after a restart.
 //
 // # Results
 //

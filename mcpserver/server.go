@@ -63,6 +63,15 @@ type Options struct {
 	// TasksDir keeps the tasks (tasks.go), one file each, so that a task
 	// outlives the node ("": in memory, lost when the Server closes).
 	TasksDir string
+	// MaxLiveTasks is how many tasks one token may have running at once
+	// (0: DefaultMaxLiveTasks); one more is refused with ErrTaskCap.
+	MaxLiveTasks int
+	// TaskTTL is how long a task and its result are kept after it was
+	// created (0: DefaultTaskTTL).
+	TaskTTL time.Duration
+	// TaskSweep is how often expired tasks are removed (0:
+	// DefaultTaskSweep); they are also removed when the Server starts.
+	TaskSweep time.Duration
 	// PersonaPoll is how often the persona store is looked at for changes
 	// (prompts/list_changed; 0: DefaultPersonaPoll).
 	PersonaPoll time.Duration
@@ -132,10 +141,19 @@ func New(opts Options) (*Server, error) {
 	if opts.PersonaPoll <= 0 {
 		opts.PersonaPoll = DefaultPersonaPoll
 	}
+	if opts.MaxLiveTasks <= 0 {
+		opts.MaxLiveTasks = DefaultMaxLiveTasks
+	}
+	if opts.TaskTTL <= 0 {
+		opts.TaskTTL = DefaultTaskTTL
+	}
+	if opts.TaskSweep <= 0 {
+		opts.TaskSweep = DefaultTaskSweep
+	}
 	s := &Server{
 		opts: opts, log: opts.Logger,
 		bound: map[kernel.PID]*bound{}, byToken: map[string]*kernel.Process{}, opening: map[kernel.PID]chan struct{}{}, confirms: newConfirmer(),
-		tasks: taskStore{dir: opts.TasksDir},
+		tasks: taskStore{dir: opts.TasksDir, ttl: opts.TaskTTL, maxLive: opts.MaxLiveTasks},
 		wake:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if s.log == nil {
@@ -161,11 +179,17 @@ func (s *Server) follow() {
 	defer close(s.done)
 	poll := time.NewTicker(s.opts.PersonaPoll)
 	defer poll.Stop()
+	sweep := time.NewTicker(s.opts.TaskSweep)
+	defer sweep.Stop()
+	s.sweepTasks()
 	for {
 		var personas []persona.Persona
 		select {
 		case <-s.stop:
 			return
+		case <-sweep.C:
+			s.sweepTasks()
+			continue
 		case <-s.wake:
 			personas = s.listPersonas()
 		case <-poll.C:
@@ -189,6 +213,13 @@ func (s *Server) follow() {
 			s.syncLocked(b)
 		}
 		s.mu.Unlock()
+	}
+}
+
+// sweepTasks removes the expired tasks.
+func (s *Server) sweepTasks() {
+	if n := s.tasks.sweep(time.Now()); n > 0 {
+		s.log.Debug("mcp: expired tasks removed", "count", n)
 	}
 }
 
@@ -246,6 +277,8 @@ func (s *Server) Run(ctx context.Context, p *kernel.Process, t mcp.Transport) er
 	if err != nil {
 		return err
 	}
+	// Its client's tasks are answered as over HTTP (taskconn.go).
+	t = &taskTransport{inner: t, s: s, id: ident{p: p, user: "proc:" + p.Name()}}
 	ss, err := srv.Connect(ctx, t, nil)
 	if err != nil {
 		return err

@@ -2,16 +2,10 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,18 +32,26 @@ import (
 //   - The call runs exactly as the client's own tools/call would (the same
 //     handler, its rights, quota, PII tokenization, journal); a high-risk
 //     tool cannot ask for a confirmation from a task: it fails "confirmation".
+//   - A token has at most Options.MaxLiveTasks tasks running at once; one
+//     more is refused with ErrTaskCap, saying so.
 //   - With Options.TasksDir, each task is a file there (0600), so a task
-//     outlives the node: after a restart, a task whose call the restart
-//     cut short is answered from the journal: its forge, which the node
-//     resumes at start (agentos serve), ends it with the forge's result;
-//     a tool run that was cut short fails, naming the run to recover.
-//   - Tasks are served over HTTP without a session (the 2026-07-28 way);
-//     a task is kept DefaultTaskTTL after it was created.
+//     outlives the node. A running task records the journal run its call
+//     began (RunID) as soon as the run exists; after a restart, a task
+//     whose call the restart cut short is answered from that run: its
+//     forge, which the node resumes at start (agentos serve), ends it with
+//     the forge's result; a tool run that was cut short fails, naming the
+//     run to recover.
+//   - Tasks are served over HTTP without a session (the 2026-07-28 way),
+//     and on a transport Run serves (stdio; taskconn.go);
+//     a task is kept Options.TaskTTL after it was created, then removed
+//     by a sweep every Options.TaskSweep. tasks/list answers a page of
+//     taskPageSize tasks (nextCursor), reading only that page's files.
 
 // TasksExtension is the extension's identifier.
 const TasksExtension = "io.modelcontextprotocol/tasks"
 
-// DefaultTaskTTL is how long a task and its result are kept.
+// DefaultTaskTTL is how long a task and its result are kept when
+// Options.TaskTTL is 0.
 const DefaultTaskTTL = 24 * time.Hour
 
 // taskPollInterval is the interval the tasks suggest between polls.
@@ -77,6 +79,10 @@ type taskRecord struct {
 	Message string          `json:"message,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"` // a CallToolResult
 	Error   string          `json:"error,omitempty"`  // why a failed task failed
+	// RunID is the journal run the call began, recorded once it is known
+	// (its first progress after the run began, or its result): a
+	// restarted node answers the task from that run.
+	RunID string `json:"runId,omitempty"`
 }
 
 // terminal reports whether the task ended.
@@ -87,8 +93,8 @@ func (t *taskRecord) terminal() bool { return t.Status != taskWorking }
 func (t *taskRecord) wire(withResult bool) map[string]any {
 	m := map[string]any{
 		"taskId": t.ID, "status": t.Status, "createdAt": t.Created.UTC().Format(time.RFC3339),
-		"lastUpdatedAt": t.Updated.UTC().Format(time.RFC3339), "ttl": DefaultTaskTTL.Milliseconds(),
-		"pollInterval": taskPollInterval.Milliseconds(),
+		"lastUpdatedAt": t.Updated.UTC().Format(time.RFC3339),
+		"pollInterval":  taskPollInterval.Milliseconds(),
 	}
 	if t.Message != "" {
 		m["statusMessage"] = t.Message
@@ -104,117 +110,11 @@ func (t *taskRecord) wire(withResult bool) map[string]any {
 	return m
 }
 
-// taskStore keeps the tasks: in dir when set, else in memory. It is safe
-// for concurrent use.
-type taskStore struct {
-	dir string
-	mu  sync.Mutex
-	mem map[string]*taskRecord
-	// live are the cancels of the tasks running in this process.
-	live map[string]context.CancelCauseFunc
-	wg   sync.WaitGroup
-}
-
 // errTaskCancelled and errShutdown say why a task's context ended.
 var (
 	errTaskCancelled = errors.New("cancelled by tasks/cancel")
 	errShutdown      = errors.New("the node is stopping")
 )
-
-func (ts *taskStore) file(id string) string { return filepath.Join(ts.dir, id+".json") }
-
-// validTaskID reports whether id is one this server made (32 hex digits):
-// nothing else names a file.
-func validTaskID(id string) bool {
-	if len(id) != 32 {
-		return false
-	}
-	_, err := hex.DecodeString(id)
-	return err == nil
-}
-
-func (ts *taskStore) save(t *taskRecord) error {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if ts.dir == "" {
-		if ts.mem == nil {
-			ts.mem = map[string]*taskRecord{}
-		}
-		c := *t
-		ts.mem[t.ID] = &c
-		return nil
-	}
-	if err := os.MkdirAll(ts.dir, 0o700); err != nil {
-		return err
-	}
-	b, err := json.Marshal(t)
-	if err != nil {
-		return err
-	}
-	tmp := ts.file(t.ID) + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, ts.file(t.ID))
-}
-
-// load returns the task id, or nil when there is none (or it expired).
-func (ts *taskStore) load(id string) *taskRecord {
-	if !validTaskID(id) {
-		return nil
-	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	var t *taskRecord
-	if ts.dir == "" {
-		if m := ts.mem[id]; m != nil {
-			c := *m
-			t = &c
-		}
-	} else if b, err := os.ReadFile(ts.file(id)); err == nil {
-		t = &taskRecord{}
-		if json.Unmarshal(b, t) != nil {
-			t = nil
-		}
-	}
-	if t != nil && time.Since(t.Created) > DefaultTaskTTL {
-		if ts.dir == "" {
-			delete(ts.mem, id)
-		} else {
-			_ = os.Remove(ts.file(id))
-		}
-		return nil
-	}
-	return t
-}
-
-// list returns the ids of the kept tasks.
-func (ts *taskStore) list() []string {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	var ids []string
-	if ts.dir == "" {
-		for id := range ts.mem {
-			ids = append(ids, id)
-		}
-	} else {
-		ents, _ := os.ReadDir(ts.dir)
-		for _, e := range ents {
-			if id, ok := cutSuffix(e.Name(), ".json"); ok && validTaskID(id) {
-				ids = append(ids, id)
-			}
-		}
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-func cutSuffix(s, suffix string) (string, bool) {
-	if len(s) < len(suffix) || s[len(s)-len(suffix):] != suffix {
-		return s, false
-	}
-	return s[:len(s)-len(suffix)], true
-}
 
 // rpcMessage is a JSON-RPC request.
 type rpcMessage struct {
@@ -244,77 +144,108 @@ func (s *Server) serveTask(w http.ResponseWriter, r *http.Request, id ident, bod
 	if json.Unmarshal(body, &msg) != nil || len(msg.ID) == 0 {
 		return false
 	}
-	var p struct {
-		TaskID    string          `json:"taskId"`
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Task      json.RawMessage `json:"task"`
-		Meta      struct {
-			Caps struct {
-				Extensions map[string]json.RawMessage `json:"extensions"`
-			} `json:"io.modelcontextprotocol/clientCapabilities"`
-		} `json:"_meta"`
-	}
+	var p taskParams
 	if len(msg.Params) > 0 && json.Unmarshal(msg.Params, &p) != nil && msg.Method != "tools/call" {
 		writeRPC(w, msg.ID, nil, -32602, fmt.Errorf("%s: the params must be an object with taskId", msg.Method))
 		return true
 	}
-	switch msg.Method {
+	result, code, err, ok := s.taskMethod(id, msg.Method, p)
+	if !ok {
+		return false
+	}
+	writeRPC(w, msg.ID, result, code, err)
+	return true
+}
+
+// taskParams are the params of the requests tasks.go answers.
+type taskParams struct {
+	TaskID    string          `json:"taskId"`
+	Cursor    string          `json:"cursor"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Task      json.RawMessage `json:"task"`
+	Meta      struct {
+		Caps struct {
+			Extensions map[string]json.RawMessage `json:"extensions"`
+		} `json:"io.modelcontextprotocol/clientCapabilities"`
+	} `json:"_meta"`
+}
+
+// taskMethod answers method with params p for id: its result, or a
+// JSON-RPC error code and error; ok false: the request is not one of
+// tasks, and is served as usual.
+func (s *Server) taskMethod(id ident, method string, p taskParams) (result any, code int, err error, ok bool) {
+	switch method {
 	case "tools/call":
 		_, declared := p.Meta.Caps.Extensions[TasksExtension]
 		if !declared && len(p.Task) == 0 {
-			return false
+			return nil, 0, nil, false
 		}
-		path, ok := s.taskable(id.p, p.Name, p.Arguments)
-		if !ok {
-			return false // a quick call: answered as usual
+		path, taskable := s.taskable(id.p, p.Name, p.Arguments)
+		if !taskable {
+			return nil, 0, nil, false // a quick call: answered as usual
 		}
 		t, err := s.startTask(id, p.Name, path, p.Arguments)
 		if err != nil {
-			writeRPC(w, msg.ID, nil, -32603, err)
-			return true
+			return nil, -32603, err, true
 		}
-		res := t.wire(false)
+		res := s.wire(t, false)
 		res["resultType"] = "task"
 		if len(p.Task) > 0 && !declared {
-			res = map[string]any{"task": t.wire(false)} // 2025-11-25's CreateTaskResult
+			res = map[string]any{"task": s.wire(t, false)} // 2025-11-25's CreateTaskResult
 		}
-		writeRPC(w, msg.ID, res, 0, nil)
+		return res, 0, nil, true
 	case "tasks/get", "tasks/result", "tasks/cancel":
 		t := s.task(id, p.TaskID)
 		if t == nil {
-			writeRPC(w, msg.ID, nil, -32602, fmt.Errorf("no task %q of this client (a task is answered only to the token that started it, for %s)", p.TaskID, DefaultTaskTTL))
-			return true
+			return nil, -32602, fmt.Errorf("no task %q of this client (a task is answered only to the token that started it, for %s)", p.TaskID, s.tasks.ttl), true
 		}
-		switch msg.Method {
-		case "tasks/get":
-			writeRPC(w, msg.ID, t.wire(true), 0, nil)
-		case "tasks/result":
-			if !t.terminal() {
-				writeRPC(w, msg.ID, nil, -32602, fmt.Errorf("task %s is still %s: poll tasks/get until it ends", t.ID, t.Status))
-			} else if t.Result != nil {
-				writeRPC(w, msg.ID, t.Result, 0, nil)
-			} else {
-				writeRPC(w, msg.ID, nil, -32603, errors.New(t.Error))
-			}
-		case "tasks/cancel":
-			writeRPC(w, msg.ID, s.cancelTask(t).wire(false), 0, nil)
+		switch {
+		case method == "tasks/get":
+			return s.wire(t, true), 0, nil, true
+		case method == "tasks/cancel":
+			return s.wire(s.cancelTask(t), false), 0, nil, true
+		case !t.terminal():
+			return nil, -32602, fmt.Errorf("task %s is still %s: poll tasks/get until it ends", t.ID, t.Status), true
+		case t.Result != nil:
+			return t.Result, 0, nil, true
+		default:
+			return nil, -32603, errors.New(t.Error), true
 		}
 	case "tasks/list":
-		var out []map[string]any
-		for _, tid := range s.tasks.list() {
-			if t := s.task(id, tid); t != nil {
-				out = append(out, t.wire(false))
+		return s.listTasks(id, p.Cursor)
+	}
+	return nil, 0, nil, false
+}
+
+// listTasks answers tasks/list: a page of id's tasks, oldest first, with
+// nextCursor when more follow.
+func (s *Server) listTasks(id ident, cursor string) (any, int, error, bool) {
+	page, next, err := s.tasks.page(id.user, cursor, taskPageSize)
+	if err != nil {
+		return nil, -32602, err, true
+	}
+	out := make([]map[string]any, 0, len(page))
+	for _, t := range page {
+		if !t.terminal() {
+			if now := s.task(id, t.ID); now != nil {
+				t = now // resolved from the journal after a restart
 			}
 		}
-		if out == nil {
-			out = []map[string]any{}
-		}
-		writeRPC(w, msg.ID, map[string]any{"tasks": out}, 0, nil)
-	default:
-		return false
+		out = append(out, s.wire(t, false))
 	}
-	return true
+	res := map[string]any{"tasks": out}
+	if next != "" {
+		res["nextCursor"] = next
+	}
+	return res, 0, nil, true
+}
+
+// wire is t as the protocol's Task.
+func (s *Server) wire(t *taskRecord, withResult bool) map[string]any {
+	m := t.wire(withResult)
+	m["ttl"] = s.tasks.ttl.Milliseconds()
+	return m
 }
 
 // taskable reports whether a call of the tool name by p becomes a task
@@ -338,25 +269,19 @@ func (s *Server) taskable(p *kernel.Process, name string, args json.RawMessage) 
 }
 
 // startTask starts the call of tool as id's process in the background and
-// returns its task.
+// returns its task. It is refused when id's token has MaxLiveTasks
+// running, or the server is closing.
 func (s *Server) startTask(id ident, tool, path string, args json.RawMessage) (*taskRecord, error) {
-	var raw [16]byte
-	_, _ = rand.Read(raw[:])
 	now := time.Now()
-	t := &taskRecord{ID: hex.EncodeToString(raw[:]), Owner: id.user, Process: id.p.Name(), Tool: tool, Path: path, Args: args,
+	t := &taskRecord{ID: newTaskID(now), Owner: id.user, Process: id.p.Name(), Tool: tool, Path: path, Args: args,
 		Created: now, Updated: now, Status: taskWorking, Message: tool + " is running"}
-	if err := s.tasks.save(t); err != nil {
-		return nil, fmt.Errorf("the task cannot be kept: %w", err)
-	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	s.tasks.mu.Lock()
-	if s.tasks.live == nil {
-		s.tasks.live = map[string]context.CancelCauseFunc{}
+	if err := s.tasks.begin(t, cancel); err != nil {
+		cancel(nil)
+		return nil, err
 	}
-	s.tasks.live[t.ID] = cancel
-	s.tasks.wg.Add(1)
-	s.tasks.mu.Unlock()
-	go s.runTask(ctx, id.p, t)
+	run := *t // the goroutine's own copy: t is answered to the client meanwhile
+	go s.runTask(ctx, id.p, &run)
 	return t, nil
 }
 
@@ -365,33 +290,36 @@ func (s *Server) startTask(id ident, tool, path string, args json.RawMessage) (*
 // cut short stays "working": the restarted node answers it from the
 // journal (resolve).
 func (s *Server) runTask(ctx context.Context, p *kernel.Process, t *taskRecord) {
-	defer s.tasks.wg.Done()
-	defer func() {
-		s.tasks.mu.Lock()
-		delete(s.tasks.live, t.ID)
-		s.tasks.mu.Unlock()
-	}()
-	res, err := s.callInProcess(ctx, p, t.Tool, t.Args)
-	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, errShutdown):
+	defer s.tasks.done(t.ID)
+	res, err := s.callInProcess(ctx, p, t)
+	cause := context.Cause(ctx)
+	if errors.Is(cause, errShutdown) {
 		return
-	case errors.Is(cause, errTaskCancelled):
-		t.Status, t.Error = taskCancelled, "cancelled by the client (tasks/cancel)"
-	case err != nil:
-		t.Status, t.Error = taskFailed, err.Error()
-	default:
-		b, _ := json.Marshal(res)
-		t.Status, t.Result = taskCompleted, b
 	}
-	t.Message, t.Updated = t.Tool+" "+t.Status, time.Now()
-	if err := s.tasks.save(t); err != nil {
+	_, err = s.tasks.finish(t.Owner, t.ID, func(r *taskRecord) {
+		switch {
+		case errors.Is(cause, errTaskCancelled):
+			r.Status, r.Error = taskCancelled, "cancelled by the client (tasks/cancel)"
+		case err != nil:
+			r.Status, r.Error = taskFailed, err.Error()
+		default:
+			b, _ := json.Marshal(res)
+			r.Status, r.Result = taskCompleted, b
+			if id, ok := res.Meta["agentos/run_id"].(string); ok {
+				r.RunID = id
+			}
+		}
+		r.Message = r.Tool + " " + r.Status
+	})
+	if err != nil {
 		s.log.Warn("mcp: a task's end was not kept", "task", t.ID, "err", err)
 	}
 }
 
-// callInProcess calls tool with args on p's MCP server over an in-memory
-// session.
-func (s *Server) callInProcess(ctx context.Context, p *kernel.Process, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+// callInProcess calls t's tool with its args on p's MCP server over an
+// in-memory session. The call's progress notifications keep the task's
+// status message, and record its journal run once it has begun.
+func (s *Server) callInProcess(ctx context.Context, p *kernel.Process, t *taskRecord) (*mcp.CallToolResult, error) {
 	srv, err := s.For(p)
 	if err != nil {
 		return nil, err
@@ -402,73 +330,100 @@ func (s *Server) callInProcess(ctx context.Context, p *kernel.Process, tool stri
 		return nil, err
 	}
 	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agentos-task", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	progress := func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { s.taskProgress(t, r.Params.Message) }
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agentos-task", Version: "1"}, &mcp.ClientOptions{ProgressNotificationHandler: progress}).
+		Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		return nil, err
 	}
 	defer cs.Close()
 	var a any = json.RawMessage("{}")
-	if len(args) > 0 {
-		a = args
+	if len(t.Args) > 0 {
+		a = t.Args
 	}
-	return cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: a})
+	params := &mcp.CallToolParams{Name: t.Tool, Arguments: a}
+	params.SetProgressToken(t.ID)
+	return cs.CallTool(ctx, params)
+}
+
+// taskProgress records a running task's progress message and, until it is
+// known, the journal run its call began. Called on the call's session
+// (one notification at a time).
+func (s *Server) taskProgress(t *taskRecord, msg string) {
+	if t.RunID == "" {
+		t.RunID = s.runOf(t)
+	}
+	runID := t.RunID
+	if err := s.tasks.update(t.Owner, t.ID, func(r *taskRecord) {
+		if msg != "" {
+			r.Message = msg
+		}
+		r.RunID = runID
+	}); err != nil {
+		s.log.Debug("mcp: a task's progress was not kept", "task", t.ID, "err", err)
+	}
+}
+
+// runOf finds the journal run t's call began: the unfinished run of its
+// kind made for it since it was created that no other task of this node
+// holds; "" while there is none yet (or no journal).
+func (s *Server) runOf(t *taskRecord) string {
+	if s.opts.Journal == nil {
+		return ""
+	}
+	runs, err := s.opts.Journal.Unfinished()
+	if err != nil {
+		return ""
+	}
+	for _, r := range runs {
+		if !r.Started.Before(t.Created.Add(-time.Second)) && s.ranFor(t, r) && s.tasks.claimRun(t.ID, r.ID) {
+			return r.ID
+		}
+	}
+	return ""
 }
 
 // task returns the task tid of id's token, resolved from the journal when
 // the call that ran it was cut short by a restart; nil: none.
 func (s *Server) task(id ident, tid string) *taskRecord {
-	t := s.tasks.load(tid)
-	if t == nil || t.Owner != id.user {
-		return nil
-	}
-	if !t.terminal() {
-		s.tasks.mu.Lock()
-		_, live := s.tasks.live[t.ID]
-		s.tasks.mu.Unlock()
-		if !live {
-			s.resolve(t)
-		}
+	t, live := s.tasks.get(id.user, tid)
+	if t != nil && !t.terminal() && !live {
+		return s.resolve(t)
 	}
 	return t
 }
 
-// cancelTask cancels t if it runs here, and records it cancelled.
+// cancelTask cancels t if it runs here, and records it cancelled (unless
+// it ended first: then it is answered as it ended).
 func (s *Server) cancelTask(t *taskRecord) *taskRecord {
 	if t.terminal() {
 		return t
 	}
-	s.tasks.mu.Lock()
-	cancel, live := s.tasks.live[t.ID]
-	s.tasks.mu.Unlock()
-	if live {
-		cancel(errTaskCancelled)
+	s.tasks.cancel(t.ID, errTaskCancelled)
+	now, err := s.tasks.finish(t.Owner, t.ID, func(r *taskRecord) {
+		r.Status, r.Error, r.Message = taskCancelled, "cancelled by the client (tasks/cancel)", r.Tool+" cancelled"
+	})
+	if err != nil || now == nil {
+		return t
 	}
-	t.Status, t.Error, t.Message, t.Updated = taskCancelled, "cancelled by the client (tasks/cancel)", t.Tool+" cancelled", time.Now()
-	_ = s.tasks.save(t)
-	return t
+	return now
 }
 
 // resolve ends a task whose call a restart of the node cut short, from the
-// journal: the run it started, found by its caller, tool and start.
-func (s *Server) resolve(t *taskRecord) {
+// journal: the run its call began, by the id the task recorded; a task
+// cut short before its run was recorded (its first progress) is matched by
+// its caller, tool and start. It returns the task as it is now.
+func (s *Server) resolve(t *taskRecord) *taskRecord {
 	if s.opts.Journal == nil {
-		s.endOrphan(t, taskFailed, nil, "the node restarted while the task ran and keeps no journal: start it again")
-		return
+		return s.endOrphan(t, taskFailed, nil, "the node restarted while the task ran and keeps no journal: start it again")
 	}
-	runs, err := s.opts.Journal.Runs()
-	if err != nil {
-		return // answered "working"; the next poll tries again
-	}
-	var run *journal.RunMeta
-	for i := range runs {
-		if r := &runs[i]; !r.Started.Before(t.Created.Add(-time.Second)) && s.ranFor(t, *r) {
-			run = r
-			break
-		}
+	run, ok := s.runOfOrphan(t)
+	if !ok {
+		return t // answered "working"; the next poll tries again
 	}
 	switch {
 	case run == nil:
-		s.endOrphan(t, taskFailed, nil, "the node stopped before the task's run began: start it again")
+		return s.endOrphan(t, taskFailed, nil, "the node stopped before the task's run began: start it again")
 	case run.Status == journal.StatusOK:
 		var res *mcp.CallToolResult
 		if t.Tool == "forge_tool" {
@@ -478,18 +433,42 @@ func (s *Server) resolve(t *taskRecord) {
 		}
 		res.Meta = mcp.Meta{"agentos/run_id": run.ID}
 		b, _ := json.Marshal(res)
-		s.endOrphan(t, taskCompleted, b, "")
+		return s.endOrphan(t, taskCompleted, b, "")
 	case run.Status == journal.StatusRunning && t.Tool == "forge_tool":
 		t.Message = "forge_tool was resumed by the node after its restart (run " + run.ID + ")"
+		return t
 	case run.Status == journal.StatusRunning:
-		s.endOrphan(t, taskFailed, nil, fmt.Sprintf("the node restarted during run %s: 'agentos recover --run %s' resumes it", run.ID, run.ID))
+		return s.endOrphan(t, taskFailed, nil, fmt.Sprintf("the node restarted during run %s: 'agentos recover --run %s' resumes it", run.ID, run.ID))
 	default:
 		b, _ := json.Marshal(failure(KindError, fmt.Sprintf("run %s %s: %s", run.ID, run.Status, string(run.Error))))
-		s.endOrphan(t, taskCompleted, b, "")
+		return s.endOrphan(t, taskCompleted, b, "")
 	}
 }
 
-// ranFor reports whether run is the one t's call started.
+// runOfOrphan is the journal run of t, cut short by a restart: by its
+// recorded id, else matched; nil: none began; ok false: the journal did
+// not answer.
+func (s *Server) runOfOrphan(t *taskRecord) (*journal.RunMeta, bool) {
+	if t.RunID != "" {
+		run, err := s.opts.Journal.Get(t.RunID)
+		if err != nil {
+			return nil, false
+		}
+		return &run, true
+	}
+	runs, err := s.opts.Journal.Runs()
+	if err != nil {
+		return nil, false
+	}
+	for i := range runs {
+		if r := &runs[i]; !r.Started.Before(t.Created.Add(-time.Second)) && s.ranFor(t, *r) {
+			return r, true
+		}
+	}
+	return nil, true
+}
+
+// ranFor reports whether run may be the one t's call began.
 func (s *Server) ranFor(t *taskRecord, run journal.RunMeta) bool {
 	if t.Tool == "forge_tool" {
 		var a struct {
@@ -501,22 +480,22 @@ func (s *Server) ranFor(t *taskRecord, run journal.RunMeta) bool {
 	return run.Tool == t.Path && run.Caller != nil && run.Caller.Process == t.Process
 }
 
-// endOrphan records the end of a task the restart cut short.
-func (s *Server) endOrphan(t *taskRecord, status string, result json.RawMessage, why string) {
-	t.Status, t.Result, t.Error, t.Updated = status, result, why, time.Now()
-	t.Message = t.Tool + " " + status
-	if err := s.tasks.save(t); err != nil {
+// endOrphan records the end of a task the restart cut short, unless
+// another poll ended it first, and returns it as it is now.
+func (s *Server) endOrphan(t *taskRecord, status string, result json.RawMessage, why string) *taskRecord {
+	now, err := s.tasks.finish(t.Owner, t.ID, func(r *taskRecord) {
+		r.Status, r.Result, r.Error = status, result, why
+		r.Message = r.Tool + " " + status
+	})
+	if err != nil {
 		s.log.Warn("mcp: a task's end was not kept", "task", t.ID, "err", err)
 	}
+	if now == nil {
+		return t
+	}
+	return now
 }
 
-// stopTasks cancels the tasks running here (they stay "working" for the
-// restarted node) and waits for them.
-func (s *Server) stopTasks() {
-	s.tasks.mu.Lock()
-	for _, cancel := range s.tasks.live {
-		cancel(errShutdown)
-	}
-	s.tasks.mu.Unlock()
-	s.tasks.wg.Wait()
-}
+// stopTasks refuses new tasks, cancels the tasks running here (they stay
+// "working" for the restarted node) and waits for them.
+func (s *Server) stopTasks() { s.tasks.close(errShutdown) }

@@ -191,7 +191,7 @@ func Boot(opts Options) (*Node, error) {
 			return nil, err
 		}
 	}
-	tel, err := newTelemetry(k, opts.TracerProvider, opts.MeterProvider)
+	tel, err := newTelemetry(k, opts.TracerProvider, opts.MeterProvider, opts.CaptureContent)
 	if err != nil {
 		return nil, err
 	}

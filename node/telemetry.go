@@ -7,9 +7,10 @@ import (
 
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	gotel "github.com/agentos-run/agentos/telemetry"
+	"github.com/agentos-run/agentos/vfs"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -27,12 +28,13 @@ const instrumentation = "github.com/agentos-run/agentos/actors/kernel"
 //
 // plus the process table's own metrics (kernel.Kernel.Instrument).
 type telemetry struct {
+	capture  bool // record an error's text on its span (Options.CaptureContent)
 	tracer   trace.Tracer
 	calls    metric.Int64Counter
 	duration metric.Float64Histogram
 }
 
-func newTelemetry(k *kernel.Kernel, tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry, error) {
+func newTelemetry(k *kernel.Kernel, tp trace.TracerProvider, mp metric.MeterProvider, capture bool) (*telemetry, error) {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
@@ -40,7 +42,7 @@ func newTelemetry(k *kernel.Kernel, tp trace.TracerProvider, mp metric.MeterProv
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(instrumentation)
-	t := &telemetry{tracer: tp.Tracer(instrumentation)}
+	t := &telemetry{tracer: tp.Tracer(instrumentation), capture: capture}
 	errs := make([]error, 0, 2)
 	var err error
 	t.calls, err = m.Int64Counter("agentos.kernel.calls", metric.WithDescription("Kernel tool calls, by tool and outcome."))
@@ -75,14 +77,31 @@ func (t *telemetry) end(ctx context.Context, span trace.Span, tool string, start
 	default:
 		outcome = "error"
 	}
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
+	// The error's text quotes what the caller sent: on the span only when
+	// content capture is on; its kind always.
+	gotel.FailContent(span, errKind(err, outcome), err, t.capture)
 	span.End()
 	attrs := metric.WithAttributes(attribute.String("tool", tool), attribute.String("outcome", outcome))
 	t.calls.Add(ctx, 1, attrs)
 	t.duration.Record(ctx, float64(time.Since(start).Microseconds())/1000, attrs)
+}
+
+// errKind is the stable error.type of a kernel call's error: its
+// sentinel's kind, else the outcome.
+func errKind(err error, outcome string) string {
+	switch {
+	case errors.Is(err, ErrInvalidArgs), errors.Is(err, ErrArgsTooLarge):
+		return "invalid_args"
+	case errors.Is(err, ErrUnknownTool):
+		return "unknown_tool"
+	case errors.Is(err, vfs.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return outcome
 }
 
 // TracerProvider returns the provider the node's spans go to (nil: the

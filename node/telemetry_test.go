@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/agentos-run/agentos/actors/executor"
@@ -79,6 +80,47 @@ func TestTelemetry(t *testing.T) {
 	for k, v := range want {
 		if sums[k] != v {
 			t.Errorf("%s = %g, want %g (all: %v)", k, sums[k], v, sums)
+		}
+	}
+}
+
+// A kernel call's error can quote what a caller sent (a path, SQL): with
+// content capture off its span records only the error's stable kind, never
+// its text; with capture on the text too (issue 29, review: possible PII
+// on spans).
+func TestTelemetryErrorTextOnlyWithCapture(t *testing.T) {
+	for _, capture := range []bool{false, true} {
+		spans := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+		n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *node.Options) { o.TracerProvider, o.CaptureContent = tp, capture })
+		p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/"}}})
+		const secret = "ada.lovelace@example.com"
+		if _, err := call(t, n, p, "read_file", `{"path":"tools/`+secret+`.ts"}`); err == nil {
+			t.Fatal("reading a missing file succeeded")
+		}
+		_ = tp.Shutdown(context.Background())
+		ended := spans.Ended()
+		if len(ended) != 1 {
+			t.Fatalf("spans = %v", ended)
+		}
+		s := ended[0]
+		text := s.Status().Description
+		for _, ev := range s.Events() {
+			for _, a := range ev.Attributes {
+				text += " " + a.Value.Emit()
+			}
+		}
+		var etype string
+		for _, a := range s.Attributes() {
+			if a.Key == "error.type" {
+				etype = a.Value.AsString()
+			}
+		}
+		if s.Status().Code != codes.Error || etype != "not_found" {
+			t.Errorf("capture %v: status %v, error.type %q, want Error and not_found", capture, s.Status(), etype)
+		}
+		if got := strings.Contains(text, secret); got != capture {
+			t.Errorf("capture %v: the error's text on the span (%q): %v, want %v", capture, text, got, capture)
 		}
 	}
 }

@@ -24,7 +24,9 @@
 // IMPORTANT: content (prompts, completions, tool arguments and results) is
 // recorded only when capture is on (CaptureContent): it MAY hold personal
 // data. What is captured is what the model is sent and answers, so the pii
-// section's tokens stand in for the personal data it detects.
+// section's tokens stand in for the personal data it detects. So is the
+// text of a kernel tool's or a tool call's error (FailContent): it quotes
+// what the caller sent; without capture a span has only its error.type.
 //
 // # Export
 //

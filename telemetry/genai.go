@@ -108,6 +108,26 @@ func Fail(span trace.Span, typ string, err error) {
 	span.SetStatus(codes.Error, err.Error())
 }
 
+// FailContent marks span failed with err as Fail does when capture is on.
+// With capture off, err's text (which can quote what a caller sent: a
+// path, a query, personal data) is not recorded: the status says only
+// the stable typ, and no exception event is added.
+func FailContent(span trace.Span, typ string, err error, capture bool) {
+	if err == nil {
+		return
+	}
+	if capture {
+		span.RecordError(err)
+		Fail(span, typ, err)
+		return
+	}
+	if typ == "" {
+		typ = ErrorTypeOther
+	}
+	span.SetAttributes(ErrorType.String(typ))
+	span.SetStatus(codes.Error, typ)
+}
+
 // CaptureContent reports whether GenAI content (messages, tool arguments
 // and results) is recorded on spans: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
 // when it is set to a boolean ("true", "false"), else configured.

@@ -47,6 +47,19 @@ var FetchBinding = Binding{Name: "fetch", Driver: driver.FetchDriver, Op: "fetch
 // operation (driver/mcpdriver), which the generated modules under /mcp call.
 var MCPBinding = Binding{Name: "mcp_call", Driver: mcpdriver.Name, Op: "call", Params: []string{"server", "tool", "args"}}
 
+// MCPResourceBinding is tgp.mcp_read_resource(server, uri): an upstream
+// server's resource (its contents list), under the mcp right on
+// "<server>/resource:<uri>".
+var MCPResourceBinding = Binding{Name: "mcp_read_resource", Driver: mcpdriver.Name, Op: mcpdriver.OpReadResource, Params: []string{"server", "uri"}}
+
+// MCPPromptBinding is tgp.mcp_get_prompt(server, prompt, args): an upstream
+// server's prompt ({description, messages}), under the mcp right on
+// "<server>/prompt:<name>".
+var MCPPromptBinding = Binding{Name: "mcp_get_prompt", Driver: mcpdriver.Name, Op: mcpdriver.OpGetPrompt, Params: []string{"server", "prompt", "args"}}
+
+// MCPBindings are the mcp driver's three bindings.
+var MCPBindings = []Binding{MCPBinding, MCPResourceBinding, MCPPromptBinding}
+
 // Options configure an Executor. The zero value of every field but Root is a
 // sensible default.
 type Options struct {

@@ -127,12 +127,7 @@ func checkDrivers(check func(capability.Right, string) error) driver.Middleware 
 				// Scoped "server/tool": a grant on "github/" covers every
 				// tool of the server github.
 				right = capability.MCP
-				var r struct {
-					Server string `json:"server"`
-					Tool   string `json:"tool"`
-				}
-				_ = json.Unmarshal(c.Request, &r)
-				resource = r.Server + "/" + r.Tool
+				resource = mcpScope(c.Op, c.Request)
 			default:
 				return next.Do(ctx, c)
 			}
@@ -142,6 +137,27 @@ func checkDrivers(check func(capability.Right, string) error) driver.Middleware 
 			return next.Do(ctx, c)
 		})
 	}
+}
+
+// mcpScope is the scope an mcp driver request needs the mcp right on:
+// "server/tool" for a call, "server/resource:<uri>" for a resource read,
+// "server/prompt:<name>" for a prompt (a tool's name has no ':', so none
+// of them is a tool's scope; a grant on "server/" covers all three).
+func mcpScope(op string, req json.RawMessage) string {
+	var r struct {
+		Server string `json:"server"`
+		Tool   string `json:"tool"`
+		URI    string `json:"uri"`
+		Prompt string `json:"prompt"`
+	}
+	_ = json.Unmarshal(req, &r)
+	switch op {
+	case mcpdriver.OpReadResource:
+		return r.Server + "/resource:" + r.URI
+	case mcpdriver.OpGetPrompt:
+		return r.Server + "/prompt:" + r.Prompt
+	}
+	return r.Server + "/" + r.Tool
 }
 
 // chargeDrivers charges the caller, call by call, for the driver calls that

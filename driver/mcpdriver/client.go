@@ -479,22 +479,141 @@ type Request struct {
 	Args   json.RawMessage `json:"args,omitempty"`
 }
 
-// Do implements driver.Device: operation "call" (see the package doc).
+// The operations besides "call": an upstream server's resources and
+// prompts, reached as its tools are (journaled by the run's host, checked
+// against the mcp right on "<server>/resource:<uri>" and
+// "<server>/prompt:<name>", charged one tool call each).
+const (
+	OpCall         = "call"
+	OpReadResource = "read_resource"
+	OpGetPrompt    = "get_prompt"
+)
+
+// ResourceRequest is the "read_resource" operation's request.
+type ResourceRequest struct {
+	Server string `json:"server"`
+	URI    string `json:"uri"`
+}
+
+// PromptRequest is the "get_prompt" operation's request.
+type PromptRequest struct {
+	Server string            `json:"server"`
+	Prompt string            `json:"prompt"`
+	Args   map[string]string `json:"args,omitempty"`
+}
+
+// Do implements driver.Device: operations "call", "read_resource" and
+// "get_prompt" (see the package doc).
 func (c *Client) Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
-	if op != "call" {
-		return nil, driver.Errorf(driver.CodeUnsupported, "mcp has no operation %q (call)", op)
+	var (
+		out json.RawMessage
+		err error
+	)
+	switch op {
+	case OpCall:
+		var r Request
+		if err := strictDecode(req, &r); err != nil {
+			return nil, driver.Errorf(driver.CodeInvalid, "mcp.call: bad arguments: %v; pass {server, tool, args}", err)
+		}
+		out, err = c.Call(ctx, r.Server, r.Tool, r.Args)
+	case OpReadResource:
+		var r ResourceRequest
+		if err := strictDecode(req, &r); err != nil || r.URI == "" {
+			return nil, driver.Errorf(driver.CodeInvalid, "mcp.read_resource: bad arguments (%v): pass {server, uri}, uri not empty", err)
+		}
+		out, err = c.ReadResource(ctx, r.Server, r.URI)
+	case OpGetPrompt:
+		var r PromptRequest
+		if err := strictDecode(req, &r); err != nil || r.Prompt == "" {
+			return nil, driver.Errorf(driver.CodeInvalid, "mcp.get_prompt: bad arguments (%v): pass {server, prompt, args}, args an object of strings", err)
+		}
+		out, err = c.GetPrompt(ctx, r.Server, r.Prompt, r.Args)
+	default:
+		return nil, driver.Errorf(driver.CodeUnsupported, "mcp has no operation %q (call, read_resource, get_prompt)", op)
 	}
-	var r Request
-	dec := json.NewDecoder(strings.NewReader(string(req)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return nil, driver.Errorf(driver.CodeInvalid, "mcp.call: bad arguments: %v; pass {server, tool, args}", err)
-	}
-	out, err := c.Call(ctx, r.Server, r.Tool, r.Args)
 	if err != nil {
 		return nil, asDriverError(err)
 	}
 	return out, nil
+}
+
+// strictDecode decodes req into v, refusing unknown fields.
+func strictDecode(req json.RawMessage, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(req)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// ReadResource reads the resource uri of server and answers its contents
+// (a list of {uri, mimeType, text | blob}) in canonical JSON.
+func (c *Client) ReadResource(ctx context.Context, server, uri string) (json.RawMessage, error) {
+	return c.onSession(ctx, server, "resource "+uri, func(ctx context.Context, cs *mcp.ClientSession) (any, error) {
+		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err != nil {
+			return nil, err
+		}
+		if res.Contents == nil {
+			return []*mcp.ResourceContents{}, nil
+		}
+		return res.Contents, nil
+	})
+}
+
+// GetPrompt gets the prompt name of server with args and answers it
+// ({description, messages}) in canonical JSON.
+func (c *Client) GetPrompt(ctx context.Context, server, name string, args map[string]string) (json.RawMessage, error) {
+	return c.onSession(ctx, server, "prompt "+name, func(ctx context.Context, cs *mcp.ClientSession) (any, error) {
+		res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"description": res.Description, "messages": res.Messages}, nil
+	})
+}
+
+// onSession runs fn on server's session, bounded by its timeout, and
+// encodes what it answers canonically. Errors as Call's: a protocol error
+// is the server's refusal (CodeInvalid); a transport error drops the
+// session (ErrUnavailable; the next request reconnects).
+func (c *Client) onSession(ctx context.Context, server, what string, fn func(context.Context, *mcp.ClientSession) (any, error)) (json.RawMessage, error) {
+	c.closeMu.RLock()
+	defer c.closeMu.RUnlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	s, err := c.server(server)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	cs, err := c.session(ctx, s)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.timeout())
+	defer cancel()
+	answer, err := fn(cctx, cs)
+	if err != nil {
+		var we *mcpWireError
+		if errors.As(err, &we) {
+			return nil, driver.Errorf(driver.CodeInvalid, "%s: %s: the server refused it: %s", server, what, we.Message)
+		}
+		if ctx.Err() != nil {
+			return nil, driver.Errorf(driver.CodeUnavailable, "%s: %s: the run ended: %v", server, what, context.Cause(ctx))
+		}
+		s.mu.Lock()
+		if s.cs == cs {
+			c.drop(s, err)
+		}
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s: %s: %v (the next call reconnects)", ErrUnavailable, server, what, err)
+	}
+	b, err := canonical(answer)
+	if err != nil {
+		return nil, driver.Errorf(driver.CodeIO, "%s: %s: encoding the answer: %v", server, what, err)
+	}
+	return b, nil
 }
 
 // asDriverError gives err the code a tool sees.

@@ -5,12 +5,23 @@
 //
 // # Protocol
 //
-// One operation, "call" (executor.MCPBinding makes it
-// tgp.mcp_call(server, tool, args)):
+// Three operations (executor.MCPBindings bind them to tgp):
 //
-//	request  {"server": "github", "tool": "create_issue", "args": {...}}
-//	response the tool's structuredContent when it has one, else its
-//	         content array ([{"type": "text", "text": "..."}, ...])
+//	call           tgp.mcp_call(server, tool, args)
+//	  request  {"server": "github", "tool": "create_issue", "args": {...}}
+//	  response the tool's structuredContent when it has one, else its
+//	           content array ([{"type": "text", "text": "..."}, ...])
+//	read_resource  tgp.mcp_read_resource(server, uri)
+//	  request  {"server": "github", "uri": "repo://agentos/readme"}
+//	  response the contents list ([{"uri", "mimeType", "text" | "blob"}])
+//	get_prompt     tgp.mcp_get_prompt(server, prompt, args)
+//	  request  {"server": "github", "prompt": "review", "args": {"pr": "12"}}
+//	  response {"description", "messages": [{"role", "content"}]}
+//
+// Each is a driver call of the run's host: journaled (a replay answers it
+// without the server) and checked against the mcp right on
+// "<server>/<tool>", "<server>/resource:<uri>" or "<server>/prompt:<name>"
+// (actors/executor), charged one tool call.
 //
 // A result with isError is the call's error, a *driver.Error with code
 // CodeToolError whose message is the server's own text: the tool can catch

@@ -94,6 +94,15 @@ func NewServer() *mcp.Server {
 			os.Exit(0)
 			return nil, nil, nil
 		})
+	s.AddResource(&mcp.Resource{URI: "tracker://readme", Name: "readme", MIMEType: "text/plain"},
+		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/plain", Text: "File bugs with create_issue."}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "triage", Description: "Triage an issue.", Arguments: []*mcp.PromptArgument{{Name: "title", Required: true}}},
+		func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Description: "Triage an issue.", Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.TextContent{Text: "Triage the issue: " + r.Params.Arguments["title"]}}}}, nil
+		})
 	return s
 }
 

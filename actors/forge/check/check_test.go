@@ -323,6 +323,8 @@ func TestRisk(t *testing.T) {
 		{"tgp.exec_sql computed", `tgp.exec_sql(q, [b]);`, RiskMedium, 1, 1},
 		{"tgp.read_file", `tgp.read_file("/lib/x.ts");`, RiskLow, 0, 0},
 		{"tgp.mcp_call", `const r = tgp.mcp_call("github", "create_issue", {});`, RiskMedium, 1, 11},
+		{"tgp.mcp_read_resource", `const r = tgp.mcp_read_resource("github", "repo://x/readme");`, RiskMedium, 1, 11},
+		{"tgp.mcp_get_prompt", `const r = tgp.mcp_get_prompt("github", "review", {});`, RiskMedium, 1, 11},
 		{"require an MCP tool", `import createIssue from "/mcp/github/create_issue";`, RiskMedium, 1, 25},
 		{"concatenations", "let s = 'a';\n" + strings.Repeat("s = s + 'b';\n", 11), RiskMedium, 12, 5},
 		{"ten concatenations are fine", "let s = 'a';\n" + strings.Repeat("s += 'b';\n", 10), RiskLow, 0, 0},

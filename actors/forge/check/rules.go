@@ -695,6 +695,8 @@ func (a *analyzer) call(i int32) {
 		a.risk(RiskMedium, at, "writes files (tgp.write_file)")
 	case "mcp_call":
 		a.risk(RiskMedium, at, "calls an MCP server's tool (tgp.mcp_call)")
+	case "mcp_read_resource", "mcp_get_prompt":
+		a.risk(RiskMedium, at, "reads from an MCP server (tgp."+prop+")")
 	case "exec_sql":
 		arg := a.firstArg(i)
 		if sql, ok := a.sqlText(arg); !ok {
