@@ -425,50 +425,17 @@ func (c Config) MaxArgs() int {
 	return node.DefaultMaxArgsBytes
 }
 
-// RetentionConfig bounds the journal: the finished runs beyond any bound
-// are deleted, with the payloads and sources only they used, when a runtime
-// starts, every hour while it runs (RetainEvery), and by 'agentos runs
-// prune'. A run that has not ended (in flight, or waiting for recovery) is
-// never deleted. 0 takes the default; -1 lifts the bound.
-type RetentionConfig struct {
-	// KeepDays keeps the runs started in the last N days. Default 30.
-	KeepDays int `json:"keep_days,omitempty"`
-	// KeepRuns keeps the N most recent runs. Default: no bound.
-	KeepRuns int `json:"keep_runs,omitempty"`
-	// KeepBytes bounds what the journal stores (runs, calls, payloads,
-	// sources), deleting the oldest runs first. Default 1 GiB. The file
-	// keeps its size and reuses the space; 'agentos runs prune' compacts
-	// it.
-	KeepBytes int64 `json:"keep_bytes,omitempty"`
-}
+// RetentionConfig is the retention section (journal.Retention).
+type RetentionConfig = journal.Retention
 
 // Retention defaults.
 const (
-	DefaultKeepDays  = 30
-	DefaultKeepBytes = 1 << 30
+	DefaultKeepDays  = journal.DefaultKeepDays
+	DefaultKeepBytes = journal.DefaultKeepBytes
 )
 
 // PruneOptions returns the retention settings as journal.PruneOptions.
-func (c Config) PruneOptions() journal.PruneOptions {
-	r := c.Retention
-	var o journal.PruneOptions
-	switch {
-	case r.KeepDays == 0:
-		o.OlderThan = DefaultKeepDays * 24 * time.Hour
-	case r.KeepDays > 0:
-		o.OlderThan = time.Duration(r.KeepDays) * 24 * time.Hour
-	}
-	if r.KeepRuns > 0 {
-		o.KeepRuns = r.KeepRuns
-	}
-	switch {
-	case r.KeepBytes == 0:
-		o.KeepBytes = DefaultKeepBytes
-	case r.KeepBytes > 0:
-		o.KeepBytes = r.KeepBytes
-	}
-	return o
-}
+func (c Config) PruneOptions() journal.PruneOptions { return c.Retention.PruneOptions() }
 
 // LoadConfig reads root/agentos.json (config.Load: read once, decoded
 // once, then Validate). A missing file is the default Config; an
@@ -490,7 +457,7 @@ func (c Config) Validate() error {
 		c.validateExecution, c.validateGitStrategy, func() error { return llm.CheckBaseURL(c.LLM.BaseURL) },
 		c.validateGitUpstream, c.validateFetch, c.validateSecrets, c.MCP.Servers.Validate, c.LLM.Validate,
 		c.Tracing.Validate, c.Cluster.Validate, c.PII.Validate, c.Memory.Validate, c.MCP.Serve.Validate,
-		c.Agents.Validate, c.Governance.Validate, c.validateJournal, c.validateCapability, c.Retention.validate,
+		c.Agents.Validate, c.Governance.Validate, c.validateJournal, c.validateCapability, c.Retention.Validate,
 		c.validateReuse, c.validateGrants, c.validateDirs,
 	} {
 		if err := check(); err != nil {
@@ -556,13 +523,6 @@ func (c Config) validateJournal() error {
 func (c Config) validateCapability() error {
 	if env := c.Capability.SigningKeyEnv; env != "" && !config.EnvName(env) {
 		return fmt.Errorf("capability.signing_key_env %q is not an environment variable name: name the variable that holds the key, e.g. \"AGENTOS_CAPABILITY_KEY\" (the key itself never goes in this file)", env)
-	}
-	return nil
-}
-
-func (r RetentionConfig) validate() error {
-	if r.KeepDays < -1 || r.KeepRuns < -1 || r.KeepBytes < -1 {
-		return fmt.Errorf("retention values must be positive, 0 for the default or -1 for no bound")
 	}
 	return nil
 }
