@@ -94,4 +94,3 @@ func (p Config) Validate() error {
 	}
 	return nil
 }
-

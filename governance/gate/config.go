@@ -63,4 +63,3 @@ func (g Config) Validate() error {
 	}
 	return nil
 }
-
