@@ -84,8 +84,11 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	// endpoint; the tool root's configuration and state directory.
 	{"internal/host", "net/http", "the http.Handler of the admin socket's extra routes (node.go, node_journal.go) and of the metrics endpoint (metrics.go)", ""},
 	{"internal/host", "syscall", "the owner of the secret files (Stat_t.Uid)", ""},
-	{"internal/host", osFiles, "the tool root's configuration (agentos.json, reads in config.go), its .agentos state directories (runtime.go) and the admin socket (node.go)",
+	{"internal/host", osFiles, "the tool root's state: the pii key and names files (config_pii.go), its .agentos state directories (runtime.go) and the admin socket (node.go)",
 		"the secret files (secrets.go: walks and chmods .agentos/secrets, reads secret files) and the quota files (quota.go) should go through an owner (vfs, or a package of the node)"},
+
+	// The configuration reads its own file.
+	{"config", osFiles, "config.Load reads the tool root's agentos.json, once", ""},
 
 	// The code generator writes the .pb.go files beside their .proto.
 	{"internal/protogen", osFiles, "go generate: reads .proto files and writes the generated Go beside them", ""},

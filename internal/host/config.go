@@ -1,10 +1,7 @@
 package host
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -19,10 +16,18 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/cluster"
+	"github.com/agentos-run/agentos/config"
 	"github.com/agentos-run/agentos/driver/llm"
+	"github.com/agentos-run/agentos/driver/mcpdriver"
+	"github.com/agentos-run/agentos/governance/approval"
+	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/internal/scaffold"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/mcpserver"
+	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/telemetry"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -45,8 +50,17 @@ var JournalFile = filepath.Join(StateDir, "journal.db")
 // it runs.
 var QuotaFile = filepath.Join(StateDir, "quota.db")
 
-// Config is a tool root's configuration, read from agentos.json. Every field
-// is optional: the zero value is the documented default.
+// Config is a tool root's configuration, read from agentos.json
+// (LoadConfig, through package config: once, decoded once). Every field is
+// optional: the zero value is the documented default.
+//
+// It is the file's schema, composed here as the node is: each section is
+// declared, with its JSON tags, defaults and Validate, by the package that
+// uses it (cluster.Config, memory.Config, llm.Section, pii.Config,
+// telemetry.Config, the mcp driver's and server's, the approval and
+// registration gates'); the top-level keys and the sections kept here
+// belong to the actors (executor limits, isolation, quotas checked against
+// the kernel's meters), which only the composition root may import.
 type Config struct {
 	// ToolsDir is the directory of tools under the root. Default "tools".
 	ToolsDir string `json:"tools_dir,omitempty"`
@@ -115,7 +129,7 @@ type Config struct {
 	// LLM is the model forge_tool asks. Default: from the environment
 	// (AGENTOS_LLM_BASE_URL, AGENTOS_LLM_MODEL, key in AGENTOS_LLM_API_KEY);
 	// none configured: forge_tool says so.
-	LLM LLMConfig `json:"llm,omitzero"`
+	LLM llm.Section `json:"llm,omitzero"`
 	// SQL is the database exec_sql reaches. Default: the SQLite file
 	// .agentos/data.db.
 	SQL SQLConfig `json:"sql,omitzero"`
@@ -137,7 +151,7 @@ type Config struct {
 	ReuseThreshold float64 `json:"reuse_threshold,omitempty"`
 	// Cluster makes the node a member of a cluster of agentos nodes (see
 	// ClusterConfig and docs/CLUSTER.md). Default: the node is alone.
-	Cluster ClusterConfig `json:"cluster,omitzero"`
+	Cluster cluster.Config `json:"cluster,omitzero"`
 	// Capability configures capability tokens: the key that signs them.
 	// Default: a random key per process (see CapabilityConfig).
 	Capability CapabilityConfig `json:"capability,omitzero"`
@@ -146,7 +160,7 @@ type Config struct {
 	MCP MCPConfig `json:"mcp,omitzero"`
 	// PII replaces personal data in what drivers return by stable tokens
 	// before it reaches a model (see PIIConfig). Default: off.
-	PII PIIConfig `json:"pii,omitzero"`
+	PII pii.Config `json:"pii,omitzero"`
 	// Governance governs forged tools: the approval gate and the
 	// registration gate (see GovernanceConfig and docs/GOVERNANCE.md).
 	// Default: high- and critical-risk tools wait for an approval, and a
@@ -155,7 +169,7 @@ type Config struct {
 	Governance GovernanceConfig `json:"governance,omitzero"`
 	// Memory is the agents' memory: context paging and long-term memory
 	// (see MemoryConfig). Default: no paging, memory in .agentos/memory.db.
-	Memory MemoryConfig `json:"memory,omitzero"`
+	Memory memory.Config `json:"memory,omitzero"`
 	// MetricsAddr, when set (e.g. "127.0.0.1:9464"), serves the runtime's
 	// metrics in the Prometheus text format at http://MetricsAddr/metrics.
 	MetricsAddr string `json:"metrics_addr,omitempty"`
@@ -259,75 +273,23 @@ func (c Config) ClusterCapabilityKey() ([]byte, error) {
 	return c.CapabilityKey()
 }
 
-// LLMConfig configures the LLM driver (any OpenAI-compatible chat
-// completions server: OpenAI, vLLM, Ollama, llama.cpp's server).
-type LLMConfig struct {
-	BaseURL string `json:"base_url,omitempty"`
-	Model   string `json:"model,omitempty"`
-	// APIKeyEnv names the environment variable holding the key (default
-	// AGENTOS_LLM_API_KEY). IMPORTANT: the key itself never goes in this
-	// file.
-	APIKeyEnv string `json:"api_key_env,omitempty"`
-	// Prices in USD per million tokens, charged to the cost_usd quota.
-	PriceInPerMTok  float64 `json:"price_in_per_mtok,omitempty"`
-	PriceOutPerMTok float64 `json:"price_out_per_mtok,omitempty"`
-	// ForgeAttempts bounds a forge's generate-check-test rounds. Default 3.
-	ForgeAttempts int `json:"forge_attempts,omitempty"`
-	// Timeout bounds one model request. Default 120 s; a CPU model
-	// writing a tool and its tests MAY need more.
-	Timeout Duration `json:"timeout,omitzero"`
-	// MaxTokens caps each answer (sent as max_tokens). nil: 4096; 0: no
-	// cap is sent (the server's default).
-	MaxTokens *int `json:"max_tokens,omitempty"`
-	// ParallelToolCalls is sent as parallel_tool_calls. nil: the server's
-	// default.
-	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
-	// TextToolCalls reads tool calls the model writes as text (Hermes
-	// <tool_call>, Mistral [TOOL_CALLS], Llama JSON). nil: true.
-	TextToolCalls *bool `json:"text_tool_calls,omitempty"`
-	// Retries is how many times a forge asks again after a transient
-	// model error (unreachable, 5xx, 429, timeout). nil: 2.
-	Retries *int `json:"retries,omitempty"`
-}
+// Sections declared by the packages that use them, under their former
+// names here.
+type (
+	Duration        = config.Duration
+	LLMConfig       = llm.Section
+	ClusterConfig   = cluster.Config
+	EtcdConfig      = cluster.EtcdConfig
+	MemoryConfig    = memory.Config
+	PIIConfig       = pii.Config
+	MCPServerConfig = mcpdriver.ServerConfig
+	MCPServeConfig  = mcpserver.Config
+	ApprovalConfig  = approval.Config
+	GateConfig      = gate.Config
+)
 
 // DefaultMaxTokens caps a model answer when llm.max_tokens is not set.
-const DefaultMaxTokens = 4096
-
-// DriverConfig is the llm driver's configuration for this section, defaults applied.
-func (c LLMConfig) DriverConfig() llm.Config {
-	return llm.Config{BaseURL: c.BaseURL, Model: c.Model, APIKeyEnv: c.APIKeyEnv, PriceInPerMTok: c.PriceInPerMTok,
-		PriceOutPerMTok: c.PriceOutPerMTok, Timeout: time.Duration(c.Timeout), MaxTokens: intOr(c.MaxTokens, DefaultMaxTokens),
-		ParallelToolCalls: c.ParallelToolCalls, NoTextToolCalls: c.TextToolCalls != nil && !*c.TextToolCalls}
-}
-
-// forgeRetries is forge.Options.ModelRetries (negative: none).
-func (c LLMConfig) forgeRetries() int {
-	if c.Retries != nil && *c.Retries == 0 {
-		return -1
-	}
-	return intOr(c.Retries, 0)
-}
-
-func (c LLMConfig) validate(path string) error {
-	switch {
-	case c.Timeout < 0:
-		return fmt.Errorf("%s: llm.timeout %s is negative: give a duration such as \"5m\"", path, time.Duration(c.Timeout))
-	case c.MaxTokens != nil && *c.MaxTokens < 0:
-		return fmt.Errorf("%s: llm.max_tokens %d is negative: give a positive cap, or 0 to send none", path, *c.MaxTokens)
-	case c.Retries != nil && *c.Retries < 0:
-		return fmt.Errorf("%s: llm.retries %d is negative: give 0 (no retry) or more", path, *c.Retries)
-	case c.ForgeAttempts < 0:
-		return fmt.Errorf("%s: llm.forge_attempts %d is negative", path, c.ForgeAttempts)
-	}
-	return nil
-}
-
-func intOr(p *int, def int) int {
-	if p == nil {
-		return def
-	}
-	return *p
-}
+const DefaultMaxTokens = llm.DefaultMaxTokens
 
 // SQLConfig configures the sql driver.
 type SQLConfig struct {
@@ -408,8 +370,19 @@ func (c Config) DefaultGrants() []capability.Grant {
 	return grants
 }
 
-// limits converts a quota map, refusing unknown meters.
+// limits converts a quota map, refusing unknown meters; an error starts
+// with path.
 func limits(path, field string, q map[string]float64) (capability.Limits, error) {
+	l, err := quotaLimits(field, q)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return l, nil
+}
+
+// quotaLimits converts the quota map at key field, refusing unknown
+// meters and negative limits.
+func quotaLimits(field string, q map[string]float64) (capability.Limits, error) {
 	if len(q) == 0 {
 		return nil, nil
 	}
@@ -417,10 +390,10 @@ func limits(path, field string, q map[string]float64) (capability.Limits, error)
 	for k, v := range q {
 		m := capability.Meter(k)
 		if !slices.Contains(kernel.Meters, m) {
-			return nil, fmt.Errorf("%s: %s has an unknown meter %q: use one of %v", path, field, k, kernel.Meters)
+			return nil, fmt.Errorf("%s has an unknown meter %q: use one of %v", field, k, kernel.Meters)
 		}
 		if v < 0 {
-			return nil, fmt.Errorf("%s: %s.%s must not be negative", path, field, k)
+			return nil, fmt.Errorf("%s.%s must not be negative", field, k)
 		}
 		out[m] = v
 	}
@@ -452,178 +425,137 @@ func (c Config) MaxArgs() int {
 	return node.DefaultMaxArgsBytes
 }
 
-// RetentionConfig bounds the journal: the finished runs beyond any bound
-// are deleted, with the payloads and sources only they used, when a runtime
-// starts, every hour while it runs (RetainEvery), and by 'agentos runs
-// prune'. A run that has not ended (in flight, or waiting for recovery) is
-// never deleted. 0 takes the default; -1 lifts the bound.
-type RetentionConfig struct {
-	// KeepDays keeps the runs started in the last N days. Default 30.
-	KeepDays int `json:"keep_days,omitempty"`
-	// KeepRuns keeps the N most recent runs. Default: no bound.
-	KeepRuns int `json:"keep_runs,omitempty"`
-	// KeepBytes bounds what the journal stores (runs, calls, payloads,
-	// sources), deleting the oldest runs first. Default 1 GiB. The file
-	// keeps its size and reuses the space; 'agentos runs prune' compacts
-	// it.
-	KeepBytes int64 `json:"keep_bytes,omitempty"`
-}
+// RetentionConfig is the retention section (journal.Retention).
+type RetentionConfig = journal.Retention
 
 // Retention defaults.
 const (
-	DefaultKeepDays  = 30
-	DefaultKeepBytes = 1 << 30
+	DefaultKeepDays  = journal.DefaultKeepDays
+	DefaultKeepBytes = journal.DefaultKeepBytes
 )
 
 // PruneOptions returns the retention settings as journal.PruneOptions.
-func (c Config) PruneOptions() journal.PruneOptions {
-	r := c.Retention
-	var o journal.PruneOptions
-	switch {
-	case r.KeepDays == 0:
-		o.OlderThan = DefaultKeepDays * 24 * time.Hour
-	case r.KeepDays > 0:
-		o.OlderThan = time.Duration(r.KeepDays) * 24 * time.Hour
-	}
-	if r.KeepRuns > 0 {
-		o.KeepRuns = r.KeepRuns
-	}
-	switch {
-	case r.KeepBytes == 0:
-		o.KeepBytes = DefaultKeepBytes
-	case r.KeepBytes > 0:
-		o.KeepBytes = r.KeepBytes
-	}
-	return o
+func (c Config) PruneOptions() journal.PruneOptions { return c.Retention.PruneOptions() }
+
+// LoadConfig reads root/agentos.json (config.Load: read once, decoded
+// once, then Validate). A missing file is the default Config; an
+// unreadable or malformed one, or one with an unknown field, is an error
+// naming the file and what to fix: nothing a user wrote is ignored
+// silently.
+func LoadConfig(root string) (Config, error) {
+	var c Config
+	err := config.Load(root, &c)
+	return c, err
 }
 
-// Duration is a time.Duration written in JSON as a string such as "1.5s".
-type Duration time.Duration
-
-// MarshalJSON writes d as a Go duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// UnmarshalJSON reads a Go duration string ("500ms", "5s").
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("a duration must be a string such as \"5s\" or \"500ms\"")
+// Validate checks the configuration without touching a file: the
+// top-level keys, and each section with its own Validate, in the order a
+// reader meets them in docs/CONFIG.md; the first error wins. An error
+// names the key and what to write instead (LoadConfig adds the file).
+func (c Config) Validate() error {
+	for _, check := range []func() error{
+		c.validateExecution, c.validateGitStrategy, func() error { return llm.CheckBaseURL(c.LLM.BaseURL) },
+		c.validateGitUpstream, c.validateFetch, c.validateSecrets, c.MCP.Servers.Validate, c.LLM.Validate,
+		c.Tracing.Validate, c.Cluster.Validate, c.PII.Validate, c.Memory.Validate, c.MCP.Serve.Validate,
+		c.Agents.Validate, c.Governance.Validate, c.validateJournal, c.validateCapability, c.Retention.Validate,
+		c.validateReuse, c.validateGrants, c.validateDirs,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("bad duration %q: use a form such as \"5s\" or \"500ms\"", s)
-	}
-	if v <= 0 {
-		return fmt.Errorf("duration %q must be positive", s)
-	}
-	*d = Duration(v)
 	return nil
 }
 
-// LoadConfig reads root/agentos.json. A missing file is the default Config;
-// an unreadable or malformed one, or one with an unknown field, is an error
-// naming the file and what to fix: nothing a user wrote is ignored silently.
-func LoadConfig(root string) (Config, error) {
-	var c Config
-	path := filepath.Join(root, ConfigFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return c, nil
-	}
-	if err != nil {
-		return c, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if err := decodeConfig(path, b, &c); err != nil {
-		return c, err
-	}
-	if err := c.validate(path); err != nil {
-		return c, fmt.Errorf("%w (every key of %s is documented in %s)", err, ConfigFile, ConfigDoc)
-	}
-	return c, nil
-}
-
-func (c Config) validate(path string) error {
+// validateExecution checks isolation, confine and limits.
+func (c Config) validateExecution() error {
 	switch c.Isolation {
 	case "", string(executor.IsolationProcess), string(executor.IsolationInProcess):
 	default:
-		return fmt.Errorf("%s: isolation %q is not known: use %q or %q", path, c.Isolation, executor.IsolationProcess, executor.IsolationInProcess)
+		return fmt.Errorf("isolation %q is not known: use %q or %q", c.Isolation, executor.IsolationProcess, executor.IsolationInProcess)
 	}
 	switch executor.Confine(c.Confine) {
 	case "", executor.ConfineBestEffort, executor.ConfineRequired, executor.ConfineOff:
 	default:
-		return fmt.Errorf("%s: confine %q is not known: use %q (the default), %q or %q", path, c.Confine, executor.ConfineBestEffort, executor.ConfineRequired, executor.ConfineOff)
+		return fmt.Errorf("confine %q is not known: use %q (the default), %q or %q", c.Confine, executor.ConfineBestEffort, executor.ConfineRequired, executor.ConfineOff)
 	}
 	if c.Limits.MemoryMB < 0 || c.Limits.MaxCallDepth < 0 || c.Limits.MaxOutputBytes < 0 || c.Limits.MaxArgsBytes < 0 {
-		return fmt.Errorf("%s: limits must not be negative", path)
+		return fmt.Errorf("limits must not be negative")
 	}
+	return nil
+}
+
+func (c Config) validateGitStrategy() error {
 	switch c.Git.Strategy {
 	case "", "direct", "pr":
-	default:
-		return fmt.Errorf("%s: git.strategy %q is not known: use \"direct\" or \"pr\"", path, c.Git.Strategy)
+		return nil
 	}
-	if err := checkBaseURL(c.LLM.BaseURL); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
+	return fmt.Errorf("git.strategy %q is not known: use \"direct\" or \"pr\"", c.Git.Strategy)
+}
+
+func (c Config) validateGitUpstream() error {
 	if u, err := url.Parse(c.Git.Upstream); err == nil && u.User != nil {
-		return fmt.Errorf("%s: git.upstream carries credentials; remove them and put the token in the environment variable %s", path, orDefault(c.Git.TokenEnv, "AGENTOS_GIT_TOKEN"))
+		return fmt.Errorf("git.upstream carries credentials; remove them and put the token in the environment variable %s", orDefault(c.Git.TokenEnv, "AGENTOS_GIT_TOKEN"))
 	}
+	return nil
+}
+
+func (c Config) validateFetch() error {
 	for _, p := range c.Fetch.Allow {
 		if err := checkPrefix(p); err != nil {
-			return fmt.Errorf("%s: fetch.allow %v", path, err)
-		}
-	}
-	if err := c.validateSections(path); err != nil {
-		return err
-	}
-	if _, err := c.journalDurability(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if c.JournalLease != 0 && time.Duration(c.JournalLease) < time.Second {
-		return fmt.Errorf("%s: journal_lease %s is too short: a claim is renewed every third of it, and a node slower than that would lose its runs to another; use 1s or more (default 30s)", path, time.Duration(c.JournalLease))
-	}
-	if env := c.Capability.SigningKeyEnv; env != "" && !envName().MatchString(env) {
-		return fmt.Errorf("%s: capability.signing_key_env %q is not an environment variable name: name the variable that holds the key, e.g. \"AGENTOS_CAPABILITY_KEY\" (the key itself never goes in this file)", path, env)
-	}
-	if r := c.Retention; r.KeepDays < -1 || r.KeepRuns < -1 || r.KeepBytes < -1 {
-		return fmt.Errorf("%s: retention values must be positive, 0 for the default or -1 for no bound", path)
-	}
-	if c.ReuseThreshold < 0 || c.ReuseThreshold > 1 {
-		return fmt.Errorf("%s: reuse_threshold %g must be between 0 and 1", path, c.ReuseThreshold)
-	}
-	if _, err := limits(path, "quota", c.Quota); err != nil {
-		return err
-	}
-	if _, err := limits(path, "agent.quota", c.Agent.Quota); err != nil {
-		return err
-	}
-	for _, g := range c.Agent.Grants {
-		if !slices.Contains(allRights, g.Right) {
-			return fmt.Errorf("%s: agent.grants has an unknown right %q: use one of %v", path, g.Right, allRights)
-		}
-	}
-	for _, d := range append(append([]string{}, c.WriteDirs...), c.ToolsDir, c.Journal, c.SQL.SQLite) {
-		if strings.HasPrefix(d, "/") || strings.HasPrefix(filepath.Clean(d), "..") {
-			return fmt.Errorf("%s: %q must be a directory inside the tool root, written relative to it", path, d)
+			return fmt.Errorf("fetch.allow %v", err)
 		}
 	}
 	return nil
 }
 
-// validateSections validates each section that knows its own rules, in
-// the order a reader meets them in docs/CONFIG.md; the first error wins.
-func (c Config) validateSections(path string) error {
-	tracing := func(path string) error {
-		if err := c.Tracing.Validate(); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		return nil
+// validateJournal checks journal_durability and journal_lease.
+func (c Config) validateJournal() error {
+	if _, err := c.journalDurability(); err != nil {
+		return err
 	}
-	for _, validate := range []func(string) error{
-		c.validateSecrets, c.validateMCPServers, c.LLM.validate, tracing, c.Cluster.validate,
-		c.PII.validate, c.Memory.validate, c.MCP.Serve.validate, c.Agents.validate, c.Governance.validate,
-	} {
-		if err := validate(path); err != nil {
-			return err
+	if c.JournalLease != 0 && time.Duration(c.JournalLease) < time.Second {
+		return fmt.Errorf("journal_lease %s is too short: a claim is renewed every third of it, and a node slower than that would lose its runs to another; use 1s or more (default 30s)", time.Duration(c.JournalLease))
+	}
+	return nil
+}
+
+func (c Config) validateCapability() error {
+	if env := c.Capability.SigningKeyEnv; env != "" && !config.EnvName(env) {
+		return fmt.Errorf("capability.signing_key_env %q is not an environment variable name: name the variable that holds the key, e.g. \"AGENTOS_CAPABILITY_KEY\" (the key itself never goes in this file)", env)
+	}
+	return nil
+}
+
+func (c Config) validateReuse() error {
+	if c.ReuseThreshold < 0 || c.ReuseThreshold > 1 {
+		return fmt.Errorf("reuse_threshold %g must be between 0 and 1", c.ReuseThreshold)
+	}
+	return nil
+}
+
+// validateGrants checks quota, agent.quota and agent.grants.
+func (c Config) validateGrants() error {
+	if _, err := quotaLimits("quota", c.Quota); err != nil {
+		return err
+	}
+	if _, err := quotaLimits("agent.quota", c.Agent.Quota); err != nil {
+		return err
+	}
+	for _, g := range c.Agent.Grants {
+		if !slices.Contains(allRights, g.Right) {
+			return fmt.Errorf("agent.grants has an unknown right %q: use one of %v", g.Right, allRights)
+		}
+	}
+	return nil
+}
+
+// validateDirs checks that write_dirs, tools_dir, journal and sql.sqlite
+// stay inside the tool root.
+func (c Config) validateDirs() error {
+	for _, d := range append(append([]string{}, c.WriteDirs...), c.ToolsDir, c.Journal, c.SQL.SQLite) {
+		if !config.InsideRoot(d) {
+			return fmt.Errorf("%q must be a directory inside the tool root, written relative to it", d)
 		}
 	}
 	return nil
@@ -693,20 +625,4 @@ func Init(dir string, opts InitOptions) (created []string, err error) {
 		return nil, fmt.Errorf("the existing configuration is invalid, fix it first: %w", err)
 	}
 	return scaffold.Init(dir, scaffold.Options{ToolsDir: cfg.Tools(), Upstream: opts.Upstream, NoGit: opts.NoGit})
-}
-
-// checkBaseURL refuses an llm.base_url the model client could not use ("":
-// the default): at load, not at the first model request.
-func checkBaseURL(raw string) error {
-	if raw == "" {
-		return nil
-	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return fmt.Errorf("llm.base_url %q is not an http(s) URL: write it like http://127.0.0.1:8080/v1", raw)
-	case strings.HasSuffix(u.Host, ":"):
-		return fmt.Errorf("llm.base_url %q has an empty port after the host's ':': give the port (e.g. http://127.0.0.1:8080/v1) or drop the ':'", raw)
-	}
-	return nil
 }

@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/config"
 	"github.com/agentos-run/agentos/persona"
 )
 
@@ -95,52 +95,52 @@ func (c AgentsConfig) TemplateNames() []string {
 	return names
 }
 
-// validate checks the agents section (called from Config.validate).
-func (c AgentsConfig) validate(path string) error {
-	if d := c.PersonasDir; d != "" && (filepath.IsAbs(d) || strings.HasPrefix(filepath.Clean(d), "..") || filepath.Clean(d) == ".") {
-		return fmt.Errorf("%s: agents.personas_dir %q must be a directory inside the tool root, written relative to it (default \"personas\")", path, d)
+// Validate checks the agents section, naming the key that is wrong.
+func (c AgentsConfig) Validate() error {
+	if d := c.PersonasDir; d != "" && (!config.InsideRoot(d) || filepath.Clean(d) == ".") {
+		return fmt.Errorf("agents.personas_dir %q must be a directory inside the tool root, written relative to it (default \"personas\")", d)
 	}
 	if c.Persona != "" {
 		if name, _ := persona.SplitRef(c.Persona); persona.CheckName(name) != nil {
-			return fmt.Errorf("%s: agents.persona %q: %v", path, c.Persona, persona.CheckName(name))
+			return fmt.Errorf("agents.persona %q: %v", c.Persona, persona.CheckName(name))
 		}
 	}
 	for _, n := range c.TemplateNames() {
 		t := c.Templates[n]
 		if err := persona.CheckName(n); err != nil {
-			return fmt.Errorf("%s: agents.templates: template %v", path, err)
+			return fmt.Errorf("agents.templates: template %v", err)
 		}
 		if t.Persona != "" {
 			if name, _ := persona.SplitRef(t.Persona); persona.CheckName(name) != nil {
-				return fmt.Errorf("%s: agents.templates.%s.persona %q: %v", path, n, t.Persona, persona.CheckName(name))
+				return fmt.Errorf("agents.templates.%s.persona %q: %v", n, t.Persona, persona.CheckName(name))
 			}
 		}
 		for _, g := range t.Grants {
 			if !slices.Contains(allRights, g.Right) {
-				return fmt.Errorf("%s: agents.templates.%s.grants has an unknown right %q: use one of %v", path, n, g.Right, allRights)
+				return fmt.Errorf("agents.templates.%s.grants has an unknown right %q: use one of %v", n, g.Right, allRights)
 			}
 		}
-		if _, err := limits(path, "agents.templates."+n+".quota", t.Quota); err != nil {
+		if _, err := quotaLimits("agents.templates."+n+".quota", t.Quota); err != nil {
 			return err
 		}
 		if t.MaxSteps < 0 {
-			return fmt.Errorf("%s: agents.templates.%s.max_steps %d must be positive (0: 20)", path, n, t.MaxSteps)
+			return fmt.Errorf("agents.templates.%s.max_steps %d must be positive (0: 20)", n, t.MaxSteps)
 		}
 	}
 	tc := c.Tournament
 	if tc.Variants < 0 || tc.Variants > 20 {
-		return fmt.Errorf("%s: agents.tournament.variants %d: use 1 to 20 (0: 3)", path, tc.Variants)
+		return fmt.Errorf("agents.tournament.variants %d: use 1 to 20 (0: 3)", tc.Variants)
 	}
 	if tc.Margin < 0 {
-		return fmt.Errorf("%s: agents.tournament.margin %g must not be negative", path, tc.Margin)
+		return fmt.Errorf("agents.tournament.margin %g must not be negative", tc.Margin)
 	}
 	if w := tc.Weights; w.Score < 0 || w.Tokens < 0 || w.USD < 0 || w.Seconds < 0 {
-		return fmt.Errorf("%s: agents.tournament.weights must not be negative", path)
+		return fmt.Errorf("agents.tournament.weights must not be negative")
 	}
 	if tc.MaxTokens < 0 {
-		return fmt.Errorf("%s: agents.tournament.max_tokens %d must be positive (0: the server's default)", path, tc.MaxTokens)
+		return fmt.Errorf("agents.tournament.max_tokens %d must be positive (0: the server's default)", tc.MaxTokens)
 	}
-	if _, err := limits(path, "agents.tournament.quota", tc.Quota); err != nil {
+	if _, err := quotaLimits("agents.tournament.quota", tc.Quota); err != nil {
 		return err
 	}
 	return nil

@@ -2,11 +2,8 @@ package host
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"time"
 
-	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -30,103 +27,12 @@ type GovernanceConfig struct {
 	Gate GateConfig `json:"gate,omitzero"`
 }
 
-// ApprovalConfig is the approval gate (docs/GOVERNANCE.md): a run
-// of a tool whose check_tool risk is in Levels waits until that version of
-// the tool is approved ('agentos approve', Runtime.Approve, an MCP
-// client's confirmation). The zero value is the gate on with the defaults.
-type ApprovalConfig struct {
-	// Off turns the gate off: every tool runs unasked. Default false.
-	Off bool `json:"off,omitempty"`
-	// Levels are the risk levels needing an approval: any of "low",
-	// "medium", "high", "critical". Default ["high", "critical"].
-	Levels []string `json:"levels,omitempty"`
-	// Rights, when set, limit the gate to runs by callers holding at
-	// least one of these rights (e.g. ["write", "fetch", "sql"]): a tool
-	// runs with its caller's rights only. Default: every caller.
-	Rights []string `json:"rights,omitempty"`
-	// Paths, when set, limit the gate to these tools, relative to the
-	// tool root: "tools/pay/" a directory, "tools/*.ts" a glob,
-	// "tools/x.ts" one tool. Default: every tool.
-	Paths []string `json:"paths,omitempty"`
-	// Timeout bounds how long a run waits for its approval, then fails
-	// with approval_timeout (the request stays pending). Default 5m.
-	Timeout Duration `json:"timeout,omitzero"`
-}
-
-// Policy is the gate's policy of the configuration.
-func (a ApprovalConfig) Policy() approval.Policy {
-	return approval.Policy{Off: a.Off, Levels: a.Levels, Rights: a.Rights, Paths: a.Paths, Timeout: time.Duration(a.Timeout)}
-}
-
-// validate checks governance (called from Config.validate).
-func (g GovernanceConfig) validate(path string) error {
-	if err := g.Approval.Policy().Validate("governance.approval"); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+// Validate checks governance.approval, then governance.gate.
+func (g GovernanceConfig) Validate() error {
+	if err := g.Approval.Validate(); err != nil {
+		return err
 	}
-	for _, r := range g.Approval.Rights {
-		switch r {
-		case "read", "write", "exec", "spawn", "fetch", "sql", "llm", "mcp":
-		default:
-			return fmt.Errorf("%s: governance.approval.rights: %q is not a right: use read, write, exec, spawn, fetch, sql, llm or mcp", path, r)
-		}
-	}
-	return g.Gate.validate(path)
-}
-
-// GateConfig configures the registration gate. The zero value replays the
-// 5 most recent runs of the previous version and warns (the write lands
-// with the report).
-type GateConfig struct {
-	// Runs is how many of the previous version's most recent recorded runs
-	// are replayed against the new version. Default 5; 0 disables the gate.
-	Runs *int `json:"runs,omitempty"`
-	// Policy is "warn" (default: the write lands, the report goes with the
-	// reply) or "block" (a write whose gate finds a run with a different
-	// result or a divergence is refused: nothing is written, registered or
-	// committed).
-	Policy string `json:"policy,omitempty"`
-	// BlockOnError, with policy "block", also refuses a write when a run
-	// could not be judged (the replay failed or stopped at a limit, as a
-	// version that loops does). Default (absent): true with policy
-	// "block", so that a timeout does not let a change through unjudged;
-	// false explicitly reports such runs without refusing the write.
-	// Ignored with policy "warn".
-	BlockOnError *bool `json:"block_on_error,omitempty"`
-	// Timeout caps one replay's timeout (its recorded one when shorter).
-	// Default "10s".
-	Timeout Duration `json:"timeout,omitzero"`
-}
-
-// Options is the gate.Options this configuration stands for (Runs 0 is
-// gate's "disabled", -1).
-func (g GateConfig) Options() gate.Options {
-	o := gate.Options{Policy: gate.Policy(g.Policy), Timeout: time.Duration(g.Timeout)}
-	if g.BlockOnError != nil {
-		b := *g.BlockOnError
-		o.BlockOnError = &b
-	}
-	if g.Runs != nil {
-		o.Runs = *g.Runs
-		if o.Runs == 0 {
-			o.Runs = -1
-		}
-	}
-	return o
-}
-
-func (g GateConfig) validate(path string) error {
-	if g.Runs != nil && *g.Runs < 0 {
-		return fmt.Errorf("%s: governance.gate.runs %d must be 0 (no gate) or more (default %d)", path, *g.Runs, gate.DefaultRuns)
-	}
-	switch g.Policy {
-	case "", string(gate.PolicyWarn), string(gate.PolicyBlock):
-	default:
-		return fmt.Errorf("%s: governance.gate.policy %q is not known: use \"warn\" (the write lands with the report) or \"block\" (a changed run refuses it)", path, g.Policy)
-	}
-	if g.Timeout < 0 {
-		return fmt.Errorf("%s: governance.gate.timeout must be positive", path)
-	}
-	return nil
+	return g.Gate.Validate()
 }
 
 // CheckAgainstRuns replays the most recent recorded runs of the previous

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/config"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/internal/lazyre"
@@ -58,12 +59,11 @@ type SecretConfig struct {
 
 var (
 	secretName = lazyre.New(`^[A-Za-z0-9_.-]{1,64}$`)
-	envName    = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	tokenChars = lazyre.New("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") // an HTTP header name
 )
 
 // validateSecrets checks the secrets and secret_paths sections.
-func (c Config) validateSecrets(file string) error {
+func (c Config) validateSecrets() error {
 	names := make([]string, 0, len(c.Secrets))
 	for n := range c.Secrets {
 		names = append(names, n)
@@ -71,13 +71,13 @@ func (c Config) validateSecrets(file string) error {
 	sort.Strings(names)
 	for _, n := range names {
 		s := c.Secrets[n]
-		where := fmt.Sprintf("%s: secrets.%s", file, n)
+		where := "secrets." + n
 		switch {
 		case !secretName().MatchString(n):
-			return fmt.Errorf("%s: secrets: the name %q must be 1 to 64 letters, digits, '_', '-' or '.'", file, n)
+			return fmt.Errorf("secrets: the name %q must be 1 to 64 letters, digits, '_', '-' or '.'", n)
 		case s.Env == "":
 			return fmt.Errorf("%s.env is required: name the environment variable that holds the value (the value itself never goes in this file)", where)
-		case !envName().MatchString(s.Env):
+		case !config.EnvName(s.Env):
 			return fmt.Errorf("%s.env %q is not an environment variable name", where, s.Env)
 		case (s.Header == "") == (s.Query == ""):
 			return fmt.Errorf("%s: set exactly one of header (e.g. \"Authorization\") and query (e.g. \"api_key\")", where)
@@ -102,7 +102,7 @@ func (c Config) validateSecrets(file string) error {
 	}
 	for _, p := range c.SecretPaths {
 		if _, err := vfs.Clean(strings.TrimSuffix(p, "/")); err != nil || p == "" || p == "." {
-			return fmt.Errorf("%s: secret_paths %q must be a file or directory inside the tool root, written relative to it", file, p)
+			return fmt.Errorf("secret_paths %q must be a file or directory inside the tool root, written relative to it", p)
 		}
 	}
 	return nil

@@ -64,6 +64,20 @@ func TestLoadConfigErrors(t *testing.T) {
 		{`{"journal_durability": "fsync"}`, `journal_durability "fsync" is not a mode`},
 		{`{"llm": {"base_url": "http://127.0.0.1:/v1"}}`, `llm.base_url "http://127.0.0.1:/v1" has an empty port`},
 		{`{"llm": {"base_url": "127.0.0.1:8080/v1"}}`, `llm.base_url "127.0.0.1:8080/v1" is not an http(s) URL`},
+		// The sections their packages declare keep the file and the key.
+		{`{"llm": {"retries": -1}}`, ConfigFile + `: llm.retries -1 is negative`},
+		{`{"cluster": {"provider": "zk"}}`, ConfigFile + `: cluster.provider "zk" is not known`},
+		{`{"memory": {"window_tokens": 100}}`, ConfigFile + `: memory.window_tokens 100 is too small`},
+		{`{"memory": {"file": "tools/m.db"}}`, ConfigFile + `: memory.file "tools/m.db" is outside .agentos/`},
+		{`{"pii": {"restore_to": ["sql"]}}`, ConfigFile + `: pii.restore_to is set but pii detects nothing`},
+		{`{"pii": {"detect": ["email"], "key_file": "k.key"}}`, ConfigFile + `: pii.key_file "k.key" is outside .agentos/`},
+		{`{"mcp": {"serve": {"http_addr": "nohost"}}}`, ConfigFile + `: mcp.serve.http_addr "nohost" is not host:port`},
+		{`{"mcp": {"servers": {"a": {"command": ["x"], "dir": "../d"}}}}`, ConfigFile + `: mcp.servers.a.dir "../d" must be a directory inside the tool root`},
+		{`{"governance": {"gate": {"policy": "stop"}}}`, ConfigFile + `: governance.gate.policy "stop" is not known`},
+		{`{"governance": {"approval": {"rights": ["sudo"]}}}`, ConfigFile + `: governance.approval.rights: "sudo" is not a right`},
+		{`{"tracing": {"exporter": "zipkin"}}`, ConfigFile + `: tracing.exporter "zipkin" is not known`},
+		{`{"secrets": {"k": {"env": "K", "header": "X"}}}`, ConfigFile + `: secrets.k.allow is required`},
+		{`{"agents": {"templates": {"t": {"quota": {"x": 1}}}}}`, ConfigFile + `: agents.templates.t.quota has an unknown meter "x"`},
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(tc.body), 0o644)

@@ -20,7 +20,7 @@ func (c Config) ForgeReplayOptions(root string) (opts forge.ReplayOptions, close
 		closePII = func() { _ = m.Close() }
 	}
 	return forge.ReplayOptions{
-		Checker: check.New(c.CheckOptions()), MaxAttempts: c.LLM.ForgeAttempts, ModelRetries: c.LLM.forgeRetries(),
-		LessonsLimit: c.Memory.lessons(), PII: tok,
+		Checker: check.New(c.CheckOptions()), MaxAttempts: c.LLM.ForgeAttempts, ModelRetries: c.LLM.ForgeRetries(),
+		LessonsLimit: c.Memory.Lessons(), PII: tok,
 	}, closePII, nil
 }

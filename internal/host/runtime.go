@@ -121,10 +121,10 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if cfg.Cluster, err = cfg.Cluster.WithEnv(nil); err != nil {
 		return nil, fmt.Errorf("agentos: the cluster settings in the environment: %w (see %s)", err, ConfigDoc)
 	}
-	if err := cfg.validate("agentos.Config"); err != nil {
-		return nil, fmt.Errorf("%w (every setting is documented in %s)", err, ConfigDoc)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("agentos.Config: %w (every setting is documented in %s)", err, ConfigDoc)
 	}
-	if err := keyOutsideTree(root, cfg.Cluster.clusterOptions(root).TLS.KeyFile); err != nil {
+	if err := keyOutsideTree(root, cfg.Cluster.Options(root).TLS.KeyFile); err != nil {
 		return nil, err // before the git actor commits what the tree holds
 	}
 	rt = &Runtime{cfg: cfg, root: root, log: cfg.Logger, meter: cfg.MeterProvider}
@@ -481,7 +481,7 @@ func (rt *Runtime) openMemory(context.Context) (closeFunc, error) {
 func (rt *Runtime) openNode(context.Context) (closeFunc, error) {
 	cfg := rt.withMeter()
 	n, err := node.Boot(node.Options{
-		LLM: rt.model, ForgeAttempts: cfg.LLM.ForgeAttempts, ForgeRetries: cfg.LLM.forgeRetries(), Memory: rt.mem, ForgeLessons: cfg.Memory.lessons(),
+		LLM: rt.model, ForgeAttempts: cfg.LLM.ForgeAttempts, ForgeRetries: cfg.LLM.ForgeRetries(), Memory: rt.mem, ForgeLessons: cfg.Memory.Lessons(),
 		Kernel: rt.k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii, Approvals: rt.gate,
 		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(), Gate: cfg.Governance.Gate.Options(),
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, NodeOnly: []string{cfg.Agents.Personas()},
@@ -688,7 +688,7 @@ func (rt *Runtime) agentMemory(name string, window, reserve int, distill bool) (
 	if window > 0 && reserve >= window {
 		return agent.MemorySettings{}, fmt.Errorf("agentos: the agent's reserve of %d tokens leaves nothing of its %d-token window: reserve less (0: an eighth)", reserve, window)
 	}
-	return agent.MemorySettings{WindowTokens: window, ReserveTokens: reserve, Lessons: rt.cfg.Memory.lessons(), Distill: distill || rt.cfg.Memory.Distill}, nil
+	return agent.MemorySettings{WindowTokens: window, ReserveTokens: reserve, Lessons: rt.cfg.Memory.Lessons(), Distill: distill || rt.cfg.Memory.Distill}, nil
 }
 
 // PII returns the tool root's tokenizer, nil when the pii section detects

@@ -35,7 +35,7 @@ func (rt *Runtime) joinCluster(ctx context.Context) error {
 	if !rt.j.Shared() {
 		rt.log.Warn("agentos: this clustered node journals to a local file: a forge it runs is resumed only by this node after a restart, never by another node; set journal.postgres_dsn_env for a journal the cluster shares (docs/CLUSTER.md)")
 	}
-	opts := cc.clusterOptions(rt.root)
+	opts := cc.Options(rt.root)
 	opts.Logger = rt.log
 	m, err := rt.node.JoinCluster(ctx, opts)
 	if err != nil {

@@ -1,4 +1,4 @@
-package host
+package config_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/agentos-run/agentos/config"
+	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/internal/scaffold"
 )
 
 // FuzzDecodeConfig feeds the positional decoder of agentos.json arbitrary
@@ -16,18 +20,18 @@ import (
 // Config types agree on every key). The seeds are the page's full example,
 // the file agentos init writes and a few broken files.
 //
-//	go test ./internal/host -run '^$' -fuzz FuzzDecodeConfig -fuzztime 30s
+//	go test ./config -run '^$' -fuzz FuzzDecodeConfig -fuzztime 30s
 func FuzzDecodeConfig(f *testing.F) {
-	if b, err := os.ReadFile(filepath.Join("..", "..", ConfigDoc)); err == nil {
+	if b, err := os.ReadFile(filepath.Join("..", config.Doc)); err == nil {
 		if m := regexp.MustCompile("(?s)<!-- full example -->\\s*```json\\n(.*?)```").FindSubmatch(b); m != nil {
 			f.Add(m[1])
 		}
 	}
 	dir := f.TempDir()
-	if _, err := Init(dir, InitOptions{NoGit: true}); err != nil {
+	if _, err := scaffold.Init(dir, scaffold.Options{ToolsDir: scaffold.DefaultTools, NoGit: true}); err != nil {
 		f.Fatal(err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, ConfigFile)); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, config.File)); err == nil {
 		f.Add(b)
 	}
 	for _, s := range []string{
@@ -40,10 +44,10 @@ func FuzzDecodeConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var c Config
-		err := decodeConfig(ConfigFile, b, &c)
+		var c host.Config
+		err := config.Decode(config.File, b, &c)
 		if err != nil {
-			var ce *ConfigError
+			var ce *config.Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("a refusal that is no *ConfigError: %T %v", err, err)
 			}
@@ -53,8 +57,8 @@ func FuzzDecodeConfig(f *testing.F) {
 		if err != nil {
 			t.Fatalf("an accepted file does not write back: %v", err)
 		}
-		var d Config
-		if err := decodeConfig(ConfigFile, again, &d); err != nil {
+		var d host.Config
+		if err := config.Decode(config.File, again, &d); err != nil {
 			t.Fatalf("an accepted file, written back, no longer loads: %v\n%s", err, again)
 		}
 		if a, b := mustJSON(t, c), mustJSON(t, d); a != b {
@@ -63,7 +67,7 @@ func FuzzDecodeConfig(f *testing.F) {
 	})
 }
 
-func mustJSON(t *testing.T, c Config) string {
+func mustJSON(t *testing.T, c host.Config) string {
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)

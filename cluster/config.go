@@ -1,4 +1,4 @@
-package host
+package cluster
 
 import (
 	"fmt"
@@ -6,17 +6,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/agentos-run/agentos/cluster"
 )
 
-// ClusterConfig is how a node joins a cluster of agentos nodes (see
+// Config is the "cluster" section of agentos.json: how a node joins a cluster of agentos nodes (see
 // docs/CLUSTER.md). Every field may be overridden by an environment
 // variable (AGENTOS_CLUSTER_<FIELD>, listed with each field) and by the
 // flags of 'agentos serve' (--cluster, --cluster-name, --cluster-port,
 // --health-port, --seeds, --etcd), in that order of precedence: flags over
 // the environment over this file.
-type ClusterConfig struct {
+type Config struct {
 	// Enabled makes the node join the cluster when it starts
 	// (AGENTOS_CLUSTER=1, serve --cluster). Default false: the node is
 	// alone.
@@ -56,7 +54,7 @@ type ClusterConfig struct {
 	// outside the tool root or under .agentos/ (the root's other files are
 	// committed to the upstream): Start refuses it elsewhere. The nodes talk over mutual TLS
 	// with them: a node without a certificate from the CA is never a member
-	// (see cluster.TLS). 'agentos cluster certs' makes them.
+	// (see TLS). 'agentos cluster certs' makes them.
 	Cert string `json:"cert,omitempty"`
 	Key  string `json:"key,omitempty"`
 	CA   string `json:"ca,omitempty"`
@@ -80,9 +78,9 @@ type EtcdConfig struct {
 }
 
 // WithEnv returns c with the AGENTOS_CLUSTER_* environment variables
-// applied (see ClusterConfig's fields), or an error naming the variable
+// applied (see Config's fields), or an error naming the variable
 // that is malformed.
-func (c ClusterConfig) WithEnv(getenv func(string) string) (ClusterConfig, error) {
+func (c Config) WithEnv(getenv func(string) string) (Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -161,45 +159,45 @@ func splitList(s string) []string {
 	return out
 }
 
-// validate checks the cluster settings (file is where they came from).
-func (c ClusterConfig) validate(file string) error {
+// Validate checks the section, naming the key that is wrong.
+func (c Config) Validate() error {
 	switch c.Provider {
-	case "", cluster.ProviderSeeds:
+	case "", ProviderSeeds:
 		for _, s := range c.Seeds {
 			if i := strings.LastIndexByte(s, ':'); i <= 0 || !validPort(s[i+1:]) {
-				return fmt.Errorf("%s: cluster.seeds: %q is not host:port (the health endpoint of a node: its host and cluster.health_port)", file, s)
+				return fmt.Errorf("cluster.seeds: %q is not host:port (the health endpoint of a node: its host and cluster.health_port)", s)
 			}
 		}
-	case cluster.ProviderEtcd:
+	case ProviderEtcd:
 		if c.Enabled && len(c.Etcd.Endpoints) == 0 {
-			return fmt.Errorf("%s: cluster.provider is etcd but cluster.etcd.endpoints is empty: list etcd's client URLs (or set AGENTOS_CLUSTER_ETCD)", file)
+			return fmt.Errorf("cluster.provider is etcd but cluster.etcd.endpoints is empty: list etcd's client URLs (or set AGENTOS_CLUSTER_ETCD)")
 		}
 	default:
-		return fmt.Errorf("%s: cluster.provider %q is not known: use %q (a seed list) or %q", file, c.Provider, cluster.ProviderSeeds, cluster.ProviderEtcd)
+		return fmt.Errorf("cluster.provider %q is not known: use %q (a seed list) or %q", c.Provider, ProviderSeeds, ProviderEtcd)
 	}
 	if c.Port < 0 || c.Port > 65535 || c.HealthPort < 0 || c.HealthPort > 65535 {
-		return fmt.Errorf("%s: cluster.port and cluster.health_port must be port numbers (0: a free port)", file)
+		return fmt.Errorf("cluster.port and cluster.health_port must be port numbers (0: a free port)")
 	}
 	if tls := c.Cert != "" || c.Key != "" || c.CA != ""; tls && (c.Cert == "" || c.Key == "" || c.CA == "") {
-		return fmt.Errorf("%s: cluster.cert, cluster.key and cluster.ca go together (got cert %q, key %q, ca %q): give all three ('agentos cluster certs' makes them)", file, c.Cert, c.Key, c.CA)
+		return fmt.Errorf("cluster.cert, cluster.key and cluster.ca go together (got cert %q, key %q, ca %q): give all three ('agentos cluster certs' makes them)", c.Cert, c.Key, c.CA)
 	}
 	return nil
 }
 
-// clusterOptions are the settings as cluster.Options, relative
+// Options are the settings as the member's Options, relative
 // certificate paths taken under root.
-func (c ClusterConfig) clusterOptions(root string) cluster.Options {
+func (c Config) Options(root string) Options {
 	abs := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {
 			return p
 		}
 		return filepath.Join(root, p)
 	}
-	return cluster.Options{
+	return Options{
 		Name: c.Name, Host: c.Host, Port: c.Port, AdvertisedAddress: c.AdvertisedAddress,
 		Provider: c.Provider, Seeds: c.Seeds, HealthPort: c.HealthPort,
-		Etcd:             cluster.EtcdOptions{Endpoints: c.Etcd.Endpoints, Prefix: c.Etcd.Prefix},
-		TLS:              cluster.TLS{CertFile: abs(c.Cert), KeyFile: abs(c.Key), CAFile: abs(c.CA)},
+		Etcd:             EtcdOptions{Endpoints: c.Etcd.Endpoints, Prefix: c.Etcd.Prefix},
+		TLS:              TLS{CertFile: abs(c.Cert), KeyFile: abs(c.Key), CAFile: abs(c.CA)},
 		InsecureLoopback: c.InsecureLoopback,
 	}
 }
