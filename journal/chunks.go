@@ -351,50 +351,63 @@ func (s *storedEntry) member(side, name string) *chunkMember {
 	return nil
 }
 
-// fill puts a chunked payload back from its skeleton.
+// fill puts a chunked payload back from its skeleton: its pieces first,
+// then one copy into a buffer of the exact size (a conversation's requests
+// are long; growing the buffer as they are put back cost more than the
+// rest of reading them).
 func (d *runDecoder) fill(s *storedEntry, side string, skeleton []byte, set *chunkSet) ([]byte, error) {
 	members, ok := skeletonMembers(skeleton, set)
 	if !ok {
 		return nil, fmt.Errorf("journal: run %s, call #%d: the skeleton of its %s does not match its chunks (the journal is damaged)", d.run, s.Seq, side)
 	}
-	out := make([]byte, 0, len(skeleton)+4096)
+	pieces := make([][]byte, 0, 16)
 	at := 0
 	for i, m := range set.Members {
 		pos := members[i]
-		out = append(out, skeleton[at:pos]...)
+		pieces = append(pieces, skeleton[at:pos])
+		at = pos + 2 // [] or {}
 		if m.Chunk != "" {
 			data, err := d.chunk(s.Seq, side, m.Chunk)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, data...)
-			at = pos + 2 // {}
+			pieces = append(pieces, data)
 			continue
 		}
 		hashes, err := d.list(s.Seq, side, m)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, '[')
+		pieces = append(pieces, open)
 		for k, h := range hashes {
 			data, err := d.chunk(s.Seq, side, h)
 			if err != nil {
 				return nil, err
 			}
 			if k > 0 {
-				out = append(out, ',')
+				pieces = append(pieces, comma)
 			}
-			out = append(out, data...)
+			pieces = append(pieces, data)
 		}
-		out = append(out, ']')
-		at = pos + 2 // []
+		pieces = append(pieces, closing)
 	}
-	out = append(out, skeleton[at:]...)
+	pieces = append(pieces, skeleton[at:])
+	n := 0
+	for _, p := range pieces {
+		n += len(p)
+	}
+	out := make([]byte, 0, n)
+	for _, p := range pieces {
+		out = append(out, p...)
+	}
 	if sum := sha256.Sum256(out); hex.EncodeToString(sum[:]) != set.SHA256 {
 		return nil, fmt.Errorf("journal: run %s, call #%d: its %s, put back from its chunks, does not match the SHA-256 recorded with it (the journal is damaged); delete the run with 'agentos runs prune', or restore the journal from a backup", d.run, s.Seq, side)
 	}
 	return out, nil
 }
+
+// The bytes fill puts between an array's chunks.
+var open, comma, closing = []byte("["), []byte(","), []byte("]")
 
 // skeletonMembers returns where each of set's members' emptied value ([]
 // or {}) starts in skeleton, in order; ok false when they are not there.

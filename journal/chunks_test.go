@@ -239,7 +239,7 @@ func TestDamagedChunk(t *testing.T) {
 			victim = h
 		}
 		for _, damage := range []struct {
-			name string
+			name  string
 			bbolt func(tx *bolt.Tx) error
 			pg    string
 			want  string
