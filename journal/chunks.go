@@ -23,10 +23,12 @@ import (
 // members emptied: [] and {}) and, per payload, a chunkSet: for each
 // member, its chunk, or its list of element chunks written as "the first
 // Keep elements of the same member in call #Base of this run, then Add"
-// (a conversation's next request names only its new messages), and the
-// SHA-256 of the whole payload. Reading a run puts every payload back,
-// byte for byte, and checks it against that hash: Entries, Replayer,
-// Recover and Export never see a chunk. A payload that does not split
+// (a conversation's next request names only its new messages) with the
+// SHA-256 of the whole list of hashes. Reading a run puts every payload
+// back, byte for byte, checking every chunk against its hash and every
+// list against its own (hashing hashes, not the payloads: a
+// conversation's payloads are long, and reading them back is replay's
+// hot path): Entries, Replayer, Recover and Export never see a chunk. A payload that does not split
 // exactly (not an object, escapes in a member name) is stored whole.
 
 // minObjectChunk is the size from which a top-level object member is a
@@ -39,8 +41,6 @@ var DefaultChunkDrivers = []string{"llm"}
 
 // chunkSet says how a payload's skeleton is filled back in.
 type chunkSet struct {
-	// SHA256 is the hex SHA-256 of the whole payload.
-	SHA256  string        `json:"sha256"`
 	Members []chunkMember `json:"members"`
 }
 
@@ -56,6 +56,19 @@ type chunkMember struct {
 	Keep int    `json:"keep,omitempty"`
 	// Add are the element chunks after those.
 	Add []string `json:"add,omitempty"`
+	// List is listHash of the whole list (an array member).
+	List string `json:"list,omitempty"`
+}
+
+// listHash is the hex SHA-256 of an array member's element hashes, in
+// order.
+func listHash(hashes []string) string {
+	buf := make([]byte, 0, len(hashes)*sha256.Size*2)
+	for _, x := range hashes {
+		buf = append(buf, x...)
+	}
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:])
 }
 
 // refs returns the chunks set refers to itself (not through a base).
@@ -117,8 +130,7 @@ func (ck *chunker) chunkPayload(seq uint64, side string, p []byte) (skeleton []b
 	if !ok || len(members) == 0 {
 		return nil, nil, nil, false
 	}
-	sum := sha256.Sum256(p)
-	set = &chunkSet{SHA256: hex.EncodeToString(sum[:])}
+	set = &chunkSet{}
 	skeleton = make([]byte, 0, 256)
 	at := 0
 	for _, m := range members {
@@ -145,7 +157,7 @@ func (ck *chunker) chunkPayload(seq uint64, side string, p []byte) (skeleton []b
 					cm.Base, cm.Keep = prev.seq, n
 				}
 			}
-			cm.Add = hashes[cm.Keep:]
+			cm.Add, cm.List = hashes[cm.Keep:], listHash(hashes)
 			blobs = append(blobs, add[cm.Keep:]...)
 			if ck.last == nil {
 				ck.last = map[string]chunkList{}
@@ -330,6 +342,9 @@ func (d *runDecoder) list(seq uint64, side string, m chunkMember) ([]string, err
 		out = append(out, prev[:m.Keep]...)
 	}
 	out = append(out, m.Add...)
+	if listHash(out) != m.List {
+		return nil, fmt.Errorf("journal: run %s, call #%d: the %q of its %s, put back from its chunks, does not match the list recorded with it (the journal is damaged); delete the run with 'agentos runs prune', or restore the journal from a backup", d.run, seq, m.Name, side)
+	}
 	d.lists[key] = out
 	return out, nil
 }
@@ -399,9 +414,6 @@ func (d *runDecoder) fill(s *storedEntry, side string, skeleton []byte, set *chu
 	out := make([]byte, 0, n)
 	for _, p := range pieces {
 		out = append(out, p...)
-	}
-	if sum := sha256.Sum256(out); hex.EncodeToString(sum[:]) != set.SHA256 {
-		return nil, fmt.Errorf("journal: run %s, call #%d: its %s, put back from its chunks, does not match the SHA-256 recorded with it (the journal is damaged); delete the run with 'agentos runs prune', or restore the journal from a backup", d.run, s.Seq, side)
 	}
 	return out, nil
 }

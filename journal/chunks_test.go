@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/benchutil"
 )
 
 // chatTools are the tool specs every request of a conversation repeats.
@@ -249,6 +250,12 @@ func TestDamagedChunk(t *testing.T) {
 			}, `UPDATE agentos_journal_blobs SET data = '{"role":"tool","content":"forged"}' WHERE hash = '` + victim + `'`, "is damaged"},
 			{"missing", func(tx *bolt.Tx) error { return tx.Bucket(bucketChunks).Delete([]byte(victim)) },
 				`DELETE FROM agentos_journal_blobs WHERE hash = '` + victim + `'`, "which the journal lacks"},
+			// An entry that keeps fewer of its base's messages: every
+			// chunk is sound, the list is not.
+			{"list", func(tx *bolt.Tx) error {
+				b := tx.Bucket(bucketEntries).Bucket([]byte(id))
+				return b.Put(seqKey(2), bytes.Replace(b.Get(seqKey(2)), []byte(`"keep":2`), []byte(`"keep":1`), 1))
+			}, `UPDATE agentos_journal_entries SET entry = convert_to(replace(convert_from(entry, 'UTF8'), '"keep":2', '"keep":1'), 'UTF8') WHERE seq = 2`, "does not match the list"},
 		} {
 			t.Run(damage.name, func(t *testing.T) {
 				j.Close()
@@ -275,7 +282,7 @@ func TestDamagedChunk(t *testing.T) {
 				}
 				j = openAt(t, path, Options{})
 				_, err := j.Entries(id)
-				if err == nil || !strings.Contains(err.Error(), "run "+id+", call #2") || !strings.Contains(err.Error(), damage.want) || !strings.Contains(err.Error(), victim) {
+				if err == nil || !strings.Contains(err.Error(), "run "+id+", call #2") || !strings.Contains(err.Error(), damage.want) || (damage.name != "list" && !strings.Contains(err.Error(), victim)) {
 					t.Fatalf("reading a run with a %s chunk: %v", damage.name, err)
 				}
 				if _, err := j.Replayer(id); err == nil || !strings.Contains(err.Error(), id) {
@@ -347,4 +354,32 @@ func TestFormatRaised(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// BenchmarkLoadConversation is the journal's part of replaying a 100-turn
+// conversation: loading its recording (Replayer), payloads whole and as
+// chunks. tests/e2e's BenchmarkConversationJournal replays the agent loop
+// too.
+//
+//	go test -run XXX -bench LoadConversation ./journal/
+func BenchmarkLoadConversation(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		opts Options
+	}{{"whole", Options{NoChunks: true}}, {"chunked", Options{}}} {
+		b.Run(mode.name, func(b *testing.B) {
+			mode.opts.Durability = NoSync
+			j, _ := openTemp(b, mode.opts)
+			reqs, answers := chat(100, "bench")
+			id := recordChat(b, j, reqs, answers)
+			b.ReportAllocs()
+			cpu := benchutil.CPUTime()
+			for b.Loop() {
+				if _, err := j.Replayer(id); err != nil {
+					b.Fatal(err)
+				}
+			}
+			benchutil.ReportCPU(b, cpu)
+		})
+	}
 }

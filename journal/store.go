@@ -19,8 +19,11 @@ import (
 // headers, never the pages of other payloads), and the entry names the hash
 // instead ("request_blob", "response_blob"); reading an entry puts it back,
 // so Entries, Replayer and Export never show a reference. Entries written
-// before blobs existed (payloads inline) read as before. "meta"/"format"
-// holds the storage format: a journal of a newer format is refused at Open.
+// before blobs existed (payloads inline) read as before. The payloads of
+// model calls are chunked (chunks.go): each message kept once, in the flat
+// bucket "chunks" under its hash (a chunk over 8 KiB in "blobs", as a blob);
+// PostgreSQL keeps chunks with the blobs. "meta"/"format" holds the storage
+// format: a journal of a newer format is refused at Open.
 
 // DefaultBlobThreshold is Options.BlobThreshold's default: payloads above
 // 8 KiB are stored once by content hash. (A payload stored apart takes

@@ -16,6 +16,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
+	"github.com/agentos-run/agentos/internal/benchutil"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/node"
@@ -34,7 +35,9 @@ const conversationTurns = 100
 // journal before chunks), "chunked" as chunks (the default). Each reports
 // the journal's size after the live run (journal-B: the file; used-B: its
 // pages in use), and ns/op is one replay of the run: the recording loaded
-// and the whole loop run again with every answer from the journal.
+// (load-ns/op) and the whole loop run again with every answer from the
+// journal; cpu-µs/op is its CPU time (all threads: steadier than wall time
+// on a shared machine).
 //
 //	go test -run XXX -bench ConversationJournal -benchtime 20x ./tests/e2e/
 func BenchmarkConversationJournal(b *testing.B) {
@@ -104,6 +107,7 @@ func BenchmarkConversationJournal(b *testing.B) {
 			defer j.Close()
 			sent := srv.Requests()
 			var load time.Duration
+			cpu := benchutil.CPUTime()
 			b.ResetTimer()
 			for b.Loop() {
 				start := time.Now()
@@ -122,6 +126,7 @@ func BenchmarkConversationJournal(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			benchutil.ReportCPU(b, cpu)
 			if srv.Requests() != sent {
 				b.Fatalf("the replays sent %d model requests", srv.Requests()-sent)
 			}
