@@ -303,10 +303,10 @@ func (d *runDecoder) chunk(seq uint64, side, hash string) ([]byte, error) {
 	}
 	data := d.getBlob(hash)
 	if data == nil {
-		return nil, fmt.Errorf("journal: run %s, call #%d: its %s refers to chunk %s, which the journal lacks (the journal is damaged); delete the run with 'agentos runs prune', or restore the journal from a backup", d.run, seq, side, hash)
+		return nil, fmt.Errorf("journal: run %s, call #%d: its %s refers to chunk %s, which the journal lacks (the journal is damaged); restore the journal from a backup, or let retention ('agentos runs prune') delete the run", d.run, seq, side, hash)
 	}
 	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != hash {
-		return nil, fmt.Errorf("journal: run %s, call #%d: chunk %s of its %s is damaged (its bytes no longer hash to its name); delete the run with 'agentos runs prune', or restore the journal from a backup", d.run, seq, hash, side)
+		return nil, fmt.Errorf("journal: run %s, call #%d: chunk %s of its %s is damaged (its bytes no longer hash to its name); restore the journal from a backup, or let retention ('agentos runs prune') delete the run", d.run, seq, hash, side)
 	}
 	d.chunks[hash] = data
 	return data, nil
@@ -343,7 +343,7 @@ func (d *runDecoder) list(seq uint64, side string, m chunkMember) ([]string, err
 	}
 	out = append(out, m.Add...)
 	if listHash(out) != m.List {
-		return nil, fmt.Errorf("journal: run %s, call #%d: the %q of its %s, put back from its chunks, does not match the list recorded with it (the journal is damaged); delete the run with 'agentos runs prune', or restore the journal from a backup", d.run, seq, m.Name, side)
+		return nil, fmt.Errorf("journal: run %s, call #%d: the %q of its %s, put back from its chunks, does not match the list recorded with it (the journal is damaged); restore the journal from a backup, or let retention ('agentos runs prune') delete the run", d.run, seq, m.Name, side)
 	}
 	d.lists[key] = out
 	return out, nil
