@@ -175,7 +175,8 @@ func (ck *chunker) chunkPayload(seq uint64, side string, p []byte) (skeleton []b
 // splitObject finds the members of the JSON object p worth chunking: its
 // non-empty arrays and its objects of minObjectChunk bytes or more. ok
 // false: p is not an object this scanner reads exactly (whitespace,
-// escaped member names, invalid JSON); it is then stored whole.
+// escaped or repeated member names, invalid JSON); it is then stored
+// whole.
 func splitObject(p []byte) (out []member, ok bool) {
 	if len(p) < 2 || p[0] != '{' || !json.Valid(p) {
 		return nil, false
@@ -184,6 +185,7 @@ func splitObject(p []byte) (out []member, ok bool) {
 	if p[i] == '}' {
 		return nil, i+1 == len(p)
 	}
+	seen := map[string]bool{}
 	for {
 		if i >= len(p) || p[i] != '"' {
 			return nil, false
@@ -193,6 +195,10 @@ func splitObject(p []byte) (out []member, ok bool) {
 			return nil, false
 		}
 		name := string(p[i+1 : i+1+k])
+		if seen[name] { // a member twice: not what a chunk list can name
+			return nil, false
+		}
+		seen[name] = true
 		i += k + 2
 		if i >= len(p) || p[i] != ':' {
 			return nil, false
