@@ -31,6 +31,7 @@ var (
 	bucketEntries = []byte("entries")
 	bucketSources = []byte("sources") // content hash -> tool source
 	bucketBlobs   = []byte("blobs")   // hex sha256 -> bucket {"p": payload}
+	bucketChunks  = []byte("chunks")  // hex sha256 -> payload of at most flatBlobMax bytes
 	bucketMeta    = []byte("meta")    // "format" -> storageFormat
 	bucketStarted = []byte("started") // the runs by start, with their call counts (page.go)
 	keyFormat     = []byte("format")
@@ -106,7 +107,7 @@ func checkFormat(tx *bolt.Tx) error {
 // migrating an older one: a journal of format 2 or 1 gets its run index
 // (format 3).
 func initStorage(tx *bolt.Tx) error {
-	for _, b := range [][]byte{bucketRuns, bucketEntries, bucketSources, bucketBlobs, bucketMeta} {
+	for _, b := range [][]byte{bucketRuns, bucketEntries, bucketSources, bucketBlobs, bucketChunks, bucketMeta} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}
@@ -315,13 +316,25 @@ func (s *boltStore) runsPage(at runCursor, n int, oldest bool) ([]RunMeta, error
 	return out, err
 }
 
+// flatBlobMax is the size up to which a payload (a chunk, mostly) is kept
+// in the flat "chunks" bucket, many to a page; a larger one gets a bucket
+// of its own under "blobs" (its pages are never rewritten when another
+// payload is added).
+const flatBlobMax = DefaultBlobThreshold
+
 // putBlobs keeps each blob unless the journal has it already. The bytes
 // travel with every write that refers to them, so that a blob deleted by a
 // concurrent Prune is put back by the next entry needing it.
 func putBlobs(tx *bolt.Tx, blobs []blob) error {
-	all := tx.Bucket(bucketBlobs)
+	all, flat := tx.Bucket(bucketBlobs), tx.Bucket(bucketChunks)
 	for _, x := range blobs {
-		if all.Bucket([]byte(x.hash)) != nil {
+		if getBlob(tx, x.hash) != nil {
+			continue
+		}
+		if len(x.data) <= flatBlobMax {
+			if err := flat.Put([]byte(x.hash), x.data); err != nil {
+				return err
+			}
 			continue
 		}
 		b, err := all.CreateBucket([]byte(x.hash))
@@ -338,6 +351,9 @@ func putBlobs(tx *bolt.Tx, blobs []blob) error {
 // getBlob returns the payload kept under hash (nil: none), valid for the
 // transaction only.
 func getBlob(tx *bolt.Tx, hash string) []byte {
+	if v := tx.Bucket(bucketChunks).Get([]byte(hash)); v != nil {
+		return v
+	}
 	b := tx.Bucket(bucketBlobs).Bucket([]byte(hash))
 	if b == nil {
 		return nil
@@ -392,14 +408,16 @@ func (s *boltStore) entries(id string) ([]Entry, error) {
 		if b == nil {
 			return nil
 		}
-		return b.ForEach(func(_, v []byte) error {
-			e, err := decodeEntry(id, v, func(h string) []byte { return getBlob(tx, h) })
-			if err != nil {
-				return err
-			}
-			out = append(out, e)
+		var raws [][]byte
+		if err := b.ForEach(func(_, v []byte) error {
+			raws = append(raws, v)
 			return nil
-		})
+		}); err != nil {
+			return err
+		}
+		var err error
+		out, err = decodeEntries(id, raws, func(h string) []byte { return getBlob(tx, h) })
+		return err
 	})
 	return out, err
 }
@@ -493,7 +511,7 @@ func (s *boltStore) liveBytes() int64 {
 // transaction.
 func (s *boltStore) prune(decide func(*pruneScan) pruneDrop) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		runsB, entriesB, blobsB, sourcesB := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs), tx.Bucket(bucketSources)
+		runsB, entriesB, blobsB, sourcesB, flatB := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs), tx.Bucket(bucketSources), tx.Bucket(bucketChunks)
 		scan := &pruneScan{blobSize: map[string]int64{}, sourceSize: map[string]int64{}}
 		err := runsB.ForEach(func(k, v []byte) error {
 			r := &runSize{own: int64(len(k) + len(v))}
@@ -522,6 +540,12 @@ func (s *boltStore) prune(decide func(*pruneScan) pruneDrop) error {
 		}); err != nil {
 			return err
 		}
+		if err := flatB.ForEach(func(k, v []byte) error {
+			scan.blobSize[string(k)] = int64(len(k) + len(v))
+			return nil
+		}); err != nil {
+			return err
+		}
 		if err := sourcesB.ForEach(func(k, v []byte) error {
 			scan.sourceSize[string(k)] = int64(len(k) + len(v))
 			return nil
@@ -546,6 +570,12 @@ func (s *boltStore) prune(decide func(*pruneScan) pruneDrop) error {
 			}
 		}
 		for _, h := range drop.blobs {
+			if flatB.Get([]byte(h)) != nil {
+				if err := flatB.Delete([]byte(h)); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := blobsB.DeleteBucket([]byte(h)); err != nil {
 				return err
 			}

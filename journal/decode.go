@@ -11,8 +11,8 @@ import (
 )
 
 // decodeStored decodes a stored entry. Entries this journal wrote have the
-// exact shape of Entry.appendJSON (and encodeEntry's blob references after
-// it), which a direct scan reads several times faster than encoding/json's
+// exact shape of Entry.appendJSON (and encodeEntry's blob and chunk references
+// after it), which a direct scan reads several times faster than encoding/json's
 // reflection: a replay or recovery loads every entry of its run before the
 // tool starts. Anything else (an entry an older agentos wrote, an escaped
 // string, a damaged value) is decoded by encoding/json, as before.
@@ -69,6 +69,15 @@ func scanStored(v []byte) (s storedEntry, ok bool) {
 	}
 	if d.lit(`,"response_blob":`) && !d.str(&s.ResponseBlob) {
 		return s, false
+	}
+	for _, set := range []struct {
+		name string
+		into **chunkSet
+	}{{`,"request_chunks":`, &s.RequestChunks}, {`,"response_chunks":`, &s.ResponseChunks}} {
+		var raw json.RawMessage
+		if d.lit(set.name) && (!d.raw(&raw) || json.Unmarshal(raw, set.into) != nil) {
+			return s, false
+		}
 	}
 	return s, d.lit(`}`) && d.i == len(d.b)
 }

@@ -10,7 +10,9 @@
 // driver). The journal wraps that Host with a Middleware: there is no second
 // path. Each call is stored under (run id, sequence number) with its driver,
 // operation, request (canonical JSON, credentials redacted), response or
-// error, and duration.
+// error, and duration. A model call's request and response are stored as
+// content-addressed chunks, each message once (see Options.ChunkDrivers):
+// reading a run puts them back byte for byte.
 //
 // # Modes
 //

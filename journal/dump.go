@@ -53,6 +53,7 @@ func (j *Journal) Import(d Dump) error {
 		return err
 	}
 	scope := &secretSet{}
+	ck := &chunker{}
 	for _, e := range d.Entries {
 		// A dump is redacted like a live recording: whoever wrote it, no
 		// credential reaches the file.
@@ -64,7 +65,7 @@ func (j *Journal) Import(d Dump) error {
 			e.Error = &driver.Error{Code: e.Error.Code, Message: j.redact.textIn(e.Error.Message, scope)}
 		}
 		// One encoding for entries, whoever writes them: the recorder's.
-		entry, blobs := j.encodeEntry(&e)
+		entry, blobs := j.encodeEntry(&e, ck)
 		if err := j.submit(&write{run: d.Run.ID, seq: e.Seq, entry: entry, blobs: blobs}, false); err != nil {
 			return err
 		}

@@ -48,11 +48,12 @@ func TestEntryDecoding(t *testing.T) {
 		{Seq: 3, Driver: "fetch", Op: "get", Request: json.RawMessage(`{"a":[1,{"b":"}],\""}],"c":null}`), Response: json.RawMessage(`[true,false,"\\",{}]`), At: at.Add(-time.Hour), Duration: -5, Cost: 1e-9, Sealed: "sha256:ab"},
 		{Seq: 4, Driver: "llm", Op: "chat", Error: &driver.Error{Code: "quota", Message: "é ok"}, At: at},
 	}
-	j := &Journal{opts: Options{BlobThreshold: 8}}
+	j := &Journal{opts: Options{BlobThreshold: 8, ChunkDrivers: []string{"fetch", "llm"}}}
+	ck := &chunker{}
 	var stored [][]byte
 	for _, e := range entries {
 		stored = append(stored, e.appendJSON(nil))
-		b, _ := j.encodeEntry(&e) // with blob references
+		b, _ := j.encodeEntry(&e, ck) // with blob and chunk references
 		stored = append(stored, b)
 	}
 	stored = append(stored,

@@ -100,6 +100,15 @@ type Options struct {
 	// is stored once by content hash instead of inside its entry (0:
 	// DefaultBlobThreshold; negative: never).
 	BlobThreshold int
+	// ChunkDrivers are the drivers whose requests and responses are
+	// stored as content-addressed chunks (each message of a model request
+	// kept once, however many later requests repeat it; see chunks.go and
+	// docs/REPLAY.md). nil: DefaultChunkDrivers (the model's, "llm").
+	ChunkDrivers []string
+	// NoChunks stores every payload whole, as journals did before chunks
+	// (for comparison: a conversation's journal then grows with the square
+	// of its turns).
+	NoChunks bool
 }
 
 // Run status values.
@@ -363,8 +372,18 @@ func (j *Journal) Close() error {
 
 // submit hands w to the writer; with wait it returns once w is committed.
 func (j *Journal) submit(w *write, wait bool) error {
+	done, err := j.enqueue(w, wait)
+	if err != nil || done == nil {
+		return err
+	}
+	return <-done
+}
+
+// enqueue hands w to the writer; with wait it returns the channel that
+// answers once w is committed.
+func (j *Journal) enqueue(w *write, wait bool) (<-chan error, error) {
 	if j.opts.ReadOnly {
-		return fmt.Errorf("journal %s: %w", j.st.path(), ErrReadOnly)
+		return nil, fmt.Errorf("journal %s: %w", j.st.path(), ErrReadOnly)
 	}
 	if wait {
 		w.done = make(chan error, 1)
@@ -372,15 +391,12 @@ func (j *Journal) submit(w *write, wait bool) error {
 	j.mu.RLock()
 	if j.closed {
 		j.mu.RUnlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	j.inflight.Add(1)
 	j.writes <- w
 	j.mu.RUnlock()
-	if wait {
-		return <-w.done
-	}
-	return nil
+	return w.done, nil
 }
 
 // writer commits queued writes in batches, one transaction per batch.
@@ -754,6 +770,8 @@ type Run struct {
 	// fence is the fencing token this Run was given when its run was
 	// begun (1) or claimed (Recover): every write of the run carries it.
 	fence int64
+	// chunks remembers the run's chunked payloads, for the next (chunks.go).
+	chunks chunker
 	// superseded is the store's refusal of one of this Run's writes
 	// because the run was claimed again (ErrClaimed, ErrFenced): the Run
 	// performs no call after it.
@@ -830,7 +848,7 @@ func (r *Run) Middleware() driver.Middleware {
 			if rerr := r.flushModules(); rerr != nil {
 				return nil, driver.Errorf(driver.CodeUnavailable, "%s: the journal could not record the run's modules, so its result is withheld: %v", c, rerr)
 			}
-			if rerr := r.j.record(r.meta.ID, r.fence, r.scope, c, val, err, start, r.durable, sealed); rerr != nil {
+			if rerr := r.j.record(r.meta.ID, r.fence, r.scope, &r.chunks, c, val, err, start, r.durable, sealed); rerr != nil {
 				if errors.Is(rerr, ErrClaimed) {
 					r.superseded.Store(&rerr) // another claim took the run: perform nothing more
 				}
@@ -845,7 +863,7 @@ func (r *Run) Middleware() driver.Middleware {
 // credential names or in URLs joins the run's scope first, so that an
 // answer echoing it is scrubbed too), its answer redacted or, sealed, only
 // hashed.
-func (j *Journal) record(run string, fence int64, scope *secretSet, c driver.Call, val json.RawMessage, callErr error, start time.Time, durable, sealed bool) error {
+func (j *Journal) record(run string, fence int64, scope *secretSet, ck *chunker, c driver.Call, val json.RawMessage, callErr error, start time.Time, durable, sealed bool) error {
 	if sealed && callErr == nil {
 		scope.addContent(val)
 	}
@@ -859,8 +877,17 @@ func (j *Journal) record(run string, fence int64, scope *secretSet, c driver.Cal
 	default:
 		e.Response = j.redact.jsonIn(val, scope)
 	}
-	entry, blobs := j.encodeEntry(&e)
-	return j.submit(&write{run: run, seq: c.Seq, entry: entry, blobs: blobs, sync: durable, fence: fence}, durable || j.opts.Durability.EachCommitted())
+	wait := durable || j.opts.Durability.EachCommitted()
+	// Encoded and queued under the chunker's lock: an entry that continues
+	// another's chunks is queued after it, so committed with or after it.
+	ck.mu.Lock()
+	entry, blobs := j.encodeEntry(&e, ck)
+	done, err := j.enqueue(&write{run: run, seq: c.Seq, entry: entry, blobs: blobs, sync: durable, fence: fence}, wait)
+	ck.mu.Unlock()
+	if err != nil || done == nil {
+		return err
+	}
+	return <-done
 }
 
 // End records how the run ended. It returns an error if any of the run's

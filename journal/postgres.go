@@ -170,6 +170,11 @@ func (s *pgStore) init(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, "INSERT INTO agentos_journal_meta (key, value) VALUES ('format', $1) ON CONFLICT (key) DO NOTHING", strconv.Itoa(storageFormat)); err != nil {
 			return err
 		}
+		// An older format is raised (see storageFormat): a node of an older
+		// agentos then refuses the journal rather than misread it.
+		if _, err := tx.Exec(ctx, "UPDATE agentos_journal_meta SET value = $1 WHERE key = 'format' AND CASE WHEN value ~ '^[0-9]{1,9}$' THEN value::int < $2 ELSE false END", strconv.Itoa(storageFormat), storageFormat); err != nil {
+			return err
+		}
 		var v string
 		if err := tx.QueryRow(ctx, "SELECT value FROM agentos_journal_meta WHERE key = 'format'").Scan(&v); err != nil {
 			return err
@@ -572,14 +577,8 @@ func (s *pgStore) entries(id string) ([]Entry, error) {
 		if err != nil {
 			return err
 		}
-		for _, v := range raws {
-			e, err := decodeEntry(id, v, func(h string) []byte { return payloads[h] })
-			if err != nil {
-				return err
-			}
-			out = append(out, e)
-		}
-		return nil
+		out, err = decodeEntries(id, raws, func(h string) []byte { return payloads[h] })
+		return err
 	})
 	return out, err
 }
@@ -770,7 +769,7 @@ func (s *pgStore) pruneOnce(decide func(*pruneScan) pruneDrop) error {
 		// and the payloads referred to, read only from the entries that
 		// hold a reference.
 		rows, err = tx.Query(ctx, `SELECT run, seq, length(entry),
-			CASE WHEN position('_blob":"'::bytea IN entry) > 0 THEN entry END
+			CASE WHEN position('_blob":"'::bytea IN entry) > 0 OR position('_chunks":{'::bytea IN entry) > 0 THEN entry END
 			FROM agentos_journal_entries ORDER BY run, seq`)
 		if err != nil {
 			return err

@@ -19,8 +19,11 @@ import (
 // headers, never the pages of other payloads), and the entry names the hash
 // instead ("request_blob", "response_blob"); reading an entry puts it back,
 // so Entries, Replayer and Export never show a reference. Entries written
-// before blobs existed (payloads inline) read as before. "meta"/"format"
-// holds the storage format: a journal of a newer format is refused at Open.
+// before blobs existed (payloads inline) read as before. The payloads of
+// model calls are chunked (chunks.go): each message kept once, in the flat
+// bucket "chunks" under its hash (a chunk over 8 KiB in "blobs", as a blob);
+// PostgreSQL keeps chunks with the blobs. "meta"/"format" holds the storage
+// format: a journal of a newer format is refused at Open.
 
 // DefaultBlobThreshold is Options.BlobThreshold's default: payloads above
 // 8 KiB are stored once by content hash. (A payload stored apart takes
@@ -30,7 +33,10 @@ const DefaultBlobThreshold = 8 << 10
 
 // storageFormat is the format this package writes and reads: 1 had no
 // blobs (and no "meta" bucket), 2 adds them, 3 the run index "started"
-// (page.go). Older journals are migrated when opened.
+// (page.go) and chunked payloads (chunks.go; in bbolt, the "chunks"
+// bucket). Older journals are migrated when opened; opening one raises its
+// format, so that an older agentos, which would misread a chunked payload,
+// refuses it.
 const storageFormat = 3
 
 // blob is a payload to keep under its hash.
@@ -39,35 +45,58 @@ type blob struct {
 	data []byte
 }
 
-// storedEntry is an Entry as stored: a large payload is a blob reference.
+// storedEntry is an Entry as stored: a large payload is a blob reference,
+// a chunked one (chunks.go) a skeleton and its chunkSet.
 type storedEntry struct {
 	Entry
-	RequestBlob  string `json:"request_blob,omitempty"`
-	ResponseBlob string `json:"response_blob,omitempty"`
+	RequestBlob    string    `json:"request_blob,omitempty"`
+	ResponseBlob   string    `json:"response_blob,omitempty"`
+	RequestChunks  *chunkSet `json:"request_chunks,omitempty"`
+	ResponseChunks *chunkSet `json:"response_chunks,omitempty"`
 }
 
-// encodeEntry encodes e for storage, moving a request or response longer
-// than the threshold into blobs.
-func (j *Journal) encodeEntry(e *Entry) ([]byte, []blob) {
+// encodeEntry encodes e for storage: the payloads of a chunked driver
+// (chunks.go) as chunks, with ck's memory of the run's earlier payloads
+// (nil: none), then a request or response longer than the threshold as a
+// blob.
+func (j *Journal) encodeEntry(e *Entry, ck *chunker) ([]byte, []blob) {
+	c := *e
+	var blobs []blob
+	var sets [2]*chunkSet
+	if ck != nil && j.chunks(e.Driver) {
+		for i, side := range []struct {
+			name string
+			into *json.RawMessage
+		}{{"request", &c.Request}, {"response", &c.Response}} {
+			if skeleton, set, bs, ok := ck.chunkPayload(e.Seq, side.name, *side.into); ok {
+				*side.into, sets[i] = skeleton, set
+				blobs = append(blobs, bs...)
+			}
+		}
+	}
 	limit := j.opts.BlobThreshold
 	if limit == 0 {
 		limit = DefaultBlobThreshold
 	}
-	if limit < 0 || (len(e.Request) <= limit && len(e.Response) <= limit) {
-		return e.appendJSON(nil), nil
+	if sets[0] == nil && sets[1] == nil && (limit < 0 || (len(c.Request) <= limit && len(c.Response) <= limit)) {
+		return c.appendJSON(nil), nil
 	}
-	var blobs []blob
 	var refs []byte
-	c := *e
-	if len(c.Request) > limit {
+	if limit >= 0 && len(c.Request) > limit {
 		b := newBlob(c.Request)
 		blobs, c.Request = append(blobs, b), nil
 		refs = append(append(append(refs, `,"request_blob":"`...), b.hash...), '"')
 	}
-	if len(c.Response) > limit {
+	if limit >= 0 && len(c.Response) > limit {
 		b := newBlob(c.Response)
 		blobs, c.Response = append(blobs, b), nil
 		refs = append(append(append(refs, `,"response_blob":"`...), b.hash...), '"')
+	}
+	for i, name := range []string{`,"request_chunks":`, `,"response_chunks":`} {
+		if sets[i] != nil {
+			v, _ := json.Marshal(sets[i]) // hex hashes and member names: never fails
+			refs = append(append(refs, name...), v...)
+		}
 	}
 	out := c.appendJSON(nil)
 	out = append(out[:len(out)-1], refs...) // before the closing brace
@@ -79,38 +108,74 @@ func newBlob(data []byte) blob {
 	return blob{hash: hex.EncodeToString(sum[:]), data: data}
 }
 
-// decodeEntry reads a stored entry, putting its blobs back (getBlob
-// returns the payload kept under a hash, nil when there is none).
-func decodeEntry(run string, v []byte, getBlob func(hash string) []byte) (Entry, error) {
-	s, err := decodeStored(v)
-	if err != nil {
-		return Entry{}, err
-	}
-	for _, ref := range []struct {
-		hash string
-		into *json.RawMessage
-	}{{s.RequestBlob, &s.Request}, {s.ResponseBlob, &s.Response}} {
-		if ref.hash == "" {
-			continue
+// decodeEntries reads a run's stored entries (in sequence order), putting
+// their blobs and chunks back (getBlob returns the payload kept under a
+// hash, nil when there is none). An entry's chunks may continue those of
+// any other entry of the run, so the run is read whole.
+func decodeEntries(run string, raws [][]byte, getBlob func(hash string) []byte) ([]Entry, error) {
+	stored := make([]storedEntry, len(raws))
+	d := &runDecoder{run: run, getBlob: getBlob, byseq: map[uint64]*storedEntry{}}
+	chunked := false
+	for i, v := range raws {
+		s, err := decodeStored(v)
+		if err != nil {
+			return nil, fmt.Errorf("journal: run %s: an entry does not decode (the journal is damaged): %w", run, err)
 		}
-		data := getBlob(ref.hash)
-		if data == nil {
-			return Entry{}, fmt.Errorf("journal: call #%d of run %s refers to payload %s, which the journal lacks (the file is damaged); delete the run with 'agentos runs prune'", s.Seq, run, ref.hash)
+		for _, ref := range []struct {
+			hash string
+			into *json.RawMessage
+		}{{s.RequestBlob, &s.Request}, {s.ResponseBlob, &s.Response}} {
+			if ref.hash == "" {
+				continue
+			}
+			data := getBlob(ref.hash)
+			if data == nil {
+				return nil, fmt.Errorf("journal: call #%d of run %s refers to payload %s, which the journal lacks (the file is damaged); delete the run with 'agentos runs prune'", s.Seq, run, ref.hash)
+			}
+			*ref.into = bytes.Clone(data)
 		}
-		*ref.into = bytes.Clone(data)
+		stored[i] = s
+		d.byseq[s.Seq] = &stored[i]
+		chunked = chunked || s.RequestChunks != nil || s.ResponseChunks != nil
 	}
-	return s.Entry, nil
+	out := make([]Entry, len(stored))
+	if chunked {
+		d.chunks, d.lists, d.busy = map[string][]byte{}, map[string][]string{}, map[string]bool{}
+	}
+	for i := range stored {
+		s := &stored[i]
+		for _, side := range []struct {
+			name string
+			set  *chunkSet
+			into *json.RawMessage
+		}{{"request", s.RequestChunks, &s.Request}, {"response", s.ResponseChunks, &s.Response}} {
+			if side.set == nil {
+				continue
+			}
+			full, err := d.fill(s, side.name, *side.into, side.set)
+			if err != nil {
+				return nil, err
+			}
+			*side.into = full
+		}
+		out[i] = s.Entry
+	}
+	return out, nil
 }
 
-// blobRefs returns the blobs a stored entry refers to (cheaply: entries
-// without a reference are not decoded).
+// blobRefs returns the blobs and chunks a stored entry refers to itself
+// (cheaply: entries without a reference are not decoded). The chunks an
+// entry takes from an earlier entry of its run (chunkMember.Base) are that
+// entry's references: a run's references are the union of its entries'.
 func blobRefs(v []byte) []string {
-	if !bytes.Contains(v, []byte(`_blob":"`)) {
+	if !bytes.Contains(v, []byte(`_blob":"`)) && !bytes.Contains(v, []byte(`_chunks":{`)) {
 		return nil
 	}
 	var s struct {
-		RequestBlob  string `json:"request_blob"`
-		ResponseBlob string `json:"response_blob"`
+		RequestBlob    string    `json:"request_blob"`
+		ResponseBlob   string    `json:"response_blob"`
+		RequestChunks  *chunkSet `json:"request_chunks"`
+		ResponseChunks *chunkSet `json:"response_chunks"`
 	}
 	if json.Unmarshal(v, &s) != nil {
 		return nil
@@ -121,7 +186,8 @@ func blobRefs(v []byte) []string {
 			out = append(out, h)
 		}
 	}
-	return out
+	out = append(out, s.RequestChunks.refs()...)
+	return append(out, s.ResponseChunks.refs()...)
 }
 
 // PruneOptions choose the finished runs Prune deletes; a run that has not
