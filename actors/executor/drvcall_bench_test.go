@@ -23,6 +23,11 @@ import (
 // and a journal), here a real tool run through the executor.
 const readLoopTool = "export default async (a: { n: number }) => { let s = 0; for (let i = 0; i < a.n; i++) s += (await tgp.read_file('data.txt')).length; return s; };\n"
 
+// readToolLoopTool is readLoopTool reading a file of the tool tree
+// (/lib/data.txt): read once, then answered from the run's snapshot in
+// process (snapshot.go).
+const readToolLoopTool = "export default async (a: { n: number }) => { let s = 0; for (let i = 0; i < a.n; i++) s += (await tgp.read_file('/lib/data.txt')).length; return s; };\n"
+
 // clockLoopTool reads the clock n times (Date.now: one clock.now call each).
 const clockLoopTool = "export default async (a: { n: number }) => { let s = 0; for (let i = 0; i < a.n; i++) s += Date.now() > 0 ? 16 : 0; return s; };\n"
 
@@ -47,6 +52,9 @@ func BenchmarkJournaledReadFile(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%s/record", mode, d), func(b *testing.B) { benchReadLoop(b, mode, d, false) })
 		}
 		b.Run(fmt.Sprintf("%s/replay", mode), func(b *testing.B) { benchReadLoop(b, mode, journal.GroupCommit, true) })
+		// The same loop reading a file of the tool tree (/lib).
+		b.Run(fmt.Sprintf("%s/group-commit/record-tools", mode), func(b *testing.B) { benchLoop(b, mode, readToolLoopTool, journal.GroupCommit, false) })
+		b.Run(fmt.Sprintf("%s/replay-tools", mode), func(b *testing.B) { benchLoop(b, mode, readToolLoopTool, journal.GroupCommit, true) })
 	}
 }
 
@@ -69,7 +77,7 @@ func benchReadLoop(b *testing.B, mode Isolation, d journal.Durability, replay bo
 // benchLoop records (or replays) tool, a loop of n driver calls returning
 // 16n, and reports calls/s.
 func benchLoop(b *testing.B, mode Isolation, tool string, d journal.Durability, replay bool) {
-	e := newExec(b, mode, map[string]string{"tools/read.ts": tool, "data.txt": "0123456789abcdef"}, func(o *Options) {
+	e := newExec(b, mode, map[string]string{"tools/read.ts": tool, "data.txt": "0123456789abcdef", "tools/data.txt": "0123456789abcdef"}, func(o *Options) {
 		o.Workers = 1
 		o.Limits.Timeout = 10 * time.Minute
 	})
