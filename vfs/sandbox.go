@@ -144,12 +144,22 @@ func (s *Sandbox) ReadFileMax(p string, max int64) ([]byte, error) {
 // IMPORTANT: it authorizes nothing; every read of a pinned file MUST still
 // pass ReadAllowed, and a path ToolFile refuses MUST be read as before.
 func (s *Sandbox) ToolFile(p string) (rel string, ok bool) {
-	rel, ok = s.lexical(p)
-	if !ok || rel == s.toolsDir || !under(rel, s.toolsDir) {
+	if rel, ok = s.ToolPath(p); !ok {
 		return "", false
 	}
 	resolved, err := s.root.resolve("read", p, rel)
 	if err != nil || resolved != rel {
+		return "", false
+	}
+	return rel, true
+}
+
+// ToolPath is ToolFile without looking at the disk: the root-relative path
+// p names in the tools directory, links not considered (a replay's view:
+// the recording said which reads were of a file ToolFile accepted).
+func (s *Sandbox) ToolPath(p string) (rel string, ok bool) {
+	rel, ok = s.lexical(p)
+	if !ok || rel == s.toolsDir || !under(rel, s.toolsDir) {
 		return "", false
 	}
 	return rel, true

@@ -270,6 +270,14 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		snap = newSnapshot(sb)
 		if req.Replayed && req.recording != nil {
 			snap.recorded = req.recording.Recorded
+			if req.Recorded != nil {
+				// A replay (not a recovery) never goes live: every call
+				// is inside its recording.
+				snap.recorded = func(seq uint64) (bool, bool) {
+					has, _ := req.recording.Recorded(seq)
+					return has, true
+				}
+			}
 		}
 		mux[driver.FSDriver] = refusingFS{mux[driver.FSDriver]}
 	}

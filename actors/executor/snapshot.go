@@ -84,14 +84,22 @@ func (s *snapshot) lookup(req json.RawMessage) (pinnedRead, bool) {
 // locate is lookup for a request not seen before: the file it reads, when
 // that is a file of the tools directory (e.rel set), pinned already under
 // another name (tools/x, /lib/x, tools/./x) or not yet (e.val nil).
-func (s *snapshot) locate(req json.RawMessage) (e pinnedRead, pinned bool) {
+//
+// IMPORTANT: a read inside a replayed or resumed run's recording (recorded)
+// does not ask the disk, which may have changed since: the recording says
+// which reads were pinned, and the path alone which file (onDisk false).
+func (s *snapshot) locate(req json.RawMessage, onDisk bool) (e pinnedRead, pinned bool) {
 	var a struct {
 		Path string `json:"path"`
 	}
 	if json.Unmarshal(req, &a) != nil {
 		return pinnedRead{}, false
 	}
-	rel, ok := s.sb.ToolFile(a.Path)
+	toolFile := s.sb.ToolFile
+	if !onDisk {
+		toolFile = s.sb.ToolPath
+	}
+	rel, ok := toolFile(a.Path)
 	if !ok {
 		return pinnedRead{}, false
 	}
@@ -140,17 +148,19 @@ func (f refusingFS) Do(ctx context.Context, op string, req json.RawMessage) (jso
 // pinned file the caller may still read; otherwise through the Host,
 // pinning the answer of a first read of a file of the tools directory.
 func (b *bridge) readPinned(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+	has, within := false, false
+	if b.snap.recorded != nil {
+		has, within = b.snap.recorded(c.Seq)
+	}
 	e, pinned := b.snap.lookup(c.Request)
 	if !pinned {
-		e, pinned = b.snap.locate(c.Request)
+		e, pinned = b.snap.locate(c.Request, !within)
 	}
-	if b.snap.recorded != nil {
-		if has, within := b.snap.recorded(c.Seq); has || (within && pinned) {
-			if !has {
-				return e.val, nil // answered from the snapshot when it was recorded
-			}
-			pinned = false // answered from the recording, as it was
-		}
+	switch {
+	case has:
+		pinned = false // answered from the recording, as it was
+	case within && pinned:
+		return e.val, nil // answered from the snapshot when it was recorded
 	}
 	if !pinned || !b.snap.sb.ReadCovered(e.rel) {
 		// Not pinned, or the caller's rights no longer cover it: the

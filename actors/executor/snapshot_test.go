@@ -87,6 +87,16 @@ func TestSnapshotPinsToolReads(t *testing.T) {
 	if err != nil || !rep.Same || rep.Divergence != nil {
 		t.Fatalf("replay: %v %+v", err, rep)
 	}
+	// The recording, not the disk, says which reads were pinned: replay
+	// needs neither the file nor its name to resolve as it did (here a
+	// link now, which a recording run would not pin).
+	os.Remove(filepath.Join(e.Options().Root, "tools/data.txt"))
+	if err := os.Symlink("other.txt", filepath.Join(e.Options().Root, "tools/data.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = Replay(context.Background(), e, j, id, nil); err != nil || !rep.Same || rep.Divergence != nil {
+		t.Fatalf("replay with the file gone: %v %+v", err, rep)
+	}
 }
 
 // What is not a file of the tools directory reached without a link is read
