@@ -28,6 +28,11 @@ const readLoopTool = "export default async (a: { n: number }) => { let s = 0; fo
 // process (snapshot.go).
 const readToolLoopTool = "export default async (a: { n: number }) => { let s = 0; for (let i = 0; i < a.n; i++) s += (await tgp.read_file('/lib/data.txt')).length; return s; };\n"
 
+// awaitLoopTool awaits a 16-character string n times and makes no call: the
+// floor of any call a tool awaits (goja's promise and job machinery), in
+// the same shape as readLoopTool.
+const awaitLoopTool = "export default async (a: { n: number }) => { let s = 0; for (let i = 0; i < a.n; i++) s += (await '0123456789abcdef').length; return s; };\n"
+
 // clockLoopTool reads the clock n times (Date.now: one clock.now call each).
 const clockLoopTool = "export default async (a: { n: number }) => { let s = 0; for (let i = 0; i < a.n; i++) s += Date.now() > 0 ? 16 : 0; return s; };\n"
 
@@ -55,6 +60,7 @@ func BenchmarkJournaledReadFile(b *testing.B) {
 		// The same loop reading a file of the tool tree (/lib).
 		b.Run(fmt.Sprintf("%s/group-commit/record-tools", mode), func(b *testing.B) { benchLoop(b, mode, readToolLoopTool, journal.GroupCommit, false) })
 		b.Run(fmt.Sprintf("%s/replay-tools", mode), func(b *testing.B) { benchLoop(b, mode, readToolLoopTool, journal.GroupCommit, true) })
+		b.Run(fmt.Sprintf("%s/await-floor", mode), func(b *testing.B) { benchLoop(b, mode, awaitLoopTool, journal.GroupCommit, false) })
 	}
 }
 
