@@ -12,9 +12,10 @@ import (
 // snapshot is a run's pinned view of the tool tree: the first successful
 // read of a file of the tools directory (vfs.Sandbox.ToolFile: no link on
 // its way) goes through the run's Host as before, journaled and checked;
-// every later read of it in the run, with the same request, is answered
-// with that same answer from memory, without the jail's walk, the device
-// or a journal entry.
+// every later read of it in the run, under any name (tools/x, /lib/x), is
+// answered with that same answer from memory, without the jail's walk, the
+// device or a journal entry. The run thus sees each file as its first read
+// found it.
 //
 // Why replay and recovery stay exact: the first read is a recorded call
 // like any other, and which reads are answered from the snapshot depends
