@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
@@ -324,7 +325,9 @@ func TestSnapshotOnlyWhereReadsAreInlined(t *testing.T) {
 			e := newExec(t, c.mode, map[string]string{
 				"tools/data.txt": "one",
 				"tools/read.ts":  "export default async () => { const a = await tgp.read_file('tools/data.txt'); await tgp.poke(); return [a, await tgp.read_file('tools/data.txt')]; };\n",
-			}, withPoke("tools/data.txt", "two"))
+			}, withPoke("tools/data.txt", "two"), func(o *Options) {
+				o.Limits.Timeout = time.Minute // a worker's start on a loaded machine, under -race
+			})
 			j, err := journal.Open(filepath.Join(t.TempDir(), "journal.db"), journal.Options{Durability: c.d})
 			if err != nil {
 				t.Fatal(err)
