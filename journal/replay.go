@@ -244,6 +244,15 @@ func (p *Replayer) Answerable() []Entry {
 	return out
 }
 
+// Recorded reports whether the recording holds call seq (has), and whether
+// seq is at or before its last recorded call (within): a call within the
+// recording that it does not hold was answered without a record (a pinned
+// read of the tool tree) when the run was recorded.
+func (p *Replayer) Recorded(seq uint64) (has, within bool) {
+	_, has = p.entries[seq]
+	return has, seq <= p.last
+}
+
 // Consumed records that the calls seqs were answered from Answerable's
 // entries, as Middleware would have answered them.
 func (p *Replayer) Consumed(seqs ...uint64) {

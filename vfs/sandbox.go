@@ -138,6 +138,46 @@ func (s *Sandbox) ReadFileMax(p string, max int64) ([]byte, error) {
 	return b, rename(err, p)
 }
 
+// ToolFile reports whether p names a file of the tools directory with no
+// symbolic link on its way, and its root-relative path: what a run may pin
+// (read once, then answer from memory) once a read of p has succeeded.
+// IMPORTANT: it authorizes nothing; every read of a pinned file MUST still
+// pass ReadAllowed, and a path ToolFile refuses MUST be read as before.
+func (s *Sandbox) ToolFile(p string) (rel string, ok bool) {
+	if rel, ok = s.ToolPath(p); !ok {
+		return "", false
+	}
+	resolved, err := s.root.resolve("read", p, rel)
+	if err != nil || resolved != rel {
+		return "", false
+	}
+	return rel, true
+}
+
+// ToolPath is ToolFile without looking at the disk: the root-relative path
+// p names in the tools directory, links not considered (a replay's view:
+// the recording said which reads were of a file ToolFile accepted).
+func (s *Sandbox) ToolPath(p string) (rel string, ok bool) {
+	rel, ok = s.lexical(p)
+	if !ok || rel == s.toolsDir || !under(rel, s.toolsDir) {
+		return "", false
+	}
+	return rel, true
+}
+
+// ReadCovered reports, with no side effect, whether the caller's rights
+// cover a read of rel (a path ToolFile returned): always with no rights.
+func (s *Sandbox) ReadCovered(rel string) bool {
+	return s.rights == nil || s.rights.Covers(AccessRead, rel)
+}
+
+// ReadAllowed authorizes one read of p, whose root-relative path is rel (a
+// path ToolFile returned), exactly as a read of it does (Rights.Allow, which
+// may count a use or a refusal): nil, or the refusal the read would return.
+func (s *Sandbox) ReadAllowed(p, rel string) error {
+	return rename(s.allow("read", p, AccessRead, rel), p)
+}
+
 // Size returns the size in bytes of the file at p in the sandbox namespace.
 // A file the caller may not read has no size (ErrSecurity, with no refusal
 // counted: the read that follows reports it).

@@ -23,6 +23,16 @@ import (
 // and a journal), here a real tool run through the executor.
 const readLoopTool = "export default async (a: { n: number }) => { let s = 0; for (let i = 0; i < a.n; i++) s += (await tgp.read_file('data.txt')).length; return s; };\n"
 
+// readToolLoopTool is readLoopTool reading a file of the tool tree
+// (/lib/data.txt): read once, then answered from the run's snapshot in
+// process (snapshot.go).
+const readToolLoopTool = "export default async (a: { n: number }) => { let s = 0; for (let i = 0; i < a.n; i++) s += (await tgp.read_file('/lib/data.txt')).length; return s; };\n"
+
+// awaitLoopTool awaits a 16-character string n times and makes no call: the
+// floor of any call a tool awaits (goja's promise and job machinery), in
+// the same shape as readLoopTool.
+const awaitLoopTool = "export default async (a: { n: number }) => { let s = 0; for (let i = 0; i < a.n; i++) s += (await '0123456789abcdef').length; return s; };\n"
+
 // clockLoopTool reads the clock n times (Date.now: one clock.now call each).
 const clockLoopTool = "export default async (a: { n: number }) => { let s = 0; for (let i = 0; i < a.n; i++) s += Date.now() > 0 ? 16 : 0; return s; };\n"
 
@@ -47,6 +57,10 @@ func BenchmarkJournaledReadFile(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%s/record", mode, d), func(b *testing.B) { benchReadLoop(b, mode, d, false) })
 		}
 		b.Run(fmt.Sprintf("%s/replay", mode), func(b *testing.B) { benchReadLoop(b, mode, journal.GroupCommit, true) })
+		// The same loop reading a file of the tool tree (/lib).
+		b.Run(fmt.Sprintf("%s/group-commit/record-tools", mode), func(b *testing.B) { benchLoop(b, mode, readToolLoopTool, journal.GroupCommit, false) })
+		b.Run(fmt.Sprintf("%s/replay-tools", mode), func(b *testing.B) { benchLoop(b, mode, readToolLoopTool, journal.GroupCommit, true) })
+		b.Run(fmt.Sprintf("%s/await-floor", mode), func(b *testing.B) { benchLoop(b, mode, awaitLoopTool, journal.GroupCommit, false) })
 	}
 }
 
@@ -69,7 +83,7 @@ func benchReadLoop(b *testing.B, mode Isolation, d journal.Durability, replay bo
 // benchLoop records (or replays) tool, a loop of n driver calls returning
 // 16n, and reports calls/s.
 func benchLoop(b *testing.B, mode Isolation, tool string, d journal.Durability, replay bool) {
-	e := newExec(b, mode, map[string]string{"tools/read.ts": tool, "data.txt": "0123456789abcdef"}, func(o *Options) {
+	e := newExec(b, mode, map[string]string{"tools/read.ts": tool, "data.txt": "0123456789abcdef", "tools/data.txt": "0123456789abcdef"}, func(o *Options) {
 		o.Workers = 1
 		o.Limits.Timeout = 10 * time.Minute
 	})

@@ -104,6 +104,9 @@ type Request struct {
 	AdmitModule func(journal.Module, []byte) error
 
 	version string // the full hash ResolveVersion resolved Path's @version to
+	// recording: the recording a replayed or resumed run follows (Replay,
+	// Resume), for its pinned reads (snapshot.recorded).
+	recording *journal.Replayer
 }
 
 // Result is what exec_tool returns.
@@ -255,13 +258,30 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 	if req.StreamLocal && e.pool != nil {
 		local = e.localCalls(mux)
 	}
-	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local, pins: req.Pins, onModule: req.OnModule, admit: req.AdmitModule}
 	// In process, a read of the tool tree is made on the run's goroutine
 	// (sandbox.Inliner) when nothing on its way waits: no journal, one that
 	// queues its entries (not SyncEach), or a replay answering from memory;
-	// and the device is the built-in fs.
+	// and the device is the built-in fs. There, the run pins the files of
+	// the tools directory it reads (snapshot).
 	_, builtinFS := mux[driver.FSDriver].(driver.FS)
-	br.inlineReads = e.pool == nil && builtinFS && (req.StreamLocal || req.Replayed || len(req.Middleware) == 0)
+	inline := e.pool == nil && builtinFS && (req.StreamLocal || req.Replayed || len(req.Middleware) == 0)
+	var snap *snapshot
+	if inline {
+		snap = newSnapshot(sb)
+		if req.Replayed && req.recording != nil {
+			snap.recorded = req.recording.Recorded
+			if req.Recorded != nil {
+				// A replay (not a recovery) never goes live: every call
+				// is inside its recording.
+				snap.recorded = func(seq uint64) (bool, bool) {
+					has, _ := req.recording.Recorded(seq)
+					return has, true
+				}
+			}
+		}
+		mux[driver.FSDriver] = refusingFS{mux[driver.FSDriver]}
+	}
+	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local, pins: req.Pins, onModule: req.OnModule, admit: req.AdmitModule, inlineReads: inline, snap: snap}
 	if req.Replayed && req.Recorded != nil && e.pool != nil {
 		br.answers, br.consumed = answersOf(req.Recorded), req.Recorded.Consumed
 	}
@@ -449,6 +469,8 @@ type bridge struct {
 	// inlineReads: fs.read_file of a path outside the mounts is made on the
 	// run's goroutine (Inline).
 	inlineReads bool
+	// snap: the run's pinned reads of the tool tree; nil unless inlineReads.
+	snap *snapshot
 }
 
 // Inline says c is a read of the tool tree that the run may make on its
@@ -456,7 +478,11 @@ type bridge struct {
 // a journal that does not wait. A path under a mount (/mcp: its device may
 // start a server) goes to a helper goroutine as before.
 func (b *bridge) Inline(c driver.Call) bool {
-	if !b.inlineReads || c.Driver != driver.FSDriver || c.Op != "read_file" {
+	if !b.inlineReads {
+		return false
+	}
+	b.snap.started(c) // IMPORTANT: in call order, on the run's goroutine
+	if c.Driver != driver.FSDriver || c.Op != "read_file" {
 		return false
 	}
 	if len(b.mounts) == 0 {
@@ -487,7 +513,10 @@ func (b *bridge) Do(ctx context.Context, c driver.Call) (out json.RawMessage, er
 			out, err = nil, driver.Errorf(driver.CodeAbort, "%s", msg)
 		}
 	}()
-	return b.host.Do(ctx, c)
+	if b.snap == nil || c.Driver != driver.FSDriver || c.Op != "read_file" {
+		return b.host.Do(ctx, c)
+	}
+	return b.readPinned(ctx, c)
 }
 
 // Require resolves a module like Node's CommonJS, within the tools

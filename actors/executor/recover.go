@@ -375,7 +375,7 @@ func resumeRun(ctx context.Context, ex *Executor, j *journal.Journal, rep *Recov
 	}
 	pins := runPins(j, meta)
 	req := Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: rep.Limits, Middleware: []driver.Middleware{rec.Middleware()}, Replayed: true,
-		Pins: pins, OnModule: rec.Run().AddModule}
+		Pins: pins, OnModule: rec.Run().AddModule, recording: rec.Replayer}
 	if meta.Caller != nil {
 		// IMPORTANT: the resumed run holds exactly the rights its caller
 		// held, as the original run did; only a run no process made (the

@@ -101,7 +101,7 @@ func ReplayWith(ctx context.Context, ex *Executor, j *journal.Journal, id string
 	lim, note := runLimits(ex, meta, opts.Limits)
 	pins := runPins(j, meta)
 	pins.Override = opts.Sources
-	res := ex.Exec(ctx, Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: lim, Middleware: []driver.Middleware{rep.Middleware()}, Replayed: true, Recorded: rep, Pins: pins})
+	res := ex.Exec(ctx, Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: lim, Middleware: []driver.Middleware{rep.Middleware()}, Replayed: true, Recorded: rep, Pins: pins, recording: rep})
 	r := ReplayReport{Run: meta, Result: res, Patched: patched != nil, Limits: lim, LimitsNote: note, Modules: meta.Modules, FromTree: pins.FromTree()}
 	r.ModulesNote = modulesNote(meta, r.FromTree, opts.Sources)
 	if r.LimitHit = limitHit(res, lim); r.LimitHit != "" {
