@@ -11,6 +11,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/node"
 )
@@ -22,7 +23,7 @@ import (
 func TestMemoryTools(t *testing.T) {
 	store := memory.Open(filepath.Join(t.TempDir(), "memory.db"), memory.Options{})
 	defer store.Close()
-	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *node.Options) { o.Memory = store })
+	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *host.NodeOptions) { o.Memory = store })
 	alice := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Name: "alice", Quota: capability.Limits{capability.ToolCalls: 100}})
 	anon := spawn(t, n.Kernel(), block, kernel.SpawnOptions{})
 

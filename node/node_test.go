@@ -17,6 +17,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/agentos-run/agentos/journal"
@@ -26,14 +27,14 @@ import (
 )
 
 type testNode struct {
-	*node.Node
+	*host.BootedNode
 	j    *journal.Journal
 	root string // the tool root
 }
 
 // boot starts a node over a fresh tool root with a real executor (mode) and
 // a real bbolt journal.
-func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...func(*node.Options)) testNode {
+func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...func(*host.NodeOptions)) testNode {
 	t.Helper()
 	root := t.TempDir()
 	ex, err := executor.New(executor.Options{Root: root, Isolation: mode, Workers: 1, TempDir: t.TempDir(), Limits: executor.Limits{Timeout: 5 * time.Second}})
@@ -56,11 +57,11 @@ func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...
 	if err != nil {
 		t.Fatal(err)
 	}
-	nopts := node.Options{Kernel: k, Executor: ex, Journal: j, Jail: jail, Logger: quiet}
+	nopts := host.NodeOptions{Options: node.Options{Kernel: k, Journal: j, Jail: jail, Logger: quiet}, Executor: ex}
 	for _, f := range tweak {
 		f(&nopts)
 	}
-	n, err := node.Boot(nopts)
+	n, err := host.BootNode(context.Background(), nopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...
 		j.Close()
 		jail.Close()
 	})
-	return testNode{Node: n, j: j, root: root}
+	return testNode{BootedNode: n, j: j, root: root}
 }
 
 func call(t testing.TB, n testNode, p *kernel.Process, tool, args string) (json.RawMessage, error) {

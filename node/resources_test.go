@@ -10,6 +10,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node"
 )
 
@@ -53,7 +54,7 @@ func TestRefusedCallsAreCharged(t *testing.T) {
 // Options.MaxArgsBytes are refused before decoding with an error that
 // names the limit and how to raise it, and quotes none of the value.
 func TestLargeArgumentsRefused(t *testing.T) {
-	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *node.Options) { o.MaxArgsBytes = 64 << 10 })
+	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *host.NodeOptions) { o.MaxArgsBytes = 64 << 10 })
 	p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
 	big := strings.Repeat("x", 128<<10)
 	_, err := call(t, n, p, "write_file", `{"path":"tools/big.ts","content":"`+big+`"}`)

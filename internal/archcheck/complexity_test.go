@@ -39,7 +39,6 @@ var tooComplex = map[string]int{
 	"cmd/agentos.runDemo":             44,
 	"internal/host.(Config).validate": 39,
 	"cmd/agentos.runServe":            35,
-	"node.Boot":                       32,
 	"examples/mcp-pii.run":            31,
 
 	"actors/executor.(pool).run": 43,
