@@ -11,6 +11,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/node"
 )
 
@@ -58,7 +59,7 @@ func TestLargeArgumentsRefused(t *testing.T) {
 	p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
 	big := strings.Repeat("x", 128<<10)
 	_, err := call(t, n, p, "write_file", `{"path":"tools/big.ts","content":"`+big+`"}`)
-	if !errors.Is(err, node.ErrArgsTooLarge) || !errors.Is(err, node.ErrInvalidArgs) {
+	if !errors.Is(err, node.ErrArgsTooLarge) || !errors.Is(err, kerneltool.ErrInvalidArgs) {
 		t.Fatalf("128 KiB of arguments over a 64 KiB limit: %.300v", err)
 	}
 	if msg := err.Error(); len(msg) > 1024 || !strings.Contains(msg, "65536") || !strings.Contains(msg, "max_args_bytes") {
@@ -87,12 +88,12 @@ func TestLongValuesNotEchoed(t *testing.T) {
 		tool, args string
 		is         error
 	}{
-		{"read_file", `{"path":"tools/` + long + `"}`, node.ErrInvalidArgs},
-		{"read_file", `{"path":"secret/` + long + `"}`, node.ErrInvalidArgs},
-		{"list_files", `{"dir":"` + long + `"}`, node.ErrInvalidArgs},
-		{"read_file", `{"path":"tools/a.ts","` + long + `":1}`, node.ErrInvalidArgs},
-		{"exec_sql", `{"sql":"SELECT 1","` + long + `":1}`, node.ErrInvalidArgs},
-		{"read_" + long, `{}`, node.ErrUnknownTool},
+		{"read_file", `{"path":"tools/` + long + `"}`, kerneltool.ErrInvalidArgs},
+		{"read_file", `{"path":"secret/` + long + `"}`, kerneltool.ErrInvalidArgs},
+		{"list_files", `{"dir":"` + long + `"}`, kerneltool.ErrInvalidArgs},
+		{"read_file", `{"path":"tools/a.ts","` + long + `":1}`, kerneltool.ErrInvalidArgs},
+		{"exec_sql", `{"sql":"SELECT 1","` + long + `":1}`, kerneltool.ErrInvalidArgs},
+		{"read_" + long, `{}`, kerneltool.ErrUnknownTool},
 	}
 	for i, c := range cases {
 		_, err := call(t, n, p, c.tool, c.args)

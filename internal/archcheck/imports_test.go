@@ -45,12 +45,11 @@ var actorObjects = map[string]map[string]bool{
 // listed fails it.
 var knownImports = map[string]string{
 	// The embedding facade hands out the kernel for process work
-	// (Runtime.Kernel, Snapshot, Restore answer with kernel types) and the
-	// kernel tools (Runtime.Tools): issue 27 names Kernel() among its verbs.
-	// These go when the process handle and the tool type move to a leaf.
+	// (Runtime.Kernel, Snapshot, Restore answer with kernel types): issue 27
+	// names Kernel() among its verbs. These go when the process handle
+	// moves to a leaf.
 	"(root) -> actors/kernel":          "the facade answers with kernel.PID, kernel.SnapshotInfo and hands out Kernel(): move them to the process-handle leaf",
 	"mcpserver -> actors/forge":        "an MCP task answers after a restart from the forge's journal run (forge.SpecOf): move the forge run's record codec to a leaf",
-	"(root) -> node":                   "the facade's Tools answers with node.Tool: move the kernel tool type to a leaf",
 	"(root) uses actors/kernel.Kernel": "the facade's Kernel() hands the kernel out for process work, as issue 27 asks",
 	// The typed clients live in the actors' own packages: each moves to
 	// actors/X/client (beside actors/X/xpb), with the domain types its
@@ -65,12 +64,12 @@ var knownImports = map[string]string{
 	"internal/scaffold -> actors/git/repo": "agentos init lays out the tool root's repository with the git actor's repo package: the composition root should pass it in",
 
 	// The kernel tools' package and the agent processes.
-	"agent -> node":                           "an agent calls the kernel tools (node.Tools): move the kernel tool type to a leaf",
-	"mcpserver -> node":                       "the MCP server serves the kernel tools (node.Tools): move the kernel tool type to a leaf",
 	"agent -> actors/kernel":                  "an agent is a kernel process (kernel.Process): move the process handle to a leaf",
 	"mcpserver -> actors/kernel":              "MCP sessions run as kernel processes (kernel.Process): move the process handle to a leaf",
 	"mcpserver -> actors/registry":            "the MCP server lists the registry's tools: ask the registry actor through its client and the tool-metadata leaf",
 	"mcpserver uses actors/registry.Registry": "the MCP server holds the registry object: ask the registry actor through its client",
+	"agent uses actors/kernel.Kernel":         "an agent's process is spawned on the node's process table (agent.Node.Kernel; it was hidden behind *node.Node before the kernel tool type became a leaf): spawn through the kernel actor's client",
+	"mcpserver uses actors/kernel.Kernel":     "the MCP server verifies tokens and spawns its sessions' processes on the process table (mcpserver.Node.Kernel; hidden behind *node.Node before): ask the kernel actor through its client",
 	"memory -> actors/registry":               "memory ranks with the registry's BM25F index: move the index to the tool-metadata leaf",
 
 	// The registration gate replays on the executor object (issue 27).

@@ -28,6 +28,7 @@ import (
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/metricsserver"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/mcpserver"
 	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/node"
@@ -802,12 +803,12 @@ func (rt *Runtime) Recovered() []executor.RecoverReport { return rt.recovered }
 // Tools returns the kernel tools (SPEC section 1) bound to the default
 // process, ready to hand to an LLM SDK: name, description, JSON Schema and
 // a call function. names selects tools (none: all).
-func (rt *Runtime) Tools(names ...string) ([]node.Tool, error) {
+func (rt *Runtime) Tools(names ...string) ([]kerneltool.Tool, error) {
 	return rt.node.Tools(rt.agent, names...)
 }
 
 // ToolsFor returns the kernel tools bound to p: its capabilities, its quota.
-func (rt *Runtime) ToolsFor(p *kernel.Process, names ...string) ([]node.Tool, error) {
+func (rt *Runtime) ToolsFor(p *kernel.Process, names ...string) ([]kerneltool.Tool, error) {
 	return rt.node.Tools(p, names...)
 }
 
