@@ -20,6 +20,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/mcpdriver"
 	"github.com/agentos-run/agentos/governance/approval"
+	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/pii"
@@ -115,6 +116,7 @@ type Node struct {
 	gitClient   git.Client
 	rootCtx     *actor.RootContext
 	checker     *check.Checker
+	gate        *gate.Gate // nil: disabled
 	tel         *telemetry
 	// inflight counts the exec_tool runs on this node's executor; spread
 	// rotates the members runs are placed on.
@@ -193,6 +195,8 @@ func (n *Node) Wiring() Wiring {
 type Tree struct {
 	System                                 *system.System
 	Kernel, Executor, Registry, Git, Forge *actor.PID
+	// Gate is the registration gate the git actor consults (nil: disabled).
+	Gate *gate.Gate
 }
 
 // Attach binds the node to its started actor tree. IMPORTANT: call it
@@ -201,7 +205,7 @@ func (n *Node) Attach(t Tree) error {
 	if t.System == nil || t.Kernel == nil || t.Executor == nil || t.Registry == nil || t.Git == nil || t.Forge == nil {
 		return errors.New("kernel: the actor tree started without all its children (see the log)")
 	}
-	n.sys, n.kernel, n.exec, n.rootCtx = t.System, t.Kernel, t.Executor, t.System.Root()
+	n.sys, n.kernel, n.exec, n.rootCtx, n.gate = t.System, t.Kernel, t.Executor, t.System.Root(), t.Gate
 	n.execClient = executor.Client{PID: t.Executor, Root: n.rootCtx}
 	n.regClient = registry.Client{PID: t.Registry, Root: n.rootCtx}
 	n.gitClient = git.Client{PID: t.Git, Root: n.rootCtx}
@@ -254,6 +258,10 @@ func (c kernelCharger) ChargeAt(ctx context.Context, home string, pid uint64, m 
 
 // Kernel returns the node's process table.
 func (n *Node) Kernel() *kernel.Kernel { return n.k }
+
+// Gate returns the node's registration gate; nil when it is disabled
+// (gate.Options.Runs < 0).
+func (n *Node) Gate() *gate.Gate { return n.gate }
 
 // ActorSystem returns the node's actor system, for actors of the embedding
 // program (spawned with its Spawn, they are stopped with the tree).

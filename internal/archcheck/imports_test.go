@@ -15,10 +15,11 @@ import (
 	"testing"
 )
 
-// compositionRoot are the packages that assemble the node: they alone
-// construct the actors' objects and import the kernel tools' package
-// (node). IMPORTANT: issue 27 makes this one package; until then it is
-// internal/host (the composition root), node and the CLI.
+// compositionRoot are the packages that may import the actors' packages
+// and the kernel tools' package (node) and hold the actors' objects: the
+// composition root (internal/host), the kernel tools it wires to the
+// actors (node), and the CLI. Only one of them constructs the actors
+// (constructor, construct_test.go).
 var compositionRoot = []string{"internal/host", "node", "cmd/agentos"}
 
 // leaves are packages under actors/ that any package may import: they

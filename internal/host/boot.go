@@ -241,6 +241,7 @@ func (a *nodeAssembly) openTree(context.Context) (closeFunc, error) {
 		return nil, fmt.Errorf("kernel: starting the actor tree: %w", err)
 	}
 	tree, err := childrenOf(sys, root)
+	tree.Gate = a.gate
 	if err == nil {
 		err = a.n.Attach(tree)
 	}
