@@ -8,8 +8,8 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/agent"
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/mcpserver"
-	"github.com/agentos-run/agentos/node"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -115,7 +115,7 @@ func (rt *Runtime) Call(ctx context.Context, tool string, args json.RawMessage) 
 // Tools returns the kernel tools bound to the default process, ready to
 // hand to an LLM SDK: name, description, JSON Schema and a call function.
 // names selects tools (none: all).
-func (rt *Runtime) Tools(names ...string) ([]node.Tool, error) { return rt.h.Tools(names...) }
+func (rt *Runtime) Tools(names ...string) ([]kerneltool.Tool, error) { return rt.h.Tools(names...) }
 
 // AgentOptions configure RunAgent (the zero value: the default grants and
 // quota, 20 steps).

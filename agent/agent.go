@@ -48,7 +48,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/journal"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/telemetry"
 	"go.opentelemetry.io/otel/trace"
@@ -73,7 +73,7 @@ type Options struct {
 	// through a driver.Host).
 	LLM driver.Host
 	// Tools are the kernel tools bound to the agent's process.
-	Tools []node.Tool
+	Tools []kerneltool.Tool
 	// System overrides SystemPrompt.
 	System string
 	// MaxSteps bounds the model requests (0: 20).
@@ -174,7 +174,7 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 	if system == "" {
 		system = SystemPrompt
 	}
-	tools := map[string]node.Tool{}
+	tools := map[string]kerneltool.Tool{}
 	specs := make([]llm.ToolSpec, 0, len(opts.Tools))
 	for _, t := range opts.Tools {
 		tools[t.Name] = t
@@ -317,7 +317,7 @@ func badArguments(tc llm.ToolCall, answer llm.Response) string {
 // runTool runs one call as call seq of host (CallTool, journaled when the
 // run is), under its "execute_tool {name}" span, and returns what goes
 // back to the model.
-func runTool(ctx context.Context, host driver.Host, seq uint64, tools map[string]node.Tool, tc llm.ToolCall, c *Call, opts Options) (content string) {
+func runTool(ctx context.Context, host driver.Host, seq uint64, tools map[string]kerneltool.Tool, tc llm.ToolCall, c *Call, opts Options) (content string) {
 	name, start := telemetry.ToolSpan(tc.Name, tc.ID, telemetry.ToolTypeFunction)
 	ctx, span := opts.Tracer.Start(ctx, name, start...)
 	defer func() {
@@ -361,7 +361,7 @@ func runTool(ctx context.Context, host driver.Host, seq uint64, tools map[string
 //
 // IMPORTANT: whatever hands kernel tool results to a model (this package's
 // loop, an MCP server's tool calls) MUST call tools through CallTool.
-func CallTool(ctx context.Context, t node.Tool, args json.RawMessage, p *pii.Tokenizer) (json.RawMessage, error) {
+func CallTool(ctx context.Context, t kerneltool.Tool, args json.RawMessage, p *pii.Tokenizer) (json.RawMessage, error) {
 	var echo pii.Echo // the values restored, looked for in the answer in any encoding
 	if t.Name == "exec_sql" && p.Restores(driver.SQLDriver, args) {
 		r, e, err := p.RestoreEcho(args)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentos-run/agentos/agent"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/pii"
 )
 
@@ -26,7 +26,7 @@ func TestCallToolMasksRestoredEchoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got string
-	tool := node.Tool{Name: "exec_sql", Call: func(_ context.Context, args json.RawMessage) (json.RawMessage, error) {
+	tool := kerneltool.Tool{Name: "exec_sql", Call: func(_ context.Context, args json.RawMessage) (json.RawMessage, error) {
 		var a struct{ Params []string }
 		_ = json.Unmarshal(args, &a)
 		got = a.Params[0]

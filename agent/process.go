@@ -16,8 +16,8 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/memory"
-	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/telemetry"
 	"go.opentelemetry.io/otel/attribute"
@@ -37,7 +37,7 @@ const Image = "agent"
 type ProcessOptions struct {
 	// Node is the booted node whose kernel spawns the agent's process and
 	// whose kernel tools it calls.
-	Node *node.Node
+	Node Node
 	// Model is the LLM device (llm.Client.Device()).
 	Model driver.Device
 	// Journal records the agent's model calls under a run of kind "agent".
@@ -132,7 +132,7 @@ type MemorySettings struct {
 // MainOptions configure Main and ImageMain. Node, Model and Journal are
 // required.
 type MainOptions struct {
-	Node     *node.Node
+	Node     Node
 	Model    driver.Device
 	Journal  *journal.Journal
 	MaxSteps int
@@ -493,7 +493,7 @@ func WithLLM(grants []capability.Grant) []capability.Grant {
 // processPaging is the paging of an agent process: its pages go to the
 // node's memory under the agent's memory name (State.MemoryName), tagged "page" and with
 // the tools the turn called, and carry the agent's run id.
-func processPaging(opts MemorySettings, n *node.Node, name, run string) (Paging, error) {
+func processPaging(opts MemorySettings, n Node, name, run string) (Paging, error) {
 	if opts.WindowTokens <= 0 {
 		return Paging{}, nil
 	}
@@ -635,4 +635,23 @@ func endAgentSpan(span trace.Span, res Result, err error) {
 		telemetry.Fail(span, res.Reason, fmt.Errorf("the agent stopped without an answer (%s) after %d steps", res.Reason, res.Steps))
 	}
 	span.End()
+}
+
+// Node is what an agent process needs of the node: the kernel tools bound
+// to a process, its process table, the agents' memory and the telemetry
+// settings. The kernel tools' node (kerneltools.Node) implements it; an
+// agent reaches it only through these methods.
+type Node interface {
+	// Tools returns the kernel tools bound to p (names: a selection).
+	Tools(p *kernel.Process, names ...string) ([]kerneltool.Tool, error)
+	// Kernel is the process table the agent's process runs in.
+	Kernel() *kernel.Kernel
+	// Memory is the agents' memory (nil: none configured).
+	Memory() *memory.Store
+	// BindMemory binds the memory name of p's remember, recall and forget.
+	BindMemory(p *kernel.Process, name string)
+	// TracerProvider receives the agent's spans (nil: the global one).
+	TracerProvider() trace.TracerProvider
+	// CaptureContent says whether spans record GenAI content.
+	CaptureContent() bool
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/governance/approval"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltool"
 )
 
 // confirmTTL is how long a confirmation the server asked for may be
@@ -117,7 +117,7 @@ func (c *confirmer) redeem(state string, want confirmState, now time.Time) error
 // A confirmation is recorded as the version's approval at the gate (for
 // every caller) only when the client's token holds the approve right on the
 // tool (capability.Approve); without it the returned context clears this
-// one run (node.ConfirmedRun) and nothing is recorded.
+// one run (kerneltool.ConfirmedRun) and nothing is recorded.
 //
 // IMPORTANT: it fails closed. The confirmation request carries a signed
 // RequestState tied to the session, the process, the path, the SHA-256 of
@@ -197,7 +197,7 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 			// the tool cannot approve it for every caller: its
 			// confirmation lets this one run through the gate and records
 			// nothing.
-			return node.ConfirmedRun(ctx, ask.Path, ask.Hash), nil
+			return kerneltool.ConfirmedRun(ctx, ask.Path, ask.Hash), nil
 		}
 		// The version confirmed is the version approved: the gate lets the
 		// run through, and later runs of it (by any caller) are not held.

@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentos-run/agentos/capability"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -32,9 +32,9 @@ const (
 func ErrorKind(err error) string {
 	var qe *capability.QuotaError
 	switch {
-	case errors.Is(err, node.ErrInvalidArgs):
+	case errors.Is(err, kerneltool.ErrInvalidArgs):
 		return KindInvalidArgs
-	case errors.Is(err, node.ErrUnknownTool):
+	case errors.Is(err, kerneltool.ErrUnknownTool):
 		return KindUnknownTool
 	case errors.Is(err, vfs.ErrNotFound):
 		return KindNotFound

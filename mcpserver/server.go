@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,13 +12,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentos-run/agentos/governance/approval"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/journal"
-	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/persona"
 	"github.com/agentos-run/agentos/pii"
 )
@@ -30,7 +32,7 @@ const DefaultProgressInterval = time.Second
 // value of the others means sensible defaults.
 type Options struct {
 	// Node runs the tools (REQUIRED).
-	Node *node.Node
+	Node Node
 	// Registry is the node's tool registry, watched for changes (REQUIRED).
 	Registry *registry.Registry
 	// ToolsDir is the tools directory, stripped from a registered tool's
@@ -398,4 +400,21 @@ func (s *Server) logged(p *kernel.Process, h mcp.ToolHandler) mcp.ToolHandler {
 		s.log.Debug("mcp: tool call ended", slog.String("tool", req.Params.Name), slog.Any("pid", p.PID()), slog.String("error_kind", kind))
 		return res, err
 	}
+}
+
+// Node is what the MCP server needs of the node: the kernel tools bound to
+// a process and called by name, the process table its sessions run in,
+// and the approval gate a high-risk run waits at. The kernel tools' node
+// (kerneltools.Node) implements it.
+type Node interface {
+	// Tools returns the kernel tools bound to p (names: a selection).
+	Tools(p *kernel.Process, names ...string) ([]kerneltool.Tool, error)
+	// Call runs one kernel tool as p.
+	Call(ctx context.Context, p *kernel.Process, tool string, args json.RawMessage) (json.RawMessage, error)
+	// Kernel is the process table the sessions' processes run in.
+	Kernel() *kernel.Kernel
+	// Approvals is the approval gate (nil: none).
+	Approvals() *approval.Gate
+	// ApprovalAsk is what approving the tool at path would clear for p.
+	ApprovalAsk(p *kernel.Process, path string) (approval.Ask, error)
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/agent"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltool"
 )
 
 // MetaPath is the key, in a registered tool's _meta, of its path in the
@@ -59,7 +59,7 @@ func ToolName(p, toolsDir string) string {
 func Names(paths []string, toolsDir string) map[string]string {
 	base := make(map[string]string, len(paths))
 	count := map[string]int{}
-	for _, n := range node.ToolNames() {
+	for _, n := range kerneltool.Names() {
 		count[n]++
 	}
 	for _, p := range paths {
@@ -117,7 +117,7 @@ func registeredTool(name string, t registry.Tool) *mcp.Tool {
 }
 
 // kernelHandler runs the kernel tool t as p.
-func (s *Server) kernelHandler(p *kernel.Process, t node.Tool) mcp.ToolHandler {
+func (s *Server) kernelHandler(p *kernel.Process, t kerneltool.Tool) mcp.ToolHandler {
 	t = s.tokenized(t)
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.Params.Arguments
@@ -150,7 +150,7 @@ func (s *Server) kernelHandler(p *kernel.Process, t node.Tool) mcp.ToolHandler {
 // tokenized is t whose results and errors are tokenized on their way to
 // the client (Options.PII), through the one door from the kernel tools to
 // a model, agent.CallTool.
-func (s *Server) tokenized(t node.Tool) node.Tool {
+func (s *Server) tokenized(t kerneltool.Tool) kerneltool.Tool {
 	if s.opts.PII == nil {
 		return t
 	}
@@ -180,7 +180,7 @@ func (s *Server) registeredHandler(p *kernel.Process, t registry.Tool) mcp.ToolH
 		if err != nil {
 			return failure(KindInvalidArgs, "the arguments must be a JSON object: "+err.Error()), nil
 		}
-		exec := s.tokenized(node.Tool{Name: "exec_tool", Call: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+		exec := s.tokenized(kerneltool.Tool{Name: "exec_tool", Call: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 			return s.opts.Node.Call(ctx, p, "exec_tool", args)
 		}})
 		return s.long(ctx, req, t.Path, func(ctx context.Context) *mcp.CallToolResult {

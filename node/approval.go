@@ -16,6 +16,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -155,7 +156,7 @@ func (n *Node) gateRun(ctx context.Context, p *kernel.Process, path, version str
 	}
 	holds := func(r string) bool { return hasRight(p, capability.Right(r)) }
 	c := cleared{hash: j.Hash, modules: j.Modules, gated: g.Policy().Applies(path, holds)}
-	if !g.Policy().Needs(path, string(j.Risk), holds) || confirmedOnce(ctx, path, j.Key) {
+	if !g.Policy().Needs(path, string(j.Risk), holds) || kerneltool.Confirmed(ctx, path, j.Key) {
 		return c, nil
 	}
 	wait := g.Timeout()
@@ -203,29 +204,6 @@ func (n *Node) admitRemote(_ context.Context, path, token string) (executor.Admi
 	}
 	return executor.Admitted{}, fmt.Errorf("%w: %s is rated %s and this version is not approved on this node (%s): a run placed from another node does not wait for an approval here",
 		executor.ErrNotCleared, path, j.Risk, approval.CodeRequired)
-}
-
-// confirmedKey carries a one-run clearance (ConfirmedRun).
-type confirmedKey struct{}
-
-type confirmed struct{ path, key string }
-
-// ConfirmedRun returns ctx carrying a clearance for one run of the version
-// key (the approval key, approval.Ask.Hash) of the tool at path (resolved):
-// the exec_tool call made with it passes the approval gate for that
-// version without recording an approval, so no other run or caller gets
-// through on it. The MCP server uses it for a confirmation by a client
-// whose token lacks the approve right on the tool. IMPORTANT: only the
-// embedding Go code makes such a context; a version other than key is
-// held as usual.
-func ConfirmedRun(ctx context.Context, path, key string) context.Context {
-	return context.WithValue(ctx, confirmedKey{}, confirmed{path, key})
-}
-
-// confirmedOnce reports whether ctx clears the run of path at version key.
-func confirmedOnce(ctx context.Context, path, key string) bool {
-	c, ok := ctx.Value(confirmedKey{}).(confirmed)
-	return ok && c.path == path && c.key == key
 }
 
 // admitModule judges module m (source src), which a gated run of entry

@@ -11,6 +11,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/governance/approval"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node"
 )
 
@@ -39,7 +40,7 @@ func bootGated(t *testing.T) (testNode, *approval.Gate, *kernel.Process) {
 		t.Fatal(err)
 	}
 	g := approval.NewGate(st, approval.Policy{Timeout: time.Millisecond}, quiet)
-	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *node.Options) { o.Approvals = g })
+	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *host.NodeOptions) { o.Approvals = g })
 	p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
 	return n, g, p
 }

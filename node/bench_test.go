@@ -12,6 +12,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/governance/approval"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/node"
 )
@@ -36,7 +37,7 @@ func BenchmarkExecTool(b *testing.B) {
 		{"process-nojournal", executor.IsolationProcess, false, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			n := boot(b, bc.mode, kernel.Options{}, func(o *node.Options) {
+			n := boot(b, bc.mode, kernel.Options{}, func(o *host.NodeOptions) {
 				if !bc.journal {
 					o.Journal = nil
 				}

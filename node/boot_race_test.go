@@ -7,6 +7,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -30,7 +31,7 @@ func TestBootOnARunningKernelDoesNotRace(t *testing.T) {
 }
 
 // bootWith is boot (node_test.go) over an existing kernel.
-func bootWith(t *testing.T, k *kernel.Kernel) *node.Node {
+func bootWith(t *testing.T, k *kernel.Kernel) *host.BootedNode {
 	t.Helper()
 	root := t.TempDir()
 	ex, err := executor.New(executor.Options{Root: root, Isolation: executor.IsolationInProcess, Workers: 1, TempDir: t.TempDir()})
@@ -41,7 +42,7 @@ func bootWith(t *testing.T, k *kernel.Kernel) *node.Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.Boot(node.Options{Kernel: k, Executor: ex, Jail: jail, Logger: quiet})
+	n, err := host.BootNode(context.Background(), host.NodeOptions{Options: node.Options{Kernel: k, Jail: jail, Logger: quiet}, Executor: ex})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,16 @@
-// Package node boots an agentos node: the actor tree under one supervisor
-// and the kernel tools bound to agent processes.
-//
-// # Protocol
-//
-// Boot starts the node's actors under one supervisor (one_for_one):
+// Package node is the kernel tools bound to agent processes, over the
+// node's actor tree. It constructs no actor: the composition root
+// (internal/host, BootNode) starts them under one supervisor
+// (one_for_one), wired to the node (Node.Wiring), and binds the node to
+// them (Node.Attach):
 //
 //	kernel    the process table's endpoint (actors/kernel)
 //	executor  tool runs (actors/executor)
 //	registry  the tool index: meta.json, search (actors/registry)
 //	git       the one writer of the tool tree (actors/git)
 //	forge     reuse or forge a tool for a spec (actors/forge)
+//
+// # Protocol
 //
 // Node.Tools(p) returns the kernel tools bound to process p: list_files,
 // read_file, write_file, patch_file, check_tool, exec_sql, search_tools,
@@ -27,11 +28,13 @@
 //
 // # Lifecycle
 //
-// Boot starts the actors over a process table (Options.Kernel, or a new
-// one). Node.Close ends every process with reason "shutdown" (cancelling
-// their runs, which stay resumable in the journal), waits for their Main
-// functions, then stops the actors, children first. The executor, journal
-// and jail belong to the caller, who closes them after.
+// New makes the kernel tools over a process table (Options.Kernel); they
+// answer once Attach has bound them to the started actor tree.
+// Node.Close ends every process with reason "shutdown" (cancelling their
+// runs, which stay resumable in the journal), waits for their Main
+// functions, and leaves the cluster; the tree's owner then stops the
+// actors, children first. The actor tree, executor, journal and jail
+// belong to the composition root, which closes them after.
 //
 // # Failure
 //
@@ -39,5 +42,5 @@
 // inside a tool run aborts that run and restarts the executor actor, other
 // runs go on). Refused calls wrap capability.ErrDenied and name the missing
 // right; quota refusals are *capability.QuotaError; bad arguments wrap
-// ErrInvalidArgs and list the parameters.
+// kerneltool.ErrInvalidArgs and list the parameters.
 package node

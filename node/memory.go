@@ -11,6 +11,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/clip"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/memory"
 )
 
@@ -74,7 +75,7 @@ func (n *Node) memoryName(p *kernel.Process) (name string, bound bool, err error
 		return v.(string), true, nil
 	}
 	if err := memory.CheckProcessName(p.Name()); err != nil {
-		return "", false, fmt.Errorf("%w: process %v: %w", ErrInvalidArgs, p.PID(), err)
+		return "", false, fmt.Errorf("%w: process %v: %w", kerneltool.ErrInvalidArgs, p.PID(), err)
 	}
 	return MemoryName(p), false, nil
 }
@@ -121,7 +122,7 @@ func (n *Node) remember(_ context.Context, p *kernel.Process, args json.RawMessa
 	}
 	kind, err := memory.ParseKind(string(a.Kind))
 	if err != nil || kind == memory.Page {
-		return nil, fmt.Errorf("%w: kind %q: use fact, lesson or preference (pages are written by context paging)", ErrInvalidArgs, clip.Text(string(a.Kind)))
+		return nil, fmt.Errorf("%w: kind %q: use fact, lesson or preference (pages are written by context paging)", kerneltool.ErrInvalidArgs, clip.Text(string(a.Kind)))
 	}
 	own, err := n.ownMemory(p)
 	if err != nil {
@@ -150,10 +151,10 @@ func (n *Node) recall(_ context.Context, p *kernel.Process, args json.RawMessage
 		return nil, err
 	}
 	if a.Limit < 0 || a.Limit > maxSearchLimit {
-		return nil, fmt.Errorf("%w: limit %d must be between %d and %d", ErrInvalidArgs, a.Limit, minSearchLimit, maxSearchLimit)
+		return nil, fmt.Errorf("%w: limit %d must be between %d and %d", kerneltool.ErrInvalidArgs, a.Limit, minSearchLimit, maxSearchLimit)
 	}
 	if strings.TrimSpace(a.Query) == "" {
-		return nil, fmt.Errorf("%w: the query is empty; say what to recall in words", ErrInvalidArgs)
+		return nil, fmt.Errorf("%w: the query is empty; say what to recall in words", kerneltool.ErrInvalidArgs)
 	}
 	store, err := n.memoryStore()
 	if err != nil {
@@ -163,7 +164,7 @@ func (n *Node) recall(_ context.Context, p *kernel.Process, args json.RawMessage
 	if a.Kind != "" {
 		k, err := memory.ParseKind(string(a.Kind))
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidArgs, err)
+			return nil, fmt.Errorf("%w: %w", kerneltool.ErrInvalidArgs, err)
 		}
 		kinds = []memory.Kind{k}
 	}
@@ -173,10 +174,10 @@ func (n *Node) recall(_ context.Context, p *kernel.Process, args json.RawMessage
 	}
 	if a.Agent != "" && a.Agent != name {
 		if strings.HasPrefix(a.Agent, memory.EphemeralPrefix) {
-			return nil, fmt.Errorf("%w: agent %q: the memory of a process without a name is its own alone", ErrInvalidArgs, clip.Text(a.Agent))
+			return nil, fmt.Errorf("%w: agent %q: the memory of a process without a name is its own alone", kerneltool.ErrInvalidArgs, clip.Text(a.Agent))
 		}
 		if err := memory.CheckName(a.Agent); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidArgs, err)
+			return nil, fmt.Errorf("%w: %w", kerneltool.ErrInvalidArgs, err)
 		}
 		// IMPORTANT: another agent's memory is read only under the
 		// memory_read right on its name.

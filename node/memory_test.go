@@ -11,6 +11,8 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/node"
 )
@@ -22,7 +24,7 @@ import (
 func TestMemoryTools(t *testing.T) {
 	store := memory.Open(filepath.Join(t.TempDir(), "memory.db"), memory.Options{})
 	defer store.Close()
-	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *node.Options) { o.Memory = store })
+	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *host.NodeOptions) { o.Memory = store })
 	alice := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Name: "alice", Quota: capability.Limits{capability.ToolCalls: 100}})
 	anon := spawn(t, n.Kernel(), block, kernel.SpawnOptions{})
 
@@ -34,7 +36,7 @@ func TestMemoryTools(t *testing.T) {
 	if out, _ := call(t, n, alice, "remember", `{"text":"deploys happen on tuesdays."}`); !strings.Contains(string(out), `"duplicate":true`) {
 		t.Fatalf("the same text again: %s", out)
 	}
-	if _, err := call(t, n, alice, "remember", `{"text":"x y z","kind":"page"}`); !errors.Is(err, node.ErrInvalidArgs) {
+	if _, err := call(t, n, alice, "remember", `{"text":"x y z","kind":"page"}`); !errors.Is(err, kerneltool.ErrInvalidArgs) {
 		t.Fatalf("a page from the model: %v", err)
 	}
 	out, err = call(t, n, alice, "recall", `{"query":"when are deploys","kind":"fact"}`)
@@ -59,7 +61,7 @@ func TestMemoryTools(t *testing.T) {
 	if _, err := call(t, n, anon, "recall", `{"query":"deploys","agent":"`+eph+`"}`); err != nil {
 		t.Fatalf("its own memory by its own name: %v", err)
 	}
-	if _, err := call(t, n, alice, "recall", `{"query":"deploys","agent":"`+eph+`"}`); !errors.Is(err, node.ErrInvalidArgs) {
+	if _, err := call(t, n, alice, "recall", `{"query":"deploys","agent":"`+eph+`"}`); !errors.Is(err, kerneltool.ErrInvalidArgs) {
 		t.Fatalf("an ephemeral memory read by another: %v", err)
 	}
 	n.Kernel().Kill(anon.PID(), "test")

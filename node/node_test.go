@@ -17,23 +17,25 @@ import (
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 )
 
 type testNode struct {
-	*node.Node
+	*host.BootedNode
 	j    *journal.Journal
 	root string // the tool root
 }
 
 // boot starts a node over a fresh tool root with a real executor (mode) and
 // a real bbolt journal.
-func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...func(*node.Options)) testNode {
+func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...func(*host.NodeOptions)) testNode {
 	t.Helper()
 	root := t.TempDir()
 	ex, err := executor.New(executor.Options{Root: root, Isolation: mode, Workers: 1, TempDir: t.TempDir(), Limits: executor.Limits{Timeout: 5 * time.Second}})
@@ -56,11 +58,11 @@ func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...
 	if err != nil {
 		t.Fatal(err)
 	}
-	nopts := node.Options{Kernel: k, Executor: ex, Journal: j, Jail: jail, Logger: quiet}
+	nopts := host.NodeOptions{Options: node.Options{Kernel: k, Journal: j, Jail: jail, Logger: quiet}, Executor: ex}
 	for _, f := range tweak {
 		f(&nopts)
 	}
-	n, err := node.Boot(nopts)
+	n, err := host.BootNode(context.Background(), nopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...
 		j.Close()
 		jail.Close()
 	})
-	return testNode{Node: n, j: j, root: root}
+	return testNode{BootedNode: n, j: j, root: root}
 }
 
 func call(t testing.TB, n testNode, p *kernel.Process, tool, args string) (json.RawMessage, error) {
@@ -125,7 +127,7 @@ func TestToolsSchemas(t *testing.T) {
 	if want := []string{"list_files", "read_file", "write_file", "patch_file", "check_tool", "exec_sql", "search_tools", "forge_tool", "exec_tool", "remember", "recall", "forget"}; !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
-	if _, err := n.Tools(p, "rm_rf"); !errors.Is(err, node.ErrUnknownTool) {
+	if _, err := n.Tools(p, "rm_rf"); !errors.Is(err, kerneltool.ErrUnknownTool) {
 		t.Fatalf("unknown tool: %v", err)
 	}
 	sel, err := n.Tools(p, "exec_tool")
@@ -204,11 +206,11 @@ func TestToolsRefusals(t *testing.T) {
 		t.Fatalf("a path escaping the root must fail as a path error: %v", err)
 	}
 	for _, bad := range []string{`{"path":"tools/math/a.ts","extra":1}`, `{}`, `[]`, `{"path":3}`} {
-		if _, err := call(t, n, reader, "read_file", bad); !errors.Is(err, node.ErrInvalidArgs) {
+		if _, err := call(t, n, reader, "read_file", bad); !errors.Is(err, kerneltool.ErrInvalidArgs) {
 			t.Errorf("read_file %s: %v, want ErrInvalidArgs", bad, err)
 		}
 	}
-	if _, err := call(t, n, reader, "format_disk", `{}`); !errors.Is(err, node.ErrUnknownTool) {
+	if _, err := call(t, n, reader, "format_disk", `{}`); !errors.Is(err, kerneltool.ErrUnknownTool) {
 		t.Fatalf("unknown tool: %v", err)
 	}
 	refused := 0
@@ -403,7 +405,7 @@ func TestSearchToolsScope(t *testing.T) {
 	if _, err := call(t, n, blind, "search_tools", `{"query":"add numbers"}`); !errors.Is(err, capability.ErrDenied) {
 		t.Fatalf("search without any read right: %v", err)
 	}
-	if _, err := call(t, n, writer, "search_tools", `{"query":"  "}`); !errors.Is(err, node.ErrInvalidArgs) {
+	if _, err := call(t, n, writer, "search_tools", `{"query":"  "}`); !errors.Is(err, kerneltool.ErrInvalidArgs) {
 		t.Fatalf("empty query: %v", err)
 	}
 	// detail "brief": the same hits, each only path, name, summary, score.
@@ -413,7 +415,7 @@ func TestSearchToolsScope(t *testing.T) {
 	if len(brief) != 1 || brief[0].Path != "tools/math/sum.ts" || brief[0].Summary != "Adds numbers together." || brief[0].Score <= 0 || strings.Contains(string(out), "parameters") {
 		t.Fatalf("a brief search: %s", out)
 	}
-	if _, err := call(t, n, writer, "search_tools", `{"query":"add","detail":"short"}`); !errors.Is(err, node.ErrInvalidArgs) || !strings.Contains(err.Error(), `"brief"`) {
+	if _, err := call(t, n, writer, "search_tools", `{"query":"add","detail":"short"}`); !errors.Is(err, kerneltool.ErrInvalidArgs) || !strings.Contains(err.Error(), `"brief"`) {
 		t.Fatalf("an unknown detail: %v", err)
 	}
 }
@@ -448,5 +450,13 @@ func TestCheckToolCompilesAtFirstExec(t *testing.T) {
 	if err := json.Unmarshal(mustCall(t, n, p, "check_tool", `{"path":"tools/dup.ts"}`), &chk); err != nil || chk.Valid ||
 		len(chk.Errors) != 1 || chk.Errors[0].Rule != "syntax" || chk.Errors[0].Line != 3 || chk.Errors[0].Column != 7 {
 		t.Fatalf("check_tool after the exec: %+v %v, want the transpiler's error at 3:7", chk, err)
+	}
+}
+
+// TestToolNamesAreTheLeafs: the kernel tools' table lists exactly the
+// names the leaf (kerneltool.Names) gives an agent and the MCP server.
+func TestToolNamesAreTheLeafs(t *testing.T) {
+	if got, want := node.ToolNames(), kerneltool.Names(); !slices.Equal(got, want) {
+		t.Fatalf("node.ToolNames() = %v, kerneltool.Names() = %v: keep them equal", got, want)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/node"
 )
 
@@ -53,11 +55,11 @@ func TestRefusedCallsAreCharged(t *testing.T) {
 // Options.MaxArgsBytes are refused before decoding with an error that
 // names the limit and how to raise it, and quotes none of the value.
 func TestLargeArgumentsRefused(t *testing.T) {
-	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *node.Options) { o.MaxArgsBytes = 64 << 10 })
+	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *host.NodeOptions) { o.MaxArgsBytes = 64 << 10 })
 	p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
 	big := strings.Repeat("x", 128<<10)
 	_, err := call(t, n, p, "write_file", `{"path":"tools/big.ts","content":"`+big+`"}`)
-	if !errors.Is(err, node.ErrArgsTooLarge) || !errors.Is(err, node.ErrInvalidArgs) {
+	if !errors.Is(err, node.ErrArgsTooLarge) || !errors.Is(err, kerneltool.ErrInvalidArgs) {
 		t.Fatalf("128 KiB of arguments over a 64 KiB limit: %.300v", err)
 	}
 	if msg := err.Error(); len(msg) > 1024 || !strings.Contains(msg, "65536") || !strings.Contains(msg, "max_args_bytes") {
@@ -86,12 +88,12 @@ func TestLongValuesNotEchoed(t *testing.T) {
 		tool, args string
 		is         error
 	}{
-		{"read_file", `{"path":"tools/` + long + `"}`, node.ErrInvalidArgs},
-		{"read_file", `{"path":"secret/` + long + `"}`, node.ErrInvalidArgs},
-		{"list_files", `{"dir":"` + long + `"}`, node.ErrInvalidArgs},
-		{"read_file", `{"path":"tools/a.ts","` + long + `":1}`, node.ErrInvalidArgs},
-		{"exec_sql", `{"sql":"SELECT 1","` + long + `":1}`, node.ErrInvalidArgs},
-		{"read_" + long, `{}`, node.ErrUnknownTool},
+		{"read_file", `{"path":"tools/` + long + `"}`, kerneltool.ErrInvalidArgs},
+		{"read_file", `{"path":"secret/` + long + `"}`, kerneltool.ErrInvalidArgs},
+		{"list_files", `{"dir":"` + long + `"}`, kerneltool.ErrInvalidArgs},
+		{"read_file", `{"path":"tools/a.ts","` + long + `":1}`, kerneltool.ErrInvalidArgs},
+		{"exec_sql", `{"sql":"SELECT 1","` + long + `":1}`, kerneltool.ErrInvalidArgs},
+		{"read_" + long, `{}`, kerneltool.ErrUnknownTool},
 	}
 	for i, c := range cases {
 		_, err := call(t, n, p, c.tool, c.args)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentos-run/agentos/kerneltool"
 )
 
 // goldenSchemas are the kernel tools' JSON Schemas as they were written by
@@ -118,19 +120,19 @@ func TestDecodeFollowsTheArgumentStruct(t *testing.T) {
 	}
 	var e execToolArgs
 	err := decode(json.RawMessage(`{"args":{}}`), &e)
-	if !errors.Is(err, ErrInvalidArgs) || !strings.Contains(err.Error(), `missing parameter "path" (parameters: path, args, placement)`) {
+	if !errors.Is(err, kerneltool.ErrInvalidArgs) || !strings.Contains(err.Error(), `missing parameter "path" (parameters: path, args, placement)`) {
 		t.Errorf("exec_tool without path: %v", err)
 	}
 	if err := decode(json.RawMessage(`{"path":"tools/a.ts"}`), &e); err != nil || e.Path != "tools/a.ts" {
 		t.Errorf("exec_tool without args (optional): %+v %v", e, err)
 	}
 	err = decode(json.RawMessage(`{"path":"a","argz":{}}`), &e)
-	if !errors.Is(err, ErrInvalidArgs) || !strings.Contains(err.Error(), `unknown field "argz"`) || !strings.Contains(err.Error(), "(parameters: path, args, placement)") {
+	if !errors.Is(err, kerneltool.ErrInvalidArgs) || !strings.Contains(err.Error(), `unknown field "argz"`) || !strings.Contains(err.Error(), "(parameters: path, args, placement)") {
 		t.Errorf("exec_tool with an unknown parameter: %v", err)
 	}
 	var p patchFileArgs
 	err = decode(json.RawMessage(`[1]`), &p)
-	if !errors.Is(err, ErrInvalidArgs) || !strings.Contains(err.Error(), "a JSON object with path, search, replace") {
+	if !errors.Is(err, kerneltool.ErrInvalidArgs) || !strings.Contains(err.Error(), "a JSON object with path, search, replace") {
 		t.Errorf("patch_file with an array: %v", err)
 	}
 	var q execSQLArgs

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/kerneltool"
 	gotel "github.com/agentos-run/agentos/telemetry"
 	"github.com/agentos-run/agentos/vfs"
 	"go.opentelemetry.io/otel"
@@ -90,9 +91,9 @@ func (t *telemetry) end(ctx context.Context, span trace.Span, tool string, start
 // sentinel's kind, else the outcome.
 func errKind(err error, outcome string) string {
 	switch {
-	case errors.Is(err, ErrInvalidArgs), errors.Is(err, ErrArgsTooLarge):
+	case errors.Is(err, kerneltool.ErrInvalidArgs), errors.Is(err, ErrArgsTooLarge):
 		return "invalid_args"
-	case errors.Is(err, ErrUnknownTool):
+	case errors.Is(err, kerneltool.ErrUnknownTool):
 		return "unknown_tool"
 	case errors.Is(err, vfs.ErrNotFound):
 		return "not_found"

@@ -8,7 +8,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/internal/host"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -26,7 +26,7 @@ func TestTelemetry(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer tp.Shutdown(context.Background())
 	defer mp.Shutdown(context.Background())
-	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *node.Options) { o.TracerProvider, o.MeterProvider = tp, mp })
+	n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *host.NodeOptions) { o.TracerProvider, o.MeterProvider = tp, mp })
 	p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/"}}})
 	mustCall(t, n, p, "list_files", `{"dir":"tools"}`)
 	if _, err := call(t, n, p, "write_file", `{"path":"tools/a.ts","content":""}`); err == nil {
@@ -92,7 +92,7 @@ func TestTelemetryErrorTextOnlyWithCapture(t *testing.T) {
 	for _, capture := range []bool{false, true} {
 		spans := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-		n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *node.Options) { o.TracerProvider, o.CaptureContent = tp, capture })
+		n := boot(t, executor.IsolationInProcess, kernel.Options{}, func(o *host.NodeOptions) { o.TracerProvider, o.CaptureContent = tp, capture })
 		p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/"}}})
 		const secret = "ada.lovelace@example.com"
 		if _, err := call(t, n, p, "read_file", `{"path":"tools/`+secret+`.ts"}`); err == nil {

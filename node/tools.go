@@ -23,23 +23,10 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/clip"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/google/jsonschema-go/jsonschema"
 )
-
-// Tool is a kernel tool bound to one process: what an LLM SDK needs (name,
-// description, JSON Schema of the parameters) and the function to call.
-// Every call waits while the process is stopped, charges one tool call to
-// its quota (refused calls too), and checks the process's capability.
-type Tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-	// Call runs the tool with args (a JSON object of the parameters) and
-	// returns its JSON result. Errors wrap ErrInvalidArgs,
-	// capability.ErrDenied, *capability.QuotaError or the tool's own.
-	Call func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) `json:"-"`
-}
 
 // DefaultMaxArgsBytes bounds a kernel tool call's arguments (their JSON
 // text) when Options.MaxArgsBytes is 0: 4 MiB.
@@ -276,9 +263,9 @@ func ToolNames() []string {
 
 // Tools returns the kernel tools bound to p: each call runs with p's
 // capabilities and is charged to p's quota. names selects tools (none: all).
-func (n *Node) Tools(p *kernel.Process, names ...string) ([]Tool, error) {
+func (n *Node) Tools(p *kernel.Process, names ...string) ([]kerneltool.Tool, error) {
 	deriveSchemas()
-	var out []Tool
+	var out []kerneltool.Tool
 	for _, name := range names {
 		if findTool(name) == nil {
 			return nil, unknownTool(name)
@@ -288,7 +275,7 @@ func (n *Node) Tools(p *kernel.Process, names ...string) ([]Tool, error) {
 		if len(names) > 0 && !slices.Contains(names, d.name) {
 			continue
 		}
-		out = append(out, Tool{
+		out = append(out, kerneltool.Tool{
 			Name: d.name, Description: d.desc, Parameters: d.schema,
 			Call: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 				return n.Call(ctx, p, d.name, args)
@@ -309,7 +296,7 @@ func findTool(name string) *toolDef {
 }
 
 func unknownTool(name string) error {
-	return fmt.Errorf("%w %q: the kernel tools are %s", ErrUnknownTool, clip.Text(name), strings.Join(ToolNames(), ", "))
+	return fmt.Errorf("%w %q: the kernel tools are %s", kerneltool.ErrUnknownTool, clip.Text(name), strings.Join(ToolNames(), ", "))
 }
 
 // Call runs the kernel tool name for p with args (a JSON object) and returns
@@ -345,7 +332,7 @@ func (n *Node) call(ctx context.Context, p *kernel.Process, d *toolDef, args jso
 		return nil, fmt.Errorf("%s: %w", d.name, err)
 	}
 	if limit := n.maxArgs(); len(args) > limit {
-		return nil, fmt.Errorf("%s: %w: %w: the arguments are %d bytes, over the node's limit of %d; send less (write large data in several files), or raise limits.max_args_bytes in agentos.json (Options.MaxArgsBytes)", d.name, ErrInvalidArgs, ErrArgsTooLarge, len(args), limit)
+		return nil, fmt.Errorf("%s: %w: %w: the arguments are %d bytes, over the node's limit of %d; send less (write large data in several files), or raise limits.max_args_bytes in agentos.json (Options.MaxArgsBytes)", d.name, kerneltool.ErrInvalidArgs, ErrArgsTooLarge, len(args), limit)
 	}
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
@@ -369,7 +356,7 @@ func (n *Node) maxArgs() int {
 // only its start.
 func checkPathLen(param, path string) error {
 	if len(path) > MaxPathBytes {
-		return fmt.Errorf("%w: %s %q is %d bytes long; paths are at most %d bytes", ErrInvalidArgs, param, clip.N(path, 64), len(path), MaxPathBytes)
+		return fmt.Errorf("%w: %s %q is %d bytes long; paths are at most %d bytes", kerneltool.ErrInvalidArgs, param, clip.N(path, 64), len(path), MaxPathBytes)
 	}
 	return nil
 }
@@ -385,18 +372,18 @@ func decode(args json.RawMessage, v any) error {
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(args, &probe); err != nil {
-		return fmt.Errorf("%w: the arguments must be a JSON object with %s (%s)", ErrInvalidArgs, d.params, clip.Text(err.Error()))
+		return fmt.Errorf("%w: the arguments must be a JSON object with %s (%s)", kerneltool.ErrInvalidArgs, d.params, clip.Text(err.Error()))
 	}
 	for _, r := range d.required {
 		if _, ok := probe[r]; !ok {
-			return fmt.Errorf("%w: missing parameter %q (parameters: %s)", ErrInvalidArgs, r, d.params)
+			return fmt.Errorf("%w: missing parameter %q (parameters: %s)", kerneltool.ErrInvalidArgs, r, d.params)
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		// An unknown parameter's name is quoted: clip it.
-		return fmt.Errorf("%w: %s (parameters: %s)", ErrInvalidArgs, clip.Text(err.Error()), d.params)
+		return fmt.Errorf("%w: %s (parameters: %s)", kerneltool.ErrInvalidArgs, clip.Text(err.Error()), d.params)
 	}
 	return nil
 }
@@ -640,7 +627,7 @@ func (n *Node) execSQL(ctx context.Context, p *kernel.Process, args json.RawMess
 	// array or an object of scalars).
 	var req driver.SQLRequest
 	if err := json.Unmarshal(args, &req); err != nil {
-		return nil, fmt.Errorf("%w: %s (parameters: %s)", ErrInvalidArgs, clip.Text(err.Error()), toolArgs[reflect.TypeFor[execSQLArgs]()].params)
+		return nil, fmt.Errorf("%w: %s (parameters: %s)", kerneltool.ErrInvalidArgs, clip.Text(err.Error()), toolArgs[reflect.TypeFor[execSQLArgs]()].params)
 	}
 	if err := permit(p, capability.SQL, ""); err != nil {
 		return nil, err
@@ -718,13 +705,13 @@ func (n *Node) searchTools(ctx context.Context, p *kernel.Process, args json.Raw
 		return nil, err
 	}
 	if a.Limit < 0 || a.Limit > maxSearchLimit {
-		return nil, fmt.Errorf("%w: limit %d must be between %d and %d", ErrInvalidArgs, a.Limit, minSearchLimit, maxSearchLimit)
+		return nil, fmt.Errorf("%w: limit %d must be between %d and %d", kerneltool.ErrInvalidArgs, a.Limit, minSearchLimit, maxSearchLimit)
 	}
 	if strings.TrimSpace(a.Query) == "" {
-		return nil, fmt.Errorf("%w: the query is empty; say what the tool should do", ErrInvalidArgs)
+		return nil, fmt.Errorf("%w: the query is empty; say what the tool should do", kerneltool.ErrInvalidArgs)
 	}
 	if a.Detail != "" && a.Detail != "full" && a.Detail != "brief" {
-		return nil, fmt.Errorf("%w: detail %q: use \"full\" (the default) or \"brief\"", ErrInvalidArgs, clip.Text(string(a.Detail)))
+		return nil, fmt.Errorf("%w: detail %q: use \"full\" (the default) or \"brief\"", kerneltool.ErrInvalidArgs, clip.Text(string(a.Detail)))
 	}
 	// The results are the tools the process may read, and the MCP tools
 	// it may call; a process that may do neither is refused (and the

@@ -15,10 +15,11 @@ import (
 	"testing"
 )
 
-// compositionRoot are the packages that assemble the node: they alone
-// construct the actors' objects and import the kernel tools' package
-// (node). IMPORTANT: issue 27 makes this one package; until then it is
-// internal/host (the composition root), node and the CLI.
+// compositionRoot are the packages that may import the actors' packages
+// and the kernel tools' package (node) and hold the actors' objects: the
+// composition root (internal/host), the kernel tools it wires to the
+// actors (node), and the CLI. Only one of them constructs the actors
+// (constructor, construct_test.go).
 var compositionRoot = []string{"internal/host", "node", "cmd/agentos"}
 
 // leaves are packages any package may import: they hold no actor
@@ -53,12 +54,11 @@ var actorObjects = map[string]map[string]bool{
 // listed fails it.
 var knownImports = map[string]string{
 	// The embedding facade hands out the kernel for process work
-	// (Runtime.Kernel, Snapshot, Restore answer with kernel types) and the
-	// kernel tools (Runtime.Tools): issue 27 names Kernel() among its verbs.
-	// These go when the process handle and the tool type move to a leaf.
+	// (Runtime.Kernel, Snapshot, Restore answer with kernel types): issue 27
+	// names Kernel() among its verbs. These go when the process handle
+	// moves to a leaf.
 	"(root) -> actors/kernel":          "the facade answers with kernel.PID, kernel.SnapshotInfo and hands out Kernel(): move them to the process-handle leaf",
 	"mcpserver -> actors/forge":        "an MCP task answers after a restart from the forge's journal run (forge.SpecOf): move the forge run's record codec to a leaf",
-	"(root) -> node":                   "the facade's Tools answers with node.Tool: move the kernel tool type to a leaf",
 	"(root) uses actors/kernel.Kernel": "the facade's Kernel() hands the kernel out for process work, as issue 27 asks",
 	// The typed clients live in the actors' own packages: each moves to
 	// actors/X/client (beside actors/X/xpb), with the domain types its
@@ -72,12 +72,12 @@ var knownImports = map[string]string{
 	"internal/scaffold -> actors/git/repo": "agentos init lays out the tool root's repository with the git actor's repo package: the composition root should pass it in",
 
 	// The kernel tools' package and the agent processes.
-	"agent -> node":                           "an agent calls the kernel tools (node.Tools): move the kernel tool type to a leaf",
-	"mcpserver -> node":                       "the MCP server serves the kernel tools (node.Tools): move the kernel tool type to a leaf",
 	"agent -> actors/kernel":                  "an agent is a kernel process (kernel.Process): move the process handle to a leaf",
 	"mcpserver -> actors/kernel":              "MCP sessions run as kernel processes (kernel.Process): move the process handle to a leaf",
 	"mcpserver -> actors/registry":            "the MCP server lists the registry's tools: ask the registry actor through its client and the tool-metadata leaf",
 	"mcpserver uses actors/registry.Registry": "the MCP server holds the registry object: ask the registry actor through its client",
+	"agent uses actors/kernel.Kernel":         "an agent's process is spawned on the node's process table (agent.Node.Kernel; it was hidden behind *node.Node before the kernel tool type became a leaf): spawn through the kernel actor's client",
+	"mcpserver uses actors/kernel.Kernel":     "the MCP server verifies tokens and spawns its sessions' processes on the process table (mcpserver.Node.Kernel; hidden behind *node.Node before): ask the kernel actor through its client",
 
 	// The registration gate replays on the executor object (issue 27).
 	"governance/gate -> actors/executor":              "the gate replays through the executor: send it ReplayRequest through its client",

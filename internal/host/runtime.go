@@ -28,6 +28,7 @@ import (
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/metricsserver"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/agentos-run/agentos/mcpserver"
 	"github.com/agentos-run/agentos/memory"
 	"github.com/agentos-run/agentos/node"
@@ -131,15 +132,8 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if rt.log == nil {
 		rt.log = slog.Default()
 	}
-	for _, s := range rt.steps() {
-		c, err := s.open(ctx)
-		if err != nil {
-			rt.Close() // the steps opened so far, in reverse
-			return nil, err
-		}
-		if c != nil {
-			rt.closers = append(rt.closers, namedClose{s.name, c})
-		}
+	if rt.closers, err = openSteps(ctx, rt.steps()); err != nil {
+		return nil, err
 	}
 	return rt, nil
 }
@@ -162,6 +156,36 @@ type closeFunc func(ctx context.Context) error
 type namedClose struct {
 	step  string
 	close closeFunc
+}
+
+// openSteps opens steps in order and returns their closes. When one
+// fails, it closes the steps opened before it, in reverse, and returns
+// its error.
+func openSteps(ctx context.Context, steps []step) ([]namedClose, error) {
+	var closers []namedClose
+	for _, s := range steps {
+		c, err := s.open(ctx)
+		if err != nil {
+			closeCtx, cancel := context.WithTimeout(context.Background(), CloseTimeout)
+			defer cancel()
+			_ = closeAll(closeCtx, closers)
+			return nil, err
+		}
+		if c != nil {
+			closers = append(closers, namedClose{s.name, c})
+		}
+	}
+	return closers, nil
+}
+
+// closeAll runs closers in reverse order, bounded by ctx, and joins their
+// errors.
+func closeAll(ctx context.Context, closers []namedClose) error {
+	errs := make([]error, 0, len(closers))
+	for i := len(closers) - 1; i >= 0; i-- {
+		errs = append(errs, closers[i].close(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // steps is the node's assembly, in order. The tools come first: Git
@@ -474,30 +498,33 @@ func (rt *Runtime) openMemory(context.Context) (closeFunc, error) {
 	return func(context.Context) error { return rt.mem.Close() }, nil
 }
 
-// openNode boots the node: the actor tree and the kernel tools. Its close
-// closes the MCP server first (its sessions, and the processes its tokens
-// made), ends every process, stops the actor tree, and waits for the node
-// socket's connections, answered now that runs are cancelled.
-func (rt *Runtime) openNode(context.Context) (closeFunc, error) {
+// openNode boots the node (BootNode): the kernel tools and their actor
+// tree. Its close closes the MCP server first (its sessions, and the
+// processes its tokens made), ends every process, stops the actor tree,
+// and waits for the node socket's connections, answered now that runs are
+// cancelled.
+func (rt *Runtime) openNode(ctx context.Context) (closeFunc, error) {
 	cfg := rt.withMeter()
-	n, err := node.Boot(node.Options{
-		LLM: rt.model, ForgeAttempts: cfg.LLM.ForgeAttempts, ForgeRetries: cfg.LLM.ForgeRetries(), Memory: rt.mem, ForgeLessons: cfg.Memory.Lessons(),
-		Kernel: rt.k, Executor: rt.ex, Journal: rt.j, Jail: rt.jail, Registry: rt.reg, Repo: rt.repo, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii, Approvals: rt.gate,
-		Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(), Gate: cfg.Governance.Gate.Options(),
-		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, NodeOnly: []string{cfg.Agents.Personas()},
-		CaptureContent: telemetry.CaptureContent(cfg.Tracing.CaptureMessageContent),
+	b, err := BootNode(ctx, NodeOptions{
+		Options: node.Options{
+			LLM: rt.model, Memory: rt.mem, Kernel: rt.k, Journal: rt.j, Jail: rt.jail, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii, Approvals: rt.gate,
+			Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(),
+			TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, CaptureContent: telemetry.CaptureContent(cfg.Tracing.CaptureMessageContent),
+		},
+		Executor: rt.ex, Registry: rt.reg, Repo: rt.repo, NodeOnly: []string{cfg.Agents.Personas()},
+		ForgeAttempts: cfg.LLM.ForgeAttempts, ForgeRetries: cfg.LLM.ForgeRetries(), ForgeLessons: cfg.Memory.Lessons(), Gate: cfg.Governance.Gate.Options(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	rt.node = n
+	rt.node = b.Node
 	return func(ctx context.Context) error {
 		var errs []error
 		rt.mcpOnce.Do(func() {}) // no MCP server after Close
 		if rt.mcpSrv != nil {
 			errs = append(errs, rt.mcpSrv.Close())
 		}
-		errs = append(errs, n.Close(ctx))
+		errs = append(errs, b.Close(ctx))
 		rt.serving.Wait()
 		return errors.Join(errs...)
 	}, nil
@@ -776,12 +803,12 @@ func (rt *Runtime) Recovered() []executor.RecoverReport { return rt.recovered }
 // Tools returns the kernel tools (SPEC section 1) bound to the default
 // process, ready to hand to an LLM SDK: name, description, JSON Schema and
 // a call function. names selects tools (none: all).
-func (rt *Runtime) Tools(names ...string) ([]node.Tool, error) {
+func (rt *Runtime) Tools(names ...string) ([]kerneltool.Tool, error) {
 	return rt.node.Tools(rt.agent, names...)
 }
 
 // ToolsFor returns the kernel tools bound to p: its capabilities, its quota.
-func (rt *Runtime) ToolsFor(p *kernel.Process, names ...string) ([]node.Tool, error) {
+func (rt *Runtime) ToolsFor(p *kernel.Process, names ...string) ([]kerneltool.Tool, error) {
 	return rt.node.Tools(p, names...)
 }
 
@@ -816,11 +843,7 @@ func (rt *Runtime) Close() error {
 		rt.closing.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), CloseTimeout)
 		defer cancel()
-		errs := make([]error, 0, len(rt.closers))
-		for i := len(rt.closers) - 1; i >= 0; i-- {
-			errs = append(errs, rt.closers[i].close(ctx))
-		}
-		rt.closeErr = errors.Join(errs...)
+		rt.closeErr = closeAll(ctx, rt.closers)
 	})
 	return rt.closeErr
 }

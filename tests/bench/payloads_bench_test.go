@@ -1,4 +1,4 @@
-package e2e_test
+package bench_test
 
 import (
 	"context"
@@ -19,7 +19,8 @@ import (
 	"github.com/agentos-run/agentos/internal/benchutil"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltool"
+	"github.com/agentos-run/agentos/tests/internal/scenario"
 )
 
 // conversationTurns is the length of BenchmarkConversationJournal's agent
@@ -39,7 +40,7 @@ const conversationTurns = 100
 // journal; cpu-µs/op is its CPU time (all threads: steadier than wall time
 // on a shared machine).
 //
-//	go test -run XXX -bench ConversationJournal -benchtime 20x ./tests/e2e/
+//	go test -run XXX -bench ConversationJournal -benchtime 20x ./tests/bench/
 func BenchmarkConversationJournal(b *testing.B) {
 	srv := llmtest.NewResponder(func(r llmtest.Received) llmtest.Step {
 		turn := 0
@@ -54,7 +55,7 @@ func BenchmarkConversationJournal(b *testing.B) {
 		return llmtest.Step{Content: "The orders total 12345.50."}
 	})
 	defer srv.Close()
-	rt, err := host.Start(context.Background(), host.Config{Root: b.TempDir(), Isolation: "inprocess", Logger: quiet})
+	rt, err := host.Start(context.Background(), host.Config{Root: b.TempDir(), Isolation: "inprocess", Logger: scenario.Quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func usedPages(b *testing.B, path string) int64 {
 
 // readOrders is the benchmark's tool: a day's orders, about 1.5 KiB of
 // JSON, different every day.
-var readOrders = node.Tool{
+var readOrders = kerneltool.Tool{
 	Name:        "read_orders",
 	Description: "Read the orders of one day and return them as JSON.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"day":{"type":"integer","description":"the day, from 0"}},"required":["day"]}`),
