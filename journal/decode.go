@@ -32,43 +32,58 @@ func decodeStored(v []byte) (storedEntry, error) {
 // (nothing is partly trusted: the caller decodes v from the start).
 func scanStored(v []byte) (s storedEntry, ok bool) {
 	d := entryScanner{b: v}
+	ok = d.head(&s) && d.timing(&s) && d.tail(&s)
+	return s, ok && d.lit(`}`) && d.i == len(d.b)
+}
+
+// head reads an entry's call: seq, driver, op, request, response, error.
+func (d *entryScanner) head(s *storedEntry) bool {
 	if !d.lit(`{"seq":`) || !d.uint(&s.Seq) || !d.lit(`,"driver":`) || !d.str(&s.Driver) ||
 		!d.lit(`,"op":`) || !d.str(&s.Op) {
-		return s, false
+		return false
 	}
 	if d.lit(`,"request":`) && !d.raw(&s.Request) {
-		return s, false
+		return false
 	}
 	if d.lit(`,"response":`) && !d.raw(&s.Response) {
-		return s, false
+		return false
 	}
 	if d.lit(`,"error":{"code":`) {
 		s.Error = &driver.Error{}
 		if !d.str(&s.Error.Code) || !d.lit(`,"message":`) || !d.str(&s.Error.Message) || !d.lit(`}`) {
-			return s, false
+			return false
 		}
 	}
+	return true
+}
+
+// timing reads an entry's time and duration.
+func (d *entryScanner) timing(s *storedEntry) bool {
 	var at string
 	var dur int64
 	if !d.lit(`,"at":`) || !d.str(&at) || !d.lit(`,"duration_ns":`) || !d.int(&dur) {
-		return s, false
+		return false
 	}
 	t, err := time.Parse(time.RFC3339Nano, at)
 	if err != nil {
-		return s, false
+		return false
 	}
 	s.At, s.Duration = t, time.Duration(dur)
+	return true
+}
+
+// tail reads an entry's optional members: cost, seal, blobs and chunks.
+func (d *entryScanner) tail(s *storedEntry) bool {
 	if d.lit(`,"cost":`) && !d.float(&s.Cost) {
-		return s, false
+		return false
 	}
-	if d.lit(`,"sealed":`) && !d.str(&s.Sealed) {
-		return s, false
-	}
-	if d.lit(`,"request_blob":`) && !d.str(&s.RequestBlob) {
-		return s, false
-	}
-	if d.lit(`,"response_blob":`) && !d.str(&s.ResponseBlob) {
-		return s, false
+	for _, f := range []struct {
+		name string
+		into *string
+	}{{`,"sealed":`, &s.Sealed}, {`,"request_blob":`, &s.RequestBlob}, {`,"response_blob":`, &s.ResponseBlob}} {
+		if d.lit(f.name) && !d.str(f.into) {
+			return false
+		}
 	}
 	for _, set := range []struct {
 		name string
@@ -76,10 +91,10 @@ func scanStored(v []byte) (s storedEntry, ok bool) {
 	}{{`,"request_chunks":`, &s.RequestChunks}, {`,"response_chunks":`, &s.ResponseChunks}} {
 		var raw json.RawMessage
 		if d.lit(set.name) && (!d.raw(&raw) || json.Unmarshal(raw, set.into) != nil) {
-			return s, false
+			return false
 		}
 	}
-	return s, d.lit(`}`) && d.i == len(d.b)
+	return true
 }
 
 // entryScanner reads appendJSON's output left to right; every method returns

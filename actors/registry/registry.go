@@ -527,42 +527,10 @@ func (r *Registry) Rebuild() error {
 	if err != nil {
 		return err
 	}
-	now := r.stamp()
-	next := make(map[string]*Tool, len(files))
-	diskUsage := make(map[string]int, len(files))
 	cache := r.loadStatCache()
-	stats := make(map[string]fileStat, len(files))
-	read := false
-	for _, e := range files {
-		p, m, d := e.Path, mem[e.Path], disk[e.Path]
-		// A file unchanged since the last Rebuild (stat cache) whose entry
-		// has its hash is not read again.
-		h, ok := cache.hash(p, e.Info)
-		var src []byte
-		if !ok || !hasHash(h, m, d) {
-			if readHook != nil {
-				readHook(p)
-			}
-			if src, err = r.jail.ReadFile(p); err != nil {
-				r.log.Warn("registry: cannot read a tool; keeping its entry as it was", slog.String("path", p), slog.Any("err", err))
-				if m != nil {
-					next[p] = m
-				}
-				continue
-			}
-			h, read = transpile.Hash(src), true
-		}
-		if e.Info != nil {
-			fst := statOf(e.Info)
-			fst.hash = h
-			stats[p] = fst
-		}
-		next[p] = reconcile(p, h, src, m, d, now)
-		if d != nil {
-			diskUsage[p] = d.Usage
-		}
-	}
-	r.saveStatCache(cache, stats, read)
+	sc := r.scanTools(files, mem, disk, cache)
+	r.saveStatCache(cache, sc.stats, sc.read)
+	next, diskUsage := sc.next, sc.diskUsage
 
 	changed := false
 	r.mu.Lock()
@@ -626,6 +594,51 @@ func (r *Registry) Rebuild() error {
 }
 
 // hasHash reports whether the entry in memory or on file has hash h (then
+// scanned is what Rebuild's scan of the tool files found.
+type scanned struct {
+	next      map[string]*Tool // each file's entry, reconciled
+	diskUsage map[string]int   // each entry's usage as the registry's files hold it
+	stats     map[string]fileStat
+	read      bool // a file was read: the stat cache changed
+}
+
+// scanTools reconciles each tool file with its entry in memory (mem) and
+// in the registry's files (disk). A file unchanged since the last Rebuild
+// (the stat cache) whose entry has its hash is not read again.
+func (r *Registry) scanTools(files []vfs.Entry, mem, disk map[string]*Tool, cache statCache) scanned {
+	now := r.stamp()
+	sc := scanned{next: make(map[string]*Tool, len(files)), diskUsage: make(map[string]int, len(files)), stats: make(map[string]fileStat, len(files))}
+	for _, e := range files {
+		p, m, d := e.Path, mem[e.Path], disk[e.Path]
+		h, ok := cache.hash(p, e.Info)
+		var src []byte
+		if !ok || !hasHash(h, m, d) {
+			if readHook != nil {
+				readHook(p)
+			}
+			var err error
+			if src, err = r.jail.ReadFile(p); err != nil {
+				r.log.Warn("registry: cannot read a tool; keeping its entry as it was", slog.String("path", p), slog.Any("err", err))
+				if m != nil {
+					sc.next[p] = m
+				}
+				continue
+			}
+			h, sc.read = transpile.Hash(src), true
+		}
+		if e.Info != nil {
+			fst := statOf(e.Info)
+			fst.hash = h
+			sc.stats[p] = fst
+		}
+		sc.next[p] = reconcile(p, h, src, m, d, now)
+		if d != nil {
+			sc.diskUsage[p] = d.Usage
+		}
+	}
+	return sc
+}
+
 // reconcile needs no source).
 func hasHash(h string, m, d *Tool) bool {
 	return m != nil && m.Hash == h || d != nil && d.Hash == h

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentos-run/agentos/vfs"
 )
 
 // The stat cache: what Rebuild learnt of each tool file, so that a later
@@ -50,7 +52,7 @@ type fileStat struct {
 // gives them, else 0).
 func statOf(fi fs.FileInfo) fileStat {
 	st := fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	st.ino, st.ctime = inodeCtime(fi)
+	st.ino, st.ctime = vfs.InodeCtime(fi)
 	return st
 }
 

@@ -37,7 +37,7 @@ func (c Config) ExecutorOptions(root string) executor.Options {
 		Devices: map[string]driver.Device{
 			driver.FetchDriver: driver.Fetch{Allow: c.Fetch.Allow, Timeout: time.Duration(c.Fetch.Timeout), MaxBytes: c.Fetch.MaxBytes, Secrets: c.fetchSecrets()},
 		},
-		Bindings:       []executor.Binding{executor.FetchBinding, executor.SQLBinding, executor.MCPBinding},
+		Bindings:       append([]executor.Binding{executor.FetchBinding, executor.SQLBinding}, executor.MCPBindings...),
 		Logger:         c.Logger,
 		TracerProvider: c.TracerProvider,
 		MeterProvider:  c.MeterProvider,
