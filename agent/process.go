@@ -314,7 +314,7 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 	if runErr == nil && st.Memory.Distill && named && res.Reason == ReasonAnswer && ctx.Err() == nil {
 		runErr = distill(ctx, host, store, memName, run.ID(), task, &res, charge)
 	}
-	endAgentSpan(span, res, runErr)
+	endAgentSpan(span, res, runErr, opts.Node.CaptureContent())
 	if ctx.Err() != nil || p.Context().Err() != nil {
 		// Killed, shut down, or the caller gave up: not an end of the loop.
 		// The run stays resumable.
@@ -621,7 +621,7 @@ func startAgentSpan(ctx context.Context, tr trace.Tracer, p *kernel.Process, id,
 }
 
 // endAgentSpan records how the loop ended on span and ends it.
-func endAgentSpan(span trace.Span, res Result, err error) {
+func endAgentSpan(span trace.Span, res Result, err error, capture bool) {
 	span.SetAttributes(
 		attribute.String("agentos.agent.reason", res.Reason),
 		attribute.Int("agentos.agent.steps", res.Steps),
@@ -630,7 +630,7 @@ func endAgentSpan(span trace.Span, res Result, err error) {
 	)
 	switch {
 	case err != nil:
-		telemetry.Fail(span, "", err)
+		telemetry.FailContent(span, "", err, capture) // a tool's or model's error can quote what it was sent
 	case res.Reason != ReasonAnswer:
 		telemetry.Fail(span, res.Reason, fmt.Errorf("the agent stopped without an answer (%s) after %d steps", res.Reason, res.Steps))
 	}

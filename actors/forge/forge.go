@@ -76,6 +76,11 @@ type Options struct {
 	// parent of its model calls' and test runs' spans (see package
 	// telemetry). nil: the OpenTelemetry global.
 	TracerProvider trace.TracerProvider
+	// CaptureContent records a failed forge's error text on its span (it
+	// can quote the spec, the model's code or a test's output: personal
+	// data). false: only the error's stable error.type (see
+	// telemetry.FailContent).
+	CaptureContent bool
 	// Lessons answers the "memory" driver's "lessons" operation (the
 	// node's is memory.LessonsDevice over the agents' memory): before its
 	// first model request a forge asks it, as a journaled call, for the
@@ -203,7 +208,7 @@ func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, 
 // journal by another activation of the spec, is told it forged.
 func (f *Forge) forge(ctx context.Context, request, spec string, caller *executor.Caller, charge Charge) (res Result, err error) {
 	ctx, span := f.startSpan(ctx, "", spec)
-	defer func() { endSpan(span, res, err) }()
+	defer func() { endSpan(span, res, err, f.opts.CaptureContent) }()
 	return f.forgeRun(ctx, request, spec, caller, charge)
 }
 
@@ -291,7 +296,7 @@ func (f *Forge) Resume(ctx context.Context, id string, charge Charge) (Result, e
 // resume is Resume for caller (nil: the operator).
 func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, charge Charge) (res Result, err error) {
 	ctx, span := f.startSpan(ctx, id, "")
-	defer func() { endSpan(span, res, err) }()
+	defer func() { endSpan(span, res, err, f.opts.CaptureContent) }()
 	return f.resumeRun(ctx, id, caller, charge)
 }
 

@@ -37,7 +37,7 @@ func (f *Forge) startSpan(ctx context.Context, id, spec string) (context.Context
 }
 
 // endSpan records how the forge ended on span and ends it.
-func endSpan(span trace.Span, res Result, err error) {
+func endSpan(span trace.Span, res Result, err error, capture bool) {
 	defer span.End()
 	attrs := []attribute.KeyValue{
 		attribute.Bool("agentos.forge.reused", res.Reused),
@@ -52,7 +52,7 @@ func endSpan(span trace.Span, res Result, err error) {
 		attrs = append(attrs, attribute.String("agentos.tool", res.Path))
 	}
 	span.SetAttributes(attrs...)
-	telemetry.Fail(span, errType(err), err)
+	telemetry.FailContent(span, errType(err), err, capture)
 }
 
 // errType is a failed forge's error.type: the sentinel it wraps.

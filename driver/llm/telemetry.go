@@ -56,7 +56,7 @@ func (c *Client) endChat(span trace.Span, cc *openai.ChatCompletion, out Respons
 		if etype == "" {
 			etype = errorType(err)
 		}
-		telemetry.Fail(span, etype, err)
+		telemetry.FailContent(span, etype, err, c.capture) // a provider's error can quote the request
 		return
 	}
 	attrs := []attribute.KeyValue{

@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -49,5 +50,45 @@ func TestChatSpanOnFailure(t *testing.T) {
 	}
 	if a := attrs(ok); a["error.type"].Type() != attribute.INVALID || ok.Status().Code == codes.Error || a["gen_ai.response.id"].AsString() == "" {
 		t.Fatalf("answered span: %v %v", ok.Status(), ok.Attributes())
+	}
+}
+
+// A provider's error can quote the request (a prompt, personal data): with
+// content capture off a failed "chat" span's status holds only the stable
+// error.type, never the error's text; with capture on the text too (issue
+// 29, review: possible PII on spans).
+func TestChatSpanErrorTextOnlyWithCapture(t *testing.T) {
+	const secret = "ada.lovelace@example.com"
+	for _, capture := range []bool{false, true} {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		srv := llmtest.NewServer([]llmtest.Step{{Status: 400, Error: "bad message: " + secret}})
+		c, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "m1", TracerProvider: tp, CaptureContent: capture})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: secret}}}
+		if _, err := c.Complete(context.Background(), req); err == nil {
+			t.Fatal("the 400 was not an error")
+		}
+		srv.Close()
+		_ = tp.Shutdown(context.Background())
+		spans := rec.Ended()
+		if len(spans) != 1 {
+			t.Fatalf("%d spans, want 1", len(spans))
+		}
+		s := spans[0]
+		text := s.Status().Description
+		for _, e := range s.Events() {
+			for _, kv := range e.Attributes {
+				text += " " + kv.Value.Emit()
+			}
+		}
+		if got := strings.Contains(text, secret); got != capture {
+			t.Fatalf("capture %v: the error's text on the span is %v: %q", capture, got, text)
+		}
+		if s.Status().Code != codes.Error {
+			t.Fatalf("capture %v: status %v, want an error", capture, s.Status())
+		}
 	}
 }

@@ -180,7 +180,7 @@ func (a *nodeAssembly) openForge(context.Context) (closeFunc, error) {
 		Lessons: lessons, LessonsLimit: o.ForgeLessons,
 		LLM: o.LLM, Registry: w.Registry, Threshold: o.Registry.Threshold(), Checker: a.checker, Git: w.Git,
 		Jail: o.Jail, Journal: o.Journal, MaxAttempts: o.ForgeAttempts, ModelRetries: o.ForgeRetries, Logger: o.Logger, PII: o.PII,
-		Executor: w.Executor, Charger: w.Charger, TracerProvider: o.TracerProvider,
+		Executor: w.Executor, Charger: w.Charger, TracerProvider: o.TracerProvider, CaptureContent: o.CaptureContent,
 	})
 	a.forge = f
 	return nil, err
