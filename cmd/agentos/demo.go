@@ -21,6 +21,7 @@ import (
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/internal/units"
+	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -99,62 +100,28 @@ export default function () {
 `},
 }
 
+// runDemo runs the demo: agentos demo [--dir DIR] [--keep] [--cluster
+// [--json]]. It exits 1 (errFailed) when a step does not behave as
+// expected.
 func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	dirFlag := fs.String("dir", "", "the tool root to create (default: a fresh temporary directory, removed at the end)")
-	keep := fs.Bool("keep", false, "keep the temporary tool root")
-	clustered := fs.Bool("cluster", false, "the cluster demo: three node processes on loopback sharing a Git upstream and a PostgreSQL journal (needs PostgreSQL installed); a forge on one node, reuse on another, a node SIGKILLed in the middle of a forge that another node finishes")
-	asJSON := fs.Bool("json", false, "with --cluster: print one JSON object {nodes, forged, reused, killed, resumed_on, model_requests, model_requests_uninterrupted, lost_tools, tools}")
-	pos, err := parseFlags(fs, args)
+	f, err := parseDemoFlags(args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 0 {
-		return usagef("demo takes no arguments")
-	}
-	if *asJSON && !*clustered {
-		return usagef("demo --json goes with --cluster")
-	}
-	if *clustered {
-		dir := *dirFlag
-		if dir == "" {
-			if dir, err = os.MkdirTemp("", "agentos-cluster-demo-"); err != nil {
-				return err
-			}
-			if !*keep {
-				defer os.RemoveAll(dir)
-			}
-		} else if err := os.MkdirAll(dir, 0o700); err != nil {
+	if f.clustered {
+		dir, cleanup, err := f.workDir("agentos-cluster-demo-", func(dir string) error { return os.MkdirAll(dir, 0o700) })
+		if err != nil {
 			return err
 		}
-		return runDemoCluster(ctx, dir, *asJSON, stdout)
+		defer cleanup()
+		return runDemoCluster(ctx, dir, f.asJSON, stdout)
 	}
-	dir := *dirFlag
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "agentos-demo-"); err != nil {
-			return err
-		}
-		if !*keep {
-			defer os.RemoveAll(dir)
-		}
-	} else if err := demoDir(dir, stdout); err != nil {
+	dir, cleanup, err := f.workDir("agentos-demo-", func(dir string) error { return demoDir(dir, stdout) })
+	if err != nil {
 		return err
 	}
-	// The demo's Git upstream lives in its state directory, so the demo
-	// leaves nothing beside its tool root.
-	upstream := filepath.Join(host.StateDir, "upstream.git")
-	if err := os.MkdirAll(filepath.Join(dir, host.StateDir), 0o700); err != nil {
-		return err
-	}
-	if _, err := os.Stat(filepath.Join(dir, upstream)); errors.Is(err, os.ErrNotExist) {
-		if err := repo.InitBare(filepath.Join(dir, upstream), "main"); err != nil {
-			return err
-		}
-	}
-	if _, err := host.Init(dir, host.InitOptions{Upstream: upstream}); err != nil {
-		return err
-	}
-	cfg, err := host.LoadConfig(dir)
+	defer cleanup()
+	cfg, err := initDemoRoot(dir)
 	if err != nil {
 		return err
 	}
@@ -162,112 +129,90 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	// First the forge: agents get tools by reuse or by forging them.
 	surprises := demoForge(ctx, dir, cfg, stdout)
 	surprises += demoCrash(ctx, dir, cfg, stdout)
-	jail, err := vfs.Open(dir)
+	sb, err := openSandboxDemo(dir, cfg, stdout)
 	if err != nil {
 		return err
 	}
-	defer jail.Close()
-	if err := jail.WriteFile("data/orders.json", []byte(`[{"region":"north","amount":100},{"region":"south","amount":40},{"region":"north","amount":50}]`)); err != nil {
-		return err
-	}
-	ex, stop, err := toolExecutor(dir, cfg, nil)
+	defer sb.close()
+	n, err := sb.run(ctx)
 	if err != nil {
 		return err
 	}
-	defer stop()
-	j, err := openJournal(dir, cfg, "", false)
-	if err != nil {
-		return err
-	}
-	defer j.Close()
-	runIDs := map[string]string{}
-	checker := check.New(cfg.CheckOptions())
-
-	fmt.Fprintf(stdout, "\nthe sandbox: tools are written, checked on a syntax tree, and run in sandbox worker processes\n")
-	fmt.Fprintf(stdout, "(a bridge call is one I/O of the tool through tgp, the clock or Math.random; each is journaled)\n\n")
-	for i, t := range demoTools {
-		fmt.Fprintf(stdout, "%d. %s — %s\n", i+1, t.path, t.title)
-		if err := jail.WriteFile(t.path, []byte(t.src)); err != nil {
-			return err
-		}
-		res := checker.Check(t.path, []byte(t.src))
-		verdict := "valid"
-		if !res.Valid {
-			verdict = "invalid, " + units.Plural(len(res.Errors), "error", "errors")
-		}
-		fmt.Fprintf(stdout, "   check  %s, risk %s\n", verdict, res.Risk)
-		for j, f := range res.Errors {
-			if j == 3 {
-				fmt.Fprintf(stdout, "          ... and %s\n", units.Plural(len(res.Errors)-3, "more error", "more errors"))
-				break
-			}
-			fmt.Fprintf(stdout, "          %s\n", f)
-		}
-		for _, r := range res.Risks {
-			if r.Level != res.Risk {
-				continue // the risks that set the level
-			}
-			fmt.Fprintf(stdout, "          %d:%d risk %s: %s\n", r.Line, r.Column, r.Level, r.Reason)
-		}
-		if t.note != "" {
-			fmt.Fprintf(stdout, "          (%s)\n", t.note)
-		}
-		if res.Valid != t.valid {
-			surprises++
-			fmt.Fprintf(stdout, "   UNEXPECTED: check said valid=%v\n", res.Valid)
-		}
-		if t.args == "" {
-			fmt.Fprintln(stdout)
-			continue
-		}
-		if !res.Valid {
-			fmt.Fprintf(stdout, "   exec   (run anyway, to show the sandbox holds)\n")
-		}
-		r, runID, err := executor.Record(ctx, ex, j, executor.Request{Path: t.path, Args: json.RawMessage(t.args), Limits: t.limits})
-		if err != nil {
-			return err
-		}
-		runIDs[t.path] = runID
-		got := string(r.Result)
-		if !r.Success {
-			got = "!" + string(r.Error.Kind)
-			fmt.Fprintf(stdout, "   exec   %s -> stopped: %s: %s\n", t.args, r.Error.Kind, firstLine(r.Error.Message))
-		} else {
-			fmt.Fprintf(stdout, "   exec   %s -> %s\n", t.args, got)
-		}
-		for _, l := range r.Logs {
-			fmt.Fprintf(stdout, "          log: %s\n", l)
-		}
-		fmt.Fprintf(stdout, "          %s, %v\n", units.Plural(r.Calls, "bridge call", "bridge calls"), r.Duration.Round(10*time.Microsecond))
-		if got != t.want {
-			surprises++
-			fmt.Fprintf(stdout, "   UNEXPECTED: wanted %s\n", t.want)
-		}
-		fmt.Fprintln(stdout)
-	}
-	// The host survived every bad tool: one more good run proves it.
-	r := ex.Exec(ctx, executor.Request{Path: samples.FibPath, Args: json.RawMessage(`{"n": 30}`)})
-	fmt.Fprintf(stdout, "after all that, the runtime still serves: fib(30) = %s\n", r.Result)
-	if string(r.Result) != "832040" {
-		surprises++
-	}
-	// Every run was journaled: replay the report offline after the data changed.
-	if err := jail.WriteFile("data/orders.json", []byte(`[]`)); err != nil {
-		return err
-	}
-	rep, err := executor.Replay(ctx, ex, j, runIDs["tools/reports/orders.ts"], nil)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "replayed run %s from the journal, offline, after data/orders.json was emptied: same result = %v\n", rep.Run.ID, rep.Same)
-	if !rep.Same || rep.Divergence != nil {
-		surprises++
-	}
+	surprises += n
 	// The same tools, now through the kernel: an agent process with narrow
 	// rights and a budget. The runtime takes over the journal.
-	ex.Close()
-	j.Close()
+	sb.ex.Close()
+	sb.j.Close()
 	surprises += demoKernel(ctx, dir, cfg, stdout)
+	return demoVerdict(surprises, stdout)
+}
+
+// demoFlags are the flags of 'agentos demo'.
+type demoFlags struct {
+	dir                     string
+	keep, clustered, asJSON bool
+}
+
+// parseDemoFlags parses demo's command line: no positional argument, and
+// --json only with --cluster.
+func parseDemoFlags(args []string) (demoFlags, error) {
+	var f demoFlags
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.StringVar(&f.dir, "dir", "", "the tool root to create (default: a fresh temporary directory, removed at the end)")
+	fs.BoolVar(&f.keep, "keep", false, "keep the temporary tool root")
+	fs.BoolVar(&f.clustered, "cluster", false, "the cluster demo: three node processes on loopback sharing a Git upstream and a PostgreSQL journal (needs PostgreSQL installed); a forge on one node, reuse on another, a node SIGKILLed in the middle of a forge that another node finishes")
+	fs.BoolVar(&f.asJSON, "json", false, "with --cluster: print one JSON object {nodes, forged, reused, killed, resumed_on, model_requests, model_requests_uninterrupted, lost_tools, tools}")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return f, err
+	}
+	if len(pos) != 0 {
+		return f, usagef("demo takes no arguments")
+	}
+	if f.asJSON && !f.clustered {
+		return f, usagef("demo --json goes with --cluster")
+	}
+	return f, nil
+}
+
+// workDir is the demo's directory: --dir, readied by prepare, or a fresh
+// temporary directory named after prefix. The caller MUST call cleanup when
+// the demo ends: it removes the temporary directory unless --keep.
+func (f demoFlags) workDir(prefix string, prepare func(dir string) error) (dir string, cleanup func(), err error) {
+	if f.dir != "" {
+		return f.dir, func() {}, prepare(f.dir)
+	}
+	if dir, err = os.MkdirTemp("", prefix); err != nil {
+		return "", nil, err
+	}
+	if f.keep {
+		return dir, func() {}, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// initDemoRoot makes dir a tool root whose Git upstream lives in its state
+// directory (so the demo leaves nothing beside its tool root) and loads its
+// configuration.
+func initDemoRoot(dir string) (host.Config, error) {
+	upstream := filepath.Join(host.StateDir, "upstream.git")
+	if err := os.MkdirAll(filepath.Join(dir, host.StateDir), 0o700); err != nil {
+		return host.Config{}, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, upstream)); errors.Is(err, os.ErrNotExist) {
+		if err := repo.InitBare(filepath.Join(dir, upstream), "main"); err != nil {
+			return host.Config{}, err
+		}
+	}
+	if _, err := host.Init(dir, host.InitOptions{Upstream: upstream}); err != nil {
+		return host.Config{}, err
+	}
+	return host.LoadConfig(dir)
+}
+
+// demoVerdict counts the per-run /tmp directories left behind and says
+// whether every step behaved as expected (errFailed when not).
+func demoVerdict(surprises int, stdout io.Writer) error {
 	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "agentos-run-*"))
 	fmt.Fprintf(stdout, "per-run /tmp directories left behind: %d\n", len(left))
 	if surprises > 0 {
@@ -275,6 +220,175 @@ func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return errFailed
 	}
 	fmt.Fprintf(stdout, "\nevery step behaved as expected\n")
+	return nil
+}
+
+// sandboxDemo is the demo's sandbox part: demoTools written through the
+// jail, checked, and run in sandbox workers with every run journaled.
+type sandboxDemo struct {
+	stdout    io.Writer
+	jail      *vfs.Jail
+	ex        *executor.Executor
+	stop      func()
+	j         *journal.Journal
+	checker   *check.Checker
+	runIDs    map[string]string // tool path -> its run
+	surprises int
+}
+
+// openSandboxDemo writes the report's data and opens the executor and the
+// journal. The caller MUST call close.
+func openSandboxDemo(dir string, cfg host.Config, stdout io.Writer) (s *sandboxDemo, err error) {
+	s = &sandboxDemo{stdout: stdout, runIDs: map[string]string{}}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.jail, err = vfs.Open(dir); err != nil {
+		return nil, err
+	}
+	if err := s.jail.WriteFile("data/orders.json", []byte(`[{"region":"north","amount":100},{"region":"south","amount":40},{"region":"north","amount":50}]`)); err != nil {
+		return nil, err
+	}
+	if s.ex, s.stop, err = toolExecutor(dir, cfg, nil); err != nil {
+		return nil, err
+	}
+	if s.j, err = openJournal(dir, cfg, "", false); err != nil {
+		return nil, err
+	}
+	s.checker = check.New(cfg.CheckOptions())
+	return s, nil
+}
+
+// close closes the journal, the executor and the jail, in that order.
+func (s *sandboxDemo) close() {
+	if s.j != nil {
+		s.j.Close()
+	}
+	if s.stop != nil {
+		s.stop()
+	}
+	if s.jail != nil {
+		s.jail.Close()
+	}
+}
+
+// run checks and runs every demo tool, shows the host still serves, and
+// replays the report offline. It returns how many steps surprised.
+func (s *sandboxDemo) run(ctx context.Context) (int, error) {
+	fmt.Fprintf(s.stdout, "\nthe sandbox: tools are written, checked on a syntax tree, and run in sandbox worker processes\n")
+	fmt.Fprintf(s.stdout, "(a bridge call is one I/O of the tool through tgp, the clock or Math.random; each is journaled)\n\n")
+	for i, t := range demoTools {
+		if err := s.tool(ctx, i, t); err != nil {
+			return 0, err
+		}
+	}
+	// The host survived every bad tool: one more good run proves it.
+	r := s.ex.Exec(ctx, executor.Request{Path: samples.FibPath, Args: json.RawMessage(`{"n": 30}`)})
+	fmt.Fprintf(s.stdout, "after all that, the runtime still serves: fib(30) = %s\n", r.Result)
+	if string(r.Result) != "832040" {
+		s.surprises++
+	}
+	if err := s.replay(ctx); err != nil {
+		return 0, err
+	}
+	return s.surprises, nil
+}
+
+// tool writes, checks and (when it has arguments) runs the i-th demo tool.
+func (s *sandboxDemo) tool(ctx context.Context, i int, t demoTool) error {
+	fmt.Fprintf(s.stdout, "%d. %s — %s\n", i+1, t.path, t.title)
+	if err := s.jail.WriteFile(t.path, []byte(t.src)); err != nil {
+		return err
+	}
+	res := s.check(t)
+	if t.args == "" {
+		fmt.Fprintln(s.stdout)
+		return nil
+	}
+	if !res.Valid {
+		fmt.Fprintf(s.stdout, "   exec   (run anyway, to show the sandbox holds)\n")
+	}
+	if err := s.exec(ctx, t); err != nil {
+		return err
+	}
+	fmt.Fprintln(s.stdout)
+	return nil
+}
+
+// check prints the checker's verdict on t: its errors (the first three),
+// the risks that set its level, its note, and whether it surprised.
+func (s *sandboxDemo) check(t demoTool) check.Result {
+	res := s.checker.Check(t.path, []byte(t.src))
+	verdict := "valid"
+	if !res.Valid {
+		verdict = "invalid, " + units.Plural(len(res.Errors), "error", "errors")
+	}
+	fmt.Fprintf(s.stdout, "   check  %s, risk %s\n", verdict, res.Risk)
+	for j, f := range res.Errors {
+		if j == 3 {
+			fmt.Fprintf(s.stdout, "          ... and %s\n", units.Plural(len(res.Errors)-3, "more error", "more errors"))
+			break
+		}
+		fmt.Fprintf(s.stdout, "          %s\n", f)
+	}
+	for _, r := range res.Risks {
+		if r.Level != res.Risk {
+			continue // the risks that set the level
+		}
+		fmt.Fprintf(s.stdout, "          %d:%d risk %s: %s\n", r.Line, r.Column, r.Level, r.Reason)
+	}
+	if t.note != "" {
+		fmt.Fprintf(s.stdout, "          (%s)\n", t.note)
+	}
+	if res.Valid != t.valid {
+		s.surprises++
+		fmt.Fprintf(s.stdout, "   UNEXPECTED: check said valid=%v\n", res.Valid)
+	}
+	return res
+}
+
+// exec runs t, journaled, and prints its result or why it stopped, its
+// logs, its bridge calls and whether it surprised.
+func (s *sandboxDemo) exec(ctx context.Context, t demoTool) error {
+	r, runID, err := executor.Record(ctx, s.ex, s.j, executor.Request{Path: t.path, Args: json.RawMessage(t.args), Limits: t.limits})
+	if err != nil {
+		return err
+	}
+	s.runIDs[t.path] = runID
+	got := string(r.Result)
+	if !r.Success {
+		got = "!" + string(r.Error.Kind)
+		fmt.Fprintf(s.stdout, "   exec   %s -> stopped: %s: %s\n", t.args, r.Error.Kind, firstLine(r.Error.Message))
+	} else {
+		fmt.Fprintf(s.stdout, "   exec   %s -> %s\n", t.args, got)
+	}
+	for _, l := range r.Logs {
+		fmt.Fprintf(s.stdout, "          log: %s\n", l)
+	}
+	fmt.Fprintf(s.stdout, "          %s, %v\n", units.Plural(r.Calls, "bridge call", "bridge calls"), r.Duration.Round(10*time.Microsecond))
+	if got != t.want {
+		s.surprises++
+		fmt.Fprintf(s.stdout, "   UNEXPECTED: wanted %s\n", t.want)
+	}
+	return nil
+}
+
+// replay empties the report's data, then replays the report's run from the
+// journal, offline: every run was journaled, so the result is the same.
+func (s *sandboxDemo) replay(ctx context.Context) error {
+	if err := s.jail.WriteFile("data/orders.json", []byte(`[]`)); err != nil {
+		return err
+	}
+	rep, err := executor.Replay(ctx, s.ex, s.j, s.runIDs["tools/reports/orders.ts"], nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.stdout, "replayed run %s from the journal, offline, after data/orders.json was emptied: same result = %v\n", rep.Run.ID, rep.Same)
+	if !rep.Same || rep.Divergence != nil {
+		s.surprises++
+	}
 	return nil
 }
 

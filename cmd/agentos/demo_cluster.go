@@ -94,238 +94,373 @@ type demoNode struct {
 // forge and shows another node finishing it without asking the model again
 // for what was journaled.
 func runDemoCluster(ctx context.Context, dir string, asJSON bool, stdout io.Writer) (err error) {
-	say := func(format string, a ...any) {
-		if !asJSON {
-			fmt.Fprintf(stdout, format+"\n", a...)
-		}
-	}
+	d := &clusterDemoRun{dir: dir, asJSON: asJSON, stdout: stdout}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-
-	// PostgreSQL's own directory (owned by the postgres user when the demo
-	// runs as root, so not below the demo's 0700 directory).
-	pgDir, err := os.MkdirTemp("", "agentos-cluster-demo-pg-")
+	pg, stopPG, err := startDemoPostgres()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(pgDir)
-	pg, err := pgtest.StartServer(pgDir)
-	if errors.Is(err, pgtest.ErrNotInstalled) {
-		return fmt.Errorf("demo --cluster: the nodes share their journal in PostgreSQL, and %w (apt-get install postgresql), then run it again", err)
-	}
-	if err != nil {
-		return fmt.Errorf("demo --cluster: starting PostgreSQL for the shared journal: %w", err)
-	}
-	defer pg.Stop()
-	say("agentos cluster demo in %s\n  shared journal: PostgreSQL on loopback (throwaway)", dir)
-
-	steps := []llmtest.Step{
-		demoSubmit("tools/math/fibonacci.ts", demoFibGood, demoFibTests),
-		demoSubmit("tools/text/slugify.ts", demoSlugBuggy, demoSlowSlugTests),
-		demoSubmit("tools/text/slugify.ts", demoSlug, demoSlowSlugTests),
-	}
-	const uninterrupted = 3 // one answer for the first forge, two for the second
-	asked := make(chan int, len(steps))
-	for i := range steps {
-		steps[i].Check = func(llmtest.Received) error { asked <- i + 1; return nil }
-	}
-	model := llmtest.NewServer(steps)
-	defer model.Close()
-
-	bare := filepath.Join(dir, "tools.git")
-	if err := repo.InitBare(bare, "main"); err != nil {
-		return err
-	}
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	health, err := demoPorts(3)
+	defer stopPG()
+	d.say("agentos cluster demo in %s\n  shared journal: PostgreSQL on loopback (throwaway)", dir)
+	d.startModel()
+	defer d.model.Close()
+	stopNodes, err := d.startNodes(ctx, pg.DSN)
+	defer stopNodes()
 	if err != nil {
 		return err
 	}
-	seeds := make([]string, len(health))
-	for i, p := range health {
-		seeds[i] = fmt.Sprintf("127.0.0.1:%d", p)
-	}
-	env := append(os.Environ(), "AGENTOS_DEMO_CAPABILITY_KEY="+hex.EncodeToString(key), "AGENTOS_DEMO_JOURNAL="+pg.DSN)
-	// The nodes talk over mutual TLS, as a deployment does: a CA and one
-	// member certificate per node (what 'agentos cluster certs' makes).
-	certs := filepath.Join(dir, "certs")
-	if _, err := cluster.MakeCA(certs, "demo", 24*time.Hour); err != nil {
-		return err
-	}
-	nodes := make([]*demoNode, 3)
-	defer func() {
-		for _, n := range nodes {
-			if n != nil && !n.dead {
-				_ = n.cmd.Process.Signal(syscall.SIGTERM)
-				done := make(chan struct{})
-				go func() { _ = n.cmd.Wait(); close(done) }()
-				select {
-				case <-done:
-				case <-time.After(20 * time.Second):
-					_ = n.cmd.Process.Kill()
-				}
-			}
-		}
-	}()
-	for i := range nodes {
-		n := &demoNode{name: fmt.Sprintf("node%d", i+1), root: filepath.Join(dir, fmt.Sprintf("node%d", i+1))}
-		if _, err := host.Init(n.root, host.InitOptions{Upstream: bare}); err != nil {
-			return err
-		}
-		cert, key, err := cluster.MakeMemberCert(certs, n.name, []string{"127.0.0.1"}, 24*time.Hour)
-		if err != nil {
-			return err
-		}
-		if err := demoClusterConfig(n.root, map[string]any{
-			"llm": map[string]any{"base_url": model.URL(), "model": "scripted", "forge_attempts": 3},
-			// The slugify tests spin on purpose (the kill lands while they
-			// run): on a loaded machine they must not hit the 5 s default,
-			// or the good answer fails as a timeout and the forge asks the
-			// model a fourth time, which the script does not have.
-			"limits":                   map[string]any{"timeout": "60s"},
-			"capability":               map[string]any{"signing_key_env": "AGENTOS_DEMO_CAPABILITY_KEY"},
-			"journal_postgres_dsn_env": "AGENTOS_DEMO_JOURNAL",
-			"journal_lease":            "3s",
-			"cluster": map[string]any{"enabled": true, "name": "demo", "seeds": seeds, "health_port": health[i],
-				"cert": cert, "key": key, "ca": filepath.Join(certs, cluster.CACertFile)},
-		}); err != nil {
-			return err
-		}
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		log, err := os.Create(filepath.Join(dir, n.name+".log"))
-		if err != nil {
-			return err
-		}
-		defer log.Close()
-		n.cmd = exec.Command(self, "serve", "--root", n.root)
-		n.cmd.Env, n.cmd.Stdout, n.cmd.Stderr = env, log, log
-		n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := n.cmd.Start(); err != nil {
-			return err
-		}
-		n.pid = n.cmd.Process.Pid
-		nodes[i] = n
-	}
-	for _, n := range nodes {
-		if err := demoWaitMembers(ctx, n, len(nodes)); err != nil {
-			return fmt.Errorf("demo --cluster: %s did not join (its log: %s): %w", n.name, filepath.Join(dir, n.name+".log"), err)
-		}
-	}
-	say("  %d node processes joined the cluster \"demo\" (seed list on loopback, mutual TLS with certificates from the demo's CA): pids %d, %d, %d", len(nodes), nodes[0].pid, nodes[1].pid, nodes[2].pid)
-
-	out := clusterDemo{Nodes: len(nodes), Uninterrupted: uninterrupted}
-	// 1. node 1 forges a tool.
-	fib, err := demoForgeOn(ctx, nodes[0], demoFibSpec)
+	d.out = clusterDemo{Nodes: len(d.nodes), Uninterrupted: demoUninterrupted}
+	fib, err := d.forgeAndReuse(ctx)
 	if err != nil {
 		return err
 	}
-	out.Forged++
-	out.Tools = append(out.Tools, fib.Path)
-	say("\n1. node1 forged %s (commit %.8s) with %d model request(s)", fib.Path, fib.Commit, model.Requests())
-	// 2. node 2 runs it at once: the commit reached it through the cluster.
-	if got, err := demoExec(ctx, nodes[1], fib.Path, `{"n": 10}`); err != nil || got != "55" {
-		return fmt.Errorf("demo --cluster: node2 running %s: %s %v", fib.Path, got, err)
-	}
-	out.Reused++
-	say("2. node2 ran it at once: fibonacci(10) = 55 (it pulled the commit announced over the cluster)")
-
 	// 3. the second forge, killed in the middle.
 	j, err := journal.OpenPostgres(pg.DSN, journal.Options{})
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	caller := nodes[1]
-	type answer struct {
-		res forge.Result
-		err error
-	}
-	answers := make(chan answer, 1)
-	go func() { r, err := demoForgeOn(ctx, caller, demoSlugSpec); answers <- answer{r, err} }()
-	victim, err := demoFindForging(ctx, j, nodes, asked)
+	slug, err := d.forgeThroughKill(ctx, j)
 	if err != nil {
 		return err
+	}
+	d.checkTools(ctx, fib.Path, slug.Path)
+	return d.finish()
+}
+
+// demoUninterrupted is how many model answers the cluster demo's forges
+// take without a crash: one for the first forge, two for the second.
+const demoUninterrupted = 3
+
+// clusterDemoRun is one run of the cluster demo: its nodes, its scripted
+// model and what it found.
+type clusterDemoRun struct {
+	dir    string
+	asJSON bool
+	stdout io.Writer
+	model  *llmtest.Server
+	asked  chan int // the model's answers, numbered from 1, as they are asked
+	nodes  []*demoNode
+	out    clusterDemo
+}
+
+// say prints a line of the demo's story, unless --json.
+func (d *clusterDemoRun) say(format string, a ...any) {
+	if !d.asJSON {
+		fmt.Fprintf(d.stdout, format+"\n", a...)
+	}
+}
+
+// startDemoPostgres starts the throwaway PostgreSQL server of the shared
+// journal in its own directory (owned by the postgres user when the demo
+// runs as root, so not below the demo's 0700 directory). The caller MUST
+// call stop.
+func startDemoPostgres() (pg *pgtest.Server, stop func(), err error) {
+	pgDir, err := os.MkdirTemp("", "agentos-cluster-demo-pg-")
+	if err != nil {
+		return nil, nil, err
+	}
+	pg, err = pgtest.StartServer(pgDir)
+	if errors.Is(err, pgtest.ErrNotInstalled) {
+		os.RemoveAll(pgDir)
+		return nil, nil, fmt.Errorf("demo --cluster: the nodes share their journal in PostgreSQL, and %w (apt-get install postgresql), then run it again", err)
+	}
+	if err != nil {
+		os.RemoveAll(pgDir)
+		return nil, nil, fmt.Errorf("demo --cluster: starting PostgreSQL for the shared journal: %w", err)
+	}
+	return pg, func() { pg.Stop(); os.RemoveAll(pgDir) }, nil
+}
+
+// startModel starts the scripted model: the first forge's answer, then the
+// second forge's buggy answer and its fix. Each answer is reported on
+// d.asked as it is asked. The caller MUST close d.model.
+func (d *clusterDemoRun) startModel() {
+	steps := []llmtest.Step{
+		demoSubmit("tools/math/fibonacci.ts", demoFibGood, demoFibTests),
+		demoSubmit("tools/text/slugify.ts", demoSlugBuggy, demoSlowSlugTests),
+		demoSubmit("tools/text/slugify.ts", demoSlug, demoSlowSlugTests),
+	}
+	d.asked = make(chan int, len(steps))
+	for i := range steps {
+		steps[i].Check = func(llmtest.Received) error { d.asked <- i + 1; return nil }
+	}
+	d.model = llmtest.NewServer(steps)
+}
+
+// demoClusterEnv is what the demo's three nodes share: a Git upstream, a
+// capability key, their health ports (the seed list), their environment
+// and the CA of their mutual TLS.
+type demoClusterEnv struct {
+	bare, certs string
+	health      []int
+	seeds, env  []string
+}
+
+// newDemoClusterEnv makes the upstream, the key, the ports and the CA. The
+// nodes talk over mutual TLS, as a deployment does: a CA and one member
+// certificate per node (what 'agentos cluster certs' makes).
+func newDemoClusterEnv(dir, dsn string) (e demoClusterEnv, err error) {
+	e.bare = filepath.Join(dir, "tools.git")
+	if err := repo.InitBare(e.bare, "main"); err != nil {
+		return e, err
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	if e.health, err = demoPorts(3); err != nil {
+		return e, err
+	}
+	e.seeds = make([]string, len(e.health))
+	for i, p := range e.health {
+		e.seeds[i] = fmt.Sprintf("127.0.0.1:%d", p)
+	}
+	e.env = append(os.Environ(), "AGENTOS_DEMO_CAPABILITY_KEY="+hex.EncodeToString(key), "AGENTOS_DEMO_JOURNAL="+dsn)
+	e.certs = filepath.Join(dir, "certs")
+	if _, err := cluster.MakeCA(e.certs, "demo", 24*time.Hour); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// startNodes starts the three node processes and waits until each sees
+// the cluster's three members. stop, never nil, MUST be called even on an
+// error: it closes the nodes' logs and stops (SIGTERM, then SIGKILL after
+// 20 s) the nodes started.
+func (d *clusterDemoRun) startNodes(ctx context.Context, dsn string) (stop func(), err error) {
+	d.nodes = make([]*demoNode, 3)
+	var logs []*os.File
+	stop = func() {
+		for i := len(logs) - 1; i >= 0; i-- {
+			logs[i].Close()
+		}
+		stopDemoNodes(d.nodes)
+	}
+	e, err := newDemoClusterEnv(d.dir, dsn)
+	if err != nil {
+		return stop, err
+	}
+	for i := range d.nodes {
+		n, log, err := d.startNode(i, e)
+		if log != nil {
+			logs = append(logs, log)
+		}
+		if err != nil {
+			return stop, err
+		}
+		d.nodes[i] = n
+	}
+	for _, n := range d.nodes {
+		if err := demoWaitMembers(ctx, n, len(d.nodes)); err != nil {
+			return stop, fmt.Errorf("demo --cluster: %s did not join (its log: %s): %w", n.name, filepath.Join(d.dir, n.name+".log"), err)
+		}
+	}
+	d.say("  %d node processes joined the cluster \"demo\" (seed list on loopback, mutual TLS with certificates from the demo's CA): pids %d, %d, %d", len(d.nodes), d.nodes[0].pid, d.nodes[1].pid, d.nodes[2].pid)
+	return stop, nil
+}
+
+// stopDemoNodes stops the nodes still alive: SIGTERM, then SIGKILL after
+// 20 s.
+func stopDemoNodes(nodes []*demoNode) {
+	for _, n := range nodes {
+		if n != nil && !n.dead {
+			_ = n.cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = n.cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = n.cmd.Process.Kill()
+			}
+		}
+	}
+}
+
+// startNode makes node i's tool root and configuration and starts its
+// process, 'agentos serve', logging to <dir>/node<i+1>.log. The caller MUST
+// close the log, returned once created, even with an error.
+func (d *clusterDemoRun) startNode(i int, e demoClusterEnv) (*demoNode, *os.File, error) {
+	n := &demoNode{name: fmt.Sprintf("node%d", i+1), root: filepath.Join(d.dir, fmt.Sprintf("node%d", i+1))}
+	if _, err := host.Init(n.root, host.InitOptions{Upstream: e.bare}); err != nil {
+		return nil, nil, err
+	}
+	cert, key, err := cluster.MakeMemberCert(e.certs, n.name, []string{"127.0.0.1"}, 24*time.Hour)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := demoClusterConfig(n.root, map[string]any{
+		"llm": map[string]any{"base_url": d.model.URL(), "model": "scripted", "forge_attempts": 3},
+		// The slugify tests spin on purpose (the kill lands while they
+		// run): on a loaded machine they must not hit the 5 s default,
+		// or the good answer fails as a timeout and the forge asks the
+		// model a fourth time, which the script does not have.
+		"limits":                   map[string]any{"timeout": "60s"},
+		"capability":               map[string]any{"signing_key_env": "AGENTOS_DEMO_CAPABILITY_KEY"},
+		"journal_postgres_dsn_env": "AGENTOS_DEMO_JOURNAL",
+		"journal_lease":            "3s",
+		"cluster": map[string]any{"enabled": true, "name": "demo", "seeds": e.seeds, "health_port": e.health[i],
+			"cert": cert, "key": key, "ca": filepath.Join(e.certs, cluster.CACertFile)},
+	}); err != nil {
+		return nil, nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	log, err := os.Create(filepath.Join(d.dir, n.name+".log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	n.cmd = exec.Command(self, "serve", "--root", n.root)
+	n.cmd.Env, n.cmd.Stdout, n.cmd.Stderr = e.env, log, log
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := n.cmd.Start(); err != nil {
+		return nil, log, err
+	}
+	n.pid = n.cmd.Process.Pid
+	return n, log, nil
+}
+
+// forgeAndReuse is the demo's steps 1 and 2: node 1 forges a tool, node 2
+// runs it at once (the commit reached it through the cluster).
+func (d *clusterDemoRun) forgeAndReuse(ctx context.Context) (forge.Result, error) {
+	fib, err := demoForgeOn(ctx, d.nodes[0], demoFibSpec)
+	if err != nil {
+		return fib, err
+	}
+	d.out.Forged++
+	d.out.Tools = append(d.out.Tools, fib.Path)
+	d.say("\n1. node1 forged %s (commit %.8s) with %d model request(s)", fib.Path, fib.Commit, d.model.Requests())
+	if got, err := demoExec(ctx, d.nodes[1], fib.Path, `{"n": 10}`); err != nil || got != "55" {
+		return fib, fmt.Errorf("demo --cluster: node2 running %s: %s %v", fib.Path, got, err)
+	}
+	d.out.Reused++
+	d.say("2. node2 ran it at once: fibonacci(10) = 55 (it pulled the commit announced over the cluster)")
+	return fib, nil
+}
+
+// demoAnswer is a forge_tool call's answer.
+type demoAnswer struct {
+	res forge.Result
+	err error
+}
+
+// forgeThroughKill is the demo's step 3: node 2 asks for a second tool,
+// the node the cluster places its forge on is SIGKILLed once the model's
+// first answer is journaled, and the forge completes on another node.
+func (d *clusterDemoRun) forgeThroughKill(ctx context.Context, j *journal.Journal) (forge.Result, error) {
+	caller := d.nodes[1]
+	answers := make(chan demoAnswer, 1)
+	go func() { r, err := demoForgeOn(ctx, caller, demoSlugSpec); answers <- demoAnswer{r, err} }()
+	victim, err := demoFindForging(ctx, j, d.nodes, d.asked)
+	if err != nil {
+		return forge.Result{}, err
 	}
 	killed := time.Now()
 	if err := syscall.Kill(victim.pid, syscall.SIGKILL); err != nil {
-		return err
+		return forge.Result{}, err
 	}
 	_, _ = victim.cmd.Process.Wait()
 	victim.dead = true
-	out.Killed = victim.name
-	say("3. node2 asked for a second tool; the cluster placed its forge on %s, which got the model's first answer\n   (journaled) and was SIGKILLed while it tested that answer", victim.name)
-	var got answer
-	if victim == caller { // the caller died with the forge: ask again elsewhere
-		<-answers
-		for _, n := range nodes {
-			if !n.dead {
-				caller = n
-				break
-			}
-		}
-		say("   node2 died with its request: %s asks for the same tool", caller.name)
-		r, err := demoForgeOn(ctx, caller, demoSlugSpec)
-		got = answer{r, err}
-	} else {
-		say("   node2's request fails over by itself: its grain is activated again on a node alive")
-		got = <-answers
-	}
+	d.out.Killed = victim.name
+	d.say("3. node2 asked for a second tool; the cluster placed its forge on %s, which got the model's first answer\n   (journaled) and was SIGKILLed while it tested that answer", victim.name)
+	got := d.failOver(ctx, victim, caller, answers)
 	if got.err != nil {
-		return fmt.Errorf("demo --cluster: the interrupted forge did not complete: %w", got.err)
+		return forge.Result{}, fmt.Errorf("demo --cluster: the interrupted forge did not complete: %w", got.err)
 	}
-	out.ResumeMS = time.Since(killed).Milliseconds()
-	out.Forged++
-	out.Tools = append(out.Tools, got.res.Path)
+	d.out.ResumeMS = time.Since(killed).Milliseconds()
+	d.out.Forged++
+	d.out.Tools = append(d.out.Tools, got.res.Path)
 	meta, err := j.Get(got.res.RunID)
 	if err != nil {
-		return err
+		return forge.Result{}, err
 	}
-	out.ResumedOn = demoNodeOf(meta.Owner, meta.Host.PID, nodes)
-	for _, n := range nodes {
-		if !n.dead && out.ResumedOn == "" {
-			var rep host.ClusterReport
-			if c, err := admin.Dial(n.root); err == nil {
-				if c.Cluster(ctx, &rep) == nil {
-					for _, m := range rep.Members {
-						if len(m.Forges) > 0 && containsString(m.Forges, forge.SpecHash(demoSlugSpec)) {
-							out.ResumedOn = demoNodeOf("", atoi(m.PID), nodes)
-						}
-					}
-				}
-				c.Close()
-			}
+	d.out.ResumedOn = demoNodeOf(meta.Owner, meta.Host.PID, d.nodes)
+	if d.out.ResumedOn == "" {
+		d.out.ResumedOn = d.resumedOn(ctx)
+	}
+	d.out.ModelRequests = d.model.Requests()
+	d.say("   %s resumed the forge from the shared journal and finished it %.1f s after the kill: %d attempts, the model asked %d time(s) in all (%d without the crash)",
+		d.out.ResumedOn, float64(d.out.ResumeMS)/1000, len(got.res.Attempts), d.out.ModelRequests, demoUninterrupted)
+	return got.res, nil
+}
+
+// failOver waits for the interrupted forge's answer. When the caller died
+// with the forge, another node alive asks for the same tool again; else the
+// caller's request fails over by itself.
+func (d *clusterDemoRun) failOver(ctx context.Context, victim, caller *demoNode, answers <-chan demoAnswer) demoAnswer {
+	if victim != caller {
+		d.say("   node2's request fails over by itself: its grain is activated again on a node alive")
+		return <-answers
+	}
+	<-answers
+	for _, n := range d.nodes {
+		if !n.dead {
+			caller = n
+			break
 		}
 	}
-	out.ModelRequests = model.Requests()
-	say("   %s resumed the forge from the shared journal and finished it %.1f s after the kill: %d attempts, the model asked %d time(s) in all (%d without the crash)",
-		out.ResumedOn, float64(out.ResumeMS)/1000, len(got.res.Attempts), out.ModelRequests, uninterrupted)
+	d.say("   node2 died with its request: %s asks for the same tool", caller.name)
+	r, err := demoForgeOn(ctx, caller, demoSlugSpec)
+	return demoAnswer{r, err}
+}
 
-	// 4. every surviving node runs every tool.
-	for _, n := range nodes {
+// resumedOn asks the surviving nodes' cluster reports which node holds the
+// second forge, when its run's claim did not say: "" when none does.
+func (d *clusterDemoRun) resumedOn(ctx context.Context) string {
+	on := ""
+	for _, n := range d.nodes {
+		if n.dead || on != "" {
+			continue
+		}
+		c, err := admin.Dial(n.root)
+		if err != nil {
+			continue
+		}
+		var rep host.ClusterReport
+		if c.Cluster(ctx, &rep) == nil {
+			for _, m := range rep.Members {
+				if len(m.Forges) > 0 && containsString(m.Forges, forge.SpecHash(demoSlugSpec)) {
+					on = demoNodeOf("", atoi(m.PID), d.nodes)
+				}
+			}
+		}
+		c.Close()
+	}
+	return on
+}
+
+// checkTools is the demo's step 4: every surviving node runs both tools;
+// each failure counts as a lost tool.
+func (d *clusterDemoRun) checkTools(ctx context.Context, fibPath, slugPath string) {
+	for _, n := range d.nodes {
 		if n.dead {
 			continue
 		}
-		if v, err := demoExec(ctx, n, fib.Path, `{"n": 10}`); err != nil || v != "55" {
-			out.LostTools++
+		if v, err := demoExec(ctx, n, fibPath, `{"n": 10}`); err != nil || v != "55" {
+			d.out.LostTools++
 		}
-		if v, err := demoExec(ctx, n, got.res.Path, `{"title": "Hello, Cluster!"}`); err != nil || v != `"hello-cluster"` {
-			out.LostTools++
+		if v, err := demoExec(ctx, n, slugPath, `{"title": "Hello, Cluster!"}`); err != nil || v != `"hello-cluster"` {
+			d.out.LostTools++
 		}
 	}
-	say("4. every surviving node runs both tools: %d lost", out.LostTools)
-	if asJSON {
-		if err := fprintJSON(stdout, out); err != nil {
+	d.say("4. every surviving node runs both tools: %d lost", d.out.LostTools)
+}
+
+// finish prints the JSON report with --json and fails when the cluster
+// lost work: a tool lost, a journaled model answer asked again, or the
+// forge not resumed on another node.
+func (d *clusterDemoRun) finish() error {
+	if d.asJSON {
+		if err := fprintJSON(d.stdout, d.out); err != nil {
 			return err
 		}
 	}
-	if out.LostTools != 0 || out.ModelRequests != uninterrupted || out.ResumedOn == "" || out.ResumedOn == out.Killed {
+	out := d.out
+	if out.LostTools != 0 || out.ModelRequests != demoUninterrupted || out.ResumedOn == "" || out.ResumedOn == out.Killed {
 		return fmt.Errorf("demo --cluster: the cluster lost work: %+v", out)
 	}
-	say("\ncluster demo ok: no tool lost, no journaled model answer asked again")
+	d.say("\ncluster demo ok: no tool lost, no journaled model answer asked again")
 	return nil
 }
 

@@ -23,80 +23,24 @@ import (
 // (or mcp.serve.http_addr) it serves MCP over streamable HTTP at
 // http://ADDR/mcp (docs/MCP.md).
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	root := fs.String("root", ".", rootUsage)
-	metrics := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics (overrides metrics_addr)")
-	clustered := fs.Bool("cluster", false, "join the cluster of agentos.json's cluster section (overrides cluster.enabled and AGENTOS_CLUSTER); see docs/CLUSTER.md")
-	clusterName := fs.String("cluster-name", "", "the cluster's name (overrides cluster.name)")
-	clusterPort := fs.Int("cluster-port", -1, "the port the node's remote listens on for the other nodes (overrides cluster.port; 0: a free port)")
-	healthPort := fs.Int("health-port", -1, "the port of the node's health endpoint, the one the seeds list names (overrides cluster.health_port)")
-	seeds := fs.String("seeds", "", "comma-separated host:port health endpoints of every node, this one included (overrides cluster.seeds)")
-	etcd := fs.String("etcd", "", "comma-separated etcd client URLs: membership through etcd (sets cluster.provider to etcd)")
-	mcpStdio := fs.Bool("mcp", false, "also speak MCP on stdin/stdout as the default process (stdout is then the protocol's; every message goes to stderr); the node stops when the client closes stdin. See docs/MCP.md")
-	mcpHTTP := fs.String("mcp-http", "", "also serve MCP over streamable HTTP at http://ADDR/mcp, each request authenticated by a capability token (Authorization: Bearer, see 'agentos token'); overrides mcp.serve.http_addr")
-	pos, err := parseFlags(fs, args)
+	f, err := parseServeFlags(args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 0 {
-		return usagef("serve takes no arguments, got %q", pos)
-	}
-	abs, cfg, err := openRoot(*root)
+	abs, cfg, err := openRoot(f.root)
 	if err != nil {
 		return err
 	}
 	cfg.Root = abs
 	cfg.Logger = cmdLogger(ctx)
 	cfg.ResumeForges = true // a serving node resumes the forges a crash interrupted
-	if *mcpStdio && nodeServes(abs) {
-		// A node serves the root already (it holds the journal): the
-		// client's tools run there, through its socket's /mcp.
-		if *mcpHTTP != "" {
-			return usagef("a node already serves %s: --mcp-http belongs to that node ('agentos serve --mcp-http ADDR' when it starts, or mcp.serve.http_addr)", abs)
-		}
-		fmt.Fprintf(stderr, "a node already serves %s: bridging MCP on stdin/stdout to it through its socket; it stops when the client closes stdin; if that node stops, it takes over (bridges to the next node serving the root, or starts its own)\n", abs)
-		return bridgeMCP(ctx, abs, cfg)
+	if f.mcpStdio && nodeServes(abs) {
+		return bridgeServingNode(ctx, abs, cfg, f, stderr)
 	}
-	if *metrics != "" {
-		cfg.MetricsAddr = *metrics
+	if err := f.apply(&cfg); err != nil {
+		return err
 	}
-	// The cluster's settings: the file, then the environment, then the
-	// flags.
-	if cfg.Cluster, err = cfg.Cluster.WithEnv(nil); err != nil {
-		return usagef("%v", err)
-	}
-	for _, p := range []int{*clusterPort, *healthPort} {
-		if p > 65535 || p < -1 {
-			return usagef("--cluster-port and --health-port take a port number (0: a free port), got %d", p)
-		}
-	}
-	if *clustered {
-		cfg.Cluster.Enabled = true
-	}
-	if *clusterName != "" {
-		cfg.Cluster.Name = *clusterName
-	}
-	if *clusterPort >= 0 {
-		cfg.Cluster.Port = *clusterPort
-	}
-	if *healthPort >= 0 {
-		cfg.Cluster.HealthPort = *healthPort
-	}
-	if *seeds != "" {
-		cfg.Cluster.Seeds = strings.Split(*seeds, ",")
-	}
-	if *etcd != "" {
-		cfg.Cluster.Provider, cfg.Cluster.Etcd.Endpoints = "etcd", strings.Split(*etcd, ",")
-	}
-	if *mcpHTTP != "" {
-		cfg.MCP.Serve.HTTPAddr = *mcpHTTP
-	}
-	if a := cfg.MCP.Serve.HTTPAddr; a != "" {
-		if err := cfg.MCP.Serve.CheckAddr(a); err != nil {
-			return usagef("%v", err)
-		}
-	}
-	if *mcpStdio {
+	if f.mcpStdio {
 		// The protocol owns stdout: the banners go to stderr.
 		stdout = stderr
 	}
@@ -104,28 +48,144 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var mcpDone <-chan error
-	stopMCP := func() {}
-	if *mcpStdio || cfg.MCP.Serve.HTTPAddr != "" {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		if mcpDone, stopMCP, err = serveMCP(ctx, rt, cfg, *mcpStdio, stdout); err != nil {
-			cancel()
-			return errors.Join(err, rt.Close())
-		}
-		go func() {
-			// The stdio client went away (or HTTP failed): the node stops.
-			select {
-			case err := <-mcpDone:
-				if err != nil {
-					cmdLogger(ctx).Error("agentos serve: MCP stopped", "err", err)
-				}
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+	ctx, stopMCP, cancel, err := startServeMCP(ctx, rt, cfg, f.mcpStdio, stdout)
+	if err != nil {
+		return errors.Join(err, rt.Close())
 	}
+	defer cancel()
+	printServeBanners(rt, abs, stdout, stderr)
+	return serveUntilStopped(ctx, rt, stopMCP, stdout)
+}
+
+// serveFlags are the flags of 'agentos serve'.
+type serveFlags struct {
+	root, metrics, clusterName, seeds, etcd, mcpHTTP string
+	clustered, mcpStdio                              bool
+	clusterPort, healthPort                          int
+}
+
+// parseServeFlags parses serve's command line; it takes no positional
+// argument.
+func parseServeFlags(args []string) (serveFlags, error) {
+	var f serveFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&f.root, "root", ".", rootUsage)
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (overrides metrics_addr)")
+	fs.BoolVar(&f.clustered, "cluster", false, "join the cluster of agentos.json's cluster section (overrides cluster.enabled and AGENTOS_CLUSTER); see docs/CLUSTER.md")
+	fs.StringVar(&f.clusterName, "cluster-name", "", "the cluster's name (overrides cluster.name)")
+	fs.IntVar(&f.clusterPort, "cluster-port", -1, "the port the node's remote listens on for the other nodes (overrides cluster.port; 0: a free port)")
+	fs.IntVar(&f.healthPort, "health-port", -1, "the port of the node's health endpoint, the one the seeds list names (overrides cluster.health_port)")
+	fs.StringVar(&f.seeds, "seeds", "", "comma-separated host:port health endpoints of every node, this one included (overrides cluster.seeds)")
+	fs.StringVar(&f.etcd, "etcd", "", "comma-separated etcd client URLs: membership through etcd (sets cluster.provider to etcd)")
+	fs.BoolVar(&f.mcpStdio, "mcp", false, "also speak MCP on stdin/stdout as the default process (stdout is then the protocol's; every message goes to stderr); the node stops when the client closes stdin. See docs/MCP.md")
+	fs.StringVar(&f.mcpHTTP, "mcp-http", "", "also serve MCP over streamable HTTP at http://ADDR/mcp, each request authenticated by a capability token (Authorization: Bearer, see 'agentos token'); overrides mcp.serve.http_addr")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return f, err
+	}
+	if len(pos) != 0 {
+		return f, usagef("serve takes no arguments, got %q", pos)
+	}
+	return f, nil
+}
+
+// bridgeServingNode bridges MCP on stdin/stdout to the node that already
+// serves abs (it holds the journal): the client's tools run there, through
+// its socket's /mcp. --mcp-http belongs to that node and is refused here.
+func bridgeServingNode(ctx context.Context, abs string, cfg host.Config, f serveFlags, stderr io.Writer) error {
+	if f.mcpHTTP != "" {
+		return usagef("a node already serves %s: --mcp-http belongs to that node ('agentos serve --mcp-http ADDR' when it starts, or mcp.serve.http_addr)", abs)
+	}
+	fmt.Fprintf(stderr, "a node already serves %s: bridging MCP on stdin/stdout to it through its socket; it stops when the client closes stdin; if that node stops, it takes over (bridges to the next node serving the root, or starts its own)\n", abs)
+	return bridgeMCP(ctx, abs, cfg)
+}
+
+// apply lays the flags over cfg: the metrics address, the cluster's
+// settings (the file, then the environment, then the flags) and MCP's
+// HTTP address, which it checks.
+func (f serveFlags) apply(cfg *host.Config) error {
+	if f.metrics != "" {
+		cfg.MetricsAddr = f.metrics
+	}
+	if err := f.applyCluster(cfg); err != nil {
+		return err
+	}
+	if f.mcpHTTP != "" {
+		cfg.MCP.Serve.HTTPAddr = f.mcpHTTP
+	}
+	if a := cfg.MCP.Serve.HTTPAddr; a != "" {
+		if err := cfg.MCP.Serve.CheckAddr(a); err != nil {
+			return usagef("%v", err)
+		}
+	}
+	return nil
+}
+
+// applyCluster lays the environment, then the cluster flags, over the
+// file's cluster section.
+func (f serveFlags) applyCluster(cfg *host.Config) error {
+	var err error
+	if cfg.Cluster, err = cfg.Cluster.WithEnv(nil); err != nil {
+		return usagef("%v", err)
+	}
+	for _, p := range []int{f.clusterPort, f.healthPort} {
+		if p > 65535 || p < -1 {
+			return usagef("--cluster-port and --health-port take a port number (0: a free port), got %d", p)
+		}
+	}
+	if f.clustered {
+		cfg.Cluster.Enabled = true
+	}
+	if f.clusterName != "" {
+		cfg.Cluster.Name = f.clusterName
+	}
+	if f.clusterPort >= 0 {
+		cfg.Cluster.Port = f.clusterPort
+	}
+	if f.healthPort >= 0 {
+		cfg.Cluster.HealthPort = f.healthPort
+	}
+	if f.seeds != "" {
+		cfg.Cluster.Seeds = strings.Split(f.seeds, ",")
+	}
+	if f.etcd != "" {
+		cfg.Cluster.Provider, cfg.Cluster.Etcd.Endpoints = "etcd", strings.Split(f.etcd, ",")
+	}
+	return nil
+}
+
+// startServeMCP starts MCP on stdin/stdout and/or HTTP when asked for. It
+// returns the context the node then serves under (cancelled when the stdio
+// client goes away or HTTP fails: the node stops), the function that ends
+// MCP's sessions, and the context's cancel; the caller MUST call cancel.
+// Without MCP they are ctx and no-ops.
+func startServeMCP(ctx context.Context, rt *host.Runtime, cfg host.Config, stdio bool, stdout io.Writer) (context.Context, func(), context.CancelFunc, error) {
+	if !stdio && cfg.MCP.Serve.HTTPAddr == "" {
+		return ctx, func() {}, func() {}, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	mcpDone, stopMCP, err := serveMCP(ctx, rt, cfg, stdio, stdout)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	go func() {
+		// The stdio client went away (or HTTP failed): the node stops.
+		select {
+		case err := <-mcpDone:
+			if err != nil {
+				cmdLogger(ctx).Error("agentos serve: MCP stopped", "err", err)
+			}
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, stopMCP, cancel, nil
+}
+
+// printServeBanners says what the node recovered and resumes, where it
+// serves, its cluster membership and its metrics address.
+func printServeBanners(rt *host.Runtime, abs string, stdout, stderr io.Writer) {
 	for _, r := range rt.Recovered() {
 		fmt.Fprintf(stdout, "recovered run %s (%s): %s\n", r.Run.ID, r.Run.Tool, r.Summary())
 	}
@@ -139,6 +199,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if u := rt.MetricsURL(); u != "" {
 		fmt.Fprintf(stdout, "metrics at %s (and /healthz, /readyz beside it)\n", u)
 	}
+}
+
+// serveUntilStopped serves until ctx ends, then ends MCP's sessions and
+// token processes before it closes the runtime.
+func serveUntilStopped(ctx context.Context, rt *host.Runtime, stopMCP func(), stdout io.Writer) error {
 	serveErr := rt.Serve(ctx)
 	stopMCP() // its sessions and token processes end before the runtime
 	closeErr := rt.Close()
