@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/governance/approval"
+	"github.com/agentos-run/agentos/governance/personagate"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/persona"
 	"github.com/agentos-run/agentos/vfs"
@@ -73,7 +74,7 @@ func (rt *Runtime) decide(target string, approve bool, opts ApproveOptions) (app
 		return approval.Request{}, errors.New("agentos: the approval gate is off (governance.approval.off in agentos.json): nothing waits for an approval")
 	}
 	return decideTarget(rt.gate, target, approve, opts, func(p, version string) (approval.Ask, error) {
-		if a, ok, err := personaVersionAsk(rt.root, rt.Personas(), p, version); ok || err != nil {
+		if a, ok, err := personagate.VersionAsk(rt.root, rt.Personas(), p, version); ok || err != nil {
 			return a, err
 		}
 		return rt.node.VersionAsk(p, version, opts.By)
@@ -139,7 +140,7 @@ func DecideOffline(root string, cfg Config, target string, approve bool, opts Ap
 	g := approval.NewGate(st, cfg.Governance.Approval.Policy(), nil)
 	personas := &persona.Store{Dir: cfg.Agents.Personas(), FS: jail}
 	return decideTarget(g, target, approve, opts, func(p, version string) (approval.Ask, error) {
-		if a, ok, err := personaVersionAsk(root, personas, p, version); ok || err != nil {
+		if a, ok, err := personagate.VersionAsk(root, personas, p, version); ok || err != nil {
 			return a, err
 		}
 		if version != "" {
