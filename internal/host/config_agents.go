@@ -29,7 +29,7 @@ type AgentsConfig struct {
 	// ApprovePersonas holds a persona version this node did not save (one
 	// pulled from the upstream, or edited into the file by hand) for
 	// approval before an agent uses it: the agent uses the persona's last
-	// approved version meanwhile (persona_gate.go). Default true; false
+	// approved version meanwhile (governance/personagate). Default true; false
 	// trusts every version in the working tree.
 	ApprovePersonas *bool `json:"approve_personas,omitempty"`
 }

@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/governance/approval"
+	"github.com/agentos-run/agentos/governance/personagate"
 	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/persona"
 	"github.com/agentos-run/agentos/vfs"
@@ -72,49 +71,12 @@ func (rt *Runtime) decide(target string, approve bool, opts ApproveOptions) (app
 		}
 		return approval.Request{}, errors.New("agentos: the approval gate is off (governance.approval.off in agentos.json): nothing waits for an approval")
 	}
-	return decideTarget(rt.gate, target, approve, opts, func(p, version string) (approval.Ask, error) {
-		if a, ok, err := personaVersionAsk(rt.root, rt.Personas(), p, version); ok || err != nil {
+	return rt.gate.DecideTarget(target, approve, opts.By, opts.Reason, func(p, version string) (approval.Ask, error) {
+		if a, ok, err := personagate.VersionAsk(rt.root, rt.Personas(), p, version); ok || err != nil {
 			return a, err
 		}
 		return rt.node.VersionAsk(p, version, opts.By)
 	})
-}
-
-// decideTarget decides target on g; judge judges a tool's version (its
-// current file when version is "") as the gate would.
-func decideTarget(g *approval.Gate, target string, approve bool, opts ApproveOptions, judge func(path, version string) (approval.Ask, error)) (approval.Request, error) {
-	target = strings.TrimSpace(target)
-	if target == "" {
-		return approval.Request{}, errors.New("agentos: approve what? name an approval request id (see 'agentos approvals') or a tool path")
-	}
-	if !strings.HasPrefix(target, "a-") {
-		p, v, versioned := approval.SplitTarget(target)
-		p = path.Clean(filepath.ToSlash(p))
-		if path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
-			return approval.Request{}, fmt.Errorf("agentos: %s: name a tool by its path relative to the tool root (e.g. tools/x.ts, or tools/x.ts@<hash> for one version), or an approval request id", target)
-		}
-		target = p
-		if versioned {
-			target = p + "@" + v
-		}
-	}
-	r, ok, err := g.Store().Resolve(target)
-	if err != nil {
-		return approval.Request{}, err
-	}
-	if ok {
-		return g.Decide(r.ID, approve, opts.By, opts.Reason)
-	}
-	// No request names it: the version is judged now (the file as it is, or
-	// the journal's recorded version) and decided; the request returned
-	// says which version (its Hash) was decided.
-	p, v, _ := approval.SplitTarget(target)
-	a, err := judge(p, v)
-	if err != nil {
-		return approval.Request{}, fmt.Errorf("agentos: %s is neither a pending approval request nor a tool version here: %w ('agentos approvals' lists the requests)", target, err)
-	}
-	a.By = ""
-	return g.DecideVersion(a, approve, opts.By, opts.Reason)
 }
 
 // DecideOffline approves (or denies) target in the tool root's approvals
@@ -138,8 +100,8 @@ func DecideOffline(root string, cfg Config, target string, approve bool, opts Ap
 	risk := func(p string, src []byte, _ string) node.Rating { return node.RatingOf(checker.Check(p, src)) }
 	g := approval.NewGate(st, cfg.Governance.Approval.Policy(), nil)
 	personas := &persona.Store{Dir: cfg.Agents.Personas(), FS: jail}
-	return decideTarget(g, target, approve, opts, func(p, version string) (approval.Ask, error) {
-		if a, ok, err := personaVersionAsk(root, personas, p, version); ok || err != nil {
+	return g.DecideTarget(target, approve, opts.By, opts.Reason, func(p, version string) (approval.Ask, error) {
+		if a, ok, err := personagate.VersionAsk(root, personas, p, version); ok || err != nil {
 			return a, err
 		}
 		if version != "" {
