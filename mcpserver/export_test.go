@@ -14,3 +14,13 @@ func SetTaskPageSize(n int) func() {
 
 // TaskFileReads is how many task files s has read.
 func TaskFileReads(s *Server) int64 { return s.tasks.reads.Load() }
+
+// ActiveRequests is how many requests of HTTP session id s has under way.
+func ActiveRequests(s *Server, id string) int {
+	s.uses.mu.Lock()
+	defer s.uses.mu.Unlock()
+	if su, ok := s.uses.byID[id]; ok {
+		return su.active
+	}
+	return 0
+}

@@ -192,6 +192,7 @@ func TestHTTPSessionCap(t *testing.T) {
 	for _, cs := range []*mcp.ClientSession{s0, s2} {
 		pr, pw := io.Pipe()
 		pipes = append(pipes, pw)
+		t.Cleanup(func() { pw.Close() }) // before hs.Close, which waits for the request
 		req, _ := http.NewRequest(http.MethodPost, hs.URL+mcpserver.Path, pr)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
@@ -205,6 +206,14 @@ func TestHTTPSessionCap(t *testing.T) {
 		if _, err := pw.Write([]byte(`{"jsonrpc":"2.0",`)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The handler counts a request as under way once it starts: wait for
+	// both (the body's first bytes written says only the client sent them).
+	for deadline := time.Now().Add(30 * time.Second); mcpserver.ActiveRequests(e.srv, s0.ID()) == 0 || mcpserver.ActiveRequests(e.srv, s2.ID()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the two requests were not under way on the server after 30 s")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	if cs, err := httpConnect(context.Background(), hs, tok); err == nil {
 		cs.Close()
