@@ -106,14 +106,8 @@ func (c Config) WithEnv(getenv func(string) string) (Config, error) {
 			*dst = splitList(v)
 		}
 	}
-	switch v := strings.TrimSpace(getenv("AGENTOS_CLUSTER")); v {
-	case "":
-	case "1", "true", "yes", "on":
-		c.Enabled = true
-	case "0", "false", "no", "off":
-		c.Enabled = false
-	default:
-		return c, fmt.Errorf("AGENTOS_CLUSTER=%q: use 1 or 0", v)
+	if err := envBool(getenv, "AGENTOS_CLUSTER", &c.Enabled); err != nil {
+		return c, err
 	}
 	str("AGENTOS_CLUSTER_NAME", &c.Name)
 	str("AGENTOS_CLUSTER_HOST", &c.Host)
@@ -122,14 +116,8 @@ func (c Config) WithEnv(getenv func(string) string) (Config, error) {
 	str("AGENTOS_CLUSTER_CERT", &c.Cert)
 	str("AGENTOS_CLUSTER_KEY", &c.Key)
 	str("AGENTOS_CLUSTER_CA", &c.CA)
-	switch v := strings.TrimSpace(getenv("AGENTOS_CLUSTER_INSECURE_LOOPBACK")); v {
-	case "":
-	case "1", "true", "yes", "on":
-		c.InsecureLoopback = true
-	case "0", "false", "no", "off":
-		c.InsecureLoopback = false
-	default:
-		return c, fmt.Errorf("AGENTOS_CLUSTER_INSECURE_LOOPBACK=%q: use 1 or 0", v)
+	if err := envBool(getenv, "AGENTOS_CLUSTER_INSECURE_LOOPBACK", &c.InsecureLoopback); err != nil {
+		return c, err
 	}
 	list("AGENTOS_CLUSTER_SEEDS", &c.Seeds)
 	list("AGENTOS_CLUSTER_ETCD", &c.Etcd.Endpoints)
@@ -200,4 +188,20 @@ func (c Config) Options(root string) Options {
 		TLS:              TLS{CertFile: abs(c.Cert), KeyFile: abs(c.Key), CAFile: abs(c.CA)},
 		InsecureLoopback: c.InsecureLoopback,
 	}
+}
+
+// envBool sets *dst from the environment variable name when it is set: 1,
+// true, yes or on; 0, false, no or off; anything else is an error naming
+// the variable.
+func envBool(getenv func(string) string, name string, dst *bool) error {
+	switch v := strings.TrimSpace(getenv(name)); v {
+	case "":
+	case "1", "true", "yes", "on":
+		*dst = true
+	case "0", "false", "no", "off":
+		*dst = false
+	default:
+		return fmt.Errorf("%s=%q: use 1 or 0", name, v)
+	}
+	return nil
 }
