@@ -138,7 +138,7 @@ func (rt *Runtime) Spawn(ctx context.Context, name, task string, opts SpawnOptio
 }
 
 // Serve answers the agentos CLI on the tool root's node socket until ctx
-// ends (see package node/admin).
+// ends (see package admin).
 func (rt *Runtime) Serve(ctx context.Context) error { return rt.h.Serve(ctx) }
 
 // MCPServer returns the node's MCP server, made on first use: the kernel

@@ -26,7 +26,7 @@
 //
 // Everything else lives in its own package and is reached through it:
 //
-//   - node: the kernel tools bound to a process (and node/admin, the node
+//   - kerneltools: the kernel tools bound to a process (and admin, the node
 //     socket the CLI talks to).
 //   - actors/kernel: the process table, capabilities and quotas per process.
 //   - actors/executor: running tools in sandbox workers; recording,

@@ -13,7 +13,7 @@ import (
 	"github.com/agentos-run/agentos"
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/internal/leaktest"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 func TestMain(m *testing.M) {
@@ -42,7 +42,7 @@ func ExampleStart() {
 	args, _ := json.Marshal(map[string]string{"path": "tools/hello.ts", "content": "/** Greets. */\nexport default function (a: { name: string }): string { return `hello ${a.name}`; }\n"})
 	_, _ = tools[0].Call(context.Background(), args)
 	out, _ := tools[1].Call(context.Background(), json.RawMessage(`{"path":"tools/hello.ts","args":{"name":"ada"}}`))
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	_ = json.Unmarshal(out, &res)
 	fmt.Println(res.Success, string(res.Result.Result))
 	// Output:
@@ -69,7 +69,7 @@ func ExampleRuntime_Call() {
 		return
 	}
 	out, _ := rt.Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"tools/add.ts","args":{"x":2,"y":3}}`))
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	_ = json.Unmarshal(out, &res)
 	fmt.Println(res.Success, string(res.Result.Result))
 	// Output:

@@ -499,7 +499,7 @@ func processPaging(opts MemorySettings, n Node, name, run string) (Paging, error
 	}
 	store := n.Memory()
 	if store == nil {
-		return Paging{}, errors.New("agent: WindowTokens is set but the node has no memory store to page into (node.Options.Memory)")
+		return Paging{}, errors.New("agent: WindowTokens is set but the node has no memory store to page into (kerneltools.Options.Memory)")
 	}
 	return Paging{WindowTokens: opts.WindowTokens, ReserveTokens: opts.ReserveTokens, PageOut: func(_ context.Context, pages []Page) ([]string, error) {
 		items := make([]memory.Item, len(pages))

@@ -7,10 +7,10 @@
 //
 // Every MCP server a Server makes is bound to one kernel process: its tools
 // run with that process's capabilities and are charged to its quota,
-// exactly as an LLM's tool calls are (node.Node.Call). It offers:
+// exactly as an LLM's tool calls are (kerneltools.Node.Call). It offers:
 //
 //   - the kernel tools, with the names, descriptions and JSON Schemas of
-//     node.Node.Tools (list_files, read_file, ... exec_tool);
+//     kerneltools.Node.Tools (list_files, read_file, ... exec_tool);
 //   - every registered tool the process may exec, under the name ToolName
 //     derives from its path (tools/math/fib.ts: math_fib), its registry
 //     parameters as inputSchema and its JSDoc as description; a call is

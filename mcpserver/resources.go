@@ -103,7 +103,7 @@ func (s *Server) syncResourcesLocked(b *bound) {
 
 // kernelRead performs the bookkeeping of a kernel call for p: it waits
 // while p is stopped and charges one tool_calls, before anything is
-// examined (node.Node.Call does the same for the kernel tools).
+// examined (kerneltools.Node.Call does the same for the kernel tools).
 func kernelRead(ctx context.Context, p *kernel.Process) error {
 	if err := p.Gate(ctx); err != nil {
 		return err

@@ -23,7 +23,7 @@ const DefaultTimeout = 30 * time.Second
 // ErrExited, ErrNameTaken, ErrClosed, ErrInvalid, capability.ErrDenied;
 // errors.As with *capability.QuotaError).
 //
-// IMPORTANT: PID is the kernel actor's (node.Node.KernelPID); Root sends the
+// IMPORTANT: PID is the kernel actor's (kerneltools.Node.KernelPID); Root sends the
 // requests (a system's root context, or an actor's context: both have
 // RequestFuture). A request waits until ctx's deadline, or DefaultTimeout
 // when ctx has none.

@@ -1,7 +1,7 @@
 // Package kernel is the agentos kernel: the process table of agent
 // processes, their capabilities and quotas, and the kernel actor that is
 // the table's endpoint for other actors. The node's actor tree and the
-// kernel tools bound to processes are package node's.
+// kernel tools bound to processes are package kerneltools's.
 //
 // # Processes
 //
@@ -53,7 +53,7 @@
 // can come from another actor or, later, another node. Callers use Client
 // (client.go); errors cross as a kernelpb.Failure and come back as the
 // errors below (errors.Is) or a *capability.QuotaError (errors.As).
-// Package node boots the actor under the node's supervisor; the embedding
+// The composition root (internal/host) boots the actor under the node's supervisor; the embedding
 // program may still call the Kernel's methods directly.
 //
 // # Lifecycle

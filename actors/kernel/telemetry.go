@@ -20,7 +20,7 @@ import (
 //	agentos.kernel.processes      gauge of live processes
 //	agentos.kernel.mailbox.depth  gauge of messages waiting in all mailboxes
 //
-// The node (package node) calls it once at boot; the kernel tools' own
+// The node (package kerneltools) calls it once at boot; the kernel tools' own
 // metrics (calls, durations) are the node's. IMPORTANT: call it at most once
 // per MeterProvider: every call adds a hook to the kernel's event stream.
 func (k *Kernel) Instrument(mp metric.MeterProvider) error {

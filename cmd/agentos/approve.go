@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // runApprove answers an approval request of the approval gate:

@@ -8,9 +8,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node"
-	"github.com/agentos-run/agentos/node/admin"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // runCall calls a kernel tool exactly as an LLM would:
@@ -25,11 +25,11 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if len(pos) < 1 || len(pos) > 2 {
-		return usagef("expected TOOL and ARGS_JSON (the kernel tools: %s)", strings.Join(node.ToolNames(), ", "))
+		return usagef("expected TOOL and ARGS_JSON (the kernel tools: %s)", strings.Join(kerneltools.ToolNames(), ", "))
 	}
 	tool := pos[0]
-	if !contains(node.ToolNames(), tool) {
-		return usagef("unknown tool %q: the kernel tools are %s", tool, strings.Join(node.ToolNames(), ", "))
+	if !contains(kerneltools.ToolNames(), tool) {
+		return usagef("unknown tool %q: the kernel tools are %s", tool, strings.Join(kerneltools.ToolNames(), ", "))
 	}
 	abs, cfg, err := openRoot(*root)
 	if err != nil {

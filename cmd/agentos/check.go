@@ -13,7 +13,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/internal/units"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -124,10 +124,12 @@ func withModules(checker *check.Checker, absRoot, tools, rel string, src []byte)
 		return res, err
 	}
 	defer jail.Close()
-	risk := func(p string, b []byte, _ string) node.Rating { return node.RatingOf(checker.Check(p, b)) }
-	j, err := node.Judge(jail, tools, rel, src, nil, nil, risk)
+	risk := func(p string, b []byte, _ string) kerneltools.Rating {
+		return kerneltools.RatingOf(checker.Check(p, b))
+	}
+	j, err := kerneltools.Judge(jail, tools, rel, src, nil, nil, risk)
 	if err != nil {
 		return res, fmt.Errorf("check: %s: the modules it requires cannot be rated: %w", rel, err)
 	}
-	return node.WithModules(res, j), nil
+	return kerneltools.WithModules(res, j), nil
 }

@@ -10,9 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/cluster"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // runCluster shows the cluster of the node serving the tool root

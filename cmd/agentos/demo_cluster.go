@@ -19,12 +19,12 @@ import (
 
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/cluster"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/pgtest"
 	"github.com/agentos-run/agentos/journal"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // The cluster demo's second tool: a slug maker whose first version fails

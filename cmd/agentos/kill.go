@@ -7,7 +7,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/agentos-run/agentos/node/admin"
+	"github.com/agentos-run/agentos/admin"
 )
 
 // runKill signals a process of the node serving the tool root (a message to

@@ -11,8 +11,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/internal/leaktest"
-	"github.com/agentos-run/agentos/node/admin"
 
 	"github.com/agentos-run/agentos/actors/executor"
 )

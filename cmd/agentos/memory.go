@@ -12,9 +12,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/memory"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // tagList is a repeatable --tag flag.

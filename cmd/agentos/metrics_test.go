@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos/node/admin"
+	"github.com/agentos-run/agentos/admin"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/capability"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // runPS prints the process table of the node serving the tool root:

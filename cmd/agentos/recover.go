@@ -9,9 +9,9 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // runRecover resumes the runs a crash left unfinished:

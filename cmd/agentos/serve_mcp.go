@@ -15,10 +15,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/mcpserver"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // MCPTokenFile is where 'agentos serve --mcp-http' writes a token for the

@@ -16,9 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/internal/samples"
-	"github.com/agentos-run/agentos/node"
-	"github.com/agentos-run/agentos/node/admin"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // mcpWait bounds every wait of the MCP tests for the serving process.
@@ -102,7 +102,7 @@ func TestServeMCPStdio(t *testing.T) {
 		t.Errorf("server info %+v", cs.InitializeResult().ServerInfo)
 	}
 	listed := mcpTools(t, cs)
-	for _, name := range node.ToolNames() {
+	for _, name := range kerneltools.ToolNames() {
 		if listed[name] == nil {
 			t.Fatalf("tools/list lacks %s", name)
 		}

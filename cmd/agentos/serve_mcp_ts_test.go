@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentos-run/agentos/internal/npmtest"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // tsSDK is the official MCP TypeScript SDK the client tests use.
@@ -76,7 +76,7 @@ func checkTSReport(t *testing.T, r tsReport) {
 	if r.Server != "agentos" || !r.ListChangedCap {
 		t.Errorf("initialize: server %q, tools.listChanged %v", r.Server, r.ListChangedCap)
 	}
-	for _, name := range node.ToolNames() {
+	for _, name := range kerneltools.ToolNames() {
 		if !slices.Contains(r.Tools, name) {
 			t.Errorf("tools/list lacks %s: %v", name, r.Tools)
 		}

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // waitTool spins, asking the tool tree each time, until tools/go.txt

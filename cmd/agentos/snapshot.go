@@ -9,7 +9,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/agentos-run/agentos/node/admin"
+	"github.com/agentos-run/agentos/admin"
 )
 
 // runSnapshot snapshots a process of the node serving the tool root (a

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // runTokenRevoke revokes capability tokens signed with the root's key:

@@ -22,7 +22,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // risky is valid and runs, but check_tool rates it high risk: its comment
@@ -64,7 +64,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	var w node.WriteResult
+	var w kerneltools.WriteResult
 	if err := json.Unmarshal(out, &w); err != nil || w.Approval == nil {
 		return fmt.Errorf("the write of a high-risk tool asks for no approval: %s", out)
 	}
@@ -126,10 +126,10 @@ func run() error {
 	return nil
 }
 
-func execAsync(ctx context.Context, rt *host.Runtime) chan node.ExecResult {
-	ch := make(chan node.ExecResult, 1)
+func execAsync(ctx context.Context, rt *host.Runtime) chan kerneltools.ExecResult {
+	ch := make(chan kerneltools.ExecResult, 1)
 	go func() {
-		var res node.ExecResult
+		var res kerneltools.ExecResult
 		out, err := rt.Call(ctx, "exec_tool", json.RawMessage(`{"path": "tools/double.ts", "args": {"n": 21}}`))
 		if err == nil {
 			err = json.Unmarshal(out, &res)

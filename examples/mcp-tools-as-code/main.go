@@ -28,7 +28,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // triage is the tool the agent writes: it calls two MCP tools as
@@ -152,7 +152,7 @@ func run() error {
 	if out, err = call("search_tools", map[string]any{"query": "create an issue", "limit": 1}); err != nil {
 		return err
 	}
-	var hits []node.SearchHit
+	var hits []kerneltools.SearchHit
 	if err := json.Unmarshal(out, &hits); err != nil || len(hits) == 0 || hits[0].Path != "/mcp/tracker/create_issue.ts" {
 		return fmt.Errorf("search_tools: %s %v", out, err)
 	}
@@ -174,7 +174,7 @@ func run() error {
 	if out, err = call("exec_tool", map[string]any{"path": "tools/triage.ts", "args": map[string]string{"title": "login fails"}}); err != nil {
 		return err
 	}
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 const greet = `/** Greets someone by name. */
@@ -93,7 +93,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("the runner's exec_tool was refused: %w", err)
 	}
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		return fmt.Errorf("exec_tool answered %s: %w", out, err)
 	}

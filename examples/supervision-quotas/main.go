@@ -30,7 +30,7 @@ import (
 	"github.com/agentos-run/agentos/actors/supervisor"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // broken throws on every run: the child that runs it fails each time.
@@ -141,7 +141,7 @@ func escalation(ctx context.Context, rt *host.Runtime) error {
 			if err != nil {
 				return err
 			}
-			var res node.ExecResult
+			var res kerneltools.ExecResult
 			if err := json.Unmarshal(out, &res); err != nil {
 				return err
 			}

@@ -75,10 +75,10 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"memory", "go.etcd.io/bbolt", "the agents' long-term memory owns its bbolt file (.agentos/memory.db: facts, lessons, preferences, pages)", ""},
 
 	// The node's admin socket server and its client.
-	{"node/admin", "net", "the admin socket server and its client (a unix socket, 0600 in a 0700 directory)", ""},
-	{"node/admin", "net/http", "the admin socket speaks HTTP/JSON", ""},
-	{"node/admin", "syscall", "the owner of the admin socket's directory (Stat_t.Uid)", ""},
-	{"node/admin", osFiles, "the admin socket's private directory and a stale socket's removal", ""},
+	{"admin", "net", "the admin socket server and its client (a unix socket, 0600 in a 0700 directory)", ""},
+	{"admin", "net/http", "the admin socket speaks HTTP/JSON", ""},
+	{"admin", "syscall", "the owner of the admin socket's directory (Stat_t.Uid)", ""},
+	{"admin", osFiles, "the admin socket's private directory and a stale socket's removal", ""},
 
 	// The composition root (internal/host): the HTTP handler types of Serve and the metrics
 	// endpoint; the tool root's configuration and state directory.

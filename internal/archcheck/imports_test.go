@@ -16,18 +16,18 @@ import (
 )
 
 // compositionRoot are the packages that may import the actors' packages
-// and the kernel tools' package (node) and hold the actors' objects: the
+// and the kernel tools' package (kerneltools) and hold the actors' objects: the
 // composition root (internal/host), the kernel tools it wires to the
-// actors (node), and the CLI. Only one of them constructs the actors
+// actors (kerneltools), and the CLI. Only one of them constructs the actors
 // (constructor, construct_test.go).
-var compositionRoot = []string{"internal/host", "node", "cmd/agentos"}
+var compositionRoot = []string{"internal/host", "kerneltools", "cmd/agentos"}
 
 // leaves are packages any package may import: they hold no actor
 // (actors/system: protoactor's fences; actors/supervisor: supervision
 // specs as data; actors/forge/check: the checker, a pure function of a
 // source; internal/toolmeta: a tool's metadata and the BM25F index the
 // registry, the executor and memory share). IMPORTANT: a leaf imports no
-// actor package (not even its messages) but another leaf, and not node:
+// actor package (not even its messages) but another leaf, and not kerneltools:
 // a leaf that reached an actor would bring the side door back.
 var leaves = []string{"actors/system", "actors/supervisor", "actors/forge/check", "internal/toolmeta"}
 
@@ -67,8 +67,8 @@ var knownImports = map[string]string{
 	"actors/forge -> actors/git":           "the forge holds git.Client: move it to actors/git/client",
 	"actors/forge -> actors/registry":      "the forge holds registry.Client: move it to actors/registry/client",
 	"actors/git -> actors/registry":        "the git actor tells the registry of a write (registry.Client, registry.Tool): move them to actors/registry/client and the tool-metadata leaf",
-	"node/admin -> actors/kernel":          "the admin socket asks the kernel actor through kernel.Client: move it to actors/kernel/client",
-	"node/admin -> actors/executor":        "the admin socket's exec request carries executor.ReplayOptions: move the type to a leaf",
+	"admin -> actors/kernel":               "the admin socket asks the kernel actor through kernel.Client: move it to actors/kernel/client",
+	"admin -> actors/executor":             "the admin socket's exec request carries executor.ReplayOptions: move the type to a leaf",
 	"internal/scaffold -> actors/git/repo": "agentos init lays out the tool root's repository with the git actor's repo package: the composition root should pass it in",
 
 	// The kernel tools' package and the agent processes.
@@ -76,8 +76,8 @@ var knownImports = map[string]string{
 	"mcpserver -> actors/kernel":              "MCP sessions run as kernel processes (kernel.Process): move the process handle to a leaf",
 	"mcpserver -> actors/registry":            "the MCP server lists the registry's tools: ask the registry actor through its client and the tool-metadata leaf",
 	"mcpserver uses actors/registry.Registry": "the MCP server holds the registry object: ask the registry actor through its client",
-	"agent uses actors/kernel.Kernel":         "an agent's process is spawned on the node's process table (agent.Node.Kernel; it was hidden behind *node.Node before the kernel tool type became a leaf): spawn through the kernel actor's client",
-	"mcpserver uses actors/kernel.Kernel":     "the MCP server verifies tokens and spawns its sessions' processes on the process table (mcpserver.Node.Kernel; hidden behind *node.Node before): ask the kernel actor through its client",
+	"agent uses actors/kernel.Kernel":         "an agent's process is spawned on the node's process table (agent.Node.Kernel; it was hidden behind *kerneltools.Node before the kernel tool type became a leaf): spawn through the kernel actor's client",
+	"mcpserver uses actors/kernel.Kernel":     "the MCP server verifies tokens and spawns its sessions' processes on the process table (mcpserver.Node.Kernel; hidden behind *kerneltools.Node before): ask the kernel actor through its client",
 
 	// The registration gate replays on the executor object (issue 27).
 	"governance/gate -> actors/executor":              "the gate replays through the executor: send it ReplayRequest through its client",
@@ -124,8 +124,8 @@ func importViolation(pkg, rel string) string {
 	if composes(pkg) {
 		return ""
 	}
-	if rel == "node" && !inside(pkg, "node") {
-		return "only the composition root imports node (the kernel tools' package): import the leaf the type lives in"
+	if rel == "kerneltools" && !inside(pkg, "kerneltools") {
+		return "only the composition root imports kerneltools (the kernel tools' package): import the leaf the type lives in"
 	}
 	a := actorOf(rel)
 	if isLeaf(pkg) && a != "" && !isLeaf(rel) && !inside(rel, pkg) {
@@ -225,7 +225,7 @@ func checkImports(vs []violation, known map[string]string) []string {
 
 // TestActorsReachedThroughMessages is the layering rule (DESIGN.md): no
 // package imports an actor's package sideways (only its *pb messages, a
-// typed client package or a leaf), only the composition root imports node,
+// typed client package or a leaf), only the composition root imports kerneltools,
 // and only it constructs or holds an actor's object; knownImports lists
 // today's exceptions.
 func TestActorsReachedThroughMessages(t *testing.T) {
@@ -246,7 +246,7 @@ func TestActorsReachedThroughMessages(t *testing.T) {
 }
 
 // TestImportRulesFail proves each rule can fail, on files written here: a
-// sideways import of an actor's package, an import of node outside the
+// sideways import of an actor's package, an import of kerneltools outside the
 // composition root, and the construction of an actor's object outside it;
 // messages, clients, leaves and the composition root pass; a known entry
 // no longer needed is reported.
@@ -260,7 +260,7 @@ func TestImportRulesFail(t *testing.T) {
 		if err := writeFile(filepath.Join(d, "a.go"), body); err != nil {
 			t.Fatal(err)
 		}
-		if err := writeFile(filepath.Join(d, "a_test.go"), "package p\n\nimport _ \""+module+"/node\"\n"); err != nil {
+		if err := writeFile(filepath.Join(d, "a_test.go"), "package p\n\nimport _ \""+module+"/kerneltools\"\n"); err != nil {
 			t.Fatal(err)
 		}
 		return listed{ImportPath: strings.TrimSuffix(module+"/"+pkg, "/"), Dir: d, GoFiles: []string{"a.go"}, IgnoredGoFiles: []string{"a_test.go"}}
@@ -280,14 +280,14 @@ var _ *executorpb.RunRequest
 	memory := src("memory", `package memory
 
 import (
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 	reg "github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/actors/registry/registrypb"
 )
 
 var r, _ = reg.Open(nil, reg.Options{})
 `)
-	root := src("node", `package node
+	root := src("kerneltools", `package kerneltools
 
 import "github.com/agentos-run/agentos/actors/registry"
 
@@ -320,7 +320,7 @@ var _ = executor.ReplayWith
 	}
 	want := []string{
 		"actors/forge -> actors/executor",
-		"memory -> node",
+		"memory -> kerneltools",
 		"memory -> actors/registry",
 		"memory uses actors/registry.Open",
 		"internal/toolmeta -> actors/registry/registrypb",
@@ -330,8 +330,8 @@ var _ = executor.ReplayWith
 	if !slices.Equal(got, want) {
 		t.Fatalf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	bad := checkImports([]violation{{"memory -> node", "x"}}, map[string]string{"agent -> node": "gone"})
-	if len(bad) != 2 || !strings.HasPrefix(bad[0], "memory -> node") || !strings.HasPrefix(bad[1], "agent -> node is no longer so") {
+	bad := checkImports([]violation{{"memory -> kerneltools", "x"}}, map[string]string{"agent -> kerneltools": "gone"})
+	if len(bad) != 2 || !strings.HasPrefix(bad[0], "memory -> kerneltools") || !strings.HasPrefix(bad[1], "agent -> kerneltools is no longer so") {
 		t.Fatalf("checkImports = %q, want the new violation then the stale entry", bad)
 	}
 }

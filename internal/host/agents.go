@@ -11,7 +11,7 @@ import (
 	"github.com/agentos-run/agentos/agent"
 	"github.com/agentos-run/agentos/agent/tournament"
 	"github.com/agentos-run/agentos/capability"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 	"github.com/agentos-run/agentos/persona"
 )
 
@@ -226,7 +226,7 @@ func (rt *Runtime) spawnTournament(body tournament.Body, image string, grants []
 // kernel tools (tournament.Process).
 type tournamentProcess struct {
 	*kernel.Process
-	node *node.Node
+	node *kerneltools.Node
 }
 
 // Call runs the kernel tool name as the process.

@@ -18,17 +18,17 @@ import (
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/governance/gate"
+	"github.com/agentos-run/agentos/kerneltools"
 	"github.com/agentos-run/agentos/memory"
-	"github.com/agentos-run/agentos/node"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// NodeOptions configure BootNode: the kernel tools' options (node.Options;
+// NodeOptions configure BootNode: the kernel tools' options (kerneltools.Options;
 // Kernel nil: kernel.New with the Logger) and the resources their actors
 // are built on. Executor and Jail are required; nil and zero fields take
 // the documented defaults.
 type NodeOptions struct {
-	node.Options
+	kerneltools.Options
 	// Executor runs the tools, behind the executor actor; BootNode does not
 	// close it. Its Options() are the kernel tools' Run.
 	Executor *executor.Executor
@@ -65,7 +65,7 @@ type NodeOptions struct {
 // A BootedNode is a node BootNode assembled: the kernel tools over their
 // actor tree.
 type BootedNode struct {
-	*node.Node
+	*kerneltools.Node
 	closers []namedClose
 }
 
@@ -101,7 +101,7 @@ func BootNode(ctx context.Context, opts NodeOptions) (*BootedNode, error) {
 type nodeAssembly struct {
 	opts    NodeOptions
 	checker *check.Checker
-	n       *node.Node
+	n       *kerneltools.Node
 	gate    *gate.Gate // nil: the registration gate is disabled
 	forge   *forge.Forge
 }
@@ -140,7 +140,7 @@ func (a *nodeAssembly) openRegistry(context.Context) (closeFunc, error) {
 	return nil, err
 }
 
-// openKernelTools makes the kernel tools (node.New), with check_tool's
+// openKernelTools makes the kernel tools (kerneltools.New), with check_tool's
 // analyzer, which the forge shares.
 func (a *nodeAssembly) openKernelTools(context.Context) (closeFunc, error) {
 	if a.checker = a.opts.Checker; a.checker == nil {
@@ -149,7 +149,7 @@ func (a *nodeAssembly) openKernelTools(context.Context) (closeFunc, error) {
 	o := a.opts.Options
 	o.Checker, o.Run = a.checker, a.opts.Executor.Options()
 	var err error
-	a.n, err = node.New(o)
+	a.n, err = kerneltools.New(o)
 	return nil, err
 }
 
@@ -253,12 +253,12 @@ func (a *nodeAssembly) openTree(context.Context) (closeFunc, error) {
 }
 
 // childrenOf asks the root supervisor for its children's PIDs.
-func childrenOf(sys *system.System, root *actor.PID) (node.Tree, error) {
+func childrenOf(sys *system.System, root *actor.PID) (kerneltools.Tree, error) {
 	res, err := sys.Root().RequestFuture(root, &supervisor.WhichChildren{}, 5*time.Second).Result()
 	if err != nil {
-		return node.Tree{}, fmt.Errorf("kernel: the actor tree did not start: %w", err)
+		return kerneltools.Tree{}, fmt.Errorf("kernel: the actor tree did not start: %w", err)
 	}
-	t := node.Tree{System: sys}
+	t := kerneltools.Tree{System: sys}
 	children := res.(*supervisor.Children)
 	for i, name := range children.Names {
 		pid := children.PIDs[i]

@@ -24,9 +24,9 @@ import (
 	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/internal/scaffold"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/kerneltools"
 	"github.com/agentos-run/agentos/mcpserver"
 	"github.com/agentos-run/agentos/memory"
-	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/telemetry"
 	"go.opentelemetry.io/otel/metric"
@@ -422,7 +422,7 @@ func (c Config) MaxArgs() int {
 	if c.Limits.MaxArgsBytes > 0 {
 		return c.Limits.MaxArgsBytes
 	}
-	return node.DefaultMaxArgsBytes
+	return kerneltools.DefaultMaxArgsBytes
 }
 
 // RetentionConfig is the retention section (journal.Retention).

@@ -81,7 +81,7 @@ type ExecutorSetup struct {
 	// PII is the tool root's tokenizer (nil: the pii section detects
 	// nothing). Every device and session of Options but the built-in fs,
 	// clock and random is wrapped by it (pii.Tokenizer.Device, Session),
-	// below the journal's middleware. Pass it to node.Options.PII and
+	// below the journal's middleware. Pass it to kerneltools.Options.PII and
 	// agent.ProcessOptions.PII so that what reaches a model is tokenized.
 	PII *pii.Tokenizer
 

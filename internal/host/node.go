@@ -7,9 +7,9 @@ import (
 	"net/http"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/mcpserver"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // afterListen, when set (tests), is called between Listen and the socket's

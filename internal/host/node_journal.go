@@ -10,9 +10,9 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/journal"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // The journal endpoints of the node's admin socket (package admin): a

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/journal"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // The node's journal endpoints keep the socket's request limit, and a

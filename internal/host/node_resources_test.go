@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentos-run/agentos/node/admin"
+	"github.com/agentos-run/agentos/admin"
 )
 
 // serveRoot starts a runtime over a fresh tool root (in-process isolation,

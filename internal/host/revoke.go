@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/capability"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // RevocationsFile keeps the tool root's durable revocations ('agentos token

@@ -29,9 +29,9 @@ import (
 	"github.com/agentos-run/agentos/internal/metricsserver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/kerneltool"
+	"github.com/agentos-run/agentos/kerneltools"
 	"github.com/agentos-run/agentos/mcpserver"
 	"github.com/agentos-run/agentos/memory"
-	"github.com/agentos-run/agentos/node"
 	"github.com/agentos-run/agentos/pii"
 	"github.com/agentos-run/agentos/telemetry"
 	"github.com/agentos-run/agentos/vfs"
@@ -63,7 +63,7 @@ type Runtime struct {
 	pii       *pii.Tokenizer // nil: the pii section detects nothing
 	piiMap    *pii.BoltMap
 	mem       *memory.Store // the agents' memory (.agentos/memory.db, opened on first use)
-	node      *node.Node
+	node      *kerneltools.Node
 	agent     *kernel.Process
 	k         *kernel.Kernel
 	meter     metric.MeterProvider // the caller's, else metrics'
@@ -506,7 +506,7 @@ func (rt *Runtime) openMemory(context.Context) (closeFunc, error) {
 func (rt *Runtime) openNode(ctx context.Context) (closeFunc, error) {
 	cfg := rt.withMeter()
 	b, err := BootNode(ctx, NodeOptions{
-		Options: node.Options{
+		Options: kerneltools.Options{
 			LLM: rt.model, Memory: rt.mem, Kernel: rt.k, Journal: rt.j, Jail: rt.jail, SQL: rt.sql, MCP: rt.mcp, PII: rt.pii, Approvals: rt.gate,
 			Checker: check.New(cfg.CheckOptions()), Logger: rt.log, MaxArgsBytes: cfg.MaxArgs(),
 			TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, CaptureContent: telemetry.CaptureContent(cfg.Tracing.CaptureMessageContent),
@@ -786,7 +786,7 @@ func (rt *Runtime) Root() string { return rt.root }
 func (rt *Runtime) Kernel() *kernel.Kernel { return rt.node.Kernel() }
 
 // Node returns the booted node (its actor system and tool calls).
-func (rt *Runtime) Node() *node.Node { return rt.node }
+func (rt *Runtime) Node() *kerneltools.Node { return rt.node }
 
 // Journal returns the runtime's journal (replay and trace its runs).
 func (rt *Runtime) Journal() *journal.Journal { return rt.j }

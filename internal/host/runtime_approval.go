@@ -10,7 +10,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/governance/personagate"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 	"github.com/agentos-run/agentos/persona"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -97,7 +97,9 @@ func DecideOffline(root string, cfg Config, target string, approve bool, opts Ap
 	}
 	defer jail.Close()
 	checker := check.New(cfg.CheckOptions())
-	risk := func(p string, src []byte, _ string) node.Rating { return node.RatingOf(checker.Check(p, src)) }
+	risk := func(p string, src []byte, _ string) kerneltools.Rating {
+		return kerneltools.RatingOf(checker.Check(p, src))
+	}
 	g := approval.NewGate(st, cfg.Governance.Approval.Policy(), nil)
 	personas := &persona.Store{Dir: cfg.Agents.Personas(), FS: jail}
 	return g.DecideTarget(target, approve, opts.By, opts.Reason, func(p, version string) (approval.Ask, error) {
@@ -115,7 +117,7 @@ func DecideOffline(root string, cfg Config, target string, approve bool, opts Ap
 		if err != nil {
 			return approval.Ask{}, err
 		}
-		j, err := node.Judge(jail, cfg.Tools(), resolved, src, nil, nil, risk)
+		j, err := kerneltools.Judge(jail, cfg.Tools(), resolved, src, nil, nil, risk)
 		if err != nil {
 			return approval.Ask{}, err
 		}

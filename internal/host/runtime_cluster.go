@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/cluster"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // joinCluster makes the node a member of cfg.Cluster when it is enabled:

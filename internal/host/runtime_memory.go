@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/memory"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 // Memory returns the agents' long-term memory store (memory.file, opened on

@@ -16,12 +16,12 @@ import (
 
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/etcdtest"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/testutil"
-	"github.com/agentos-run/agentos/node/admin"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // Two agent processes with different rights: one may write tools/, the other
@@ -41,7 +41,7 @@ func ExampleRuntime_ToolsFor() {
 	_, err = runnerTools[0].Call(ctx, src)
 	fmt.Println("runner write_file refused:", errors.Is(err, capability.ErrDenied))
 	out, _ := runnerTools[1].Call(ctx, json.RawMessage(`{"path":"tools/hi.ts"}`))
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	_ = json.Unmarshal(out, &res)
 	fmt.Println("runner exec_tool:", res.Success, string(res.Result.Result))
 	// Output:

@@ -13,7 +13,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 const fetchTool = `/** Reads a price from the pricing API. */
@@ -33,14 +33,14 @@ func TestFetchThroughTheKernel(t *testing.T) {
 	}))
 	rt := start(t, host.Config{Root: t.TempDir(), Isolation: "inprocess", Fetch: host.FetchConfig{Allow: []string{srv.URL + "/prices/"}}})
 	write(t, rt, "tools/price.ts", fetchTool)
-	exec := func(p *kernel.Process, url string) node.ExecResult {
+	exec := func(p *kernel.Process, url string) kerneltools.ExecResult {
 		t.Helper()
 		args, _ := json.Marshal(map[string]any{"path": "tools/price.ts", "args": map[string]string{"url": url}})
 		out, err := rt.Node().Call(context.Background(), p, "exec_tool", args)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res node.ExecResult
+		var res kerneltools.ExecResult
 		_ = json.Unmarshal(out, &res)
 		return res
 	}

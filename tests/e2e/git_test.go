@@ -21,7 +21,7 @@ import (
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // gitRoot initialises a tool root sharing bare and starts a runtime on it.
@@ -160,7 +160,7 @@ func TestRegistryIntegrity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var hits []node.SearchHit
+	var hits []kerneltools.SearchHit
 	if err := json.Unmarshal(out, &hits); err != nil || len(hits) == 0 || hits[0].Path != "tools/finance/interest.ts" || hits[0].Score < 0.85 {
 		t.Fatalf("search: %s %v", out, err)
 	}

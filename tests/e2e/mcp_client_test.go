@@ -13,7 +13,7 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/mcptest"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // fileBugTool calls two tools of the MCP server "tracker" as code: one
@@ -46,14 +46,14 @@ export default async function (): Promise<string> {
 }
 `
 
-func mcpExec(t *testing.T, rt *host.Runtime, p *kernel.Process, path string, args any) node.ExecResult {
+func mcpExec(t *testing.T, rt *host.Runtime, p *kernel.Process, path string, args any) kerneltools.ExecResult {
 	t.Helper()
 	b, _ := json.Marshal(map[string]any{"path": path, "args": args})
 	out, err := rt.Node().Call(context.Background(), p, "exec_tool", b)
 	if err != nil {
 		t.Fatalf("exec_tool %s: %v", path, err)
 	}
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestMCPToolsAsCode(t *testing.T) {
 		t.Fatalf("read_file: %s %v", src, err)
 	}
 	out, err = kcall(t, rt, agent, "search_tools", map[string]any{"query": "create an issue in the tracker", "limit": 3})
-	var hits []node.SearchHit
+	var hits []kerneltools.SearchHit
 	_ = json.Unmarshal(out, &hits)
 	if err != nil || len(hits) == 0 || hits[0].Path != "/mcp/tracker/create_issue.ts" || hits[0].Score <= 0 {
 		t.Fatalf("search_tools: %s %v", out, err)

@@ -22,7 +22,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // The personal data of the table the tools read: none of it may reach the
@@ -225,7 +225,7 @@ func TestPIIFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var again node.ExecResult
+	var again kerneltools.ExecResult
 	_ = json.Unmarshal(out, &again)
 	if got := target.received("/crm/again"); !again.Success || !strings.Contains(got, "ada@example.com") {
 		t.Errorf("after a restart the CRM received %q (%s), want the real e-mail from the durable map", got, out)

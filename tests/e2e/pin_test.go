@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // Runs pinned to exact versions in a runtime whose tools live in Git: a run
@@ -24,14 +24,14 @@ func TestRuntimeRunsArePinnedToTheirVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := func(path string) node.ExecResult {
+	call := func(path string) kerneltools.ExecResult {
 		t.Helper()
 		args, _ := json.Marshal(map[string]any{"path": path, "args": map[string]int{"n": 7}})
 		out, err := rt.Call(ctx, "exec_tool", args)
 		if err != nil {
 			t.Fatalf("exec_tool %s: %v", path, err)
 		}
-		var r node.ExecResult
+		var r kerneltools.ExecResult
 		if err := json.Unmarshal(out, &r); err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import (
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/internal/testutil"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -53,16 +53,16 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 
 // execAs runs exec_tool for p and returns the run's result; a kernel
 // refusal (no exec right) is returned as the error.
-func execAs(t *testing.T, rt *host.Runtime, p *kernel.Process, tool string, args any) (node.ExecResult, error) {
+func execAs(t *testing.T, rt *host.Runtime, p *kernel.Process, tool string, args any) (kerneltools.ExecResult, error) {
 	t.Helper()
 	raw, _ := json.Marshal(map[string]any{"path": tool, "args": args})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, err := rt.Node().Call(ctx, p, "exec_tool", raw)
 	if err != nil {
-		return node.ExecResult{}, err
+		return kerneltools.ExecResult{}, err
 	}
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("exec_tool %s: %s (%v)", tool, out, err)
 	}
@@ -110,7 +110,7 @@ func TestToolRunsWithItsCallersRights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	probe := func(op, path string) node.ExecResult {
+	probe := func(op, path string) kerneltools.ExecResult {
 		t.Helper()
 		res, err := execAs(t, rt, caller, "tools/pub/probe.ts", map[string]string{"op": op, "path": path})
 		if err != nil {
@@ -241,7 +241,7 @@ func TestLinksNeverReachStateEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(filepath.Join(root, "agentos.json"))
-	probe := func(op, path string) node.ExecResult {
+	probe := func(op, path string) kerneltools.ExecResult {
 		t.Helper()
 		res, err := execAs(t, rt, rt.Agent(), "tools/probe.ts", map[string]string{"op": op, "path": path})
 		if err != nil {

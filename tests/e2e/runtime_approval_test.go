@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // riskyDouble is valid and runs, but check_tool rates it high risk.
@@ -32,7 +32,7 @@ func TestApprovalGoAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var w node.WriteResult
+	var w kerneltools.WriteResult
 	if err := json.Unmarshal(out, &w); err != nil || w.Approval == nil || w.Approval.State != approval.StatePending || w.Approval.Hash != w.Hash {
 		t.Fatalf("write_file of a high-risk tool: %s %v", out, err)
 	}
@@ -79,7 +79,7 @@ func TestApprovalGoAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := <-ch
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	if got.err != nil || json.Unmarshal(got.out, &res) != nil || !res.Success || string(res.Result.Result) != "42" || res.Hash != r.Hash {
 		t.Fatalf("the approved run: %s %v", got.out, got.err)
 	}
@@ -105,7 +105,7 @@ func TestApprovalGoAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = <-ch
-	res = node.ExecResult{}
+	res = kerneltools.ExecResult{}
 	if got.err != nil || json.Unmarshal(got.out, &res) != nil || res.Success || res.Error == nil ||
 		string(res.Error.Kind) != approval.CodeDenied || !strings.Contains(res.Error.Message, "triples") || !strings.Contains(res.Error.Message, "reviewer") {
 		t.Fatalf("the denied run: %s %v", got.out, got.err)
@@ -138,10 +138,10 @@ func TestApproveByPathPicksOneVersion(t *testing.T) {
 	cfg.Governance.Approval.Timeout = host.Duration(time.Millisecond)
 	rt := start(t, cfg)
 	ctx := context.Background()
-	write := func(src string) node.WriteResult {
+	write := func(src string) kerneltools.WriteResult {
 		args, _ := json.Marshal(map[string]string{"path": "tools/double.ts", "content": src})
 		out, err := rt.Call(ctx, "write_file", args)
-		var w node.WriteResult
+		var w kerneltools.WriteResult
 		if err != nil || json.Unmarshal(out, &w) != nil || w.Approval == nil {
 			t.Fatalf("write_file: %s %v", out, err)
 		}

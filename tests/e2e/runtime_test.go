@@ -18,7 +18,7 @@ import (
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/internal/testutil"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 func start(t *testing.T, cfg host.Config) *host.Runtime {
@@ -42,7 +42,7 @@ func TestStartToolsClose(t *testing.T) {
 			root := t.TempDir()
 			rt := start(t, host.Config{Root: root, Isolation: iso})
 			tools, err := rt.Tools()
-			if err != nil || len(tools) != len(node.ToolNames()) {
+			if err != nil || len(tools) != len(kerneltools.ToolNames()) {
 				t.Fatalf("Tools = %d tools, %v", len(tools), err)
 			}
 			writeFib(t, rt)
@@ -50,7 +50,7 @@ func TestStartToolsClose(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var res node.ExecResult
+			var res kerneltools.ExecResult
 			if err := json.Unmarshal(out, &res); err != nil || string(res.Result.Result) != "55" || res.RunID == "" {
 				t.Fatalf("exec_tool = %s (%v)", out, err)
 			}
@@ -167,7 +167,7 @@ func ExampleStart() {
 	args, _ := json.Marshal(map[string]string{"path": "tools/hello.ts", "content": "/** Greets. */\nexport default function (a: { name: string }): string { return `hello ${a.name}`; }\n"})
 	_, _ = tools[0].Call(context.Background(), args)
 	out, _ := tools[1].Call(context.Background(), json.RawMessage(`{"path":"tools/hello.ts","args":{"name":"ada"}}`))
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	_ = json.Unmarshal(out, &res)
 	fmt.Println(res.Success, string(res.Result.Result))
 	// Output:

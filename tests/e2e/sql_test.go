@@ -10,7 +10,7 @@ import (
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 func sqlRuntime(t *testing.T, isolation ...string) *host.Runtime {
@@ -36,14 +36,14 @@ func sqlRuntime(t *testing.T, isolation ...string) *host.Runtime {
 	return rt
 }
 
-func runTool(t *testing.T, rt *host.Runtime, path, src, args string) node.ExecResult {
+func runTool(t *testing.T, rt *host.Runtime, path, src, args string) kerneltools.ExecResult {
 	t.Helper()
 	write(t, rt, path, src)
 	out, err := rt.Call(context.Background(), "exec_tool", json.RawMessage(`{"path":"`+path+`","args":`+args+`}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	_ = json.Unmarshal(out, &res)
 	return res
 }

@@ -1,4 +1,4 @@
-package node_test
+package kerneltools_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // BenchmarkExecTool is one exec_tool kernel call of fib(10), cached, through
@@ -59,7 +59,7 @@ func BenchmarkExecTool(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				var r node.ExecResult
+				var r kerneltools.ExecResult
 				if err := json.Unmarshal(out, &r); err != nil || !r.Success || string(r.Result.Result) != "55" {
 					b.Fatalf("%s %v", out, err)
 				}
@@ -95,7 +95,7 @@ func BenchmarkExecToolNewSource(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var r node.ExecResult
+		var r kerneltools.ExecResult
 		if err := json.Unmarshal(out, &r); err != nil || !r.Success || string(r.Result.Result) != "55" {
 			b.Fatalf("%s %v", out, err)
 		}

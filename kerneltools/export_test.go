@@ -1,4 +1,4 @@
-package node
+package kerneltools
 
 // SetAfterGate sets the hook called between the gate's judgment of a run
 // and the run (nil: none).

@@ -1,4 +1,4 @@
-package node
+package kerneltools
 
 import (
 	"context"
@@ -141,7 +141,7 @@ type Node struct {
 // Attach has given it its actor tree.
 func New(opts Options) (*Node, error) {
 	if opts.Kernel == nil || opts.Jail == nil {
-		return nil, fmt.Errorf("%w: node.New needs a Kernel and a Jail", kernel.ErrInvalid)
+		return nil, fmt.Errorf("%w: kerneltools.New needs a Kernel and a Jail", kernel.ErrInvalid)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -1,4 +1,4 @@
-package node
+package kerneltools
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func (n *Node) Memory() *memory.Store { return n.opts.Memory }
 // memoryStore returns the store, or says none is configured.
 func (n *Node) memoryStore() (*memory.Store, error) {
 	if n.opts.Memory == nil {
-		return nil, errors.New("no memory store is configured for this node (node.Options.Memory; agentos.Start configures .agentos/memory.db)")
+		return nil, errors.New("no memory store is configured for this node (kerneltools.Options.Memory; agentos.Start configures .agentos/memory.db)")
 	}
 	return n.opts.Memory, nil
 }

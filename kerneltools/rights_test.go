@@ -1,4 +1,4 @@
-package node_test
+package kerneltools_test
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // A link inside the tools directory that leads out of a process's scope:
@@ -68,7 +68,7 @@ func TestKernelToolsCheckTheResolvedPath(t *testing.T) {
 	if got := string(mustCall(t, n, p, "list_files", `{"dir":"tools/pub"}`)); got != `["tools/pub/a.ts","tools/pub/alias.ts"]` {
 		t.Errorf("list_files tools/pub = %s; want a.ts and alias.ts only", got)
 	}
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	if err := json.Unmarshal(mustCall(t, n, p, "exec_tool", `{"path":"tools/pub/alias.ts"}`), &res); err != nil || string(res.Result.Result) != `"pub"` {
 		t.Errorf("exec_tool through an in-scope link: %+v %v", res, err)
 	}

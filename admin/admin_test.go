@@ -16,8 +16,8 @@ import (
 
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/system"
+	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/journal"
-	"github.com/agentos-run/agentos/node/admin"
 )
 
 var quiet = slog.New(slog.DiscardHandler)

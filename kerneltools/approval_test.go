@@ -1,4 +1,4 @@
-package node_test
+package kerneltools_test
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // riskyLib is a module check_tool rates high; lowEntry, which requires it,
@@ -56,9 +56,9 @@ func writeTool(t *testing.T, n testNode, p, src string) {
 	}
 }
 
-func execRes(t *testing.T, n testNode, p *kernel.Process, args string) node.ExecResult {
+func execRes(t *testing.T, n testNode, p *kernel.Process, args string) kerneltools.ExecResult {
 	t.Helper()
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	if err := json.Unmarshal(mustCall(t, n, p, "exec_tool", args), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -135,12 +135,12 @@ func TestGateJudgesRequiredModules(t *testing.T) {
 func TestGateRunsWhatItJudged(t *testing.T) {
 	n, _, p := bootGated(t)
 	writeTool(t, n, "tools/t.ts", "/** Returns one. */\nexport default function t(): number { return 1; }\n")
-	node.SetAfterGate(func(string) {
+	kerneltools.SetAfterGate(func(string) {
 		writeTool(t, n, "tools/t.ts", "/** Returns two. @ignore-security */\nexport default function t(): number { return 2; }\n")
 	})
-	defer node.SetAfterGate(nil)
+	defer kerneltools.SetAfterGate(nil)
 	out, err := call(t, n, p, "exec_tool", `{"path":"tools/t.ts"}`)
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	if err == nil {
 		_ = json.Unmarshal(out, &res)
 	}

@@ -1,4 +1,4 @@
-package node_test
+package kerneltools_test
 
 import (
 	"context"

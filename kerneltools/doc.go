@@ -1,4 +1,4 @@
-// Package node is the kernel tools bound to agent processes, over the
+// Package kerneltools is the kernel tools bound to agent processes, over the
 // node's actor tree. It constructs no actor: the composition root
 // (internal/host, BootNode) starts them under one supervisor
 // (one_for_one), wired to the node (Node.Wiring), and binds the node to
@@ -43,4 +43,4 @@
 // runs go on). Refused calls wrap capability.ErrDenied and name the missing
 // right; quota refusals are *capability.QuotaError; bad arguments wrap
 // kerneltool.ErrInvalidArgs and list the parameters.
-package node
+package kerneltools

@@ -1,4 +1,4 @@
-package node_test
+package kerneltools_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -42,7 +42,7 @@ func bootWith(t *testing.T, k *kernel.Kernel) *host.BootedNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := host.BootNode(context.Background(), host.NodeOptions{Options: node.Options{Kernel: k, Jail: jail, Logger: quiet}, Executor: ex})
+	n, err := host.BootNode(context.Background(), host.NodeOptions{Options: kerneltools.Options{Kernel: k, Jail: jail, Logger: quiet}, Executor: ex})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package node_test
+package kerneltools_test
 
 import (
 	"encoding/json"
@@ -13,8 +13,8 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/kerneltool"
+	"github.com/agentos-run/agentos/kerneltools"
 	"github.com/agentos-run/agentos/memory"
-	"github.com/agentos-run/agentos/node"
 )
 
 // The memory tools: a named process's memory is kept under its name; an
@@ -29,7 +29,7 @@ func TestMemoryTools(t *testing.T) {
 	anon := spawn(t, n.Kernel(), block, kernel.SpawnOptions{})
 
 	out, err := call(t, n, alice, "remember", `{"text":"Deploys happen on Tuesdays.","tags":["ops"]}`)
-	var r node.RememberResult
+	var r kerneltools.RememberResult
 	if err != nil || json.Unmarshal(out, &r) != nil || r.ID == "" || r.Kind != memory.Fact || r.Duplicate {
 		t.Fatalf("remember: %s %v", out, err)
 	}
@@ -51,7 +51,7 @@ func TestMemoryTools(t *testing.T) {
 	if _, err := call(t, n, anon, "remember", `{"text":"scratch note about deploys"}`); err != nil {
 		t.Fatal(err)
 	}
-	eph := node.MemoryName(anon)
+	eph := kerneltools.MemoryName(anon)
 	if got, _ := store.Recall(eph, "deploys", memory.RecallOptions{}); len(got) != 1 {
 		t.Fatalf("the unnamed process's memory: %+v", got)
 	}

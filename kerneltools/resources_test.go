@@ -1,4 +1,4 @@
-package node_test
+package kerneltools_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/kerneltool"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // Issue 10, item 8: a refused call cost nothing, so a flood of refusals
@@ -59,7 +59,7 @@ func TestLargeArgumentsRefused(t *testing.T) {
 	p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
 	big := strings.Repeat("x", 128<<10)
 	_, err := call(t, n, p, "write_file", `{"path":"tools/big.ts","content":"`+big+`"}`)
-	if !errors.Is(err, node.ErrArgsTooLarge) || !errors.Is(err, kerneltool.ErrInvalidArgs) {
+	if !errors.Is(err, kerneltools.ErrArgsTooLarge) || !errors.Is(err, kerneltool.ErrInvalidArgs) {
 		t.Fatalf("128 KiB of arguments over a 64 KiB limit: %.300v", err)
 	}
 	if msg := err.Error(); len(msg) > 1024 || !strings.Contains(msg, "65536") || !strings.Contains(msg, "max_args_bytes") {
@@ -70,8 +70,8 @@ func TestLargeArgumentsRefused(t *testing.T) {
 	// The default limit applies when none is configured.
 	d := boot(t, executor.IsolationInProcess, kernel.Options{})
 	q := spawn(t, d.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
-	huge := `{"path":"tools/big.ts","content":"` + strings.Repeat("x", node.DefaultMaxArgsBytes) + `"}`
-	if _, err := call(t, d, q, "write_file", huge); !errors.Is(err, node.ErrArgsTooLarge) {
+	huge := `{"path":"tools/big.ts","content":"` + strings.Repeat("x", kerneltools.DefaultMaxArgsBytes) + `"}`
+	if _, err := call(t, d, q, "write_file", huge); !errors.Is(err, kerneltools.ErrArgsTooLarge) {
 		t.Fatalf("arguments over the default limit: %.300v", err)
 	}
 }
@@ -104,7 +104,7 @@ func TestLongValuesNotEchoed(t *testing.T) {
 		if len(err.Error()) > 2048 {
 			t.Errorf("case %d: the error is %d bytes long (it echoes the value): %.300s", i, len(err.Error()), err)
 		}
-		if i < 3 && !strings.Contains(err.Error(), fmt.Sprint(node.MaxPathBytes)) {
+		if i < 3 && !strings.Contains(err.Error(), fmt.Sprint(kerneltools.MaxPathBytes)) {
 			t.Errorf("case %d: the error does not name the path limit: %.300s", i, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package node_test
+package kerneltools_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/kerneltool"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -58,7 +58,7 @@ func boot(t testing.TB, mode executor.Isolation, kopts kernel.Options, tweak ...
 	if err != nil {
 		t.Fatal(err)
 	}
-	nopts := host.NodeOptions{Options: node.Options{Kernel: k, Journal: j, Jail: jail, Logger: quiet}, Executor: ex}
+	nopts := host.NodeOptions{Options: kerneltools.Options{Kernel: k, Journal: j, Jail: jail, Logger: quiet}, Executor: ex}
 	for _, f := range tweak {
 		f(&nopts)
 	}
@@ -162,7 +162,7 @@ func TestToolsEndToEnd(t *testing.T) {
 			if err := json.Unmarshal(mustCall(t, n, p, "check_tool", `{"path":"tools/math/fib.ts"}`), &chk); err != nil || !chk.Valid {
 				t.Fatalf("check_tool: %v %v", chk, err)
 			}
-			var res node.ExecResult
+			var res kerneltools.ExecResult
 			if err := json.Unmarshal(mustCall(t, n, p, "exec_tool", `{"path":"tools/math/fib.ts","args":{"n":10}}`), &res); err != nil {
 				t.Fatal(err)
 			}
@@ -235,7 +235,7 @@ func TestRunRefusalsAreKernelEvents(t *testing.T) {
 	mustCall(t, n, w, "write_file", `{"path":"tools/pub/peek.ts","content":"export default async function () { try { await tgp.read_file('tools/priv/x.txt'); return 'read'; } catch (e) { return String(e); } }"}`)
 	mustCall(t, n, w, "write_file", `{"path":"tools/priv/x.txt","content":"secret"}`)
 	narrow := spawn(t, k, block, kernel.SpawnOptions{Name: "narrow", Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/pub/"}, {Right: capability.Exec, Scope: "tools/pub/"}}})
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	if err := json.Unmarshal(mustCall(t, n, narrow, "exec_tool", `{"path":"tools/pub/peek.ts"}`), &res); err != nil || !res.Success || !strings.Contains(string(res.Result.Result), `lacks the \"read\" right on \"tools/priv/x.txt\"`) {
 		t.Fatalf("a run reading what its process may not: %s %+v %v", res.Result.Result, res.Error, err)
 	}
@@ -344,7 +344,7 @@ func TestKillCancelsRun(t *testing.T) {
 	if err := k.Kill(p.PID(), "test"); err != nil {
 		t.Fatal(err)
 	}
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	if err := json.Unmarshal(<-done, &res); err != nil || res.Success || res.Error == nil || !errors.Is(res.Error, executor.ErrCancelled) {
 		t.Fatalf("killed run: %+v %v", res, err)
 	}
@@ -373,7 +373,7 @@ func TestKillDuringDriverCallsCancelsRun(t *testing.T) {
 		if err := k.Kill(p.PID(), "test"); err != nil {
 			t.Fatal(err)
 		}
-		var res node.ExecResult
+		var res kerneltools.ExecResult
 		if err := json.Unmarshal(<-done, &res); err != nil || res.Error == nil || !errors.Is(res.Error, executor.ErrCancelled) {
 			t.Fatalf("run %d, killed while calling drivers: %+v %v (want cancelled)", i, res.Error, err)
 		}
@@ -391,7 +391,7 @@ func TestSearchToolsScope(t *testing.T) {
 	writer := spawn(t, k, block, kernel.SpawnOptions{Grants: agentGrants})
 	mustCall(t, n, writer, "write_file", `{"path":"tools/math/sum.ts","content":"/** Adds numbers together. */\nexport default function (a: { xs: number[] }): number { return a.xs.reduce((s, x) => s + x, 0); }\n"}`)
 	mustCall(t, n, writer, "write_file", `{"path":"tools/secret/sum.ts","content":"/** Adds secret numbers together. */\nexport default function (): number { return 0; }\n"}`)
-	var hits []node.SearchHit
+	var hits []kerneltools.SearchHit
 	_ = json.Unmarshal(mustCall(t, n, writer, "search_tools", `{"query":"add numbers"}`), &hits)
 	if len(hits) != 2 {
 		t.Fatalf("writer sees %d hits, want 2", len(hits))
@@ -409,7 +409,7 @@ func TestSearchToolsScope(t *testing.T) {
 		t.Fatalf("empty query: %v", err)
 	}
 	// detail "brief": the same hits, each only path, name, summary, score.
-	var brief []node.BriefHit
+	var brief []kerneltools.BriefHit
 	out := mustCall(t, n, mathOnly, "search_tools", `{"query":"add numbers","detail":"brief"}`)
 	_ = json.Unmarshal(out, &brief)
 	if len(brief) != 1 || brief[0].Path != "tools/math/sum.ts" || brief[0].Summary != "Adds numbers together." || brief[0].Score <= 0 || strings.Contains(string(out), "parameters") {
@@ -440,7 +440,7 @@ func TestCheckToolCompilesAtFirstExec(t *testing.T) {
 	if transpile.Default().Cached("tools/dup.ts", []byte(src)) {
 		t.Fatal("check_tool ran the transpiler on a source whose tree is clean")
 	}
-	var res node.ExecResult
+	var res kerneltools.ExecResult
 	if err := json.Unmarshal(mustCall(t, n, p, "exec_tool", `{"path":"tools/dup.ts"}`), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,7 @@ func TestCheckToolCompilesAtFirstExec(t *testing.T) {
 // TestToolNamesAreTheLeafs: the kernel tools' table lists exactly the
 // names the leaf (kerneltool.Names) gives an agent and the MCP server.
 func TestToolNamesAreTheLeafs(t *testing.T) {
-	if got, want := node.ToolNames(), kerneltool.Names(); !slices.Equal(got, want) {
+	if got, want := kerneltools.ToolNames(), kerneltool.Names(); !slices.Equal(got, want) {
 		t.Fatalf("node.ToolNames() = %v, kerneltool.Names() = %v: keep them equal", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package node_test
+package kerneltools_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/governance/approval"
-	"github.com/agentos-run/agentos/node"
+	"github.com/agentos-run/agentos/kerneltools"
 )
 
 // twiceOf is how the entries below type the module they require.
@@ -101,8 +101,8 @@ func TestGateJudgesModuleChangedAfterJudgment(t *testing.T) {
 	n, _, p := bootGated(t)
 	writeTool(t, n, "tools/lib/risky.ts", strings.Replace(riskyLib, " @ignore-security", "", 1))
 	writeTool(t, n, "tools/entry.ts", lowEntry)
-	node.SetAfterGate(func(string) { writeTool(t, n, "tools/lib/risky.ts", riskyLib) })
-	defer node.SetAfterGate(nil)
+	kerneltools.SetAfterGate(func(string) { writeTool(t, n, "tools/lib/risky.ts", riskyLib) })
+	defer kerneltools.SetAfterGate(nil)
 	res := execRes(t, n, p, `{"path":"tools/entry.ts","args":{"n":21}}`)
 	if res.Success || res.Error == nil || !strings.Contains(res.Error.Message, "tools/lib/risky.ts") {
 		t.Fatalf("a module rewritten high-risk after the judgment ran unjudged: %+v", res)
