@@ -5,9 +5,12 @@
 // Protocol. A section of the file is declared in the package that uses it,
 // next to its use: its struct with JSON tags (the zero value is the
 // documented default), and a Validate method saying what is wrong and
-// what to write instead (cluster.Config, memory.Config, llm.Section,
-// pii.Config, mcpdriver.ServerConfig, mcpserver.Config, approval.Config,
-// gate.Config, telemetry.Config). The composition root (internal/host)
+// what to write instead (executor.LimitsConfig, repo.Config,
+// driver.FetchConfig, driver.Secrets, driver.SQLConfig, capability.Config
+// and capability.Quota, agent.Config, tournament.Config, cluster.Config,
+// memory.Config, llm.Section, pii.Config, mcpdriver.ServerConfig,
+// mcpserver.Config, approval.Config, gate.Config, journal.Retention,
+// telemetry.Config). The composition root (internal/host)
 // lists the sections in one struct, host.Config, the file's schema; Load
 // decodes the file into it and calls its Validate, which validates the
 // sections in the order docs/CONFIG.md presents them. Values that several

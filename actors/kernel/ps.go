@@ -8,7 +8,7 @@ import (
 )
 
 // Meters lists the quota meters ps reports, in display order.
-var Meters = []capability.Meter{capability.LLMTokens, capability.ToolCalls, capability.CostUSD, capability.Children, capability.WallMS, capability.MemoryMB}
+var Meters = capability.Meters
 
 // ProcInfo is one row of ps.
 type ProcInfo struct {

@@ -38,7 +38,7 @@ func (r *Runner) run(ctx context.Context, id string, run *journal.Run, a args, c
 	for _, s := range scoringTools(a.Tasks) {
 		grants = append(grants, capability.Grant{Right: capability.Exec, Scope: s}, capability.Grant{Right: capability.Read, Scope: s})
 	}
-	quota, err := r.Quota()
+	quota, err := r.Config.Quota.Limits(quotaKey)
 	if err != nil {
 		return out, err
 	}

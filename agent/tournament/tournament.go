@@ -49,17 +49,47 @@ type Report struct {
 	Replayed bool `json:"replayed,omitempty"`
 }
 
-// Config is the tournament configuration (agents.tournament).
+// Config is the "tournament" section of agentos.json's "agents"
+// (agents.tournament): how prompt tournaments run. The zero value: 3
+// variants, any improvement wins, the default weights, the model server's
+// answer cap, and only the default process's limits.
 type Config struct {
-	// Variants is how many variants the model writes (0: 3).
-	Variants int
-	// Margin is how much fitter than the baseline a variant must be.
-	Margin float64
-	// Weights weigh the metered fitness.
-	Weights persona.Weights
-	// MaxTokens bounds each evaluation answer (0: the model server's).
-	MaxTokens int
+	// Variants is how many variants the model writes. Default 3.
+	Variants int `json:"variants,omitempty"`
+	// Margin is how much fitter than the baseline a variant must be to
+	// become the persona's new version. Default 0 (any improvement).
+	Margin float64 `json:"margin,omitempty"`
+	// Weights weigh the metered fitness. Default: score 1000, tokens
+	// 0.001, usd 10, seconds 1.
+	Weights persona.Weights `json:"weights,omitzero"`
+	// Quota limits each tournament's process (meters as agentos.json's
+	// quota). Default: only the default process's limits apply.
+	Quota capability.Quota `json:"quota,omitempty"`
+	// MaxTokens bounds each evaluation answer. Default: the model
+	// server's.
+	MaxTokens int `json:"max_tokens,omitempty"`
 }
+
+// Validate checks the section, naming the key that is wrong.
+func (c Config) Validate() error {
+	if c.Variants < 0 || c.Variants > 20 {
+		return fmt.Errorf("agents.tournament.variants %d: use 1 to 20 (0: 3)", c.Variants)
+	}
+	if c.Margin < 0 {
+		return fmt.Errorf("agents.tournament.margin %g must not be negative", c.Margin)
+	}
+	if w := c.Weights; w.Score < 0 || w.Tokens < 0 || w.USD < 0 || w.Seconds < 0 {
+		return fmt.Errorf("agents.tournament.weights must not be negative")
+	}
+	if c.MaxTokens < 0 {
+		return fmt.Errorf("agents.tournament.max_tokens %d must be positive (0: the server's default)", c.MaxTokens)
+	}
+	_, err := c.Quota.Limits(quotaKey)
+	return err
+}
+
+// quotaKey is where agentos.json writes a tournament's quota.
+const quotaKey = "agents.tournament.quota"
 
 // Process is the tournament's process, as its body sees it.
 type Process interface {
@@ -98,10 +128,9 @@ type Runner struct {
 	Approved func(p persona.Persona, pinned bool) (persona.Persona, error)
 	// Saved records a saved persona version as approved.
 	Saved func(p persona.Persona, origin string) error
-	// Config is agents.tournament.
+	// Config is agents.tournament (its quota limits the tournament's
+	// process).
 	Config Config
-	// Quota is the tournament process's quota (agents.tournament.quota).
-	Quota func() (capability.Limits, error)
 	// Spawn starts the tournament's process.
 	Spawn Spawn
 }

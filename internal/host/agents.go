@@ -114,7 +114,7 @@ func (rt *Runtime) Spawn(ctx context.Context, name, task string, opts SpawnOptio
 		}
 		grants = tok.Grants
 	}
-	quota, err := limits("", "agents.templates."+name+".quota", t.Quota)
+	quota, err := t.Quota.Limits("agents.templates." + name + ".quota")
 	if err != nil {
 		return agent.Result{}, err
 	}
@@ -196,11 +196,8 @@ func (rt *Runtime) tournaments() *tournament.Runner {
 	return &tournament.Runner{
 		Journal: rt.j, Model: rt.model, PII: rt.pii.ModelMiddleware(), Personas: rt.Personas(),
 		Approved: rt.approvedPersona, Saved: rt.personaSaved,
-		Config: tournament.Config{Variants: tc.Variants, Margin: tc.Margin, Weights: tc.Weights, MaxTokens: tc.MaxTokens},
-		Quota: func() (capability.Limits, error) {
-			return limits("", "agents.tournament.quota", tc.Quota)
-		},
-		Spawn: rt.spawnTournament,
+		Config: tc,
+		Spawn:  rt.spawnTournament,
 	}
 }
 

@@ -3,21 +3,20 @@ package host
 import (
 	"fmt"
 	"log/slog"
-	"net/url"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
 	gitactor "github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/repo"
-	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
+	"github.com/agentos-run/agentos/agent"
+	"github.com/agentos-run/agentos/agent/tournament"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/cluster"
 	"github.com/agentos-run/agentos/config"
+	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/mcpdriver"
 	"github.com/agentos-run/agentos/governance/approval"
@@ -56,21 +55,27 @@ var QuotaFile = filepath.Join(StateDir, "quota.db")
 //
 // It is the file's schema, composed here as the node is: each section is
 // declared, with its JSON tags, defaults and Validate, by the package that
-// uses it (cluster.Config, memory.Config, llm.Section, pii.Config,
-// telemetry.Config, the mcp driver's and server's, the approval and
-// registration gates'); the top-level keys and the sections kept here
-// belong to the actors (executor limits, isolation, quotas checked against
-// the kernel's meters), which only the composition root may import.
+// uses it (the executor's limits, the git repository's, the fetch and sql
+// drivers' and the fetch driver's secrets, capability's signing key and
+// quotas, the agents', cluster.Config, memory.Config, llm.Section,
+// pii.Config, telemetry.Config, the mcp driver's and server's, the
+// approval and registration gates', the journal's retention). What is
+// declared here is the composition: the top-level keys (whose values the
+// sections' packages check: executor.CheckIsolation, capability.Quota, ...),
+// the journal's file, DSN and durability, and the translation of the
+// sections into each package's options.
 type Config struct {
 	// ToolsDir is the directory of tools under the root. Default "tools".
 	ToolsDir string `json:"tools_dir,omitempty"`
 	// Isolation is "process" (default: tools run in sandbox worker processes
-	// with hard limits) or "inprocess" (faster, trusted tools only).
+	// with hard limits) or "inprocess" (faster, trusted tools only);
+	// executor.CheckIsolation checks it.
 	Isolation string `json:"isolation,omitempty"`
 	// Confine is how sandbox workers confine themselves at the OS level
 	// (Landlock, seccomp, no_new_privs): "best_effort" (default: whatever
 	// the kernel supports, a warning for what it lacks), "required" (workers
-	// refuse to start, so runs fail, without all of them) or "off".
+	// refuse to start, so runs fail, without all of them) or "off";
+	// executor.CheckConfine checks it.
 	Confine string `json:"confine,omitempty"`
 	// AllowedImports are bare module names tools may import; each resolves
 	// to <tools_dir>/vendor/<name>. Default: none.
@@ -78,8 +83,8 @@ type Config struct {
 	// WriteDirs are root-relative directories tools may write under with
 	// tgp.write_file, besides /tmp. Default: none.
 	WriteDirs []string `json:"write_dirs,omitempty"`
-	// Limits bound every run.
-	Limits LimitsConfig `json:"limits,omitzero"`
+	// Limits bound every run (see executor.LimitsConfig).
+	Limits executor.LimitsConfig `json:"limits,omitzero"`
 	// Journal is the journal file, relative to the root. Default
 	// ".agentos/journal.db".
 	Journal string `json:"journal,omitempty"`
@@ -113,33 +118,33 @@ type Config struct {
 	JournalSyncRuns bool `json:"journal_sync_runs,omitempty"`
 	// Retention bounds the journal. Default: the runs of the last 30 days,
 	// at most 1 GiB stored.
-	Retention RetentionConfig `json:"retention,omitzero"`
+	Retention journal.Retention `json:"retention,omitzero"`
 	// Agent is the default process: the one `agentos call` and
 	// Runtime.Tools run as.
-	Agent AgentConfig `json:"agent,omitzero"`
+	Agent agent.DefaultProcess `json:"agent,omitzero"`
 	// Agents configures spawned agents: personas, the nursery's templates,
-	// prompt tournaments (see AgentsConfig).
-	Agents AgentsConfig `json:"agents,omitzero"`
+	// prompt tournaments (see agent.Config).
+	Agents agent.Config `json:"agents,omitzero"`
 	// Quota limits the whole node: every process is charged to it. Keys are
 	// meters (llm_tokens, tool_calls, cost_usd, children, wall_ms,
 	// memory_mb). Default: unlimited.
-	Quota map[string]float64 `json:"quota,omitempty"`
+	Quota capability.Quota `json:"quota,omitempty"`
 	// Git is where tools are persisted and shared. Default: not persisted.
-	Git GitConfig `json:"git,omitzero"`
+	Git repo.Config `json:"git,omitzero"`
 	// LLM is the model forge_tool asks. Default: from the environment
 	// (AGENTOS_LLM_BASE_URL, AGENTOS_LLM_MODEL, key in AGENTOS_LLM_API_KEY);
 	// none configured: forge_tool says so.
 	LLM llm.Section `json:"llm,omitzero"`
 	// SQL is the database exec_sql reaches. Default: the SQLite file
 	// .agentos/data.db.
-	SQL SQLConfig `json:"sql,omitzero"`
+	SQL driver.SQLConfig `json:"sql,omitzero"`
 	// Fetch configures tgp.fetch: which URL prefixes tools may reach.
-	Fetch FetchConfig `json:"fetch,omitzero"`
+	Fetch driver.FetchConfig `json:"fetch,omitzero"`
 	// Secrets are named credentials tools use without seeing them:
 	// tgp.fetch(url, {auth: "name"}) has the fetch driver add the value
 	// (from an environment variable) on the way out, and the journal
-	// records only the name. See SecretConfig. Default: none.
-	Secrets map[string]SecretConfig `json:"secrets,omitempty"`
+	// records only the name. See driver.SecretConfig. Default: none.
+	Secrets driver.Secrets `json:"secrets,omitempty"`
 	// SecretPaths are files or directories, relative to the root, whose
 	// content is secret (e.g. "secrets.env", "keys/"): a tool's read of one
 	// is journaled as a hash only, and their content is scrubbed by value
@@ -153,8 +158,8 @@ type Config struct {
 	// ClusterConfig and docs/CLUSTER.md). Default: the node is alone.
 	Cluster cluster.Config `json:"cluster,omitzero"`
 	// Capability configures capability tokens: the key that signs them.
-	// Default: a random key per process (see CapabilityConfig).
-	Capability CapabilityConfig `json:"capability,omitzero"`
+	// Default: a random key per process (see capability.Config).
+	Capability capability.Config `json:"capability,omitzero"`
 	// MCP is MCP both ways: upstream MCP servers as code for tools, and
 	// agentos as an MCP server (see MCPConfig and docs/MCP.md).
 	MCP MCPConfig `json:"mcp,omitzero"`
@@ -199,128 +204,54 @@ type Config struct {
 	ResumeForges bool `json:"-"`
 }
 
-// GitConfig is the tool root's Git upstream.
-type GitConfig struct {
-	// Upstream is a bare repository: a path (relative to the tool root or
-	// absolute), a file:// URL or an https:// URL. Empty: tools are written
-	// to the working tree only.
-	Upstream string `json:"upstream,omitempty"`
-	// Branch is the shared branch. Default "main".
-	Branch string `json:"branch,omitempty"`
-	// Strategy is "direct" (default: commit and push to Branch) or "pr"
-	// (gatekeeper: push a feat/<tool>-<time> branch and open a review).
-	Strategy string `json:"strategy,omitempty"`
-	// AuthorName and AuthorEmail sign the commits. Default agentos,
-	// agentos@localhost.
-	AuthorName  string `json:"author_name,omitempty"`
-	AuthorEmail string `json:"author_email,omitempty"`
-	// TokenEnv names the environment variable holding the HTTPS token.
-	// Default AGENTOS_GIT_TOKEN. IMPORTANT: the token itself never goes in
-	// this file.
-	TokenEnv string `json:"token_env,omitempty"`
-	// GitHubRepo ("owner/name") makes the pr strategy open pull requests
-	// through the GitHub REST API (GitHubAPI, default
-	// https://api.github.com). Empty: the branch is pushed, no review opened.
-	GitHubRepo string `json:"github_repo,omitempty"`
-	GitHubAPI  string `json:"github_api,omitempty"`
-	// MaxFileBytes refuses, at checkout, a file of the upstream's tree
-	// larger than this (logged, listed by Repo.Refused); the rest of the
-	// update goes on. Default repo.DefaultMaxFileBytes (32 MiB).
-	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
-}
-
-// CapabilityConfig configures capability tokens.
-type CapabilityConfig struct {
-	// SigningKeyEnv names the environment variable holding the key that
-	// signs and verifies capability tokens: at least 32 random bytes,
-	// written as hexadecimal or base64 (e.g. `openssl rand -hex 32`). Unset:
-	// a random key per process, so a token verifies only in the process
-	// that minted it. IMPORTANT: the key itself never goes in this file; a
-	// clustered node MUST set it (see ClusterCapabilityKey), and every node
-	// of a cluster MUST hold the same key.
-	SigningKeyEnv string `json:"signing_key_env,omitempty"`
-}
-
 // CapabilityKey returns the capability signing key from the environment
-// variable capability.signing_key_env names, decoded (capability.ParseKey);
-// nil, and no error, when the setting is absent (the runtime then uses a
-// random key per process). A setting whose variable is unset or empty, or
-// holds a bad or short key, is an error saying what to do; it never quotes
-// the key.
-func (c Config) CapabilityKey() ([]byte, error) {
-	env := c.Capability.SigningKeyEnv
-	if env == "" {
-		return nil, nil
-	}
-	v := os.Getenv(env)
-	if v == "" {
-		return nil, fmt.Errorf("agentos: capability.signing_key_env names %s, which is not set: export the cluster's signing key in it (at least %d random bytes as hex or base64, e.g. `openssl rand -hex 32`; the same on every node), or remove the setting for a per-process key", env, capability.MinKeyBytes)
-	}
-	key, err := capability.ParseKey(v)
-	if err != nil {
-		return nil, fmt.Errorf("agentos: the capability signing key in %s: %w", env, err)
-	}
-	return key, nil
-}
+// variable capability.signing_key_env names (capability.Config.Key); nil,
+// and no error, when the setting is absent (the runtime then uses a random
+// key per process).
+func (c Config) CapabilityKey() ([]byte, error) { return c.Capability.Key(nil) }
 
-// ClusterCapabilityKey is CapabilityKey for a node that joins a cluster:
-// there the setting is REQUIRED (tokens minted on one node must verify on
-// the others), so its absence is an error too. Call it before joining.
-func (c Config) ClusterCapabilityKey() ([]byte, error) {
-	if c.Capability.SigningKeyEnv == "" {
-		return nil, fmt.Errorf("agentos: a clustered node needs a shared capability signing key: set \"capability\": {\"signing_key_env\": \"AGENTOS_CAPABILITY_KEY\"} in %s and export the same key (at least %d random bytes as hex or base64, e.g. `openssl rand -hex 32`) in that variable on every node", ConfigFile, capability.MinKeyBytes)
-	}
-	return c.CapabilityKey()
-}
+// ClusterCapabilityKey is CapabilityKey for a node that joins a cluster,
+// where the setting is REQUIRED (capability.Config.ClusterKey). Call it
+// before joining.
+func (c Config) ClusterCapabilityKey() ([]byte, error) { return c.Capability.ClusterKey(nil) }
 
 // Sections declared by the packages that use them, under their former
 // names here.
 type (
-	Duration        = config.Duration
-	LLMConfig       = llm.Section
-	ClusterConfig   = cluster.Config
-	EtcdConfig      = cluster.EtcdConfig
-	MemoryConfig    = memory.Config
-	PIIConfig       = pii.Config
-	MCPServerConfig = mcpdriver.ServerConfig
-	MCPServeConfig  = mcpserver.Config
-	ApprovalConfig  = approval.Config
-	GateConfig      = gate.Config
+	Duration         = config.Duration
+	LLMConfig        = llm.Section
+	ClusterConfig    = cluster.Config
+	EtcdConfig       = cluster.EtcdConfig
+	MemoryConfig     = memory.Config
+	PIIConfig        = pii.Config
+	MCPServerConfig  = mcpdriver.ServerConfig
+	MCPServeConfig   = mcpserver.Config
+	ApprovalConfig   = approval.Config
+	GateConfig       = gate.Config
+	RetentionConfig  = journal.Retention
+	LimitsConfig     = executor.LimitsConfig
+	GitConfig        = repo.Config
+	SQLConfig        = driver.SQLConfig
+	FetchConfig      = driver.FetchConfig
+	SecretConfig     = driver.SecretConfig
+	CapabilityConfig = capability.Config
+	AgentConfig      = agent.DefaultProcess
+	AgentsConfig     = agent.Config
+	AgentTemplate    = agent.Template
+	TournamentConfig = tournament.Config
 )
 
 // DefaultMaxTokens caps a model answer when llm.max_tokens is not set.
 const DefaultMaxTokens = llm.DefaultMaxTokens
 
-// SQLConfig configures the sql driver.
-type SQLConfig struct {
-	// SQLite is the database file, relative to the tool root. Default
-	// ".agentos/data.db" (agentos' state directory: never visible to tools,
-	// never committed).
-	SQLite string `json:"sqlite,omitempty"`
-	// PostgresDSNEnv names an environment variable holding a PostgreSQL
-	// DSN (postgres://user:pass@host/db). When it is set and not empty,
-	// exec_sql reaches that database through pgx instead of SQLite
-	// (statements use $1, $2 placeholders). IMPORTANT: the DSN carries a
-	// password, so it never goes in this file.
-	PostgresDSNEnv string `json:"postgres_dsn_env,omitempty"`
-	// Role (PostgreSQL only) is the role tool statements run as: every
-	// run's transaction begins with SET LOCAL ROLE. It must exist, be
-	// granted to the login role, and reach no server file. IMPORTANT: it
-	// narrows well-behaved tools; the boundary against a hostile one is the
-	// DSN's login role, which must itself have only the rights tools need
-	// (a superuser login is warned about at start).
-	Role string `json:"role,omitempty"`
-	// MaxRows caps the rows one statement returns. Default 10,000.
-	MaxRows int `json:"max_rows,omitempty"`
-}
+// Retention defaults.
+const (
+	DefaultKeepDays  = journal.DefaultKeepDays
+	DefaultKeepBytes = journal.DefaultKeepBytes
+)
 
 // SQLitePath returns the SQLite file of the tool root at root.
-func (c Config) SQLitePath(root string) string {
-	if c.SQL.SQLite != "" {
-		return filepath.Join(root, filepath.FromSlash(c.SQL.SQLite))
-	}
-	return filepath.Join(root, StateDir, "data.db")
-}
+func (c Config) SQLitePath(root string) string { return c.SQL.SQLitePath(root) }
 
 // JournalPath returns the journal file of the tool root at root.
 func (c Config) JournalPath(root string) string {
@@ -328,26 +259,6 @@ func (c Config) JournalPath(root string) string {
 		return filepath.Join(root, filepath.FromSlash(c.Journal))
 	}
 	return filepath.Join(root, JournalFile)
-}
-
-// FetchConfig configures the fetch driver.
-type FetchConfig struct {
-	// Allow lists the URL prefixes tools may fetch, e.g.
-	// "https://api.example.com/v1/". Default: none (every fetch refused).
-	Allow []string `json:"allow,omitempty"`
-	// Timeout bounds one request. Default 10s.
-	Timeout Duration `json:"timeout,omitzero"`
-	// MaxBytes caps a response body. Default 4 MiB.
-	MaxBytes int64 `json:"max_bytes,omitempty"`
-}
-
-// AgentConfig configures the default process.
-type AgentConfig struct {
-	// Grants are its rights. Default: read, write and exec on the tools
-	// directory, and spawn.
-	Grants []capability.Grant `json:"grants,omitempty"`
-	// Quota limits it, like Config.Quota. Default: the node's.
-	Quota map[string]float64 `json:"quota,omitempty"`
 }
 
 // DefaultGrants are the default process's rights when the configuration
@@ -370,53 +281,6 @@ func (c Config) DefaultGrants() []capability.Grant {
 	return grants
 }
 
-// limits converts a quota map, refusing unknown meters; an error starts
-// with path.
-func limits(path, field string, q map[string]float64) (capability.Limits, error) {
-	l, err := quotaLimits(field, q)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return l, nil
-}
-
-// quotaLimits converts the quota map at key field, refusing unknown
-// meters and negative limits.
-func quotaLimits(field string, q map[string]float64) (capability.Limits, error) {
-	if len(q) == 0 {
-		return nil, nil
-	}
-	out := capability.Limits{}
-	for k, v := range q {
-		m := capability.Meter(k)
-		if !slices.Contains(kernel.Meters, m) {
-			return nil, fmt.Errorf("%s has an unknown meter %q: use one of %v", field, k, kernel.Meters)
-		}
-		if v < 0 {
-			return nil, fmt.Errorf("%s.%s must not be negative", field, k)
-		}
-		out[m] = v
-	}
-	return out, nil
-}
-
-// LimitsConfig are the per-run and per-call limits of a tool root.
-type LimitsConfig struct {
-	// Timeout is the wall-clock limit, e.g. "5s". Default 5s.
-	Timeout Duration `json:"timeout,omitzero"`
-	// MemoryMB is the memory limit in MiB. Default 256.
-	MemoryMB int `json:"memory_mb,omitempty"`
-	// MaxCallDepth is the call-stack limit in frames. Default 1000.
-	MaxCallDepth int `json:"max_call_depth,omitempty"`
-	// MaxOutputBytes bounds result plus logs. Default 1 MiB.
-	MaxOutputBytes int `json:"max_output_bytes,omitempty"`
-	// MaxArgsBytes bounds the JSON arguments of one kernel tool call (an
-	// LLM's tool call, `agentos call`, a request on the node socket): larger
-	// calls are refused, and charged, before they are read further. Default
-	// 4 MiB (node.DefaultMaxArgsBytes).
-	MaxArgsBytes int `json:"max_args_bytes,omitempty"`
-}
-
 // MaxArgs returns limits.max_args_bytes or its default.
 func (c Config) MaxArgs() int {
 	if c.Limits.MaxArgsBytes > 0 {
@@ -424,15 +288,6 @@ func (c Config) MaxArgs() int {
 	}
 	return kerneltools.DefaultMaxArgsBytes
 }
-
-// RetentionConfig is the retention section (journal.Retention).
-type RetentionConfig = journal.Retention
-
-// Retention defaults.
-const (
-	DefaultKeepDays  = journal.DefaultKeepDays
-	DefaultKeepBytes = journal.DefaultKeepBytes
-)
 
 // PruneOptions returns the retention settings as journal.PruneOptions.
 func (c Config) PruneOptions() journal.PruneOptions { return c.Retention.PruneOptions() }
@@ -454,56 +309,15 @@ func LoadConfig(root string) (Config, error) {
 // names the key and what to write instead (LoadConfig adds the file).
 func (c Config) Validate() error {
 	for _, check := range []func() error{
-		c.validateExecution, c.validateGitStrategy, func() error { return llm.CheckBaseURL(c.LLM.BaseURL) },
-		c.validateGitUpstream, c.validateFetch, c.validateSecrets, c.MCP.Servers.Validate, c.LLM.Validate,
+		func() error { return executor.CheckIsolation(c.Isolation) }, func() error { return executor.CheckConfine(c.Confine) },
+		c.Limits.Validate, c.Git.Validate, func() error { return llm.CheckBaseURL(c.LLM.BaseURL) },
+		c.Fetch.Validate, c.Secrets.Validate, c.validateSecretPaths, c.MCP.Servers.Validate, c.LLM.Validate,
 		c.Tracing.Validate, c.Cluster.Validate, c.PII.Validate, c.Memory.Validate, c.MCP.Serve.Validate,
-		c.Agents.Validate, c.Governance.Validate, c.validateJournal, c.validateCapability, c.Retention.Validate,
-		c.validateReuse, c.validateGrants, c.validateDirs,
+		c.Agents.Validate, c.Governance.Validate, c.validateJournal, c.Capability.Validate, c.Retention.Validate,
+		c.validateReuse, c.validateQuota, c.Agent.Validate, c.validateDirs, c.SQL.Validate,
 	} {
 		if err := check(); err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-// validateExecution checks isolation, confine and limits.
-func (c Config) validateExecution() error {
-	switch c.Isolation {
-	case "", string(executor.IsolationProcess), string(executor.IsolationInProcess):
-	default:
-		return fmt.Errorf("isolation %q is not known: use %q or %q", c.Isolation, executor.IsolationProcess, executor.IsolationInProcess)
-	}
-	switch executor.Confine(c.Confine) {
-	case "", executor.ConfineBestEffort, executor.ConfineRequired, executor.ConfineOff:
-	default:
-		return fmt.Errorf("confine %q is not known: use %q (the default), %q or %q", c.Confine, executor.ConfineBestEffort, executor.ConfineRequired, executor.ConfineOff)
-	}
-	if c.Limits.MemoryMB < 0 || c.Limits.MaxCallDepth < 0 || c.Limits.MaxOutputBytes < 0 || c.Limits.MaxArgsBytes < 0 {
-		return fmt.Errorf("limits must not be negative")
-	}
-	return nil
-}
-
-func (c Config) validateGitStrategy() error {
-	switch c.Git.Strategy {
-	case "", "direct", "pr":
-		return nil
-	}
-	return fmt.Errorf("git.strategy %q is not known: use \"direct\" or \"pr\"", c.Git.Strategy)
-}
-
-func (c Config) validateGitUpstream() error {
-	if u, err := url.Parse(c.Git.Upstream); err == nil && u.User != nil {
-		return fmt.Errorf("git.upstream carries credentials; remove them and put the token in the environment variable %s", orDefault(c.Git.TokenEnv, "AGENTOS_GIT_TOKEN"))
-	}
-	return nil
-}
-
-func (c Config) validateFetch() error {
-	for _, p := range c.Fetch.Allow {
-		if err := checkPrefix(p); err != nil {
-			return fmt.Errorf("fetch.allow %v", err)
 		}
 	}
 	return nil
@@ -520,13 +334,6 @@ func (c Config) validateJournal() error {
 	return nil
 }
 
-func (c Config) validateCapability() error {
-	if env := c.Capability.SigningKeyEnv; env != "" && !config.EnvName(env) {
-		return fmt.Errorf("capability.signing_key_env %q is not an environment variable name: name the variable that holds the key, e.g. \"AGENTOS_CAPABILITY_KEY\" (the key itself never goes in this file)", env)
-	}
-	return nil
-}
-
 func (c Config) validateReuse() error {
 	if c.ReuseThreshold < 0 || c.ReuseThreshold > 1 {
 		return fmt.Errorf("reuse_threshold %g must be between 0 and 1", c.ReuseThreshold)
@@ -534,26 +341,16 @@ func (c Config) validateReuse() error {
 	return nil
 }
 
-// validateGrants checks quota, agent.quota and agent.grants.
-func (c Config) validateGrants() error {
-	if _, err := quotaLimits("quota", c.Quota); err != nil {
-		return err
-	}
-	if _, err := quotaLimits("agent.quota", c.Agent.Quota); err != nil {
-		return err
-	}
-	for _, g := range c.Agent.Grants {
-		if !slices.Contains(allRights, g.Right) {
-			return fmt.Errorf("agent.grants has an unknown right %q: use one of %v", g.Right, allRights)
-		}
-	}
-	return nil
+// validateQuota checks the node's quota.
+func (c Config) validateQuota() error {
+	_, err := c.Quota.Limits("quota")
+	return err
 }
 
-// validateDirs checks that write_dirs, tools_dir, journal and sql.sqlite
-// stay inside the tool root.
+// validateDirs checks that write_dirs, tools_dir and journal stay inside
+// the tool root.
 func (c Config) validateDirs() error {
-	for _, d := range append(append([]string{}, c.WriteDirs...), c.ToolsDir, c.Journal, c.SQL.SQLite) {
+	for _, d := range append(append([]string{}, c.WriteDirs...), c.ToolsDir, c.Journal) {
 		if !config.InsideRoot(d) {
 			return fmt.Errorf("%q must be a directory inside the tool root, written relative to it", d)
 		}
@@ -568,8 +365,6 @@ func orDefault(s, d string) string {
 	return s
 }
 
-var allRights = capability.Rights()
-
 // Tools returns the tools directory (default "tools").
 func (c Config) Tools() string {
 	if c.ToolsDir == "" {
@@ -578,26 +373,15 @@ func (c Config) Tools() string {
 	return filepath.ToSlash(filepath.Clean(c.ToolsDir))
 }
 
-// repoOptions turns the git section into the repo's options; a relative
-// upstream path is relative to the tool root.
+// repoOptions turns the git section into the repo's options (repo.Config.Options)
+// and adds what the composition root knows: the registry's derived files,
+// the tools the git actor holds back, the paths never committed.
 func (c Config) repoOptions(root string, regenerate func() error, log *slog.Logger) repo.Options {
-	up := c.Git.Upstream
-	if !strings.Contains(up, "://") && !filepath.IsAbs(up) {
-		up = filepath.Join(root, filepath.FromSlash(up))
-	}
-	var pr repo.PRAdapter = repo.NoopPR{}
-	if c.Git.GitHubRepo != "" {
-		pr = &repo.GitHubPR{API: c.Git.GitHubAPI, Repo: c.Git.GitHubRepo, TokenEnv: c.Git.TokenEnv}
-	}
-	return repo.Options{
-		Dir: root, Upstream: up, Branch: c.Git.Branch,
-		AuthorName: c.Git.AuthorName, AuthorEmail: c.Git.AuthorEmail, TokenEnv: c.Git.TokenEnv,
-		Strategy: repo.Strategy(c.Git.Strategy), PR: pr,
-		Derived: registry.Files(RegistryFile), Regenerate: regenerate,
-		Hold:   gitactor.Compiles, // a crash-left tool that does not compile stays local
-		Ignore: []string{StateDir + "/", c.Tools() + "/.forge/"}, Logger: log,
-		MaxFileBytes: c.Git.MaxFileBytes,
-	}
+	o := c.Git.Options(root)
+	o.Derived, o.Regenerate = registry.Files(RegistryFile), regenerate
+	o.Hold = gitactor.Compiles // a crash-left tool that does not compile stays local
+	o.Ignore, o.Logger = []string{StateDir + "/", c.Tools() + "/.forge/"}, log
+	return o
 }
 
 // InitOptions configure Init.

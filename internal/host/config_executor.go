@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
@@ -28,14 +27,9 @@ func (c Config) ExecutorOptions(root string) executor.Options {
 		Confine:        executor.Confine(c.Confine),
 		AllowedImports: c.AllowedImports,
 		WriteDirs:      c.WriteDirs,
-		Limits: executor.Limits{
-			Timeout:        time.Duration(c.Limits.Timeout),
-			MemoryBytes:    int64(c.Limits.MemoryMB) << 20,
-			MaxCallDepth:   c.Limits.MaxCallDepth,
-			MaxOutputBytes: c.Limits.MaxOutputBytes,
-		},
+		Limits:         c.Limits.Limits(),
 		Devices: map[string]driver.Device{
-			driver.FetchDriver: driver.Fetch{Allow: c.Fetch.Allow, Timeout: time.Duration(c.Fetch.Timeout), MaxBytes: c.Fetch.MaxBytes, Secrets: c.fetchSecrets()},
+			driver.FetchDriver: c.Fetch.Device(c.Secrets.Bind(nil)),
 		},
 		Bindings:       append([]executor.Binding{executor.FetchBinding, executor.SQLBinding}, executor.MCPBindings...),
 		Logger:         c.Logger,
@@ -99,11 +93,11 @@ func (c Config) OpenExecutorSetup(root string, log *slog.Logger) (*ExecutorSetup
 	if log == nil {
 		log = slog.Default()
 	}
-	db, err := driver.OpenDatabase(driver.DatabaseOptions{PostgresDSNEnv: c.SQL.PostgresDSNEnv, Role: c.SQL.Role, SQLite: c.SQLitePath(root), Logger: log})
+	db, err := driver.OpenDatabase(c.SQL.DatabaseOptions(root, log))
 	if err != nil {
 		return nil, err
 	}
-	s := &ExecutorSetup{Options: c.ExecutorOptions(root), DB: db, SQL: &driver.SQL{DB: db, MaxRows: c.SQL.MaxRows, Role: c.SQL.Role}}
+	s := &ExecutorSetup{Options: c.ExecutorOptions(root), DB: db, SQL: c.SQL.Session(db)}
 	s.Options.Sessions = map[string]driver.Session{driver.SQLDriver: s.SQL}
 	if s.MCP, err = c.mcpClient(root, true); err != nil {
 		db.Close()

@@ -6,100 +6,22 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/netip"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/agentos-run/agentos/actors/git/repo"
-	"github.com/agentos-run/agentos/config"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
-	"github.com/agentos-run/agentos/internal/lazyre"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 )
 
-// SecretConfig is one named credential (a "binding") in agentos.json's
-// "secrets": the fetch driver adds it to a request that names it
-// (tgp.fetch(url, {auth: "github"})), so that a tool never sees the value
-// and the journal records only the name. For example:
-//
-//	"secrets": {
-//	  "github": {"env": "GITHUB_TOKEN", "header": "Authorization", "format": "Bearer {}",
-//	             "allow": ["https://api.github.com/"]},
-//	  "maps":   {"env": "MAPS_KEY", "query": "key", "allow": ["https://maps.example.com/api/"]}
-//	}
-//
-// IMPORTANT: the value comes from the environment variable Env, read once
-// at start, never from the file. An unset variable is not an error at
-// start (a replay needs no credential): a fetch naming the secret then
-// fails, saying which variable to set.
-type SecretConfig struct {
-	// Env names the environment variable holding the value. Required.
-	Env string `json:"env"`
-	// Header is the request header that carries it ("Authorization",
-	// "X-Api-Key"); Query a query parameter instead ("api_key"). Exactly
-	// one MUST be set.
-	Header string `json:"header,omitempty"`
-	Query  string `json:"query,omitempty"`
-	// Format renders the value; "{}" stands for it ("Bearer {}", "token
-	// {}"). Default "{}".
-	Format string `json:"format,omitempty"`
-	// Allow lists the URL prefixes the secret may be sent to, under the
-	// same rules as fetch.allow (a request MUST pass both). Required: a
-	// secret never goes anywhere by default. Plain http:// is accepted only
-	// for loopback hosts.
-	Allow []string `json:"allow"`
-}
-
-var (
-	secretName = lazyre.New(`^[A-Za-z0-9_.-]{1,64}$`)
-	tokenChars = lazyre.New("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") // an HTTP header name
-)
-
-// validateSecrets checks the secrets and secret_paths sections.
-func (c Config) validateSecrets() error {
-	names := make([]string, 0, len(c.Secrets))
-	for n := range c.Secrets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		s := c.Secrets[n]
-		where := "secrets." + n
-		switch {
-		case !secretName().MatchString(n):
-			return fmt.Errorf("secrets: the name %q must be 1 to 64 letters, digits, '_', '-' or '.'", n)
-		case s.Env == "":
-			return fmt.Errorf("%s.env is required: name the environment variable that holds the value (the value itself never goes in this file)", where)
-		case !config.EnvName(s.Env):
-			return fmt.Errorf("%s.env %q is not an environment variable name", where, s.Env)
-		case (s.Header == "") == (s.Query == ""):
-			return fmt.Errorf("%s: set exactly one of header (e.g. \"Authorization\") and query (e.g. \"api_key\")", where)
-		case s.Header != "" && !tokenChars().MatchString(s.Header):
-			return fmt.Errorf("%s.header %q is not an HTTP header name", where, s.Header)
-		case s.Format != "" && !strings.Contains(s.Format, "{}"):
-			return fmt.Errorf("%s.format %q must contain {} where the value goes, e.g. \"Bearer {}\"", where, s.Format)
-		case strings.ContainsAny(s.Format, "\r\n"):
-			return fmt.Errorf("%s.format must be one line", where)
-		case len(s.Allow) == 0:
-			return fmt.Errorf("%s.allow is required: list the URL prefixes the secret may be sent to, e.g. [\"https://api.example.com/\"]", where)
-		}
-		for _, p := range s.Allow {
-			if err := checkPrefix(p); err != nil {
-				return fmt.Errorf("%s.allow: %v", where, err)
-			}
-			u, _ := url.Parse(p)
-			if u.Scheme == "http" && !loopback(u.Hostname()) {
-				return fmt.Errorf("%s.allow %q: a secret goes only over https (plain http is accepted for loopback hosts only)", where, p)
-			}
-		}
-	}
+// validateSecretPaths checks secret_paths (the secrets section is the
+// fetch driver's: driver.Secrets).
+func (c Config) validateSecretPaths() error {
 	for _, p := range c.SecretPaths {
 		if _, err := vfs.Clean(strings.TrimSuffix(p, "/")); err != nil || p == "" || p == "." {
 			return fmt.Errorf("secret_paths %q must be a file or directory inside the tool root, written relative to it", p)
@@ -108,53 +30,14 @@ func (c Config) validateSecrets() error {
 	return nil
 }
 
-// checkPrefix refuses an allow-list prefix that is not an http(s) URL with
-// a host, or that is not written in canonical form (its meaning would
-// depend on how a server reads it).
-func checkPrefix(p string) error {
-	u, err := url.Parse(p)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q must be an http(s) URL prefix with a host, e.g. \"https://api.example.com/\"", p)
-	}
-	c, err := driver.CanonicalURL(p)
-	if err != nil {
-		return fmt.Errorf("%q: %v", p, err)
-	}
-	if u.EscapedPath() != "" && c.EscapedPath() != u.EscapedPath() {
-		return fmt.Errorf("%q is ambiguous: write it as %q", p, c.String())
-	}
-	return nil
-}
-
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
-}
-
-// fetchSecrets returns the fetch driver's secrets, their values read from
-// the environment now.
-func (c Config) fetchSecrets() map[string]driver.Secret {
-	if len(c.Secrets) == 0 {
-		return nil
-	}
-	out := make(map[string]driver.Secret, len(c.Secrets))
-	for n, s := range c.Secrets {
-		out[n] = driver.Secret{Header: s.Header, Query: s.Query, Format: s.Format, Allow: s.Allow, Env: s.Env, Value: os.Getenv(s.Env)}
-	}
-	return out
-}
-
 // SecretValues returns every secret value the configuration points at, read
 // from the environment now: the secrets' values (raw and rendered), the
 // model's API key, the Git token, the capability signing key (as written in
 // its variable), the PostgreSQL DSN and its password. The
 // journal scrubs each of them by value from everything it writes.
 func (c Config) SecretValues() []string {
-	out := driver.Fetch{Secrets: c.fetchSecrets()}.SecretValues()
-	for _, env := range []string{orDefault(c.LLM.APIKeyEnv, llm.EnvAPIKey), orDefault(c.Git.TokenEnv, repo.DefaultTokenEnv), c.Capability.SigningKeyEnv} {
+	out := driver.Fetch{Secrets: c.Secrets.Bind(nil)}.SecretValues()
+	for _, env := range []string{orDefault(c.LLM.APIKeyEnv, llm.EnvAPIKey), c.Git.Token(), c.Capability.SigningKeyEnv} {
 		if env == "" {
 			continue
 		}

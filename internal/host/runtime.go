@@ -434,8 +434,8 @@ func (rt *Runtime) openRetention(context.Context) (closeFunc, error) {
 // nothing to count (the default) must not queue behind each other on one
 // root.
 func (rt *Runtime) openLedger(context.Context) (closeFunc, error) {
-	quota, _ := limits("", "quota", rt.cfg.Quota)
-	agentQuota, _ := limits("", "agent.quota", rt.cfg.Agent.Quota)
+	quota, _ := rt.cfg.Quota.Limits("quota")
+	agentQuota, _ := rt.cfg.Agent.Quota.Limits("agent.quota")
 	if !capability.HasCumulative(quota) && !capability.HasCumulative(agentQuota) {
 		return nil, nil
 	}
@@ -452,7 +452,7 @@ func (rt *Runtime) openLedger(context.Context) (closeFunc, error) {
 // tokens verify on every node holding the same key; without it the kernel
 // makes a random key for this process). The node closes it.
 func (rt *Runtime) openKernel(context.Context) (closeFunc, error) {
-	quota, _ := limits("", "quota", rt.cfg.Quota)
+	quota, _ := rt.cfg.Quota.Limits("quota")
 	kopts := kernel.Options{Quota: quota, Logger: rt.log, Snapshots: kernel.JournalSnapshots(rt.j)} // agentos snapshot / restore
 	if rt.ledger != nil {
 		kopts.Ledger = rt.ledger
@@ -562,7 +562,7 @@ func (rt *Runtime) openCluster(ctx context.Context) (closeFunc, error) {
 // spawnDefault spawns the default process the kernel tools run as, with
 // the configured grants and quota.
 func (rt *Runtime) spawnDefault(context.Context) (closeFunc, error) {
-	agentQuota, _ := limits("", "agent.quota", rt.cfg.Agent.Quota)
+	agentQuota, _ := rt.cfg.Agent.Quota.Limits("agent.quota")
 	var err error
 	rt.agent, err = rt.k.Spawn(serveForever, kernel.SpawnOptions{Name: "agent", Image: "default", Grants: rt.cfg.DefaultGrants(), Quota: agentQuota})
 	return nil, err
