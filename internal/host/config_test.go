@@ -78,6 +78,13 @@ func TestLoadConfigErrors(t *testing.T) {
 		{`{"tracing": {"exporter": "zipkin"}}`, ConfigFile + `: tracing.exporter "zipkin" is not known`},
 		{`{"secrets": {"k": {"env": "K", "header": "X"}}}`, ConfigFile + `: secrets.k.allow is required`},
 		{`{"agents": {"templates": {"t": {"quota": {"x": 1}}}}}`, ConfigFile + `: agents.templates.t.quota has an unknown meter "x"`},
+		// The sections moved out of host name the key they refuse.
+		{`{"limits": {"memory_mb": -1}}`, ConfigFile + `: limits must not be negative: limits.memory_mb is -1`},
+		{`{"sql": {"sqlite": "/var/data.db"}}`, ConfigFile + `: sql.sqlite "/var/data.db" must be a file inside the tool root`},
+		{`{"confine": "strict"}`, ConfigFile + `: confine "strict" is not known`},
+		{`{"capability": {"signing_key_env": "0123abcd"}}`, ConfigFile + `: capability.signing_key_env "0123abcd" is not an environment variable name`},
+		{`{"agents": {"tournament": {"quota": {"usd": 1}}}}`, ConfigFile + `: agents.tournament.quota has an unknown meter "usd"`},
+		{`{"secrets": {"k": {"env": "K", "header": "X", "allow": ["http://example.com/"]}}}`, ConfigFile + `: secrets.k.allow "http://example.com/": a secret goes only over https`},
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(tc.body), 0o644)
