@@ -323,15 +323,13 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// validateJournal checks journal_durability and journal_lease.
+// validateJournal checks journal_durability and journal_lease (the
+// journal's: journal.ParseDurability, journal.CheckLease).
 func (c Config) validateJournal() error {
-	if _, err := c.journalDurability(); err != nil {
+	if _, err := journal.ParseDurability(c.JournalDurability); err != nil {
 		return err
 	}
-	if c.JournalLease != 0 && time.Duration(c.JournalLease) < time.Second {
-		return fmt.Errorf("journal_lease %s is too short: a claim is renewed every third of it, and a node slower than that would lose its runs to another; use 1s or more (default 30s)", time.Duration(c.JournalLease))
-	}
-	return nil
+	return journal.CheckLease(time.Duration(c.JournalLease))
 }
 
 func (c Config) validateReuse() error {

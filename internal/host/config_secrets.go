@@ -88,7 +88,7 @@ func (c Config) JournalDSN() (string, error) {
 // every configured secret scrubbed by value, and the reads of files under
 // secret_paths sealed (see journal.Options.Seal).
 func (c Config) JournalOptions(root string) journal.Options {
-	d, _ := c.journalDurability() // validated at load
+	d, _ := journal.ParseDurability(c.JournalDurability) // validated at load
 	opts := journal.Options{Secrets: c.SecretValues(), Lease: time.Duration(c.JournalLease), Durability: d, SyncRuns: c.JournalSyncRuns}
 	if len(c.SecretPaths) > 0 {
 		opts.Seal = c.secretRead(root)
@@ -280,19 +280,4 @@ func tighten(p string, want fs.FileMode, log *slog.Logger) error {
 	}
 	log.Warn("agentos: made state private to its user", slog.String("path", p), slog.String("was", fi.Mode().Perm().String()), slog.String("now", (fi.Mode().Perm()&want).String()))
 	return nil
-}
-
-// journalDurability maps journal_durability to the journal's mode.
-func (c Config) journalDurability() (journal.Durability, error) {
-	switch c.JournalDurability {
-	case "", "group_commit":
-		return journal.GroupCommit, nil
-	case "sync_each":
-		return journal.SyncEach, nil
-	case "no_sync":
-		return journal.NoSync, nil
-	case "write_each":
-		return journal.WriteEach, nil
-	}
-	return 0, fmt.Errorf("journal_durability %q is not a mode: use \"group_commit\" (the default), \"sync_each\" (nothing anyone saw is lost in a crash), \"no_sync\" (scratch roots) or \"write_each\" (each record handed to the OS before use: survives kill -9, not power loss); docs/REPLAY.md says what each can lose", c.JournalDurability)
 }
