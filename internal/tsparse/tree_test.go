@@ -55,7 +55,7 @@ func sameAsNodeAPI(t testing.TB, p *sitter.Parser, src string, tr *Tree) {
 	}
 	next := int32(0)
 	index := map[uintptr]int32{} // the node API's nodes by ID, to their index
-	var fielded []*sitter.Node  // the nodes with a child in a field
+	var fielded []*sitter.Node   // the nodes with a child in a field
 	var walk func(n *sitter.Node, parent int32, field string)
 	walk = func(n *sitter.Node, parent int32, field string) {
 		i := next
