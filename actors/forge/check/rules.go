@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode"
 
-	sitter "github.com/smacker/go-tree-sitter"
+	"github.com/agentos-run/agentos/internal/tsparse"
 )
 
 // Rule ids.
@@ -955,7 +955,7 @@ func (a *analyzer) treeSyntaxErrors() []Finding {
 		var msg string
 		switch {
 		case n.missing:
-			msg = "missing " + language.SymbolName(sitter.Symbol(n.sym)) + " here: add it"
+			msg = "missing " + tsparse.SymbolName(n.sym) + " here: add it"
 		case n.kind == kError:
 			txt := string(a.text(i))
 			if len(txt) > 40 {
