@@ -39,7 +39,7 @@ func (w *worker) parseCursor(p *sitter.Parser, src []byte) bool {
 	defer cur.Close()
 
 	var stack []int32 // ancestors of the node being visited
-	prev := int32(-1)    // previous sibling of the node being visited
+	prev := int32(-1) // previous sibling of the node being visited
 	for {
 		n := cur.CurrentNode()
 		idx := int32(len(t.nodes))
