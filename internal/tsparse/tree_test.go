@@ -219,3 +219,17 @@ func BenchmarkParse(b *testing.B) {
 		Parse(src)
 	}
 }
+
+func TestSharedParsesOnce(t *testing.T) {
+	src := []byte("export default function shared_test_2(args: { n: number }) { return args.n; }")
+	before := Parses()
+	Shared(src)
+	Shared(src)
+	if n := Parses() - before; n != 1 {
+		t.Fatalf("two Shared calls of one source parsed it %d times", n)
+	}
+	Parse(src)
+	if n := Parses() - before; n != 2 {
+		t.Fatalf("Parse after Shared: %d parses, want 2", n)
+	}
+}

@@ -103,6 +103,7 @@ import "C"
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -132,6 +133,13 @@ func newParser() *parser {
 // parsers pools parsers: making one costs more than parsing a small tool.
 var parsers = sync.Pool{New: func() any { return newParser() }}
 
+// parses counts the calls of Parse (Parses).
+var parses atomic.Uint64
+
+// Parses is the number of sources this process has parsed: what Shared
+// saves shows in it.
+func Parses() uint64 { return parses.Load() }
+
 // maxPooledRecords bounds the record buffer a pooled parser keeps.
 const maxPooledRecords = 1 << 16
 
@@ -143,6 +151,7 @@ var noSource = []byte{0}
 // returns nil when tree-sitter gives no tree (it only fails that way when
 // cancelled, which this package never does) or more than MaxNodes nodes.
 func Parse(src []byte) *Tree {
+	parses.Add(1)
 	ps := parsers.Get().(*parser)
 	defer func() {
 		if cap(ps.recs) > maxPooledRecords {
