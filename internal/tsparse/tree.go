@@ -148,12 +148,11 @@ func SymbolName(sym uint16) string {
 }
 
 // IsNamed reports whether nodes of symbol sym are named (ERROR is).
-func IsNamed(sym uint16) bool { return isNamed(symbols().named, sym) }
-
-func isNamed(named []bool, sym uint16) bool {
+func IsNamed(sym uint16) bool {
 	if sym == ErrorSymbol {
 		return true
 	}
+	named := symbols().named
 	return int(sym) < len(named) && named[sym]
 }
 

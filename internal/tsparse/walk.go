@@ -33,6 +33,7 @@ void ts_tree_delete(TSTree *self);
 TSNode ts_tree_root_node(const TSTree *self);
 bool ts_node_has_error(TSNode self);
 bool ts_node_is_missing(TSNode self);
+bool ts_node_is_named(TSNode self);
 TSSymbol ts_node_symbol(TSNode self);
 uint32_t ts_node_start_byte(TSNode self);
 uint32_t ts_node_end_byte(TSNode self);
@@ -45,12 +46,15 @@ bool ts_tree_cursor_goto_next_sibling(TSTreeCursor *self);
 bool ts_tree_cursor_goto_parent(TSTreeCursor *self);
 const TSLanguage *tree_sitter_typescript(void);
 
-// tsparse_rec is one node, in pre-order.
+// tsparse_node is one node, linked to its parent, first child and next
+// sibling by index (-1: none). IMPORTANT: its layout is Node's (Go);
+// nodeLayout below fails the build when they differ.
 typedef struct {
-	uint32_t start, end, depth;
+	uint32_t start, end;
+	int32_t parent, first, next;
 	uint16_t sym, field;
-	uint8_t missing;
-} tsparse_rec;
+	uint8_t named, missing;
+} tsparse_node;
 
 static TSParser *tsparse_parser_new(void) {
 	TSParser *p = ts_parser_new();
@@ -67,33 +71,47 @@ static TSTree *tsparse_parse(TSParser *p, const char *src, uint32_t len) {
 
 static bool tsparse_has_error(TSTree *t) { return ts_node_has_error(ts_tree_root_node(t)); }
 
-// tsparse_walk writes the tree's nodes to out (at most cap of them) and
-// returns how many there are.
-static uint32_t tsparse_walk(TSTree *t, tsparse_rec *out, uint32_t cap) {
+// tsparse_walk writes the tree's nodes to out in pre-order, linked, and
+// returns how many there are. When there are more than cap, it writes the
+// first cap (not all linked) and only counts the rest.
+static uint32_t tsparse_walk(TSTree *t, tsparse_node *out, uint32_t cap) {
 	TSTreeCursor cur = ts_tree_cursor_new(ts_tree_root_node(t));
-	uint32_t n = 0, depth = 0;
+	uint32_t n = 0;
+	int32_t parent = -1, prev = -1;
 	for (;;) {
+		int32_t idx = (int32_t)n;
 		if (n < cap) {
 			TSNode node = ts_tree_cursor_current_node(&cur);
-			tsparse_rec *r = &out[n];
+			tsparse_node *r = &out[n];
 			r->start = ts_node_start_byte(node);
 			r->end = ts_node_end_byte(node);
-			r->depth = depth;
+			r->parent = parent;
+			r->first = -1;
+			r->next = -1;
 			r->sym = ts_node_symbol(node);
 			r->field = ts_tree_cursor_current_field_id(&cur);
+			r->named = ts_node_is_named(node);
 			r->missing = ts_node_is_missing(node);
+			if (prev >= 0) {
+				out[prev].next = idx;
+			} else if (parent >= 0) {
+				out[parent].first = idx;
+			}
 		}
 		n++;
 		if (ts_tree_cursor_goto_first_child(&cur)) {
-			depth++;
+			parent = idx;
+			prev = -1;
 			continue;
 		}
+		prev = idx;
 		while (!ts_tree_cursor_goto_next_sibling(&cur)) {
 			if (!ts_tree_cursor_goto_parent(&cur)) {
 				ts_tree_cursor_delete(&cur);
 				return n;
 			}
-			depth--;
+			prev = parent;
+			parent = n <= cap ? out[parent].parent : -1; // past cap: only counting
 		}
 	}
 }
@@ -102,6 +120,7 @@ import "C"
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -110,14 +129,24 @@ import (
 // MaxNodes bounds the nodes of a Tree: Parse gives up on a larger tree.
 const MaxNodes = 1 << 26
 
-// parser is a tree-sitter parser for TypeScript with its reusable buffers,
-// freed with its owner. A parser is used by one goroutine at a time
-// (tree-sitter parsers are not safe for concurrent use).
+// nodeLayout fails the build when Node and C's tsparse_node differ in size
+// or in a field's offset (the walk writes Nodes directly).
+var nodeLayout = [1]struct{}{}[unsafe.Sizeof(Node{})-unsafe.Sizeof(C.tsparse_node{})+
+	unsafe.Offsetof(Node{}.End)-unsafe.Offsetof(C.tsparse_node{}.end)+
+	unsafe.Offsetof(Node{}.Parent)-unsafe.Offsetof(C.tsparse_node{}.parent)+
+	unsafe.Offsetof(Node{}.First)-unsafe.Offsetof(C.tsparse_node{}.first)+
+	unsafe.Offsetof(Node{}.Next)-unsafe.Offsetof(C.tsparse_node{}.next)+
+	unsafe.Offsetof(Node{}.Sym)-unsafe.Offsetof(C.tsparse_node{}.sym)+
+	unsafe.Offsetof(Node{}.Field)-unsafe.Offsetof(C.tsparse_node{}.field)+
+	unsafe.Offsetof(Node{}.Named)-unsafe.Offsetof(C.tsparse_node{}.named)+
+	unsafe.Offsetof(Node{}.Missing)-unsafe.Offsetof(C.tsparse_node{}.missing)]
+
+// parser is a tree-sitter parser for TypeScript with the buffer its walks
+// write to, freed with its owner. A parser is used by one goroutine at a
+// time (tree-sitter parsers are not safe for concurrent use).
 type parser struct {
-	p     *C.TSParser
-	recs  []C.tsparse_rec
-	stack []int32 // stack[d] is the last node seen at depth d
-	last  []int32 // last[d] is the last child seen of stack[d-1], or -1
+	p       *C.TSParser
+	scratch []Node
 }
 
 func newParser() *parser {
@@ -130,6 +159,9 @@ func newParser() *parser {
 	return ps
 }
 
+// maxScratch bounds the buffer a pooled parser keeps.
+const maxScratch = 1 << 16
+
 // parsers pools parsers: making one costs more than parsing a small tool.
 var parsers = sync.Pool{New: func() any { return newParser() }}
 
@@ -139,9 +171,6 @@ var parses atomic.Uint64
 // Parses is the number of sources this process has parsed: what Shared
 // saves shows in it.
 func Parses() uint64 { return parses.Load() }
-
-// maxPooledRecords bounds the record buffer a pooled parser keeps.
-const maxPooledRecords = 1 << 16
 
 // noSource is a valid pointer for an empty source (its length stays 0).
 var noSource = []byte{0}
@@ -154,15 +183,11 @@ func Parse(src []byte) *Tree {
 	parses.Add(1)
 	ps := parsers.Get().(*parser)
 	defer func() {
-		if cap(ps.recs) > maxPooledRecords {
-			ps.recs = nil // don't pin one huge source's buffer
+		if cap(ps.scratch) > maxScratch {
+			ps.scratch = nil // don't pin one huge source's buffer
 		}
 		parsers.Put(ps)
 	}()
-	return ps.parse(src)
-}
-
-func (ps *parser) parse(src []byte) *Tree {
 	s := src
 	if len(s) == 0 {
 		s = noSource
@@ -173,65 +198,29 @@ func (ps *parser) parse(src []byte) *Tree {
 		return nil
 	}
 	defer C.ts_tree_delete(ts)
-	recs := ps.walk(ts, len(src))
-	if recs == nil {
+	nodes := ps.walk(ts, len(src))
+	if nodes == nil {
 		return nil
 	}
-	t := &Tree{Src: src, HasError: bool(C.tsparse_has_error(ts))}
-	ps.link(t, recs)
-	return t
+	return &Tree{Src: src, Nodes: nodes, HasError: bool(C.tsparse_has_error(ts))}
 }
 
-// walk copies the tree's records into ps.recs, growing it once if the
-// guess (a node per two bytes) was short; nil: more than MaxNodes.
-func (ps *parser) walk(ts *C.TSTree, srcLen int) []C.tsparse_rec {
-	if cap(ps.recs) < srcLen/2+64 {
-		ps.recs = make([]C.tsparse_rec, srcLen/2+64)
+// walk copies the tree's nodes into the parser's buffer (grown, when
+// short, to the size the first walk counted) and returns a copy of just
+// the tree's size; nil: more than MaxNodes.
+func (ps *parser) walk(ts *C.TSTree, srcLen int) []Node {
+	if cap(ps.scratch) < srcLen/2+64 {
+		ps.scratch = make([]Node, srcLen/2+64)
 	}
-	ps.recs = ps.recs[:cap(ps.recs)]
+	ps.scratch = ps.scratch[:cap(ps.scratch)]
 	for {
-		n := int(C.tsparse_walk(ts, &ps.recs[0], C.uint32_t(len(ps.recs))))
-		if n <= len(ps.recs) {
-			return ps.recs[:n]
+		n := int(C.tsparse_walk(ts, (*C.tsparse_node)(unsafe.Pointer(&ps.scratch[0])), C.uint32_t(len(ps.scratch))))
+		if n <= len(ps.scratch) {
+			return slices.Clone(ps.scratch[:n])
 		}
 		if n > MaxNodes {
 			return nil
 		}
-		ps.recs = make([]C.tsparse_rec, n)
+		ps.scratch = make([]Node, n)
 	}
-}
-
-// link turns the records of a pre-order walk into t.Nodes, linked by
-// parent, first child and next sibling.
-func (ps *parser) link(t *Tree, recs []C.tsparse_rec) {
-	t.Nodes = make([]Node, len(recs))
-	named := symbols().named
-	stack, last := ps.stack[:0], ps.last[:0]
-	for i := range recs {
-		r := &recs[i]
-		d, idx := int(r.depth), int32(i)
-		parent := int32(-1)
-		if d > 0 {
-			parent = stack[d-1]
-		}
-		stack = append(stack[:d], idx)
-		for len(last) <= d {
-			last = append(last, -1)
-		}
-		prev := last[d]
-		last = append(last[:d], idx, -1) // idx has no child yet
-		sym := uint16(r.sym)
-		t.Nodes[i] = Node{
-			Start: uint32(r.start), End: uint32(r.end),
-			Parent: parent, First: -1, Next: -1,
-			Sym: sym, Field: uint16(r.field),
-			Named: isNamed(named, sym), Missing: r.missing != 0,
-		}
-		if prev >= 0 {
-			t.Nodes[prev].Next = idx
-		} else if parent >= 0 {
-			t.Nodes[parent].First = idx
-		}
-	}
-	ps.stack, ps.last = stack, last
 }
