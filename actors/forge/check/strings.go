@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -173,85 +174,108 @@ func (a *analyzer) isModuleSpecifier(i int32) bool {
 
 // stringLiteral runs the text rules and risk probes on literal i.
 func (a *analyzer) stringLiteral(i int32) {
-	if a.isModuleSpecifier(i) {
+	if a.isModuleSpecifier(i) || a.n(i).end-a.n(i).start <= 2 { // '' or ``
 		return
-	}
-	if a.n(i).end-a.n(i).start <= 2 {
-		return // '' or ``
 	}
 	d := a.decode(i)
 	if d.obfuscated >= 0 {
 		a.risk(RiskHigh, uint32(d.obfuscated), "\\x or \\u escapes spelling plain characters in a string literal can hide code or data")
 	}
-	t := d.text
-	if len(t) == 0 {
+	if len(d.text) == 0 {
 		return
 	}
 	at := func(k int) uint32 { return d.offs[k] }
-	low := lowerASCII(t)
+	a.hardcodedData(i, d.text, at)
+	a.dangerousText(d.text, at)
+}
 
+// hardcodedData reports an email address and a secret in the text t of
+// the string literal i (unless a name-based finding already covers it).
+func (a *analyzer) hardcodedData(i int32, t []byte, at func(int) uint32) {
 	if bytes.IndexByte(t, '@') >= 0 {
 		if m := reEmail().FindIndex(t); m != nil {
 			a.errorAt(at(m[0]), ruleEmail, "Found hardcoded email address '"+string(t[m[0]:m[1]])+
 				"': pass it as an argument (args.email) instead")
 		}
 	}
-	if !a.n(i).secret {
-		if k, ok := secretAt(t); ok {
-			a.errorAt(at(k), ruleSecret, "Found what looks like a hardcoded secret or ID ("+preview(t[k:])+
-				"): pass it as an argument (args.token, args.id ...) instead of writing it in the source")
-			a.risk(RiskHigh, at(k), "hardcoded credential or key")
-		}
+	if a.n(i).secret {
+		return
 	}
+	if k, ok := secretAt(t); ok {
+		a.errorAt(at(k), ruleSecret, "Found what looks like a hardcoded secret or ID ("+preview(t[k:])+
+			"): pass it as an argument (args.token, args.id ...) instead of writing it in the source")
+		a.risk(RiskHigh, at(k), "hardcoded credential or key")
+	}
+}
 
-	if bytes.Contains(low, []byte("rm")) {
-		if m := reRmRf().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "destructive shell command (rm -rf)")
-		}
-	}
-	if bytes.Contains(low, []byte("/s")) {
-		if m := reDelS().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "destructive shell command (del /s)")
-		}
-	}
-	if bytes.Contains(t, []byte("mkfs")) {
-		if m := reMkfs().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "destructive shell command (mkfs formats a disk)")
-		}
-	}
-	if bytes.Contains(t, []byte("of=/dev/")) {
-		if m := reDdDevice().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "destructive shell command (dd onto a device)")
-		}
-	}
-	if bytes.Contains(t, []byte("|")) {
-		if m := reForkBomb().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "shell fork bomb")
-		}
-	}
-	if bytes.Contains(low, []byte("drop")) {
-		if m := reDropTable().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "destructive SQL ("+strings.ToUpper(string(t[m[0]:m[1]]))+")")
-		}
-	}
-	if bytes.Contains(low, []byte("truncate")) {
-		if m := reTruncate().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "destructive SQL (TRUNCATE)")
-		}
+// dangerPattern is a destructive command or statement a string may hold:
+// a regular expression behind a cheap filter (a substring of the text, or
+// of its ASCII lowercase).
+type dangerPattern struct {
+	needle string
+	lower  bool // the needle is looked for in the lowercased text
+	re     func() *regexp.Regexp
+	level  Risk
+	reason string
+	quote  bool // the reason ends with the match, upper-cased, in parentheses
+}
+
+// dangerPatterns are checked in this order (the order of risks at one
+// position).
+var dangerPatterns = []dangerPattern{
+	{needle: "rm", lower: true, re: reRmRf, level: RiskCritical, reason: "destructive shell command (rm -rf)"},
+	{needle: "/s", lower: true, re: reDelS, level: RiskCritical, reason: "destructive shell command (del /s)"},
+	{needle: "mkfs", re: reMkfs, level: RiskCritical, reason: "destructive shell command (mkfs formats a disk)"},
+	{needle: "of=/dev/", re: reDdDevice, level: RiskCritical, reason: "destructive shell command (dd onto a device)"},
+	{needle: "|", re: reForkBomb, level: RiskCritical, reason: "shell fork bomb"},
+	{needle: "drop", lower: true, re: reDropTable, level: RiskCritical, reason: "destructive SQL", quote: true},
+	{needle: "truncate", lower: true, re: reTruncate, level: RiskCritical, reason: "destructive SQL (TRUNCATE)"},
+}
+
+// dangerousText rates what the text t of a string literal would do if it
+// reached a shell or a database, and where it points.
+func (a *analyzer) dangerousText(t []byte, at func(int) uint32) {
+	low := lowerASCII(t)
+	for _, p := range dangerPatterns {
+		a.dangerPattern(p, t, low, at)
 	}
 	if bytes.Contains(low, []byte("delete")) || bytes.Contains(low, []byte("update")) {
 		a.sweepingSQL(t, at)
 	}
-	if bytes.Contains(t, []byte("../../")) || bytes.Contains(t, []byte(`..\..\`)) {
-		k := bytes.Index(t, []byte("../../"))
-		if k < 0 {
-			k = bytes.Index(t, []byte(`..\..\`))
-		}
+	if k := traversalAt(t); k >= 0 {
 		a.risk(RiskHigh, at(k), "path traversal ('../../') out of the tool's directories")
 	}
-	if bytes.Contains(low, []byte("<hidden>")) {
-		a.risk(RiskHigh, at(bytes.Index(low, []byte("<hidden>"))), "<hidden> markers suggest output meant to escape review")
+	if k := bytes.Index(low, []byte("<hidden>")); k >= 0 {
+		a.risk(RiskHigh, at(k), "<hidden> markers suggest output meant to escape review")
 	}
+}
+
+// dangerPattern reports p where t (low: its lowercase) holds it.
+func (a *analyzer) dangerPattern(p dangerPattern, t, low []byte, at func(int) uint32) {
+	in := t
+	if p.lower {
+		in = low
+	}
+	if !bytes.Contains(in, []byte(p.needle)) {
+		return
+	}
+	m := p.re().FindIndex(t)
+	if m == nil {
+		return
+	}
+	reason := p.reason
+	if p.quote {
+		reason += " (" + strings.ToUpper(string(t[m[0]:m[1]])) + ")"
+	}
+	a.risk(p.level, at(m[0]), reason)
+}
+
+// traversalAt is the offset of the first '../../' (or '..\..\') in t, or -1.
+func traversalAt(t []byte) int {
+	if k := bytes.Index(t, []byte("../../")); k >= 0 {
+		return k
+	}
+	return bytes.Index(t, []byte(`..\..\`))
 }
 
 // sweepingSQL flags DELETE FROM and UPDATE ... SET statements that have no

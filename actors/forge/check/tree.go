@@ -209,44 +209,20 @@ const (
 	fOther
 )
 
+// fieldNames are the grammar's fields the rules name.
+var fieldNames = map[string]field{
+	"": fNone, "object": fObject, "property": fProperty, "function": fFunction,
+	"arguments": fArguments, "constructor": fConstructor, "index": fIndex,
+	"name": fName, "value": fValue, "key": fKey, "left": fLeft, "right": fRight,
+	"source": fSource, "alias": fAlias, "operator": fOperator,
+	"argument": fArgument, "pattern": fPattern, "parameter": fParameter,
+}
+
+// fieldOf is the rules' field for the grammar's field name (fOther for one
+// no rule names).
 func fieldOf(name string) field {
-	switch name {
-	case "":
-		return fNone
-	case "object":
-		return fObject
-	case "property":
-		return fProperty
-	case "function":
-		return fFunction
-	case "arguments":
-		return fArguments
-	case "constructor":
-		return fConstructor
-	case "index":
-		return fIndex
-	case "name":
-		return fName
-	case "value":
-		return fValue
-	case "key":
-		return fKey
-	case "left":
-		return fLeft
-	case "right":
-		return fRight
-	case "source":
-		return fSource
-	case "alias":
-		return fAlias
-	case "operator":
-		return fOperator
-	case "argument":
-		return fArgument
-	case "pattern":
-		return fPattern
-	case "parameter":
-		return fParameter
+	if f, ok := fieldNames[name]; ok {
+		return f
 	}
 	return fOther
 }
