@@ -562,32 +562,41 @@ func (a *analyzer) member(i int32) {
 	}
 	obj := a.unwrap(a.child(i, fObject))
 	if obj >= 0 && a.n(obj).kind == kIdentifier && globalObjects[a.name(obj)] {
-		if a.inType(i) {
-			return
-		}
-		if _, missing := MissingGlobals[prop]; missing && a.name(obj) == "globalThis" && prop != "process" {
-			a.errorAt(a.n(i).start, ruleNoHostGlobal, "'globalThis."+prop+"' does not exist in the agentos sandbox: "+MissingGlobals[prop])
-		}
-		switch prop {
-		case "process":
-			a.process(i)
-		case "eval", "Function":
-			a.eval(i, prop)
-		case "atob", "btoa":
-			a.risk(RiskHigh, a.n(i).start, "base64 encoding ("+prop+") is a common way to hide code or data")
-		case "require":
-			a.errorAt(a.n(i).start, ruleAllowedImports, requireAsValue)
+		if !a.inType(i) {
+			a.globalMember(i, a.name(obj), prop)
 		}
 		return
 	}
-	if prop != "constructor" {
-		return
+	if prop == "constructor" {
+		a.constructorUse(i, obj)
 	}
+}
+
+// globalMember judges the member prop of the global object named obj
+// (globalThis.eval, window.process ...), at node i.
+func (a *analyzer) globalMember(i int32, obj, prop string) {
+	if _, missing := MissingGlobals[prop]; missing && obj == "globalThis" && prop != "process" {
+		a.errorAt(a.n(i).start, ruleNoHostGlobal, "'globalThis."+prop+"' does not exist in the agentos sandbox: "+MissingGlobals[prop])
+	}
+	switch prop {
+	case "process":
+		a.process(i)
+	case "eval", "Function":
+		a.eval(i, prop)
+	case "atob", "btoa":
+		a.risk(RiskHigh, a.n(i).start, "base64 encoding ("+prop+") is a common way to hide code or data")
+	case "require":
+		a.errorAt(a.n(i).start, ruleAllowedImports, requireAsValue)
+	}
+}
+
+// constructorUse judges x.constructor at node i (obj is x): calling it or
+// passing it on reaches the Function constructor.
+func (a *analyzer) constructorUse(i, obj int32) {
 	chained := false
 	if obj >= 0 && (a.n(obj).kind == kMemberExpr || a.n(obj).kind == kSubscriptExpr) {
-		if p, ok := a.propName(obj); ok && p == "constructor" {
-			chained = true
-		}
+		p, ok := a.propName(obj)
+		chained = ok && p == "constructor"
 	}
 	if !chained && !a.isCallee(i) && a.constructorStaysPut(i) {
 		return // reading x.constructor.name, or comparing it, is harmless
@@ -640,70 +649,101 @@ func (a *analyzer) call(i int32) {
 	if fn < 0 {
 		return
 	}
-	at := a.n(i).start
 	if a.n(fn).kind == kImport {
-		if a.inType(i) {
-			return // import('./x').T names a type
-		}
-		a.errorAt(at, ruleDynamicCode,
-			"dynamic import() is forbidden: import the module statically at the top of the file (import x from './lib/x')")
-		if arg := a.firstArg(i); arg >= 0 {
-			if _, ok := a.literal(arg); ok {
-				a.specifier(arg)
-			} else {
-				a.risk(RiskHigh, at, "dynamic import() of a module chosen at run time")
-			}
-		}
+		a.dynamicImport(i)
 		return
 	}
-	if name, ok := a.globalName(fn); ok {
-		switch name {
-		case "require":
-			if a.n(fn).kind != kIdentifier {
-				break
-			}
-			arg := a.firstArg(i)
-			if _, ok := a.literal(arg); ok {
-				a.specifier(arg)
-				return
-			}
-			a.errorAt(at, ruleAllowedImports,
-				"require() needs a string literal naming the module, as require('./lib/x'): a module chosen at run time cannot be checked")
-			a.risk(RiskHigh, at, "require() of a module chosen at run time")
-			return
-		case "setTimeout", "setInterval":
-			if arg := a.firstArg(i); arg >= 0 && a.isCode(arg) {
-				a.errorAt(a.n(arg).start, ruleDynamicCode,
-					name+" with a string evaluates it as code and is forbidden: pass a function instead ("+name+"(() => { ... }, ms))")
-				a.risk(RiskCritical, a.n(arg).start, name+" with a string runs arbitrary code")
-			}
-			return
-		}
-	}
-	if a.n(fn).kind != kMemberExpr {
+	if name, ok := a.globalName(fn); ok && a.globalCall(i, fn, name) {
 		return
 	}
+	if a.n(fn).kind == kMemberExpr {
+		a.bridgeCall(i, fn)
+	}
+}
+
+// dynamicImport judges the import(...) call i.
+func (a *analyzer) dynamicImport(i int32) {
+	if a.inType(i) {
+		return // import('./x').T names a type
+	}
+	at := a.n(i).start
+	a.errorAt(at, ruleDynamicCode,
+		"dynamic import() is forbidden: import the module statically at the top of the file (import x from './lib/x')")
+	arg := a.firstArg(i)
+	if arg < 0 {
+		return
+	}
+	if _, ok := a.literal(arg); ok {
+		a.specifier(arg)
+	} else {
+		a.risk(RiskHigh, at, "dynamic import() of a module chosen at run time")
+	}
+}
+
+// globalCall judges the call i of the global name (the callee fn): require
+// and the timers that take code. It reports whether the call was judged.
+func (a *analyzer) globalCall(i, fn int32, name string) bool {
+	switch name {
+	case "require":
+		if a.n(fn).kind != kIdentifier {
+			return false
+		}
+		a.require(i)
+		return true
+	case "setTimeout", "setInterval":
+		if arg := a.firstArg(i); arg >= 0 && a.isCode(arg) {
+			a.errorAt(a.n(arg).start, ruleDynamicCode,
+				name+" with a string evaluates it as code and is forbidden: pass a function instead ("+name+"(() => { ... }, ms))")
+			a.risk(RiskCritical, a.n(arg).start, name+" with a string runs arbitrary code")
+		}
+		return true
+	}
+	return false
+}
+
+// require judges the require(...) call i: its module must be a literal.
+func (a *analyzer) require(i int32) {
+	arg := a.firstArg(i)
+	if _, ok := a.literal(arg); ok {
+		a.specifier(arg)
+		return
+	}
+	at := a.n(i).start
+	a.errorAt(at, ruleAllowedImports,
+		"require() needs a string literal naming the module, as require('./lib/x'): a module chosen at run time cannot be checked")
+	a.risk(RiskHigh, at, "require() of a module chosen at run time")
+}
+
+// bridgeRisks are the medium risks of the sanctioned bridge's calls
+// (tgp.x(...)), by method; exec_sql is judged by its SQL.
+var bridgeRisks = map[string]string{
+	"fetch":             "reaches the network (tgp.fetch)",
+	"write_file":        "writes files (tgp.write_file)",
+	"mcp_call":          "calls an MCP server's tool (tgp.mcp_call)",
+	"mcp_read_resource": "reads from an MCP server (tgp.mcp_read_resource)",
+	"mcp_get_prompt":    "reads from an MCP server (tgp.mcp_get_prompt)",
+}
+
+// bridgeCall rates the call i of the member expression fn when it calls
+// the bridge (tgp.fetch(...) ...).
+func (a *analyzer) bridgeCall(i, fn int32) {
 	obj := a.unwrap(a.child(fn, fObject))
 	if obj < 0 || a.n(obj).kind != kIdentifier || !a.is(obj, "tgp") {
 		return
 	}
+	at := a.n(i).start
 	prop, _ := a.propName(fn)
-	switch prop {
-	case "fetch":
-		a.risk(RiskMedium, at, "reaches the network (tgp.fetch)")
-	case "write_file":
-		a.risk(RiskMedium, at, "writes files (tgp.write_file)")
-	case "mcp_call":
-		a.risk(RiskMedium, at, "calls an MCP server's tool (tgp.mcp_call)")
-	case "mcp_read_resource", "mcp_get_prompt":
-		a.risk(RiskMedium, at, "reads from an MCP server (tgp."+prop+")")
-	case "exec_sql":
-		arg := a.firstArg(i)
-		if sql, ok := a.sqlText(arg); !ok {
-			a.risk(RiskMedium, at, "runs SQL built at run time (tgp.exec_sql): it may write")
-		} else if sqlWrites(sql) {
-			a.risk(RiskMedium, at, "writes to the database (tgp.exec_sql with INSERT/UPDATE/DELETE)")
-		}
+	if reason, ok := bridgeRisks[prop]; ok {
+		a.risk(RiskMedium, at, reason)
+		return
+	}
+	if prop != "exec_sql" {
+		return
+	}
+	if sql, ok := a.sqlText(a.firstArg(i)); !ok {
+		a.risk(RiskMedium, at, "runs SQL built at run time (tgp.exec_sql): it may write")
+	} else if sqlWrites(sql) {
+		a.risk(RiskMedium, at, "writes to the database (tgp.exec_sql with INSERT/UPDATE/DELETE)")
 	}
 }
 
