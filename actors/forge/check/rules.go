@@ -487,22 +487,24 @@ func (a *analyzer) concat(i int32) {
 
 // identifier handles value references to forbidden globals.
 func (a *analyzer) identifier(i int32) {
-	n := a.n(i)
 	if bytes.IndexByte(a.text(i), '\\') >= 0 {
-		a.risk(RiskHigh, n.start, "unicode escapes in a name hide which name it is")
+		a.risk(RiskHigh, a.n(i).start, "unicode escapes in a name hide which name it is")
 	}
 	name := a.name(i)
 	if _, missing := MissingGlobals[name]; missing && !a.inType(i) {
 		a.hostGlobal(i, name)
 	}
-	switch name {
-	case "process", "eval", "Function", "require", "atob", "btoa":
-		if a.inType(i) {
-			return // typeof process in a type only names a type
-		}
-	default:
-		return
+	if dangerousNames[name] && !a.inType(i) { // typeof process in a type only names a type
+		a.dangerousName(i, name)
 	}
+}
+
+// dangerousNames are the globals whose every use the rules judge.
+var dangerousNames = map[string]bool{"process": true, "eval": true, "Function": true, "require": true, "atob": true, "btoa": true}
+
+// dangerousName judges the use at node i of one of the dangerousNames.
+func (a *analyzer) dangerousName(i int32, name string) {
+	n := a.n(i)
 	switch name {
 	case "process":
 		a.process(i)
@@ -514,17 +516,23 @@ func (a *analyzer) identifier(i int32) {
 		}
 		a.eval(i, "Function")
 	case "require":
-		if a.n(a.wrapped(i)).field == fFunction && a.callOf(i) >= 0 {
-			return // checked with its call
-		}
-		if p := n.parent; p >= 0 && a.n(p).kind == kImportRequireClause {
-			return
-		}
-		a.errorAt(n.start, ruleAllowedImports, requireAsValue)
-		a.risk(RiskHigh, n.start, "require used as a value (aliased or passed around) loads modules the checker cannot see")
+		a.requireUse(i)
 	case "atob", "btoa":
 		a.risk(RiskHigh, n.start, "base64 encoding ("+name+") is a common way to hide code or data")
 	}
+}
+
+// requireUse judges the name require at node i used other than as a
+// callee (checked with its call) or in import x = require(...).
+func (a *analyzer) requireUse(i int32) {
+	if a.n(a.wrapped(i)).field == fFunction && a.callOf(i) >= 0 {
+		return // checked with its call
+	}
+	if p := a.n(i).parent; p >= 0 && a.n(p).kind == kImportRequireClause {
+		return
+	}
+	a.errorAt(a.n(i).start, ruleAllowedImports, requireAsValue)
+	a.risk(RiskHigh, a.n(i).start, "require used as a value (aliased or passed around) loads modules the checker cannot see")
 }
 
 // process reports a use of the process global (identifier or
@@ -828,17 +836,14 @@ func (a *analyzer) specifier(s int32) {
 	if strings.HasPrefix(spec, ".") || strings.HasPrefix(spec, "/") {
 		return // another tool, resolved inside the jailed tool tree
 	}
+	a.bareModule(at, spec)
+}
+
+// bareModule judges the import of the bare module spec ("lodash/fp",
+// "node:fs") at offset at: its risk, then whether it may be imported.
+func (a *analyzer) bareModule(at uint32, spec string) {
 	bare := strings.TrimPrefix(spec, "node:")
-	root := bare
-	if k := strings.IndexByte(root, '/'); k >= 0 {
-		if strings.HasPrefix(root, "@") {
-			if k2 := strings.IndexByte(root[k+1:], '/'); k2 >= 0 {
-				root = root[:k+1+k2]
-			}
-		} else {
-			root = root[:k]
-		}
-	}
+	root := moduleRoot(bare)
 	if level, reason := moduleRisk(root); level != RiskLow {
 		a.risk(level, at, reason)
 	}
@@ -860,6 +865,22 @@ func (a *analyzer) specifier(s int32) {
 		allowed = "allowed: " + a.c.allowedList
 	}
 	a.errorAt(at, ruleAllowedImports, "import of '"+spec+"' is not allowed: import other tools by relative path ('./lib/x') or only the allowed modules ("+allowed+")")
+}
+
+// moduleRoot is the package a bare module path names: "lodash" for
+// "lodash/fp", "@scope/pkg" for "@scope/pkg/sub".
+func moduleRoot(bare string) string {
+	k := strings.IndexByte(bare, '/')
+	if k < 0 {
+		return bare
+	}
+	if !strings.HasPrefix(bare, "@") {
+		return bare[:k]
+	}
+	if k2 := strings.IndexByte(bare[k+1:], '/'); k2 >= 0 {
+		return bare[:k+1+k2]
+	}
+	return bare
 }
 
 // number applies no-magic-numbers to numeric literal i.

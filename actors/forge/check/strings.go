@@ -317,28 +317,33 @@ func secretAt(t []byte) (int, bool) {
 			continue
 		}
 		j := k
-		var letter, upper, lower, digit bool
-		for ; j < len(t) && isTokenByte(t[j]); j++ {
-			c := t[j]
-			switch {
-			case c >= '0' && c <= '9':
-				digit = true
-			case c >= 'a' && c <= 'z':
-				letter, lower = true, true
-			case c >= 'A' && c <= 'Z':
-				letter, upper = true, true
-			}
+		for j < len(t) && isTokenByte(t[j]) {
+			j++
 		}
-		n := j - k
-		if n >= 24 && letter && digit && !spaced {
-			return k, true
-		}
-		if n >= 32 && upper && lower && digit {
+		if looksSecret(t[k:j], spaced) {
 			return k, true
 		}
 		k = j
 	}
 	return 0, false
+}
+
+// looksSecret reports whether the token tok (a run of token bytes) looks
+// like a key: 24 or more letters and digits in an unspaced text, or 32 or
+// more mixing upper case, lower case and digits.
+func looksSecret(tok []byte, spaced bool) bool {
+	var letter, upper, lower, digit bool
+	for _, c := range tok {
+		switch {
+		case c >= '0' && c <= '9':
+			digit = true
+		case c >= 'a' && c <= 'z':
+			letter, lower = true, true
+		case c >= 'A' && c <= 'Z':
+			letter, upper = true, true
+		}
+	}
+	return len(tok) >= 24 && letter && digit && !spaced || len(tok) >= 32 && upper && lower && digit
 }
 
 // preview shows the start of a secret without repeating all of it.
