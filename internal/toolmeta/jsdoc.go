@@ -19,75 +19,105 @@ import (
 func parseJSDoc(c string) (desc string, tags []string, params map[string]string) {
 	c = strings.TrimPrefix(c, "/**")
 	c = strings.TrimSuffix(c, "*/")
-	var d strings.Builder
-	addDesc := func(s string) {
-		s = inlineTags(s)
-		for _, w := range strings.Fields(s) {
-			if d.Len() > 0 {
-				d.WriteByte(' ')
-			}
-			d.WriteString(w)
-		}
-	}
-	seenTag := map[string]bool{}
-	addTags := func(s string) {
-		for _, t := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
-			t = strings.ToLower(strings.TrimLeft(t, "#"))
-			if t != "" && !seenTag[t] {
-				seenTag[t] = true
-				tags = append(tags, t)
-			}
-		}
-	}
-	cur := ""          // the block tag whose text continues on the next line
-	var curText string // its text so far (for @param)
-	endTag := func() {
-		if cur == "param" || cur == "arg" || cur == "argument" {
-			name, text := paramDoc(curText)
-			if name != "" && text != "" {
-				if params == nil {
-					params = map[string]string{}
-				}
-				params[name] = text
-			}
-		}
-		cur, curText = "", ""
-	}
+	var p jsdoc
 	for _, line := range strings.Split(c, "\n") {
-		line = strings.TrimSpace(line)
-		line = strings.TrimSpace(strings.TrimPrefix(line, "*"))
-		if strings.Trim(line, "*") == "" {
-			line = "" // a rule of stars
+		p.line(line)
+	}
+	p.endTag()
+	return p.desc.String(), p.tags, p.params
+}
+
+// jsdoc is a JSDoc comment being parsed, line by line.
+type jsdoc struct {
+	desc    strings.Builder
+	tags    []string
+	seenTag map[string]bool
+	params  map[string]string
+	cur     string // the block tag whose text continues on the next line
+	curText string // its text so far (for @param)
+}
+
+// line reads one line of the comment.
+func (p *jsdoc) line(line string) {
+	line = strings.TrimSpace(line)
+	line = strings.TrimSpace(strings.TrimPrefix(line, "*"))
+	if strings.Trim(line, "*") == "" {
+		line = "" // a rule of stars
+	}
+	for i, seg := range splitTags(line) {
+		if i == 0 && !strings.HasPrefix(seg, "@") {
+			p.text(seg) // text before any tag on this line
+			continue
 		}
-		segs := splitTags(line)
-		for i, seg := range segs {
-			if i == 0 && !strings.HasPrefix(seg, "@") {
-				// Text before any tag on this line.
-				if cur == "" || cur == "description" {
-					addDesc(seg)
-				} else {
-					curText += " " + seg
-				}
-				continue
+		p.endTag()
+		p.blockTag(seg)
+	}
+}
+
+// text is text outside a tag: the description's, or the current tag's.
+func (p *jsdoc) text(seg string) {
+	if p.cur == "" || p.cur == "description" {
+		p.addDesc(seg)
+	} else {
+		p.curText += " " + seg
+	}
+}
+
+// blockTag starts the block tag seg ("@tag a, b", "@param x - ...").
+func (p *jsdoc) blockTag(seg string) {
+	name, body := seg[1:], ""
+	if j := strings.IndexFunc(name, unicode.IsSpace); j >= 0 {
+		name, body = name[:j], strings.TrimSpace(name[j:])
+	}
+	switch strings.ToLower(name) {
+	case "tag", "tags":
+		p.addTags(body)
+	case "description", "desc", "summary":
+		p.addDesc(body)
+		p.cur = "description"
+	default:
+		p.cur, p.curText = strings.ToLower(name), body
+	}
+}
+
+// addDesc adds the words of s to the description.
+func (p *jsdoc) addDesc(s string) {
+	for _, w := range strings.Fields(inlineTags(s)) {
+		if p.desc.Len() > 0 {
+			p.desc.WriteByte(' ')
+		}
+		p.desc.WriteString(w)
+	}
+}
+
+// addTags adds the tags s lists (comma or space separated), lowercased,
+// each once.
+func (p *jsdoc) addTags(s string) {
+	for _, t := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+		t = strings.ToLower(strings.TrimLeft(t, "#"))
+		if t == "" || p.seenTag[t] {
+			continue
+		}
+		if p.seenTag == nil {
+			p.seenTag = map[string]bool{}
+		}
+		p.seenTag[t] = true
+		p.tags = append(p.tags, t)
+	}
+}
+
+// endTag ends the current block tag, keeping a @param's description.
+func (p *jsdoc) endTag() {
+	if p.cur == "param" || p.cur == "arg" || p.cur == "argument" {
+		name, text := paramDoc(p.curText)
+		if name != "" && text != "" {
+			if p.params == nil {
+				p.params = map[string]string{}
 			}
-			endTag()
-			name, body := seg[1:], ""
-			if j := strings.IndexFunc(name, unicode.IsSpace); j >= 0 {
-				name, body = name[:j], strings.TrimSpace(name[j:])
-			}
-			switch strings.ToLower(name) {
-			case "tag", "tags":
-				addTags(body)
-			case "description", "desc", "summary":
-				addDesc(body)
-				cur = "description"
-			default:
-				cur, curText = strings.ToLower(name), body
-			}
+			p.params[name] = text
 		}
 	}
-	endTag()
-	return d.String(), tags, params
+	p.cur, p.curText = "", ""
 }
 
 // splitTags splits a JSDoc line before each block tag: an @ at the start or
