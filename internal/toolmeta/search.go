@@ -46,6 +46,19 @@ var stopWords = func() map[string]bool {
 }()
 
 // tokenize appends the index terms of s to out.
+// caseBreak reports whether a word breaks before the letter r, after
+// prev and followed by rest: fooBar -> foo|Bar; HTTPResponse ->
+// HTTP|Response; but URLs and getURLs2 keep their plural s.
+func caseBreak(prev, r rune, rest string) bool {
+	if !unicode.IsUpper(r) {
+		return false
+	}
+	next, n := utf8.DecodeRuneInString(rest)
+	after, _ := utf8.DecodeRuneInString(rest[n:])
+	plural := next == 's' && !unicode.IsLower(after)
+	return unicode.IsLower(prev) || unicode.IsDigit(prev) || unicode.IsUpper(prev) && unicode.IsLower(next) && !plural
+}
+
 func tokenize(s string, out []string) []string {
 	var word []rune
 	flush := func() {
@@ -67,16 +80,8 @@ func tokenize(s string, out []string) []string {
 			prev = 0
 			continue
 		}
-		if unicode.IsUpper(r) && len(word) > 0 {
-			rest := s[i+utf8.RuneLen(r):]
-			next, n := utf8.DecodeRuneInString(rest)
-			after, _ := utf8.DecodeRuneInString(rest[n:])
-			// fooBar -> foo|Bar; HTTPResponse -> HTTP|Response; but URLs
-			// and getURLs2 keep their plural s.
-			plural := next == 's' && !unicode.IsLower(after)
-			if unicode.IsLower(prev) || unicode.IsDigit(prev) || unicode.IsUpper(prev) && unicode.IsLower(next) && !plural {
-				flush()
-			}
+		if len(word) > 0 && caseBreak(prev, r, s[i+utf8.RuneLen(r):]) {
+			flush()
 		}
 		word = append(word, r)
 		prev = r
@@ -481,6 +486,13 @@ func (x *Inverted) Verify(usage map[string]int) []string {
 	if x.n != len(usage) || len(x.byPath) != len(usage) {
 		bad = append(bad, fmt.Sprintf("index holds %d docs (%d paths), want %d tools", x.n, len(x.byPath), len(usage)))
 	}
+	bad = x.verifyDocs(bad, usage)
+	return x.verifyPostings(bad)
+}
+
+// verifyDocs adds to bad what is wrong with the documents: each path's
+// document, usage and the fields' total lengths.
+func (x *Inverted) verifyDocs(bad []string, usage map[string]int) []string {
 	var sum [numFields]int
 	for p, id := range x.byPath {
 		d := x.docs[id]
@@ -499,6 +511,12 @@ func (x *Inverted) Verify(usage map[string]int) []string {
 	if sum != x.sumLen {
 		bad = append(bad, fmt.Sprintf("field lengths %v, index says %v", sum, x.sumLen))
 	}
+	return bad
+}
+
+// verifyPostings adds to bad what is wrong with the postings: empty,
+// unsorted, or pointing to a removed document.
+func (x *Inverted) verifyPostings(bad []string) []string {
 	for w, ps := range x.post {
 		if len(ps) == 0 {
 			bad = append(bad, fmt.Sprintf("empty postings for %q", w))
