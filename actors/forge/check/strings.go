@@ -70,14 +70,6 @@ func (a *analyzer) decode(i int32) decoded {
 
 // escape appends the value of escape sequence e found at offset at.
 func (d *decoded) escape(e []byte, at uint32) {
-	put := func(r rune) {
-		var buf [utf8.UTFMax]byte
-		k := utf8.EncodeRune(buf[:], r)
-		for j := 0; j < k; j++ {
-			d.text = append(d.text, buf[j])
-			d.offs = append(d.offs, at)
-		}
-	}
 	if len(e) < 2 || e[0] != '\\' {
 		for j := range e {
 			d.text = append(d.text, e[j])
@@ -85,41 +77,51 @@ func (d *decoded) escape(e []byte, at uint32) {
 		}
 		return
 	}
-	switch c := e[1]; c {
-	case 'n':
-		put('\n')
-	case 't':
-		put('\t')
-	case 'r':
-		put('\r')
-	case 'v':
-		put('\v')
-	case 'f':
-		put('\f')
-	case 'b':
-		put('\b')
-	case '0':
-		put(0)
+	c := e[1]
+	if r, ok := simpleEscapes[c]; ok {
+		d.put(r, at)
+		return
+	}
+	switch c {
 	case '\n', '\r':
 		// line continuation: no character
 	case 'x', 'u':
-		hex := string(e[2:])
-		if c == 'u' && strings.HasPrefix(hex, "{") {
-			hex = strings.Trim(hex, "{}")
-		}
-		v, err := strconv.ParseUint(hex, 16, 32)
-		if err != nil || v > utf8.MaxRune {
-			put(utf8.RuneError)
-			return
-		}
-		if d.obfuscated < 0 && (c == 'x' || (v >= 0x20 && v < 0x7f)) {
-			d.obfuscated = int64(at)
-		}
-		put(rune(v))
+		d.hexEscape(c, string(e[2:]), at)
 	default:
 		r, _ := utf8.DecodeRune(e[1:])
-		put(r)
+		d.put(r, at)
 	}
+}
+
+// simpleEscapes are the one-letter escapes, by letter.
+var simpleEscapes = map[byte]rune{'n': '\n', 't': '\t', 'r': '\r', 'v': '\v', 'f': '\f', 'b': '\b', '0': 0}
+
+// put appends r, encoded, every byte of it at the escape's offset at.
+func (d *decoded) put(r rune, at uint32) {
+	var buf [utf8.UTFMax]byte
+	k := utf8.EncodeRune(buf[:], r)
+	for j := 0; j < k; j++ {
+		d.text = append(d.text, buf[j])
+		d.offs = append(d.offs, at)
+	}
+}
+
+// hexEscape appends the character of \xHH or \uHHHH / \u{H...} (c is x
+// or u, hex the digits), noting the first escape that spells a plain
+// character (obfuscation).
+func (d *decoded) hexEscape(c byte, hex string, at uint32) {
+	if c == 'u' && strings.HasPrefix(hex, "{") {
+		hex = strings.Trim(hex, "{}")
+	}
+	v, err := strconv.ParseUint(hex, 16, 32)
+	if err != nil || v > utf8.MaxRune {
+		d.put(utf8.RuneError, at)
+		return
+	}
+	if d.obfuscated < 0 && (c == 'x' || (v >= 0x20 && v < 0x7f)) {
+		d.obfuscated = int64(at)
+	}
+	d.put(rune(v), at)
 }
 
 var (
