@@ -13,7 +13,7 @@ import (
 // metadata.
 const (
 	sharedEntries   = 16       // trees kept, the oldest replaced first
-	maxSharedSource = 64 << 10 // larger sources are parsed but not kept
+	maxSharedSource = 16 << 10 // larger sources are parsed but not kept (at most about 4 MB kept)
 )
 
 type sharedEntry struct {
