@@ -887,21 +887,34 @@ func moduleRoot(bare string) string {
 func (a *analyzer) number(i int32) {
 	raw := string(a.text(i))
 	v, ok := parseNumber(raw)
-	if !ok {
+	if !ok || a.n(i).inType || a.n(i).inEnum { // a literal type, or a named enum member
 		return
 	}
-	if a.n(i).inType || a.n(i).inEnum {
-		return // a literal type, or a named enum member
+	if a.allowedNumber(i, v) {
+		return
 	}
+	a.errorAt(a.n(i).start, ruleMagicNumbers,
+		"Found magic number "+numberText(raw, v)+": pass it as an argument (args.x) or name it in the tool's parameters")
+}
+
+// allowedNumber reports whether the number literal i of value v (negated
+// when it follows a unary minus) is one of the allowed numbers.
+func (a *analyzer) allowedNumber(i int32, v float64) bool {
 	negated := false
 	if p := a.n(i).parent; p >= 0 && a.n(p).kind == kUnaryExpr && a.hasToken(p, tMinus) {
 		negated = true
 	}
 	for _, x := range a.c.allowedNumbers {
 		if x == v || (negated && x == -v) {
-			return
+			return true
 		}
 	}
+	return false
+}
+
+// numberText shows the literal raw, with its value v when it reads
+// otherwise ("0x10 (= 16)").
+func numberText(raw string, v float64) string {
 	format := byte('f')
 	if math.Abs(v) >= 1e21 || (v != 0 && math.Abs(v) < 1e-6) {
 		format = 'g'
@@ -910,8 +923,7 @@ func (a *analyzer) number(i int32) {
 	if shown != raw {
 		shown = raw + " (= " + shown + ")"
 	}
-	a.errorAt(a.n(i).start, ruleMagicNumbers,
-		"Found magic number "+shown+": pass it as an argument (args.x) or name it in the tool's parameters")
+	return shown
 }
 
 // namedSecret reports a credential-like name (password, token, apiKey ...)

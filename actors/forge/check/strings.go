@@ -25,19 +25,27 @@ type decoded struct {
 }
 
 // decode decodes string or template literal i.
+// unquoted is the span start..end of a string or template literal
+// without its quotes.
+func (a *analyzer) unquoted(start, end uint32) (uint32, uint32) {
+	if end <= start {
+		return start, end
+	}
+	q := a.src[start]
+	if q != '\'' && q != '"' && q != '`' {
+		return start, end
+	}
+	start++
+	if end > start && a.src[end-1] == q {
+		end--
+	}
+	return start, end
+}
+
 func (a *analyzer) decode(i int32) decoded {
 	n := a.n(i)
 	d := decoded{obfuscated: -1}
-	start, end := n.start, n.end
-	if end > start {
-		q := a.src[start]
-		if q == '\'' || q == '"' || q == '`' {
-			start++
-			if end > start && a.src[end-1] == q {
-				end--
-			}
-		}
-	}
+	start, end := a.unquoted(n.start, n.end)
 	d.text = make([]byte, 0, end-start)
 	d.offs = make([]uint32, 0, end-start)
 	pos := start
