@@ -447,6 +447,15 @@ func (a *analyzer) assignment(i int32) {
 // concatenations, a part the grammar could not parse, a Markdown fence,
 // the default export.
 func (a *analyzer) wholeSource() {
+	a.reviewRisks()
+	if a.lint {
+		a.lintWhole()
+	}
+}
+
+// reviewRisks rates what makes the source hard to review: its size and
+// its string building.
+func (a *analyzer) reviewRisks() {
 	if len(a.src) > maxQuietSize {
 		a.risk(RiskMedium, 0, "the source is "+strconv.Itoa(len(a.src))+" bytes long (over "+
 			strconv.Itoa(maxQuietSize)+"): too large to review by eye")
@@ -455,19 +464,24 @@ func (a *analyzer) wholeSource() {
 		a.risk(RiskMedium, a.concatAt, strconv.Itoa(a.concats)+" string concatenations with literals (over "+
 			strconv.Itoa(maxQuietConcats)+") can assemble hidden code or commands")
 	}
-	if a.lint && a.t.hasError {
+}
+
+// lintWhole reports what is wrong with the source as a whole: a part the
+// grammar could not parse, a Markdown fence, no default export.
+func (a *analyzer) lintWhole() {
+	if a.t.hasError {
 		if at, ok := a.firstTreeError(); ok {
 			a.report(SeverityWarning, at, ruleParseIncomplete,
 				"the checker's TypeScript grammar could not parse this part, so the analysis here may be incomplete: prefer plainer syntax")
 			a.risk(RiskMedium, at, "part of the source could not be analysed")
 		}
 	}
-	if a.lint && bytes.HasPrefix(bytes.TrimLeft(a.src, " \t\r\n\ufeff"), []byte("```")) {
+	if bytes.HasPrefix(bytes.TrimLeft(a.src, " \t\r\n\ufeff"), []byte("```")) {
 		// It compiles (a tagged template literal), and would fail at run time.
 		a.errorAt(0, ruleMarkdownFence,
 			"the source starts with a Markdown code fence (```): save or submit the TypeScript alone, without the fence lines")
 	}
-	if a.lint && !a.hasDefault {
+	if !a.hasDefault {
 		a.report(SeverityWarning, 0, ruleDefaultExport,
 			"the module has no default export: a tool MUST `export default function (args) { ... }` to be runnable (a library module that other tools require may ignore this)")
 	}
@@ -994,18 +1008,25 @@ func splitWords(id string) []string {
 		}
 	}
 	for k := 0; k < len(id); k++ {
-		ch := id[k]
-		switch {
-		case ch == '_' || ch == '-' || ch == '.' || ch == ' ':
+		if isWordSeparator(id[k]) {
 			flush(k)
 			start = k + 1
-		case k > 0 && ch >= 'A' && ch <= 'Z' && id[k-1] >= 'a' && id[k-1] <= 'z':
+		} else if k > 0 && isLowerToUpper(id[k-1], id[k]) {
 			flush(k)
 			start = k
 		}
 	}
 	flush(len(id))
 	return words
+}
+
+// isWordSeparator reports whether ch separates the words of a name.
+func isWordSeparator(ch byte) bool { return ch == '_' || ch == '-' || ch == '.' || ch == ' ' }
+
+// isLowerToUpper reports whether a camel-case word starts at ch (after
+// prev): apiKey -> api|Key.
+func isLowerToUpper(prev, ch byte) bool {
+	return ch >= 'A' && ch <= 'Z' && prev >= 'a' && prev <= 'z'
 }
 
 // firstTreeError returns the position of the first ERROR or MISSING node.

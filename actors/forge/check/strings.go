@@ -172,14 +172,20 @@ func (a *analyzer) isModuleSpecifier(i int32) bool {
 	case kImportStatement, kExportStatement, kImportRequireClause:
 		return n.field == fSource
 	case kArguments:
-		call := a.n(p).parent
-		if call < 0 || a.n(call).kind != kCallExpr || a.firstNamed(p) != i {
-			return false
-		}
-		fn := a.unwrap(a.child(call, fFunction))
-		return fn >= 0 && (a.n(fn).kind == kImport || (a.n(fn).kind == kIdentifier && a.is(fn, "require")))
+		return a.isLoaderArgument(p, i)
 	}
 	return false
+}
+
+// isLoaderArgument reports whether i is the first argument (of the
+// argument list args) of a require(...) or import(...) call.
+func (a *analyzer) isLoaderArgument(args, i int32) bool {
+	call := a.n(args).parent
+	if call < 0 || a.n(call).kind != kCallExpr || a.firstNamed(args) != i {
+		return false
+	}
+	fn := a.unwrap(a.child(call, fFunction))
+	return fn >= 0 && (a.n(fn).kind == kImport || (a.n(fn).kind == kIdentifier && a.is(fn, "require")))
 }
 
 // stringLiteral runs the text rules and risk probes on literal i.
@@ -342,18 +348,22 @@ func secretAt(t []byte) (int, bool) {
 // like a key: 24 or more letters and digits in an unspaced text, or 32 or
 // more mixing upper case, lower case and digits.
 func looksSecret(tok []byte, spaced bool) bool {
-	var letter, upper, lower, digit bool
+	cs := classesOf(tok)
+	letter := cs.lower || cs.upper
+	return len(tok) >= 24 && letter && cs.digit && !spaced || len(tok) >= 32 && cs.upper && cs.lower && cs.digit
+}
+
+// charClasses says which ASCII classes a token holds.
+type charClasses struct{ lower, upper, digit bool }
+
+func classesOf(tok []byte) charClasses {
+	var cs charClasses
 	for _, c := range tok {
-		switch {
-		case c >= '0' && c <= '9':
-			digit = true
-		case c >= 'a' && c <= 'z':
-			letter, lower = true, true
-		case c >= 'A' && c <= 'Z':
-			letter, upper = true, true
-		}
+		cs.digit = cs.digit || c >= '0' && c <= '9'
+		cs.lower = cs.lower || c >= 'a' && c <= 'z'
+		cs.upper = cs.upper || c >= 'A' && c <= 'Z'
 	}
-	return len(tok) >= 24 && letter && digit && !spaced || len(tok) >= 32 && upper && lower && digit
+	return cs
 }
 
 // preview shows the start of a secret without repeating all of it.
