@@ -4,10 +4,13 @@
 //
 // # Extraction
 //
-// Extract parses a tool's TypeScript source with the tree-sitter grammar
-// and reads its description (the leading JSDoc: the one right before the
-// default export, else before the declaration the default export names,
-// else the first before the first statement), its @tag lines and the JSON
+// Extract parses a tool's TypeScript source with the one front end the
+// checker also uses (internal/tsparse: tree-sitter's grammar, its tree
+// copied flat into Go, the latest sources' trees shared, so that a source
+// the checker just parsed is not parsed again) and reads its description
+// (the leading JSDoc: the one right before the default export, else before
+// the declaration the default export names, else the first before the
+// first statement), its @tag lines and the JSON
 // Schema of the default export's first parameter when its type is declared
 // (inline object types, local interfaces and type aliases, number /
 // string / boolean / arrays / nested objects / literal unions; anything

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,18 @@ func BenchmarkExtract(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Extract(src)
+	}
+}
+
+// BenchmarkExtractNewSource extracts a source that differs every
+// iteration: a parse each time (BenchmarkExtract's one source is parsed
+// once and then shared, see tsparse.Shared).
+func BenchmarkExtractNewSource(b *testing.B) {
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		Extract([]byte(compoundSrc + "// " + strconv.Itoa(i) + "\n"))
 	}
 }
 

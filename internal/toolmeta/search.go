@@ -3,6 +3,7 @@ package toolmeta
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -45,6 +46,19 @@ var stopWords = func() map[string]bool {
 }()
 
 // tokenize appends the index terms of s to out.
+// caseBreak reports whether a word breaks before the letter r, after
+// prev and followed by rest: fooBar -> foo|Bar; HTTPResponse ->
+// HTTP|Response; but URLs and getURLs2 keep their plural s.
+func caseBreak(prev, r rune, rest string) bool {
+	if !unicode.IsUpper(r) {
+		return false
+	}
+	next, n := utf8.DecodeRuneInString(rest)
+	after, _ := utf8.DecodeRuneInString(rest[n:])
+	plural := next == 's' && !unicode.IsLower(after)
+	return unicode.IsLower(prev) || unicode.IsDigit(prev) || unicode.IsUpper(prev) && unicode.IsLower(next) && !plural
+}
+
 func tokenize(s string, out []string) []string {
 	var word []rune
 	flush := func() {
@@ -66,16 +80,8 @@ func tokenize(s string, out []string) []string {
 			prev = 0
 			continue
 		}
-		if unicode.IsUpper(r) && len(word) > 0 {
-			rest := s[i+utf8.RuneLen(r):]
-			next, n := utf8.DecodeRuneInString(rest)
-			after, _ := utf8.DecodeRuneInString(rest[n:])
-			// fooBar -> foo|Bar; HTTPResponse -> HTTP|Response; but URLs
-			// and getURLs2 keep their plural s.
-			plural := next == 's' && !unicode.IsLower(after)
-			if unicode.IsLower(prev) || unicode.IsDigit(prev) || unicode.IsUpper(prev) && unicode.IsLower(next) && !plural {
-				flush()
-			}
+		if len(word) > 0 && caseBreak(prev, r, s[i+utf8.RuneLen(r):]) {
+			flush()
 		}
 		word = append(word, r)
 		prev = r
@@ -258,32 +264,45 @@ func (x *Inverted) search(query string, limit int) []match {
 	}
 	sc := scratches.Get().(*scratch)
 	defer scratches.Put(sc)
-	terms := tokenize(query, sc.terms[:0])
-	sc.terms = terms
-	// Distinct terms, in query order.
-	uniq := terms[:0]
-	for _, t := range terms {
-		dup := false
-		for _, u := range uniq {
-			if u == t {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			uniq = append(uniq, t)
-		}
-	}
+	sc.terms = tokenize(query, sc.terms[:0])
+	uniq := uniqueTerms(sc.terms)
 	if len(uniq) == 0 {
 		return nil
 	}
-	if cap(sc.norm) < len(x.docs) {
-		sc.norm = make([]float64, len(x.docs), len(x.docs)+len(x.docs)/4)
-		sc.raw = make([]float64, len(x.docs), cap(sc.norm))
+	sc.reset(len(x.docs))
+	denom := x.accumulate(sc, uniq)
+	if limit > 64 {
+		return x.sortAll(sc, denom, limit)
 	}
-	sc.norm, sc.raw = sc.norm[:len(x.docs)], sc.raw[:len(x.docs)]
-	touched := sc.touched[:0]
+	return x.best(sc, denom, limit)
+}
 
+// uniqueTerms are the distinct terms, in query order (in terms' storage).
+func uniqueTerms(terms []string) []string {
+	uniq := terms[:0]
+	for _, t := range terms {
+		if !slices.Contains(uniq, t) {
+			uniq = append(uniq, t)
+		}
+	}
+	return uniq
+}
+
+// reset readies the accumulators for n documents (all zero: every search
+// zeroes what it touched).
+func (sc *scratch) reset(n int) {
+	if cap(sc.norm) < n {
+		sc.norm = make([]float64, n, n+n/4)
+		sc.raw = make([]float64, n, cap(sc.norm))
+	}
+	sc.norm, sc.raw = sc.norm[:n], sc.raw[:n]
+	sc.touched = sc.touched[:0]
+}
+
+// accumulate adds every document's BM25F score for the terms to sc.raw,
+// and, capped per term at the ideal match's, to sc.norm; it returns the
+// sum of the ideal scores (the normalisation's denominator).
+func (x *Inverted) accumulate(sc *scratch, terms []string) (denom float64) {
 	// Per field: tf / ((1-b) + b·len/avg) = tf / (a + c·len).
 	n := float64(x.n)
 	var c [numFields]float64
@@ -292,71 +311,88 @@ func (x *Inverted) search(query string, limit int) []match {
 			c[f] = bm25B * n / float64(x.sumLen[f])
 		}
 	}
-	a := 1 - bm25B
-	var denom float64
-	for _, t := range uniq {
+	for _, t := range terms {
 		ps := x.post[t]
 		df := float64(len(ps))
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 		ideal := idf * idealTF / (bm25K1 + idealTF)
 		denom += ideal
 		for i := range ps {
-			p := &ps[i]
-			d := &x.docs[p.doc]
-			var tf float64
-			for f := fieldID(0); f < numFields; f++ {
-				if p.tf[f] != 0 {
-					norm := 1.0
-					if c[f] != 0 {
-						norm = a + c[f]*float64(d.lens[f])
-					}
-					tf += fieldWeights[f] * float64(p.tf[f]) / norm
-				}
-			}
-			s := idf * tf / (bm25K1 + tf)
-			if sc.raw[p.doc] == 0 {
-				touched = append(touched, p.doc)
-			}
-			sc.raw[p.doc] += s
-			sc.norm[p.doc] += min(s, ideal)
+			tf := x.weightedTF(&ps[i], &c)
+			sc.add(ps[i].doc, idf*tf/(bm25K1+tf), ideal)
 		}
 	}
-	sc.touched = touched
+	return denom
+}
 
-	better := func(m, o match) bool {
-		if m.score != o.score {
-			return m.score > o.score
-		}
-		if m.raw != o.raw {
-			return m.raw > o.raw
-		}
-		if um, uo := x.docs[m.doc].usage, x.docs[o.doc].usage; um != uo {
-			return um > uo
-		}
-		return x.docs[m.doc].path < x.docs[o.doc].path
-	}
-	scoreOf := func(id int32) match {
-		m := match{doc: id, score: math.Round(min(sc.norm[id]/denom, 1)*1e4) / 1e4, raw: sc.raw[id]}
-		sc.norm[id], sc.raw[id] = 0, 0
-		return m
-	}
-	if limit > 64 {
-		// A large limit: sort every match.
-		all := make([]match, len(touched))
-		for i, id := range touched {
-			all[i] = scoreOf(id)
-		}
-		sort.Slice(all, func(i, j int) bool { return better(all[i], all[j]) })
-		return all[:min(limit, len(all))]
-	}
-	// Keep the best limit in a sorted slice.
-	top := make([]match, 0, min(limit, len(touched)))
-	for _, id := range touched {
-		m := scoreOf(id)
-		if len(top) == limit && !better(m, top[len(top)-1]) {
+// weightedTF is the posting p's term frequency, normalised by each field's
+// length (c: see accumulate) and weighted by field.
+func (x *Inverted) weightedTF(p *posting, c *[numFields]float64) float64 {
+	d := &x.docs[p.doc]
+	var tf float64
+	for f := fieldID(0); f < numFields; f++ {
+		if p.tf[f] == 0 {
 			continue
 		}
-		i := sort.Search(len(top), func(i int) bool { return better(m, top[i]) })
+		norm := 1.0
+		if c[f] != 0 {
+			norm = (1 - bm25B) + c[f]*float64(d.lens[f])
+		}
+		tf += fieldWeights[f] * float64(p.tf[f]) / norm
+	}
+	return tf
+}
+
+// add adds the score s of one term to document doc (capped at ideal in
+// norm).
+func (sc *scratch) add(doc int32, s, ideal float64) {
+	if sc.raw[doc] == 0 {
+		sc.touched = append(sc.touched, doc)
+	}
+	sc.raw[doc] += s
+	sc.norm[doc] += min(s, ideal)
+}
+
+// take is document id's match, its accumulators zeroed for the next search.
+func (sc *scratch) take(id int32, denom float64) match {
+	m := match{doc: id, score: math.Round(min(sc.norm[id]/denom, 1)*1e4) / 1e4, raw: sc.raw[id]}
+	sc.norm[id], sc.raw[id] = 0, 0
+	return m
+}
+
+// better orders matches: by score, then BM25F, then usage, then path.
+func (x *Inverted) better(m, o match) bool {
+	if m.score != o.score {
+		return m.score > o.score
+	}
+	if m.raw != o.raw {
+		return m.raw > o.raw
+	}
+	if um, uo := x.docs[m.doc].usage, x.docs[o.doc].usage; um != uo {
+		return um > uo
+	}
+	return x.docs[m.doc].path < x.docs[o.doc].path
+}
+
+// sortAll sorts every match (a large limit) and returns the best limit.
+func (x *Inverted) sortAll(sc *scratch, denom float64, limit int) []match {
+	all := make([]match, len(sc.touched))
+	for i, id := range sc.touched {
+		all[i] = sc.take(id, denom)
+	}
+	sort.Slice(all, func(i, j int) bool { return x.better(all[i], all[j]) })
+	return all[:min(limit, len(all))]
+}
+
+// best keeps the best limit matches in a sorted slice.
+func (x *Inverted) best(sc *scratch, denom float64, limit int) []match {
+	top := make([]match, 0, min(limit, len(sc.touched)))
+	for _, id := range sc.touched {
+		m := sc.take(id, denom)
+		if len(top) == limit && !x.better(m, top[len(top)-1]) {
+			continue
+		}
+		i := sort.Search(len(top), func(i int) bool { return x.better(m, top[i]) })
 		if len(top) < limit {
 			top = append(top, match{})
 		}
@@ -450,6 +486,13 @@ func (x *Inverted) Verify(usage map[string]int) []string {
 	if x.n != len(usage) || len(x.byPath) != len(usage) {
 		bad = append(bad, fmt.Sprintf("index holds %d docs (%d paths), want %d tools", x.n, len(x.byPath), len(usage)))
 	}
+	bad = x.verifyDocs(bad, usage)
+	return x.verifyPostings(bad)
+}
+
+// verifyDocs adds to bad what is wrong with the documents: each path's
+// document, usage and the fields' total lengths.
+func (x *Inverted) verifyDocs(bad []string, usage map[string]int) []string {
 	var sum [numFields]int
 	for p, id := range x.byPath {
 		d := x.docs[id]
@@ -468,6 +511,12 @@ func (x *Inverted) Verify(usage map[string]int) []string {
 	if sum != x.sumLen {
 		bad = append(bad, fmt.Sprintf("field lengths %v, index says %v", sum, x.sumLen))
 	}
+	return bad
+}
+
+// verifyPostings adds to bad what is wrong with the postings: empty,
+// unsorted, or pointing to a removed document.
+func (x *Inverted) verifyPostings(bad []string) []string {
 	for w, ps := range x.post {
 		if len(ps) == 0 {
 			bad = append(bad, fmt.Sprintf("empty postings for %q", w))

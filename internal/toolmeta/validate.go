@@ -23,9 +23,9 @@ type Params struct {
 // (no parameter, an untyped one, or an untyped destructuring pattern): its
 // arguments are then not validated.
 //
-// IMPORTANT: it parses src (tree-sitter, about a millisecond for a small
-// tool); callers running a tool many times MUST cache the result by content
-// hash.
+// IMPORTANT: it parses src (tree-sitter, tens of microseconds for a small
+// tool, unless the checker has just parsed the same source: tsparse.Shared);
+// callers running a tool many times MUST cache the result by content hash.
 func ParamsOf(src []byte) *Params {
 	m := Extract(src)
 	if m.params == nil || !m.declared {
@@ -140,30 +140,40 @@ func checkItems(s *schema, x []any, path string) error {
 // missing is an error), then its other members against
 // s.AdditionalProperties.
 func checkObject(s *schema, x map[string]any, path string) error {
-	named := make(map[string]bool, len(s.Properties))
 	for _, p := range s.Properties {
-		named[p.Name] = true
-		e, present := x[p.Name]
-		if !present {
-			if p.Schema.optional || !contains(s.Required, p.Name) {
-				continue
-			}
-			return &ArgsError{Path: member(path, p.Name), Expected: expected(p.Schema), Got: "nothing (the property is required)"}
-		}
-		if err := check(p.Schema, e, member(path, p.Name)); err != nil {
+		if err := checkProperty(s, p, x, path); err != nil {
 			return err
 		}
 	}
 	if s.AdditionalProperties == nil || anything(s.AdditionalProperties) {
 		return nil
 	}
+	return checkAdditional(s, x, path)
+}
+
+// checkProperty validates the named property p of the object x (of schema
+// s): absent, it must be optional.
+func checkProperty(s *schema, p property, x map[string]any, path string) error {
+	e, present := x[p.Name]
+	if present {
+		return check(p.Schema, e, member(path, p.Name))
+	}
+	if p.Schema.optional || !slices.Contains(s.Required, p.Name) {
+		return nil
+	}
+	return &ArgsError{Path: member(path, p.Name), Expected: expected(p.Schema), Got: "nothing (the property is required)"}
+}
+
+// checkAdditional validates the members of x that s does not name against
+// s.AdditionalProperties, in key order (the same error every time).
+func checkAdditional(s *schema, x map[string]any, path string) error {
 	keys := make([]string, 0, len(x))
 	for k := range x {
-		if !named[k] {
+		if !slices.ContainsFunc(s.Properties, func(p property) bool { return p.Name == k }) {
 			keys = append(keys, k)
 		}
 	}
-	sort.Strings(keys) // the same error every time
+	sort.Strings(keys)
 	for _, k := range keys {
 		if err := check(s.AdditionalProperties, x[k], member(path, k)); err != nil {
 			return err
@@ -172,52 +182,27 @@ func checkObject(s *schema, x map[string]any, path string) error {
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // member is path.name, or path["name"] when name is not an identifier.
 func member(path, name string) string {
-	ident := name != ""
-	for i, c := range name {
-		if !(c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
-			ident = false
-			break
-		}
-	}
-	if ident {
+	if isIdentifier(name) {
 		return path + "." + name
 	}
 	return path + "[" + strconv.Quote(name) + "]"
 }
 
-func hasType(t string, v any) bool {
-	switch t {
-	case "number":
-		_, ok := v.(float64)
-		return ok
-	case "string":
-		_, ok := v.(string)
-		return ok
-	case "boolean":
-		_, ok := v.(bool)
-		return ok
-	case "null":
-		return v == nil
-	case "array":
-		_, ok := v.([]any)
-		return ok
-	case "object":
-		_, ok := v.(map[string]any)
-		return ok
+// isIdentifier reports whether name is a JavaScript identifier (ASCII).
+func isIdentifier(name string) bool {
+	for i, c := range name {
+		if !(c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
 	}
-	return true
+	return name != ""
 }
+func hasType(t string, v any) bool { return !jsonTypes[t] || kindOf(v) == t }
+
+// jsonTypes are the JSON Schema types kindOf names.
+var jsonTypes = map[string]bool{"number": true, "string": true, "boolean": true, "null": true, "array": true, "object": true}
 
 // kindOf names the JSON type of v.
 func kindOf(v any) string {
@@ -250,31 +235,35 @@ func valueText(v any) string {
 // expected says in words what s accepts: "string", "one of \"a\", \"b\"",
 // "number or string", "array of number", "string or null".
 func expected(s *schema) string {
-	var out string
-	switch {
-	case len(s.Enum) == 1:
-		out = valueText(s.Enum[0])
-	case len(s.Enum) > 1:
-		parts := make([]string, len(s.Enum))
-		for i, e := range s.Enum {
-			parts[i] = valueText(e)
-		}
-		out = "one of " + strings.Join(parts, ", ")
-	case len(s.AnyOf) > 0:
-		parts := make([]string, len(s.AnyOf))
-		for i, m := range s.AnyOf {
-			parts[i] = expected(m)
-		}
-		out = strings.Join(parts, " or ")
-	case s.Type == "array" && s.Items != nil && !anything(s.Items):
-		out = "array of " + expected(s.Items)
-	case s.Type != "":
-		out = s.Type
-	default:
-		out = "any value"
-	}
+	out := expectedValue(s)
 	if s.nullable {
 		out += " or null"
 	}
 	return out
+}
+
+// expectedValue is expected without null.
+func expectedValue(s *schema) string {
+	switch {
+	case len(s.Enum) == 1:
+		return valueText(s.Enum[0])
+	case len(s.Enum) > 1:
+		return "one of " + joinEach(s.Enum, valueText, ", ")
+	case len(s.AnyOf) > 0:
+		return joinEach(s.AnyOf, expected, " or ")
+	case s.Type == "array" && s.Items != nil && !anything(s.Items):
+		return "array of " + expected(s.Items)
+	case s.Type != "":
+		return s.Type
+	}
+	return "any value"
+}
+
+// joinEach joins the texts of xs with sep.
+func joinEach[T any](xs []T, text func(T) string, sep string) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = text(x)
+	}
+	return strings.Join(parts, sep)
 }

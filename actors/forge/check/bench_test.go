@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentos-run/agentos/internal/benchutil"
+	"github.com/agentos-run/agentos/internal/toolmeta"
 	"github.com/agentos-run/agentos/transpile"
 )
 
@@ -69,4 +70,24 @@ func benchWithoutVerify(b *testing.B) {
 	v := verifyTree
 	verifyTree = nil
 	b.Cleanup(func() { verifyTree = v })
+}
+
+// BenchmarkCheckAndParamsNewSource is what an exec of a new source asks of
+// its source before it runs (with approvals on): the gate's rating
+// (CheckDeferred) and the executor's parameter check (toolmeta.ParamsOf).
+func BenchmarkCheckAndParamsNewSource(b *testing.B) {
+	benchWithoutVerify(b)
+	c := New(Options{Transpiler: transpile.New(0)})
+	b.ReportAllocs()
+	i := 0
+	cpu := benchutil.CPUTime()
+	for b.Loop() {
+		i++
+		src := []byte(fibTool + "// " + strconv.Itoa(i) + "\n")
+		c.CheckDeferred("tools/fib.ts", src)
+		if toolmeta.ParamsOf(src) == nil {
+			b.Fatal("fib declares no parameters")
+		}
+	}
+	benchutil.ReportCPU(b, cpu)
 }

@@ -209,7 +209,7 @@ func (c *Checker) check(path string, src []byte, deferred bool) Result {
 	w := c.pool.Get().(*worker)
 	defer func() {
 		if cap(w.tree.nodes) > maxPooledNodes {
-			w.tree.nodes, w.tree.lines, w.stack = nil, nil, nil // don't pin one huge source's buffers
+			w.tree.nodes, w.tree.lines = nil, nil // don't pin one huge source's buffers
 		}
 		c.pool.Put(w)
 	}()

@@ -91,41 +91,40 @@ func isSandboxGlobal(name string) bool {
 // everywhere, which can only miss a finding, never invent one.
 func (a *analyzer) declaredNames() map[string]bool {
 	var out map[string]bool
-	add := func(i int32) {
+	for i := range a.t.nodes {
+		if !a.declares(int32(i)) {
+			continue
+		}
 		if out == nil {
 			out = map[string]bool{}
 		}
-		out[a.name(i)] = true
-	}
-	for i := range a.t.nodes {
-		n := &a.t.nodes[i]
-		switch n.kind {
-		case kShorthandPattern:
-			add(int32(i))
-		case kIdentifier:
-			if n.parent < 0 {
-				continue
-			}
-			p := a.n(n.parent)
-			switch p.kind {
-			case kDeclares:
-				add(int32(i))
-			case kVariableDeclarator:
-				if n.field == fName {
-					add(int32(i))
-				}
-			case kRequiredParameter, kOptionalParameter:
-				if n.field == fPattern {
-					add(int32(i))
-				}
-			case kArrowFunction:
-				if n.field == fParameter {
-					add(int32(i))
-				}
-			}
-		}
+		out[a.name(int32(i))] = true
 	}
 	return out
+}
+
+// declaringFields are the fields in which an identifier child of a node of
+// the kind declares a name (const x, (x: T), x => ...).
+var declaringFields = map[kind]field{
+	kVariableDeclarator: fName, kRequiredParameter: fPattern, kOptionalParameter: fPattern, kArrowFunction: fParameter,
+}
+
+// declares reports whether node i declares the name it spells: a shorthand
+// pattern ({a} = ...), or an identifier a declaring node holds.
+func (a *analyzer) declares(i int32) bool {
+	n := a.n(i)
+	if n.kind == kShorthandPattern {
+		return true
+	}
+	if n.kind != kIdentifier || n.parent < 0 {
+		return false
+	}
+	pk := a.n(n.parent).kind
+	if pk == kDeclares {
+		return true
+	}
+	f, ok := declaringFields[pk]
+	return ok && n.field == f
 }
 
 // hostGlobal reports a read, at node i, of a global the sandbox lacks.

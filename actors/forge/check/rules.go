@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode"
 
-	sitter "github.com/smacker/go-tree-sitter"
+	"github.com/agentos-run/agentos/internal/tsparse"
 )
 
 // Rule ids.
@@ -447,6 +447,15 @@ func (a *analyzer) assignment(i int32) {
 // concatenations, a part the grammar could not parse, a Markdown fence,
 // the default export.
 func (a *analyzer) wholeSource() {
+	a.reviewRisks()
+	if a.lint {
+		a.lintWhole()
+	}
+}
+
+// reviewRisks rates what makes the source hard to review: its size and
+// its string building.
+func (a *analyzer) reviewRisks() {
 	if len(a.src) > maxQuietSize {
 		a.risk(RiskMedium, 0, "the source is "+strconv.Itoa(len(a.src))+" bytes long (over "+
 			strconv.Itoa(maxQuietSize)+"): too large to review by eye")
@@ -455,19 +464,24 @@ func (a *analyzer) wholeSource() {
 		a.risk(RiskMedium, a.concatAt, strconv.Itoa(a.concats)+" string concatenations with literals (over "+
 			strconv.Itoa(maxQuietConcats)+") can assemble hidden code or commands")
 	}
-	if a.lint && a.t.hasError {
+}
+
+// lintWhole reports what is wrong with the source as a whole: a part the
+// grammar could not parse, a Markdown fence, no default export.
+func (a *analyzer) lintWhole() {
+	if a.t.hasError {
 		if at, ok := a.firstTreeError(); ok {
 			a.report(SeverityWarning, at, ruleParseIncomplete,
 				"the checker's TypeScript grammar could not parse this part, so the analysis here may be incomplete: prefer plainer syntax")
 			a.risk(RiskMedium, at, "part of the source could not be analysed")
 		}
 	}
-	if a.lint && bytes.HasPrefix(bytes.TrimLeft(a.src, " \t\r\n\ufeff"), []byte("```")) {
+	if bytes.HasPrefix(bytes.TrimLeft(a.src, " \t\r\n\ufeff"), []byte("```")) {
 		// It compiles (a tagged template literal), and would fail at run time.
 		a.errorAt(0, ruleMarkdownFence,
 			"the source starts with a Markdown code fence (```): save or submit the TypeScript alone, without the fence lines")
 	}
-	if a.lint && !a.hasDefault {
+	if !a.hasDefault {
 		a.report(SeverityWarning, 0, ruleDefaultExport,
 			"the module has no default export: a tool MUST `export default function (args) { ... }` to be runnable (a library module that other tools require may ignore this)")
 	}
@@ -487,22 +501,24 @@ func (a *analyzer) concat(i int32) {
 
 // identifier handles value references to forbidden globals.
 func (a *analyzer) identifier(i int32) {
-	n := a.n(i)
 	if bytes.IndexByte(a.text(i), '\\') >= 0 {
-		a.risk(RiskHigh, n.start, "unicode escapes in a name hide which name it is")
+		a.risk(RiskHigh, a.n(i).start, "unicode escapes in a name hide which name it is")
 	}
 	name := a.name(i)
 	if _, missing := MissingGlobals[name]; missing && !a.inType(i) {
 		a.hostGlobal(i, name)
 	}
-	switch name {
-	case "process", "eval", "Function", "require", "atob", "btoa":
-		if a.inType(i) {
-			return // typeof process in a type only names a type
-		}
-	default:
-		return
+	if dangerousNames[name] && !a.inType(i) { // typeof process in a type only names a type
+		a.dangerousName(i, name)
 	}
+}
+
+// dangerousNames are the globals whose every use the rules judge.
+var dangerousNames = map[string]bool{"process": true, "eval": true, "Function": true, "require": true, "atob": true, "btoa": true}
+
+// dangerousName judges the use at node i of one of the dangerousNames.
+func (a *analyzer) dangerousName(i int32, name string) {
+	n := a.n(i)
 	switch name {
 	case "process":
 		a.process(i)
@@ -514,17 +530,23 @@ func (a *analyzer) identifier(i int32) {
 		}
 		a.eval(i, "Function")
 	case "require":
-		if a.n(a.wrapped(i)).field == fFunction && a.callOf(i) >= 0 {
-			return // checked with its call
-		}
-		if p := n.parent; p >= 0 && a.n(p).kind == kImportRequireClause {
-			return
-		}
-		a.errorAt(n.start, ruleAllowedImports, requireAsValue)
-		a.risk(RiskHigh, n.start, "require used as a value (aliased or passed around) loads modules the checker cannot see")
+		a.requireUse(i)
 	case "atob", "btoa":
 		a.risk(RiskHigh, n.start, "base64 encoding ("+name+") is a common way to hide code or data")
 	}
+}
+
+// requireUse judges the name require at node i used other than as a
+// callee (checked with its call) or in import x = require(...).
+func (a *analyzer) requireUse(i int32) {
+	if a.n(a.wrapped(i)).field == fFunction && a.callOf(i) >= 0 {
+		return // checked with its call
+	}
+	if p := a.n(i).parent; p >= 0 && a.n(p).kind == kImportRequireClause {
+		return
+	}
+	a.errorAt(a.n(i).start, ruleAllowedImports, requireAsValue)
+	a.risk(RiskHigh, a.n(i).start, "require used as a value (aliased or passed around) loads modules the checker cannot see")
 }
 
 // process reports a use of the process global (identifier or
@@ -562,32 +584,41 @@ func (a *analyzer) member(i int32) {
 	}
 	obj := a.unwrap(a.child(i, fObject))
 	if obj >= 0 && a.n(obj).kind == kIdentifier && globalObjects[a.name(obj)] {
-		if a.inType(i) {
-			return
-		}
-		if _, missing := MissingGlobals[prop]; missing && a.name(obj) == "globalThis" && prop != "process" {
-			a.errorAt(a.n(i).start, ruleNoHostGlobal, "'globalThis."+prop+"' does not exist in the agentos sandbox: "+MissingGlobals[prop])
-		}
-		switch prop {
-		case "process":
-			a.process(i)
-		case "eval", "Function":
-			a.eval(i, prop)
-		case "atob", "btoa":
-			a.risk(RiskHigh, a.n(i).start, "base64 encoding ("+prop+") is a common way to hide code or data")
-		case "require":
-			a.errorAt(a.n(i).start, ruleAllowedImports, requireAsValue)
+		if !a.inType(i) {
+			a.globalMember(i, a.name(obj), prop)
 		}
 		return
 	}
-	if prop != "constructor" {
-		return
+	if prop == "constructor" {
+		a.constructorUse(i, obj)
 	}
+}
+
+// globalMember judges the member prop of the global object named obj
+// (globalThis.eval, window.process ...), at node i.
+func (a *analyzer) globalMember(i int32, obj, prop string) {
+	if _, missing := MissingGlobals[prop]; missing && obj == "globalThis" && prop != "process" {
+		a.errorAt(a.n(i).start, ruleNoHostGlobal, "'globalThis."+prop+"' does not exist in the agentos sandbox: "+MissingGlobals[prop])
+	}
+	switch prop {
+	case "process":
+		a.process(i)
+	case "eval", "Function":
+		a.eval(i, prop)
+	case "atob", "btoa":
+		a.risk(RiskHigh, a.n(i).start, "base64 encoding ("+prop+") is a common way to hide code or data")
+	case "require":
+		a.errorAt(a.n(i).start, ruleAllowedImports, requireAsValue)
+	}
+}
+
+// constructorUse judges x.constructor at node i (obj is x): calling it or
+// passing it on reaches the Function constructor.
+func (a *analyzer) constructorUse(i, obj int32) {
 	chained := false
 	if obj >= 0 && (a.n(obj).kind == kMemberExpr || a.n(obj).kind == kSubscriptExpr) {
-		if p, ok := a.propName(obj); ok && p == "constructor" {
-			chained = true
-		}
+		p, ok := a.propName(obj)
+		chained = ok && p == "constructor"
 	}
 	if !chained && !a.isCallee(i) && a.constructorStaysPut(i) {
 		return // reading x.constructor.name, or comparing it, is harmless
@@ -640,70 +671,101 @@ func (a *analyzer) call(i int32) {
 	if fn < 0 {
 		return
 	}
-	at := a.n(i).start
 	if a.n(fn).kind == kImport {
-		if a.inType(i) {
-			return // import('./x').T names a type
-		}
-		a.errorAt(at, ruleDynamicCode,
-			"dynamic import() is forbidden: import the module statically at the top of the file (import x from './lib/x')")
-		if arg := a.firstArg(i); arg >= 0 {
-			if _, ok := a.literal(arg); ok {
-				a.specifier(arg)
-			} else {
-				a.risk(RiskHigh, at, "dynamic import() of a module chosen at run time")
-			}
-		}
+		a.dynamicImport(i)
 		return
 	}
-	if name, ok := a.globalName(fn); ok {
-		switch name {
-		case "require":
-			if a.n(fn).kind != kIdentifier {
-				break
-			}
-			arg := a.firstArg(i)
-			if _, ok := a.literal(arg); ok {
-				a.specifier(arg)
-				return
-			}
-			a.errorAt(at, ruleAllowedImports,
-				"require() needs a string literal naming the module, as require('./lib/x'): a module chosen at run time cannot be checked")
-			a.risk(RiskHigh, at, "require() of a module chosen at run time")
-			return
-		case "setTimeout", "setInterval":
-			if arg := a.firstArg(i); arg >= 0 && a.isCode(arg) {
-				a.errorAt(a.n(arg).start, ruleDynamicCode,
-					name+" with a string evaluates it as code and is forbidden: pass a function instead ("+name+"(() => { ... }, ms))")
-				a.risk(RiskCritical, a.n(arg).start, name+" with a string runs arbitrary code")
-			}
-			return
-		}
-	}
-	if a.n(fn).kind != kMemberExpr {
+	if name, ok := a.globalName(fn); ok && a.globalCall(i, fn, name) {
 		return
 	}
+	if a.n(fn).kind == kMemberExpr {
+		a.bridgeCall(i, fn)
+	}
+}
+
+// dynamicImport judges the import(...) call i.
+func (a *analyzer) dynamicImport(i int32) {
+	if a.inType(i) {
+		return // import('./x').T names a type
+	}
+	at := a.n(i).start
+	a.errorAt(at, ruleDynamicCode,
+		"dynamic import() is forbidden: import the module statically at the top of the file (import x from './lib/x')")
+	arg := a.firstArg(i)
+	if arg < 0 {
+		return
+	}
+	if _, ok := a.literal(arg); ok {
+		a.specifier(arg)
+	} else {
+		a.risk(RiskHigh, at, "dynamic import() of a module chosen at run time")
+	}
+}
+
+// globalCall judges the call i of the global name (the callee fn): require
+// and the timers that take code. It reports whether the call was judged.
+func (a *analyzer) globalCall(i, fn int32, name string) bool {
+	switch name {
+	case "require":
+		if a.n(fn).kind != kIdentifier {
+			return false
+		}
+		a.require(i)
+		return true
+	case "setTimeout", "setInterval":
+		if arg := a.firstArg(i); arg >= 0 && a.isCode(arg) {
+			a.errorAt(a.n(arg).start, ruleDynamicCode,
+				name+" with a string evaluates it as code and is forbidden: pass a function instead ("+name+"(() => { ... }, ms))")
+			a.risk(RiskCritical, a.n(arg).start, name+" with a string runs arbitrary code")
+		}
+		return true
+	}
+	return false
+}
+
+// require judges the require(...) call i: its module must be a literal.
+func (a *analyzer) require(i int32) {
+	arg := a.firstArg(i)
+	if _, ok := a.literal(arg); ok {
+		a.specifier(arg)
+		return
+	}
+	at := a.n(i).start
+	a.errorAt(at, ruleAllowedImports,
+		"require() needs a string literal naming the module, as require('./lib/x'): a module chosen at run time cannot be checked")
+	a.risk(RiskHigh, at, "require() of a module chosen at run time")
+}
+
+// bridgeRisks are the medium risks of the sanctioned bridge's calls
+// (tgp.x(...)), by method; exec_sql is judged by its SQL.
+var bridgeRisks = map[string]string{
+	"fetch":             "reaches the network (tgp.fetch)",
+	"write_file":        "writes files (tgp.write_file)",
+	"mcp_call":          "calls an MCP server's tool (tgp.mcp_call)",
+	"mcp_read_resource": "reads from an MCP server (tgp.mcp_read_resource)",
+	"mcp_get_prompt":    "reads from an MCP server (tgp.mcp_get_prompt)",
+}
+
+// bridgeCall rates the call i of the member expression fn when it calls
+// the bridge (tgp.fetch(...) ...).
+func (a *analyzer) bridgeCall(i, fn int32) {
 	obj := a.unwrap(a.child(fn, fObject))
 	if obj < 0 || a.n(obj).kind != kIdentifier || !a.is(obj, "tgp") {
 		return
 	}
+	at := a.n(i).start
 	prop, _ := a.propName(fn)
-	switch prop {
-	case "fetch":
-		a.risk(RiskMedium, at, "reaches the network (tgp.fetch)")
-	case "write_file":
-		a.risk(RiskMedium, at, "writes files (tgp.write_file)")
-	case "mcp_call":
-		a.risk(RiskMedium, at, "calls an MCP server's tool (tgp.mcp_call)")
-	case "mcp_read_resource", "mcp_get_prompt":
-		a.risk(RiskMedium, at, "reads from an MCP server (tgp."+prop+")")
-	case "exec_sql":
-		arg := a.firstArg(i)
-		if sql, ok := a.sqlText(arg); !ok {
-			a.risk(RiskMedium, at, "runs SQL built at run time (tgp.exec_sql): it may write")
-		} else if sqlWrites(sql) {
-			a.risk(RiskMedium, at, "writes to the database (tgp.exec_sql with INSERT/UPDATE/DELETE)")
-		}
+	if reason, ok := bridgeRisks[prop]; ok {
+		a.risk(RiskMedium, at, reason)
+		return
+	}
+	if prop != "exec_sql" {
+		return
+	}
+	if sql, ok := a.sqlText(a.firstArg(i)); !ok {
+		a.risk(RiskMedium, at, "runs SQL built at run time (tgp.exec_sql): it may write")
+	} else if sqlWrites(sql) {
+		a.risk(RiskMedium, at, "writes to the database (tgp.exec_sql with INSERT/UPDATE/DELETE)")
 	}
 }
 
@@ -788,17 +850,14 @@ func (a *analyzer) specifier(s int32) {
 	if strings.HasPrefix(spec, ".") || strings.HasPrefix(spec, "/") {
 		return // another tool, resolved inside the jailed tool tree
 	}
+	a.bareModule(at, spec)
+}
+
+// bareModule judges the import of the bare module spec ("lodash/fp",
+// "node:fs") at offset at: its risk, then whether it may be imported.
+func (a *analyzer) bareModule(at uint32, spec string) {
 	bare := strings.TrimPrefix(spec, "node:")
-	root := bare
-	if k := strings.IndexByte(root, '/'); k >= 0 {
-		if strings.HasPrefix(root, "@") {
-			if k2 := strings.IndexByte(root[k+1:], '/'); k2 >= 0 {
-				root = root[:k+1+k2]
-			}
-		} else {
-			root = root[:k]
-		}
-	}
+	root := moduleRoot(bare)
 	if level, reason := moduleRisk(root); level != RiskLow {
 		a.risk(level, at, reason)
 	}
@@ -822,25 +881,54 @@ func (a *analyzer) specifier(s int32) {
 	a.errorAt(at, ruleAllowedImports, "import of '"+spec+"' is not allowed: import other tools by relative path ('./lib/x') or only the allowed modules ("+allowed+")")
 }
 
+// moduleRoot is the package a bare module path names: "lodash" for
+// "lodash/fp", "@scope/pkg" for "@scope/pkg/sub".
+func moduleRoot(bare string) string {
+	k := strings.IndexByte(bare, '/')
+	if k < 0 {
+		return bare
+	}
+	if !strings.HasPrefix(bare, "@") {
+		return bare[:k]
+	}
+	if k2 := strings.IndexByte(bare[k+1:], '/'); k2 >= 0 {
+		return bare[:k+1+k2]
+	}
+	return bare
+}
+
 // number applies no-magic-numbers to numeric literal i.
 func (a *analyzer) number(i int32) {
 	raw := string(a.text(i))
 	v, ok := parseNumber(raw)
-	if !ok {
+	if !ok || a.n(i).inType || a.n(i).inEnum { // a literal type, or a named enum member
 		return
 	}
-	if a.n(i).inType || a.n(i).inEnum {
-		return // a literal type, or a named enum member
+	if a.allowedNumber(i, v) {
+		return
 	}
+	a.errorAt(a.n(i).start, ruleMagicNumbers,
+		"Found magic number "+numberText(raw, v)+": pass it as an argument (args.x) or name it in the tool's parameters")
+}
+
+// allowedNumber reports whether the number literal i of value v (negated
+// when it follows a unary minus) is one of the allowed numbers.
+func (a *analyzer) allowedNumber(i int32, v float64) bool {
 	negated := false
 	if p := a.n(i).parent; p >= 0 && a.n(p).kind == kUnaryExpr && a.hasToken(p, tMinus) {
 		negated = true
 	}
 	for _, x := range a.c.allowedNumbers {
 		if x == v || (negated && x == -v) {
-			return
+			return true
 		}
 	}
+	return false
+}
+
+// numberText shows the literal raw, with its value v when it reads
+// otherwise ("0x10 (= 16)").
+func numberText(raw string, v float64) string {
 	format := byte('f')
 	if math.Abs(v) >= 1e21 || (v != 0 && math.Abs(v) < 1e-6) {
 		format = 'g'
@@ -849,8 +937,7 @@ func (a *analyzer) number(i int32) {
 	if shown != raw {
 		shown = raw + " (= " + shown + ")"
 	}
-	a.errorAt(a.n(i).start, ruleMagicNumbers,
-		"Found magic number "+shown+": pass it as an argument (args.x) or name it in the tool's parameters")
+	return shown
 }
 
 // namedSecret reports a credential-like name (password, token, apiKey ...)
@@ -921,18 +1008,25 @@ func splitWords(id string) []string {
 		}
 	}
 	for k := 0; k < len(id); k++ {
-		ch := id[k]
-		switch {
-		case ch == '_' || ch == '-' || ch == '.' || ch == ' ':
+		if isWordSeparator(id[k]) {
 			flush(k)
 			start = k + 1
-		case k > 0 && ch >= 'A' && ch <= 'Z' && id[k-1] >= 'a' && id[k-1] <= 'z':
+		} else if k > 0 && isLowerToUpper(id[k-1], id[k]) {
 			flush(k)
 			start = k
 		}
 	}
 	flush(len(id))
 	return words
+}
+
+// isWordSeparator reports whether ch separates the words of a name.
+func isWordSeparator(ch byte) bool { return ch == '_' || ch == '-' || ch == '.' || ch == ' ' }
+
+// isLowerToUpper reports whether a camel-case word starts at ch (after
+// prev): apiKey -> api|Key.
+func isLowerToUpper(prev, ch byte) bool {
+	return ch >= 'A' && ch <= 'Z' && prev >= 'a' && prev <= 'z'
 }
 
 // firstTreeError returns the position of the first ERROR or MISSING node.
@@ -955,7 +1049,7 @@ func (a *analyzer) treeSyntaxErrors() []Finding {
 		var msg string
 		switch {
 		case n.missing:
-			msg = "missing " + language.SymbolName(sitter.Symbol(n.sym)) + " here: add it"
+			msg = "missing " + tsparse.SymbolName(n.sym) + " here: add it"
 		case n.kind == kError:
 			txt := string(a.text(i))
 			if len(txt) > 40 {

@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -24,19 +25,27 @@ type decoded struct {
 }
 
 // decode decodes string or template literal i.
+// unquoted is the span start..end of a string or template literal
+// without its quotes.
+func (a *analyzer) unquoted(start, end uint32) (uint32, uint32) {
+	if end <= start {
+		return start, end
+	}
+	q := a.src[start]
+	if q != '\'' && q != '"' && q != '`' {
+		return start, end
+	}
+	start++
+	if end > start && a.src[end-1] == q {
+		end--
+	}
+	return start, end
+}
+
 func (a *analyzer) decode(i int32) decoded {
 	n := a.n(i)
 	d := decoded{obfuscated: -1}
-	start, end := n.start, n.end
-	if end > start {
-		q := a.src[start]
-		if q == '\'' || q == '"' || q == '`' {
-			start++
-			if end > start && a.src[end-1] == q {
-				end--
-			}
-		}
-	}
+	start, end := a.unquoted(n.start, n.end)
 	d.text = make([]byte, 0, end-start)
 	d.offs = make([]uint32, 0, end-start)
 	pos := start
@@ -69,14 +78,6 @@ func (a *analyzer) decode(i int32) decoded {
 
 // escape appends the value of escape sequence e found at offset at.
 func (d *decoded) escape(e []byte, at uint32) {
-	put := func(r rune) {
-		var buf [utf8.UTFMax]byte
-		k := utf8.EncodeRune(buf[:], r)
-		for j := 0; j < k; j++ {
-			d.text = append(d.text, buf[j])
-			d.offs = append(d.offs, at)
-		}
-	}
 	if len(e) < 2 || e[0] != '\\' {
 		for j := range e {
 			d.text = append(d.text, e[j])
@@ -84,41 +85,51 @@ func (d *decoded) escape(e []byte, at uint32) {
 		}
 		return
 	}
-	switch c := e[1]; c {
-	case 'n':
-		put('\n')
-	case 't':
-		put('\t')
-	case 'r':
-		put('\r')
-	case 'v':
-		put('\v')
-	case 'f':
-		put('\f')
-	case 'b':
-		put('\b')
-	case '0':
-		put(0)
+	c := e[1]
+	if r, ok := simpleEscapes[c]; ok {
+		d.put(r, at)
+		return
+	}
+	switch c {
 	case '\n', '\r':
 		// line continuation: no character
 	case 'x', 'u':
-		hex := string(e[2:])
-		if c == 'u' && strings.HasPrefix(hex, "{") {
-			hex = strings.Trim(hex, "{}")
-		}
-		v, err := strconv.ParseUint(hex, 16, 32)
-		if err != nil || v > utf8.MaxRune {
-			put(utf8.RuneError)
-			return
-		}
-		if d.obfuscated < 0 && (c == 'x' || (v >= 0x20 && v < 0x7f)) {
-			d.obfuscated = int64(at)
-		}
-		put(rune(v))
+		d.hexEscape(c, string(e[2:]), at)
 	default:
 		r, _ := utf8.DecodeRune(e[1:])
-		put(r)
+		d.put(r, at)
 	}
+}
+
+// simpleEscapes are the one-letter escapes, by letter.
+var simpleEscapes = map[byte]rune{'n': '\n', 't': '\t', 'r': '\r', 'v': '\v', 'f': '\f', 'b': '\b', '0': 0}
+
+// put appends r, encoded, every byte of it at the escape's offset at.
+func (d *decoded) put(r rune, at uint32) {
+	var buf [utf8.UTFMax]byte
+	k := utf8.EncodeRune(buf[:], r)
+	for j := 0; j < k; j++ {
+		d.text = append(d.text, buf[j])
+		d.offs = append(d.offs, at)
+	}
+}
+
+// hexEscape appends the character of \xHH or \uHHHH / \u{H...} (c is x
+// or u, hex the digits), noting the first escape that spells a plain
+// character (obfuscation).
+func (d *decoded) hexEscape(c byte, hex string, at uint32) {
+	if c == 'u' && strings.HasPrefix(hex, "{") {
+		hex = strings.Trim(hex, "{}")
+	}
+	v, err := strconv.ParseUint(hex, 16, 32)
+	if err != nil || v > utf8.MaxRune {
+		d.put(utf8.RuneError, at)
+		return
+	}
+	if d.obfuscated < 0 && (c == 'x' || (v >= 0x20 && v < 0x7f)) {
+		d.obfuscated = int64(at)
+	}
+	d.put(rune(v), at)
 }
 
 var (
@@ -161,97 +172,126 @@ func (a *analyzer) isModuleSpecifier(i int32) bool {
 	case kImportStatement, kExportStatement, kImportRequireClause:
 		return n.field == fSource
 	case kArguments:
-		call := a.n(p).parent
-		if call < 0 || a.n(call).kind != kCallExpr || a.firstNamed(p) != i {
-			return false
-		}
-		fn := a.unwrap(a.child(call, fFunction))
-		return fn >= 0 && (a.n(fn).kind == kImport || (a.n(fn).kind == kIdentifier && a.is(fn, "require")))
+		return a.isLoaderArgument(p, i)
 	}
 	return false
 }
 
+// isLoaderArgument reports whether i is the first argument (of the
+// argument list args) of a require(...) or import(...) call.
+func (a *analyzer) isLoaderArgument(args, i int32) bool {
+	call := a.n(args).parent
+	if call < 0 || a.n(call).kind != kCallExpr || a.firstNamed(args) != i {
+		return false
+	}
+	fn := a.unwrap(a.child(call, fFunction))
+	return fn >= 0 && (a.n(fn).kind == kImport || (a.n(fn).kind == kIdentifier && a.is(fn, "require")))
+}
+
 // stringLiteral runs the text rules and risk probes on literal i.
 func (a *analyzer) stringLiteral(i int32) {
-	if a.isModuleSpecifier(i) {
+	if a.isModuleSpecifier(i) || a.n(i).end-a.n(i).start <= 2 { // '' or ``
 		return
-	}
-	if a.n(i).end-a.n(i).start <= 2 {
-		return // '' or ``
 	}
 	d := a.decode(i)
 	if d.obfuscated >= 0 {
 		a.risk(RiskHigh, uint32(d.obfuscated), "\\x or \\u escapes spelling plain characters in a string literal can hide code or data")
 	}
-	t := d.text
-	if len(t) == 0 {
+	if len(d.text) == 0 {
 		return
 	}
 	at := func(k int) uint32 { return d.offs[k] }
-	low := lowerASCII(t)
+	a.hardcodedData(i, d.text, at)
+	a.dangerousText(d.text, at)
+}
 
+// hardcodedData reports an email address and a secret in the text t of
+// the string literal i (unless a name-based finding already covers it).
+func (a *analyzer) hardcodedData(i int32, t []byte, at func(int) uint32) {
 	if bytes.IndexByte(t, '@') >= 0 {
 		if m := reEmail().FindIndex(t); m != nil {
 			a.errorAt(at(m[0]), ruleEmail, "Found hardcoded email address '"+string(t[m[0]:m[1]])+
 				"': pass it as an argument (args.email) instead")
 		}
 	}
-	if !a.n(i).secret {
-		if k, ok := secretAt(t); ok {
-			a.errorAt(at(k), ruleSecret, "Found what looks like a hardcoded secret or ID ("+preview(t[k:])+
-				"): pass it as an argument (args.token, args.id ...) instead of writing it in the source")
-			a.risk(RiskHigh, at(k), "hardcoded credential or key")
-		}
+	if a.n(i).secret {
+		return
 	}
+	if k, ok := secretAt(t); ok {
+		a.errorAt(at(k), ruleSecret, "Found what looks like a hardcoded secret or ID ("+preview(t[k:])+
+			"): pass it as an argument (args.token, args.id ...) instead of writing it in the source")
+		a.risk(RiskHigh, at(k), "hardcoded credential or key")
+	}
+}
 
-	if bytes.Contains(low, []byte("rm")) {
-		if m := reRmRf().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "destructive shell command (rm -rf)")
-		}
-	}
-	if bytes.Contains(low, []byte("/s")) {
-		if m := reDelS().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "destructive shell command (del /s)")
-		}
-	}
-	if bytes.Contains(t, []byte("mkfs")) {
-		if m := reMkfs().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "destructive shell command (mkfs formats a disk)")
-		}
-	}
-	if bytes.Contains(t, []byte("of=/dev/")) {
-		if m := reDdDevice().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "destructive shell command (dd onto a device)")
-		}
-	}
-	if bytes.Contains(t, []byte("|")) {
-		if m := reForkBomb().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "shell fork bomb")
-		}
-	}
-	if bytes.Contains(low, []byte("drop")) {
-		if m := reDropTable().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "destructive SQL ("+strings.ToUpper(string(t[m[0]:m[1]]))+")")
-		}
-	}
-	if bytes.Contains(low, []byte("truncate")) {
-		if m := reTruncate().FindIndex(t); m != nil {
-			a.risk(RiskCritical, at(m[0]), "destructive SQL (TRUNCATE)")
-		}
+// dangerPattern is a destructive command or statement a string may hold:
+// a regular expression behind a cheap filter (a substring of the text, or
+// of its ASCII lowercase).
+type dangerPattern struct {
+	needle string
+	lower  bool // the needle is looked for in the lowercased text
+	re     func() *regexp.Regexp
+	level  Risk
+	reason string
+	quote  bool // the reason ends with the match, upper-cased, in parentheses
+}
+
+// dangerPatterns are checked in this order (the order of risks at one
+// position).
+var dangerPatterns = []dangerPattern{
+	{needle: "rm", lower: true, re: reRmRf, level: RiskCritical, reason: "destructive shell command (rm -rf)"},
+	{needle: "/s", lower: true, re: reDelS, level: RiskCritical, reason: "destructive shell command (del /s)"},
+	{needle: "mkfs", re: reMkfs, level: RiskCritical, reason: "destructive shell command (mkfs formats a disk)"},
+	{needle: "of=/dev/", re: reDdDevice, level: RiskCritical, reason: "destructive shell command (dd onto a device)"},
+	{needle: "|", re: reForkBomb, level: RiskCritical, reason: "shell fork bomb"},
+	{needle: "drop", lower: true, re: reDropTable, level: RiskCritical, reason: "destructive SQL", quote: true},
+	{needle: "truncate", lower: true, re: reTruncate, level: RiskCritical, reason: "destructive SQL (TRUNCATE)"},
+}
+
+// dangerousText rates what the text t of a string literal would do if it
+// reached a shell or a database, and where it points.
+func (a *analyzer) dangerousText(t []byte, at func(int) uint32) {
+	low := lowerASCII(t)
+	for _, p := range dangerPatterns {
+		a.dangerPattern(p, t, low, at)
 	}
 	if bytes.Contains(low, []byte("delete")) || bytes.Contains(low, []byte("update")) {
 		a.sweepingSQL(t, at)
 	}
-	if bytes.Contains(t, []byte("../../")) || bytes.Contains(t, []byte(`..\..\`)) {
-		k := bytes.Index(t, []byte("../../"))
-		if k < 0 {
-			k = bytes.Index(t, []byte(`..\..\`))
-		}
+	if k := traversalAt(t); k >= 0 {
 		a.risk(RiskHigh, at(k), "path traversal ('../../') out of the tool's directories")
 	}
-	if bytes.Contains(low, []byte("<hidden>")) {
-		a.risk(RiskHigh, at(bytes.Index(low, []byte("<hidden>"))), "<hidden> markers suggest output meant to escape review")
+	if k := bytes.Index(low, []byte("<hidden>")); k >= 0 {
+		a.risk(RiskHigh, at(k), "<hidden> markers suggest output meant to escape review")
 	}
+}
+
+// dangerPattern reports p where t (low: its lowercase) holds it.
+func (a *analyzer) dangerPattern(p dangerPattern, t, low []byte, at func(int) uint32) {
+	in := t
+	if p.lower {
+		in = low
+	}
+	if !bytes.Contains(in, []byte(p.needle)) {
+		return
+	}
+	m := p.re().FindIndex(t)
+	if m == nil {
+		return
+	}
+	reason := p.reason
+	if p.quote {
+		reason += " (" + strings.ToUpper(string(t[m[0]:m[1]])) + ")"
+	}
+	a.risk(p.level, at(m[0]), reason)
+}
+
+// traversalAt is the offset of the first '../../' (or '..\..\') in t, or -1.
+func traversalAt(t []byte) int {
+	if k := bytes.Index(t, []byte("../../")); k >= 0 {
+		return k
+	}
+	return bytes.Index(t, []byte(`..\..\`))
 }
 
 // sweepingSQL flags DELETE FROM and UPDATE ... SET statements that have no
@@ -293,28 +333,37 @@ func secretAt(t []byte) (int, bool) {
 			continue
 		}
 		j := k
-		var letter, upper, lower, digit bool
-		for ; j < len(t) && isTokenByte(t[j]); j++ {
-			c := t[j]
-			switch {
-			case c >= '0' && c <= '9':
-				digit = true
-			case c >= 'a' && c <= 'z':
-				letter, lower = true, true
-			case c >= 'A' && c <= 'Z':
-				letter, upper = true, true
-			}
+		for j < len(t) && isTokenByte(t[j]) {
+			j++
 		}
-		n := j - k
-		if n >= 24 && letter && digit && !spaced {
-			return k, true
-		}
-		if n >= 32 && upper && lower && digit {
+		if looksSecret(t[k:j], spaced) {
 			return k, true
 		}
 		k = j
 	}
 	return 0, false
+}
+
+// looksSecret reports whether the token tok (a run of token bytes) looks
+// like a key: 24 or more letters and digits in an unspaced text, or 32 or
+// more mixing upper case, lower case and digits.
+func looksSecret(tok []byte, spaced bool) bool {
+	cs := classesOf(tok)
+	letter := cs.lower || cs.upper
+	return len(tok) >= 24 && letter && cs.digit && !spaced || len(tok) >= 32 && cs.upper && cs.lower && cs.digit
+}
+
+// charClasses says which ASCII classes a token holds.
+type charClasses struct{ lower, upper, digit bool }
+
+func classesOf(tok []byte) charClasses {
+	var cs charClasses
+	for _, c := range tok {
+		cs.digit = cs.digit || c >= '0' && c <= '9'
+		cs.lower = cs.lower || c >= 'a' && c <= 'z'
+		cs.upper = cs.upper || c >= 'A' && c <= 'Z'
+	}
+	return cs
 }
 
 // preview shows the start of a secret without repeating all of it.

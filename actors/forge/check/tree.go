@@ -4,14 +4,14 @@ import (
 	"sort"
 	"sync"
 
-	sitter "github.com/smacker/go-tree-sitter"
-	"github.com/smacker/go-tree-sitter/typescript/typescript"
+	"github.com/agentos-run/agentos/internal/tsparse"
 )
 
-// The syntax tree is copied out of tree-sitter once, by a single cursor walk,
-// into a flat slice of nodes (pre-order, so source order). Every rule then
-// runs in plain Go over indices: no cgo call, no allocation and no node-type
-// string per question asked of the tree.
+// The syntax tree comes from the one TypeScript front end (internal/tsparse:
+// a flat slice of nodes, pre-order, so source order), annotated once with
+// what the rules ask of each node. Every rule then runs in plain Go over
+// indices: no cgo call, no allocation and no node-type string per question
+// asked of the tree.
 
 // kind is what the rules need to know about a node's grammar symbol. Named
 // grammar nodes and anonymous tokens get distinct kinds (the grammar has a
@@ -175,19 +175,6 @@ func positioned(k kind) bool {
 	return k < tDefault
 }
 
-// leaf reports whether nodes of this symbol are terminals of the grammar.
-func leaf(info symbolInfo) bool {
-	if !info.named {
-		return true
-	}
-	switch info.kind {
-	case kIdentifier, kPropertyIdentifier, kShorthandPropertyIdentifier, kNumber,
-		kComment, kStringFragment, kEscapeSequence, kShorthandPattern:
-		return true
-	}
-	return false
-}
-
 // usesFields are the kinds whose children the rules find by field.
 var usesFields = [numKinds]bool{
 	kCallExpr: true, kNewExpr: true, kMemberExpr: true, kSubscriptExpr: true,
@@ -222,44 +209,20 @@ const (
 	fOther
 )
 
+// fieldNames are the grammar's fields the rules name.
+var fieldNames = map[string]field{
+	"": fNone, "object": fObject, "property": fProperty, "function": fFunction,
+	"arguments": fArguments, "constructor": fConstructor, "index": fIndex,
+	"name": fName, "value": fValue, "key": fKey, "left": fLeft, "right": fRight,
+	"source": fSource, "alias": fAlias, "operator": fOperator,
+	"argument": fArgument, "pattern": fPattern, "parameter": fParameter,
+}
+
+// fieldOf is the rules' field for the grammar's field name (fOther for one
+// no rule names).
 func fieldOf(name string) field {
-	switch name {
-	case "":
-		return fNone
-	case "object":
-		return fObject
-	case "property":
-		return fProperty
-	case "function":
-		return fFunction
-	case "arguments":
-		return fArguments
-	case "constructor":
-		return fConstructor
-	case "index":
-		return fIndex
-	case "name":
-		return fName
-	case "value":
-		return fValue
-	case "key":
-		return fKey
-	case "left":
-		return fLeft
-	case "right":
-		return fRight
-	case "source":
-		return fSource
-	case "alias":
-		return fAlias
-	case "operator":
-		return fOperator
-	case "argument":
-		return fArgument
-	case "pattern":
-		return fPattern
-	case "parameter":
-		return fParameter
+	if f, ok := fieldNames[name]; ok {
+		return f
 	}
 	return fOther
 }
@@ -271,34 +234,30 @@ type symbolInfo struct {
 	fn    bool // a function (functionNodes)
 }
 
-var (
-	language = typescript.GetLanguage()
-	// symbols is built on first use, not at package initialisation (which
-	// every start of the binary pays).
-	symbols = sync.OnceValue(func() []symbolInfo { return buildSymbols(language) })
-)
+// symbols is built on first use, not at package initialisation (which
+// every start of the binary pays).
+var symbols = sync.OnceValue(buildSymbols)
 
-func buildSymbols(l *sitter.Language) []symbolInfo {
-	n := l.SymbolCount()
-	out := make([]symbolInfo, n)
-	for s := uint32(0); s < n; s++ {
-		sym := sitter.Symbol(s)
-		name := l.SymbolName(sym)
-		switch l.SymbolType(sym) {
-		case sitter.SymbolTypeRegular:
+func buildSymbols() []symbolInfo {
+	out := make([]symbolInfo, tsparse.SymbolCount())
+	for s := range out {
+		sym := uint16(s)
+		name := tsparse.SymbolName(sym)
+		if tsparse.IsNamed(sym) {
 			out[s] = symbolInfo{kind: namedKinds[name], named: true, fn: functionNodes[name]}
-		case sitter.SymbolTypeAnonymous:
+		} else {
 			out[s] = symbolInfo{kind: tokenKinds[name]}
 		}
 	}
 	return out
 }
 
-// errorSymbol is the symbol of tree-sitter's ERROR nodes.
-const errorSymbol = 0xFFFF
+// errorInfo is what the rules know of tree-sitter's ERROR nodes.
+var errorInfo = symbolInfo{kind: kError, named: true}
 
-// node is one syntax node copied out of tree-sitter. Links are indices into
-// tree.nodes; -1 means none.
+// node is one syntax node of the front end's tree, annotated for the rules.
+// Links are indices into tree.nodes (the same as the front end's); -1 means
+// none.
 type node struct {
 	start, end uint32 // byte offsets into the source; 0 for plain tokens
 	parent     int32
@@ -321,18 +280,13 @@ type tree struct {
 	hasError bool  // the tree holds ERROR or MISSING nodes
 }
 
-// worker is one pooled parser with reusable buffers. A worker is used by one
-// goroutine at a time (tree-sitter parsers are not safe for concurrent use).
+// worker holds the reusable buffers of one check. A worker is used by one
+// goroutine at a time.
 type worker struct {
-	parser *parser
-	tree   tree
-	stack  []int32
-	last   []int32
+	tree tree
 }
 
-func newWorker() *worker {
-	return &worker{parser: newParser()}
-}
+func newWorker() *worker { return &worker{} }
 
 // pos converts a byte offset into a 1-based line and a 1-based byte column.
 func (t *tree) pos(off uint32) (line, col int) {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	sitter "github.com/smacker/go-tree-sitter"
+
+	"github.com/agentos-run/agentos/internal/tsparse"
 )
 
 // kitchenSink uses most of TypeScript's syntax.
@@ -36,7 +38,7 @@ func TestFlattenKeepsEveryNode(t *testing.T) {
 			t.Fatal("parse failed")
 		}
 		p := sitter.NewParser()
-		p.SetLanguage(language)
+		p.SetLanguage(tsparse.Language)
 		tr, err := p.ParseCtx(context.Background(), nil, []byte(src))
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	sitter "github.com/smacker/go-tree-sitter"
 
 	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/internal/tsparse"
 )
 
 // parseCursor is the walk parse replaced: go-tree-sitter's cursor, one cgo
@@ -37,8 +38,8 @@ func (w *worker) parseCursor(p *sitter.Parser, src []byte) bool {
 	cur := sitter.NewTreeCursor(root)
 	defer cur.Close()
 
-	stack := w.stack[:0] // ancestors of the node being visited
-	prev := int32(-1)    // previous sibling of the node being visited
+	var stack []int32 // ancestors of the node being visited
+	prev := int32(-1) // previous sibling of the node being visited
 	for {
 		n := cur.CurrentNode()
 		idx := int32(len(t.nodes))
@@ -50,7 +51,7 @@ func (w *worker) parseCursor(p *sitter.Parser, src []byte) bool {
 		sym := uint16(n.Symbol())
 		if int(sym) < len(symbols()) {
 			info = symbols()[sym]
-		} else if sym == errorSymbol {
+		} else if sym == tsparse.ErrorSymbol {
 			info = symbolInfo{kind: kError, named: true}
 		}
 		nd := node{
@@ -83,9 +84,7 @@ func (w *worker) parseCursor(p *sitter.Parser, src []byte) bool {
 		} else if parent >= 0 {
 			t.nodes[parent].first = idx
 		}
-		// Tokens (anonymous nodes) and the named terminals below have no
-		// children: asking costs a cgo call.
-		if !leaf(info) && cur.GoToFirstChild() {
+		if cur.GoToFirstChild() {
 			stack = append(stack, idx)
 			prev = -1
 			continue
@@ -93,7 +92,6 @@ func (w *worker) parseCursor(p *sitter.Parser, src []byte) bool {
 		prev = idx
 		for !cur.GoToNextSibling() {
 			if !cur.GoToParent() {
-				w.stack = stack
 				return true
 			}
 			prev = stack[len(stack)-1]
@@ -107,7 +105,7 @@ func (w *worker) parseCursor(p *sitter.Parser, src []byte) bool {
 func init() {
 	var mu sync.Mutex
 	p := sitter.NewParser()
-	p.SetLanguage(language)
+	p.SetLanguage(tsparse.Language)
 	ref := &worker{}
 	verifyTree = func(src []byte, t *tree) {
 		mu.Lock()
@@ -148,10 +146,11 @@ func testSources(t *testing.T) [][]byte {
 	return srcs
 }
 
-// The C walk copies exactly the tree go-tree-sitter's cursor walk copied.
+// The front end's tree, annotated, is exactly the tree go-tree-sitter's
+// cursor walk gave the rules.
 func TestFlatWalkMatchesCursorWalk(t *testing.T) {
 	p := sitter.NewParser()
-	p.SetLanguage(language)
+	p.SetLanguage(tsparse.Language)
 	fast, slow := newWorker(), newWorker()
 	for i, src := range testSources(t) {
 		if !fast.parse(src) || !slow.parseCursor(p, src) {
@@ -176,7 +175,7 @@ func FuzzFlatWalk(f *testing.F) {
 	f.Add([]byte(fibTool))
 	f.Add([]byte("let x = (1 +"))
 	p := sitter.NewParser()
-	p.SetLanguage(language)
+	p.SetLanguage(tsparse.Language)
 	fast, slow := newWorker(), newWorker()
 	f.Fuzz(func(t *testing.T, src []byte) {
 		if !fast.parse(src) || !slow.parseCursor(p, src) {
