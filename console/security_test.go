@@ -9,11 +9,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
 // fakeBackend accepts the token "good" and answers an empty journal.
-type fakeBackend struct{ revoked bool }
+type fakeBackend struct{ revoked atomic.Bool }
 
 func (f *fakeBackend) Login(_ context.Context, tok string) (Principal, error) {
 	if tok != "good" {
@@ -25,7 +26,7 @@ func (f *fakeBackend) Anonymous(context.Context) (Principal, error) {
 	return Principal{ID: "anon"}, nil
 }
 func (f *fakeBackend) Verify(context.Context, Principal) error {
-	if f.revoked {
+	if f.revoked.Load() {
 		return errors.New("revoked")
 	}
 	return nil
@@ -239,7 +240,7 @@ func TestRevokedSessionEnds(t *testing.T) {
 	jar, _ := cookiejar.New(nil)
 	c := noRedirect(jar)
 	login(t, ts, c)
-	b.revoked = true
+	b.revoked.Store(true)
 	resp, err := c.Get(ts.URL + "/runs")
 	if err != nil {
 		t.Fatal(err)
