@@ -109,6 +109,9 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"mcpserver", "net/http", "MCP over streamable HTTP: the http.Handler that authenticates bearer capability tokens in front of the MCP SDK's handler; it never listens (cmd/agentos does)", ""},
 	{"mcpserver", osFiles, "MCP tasks outlive the node: one private file each (0600, in a 0700 directory, written whole and renamed) under Options.TasksDir (.agentos/mcp-tasks)", ""},
 
+	// The web console: an http.Handler (cmd/agentos listens).
+	{"console", "net/http", "the web console's http.Handler (pages, login, server-sent events); it never listens (cmd/agentos does)", ""},
+
 	// The metrics exposition.
 	{"internal/metricsserver", "net", "the metrics endpoint's TCP listener (metrics_addr)", ""},
 	{"internal/metricsserver", "net/http", "the /metrics endpoint (promhttp over the runtime's own registry)", ""},

@@ -1,0 +1,20 @@
+package console
+
+import "errors"
+
+// Errors a Backend returns (wrapped) to choose the HTTP status of a page;
+// any other error is a 500 showing its message.
+var (
+	// ErrDenied is a refusal by the token's rights (403).
+	ErrDenied = errors.New("console: denied by the token's rights")
+	// ErrNotFound is an unknown run, tool or version (404).
+	ErrNotFound = errors.New("console: not found")
+	// ErrBadInput is a request the user must correct (400).
+	ErrBadInput = errors.New("console: bad input")
+	// ErrBadToken is a capability token the node does not accept (the
+	// login page says why).
+	ErrBadToken = errors.New("console: token refused")
+	// ErrAnonymousNotLoopback is returned by New when Options.Anonymous is
+	// set for an address that is not loopback.
+	ErrAnonymousNotLoopback = errors.New("console: anonymous access is served only on a loopback address")
+)
