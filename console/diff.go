@@ -80,12 +80,12 @@ func middle(a, b []string, off int) []DiffLine {
 		case i < len(a) && j < len(b) && a[i] == b[j]:
 			out = append(out, DiffLine{Op: DiffSame, OldLine: off + i + 1, NewLine: off + j + 1, Text: a[i]})
 			i, j = i+1, j+1
-		case j < len(b) && (i == len(a) || lcs[i*w+j+1] >= lcs[(i+1)*w+j]):
-			out = append(out, DiffLine{Op: DiffAdd, NewLine: off + j + 1, Text: b[j]})
-			j++
-		default:
+		case i < len(a) && (j == len(b) || lcs[(i+1)*w+j] >= lcs[i*w+j+1]):
 			out = append(out, DiffLine{Op: DiffDel, OldLine: off + i + 1, Text: a[i]})
 			i++
+		default:
+			out = append(out, DiffLine{Op: DiffAdd, NewLine: off + j + 1, Text: b[j]})
+			j++
 		}
 	}
 	return out

@@ -15,7 +15,7 @@ func TestDiff(t *testing.T) {
 		b.WriteString(l.Text)
 		b.WriteByte('\n')
 	}
-	want := "@2 unchanged line(s)\n c\n-d\n+D\n e\n@1 unchanged line(s)\n h\n+i\n"
+	want := "@2 unchanged line(s)\n c\n-d\n+D\n e\n@2 unchanged line(s)\n h\n+i\n"
 	if b.String() != want {
 		t.Fatalf("diff:\n%s\nwant:\n%s", b.String(), want)
 	}
