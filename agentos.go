@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/agent"
@@ -144,6 +145,13 @@ func (rt *Runtime) Serve(ctx context.Context) error { return rt.h.Serve(ctx) }
 // MCPServer returns the node's MCP server, made on first use: the kernel
 // tools and every registered tool, live, over MCP. Close closes it.
 func (rt *Runtime) MCPServer() (*mcpserver.Server, error) { return rt.h.MCPServer() }
+
+// UIHandler returns the node's web console (docs/CONSOLE.md): Runs, a
+// run's timeline and its replay against an edited source. Every request
+// needs a login with a capability token of the node; its session cookie is
+// Secure, so serve the handler over HTTPS (agentos serve --ui serves it on
+// plain HTTP on loopback).
+func (rt *Runtime) UIHandler() http.Handler { return rt.h.UIHandler() }
 
 // Snapshot seals the live process ref (a PID or a registered name) in the
 // journal and returns the snapshot's id; with kill the process ends in the

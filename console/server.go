@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -49,7 +50,7 @@ type Server struct {
 // New returns the console over b. It refuses Options.Anonymous on an
 // address that is not loopback (ErrAnonymousNotLoopback).
 func New(b Backend, opts Options) (*Server, error) {
-	loop := loopbackAddr(opts.Addr)
+	loop := LoopbackAddr(opts.Addr)
 	if opts.Anonymous && !loop {
 		return nil, fmt.Errorf("%w: %q is not a loopback address; serve the console on 127.0.0.1 to use it without a token, or log in with a capability token ('agentos token')", ErrAnonymousNotLoopback, opts.Addr)
 	}
@@ -116,22 +117,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // sameHost refuses, on a loopback listener, a Host that is not a loopback
 // name (a DNS rebinding page reaching the console through its visitor).
 func (s *Server) sameHost(r *http.Request) bool {
-	if !loopbackAddr(s.opts.Addr) {
+	if !LoopbackAddr(s.opts.Addr) {
 		return true
 	}
-	return loopbackAddr(r.Host)
+	return LoopbackAddr(r.Host)
 }
 
-// Close ends every session and live stream.
+// Close ends every session and live stream, and closes the Backend when
+// it is an io.Closer.
 func (s *Server) Close() error {
 	s.once.Do(func() { close(s.done) })
 	s.sessions.clear()
+	if c, ok := s.b.(io.Closer); ok {
+		return c.Close()
+	}
 	return nil
 }
 
-// loopbackAddr reports whether hostport names a loopback address or
+// LoopbackAddr reports whether hostport names a loopback address or
 // "localhost" (with or without a port).
-func loopbackAddr(hostport string) bool {
+func LoopbackAddr(hostport string) bool {
 	if ap, err := netip.ParseAddrPort(hostport); err == nil {
 		return ap.Addr().Unmap().IsLoopback()
 	}

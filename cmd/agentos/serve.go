@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentos-run/agentos/console"
 	"github.com/agentos-run/agentos/internal/host"
 )
 
@@ -53,15 +54,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.Join(err, rt.Close())
 	}
 	defer cancel()
+	stopUI, err := serveUI(ctx, rt, cfg, stdout)
+	if err != nil {
+		stopMCP()
+		return errors.Join(err, rt.Close())
+	}
 	printServeBanners(rt, abs, stdout, stderr)
-	return serveUntilStopped(ctx, rt, stopMCP, stdout)
+	return serveUntilStopped(ctx, rt, func() { stopUI(); stopMCP() }, stdout)
 }
 
 // serveFlags are the flags of 'agentos serve'.
 type serveFlags struct {
-	root, metrics, clusterName, seeds, etcd, mcpHTTP string
-	clustered, mcpStdio                              bool
-	clusterPort, healthPort                          int
+	root, metrics, clusterName, seeds, etcd, mcpHTTP, ui string
+	clustered, mcpStdio, uiAnonymous                     bool
+	clusterPort, healthPort                              int
 }
 
 // parseServeFlags parses serve's command line; it takes no positional
@@ -79,6 +85,8 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	fs.StringVar(&f.etcd, "etcd", "", "comma-separated etcd client URLs: membership through etcd (sets cluster.provider to etcd)")
 	fs.BoolVar(&f.mcpStdio, "mcp", false, "also speak MCP on stdin/stdout as the default process (stdout is then the protocol's; every message goes to stderr); the node stops when the client closes stdin. See docs/MCP.md")
 	fs.StringVar(&f.mcpHTTP, "mcp-http", "", "also serve MCP over streamable HTTP at http://ADDR/mcp, each request authenticated by a capability token (Authorization: Bearer, see 'agentos token'); overrides mcp.serve.http_addr")
+	fs.StringVar(&f.ui, "ui", "", "also serve the web console at http://ADDR/ (overrides ui.addr); it asks for a capability token unless --ui-anonymous. See docs/CONSOLE.md")
+	fs.BoolVar(&f.uiAnonymous, "ui-anonymous", false, "serve the console without a login, as the default process (loopback addresses only; sets ui.anonymous)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return f, err
@@ -113,10 +121,31 @@ func (f serveFlags) apply(cfg *host.Config) error {
 	if f.mcpHTTP != "" {
 		cfg.MCP.Serve.HTTPAddr = f.mcpHTTP
 	}
+	if err := f.applyUI(cfg); err != nil {
+		return err
+	}
 	if a := cfg.MCP.Serve.HTTPAddr; a != "" {
 		if err := cfg.MCP.Serve.CheckAddr(a); err != nil {
 			return usagef("%v", err)
 		}
+	}
+	return nil
+}
+
+// applyUI lays --ui and --ui-anonymous over the ui section and refuses
+// anonymous access that is not on loopback before the node starts.
+func (f serveFlags) applyUI(cfg *host.Config) error {
+	if f.ui != "" {
+		cfg.UI.Addr = f.ui
+	}
+	if f.uiAnonymous {
+		cfg.UI.Anonymous = true
+	}
+	switch {
+	case cfg.UI.Anonymous && cfg.UI.Addr == "":
+		return usagef("--ui-anonymous serves the console without a login: give its address with --ui 127.0.0.1:PORT (or ui.addr)")
+	case cfg.UI.Anonymous && !console.LoopbackAddr(cfg.UI.Addr):
+		return usagef("the console is served without a login only on a loopback address, not %q: use --ui 127.0.0.1:PORT, or drop --ui-anonymous (ui.anonymous) and log in with a token ('agentos token')", cfg.UI.Addr)
 	}
 	return nil
 }

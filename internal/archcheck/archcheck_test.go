@@ -110,6 +110,7 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"mcpserver", osFiles, "MCP tasks outlive the node: one private file each (0600, in a 0700 directory, written whole and renamed) under Options.TasksDir (.agentos/mcp-tasks)", ""},
 
 	// The web console: an http.Handler (cmd/agentos listens).
+	{"", "net/http", "Runtime.UIHandler hands the embedder the console's http.Handler; it never listens", ""},
 	{"console", "net/http", "the web console's http.Handler (pages, login, server-sent events); it never listens (cmd/agentos does)", ""},
 
 	// The metrics exposition.

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"github.com/agentos-run/agentos/console"
 	"log/slog"
 	"net/url"
 	"os"
@@ -173,6 +174,9 @@ type Config struct {
 	// MetricsAddr, when set (e.g. "127.0.0.1:9464"), serves the runtime's
 	// metrics in the Prometheus text format at http://MetricsAddr/metrics.
 	MetricsAddr string `json:"metrics_addr,omitempty"`
+	// UI is where 'agentos serve' serves the web console (see
+	// console.Config and docs/CONSOLE.md). Default: no console.
+	UI console.Config `json:"ui,omitzero"`
 	// Tracing exports the node's spans over OTLP (see telemetry.Config
 	// and docs/RUNTIME.md). Default: off unless OTEL_EXPORTER_OTLP_ENDPOINT
 	// is set.
