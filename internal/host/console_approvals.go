@@ -18,8 +18,8 @@ var errGateOff = errors.New("agentos: the approval gate is off (governance.appro
 
 // Approvals implements console.ApprovalsBackend: the tool gate's
 // requests in state, as 'agentos approvals' lists them.
-func (c *consolePages) Approvals(_ context.Context, who console.Principal, state approval.State) ([]approval.Request, error) {
-	if _, err := c.proc(who); err != nil {
+func (b *consoleBackend) Approvals(_ context.Context, who console.Principal, state approval.State) ([]approval.Request, error) {
+	if _, err := b.proc(who); err != nil {
 		return nil, err
 	}
 	switch state {
@@ -27,24 +27,24 @@ func (c *consolePages) Approvals(_ context.Context, who console.Principal, state
 	default:
 		return nil, fmt.Errorf("%w: state %q: use pending, approved or denied (or none for every request)", console.ErrBadInput, state)
 	}
-	if c.rt.gate == nil {
+	if b.rt.gate == nil {
 		return nil, nil
 	}
-	return c.rt.Approvals(state)
+	return b.rt.Approvals(state)
 }
 
 // Approval implements console.ApprovalsBackend.
-func (c *consolePages) Approval(_ context.Context, who console.Principal, id string) (console.ApprovalDetail, error) {
-	p, err := c.proc(who)
+func (b *consoleBackend) Approval(_ context.Context, who console.Principal, id string) (console.ApprovalDetail, error) {
+	p, err := b.proc(who)
 	if err != nil {
 		return console.ApprovalDetail{}, err
 	}
-	r, err := c.request(id)
+	r, err := b.request(id)
 	if err != nil {
 		return console.ApprovalDetail{}, err
 	}
 	d := console.ApprovalDetail{Request: r, CanDecide: p.Covers(capability.Approve, r.Path)}
-	if live, lerr := c.rt.Approvals(r.State); lerr == nil {
+	if live, lerr := b.rt.Approvals(r.State); lerr == nil {
 		if i := slices.IndexFunc(live, func(x approval.Request) bool { return x.ID == r.ID }); i >= 0 {
 			d.Waiting = live[i].Waiting
 		}
@@ -54,24 +54,24 @@ func (c *consolePages) Approval(_ context.Context, who console.Principal, id str
 		entry = r.Source
 	}
 	// The source is shown to who may read the tool, as read_file shows it.
-	if !c.readable(p, r.Path) {
+	if !b.readable(p, r.Path) {
 		d.SourceNote = "your token does not grant read on " + r.Path + ": its source is not shown"
 		return d, nil
 	}
-	src, note := c.versionSource(r.Path, entry)
+	src, note := b.versionSource(r.Path, entry)
 	d.Source, d.SourceNote = string(src), note
 	return d, nil
 }
 
 // request returns the tool gate's request id.
-func (c *consolePages) request(id string) (approval.Request, error) {
-	if c.rt.gate == nil {
+func (b *consoleBackend) request(id string) (approval.Request, error) {
+	if b.rt.gate == nil {
 		return approval.Request{}, fmt.Errorf("%w: %w", console.ErrNotFound, errGateOff)
 	}
 	if !strings.HasPrefix(id, "a-") {
 		return approval.Request{}, fmt.Errorf("%w: %q is not an approval request id (a-…)", console.ErrBadInput, id)
 	}
-	r, ok, err := c.rt.gate.Store().Get(id)
+	r, ok, err := b.rt.gate.Store().Get(id)
 	switch {
 	case err != nil:
 		return approval.Request{}, err
@@ -85,12 +85,12 @@ func (c *consolePages) request(id string) (approval.Request, error) {
 // the principal, refused unless its process holds the approve right on the
 // request's tool (checked, and a refusal logged, by the kernel's
 // Process.Check).
-func (c *consolePages) Decide(_ context.Context, who console.Principal, id string, approve bool, reason string) (approval.Request, error) {
-	p, err := c.proc(who)
+func (b *consoleBackend) Decide(_ context.Context, who console.Principal, id string, approve bool, reason string) (approval.Request, error) {
+	p, err := b.proc(who)
 	if err != nil {
 		return approval.Request{}, err
 	}
-	r, err := c.request(id)
+	r, err := b.request(id)
 	if err != nil {
 		return approval.Request{}, err
 	}
@@ -105,18 +105,18 @@ func (c *consolePages) Decide(_ context.Context, who console.Principal, id strin
 	if who.Holder == "" {
 		by = "console:" + who.ID
 	}
-	return c.rt.decide(r.ID, approve, ApproveOptions{By: by, Reason: reason})
+	return b.rt.decide(r.ID, approve, ApproveOptions{By: by, Reason: reason})
 }
 
 // DecisionLog implements console.ApprovalsBackend.
-func (c *consolePages) DecisionLog(_ context.Context, who console.Principal, skip, limit int) ([]approval.Event, bool, error) {
-	if _, err := c.proc(who); err != nil {
+func (b *consoleBackend) DecisionLog(_ context.Context, who console.Principal, skip, limit int) ([]approval.Event, bool, error) {
+	if _, err := b.proc(who); err != nil {
 		return nil, false, err
 	}
-	if c.rt.gate == nil {
+	if b.rt.gate == nil {
 		return nil, false, nil
 	}
-	evs, err := c.rt.gate.Store().Log()
+	evs, err := b.rt.gate.Store().Log()
 	if err != nil {
 		return nil, false, err
 	}

@@ -12,8 +12,8 @@ import (
 
 // kernelFor is the kernel actor's client carrying who's process's token:
 // the kernel actor authorizes each request as it does any token's.
-func (c *consolePages) kernelFor(who console.Principal) (kernel.Client, error) {
-	p, err := c.proc(who)
+func (b *consoleBackend) kernelFor(who console.Principal) (kernel.Client, error) {
+	p, err := b.proc(who)
 	if err != nil {
 		return kernel.Client{}, err
 	}
@@ -21,7 +21,7 @@ func (c *consolePages) kernelFor(who console.Principal) (kernel.Client, error) {
 	if !ok {
 		return kernel.Client{}, fmt.Errorf("%w: the session's process %v holds no capability token", console.ErrDenied, p.PID())
 	}
-	k := c.rt.node.KernelClient()
+	k := b.rt.node.KernelClient()
 	k.Token = tok.Encode()
 	return k, nil
 }
@@ -29,8 +29,8 @@ func (c *consolePages) kernelFor(who console.Principal) (kernel.Client, error) {
 // Processes implements console.ProcsBackend: 'agentos ps', through the
 // kernel actor. A process is marked a supervisor when the recent events
 // show it restarting a child or its image says so.
-func (c *consolePages) Processes(ctx context.Context, who console.Principal) ([]console.Proc, error) {
-	k, err := c.kernelFor(who)
+func (b *consoleBackend) Processes(ctx context.Context, who console.Principal) ([]console.Proc, error) {
+	k, err := b.kernelFor(who)
 	if err != nil {
 		return nil, err
 	}
@@ -61,8 +61,8 @@ func (c *consolePages) Processes(ctx context.Context, who console.Principal) ([]
 
 // Events implements console.ProcsBackend: 'agentos events', through the
 // kernel actor.
-func (c *consolePages) Events(ctx context.Context, who console.Principal, after uint64, limit int) ([]console.ProcEvent, error) {
-	k, err := c.kernelFor(who)
+func (b *consoleBackend) Events(ctx context.Context, who console.Principal, after uint64, limit int) ([]console.ProcEvent, error) {
+	k, err := b.kernelFor(who)
 	if err != nil {
 		return nil, err
 	}
@@ -79,11 +79,11 @@ func (c *consolePages) Events(ctx context.Context, who console.Principal, after 
 }
 
 // Cluster implements console.ProcsBackend: 'agentos cluster status'.
-func (c *consolePages) Cluster(ctx context.Context, who console.Principal) (console.ClusterView, error) {
-	if _, err := c.proc(who); err != nil {
+func (b *consoleBackend) Cluster(ctx context.Context, who console.Principal) (console.ClusterView, error) {
+	if _, err := b.proc(who); err != nil {
 		return console.ClusterView{}, err
 	}
-	rep, err := c.rt.ClusterReport(ctx)
+	rep, err := b.rt.ClusterReport(ctx)
 	if errors.Is(err, ErrNotClustered) {
 		return console.ClusterView{}, nil
 	}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/forge/check"
@@ -23,19 +22,12 @@ import (
 	"github.com/agentos-run/agentos/vfs"
 )
 
-// consolePages is the host's side of the console's Tools, Approvals,
-// Processes and Cluster pages (console.ToolsBackend, ApprovalsBackend,
-// ProcsBackend). Every read and action goes through the principal's kernel
-// process (proc), whose token is delegated from the session's: its rights
-// are checked exactly as the kernel tools check them.
-type consolePages struct {
-	rt *Runtime
-	// proc returns the principal's kernel process.
-	proc func(who console.Principal) (*kernel.Process, error)
-
-	checkOnce sync.Once
-	checker   *check.Checker
-}
+// The host's side of the console's Tools, Approvals, Processes and
+// Cluster pages (console.ToolsBackend, ApprovalsBackend, ProcsBackend) are
+// methods of consoleBackend (console.go). Every read and action goes
+// through the principal's kernel process (consoleBackend.proc), whose
+// token is delegated from the session's: its rights are checked exactly as
+// the kernel tools check them.
 
 // maxPage bounds a page of any list.
 const maxPage = 500
@@ -49,22 +41,21 @@ func pageLimit(limit, def int) int {
 }
 
 // check is check_tool's verdict on src.
-func (c *consolePages) check(path string, src []byte) check.Result {
-	c.checkOnce.Do(func() { c.checker = check.New(c.rt.cfg.CheckOptions()) })
-	return c.checker.Check(path, src)
+func (b *consoleBackend) check(path string, src []byte) check.Result {
+	return check.New(b.rt.cfg.CheckOptions()).Check(path, src)
 }
 
 // readable reports whether p may read the tool at path (as read_file
 // checks it: on the path its links lead to).
-func (c *consolePages) readable(p *kernel.Process, path string) bool {
-	r, err := c.rt.jail.Resolve(path)
+func (b *consoleBackend) readable(p *kernel.Process, path string) bool {
+	r, err := b.rt.jail.Resolve(path)
 	return err == nil && p.Covers(capability.Read, r)
 }
 
 // mayRead refuses a tool p may not read, as read_file refuses it
 // (counted as a refusal by the kernel).
-func (c *consolePages) mayRead(p *kernel.Process, path string) error {
-	r, err := c.rt.jail.Resolve(path)
+func (b *consoleBackend) mayRead(p *kernel.Process, path string) error {
+	r, err := b.rt.jail.Resolve(path)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", console.ErrBadInput, path, err)
 	}
@@ -76,8 +67,8 @@ func (c *consolePages) mayRead(p *kernel.Process, path string) error {
 
 // SearchTools implements console.ToolsBackend: the registry's ranking,
 // the tools the principal may read.
-func (c *consolePages) SearchTools(_ context.Context, who console.Principal, query string, limit int) ([]console.ToolHit, error) {
-	p, err := c.proc(who)
+func (b *consoleBackend) SearchTools(_ context.Context, who console.Principal, query string, limit int) ([]console.ToolHit, error) {
+	p, err := b.proc(who)
 	if err != nil {
 		return nil, err
 	}
@@ -85,13 +76,13 @@ func (c *consolePages) SearchTools(_ context.Context, who console.Principal, que
 		return nil, fmt.Errorf("%w: the query is empty; say what the tool should do", console.ErrBadInput)
 	}
 	limit = pageLimit(limit, 20)
-	states := c.approvalStates()
+	states := b.approvalStates()
 	out := []console.ToolHit{}
-	for _, h := range c.rt.reg.Search(query, 4*limit) {
+	for _, h := range b.rt.reg.Search(query, 4*limit) {
 		if len(out) == limit {
 			break
 		}
-		if c.readable(p, h.Path) {
+		if b.readable(p, h.Path) {
 			out = append(out, console.ToolHit{ToolInfo: toolInfo(h.Tool, states), Score: h.Score})
 		}
 	}
@@ -99,16 +90,16 @@ func (c *consolePages) SearchTools(_ context.Context, who console.Principal, que
 }
 
 // Tools implements console.ToolsBackend.
-func (c *consolePages) Tools(_ context.Context, who console.Principal, after string, limit int) (console.ToolPage, error) {
-	p, err := c.proc(who)
+func (b *consoleBackend) Tools(_ context.Context, who console.Principal, after string, limit int) (console.ToolPage, error) {
+	p, err := b.proc(who)
 	if err != nil {
 		return console.ToolPage{}, err
 	}
 	limit = pageLimit(limit, 50)
-	states := c.approvalStates()
+	states := b.approvalStates()
 	var page console.ToolPage
-	for _, t := range c.rt.reg.List() { // by path
-		if !c.readable(p, t.Path) {
+	for _, t := range b.rt.reg.List() { // by path
+		if !b.readable(p, t.Path) {
 			continue
 		}
 		page.Total++
@@ -124,60 +115,60 @@ func (c *consolePages) Tools(_ context.Context, who console.Principal, after str
 }
 
 // Tool implements console.ToolsBackend.
-func (c *consolePages) Tool(_ context.Context, who console.Principal, path string) (console.ToolDetail, error) {
-	p, err := c.proc(who)
+func (b *consoleBackend) Tool(_ context.Context, who console.Principal, path string) (console.ToolDetail, error) {
+	p, err := b.proc(who)
 	if err != nil {
 		return console.ToolDetail{}, err
 	}
-	t, ok := c.rt.reg.Get(path)
+	t, ok := b.rt.reg.Get(path)
 	if !ok {
 		return console.ToolDetail{}, fmt.Errorf("%w: no tool is registered at %s (paths are relative to the tool root, e.g. tools/x.ts)", console.ErrNotFound, path)
 	}
-	if err := c.mayRead(p, t.Path); err != nil {
+	if err := b.mayRead(p, t.Path); err != nil {
 		return console.ToolDetail{}, err
 	}
-	states := c.approvalStates()
+	states := b.approvalStates()
 	d := console.ToolDetail{ToolInfo: toolInfo(t, states)}
-	src, err := c.current(t.Path)
+	src, err := b.current(t.Path)
 	if err == nil {
 		d.Source = string(src)
-		d.Check = c.check(t.Path, src)
+		d.Check = b.check(t.Path, src)
 	}
-	vs, err := c.versions(t.Path)
+	vs, err := b.versions(t.Path)
 	if err != nil {
 		return console.ToolDetail{}, err
 	}
-	d.Versions = c.withCurrent(t.Path, vs, t.Hash, states)
-	if rep, at, ok := lastGateReport(c.rt.state, t.Path); ok {
+	d.Versions = b.withCurrent(t.Path, vs, t.Hash, states)
+	if rep, at, ok := lastGateReport(b.rt.state, t.Path); ok {
 		d.Gate, d.GateAt = &rep, at
 	}
 	return d, nil
 }
 
 // ToolVersion implements console.ToolsBackend.
-func (c *consolePages) ToolVersion(_ context.Context, who console.Principal, path, hash, base, before string, limit int) (console.ToolVersionDetail, error) {
-	p, err := c.proc(who)
+func (b *consoleBackend) ToolVersion(_ context.Context, who console.Principal, path, hash, base, before string, limit int) (console.ToolVersionDetail, error) {
+	p, err := b.proc(who)
 	if err != nil {
 		return console.ToolVersionDetail{}, err
 	}
-	if err := c.mayRead(p, path); err != nil {
+	if err := b.mayRead(p, path); err != nil {
 		return console.ToolVersionDetail{}, err
 	}
-	t, _ := c.rt.reg.Get(path)
-	vs, err := c.versions(path)
+	t, _ := b.rt.reg.Get(path)
+	vs, err := b.versions(path)
 	if err != nil {
 		return console.ToolVersionDetail{}, err
 	}
-	all := c.withCurrent(path, vs, t.Hash, c.approvalStates())
+	all := b.withCurrent(path, vs, t.Hash, b.approvalStates())
 	i, err := findVersion(path, all, hash)
 	if err != nil {
 		return console.ToolVersionDetail{}, err
 	}
 	d := console.ToolVersionDetail{Path: path, Version: all[i]}
-	src, note := c.versionSource(path, all[i].Hash)
+	src, note := b.versionSource(path, all[i].Hash)
 	d.Source, d.SourceNote = string(src), note
 	if src != nil {
-		d.Check = c.check(path, src)
+		d.Check = b.check(path, src)
 		d.Version.Risk = string(d.Check.Risk)
 	}
 	if base == "" && i+1 < len(all) {
@@ -189,11 +180,11 @@ func (c *consolePages) ToolVersion(_ context.Context, who console.Principal, pat
 			return console.ToolVersionDetail{}, err
 		}
 		d.Base = all[j].Hash
-		if old, _ := c.versionSource(path, all[j].Hash); old != nil && src != nil {
+		if old, _ := b.versionSource(path, all[j].Hash); old != nil && src != nil {
 			d.Diff = console.Diff(string(old), string(src), 3)
 		}
 	}
-	d.Runs, d.Next, err = c.versionRuns(path, all[i].Hash, before, pageLimit(limit, 50))
+	d.Runs, d.Next, err = b.versionRuns(path, all[i].Hash, before, pageLimit(limit, 50))
 	return d, err
 }
 
@@ -220,35 +211,35 @@ func findVersion(path string, all []console.ToolVersion, hash string) (int, erro
 }
 
 // current reads the tool's current source from the tool tree.
-func (c *consolePages) current(path string) ([]byte, error) {
-	r, err := c.rt.jail.Resolve(path)
+func (b *consoleBackend) current(path string) ([]byte, error) {
+	r, err := b.rt.jail.Resolve(path)
 	if err != nil {
 		return nil, err
 	}
-	return c.rt.jail.ReadFile(r)
+	return b.rt.jail.ReadFile(r)
 }
 
 // versionSource is the source of path at hash: from the journal's
 // sources, else the tool tree's file when it is that version.
-func (c *consolePages) versionSource(path, hash string) ([]byte, string) {
-	if c.rt.j != nil {
-		if src, err := c.rt.j.Source(hash); err == nil {
+func (b *consoleBackend) versionSource(path, hash string) ([]byte, string) {
+	if b.rt.j != nil {
+		if src, err := b.rt.j.Source(hash); err == nil {
 			return src, ""
 		}
 	}
-	if src, err := c.current(path); err == nil && transpile.Hash(src) == hash {
+	if src, err := b.current(path); err == nil && transpile.Hash(src) == hash {
 		return src, ""
 	}
 	return nil, "the journal no longer keeps this version's source (its runs were pruned) and the tool tree holds another version"
 }
 
 // versions are the versions of path the journal keeps, newest first.
-func (c *consolePages) versions(path string) ([]journal.Version, error) {
-	if c.rt.j == nil {
+func (b *consoleBackend) versions(path string) ([]journal.Version, error) {
+	if b.rt.j == nil {
 		return nil, nil
 	}
 	var runs []journal.RunMeta
-	err := c.rt.j.EachRun(journal.RunQuery{Oldest: true}, func(r journal.RunMeta) error {
+	err := b.rt.j.EachRun(journal.RunQuery{Oldest: true}, func(r journal.RunMeta) error {
 		if r.Tool == path || slices.ContainsFunc(r.Modules, func(m journal.Module) bool { return m.Path == path }) {
 			runs = append(runs, r)
 		}
@@ -259,7 +250,7 @@ func (c *consolePages) versions(path string) ([]journal.Version, error) {
 
 // withCurrent converts vs, adding the current version (hash) first when
 // no run recorded it yet, and marks it current.
-func (c *consolePages) withCurrent(path string, vs []journal.Version, hash string, states map[string]string) []console.ToolVersion {
+func (b *consoleBackend) withCurrent(path string, vs []journal.Version, hash string, states map[string]string) []console.ToolVersion {
 	out := make([]console.ToolVersion, 0, len(vs)+1)
 	if hash != "" && !slices.ContainsFunc(vs, func(v journal.Version) bool { return v.Hash == hash }) {
 		out = append(out, console.ToolVersion{Hash: hash})
@@ -276,13 +267,13 @@ func (c *consolePages) withCurrent(path string, vs []journal.Version, hash strin
 
 // versionRuns are the runs of path at hash, newest first, those before
 // the run before, at most limit; next is the cursor of the next page.
-func (c *consolePages) versionRuns(path, hash, before string, limit int) (rows []console.ToolRun, next string, err error) {
-	if c.rt.j == nil {
+func (b *consoleBackend) versionRuns(path, hash, before string, limit int) (rows []console.ToolRun, next string, err error) {
+	if b.rt.j == nil {
 		return nil, "", nil
 	}
 	seen := before == ""
 	stop := errors.New("page full")
-	err = c.rt.j.EachRun(journal.RunQuery{}, func(r journal.RunMeta) error {
+	err = b.rt.j.EachRun(journal.RunQuery{}, func(r journal.RunMeta) error {
 		if r.Tool != path || r.Hash != hash {
 			return nil
 		}
@@ -320,12 +311,12 @@ func toolRun(r journal.RunMeta) console.ToolRun {
 
 // approvalStates maps path NUL hash to the approval gate's state of that
 // version, for both the request's approval key and its entry's hash.
-func (c *consolePages) approvalStates() map[string]string {
+func (b *consoleBackend) approvalStates() map[string]string {
 	out := map[string]string{}
-	if c.rt.gate == nil {
+	if b.rt.gate == nil {
 		return out
 	}
-	rs, err := c.rt.gate.List("")
+	rs, err := b.rt.gate.List("")
 	if err != nil {
 		return out
 	}
