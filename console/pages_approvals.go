@@ -46,11 +46,11 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "approvals.html", v)
 }
 
-// approvalView is one request's page; Decided is the decision just made
-// (on the page the decision redirects to).
+// approvalView is one request's page; JustDecided says the page shows
+// the decision just made (the page a decision redirects to).
 type approvalView struct {
 	ApprovalDetail
-	Decided bool
+	JustDecided bool
 }
 
 // approvalPage is GET /approvals/ID.
@@ -60,7 +60,7 @@ func (s *Server) approvalPage(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "approval.html", approvalView{ApprovalDetail: d, Decided: r.URL.Query().Get("decided") != ""})
+	s.render(w, r, http.StatusOK, "approval.html", approvalView{ApprovalDetail: d, JustDecided: r.URL.Query().Get("decided") != ""})
 }
 
 // decide is POST /approvals/ID/decide (form: decision=approve|deny,

@@ -185,6 +185,9 @@ func TestApproveNeedsTheApproveRight(t *testing.T) {
 	if len(all) != 1 || all[0].State != approval.StateApproved || all[0].DecidedBy != "console:alice" || all[0].Reason != "looked at it" {
 		t.Fatalf("the recorded decision: %+v", all)
 	}
+	if code, page = approver.get("/approvals/" + req.ID + "?decided=1"); code != http.StatusOK || !strings.Contains(page, `id="decided"`) || !strings.Contains(page, `<span class="status approved" id="state">approved</span>`) {
+		t.Errorf("the request's page after the decision: %d\n%s", code, page)
+	}
 	if _, page = approver.get("/approvals/log"); !strings.Contains(page, "console:alice") || !strings.Contains(page, "looked at it") {
 		t.Errorf("the decision log does not show the decision:\n%s", page)
 	}
