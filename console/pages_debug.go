@@ -3,10 +3,18 @@ package console
 import (
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // maxSource bounds a source pasted in the debug page.
 const maxSource = 1 << 20
+
+// formSource is the posted source with the line ends the user typed: a
+// browser submits a textarea's lines ended by CRLF (HTML's form encoding),
+// which a tool's file MUST NOT get.
+func formSource(r *http.Request) string {
+	return strings.ReplaceAll(r.PostFormValue("source"), "\r\n", "\n")
+}
 
 // debugView is the debug page's data: the run, the source in the editor
 // and, after a replay, what it found.
@@ -38,7 +46,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mode := ReplaySource(r.PostFormValue("mode"))
-	src := r.PostFormValue("source")
+	src := formSource(r)
 	v := debugView{Run: d, Source: src, Mode: mode}
 	if v.Source == "" {
 		v.Source = d.Source
@@ -74,7 +82,7 @@ func (s *Server) saveFix(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	src := r.PostFormValue("source")
+	src := formSource(r)
 	v := debugView{Run: d, Source: src, Mode: ReplayEdited}
 	code := http.StatusOK
 	switch {
