@@ -82,6 +82,9 @@ func (s *Server) toolPage(w http.ResponseWriter, r *http.Request) {
 			s.failErr(w, r, err)
 			return
 		}
+		if v.Version.Version.Current {
+			v.Version.Check, v.Version.Version.Risk = t.Check, string(t.Check.Risk)
+		}
 		if v.Version.Next != "" {
 			v.More = "/tools/" + t.Path + "?" + url.Values{"version": {v.Version.Version.Hash}, "before": {v.Version.Next}}.Encode() + "#runs"
 		}
