@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"testing"
 
@@ -74,4 +76,30 @@ func ExampleRuntime_Call() {
 	fmt.Println(res.Success, string(res.Result.Result))
 	// Output:
 	// true 5
+}
+
+// Serve the node's web console: a request without a session is sent to
+// the login page, which takes a capability token of the node.
+func ExampleRuntime_UIHandler() {
+	dir, _ := os.MkdirTemp("", "agentos-example")
+	defer os.RemoveAll(dir)
+	cfg := agentos.Config{Isolation: "inprocess"}
+	rt, err := agentos.Start(context.Background(), &agentos.Options{Root: dir, Config: &cfg, Logger: quiet})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+	srv := httptest.NewServer(rt.UIHandler()) // in production: over HTTPS (its cookie is Secure)
+	defer srv.Close()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(srv.URL + "/runs")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, resp.Header.Get("Location"))
+	// Output:
+	// 303 /login?next=%2Fruns
 }

@@ -9,11 +9,15 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
 // fakeBackend accepts the token "good" and answers an empty journal.
-type fakeBackend struct{ revoked bool }
+type fakeBackend struct {
+	revoked atomic.Bool
+	saved   atomic.Value // the last source SaveSource got
+}
 
 func (f *fakeBackend) Login(_ context.Context, tok string) (Principal, error) {
 	if tok != "good" {
@@ -25,7 +29,7 @@ func (f *fakeBackend) Anonymous(context.Context) (Principal, error) {
 	return Principal{ID: "anon"}, nil
 }
 func (f *fakeBackend) Verify(context.Context, Principal) error {
-	if f.revoked {
+	if f.revoked.Load() {
 		return errors.New("revoked")
 	}
 	return nil
@@ -39,7 +43,8 @@ func (f *fakeBackend) Run(_ context.Context, _ Principal, id string) (RunDetail,
 func (f *fakeBackend) Replay(context.Context, Principal, ReplayRequest) (ReplayResult, error) {
 	return ReplayResult{Same: true}, nil
 }
-func (f *fakeBackend) SaveSource(context.Context, Principal, string, []byte) (SaveResult, error) {
+func (f *fakeBackend) SaveSource(_ context.Context, _ Principal, _ string, src []byte) (SaveResult, error) {
+	f.saved.Store(string(src))
 	return SaveResult{Path: "tools/x.ts", Hash: "abc"}, nil
 }
 
@@ -239,7 +244,7 @@ func TestRevokedSessionEnds(t *testing.T) {
 	jar, _ := cookiejar.New(nil)
 	c := noRedirect(jar)
 	login(t, ts, c)
-	b.revoked = true
+	b.revoked.Store(true)
 	resp, err := c.Get(ts.URL + "/runs")
 	if err != nil {
 		t.Fatal(err)
@@ -247,5 +252,38 @@ func TestRevokedSessionEnds(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("revoked token's session: %d, want a redirect to /login", resp.StatusCode)
+	}
+}
+
+// TestSavedSourceKeepsLF: a browser posts a textarea's lines ended by
+// CRLF; the tool's file gets the LF the user typed.
+func TestSavedSourceKeepsLF(t *testing.T) {
+	b := &fakeBackend{}
+	ts := newTestConsole(t, b, Options{})
+	jar, _ := cookiejar.New(nil)
+	c := noRedirect(jar)
+	csrf := login(t, ts, c)
+	resp, err := c.PostForm(ts.URL+"/runs/abc/save", url.Values{"csrf": {csrf}, "source": {"a\r\nb\r\n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got, _ := b.saved.Load().(string); resp.StatusCode != http.StatusOK || got != "a\nb\n" {
+		t.Errorf("save: %d, source %q; want 200 and %q", resp.StatusCode, got, "a\nb\n")
+	}
+}
+
+// TestFormsKeepTheirOrigin: with Referrer-Policy no-referrer a browser
+// sends "Origin: null" with a form, which the origin check refuses: the
+// console MUST NOT send it.
+func TestFormsKeepTheirOrigin(t *testing.T) {
+	ts := newTestConsole(t, &fakeBackend{}, Options{})
+	resp, err := http.Get(ts.URL + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if p := resp.Header.Get("Referrer-Policy"); p == "no-referrer" || p == "" {
+		t.Errorf("Referrer-Policy %q: the forms would post Origin: null", p)
 	}
 }

@@ -7,8 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/console"
 	"github.com/agentos-run/agentos/internal/host"
 )
@@ -38,10 +41,11 @@ func serveUI(ctx context.Context, rt *host.Runtime, cfg host.Config, banner io.W
 		}
 	}()
 	fmt.Fprintf(banner, "web console at http://%s/\n", ln.Addr())
-	if cfg.UI.Anonymous {
-		fmt.Fprintln(banner, "the console serves without a login, as the default process (--ui-anonymous, loopback only)")
-	} else {
-		fmt.Fprintln(banner, "the console asks for a capability token: mint one with 'agentos token --grant read:tools/ --grant exec:tools/ --grant write:tools/'")
+	tokenFile, err := uiLoginBanner(rt, cfg, banner)
+	if err != nil {
+		hs.Close()
+		srv.Close()
+		return nil, err
 	}
 	return func() {
 		// An open event stream would hold Shutdown: a short grace, then close.
@@ -51,5 +55,33 @@ func serveUI(ctx context.Context, rt *host.Runtime, cfg host.Config, banner io.W
 			_ = hs.Close()
 		}
 		cancel()
+		if tokenFile != "" {
+			_ = os.Remove(tokenFile)
+		}
 	}, nil
+}
+
+// UITokenFile is where 'agentos serve --ui' writes a token for the default
+// grants when the node has no capability.signing_key_env (so no 'agentos
+// token' can mint one it verifies): mode 0600, valid while that node runs.
+var UITokenFile = filepath.Join(host.StateDir, "ui-token")
+
+// uiLoginBanner says how to log in to the console; without a shared key it
+// writes the token file it names (returned, to be removed at the end).
+func uiLoginBanner(rt *host.Runtime, cfg host.Config, banner io.Writer) (string, error) {
+	if cfg.UI.Anonymous {
+		fmt.Fprintln(banner, "the console serves without a login, as the default process (--ui-anonymous, loopback only)")
+		return "", nil
+	}
+	if key, _ := cfg.CapabilityKey(); key != nil {
+		fmt.Fprintln(banner, "the console asks for a capability token: mint one with 'agentos token --grant read:tools/ --grant exec:tools/ --grant write:tools/'")
+		return "", nil
+	}
+	tok := rt.Kernel().Authority().Mint("console", cfg.DefaultGrants(), capability.Caveats{})
+	path := filepath.Join(rt.Root(), UITokenFile)
+	if err := os.WriteFile(path, []byte(tok.Encode()+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("writing the console's token: %w", err)
+	}
+	fmt.Fprintf(banner, "the console asks for a capability token: one for the default grants, valid while this node runs, is in %s (set capability.signing_key_env to mint lasting ones with 'agentos token')\n", path)
+	return path, nil
 }
