@@ -168,10 +168,10 @@ func TestProcTree(t *testing.T) {
 // template is rendered through all its branches.
 type richBackend struct{ fakeBackend }
 
-func (richBackend) SearchTools(context.Context, Principal, string, int) ([]ToolHit, error) {
+func (*richBackend) SearchTools(context.Context, Principal, string, int) ([]ToolHit, error) {
 	return []ToolHit{{ToolInfo: richTool().ToolInfo, Score: 0.93}}, nil
 }
-func (richBackend) Tools(context.Context, Principal, string, int) (ToolPage, error) {
+func (*richBackend) Tools(context.Context, Principal, string, int) (ToolPage, error) {
 	return ToolPage{Tools: []ToolInfo{richTool().ToolInfo}, Next: "tools/x.ts", Total: 2}, nil
 }
 func richTool() ToolDetail {
@@ -186,10 +186,10 @@ func richTool() ToolDetail {
 		GateAt:   now,
 	}
 }
-func (richBackend) Tool(context.Context, Principal, string) (ToolDetail, error) {
+func (*richBackend) Tool(context.Context, Principal, string) (ToolDetail, error) {
 	return richTool(), nil
 }
-func (richBackend) ToolVersion(context.Context, Principal, string, string, string, string, int) (ToolVersionDetail, error) {
+func (*richBackend) ToolVersion(context.Context, Principal, string, string, string, string, int) (ToolVersionDetail, error) {
 	return ToolVersionDetail{Path: "tools/x.ts", Version: richTool().Versions[0], Source: "a\n", SourceNote: "note", Check: richTool().Check,
 		Base: "fedcba9876543210", Diff: Diff("a\nb\n", "a\nc\n", 3), Runs: []ToolRun{{ID: "r1", Status: "failed", Started: time.Now(), Duration: time.Second, Calls: 2, Error: "boom"}}, Next: "r1"}, nil
 }
@@ -198,22 +198,22 @@ func richRequest() approval.Request {
 	return approval.Request{ID: "a-0123456789ab", Path: "tools/x.ts", Hash: "0123456789abcdef", Source: "ffff", Modules: []string{"tools/lib/m.ts@1"}, Risk: "high", Reasons: []string{"why"},
 		State: approval.StateDenied, RequestedBy: "pid:3", Requested: now, DecidedBy: "console:bob", Reason: "no", Decided: now, Waiting: 1}
 }
-func (richBackend) Approvals(context.Context, Principal, approval.State) ([]approval.Request, error) {
+func (*richBackend) Approvals(context.Context, Principal, approval.State) ([]approval.Request, error) {
 	return []approval.Request{richRequest()}, nil
 }
-func (richBackend) Approval(context.Context, Principal, string) (ApprovalDetail, error) {
+func (*richBackend) Approval(context.Context, Principal, string) (ApprovalDetail, error) {
 	return ApprovalDetail{Request: richRequest(), Source: "src", SourceNote: "note", CanDecide: true}, nil
 }
-func (richBackend) DecisionLog(context.Context, Principal, int, int) ([]approval.Event, bool, error) {
+func (*richBackend) DecisionLog(context.Context, Principal, int, int) ([]approval.Event, bool, error) {
 	return []approval.Event{{At: time.Now(), ID: "a-0123456789ab", Path: "tools/x.ts", Hash: "0123", Event: "denied", By: "console:bob", Reason: "no"}}, true, nil
 }
-func (richBackend) Processes(context.Context, Principal) ([]Proc, error) {
+func (*richBackend) Processes(context.Context, Principal) ([]Proc, error) {
 	return []Proc{{PID: 1, Name: "sup", Image: "supervisor", Status: "running", Usage: []string{"tool_calls=1"}, Left: []string{"tool_calls=9"}, Supervisor: true, Started: time.Now()}, {PID: 2, Parent: 1, Status: "waiting"}}, nil
 }
-func (richBackend) Events(context.Context, Principal, uint64, int) ([]ProcEvent, error) {
+func (*richBackend) Events(context.Context, Principal, uint64, int) ([]ProcEvent, error) {
 	return []ProcEvent{{Seq: 1, Time: time.Now(), Kind: "exit", PID: 2, Reason: "fault", Detail: "x"}, {Seq: 2, Kind: "charge", Meter: "tool_calls", Amount: 1}, {Seq: 3, Kind: "signal", Detail: "kill"}}, nil
 }
-func (richBackend) Cluster(context.Context, Principal) (ClusterView, error) {
+func (*richBackend) Cluster(context.Context, Principal) (ClusterView, error) {
 	return ClusterView{Clustered: true, Cluster: "c", Self: "127.0.0.1:1", Left: []string{"127.0.0.1:3"}, Members: []ClusterMember{
 		{ID: "m1", Address: "127.0.0.1:1", Kinds: []string{"forge"}, Root: "/r", PID: "9", Version: "v1", Forges: []string{"abcdef0123456789"}, Activations: []string{"forge/abc"}},
 		{ID: "m2", Address: "127.0.0.1:2", Error: "timeout"}}}, nil
