@@ -90,10 +90,10 @@ func (s *Server) routes() []route {
 		{"POST /logout", s.action(s.logout)},
 		{"GET /{$}", http.RedirectHandler("/runs", http.StatusSeeOther)},
 	}
-	rs = append(rs, s.runsRoutes()...) // pages_runs.go, pages_debug.go
-	// rs = append(rs, s.toolsRoutes()...)     // pages_tools.go
-	// rs = append(rs, s.approvalsRoutes()...) // pages_approvals.go
-	// rs = append(rs, s.procsRoutes()...)     // pages_procs.go
+	rs = append(rs, s.runsRoutes()...)      // pages_runs.go, pages_debug.go
+	rs = append(rs, s.toolsRoutes()...)     // pages_tools.go
+	rs = append(rs, s.approvalsRoutes()...) // pages_approvals.go
+	rs = append(rs, s.procsRoutes()...)     // pages_procs.go
 	return rs
 }
 

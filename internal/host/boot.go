@@ -55,6 +55,9 @@ type NodeOptions struct {
 	// Journal, on Executor) against the new one. The zero value replays
 	// gate.DefaultRuns runs and warns; Runs < 0 disables it.
 	Gate gate.Options
+	// OnGateReport, when set, receives every report of the registration
+	// gate (the console keeps the last one per tool). It MUST NOT block.
+	OnGateReport func(gate.Report)
 	// Intensity, Period and Backoff tune the root supervisor (defaults: 10
 	// restarts within 10 s, backoff from 10 ms doubling to 1 s).
 	Intensity int
@@ -193,6 +196,9 @@ func (a *nodeAssembly) supervision() supervisor.Spec {
 	var gater git.Gater
 	if a.gate != nil {
 		gater = a.gate
+		if o.OnGateReport != nil {
+			gater = reportingGater{a.gate, o.OnGateReport}
+		}
 	}
 	spec := supervisor.Spec{
 		Strategy: supervisor.OneForOne, Intensity: o.Intensity, Period: o.Period, Backoff: o.Backoff,

@@ -513,6 +513,7 @@ func (rt *Runtime) openNode(ctx context.Context) (closeFunc, error) {
 		},
 		Executor: rt.ex, Registry: rt.reg, Repo: rt.repo, NodeOnly: []string{cfg.Agents.Personas()},
 		ForgeAttempts: cfg.LLM.ForgeAttempts, ForgeRetries: cfg.LLM.ForgeRetries(), ForgeLessons: cfg.Memory.Lessons(), Gate: cfg.Governance.Gate.Options(),
+		OnGateReport: rt.keepGateReport,
 	})
 	if err != nil {
 		return nil, err
