@@ -189,31 +189,21 @@ func (r *run) protected(job Job) (res json.RawMessage, err error) {
 	return res, err
 }
 
+// main calls the entry module's function with the job's arguments, lets
+// what it returned settle, and returns the result as JSON.
 func (r *run) main(job Job) (json.RawMessage, error) {
 	vm := r.vm
 	vm.SetMaxCallStackSize(r.lim.MaxCallDepth)
 	vm.SetRandSource(r.random)
 	vm.SetTimeSource(r.now)
 
-	exports, err := r.load(job.Entry)
+	fn, err := r.entryFunction(job.Entry)
 	if err != nil {
 		return nil, err
 	}
-	def := exports.Get("default")
-	if def == nil || goja.IsUndefined(def) {
-		def = exports // module.exports = function (...) {...}
-	}
-	fn, ok := goja.AssertFunction(def)
-	if !ok {
-		return nil, errorf(KindNoExport, "%s has no default export function: write `export default function (args) { ... }`", job.Entry.Path)
-	}
-	argsText := string(job.Args)
-	if strings.TrimSpace(argsText) == "" {
-		argsText = "{}"
-	}
-	args, err := r.parse(nil, vm.ToValue(argsText))
+	args, err := r.args(job.Args)
 	if err != nil {
-		return nil, errorf(KindInvalidArgs, "args is not valid JSON: %v", err)
+		return nil, err
 	}
 	v, err := fn(goja.Undefined(), args)
 	if err != nil {
@@ -229,6 +219,37 @@ func (r *run) main(job Job) (json.RawMessage, error) {
 		}
 	}
 	return r.result(v)
+}
+
+// entryFunction loads the entry module and returns the function it
+// exports: its default export, else module.exports itself.
+func (r *run) entryFunction(entry Module) (goja.Callable, error) {
+	exports, err := r.load(entry)
+	if err != nil {
+		return nil, err
+	}
+	def := exports.Get("default")
+	if def == nil || goja.IsUndefined(def) {
+		def = exports // module.exports = function (...) {...}
+	}
+	fn, ok := goja.AssertFunction(def)
+	if !ok {
+		return nil, errorf(KindNoExport, "%s has no default export function: write `export default function (args) { ... }`", entry.Path)
+	}
+	return fn, nil
+}
+
+// args parses the job's arguments as JSON.parse would; blank is {}.
+func (r *run) args(text json.RawMessage) (goja.Value, error) {
+	argsText := string(text)
+	if strings.TrimSpace(argsText) == "" {
+		argsText = "{}"
+	}
+	args, err := r.parse(nil, r.vm.ToValue(argsText))
+	if err != nil {
+		return nil, errorf(KindInvalidArgs, "args is not valid JSON: %v", err)
+	}
+	return args, nil
 }
 
 // settle runs the run's loop until p (nil: none) settles and no timer is
