@@ -158,115 +158,189 @@ func Run(ctx context.Context, opts Options, task string) (Result, error) {
 	if opts.LLM == nil || len(opts.Tools) == 0 {
 		return Result{}, errors.New("agent: Run needs a model and tools")
 	}
-	if opts.MaxSteps <= 0 {
-		opts.MaxSteps = 20
-	}
-	if opts.MaxResultBytes <= 0 {
-		opts.MaxResultBytes = 16 << 10
-	}
-	if opts.RepeatLimit <= 0 {
-		opts.RepeatLimit = 3
-	}
-	if opts.Tracer == nil {
-		opts.Tracer = telemetry.Tracer(nil, instrumentation)
-	}
-	system := opts.System
-	if system == "" {
-		system = SystemPrompt
-	}
-	tools := map[string]kerneltool.Tool{}
-	specs := make([]llm.ToolSpec, 0, len(opts.Tools))
-	for _, t := range opts.Tools {
-		tools[t.Name] = t
-		specs = append(specs, llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
-	}
+	opts = opts.withDefaults()
 	pg, err := newPager(opts.Paging)
 	if err != nil {
 		return Result{}, err
 	}
-	msgs := []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: task}}
-	seen := map[string]int{}
-	res := Result{Calls: []Call{}}
-	var seq uint64 // model and tool calls, in the order they are made
-	var toolHost driver.Host = driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+	l := newLoop(opts, pg, task)
+	for l.res.Steps < opts.MaxSteps {
+		if done, err := l.step(ctx); done || err != nil {
+			return l.res, err
+		}
+	}
+	l.res.Reason = ReasonBudget
+	return l.res, nil
+}
+
+// withDefaults is o with its zero limits and tracer defaulted.
+func (o Options) withDefaults() Options {
+	if o.MaxSteps <= 0 {
+		o.MaxSteps = 20
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = 16 << 10
+	}
+	if o.RepeatLimit <= 0 {
+		o.RepeatLimit = 3
+	}
+	if o.Tracer == nil {
+		o.Tracer = telemetry.Tracer(nil, instrumentation)
+	}
+	return o
+}
+
+// loop is a run of the agent loop: the conversation so far and what the
+// run has done.
+type loop struct {
+	opts     Options
+	tools    map[string]kerneltool.Tool
+	specs    []llm.ToolSpec
+	toolHost driver.Host
+	pg       *pager // nil: no paging
+	msgs     []llm.Message
+	seen     map[string]int // how often each call (tool and canonical arguments) was made
+	res      Result
+	seq      uint64 // model and tool calls, in the order they are made
+}
+
+// newLoop begins the loop of task: the system prompt and the task, the
+// tools offered to the model and the host their calls go to.
+func newLoop(opts Options, pg *pager, task string) *loop {
+	system := opts.System
+	if system == "" {
+		system = SystemPrompt
+	}
+	l := &loop{
+		opts:  opts,
+		tools: map[string]kerneltool.Tool{},
+		specs: make([]llm.ToolSpec, 0, len(opts.Tools)),
+		pg:    pg,
+		msgs:  []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: task}},
+		seen:  map[string]int{},
+		res:   Result{Calls: []Call{}},
+	}
+	for _, t := range opts.Tools {
+		l.tools[t.Name] = t
+		l.specs = append(l.specs, llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	l.toolHost = toolHost(l.tools, opts)
+	return l
+}
+
+// toolHost is the host of a run's tool calls (CallTool), journaled when
+// opts.Journal is set. The model is then sent a result as the journal
+// stores it, so that a resumed run, answered from the journal, sends the
+// same.
+func toolHost(tools map[string]kerneltool.Tool, opts Options) driver.Host {
+	var live driver.Host = driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
 		return CallTool(ctx, tools[c.Op], c.Request, opts.PII)
 	})
-	if opts.Journal != nil {
-		live := toolHost
-		// The model is sent the result as the journal stores it, so that
-		// a resumed run, answered from the journal, sends the same.
-		toolHost = opts.Journal(driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
-			out, err := live.Do(ctx, c)
-			if err == nil {
-				out = journal.Canonical(out)
-			}
-			return out, err
-		}))
+	if opts.Journal == nil {
+		return live
 	}
-	for res.Steps < opts.MaxSteps {
-		if pg != nil {
-			if msgs, err = pg.fit(ctx, msgs, specs); err != nil {
-				if errors.As(err, new(*WindowError)) {
-					res.Reason = ReasonWindow
-				}
-				return res, err
-			}
-			res.Paged = pg.paged
+	return opts.Journal(driver.HostFunc(func(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+		out, err := live.Do(ctx, c)
+		if err == nil {
+			out = journal.Canonical(out)
 		}
-		res.Steps++
-		req, _ := json.Marshal(llm.Request{Messages: msgs, Tools: specs})
-		out, err := askModel(ctx, opts.LLM, &seq, req, opts.ModelRetries)
-		if err != nil {
-			return res, fmt.Errorf("agent step %d: the model failed: %w", res.Steps, err)
+		return out, err
+	}))
+}
+
+// step asks the model once and runs the tools it calls. done is true when
+// the run ended: an answer, a repeated call, or an error.
+func (l *loop) step(ctx context.Context) (done bool, err error) {
+	if err := l.fit(ctx); err != nil {
+		return true, err
+	}
+	l.res.Steps++
+	answer, err := l.ask(ctx)
+	if err != nil {
+		return true, err
+	}
+	l.msgs = append(l.msgs, answer.Message)
+	if len(answer.Message.ToolCalls) > 0 {
+		return l.callTools(ctx, answer), nil
+	}
+	if answer.CutOff() { // not an answer: half of one
+		l.msgs = append(l.msgs, llm.Message{Role: llm.RoleUser, Content: cutOffNote(answer) + ": answer again, shorter."})
+		return false, nil
+	}
+	l.res.Answer, l.res.Reason = answer.Message.Content, ReasonAnswer
+	return true, nil
+}
+
+// fit pages the conversation out to fit the model's window, when the run
+// pages; a conversation that cannot fit ends the run (ReasonWindow).
+func (l *loop) fit(ctx context.Context) error {
+	if l.pg == nil {
+		return nil
+	}
+	msgs, err := l.pg.fit(ctx, l.msgs, l.specs)
+	if err != nil {
+		if errors.As(err, new(*WindowError)) {
+			l.res.Reason = ReasonWindow
 		}
-		var answer llm.Response
-		if err := json.Unmarshal(out, &answer); err != nil {
-			return res, fmt.Errorf("agent step %d: %w", res.Steps, err)
-		}
-		res.Usage.PromptTokens += answer.Usage.PromptTokens
-		res.Usage.CompletionTokens += answer.Usage.CompletionTokens
-		res.Usage.TotalTokens += answer.Usage.TotalTokens
-		res.Usage.CostUSD += answer.Usage.CostUSD
-		if pg != nil {
-			pg.observe(msgs, specs, answer.Usage.PromptTokens)
-		}
-		if opts.Charge != nil {
-			if err := opts.Charge(answer.Usage); err != nil {
-				return res, err
-			}
-		}
-		msgs = append(msgs, answer.Message)
-		if len(answer.Message.ToolCalls) == 0 {
-			if answer.CutOff() { // not an answer: half of one
-				msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: cutOffNote(answer) + ": answer again, shorter."})
-				continue
-			}
-			res.Answer, res.Reason = answer.Message.Content, ReasonAnswer
-			return res, nil
-		}
-		for _, tc := range answer.Message.ToolCalls {
-			key := tc.Name + "\x00" + canonical(tc.Arguments)
-			seen[key]++
-			c := Call{Tool: tc.Name, Arguments: tc.Arguments}
-			if seen[key] >= opts.RepeatLimit {
-				res.Calls = append(res.Calls, c)
-				res.Reason = ReasonRepeated
-				return res, nil
-			}
-			var content string
-			if !json.Valid([]byte(tc.Arguments)) && strings.TrimSpace(tc.Arguments) != "" {
-				c.Error = "invalid JSON arguments"
-				content = badArguments(tc, answer)
-			} else {
-				seq++
-				content = runTool(ctx, toolHost, seq, tools, tc, &c, opts)
-			}
-			res.Calls = append(res.Calls, c)
-			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: content})
+		return err
+	}
+	l.msgs = msgs
+	l.res.Paged = l.pg.paged
+	return nil
+}
+
+// ask sends the conversation to the model and returns its answer, whose
+// usage is added to the run's and charged (Options.Charge).
+func (l *loop) ask(ctx context.Context) (llm.Response, error) {
+	req, _ := json.Marshal(llm.Request{Messages: l.msgs, Tools: l.specs})
+	out, err := askModel(ctx, l.opts.LLM, &l.seq, req, l.opts.ModelRetries)
+	if err != nil {
+		return llm.Response{}, fmt.Errorf("agent step %d: the model failed: %w", l.res.Steps, err)
+	}
+	var answer llm.Response
+	if err := json.Unmarshal(out, &answer); err != nil {
+		return llm.Response{}, fmt.Errorf("agent step %d: %w", l.res.Steps, err)
+	}
+	l.res.Usage.PromptTokens += answer.Usage.PromptTokens
+	l.res.Usage.CompletionTokens += answer.Usage.CompletionTokens
+	l.res.Usage.TotalTokens += answer.Usage.TotalTokens
+	l.res.Usage.CostUSD += answer.Usage.CostUSD
+	if l.pg != nil {
+		l.pg.observe(l.msgs, l.specs, answer.Usage.PromptTokens)
+	}
+	if l.opts.Charge != nil {
+		if err := l.opts.Charge(answer.Usage); err != nil {
+			return llm.Response{}, err
 		}
 	}
-	res.Reason = ReasonBudget
-	return res, nil
+	return answer, nil
+}
+
+// callTools makes the tool calls of answer in order, each result added to
+// the conversation. It returns true, the run ending with ReasonRepeated,
+// at the first call made Options.RepeatLimit times.
+func (l *loop) callTools(ctx context.Context, answer llm.Response) (repeated bool) {
+	for _, tc := range answer.Message.ToolCalls {
+		key := tc.Name + "\x00" + canonical(tc.Arguments)
+		l.seen[key]++
+		c := Call{Tool: tc.Name, Arguments: tc.Arguments}
+		if l.seen[key] >= l.opts.RepeatLimit {
+			l.res.Calls = append(l.res.Calls, c)
+			l.res.Reason = ReasonRepeated
+			return true
+		}
+		var content string
+		if !json.Valid([]byte(tc.Arguments)) && strings.TrimSpace(tc.Arguments) != "" {
+			c.Error = "invalid JSON arguments"
+			content = badArguments(tc, answer)
+		} else {
+			l.seq++
+			content = runTool(ctx, l.toolHost, l.seq, l.tools, tc, &c, l.opts)
+		}
+		l.res.Calls = append(l.res.Calls, c)
+		l.msgs = append(l.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: content})
+	}
+	return false
 }
 
 // askModel sends req as call *seq+1 of host, asking again after a

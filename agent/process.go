@@ -238,33 +238,15 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 		done(Result{}, err)
 		return err
 	}
-	mux := driver.Mux{llm.Driver: opts.Model}
 	store := opts.Node.Memory()
-	if store != nil {
-		mux[memory.Driver] = memory.LessonsDevice(store)
-	}
-	// The lessons are tokenized below the journal, like a data driver's
-	// answers: an operator's lesson may hold personal data.
-	var host driver.Host = driver.Chain(mux, opts.PII.Middleware(memory.Driver))
-	run, record, replayed, release, err := resumeRun(ctx, p, &st, opts)
+	host := modelHost(opts, store)
+	claimed, err := openRun(ctx, p, &st, opts)
 	if err != nil {
 		done(Result{}, err)
 		return err
 	}
-	task := st.Task
-	if run == nil {
-		// The task is journaled and sent to the model: tokenized first.
-		if task, err = opts.PII.Text(task); err != nil {
-			done(Result{}, err)
-			return err
-		}
-		if run, record, release, err = beginRun(ctx, p, st, task, opts); err != nil {
-			done(Result{}, err)
-			return err
-		}
-		st.MemoryName = "" // a new run: its memory is this process's
-	}
-	defer release()
+	defer claimed.release()
+	run, record, task := claimed.run, claimed.record, claimed.task
 	if began != nil {
 		began(run.ID())
 	}
@@ -286,7 +268,6 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 	host = driver.Chain(host, rn, opts.PII.ModelMiddleware(), record)
 	tooljournal := func(next driver.Host) driver.Host { return rn(record(next)) }
 	named := !strings.HasPrefix(memName, memory.EphemeralPrefix) && store != nil
-	system := cmp.Or(st.System, SystemPrompt)
 	fail := func(err error) error {
 		_ = run.End(journal.StatusFailed, nil, nil)
 		if store != nil {
@@ -295,18 +276,15 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 		done(Result{}, err)
 		return err
 	}
-	if named && st.Memory.Lessons > 0 {
-		lessons, err := RecallLessons(ctx, host, 0, []string{memName}, task, st.Memory.Lessons)
-		if err != nil {
-			return fail(err)
-		}
-		system = WithLessons(system, lessons)
+	system, err := systemPrompt(ctx, host, st, memName, task, named)
+	if err != nil {
+		return fail(err)
 	}
 	paging, err := processPaging(st.Memory, opts.Node, memName, run.ID())
 	if err != nil {
 		return fail(err)
 	}
-	charge := charger(p, replayed)
+	charge := charger(p, claimed.replayed)
 	tracer := telemetry.Tracer(opts.Node.TracerProvider(), instrumentation)
 	ctx, span := startAgentSpan(ctx, tracer, p, run.ID(), st.Persona)
 	res, runErr := Run(ctx, Options{LLM: host, Tools: tools, System: system, MaxSteps: st.MaxSteps, PII: opts.PII, Journal: tooljournal, Paging: paging, Charge: charge,
@@ -328,6 +306,64 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 	}
 	done(res, runErr)
 	return runErr
+}
+
+// modelHost is the host of the run's model calls and, when store is not
+// nil, of its lessons, below the journal. The lessons are tokenized there,
+// like a data driver's answers: an operator's lesson may hold personal data.
+func modelHost(opts MainOptions, store *memory.Store) driver.Host {
+	mux := driver.Mux{llm.Driver: opts.Model}
+	if store != nil {
+		mux[memory.Driver] = memory.LessonsDevice(store)
+	}
+	return driver.Chain(mux, opts.PII.Middleware(memory.Driver))
+}
+
+// claimedRun is the journal run an incarnation works on, claimed by its
+// process.
+type claimedRun struct {
+	run      *journal.Run
+	record   driver.Middleware // the journal's: records, or answers from the recording
+	replayed int               // the model answers the journal holds (paid already)
+	release  func()            // releases the claim
+	task     string            // the task as journaled (tokenized)
+}
+
+// openRun resumes st.Run when it is an unfinished agent run, else begins a
+// new run of st.Task, tokenized first: the task is journaled and sent to
+// the model. A new run's memory is the process's: st.MemoryName is cleared.
+func openRun(ctx context.Context, p *kernel.Process, st *State, opts MainOptions) (claimedRun, error) {
+	run, record, replayed, release, err := resumeRun(ctx, p, st, opts)
+	if err != nil {
+		return claimedRun{}, err
+	}
+	if run != nil {
+		return claimedRun{run: run, record: record, replayed: replayed, release: release, task: st.Task}, nil
+	}
+	task, err := opts.PII.Text(st.Task)
+	if err != nil {
+		return claimedRun{}, err
+	}
+	if run, record, release, err = beginRun(ctx, p, *st, task, opts); err != nil {
+		return claimedRun{}, err
+	}
+	st.MemoryName = ""
+	return claimedRun{run: run, record: record, release: release, task: task}, nil
+}
+
+// systemPrompt is the run's system prompt: st.System (else SystemPrompt)
+// with the lessons recalled for task from the named memory memName, when
+// st asks for lessons.
+func systemPrompt(ctx context.Context, host driver.Host, st State, memName, task string, named bool) (string, error) {
+	system := cmp.Or(st.System, SystemPrompt)
+	if !named || st.Memory.Lessons <= 0 {
+		return system, nil
+	}
+	lessons, err := RecallLessons(ctx, host, 0, []string{memName}, task, st.Memory.Lessons)
+	if err != nil {
+		return "", err
+	}
+	return WithLessons(system, lessons), nil
 }
 
 // resumeRun claims and recovers st.Run when it is an unfinished agent run:

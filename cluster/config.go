@@ -89,18 +89,6 @@ func (c Config) WithEnv(getenv func(string) string) (Config, error) {
 			*dst = v
 		}
 	}
-	num := func(name string, dst *int) error {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return nil
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 65535 {
-			return fmt.Errorf("%s=%q is not a port number (0 to 65535)", name, v)
-		}
-		*dst = n
-		return nil
-	}
 	list := func(name string, dst *[]string) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			*dst = splitList(v)
@@ -121,10 +109,10 @@ func (c Config) WithEnv(getenv func(string) string) (Config, error) {
 	}
 	list("AGENTOS_CLUSTER_SEEDS", &c.Seeds)
 	list("AGENTOS_CLUSTER_ETCD", &c.Etcd.Endpoints)
-	if err := num("AGENTOS_CLUSTER_PORT", &c.Port); err != nil {
+	if err := envPort(getenv, "AGENTOS_CLUSTER_PORT", &c.Port); err != nil {
 		return c, err
 	}
-	if err := num("AGENTOS_CLUSTER_HEALTH_PORT", &c.HealthPort); err != nil {
+	if err := envPort(getenv, "AGENTOS_CLUSTER_HEALTH_PORT", &c.HealthPort); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -147,8 +135,27 @@ func splitList(s string) []string {
 	return out
 }
 
+// portOrZero reports whether n is a port number or 0 (a free port).
+func portOrZero(n int) bool { return n >= 0 && n <= 65535 }
+
 // Validate checks the section, naming the key that is wrong.
 func (c Config) Validate() error {
+	if err := c.validateProvider(); err != nil {
+		return err
+	}
+	if !portOrZero(c.Port) || !portOrZero(c.HealthPort) {
+		return fmt.Errorf("cluster.port and cluster.health_port must be port numbers (0: a free port)")
+	}
+	if tls := c.Cert != "" || c.Key != "" || c.CA != ""; tls && (c.Cert == "" || c.Key == "" || c.CA == "") {
+		return fmt.Errorf("cluster.cert, cluster.key and cluster.ca go together (got cert %q, key %q, ca %q): give all three ('agentos cluster certs' makes them)", c.Cert, c.Key, c.CA)
+	}
+	return nil
+}
+
+// validateProvider checks that cluster.provider is known and has what it
+// needs: seeds that are host:port, or (when the cluster is enabled) etcd
+// endpoints.
+func (c Config) validateProvider() error {
 	switch c.Provider {
 	case "", ProviderSeeds:
 		for _, s := range c.Seeds {
@@ -162,12 +169,6 @@ func (c Config) Validate() error {
 		}
 	default:
 		return fmt.Errorf("cluster.provider %q is not known: use %q (a seed list) or %q", c.Provider, ProviderSeeds, ProviderEtcd)
-	}
-	if c.Port < 0 || c.Port > 65535 || c.HealthPort < 0 || c.HealthPort > 65535 {
-		return fmt.Errorf("cluster.port and cluster.health_port must be port numbers (0: a free port)")
-	}
-	if tls := c.Cert != "" || c.Key != "" || c.CA != ""; tls && (c.Cert == "" || c.Key == "" || c.CA == "") {
-		return fmt.Errorf("cluster.cert, cluster.key and cluster.ca go together (got cert %q, key %q, ca %q): give all three ('agentos cluster certs' makes them)", c.Cert, c.Key, c.CA)
 	}
 	return nil
 }
@@ -203,5 +204,21 @@ func envBool(getenv func(string) string, name string, dst *bool) error {
 	default:
 		return fmt.Errorf("%s=%q: use 1 or 0", name, v)
 	}
+	return nil
+}
+
+// envPort sets *dst from the environment variable name when it is set: a
+// port number, or 0 (a free port); anything else is an error naming the
+// variable.
+func envPort(getenv func(string) string, name string, dst *int) error {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || !portOrZero(n) {
+		return fmt.Errorf("%s=%q is not a port number (0 to 65535)", name, v)
+	}
+	*dst = n
 	return nil
 }

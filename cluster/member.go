@@ -151,13 +151,7 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 		m.admit = newAdmission(tc, m.log, m.Address, m.blockStranger)
 	}
 
-	var prov provider
-	switch opts.Provider {
-	case ProviderSeeds:
-		prov, err = newSeedsProvider(opts, tc)
-	case ProviderEtcd:
-		prov, err = newEtcdProvider(ctx, opts, tc)
-	}
+	prov, err := newProvider(ctx, opts, tc)
 	if err != nil {
 		m.stop()
 		if own {
@@ -167,12 +161,47 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	}
 	m.prov = prov
 
+	rcfg := remoteConfig(opts, tc, m.log)
+	cfg := pcluster.Configure(opts.Name, prov, disthash.New(), rcfg,
+		pcluster.WithKinds(m.kinds()...),
+		pcluster.WithRequestTimeout(opts.RequestTimeout))
+	m.c = pcluster.New(sys.ActorSystem(), cfg)
+	// Subscribe before the start: the provider publishes the first
+	// topology from StartMember.
+	m.topo = sys.ActorSystem().EventStream.Subscribe(m.onEvent)
+
+	if err := m.start(); err != nil {
+		m.abandon()
+		return nil, err
+	}
+	go m.resubscriber()
+	m.log.Info("joined the cluster", slog.String("cluster", opts.Name), slog.String("address", m.Address()),
+		slog.String("provider", opts.Provider))
+	return m, nil
+}
+
+// newProvider is the cluster provider opts names, reaching the other
+// members over TLS when tc is not nil.
+func newProvider(ctx context.Context, opts Options, tc *tlsConfigs) (provider, error) {
+	switch opts.Provider {
+	case ProviderSeeds:
+		return newSeedsProvider(opts, tc)
+	case ProviderEtcd:
+		return newEtcdProvider(ctx, opts, tc)
+	}
+	return nil, fmt.Errorf("%w: unknown provider %q", ErrOptions, opts.Provider)
+}
+
+// remoteConfig is the configuration of a member's remote: its address,
+// mutual TLS when tc is not nil, the decode guard, and one connection
+// attempt per endpoint writer.
+func remoteConfig(opts Options, tc *tlsConfigs, log *slog.Logger) *remote.Config {
 	ropts := []remote.ConfigOption{
 		remote.WithAdvertisedHost(opts.AdvertisedAddress),
 	}
 	var sopts []grpc.ServerOption
 	if guardDecode {
-		sopts = append(sopts, grpc.StreamInterceptor(recoverStream(m.log)))
+		sopts = append(sopts, grpc.StreamInterceptor(recoverStream(log)))
 	}
 	if tc != nil {
 		// Mutual TLS: the server requires a client certificate signed by
@@ -197,42 +226,40 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	if connectAttempts > 0 {
 		rcfg.MaxRetryCount = connectAttempts
 	}
-	kinds := make([]*pcluster.Kind, 0, len(opts.Kinds))
-	for _, k := range opts.Kinds {
+	return rcfg
+}
+
+// kinds are the member's cluster kinds, each tracked (see tracked): its
+// Options.Kinds and protoactor's own topic kind (as
+// ensureTopicKindRegistered builds it), so that Status lists the topics
+// held here.
+func (m *Member) kinds() []*pcluster.Kind {
+	kinds := make([]*pcluster.Kind, 0, len(m.opts.Kinds)+1)
+	for _, k := range m.opts.Kinds {
 		kinds = append(kinds, pcluster.NewKind(k.Name, m.tracked(k.Props)))
 	}
-	// protoactor's own topic kind (as ensureTopicKindRegistered builds
-	// it), tracked so that Status lists the topics held here.
-	kinds = append(kinds, pcluster.NewKind(pcluster.TopicActorKind, m.tracked(actor.PropsFromProducer(func() actor.Actor {
-		return pcluster.NewTopicActor(&pcluster.EmptyKeyValueStore[*pcluster.Subscribers]{}, sys.ActorSystem().Logger())
+	return append(kinds, pcluster.NewKind(pcluster.TopicActorKind, m.tracked(actor.PropsFromProducer(func() actor.Actor {
+		return pcluster.NewTopicActor(&pcluster.EmptyKeyValueStore[*pcluster.Subscribers]{}, m.sys.ActorSystem().Logger())
 	}))))
-	cfg := pcluster.Configure(opts.Name, prov, disthash.New(), rcfg,
-		pcluster.WithKinds(kinds...),
-		pcluster.WithRequestTimeout(opts.RequestTimeout))
-	m.c = pcluster.New(sys.ActorSystem(), cfg)
-	// Subscribe before the start: the provider publishes the first
-	// topology from StartMember.
-	m.topo = sys.ActorSystem().EventStream.Subscribe(m.onEvent)
+}
 
-	if err := m.start(); err != nil {
-		m.stop()
-		if m.admit != nil {
-			m.admit.stop()
-		}
-		sys.ActorSystem().EventStream.Unsubscribe(m.topo)
-		if m.c.Remote != nil && sys.ActorSystem().Address() != "nonhost" {
-			m.c.Remote.Shutdown(false)
-		}
-		prov.close()
-		if own {
-			_ = sys.Shutdown(time.Second)
-		}
-		return nil, err
+// abandon undoes a Join whose member failed to start: admission, the
+// topology subscription, the remote, the provider, and the actor system
+// when the member owns it.
+func (m *Member) abandon() {
+	m.stop()
+	if m.admit != nil {
+		m.admit.stop()
 	}
-	go m.resubscriber()
-	m.log.Info("joined the cluster", slog.String("cluster", opts.Name), slog.String("address", m.Address()),
-		slog.String("provider", opts.Provider))
-	return m, nil
+	sys := m.sys
+	sys.ActorSystem().EventStream.Unsubscribe(m.topo)
+	if m.c.Remote != nil && sys.ActorSystem().Address() != "nonhost" {
+		m.c.Remote.Shutdown(false)
+	}
+	m.prov.close()
+	if m.ownSys {
+		_ = sys.Shutdown(time.Second)
+	}
 }
 
 // start runs protoactor's StartMember, which reports failures by panicking.

@@ -159,40 +159,61 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Port < 0 || o.Port > 65535 || o.HealthPort < 0 || o.HealthPort > 65535 {
-		return o, fmt.Errorf("%w: Port %d / HealthPort %d out of range: use 0 (any free port) or 1..65535", ErrOptions, o.Port, o.HealthPort)
+	return o, o.check()
+}
+
+// check validates o, its defaults filled in: the ports, the provider's
+// settings, what plaintext needs (checkPlaintext) and the kinds.
+func (o Options) check() error {
+	if !portOrZero(o.Port) || !portOrZero(o.HealthPort) {
+		return fmt.Errorf("%w: Port %d / HealthPort %d out of range: use 0 (any free port) or 1..65535", ErrOptions, o.Port, o.HealthPort)
 	}
+	if err := o.checkProvider(); err != nil {
+		return err
+	}
+	if !o.TLS.enabled() {
+		if err := o.checkPlaintext(); err != nil {
+			return err
+		}
+	}
+	return checkKinds(o.Kinds)
+}
+
+// checkProvider checks that o.Provider is known and has what it needs:
+// seeds that are host:port, or etcd endpoints.
+func (o Options) checkProvider() error {
 	switch o.Provider {
 	case ProviderSeeds:
 		for _, s := range o.Seeds {
 			if _, _, err := net.SplitHostPort(s); err != nil {
-				return o, fmt.Errorf("%w: seed %q is not host:port (%v): list the members' health endpoints", ErrOptions, s, err)
+				return fmt.Errorf("%w: seed %q is not host:port (%v): list the members' health endpoints", ErrOptions, s, err)
 			}
 		}
 	case ProviderEtcd:
 		if len(o.Etcd.Endpoints) == 0 {
-			return o, fmt.Errorf("%w: provider etcd needs Etcd.Endpoints (e.g. http://127.0.0.1:2379)", ErrOptions)
+			return fmt.Errorf("%w: provider etcd needs Etcd.Endpoints (e.g. http://127.0.0.1:2379)", ErrOptions)
 		}
 	default:
-		return o, fmt.Errorf("%w: unknown provider %q: use %q (development) or %q (production)", ErrOptions, o.Provider, ProviderSeeds, ProviderEtcd)
+		return fmt.Errorf("%w: unknown provider %q: use %q (development) or %q (production)", ErrOptions, o.Provider, ProviderSeeds, ProviderEtcd)
 	}
-	if !o.TLS.enabled() {
-		if err := o.checkPlaintext(); err != nil {
-			return o, err
-		}
-	}
+	return nil
+}
+
+// checkKinds checks that each kind has a name and Props, and a name of its
+// own: not protoactor's topic kind, and not listed twice.
+func checkKinds(kinds []Kind) error {
 	seen := map[string]bool{}
-	for _, k := range o.Kinds {
+	for _, k := range kinds {
 		if k.Name == "" || k.Props == nil {
-			return o, fmt.Errorf("%w: kind %q needs a name and Props", ErrOptions, k.Name)
+			return fmt.Errorf("%w: kind %q needs a name and Props", ErrOptions, k.Name)
 		}
 		if k.Name == pcluster.TopicActorKind {
-			return o, fmt.Errorf("%w: kind %q is protoactor's pub-sub topic kind: pick another name", ErrOptions, k.Name)
+			return fmt.Errorf("%w: kind %q is protoactor's pub-sub topic kind: pick another name", ErrOptions, k.Name)
 		}
 		if seen[k.Name] {
-			return o, fmt.Errorf("%w: kind %q listed twice", ErrOptions, k.Name)
+			return fmt.Errorf("%w: kind %q listed twice", ErrOptions, k.Name)
 		}
 		seen[k.Name] = true
 	}
-	return o, nil
+	return nil
 }

@@ -114,54 +114,12 @@ func Parse(file string, b []byte) (Persona, error) {
 	var p Persona
 	s := strings.ReplaceAll(string(b), "\r\n", "\n")
 	if rest, ok := strings.CutPrefix(s, "---\n"); ok {
-		front, body, found := strings.Cut(rest, "\n---\n")
-		if !found {
-			if f, ok := strings.CutSuffix(rest, "\n---"); ok {
-				front, body, found = f, "", true
-			}
+		front, body, err := splitFrontMatter(file, rest)
+		if err != nil {
+			return p, err
 		}
-		if !found {
-			return p, fmt.Errorf("%w: %s: the front matter opened by the first \"---\" line is never closed: end it with a \"---\" line before the system prompt", ErrInvalid, file)
-		}
-		sc := bufio.NewScanner(strings.NewReader(front))
-		line := 1
-		for sc.Scan() {
-			line++
-			l := strings.TrimSpace(sc.Text())
-			if l == "" || strings.HasPrefix(l, "#") {
-				continue
-			}
-			k, v, ok := strings.Cut(l, ":")
-			if !ok {
-				return p, fmt.Errorf("%w: %s:%d: %q is not \"key: value\"", ErrInvalid, file, line, l)
-			}
-			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-			switch k {
-			case "name":
-				p.Name = v
-			case "description":
-				p.Description = v
-			case "protocol":
-				on, err := strconv.ParseBool(v)
-				if err != nil {
-					return p, fmt.Errorf("%w: %s:%d: protocol %q: write true (the kernel-tools protocol follows the prompt, the default) or false", ErrInvalid, file, line, v)
-				}
-				p.NoProtocol = !on
-			case "version":
-				// computed below
-			case "parent":
-				p.Parent = v
-			case "origin":
-				p.Origin = v
-			case "created":
-				t, err := time.Parse(time.RFC3339, v)
-				if err != nil {
-					return p, fmt.Errorf("%w: %s:%d: created %q is not an RFC 3339 time (2006-01-02T15:04:05Z)", ErrInvalid, file, line, v)
-				}
-				p.Created = t
-			default:
-				return p, fmt.Errorf("%w: %s:%d: unknown key %q: the front matter's keys are %s", ErrInvalid, file, line, k, strings.Join(frontKeys, ", "))
-			}
+		if err := p.parseFrontMatter(file, front); err != nil {
+			return p, err
 		}
 		s = body
 	}
@@ -171,6 +129,72 @@ func Parse(file string, b []byte) (Persona, error) {
 	}
 	p.Version = Version(p.System)
 	return p, nil
+}
+
+// splitFrontMatter splits rest, what follows a file's first "---" line,
+// at the "---" line that closes the front matter.
+func splitFrontMatter(file, rest string) (front, body string, err error) {
+	if front, body, found := strings.Cut(rest, "\n---\n"); found {
+		return front, body, nil
+	}
+	if front, ok := strings.CutSuffix(rest, "\n---"); ok {
+		return front, "", nil
+	}
+	return "", "", fmt.Errorf("%w: %s: the front matter opened by the first \"---\" line is never closed: end it with a \"---\" line before the system prompt", ErrInvalid, file)
+}
+
+// parseFrontMatter sets p's fields from the "key: value" lines of front,
+// skipping blank lines and # comments.
+func (p *Persona) parseFrontMatter(file, front string) error {
+	sc := bufio.NewScanner(strings.NewReader(front))
+	line := 1
+	for sc.Scan() {
+		line++
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			return fmt.Errorf("%w: %s:%d: %q is not \"key: value\"", ErrInvalid, file, line, l)
+		}
+		if err := p.set(file, line, strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// set sets the field of front matter key k to v (read at file:line). The
+// version is ignored: it is computed from the text.
+func (p *Persona) set(file string, line int, k, v string) error {
+	switch k {
+	case "name":
+		p.Name = v
+	case "description":
+		p.Description = v
+	case "protocol":
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%w: %s:%d: protocol %q: write true (the kernel-tools protocol follows the prompt, the default) or false", ErrInvalid, file, line, v)
+		}
+		p.NoProtocol = !on
+	case "version":
+		// computed by Parse
+	case "parent":
+		p.Parent = v
+	case "origin":
+		p.Origin = v
+	case "created":
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return fmt.Errorf("%w: %s:%d: created %q is not an RFC 3339 time (2006-01-02T15:04:05Z)", ErrInvalid, file, line, v)
+		}
+		p.Created = t
+	default:
+		return fmt.Errorf("%w: %s:%d: unknown key %q: the front matter's keys are %s", ErrInvalid, file, line, k, strings.Join(frontKeys, ", "))
+	}
+	return nil
 }
 
 // Prompt returns the system prompt an agent of this persona is sent:

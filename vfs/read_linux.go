@@ -29,23 +29,8 @@ var noOpenat2 atomic.Bool
 // counts a use of the caller's token and MUST run once. Every refusal and
 // error after it is the one readResolved returns, word for word.
 func (j *Jail) fastRead(p, r string, max int64, check func() error) (b []byte, ok bool, err error) {
-	if noOpenat2.Load() || r == "" || r == "." || strings.HasPrefix(r, "/") {
-		return nil, false, nil
-	}
-	j.fdMu.RLock()
-	if j.rootFD < 0 {
-		j.fdMu.RUnlock()
-		return nil, false, nil
-	}
-	fd, err := unix.Openat2(j.rootFD, r, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NOCTTY | unix.O_NONBLOCK,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	j.fdMu.RUnlock()
-	if err != nil {
-		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-			noOpenat2.Store(true)
-		}
+	fd, opened := j.openBeneath(r)
+	if !opened {
 		return nil, false, nil
 	}
 	defer unix.Close(fd)
@@ -65,11 +50,48 @@ func (j *Jail) fastRead(p, r string, max int64, check func() error) (b []byte, o
 	if st.Nlink > 1 {
 		return nil, true, securityErr("read", p, fmt.Sprintf("the file has %d hard links; agentos never reads a hard-linked file, since it may be another file's twin (its journal, a key): copy it instead", st.Nlink))
 	}
-	// Room for the file and one byte more, so that the read finding the
-	// end is the second one (as io.ReadAll, for a file that did not grow);
-	// at most 1 MiB up front, so that a sparse or lying size cannot make
-	// one huge allocation (the buffer grows as the bytes really come).
-	b = make([]byte, 0, min(size+1, 1<<20))
+	if b, err = readFD(fd, size); err != nil {
+		return nil, true, j.wrap("read", p, &fs.PathError{Op: "read", Path: j.fileName(r), Err: err})
+	}
+	if max > 0 && int64(len(b)) > max { // it grew since
+		return nil, true, &TooLargeError{Path: p, Size: int64(len(b)), Max: max}
+	}
+	return b, true, nil
+}
+
+// openBeneath opens the resolved path r read-only with openat2 beneath the
+// jail's root, refusing every symbolic link. ok false: it could not (no
+// openat2, no root descriptor, r not relative, or the open failed), and
+// the slow path reads.
+func (j *Jail) openBeneath(r string) (fd int, ok bool) {
+	if noOpenat2.Load() || r == "" || r == "." || strings.HasPrefix(r, "/") {
+		return -1, false
+	}
+	j.fdMu.RLock()
+	defer j.fdMu.RUnlock()
+	if j.rootFD < 0 {
+		return -1, false
+	}
+	fd, err := unix.Openat2(j.rootFD, r, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NOCTTY | unix.O_NONBLOCK,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+			noOpenat2.Store(true)
+		}
+		return -1, false
+	}
+	return fd, true
+}
+
+// readFD reads fd to its end, size being its size as fstat saw it. The
+// buffer has room for the file and one byte more, so that the read finding
+// the end is the second one (as io.ReadAll, for a file that did not grow);
+// at most 1 MiB up front, so that a sparse or lying size cannot make one
+// huge allocation (the buffer grows as the bytes really come).
+func readFD(fd int, size int64) ([]byte, error) {
+	b := make([]byte, 0, min(size+1, 1<<20))
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
@@ -79,17 +101,13 @@ func (j *Jail) fastRead(p, r string, max int64, check func() error) (b []byte, o
 			continue
 		}
 		if err != nil {
-			return nil, true, j.wrap("read", p, &fs.PathError{Op: "read", Path: j.fileName(r), Err: err})
+			return nil, err
 		}
 		if n == 0 {
-			break
+			return b, nil
 		}
 		b = b[:len(b)+n]
 	}
-	if max > 0 && int64(len(b)) > max { // it grew since
-		return nil, true, &TooLargeError{Path: p, Size: int64(len(b)), Max: max}
-	}
-	return b, true, nil
 }
 
 // fileName is the name os.Root gives the file at r (os.File.Name).

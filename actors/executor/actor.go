@@ -279,29 +279,11 @@ func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.R
 	if xerr := ResolveVersion(s.opts.Journal, &req); xerr != nil {
 		return ranOf(Result{Result: json.RawMessage("null"), Logs: []string{}, Error: xerr}, ""), nil
 	}
-	if want := m.GetHash(); want != "" && req.version != "" && req.version != want {
-		// A recorded version (tools/x.ts@<hash>) runs only if it is the
-		// version the caller was cleared for (the approval gate's).
-		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s names version %s, the caller asked for %s", ErrStaleTool, m.GetPath(), req.version, want))}, nil
-	} else if want != "" && req.version == "" {
-		src, have, err := s.ex.Source(m.GetPath())
-		switch {
-		case err != nil:
-			return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s is not here (%v), the caller asked for %s", ErrStaleTool, m.GetPath(), err, want))}, nil
-		case have != want:
-			return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s is %s here, the caller asked for %s", ErrStaleTool, m.GetPath(), have, want))}, nil
-		}
-		// IMPORTANT: run exactly the bytes whose hash was checked; reading
-		// the file again (record, exec) could run a version written in
-		// between, one the caller (the approval gate) never cleared.
-		req.Source = src
+	if err := s.holdToVersion(m, &req); err != nil {
+		return &pb.Ran{Failure: failureOf(err)}, nil
 	}
-	if c := m.GetCaller(); c != nil {
-		if err := s.asCaller(&req, c); err != nil {
-			return &pb.Ran{Failure: failureOf(err)}, nil
-		}
-	} else if s.opts.RequireCaller {
-		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s was sent without the process it runs for; send Run with its caller (executor.RunRequest.Caller)", ErrNoCaller, m.GetPath()))}, nil
+	if err := s.bindCaller(m, &req); err != nil {
+		return &pb.Ran{Failure: failureOf(err)}, nil
 	}
 	if m.GetGateModules() {
 		req.AdmitModule = s.admitModules(m.GetPath(), m.GetJudged())
@@ -315,6 +297,47 @@ func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.R
 		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %w", ErrJournal, err))}, panicked
 	}
 	return ranOf(res, id), panicked
+}
+
+// holdToVersion holds req to the version of the tool m's caller was
+// cleared for (the approval gate's; m.Hash, when set): a recorded version
+// (tools/x.ts@<hash>) runs only if it is that one; otherwise the tool here
+// must be, and req carries the source whose hash was checked.
+func (s *actorState) holdToVersion(m *pb.Run, req *Request) error {
+	want := m.GetHash()
+	if want == "" {
+		return nil
+	}
+	if req.version != "" {
+		if req.version != want {
+			return fmt.Errorf("%w: %s names version %s, the caller asked for %s", ErrStaleTool, m.GetPath(), req.version, want)
+		}
+		return nil
+	}
+	src, have, err := s.ex.Source(m.GetPath())
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %s is not here (%v), the caller asked for %s", ErrStaleTool, m.GetPath(), err, want)
+	case have != want:
+		return fmt.Errorf("%w: %s is %s here, the caller asked for %s", ErrStaleTool, m.GetPath(), have, want)
+	}
+	// IMPORTANT: run exactly the bytes whose hash was checked; reading
+	// the file again (record, exec) could run a version written in
+	// between, one the caller (the approval gate) never cleared.
+	req.Source = src
+	return nil
+}
+
+// bindCaller makes req run for m's caller, with its rights; a run without
+// one is refused when ActorOptions.RequireCaller is set.
+func (s *actorState) bindCaller(m *pb.Run, req *Request) error {
+	if c := m.GetCaller(); c != nil {
+		return s.asCaller(req, c)
+	}
+	if s.opts.RequireCaller {
+		return fmt.Errorf("%w: %s was sent without the process it runs for; send Run with its caller (executor.RunRequest.Caller)", ErrNoCaller, m.GetPath())
+	}
+	return nil
 }
 
 // admitModules is the Request.AdmitModule of a gated run of entry whose

@@ -214,25 +214,9 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		}
 		e.tel.end(ctx, span, res, e.opts.Isolation)
 	}()
-	if e.closed.Load() {
-		res.Error = &Error{Kind: sandbox.KindCancelled, Message: "the executor is closed"}
-		return res, nil
-	}
-	if err := checkArgs(req.Args); err != nil {
-		res.Error = err
-		return res, nil
-	}
-	if _, v, ok := SplitVersion(req.Path); ok && req.Source == nil {
-		res.Error = &Error{Kind: sandbox.KindNotFound, Code: driver.CodeNotFound, Message: fmt.Sprintf("%s names version %s, and versions are kept in the journal: run it through a journaled entry point (agentos exec, exec_tool) or call executor.ResolveVersion first", req.Path, v)}
-		return res, nil
-	}
-	entry, src, err := e.moduleWith(req.Path, req.Source)
-	if err != nil {
-		res.Error = err
-		return res, nil
-	}
+	entry, err := e.entryOf(req)
 	res.Hash = entry.Hash
-	if err := e.checkParams(entry, src, req.Args); err != nil {
+	if err != nil {
 		res.Error = err
 		return res, nil
 	}
@@ -240,6 +224,53 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 	sb := vfs.NewSandbox(e.root, vfs.SandboxConfig{ToolsDir: e.opts.ToolsDir, WriteDirs: e.opts.WriteDirs, TempDir: e.opts.TempDir, Rights: req.Rights})
 	defer sb.Close()
 	mounts := mountsFor(e.opts.Mounts, req.Rights)
+	mux, sessions := e.devices(sb, mounts)
+	br := e.bridgeFor(req, sb, mux, mounts)
+	job := sandbox.Job{Entry: entry, Args: req.Args, Limits: req.Limits.Or(e.opts.Limits), Bindings: e.binding}
+
+	var out sandbox.Outcome
+	if e.pool != nil {
+		out = e.pool.run(ctx, job, br)
+	} else {
+		job.HeapShared = true
+		out = e.engine.Run(ctx, job, br)
+	}
+	res.Result, res.Logs, res.Error, res.Calls = out.Result, out.Logs, out.Err, out.Calls
+	if p := br.panicked.Load(); p != nil {
+		res.Error = &Error{Kind: sandbox.KindInternal, Message: p.msg}
+	}
+	res.Error = endSessions(ctx, sessions, res.Error)
+	if p := br.panicked.Load(); p != nil {
+		return res, p.value
+	}
+	return res, nil
+}
+
+// entryOf checks req and reads its tool: the module to run, or the error
+// refusing the run before it starts. Once the source is read, entry.Hash
+// is set even when the arguments do not fit the tool's parameters.
+func (e *Executor) entryOf(req Request) (entry sandbox.Module, err *Error) {
+	if e.closed.Load() {
+		return entry, &Error{Kind: sandbox.KindCancelled, Message: "the executor is closed"}
+	}
+	if err := checkArgs(req.Args); err != nil {
+		return entry, err
+	}
+	if _, v, ok := SplitVersion(req.Path); ok && req.Source == nil {
+		return entry, &Error{Kind: sandbox.KindNotFound, Code: driver.CodeNotFound, Message: fmt.Sprintf("%s names version %s, and versions are kept in the journal: run it through a journaled entry point (agentos exec, exec_tool) or call executor.ResolveVersion first", req.Path, v)}
+	}
+	m, src, err := e.moduleWith(req.Path, req.Source)
+	if err != nil {
+		return entry, err
+	}
+	return m, e.checkParams(m, src, req.Args)
+}
+
+// devices is a run's device mux: the built-in fs (reading through sb and
+// mounts), clock and random, then Options.Devices, then a device opened
+// from each of Options.Sessions, which are also returned: each ends with
+// the run (endSessions).
+func (e *Executor) devices(sb *vfs.Sandbox, mounts map[string]driver.Mount) (driver.Mux, []driver.RunDevice) {
 	mux := driver.Mux{
 		driver.FSDriver:     driver.FS{Sandbox: sb, Mounts: mounts},
 		driver.ClockDriver:  driver.Clock{Now: e.opts.Clock},
@@ -254,61 +285,70 @@ func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked 
 		mux[name] = rd
 		sessions = append(sessions, rd)
 	}
+	return mux, sessions
+}
+
+// bridgeFor is the bridge between req's run and its devices (mux, through
+// req.Middleware). It may change mux: the calls a worker answers itself
+// are streamed (localCalls), and a run that reads inline refuses the fs
+// calls that would reach the disk behind its snapshot's back.
+func (e *Executor) bridgeFor(req Request, sb *vfs.Sandbox, mux driver.Mux, mounts map[string]driver.Mount) *bridge {
 	var local []string
 	if req.StreamLocal && e.pool != nil {
 		local = e.localCalls(mux)
 	}
-	// In process, a read of the tool tree is made on the run's goroutine
-	// (sandbox.Inliner) when nothing on its way waits: no journal, one that
-	// queues its entries (not SyncEach), or a replay answering from memory;
-	// and the device is the built-in fs. There, the run pins the files of
-	// the tools directory it reads (snapshot).
-	_, builtinFS := mux[driver.FSDriver].(driver.FS)
-	inline := e.pool == nil && builtinFS && (req.StreamLocal || req.Replayed || len(req.Middleware) == 0)
+	inline := e.readsInline(req, mux)
 	var snap *snapshot
 	if inline {
-		snap = newSnapshot(sb)
-		if req.Replayed && req.recording != nil {
-			snap.recorded = req.recording.Recorded
-			if req.Recorded != nil {
-				// A replay (not a recovery) never goes live: every call
-				// is inside its recording.
-				snap.recorded = func(seq uint64) (bool, bool) {
-					has, _ := req.recording.Recorded(seq)
-					return has, true
-				}
-			}
-		}
+		snap = snapshotFor(sb, req)
 		mux[driver.FSDriver] = refusingFS{mux[driver.FSDriver]}
 	}
 	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local, pins: req.Pins, onModule: req.OnModule, admit: req.AdmitModule, inlineReads: inline, snap: snap}
 	if req.Replayed && req.Recorded != nil && e.pool != nil {
 		br.answers, br.consumed = answersOf(req.Recorded), req.Recorded.Consumed
 	}
-	job := sandbox.Job{Entry: entry, Args: req.Args, Limits: req.Limits.Or(e.opts.Limits), Bindings: e.binding}
+	return br
+}
 
-	var out sandbox.Outcome
-	if e.pool != nil {
-		out = e.pool.run(ctx, job, br)
-	} else {
-		job.HeapShared = true
-		out = e.engine.Run(ctx, job, br)
+// readsInline reports whether req's reads of the tool tree are made on the
+// run's goroutine (sandbox.Inliner): in process, when nothing on their way
+// waits (no journal, one that queues its entries (not SyncEach), or a
+// replay answering from memory) and the device is the built-in fs. There,
+// the run pins the files of the tools directory it reads (snapshot).
+func (e *Executor) readsInline(req Request, mux driver.Mux) bool {
+	_, builtinFS := mux[driver.FSDriver].(driver.FS)
+	return e.pool == nil && builtinFS && (req.StreamLocal || req.Replayed || len(req.Middleware) == 0)
+}
+
+// snapshotFor is the snapshot of the tool tree an inline run reads. A
+// replayed or resumed run's recording says which reads it holds; a replay
+// (not a recovery) never goes live: every call is inside its recording.
+func snapshotFor(sb *vfs.Sandbox, req Request) *snapshot {
+	snap := newSnapshot(sb)
+	if !req.Replayed || req.recording == nil {
+		return snap
 	}
-	res.Result, res.Logs, res.Error, res.Calls = out.Result, out.Logs, out.Err, out.Calls
-	if p := br.panicked.Load(); p != nil {
-		res.Error = &Error{Kind: sandbox.KindInternal, Message: p.msg}
-	}
-	// The run's sessions end with its outcome: a SQL transaction commits
-	// only when the tool succeeded. A failed commit fails the run.
-	for _, rd := range sessions {
-		if err := rd.End(context.WithoutCancel(ctx), res.Error == nil); err != nil && res.Error == nil {
-			res.Error = &Error{Kind: sandbox.KindHostFailure, Message: err.Error() + "; nothing the run wrote through that driver was kept"}
+	snap.recorded = req.recording.Recorded
+	if req.Recorded != nil {
+		snap.recorded = func(seq uint64) (bool, bool) {
+			has, _ := req.recording.Recorded(seq)
+			return has, true
 		}
 	}
-	if p := br.panicked.Load(); p != nil {
-		return res, p.value
+	return snap
+}
+
+// endSessions ends each of a run's sessions with its outcome (failed nil:
+// the tool succeeded, and a SQL transaction commits) and returns the run's
+// error: failed, else a failed commit's, after which the sessions left end
+// as failed.
+func endSessions(ctx context.Context, sessions []driver.RunDevice, failed *Error) *Error {
+	for _, rd := range sessions {
+		if err := rd.End(context.WithoutCancel(ctx), failed == nil); err != nil && failed == nil {
+			failed = &Error{Kind: sandbox.KindHostFailure, Message: err.Error() + "; nothing the run wrote through that driver was kept"}
+		}
 	}
-	return res, nil
+	return failed
 }
 
 // localCalls returns the calls ("driver.op") a worker may answer itself

@@ -539,31 +539,48 @@ func brokeProtocol(w *worker, err error) *Error {
 // what the worker reported as the reason its run was stopping, if it did.
 func (p *pool) death(w *worker, job sandbox.Job, said *Error) *Error {
 	<-w.exited
-	stderr := w.stderr.String()
+	switch w.killReason() {
+	case "timeout", "limit":
+		return p.stopped(w, job, said)
+	case "cancelled":
+		return &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled by its caller and its worker stopped"}
+	}
+	return p.crashed(w, job)
+}
+
+// stopped explains the death of a worker killed at its run's deadline or
+// a limit: it did not stop within KillGrace of being interrupted. said is
+// what the worker reported as the reason its run was stopping, if it did.
+func (p *pool) stopped(w *worker, job sandbox.Job, said *Error) *Error {
 	ignored := fmt.Sprintf("; it did not stop within %v of being interrupted (a native built-in such as JSON.stringify, sort or a huge array operation was still running), so its worker was killed", p.opts.KillGrace)
 	rss := w.rssAtKill()
-	switch reason := w.killReason(); {
-	case (reason == "timeout" || reason == "limit") && (said == nil || said.Kind == sandbox.KindTimeout) && rss > job.Limits.MemoryBytes:
+	held := ""
+	if rss > 0 {
+		held = fmt.Sprintf(" (it held %d of its %d bytes of memory)", rss, job.Limits.MemoryBytes)
+	}
+	switch {
+	case (said == nil || said.Kind == sandbox.KindTimeout) && rss > job.Limits.MemoryBytes:
 		// Stopped at its deadline while a native built-in kept allocating:
 		// a memory bomb that had not yet tripped the heap watchdog.
 		return &Error{Kind: sandbox.KindMemory, Message: fmt.Sprintf("the tool exceeded its %d-byte memory limit (its worker process held %d bytes when it was killed) while a native built-in that ignores interrupts was still running past its %v deadline; allocate less (e.g. no huge arrays or strings)", job.Limits.MemoryBytes, rss, job.Limits.Timeout)}
-	case (reason == "timeout" || reason == "limit") && said != nil:
+	case said != nil:
 		// The worker said why it was stopping (its memory limit, its
 		// deadline, its output limit): that is the run's failure.
 		e := *said
 		e.Message += ignored
-		if said.Kind == sandbox.KindTimeout && rss > 0 {
-			e.Message += fmt.Sprintf(" (it held %d of its %d bytes of memory)", rss, job.Limits.MemoryBytes)
+		if said.Kind == sandbox.KindTimeout {
+			e.Message += held
 		}
 		return &e
-	case reason == "timeout" || reason == "limit":
-		held := ""
-		if rss > 0 {
-			held = fmt.Sprintf(" (it held %d of its %d bytes of memory)", rss, job.Limits.MemoryBytes)
-		}
-		return &Error{Kind: sandbox.KindTimeout, Message: fmt.Sprintf("the tool ran longer than its %v limit and was stopped", job.Limits.Timeout) + ignored + held + "; look for huge inputs or an endless loop"}
-	case reason == "cancelled":
-		return &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled by its caller and its worker stopped"}
+	}
+	return &Error{Kind: sandbox.KindTimeout, Message: fmt.Sprintf("the tool ran longer than its %v limit and was stopped", job.Limits.Timeout) + ignored + held + "; look for huge inputs or an endless loop"}
+}
+
+// crashed explains the death of a worker the pool did not kill, from its
+// exit code and what it wrote on stderr.
+func (p *pool) crashed(w *worker, job sandbox.Job) *Error {
+	stderr := w.stderr.String()
+	switch {
 	case w.cmd.ProcessState != nil && w.cmd.ProcessState.ExitCode() == exitConfine:
 		msg := "the sandbox worker refused to start: " + lastLines(stderr, 2)
 		p.refuseOnce.Do(func() { p.log.Error("agentos: "+msg, "confine", p.opts.Confine) })
@@ -572,9 +589,8 @@ func (p *pool) death(w *worker, job sandbox.Job, said *Error) *Error {
 		return &Error{Kind: sandbox.KindMemory, Message: fmt.Sprintf("the tool exceeded its %s memory limit and its worker process was stopped; allocate less (e.g. stream rows instead of building one huge string or array)", units.Bytes(job.Limits.MemoryBytes))}
 	case strings.Contains(stderr, "stack overflow") || strings.Contains(stderr, "stack exceeds"):
 		return &Error{Kind: sandbox.KindStack, Message: "the tool overflowed the worker's native stack; look for runaway recursion"}
-	default:
-		return &Error{Kind: sandbox.KindCrash, Message: fmt.Sprintf("the sandbox worker died (%v); this is a bug in agentos or the runtime, please report it with this output: %s", w.cmd.ProcessState, lastLines(stderr, 5))}
 	}
+	return &Error{Kind: sandbox.KindCrash, Message: fmt.Sprintf("the sandbox worker died (%v); this is a bug in agentos or the runtime, please report it with this output: %s", w.cmd.ProcessState, lastLines(stderr, 5))}
 }
 
 // outOfMemory reports whether a worker's stderr shows it died because the

@@ -35,27 +35,7 @@ func cleanStaleScratch(dir string, log *slog.Logger) []string {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var candidates []string
-	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), scratchPrefix) {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		if st, ok := info.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
-			continue
-		}
-		if time.Since(info.ModTime()) < staleScratchAge {
-			continue
-		}
-		candidates = append(candidates, filepath.Join(dir, e.Name()))
-	}
+	candidates := staleCandidates(dir)
 	if len(candidates) == 0 {
 		return nil
 	}
@@ -81,6 +61,36 @@ func cleanStaleScratch(dir string, log *slog.Logger) []string {
 	return removed
 }
 
+// staleCandidates are the scratch directories in dir owned by this user
+// and older than staleScratchAge: stale unless a process holds them open.
+func staleCandidates(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var candidates []string
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), scratchPrefix) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || !ownedBy(info, os.Getuid()) {
+			continue
+		}
+		if time.Since(info.ModTime()) < staleScratchAge {
+			continue
+		}
+		candidates = append(candidates, filepath.Join(dir, e.Name()))
+	}
+	return candidates
+}
+
+// ownedBy reports whether info is of a file the user uid owns.
+func ownedBy(info fs.FileInfo, uid int) bool {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == uid
+}
+
 // heldOpen lists what every process of this user holds open (descriptors
 // and working directory) under prefix, and returns whether a directory is
 // one of them or contains one. It fails if a process of this user cannot be
@@ -96,29 +106,11 @@ func heldOpen(prefix string) (func(dir string) bool, error) {
 		if _, err := strconv.Atoi(p.Name()); err != nil {
 			continue
 		}
-		base := filepath.Join("/proc", p.Name())
-		info, err := os.Stat(base)
+		held, err := heldBy(filepath.Join("/proc", p.Name()), uid, prefix)
 		if err != nil {
-			continue // it exited
+			return nil, err
 		}
-		if st, ok := info.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
-			continue // another user's process cannot open this user's 0700 scratch directories
-		}
-		if cwd, err := os.Readlink(filepath.Join(base, "cwd")); err == nil && strings.HasPrefix(cwd, prefix) {
-			paths = append(paths, cwd)
-		}
-		fds, err := os.ReadDir(filepath.Join(base, "fd"))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // it exited
-		}
-		if err != nil {
-			return nil, err // e.g. a process that is not dumpable: its descriptors cannot be seen
-		}
-		for _, fd := range fds {
-			if target, err := os.Readlink(filepath.Join(base, "fd", fd.Name())); err == nil && strings.HasPrefix(target, prefix) {
-				paths = append(paths, target)
-			}
-		}
+		paths = append(paths, held...)
 	}
 	return func(dir string) bool {
 		for _, p := range paths {
@@ -128,4 +120,33 @@ func heldOpen(prefix string) (func(dir string) bool, error) {
 		}
 		return false
 	}, nil
+}
+
+// heldBy lists what the process at base (/proc/<pid>) holds open under
+// prefix: its working directory and descriptors; none when it is another
+// user's (it cannot open this user's 0700 scratch directories) or has
+// exited. It fails when the process's descriptors cannot be seen (e.g. it
+// is not dumpable).
+func heldBy(base string, uid int, prefix string) ([]string, error) {
+	info, err := os.Stat(base)
+	if err != nil || !ownedBy(info, uid) {
+		return nil, nil // it exited, or is another user's
+	}
+	var paths []string
+	if cwd, err := os.Readlink(filepath.Join(base, "cwd")); err == nil && strings.HasPrefix(cwd, prefix) {
+		paths = append(paths, cwd)
+	}
+	fds, err := os.ReadDir(filepath.Join(base, "fd"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return paths, nil // it exited
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join(base, "fd", fd.Name())); err == nil && strings.HasPrefix(target, prefix) {
+			paths = append(paths, target)
+		}
+	}
+	return paths, nil
 }

@@ -95,18 +95,9 @@ func serveWorker(r io.Reader, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var rlimit confine.RlimitReport
-	if mem, err := strconv.ParseInt(os.Getenv(envMemory), 10, 64); err == nil && mem > 0 {
-		base, err := addressSpace()
-		if err != nil {
-			return fmt.Errorf("measuring the worker's address space: %w", err)
-		}
-		lim := base + 2*uint64(mem) + addressSpaceHeadroom
-		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: lim, Max: lim}); err != nil {
-			return fmt.Errorf("setting RLIMIT_AS: %w", err)
-		}
-		debug.SetMemoryLimit(mem)
-		rlimit = confine.RlimitReport{Active: true, Bytes: lim}
+	rlimit, err := limitAddressSpace()
+	if err != nil {
+		return err
 	}
 	// IMPORTANT: from here on the worker can open no file, socket or
 	// process: everything it needs it already holds (its pipes).
@@ -127,25 +118,7 @@ func serveWorker(r io.Reader, w io.Writer) error {
 	in := bufio.NewReaderSize(r, 64<<10)
 	runs := make(chan *frame, 1)
 	readErr := make(chan error, 1)
-	go func() {
-		for {
-			f, err := readFrame(in)
-			if err != nil {
-				readErr <- err
-				c.lost() // no reply can come any more: fail every waiting call
-				close(runs)
-				return
-			}
-			switch f.T {
-			case "run":
-				runs <- f
-			case "reply":
-				c.deliver(f)
-			case "stop":
-				c.stopRun(f.ID, f.Stop)
-			}
-		}
-	}()
+	go c.dispatch(in, runs, readErr)
 	// The first runtime is prepared while the worker waits for its first
 	// job: ready (hello) does not wait for it, the first run rarely does.
 	engine := sandbox.NewEngine(0, false)
@@ -164,6 +137,51 @@ func serveWorker(r io.Reader, w io.Writer) error {
 		}
 	}
 	return <-readErr
+}
+
+// limitAddressSpace caps the worker's address space (RLIMIT_AS) and Go's
+// memory limit for the memory limit the parent passed (envMemory; none:
+// no cap): the address space it has now, twice the limit, and
+// addressSpaceHeadroom.
+func limitAddressSpace() (confine.RlimitReport, error) {
+	mem, err := strconv.ParseInt(os.Getenv(envMemory), 10, 64)
+	if err != nil || mem <= 0 {
+		return confine.RlimitReport{}, nil
+	}
+	base, err := addressSpace()
+	if err != nil {
+		return confine.RlimitReport{}, fmt.Errorf("measuring the worker's address space: %w", err)
+	}
+	lim := base + 2*uint64(mem) + addressSpaceHeadroom
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: lim, Max: lim}); err != nil {
+		return confine.RlimitReport{}, fmt.Errorf("setting RLIMIT_AS: %w", err)
+	}
+	debug.SetMemoryLimit(mem)
+	return confine.RlimitReport{Active: true, Bytes: lim}, nil
+}
+
+// dispatch reads the parent's frames from in: a run goes to runs, a reply
+// to the call waiting for it, a stop to the run in progress. When in ends
+// or breaks, the error goes to readErr, every waiting call fails and runs
+// is closed.
+func (c *workerConn) dispatch(in *bufio.Reader, runs chan<- *frame, readErr chan<- error) {
+	for {
+		f, err := readFrame(in)
+		if err != nil {
+			readErr <- err
+			c.lost() // no reply can come any more: fail every waiting call
+			close(runs)
+			return
+		}
+		switch f.T {
+		case "run":
+			runs <- f
+		case "reply":
+			c.deliver(f)
+		case "stop":
+			c.stopRun(f.ID, f.Stop)
+		}
+	}
 }
 
 // workerConn is the worker's side of the bridge: each call or require is a

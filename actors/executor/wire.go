@@ -183,33 +183,61 @@ func hotCallLen(c *driver.Call) int {
 // appendHot appends f's binary form to b; ok false if f is not a frame
 // that has one (it is then written as JSON).
 func appendHot(b []byte, f *frame) ([]byte, bool) {
-	if f.Job != nil || f.From != "" || f.Spec != "" || f.Mod != nil || f.Out != nil || f.Prot != nil || f.Stop != nil || f.Ans != nil || f.Local != nil || f.Answered != nil {
+	if !hotFieldsOnly(f) {
 		return b, false
 	}
 	if f.Call != nil && !asMarshaled(f.Call.Request) || !asMarshaled(f.Val) {
 		return b, false
 	}
-	switch {
-	case f.T == "call" && f.Call != nil && f.Val == nil && f.Err == nil:
-		b = append(b, hotMark, 'c')
-		b = binary.AppendUvarint(b, f.ID)
-		return appendCall(b, f.Call), true
-	case f.T == "rec" && f.Call != nil && f.Err == nil:
-		b = append(b, hotMark, 'r')
-		b = binary.AppendUvarint(b, f.ID)
-		b = appendCall(b, f.Call)
-		return appendBytes(b, f.Val), true
-	case f.T == "reply" && f.Call == nil && f.Err == nil:
-		b = append(b, hotMark, 'v')
-		b = binary.AppendUvarint(b, f.ID)
-		return appendBytes(b, f.Val), true
-	case f.T == "reply" && f.Call == nil && f.Err != nil && f.Val == nil:
-		b = append(b, hotMark, 'e')
-		b = binary.AppendUvarint(b, f.ID)
-		b = appendBytes(b, []byte(f.Err.Code))
-		return appendBytes(b, []byte(f.Err.Message)), true
+	kind := hotKind(f)
+	if kind == 0 {
+		return b, false
 	}
-	return b, false
+	b = append(b, hotMark, kind)
+	b = binary.AppendUvarint(b, f.ID)
+	switch kind {
+	case 'c':
+		return appendCall(b, f.Call), true
+	case 'r':
+		return appendBytes(appendCall(b, f.Call), f.Val), true
+	case 'v':
+		return appendBytes(b, f.Val), true
+	}
+	b = appendBytes(b, []byte(f.Err.Code))
+	return appendBytes(b, []byte(f.Err.Message)), true
+}
+
+// hotFieldsOnly reports whether f sets no field but those a binary frame
+// carries (T, ID, Call, Val, Err).
+func hotFieldsOnly(f *frame) bool {
+	return f.Job == nil && f.From == "" && f.Spec == "" && f.Mod == nil && f.Out == nil && f.Prot == nil && f.Stop == nil && f.Ans == nil && f.Local == nil && f.Answered == nil
+}
+
+// hotKind is the kind of f's binary form (see hotMark), 0 when its fields
+// do not make one: a call carries a call and nothing else, a rec a call and
+// its value, a reply a value or an error (not both).
+func hotKind(f *frame) byte {
+	switch f.T {
+	case "call":
+		if f.Call != nil && f.Val == nil && f.Err == nil {
+			return 'c'
+		}
+	case "rec":
+		if f.Call != nil && f.Err == nil {
+			return 'r'
+		}
+	case "reply":
+		if f.Call != nil {
+			return 0
+		}
+		if f.Err == nil {
+			return 'v'
+		}
+		if f.Val == nil {
+			return 'e'
+		}
+	}
+	return 0
 }
 
 // asMarshaled reports whether json.Marshal would write the raw JSON v as it

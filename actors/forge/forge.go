@@ -223,40 +223,15 @@ func (f *Forge) forgeRun(ctx context.Context, request, spec string, caller *exec
 	if err != nil {
 		return Result{}, fmt.Errorf("forge: tokenizing the spec: %w", err)
 	}
-	hits, err := f.opts.Registry.Search(ctx, spec, 1)
-	if err != nil {
-		return Result{}, fmt.Errorf("forge: searching the registry for a tool to reuse: %w", err)
-	}
-	if len(hits) > 0 && hits[0].Score >= f.opts.Threshold {
-		return Result{Reused: true, Path: hits[0].Path, Score: hits[0].Score}, nil
-	}
-	if f.opts.LLM == nil {
-		best := "no registered tool matches it"
-		if len(hits) > 0 {
-			best = fmt.Sprintf("the best registered tool, %s, scores %.2f, under the reuse threshold %.2f", hits[0].Path, hits[0].Score, f.opts.Threshold)
-		}
-		return Result{}, fmt.Errorf("%w: %s; forging a new tool needs a model (or export AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL)", ErrNoModel, best)
+	if res, reused, err := f.reuse(ctx, spec); reused || err != nil {
+		return res, err
 	}
 	var host driver.Host = f.devices(caller)
 	var run *journal.Run
 	agents := lessonAgents(caller, f.lessons())
 	if f.opts.Journal != nil {
-		a := map[string]any{"spec": spec}
-		if request != "" {
-			a["request"] = request
-		}
-		if len(agents) > 0 {
-			// A resumed forge asks again (answered from the journal) only
-			// if this one asked: runs recorded before lessons existed
-			// resume as they were. It asks for the same agents' lessons
-			// whoever resumes it (the default process, agentos recover
-			// with no caller): the request must be the recorded one.
-			a["lessons"] = "1"
-			a["lesson_agents"] = agents
-		}
-		args, _ := json.Marshal(a)
-		if run, err = f.opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args}); err != nil {
-			return Result{}, fmt.Errorf("journaling the forge: %w", err)
+		if run, err = f.journalForge(spec, request, agents); err != nil {
+			return Result{}, err
 		}
 		// Model answers are paid for: each is on disk before it is used, so
 		// a crash can never make the resumed forge ask again.
@@ -264,23 +239,73 @@ func (f *Forge) forgeRun(ctx context.Context, request, spec string, caller *exec
 	}
 	// Above the journal: it records the tokenized requests.
 	host = driver.Chain(host, f.opts.PII.ModelMiddleware())
-	var holds holder
-	if run != nil {
-		holds = run
+	if run == nil {
+		return f.loop(ctx, host, spec, agents, charge, nil)
 	}
-	res, err := f.loop(ctx, host, spec, agents, charge, holds)
-	if run != nil {
-		res.RunID = run.ID()
-		if err != nil && ctx.Err() == nil {
-			err = fmt.Errorf("forge run %s: %w", run.ID(), err) // agentos trace / replay take the id
-		}
-		if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) { // a cancelled forge (shutdown, crash) stays resumable
-			err = f.endRun(ctx, run, res, err)
-		} else {
-			interrupted(run)
-		}
+	res, err := f.loop(ctx, host, spec, agents, charge, run)
+	return res, f.closeRun(ctx, run, &res, err)
+}
+
+// reuse looks in the registry for a tool that does what spec says: reused
+// is true when the best one scores at least Options.Threshold. With no
+// model to forge a new tool, a spec no tool matches well enough is an
+// ErrNoModel naming the best candidate.
+func (f *Forge) reuse(ctx context.Context, spec string) (res Result, reused bool, err error) {
+	hits, err := f.opts.Registry.Search(ctx, spec, 1)
+	if err != nil {
+		return Result{}, false, fmt.Errorf("forge: searching the registry for a tool to reuse: %w", err)
 	}
-	return res, err
+	if len(hits) > 0 && hits[0].Score >= f.opts.Threshold {
+		return Result{Reused: true, Path: hits[0].Path, Score: hits[0].Score}, true, nil
+	}
+	if f.opts.LLM != nil {
+		return Result{}, false, nil
+	}
+	best := "no registered tool matches it"
+	if len(hits) > 0 {
+		best = fmt.Sprintf("the best registered tool, %s, scores %.2f, under the reuse threshold %.2f", hits[0].Path, hits[0].Score, f.opts.Threshold)
+	}
+	return Result{}, false, fmt.Errorf("%w: %s; forging a new tool needs a model (or export AGENTOS_LLM_BASE_URL and AGENTOS_LLM_MODEL)", ErrNoModel, best)
+}
+
+// journalForge begins the journal run of a forge of spec, caused by
+// request (may be empty), asking for the lessons of agents.
+func (f *Forge) journalForge(spec, request string, agents []string) (*journal.Run, error) {
+	a := map[string]any{"spec": spec}
+	if request != "" {
+		a["request"] = request
+	}
+	if len(agents) > 0 {
+		// A resumed forge asks again (answered from the journal) only
+		// if this one asked: runs recorded before lessons existed
+		// resume as they were. It asks for the same agents' lessons
+		// whoever resumes it (the default process, agentos recover
+		// with no caller): the request must be the recorded one.
+		a["lessons"] = "1"
+		a["lesson_agents"] = agents
+	}
+	args, _ := json.Marshal(a)
+	run, err := f.opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args})
+	if err != nil {
+		return nil, fmt.Errorf("journaling the forge: %w", err)
+	}
+	return run, nil
+}
+
+// closeRun ends the forge's journal run with the loop's outcome (res,
+// err) and returns the forge's error, naming the run. A forge cancelled
+// (shutdown, crash, its caller gone) is left interrupted: it stays
+// resumable.
+func (f *Forge) closeRun(ctx context.Context, run *journal.Run, res *Result, err error) error {
+	res.RunID = run.ID()
+	if err != nil && ctx.Err() == nil {
+		err = fmt.Errorf("forge run %s: %w", run.ID(), err) // agentos trace / replay take the id
+	}
+	if ctx.Err() != nil || errors.Is(err, ErrCallerGone) {
+		interrupted(run)
+		return err
+	}
+	return f.endRun(ctx, run, *res, err)
 }
 
 // Kind is the journal kind of forge runs.

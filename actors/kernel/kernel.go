@@ -379,6 +379,45 @@ func (k *Kernel) run(p *Process, main Main) {
 // (Main returning, Kill, a deadline, a quota, a link, Close).
 func (k *Kernel) exit(p *Process, r Reason) { k.exitCapture(p, r, nil) }
 
+// tellMonitor sends the Down of a process that ended to w, a process
+// monitoring it, unless w has demonitored it meanwhile.
+func (k *Kernel) tellMonitor(w PID, down Down) {
+	t := k.lookupPID(w)
+	if t == nil {
+		return
+	}
+	t.deliverIf(func() bool {
+		if !t.monitoring.has(down.PID) {
+			return false // demonitored meanwhile
+		}
+		t.monitoring.remove(down.PID)
+		return true
+	}, Message{Body: &down})
+}
+
+// tellLink tells l, a process linked to one that ended (down), unless it
+// has unlinked meanwhile: a process trapping exits receives the Down (with
+// Link set); any other is killed, unless the end was Normal.
+func (k *Kernel) tellLink(l PID, down Down) {
+	t := k.lookupPID(l)
+	if t == nil {
+		return
+	}
+	down.Link = true
+	kill := false
+	t.deliverIf(func() bool {
+		if !t.links.has(down.PID) {
+			return false // unlinked meanwhile
+		}
+		t.links.remove(down.PID)
+		kill = !t.trapExits && down.Reason.Kind != Normal
+		return t.trapExits
+	}, Message{Body: &down})
+	if kill {
+		k.exit(t, Reason{Kind: Killed, Detail: fmt.Sprintf("linked process %v ended (%s)", down.PID, down.Reason)})
+	}
+}
+
 // exitCapture is exit calling capture (when not nil), under p's lock, just
 // before p is marked dead: Snapshot's capture and the kill are one step.
 func (k *Kernel) exitCapture(p *Process, r Reason, capture func()) {
@@ -426,34 +465,12 @@ func (k *Kernel) exitCapture(p *Process, r Reason, capture func()) {
 			t.mu.Unlock()
 		}
 	}
+	down := Down{PID: p.pid, Name: name, Reason: r}
 	for _, w := range monitors {
-		if t := k.lookupPID(w); t != nil {
-			t.deliverIf(func() bool {
-				if !t.monitoring.has(p.pid) {
-					return false // demonitored meanwhile
-				}
-				t.monitoring.remove(p.pid)
-				return true
-			}, Message{Body: &Down{PID: p.pid, Name: name, Reason: r}})
-		}
+		k.tellMonitor(w, down)
 	}
 	for _, l := range links {
-		t := k.lookupPID(l)
-		if t == nil {
-			continue
-		}
-		kill := false
-		t.deliverIf(func() bool {
-			if !t.links.has(p.pid) {
-				return false // unlinked meanwhile
-			}
-			t.links.remove(p.pid)
-			kill = !t.trapExits && r.Kind != Normal
-			return t.trapExits
-		}, Message{Body: &Down{PID: p.pid, Name: name, Reason: r, Link: true}})
-		if kill {
-			k.exit(t, Reason{Kind: Killed, Detail: fmt.Sprintf("linked process %v ended (%s)", p.pid, r)})
-		}
+		k.tellLink(l, down)
 	}
 	// Last: Done (and Wait) MUST mean the process is gone everywhere: out
 	// of the table and the names, tokens revoked, watchers told.

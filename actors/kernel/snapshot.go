@@ -212,32 +212,7 @@ func (k *Kernel) Snapshot(ctx context.Context, pid PID, opts SnapshotOptions) (*
 	var captured bool
 	capture := func() { // under p.mu
 		captured = true
-		s.Name = p.name
-		box = append(box, p.box[p.head:]...)
-		s.State = append(json.RawMessage(nil), p.state...)
-		if p.token != nil {
-			t := p.token.Token()
-			s.Grants = t.Grants
-			s.NotAfter, s.UsesLeft, s.UsesLimited = k.auth.TokenLimits(t)
-		}
-		for _, m := range Meters {
-			if m == capability.Children || m == capability.MemoryMB {
-				continue // holdings, given back when the process ended
-			}
-			if u := p.acct.Used(m); u != 0 {
-				if s.Used == nil {
-					s.Used = capability.Limits{}
-				}
-				s.Used[m] = u
-			}
-		}
-		if _, ok := s.Quota[capability.WallMS]; ok || !p.wallDeadline.IsZero() {
-			if s.Used == nil {
-				s.Used = capability.Limits{}
-			}
-			s.Used[capability.WallMS] = float64(now.Sub(p.started).Milliseconds())
-		}
-		s.Budget = k.budget(p, now)
+		box = k.capture(s, p, now)
 	}
 	if opts.Kill {
 		k.emit(&Event{Kind: EventSignal, PID: pid, Detail: "kill"})
@@ -262,22 +237,73 @@ func (k *Kernel) Snapshot(ctx context.Context, pid PID, opts SnapshotOptions) (*
 	if err := k.seal(s); err != nil {
 		return nil, "", err
 	}
-	id := ""
-	if k.opts.Snapshots != nil {
-		var err error
-		if id, err = k.opts.Snapshots.SaveSnapshot(ctx, s); err != nil {
-			if opts.Kill {
-				// The process was ended for a snapshot that is not kept:
-				// give it back rather than lose it.
-				if q, rerr := k.restore(s, RestoreOptions{}, false); rerr == nil {
-					return s, "", fmt.Errorf("snapshot of %v: storing it: %w (the process was restored as %v)", pid, err, q.PID())
-				}
-			}
-			return s, "", fmt.Errorf("snapshot of %v: storing it: %w", pid, err)
-		}
+	id, err := k.store(ctx, s, opts.Kill)
+	if err != nil {
+		return s, "", err
 	}
 	k.emit(&Event{Kind: EventSnapshot, PID: pid, Name: s.Name, Detail: id})
 	return s, id, nil
+}
+
+// capture fills in s what p holds (its name, state, token and usage, and
+// its budget) and returns a copy of its mailbox. p.mu is held.
+func (k *Kernel) capture(s *Snapshot, p *Process, now time.Time) []Message {
+	s.Name = p.name
+	box := append([]Message(nil), p.box[p.head:]...)
+	s.State = append(json.RawMessage(nil), p.state...)
+	if p.token != nil {
+		t := p.token.Token()
+		s.Grants = t.Grants
+		s.NotAfter, s.UsesLeft, s.UsesLimited = k.auth.TokenLimits(t)
+	}
+	s.Used = used(p, s.Quota, now)
+	s.Budget = k.budget(p, now)
+	return box
+}
+
+// used is what p has spent of each meter (nil: nothing), holdings aside
+// (Children, MemoryMB: given back when the process ends); its wall time
+// when it has a wall quota or deadline. p.mu is held.
+func used(p *Process, quota capability.Limits, now time.Time) capability.Limits {
+	var u capability.Limits
+	set := func(m capability.Meter, v float64) {
+		if u == nil {
+			u = capability.Limits{}
+		}
+		u[m] = v
+	}
+	for _, m := range Meters {
+		if m == capability.Children || m == capability.MemoryMB {
+			continue
+		}
+		if v := p.acct.Used(m); v != 0 {
+			set(m, v)
+		}
+	}
+	if _, ok := quota[capability.WallMS]; ok || !p.wallDeadline.IsZero() {
+		set(capability.WallMS, float64(now.Sub(p.started).Milliseconds()))
+	}
+	return u
+}
+
+// store keeps the sealed snapshot s in Options.Snapshots (when set) and
+// returns its id. When storing fails after kill ended the process, the
+// process is given back (restored at once) rather than lost, and the
+// error says as which pid.
+func (k *Kernel) store(ctx context.Context, s *Snapshot, kill bool) (string, error) {
+	if k.opts.Snapshots == nil {
+		return "", nil
+	}
+	id, err := k.opts.Snapshots.SaveSnapshot(ctx, s)
+	if err == nil {
+		return id, nil
+	}
+	if kill {
+		if q, rerr := k.restore(s, RestoreOptions{}, false); rerr == nil {
+			return "", fmt.Errorf("snapshot of %v: storing it: %w (the process was restored as %v)", s.PID, err, q.PID())
+		}
+	}
+	return "", fmt.Errorf("snapshot of %v: storing it: %w", s.PID, err)
 }
 
 // budget is what p may still spend of each meter (Snapshot.Budget). p.mu
@@ -419,50 +445,20 @@ func (k *Kernel) Restore(s *Snapshot, opts RestoreOptions) (*Process, error) {
 // restore is Restore; durable false consumes the snapshot in memory only
 // (Snapshot gives back a process whose snapshot could not be stored).
 func (k *Kernel) restore(s *Snapshot, opts RestoreOptions, durable bool) (*Process, error) {
-	if s == nil || len(s.raw) == 0 {
-		return nil, fmt.Errorf("%w: restore needs a sealed snapshot (Kernel.Snapshot or DecodeSnapshot)", ErrInvalid)
-	}
-	if err := k.auth.Unseal(sealPurpose, s.raw, s.mac); err != nil {
-		return nil, fmt.Errorf("%w: restore of the snapshot of %v: %w", ErrInvalid, s.PID, err)
-	}
-	// Only the sealed bytes count: the fields are read again from them.
-	var v Snapshot
-	if err := json.Unmarshal(s.raw, &v); err != nil {
-		return nil, fmt.Errorf("%w: restore: the snapshot does not decode: %v", ErrInvalid, err)
-	}
-	if v.Version != SnapshotVersion {
-		return nil, fmt.Errorf("%w: restore: the snapshot is of version %d, this kernel restores version %d", ErrInvalid, v.Version, SnapshotVersion)
-	}
-	if !v.NotAfter.IsZero() && k.auth.Now().After(v.NotAfter) {
-		return nil, fmt.Errorf("%w: restore of the snapshot of %v: %w: its token expired at %s; spawn the process anew with fresh grants", ErrInvalid, v.PID, capability.ErrExpired, v.NotAfter.Format(time.RFC3339))
+	v, err := k.unseal(s)
+	if err != nil {
+		return nil, err
 	}
 	main := opts.Main
 	if main == nil {
-		var err error
 		if main, err = k.image(v.Image); err != nil {
 			return nil, fmt.Errorf("restore of the snapshot of %v: %w", v.PID, err)
 		}
 	}
-	box := make([]Message, 0, len(v.Mailbox))
-	for i, sm := range v.Mailbox {
-		m, err := sm.message()
-		if err != nil {
-			return nil, fmt.Errorf("%w: restore: message %d of the snapshot's mailbox: %v", ErrInvalid, i+1, err)
-		}
-		box = append(box, m)
+	so, err := restoreSpawnOptions(&v, opts)
+	if err != nil {
+		return nil, err
 	}
-	so := SpawnOptions{Name: v.Name, Image: v.Image, Quota: restoredQuota(v), Grants: v.Grants}
-	if opts.Name != "" {
-		so.Name = opts.Name
-	}
-	so.Caveats.NotAfter = v.NotAfter
-	if v.UsesLimited {
-		so.Caveats.MaxUses = v.UsesLeft
-		if v.UsesLeft <= 0 {
-			so.Grants = nil // used up: no right left
-		}
-	}
-	so.restore = &restoreState{used: v.Used, box: box, state: v.State}
 
 	key := s.Key()
 	if !opts.Fork {
@@ -481,19 +477,8 @@ func (k *Kernel) restore(s *Snapshot, opts RestoreOptions, durable bool) (*Proce
 		return nil, fmt.Errorf("restore of the snapshot of %v: %w", v.PID, err)
 	}
 	if !opts.Fork {
-		k.restoredMu.Lock()
-		if k.restored == nil {
-			k.restored = map[string]bool{}
-		}
-		k.restored[key] = true
-		k.restoredMu.Unlock()
-		if durable && k.opts.Snapshots != nil {
-			if err := k.opts.Snapshots.ConsumeSnapshot(context.Background(), key, fmt.Sprintf("pid %v (%s)", p.pid, so.Name)); err != nil {
-				// Another node sharing the journal restored it meanwhile,
-				// or the record failed: the copy does not run on.
-				k.exit(p, Reason{Kind: Killed, Detail: "restore not recorded"})
-				return nil, fmt.Errorf("restore of the snapshot of %v: recording that it was restored: %w (the process started as %v was killed)", v.PID, err, p.pid)
-			}
+		if err := k.consume(p, &v, key, so.Name, durable); err != nil {
+			return nil, err
 		}
 	}
 	detail := fmt.Sprintf("from %v of %s", v.PID, v.Taken.Format(time.RFC3339))
@@ -502,6 +487,78 @@ func (k *Kernel) restore(s *Snapshot, opts RestoreOptions, durable bool) (*Proce
 	}
 	k.emit(&Event{Kind: EventRestore, PID: p.pid, Name: so.Name, Detail: detail})
 	return p, nil
+}
+
+// unseal verifies s's seal and returns the snapshot its sealed bytes hold
+// (only those count: the fields are read again from them), refusing one of
+// another version or whose token has expired.
+func (k *Kernel) unseal(s *Snapshot) (Snapshot, error) {
+	var v Snapshot
+	if s == nil || len(s.raw) == 0 {
+		return v, fmt.Errorf("%w: restore needs a sealed snapshot (Kernel.Snapshot or DecodeSnapshot)", ErrInvalid)
+	}
+	if err := k.auth.Unseal(sealPurpose, s.raw, s.mac); err != nil {
+		return v, fmt.Errorf("%w: restore of the snapshot of %v: %w", ErrInvalid, s.PID, err)
+	}
+	if err := json.Unmarshal(s.raw, &v); err != nil {
+		return v, fmt.Errorf("%w: restore: the snapshot does not decode: %v", ErrInvalid, err)
+	}
+	if v.Version != SnapshotVersion {
+		return v, fmt.Errorf("%w: restore: the snapshot is of version %d, this kernel restores version %d", ErrInvalid, v.Version, SnapshotVersion)
+	}
+	if !v.NotAfter.IsZero() && k.auth.Now().After(v.NotAfter) {
+		return v, fmt.Errorf("%w: restore of the snapshot of %v: %w: its token expired at %s; spawn the process anew with fresh grants", ErrInvalid, v.PID, capability.ErrExpired, v.NotAfter.Format(time.RFC3339))
+	}
+	return v, nil
+}
+
+// restoreSpawnOptions are the options that spawn v's process again: its
+// name (or opts.Name), image, quota and grants, its token's caveats (a
+// token whose uses were all spent is restored as no token), and what it
+// carries over: its usage, its mailbox and its state.
+func restoreSpawnOptions(v *Snapshot, opts RestoreOptions) (SpawnOptions, error) {
+	box := make([]Message, 0, len(v.Mailbox))
+	for i, sm := range v.Mailbox {
+		m, err := sm.message()
+		if err != nil {
+			return SpawnOptions{}, fmt.Errorf("%w: restore: message %d of the snapshot's mailbox: %v", ErrInvalid, i+1, err)
+		}
+		box = append(box, m)
+	}
+	so := SpawnOptions{Name: v.Name, Image: v.Image, Quota: restoredQuota(*v), Grants: v.Grants}
+	if opts.Name != "" {
+		so.Name = opts.Name
+	}
+	so.Caveats.NotAfter = v.NotAfter
+	if v.UsesLimited {
+		so.Caveats.MaxUses = v.UsesLeft
+		if v.UsesLeft <= 0 {
+			so.Grants = nil // used up: no right left
+		}
+	}
+	so.restore = &restoreState{used: v.Used, box: box, state: v.State}
+	return so, nil
+}
+
+// consume records that the snapshot key was restored as p (named name):
+// on this kernel, and when durable in Options.Snapshots too. A record that
+// fails (another node sharing the journal restored it meanwhile) kills p:
+// the copy does not run on. k.restoreMu is held.
+func (k *Kernel) consume(p *Process, v *Snapshot, key, name string, durable bool) error {
+	k.restoredMu.Lock()
+	if k.restored == nil {
+		k.restored = map[string]bool{}
+	}
+	k.restored[key] = true
+	k.restoredMu.Unlock()
+	if !durable || k.opts.Snapshots == nil {
+		return nil
+	}
+	if err := k.opts.Snapshots.ConsumeSnapshot(context.Background(), key, fmt.Sprintf("pid %v (%s)", p.pid, name)); err != nil {
+		k.exit(p, Reason{Kind: Killed, Detail: "restore not recorded"})
+		return fmt.Errorf("restore of the snapshot of %v: recording that it was restored: %w (the process started as %v was killed)", v.PID, err, p.pid)
+	}
+	return nil
 }
 
 // restorable refuses a snapshot restored already, or whose process may

@@ -210,7 +210,21 @@ func (g *Gate) Await(ctx context.Context, a Ask, wait time.Duration) error {
 	if wait <= 0 {
 		wait = g.Timeout()
 	}
+	r, w, err := g.join(a)
+	if w == nil {
+		return err
+	}
+	defer g.leave(r.ID, w)
+	return g.wait(ctx, r, w, wait)
+}
+
+// join finds a's request, asking for it when its version never was, and
+// adds a waiter on it while it is pending. w is nil when there is nothing
+// to wait for: err is then the decision's outcome (nil: approved) or why
+// the request could not be recorded.
+func (g *Gate) join(a Ask) (r Request, w *waiter, err error) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	// The version's request is read first: an approved (or pending)
 	// version costs no write transaction and no fsync; only a version
 	// never asked for is written.
@@ -220,30 +234,36 @@ func (g *Gate) Await(ctx context.Context, a Ask, wait time.Duration) error {
 		r, created, err = g.store.Ask(a)
 	}
 	if err != nil {
-		g.mu.Unlock()
-		return fmt.Errorf("approval: recording the request to run %s: %w", a.Path, err)
+		return r, nil, fmt.Errorf("approval: recording the request to run %s: %w", a.Path, err)
 	}
 	if r.State != StatePending {
-		g.mu.Unlock()
-		return g.outcome(r)
+		return r, nil, g.outcome(r)
 	}
 	if created {
 		g.log.Info("approval: requested", "id", r.ID, "path", r.Path, "hash", short(r.Hash), "risk", r.Risk, "by", a.By)
 	}
-	w := g.waiters[r.ID]
+	w = g.waiters[r.ID]
 	if w == nil {
 		w = &waiter{done: make(chan struct{})}
 		g.waiters[r.ID] = w
 	}
 	w.n++
+	return r, w, nil
+}
+
+// leave removes a waiter added by join on the request id, and the
+// request's waiter once nobody waits on it.
+func (g *Gate) leave(id string, w *waiter) {
+	g.mu.Lock()
+	if w.n--; w.n == 0 && g.waiters[id] == w {
+		delete(g.waiters, id)
+	}
 	g.mu.Unlock()
-	defer func() {
-		g.mu.Lock()
-		if w.n--; w.n == 0 && g.waiters[r.ID] == w {
-			delete(g.waiters, r.ID)
-		}
-		g.mu.Unlock()
-	}()
+}
+
+// wait waits on w, at most wait, for the pending request r to be decided,
+// and returns the decision's outcome (see Await).
+func (g *Gate) wait(ctx context.Context, r Request, w *waiter, wait time.Duration) error {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	// A decision of this process wakes the run at once; one written by

@@ -376,60 +376,55 @@ const MinVersionPrefix = 8
 // (DecideVersion).
 func (s *Store) Resolve(target string) (r Request, ok bool, err error) {
 	if strings.HasPrefix(target, "a-") && !strings.ContainsAny(target, "/.") {
-		if len(target) < len("a-")+4 {
-			return Request{}, false, fmt.Errorf("%w: %q is too short a prefix of a request id; give at least 4 digits", ErrNotFound, target)
-		}
-		var found []Request
-		err = s.view(func(tx *bolt.Tx) error {
-			c := tx.Bucket(bucketRequests).Cursor()
-			for k, v := c.Seek([]byte(target)); k != nil && bytes.HasPrefix(k, []byte(target)); k, v = c.Next() {
-				var r Request
-				if err := json.Unmarshal(v, &r); err != nil {
-					return err
-				}
-				found = append(found, r)
-			}
-			return nil
-		})
-		switch {
-		case err != nil:
-			return Request{}, false, err
-		case len(found) == 0:
-			return Request{}, false, fmt.Errorf("%w: %s; list them with 'agentos approvals'", ErrNotFound, target)
-		case len(found) > 1:
-			return Request{}, false, fmt.Errorf("%w: %s matches %d requests; give more of its id", ErrAmbiguous, target, len(found))
-		}
-		return found[0], true, nil
+		return s.resolveID(target)
 	}
 	if p, v, ok := SplitTarget(target); ok {
-		if len(v) < MinVersionPrefix {
-			return Request{}, false, fmt.Errorf("%w: %s: give at least %d hex digits of the version's hash", ErrNotFound, target, MinVersionPrefix)
-		}
-		all, err := s.List("")
-		if err != nil {
-			return Request{}, false, err
-		}
-		var found []Request
-		for _, r := range all {
-			if r.Path == p && (strings.HasPrefix(r.Hash, v) || r.Source != "" && strings.HasPrefix(r.Source, v)) {
-				found = append(found, r)
-			}
-		}
-		switch len(found) {
-		case 0:
-			return Request{}, false, nil
-		case 1:
-			return found[0], true, nil
-		}
-		return Request{}, false, fmt.Errorf("%w: %s matches %d versions (%s); give more of the hash, or the request id", ErrAmbiguous, target, len(found), listed(found))
+		return s.resolveVersion(target, p, v)
 	}
-	pending, err := s.List(StatePending)
+	return s.resolvePending(target)
+}
+
+// resolveID finds the one request whose id starts with prefix.
+func (s *Store) resolveID(prefix string) (Request, bool, error) {
+	if len(prefix) < len("a-")+4 {
+		return Request{}, false, fmt.Errorf("%w: %q is too short a prefix of a request id; give at least 4 digits", ErrNotFound, prefix)
+	}
+	var found []Request
+	err := s.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketRequests).Cursor()
+		for k, v := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
+			var r Request
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			found = append(found, r)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return Request{}, false, err
+	case len(found) == 0:
+		return Request{}, false, fmt.Errorf("%w: %s; list them with 'agentos approvals'", ErrNotFound, prefix)
+	case len(found) > 1:
+		return Request{}, false, fmt.Errorf("%w: %s matches %d requests; give more of its id", ErrAmbiguous, prefix, len(found))
+	}
+	return found[0], true, nil
+}
+
+// resolveVersion finds the request, in any state, of version v (a prefix
+// of its hash or of its entry's content hash) of the tool at path p.
+func (s *Store) resolveVersion(target, p, v string) (Request, bool, error) {
+	if len(v) < MinVersionPrefix {
+		return Request{}, false, fmt.Errorf("%w: %s: give at least %d hex digits of the version's hash", ErrNotFound, target, MinVersionPrefix)
+	}
+	all, err := s.List("")
 	if err != nil {
 		return Request{}, false, err
 	}
 	var found []Request
-	for _, r := range pending {
-		if r.Path == target {
+	for _, r := range all {
+		if r.Path == p && (strings.HasPrefix(r.Hash, v) || r.Source != "" && strings.HasPrefix(r.Source, v)) {
 			found = append(found, r)
 		}
 	}
@@ -439,7 +434,29 @@ func (s *Store) Resolve(target string) (r Request, ok bool, err error) {
 	case 1:
 		return found[0], true, nil
 	}
-	return Request{}, false, fmt.Errorf("%w: %s has %d versions pending (%s); decide one by its request id or as %s@<hash>, after reviewing that version", ErrAmbiguous, target, len(found), listed(found), target)
+	return Request{}, false, fmt.Errorf("%w: %s matches %d versions (%s); give more of the hash, or the request id", ErrAmbiguous, target, len(found), listed(found))
+}
+
+// resolvePending finds the pending request of the tool at path, refusing
+// a path with more than one version pending (see Resolve).
+func (s *Store) resolvePending(path string) (Request, bool, error) {
+	pending, err := s.List(StatePending)
+	if err != nil {
+		return Request{}, false, err
+	}
+	var found []Request
+	for _, r := range pending {
+		if r.Path == path {
+			found = append(found, r)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Request{}, false, nil
+	case 1:
+		return found[0], true, nil
+	}
+	return Request{}, false, fmt.Errorf("%w: %s has %d versions pending (%s); decide one by its request id or as %s@<hash>, after reviewing that version", ErrAmbiguous, path, len(found), listed(found), path)
 }
 
 // SplitTarget splits tools/x.ts@<hex> into the path and the lower-case

@@ -123,90 +123,133 @@ func (s samples) add(sys, metric string, v float64) {
 }
 
 func run(peersDir string, rounds int) error {
-	for _, p := range peers {
-		if _, err := os.Stat(filepath.Join(peersDir, p.dir, p.args[len(p.args)-1])); err != nil {
-			return fmt.Errorf("%s is not built under %s (%v): run bash ../shared/peers/setup.sh first, or pass -peers", p.name, peersDir, err)
-		}
+	if err := checkPeers(peersDir); err != nil {
+		return err
 	}
 	bin, err := os.MkdirTemp("", "sidebyside")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(bin)
-	binOf := func(pkg string) string {
-		return filepath.Join(bin, strings.NewReplacer("/", "_", ".", "root").Replace(pkg)+".test")
-	}
-	for _, s := range suites {
-		out := binOf(s.pkg)
-		if _, err := os.Stat(out); err == nil {
-			continue
-		}
-		fmt.Fprintf(os.Stderr, "building %s\n", s.pkg)
-		if b, err := exec.Command("go", "test", "-c", "-o", out, s.pkg).CombinedOutput(); err != nil {
-			return fmt.Errorf("building the benchmarks of %s: %v\n%s", s.pkg, err, b)
-		}
-	}
-	agentos := filepath.Join(bin, "agentos")
-	fmt.Fprintln(os.Stderr, "building ./cmd/agentos")
-	if b, err := exec.Command("go", "build", "-o", agentos, "./cmd/agentos").CombinedOutput(); err != nil {
-		return fmt.Errorf("building agentos: %v\n%s", err, b)
+	agentos, err := build(bin)
+	if err != nil {
+		return err
 	}
 	loadBefore := loadavg()
 	all := samples{}
-	type job struct {
-		name string
-		do   func() error
-	}
-	var jobs []job
-	for _, p := range peers {
-		jobs = append(jobs, job{p.name, func() error { return runPeer(all, peersDir, p) }})
-	}
-	for _, s := range suites {
-		var env []string
-		if s.agentosBin {
-			env = []string{"AGENTOS_BENCH_BIN=" + agentos}
-		}
-		jobs = append(jobs, job{s.pkg + " " + s.bench, func() error { return runSuite(all, binOf(s.pkg), s, env) }})
-	}
-	for r := range rounds {
-		if r > 0 {
-			slices.Reverse(jobs)
-		}
-		for _, j := range jobs {
-			fmt.Fprintf(os.Stderr, "round %d/%d: %s (load %s)\n", r+1, rounds, j.name, loadavg())
-			if err := j.do(); err != nil {
-				return fmt.Errorf("%s: %w", j.name, err)
-			}
-		}
+	if err := measure(jobs(all, peersDir, bin, agentos), rounds); err != nil {
+		return err
 	}
 	fmt.Printf("Measured %s, %d alternating rounds, medians; load average %s before, %s after.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), rounds, loadBefore, loadavg())
 	fmt.Println("| path | peer | peer's figure | agentos benchmark | agentos | ratio (> 1: agentos better) |")
 	fmt.Println("|---|---|---|---|---|---|")
 	for _, r := range rows {
-		pv, pok := median(all[r.peer][r.pname])
-		av, aok := median(all["agentos"][r.bench+" "+r.unit])
-		ps, as, ratio := "—", "—", "—"
-		if pok {
-			ps = format(pv, r.higher, 1) + " `" + r.pname + "`"
-		}
-		if aok {
-			as = format(av, r.higher, r.pscale)
-		}
-		if pok && aok && pv > 0 && av > 0 {
-			if r.higher {
-				ratio = fmt.Sprintf("%.2f×", av/pv)
-			} else {
-				ratio = fmt.Sprintf("%.2f×", pv*r.pscale/av)
-			}
-		}
-		who := r.peer
-		if who == "" {
-			who = "—"
-		}
-		fmt.Printf("| %s | %s | %s | `%s` | %s | %s |\n", r.what, who, ps, r.bench, as, ratio)
+		fmt.Println(tableRow(all, r))
 	}
 	return nil
+}
+
+// checkPeers checks that every peer is built under peersDir.
+func checkPeers(peersDir string) error {
+	for _, p := range peers {
+		if _, err := os.Stat(filepath.Join(peersDir, p.dir, p.args[len(p.args)-1])); err != nil {
+			return fmt.Errorf("%s is not built under %s (%v): run bash ../shared/peers/setup.sh first, or pass -peers", p.name, peersDir, err)
+		}
+	}
+	return nil
+}
+
+// testBinary is where build puts the test binary of package pkg.
+func testBinary(bin, pkg string) string {
+	return filepath.Join(bin, strings.NewReplacer("/", "_", ".", "root").Replace(pkg)+".test")
+}
+
+// build builds into bin the test binary of each suite's package and the
+// agentos binary, whose path it returns.
+func build(bin string) (string, error) {
+	for _, s := range suites {
+		out := testBinary(bin, s.pkg)
+		if _, err := os.Stat(out); err == nil {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "building %s\n", s.pkg)
+		if b, err := exec.Command("go", "test", "-c", "-o", out, s.pkg).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building the benchmarks of %s: %v\n%s", s.pkg, err, b)
+		}
+	}
+	agentos := filepath.Join(bin, "agentos")
+	fmt.Fprintln(os.Stderr, "building ./cmd/agentos")
+	if b, err := exec.Command("go", "build", "-o", agentos, "./cmd/agentos").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building agentos: %v\n%s", err, b)
+	}
+	return agentos, nil
+}
+
+// job is one benchmark process to run each round.
+type job struct {
+	name string
+	do   func() error
+}
+
+// jobs are the peers' benchmarks and the suites', each adding its figures
+// to all.
+func jobs(all samples, peersDir, bin, agentos string) []job {
+	var js []job
+	for _, p := range peers {
+		js = append(js, job{p.name, func() error { return runPeer(all, peersDir, p) }})
+	}
+	for _, s := range suites {
+		var env []string
+		if s.agentosBin {
+			env = []string{"AGENTOS_BENCH_BIN=" + agentos}
+		}
+		js = append(js, job{s.pkg + " " + s.bench, func() error { return runSuite(all, testBinary(bin, s.pkg), s, env) }})
+	}
+	return js
+}
+
+// measure runs the jobs rounds times, in the reverse order each other
+// round, so that neither side always runs first.
+func measure(js []job, rounds int) error {
+	for r := range rounds {
+		if r > 0 {
+			slices.Reverse(js)
+		}
+		for _, j := range js {
+			fmt.Fprintf(os.Stderr, "round %d/%d: %s (load %s)\n", r+1, rounds, j.name, loadavg())
+			if err := j.do(); err != nil {
+				return fmt.Errorf("%s: %w", j.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// tableRow is r's line of the table: the peer's median, agentos's, and
+// their ratio (> 1: agentos better), "—" where a figure is missing.
+func tableRow(all samples, r row) string {
+	pv, pok := median(all[r.peer][r.pname])
+	av, aok := median(all["agentos"][r.bench+" "+r.unit])
+	ps, as, ratio := "—", "—", "—"
+	if pok {
+		ps = format(pv, r.higher, 1) + " `" + r.pname + "`"
+	}
+	if aok {
+		as = format(av, r.higher, r.pscale)
+	}
+	if pok && aok && pv > 0 && av > 0 {
+		if r.higher {
+			ratio = fmt.Sprintf("%.2f×", av/pv)
+		} else {
+			ratio = fmt.Sprintf("%.2f×", pv*r.pscale/av)
+		}
+	}
+	who := r.peer
+	if who == "" {
+		who = "—"
+	}
+	return fmt.Sprintf("| %s | %s | %s | `%s` | %s | %s |", r.what, who, ps, r.bench, as, ratio)
 }
 
 // format prints a rate as is and a time in ms (v in ns when scale is 1e6).

@@ -59,12 +59,30 @@ type hooks struct {
 	run *run
 }
 
+// prepare builds a runtime ready for a run, with the engine's bindings
+// installed; p.err says why it could not.
 func (e *Engine) prepare() *prepared {
 	vm := goja.New()
 	p := &prepared{vm: vm, cfg: vm.NewObject(), hooks: &hooks{}}
 	p.cfg.Set("max", int64(1)<<62)
 	p.cfg.Set("guard", e.guard)
-	h := p.hooks
+	if err := p.boot(); err != nil {
+		p.err = err
+		return p
+	}
+	if b := e.bindings.Load(); b != nil {
+		p.bindings = *b
+	}
+	installGlobals(vm, p.hooks, p.bindings)
+	return p
+}
+
+// boot runs the bootstrap and helper programs in p's runtime and keeps
+// what a run calls from Go: JSON.stringify, the guarded JSON.parse, Error
+// and the replacer. The out-of-memory and note callbacks it installs reach
+// the run that holds p through p.hooks.
+func (p *prepared) boot() error {
+	vm, h := p.vm, p.hooks
 	oom := func(bytes int64, what string) {
 		if h.run != nil {
 			h.run.oom(bytes, what)
@@ -72,29 +90,24 @@ func (e *Engine) prepare() *prepared {
 	}
 	boot, err := vm.RunProgram(bootstrapJS())
 	if err != nil {
-		p.err = err
-		return p
+		return err
 	}
 	bootFn, _ := goja.AssertFunction(boot)
 	if _, err := bootFn(nil, p.cfg, vm.ToValue(oom)); err != nil {
-		p.err = err
-		return p
+		return err
 	}
 	if p.helpers, err = vm.RunProgram(helpersJS()); err != nil {
-		p.err = err
-		return p
+		return err
 	}
 	jsonObj := vm.Get("JSON").ToObject(vm)
 	p.strfy, _ = goja.AssertFunction(jsonObj.Get("stringify"))
 	p.errCtr = vm.Get("Error")
 	if p.parse, err = guardJSONParse(vm, jsonObj); err != nil {
-		p.err = err
-		return p
+		return err
 	}
 	mk, err := vm.RunProgram(replacerJS())
 	if err != nil {
-		p.err = err
-		return p
+		return err
 	}
 	mkFn, _ := goja.AssertFunction(mk)
 	note := func(kind, path, text string) {
@@ -102,15 +115,8 @@ func (e *Engine) prepare() *prepared {
 			h.run.notes.add(kind, path, text)
 		}
 	}
-	if p.replacer, err = mkFn(nil, vm.ToValue(note)); err != nil {
-		p.err = err
-		return p
-	}
-	if b := e.bindings.Load(); b != nil {
-		p.bindings = *b
-	}
-	installGlobals(vm, h, p.bindings)
-	return p
+	p.replacer, err = mkFn(nil, vm.ToValue(note))
+	return err
 }
 
 // take returns the spare runtime (waiting for the one being prepared, if

@@ -189,31 +189,21 @@ func (r *run) protected(job Job) (res json.RawMessage, err error) {
 	return res, err
 }
 
+// main calls the entry module's function with the job's arguments, lets
+// what it returned settle, and returns the result as JSON.
 func (r *run) main(job Job) (json.RawMessage, error) {
 	vm := r.vm
 	vm.SetMaxCallStackSize(r.lim.MaxCallDepth)
 	vm.SetRandSource(r.random)
 	vm.SetTimeSource(r.now)
 
-	exports, err := r.load(job.Entry)
+	fn, err := r.entryFunction(job.Entry)
 	if err != nil {
 		return nil, err
 	}
-	def := exports.Get("default")
-	if def == nil || goja.IsUndefined(def) {
-		def = exports // module.exports = function (...) {...}
-	}
-	fn, ok := goja.AssertFunction(def)
-	if !ok {
-		return nil, errorf(KindNoExport, "%s has no default export function: write `export default function (args) { ... }`", job.Entry.Path)
-	}
-	argsText := string(job.Args)
-	if strings.TrimSpace(argsText) == "" {
-		argsText = "{}"
-	}
-	args, err := r.parse(nil, vm.ToValue(argsText))
+	args, err := r.args(job.Args)
 	if err != nil {
-		return nil, errorf(KindInvalidArgs, "args is not valid JSON: %v", err)
+		return nil, err
 	}
 	v, err := fn(goja.Undefined(), args)
 	if err != nil {
@@ -231,6 +221,37 @@ func (r *run) main(job Job) (json.RawMessage, error) {
 	return r.result(v)
 }
 
+// entryFunction loads the entry module and returns the function it
+// exports: its default export, else module.exports itself.
+func (r *run) entryFunction(entry Module) (goja.Callable, error) {
+	exports, err := r.load(entry)
+	if err != nil {
+		return nil, err
+	}
+	def := exports.Get("default")
+	if def == nil || goja.IsUndefined(def) {
+		def = exports // module.exports = function (...) {...}
+	}
+	fn, ok := goja.AssertFunction(def)
+	if !ok {
+		return nil, errorf(KindNoExport, "%s has no default export function: write `export default function (args) { ... }`", entry.Path)
+	}
+	return fn, nil
+}
+
+// args parses the job's arguments as JSON.parse would; blank is {}.
+func (r *run) args(text json.RawMessage) (goja.Value, error) {
+	argsText := string(text)
+	if strings.TrimSpace(argsText) == "" {
+		argsText = "{}"
+	}
+	args, err := r.parse(nil, r.vm.ToValue(argsText))
+	if err != nil {
+		return nil, errorf(KindInvalidArgs, "args is not valid JSON: %v", err)
+	}
+	return args, nil
+}
+
 // settle runs the run's loop until p (nil: none) settles and no timer is
 // left: timers due by the journaled clock fire first (see timers.go), then
 // host calls complete in the order they were issued, each resolved on this
@@ -244,45 +265,55 @@ func (r *run) settle(p *goja.Promise) error {
 		if !pending && r.pendingTimers() == 0 {
 			return nil
 		}
-		select {
-		case <-r.stop:
-			return r.reason.Load()
-		default:
-		}
-		if fired, err := r.fireDue(); err != nil {
-			return err
-		} else if fired {
-			continue
-		}
-		if len(r.queue) == 0 {
-			if r.pendingTimers() > 0 {
-				if err := r.sleepUntilNextTimer(); err != nil {
-					return err
-				}
-				continue
-			}
-			return errorf(KindUnsettled, "the tool's promise never settles: it awaits something no bridge call or timer will resolve")
-		}
-		pc := r.queue[0]
-		r.queue = r.queue[1:]
-		var res callResult
-		select {
-		case res = <-pc.ch:
-		case <-r.stop:
-			return r.reason.Load()
-		}
-		var err error
-		if res.err != nil && driver.AsError(res.err).Code == driver.CodeAbort {
-			return &Error{Kind: KindHostFailure, Message: driver.AsError(res.err).Message, Code: driver.CodeAbort}
-		} else if res.err != nil {
-			err = pc.reject(r.jsError(res.err))
-		} else if v, perr := r.fromJSON(res.val); perr != nil {
-			err = pc.reject(r.jsError(perr))
-		} else {
-			err = pc.resolve(v)
-		}
-		if err != nil {
+		if err := r.turn(); err != nil {
 			return err
 		}
 	}
+}
+
+// turn runs one turn of settle's loop: a timer that is due fires, else the
+// oldest host call completes, else the loop sleeps until the next timer.
+// It fails when the run is stopped, or when nothing is left that could
+// settle the tool's promise.
+func (r *run) turn() error {
+	select {
+	case <-r.stop:
+		return r.reason.Load()
+	default:
+	}
+	if fired, err := r.fireDue(); err != nil || fired {
+		return err
+	}
+	if len(r.queue) > 0 {
+		return r.completeOldest()
+	}
+	if r.pendingTimers() > 0 {
+		return r.sleepUntilNextTimer()
+	}
+	return errorf(KindUnsettled, "the tool's promise never settles: it awaits something no bridge call or timer will resolve")
+}
+
+// completeOldest waits for the answer to the oldest host call still
+// queued and settles its promise on this goroutine. An abort answered by
+// the host ends the run.
+func (r *run) completeOldest() error {
+	pc := r.queue[0]
+	r.queue = r.queue[1:]
+	var res callResult
+	select {
+	case res = <-pc.ch:
+	case <-r.stop:
+		return r.reason.Load()
+	}
+	if res.err != nil {
+		if e := driver.AsError(res.err); e.Code == driver.CodeAbort {
+			return &Error{Kind: KindHostFailure, Message: e.Message, Code: driver.CodeAbort}
+		}
+		return pc.reject(r.jsError(res.err))
+	}
+	v, err := r.fromJSON(res.val)
+	if err != nil {
+		return pc.reject(r.jsError(err))
+	}
+	return pc.resolve(v)
 }

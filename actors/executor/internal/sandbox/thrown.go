@@ -43,15 +43,9 @@ func (r *run) classify(err error) *Error {
 	reason := r.reason.Load()
 	switch x := err.(type) {
 	case *goja.InterruptedError:
-		if reason != nil {
-			e := *reason
-			e.Stack = x.String()
-			r.timersNote(&e)
-			return &e
-		}
-		return errorf(KindInternal, "interrupted: %v", x.Value())
+		return r.interrupted(x, reason)
 	case *goja.StackOverflowError:
-		return &Error{Kind: KindStack, Message: fmt.Sprintf("the call stack grew past %d frames: look for runaway recursion", r.lim.MaxCallDepth), Stack: x.String()}
+		return r.overflowed(x)
 	case *goja.Exception:
 		return r.thrown(x.Value(), x.Stack())
 	case *Error:
@@ -62,6 +56,13 @@ func (r *run) classify(err error) *Error {
 		}
 		return x
 	}
+	return r.classifyWrapped(err, reason)
+}
+
+// classifyWrapped classifies an error that is none of the runtime's own
+// types but may wrap one (or the run's abort reason, when it has one).
+// Unwrapping is safe here: classify has ruled out a goja.Exception.
+func (r *run) classifyWrapped(err error, reason *Error) *Error {
 	if reason != nil {
 		var ie *goja.InterruptedError
 		if errors.As(err, &ie) || errors.Is(err, reason) {
@@ -78,17 +79,34 @@ func (r *run) classify(err error) *Error {
 	}
 	var so *goja.StackOverflowError
 	if errors.As(err, &so) {
-		return &Error{Kind: KindStack, Message: fmt.Sprintf("the call stack grew past %d frames: look for runaway recursion", r.lim.MaxCallDepth), Stack: so.String()}
+		return r.overflowed(so)
 	}
 	var ie *goja.InterruptedError
 	if errors.As(err, &ie) {
-		return errorf(KindInternal, "interrupted: %v", ie.Value())
+		return r.interrupted(ie, nil)
 	}
 	var ce *goja.CompilerSyntaxError
 	if errors.As(err, &ce) {
 		return errorf(KindCompile, "%v", ce)
 	}
 	return errorf(KindInternal, "%v", err)
+}
+
+// interrupted is the error of a run the runtime interrupted: the abort
+// reason (nil: none was recorded) with the stack where the tool stopped.
+func (r *run) interrupted(x *goja.InterruptedError, reason *Error) *Error {
+	if reason == nil {
+		return errorf(KindInternal, "interrupted: %v", x.Value())
+	}
+	e := *reason
+	e.Stack = x.String()
+	r.timersNote(&e)
+	return &e
+}
+
+// overflowed is the error of a run whose call stack passed MaxCallDepth.
+func (r *run) overflowed(x *goja.StackOverflowError) *Error {
+	return &Error{Kind: KindStack, Message: fmt.Sprintf("the call stack grew past %d frames: look for runaway recursion", r.lim.MaxCallDepth), Stack: x.String()}
 }
 
 // maxThrownText bounds the message and the stack of a thrown value as
@@ -104,78 +122,99 @@ const maxThrownText = 64 << 10
 // that throws, loops or overflows is reported as part of the tool's error.
 func (r *run) thrown(v goja.Value, frames []goja.StackFrame) *Error {
 	out := &Error{Kind: KindException, Message: "undefined"}
-	defer func() {
-		out.Message = clip.N(out.Message, maxThrownText)
-		out.Stack = clip.N(out.Stack, maxThrownText)
-	}()
-	withFrames := func() {
-		if len(frames) > 0 {
-			var b strings.Builder
-			b.WriteString(out.Message)
-			b.WriteByte('\n')
-			for _, f := range frames {
-				var fb bytes.Buffer
-				f.Write(&fb)
-				b.WriteString("\tat ")
-				b.Write(fb.Bytes())
-				b.WriteByte('\n')
-			}
-			out.Stack = b.String()
+	obj, isObj := v.(*goja.Object)
+	readable := false
+	switch {
+	case v == nil:
+	case !isObj:
+		out.Message = "the tool threw a non-Error value: " + primitiveText(v) // no tool code runs
+	default:
+		out.Message, readable = r.thrownMessage(obj)
+	}
+	out.Stack = frameStack(out.Message, frames)
+	if readable {
+		out.Code, _ = r.textOf(obj, "code")
+		if st, err := r.textOf(obj, "stack"); err == nil && st != "" && (out.Stack == "" || !strings.Contains(out.Stack, "at ")) {
+			out.Stack = st
 		}
 	}
-	if v == nil {
-		withFrames()
-		return out
-	}
-	obj, ok := v.(*goja.Object)
-	if !ok {
-		out.Message = "the tool threw a non-Error value: " + primitiveText(v) // no tool code runs
-		withFrames()
-		return out
-	}
-	str := func(name string) (string, error) {
-		var s string
-		err := r.safely(func() {
-			if x := obj.Get(name); x != nil && !goja.IsUndefined(x) && !goja.IsNull(x) {
-				s = x.String()
-			}
-		})
-		return s, err
-	}
-	name, err := str("name")
+	out.Message = clip.N(out.Message, maxThrownText)
+	out.Stack = clip.N(out.Stack, maxThrownText)
+	return out
+}
+
+// thrownMessage is the message of a thrown object: "Name: message" when it
+// has either, else its text, else its JSON when its text says nothing.
+// readable is false when its name or message could not be read: the
+// message then says so, and nothing more should be read from it.
+func (r *run) thrownMessage(obj *goja.Object) (msg string, readable bool) {
+	name, err := r.textOf(obj, "name")
 	if err != nil {
-		out.Message = fmt.Sprintf("the tool threw %s whose name could not be read: %v", plain(v), err)
-		withFrames()
-		return out
+		return fmt.Sprintf("the tool threw %s whose name could not be read: %v", plain(obj), err), false
 	}
-	msg, err := str("message")
+	message, err := r.textOf(obj, "message")
 	if err != nil {
-		out.Message = fmt.Sprintf("the tool threw %s whose message could not be read: %v", plain(v), err)
-		withFrames()
-		return out
+		return fmt.Sprintf("the tool threw %s whose message could not be read: %v", plain(obj), err), false
 	}
-	if msg != "" || name != "" {
-		out.Message = strings.TrimPrefix(name+": "+msg, ": ")
-	} else if err := r.safely(func() { out.Message = v.String() }); err != nil {
-		out.Message = fmt.Sprintf("the tool threw %s that could not be turned into text: %v", plain(v), err)
-	} else if strings.HasPrefix(out.Message, "[object ") || obj.ClassName() == "Array" {
+	if message != "" || name != "" {
+		return strings.TrimPrefix(name+": "+message, ": "), true
+	}
+	var text string
+	if err := r.safely(func() { text = obj.String() }); err != nil {
+		return fmt.Sprintf("the tool threw %s that could not be turned into text: %v", plain(obj), err), true
+	}
+	if strings.HasPrefix(text, "[object ") || obj.ClassName() == "Array" {
 		// throw {code: "E_BAD"}: its own toString says nothing ("[object
 		// Object]"), its JSON says what the tool meant.
-		var text string
-		if err := r.safely(func() {
-			if s, err := r.strfy(nil, v); err == nil && !goja.IsUndefined(s) {
-				text = s.String()
-			}
-		}); err == nil && text != "" && (text != "{}" || out.Message == "[object Object]") {
-			out.Message = "the tool threw a non-Error value: " + text
+		if j := r.thrownJSON(obj); j != "" && (j != "{}" || text == "[object Object]") {
+			return "the tool threw a non-Error value: " + j, true
 		}
 	}
-	withFrames()
-	out.Code, _ = str("code")
-	if st, err := str("stack"); err == nil && st != "" && (out.Stack == "" || !strings.Contains(out.Stack, "at ")) {
-		out.Stack = st
+	return text, true
+}
+
+// thrownJSON is obj's JSON text, "" when it has none or writing it threw.
+func (r *run) thrownJSON(obj *goja.Object) string {
+	var text string
+	if err := r.safely(func() {
+		if s, err := r.strfy(nil, obj); err == nil && !goja.IsUndefined(s) {
+			text = s.String()
+		}
+	}); err != nil {
+		return ""
 	}
-	return out
+	return text
+}
+
+// textOf reads obj's property name as text ("" when it is undefined or
+// null), bounded as safely bounds any read that may run the tool's code.
+func (r *run) textOf(obj *goja.Object, name string) (string, error) {
+	var s string
+	err := r.safely(func() {
+		if x := obj.Get(name); x != nil && !goja.IsUndefined(x) && !goja.IsNull(x) {
+			s = x.String()
+		}
+	})
+	return s, err
+}
+
+// frameStack writes message followed by one "\tat" line per frame, as a
+// JavaScript stack reads; "" when the runtime captured no frames.
+func frameStack(message string, frames []goja.StackFrame) string {
+	if len(frames) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(message)
+	b.WriteByte('\n')
+	for _, f := range frames {
+		var fb bytes.Buffer
+		f.Write(&fb)
+		b.WriteString("\tat ")
+		b.Write(fb.Bytes())
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // primitiveText writes a thrown primitive as JSON where JSON can say it
