@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	pb "github.com/agentos-run/agentos/actors/executor/executorpb"
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/capability"
@@ -126,6 +127,12 @@ func (a *execActor) Receive(ctx actor.Context) {
 		a.onRun(ctx, m, !local)
 	case *pb.Cancel:
 		a.onCancel(ctx, m)
+	case *pb.Replay:
+		if !local {
+			ctx.Respond(&pb.Replayed{Failure: failureOf(fmt.Errorf("%w: a Replay of run %s came from outside this node: replays are local only", system.ErrUnauthenticated, m.GetRunId()))})
+			return
+		}
+		a.onReplay(ctx, m)
 	case *runPanicked:
 		panic(fmt.Sprintf("executor: a run panicked: %v", m.value))
 	case *actor.Stopping:
@@ -167,7 +174,7 @@ func (s *actorState) admitRemote(ctx context.Context, m *pb.Run) (*pb.Run, error
 		return m, nil
 	}
 	if want := m.GetHash(); want != "" && want != adm.Hash {
-		return nil, fmt.Errorf("%w: %s was judged here as %s, the caller asked for %s", ErrStaleTool, m.GetPath(), adm.Hash, want)
+		return nil, fmt.Errorf("%w: %s was judged here as %s, the caller asked for %s", execclient.ErrStaleTool, m.GetPath(), adm.Hash, want)
 	}
 	m = proto.CloneOf(m)
 	m.Hash, m.GateModules, m.Judged = adm.Hash, adm.Gated, adm.Modules
@@ -188,22 +195,16 @@ func (a *execActor) onRun(ctx actor.Context, m *pb.Run, remote bool) {
 	// the message's headers, also from another node).
 	runCtx, stop := context.WithCancel(system.TraceContext(s.ctx, ctx))
 	if key := m.GetRunKey(); key != "" {
-		s.mu.Lock()
-		_, busy := s.runs[key]
-		cancelled := s.dead[key]
-		if !busy && !cancelled {
-			s.runs[key] = stop
-		}
-		s.mu.Unlock()
+		busy, cancelled := s.claim(key, stop)
 		switch {
 		case busy:
 			stop()
-			ctx.Respond(&pb.Ran{Failure: failureOf(fmt.Errorf("%w: %q; choose a unique run key (executor.NewRunKey)", ErrRunKeyInUse, key))})
+			ctx.Respond(&pb.Ran{Failure: failureOf(fmt.Errorf("%w: %q; choose a unique run key (executor.NewRunKey)", execclient.ErrRunKeyInUse, key))})
 			return
 		case cancelled:
 			// The Cancel crossed the Run: the run never starts.
 			stop()
-			res := Result{Logs: []string{}, Result: []byte("null"), Error: &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled before it started"}}
+			res := execclient.Result{Logs: []string{}, Result: []byte("null"), Error: &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled before it started"}}
 			ctx.Respond(ranOf(res, ""))
 			return
 		}
@@ -219,6 +220,19 @@ func (a *execActor) onRun(ctx actor.Context, m *pb.Run, remote bool) {
 		}
 		sys.Root.Send(sender, ran)
 	}()
+}
+
+// claim registers a run's key with its cancel, unless a run with that key
+// is in flight (busy) or its Cancel came first (cancelled).
+func (s *actorState) claim(key string, stop context.CancelFunc) (busy, cancelled bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, busy = s.runs[key]
+	cancelled = s.dead[key]
+	if !busy && !cancelled {
+		s.runs[key] = stop
+	}
+	return busy, cancelled
 }
 
 // forget drops a finished run's key.
@@ -264,7 +278,7 @@ func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.R
 	defer func() {
 		if v := recover(); v != nil {
 			panicked = v
-			ran = ranOf(Result{Error: &Error{Kind: sandbox.KindInternal, Message: fmt.Sprintf("the executor panicked while running %s: %v (a bug in agentos: please report it with this stack)\n%s", m.GetPath(), v, debug.Stack())}}, "")
+			ran = ranOf(execclient.Result{Error: &Error{Kind: sandbox.KindInternal, Message: fmt.Sprintf("the executor panicked while running %s: %v (a bug in agentos: please report it with this stack)\n%s", m.GetPath(), v, debug.Stack())}}, "")
 		}
 	}()
 	if remote && s.opts.AdmitRemote != nil {
@@ -277,19 +291,19 @@ func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.R
 	// tools/x.ts@<hash>: the recorded version, from this node's journal
 	// (also when the run itself is not recorded).
 	if xerr := ResolveVersion(s.opts.Journal, &req); xerr != nil {
-		return ranOf(Result{Result: json.RawMessage("null"), Logs: []string{}, Error: xerr}, ""), nil
+		return ranOf(execclient.Result{Result: json.RawMessage("null"), Logs: []string{}, Error: xerr}, ""), nil
 	}
 	if want := m.GetHash(); want != "" && req.version != "" && req.version != want {
 		// A recorded version (tools/x.ts@<hash>) runs only if it is the
 		// version the caller was cleared for (the approval gate's).
-		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s names version %s, the caller asked for %s", ErrStaleTool, m.GetPath(), req.version, want))}, nil
+		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s names version %s, the caller asked for %s", execclient.ErrStaleTool, m.GetPath(), req.version, want))}, nil
 	} else if want != "" && req.version == "" {
 		src, have, err := s.ex.Source(m.GetPath())
 		switch {
 		case err != nil:
-			return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s is not here (%v), the caller asked for %s", ErrStaleTool, m.GetPath(), err, want))}, nil
+			return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s is not here (%v), the caller asked for %s", execclient.ErrStaleTool, m.GetPath(), err, want))}, nil
 		case have != want:
-			return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s is %s here, the caller asked for %s", ErrStaleTool, m.GetPath(), have, want))}, nil
+			return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s is %s here, the caller asked for %s", execclient.ErrStaleTool, m.GetPath(), have, want))}, nil
 		}
 		// IMPORTANT: run exactly the bytes whose hash was checked; reading
 		// the file again (record, exec) could run a version written in
@@ -301,7 +315,7 @@ func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.R
 			return &pb.Ran{Failure: failureOf(err)}, nil
 		}
 	} else if s.opts.RequireCaller {
-		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s was sent without the process it runs for; send Run with its caller (executor.RunRequest.Caller)", ErrNoCaller, m.GetPath()))}, nil
+		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s was sent without the process it runs for; send Run with its caller (executor.RunRequest.Caller)", execclient.ErrNoCaller, m.GetPath()))}, nil
 	}
 	if m.GetGateModules() {
 		req.AdmitModule = s.admitModules(m.GetPath(), m.GetJudged())
@@ -312,7 +326,7 @@ func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.R
 	}
 	res, id, err, panicked := record(ctx, s.ex, j, req)
 	if err != nil {
-		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %w", ErrJournal, err))}, panicked
+		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %w", execclient.ErrJournal, err))}, panicked
 	}
 	return ranOf(res, id), panicked
 }
@@ -340,7 +354,7 @@ func (s *actorState) admitModules(entry string, judged []string) func(journal.Mo
 // same grants.
 func (s *actorState) asCaller(req *Request, c *pb.Caller) error {
 	if s.opts.Authority == nil {
-		return fmt.Errorf("%w: start it with executor.ActorOptions.Authority (the kernel's)", ErrNoAuthority)
+		return fmt.Errorf("%w: start it with executor.ActorOptions.Authority (the kernel's)", execclient.ErrNoAuthority)
 	}
 	tok, err := capability.Decode(c.GetToken())
 	if err != nil {
@@ -350,7 +364,7 @@ func (s *actorState) asCaller(req *Request, c *pb.Caller) error {
 	if err != nil {
 		return fmt.Errorf("the token of %s: %w", c.GetHolder(), err)
 	}
-	r := tokenRights{held: held, caller: Caller{PID: c.GetPid(), Name: c.GetName(), Holder: c.GetHolder()}, onRefused: s.opts.OnRefused}
+	r := tokenRights{held: held, caller: execclient.Caller{PID: c.GetPid(), Name: c.GetName(), Holder: c.GetHolder()}, onRefused: s.opts.OnRefused}
 	req.Rights = r
 	req.Middleware = append(req.Middleware, checkDrivers(r.check))
 	if s.opts.Charge != nil {

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/registry"
@@ -99,7 +99,7 @@ const ForgeMemory = "forge"
 
 // Runner runs a tool on the executor actor: *executor.Client.
 type Runner interface {
-	Run(ctx context.Context, req executor.RunRequest) (executor.Result, string, error)
+	Run(ctx context.Context, req execclient.RunRequest) (execclient.Result, string, error)
 }
 
 // Charger charges amount of meter to the quota of the kernel process pid
@@ -206,14 +206,14 @@ func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, 
 // is the key of the request that caused the forge: kept with its journal
 // run (RequestOf), so that a retry of that request, answered from the
 // journal by another activation of the spec, is told it forged.
-func (f *Forge) forge(ctx context.Context, request, spec string, caller *executor.Caller, charge Charge) (res Result, err error) {
+func (f *Forge) forge(ctx context.Context, request, spec string, caller *execclient.Caller, charge Charge) (res Result, err error) {
 	ctx, span := f.startSpan(ctx, "", spec)
 	defer func() { endSpan(span, res, err, f.opts.CaptureContent) }()
 	return f.forgeRun(ctx, request, spec, caller, charge)
 }
 
 // forgeRun is forge under its span.
-func (f *Forge) forgeRun(ctx context.Context, request, spec string, caller *executor.Caller, charge Charge) (Result, error) {
+func (f *Forge) forgeRun(ctx context.Context, request, spec string, caller *execclient.Caller, charge Charge) (Result, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return Result{}, fmt.Errorf("%w: the spec is empty; say what the tool must do", ErrSpec)
@@ -294,14 +294,14 @@ func (f *Forge) Resume(ctx context.Context, id string, charge Charge) (Result, e
 }
 
 // resume is Resume for caller (nil: the operator).
-func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, charge Charge) (res Result, err error) {
+func (f *Forge) resume(ctx context.Context, id string, caller *execclient.Caller, charge Charge) (res Result, err error) {
 	ctx, span := f.startSpan(ctx, id, "")
 	defer func() { endSpan(span, res, err, f.opts.CaptureContent) }()
 	return f.resumeRun(ctx, id, caller, charge)
 }
 
 // resumeRun is resume under its span.
-func (f *Forge) resumeRun(ctx context.Context, id string, caller *executor.Caller, charge Charge) (Result, error) {
+func (f *Forge) resumeRun(ctx context.Context, id string, caller *execclient.Caller, charge Charge) (Result, error) {
 	if f.opts.Journal == nil {
 		return Result{}, fmt.Errorf("%w: resuming needs the journal", ErrOptions)
 	}
@@ -410,7 +410,7 @@ func (f *Forge) lessons() bool { return f.opts.Lessons != nil && f.opts.LessonsL
 
 // lessonAgents are the memories a forge for caller recalls lessons from
 // (nil: it recalls none).
-func lessonAgents(caller *executor.Caller, recall bool) []string {
+func lessonAgents(caller *execclient.Caller, recall bool) []string {
 	if !recall {
 		return nil
 	}
