@@ -175,7 +175,7 @@ func (n *Node) gateRun(ctx context.Context, p *kernel.Process, path, version str
 // by this node's approval gate as gateRun judges exec_tool here, with the
 // caller's rights from its token. It does not wait for a decision: a
 // version that needs an approval this node has not recorded is refused
-// with executor.ErrNotCleared (approvals are kept per node; the placing
+// with execclient.ErrNotCleared (approvals are kept per node; the placing
 // node, whose gate cleared it, then runs it itself), and nothing is
 // recorded here.
 func (n *Node) admitRemote(_ context.Context, path, token string) (executor.Admitted, error) {

@@ -15,7 +15,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
@@ -113,7 +113,7 @@ type Node struct {
 	// client point here).
 	execClient  execclient.Client
 	forgeClient forge.Client
-	regClient   registry.Client
+	regClient   regclient.Client
 	gitClient   git.Client
 	rootCtx     *actor.RootContext
 	checker     *check.Checker
@@ -178,7 +178,7 @@ type Wiring struct {
 	// Executor, Registry and Git are the clients the forge and the git
 	// actor reach their siblings through.
 	Executor *execclient.Client
-	Registry *registry.Client
+	Registry *regclient.Client
 	Git      *git.Client
 }
 
@@ -208,7 +208,7 @@ func (n *Node) Attach(t Tree) error {
 	}
 	n.sys, n.kernel, n.exec, n.rootCtx, n.gate = t.System, t.Kernel, t.Executor, t.System.Root(), t.Gate
 	n.execClient = execclient.Client{PID: t.Executor, Root: n.rootCtx}
-	n.regClient = registry.Client{PID: t.Registry, Root: n.rootCtx}
+	n.regClient = regclient.Client{PID: t.Registry, Root: n.rootCtx}
 	n.gitClient = git.Client{PID: t.Git, Root: n.rootCtx}
 	n.forgeClient = forge.Client{PID: t.Forge, Root: n.rootCtx}
 	return nil

@@ -149,7 +149,7 @@ func (a *execActor) Receive(ctx actor.Context) {
 func remoteRun(m *pb.Run) error {
 	c := m.GetCaller()
 	if c == nil || c.GetToken() == "" {
-		return fmt.Errorf("%w: a Run of %s came from outside this node without its caller: every run placed from another node MUST carry its caller's token (executor.RunRequest.Caller)", system.ErrUnauthenticated, m.GetPath())
+		return fmt.Errorf("%w: a Run of %s came from outside this node without its caller: every run placed from another node MUST carry its caller's token (execclient.RunRequest.Caller)", system.ErrUnauthenticated, m.GetPath())
 	}
 	tok, err := capability.Decode(c.GetToken())
 	if err != nil {
@@ -187,7 +187,7 @@ func (s *actorState) admitRemote(ctx context.Context, m *pb.Run) (*pb.Run, error
 func (a *execActor) onRun(ctx actor.Context, m *pb.Run, remote bool) {
 	sender, self, sys := ctx.Sender(), ctx.Self(), ctx.ActorSystem()
 	if sender == nil {
-		ctx.Logger().Warn("executor: Run without a sender; use executor.Client")
+		ctx.Logger().Warn("executor: Run without a sender; use execclient.Client")
 		return
 	}
 	s := a.s
@@ -315,7 +315,7 @@ func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.R
 			return &pb.Ran{Failure: failureOf(err)}, nil
 		}
 	} else if s.opts.RequireCaller {
-		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s was sent without the process it runs for; send Run with its caller (executor.RunRequest.Caller)", execclient.ErrNoCaller, m.GetPath()))}, nil
+		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %s was sent without the process it runs for; send Run with its caller (execclient.RunRequest.Caller)", execclient.ErrNoCaller, m.GetPath()))}, nil
 	}
 	if m.GetGateModules() {
 		req.AdmitModule = s.admitModules(m.GetPath(), m.GetJudged())

@@ -14,7 +14,7 @@ import (
 	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
-	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
@@ -36,14 +36,14 @@ type Options struct {
 	LLM driver.Device
 	// Registry is the registry actor's client: searched for a tool to
 	// reuse, asked whether a candidate's path is taken.
-	Registry *registry.Client
+	Registry *regclient.Client
 	// Threshold is the search score from which a tool is reused (0:
 	// registry.DefaultThreshold; the node passes its registry's).
 	Threshold float64
 	// Checker runs check_tool on every candidate.
 	Checker *check.Checker
 	// Executor runs every candidate's tests in the sandbox: the executor
-	// actor's client (executor.Client), so that the tests run through the
+	// actor's client (execclient.Client), so that the tests run through the
 	// executor actor, with the forge's caller's rights.
 	Executor Runner
 	// Jail is the tool root (candidates are written there to be tested).
@@ -97,7 +97,7 @@ type Options struct {
 // --kind lesson forge ...) or agents share.
 const ForgeMemory = "forge"
 
-// Runner runs a tool on the executor actor: *executor.Client.
+// Runner runs a tool on the executor actor: *execclient.Client.
 type Runner interface {
 	Run(ctx context.Context, req execclient.RunRequest) (execclient.Result, string, error)
 }
@@ -112,7 +112,7 @@ type Charger interface {
 }
 
 // HomeCharger is a Charger that also reaches processes living on another
-// node of a cluster (executor.Caller.Home): the node's sends Charge to the
+// node of a cluster (execclient.Caller.Home): the node's sends Charge to the
 // kernel actor at that address. A forge for a caller with a Home charges
 // through ChargeAt when the Charger is one, and refuses to charge (the
 // forge fails) when it is not: a quota is never charged on the wrong node.
@@ -144,7 +144,7 @@ func New(opts Options) (*Forge, error) {
 		opts.ModelRetries = 0
 	}
 	if opts.Threshold <= 0 {
-		opts.Threshold = registry.DefaultThreshold
+		opts.Threshold = regclient.DefaultThreshold
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -18,6 +18,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
@@ -110,7 +111,7 @@ func newEnvWith(t testing.TB, srv *llmtest.Server, root string, o envOptions) en
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	exPID := sys.Root.Spawn(executor.Props(ex, executor.ActorOptions{Authority: o.auth}))
 	regPID := sys.Root.Spawn(registry.Props(reg))
-	regClient := registry.NewClient(sys.Root, regPID)
+	regClient := regclient.New(sys.Root, regPID)
 	gitPID := sys.Root.Spawn(git.Props(git.Options{Jail: jl, Registry: regClient}))
 	t.Cleanup(func() {
 		for _, pid := range []*actor.PID{gitPID, regPID, exPID} {
