@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -30,7 +30,7 @@ type ExecRequest struct {
 // ExecReply is the node's answer to an ExecRequest: the run's result and
 // its journal id, as 'agentos exec --json' prints them.
 type ExecReply struct {
-	executor.Result
+	execclient.Result
 	Run string `json:"run,omitempty"`
 }
 

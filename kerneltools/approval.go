@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
@@ -174,7 +175,7 @@ func (n *Node) gateRun(ctx context.Context, p *kernel.Process, path, version str
 // by this node's approval gate as gateRun judges exec_tool here, with the
 // caller's rights from its token. It does not wait for a decision: a
 // version that needs an approval this node has not recorded is refused
-// with executor.ErrNotCleared (approvals are kept per node; the placing
+// with execclient.ErrNotCleared (approvals are kept per node; the placing
 // node, whose gate cleared it, then runs it itself), and nothing is
 // recorded here.
 func (n *Node) admitRemote(_ context.Context, path, token string) (executor.Admitted, error) {
@@ -203,7 +204,7 @@ func (n *Node) admitRemote(_ context.Context, path, token string) (executor.Admi
 		return adm, nil
 	}
 	return executor.Admitted{}, fmt.Errorf("%w: %s is rated %s and this version is not approved on this node (%s): a run placed from another node does not wait for an approval here",
-		executor.ErrNotCleared, path, j.Risk, approval.CodeRequired)
+		execclient.ErrNotCleared, path, j.Risk, approval.CodeRequired)
 }
 
 // admitModule judges module m (source src), which a gated run of entry
@@ -243,7 +244,7 @@ func gateFailure(err error) (ExecResult, bool) {
 	if !errors.As(err, &e) {
 		return ExecResult{}, false
 	}
-	return ExecResult{Result: executor.Result{Logs: []string{}, Error: &executor.Error{Kind: executor.Kind(e.Code), Message: e.Msg}}}, true
+	return ExecResult{Result: execclient.Result{Logs: []string{}, Error: &executor.Error{Kind: executor.Kind(e.Code), Message: e.Msg}}}, true
 }
 
 // NeedsApproval reports whether the tool at path (relative to the tool

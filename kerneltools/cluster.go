@@ -13,7 +13,7 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/gitpb"
@@ -305,7 +305,7 @@ func (n *Node) syncTools(ctx context.Context) error {
 // forgeFor reuses or forges a tool for spec on behalf of caller: through
 // the spec's grain, wherever the cluster placed it, when the node is in a
 // cluster; through the local forge actor otherwise.
-func (n *Node) forgeFor(ctx context.Context, spec string, caller *executor.Caller) (forge.Result, error) {
+func (n *Node) forgeFor(ctx context.Context, spec string, caller *execclient.Caller) (forge.Result, error) {
 	c := n.cluster()
 	if c == nil {
 		return n.forgeClient.Forge(ctx, spec, caller)

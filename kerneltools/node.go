@@ -9,12 +9,13 @@ import (
 	"sync/atomic"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
@@ -110,9 +111,9 @@ type Node struct {
 	// The clients of the actors; IMPORTANT: set once by Attach, before any
 	// call (the git actor's registry client and the forge's executor
 	// client point here).
-	execClient  executor.Client
+	execClient  execclient.Client
 	forgeClient forge.Client
-	regClient   registry.Client
+	regClient   regclient.Client
 	gitClient   git.Client
 	rootCtx     *actor.RootContext
 	checker     *check.Checker
@@ -176,8 +177,8 @@ type Wiring struct {
 	Charger forge.Charger
 	// Executor, Registry and Git are the clients the forge and the git
 	// actor reach their siblings through.
-	Executor *executor.Client
-	Registry *registry.Client
+	Executor *execclient.Client
+	Registry *regclient.Client
 	Git      *git.Client
 }
 
@@ -206,8 +207,8 @@ func (n *Node) Attach(t Tree) error {
 		return errors.New("kernel: the actor tree started without all its children (see the log)")
 	}
 	n.sys, n.kernel, n.exec, n.rootCtx, n.gate = t.System, t.Kernel, t.Executor, t.System.Root(), t.Gate
-	n.execClient = executor.Client{PID: t.Executor, Root: n.rootCtx}
-	n.regClient = registry.Client{PID: t.Registry, Root: n.rootCtx}
+	n.execClient = execclient.Client{PID: t.Executor, Root: n.rootCtx}
+	n.regClient = regclient.Client{PID: t.Registry, Root: n.rootCtx}
 	n.gitClient = git.Client{PID: t.Git, Root: n.rootCtx}
 	n.forgeClient = forge.Client{PID: t.Forge, Root: n.rootCtx}
 	return nil

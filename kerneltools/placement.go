@@ -9,7 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/transpile"
 )
 
@@ -93,14 +93,14 @@ func (n *Node) workers() int {
 // file's content hash travels with it (the member refuses another version)
 // and the caller's home is this node (its quota is charged here). A member
 // that refuses the version or does not answer leaves the run to this node.
-func (n *Node) runOn(ctx context.Context, pid *actor.PID, req executor.RunRequest) (executor.Result, string, error) {
+func (n *Node) runOn(ctx context.Context, pid *actor.PID, req execclient.RunRequest) (execclient.Result, string, error) {
 	// The version the approval gate judged: with the gate on it is always
 	// set (gateRun), so the file is read here only when no gate judged it.
 	pinned := req.Hash
 	if req.Hash == "" {
 		src, err := n.opts.Jail.ReadFile(req.Path)
 		if err != nil {
-			return executor.Result{}, "", err
+			return execclient.Result{}, "", err
 		}
 		req.Hash = transpile.Hash(src)
 	}
@@ -109,9 +109,9 @@ func (n *Node) runOn(ctx context.Context, pid *actor.PID, req executor.RunReques
 		home.Home = n.cluster().m.Address()
 		req.Caller = &home
 	}
-	remote := executor.Client{PID: pid, Root: n.rootCtx}
+	remote := execclient.Client{PID: pid, Root: n.rootCtx}
 	res, runID, err := remote.Run(ctx, req)
-	if errors.Is(err, executor.ErrStaleTool) || errors.Is(err, executor.ErrUnavailable) || errors.Is(err, executor.ErrNotCleared) {
+	if errors.Is(err, execclient.ErrStaleTool) || errors.Is(err, execclient.ErrUnavailable) || errors.Is(err, execclient.ErrNotCleared) {
 		n.opts.Logger.Info("exec_tool: the run placed on another node comes back here", slog.String("node", pid.Address), slog.Any("why", err))
 		req.Hash = pinned
 		if req.Caller != nil {

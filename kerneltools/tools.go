@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
@@ -687,13 +688,13 @@ func (n *Node) ResumeForge(ctx context.Context, p *kernel.Process, id string) (f
 // gives the run exactly the rights p's token grants, checked on every file
 // access and driver call, live (a token revoked when p ends refuses the
 // calls from then on).
-func callerOf(p *kernel.Process) (*executor.Caller, error) {
+func callerOf(p *kernel.Process) (*execclient.Caller, error) {
 	tok, ok := p.Token()
 	if !ok {
 		// The kernel's own check says why (and logs the refusal).
 		return nil, p.Check(capability.Exec, "")
 	}
-	return &executor.Caller{PID: uint64(p.PID()), Name: p.Name(), Holder: p.Holder(), Token: tok}, nil
+	return &execclient.Caller{PID: uint64(p.PID()), Name: p.Name(), Holder: p.Holder(), Token: tok}, nil
 }
 
 // SearchHit is one search_tools result.
@@ -783,7 +784,7 @@ func briefHits(hits []SearchHit) []BriefHit {
 
 // ExecResult is exec_tool's result: the run's result and its journal id.
 type ExecResult struct {
-	executor.Result
+	execclient.Result
 	// RunID is the journal run ("" when the node records nothing).
 	RunID string `json:"run_id,omitempty"`
 }
@@ -820,7 +821,7 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 	if err != nil {
 		return nil, err
 	}
-	key := executor.NewRunKey()
+	key := execclient.NewRunKey()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The process ends: its run is cancelled first, and the executor actor
@@ -843,7 +844,7 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 		lim.Timeout = max(min(lim.Timeout, time.Until(p.WallDeadline())), time.Millisecond) // the wait spent wall time
 	}
 	wait := lim.Timeout + n.run.KillGrace + time.Minute
-	req := executor.RunRequest{Key: key, Path: runPath, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait, Hash: cl.hash, GateModules: cl.gated, Judged: cl.modules}
+	req := execclient.RunRequest{Key: key, Path: runPath, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait, Hash: cl.hash, GateModules: cl.gated, Judged: cl.modules}
 	res, runID, err := n.execRun(ctx, runCtx, a.Placement, req, versioned)
 	if err != nil {
 		return nil, err
@@ -902,7 +903,7 @@ func (n *Node) execGate(ctx, runCtx context.Context, p *kernel.Process, path, ve
 		return cl, res, nil
 	}
 	if isMissing(err) {
-		return cl, ExecResult{Result: executor.Result{Result: json.RawMessage("null"), Logs: []string{}, Error: &executor.Error{Kind: executor.ErrNotFound.Kind, Code: driver.CodeNotFound, Message: err.Error()}}}, nil
+		return cl, ExecResult{Result: execclient.Result{Result: json.RawMessage("null"), Logs: []string{}, Error: &executor.Error{Kind: executor.ErrNotFound.Kind, Code: driver.CodeNotFound, Message: err.Error()}}}, nil
 	}
 	return cl, nil, err
 }
@@ -910,10 +911,10 @@ func (n *Node) execGate(ctx, runCtx context.Context, p *kernel.Process, path, ve
 // execRun runs req where placement says (a recorded version runs here,
 // where its journal is read), pulling a tool this node missed and running
 // it again when the run did not find it.
-func (n *Node) execRun(ctx, runCtx context.Context, placement string, req executor.RunRequest, versioned bool) (executor.Result, string, error) {
+func (n *Node) execRun(ctx, runCtx context.Context, placement string, req execclient.RunRequest, versioned bool) (execclient.Result, string, error) {
 	target, err := n.placement(placement)
 	if err != nil {
-		return executor.Result{}, "", err
+		return execclient.Result{}, "", err
 	}
 	if target != nil && !versioned {
 		return n.runOn(runCtx, target, req)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	pb "github.com/agentos-run/agentos/actors/executor/executorpb"
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/capability"
@@ -126,6 +127,12 @@ func (a *execActor) Receive(ctx actor.Context) {
 		a.onRun(ctx, m, !local)
 	case *pb.Cancel:
 		a.onCancel(ctx, m)
+	case *pb.Replay:
+		if !local {
+			ctx.Respond(&pb.Replayed{Failure: failureOf(fmt.Errorf("%w: a Replay of run %s came from outside this node: replays are local only", system.ErrUnauthenticated, m.GetRunId()))})
+			return
+		}
+		a.onReplay(ctx, m)
 	case *runPanicked:
 		panic(fmt.Sprintf("executor: a run panicked: %v", m.value))
 	case *actor.Stopping:
@@ -142,7 +149,7 @@ func (a *execActor) Receive(ctx actor.Context) {
 func remoteRun(m *pb.Run) error {
 	c := m.GetCaller()
 	if c == nil || c.GetToken() == "" {
-		return fmt.Errorf("%w: a Run of %s came from outside this node without its caller: every run placed from another node MUST carry its caller's token (executor.RunRequest.Caller)", system.ErrUnauthenticated, m.GetPath())
+		return fmt.Errorf("%w: a Run of %s came from outside this node without its caller: every run placed from another node MUST carry its caller's token (execclient.RunRequest.Caller)", system.ErrUnauthenticated, m.GetPath())
 	}
 	tok, err := capability.Decode(c.GetToken())
 	if err != nil {
@@ -167,7 +174,7 @@ func (s *actorState) admitRemote(ctx context.Context, m *pb.Run) (*pb.Run, error
 		return m, nil
 	}
 	if want := m.GetHash(); want != "" && want != adm.Hash {
-		return nil, fmt.Errorf("%w: %s was judged here as %s, the caller asked for %s", ErrStaleTool, m.GetPath(), adm.Hash, want)
+		return nil, fmt.Errorf("%w: %s was judged here as %s, the caller asked for %s", execclient.ErrStaleTool, m.GetPath(), adm.Hash, want)
 	}
 	m = proto.CloneOf(m)
 	m.Hash, m.GateModules, m.Judged = adm.Hash, adm.Gated, adm.Modules
@@ -180,7 +187,7 @@ func (s *actorState) admitRemote(ctx context.Context, m *pb.Run) (*pb.Run, error
 func (a *execActor) onRun(ctx actor.Context, m *pb.Run, remote bool) {
 	sender, self, sys := ctx.Sender(), ctx.Self(), ctx.ActorSystem()
 	if sender == nil {
-		ctx.Logger().Warn("executor: Run without a sender; use executor.Client")
+		ctx.Logger().Warn("executor: Run without a sender; use execclient.Client")
 		return
 	}
 	s := a.s
@@ -188,22 +195,16 @@ func (a *execActor) onRun(ctx actor.Context, m *pb.Run, remote bool) {
 	// the message's headers, also from another node).
 	runCtx, stop := context.WithCancel(system.TraceContext(s.ctx, ctx))
 	if key := m.GetRunKey(); key != "" {
-		s.mu.Lock()
-		_, busy := s.runs[key]
-		cancelled := s.dead[key]
-		if !busy && !cancelled {
-			s.runs[key] = stop
-		}
-		s.mu.Unlock()
+		busy, cancelled := s.claim(key, stop)
 		switch {
 		case busy:
 			stop()
-			ctx.Respond(&pb.Ran{Failure: failureOf(fmt.Errorf("%w: %q; choose a unique run key (executor.NewRunKey)", ErrRunKeyInUse, key))})
+			ctx.Respond(&pb.Ran{Failure: failureOf(fmt.Errorf("%w: %q; choose a unique run key (executor.NewRunKey)", execclient.ErrRunKeyInUse, key))})
 			return
 		case cancelled:
 			// The Cancel crossed the Run: the run never starts.
 			stop()
-			res := Result{Logs: []string{}, Result: []byte("null"), Error: &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled before it started"}}
+			res := execclient.Result{Logs: []string{}, Result: []byte("null"), Error: &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled before it started"}}
 			ctx.Respond(ranOf(res, ""))
 			return
 		}
@@ -219,6 +220,19 @@ func (a *execActor) onRun(ctx actor.Context, m *pb.Run, remote bool) {
 		}
 		sys.Root.Send(sender, ran)
 	}()
+}
+
+// claim registers a run's key with its cancel, unless a run with that key
+// is in flight (busy) or its Cancel came first (cancelled).
+func (s *actorState) claim(key string, stop context.CancelFunc) (busy, cancelled bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, busy = s.runs[key]
+	cancelled = s.dead[key]
+	if !busy && !cancelled {
+		s.runs[key] = stop
+	}
+	return busy, cancelled
 }
 
 // forget drops a finished run's key.
@@ -264,7 +278,7 @@ func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.R
 	defer func() {
 		if v := recover(); v != nil {
 			panicked = v
-			ran = ranOf(Result{Error: &Error{Kind: sandbox.KindInternal, Message: fmt.Sprintf("the executor panicked while running %s: %v (a bug in agentos: please report it with this stack)\n%s", m.GetPath(), v, debug.Stack())}}, "")
+			ran = ranOf(execclient.Result{Error: &Error{Kind: sandbox.KindInternal, Message: fmt.Sprintf("the executor panicked while running %s: %v (a bug in agentos: please report it with this stack)\n%s", m.GetPath(), v, debug.Stack())}}, "")
 		}
 	}()
 	if remote && s.opts.AdmitRemote != nil {
@@ -277,7 +291,7 @@ func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.R
 	// tools/x.ts@<hash>: the recorded version, from this node's journal
 	// (also when the run itself is not recorded).
 	if xerr := ResolveVersion(s.opts.Journal, &req); xerr != nil {
-		return ranOf(Result{Result: json.RawMessage("null"), Logs: []string{}, Error: xerr}, ""), nil
+		return ranOf(execclient.Result{Result: json.RawMessage("null"), Logs: []string{}, Error: xerr}, ""), nil
 	}
 	if err := s.holdToVersion(m, &req); err != nil {
 		return &pb.Ran{Failure: failureOf(err)}, nil
@@ -294,7 +308,7 @@ func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.R
 	}
 	res, id, err, panicked := record(ctx, s.ex, j, req)
 	if err != nil {
-		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %w", ErrJournal, err))}, panicked
+		return &pb.Ran{Failure: failureOf(fmt.Errorf("%w: %w", execclient.ErrJournal, err))}, panicked
 	}
 	return ranOf(res, id), panicked
 }
@@ -310,16 +324,16 @@ func (s *actorState) holdToVersion(m *pb.Run, req *Request) error {
 	}
 	if req.version != "" {
 		if req.version != want {
-			return fmt.Errorf("%w: %s names version %s, the caller asked for %s", ErrStaleTool, m.GetPath(), req.version, want)
+			return fmt.Errorf("%w: %s names version %s, the caller asked for %s", execclient.ErrStaleTool, m.GetPath(), req.version, want)
 		}
 		return nil
 	}
 	src, have, err := s.ex.Source(m.GetPath())
 	switch {
 	case err != nil:
-		return fmt.Errorf("%w: %s is not here (%v), the caller asked for %s", ErrStaleTool, m.GetPath(), err, want)
+		return fmt.Errorf("%w: %s is not here (%v), the caller asked for %s", execclient.ErrStaleTool, m.GetPath(), err, want)
 	case have != want:
-		return fmt.Errorf("%w: %s is %s here, the caller asked for %s", ErrStaleTool, m.GetPath(), have, want)
+		return fmt.Errorf("%w: %s is %s here, the caller asked for %s", execclient.ErrStaleTool, m.GetPath(), have, want)
 	}
 	// IMPORTANT: run exactly the bytes whose hash was checked; reading
 	// the file again (record, exec) could run a version written in
@@ -335,7 +349,7 @@ func (s *actorState) bindCaller(m *pb.Run, req *Request) error {
 		return s.asCaller(req, c)
 	}
 	if s.opts.RequireCaller {
-		return fmt.Errorf("%w: %s was sent without the process it runs for; send Run with its caller (executor.RunRequest.Caller)", ErrNoCaller, m.GetPath())
+		return fmt.Errorf("%w: %s was sent without the process it runs for; send Run with its caller (execclient.RunRequest.Caller)", execclient.ErrNoCaller, m.GetPath())
 	}
 	return nil
 }
@@ -363,7 +377,7 @@ func (s *actorState) admitModules(entry string, judged []string) func(journal.Mo
 // same grants.
 func (s *actorState) asCaller(req *Request, c *pb.Caller) error {
 	if s.opts.Authority == nil {
-		return fmt.Errorf("%w: start it with executor.ActorOptions.Authority (the kernel's)", ErrNoAuthority)
+		return fmt.Errorf("%w: start it with executor.ActorOptions.Authority (the kernel's)", execclient.ErrNoAuthority)
 	}
 	tok, err := capability.Decode(c.GetToken())
 	if err != nil {
@@ -373,7 +387,7 @@ func (s *actorState) asCaller(req *Request, c *pb.Caller) error {
 	if err != nil {
 		return fmt.Errorf("the token of %s: %w", c.GetHolder(), err)
 	}
-	r := tokenRights{held: held, caller: Caller{PID: c.GetPid(), Name: c.GetName(), Holder: c.GetHolder()}, onRefused: s.opts.OnRefused}
+	r := tokenRights{held: held, caller: execclient.Caller{PID: c.GetPid(), Name: c.GetName(), Holder: c.GetHolder()}, onRefused: s.opts.OnRefused}
 	req.Rights = r
 	req.Middleware = append(req.Middleware, checkDrivers(r.check))
 	if s.opts.Charge != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	pb "github.com/agentos-run/agentos/actors/executor/executorpb"
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/actors/supervisor"
@@ -29,12 +30,12 @@ func quietSystem() *actor.ActorSystem {
 }
 
 // startActor spawns an executor actor over e and returns its client.
-func startActor(t *testing.T, e *Executor, opts ActorOptions) *Client {
+func startActor(t *testing.T, e *Executor, opts ActorOptions) *execclient.Client {
 	t.Helper()
 	sys := quietSystem()
 	pid := sys.Root.Spawn(Props(e, opts))
 	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
-	return NewClient(sys.Root, pid)
+	return execclient.New(sys.Root, pid)
 }
 
 // A bridge call whose driver panics (here a device with a bug) answers its
@@ -70,16 +71,16 @@ func TestActorPanickingRunRestarts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := NewClient(sys.Root, res.(*supervisor.Children).PIDs[0])
+			c := execclient.New(sys.Root, res.(*supervisor.Children).PIDs[0])
 			ctx := context.Background()
 
 			type out struct {
-				r   Result
+				r   execclient.Result
 				err error
 			}
 			slow := make(chan out, 1)
-			go func() { r, _, err := c.Run(ctx, RunRequest{Path: "tools/slow.ts"}); slow <- out{r, err} }()
-			bombed, _, err := c.Run(ctx, RunRequest{Path: "tools/bomb.ts"})
+			go func() { r, _, err := c.Run(ctx, execclient.RunRequest{Path: "tools/slow.ts"}); slow <- out{r, err} }()
+			bombed, _, err := c.Run(ctx, execclient.RunRequest{Path: "tools/bomb.ts"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +93,7 @@ func TestActorPanickingRunRestarts(t *testing.T) {
 				t.Fatalf("the run in flight did not complete: %+v %v", got.r, got.err)
 			}
 			// The actor still serves runs.
-			if r, _, err := c.Run(ctx, RunRequest{Path: "tools/fib.ts", Args: json.RawMessage(`{"n":10}`)}); err != nil || string(r.Result) != "55" {
+			if r, _, err := c.Run(ctx, execclient.RunRequest{Path: "tools/fib.ts", Args: json.RawMessage(`{"n":10}`)}); err != nil || string(r.Result) != "55" {
 				t.Fatalf("after the panic: %v %+v", err, r)
 			}
 			mu.Lock()
@@ -126,13 +127,13 @@ func TestActorCancel(t *testing.T) {
 	// Cancelling the context.
 	ctx, cancel := context.WithCancel(context.Background())
 	type out struct {
-		r   Result
+		r   execclient.Result
 		id  string
 		err error
 	}
 	done := make(chan out, 1)
 	go func() {
-		r, id, err := c.Run(ctx, RunRequest{Key: "spin-1", Path: "tools/spin.ts", Record: true})
+		r, id, err := c.Run(ctx, execclient.RunRequest{Key: "spin-1", Path: "tools/spin.ts", Record: true})
 		done <- out{r, id, err}
 	}()
 	waitUnfinished(t, j, 1)
@@ -148,12 +149,12 @@ func TestActorCancel(t *testing.T) {
 	// Cancel (confirmed) of a run in flight, then of one that has ended.
 	done2 := make(chan out, 1)
 	go func() {
-		r, id, err := c.Run(context.Background(), RunRequest{Key: "spin-2", Path: "tools/spin.ts", Record: true})
+		r, id, err := c.Run(context.Background(), execclient.RunRequest{Key: "spin-2", Path: "tools/spin.ts", Record: true})
 		done2 <- out{r, id, err}
 	}()
 	waitUnfinished(t, j, 2)
 	// The same key while it runs is refused.
-	if _, _, err := c.Run(context.Background(), RunRequest{Key: "spin-2", Path: "tools/fib.ts", Args: json.RawMessage(`{"n":3}`)}); !errors.Is(err, ErrRunKeyInUse) {
+	if _, _, err := c.Run(context.Background(), execclient.RunRequest{Key: "spin-2", Path: "tools/fib.ts", Args: json.RawMessage(`{"n":3}`)}); !errors.Is(err, execclient.ErrRunKeyInUse) {
 		t.Fatalf("a second run with a key in flight: %v, want ErrRunKeyInUse", err)
 	}
 	if found, err := c.Cancel("spin-2"); err != nil || !found {
@@ -167,12 +168,12 @@ func TestActorCancel(t *testing.T) {
 	if found, err := c.Cancel("early"); err != nil || found {
 		t.Fatalf("Cancel before the Run: found %v, %v", found, err)
 	}
-	r, id, err := c.Run(context.Background(), RunRequest{Key: "early", Path: "tools/fib.ts", Args: json.RawMessage(`{"n":10}`), Record: true})
+	r, id, err := c.Run(context.Background(), execclient.RunRequest{Key: "early", Path: "tools/fib.ts", Args: json.RawMessage(`{"n":10}`), Record: true})
 	if err != nil || !errors.Is(r.Error, ErrCancelled) || id != "" || r.Calls != 0 {
 		t.Fatalf("run whose Cancel came first: %+v %q %v (want cancelled, never started)", r, id, err)
 	}
 	// Keys are reusable once their run ended.
-	if r, _, err := c.Run(context.Background(), RunRequest{Key: "spin-1", Path: "tools/fib.ts", Args: json.RawMessage(`{"n":10}`)}); err != nil || string(r.Result) != "55" {
+	if r, _, err := c.Run(context.Background(), execclient.RunRequest{Key: "spin-1", Path: "tools/fib.ts", Args: json.RawMessage(`{"n":10}`)}); err != nil || string(r.Result) != "55" {
 		t.Fatalf("a finished run's key: %+v %v", r, err)
 	}
 }
@@ -222,9 +223,9 @@ func TestActorCallerRights(t *testing.T) {
 	c := startActor(t, e, ActorOptions{Journal: j, Authority: auth, OnRefused: func(r Refusal) { mu.Lock(); refusals = append(refusals, r); mu.Unlock() }})
 	grants := []capability.Grant{{Right: capability.Read, Scope: "tools/pub/"}, {Right: capability.Fetch, Scope: "https://api.example.com/v1/"}}
 	tok := auth.Mint("pid:7", grants, capability.Caveats{})
-	caller := &Caller{PID: 7, Name: "agent", Holder: "pid:7", Token: tok}
-	run := func(c *Client, caller *Caller, tool, args string) (Result, string, error) {
-		return c.Run(context.Background(), RunRequest{Path: tool, Args: json.RawMessage(args), Caller: caller, Record: true})
+	caller := &execclient.Caller{PID: 7, Name: "agent", Holder: "pid:7", Token: tok}
+	run := func(c *execclient.Client, caller *execclient.Caller, tool, args string) (execclient.Result, string, error) {
+		return c.Run(context.Background(), execclient.RunRequest{Path: tool, Args: json.RawMessage(args), Caller: caller, Record: true})
 	}
 	result := func(tool, args string) string {
 		t.Helper()
@@ -263,7 +264,7 @@ func TestActorCallerRights(t *testing.T) {
 	// A forged token (grants edited) is refused before anything runs.
 	forged := tok
 	forged.Grants = []capability.Grant{{Right: capability.Read}}
-	if _, _, err := run(c, &Caller{PID: 7, Holder: "pid:7", Token: forged}, "tools/pub/read.ts", `{"path":"tools/priv/secret.txt"}`); !errors.Is(err, capability.ErrInvalid) {
+	if _, _, err := run(c, &execclient.Caller{PID: 7, Holder: "pid:7", Token: forged}, "tools/pub/read.ts", `{"path":"tools/priv/secret.txt"}`); !errors.Is(err, capability.ErrInvalid) {
 		t.Fatalf("forged token: %v, want capability.ErrInvalid", err)
 	}
 	// A revoked token is refused.
@@ -273,12 +274,12 @@ func TestActorCallerRights(t *testing.T) {
 	}
 	// An actor that requires a caller refuses a run without one.
 	strict := startActor(t, e, ActorOptions{Authority: auth, RequireCaller: true})
-	if _, _, err := run(strict, nil, "tools/pub/read.ts", `{"path":"tools/priv/secret.txt"}`); !errors.Is(err, ErrNoCaller) {
+	if _, _, err := run(strict, nil, "tools/pub/read.ts", `{"path":"tools/priv/secret.txt"}`); !errors.Is(err, execclient.ErrNoCaller) {
 		t.Fatalf("no caller on a strict actor: %v, want ErrNoCaller", err)
 	}
 	// An actor without an authority refuses runs with a caller.
 	bare := startActor(t, e, ActorOptions{})
-	if _, _, err := run(bare, caller, "tools/pub/read.ts", `{}`); !errors.Is(err, ErrNoAuthority) {
+	if _, _, err := run(bare, caller, "tools/pub/read.ts", `{}`); !errors.Is(err, execclient.ErrNoAuthority) {
 		t.Fatalf("no authority: %v, want ErrNoAuthority", err)
 	}
 }
@@ -301,7 +302,7 @@ func TestActorRevokedDuringRun(t *testing.T) {
 	})
 	c := startActor(t, e, ActorOptions{Authority: auth})
 	tok := auth.Mint("pid:1", []capability.Grant{{Right: capability.Read, Scope: "tools/"}}, capability.Caveats{})
-	r, _, err := c.Run(context.Background(), RunRequest{Path: "tools/loop.ts", Caller: &Caller{PID: 1, Holder: "pid:1", Token: tok}})
+	r, _, err := c.Run(context.Background(), execclient.RunRequest{Path: "tools/loop.ts", Caller: &execclient.Caller{PID: 1, Holder: "pid:1", Token: tok}})
 	if err != nil || !strings.Contains(string(r.Result), "listed 1, then refused") || !strings.Contains(string(r.Result), "revoked") {
 		t.Fatalf("run whose token was revoked: %s %+v %v", r.Result, r.Error, err)
 	}
@@ -312,8 +313,8 @@ func TestActorRevokedDuringRun(t *testing.T) {
 // .proto is checked too), each survives a wire round trip, and each is
 // either a request, a reply or a part listed here.
 func TestMessagesCrossNodes(t *testing.T) {
-	protocol := map[protoreflect.Name]protoreflect.Name{"Run": "Ran", "Cancel": "Cancelled"}
-	parts := []protoreflect.Name{"Limits", "Caller", "Error", "Failure"}
+	protocol := map[protoreflect.Name]protoreflect.Name{"Run": "Ran", "Cancel": "Cancelled", "Replay": "Replayed"}
+	parts := []protoreflect.Name{"Limits", "Caller", "Error", "Failure", "Divergence"}
 	known := map[protoreflect.Name]bool{}
 	for req, rep := range protocol {
 		known[req], known[rep] = true, true
@@ -341,7 +342,7 @@ func TestMessagesCrossNodes(t *testing.T) {
 	}
 	// Real messages survive the wire, and the actor answers decoded ones.
 	tok := capability.Token{Holder: "pid:1", Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/"}}}
-	run := &pb.Run{RunKey: "k", Path: "tools/fib.ts", Args: []byte(`{"n":10}`), Limits: limitsToPB(Limits{Timeout: time.Second}), Caller: callerToPB(&Caller{PID: 1, Holder: "pid:1", Token: tok})}
+	run := &pb.Run{RunKey: "k", Path: "tools/fib.ts", Args: []byte(`{"n":10}`), Limits: limitsToPB(Limits{Timeout: time.Second}), Caller: callerToPB(&execclient.Caller{PID: 1, Holder: "pid:1", Token: tok})}
 	b, err := proto.Marshal(run)
 	if err != nil {
 		t.Fatal(err)
@@ -378,6 +379,15 @@ func TestMessagesCrossNodes(t *testing.T) {
 	var ranBack pb.Ran
 	if err := proto.Unmarshal(b, &ranBack); err != nil || string(resultOf(&ranBack).Result) != "55" || ranBack.GetDurationNs() <= 0 {
 		t.Fatalf("Ran round trip: %+v %v", &ranBack, err)
+	}
+	// A Replay's patched source keeps its presence on the wire: an empty
+	// new version is not the recorded source.
+	if b, err = proto.Marshal(&pb.Replay{RunId: "r", Patched: []byte{}}); err != nil {
+		t.Fatal(err)
+	}
+	var replayBack pb.Replay
+	if err := proto.Unmarshal(b, &replayBack); err != nil || replayBack.Patched == nil {
+		t.Fatalf("Replay round trip lost an empty patched source: %+v %v", &replayBack, err)
 	}
 	res, err = sys.Root.RequestFuture(pid, &pb.Cancel{RunKey: "none"}, time.Minute).Result()
 	if err != nil || res.(*pb.Cancelled).GetFound() {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	pb "github.com/agentos-run/agentos/actors/executor/executorpb"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
@@ -26,7 +27,7 @@ func TestRemoteRunNeedsExecOnTheTool(t *testing.T) {
 	defer func() { _ = sys.Root.StopFuture(pid).Wait() }()
 	run := func(path string, grants ...capability.Grant) *pb.Ran {
 		tok := auth.Mint("pid:1", grants, capability.Caveats{})
-		m := &pb.Run{RunKey: NewRunKey(), Path: path, Args: []byte(`{"n":10}`), Caller: callerToPB(&Caller{PID: 1, Holder: "pid:1", Token: tok})}
+		m := &pb.Run{RunKey: execclient.NewRunKey(), Path: path, Args: []byte(`{"n":10}`), Caller: callerToPB(&execclient.Caller{PID: 1, Holder: "pid:1", Token: tok})}
 		res, err := sys.Root.RequestFuture(pid, m, time.Minute).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -42,8 +43,8 @@ func TestRemoteRunNeedsExecOnTheTool(t *testing.T) {
 	if r := run("tools/fib.ts", capability.Grant{Right: capability.Exec, Scope: "tools/"}, capability.Grant{Right: capability.Read, Scope: "tools/"}); r.GetFailure() != nil || string(resultOf(r).Result) != "55" {
 		t.Errorf("a remote Run with exec: %v, want 55", r)
 	}
-	if got := system.CodeUnauthenticated; failureCodes.CodeOf(system.ErrUnauthenticated) != got {
-		t.Errorf("ErrUnauthenticated crosses as %q, want %q", failureCodes.CodeOf(system.ErrUnauthenticated), got)
+	if got := system.CodeUnauthenticated; execclient.FailureCodes.CodeOf(system.ErrUnauthenticated) != got {
+		t.Errorf("ErrUnauthenticated crosses as %q, want %q", execclient.FailureCodes.CodeOf(system.ErrUnauthenticated), got)
 	}
 }
 
@@ -80,7 +81,7 @@ func TestRemoteRunIsJudgedByTheApprovalGate(t *testing.T) {
 		return res.(*pb.Ran)
 	}
 	newRun := func() *pb.Run {
-		return &pb.Run{RunKey: NewRunKey(), Path: "tools/fib.ts", Args: []byte(`{"n":10}`), Caller: callerToPB(&Caller{PID: 1, Holder: "pid:1", Token: tok})}
+		return &pb.Run{RunKey: execclient.NewRunKey(), Path: "tools/fib.ts", Args: []byte(`{"n":10}`), Caller: callerToPB(&execclient.Caller{PID: 1, Holder: "pid:1", Token: tok})}
 	}
 
 	verdict = func(p string) (Admitted, error) {

@@ -49,10 +49,13 @@
 //
 // Props(ex, ActorOptions) is the executor as a protoactor actor. Its
 // messages are protobuf (executorpb/executor.proto), so they can cross
-// nodes; callers use Client (client.go), never the raw messages:
+// nodes; callers use its typed client (package actors/executor/client,
+// with the domain types the messages carry: RunRequest, Caller, Result,
+// ReplayOptions), never the raw messages:
 //
 //	Run{run_key, path, args, limits, record, caller} -> Ran{result, logs, error, run_id | failure}
 //	Cancel{run_key}                                  -> Cancelled{found} (when awaited)
+//	Replay{run_id, patched, sources, max_timeout}   -> Replayed{result, same, divergence, limit_hit | failure}
 //
 // Each run executes on its own goroutine and is recorded in the journal
 // when asked. The caller is data: a process's pid, name, holder and its
@@ -66,7 +69,11 @@
 // node calls it when a process ends, before the kernel revokes the
 // process's token, so that the run ends "cancelled" and stays resumable).
 // A Cancel that crosses its Run is remembered, and that run never starts.
-// There is no streaming: a run's logs come back whole in Ran.
+// There is no streaming: a run's logs come back whole in Ran. A Replay
+// (local only: one from another node is refused) replays a recorded run of
+// the actor's journal offline, on its own goroutine like a run, under its
+// run key so that a Cancel ends it: it is how the registration gate
+// (governance/gate) replays, without holding the executor.
 //
 // A driver that panics aborts its run (Kind "internal") and the panic is
 // raised in the actor (runPanicked, local only), so its supervisor restarts

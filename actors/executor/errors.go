@@ -41,37 +41,3 @@ var (
 	// tool run).
 	ErrNotResumable = errors.New("executor: the run cannot be resumed")
 )
-
-// Errors of the executor actor's requests (not of a tool: those are
-// Result.Error). Client maps a reply's Failure back to them, so errors.Is
-// works on what it returns; a refused token wraps capability.ErrInvalid,
-// ErrRevoked or ErrExpired instead.
-var (
-	// ErrJournal: the run could not be recorded in the journal (its
-	// source, its start); it did not run. Check the journal's disk.
-	ErrJournal = errors.New("executor: the run could not be journaled")
-	// ErrRunKeyInUse: a run with the same run key is in flight; choose a
-	// unique key (NewRunKey).
-	ErrRunKeyInUse = errors.New("executor: the run key is in use by a run in flight")
-	// ErrNoAuthority: a run carries a caller's token but the executor actor
-	// was started without ActorOptions.Authority to verify it.
-	ErrNoAuthority = errors.New("executor: the actor has no capability authority to verify the caller's token")
-	// ErrNoCaller: a run without a caller was sent to an executor actor
-	// that requires one (ActorOptions.RequireCaller).
-	ErrNoCaller = errors.New("executor: the run has no caller")
-	// ErrStaleTool: the run asked for a content hash of its entry file
-	// (RunRequest.Hash) that this executor's tool root does not hold: it
-	// holds another version. The caller runs it elsewhere (its own node).
-	ErrStaleTool = errors.New("executor: the tool here is another version than the caller's")
-
-	// ErrNotCleared: a run placed from another node was refused by this
-	// node's approval gate (ActorOptions.AdmitRemote): its version needs an
-	// approval this node has not recorded (approvals are kept per node).
-	// The placing node runs it itself, where its gate cleared it.
-	ErrNotCleared = errors.New("executor: this node's approval gate did not clear the run")
-	// ErrUnavailable: the executor actor did not answer in time (it may be
-	// restarting or stopped); try again.
-	ErrUnavailable = errors.New("executor: the executor actor did not answer")
-	// ErrProtocol: the actor answered with an unexpected message (a bug).
-	ErrProtocol = errors.New("executor: unexpected reply")
-)

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/mcpdriver"
@@ -109,20 +110,6 @@ type Request struct {
 	recording *journal.Replayer
 }
 
-// Result is what exec_tool returns.
-type Result struct {
-	Success bool            `json:"success"`
-	Result  json.RawMessage `json:"result"`
-	Logs    []string        `json:"logs"`
-	Error   *Error          `json:"error,omitempty"`
-	// Hash is the content hash of the tool's source ("" if it was not read).
-	Hash string `json:"hash,omitempty"`
-	// Calls is how many driver calls the run made.
-	Calls uint64 `json:"calls"`
-	// Duration is the wall time of the run, transpile included.
-	Duration time.Duration `json:"duration_ns"`
-}
-
 // InProcessWarning is logged once by every executor started with
 // IsolationInProcess: what that mode cannot bound (see docs/SANDBOX.md).
 const InProcessWarning = "agentos: isolation is inprocess: tools run inside this process, where a native built-in that ignores its interrupt (a sort or JSON.stringify of huge data) can run past the timeout, a single allocation the guards miss can exceed the memory limit or kill the process, and a crash takes the host down (its run is then quarantined); use process isolation for tools you do not trust"
@@ -193,14 +180,14 @@ func (e *Executor) Close() error {
 // Exec runs the tool at req.Path with req.Args. It never panics and never
 // returns a Go error: see Result.Error. A driver or middleware that panics
 // aborts the run with Kind "internal"; the process lives on.
-func (e *Executor) Exec(ctx context.Context, req Request) Result {
+func (e *Executor) Exec(ctx context.Context, req Request) execclient.Result {
 	res, _ := e.exec(ctx, req)
 	return res
 }
 
 // exec is Exec, also returning the value a driver panicked with (nil when
 // none did), so that the executor actor can hand it to its supervisor.
-func (e *Executor) exec(ctx context.Context, req Request) (res Result, panicked any) {
+func (e *Executor) exec(ctx context.Context, req Request) (res execclient.Result, panicked any) {
 	start := time.Now()
 	ctx, span := e.tel.start(ctx, req, e.opts.Isolation)
 	defer func() {

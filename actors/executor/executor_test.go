@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/internal/leaktest"
 
 	"github.com/agentos-run/agentos/driver"
@@ -58,12 +59,12 @@ func newExec(t testing.TB, mode Isolation, files map[string]string, tweak ...fun
 	return e
 }
 
-func run(t testing.TB, e *Executor, path, args string) Result {
+func run(t testing.TB, e *Executor, path, args string) execclient.Result {
 	t.Helper()
 	return e.Exec(context.Background(), Request{Path: path, Args: json.RawMessage(args)})
 }
 
-func wantResult(t *testing.T, r Result, want string) {
+func wantResult(t *testing.T, r execclient.Result, want string) {
 	t.Helper()
 	if !r.Success {
 		t.Fatalf("run failed: %+v", r.Error)
@@ -73,7 +74,7 @@ func wantResult(t *testing.T, r Result, want string) {
 	}
 }
 
-func wantKind(t *testing.T, r Result, kind Kind, msgPart string) {
+func wantKind(t *testing.T, r execclient.Result, kind Kind, msgPart string) {
 	t.Helper()
 	if r.Success || r.Error == nil {
 		t.Fatalf("run succeeded with %s, want a %s error", r.Result, kind)

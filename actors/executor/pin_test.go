@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/transpile"
@@ -101,7 +102,7 @@ func TestReplayUsesTheRecordedModulesAfterTheTreeChanged(t *testing.T) {
 					t.Fatalf("patched replay: %+v %v", rep, err)
 				}
 				// A new version of the library, given for the replay.
-				rep, err = ReplayWith(context.Background(), ex, j, id, ReplayOptions{Sources: map[string][]byte{"tools/lib/x.ts": []byte(pinX2)}})
+				rep, err = ReplayWith(context.Background(), ex, j, id, execclient.ReplayOptions{Sources: map[string][]byte{"tools/lib/x.ts": []byte(pinX2)}})
 				if err != nil || string(rep.Result.Result) != `"v2:60"` || rep.Same || !strings.Contains(rep.ModulesNote, "tools/lib/x.ts") {
 					t.Fatalf("replay with a new x: %+v %v", rep, err)
 				}

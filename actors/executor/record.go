@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/transpile"
@@ -17,20 +18,20 @@ import (
 //
 // A run cancelled by its caller (shutdown) is left "running" so that
 // recovery resumes it later; any other outcome ends the run.
-func Record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) (Result, string, error) {
+func Record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) (execclient.Result, string, error) {
 	res, id, err, _ := record(ctx, ex, j, req)
 	return res, id, err
 }
 
 // record is Record, also returning what a driver panicked with.
-func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) (res Result, id string, err error, panicked any) {
+func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) (res execclient.Result, id string, err error, panicked any) {
 	if j == nil {
 		res, panicked = ex.exec(ctx, req)
 		return res, "", nil, panicked
 	}
 	// tools/x.ts@<hash>: the recorded version, with the modules it ran with.
 	if xerr := ResolveVersion(j, &req); xerr != nil {
-		return Result{Success: false, Result: json.RawMessage("null"), Logs: []string{}, Error: xerr}, "", nil, nil
+		return execclient.Result{Success: false, Result: json.RawMessage("null"), Logs: []string{}, Error: xerr}, "", nil, nil
 	}
 	src, hash, err := ex.Source(req.Path)
 	if req.Source != nil {
@@ -44,7 +45,7 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 	// again could run a version written in between.
 	req.Source = src
 	if err := j.PutSource(hash, src); err != nil {
-		return Result{}, "", fmt.Errorf("journaling the tool source: %w", err), nil
+		return execclient.Result{}, "", fmt.Errorf("journaling the tool source: %w", err), nil
 	}
 	// IMPORTANT: the run's isolation is part of its start record: if the
 	// host dies during an in-process run, the tool may be what killed it,
@@ -61,12 +62,12 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 	run, err := j.Begin(journal.RunMeta{Kind: "exec", Tool: req.Path, Hash: hash, Args: req.Args, Caller: req.Caller, Limits: JournalLimits(req.Limits), Host: journal.Host{Isolation: string(ex.opts.Isolation)},
 		Pinned: true, Commit: ex.commit(), AtVersion: req.version != ""})
 	if err != nil {
-		return Result{}, "", fmt.Errorf("journaling the run: %w", err), nil
+		return execclient.Result{}, "", fmt.Errorf("journaling the run: %w", err), nil
 	}
 	req.OnModule = chainModule(run.AddModule, req.OnModule)
 	if ex.opts.Isolation == IsolationInProcess {
 		if err := run.Committed(); err != nil {
-			return Result{}, "", fmt.Errorf("journaling the run: %w", err), nil
+			return execclient.Result{}, "", fmt.Errorf("journaling the run: %w", err), nil
 		}
 	}
 	req.Middleware = append([]driver.Middleware{run.Middleware()}, req.Middleware...)
@@ -91,7 +92,7 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 // so a failure from then on is the stop's doing, not the tool's: the run
 // MUST stay resumable. A verdict about the tool itself (its time, memory,
 // stack or output limit, a compile error, bad arguments) stands.
-func cancelledUnder(ctx context.Context, res Result) Result {
+func cancelledUnder(ctx context.Context, res execclient.Result) execclient.Result {
 	if res.Error == nil || ctx.Err() == nil {
 		return res
 	}
@@ -106,7 +107,7 @@ func cancelledUnder(ctx context.Context, res Result) Result {
 }
 
 // EndRun closes a journaled run with res's outcome.
-func EndRun(run *journal.Run, res Result) error {
+func EndRun(run *journal.Run, res execclient.Result) error {
 	status := journal.StatusOK
 	var errJSON json.RawMessage
 	if res.Error != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
@@ -20,9 +21,9 @@ type RecoverReport struct {
 	// Outcome is what became of the run, one of the Outcome* values.
 	// IMPORTANT: Resumed alone does not say the run succeeded: a resumed
 	// run may fail (Result.Error says how); Failed reports both.
-	Outcome string `json:"outcome"`
-	Resumed bool   `json:"resumed"`
-	Result  Result `json:"result,omitzero"`
+	Outcome string            `json:"outcome"`
+	Resumed bool              `json:"resumed"`
+	Result  execclient.Result `json:"result,omitzero"`
 	// Limits are the limits a resumed run ran under (its recorded ones,
 	// with RecoverOptions.Limits over them); LimitsNote says when they
 	// are not simply the recorded ones.

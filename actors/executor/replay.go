@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -15,7 +16,7 @@ type ReplayReport struct {
 	// Run is the recorded run.
 	Run journal.RunMeta `json:"run"`
 	// Result is what the replay produced.
-	Result Result `json:"result"`
+	Result execclient.Result `json:"result"`
 	// Patched says the replay ran a different source than the recorded one.
 	Patched bool `json:"patched"`
 	// Same says the replay's result (or error kind) equals the recorded one.
@@ -44,22 +45,6 @@ type ReplayReport struct {
 	ModulesNote string           `json:"modules_note,omitempty"`
 }
 
-// ReplayOptions adjust ReplayWith. The zero value replays the recorded tool
-// under the run's recorded limits.
-type ReplayOptions struct {
-	// Patched, when not nil, is a new version of the tool fed the recorded
-	// I/O instead of the recorded source.
-	Patched []byte
-	// Limits override the run's recorded limits field by field (zero
-	// fields keep the recorded ones), e.g. a longer timeout.
-	Limits Limits
-	// Sources replace the recorded source of modules the run required, by
-	// root-relative path (e.g. "tools/lib/x.ts"): the recorded I/O fed to
-	// a new version of a library the tool uses. A path the run did not
-	// record is not affected (a new require reads the tree).
-	Sources map[string][]byte
-}
-
 // Replay re-executes run id offline: every driver call is answered from the
 // journal and no device is touched. patched, when not nil, is a new version
 // of the tool fed the recorded I/O (how a user debugs a bad tool); otherwise
@@ -68,14 +53,14 @@ type ReplayOptions struct {
 // The run is replayed under the limits it was recorded with (see
 // ReplayWith to override them).
 func Replay(ctx context.Context, ex *Executor, j *journal.Journal, id string, patched []byte) (ReplayReport, error) {
-	return ReplayWith(ctx, ex, j, id, ReplayOptions{Patched: patched})
+	return ReplayWith(ctx, ex, j, id, execclient.ReplayOptions{Patched: patched})
 }
 
 // ReplayWith is Replay with options. A replay that stops at one of its
 // limits (its timeout, memory, output or call-depth limit) reports it in
 // LimitHit, never as a divergence: the code did not ask for other I/O, it
 // ran out of room before it asked for the rest.
-func ReplayWith(ctx context.Context, ex *Executor, j *journal.Journal, id string, opts ReplayOptions) (ReplayReport, error) {
+func ReplayWith(ctx context.Context, ex *Executor, j *journal.Journal, id string, opts execclient.ReplayOptions) (ReplayReport, error) {
 	patched := opts.Patched
 	rep, err := j.Replayer(id)
 	if err != nil {
@@ -98,7 +83,7 @@ func ReplayWith(ctx context.Context, ex *Executor, j *journal.Journal, id string
 			return ReplayReport{}, fmt.Errorf("run %s cannot be replayed: %w", meta.ID, err)
 		}
 	}
-	lim, note := runLimits(ex, meta, opts.Limits)
+	lim, note := runLimits(ex, meta, replayLimits(ex, meta, opts))
 	pins := runPins(j, meta)
 	pins.Override = opts.Sources
 	res := ex.Exec(ctx, Request{Path: meta.Tool, Args: meta.Args, Source: src, Limits: lim, Middleware: []driver.Middleware{rep.Middleware()}, Replayed: true, Recorded: rep, Pins: pins, recording: rep})
@@ -124,9 +109,31 @@ func ReplayWith(ctx context.Context, ex *Executor, j *journal.Journal, id string
 	return r, nil
 }
 
+// replayLimits is opts.Limits with opts.MaxTimeout applied: when the
+// run's timeout (opts.Limits', else its recorded one, else the executor's
+// default) is longer than MaxTimeout, or unbounded, the replay runs under
+// MaxTimeout.
+func replayLimits(ex *Executor, meta journal.RunMeta, opts execclient.ReplayOptions) Limits {
+	lim := opts.Limits
+	if opts.MaxTimeout <= 0 {
+		return lim
+	}
+	base := ex.Options().Limits.Timeout
+	if rec, ok := RecordedLimits(meta); ok && rec.Timeout > 0 {
+		base = rec.Timeout
+	}
+	if lim.Timeout > 0 {
+		base = lim.Timeout
+	}
+	if base <= 0 || base > opts.MaxTimeout {
+		lim.Timeout = opts.MaxTimeout
+	}
+	return lim
+}
+
 // limitHit says which limit a run stopped at ("" when none): its error's
 // kind and the limit, e.g. "timeout 5s".
-func limitHit(res Result, lim Limits) string {
+func limitHit(res execclient.Result, lim Limits) string {
 	if res.Error == nil {
 		return ""
 	}
@@ -174,7 +181,7 @@ func runLimits(ex *Executor, meta journal.RunMeta, override Limits) (Limits, str
 
 // sameOutcome compares a result with a recorded run's: equal JSON results,
 // or failures of the same kind.
-func sameOutcome(meta journal.RunMeta, res Result) bool {
+func sameOutcome(meta journal.RunMeta, res execclient.Result) bool {
 	if (meta.Status == journal.StatusOK) != res.Success {
 		return false
 	}

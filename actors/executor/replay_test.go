@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/agentos-run/agentos/journal"
@@ -87,7 +88,7 @@ func newRecEnv(t *testing.T, durability journal.Durability, files map[string]str
 	return e
 }
 
-func (e *recEnv) exec(t *testing.T, path, args string) (Result, string) {
+func (e *recEnv) exec(t *testing.T, path, args string) (execclient.Result, string) {
 	t.Helper()
 	res, id, err := Record(context.Background(), e.ex, e.j, Request{Path: path, Args: json.RawMessage(args)})
 	if err != nil {

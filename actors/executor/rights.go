@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/mcpdriver"
@@ -43,7 +44,7 @@ type Refusal struct {
 // during its run is refused from then on.
 type tokenRights struct {
 	held      *capability.Held
-	caller    Caller
+	caller    execclient.Caller
 	onRefused func(Refusal)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -67,7 +68,7 @@ func TestRequireChecksLinksAndCallerRights(t *testing.T) {
 			}
 		}
 		rights := &prefixRights{read: []string{"tools/pub/"}}
-		exec := func(tool string) Result {
+		exec := func(tool string) execclient.Result {
 			return e.Exec(context.Background(), Request{Path: tool, Args: json.RawMessage(`{}`), Rights: rights})
 		}
 		wantResult(t, exec("tools/pub/sib.ts"), `"helper ok"`)

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	gotel "github.com/agentos-run/agentos/telemetry"
 )
 
@@ -63,7 +64,7 @@ func (t *telemetry) start(ctx context.Context, req Request, iso Isolation) (cont
 }
 
 // end records the run's outcome on its span and in the metrics.
-func (t *telemetry) end(ctx context.Context, span trace.Span, res Result, iso Isolation) {
+func (t *telemetry) end(ctx context.Context, span trace.Span, res execclient.Result, iso Isolation) {
 	outcome := "ok"
 	if res.Error != nil {
 		outcome = string(res.Error.Kind)

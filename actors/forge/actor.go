@@ -8,7 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
@@ -135,7 +135,7 @@ func (a *forgeActor) start(ctx actor.Context, key string, run func(context.Conte
 
 // charge charges a model answer's tokens and cost to caller's quota
 // through the Charger (nil without a caller or a Charger).
-func (s *state) charge(ctx context.Context, caller *executor.Caller) Charge {
+func (s *state) charge(ctx context.Context, caller *execclient.Caller) Charge {
 	ch := s.f.opts.Charger
 	if caller == nil || ch == nil {
 		return nil

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
-	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
 	"github.com/agentos-run/agentos/actors/system"
@@ -78,7 +78,7 @@ export default async function (): Promise<void> {
 	}
 	c := startForge(t, e)
 	grants := []capability.Grant{{Right: capability.Read, Scope: "tools/"}, {Right: capability.Write, Scope: "tools/"}, {Right: capability.Exec, Scope: "tools/"}}
-	caller := &executor.Caller{PID: 7, Holder: "pid:7", Token: auth.Mint("pid:7", grants, capability.Caveats{})}
+	caller := &execclient.Caller{PID: 7, Holder: "pid:7", Token: auth.Mint("pid:7", grants, capability.Caveats{})}
 	res, err := c.Forge(context.Background(), "a tool that returns the n-th Fibonacci number", caller)
 	if srv.Err() != nil {
 		t.Fatal(srv.Err())
@@ -128,7 +128,7 @@ func TestClientCancelLeavesForgeResumable(t *testing.T) {
 	e := newEnvWith(t, srv, t.TempDir(), envOptions{charger: ch, auth: auth})
 	pid := e.sys.Root.Spawn(forge.Props(e.f))
 	c := forge.NewClient(e.sys.Root, pid)
-	caller := &executor.Caller{PID: 3, Holder: "pid:3", Token: auth.Mint("pid:3", []capability.Grant{{Right: capability.Read, Scope: "tools/"}}, capability.Caveats{})}
+	caller := &execclient.Caller{PID: 3, Holder: "pid:3", Token: auth.Mint("pid:3", []capability.Grant{{Right: capability.Read, Scope: "tools/"}}, capability.Caveats{})}
 	if _, err := c.Forge(ctx, "a tool that returns the n-th Fibonacci number", caller); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled forge: %v", err)
 	}

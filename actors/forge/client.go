@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"time"
 
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/agentos-run/agentos/actors/executor"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
 )
 
@@ -46,7 +46,7 @@ func NewClient(root actor.SenderContext, pid *actor.PID) *Client {
 // comes with the Result listing the attempts), *capability.QuotaError,
 // context.Canceled or ErrUnavailable. Cancelling ctx sends Cancel: the
 // forge stops and stays resumable.
-func (c *Client) Forge(ctx context.Context, spec string, caller *executor.Caller) (Result, error) {
+func (c *Client) Forge(ctx context.Context, spec string, caller *execclient.Caller) (Result, error) {
 	return c.ForgeAs(ctx, newKey(), spec, caller)
 }
 
@@ -54,7 +54,7 @@ func (c *Client) Forge(ctx context.Context, spec string, caller *executor.Caller
 // flight): the forge's journal run keeps it (RequestOf), so that the
 // request's retry is told truthfully that it forged (the forge grain uses
 // its callers' keys).
-func (c *Client) ForgeAs(ctx context.Context, key, spec string, caller *executor.Caller) (Result, error) {
+func (c *Client) ForgeAs(ctx context.Context, key, spec string, caller *execclient.Caller) (Result, error) {
 	if key == "" {
 		key = newKey() // cancellable all the same
 	}
@@ -63,7 +63,7 @@ func (c *Client) ForgeAs(ctx context.Context, key, spec string, caller *executor
 
 // Resume resumes the forge run id (interrupted by a crash) on behalf of
 // caller, as Forge.
-func (c *Client) Resume(ctx context.Context, id string, caller *executor.Caller) (Result, error) {
+func (c *Client) Resume(ctx context.Context, id string, caller *execclient.Caller) (Result, error) {
 	key := newKey()
 	return c.ask(ctx, key, &pb.Resume{RunKey: key, Id: id, Caller: callerToPB(caller)})
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	epb "github.com/agentos-run/agentos/actors/executor/executorpb"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
 	"github.com/agentos-run/agentos/actors/system"
@@ -22,15 +22,15 @@ import (
 // token is decoded, not verified: the executor actor verifies it on every
 // test run, and a token that does not decode is passed on empty, to be
 // refused there.
-func callerOf(c *epb.Caller) *executor.Caller {
+func callerOf(c *epb.Caller) *execclient.Caller {
 	if c == nil {
 		return nil
 	}
 	tok, _ := capability.Decode(c.GetToken())
-	return &executor.Caller{PID: c.GetPid(), Name: c.GetName(), Holder: c.GetHolder(), Token: tok, Home: c.GetHome()}
+	return &execclient.Caller{PID: c.GetPid(), Name: c.GetName(), Holder: c.GetHolder(), Token: tok, Home: c.GetHome()}
 }
 
-func callerToPB(c *executor.Caller) *epb.Caller {
+func callerToPB(c *execclient.Caller) *epb.Caller {
 	if c == nil {
 		return nil
 	}

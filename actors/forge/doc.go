@@ -8,7 +8,7 @@
 // caller} are answered with Done{result, failure}; Cancel{run_key} stops a
 // forge (it stays resumable). The caller is a process's token
 // (executorpb.Caller): the candidate's tests run on the executor actor
-// (Options.Executor, an executor.Client) with the caller's rights, and each
+// (Options.Executor, an execclient.Client) with the caller's rights, and each
 // model answer's tokens and cost are charged to the caller through
 // Options.Charger (the node's sends Charge to the kernel actor). The
 // registry is searched and asked through the registry actor's client; a

@@ -3,12 +3,12 @@ package forge
 import (
 	"context"
 
-	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
 )
 
 // ForgeFor is forge for caller (tests).
-func ForgeFor(f *Forge, ctx context.Context, spec string, caller *executor.Caller, charge Charge) (Result, error) {
+func ForgeFor(f *Forge, ctx context.Context, spec string, caller *execclient.Caller, charge Charge) (Result, error) {
 	return f.forge(ctx, "", spec, caller, charge)
 }
 

@@ -11,10 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
-	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
@@ -36,14 +36,14 @@ type Options struct {
 	LLM driver.Device
 	// Registry is the registry actor's client: searched for a tool to
 	// reuse, asked whether a candidate's path is taken.
-	Registry *registry.Client
+	Registry *regclient.Client
 	// Threshold is the search score from which a tool is reused (0:
 	// registry.DefaultThreshold; the node passes its registry's).
 	Threshold float64
 	// Checker runs check_tool on every candidate.
 	Checker *check.Checker
 	// Executor runs every candidate's tests in the sandbox: the executor
-	// actor's client (executor.Client), so that the tests run through the
+	// actor's client (execclient.Client), so that the tests run through the
 	// executor actor, with the forge's caller's rights.
 	Executor Runner
 	// Jail is the tool root (candidates are written there to be tested).
@@ -97,9 +97,9 @@ type Options struct {
 // --kind lesson forge ...) or agents share.
 const ForgeMemory = "forge"
 
-// Runner runs a tool on the executor actor: *executor.Client.
+// Runner runs a tool on the executor actor: *execclient.Client.
 type Runner interface {
-	Run(ctx context.Context, req executor.RunRequest) (executor.Result, string, error)
+	Run(ctx context.Context, req execclient.RunRequest) (execclient.Result, string, error)
 }
 
 // Charger charges amount of meter to the quota of the kernel process pid
@@ -112,7 +112,7 @@ type Charger interface {
 }
 
 // HomeCharger is a Charger that also reaches processes living on another
-// node of a cluster (executor.Caller.Home): the node's sends Charge to the
+// node of a cluster (execclient.Caller.Home): the node's sends Charge to the
 // kernel actor at that address. A forge for a caller with a Home charges
 // through ChargeAt when the Charger is one, and refuses to charge (the
 // forge fails) when it is not: a quota is never charged on the wrong node.
@@ -144,7 +144,7 @@ func New(opts Options) (*Forge, error) {
 		opts.ModelRetries = 0
 	}
 	if opts.Threshold <= 0 {
-		opts.Threshold = registry.DefaultThreshold
+		opts.Threshold = regclient.DefaultThreshold
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -206,14 +206,14 @@ func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, 
 // is the key of the request that caused the forge: kept with its journal
 // run (RequestOf), so that a retry of that request, answered from the
 // journal by another activation of the spec, is told it forged.
-func (f *Forge) forge(ctx context.Context, request, spec string, caller *executor.Caller, charge Charge) (res Result, err error) {
+func (f *Forge) forge(ctx context.Context, request, spec string, caller *execclient.Caller, charge Charge) (res Result, err error) {
 	ctx, span := f.startSpan(ctx, "", spec)
 	defer func() { endSpan(span, res, err, f.opts.CaptureContent) }()
 	return f.forgeRun(ctx, request, spec, caller, charge)
 }
 
 // forgeRun is forge under its span.
-func (f *Forge) forgeRun(ctx context.Context, request, spec string, caller *executor.Caller, charge Charge) (Result, error) {
+func (f *Forge) forgeRun(ctx context.Context, request, spec string, caller *execclient.Caller, charge Charge) (Result, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return Result{}, fmt.Errorf("%w: the spec is empty; say what the tool must do", ErrSpec)
@@ -319,14 +319,14 @@ func (f *Forge) Resume(ctx context.Context, id string, charge Charge) (Result, e
 }
 
 // resume is Resume for caller (nil: the operator).
-func (f *Forge) resume(ctx context.Context, id string, caller *executor.Caller, charge Charge) (res Result, err error) {
+func (f *Forge) resume(ctx context.Context, id string, caller *execclient.Caller, charge Charge) (res Result, err error) {
 	ctx, span := f.startSpan(ctx, id, "")
 	defer func() { endSpan(span, res, err, f.opts.CaptureContent) }()
 	return f.resumeRun(ctx, id, caller, charge)
 }
 
 // resumeRun is resume under its span.
-func (f *Forge) resumeRun(ctx context.Context, id string, caller *executor.Caller, charge Charge) (Result, error) {
+func (f *Forge) resumeRun(ctx context.Context, id string, caller *execclient.Caller, charge Charge) (Result, error) {
 	if f.opts.Journal == nil {
 		return Result{}, fmt.Errorf("%w: resuming needs the journal", ErrOptions)
 	}
@@ -435,7 +435,7 @@ func (f *Forge) lessons() bool { return f.opts.Lessons != nil && f.opts.LessonsL
 
 // lessonAgents are the memories a forge for caller recalls lessons from
 // (nil: it recalls none).
-func lessonAgents(caller *executor.Caller, recall bool) []string {
+func lessonAgents(caller *execclient.Caller, recall bool) []string {
 	if !recall {
 		return nil
 	}

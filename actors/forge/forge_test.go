@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
@@ -109,14 +111,14 @@ func newEnvWith(t testing.TB, srv *llmtest.Server, root string, o envOptions) en
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	exPID := sys.Root.Spawn(executor.Props(ex, executor.ActorOptions{Authority: o.auth}))
 	regPID := sys.Root.Spawn(registry.Props(reg))
-	regClient := registry.NewClient(sys.Root, regPID)
+	regClient := regclient.New(sys.Root, regPID)
 	gitPID := sys.Root.Spawn(git.Props(git.Options{Jail: jl, Registry: regClient}))
 	t.Cleanup(func() {
 		for _, pid := range []*actor.PID{gitPID, regPID, exPID} {
 			_ = sys.Root.StopFuture(pid).Wait()
 		}
 	})
-	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: regClient, Threshold: o.threshold, Charger: o.charger, Checker: check.New(check.Options{}), Executor: executor.NewClient(sys.Root, exPID), Jail: jl, Journal: j, Git: git.NewClient(sys.Root, gitPID), MaxAttempts: o.attempts, Logger: quiet, PII: o.pii, Lessons: o.lessons, LessonsLimit: lessonsLimit(o.lessons)})
+	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: regClient, Threshold: o.threshold, Charger: o.charger, Checker: check.New(check.Options{}), Executor: execclient.New(sys.Root, exPID), Jail: jl, Journal: j, Git: git.NewClient(sys.Root, gitPID), MaxAttempts: o.attempts, Logger: quiet, PII: o.pii, Lessons: o.lessons, LessonsLimit: lessonsLimit(o.lessons)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +247,7 @@ func TestForgeResumeKeepsLessonAgents(t *testing.T) {
 	defer first.Close()
 	e := newEnvWith(t, first, root, envOptions{lessons: lessons})
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err := forge.ForgeFor(e.f, ctx, "a tool that returns the n-th Fibonacci number", &executor.Caller{Name: "alice"}, func(llm.Usage) error {
+	_, err := forge.ForgeFor(e.f, ctx, "a tool that returns the n-th Fibonacci number", &execclient.Caller{Name: "alice"}, func(llm.Usage) error {
 		cancel()
 		return context.Canceled
 	})

@@ -13,7 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
@@ -280,7 +280,7 @@ const pendingRetries = 3
 // fly answers the flight of spec for the request key: with the spec's
 // finished forge (a reuse, or its own result to the request that caused
 // it), by resuming its unfinished forge, or by forging.
-func (opts GrainOptions) fly(c context.Context, spec, key string, caller *executor.Caller) *landed {
+func (opts GrainOptions) fly(c context.Context, spec, key string, caller *execclient.Caller) *landed {
 	if l := opts.ownFailure(c, spec, key); l != nil {
 		return l
 	}
@@ -466,7 +466,7 @@ type GrainClient struct {
 // caller, as Client.Forge. Cancelling ctx takes the caller off the forge
 // (the forge goes on for the other callers of the spec, or stays
 // resumable when none is left).
-func (c GrainClient) Forge(ctx context.Context, spec string, caller *executor.Caller) (Result, error) {
+func (c GrainClient) Forge(ctx context.Context, spec string, caller *execclient.Caller) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
 	"github.com/agentos-run/agentos/actors/system"
@@ -198,7 +198,7 @@ func TestForgeChargesTheCallersHomeNode(t *testing.T) {
 	step := submit(fibCode)
 	step.Usage = llm.Usage{PromptTokens: 30, CompletionTokens: 12, TotalTokens: 42}
 	auth := mustAuthority(t)
-	caller := &executor.Caller{PID: 7, Holder: "pid:7", Home: "127.0.0.1:7001",
+	caller := &execclient.Caller{PID: 7, Holder: "pid:7", Home: "127.0.0.1:7001",
 		Token: auth.Mint("pid:7", []capability.Grant{{Right: capability.Read, Scope: "tools/"}, {Right: capability.Write, Scope: "tools/"}, {Right: capability.Exec, Scope: "tools/"}}, capability.Caveats{})}
 
 	srv := llmtest.NewServer([]llmtest.Step{step})

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/driver"
 )
 
@@ -25,7 +25,7 @@ type testOutcome struct {
 // runs the tests for caller (nil: the operator). The test runs' output and
 // errors, which go back to the model, are tokenized here, below the
 // journal (Options.PII).
-func (f *Forge) devices(caller *executor.Caller) driver.Host {
+func (f *Forge) devices(caller *execclient.Caller) driver.Host {
 	mux := driver.Mux{
 		"llm": f.opts.LLM,
 		testDriver: driver.DeviceFunc(func(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
@@ -88,7 +88,7 @@ func staged(p string) string { return stagingDir + strings.TrimPrefix(p, "tools/
 // throws. The staged files are removed whatever happens. The tests run on
 // the executor actor, with caller's rights: model-written test code can do
 // no more than the process that asked for the forge.
-func (f *Forge) runTests(ctx context.Context, caller *executor.Caller, op string, req json.RawMessage) (json.RawMessage, error) {
+func (f *Forge) runTests(ctx context.Context, caller *execclient.Caller, op string, req json.RawMessage) (json.RawMessage, error) {
 	var c candidate
 	if err := json.Unmarshal(req, &c); err != nil || op != "run" {
 		return nil, driver.Errorf(driver.CodeInvalid, "forge.%s: bad request", op)
@@ -104,7 +104,7 @@ func (f *Forge) runTests(ctx context.Context, caller *executor.Caller, op string
 	if err := f.opts.Jail.WriteFile(tests, []byte(c.Tests)); err != nil {
 		return nil, driver.Errorf(driver.CodeIO, "staging the tests of %s: %v", c.Path, err)
 	}
-	res, _, err := f.opts.Executor.Run(ctx, executor.RunRequest{Path: tests, Caller: caller})
+	res, _, err := f.opts.Executor.Run(ctx, execclient.RunRequest{Path: tests, Caller: caller})
 	if ctx.Err() != nil {
 		// Interrupted, not judged: an error, so the journal does not record
 		// it and a resumed forge runs the tests again.

@@ -13,7 +13,7 @@ import (
 
 	pb "github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/git/repo"
-	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/governance/gate"
@@ -31,11 +31,11 @@ type Options struct {
 	// Registry is the client of the registry actor. When set, every written
 	// file is sent to it (Register) after it is written and before it is
 	// committed, so that meta.json goes in the same commit. A file that is
-	// not a tool (registry.ErrNotTool: data files, tests) is written and
+	// not a tool (regclient.ErrNotTool: data files, tests) is written and
 	// not registered; any other registration error fails the write. nil:
 	// nothing is registered. IMPORTANT: the registry actor MUST NOT send
 	// to the git actor (the git actor waits for its reply).
-	Registry *registry.Client
+	Registry *regclient.Client
 	// PersistTimeout bounds one persist (commit, push, retries), and one
 	// pull. Default 1 min.
 	PersistTimeout time.Duration
@@ -338,7 +338,7 @@ func (a *gitActor) persist(pl writePlan, report []byte) *pb.Written {
 	}
 	if a.opts.Registry != nil {
 		// Data files and tests are written, not registered.
-		if _, err := a.opts.Registry.Register(context.Background(), p, content); err != nil && !errors.Is(err, registry.ErrNotTool) {
+		if _, err := a.opts.Registry.Register(context.Background(), p, content); err != nil && !errors.Is(err, regclient.ErrNotTool) {
 			w.Failure = failureOf(fmt.Errorf("%s was written but not registered: %w", p, err))
 			return w
 		}

@@ -19,7 +19,7 @@ import (
 
 	pb "github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/git/repo"
-	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 )
 
 // maxWait caps a WaitFor's timeout_ms.
@@ -166,7 +166,7 @@ func (a *gitActor) register(paths []string) (registered []string, err error) {
 			continue
 		}
 		if _, rerr := a.opts.Registry.Register(context.Background(), p, src); rerr != nil {
-			if !errors.Is(rerr, registry.ErrNotTool) {
+			if !errors.Is(rerr, regclient.ErrNotTool) {
 				errs = append(errs, fmt.Errorf("%s was pulled but not registered: %w", p, rerr))
 			}
 			continue

@@ -19,6 +19,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -72,7 +73,7 @@ func newGitNode(t *testing.T, up string, syncTimeout time.Duration) *gitNode {
 	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	regPID := sys.Root.Spawn(registry.Props(n.reg))
-	rc := registry.NewClient(sys.Root, regPID)
+	rc := regclient.New(sys.Root, regPID)
 	rc.Timeout = 10 * time.Second
 	pid := sys.Root.Spawn(git.Props(git.Options{
 		Jail: jail, Repo: r, Registry: rc, SyncTimeout: syncTimeout, RetryPause: 10 * time.Millisecond,

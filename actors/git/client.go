@@ -51,7 +51,7 @@ type Written struct {
 // Client is the typed client of a git actor: callers use it, never the raw
 // messages (gitpb). A reply's Failure comes back as an error wrapping the
 // sentinel it names (ErrSearchNotFound, ErrEmptySearch, ErrNotCompiled,
-// registry.ErrPersist, repo.ErrConflict, vfs.ErrSecurity, ...), so errors.Is
+// regclient.ErrPersist, repo.ErrConflict, vfs.ErrSecurity, ...), so errors.Is
 // works; ErrUnavailable when the actor did not answer.
 //
 // A Client is a value: copy it freely. It is safe for concurrent use.

@@ -13,6 +13,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
 	gogit "github.com/go-git/go-git/v5"
@@ -75,7 +76,7 @@ func TestBrokenToolNeverShared(t *testing.T) {
 	defer sys.Shutdown()
 	reg := sys.Root.Spawn(registry.Props(r))
 	defer func() { _ = sys.Root.PoisonFuture(reg).Wait() }()
-	pid := sys.Root.Spawn(git.Props(git.Options{Jail: jail, Repo: rp, Registry: registry.NewClient(sys.Root, reg)}))
+	pid := sys.Root.Spawn(git.Props(git.Options{Jail: jail, Repo: rp, Registry: regclient.New(sys.Root, reg)}))
 	defer func() { _ = sys.Root.StopFuture(pid).Wait() }()
 	c := git.NewClient(sys.Root, pid)
 	c.Timeout = time.Minute

@@ -11,7 +11,7 @@
 // mapped back to the sentinel errors (errors.Is works). The actor handles
 // one message at a time, so a node's writes to its working tree never
 // interleave. A write is: the file written atomically through the jail;
-// Register sent to the registry actor (Options.Registry, a registry.Client;
+// Register sent to the registry actor (Options.Registry, a regclient.Client;
 // the registry updates meta.json; a file that is not a tool is written and
 // not registered); then, with a Repo, a commit naming the tool and the
 // configured author, pushed to the shared branch (direct strategy; a
@@ -65,7 +65,7 @@
 // A refused write (a path outside the tool root, a search text not found)
 // replies with a Failure and leaves the file as it was. A registration the
 // registry refuses (other than "not a tool") or does not answer
-// (registry.ErrUnavailable) fails the write: the file is written, not
+// (regclient.ErrUnavailable) fails the write: the file is written, not
 // registered nor persisted, and the error says so. A write that
 // reached the working tree but could not be persisted replies with the
 // file written and a Failure saying why; when another writer changed the same

@@ -15,6 +15,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -144,7 +145,7 @@ func flatNode(b *testing.B, up string) (*git.Client, func()) {
 	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	rpid := sys.Root.Spawn(registry.Props(reg))
-	rc := registry.NewClient(sys.Root, rpid)
+	rc := regclient.New(sys.Root, rpid)
 	rc.Timeout = time.Minute
 	pid := sys.Root.Spawn(git.Props(git.Options{Jail: jail, Repo: rp, Registry: rc}))
 	c := git.NewClient(sys.Root, pid)

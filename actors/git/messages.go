@@ -17,5 +17,5 @@ package git
 //
 // Every message can cross a node (system.CheckRemote). Errors cross as
 // Failure{code, message}; wire.go maps the codes to sentinel errors and back.
-// The actor itself sends Register to the registry actor (registry.Client)
+// The actor itself sends Register to the registry actor (regclient.Client)
 // for every file it writes.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -32,7 +33,7 @@ func withRegistry(t *testing.T) (*actor.ActorSystem, *git.Client, *registry.Regi
 	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 	reg := sys.Root.Spawn(registry.Props(r))
-	rc := registry.NewClient(sys.Root, reg)
+	rc := regclient.New(sys.Root, reg)
 	rc.Timeout = 5 * time.Second
 	pid := sys.Root.Spawn(git.Props(git.Options{Jail: jail, Registry: rc}))
 	t.Cleanup(func() {
@@ -78,7 +79,7 @@ func TestWritesRegisterThroughTheRegistryActor(t *testing.T) {
 
 	r.Close()
 	w, err := c.WriteFile(ctx, "tools/b.ts", []byte("export default () => 2;\n"))
-	if !errors.Is(err, registry.ErrClosed) || !strings.Contains(err.Error(), "written but not registered") || w.Path != "tools/b.ts" || w.Hash == "" {
+	if !errors.Is(err, regclient.ErrClosed) || !strings.Contains(err.Error(), "written but not registered") || w.Path != "tools/b.ts" || w.Hash == "" {
 		t.Fatalf("closed registry: %+v %v, want registry.ErrClosed and 'written but not registered'", w, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "tools", "b.ts")); string(b) != "export default () => 2;\n" {
@@ -88,7 +89,7 @@ func TestWritesRegisterThroughTheRegistryActor(t *testing.T) {
 	if err := sys.Root.StopFuture(reg).Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WriteFile(ctx, "tools/c.ts", []byte("export default () => 3;\n")); !errors.Is(err, registry.ErrUnavailable) {
+	if _, err := c.WriteFile(ctx, "tools/c.ts", []byte("export default () => 3;\n")); !errors.Is(err, regclient.ErrUnavailable) {
 		t.Fatalf("stopped registry actor: %v, want registry.ErrUnavailable", err)
 	}
 }

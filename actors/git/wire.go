@@ -7,7 +7,7 @@ import (
 
 	pb "github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/git/repo"
-	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/governance/gate"
@@ -29,12 +29,12 @@ var failureCodes = system.FailureCodes{
 	{Code: "bad_commit", Err: ErrBadCommit},
 	{Code: "commit_not_reached", Err: ErrCommitNotReached},
 	{Code: "unavailable", Err: ErrUnavailable},
-	{Code: "registry_persist", Err: registry.ErrPersist},
-	{Code: "registry_closed", Err: registry.ErrClosed},
-	{Code: "registry_scan", Err: registry.ErrScan},
-	{Code: "registry_options", Err: registry.ErrOptions},
-	{Code: "registry_not_registered", Err: registry.ErrNotRegistered},
-	{Code: "registry_unavailable", Err: registry.ErrUnavailable},
+	{Code: "registry_persist", Err: regclient.ErrPersist},
+	{Code: "registry_closed", Err: regclient.ErrClosed},
+	{Code: "registry_scan", Err: regclient.ErrScan},
+	{Code: "registry_options", Err: regclient.ErrOptions},
+	{Code: "registry_not_registered", Err: regclient.ErrNotRegistered},
+	{Code: "registry_unavailable", Err: regclient.ErrUnavailable},
 	{Code: "conflict", Err: repo.ErrConflict},
 	{Code: "rejected", Err: repo.ErrRejected},
 	{Code: "fenced", Err: repo.ErrFenced},

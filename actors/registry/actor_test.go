@@ -7,16 +7,17 @@ import (
 	"testing"
 	"time"
 
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
 // startActor serves r with a registry actor and returns its client.
-func startActor(t *testing.T, r *Registry) (*actor.ActorSystem, *Client) {
+func startActor(t *testing.T, r *Registry) (*actor.ActorSystem, *regclient.Client) {
 	t.Helper()
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 	pid := sys.Root.Spawn(Props(r))
 	t.Cleanup(func() { sys.Shutdown() })
-	c := NewClient(sys.Root, pid)
+	c := regclient.New(sys.Root, pid)
 	c.Timeout = 5 * time.Second
 	return sys, c
 }
@@ -33,7 +34,7 @@ func TestActor(t *testing.T) {
 	if err != nil || tool.Version != 1 || tool.Description != "Calculates compound interest over years." {
 		t.Fatalf("Register: %+v, %v", tool, err)
 	}
-	if bad, err := c.Register(ctx, "notes.txt", []byte("x")); !errors.Is(err, ErrNotTool) {
+	if bad, err := c.Register(ctx, "notes.txt", []byte("x")); !errors.Is(err, regclient.ErrNotTool) {
 		t.Fatalf("Register of a non-tool: %+v, %v", bad, err)
 	}
 	hits, err := c.Search(ctx, "compound interest calculator", 0)
@@ -70,7 +71,7 @@ func TestActor(t *testing.T) {
 	if _, ok := r.Get("tools/math/fib.ts"); !ok {
 		t.Fatal("Rebuild did not pick up the new tool")
 	}
-	if err := r.Remove("tools/none.ts"); !errors.Is(err, ErrNotRegistered) {
+	if err := r.Remove("tools/none.ts"); !errors.Is(err, regclient.ErrNotRegistered) {
 		t.Fatalf("Remove: %v", err)
 	}
 
@@ -87,7 +88,7 @@ func TestActor(t *testing.T) {
 	}
 
 	// A stopped actor: the client says so, with ErrUnavailable.
-	if _, err := c.Search(ctx, "compound", 1); !errors.Is(err, ErrUnavailable) {
+	if _, err := c.Search(ctx, "compound", 1); !errors.Is(err, regclient.ErrUnavailable) {
 		t.Fatalf("Search of a stopped actor: %v, want ErrUnavailable", err)
 	}
 }
@@ -119,7 +120,7 @@ func TestClientCancelled(t *testing.T) {
 	_, c := startActor(t, r)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.Search(ctx, "x", 1); !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
+	if _, err := c.Search(ctx, "x", 1); !errors.Is(err, regclient.ErrUnavailable) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled ctx: %v", err)
 	}
 }

@@ -48,9 +48,10 @@
 // (registrypb/registry.proto; messages.go lists them): Register ->
 // Registered, Search -> SearchResult, Get -> Got, Used -> Counted (Rebuild,
 // Remove and Flush stay methods of the owner). Every one can cross
-// a node. Callers outside this package MUST use the typed Client
-// (client.go), which converts to and from Tool and Hit and maps a reply's
-// Failure{code, message} back to the sentinel errors (errors.Is works).
+// a node. Callers outside this package MUST use the typed client
+// (package actors/registry/client), which converts to and from Tool and
+// Hit and maps a reply's Failure{code, message} back to the sentinel
+// errors (errors.Is works).
 // Unknown messages are logged at Warn and dropped.
 //
 // # Lifecycle
@@ -78,8 +79,9 @@
 // entries whose hash no longer matches their file) MUST NOT make Open
 // fail: it is logged at Warn via slog and rebuilt from the tools. A failed
 // write returns an error wrapping ErrPersist; the change stays in memory
-// and is written by the next write or Flush. Errors are sentinels
-// (errors.go) wrapped with the path and what to do. A Client request the
-// actor does not answer (stopped, timed out, the ctx ended) returns an
-// error wrapping ErrUnavailable.
+// and is written by the next write or Flush. Errors are sentinels (in
+// actors/registry/client, which the actor's Failure codes map back to)
+// wrapped with the path and what to do. A client request the actor does
+// not answer (stopped, timed out, the ctx ended) returns an error wrapping
+// client.ErrUnavailable.
 package registry

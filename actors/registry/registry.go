@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/internal/toolmeta"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
@@ -29,7 +30,6 @@ type Hit = toolmeta.Hit
 const (
 	DefaultToolsDir   = "tools"
 	DefaultFile       = "meta.json"
-	DefaultThreshold  = 0.85
 	DefaultFlushDelay = time.Second
 	// DefaultLimit is the number of hits Search returns for limit <= 0.
 	DefaultLimit = toolmeta.DefaultLimit
@@ -174,7 +174,7 @@ func (r *Registry) changed() {
 // the rebuilt file cannot be written (ErrPersist).
 func Open(jail *vfs.Jail, opts Options) (*Registry, error) {
 	if jail == nil {
-		return nil, fmt.Errorf("%w: no jail: open the tool root with vfs.Open first", ErrOptions)
+		return nil, fmt.Errorf("%w: no jail: open the tool root with vfs.Open first", regclient.ErrOptions)
 	}
 	r := &Registry{
 		jail:       jail,
@@ -199,10 +199,10 @@ func Open(jail *vfs.Jail, opts Options) (*Registry, error) {
 	}
 	var err error
 	if r.toolsDir, err = vfs.Clean(r.toolsDir); err != nil {
-		return nil, fmt.Errorf("%w: tools directory: %w", ErrOptions, err)
+		return nil, fmt.Errorf("%w: tools directory: %w", regclient.ErrOptions, err)
 	}
 	if r.file, err = vfs.Clean(r.file); err != nil || r.file == "." {
-		return nil, fmt.Errorf("%w: registry file %q: give a file path relative to the tool root, e.g. meta.json", ErrOptions, opts.File)
+		return nil, fmt.Errorf("%w: registry file %q: give a file path relative to the tool root, e.g. meta.json", regclient.ErrOptions, opts.File)
 	}
 	r.dir = shardDir(r.file)
 	r.state = opts.State
@@ -211,13 +211,13 @@ func Open(jail *vfs.Jail, opts Options) (*Registry, error) {
 		opts.LogFile = DefaultLogFile
 	}
 	if r.logFile, err = vfs.Clean(opts.LogFile); err != nil || r.logFile == "." {
-		return nil, fmt.Errorf("%w: registry log %q: give a file path relative to the state directory, e.g. %s", ErrOptions, opts.LogFile, DefaultLogFile)
+		return nil, fmt.Errorf("%w: registry log %q: give a file path relative to the state directory, e.g. %s", regclient.ErrOptions, opts.LogFile, DefaultLogFile)
 	}
 	if r.threshold == 0 {
-		r.threshold = DefaultThreshold
+		r.threshold = regclient.DefaultThreshold
 	}
 	if !(r.threshold > 0 && r.threshold <= 1) {
-		return nil, fmt.Errorf("%w: threshold %v: give a score in (0, 1], e.g. 0.85", ErrOptions, opts.Threshold)
+		return nil, fmt.Errorf("%w: threshold %v: give a score in (0, 1], e.g. 0.85", regclient.ErrOptions, opts.Threshold)
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -339,7 +339,7 @@ func (r *Registry) Register(p string, src []byte) (Tool, error) {
 	}
 	r.mu.RUnlock()
 	if closed {
-		return Tool{}, fmt.Errorf("%w: cannot register %s", ErrClosed, c)
+		return Tool{}, fmt.Errorf("%w: cannot register %s", regclient.ErrClosed, c)
 	}
 	if same.Path != "" {
 		return same, nil
@@ -351,7 +351,7 @@ func (r *Registry) Register(p string, src []byte) (Tool, error) {
 	if r.closed {
 		r.mu.Unlock()
 		r.mut.Unlock()
-		return Tool{}, fmt.Errorf("%w: cannot register %s", ErrClosed, c)
+		return Tool{}, fmt.Errorf("%w: cannot register %s", regclient.ErrClosed, c)
 	}
 	now := r.stamp()
 	t := &Tool{Path: c, Name: toolName(c), Hash: h, Version: 1, Created: now, Updated: now}
@@ -387,7 +387,7 @@ func (r *Registry) write(rec record) error {
 	compact := err == nil && (r.logOutgrown() || r.flushDelay < 0)
 	r.io.Unlock()
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrPersist, r.logFile, err)
+		return fmt.Errorf("%w: %s: %w", regclient.ErrPersist, r.logFile, err)
 	}
 	if compact {
 		return r.persist(false)
@@ -411,13 +411,13 @@ func (r *Registry) Remove(p string) error {
 	if r.closed {
 		r.mu.Unlock()
 		r.mut.Unlock()
-		return fmt.Errorf("%w: cannot remove %s", ErrClosed, c)
+		return fmt.Errorf("%w: cannot remove %s", regclient.ErrClosed, c)
 	}
 	old, ok := r.tools[c]
 	if !ok {
 		r.mu.Unlock()
 		r.mut.Unlock()
-		return fmt.Errorf("%w: %s: list the tools to see which are registered", ErrNotRegistered, c)
+		return fmt.Errorf("%w: %s: list the tools to see which are registered", regclient.ErrNotRegistered, c)
 	}
 	r.dropTool(c)
 	r.idx.Remove(c)
@@ -518,7 +518,7 @@ func (r *Registry) Rebuild() error {
 	}
 	r.mu.RUnlock()
 	if closed {
-		return fmt.Errorf("%w: cannot rebuild", ErrClosed)
+		return fmt.Errorf("%w: cannot rebuild", regclient.ErrClosed)
 	}
 
 	st := r.load()
@@ -793,7 +793,7 @@ func (r *Registry) scanEntries() ([]vfs.Entry, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrScan, r.toolsDir, err)
+		return nil, fmt.Errorf("%w: %s: %w", regclient.ErrScan, r.toolsDir, err)
 	}
 	out := all[:0]
 	for _, e := range all {
@@ -811,7 +811,7 @@ func (r *Registry) toolPath(p string) (string, error) {
 		return "", err
 	}
 	if !r.isTool(c) {
-		return "", fmt.Errorf("%w: %s: a tool is a .ts or .js file under %s/ (not a test, declaration or vendor file)", ErrNotTool, p, r.toolsDir)
+		return "", fmt.Errorf("%w: %s: a tool is a .ts or .js file under %s/ (not a test, declaration or vendor file)", regclient.ErrNotTool, p, r.toolsDir)
 	}
 	return c, nil
 }
@@ -885,7 +885,7 @@ func (r *Registry) persist(force bool) error {
 			r.dirtyShards[i] = true
 		}
 		r.mu.Unlock()
-		return fmt.Errorf("%w: %s: %w", ErrPersist, f, err)
+		return fmt.Errorf("%w: %s: %w", regclient.ErrPersist, f, err)
 	}
 	for i, m := range snap {
 		f := shardPath(r.dir, i)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -576,16 +577,16 @@ func TestRegisterRefusesNonTools(t *testing.T) {
 		path string
 		want error
 	}{
-		{"meta.json", ErrNotTool},
-		{"lib/x.ts", ErrNotTool},
-		{"tools/vendor/x.ts", ErrNotTool},
-		{"tools/x.test.ts", ErrNotTool},
-		{"tools/x.spec.js", ErrNotTool},
-		{"tools/x.d.ts", ErrNotTool},
-		{"tools/README.md", ErrNotTool},
-		{"tools/.hidden.ts", ErrNotTool},
-		{"tools/.ts", ErrNotTool},
-		{"tools", ErrNotTool},
+		{"meta.json", regclient.ErrNotTool},
+		{"lib/x.ts", regclient.ErrNotTool},
+		{"tools/vendor/x.ts", regclient.ErrNotTool},
+		{"tools/x.test.ts", regclient.ErrNotTool},
+		{"tools/x.spec.js", regclient.ErrNotTool},
+		{"tools/x.d.ts", regclient.ErrNotTool},
+		{"tools/README.md", regclient.ErrNotTool},
+		{"tools/.hidden.ts", regclient.ErrNotTool},
+		{"tools/.ts", regclient.ErrNotTool},
+		{"tools", regclient.ErrNotTool},
 		{"../tools/x.ts", vfs.ErrSecurity},
 		{"/tools/x.ts", vfs.ErrSecurity},
 		{"", vfs.ErrInvalidPath},
@@ -598,7 +599,7 @@ func TestRegisterRefusesNonTools(t *testing.T) {
 	if tl, err := r.Register("tools/./a/../b.ts", []byte("export default function b() {}")); err != nil || tl.Path != "tools/b.ts" {
 		t.Errorf("Register of an unclean path: %+v %v", tl, err)
 	}
-	if err := r.Remove("tools/none.ts"); !errors.Is(err, ErrNotRegistered) {
+	if err := r.Remove("tools/none.ts"); !errors.Is(err, regclient.ErrNotRegistered) {
 		t.Errorf("Remove of an unknown tool = %v", err)
 	}
 	if err := r.Remove("tools/b.ts"); err != nil {
@@ -610,10 +611,10 @@ func TestRegisterRefusesNonTools(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Register("tools/c.ts", []byte("x")); !errors.Is(err, ErrClosed) {
+	if _, err := r.Register("tools/c.ts", []byte("x")); !errors.Is(err, regclient.ErrClosed) {
 		t.Errorf("Register after Close = %v", err)
 	}
-	if err := r.Rebuild(); !errors.Is(err, ErrClosed) {
+	if err := r.Rebuild(); !errors.Is(err, regclient.ErrClosed) {
 		t.Errorf("Rebuild after Close = %v", err)
 	}
 }
@@ -627,11 +628,11 @@ func TestOpenOptions(t *testing.T) {
 		{ToolsDir: "/abs"},
 		{File: "."},
 	} {
-		if _, err := Open(rt.jail, opts); !errors.Is(err, ErrOptions) {
+		if _, err := Open(rt.jail, opts); !errors.Is(err, regclient.ErrOptions) {
 			t.Errorf("Open(%+v) = %v, want ErrOptions", opts, err)
 		}
 	}
-	if _, err := Open(nil, Options{}); !errors.Is(err, ErrOptions) {
+	if _, err := Open(nil, Options{}); !errors.Is(err, regclient.ErrOptions) {
 		t.Errorf("Open(nil) = %v", err)
 	}
 	// Other directories and files.
@@ -646,7 +647,7 @@ func TestOpenOptions(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(rt.dir, filepath.FromSlash(shardPath("state/registry", shardOf("src/tools/x.ts"))))); err != nil {
 		t.Error(err)
 	}
-	if r2 := rt.open(Options{ToolsDir: "src/tools", File: "state/registry.json"}); r2.Threshold() != DefaultThreshold {
+	if r2 := rt.open(Options{ToolsDir: "src/tools", File: "state/registry.json"}); r2.Threshold() != regclient.DefaultThreshold {
 		t.Errorf("default threshold %v", r2.Threshold())
 	}
 }
@@ -661,13 +662,13 @@ func TestPersistFailureKeepsTheChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl, err := r.Register("tools/a.ts", []byte("/** Ay. */\nexport default function a() {}"))
-	if !errors.Is(err, ErrPersist) || tl.Version != 1 {
+	if !errors.Is(err, regclient.ErrPersist) || tl.Version != 1 {
 		t.Fatalf("Register = %+v, %v; want the tool and ErrPersist", tl, err)
 	}
 	if _, ok := r.Get("tools/a.ts"); !ok {
 		t.Fatal("the tool is not kept in memory")
 	}
-	if err := r.Flush(); !errors.Is(err, ErrPersist) {
+	if err := r.Flush(); !errors.Is(err, regclient.ErrPersist) {
 		t.Fatalf("Flush = %v", err)
 	}
 	if err := os.RemoveAll(metaPath); err != nil {
@@ -711,7 +712,7 @@ func TestConcurrentRegisterSearch(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					if err := r.Remove(p); err != nil && !errors.Is(err, ErrNotRegistered) {
+					if err := r.Remove(p); err != nil && !errors.Is(err, regclient.ErrNotRegistered) {
 						t.Error(err)
 						return
 					}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	pb "github.com/agentos-run/agentos/actors/registry/registrypb"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/vfs"
@@ -128,7 +129,7 @@ func TestToolOnTheWire(t *testing.T) {
 // its Failure with errors.Is working and the full message kept; an error
 // wrapping none comes back as "internal" with its message.
 func TestFailureOnTheWire(t *testing.T) {
-	for _, c := range failureCodes {
+	for _, c := range regclient.FailureCodes {
 		err := fmt.Errorf("%w: tools/x.ts: what to do", c.Err)
 		f := failureOf(err)
 		if f.GetCode() != c.Code {
@@ -140,7 +141,7 @@ func TestFailureOnTheWire(t *testing.T) {
 		}
 	}
 	back := errorOf(failureOf(errors.New("disk on fire")))
-	if back == nil || back.Error() != "disk on fire" || errors.Is(back, ErrPersist) {
+	if back == nil || back.Error() != "disk on fire" || errors.Is(back, regclient.ErrPersist) {
 		t.Errorf("unknown error came back as %v", back)
 	}
 	if failureOf(nil) != nil || errorOf(nil) != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -77,10 +78,11 @@ func checkAgainstRuns(ctx context.Context, absRoot string, cfg host.Config, jpat
 	if j != nil {
 		defer j.Close()
 	}
-	g, err := gate.New(ex, j, opts)
+	g, stopGate, err := host.OpenGate(ex, j, opts, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return gate.Report{}, usagef("%v", err)
 	}
+	defer stopGate()
 	return g.CheckNewest(ctx, rel, src), nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -88,10 +89,10 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // reportExec prints a run's outcome as 'agentos exec' does, wherever it
 // ran; a failed run is errFailed (exit status 1).
-func reportExec(stdout, stderr io.Writer, asJSON bool, res executor.Result, runID string) error {
+func reportExec(stdout, stderr io.Writer, asJSON bool, res execclient.Result, runID string) error {
 	if asJSON {
 		if err := fprintJSON(stdout, struct {
-			executor.Result
+			execclient.Result
 			Run string `json:"run,omitempty"`
 		}{res, runID}); err != nil {
 			return err
@@ -108,7 +109,7 @@ func reportExec(stdout, stderr io.Writer, asJSON bool, res executor.Result, runI
 	return nil
 }
 
-func printExec(stdout, stderr io.Writer, res executor.Result) {
+func printExec(stdout, stderr io.Writer, res execclient.Result) {
 	for _, l := range res.Logs {
 		fmt.Fprintf(stderr, "log: %s\n", l)
 	}

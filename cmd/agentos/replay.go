@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
@@ -55,7 +56,7 @@ func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer stop()
-	rep, err := executor.ReplayWith(ctx, ex, j, pos[0], executor.ReplayOptions{Patched: patched, Limits: executor.Limits{Timeout: *timeout}})
+	rep, err := executor.ReplayWith(ctx, ex, j, pos[0], execclient.ReplayOptions{Patched: patched, Limits: executor.Limits{Timeout: *timeout}})
 	if err != nil {
 		return usagef("%v", err)
 	}

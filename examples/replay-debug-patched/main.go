@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -125,7 +126,7 @@ func run() error {
 	srv.Close()
 
 	// 2. Replay the recorded source: same calls, same wrong result.
-	rep, err := executor.ReplayWith(ctx, ex, j, runID, executor.ReplayOptions{})
+	rep, err := executor.ReplayWith(ctx, ex, j, runID, execclient.ReplayOptions{})
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func run() error {
 	fmt.Printf("replay (recorded source): result %s, same as recorded: %v\n", rep.Result.Result, rep.Same)
 
 	// 3. Replay the fix against the recorded I/O.
-	rep, err = executor.ReplayWith(ctx, ex, j, runID, executor.ReplayOptions{Patched: []byte(fixed)})
+	rep, err = executor.ReplayWith(ctx, ex, j, runID, execclient.ReplayOptions{Patched: []byte(fixed)})
 	if err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func run() error {
 	fmt.Printf("replay (patched source):  result %s, patched: %v, same as recorded: %v, divergence: none\n", rep.Result.Result, rep.Patched, rep.Same)
 
 	// 4. A patch that makes a call the run never made diverges.
-	rep, err = executor.ReplayWith(ctx, ex, j, runID, executor.ReplayOptions{Patched: []byte(chatty)})
+	rep, err = executor.ReplayWith(ctx, ex, j, runID, execclient.ReplayOptions{Patched: []byte(chatty)})
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // Error codes of a run the gate stopped: stable, greppable strings, the
-// Kind of the run's error (executor.Result.Error.Kind).
+// Kind of the run's error (execclient.Result.Error.Kind).
 const (
 	CodeTimeout = "approval_timeout"
 	CodeDenied  = "approval_denied"

@@ -1,7 +1,8 @@
 // Package gate is the registration gate on real I/O: before a new version
 // of a tool replaces the previous one, the most recent recorded runs of the
 // previous version are replayed against the new source, each fed the I/O
-// it recorded (executor.ReplayWith with ReplayOptions.Patched), and the
+// it recorded (a Replay message to the executor actor, sent through its
+// client, actors/executor/client, with ReplayOptions.Patched), and the
 // gate reports, run by run, whether the new version gives the same result,
 // a different one (old and new shown), or asks for different I/O (a
 // divergence, with its stable code and the call's sequence number).
@@ -29,8 +30,11 @@
 // answered from the journal (the replay middleware), and a call the
 // recording does not have stops the replay as a divergence instead of
 // being performed. Each replay runs under its recorded limits, its timeout
-// capped at Options.Timeout, so a gate takes at most about
-// Runs × Timeout / parallel replays.
+// capped at Options.Timeout (ReplayOptions.MaxTimeout: the executor actor
+// applies the cap), so a gate takes at most about Runs × Timeout /
+// parallel replays. The gate holds no executor: it chooses the runs from
+// the journal and the executor actor replays them, so the journal the
+// gate reads MUST be the actor's.
 //
 // # Policy
 //

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/internal/clip"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/transpile"
@@ -24,6 +24,8 @@ const (
 	DefaultRuns = 5
 	// DefaultTimeout caps the timeout of one replay.
 	DefaultTimeout = 10 * time.Second
+	// DefaultParallel is how many replays run at once.
+	DefaultParallel = 2
 )
 
 // Policy says what a write does when the gate finds a changed run.
@@ -60,8 +62,9 @@ type Options struct {
 	// Timeout caps the timeout of one replay (its recorded timeout when
 	// shorter). 0 means DefaultTimeout.
 	Timeout time.Duration
-	// Parallel is how many replays run at once (0: 2, at most the
-	// executor's workers).
+	// Parallel is how many replays run at once (0: DefaultParallel). The
+	// composition root caps it at the executor's workers: a replay beyond
+	// them would only wait for one.
 	Parallel int
 }
 
@@ -98,7 +101,7 @@ func (o Options) withDefaults() Options {
 		o.Timeout = DefaultTimeout
 	}
 	if o.Parallel <= 0 {
-		o.Parallel = 2
+		o.Parallel = DefaultParallel
 	}
 	return o
 }
@@ -267,14 +270,20 @@ func (r *Report) count() {
 // Gate replays recorded runs of a tool's previous version against a new
 // one. It is safe for concurrent use.
 type Gate struct {
-	ex   *executor.Executor
+	ex   *execclient.Client
 	j    *journal.Journal
 	opts Options
 }
 
-// New returns a gate replaying on ex the runs of j (j may be nil: nothing
-// is recorded, so nothing is replayed and every report says so).
-func New(ex *executor.Executor, j *journal.Journal, opts Options) (*Gate, error) {
+// New returns a gate that chooses the runs to replay from j and has the
+// executor actor ex replay them (Replay messages, through its client).
+// IMPORTANT: ex MUST be the client of an executor actor whose journal is j
+// (executor.ActorOptions.Journal): the runs are chosen here and replayed
+// there. ex may be bound after New (the composition root binds its clients
+// when the actor tree has started), but before the first Check. j may be
+// nil: nothing is recorded, so nothing is replayed and every report says
+// so.
+func New(ex *execclient.Client, j *journal.Journal, opts Options) (*Gate, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -364,7 +373,7 @@ func (g *Gate) CheckHash(ctx context.Context, path, oldHash string, newSrc []byt
 		return r
 	}
 	r.Runs = make([]RunReport, len(runs)+len(deps))
-	sem := make(chan struct{}, min(g.opts.Parallel, max(1, g.ex.Options().Workers)))
+	sem := make(chan struct{}, g.opts.Parallel)
 	var wg sync.WaitGroup
 	for i, m := range append(runs, deps...) {
 		wg.Add(1)
@@ -372,10 +381,10 @@ func (g *Gate) CheckHash(ctx context.Context, path, oldHash string, newSrc []byt
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			if i < len(runs) {
-				r.Runs[i] = g.replay(ctx, m, executor.ReplayOptions{Patched: newSrc})
+				r.Runs[i] = g.replay(ctx, m, execclient.ReplayOptions{Patched: newSrc})
 				return
 			}
-			r.Runs[i] = g.replay(ctx, m, executor.ReplayOptions{Sources: map[string][]byte{path: newSrc}})
+			r.Runs[i] = g.replay(ctx, m, execclient.ReplayOptions{Sources: map[string][]byte{path: newSrc}})
 			r.Runs[i].Tool = m.Tool
 		}()
 	}
@@ -545,20 +554,12 @@ func Dependents(all []journal.RunMeta, path, oldHash, newHash string, n int) []j
 
 // replay replays run m with opts (the new entry, or a module's new
 // source), offline, bounded by the gate timeout.
-func (g *Gate) replay(ctx context.Context, m journal.RunMeta, opts executor.ReplayOptions) RunReport {
+func (g *Gate) replay(ctx context.Context, m journal.RunMeta, opts execclient.ReplayOptions) RunReport {
 	rr := RunReport{Run: m.ID, Started: m.Started, Args: clip.N(string(m.Args), 200), Old: recorded(m)}
 	// The run's own timeout (recorded, else the executor's default),
-	// capped at the gate's.
-	var lim executor.Limits
-	base := g.ex.Options().Limits.Timeout
-	if rec, ok := executor.RecordedLimits(m); ok && rec.Timeout > 0 {
-		base = rec.Timeout
-	}
-	if base <= 0 || base > g.opts.Timeout {
-		lim.Timeout = g.opts.Timeout
-	}
-	opts.Limits = lim
-	rep, err := executor.ReplayWith(ctx, g.ex, g.j, m.ID, opts)
+	// capped at the gate's: the executor actor applies the cap.
+	opts.MaxTimeout = g.opts.Timeout
+	rep, err := g.ex.Replay(ctx, m.ID, opts)
 	if err != nil {
 		rr.Outcome, rr.Detail = OutcomeError, "the run could not be replayed: "+clip.N(err.Error(), 400)
 		return rr
@@ -585,15 +586,18 @@ func recorded(m journal.RunMeta) string {
 	if m.Status == journal.StatusOK {
 		return clip.N(string(m.Result), 400)
 	}
-	var e executor.Error
+	var e struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	}
 	if json.Unmarshal(m.Error, &e) == nil && e.Kind != "" {
-		return clip.N("failed: "+string(e.Kind)+": "+e.Message, 400)
+		return clip.N("failed: "+e.Kind+": "+e.Message, 400)
 	}
 	return clip.N("failed: "+string(m.Error), 400)
 }
 
 // replayed is a replay's outcome as text.
-func replayed(res executor.Result) string {
+func replayed(res execclient.Result) string {
 	if res.Success {
 		return clip.N(string(res.Result), 400)
 	}

@@ -63,12 +63,8 @@ var knownImports = map[string]string{
 	// The typed clients live in the actors' own packages: each moves to
 	// actors/X/client (beside actors/X/xpb), with the domain types its
 	// messages carry, and these go.
-	"actors/forge -> actors/executor":      "the forge holds executor.Client and its Result: move the client to actors/executor/client",
 	"actors/forge -> actors/git":           "the forge holds git.Client: move it to actors/git/client",
-	"actors/forge -> actors/registry":      "the forge holds registry.Client: move it to actors/registry/client",
-	"actors/git -> actors/registry":        "the git actor tells the registry of a write (registry.Client, registry.Tool): move them to actors/registry/client and the tool-metadata leaf",
 	"admin -> actors/kernel":               "the admin socket asks the kernel actor through kernel.Client: move it to actors/kernel/client",
-	"admin -> actors/executor":             "the admin socket's exec request carries executor.ReplayOptions: move the type to a leaf",
 	"internal/scaffold -> actors/git/repo": "agentos init lays out the tool root's repository with the git actor's repo package: the composition root should pass it in",
 
 	// The kernel tools' package and the agent processes.
@@ -78,11 +74,6 @@ var knownImports = map[string]string{
 	"mcpserver uses actors/registry.Registry": "the MCP server holds the registry object: ask the registry actor through its client",
 	"agent uses actors/kernel.Kernel":         "an agent's process is spawned on the node's process table (agent.Node.Kernel; it was hidden behind *kerneltools.Node before the kernel tool type became a leaf): spawn through the kernel actor's client",
 	"mcpserver uses actors/kernel.Kernel":     "the MCP server verifies tokens and spawns its sessions' processes on the process table (mcpserver.Node.Kernel; hidden behind *kerneltools.Node before): ask the kernel actor through its client",
-
-	// The registration gate replays on the executor object (issue 27).
-	"governance/gate -> actors/executor":              "the gate replays through the executor: send it ReplayRequest through its client",
-	"governance/gate uses actors/executor.Executor":   "the gate holds the executor object: send it ReplayRequest through its client",
-	"governance/gate uses actors/executor.ReplayWith": "the gate replays on the executor object: send it ReplayRequest through its client",
 }
 
 // violation is one break of the import rules.

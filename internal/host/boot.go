@@ -161,7 +161,9 @@ func (a *nodeAssembly) openGate(context.Context) (closeFunc, error) {
 	if !a.opts.Gate.Enabled() {
 		return nil, nil
 	}
-	g, err := gate.New(a.opts.Executor, a.opts.Journal, a.opts.Gate)
+	// The gate replays through the executor actor's client, bound when
+	// the tree starts (before any write reaches the gate).
+	g, err := newGate(a.n.Wiring().Executor, a.opts.Executor.Options().Workers, a.opts.Journal, a.opts.Gate)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", kernel.ErrInvalid, err)
 	}

@@ -54,7 +54,7 @@ func (rt *Runtime) CheckAgainstRuns(ctx context.Context, path string, newSrc []b
 	} else if !opts.Enabled() {
 		opts.Runs = 0 // asked for explicitly: the default count
 	}
-	g, err := gate.New(rt.ex, rt.j, opts)
+	g, err := newGate(rt.node.Wiring().Executor, rt.ex.Options().Workers, rt.j, opts)
 	if err != nil {
 		return gate.Report{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
@@ -79,9 +80,9 @@ func ExampleReplayWith() {
 	fmt.Println("recorded:", string(res.Result))
 	// The data changes; the replay still sees what the run read.
 	_ = os.WriteFile(filepath.Join(root, "tools", "prices.json"), []byte(`["9"]`), 0o644)
-	rep, _ := executor.ReplayWith(ctx, ex, j, run, executor.ReplayOptions{})
+	rep, _ := executor.ReplayWith(ctx, ex, j, run, execclient.ReplayOptions{})
 	fmt.Println("replayed:", string(rep.Result.Result), "same:", rep.Same)
-	rep, _ = executor.ReplayWith(ctx, ex, j, run, executor.ReplayOptions{Patched: []byte(fixed)})
+	rep, _ = executor.ReplayWith(ctx, ex, j, run, execclient.ReplayOptions{Patched: []byte(fixed)})
 	fmt.Println("patched:", string(rep.Result.Result), "divergence:", rep.Divergence != nil)
 	// Output:
 	// recorded: "1.502.25"

@@ -1,6 +1,7 @@
 // Wire messages of the executor actor (actors/executor, Props). Send them
-// through executor.Client, which converts between these messages and the
-// executor's domain types (executor.Result, executor.Error, executor.Limits)
+// through client.Client (actors/executor/client), which converts between
+// these messages and the executor's domain types (client.Result,
+// executor.Error, executor.Limits)
 // and turns a cancelled context into a Cancel. Errors of the request itself
 // (a bad token, a journal failure) cross as a Failure, never as a Go error
 // value; the run's own failures (timeout, exception, ...) are Ran.error.
@@ -198,9 +199,9 @@ func (x *Caller) GetHome() string {
 }
 
 // Run asks the executor actor to run one tool. Sender: the node's
-// exec_tool (node/tools.go) and the forge actor's test runs, through
-// executor.Client, with RequestFuture. Reply: Ran, exactly once, whatever
-// happens to the run (also after a Cancel).
+// exec_tool (kerneltools/tools.go) and the forge actor's test runs,
+// through client.Client, with RequestFuture. Reply: Ran, exactly once,
+// whatever happens to the run (also after a Cancel).
 type Run struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// run_key names the run for Cancel; chosen by the caller, unique among
@@ -415,14 +416,17 @@ func (x *Error) GetCode() string {
 }
 
 // Failure is an error of the request itself, not of the tool. code is
-// stable and names a sentinel error: "journal" (executor.ErrJournal: the
-// run could not be recorded), "run_key_in_use" (executor.ErrRunKeyInUse),
-// "invalid_token" (capability.ErrInvalid), "revoked" (capability.ErrRevoked),
-// "expired" (capability.ErrExpired), "stale_tool" (executor.ErrStaleTool:
-// the entry file's content hash is not Run.hash), "no_authority" (executor.ErrNoAuthority:
-// the actor cannot verify tokens), "no_caller" (executor.ErrNoCaller: the
-// actor requires a caller and the Run had none), "internal" (none of them). message is the
-// full error text.
+// stable and names a sentinel error (client.FailureCodes): "journal"
+// (client.ErrJournal: the run could not be recorded), "run_key_in_use"
+// (client.ErrRunKeyInUse), "invalid_token" (capability.ErrInvalid),
+// "revoked" (capability.ErrRevoked), "expired" (capability.ErrExpired),
+// "stale_tool" (client.ErrStaleTool: the entry file's content hash is not
+// Run.hash), "no_authority" (client.ErrNoAuthority: the actor cannot verify
+// tokens), "no_caller" (client.ErrNoCaller: the actor requires a caller and
+// the Run had none), "not_cleared" (client.ErrNotCleared), "denied"
+// (capability.ErrDenied), "unauthenticated" (system.ErrUnauthenticated),
+// "no_journal" (client.ErrNoJournal: a Replay to an actor without a
+// journal), "internal" (none of them). message is the full error text.
 type Failure struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Code          string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
@@ -595,10 +599,10 @@ func (x *Ran) GetFailure() *Failure {
 	return nil
 }
 
-// Cancel asks the executor actor to cancel the run in flight named run_key:
-// the run ends with error kind "cancelled" and, when journaled, stays
-// resumable. Sender: executor.Client, when the caller's context ends, and
-// the node when a process ends (before its token is revoked), with
+// Cancel asks the executor actor to cancel the run (or replay) in flight
+// named run_key: the run ends with error kind "cancelled" and, when
+// journaled, stays resumable. Sender: client.Client, when the caller's
+// context ends, and the node when a process ends (before its token is revoked), with
 // RequestFuture to wait until the run's cancellation has taken effect, or
 // Send. Reply: Cancelled when the sender awaits one. A Cancel that arrives
 // before its Run (they crossed) is remembered: that Run is answered
@@ -702,6 +706,322 @@ func (x *Cancelled) GetFound() bool {
 	return false
 }
 
+// Replay asks the executor actor to replay the recorded run run_id offline
+// (executor.ReplayWith on the actor's journal): every driver call is
+// answered from the journal and no device is touched. Sender: the
+// registration gate (governance/gate), through client.Client.Replay, with
+// RequestFuture. Reply: Replayed, exactly once. IMPORTANT: local only: a
+// Replay from another node is refused (Failure "unauthenticated"), since a
+// replay reads the recorded arguments and I/O of any run in the journal.
+// An actor without a journal answers Failure "no_journal".
+type Replay struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	RunId string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// patched, when set (also empty), is a new version of the tool fed the
+	// recorded I/O instead of the recorded source.
+	Patched []byte `protobuf:"bytes,2,opt,name=patched,proto3,oneof" json:"patched,omitempty"`
+	// sources replace the recorded source of modules the run required, by
+	// root-relative path: the recorded I/O fed to a new version of a library.
+	Sources map[string][]byte `protobuf:"bytes,3,rep,name=sources,proto3" json:"sources,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// limits override the run's recorded limits field by field.
+	Limits *Limits `protobuf:"bytes,4,opt,name=limits,proto3" json:"limits,omitempty"`
+	// max_timeout_ns, when positive, caps the replay's timeout: a run whose
+	// timeout (its recorded one, else the executor's default) is longer, or
+	// unbounded, is replayed under max_timeout_ns instead.
+	MaxTimeoutNs int64 `protobuf:"varint,5,opt,name=max_timeout_ns,json=maxTimeoutNs,proto3" json:"max_timeout_ns,omitempty"`
+	// run_key names the replay for Cancel, as Run.run_key does: the client
+	// sends Cancel{run_key} when its context ends.
+	RunKey        string `protobuf:"bytes,6,opt,name=run_key,json=runKey,proto3" json:"run_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Replay) Reset() {
+	*x = Replay{}
+	mi := &file_actors_executor_executorpb_executor_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Replay) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Replay) ProtoMessage() {}
+
+func (x *Replay) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_executor_executorpb_executor_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Replay.ProtoReflect.Descriptor instead.
+func (*Replay) Descriptor() ([]byte, []int) {
+	return file_actors_executor_executorpb_executor_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Replay) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *Replay) GetPatched() []byte {
+	if x != nil {
+		return x.Patched
+	}
+	return nil
+}
+
+func (x *Replay) GetSources() map[string][]byte {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+func (x *Replay) GetLimits() *Limits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *Replay) GetMaxTimeoutNs() int64 {
+	if x != nil {
+		return x.MaxTimeoutNs
+	}
+	return 0
+}
+
+func (x *Replay) GetRunKey() string {
+	if x != nil {
+		return x.RunKey
+	}
+	return ""
+}
+
+// Divergence is the first point where a replayed run asked for other I/O
+// than it recorded (journal.DivergenceError).
+type Divergence struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// code is stable: AGENTOS-J001 (request differs), AGENTOS-J002 (beyond
+	// the end), AGENTOS-J003 (unconsumed calls), AGENTOS-J004 (sealed).
+	Code  string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	RunId string `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// seq is the call's sequence number in the run.
+	Seq uint64 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	// expected is the recorded call, actual the call the code made.
+	Expected      string `protobuf:"bytes,4,opt,name=expected,proto3" json:"expected,omitempty"`
+	Actual        string `protobuf:"bytes,5,opt,name=actual,proto3" json:"actual,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Divergence) Reset() {
+	*x = Divergence{}
+	mi := &file_actors_executor_executorpb_executor_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Divergence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Divergence) ProtoMessage() {}
+
+func (x *Divergence) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_executor_executorpb_executor_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Divergence.ProtoReflect.Descriptor instead.
+func (*Divergence) Descriptor() ([]byte, []int) {
+	return file_actors_executor_executorpb_executor_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Divergence) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *Divergence) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *Divergence) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Divergence) GetExpected() string {
+	if x != nil {
+		return x.Expected
+	}
+	return ""
+}
+
+func (x *Divergence) GetActual() string {
+	if x != nil {
+		return x.Actual
+	}
+	return ""
+}
+
+// Replayed is the reply to Replay: what the replay gave compared with the
+// recording (executor.ReplayReport, without the recorded run). Sender: the
+// executor actor (from the replay's own goroutine).
+type Replayed struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// result is the replay's result (its run_id and failure are empty).
+	Result *Ran `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	// patched says the replay ran another source than the recorded one.
+	Patched bool `protobuf:"varint,2,opt,name=patched,proto3" json:"patched,omitempty"`
+	// same says the replay's result (or error) equals the recorded one.
+	Same bool `protobuf:"varint,3,opt,name=same,proto3" json:"same,omitempty"`
+	// divergence is set when the code asked for other I/O than recorded.
+	Divergence *Divergence `protobuf:"bytes,4,opt,name=divergence,proto3" json:"divergence,omitempty"`
+	// limits are the limits the replay ran under; limits_note says when
+	// they are not simply the recorded ones.
+	Limits     *Limits `protobuf:"bytes,5,opt,name=limits,proto3" json:"limits,omitempty"`
+	LimitsNote string  `protobuf:"bytes,6,opt,name=limits_note,json=limitsNote,proto3" json:"limits_note,omitempty"`
+	// limit_hit is set when the replay stopped at one of its limits (not a
+	// divergence).
+	LimitHit string `protobuf:"bytes,7,opt,name=limit_hit,json=limitHit,proto3" json:"limit_hit,omitempty"`
+	// from_tree are the modules read from the tool tree rather than the
+	// recording; modules_note says so in words.
+	FromTree    []string `protobuf:"bytes,8,rep,name=from_tree,json=fromTree,proto3" json:"from_tree,omitempty"`
+	ModulesNote string   `protobuf:"bytes,9,opt,name=modules_note,json=modulesNote,proto3" json:"modules_note,omitempty"`
+	// failure is set when the run could not be replayed at all (not found,
+	// not a tool run, its source missing, no journal, a remote sender); the
+	// other fields are then empty.
+	Failure       *Failure `protobuf:"bytes,10,opt,name=failure,proto3" json:"failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Replayed) Reset() {
+	*x = Replayed{}
+	mi := &file_actors_executor_executorpb_executor_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Replayed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Replayed) ProtoMessage() {}
+
+func (x *Replayed) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_executor_executorpb_executor_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Replayed.ProtoReflect.Descriptor instead.
+func (*Replayed) Descriptor() ([]byte, []int) {
+	return file_actors_executor_executorpb_executor_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Replayed) GetResult() *Ran {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *Replayed) GetPatched() bool {
+	if x != nil {
+		return x.Patched
+	}
+	return false
+}
+
+func (x *Replayed) GetSame() bool {
+	if x != nil {
+		return x.Same
+	}
+	return false
+}
+
+func (x *Replayed) GetDivergence() *Divergence {
+	if x != nil {
+		return x.Divergence
+	}
+	return nil
+}
+
+func (x *Replayed) GetLimits() *Limits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *Replayed) GetLimitsNote() string {
+	if x != nil {
+		return x.LimitsNote
+	}
+	return ""
+}
+
+func (x *Replayed) GetLimitHit() string {
+	if x != nil {
+		return x.LimitHit
+	}
+	return ""
+}
+
+func (x *Replayed) GetFromTree() []string {
+	if x != nil {
+		return x.FromTree
+	}
+	return nil
+}
+
+func (x *Replayed) GetModulesNote() string {
+	if x != nil {
+		return x.ModulesNote
+	}
+	return ""
+}
+
+func (x *Replayed) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
 var File_actors_executor_executorpb_executor_proto protoreflect.FileDescriptor
 
 const file_actors_executor_executorpb_executor_proto_rawDesc = "" +
@@ -752,7 +1072,41 @@ const file_actors_executor_executorpb_executor_proto_rawDesc = "" +
 	"\arun_key\x18\x01 \x01(\tR\x06runKey\":\n" +
 	"\tCancelled\x12\x17\n" +
 	"\arun_key\x18\x01 \x01(\tR\x06runKey\x12\x14\n" +
-	"\x05found\x18\x02 \x01(\bR\x05foundBFZDgithub.com/agentos-run/agentos/actors/executor/executorpb;executorpbb\x06proto3"
+	"\x05found\x18\x02 \x01(\bR\x05found\"\xbe\x02\n" +
+	"\x06Replay\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
+	"\apatched\x18\x02 \x01(\fH\x00R\apatched\x88\x01\x01\x12B\n" +
+	"\asources\x18\x03 \x03(\v2(.agentos.executor.v1.Replay.SourcesEntryR\asources\x123\n" +
+	"\x06limits\x18\x04 \x01(\v2\x1b.agentos.executor.v1.LimitsR\x06limits\x12$\n" +
+	"\x0emax_timeout_ns\x18\x05 \x01(\x03R\fmaxTimeoutNs\x12\x17\n" +
+	"\arun_key\x18\x06 \x01(\tR\x06runKey\x1a:\n" +
+	"\fSourcesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01B\n" +
+	"\n" +
+	"\b_patched\"}\n" +
+	"\n" +
+	"Divergence\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x1a\n" +
+	"\bexpected\x18\x04 \x01(\tR\bexpected\x12\x16\n" +
+	"\x06actual\x18\x05 \x01(\tR\x06actual\"\x96\x03\n" +
+	"\bReplayed\x120\n" +
+	"\x06result\x18\x01 \x01(\v2\x18.agentos.executor.v1.RanR\x06result\x12\x18\n" +
+	"\apatched\x18\x02 \x01(\bR\apatched\x12\x12\n" +
+	"\x04same\x18\x03 \x01(\bR\x04same\x12?\n" +
+	"\n" +
+	"divergence\x18\x04 \x01(\v2\x1f.agentos.executor.v1.DivergenceR\n" +
+	"divergence\x123\n" +
+	"\x06limits\x18\x05 \x01(\v2\x1b.agentos.executor.v1.LimitsR\x06limits\x12\x1f\n" +
+	"\vlimits_note\x18\x06 \x01(\tR\n" +
+	"limitsNote\x12\x1b\n" +
+	"\tlimit_hit\x18\a \x01(\tR\blimitHit\x12\x1b\n" +
+	"\tfrom_tree\x18\b \x03(\tR\bfromTree\x12!\n" +
+	"\fmodules_note\x18\t \x01(\tR\vmodulesNote\x126\n" +
+	"\afailure\x18\n" +
+	" \x01(\v2\x1c.agentos.executor.v1.FailureR\afailureBFZDgithub.com/agentos-run/agentos/actors/executor/executorpb;executorpbb\x06proto3"
 
 var (
 	file_actors_executor_executorpb_executor_proto_rawDescOnce sync.Once
@@ -766,27 +1120,37 @@ func file_actors_executor_executorpb_executor_proto_rawDescGZIP() []byte {
 	return file_actors_executor_executorpb_executor_proto_rawDescData
 }
 
-var file_actors_executor_executorpb_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_actors_executor_executorpb_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_actors_executor_executorpb_executor_proto_goTypes = []any{
-	(*Limits)(nil),    // 0: agentos.executor.v1.Limits
-	(*Caller)(nil),    // 1: agentos.executor.v1.Caller
-	(*Run)(nil),       // 2: agentos.executor.v1.Run
-	(*Error)(nil),     // 3: agentos.executor.v1.Error
-	(*Failure)(nil),   // 4: agentos.executor.v1.Failure
-	(*Ran)(nil),       // 5: agentos.executor.v1.Ran
-	(*Cancel)(nil),    // 6: agentos.executor.v1.Cancel
-	(*Cancelled)(nil), // 7: agentos.executor.v1.Cancelled
+	(*Limits)(nil),     // 0: agentos.executor.v1.Limits
+	(*Caller)(nil),     // 1: agentos.executor.v1.Caller
+	(*Run)(nil),        // 2: agentos.executor.v1.Run
+	(*Error)(nil),      // 3: agentos.executor.v1.Error
+	(*Failure)(nil),    // 4: agentos.executor.v1.Failure
+	(*Ran)(nil),        // 5: agentos.executor.v1.Ran
+	(*Cancel)(nil),     // 6: agentos.executor.v1.Cancel
+	(*Cancelled)(nil),  // 7: agentos.executor.v1.Cancelled
+	(*Replay)(nil),     // 8: agentos.executor.v1.Replay
+	(*Divergence)(nil), // 9: agentos.executor.v1.Divergence
+	(*Replayed)(nil),   // 10: agentos.executor.v1.Replayed
+	nil,                // 11: agentos.executor.v1.Replay.SourcesEntry
 }
 var file_actors_executor_executorpb_executor_proto_depIdxs = []int32{
-	0, // 0: agentos.executor.v1.Run.limits:type_name -> agentos.executor.v1.Limits
-	1, // 1: agentos.executor.v1.Run.caller:type_name -> agentos.executor.v1.Caller
-	3, // 2: agentos.executor.v1.Ran.error:type_name -> agentos.executor.v1.Error
-	4, // 3: agentos.executor.v1.Ran.failure:type_name -> agentos.executor.v1.Failure
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	0,  // 0: agentos.executor.v1.Run.limits:type_name -> agentos.executor.v1.Limits
+	1,  // 1: agentos.executor.v1.Run.caller:type_name -> agentos.executor.v1.Caller
+	3,  // 2: agentos.executor.v1.Ran.error:type_name -> agentos.executor.v1.Error
+	4,  // 3: agentos.executor.v1.Ran.failure:type_name -> agentos.executor.v1.Failure
+	11, // 4: agentos.executor.v1.Replay.sources:type_name -> agentos.executor.v1.Replay.SourcesEntry
+	0,  // 5: agentos.executor.v1.Replay.limits:type_name -> agentos.executor.v1.Limits
+	5,  // 6: agentos.executor.v1.Replayed.result:type_name -> agentos.executor.v1.Ran
+	9,  // 7: agentos.executor.v1.Replayed.divergence:type_name -> agentos.executor.v1.Divergence
+	0,  // 8: agentos.executor.v1.Replayed.limits:type_name -> agentos.executor.v1.Limits
+	4,  // 9: agentos.executor.v1.Replayed.failure:type_name -> agentos.executor.v1.Failure
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_actors_executor_executorpb_executor_proto_init() }
@@ -794,13 +1158,14 @@ func file_actors_executor_executorpb_executor_proto_init() {
 	if File_actors_executor_executorpb_executor_proto != nil {
 		return
 	}
+	file_actors_executor_executorpb_executor_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_executor_executorpb_executor_proto_rawDesc), len(file_actors_executor_executorpb_executor_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

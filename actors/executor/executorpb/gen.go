@@ -1,6 +1,6 @@
 // Package executorpb holds the wire messages of the executor actor
 // (executor.proto) and their generated Go (executor.pb.go). Callers do not
-// use it directly: executor.Client converts between these messages and the
+// use it directly: client.Client (actors/executor/client) converts between these messages and the
 // executor's domain types.
 package executorpb
 

@@ -1,6 +1,6 @@
 // Package registrypb holds the wire messages of the registry actor
 // (registry.proto) and their generated Go (registry.pb.go). Callers do not
-// use it directly: registry.Client converts between these messages and the
+// use it directly: regclient.Client converts between these messages and the
 // registry's domain types.
 package registrypb
 

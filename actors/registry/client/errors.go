@@ -1,8 +1,10 @@
-package registry
+package client
 
 import "errors"
 
-// Errors of the registry. They are wrapped with the path or file concerned
+// Errors of the registry (the registry object's, in package registry, and
+// its actor's, which carry them across the wire as Failure codes:
+// FailureCodes). They are wrapped with the path or file concerned
 // and what to do; test with errors.Is.
 var (
 	// ErrNotTool: Register was given a path that is not a tool: outside the

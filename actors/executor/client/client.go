@@ -1,4 +1,4 @@
-package executor
+package client
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/agentos-run/agentos/actors/system"
 
 	pb "github.com/agentos-run/agentos/actors/executor/executorpb"
+	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/capability"
 )
 
@@ -47,10 +48,11 @@ type RunRequest struct {
 	// Key names the run for cancellation ("": Run picks one with
 	// NewRunKey). IMPORTANT: unique among the runs in flight.
 	Key string
-	// Path, Args and Limits are Request's.
+	// Path, Args and Limits are executor.Request's: the tool, its JSON
+	// arguments, and limits over the executor's defaults (executor.Limits).
 	Path   string
 	Args   json.RawMessage
-	Limits Limits
+	Limits sandbox.Limits
 	// Record journals the run (when the actor has a journal).
 	Record bool
 	// Hash, when set, is the content hash the entry file MUST have where
@@ -82,8 +84,8 @@ type Client struct {
 	Root actor.SenderContext
 }
 
-// NewClient returns the client of the executor actor pid, sending from root.
-func NewClient(root actor.SenderContext, pid *actor.PID) *Client {
+// New returns the client of the executor actor pid, sending from root.
+func New(root actor.SenderContext, pid *actor.PID) *Client {
 	return &Client{PID: pid, Root: root}
 }
 
@@ -112,7 +114,7 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (Result, string, error
 		wait = DefaultRunWait
 	}
 	if err := ctx.Err(); err != nil {
-		return Result{Logs: []string{}, Result: json.RawMessage("null"), Error: &Error{Kind: ErrCancelled.Kind, Message: fmt.Sprintf("the run was cancelled before it started (%v)", context.Cause(ctx))}}, "", nil
+		return Result{Logs: []string{}, Result: json.RawMessage("null"), Error: &sandbox.Error{Kind: sandbox.KindCancelled, Message: fmt.Sprintf("the run was cancelled before it started (%v)", context.Cause(ctx))}}, "", nil
 	}
 	msg := &pb.Run{RunKey: req.Key, Path: req.Path, Args: req.Args, Limits: limitsToPB(req.Limits), Record: req.Record, Caller: callerToPB(req.Caller), Hash: req.Hash, GateModules: req.GateModules, Judged: req.Judged}
 	f := system.RequestFuture(ctx, c.Root, c.PID, system.Outgoing(c.Root, c.PID, msg), wait) // the run continues ctx's trace
@@ -160,4 +162,46 @@ func (c *Client) Cancel(key string) (found bool, err error) {
 		return false, fmt.Errorf("%w: %T to Cancel", ErrProtocol, res)
 	}
 	return r.GetFound(), nil
+}
+
+// DefaultReplayWait bounds the wait for a Replay's reply when ctx has no
+// deadline (the replay's own timeout normally ends it long before).
+const DefaultReplayWait = 2 * time.Minute
+
+// Replay replays the recorded run id offline on the executor actor, with
+// opts (a patched source, new module sources, limits, a timeout cap), and
+// returns what it gave compared with the recording. IMPORTANT: the replay
+// touches no device: every driver call is answered from the journal of the
+// actor (executor.ActorOptions.Journal), and a call the recording does not
+// have stops it as a divergence (Replayed.Divergence).
+//
+// Cancelling ctx sends Cancel: the replay ends with Kind "cancelled".
+// err is a failure of the request: the run cannot be replayed (not found,
+// not a tool run, its source missing: the error says which), ErrNoJournal,
+// ErrUnavailable (no reply by ctx's deadline, else DefaultReplayWait), or
+// system.ErrUnauthenticated (the actor is on another node: replays are
+// local only).
+func (c *Client) Replay(ctx context.Context, id string, opts ReplayOptions) (Replayed, error) {
+	wait := DefaultReplayWait
+	if d, ok := ctx.Deadline(); ok {
+		wait = max(time.Until(d), time.Millisecond)
+	}
+	msg := replayToPB(id, opts)
+	msg.RunKey = NewRunKey()
+	f := system.RequestFuture(ctx, c.Root, c.PID, system.Outgoing(c.Root, c.PID, msg), wait)
+	// Cancelling ctx cancels the replay: its reply (kind "cancelled") follows.
+	stop := system.AfterCancel(ctx, func() { c.Root.Send(c.PID, system.Outgoing(c.Root, c.PID, &pb.Cancel{RunKey: msg.RunKey})) })
+	defer stop()
+	reply, err := f.Result()
+	if err != nil {
+		return Replayed{}, fmt.Errorf("%w: no reply to the Replay of run %s from %s within %s (%v); the actor may be restarting, try again", ErrUnavailable, id, c.PID.GetId(), wait, err)
+	}
+	r, ok := reply.(*pb.Replayed)
+	if !ok {
+		return Replayed{}, fmt.Errorf("%w: %T to Replay", ErrProtocol, reply)
+	}
+	if err := errorOf(r.GetFailure()); err != nil {
+		return Replayed{}, err
+	}
+	return replayedOf(r), nil
 }

@@ -1,4 +1,4 @@
-package registry
+package client
 
 import (
 	"context"
@@ -11,10 +11,16 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentos-run/agentos/actors/registry/registrypb"
+	"github.com/agentos-run/agentos/internal/toolmeta"
 )
 
 // DefaultTimeout bounds a Client request when Client.Timeout is zero.
 const DefaultTimeout = time.Minute
+
+// DefaultThreshold is the score from which a search hit is close enough to
+// reuse instead of writing a new tool (the forge's, and the registry's
+// Options.Threshold when zero).
+const DefaultThreshold = 0.85
 
 // Client is the typed client of a registry actor: callers use it, never the
 // raw messages (registrypb). It converts domain types to wire messages and
@@ -35,8 +41,8 @@ type Client struct {
 	Timeout time.Duration
 }
 
-// NewClient returns the client of the registry actor pid, sending from root.
-func NewClient(root actor.SenderContext, pid *actor.PID) *Client {
+// New returns the client of the registry actor pid, sending from root.
+func New(root actor.SenderContext, pid *actor.PID) *Client {
 	return &Client{PID: pid, Root: root}
 }
 
@@ -44,17 +50,17 @@ func NewClient(root actor.SenderContext, pid *actor.PID) *Client {
 // the entry after the call; errors wrap ErrNotTool (not a tool path: a data
 // file), a vfs path error, ErrClosed, ErrPersist (the tool IS registered,
 // not yet on disk; Tool is set) or ErrUnavailable.
-func (c *Client) Register(ctx context.Context, path string, src []byte) (Tool, error) {
+func (c *Client) Register(ctx context.Context, path string, src []byte) (toolmeta.Tool, error) {
 	res, err := request[*pb.Registered](ctx, c, &pb.Register{Path: path, Source: src})
 	if err != nil {
-		return Tool{}, err
+		return toolmeta.Tool{}, err
 	}
 	return toolFromPB(res.GetTool()), errorOf(res.GetFailure())
 }
 
 // Search returns the tools best matching query, best first, never nil;
-// limit <= 0 means DefaultLimit. The only error is ErrUnavailable.
-func (c *Client) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
+// limit <= 0 means toolmeta.DefaultLimit. The only error is ErrUnavailable.
+func (c *Client) Search(ctx context.Context, query string, limit int) ([]toolmeta.Hit, error) {
 	res, err := request[*pb.SearchResult](ctx, c, &pb.Search{Query: query, Limit: int32(min(max(limit, 0), math.MaxInt32))})
 	if err != nil {
 		return nil, err
@@ -67,16 +73,16 @@ func (c *Client) Search(ctx context.Context, query string, limit int) ([]Hit, er
 
 // Get returns the tool registered at path, and whether there is one. The
 // only error is ErrUnavailable.
-func (c *Client) Get(ctx context.Context, path string) (Tool, bool, error) {
+func (c *Client) Get(ctx context.Context, path string) (toolmeta.Tool, bool, error) {
 	res, err := request[*pb.Got](ctx, c, &pb.Get{Path: path})
 	if err != nil {
-		return Tool{}, false, err
+		return toolmeta.Tool{}, false, err
 	}
 	if err := errorOf(res.GetFailure()); err != nil {
-		return Tool{}, false, err
+		return toolmeta.Tool{}, false, err
 	}
 	if res.GetTool() == nil {
-		return Tool{}, false, nil
+		return toolmeta.Tool{}, false, nil
 	}
 	return toolFromPB(res.GetTool()), true, nil
 }
