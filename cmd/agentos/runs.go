@@ -275,6 +275,12 @@ func printToolRuns(j runSource, tool string, asJSON bool, stdout io.Writer) erro
 		fmt.Fprintf(stdout, "no runs of %s recorded (paths are relative to the tool root, e.g. tools/x.ts)\n", tool)
 		return nil
 	}
+	return printToolRunTables(stdout, tool, rows, versions)
+}
+
+// printToolRunTables prints the runs of tool, then the versions of it the
+// journal keeps.
+func printToolRunTables(stdout io.Writer, tool string, rows []runsRow, versions []journal.Version) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tVERSION\tSTATUS\tDURATION\tCALLS\tMODULES")
 	for _, r := range rows {

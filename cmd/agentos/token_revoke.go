@@ -55,6 +55,14 @@ func runTokenRevoke(ctx context.Context, args []string, stdout io.Writer) error 
 	if *asJSON {
 		return fprintJSON(stdout, rep)
 	}
+	printRevoked(stdout, rep, absRoot)
+	return nil
+}
+
+// printRevoked says what was revoked and from when it is refused: at once
+// by a serving node (and kept across restarts when durable), else from the
+// next start of a node on the root.
+func printRevoked(stdout io.Writer, rep host.RevokeReport, absRoot string) {
 	what := "token " + rep.ID + ", and every token derived from it"
 	if rep.Holder != "" {
 		what = "every token issued to " + rep.Holder + " until " + rep.At.Format(time.RFC3339) + ", and every token derived from them"
@@ -68,7 +76,6 @@ func runTokenRevoke(ctx context.Context, args []string, stdout io.Writer) error 
 	default:
 		fmt.Fprintf(stdout, "  no node serves %s: kept in %s, refused from the next start of a node here (which publishes it to its cluster)\n", absRoot, host.RevocationsFile)
 	}
-	return nil
 }
 
 // tokenList is 'agentos token list --json'.
