@@ -511,82 +511,109 @@ func (s *boltStore) liveBytes() int64 {
 // transaction.
 func (s *boltStore) prune(decide func(*pruneScan) pruneDrop) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		runsB, entriesB, blobsB, sourcesB, flatB := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs), tx.Bucket(bucketSources), tx.Bucket(bucketChunks)
-		scan := &pruneScan{blobSize: map[string]int64{}, sourceSize: map[string]int64{}}
-		err := runsB.ForEach(func(k, v []byte) error {
-			r := &runSize{own: int64(len(k) + len(v))}
-			if err := json.Unmarshal(v, &r.meta); err != nil {
-				return err
-			}
-			if b := entriesB.Bucket(k); b != nil {
-				seen := map[string]bool{}
-				if err := b.ForEach(func(ek, ev []byte) error {
-					r.own += int64(len(ek) + len(ev))
-					r.addRefs(seen, ev)
-					return nil
-				}); err != nil {
-					return err
-				}
-			}
-			scan.runs = append(scan.runs, r)
-			return nil
-		})
+		scan, err := scanBolt(tx)
 		if err != nil {
 			return err
 		}
-		if err := blobsB.ForEachBucket(func(k []byte) error {
-			scan.blobSize[string(k)] = int64(len(k) + len(getBlob(tx, string(k))))
-			return nil
-		}); err != nil {
+		return deleteBolt(tx, scan, decide(scan))
+	})
+}
+
+// scanBolt sizes every run (its metadata and entries, with the payloads
+// they refer to), payload and source of the file.
+func scanBolt(tx *bolt.Tx) (*pruneScan, error) {
+	entriesB := tx.Bucket(bucketEntries)
+	scan := &pruneScan{blobSize: map[string]int64{}, sourceSize: map[string]int64{}}
+	err := tx.Bucket(bucketRuns).ForEach(func(k, v []byte) error {
+		r, err := sizeBoltRun(entriesB, k, v)
+		if err != nil {
 			return err
 		}
-		if err := flatB.ForEach(func(k, v []byte) error {
-			scan.blobSize[string(k)] = int64(len(k) + len(v))
-			return nil
-		}); err != nil {
-			return err
-		}
-		if err := sourcesB.ForEach(func(k, v []byte) error {
-			scan.sourceSize[string(k)] = int64(len(k) + len(v))
-			return nil
-		}); err != nil {
-			return err
-		}
-		drop := decide(scan)
-		started := make(map[string]time.Time, len(scan.runs))
-		for _, r := range scan.runs {
-			started[r.meta.ID] = r.meta.Started
-		}
-		idx := tx.Bucket(bucketStarted)
-		for _, id := range drop.runs {
-			if err := runsB.Delete([]byte(id)); err != nil {
-				return err
-			}
-			if err := idx.Delete(startedKey(started[id], id)); err != nil {
-				return err
-			}
-			if err := entriesB.DeleteBucket([]byte(id)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
-				return err
-			}
-		}
-		for _, h := range drop.blobs {
-			if flatB.Get([]byte(h)) != nil {
-				if err := flatB.Delete([]byte(h)); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := blobsB.DeleteBucket([]byte(h)); err != nil {
-				return err
-			}
-		}
-		for _, h := range drop.sources {
-			if err := sourcesB.Delete([]byte(h)); err != nil {
-				return err
-			}
-		}
+		scan.runs = append(scan.runs, r)
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Bucket(bucketBlobs).ForEachBucket(func(k []byte) error {
+		scan.blobSize[string(k)] = int64(len(k) + len(getBlob(tx, string(k))))
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := tx.Bucket(bucketChunks).ForEach(func(k, v []byte) error {
+		scan.blobSize[string(k)] = int64(len(k) + len(v))
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	err = tx.Bucket(bucketSources).ForEach(func(k, v []byte) error {
+		scan.sourceSize[string(k)] = int64(len(k) + len(v))
+		return nil
+	})
+	return scan, err
+}
+
+// sizeBoltRun sizes run id (its metadata meta, then its entries in
+// entriesB) and collects the payloads its entries refer to.
+func sizeBoltRun(entriesB *bolt.Bucket, id, meta []byte) (*runSize, error) {
+	r := &runSize{own: int64(len(id) + len(meta))}
+	if err := json.Unmarshal(meta, &r.meta); err != nil {
+		return nil, err
+	}
+	b := entriesB.Bucket(id)
+	if b == nil {
+		return r, nil
+	}
+	seen := map[string]bool{}
+	err := b.ForEach(func(ek, ev []byte) error {
+		r.own += int64(len(ek) + len(ev))
+		r.addRefs(seen, ev)
+		return nil
+	})
+	return r, err
+}
+
+// deleteBolt deletes the runs (with their entries and start index key),
+// payloads and sources of drop.
+func deleteBolt(tx *bolt.Tx, scan *pruneScan, drop pruneDrop) error {
+	runsB, entriesB, blobsB, sourcesB, flatB := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs), tx.Bucket(bucketSources), tx.Bucket(bucketChunks)
+	started := make(map[string]time.Time, len(scan.runs))
+	for _, r := range scan.runs {
+		started[r.meta.ID] = r.meta.Started
+	}
+	idx := tx.Bucket(bucketStarted)
+	for _, id := range drop.runs {
+		if err := runsB.Delete([]byte(id)); err != nil {
+			return err
+		}
+		if err := idx.Delete(startedKey(started[id], id)); err != nil {
+			return err
+		}
+		if err := entriesB.DeleteBucket([]byte(id)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+			return err
+		}
+	}
+	for _, h := range drop.blobs {
+		if err := deleteBoltBlob(blobsB, flatB, h); err != nil {
+			return err
+		}
+	}
+	for _, h := range drop.sources {
+		if err := sourcesB.Delete([]byte(h)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteBoltBlob deletes payload h: one value in the flat chunks bucket,
+// or a bucket of its own.
+func deleteBoltBlob(blobsB, flatB *bolt.Bucket, h string) error {
+	if flatB.Get([]byte(h)) != nil {
+		return flatB.Delete([]byte(h))
+	}
+	return blobsB.DeleteBucket([]byte(h))
 }
 
 // compactHook, when set (tests), runs when Compact has written the

@@ -740,109 +740,109 @@ func (s *pgStore) pruneOnce(decide func(*pruneScan) pruneDrop) error {
 		if _, err := tx.Exec(ctx, "LOCK TABLE "+pgTables+" IN EXCLUSIVE MODE"); err != nil {
 			return err
 		}
-		scan := &pruneScan{blobSize: map[string]int64{}, sourceSize: map[string]int64{}}
-		byID := map[string]*runSize{}
-		rows, err := tx.Query(ctx, "SELECT id, meta FROM agentos_journal_runs")
+		scan, err := scanPg(ctx, tx)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var id string
-			var raw []byte
-			if err := rows.Scan(&id, &raw); err != nil {
-				rows.Close()
-				return err
-			}
-			r := &runSize{own: int64(len(id) + len(raw))}
-			if err := json.Unmarshal(raw, &r.meta); err != nil {
-				rows.Close()
-				return err
-			}
-			byID[id] = r
-			scan.runs = append(scan.runs, r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		return deletePg(ctx, tx, decide(scan))
+	})
+}
+
+// eachRow runs the query sql in tx and calls fn after scanning each row
+// into scans; the rows are closed when it returns (pgx.ForEachRow).
+func eachRow(ctx context.Context, tx pgx.Tx, sql string, scans []any, fn func() error) error {
+	rows, err := tx.Query(ctx, sql)
+	if err != nil {
+		return err
+	}
+	_, err = pgx.ForEachRow(rows, scans, fn)
+	return err
+}
+
+// scanPg sizes every run (its metadata and entries, with the payloads
+// they refer to), payload and source, as scanBolt does.
+func scanPg(ctx context.Context, tx pgx.Tx) (*pruneScan, error) {
+	scan := &pruneScan{blobSize: map[string]int64{}, sourceSize: map[string]int64{}}
+	byID := map[string]*runSize{}
+	var id string
+	var raw []byte
+	err := eachRow(ctx, tx, "SELECT id, meta FROM agentos_journal_runs", []any{&id, &raw}, func() error {
+		r := &runSize{own: int64(len(id) + len(raw))}
+		if err := json.Unmarshal(raw, &r.meta); err != nil {
 			return err
 		}
-		// Entry sizes as bbolt counts them (an 8-byte key and the value),
-		// and the payloads referred to, read only from the entries that
-		// hold a reference.
-		rows, err = tx.Query(ctx, `SELECT run, seq, length(entry),
-			CASE WHEN position('_blob":"'::bytea IN entry) > 0 OR position('_chunks":{'::bytea IN entry) > 0 THEN entry END
-			FROM agentos_journal_entries ORDER BY run, seq`)
-		if err != nil {
-			return err
+		byID[id] = r
+		scan.runs = append(scan.runs, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := sizePgEntries(ctx, tx, byID); err != nil {
+		return nil, err
+	}
+	for _, q := range []struct {
+		sql  string
+		into map[string]int64
+	}{
+		{"SELECT hash, length(hash) + length(data) FROM agentos_journal_blobs", scan.blobSize},
+		{"SELECT hash, length(hash) + length(source) FROM agentos_journal_sources", scan.sourceSize},
+	} {
+		var h string
+		var n int64
+		if err := eachRow(ctx, tx, q.sql, []any{&h, &n}, func() error { q.into[h] = n; return nil }); err != nil {
+			return nil, err
 		}
-		seen := map[string]map[string]bool{}
-		for rows.Next() {
-			var run string
-			var seq, size int64
-			var v []byte
-			if err := rows.Scan(&run, &seq, &size, &v); err != nil {
-				rows.Close()
-				return err
-			}
-			r := byID[run]
-			if r == nil {
-				continue
-			}
-			r.own += 8 + size
-			if v != nil {
-				if seen[run] == nil {
-					seen[run] = map[string]bool{}
-				}
-				r.addRefs(seen[run], v)
-			}
+	}
+	return scan, nil
+}
+
+// sizePgEntries adds to each run of byID its entries' sizes as bbolt
+// counts them (an 8-byte key and the value), and the payloads they refer
+// to, read only from the entries that hold a reference.
+func sizePgEntries(ctx context.Context, tx pgx.Tx, byID map[string]*runSize) error {
+	seen := map[string]map[string]bool{}
+	var run string
+	var seq, size int64
+	var v []byte
+	return eachRow(ctx, tx, `SELECT run, seq, length(entry),
+		CASE WHEN position('_blob":"'::bytea IN entry) > 0 OR position('_chunks":{'::bytea IN entry) > 0 THEN entry END
+		FROM agentos_journal_entries ORDER BY run, seq`, []any{&run, &seq, &size, &v}, func() error {
+		r := byID[run]
+		if r == nil {
+			return nil
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, q := range []struct {
-			sql  string
-			into map[string]int64
-		}{
-			{"SELECT hash, length(hash) + length(data) FROM agentos_journal_blobs", scan.blobSize},
-			{"SELECT hash, length(hash) + length(source) FROM agentos_journal_sources", scan.sourceSize},
-		} {
-			rows, err := tx.Query(ctx, q.sql)
-			if err != nil {
-				return err
+		r.own += 8 + size
+		if v != nil {
+			if seen[run] == nil {
+				seen[run] = map[string]bool{}
 			}
-			for rows.Next() {
-				var h string
-				var n int64
-				if err := rows.Scan(&h, &n); err != nil {
-					rows.Close()
-					return err
-				}
-				q.into[h] = n
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-		}
-		drop := decide(scan)
-		for _, d := range []struct {
-			sql string
-			ids []string
-		}{
-			{"DELETE FROM agentos_journal_entries WHERE run = ANY($1)", drop.runs},
-			{"DELETE FROM agentos_journal_runs WHERE id = ANY($1)", drop.runs},
-			{"DELETE FROM agentos_journal_blobs WHERE hash = ANY($1)", drop.blobs},
-			{"DELETE FROM agentos_journal_sources WHERE hash = ANY($1)", drop.sources},
-		} {
-			if len(d.ids) == 0 {
-				continue
-			}
-			if _, err := tx.Exec(ctx, d.sql, d.ids); err != nil {
-				return err
-			}
+			r.addRefs(seen[run], v)
 		}
 		return nil
 	})
+}
+
+// deletePg deletes the runs (with their entries), payloads and sources of
+// drop.
+func deletePg(ctx context.Context, tx pgx.Tx, drop pruneDrop) error {
+	for _, d := range []struct {
+		sql string
+		ids []string
+	}{
+		{"DELETE FROM agentos_journal_entries WHERE run = ANY($1)", drop.runs},
+		{"DELETE FROM agentos_journal_runs WHERE id = ANY($1)", drop.runs},
+		{"DELETE FROM agentos_journal_blobs WHERE hash = ANY($1)", drop.blobs},
+		{"DELETE FROM agentos_journal_sources WHERE hash = ANY($1)", drop.sources},
+	} {
+		if len(d.ids) == 0 {
+			continue
+		}
+		if _, err := tx.Exec(ctx, d.sql, d.ids); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // check reads everything: every run's metadata and every entry decode, and
@@ -851,68 +851,9 @@ func (s *pgStore) check(name string) error {
 	ctx := context.Background()
 	var problems []string
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		problems = nil
-		rows, err := tx.Query(ctx, "SELECT id, meta FROM agentos_journal_runs")
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id string
-			var raw []byte
-			if err := rows.Scan(&id, &raw); err != nil {
-				rows.Close()
-				return err
-			}
-			var m RunMeta
-			if err := json.Unmarshal(raw, &m); err != nil || m.ID != id {
-				problems = append(problems, fmt.Sprintf("run %s: its metadata does not decode (%v) or names another id (%q)", id, err, m.ID))
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows, err = tx.Query(ctx, "SELECT run, seq, entry FROM agentos_journal_entries")
-		if err != nil {
-			return err
-		}
-		need := map[string]string{} // payload hash -> an entry that refers to it
-		for rows.Next() {
-			var run string
-			var seq int64
-			var v []byte
-			if err := rows.Scan(&run, &seq, &v); err != nil {
-				rows.Close()
-				return err
-			}
-			var e storedEntry
-			if err := json.Unmarshal(v, &e); err != nil || e.Seq != uint64(seq) {
-				problems = append(problems, fmt.Sprintf("run %s call #%d: the entry does not decode (%v) or holds another sequence number (%d)", run, seq, err, e.Seq))
-				continue
-			}
-			for _, h := range blobRefs(v) {
-				need[h] = fmt.Sprintf("run %s call #%d", run, seq)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		hashes := make([]string, 0, len(need))
-		for h := range need {
-			hashes = append(hashes, h)
-		}
-		have, err := s.blobs(ctx, tx, hashes)
-		if err != nil {
-			return err
-		}
-		slices.Sort(hashes)
-		for _, h := range hashes {
-			if _, ok := have[h]; !ok {
-				problems = append(problems, fmt.Sprintf("%s refers to payload %s, which the journal lacks", need[h], h))
-			}
-		}
-		return nil
+		var err error
+		problems, err = s.checkTx(ctx, tx)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("checking journal %s: %w", name, err)
@@ -921,4 +862,70 @@ func (s *pgStore) check(name string) error {
 		return fmt.Errorf("journal %s is inconsistent: %s", name, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// checkTx is check's reading, in one read-only transaction: the problems
+// found.
+func (s *pgStore) checkTx(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	problems, err := checkPgRuns(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	bad, need, err := checkPgEntries(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	problems = append(problems, bad...)
+	hashes := make([]string, 0, len(need))
+	for h := range need {
+		hashes = append(hashes, h)
+	}
+	have, err := s.blobs(ctx, tx, hashes)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(hashes)
+	for _, h := range hashes {
+		if _, ok := have[h]; !ok {
+			problems = append(problems, fmt.Sprintf("%s refers to payload %s, which the journal lacks", need[h], h))
+		}
+	}
+	return problems, nil
+}
+
+// checkPgRuns reports the runs whose metadata does not decode or names
+// another id.
+func checkPgRuns(ctx context.Context, tx pgx.Tx) (problems []string, err error) {
+	var id string
+	var raw []byte
+	err = eachRow(ctx, tx, "SELECT id, meta FROM agentos_journal_runs", []any{&id, &raw}, func() error {
+		var m RunMeta
+		if err := json.Unmarshal(raw, &m); err != nil || m.ID != id {
+			problems = append(problems, fmt.Sprintf("run %s: its metadata does not decode (%v) or names another id (%q)", id, err, m.ID))
+		}
+		return nil
+	})
+	return problems, err
+}
+
+// checkPgEntries reports the entries that do not decode or hold another
+// sequence number, and returns the payloads the entries refer to (hash ->
+// an entry that refers to it).
+func checkPgEntries(ctx context.Context, tx pgx.Tx) (problems []string, need map[string]string, err error) {
+	need = map[string]string{}
+	var run string
+	var seq int64
+	var v []byte
+	err = eachRow(ctx, tx, "SELECT run, seq, entry FROM agentos_journal_entries", []any{&run, &seq, &v}, func() error {
+		var e storedEntry
+		if err := json.Unmarshal(v, &e); err != nil || e.Seq != uint64(seq) {
+			problems = append(problems, fmt.Sprintf("run %s call #%d: the entry does not decode (%v) or holds another sequence number (%d)", run, seq, err, e.Seq))
+			return nil
+		}
+		for _, h := range blobRefs(v) {
+			need[h] = fmt.Sprintf("run %s call #%d", run, seq)
+		}
+		return nil
+	})
+	return problems, need, err
 }

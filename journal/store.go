@@ -306,33 +306,8 @@ func (r *runSize) addRefs(seen map[string]bool, v []byte) {
 // whatever the storage.
 func (j *Journal) decidePrune(scan *pruneScan, opts PruneOptions, now time.Time, rep *PruneReport) pruneDrop {
 	runs := scan.runs
-	var total int64
-	for _, r := range runs {
-		total += r.own
-	}
-	for _, size := range scan.blobSize {
-		total += size
-	}
-	for _, size := range scan.sourceSize {
-		total += size
-	}
 	sort.SliceStable(runs, func(a, b int) bool { return runs[a].meta.Started.Before(runs[b].meta.Started) })
-	refs := map[string]int{}
-	for _, r := range runs {
-		for _, h := range r.blobs {
-			refs[h]++
-		}
-	}
-	drop := func(r *runSize) {
-		r.deleted = true
-		total -= r.own
-		rep.Bytes += r.own
-		for _, h := range r.blobs {
-			if refs[h]--; refs[h] == 0 {
-				total -= scan.blobSize[h]
-			}
-		}
-	}
+	t := newPruneTally(scan, rep)
 	metas := make([]RunMeta, len(runs))
 	for i, r := range runs {
 		metas[i] = r.meta
@@ -340,49 +315,120 @@ func (j *Journal) decidePrune(scan *pruneScan, opts PruneOptions, now time.Time,
 	selected := selectRuns(metas, opts, now)
 	for _, r := range runs {
 		if selected[r.meta.ID] {
-			drop(r)
+			t.drop(r)
 		}
 	}
 	if opts.KeepBytes > 0 {
-		for _, r := range runs { // oldest first
-			if total <= opts.KeepBytes {
-				break
-			}
-			if !r.deleted && ended(r.meta.Status) {
-				drop(r)
-			}
-		}
+		t.dropUntil(opts.KeepBytes)
 	}
 	var out pruneDrop
-	used := map[string]bool{}
-	for _, r := range runs {
+	var used map[string]bool
+	out.runs, used = t.dropped()
+	out.blobs = t.orphanBlobs()
+	out.sources = j.unusedSources(scan, used, rep)
+	return out
+}
+
+// pruneTally is decidePrune's count of the bytes the journal would hold
+// as it drops runs: a payload's bytes go with the last run referring to
+// it. rep counts what is dropped.
+type pruneTally struct {
+	scan  *pruneScan
+	refs  map[string]int // payload hash -> runs kept that refer to it
+	total int64
+	rep   *PruneReport
+}
+
+func newPruneTally(scan *pruneScan, rep *PruneReport) *pruneTally {
+	t := &pruneTally{scan: scan, refs: map[string]int{}, rep: rep}
+	for _, r := range scan.runs {
+		t.total += r.own
+		for _, h := range r.blobs {
+			t.refs[h]++
+		}
+	}
+	for _, size := range scan.blobSize {
+		t.total += size
+	}
+	for _, size := range scan.sourceSize {
+		t.total += size
+	}
+	return t
+}
+
+// drop deletes run r, and the payloads only it referred to.
+func (t *pruneTally) drop(r *runSize) {
+	r.deleted = true
+	t.total -= r.own
+	t.rep.Bytes += r.own
+	for _, h := range r.blobs {
+		if t.refs[h]--; t.refs[h] == 0 {
+			t.total -= t.scan.blobSize[h]
+		}
+	}
+}
+
+// dropUntil drops ended runs, oldest first, until the journal holds at
+// most keep bytes.
+func (t *pruneTally) dropUntil(keep int64) {
+	for _, r := range t.scan.runs { // oldest first
+		if t.total <= keep {
+			return
+		}
+		if !r.deleted && ended(r.meta.Status) {
+			t.drop(r)
+		}
+	}
+}
+
+// dropped counts the runs dropped and kept in rep, and returns the ids of
+// the dropped ones and the sources the kept ones use: their tool's and,
+// for a pinned run, its modules' (they replay from them).
+func (t *pruneTally) dropped() (ids []string, used map[string]bool) {
+	used = map[string]bool{}
+	for _, r := range t.scan.runs {
 		if r.deleted {
-			rep.Runs++
-			out.runs = append(out.runs, r.meta.ID)
+			t.rep.Runs++
+			ids = append(ids, r.meta.ID)
 			continue
 		}
-		rep.Kept++
+		t.rep.Kept++
 		used[r.meta.Hash] = true
-		for _, m := range r.meta.Modules { // a pinned run's modules replay from their sources
+		for _, m := range r.meta.Modules {
 			used[m.Hash] = true
 		}
 	}
-	for h, size := range scan.blobSize {
-		if refs[h] > 0 {
+	return ids, used
+}
+
+// orphanBlobs counts in rep, and returns sorted, the payloads no kept run
+// refers to.
+func (t *pruneTally) orphanBlobs() []string {
+	var out []string
+	for h, size := range t.scan.blobSize {
+		if t.refs[h] > 0 {
 			continue
 		}
-		rep.Blobs++
-		rep.Bytes += size
-		out.blobs = append(out.blobs, h)
+		t.rep.Blobs++
+		t.rep.Bytes += size
+		out = append(out, h)
 	}
+	sort.Strings(out)
+	return out
+}
+
+// unusedSources counts in rep, and returns sorted, the sources no kept run
+// uses; a source put by this Journal since it was opened is kept (its run
+// may be starting).
+func (j *Journal) unusedSources(scan *pruneScan, used map[string]bool, rep *PruneReport) []string {
+	var out []string
 	for h, size := range scan.sourceSize {
 		if _, fresh := j.sources.Load(h); !used[h] && !fresh {
 			rep.Sources++
 			rep.Bytes += size
-			out.sources = append(out.sources, h)
+			out = append(out, h)
 		}
 	}
-	sort.Strings(out.blobs)
-	sort.Strings(out.sources)
+	sort.Strings(out)
 	return out
 }

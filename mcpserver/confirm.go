@@ -144,78 +144,131 @@ func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *ke
 	if afterSourceHash != nil {
 		afterSourceHash(p)
 	}
-	// The approval gate and the confirmation never disagree: a version
-	// denied at the gate is refused without asking (only an operator's
-	// 'agentos approve' lifts a denial), and a confirmation given here is
-	// recorded as the version's approval, so the gate lets the run through.
-	// Each run over MCP is still confirmed by the client's user.
-	gate := s.opts.Node.Approvals()
-	var ask *approval.Ask
-	if gate != nil {
-		if a, err := s.opts.Node.ApprovalAsk(proc, p); err == nil {
-			// IMPORTANT: the version confirmed MUST be the version approved:
-			// the approval is read apart from the source the user is asked
-			// about, and a tool written between the two reads is refused,
-			// never approved unseen.
-			if a.Source != strings.TrimPrefix(hash, "registry:") {
-				return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: the tool changed while its confirmation was prepared (version %.12s read, %.12s judged at the approval gate); call the tool again to be asked about the version it has now", p, risk, strings.TrimPrefix(hash, "registry:"), a.Source))
-			}
-			// The confirmation is tied to the approval key, which covers
-			// the modules the tool requires too: a module changed before
-			// the answer comes is a changed version.
-			hash = a.Hash
-			ask = &a
-			if r, ok, err := gate.Store().Lookup(a.Path, a.Hash); err == nil && ok && r.State == approval.StateDenied {
-				return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: this version was denied at the approval gate by %s: %s; only an approval ('agentos approve %s') lets it run", p, risk, r.DecidedBy, r.Reason, r.ID))
-			}
-		}
+	ask, refused := s.confirmGate(proc, p, risk, hash)
+	if refused != nil {
+		return ctx, refused
+	}
+	if ask != nil {
+		// The confirmation is tied to the approval key, which covers the
+		// modules the tool requires too: a module changed before the
+		// answer comes is a changed version.
+		hash = ask.Hash
 	}
 	sid := ""
 	if req.Session != nil {
 		sid = req.Session.ID()
 	}
-	want := confirmState{Session: sid, PID: proc.PID(), Path: p, Hash: hash}
+	run := pendingRun{path: p, risk: risk, why: why, ask: ask, sid: sid,
+		want: confirmState{Session: sid, PID: proc.PID(), Path: p, Hash: hash}}
 	if answer, answered := req.Params.InputResponses[confirmID]; answered || req.Params.RequestState != "" {
-		if err := s.confirms.redeem(req.Params.RequestState, want, time.Now()); err != nil {
-			return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: %v; call the tool again (without inputResponses) to be asked", p, risk, err))
-		}
-		r, ok := answer.(*mcp.ElicitResult)
-		if !ok || r == nil {
-			return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the answer to %q is missing or not an elicitation result", p, risk, why, confirmID))
-		}
-		if r.Action != "accept" {
-			return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the client answered %q", p, risk, why, r.Action))
-		}
-		if v, ok := r.Content["confirm"].(bool); !ok || !v {
-			return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: the client accepted without confirm: true", p, risk, why))
-		}
-		if ask == nil {
-			return ctx, nil
-		}
-		if !proc.Covers(capability.Approve, ask.Path) || proc.Check(capability.Approve, ask.Path) != nil {
-			// IMPORTANT: a client whose token lacks the approve right on
-			// the tool cannot approve it for every caller: its
-			// confirmation lets this one run through the gate and records
-			// nothing.
-			return kerneltool.ConfirmedRun(ctx, ask.Path, ask.Hash), nil
-		}
-		// The version confirmed is the version approved: the gate lets the
-		// run through, and later runs of it (by any caller) are not held.
-		if _, err := gate.DecideVersion(*ask, true, "mcp:"+confirmedBy(proc, sid), "confirmed by the MCP client's user (elicitation)"); err != nil {
-			return ctx, plainResult(nil, fmt.Errorf("%s (risk %s) is not run: its confirmation could not be recorded as its approval: %w", p, risk, err))
-		}
+		return s.confirmed(ctx, req, proc, run, answer)
+	}
+	return ctx, s.askConfirmation(req, proc, run)
+}
+
+// pendingRun is a run of a risky tool confirm decides about: the tool at
+// path, its risk and why, the state the confirmation is tied to (want), in
+// session sid, and the approval gate's request for the version (nil
+// without a gate, or when the gate cannot judge the tool).
+type pendingRun struct {
+	path string
+	risk check.Risk
+	why  string
+	sid  string
+	want confirmState
+	ask  *approval.Ask
+}
+
+// confirmGate makes the approval gate and the confirmation agree: a
+// version denied at the gate is refused without asking (only an operator's
+// 'agentos approve' lifts a denial), and a confirmation given here is
+// recorded as the version's approval (confirmed), so the gate lets the
+// run through. Each run over MCP is still confirmed by the client's user.
+// It returns the gate's request for the version of the tool at p whose
+// source has the given hash, or the refusal.
+func (s *Server) confirmGate(proc *kernel.Process, p string, risk check.Risk, hash string) (*approval.Ask, *mcp.CallToolResult) {
+	gate := s.opts.Node.Approvals()
+	if gate == nil {
+		return nil, nil
+	}
+	a, err := s.opts.Node.ApprovalAsk(proc, p)
+	if err != nil {
+		return nil, nil
+	}
+	// IMPORTANT: the version confirmed MUST be the version approved: the
+	// approval is read apart from the source the user is asked about, and
+	// a tool written between the two reads is refused, never approved
+	// unseen.
+	if a.Source != strings.TrimPrefix(hash, "registry:") {
+		return nil, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: the tool changed while its confirmation was prepared (version %.12s read, %.12s judged at the approval gate); call the tool again to be asked about the version it has now", p, risk, strings.TrimPrefix(hash, "registry:"), a.Source))
+	}
+	if r, ok, err := gate.Store().Lookup(a.Path, a.Hash); err == nil && ok && r.State == approval.StateDenied {
+		return nil, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: this version was denied at the approval gate by %s: %s; only an approval ('agentos approve %s') lets it run", p, risk, r.DecidedBy, r.Reason, r.ID))
+	}
+	return &a, nil
+}
+
+// confirmed checks the client's answer to the confirmation request of run
+// (its RequestState redeemed once, an accepted elicitation with confirm:
+// true) and returns the context to run it in, or the refusal.
+func (s *Server) confirmed(ctx context.Context, req *mcp.CallToolRequest, proc *kernel.Process, run pendingRun, answer any) (context.Context, *mcp.CallToolResult) {
+	if err := s.confirms.redeem(req.Params.RequestState, run.want, time.Now()); err != nil {
+		return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: %v; call the tool again (without inputResponses) to be asked", run.path, run.risk, err))
+	}
+	if why := unconfirmed(answer); why != "" {
+		return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s: %s) was not confirmed: %s", run.path, run.risk, run.why, why))
+	}
+	ask := run.ask
+	if ask == nil {
 		return ctx, nil
 	}
+	if !proc.Covers(capability.Approve, ask.Path) || proc.Check(capability.Approve, ask.Path) != nil {
+		// IMPORTANT: a client whose token lacks the approve right on
+		// the tool cannot approve it for every caller: its
+		// confirmation lets this one run through the gate and records
+		// nothing.
+		return kerneltool.ConfirmedRun(ctx, ask.Path, ask.Hash), nil
+	}
+	// The version confirmed is the version approved: the gate lets the
+	// run through, and later runs of it (by any caller) are not held.
+	if _, err := s.opts.Node.Approvals().DecideVersion(*ask, true, "mcp:"+confirmedBy(proc, run.sid), "confirmed by the MCP client's user (elicitation)"); err != nil {
+		return ctx, plainResult(nil, fmt.Errorf("%s (risk %s) is not run: its confirmation could not be recorded as its approval: %w", run.path, run.risk, err))
+	}
+	return ctx, nil
+}
+
+// unconfirmed says why the client's answer does not confirm the run, or
+// "" when it does: only an elicitation result with action "accept" and
+// confirm == true does.
+func unconfirmed(answer any) string {
+	r, ok := answer.(*mcp.ElicitResult)
+	switch {
+	case !ok || r == nil:
+		return fmt.Sprintf("the answer to %q is missing or not an elicitation result", confirmID)
+	case r.Action != "accept":
+		return fmt.Sprintf("the client answered %q", r.Action)
+	}
+	if v, ok := r.Content["confirm"].(bool); !ok || !v {
+		return "the client accepted without confirm: true"
+	}
+	return ""
+}
+
+// askConfirmation is the elicitation request that asks the client's user
+// to confirm run, carrying its signed state with a fresh nonce and an
+// expiry; a client that cannot elicit is refused.
+func (s *Server) askConfirmation(req *mcp.CallToolRequest, proc *kernel.Process, run pendingRun) *mcp.CallToolResult {
 	if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
-		return ctx, failure(KindConfirmation, fmt.Sprintf("%s has risk %s (%s): a run must be confirmed by the user, and this client did not declare the elicitation capability; use a client that supports elicitation, or have the tool changed until check_tool rates it below high", p, risk, why))
+		return failure(KindConfirmation, fmt.Sprintf("%s has risk %s (%s): a run must be confirmed by the user, and this client did not declare the elicitation capability; use a client that supports elicitation, or have the tool changed until check_tool rates it below high", run.path, run.risk, run.why))
 	}
 	var nonce [16]byte
 	_, _ = rand.Read(nonce[:])
+	want := run.want
 	want.Expires, want.Nonce = time.Now().Add(confirmTTL).Unix(), hex.EncodeToString(nonce[:])
-	return ctx, &mcp.CallToolResult{
+	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{confirmID: &mcp.ElicitParams{
 			Mode:            "form",
-			Message:         fmt.Sprintf("agentos: run %s? check_tool rates it %s risk: %s.%s", p, risk, why, s.approveNote(proc, ask)),
+			Message:         fmt.Sprintf("agentos: run %s? check_tool rates it %s risk: %s.%s", run.path, run.risk, run.why, s.approveNote(proc, run.ask)),
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean","title":"Run it","description":"Run the tool despite its risk.","default":true}},"required":["confirm"]}`),
 		}},
 		RequestState: s.confirms.sign(want),

@@ -67,6 +67,49 @@ type identKey struct{}
 // anonymousUser is the session owner of the requests without a token.
 const anonymousUser = "anon"
 
+// sessionLimits are the session timeout (0: never, the SDK's value for
+// it) and the cap on a token's sessions that opts give, with the defaults
+// for the zero values.
+func (opts HTTPOptions) sessionLimits() (timeout time.Duration, maxSessions int) {
+	timeout, maxSessions = opts.SessionTimeout, opts.MaxSessions
+	if timeout == 0 {
+		timeout = DefaultSessionTimeout
+	} else if timeout < 0 {
+		timeout = 0 // the SDK's "never"
+	}
+	if maxSessions == 0 {
+		maxSessions = DefaultMaxSessions
+	}
+	return timeout, maxSessions
+}
+
+// serverForRequest is the MCP server of the process the request was
+// authenticated as, or nil (the SDK then answers 400).
+func (s *Server) serverForRequest(r *http.Request) *mcp.Server {
+	id, _ := r.Context().Value(identKey{}).(ident)
+	if id.p == nil {
+		return nil
+	}
+	srv, err := s.For(id.p)
+	if err != nil {
+		s.log.Warn("mcp: no server for the request", "pid", id.p.PID(), "err", err)
+		return nil
+	}
+	return srv
+}
+
+// unauthorized answers a request whose token is missing or refused: 401
+// with a Bearer challenge (naming invalid_token for a refused one; RFC
+// 6750 names none for a missing token) and what to do.
+func unauthorized(w http.ResponseWriter, err error) {
+	challenge := `Bearer realm="agentos"`
+	if errors.Is(err, ErrBadToken) {
+		challenge += `, error="invalid_token"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	httpError(w, http.StatusUnauthorized, err.Error())
+}
+
 // HTTPHandler serves MCP over streamable HTTP at Path. Every request MUST
 // carry "Authorization: Bearer <token>", a capability token of this node
 // (capability.Token.Encode; `agentos token` mints one): it is verified
@@ -88,28 +131,7 @@ const anonymousUser = "anon"
 // do; an initialize at opts.MaxSessions closes the token's least recently
 // used idle session, or is answered 429 when none is idle.
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
-	timeout := opts.SessionTimeout
-	if timeout == 0 {
-		timeout = DefaultSessionTimeout
-	} else if timeout < 0 {
-		timeout = 0 // the SDK's "never"
-	}
-	maxSessions := opts.MaxSessions
-	if maxSessions == 0 {
-		maxSessions = DefaultMaxSessions
-	}
-	serverFor := func(r *http.Request) *mcp.Server {
-		id, _ := r.Context().Value(identKey{}).(ident)
-		if id.p == nil {
-			return nil
-		}
-		srv, err := s.For(id.p)
-		if err != nil {
-			s.log.Warn("mcp: no server for the request", "pid", id.p.PID(), "err", err)
-			return nil
-		}
-		return srv
-	}
+	timeout, maxSessions := opts.sessionLimits()
 	// The SDK records the TokenInfo's UserID with a new session and
 	// refuses a request of another user for it; the request was
 	// authenticated already, so the verifier only hands its identity over.
@@ -120,10 +142,10 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		}
 		return &auth.TokenInfo{UserID: id.user, Expiration: id.expires}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	owned := withOwner(mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: timeout}))
+	owned := withOwner(mcp.NewStreamableHTTPHandler(s.serverForRequest, &mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: timeout}))
 	// Stateless (MCP 2026-07-28): no initialize, no Mcp-Session-Id; each
 	// request is whole in itself, so any node of a cluster answers it.
-	stateless := withOwner(mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{Logger: s.log, Stateless: true}))
+	stateless := withOwner(mcp.NewStreamableHTTPHandler(s.serverForRequest, &mcp.StreamableHTTPOptions{Logger: s.log, Stateless: true}))
 	// A web page MUST NOT reach a node on loopback through its visitor's
 	// browser: cross-origin requests are refused (the SDK refuses DNS
 	// rebinding, a localhost address reached under another host name).
@@ -139,12 +161,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		}
 		id, err := s.authenticate(r, opts)
 		if err != nil {
-			challenge := `Bearer realm="agentos"`
-			if errors.Is(err, ErrBadToken) {
-				challenge += `, error="invalid_token"` // RFC 6750: none for a missing token
-			}
-			w.Header().Set("WWW-Authenticate", challenge)
-			httpError(w, http.StatusUnauthorized, err.Error())
+			unauthorized(w, err)
 			return
 		}
 		var body []byte

@@ -99,31 +99,9 @@ func runPersona(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err := persona.CheckName(name); err != nil {
 		return usagef("%v", err)
 	}
-	var p persona.Persona
-	switch {
-	case version != "":
-		if *file != "" || *text != "" {
-			return usagef("set NAME@VERSION makes a saved version current again: give no --file or --text")
-		}
-	case *file != "" && *text != "":
-		return usagef("give the prompt once: --file or --text")
-	case *file != "":
-		var b []byte
-		if *file == "-" {
-			b, err = io.ReadAll(os.Stdin)
-		} else {
-			b, err = os.ReadFile(*file)
-		}
-		if err != nil {
-			return usagef("reading the prompt: %v", err)
-		}
-		if p, err = persona.Parse(*file, b); err != nil {
-			return usagef("%v", err)
-		}
-	case *text != "":
-		p.System = *text
-	default:
-		return usagef("set needs the prompt: --file FILE, --file - (stdin) or --text TEXT")
+	p, err := personaPrompt(version, *file, *text)
+	if err != nil {
+		return err
 	}
 	rt, err := startRuntime(ctx, *root)
 	if err != nil {
@@ -134,20 +112,7 @@ func runPersona(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if version != "" {
 		saved, err = rt.UsePersona(ctx, rest[0])
 	} else {
-		p.Name, p.Origin, p.Parent, p.Created = name, "", "", time.Time{} // set by the save
-		if *desc != "" {
-			p.Description = *desc
-		}
-		if *noProtocol {
-			p.NoProtocol = true
-		}
-		if cur, err := rt.Personas().Get(name); err == nil {
-			p.Parent = cur.Version
-			if p.Description == "" {
-				p.Description = cur.Description
-			}
-		}
-		saved, err = rt.SavePersona(ctx, p)
+		saved, err = saveNewPersona(ctx, rt, p, name, *desc, *noProtocol)
 	}
 	if err != nil {
 		return err
@@ -159,101 +124,185 @@ func runPersona(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	return nil
 }
 
+// personaPrompt returns the prompt persona set saves, from --file (- for
+// stdin) or --text. A set NAME@VERSION (version given) takes neither: it
+// makes a saved version current again.
+func personaPrompt(version, file, text string) (persona.Persona, error) {
+	switch {
+	case version != "":
+		if file != "" || text != "" {
+			return persona.Persona{}, usagef("set NAME@VERSION makes a saved version current again: give no --file or --text")
+		}
+		return persona.Persona{}, nil
+	case file != "" && text != "":
+		return persona.Persona{}, usagef("give the prompt once: --file or --text")
+	case file != "":
+		return readPersonaFile(file)
+	case text != "":
+		return persona.Persona{System: text}, nil
+	}
+	return persona.Persona{}, usagef("set needs the prompt: --file FILE, --file - (stdin) or --text TEXT")
+}
+
+// readPersonaFile parses the prompt file (- for stdin), which may carry a
+// front matter.
+func readPersonaFile(file string) (persona.Persona, error) {
+	var b []byte
+	var err error
+	if file == "-" {
+		b, err = io.ReadAll(os.Stdin)
+	} else {
+		b, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return persona.Persona{}, usagef("reading the prompt: %v", err)
+	}
+	p, err := persona.Parse(file, b)
+	if err != nil {
+		return persona.Persona{}, usagef("%v", err)
+	}
+	return p, nil
+}
+
+// saveNewPersona saves p as the next version of persona name. Its parent
+// is the current version, whose description it keeps unless desc (or the
+// prompt's front matter) gives one.
+func saveNewPersona(ctx context.Context, rt *host.Runtime, p persona.Persona, name, desc string, noProtocol bool) (persona.Persona, error) {
+	p.Name, p.Origin, p.Parent, p.Created = name, "", "", time.Time{} // set by the save
+	if desc != "" {
+		p.Description = desc
+	}
+	if noProtocol {
+		p.NoProtocol = true
+	}
+	if cur, err := rt.Personas().Get(name); err == nil {
+		p.Parent = cur.Version
+		if p.Description == "" {
+			p.Description = cur.Description
+		}
+	}
+	return rt.SavePersona(ctx, p)
+}
+
+// personaRead runs the actions that only read the personas: list, show
+// and versions.
 func personaRead(st *persona.Store, root, action string, rest []string, asJSON bool, stdout io.Writer) error {
 	switch action {
 	case "list":
-		if len(rest) != 0 {
-			return usagef("list takes no arguments")
-		}
-		ps, err := st.List()
-		if ps == nil {
-			ps = []persona.Persona{}
-		}
-		if asJSON {
-			if jerr := fprintJSON(stdout, map[string]any{"personas": ps}); jerr != nil {
-				return jerr
-			}
-			return err
-		}
-		if len(ps) == 0 && err == nil {
-			fmt.Fprintln(stdout, "no personas yet: write one with 'agentos persona set NAME --file PROMPT.md'")
-			return nil
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tVERSION\tCREATED\tORIGIN\tDESCRIPTION")
-		for _, p := range ps {
-			created := "-"
-			if !p.Created.IsZero() {
-				created = p.Created.Format("2006-01-02 15:04")
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.Version, created, orDash(p.Origin), p.Description)
-		}
-		_ = tw.Flush()
-		return err
+		return personaList(st, rest, asJSON, stdout)
 	case "show":
-		if len(rest) != 1 {
-			return usagef("show takes one NAME or NAME@VERSION")
-		}
-		p, err := st.Get(rest[0])
-		if err != nil {
-			return notFoundUsage(err)
-		}
-		if asJSON {
-			return fprintJSON(stdout, p)
-		}
-		_, err = stdout.Write(persona.Format(p))
-		return err
-	default: // versions
-		if len(rest) != 1 {
-			return usagef("versions takes one NAME")
-		}
-		if _, err := st.Get(rest[0]); err != nil {
-			return notFoundUsage(err)
-		}
-		vs, err := st.Versions(rest[0])
-		if err != nil {
-			return err
-		}
-		cur, _ := st.Get(rest[0])
-		approvals := personaApprovals(root, st.CurrentPath(rest[0]))
-		if asJSON {
-			type version struct {
-				persona.Persona
-				Approval *approval.Request `json:"approval,omitempty"`
-			}
-			out := make([]version, len(vs))
-			for i, v := range vs {
-				out[i] = version{Persona: v}
-				if r, ok := approvals[v.Version]; ok {
-					out[i].Approval = &r
-				}
-			}
-			return fprintJSON(stdout, map[string]any{"current": cur.Version, "versions": out})
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "VERSION\tCREATED\tPARENT\tORIGIN\tAPPROVAL\tFROM\t")
-		for _, v := range vs {
-			mark := ""
-			if v.Version == cur.Version {
-				mark = "(current)"
-			}
-			created := "-"
-			if !v.Created.IsZero() {
-				created = v.Created.Format("2006-01-02 15:04:05")
-			}
-			state, from := "unapproved", "-"
-			if r, ok := approvals[v.Version]; ok {
-				state, from = string(r.State), orDash(r.RequestedBy)
-			} else if v.Version == cur.Version {
-				if abs, _, err := openRoot(root); err == nil {
-					a, _ := host.FileAuthor(abs, st.CurrentPath(v.Name))
-					from = orDash(a)
-				}
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Version, created, orDash(v.Parent), orDash(v.Origin), state, from, mark)
-		}
-		return tw.Flush()
+		return personaShow(st, rest, asJSON, stdout)
+	default:
+		return personaVersions(st, root, rest, asJSON, stdout)
 	}
+}
+
+// personaList prints every persona's current version.
+func personaList(st *persona.Store, rest []string, asJSON bool, stdout io.Writer) error {
+	if len(rest) != 0 {
+		return usagef("list takes no arguments")
+	}
+	ps, err := st.List()
+	ps = nonNilSlice(ps)
+	if asJSON {
+		if jerr := fprintJSON(stdout, map[string]any{"personas": ps}); jerr != nil {
+			return jerr
+		}
+		return err
+	}
+	if len(ps) == 0 && err == nil {
+		fmt.Fprintln(stdout, "no personas yet: write one with 'agentos persona set NAME --file PROMPT.md'")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tCREATED\tORIGIN\tDESCRIPTION")
+	for _, p := range ps {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.Version, timeOrDash(p.Created, "2006-01-02 15:04"), orDash(p.Origin), p.Description)
+	}
+	_ = tw.Flush()
+	return err
+}
+
+// personaShow prints one persona version as its file reads.
+func personaShow(st *persona.Store, rest []string, asJSON bool, stdout io.Writer) error {
+	if len(rest) != 1 {
+		return usagef("show takes one NAME or NAME@VERSION")
+	}
+	p, err := st.Get(rest[0])
+	if err != nil {
+		return notFoundUsage(err)
+	}
+	if asJSON {
+		return fprintJSON(stdout, p)
+	}
+	_, err = stdout.Write(persona.Format(p))
+	return err
+}
+
+// personaVersions prints a persona's versions with the approval of each.
+func personaVersions(st *persona.Store, root string, rest []string, asJSON bool, stdout io.Writer) error {
+	if len(rest) != 1 {
+		return usagef("versions takes one NAME")
+	}
+	if _, err := st.Get(rest[0]); err != nil {
+		return notFoundUsage(err)
+	}
+	vs, err := st.Versions(rest[0])
+	if err != nil {
+		return err
+	}
+	cur, _ := st.Get(rest[0])
+	approvals := personaApprovals(root, st.CurrentPath(rest[0]))
+	if asJSON {
+		type version struct {
+			persona.Persona
+			Approval *approval.Request `json:"approval,omitempty"`
+		}
+		out := make([]version, len(vs))
+		for i, v := range vs {
+			out[i] = version{Persona: v}
+			if r, ok := approvals[v.Version]; ok {
+				out[i].Approval = &r
+			}
+		}
+		return fprintJSON(stdout, map[string]any{"current": cur.Version, "versions": out})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tCREATED\tPARENT\tORIGIN\tAPPROVAL\tFROM\t")
+	for _, v := range vs {
+		mark := ""
+		if v.Version == cur.Version {
+			mark = "(current)"
+		}
+		state, from := versionApproval(st, root, v, cur.Version, approvals)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Version, timeOrDash(v.Created, "2006-01-02 15:04:05"), orDash(v.Parent), orDash(v.Origin), state, from, mark)
+	}
+	return tw.Flush()
+}
+
+// versionApproval is a persona version's approval state and who asked for
+// it: the approval request's, else "unapproved", from the author of the
+// persona file for the current version.
+func versionApproval(st *persona.Store, root string, v persona.Persona, current string, approvals map[string]approval.Request) (state, from string) {
+	if r, ok := approvals[v.Version]; ok {
+		return string(r.State), orDash(r.RequestedBy)
+	}
+	from = "-"
+	if v.Version == current {
+		if abs, _, err := openRoot(root); err == nil {
+			a, _ := host.FileAuthor(abs, st.CurrentPath(v.Name))
+			from = orDash(a)
+		}
+	}
+	return "unapproved", from
+}
+
+// timeOrDash formats t by layout, or "-" when it is not set.
+func timeOrDash(t time.Time, layout string) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Format(layout)
 }
 
 // notFoundUsage makes an unknown persona a usage error (exit 2).
@@ -283,32 +332,9 @@ func runTournament(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if len(pos) != 0 {
 		return usagef("unexpected arguments %q: the persona and tasks are flags (--persona P --tasks F)", pos)
 	}
-	modes := 0
-	for _, s := range []string{*resume, *replay} {
-		if s != "" {
-			modes++
-		}
-	}
-	if *ref != "" || *tasks != "" {
-		modes++
-	}
-	if modes != 1 {
-		return usagef("give either --persona P --tasks F, or --resume RUN, or --replay RUN")
-	}
-	var ts persona.TaskSet
-	if *ref != "" {
-		if *tasks == "" {
-			return usagef("--tasks FILE is required with --persona")
-		}
-		b, err := os.ReadFile(*tasks)
-		if err != nil {
-			return usagef("reading the task set: %v", err)
-		}
-		if ts, err = persona.ParseTasks(filepath.Base(*tasks), b); err != nil {
-			return usagef("%v", err)
-		}
-	} else if *tasks != "" {
-		return usagef("--persona NAME is required with --tasks")
+	ts, err := tournamentTasks(*ref, *tasks, *resume, *replay)
+	if err != nil {
+		return err
 	}
 	rt, err := startRuntime(ctx, *root)
 	if err != nil {
@@ -337,6 +363,48 @@ func runTournament(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *asJSON {
 		return fprintJSON(stdout, rep)
 	}
+	printTournament(stdout, rep)
+	return nil
+}
+
+// tournamentTasks checks that exactly one mode is given (--persona with
+// --tasks, --resume or --replay) and reads the task set of a new
+// tournament (none for the other modes).
+func tournamentTasks(ref, tasks, resume, replay string) (persona.TaskSet, error) {
+	modes := 0
+	for _, s := range []string{resume, replay} {
+		if s != "" {
+			modes++
+		}
+	}
+	if ref != "" || tasks != "" {
+		modes++
+	}
+	if modes != 1 {
+		return persona.TaskSet{}, usagef("give either --persona P --tasks F, or --resume RUN, or --replay RUN")
+	}
+	switch {
+	case ref == "" && tasks != "":
+		return persona.TaskSet{}, usagef("--persona NAME is required with --tasks")
+	case ref == "":
+		return persona.TaskSet{}, nil
+	case tasks == "":
+		return persona.TaskSet{}, usagef("--tasks FILE is required with --persona")
+	}
+	b, err := os.ReadFile(tasks)
+	if err != nil {
+		return persona.TaskSet{}, usagef("reading the task set: %v", err)
+	}
+	ts, err := persona.ParseTasks(filepath.Base(tasks), b)
+	if err != nil {
+		return persona.TaskSet{}, usagef("%v", err)
+	}
+	return ts, nil
+}
+
+// printTournament prints a tournament's score table and what became of
+// its winner.
+func printTournament(stdout io.Writer, rep host.TournamentReport) {
 	what := "tournament"
 	if rep.Replayed {
 		what = "replayed tournament (every answer from the journal)"
@@ -350,7 +418,6 @@ func runTournament(ctx context.Context, args []string, stdout, stderr io.Writer)
 	default:
 		fmt.Fprintln(stdout, "the baseline stays: no variant beat it by more than agents.tournament.margin")
 	}
-	return nil
 }
 
 // runSpawn: agentos spawn TEMPLATE TASK | spawn --list.
@@ -367,40 +434,7 @@ func runSpawn(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	if *list {
-		_, cfg, err := openRoot(*root)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			t := cfg.Agents.Templates
-			if t == nil {
-				t = map[string]host.AgentTemplate{}
-			}
-			return fprintJSON(stdout, map[string]any{"templates": t})
-		}
-		if len(cfg.Agents.Templates) == 0 {
-			fmt.Fprintf(stdout, "no templates: add them under agents.templates in agentos.json (see %s)\n", host.ConfigDoc)
-			return nil
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TEMPLATE\tPERSONA\tGRANTS\tQUOTA\tDESCRIPTION")
-		for _, n := range cfg.Agents.TemplateNames() {
-			t := cfg.Agents.Templates[n]
-			grants := "the spawner's"
-			if t.Grants != nil {
-				var gs []string
-				for _, g := range t.Grants {
-					gs = append(gs, strings.TrimSuffix(string(g.Right)+":"+g.Scope, ":"))
-				}
-				grants = strings.Join(gs, ",")
-			}
-			var qs []string
-			for m, v := range t.Quota {
-				qs = append(qs, fmt.Sprintf("%s=%g", m, v))
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n, orDash(t.Persona), grants, orDash(strings.Join(qs, ",")), t.Description)
-		}
-		return tw.Flush()
+		return listTemplates(*root, *asJSON, stdout)
 	}
 	if len(pos) != 2 || strings.TrimSpace(pos[1]) == "" {
 		return usagef("expected TEMPLATE and TASK (in quotes); 'agentos spawn --list' lists the templates")
@@ -415,6 +449,55 @@ func runSpawn(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	res, err := rt.Spawn(ctx, pos[0], pos[1], host.SpawnOptions{Name: *name, Persona: *ref, MaxSteps: *steps})
 	return printAgent(stdout, res, err, *asJSON)
+}
+
+// listTemplates prints the agent templates of agentos.json
+// (agents.templates).
+func listTemplates(root string, asJSON bool, stdout io.Writer) error {
+	_, cfg, err := openRoot(root)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		t := cfg.Agents.Templates
+		if t == nil {
+			t = map[string]host.AgentTemplate{}
+		}
+		return fprintJSON(stdout, map[string]any{"templates": t})
+	}
+	if len(cfg.Agents.Templates) == 0 {
+		fmt.Fprintf(stdout, "no templates: add them under agents.templates in agentos.json (see %s)\n", host.ConfigDoc)
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TEMPLATE\tPERSONA\tGRANTS\tQUOTA\tDESCRIPTION")
+	for _, n := range cfg.Agents.TemplateNames() {
+		t := cfg.Agents.Templates[n]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n, orDash(t.Persona), templateGrants(t), orDash(templateQuota(t)), t.Description)
+	}
+	return tw.Flush()
+}
+
+// templateGrants is a template's grants as RIGHT:SCOPE,... or "the
+// spawner's" when it names none (the agent inherits its spawner's).
+func templateGrants(t host.AgentTemplate) string {
+	if t.Grants == nil {
+		return "the spawner's"
+	}
+	var gs []string
+	for _, g := range t.Grants {
+		gs = append(gs, strings.TrimSuffix(string(g.Right)+":"+g.Scope, ":"))
+	}
+	return strings.Join(gs, ",")
+}
+
+// templateQuota is a template's quota as METER=LIMIT,...
+func templateQuota(t host.AgentTemplate) string {
+	var qs []string
+	for m, v := range t.Quota {
+		qs = append(qs, fmt.Sprintf("%s=%g", m, v))
+	}
+	return strings.Join(qs, ",")
 }
 
 // runAgent: agentos agent [--persona P] TASK.

@@ -69,6 +69,13 @@ func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *asJSON {
 		return fprintJSON(stdout, r)
 	}
+	printDecision(stdout, stderr, r)
+	return nil
+}
+
+// printDecision prints the decided request, and on stderr what becomes of
+// the runs that waited for it.
+func printDecision(stdout, stderr io.Writer, r approval.Request) {
 	fmt.Fprintf(stdout, "%s %s: %s (version %.12s, risk %s) by %s", r.State, r.ID, r.Path, r.Hash, r.Risk, r.DecidedBy)
 	if r.Reason != "" {
 		fmt.Fprintf(stdout, ": %s", r.Reason)
@@ -80,7 +87,6 @@ func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case r.Waiting > 0:
 		fmt.Fprintf(stderr, "%d waiting run(s) end now with approval_denied\n", r.Waiting)
 	}
-	return nil
 }
 
 // runApprovals lists the approval requests:
@@ -150,26 +156,32 @@ func listApprovals(ctx context.Context, root string, state approval.State, asJSO
 		return nil
 	}
 	for _, r := range rs {
-		fmt.Fprintf(stdout, "%s  %-8s  %s  version %.12s  risk %s", r.ID, r.State, r.Path, r.Hash, r.Risk)
-		if len(r.Reasons) > 0 {
-			fmt.Fprintf(stdout, " (%s)", strings.Join(r.Reasons, "; "))
-		}
-		fmt.Fprintf(stdout, "\n    asked by %s at %s", orDash(r.RequestedBy), r.Requested.Local().Format(time.DateTime))
-		if r.Waiting > 0 {
-			fmt.Fprintf(stdout, ", %d run(s) waiting", r.Waiting)
-		}
-		if r.State != approval.StatePending {
-			fmt.Fprintf(stdout, "; %s by %s at %s", r.State, orDash(r.DecidedBy), r.Decided.Local().Format(time.DateTime))
-			if r.Reason != "" {
-				fmt.Fprintf(stdout, ": %s", r.Reason)
-			}
-		}
-		fmt.Fprintln(stdout)
+		printApproval(stdout, r)
 	}
 	if state == approval.StatePending {
 		fmt.Fprintln(stdout, "approve with 'agentos approve ID' (or the tool's path); deny with 'agentos approve --deny --reason R ID'")
 	}
 	return nil
+}
+
+// printApproval prints one approval request: what it asks to run, who
+// asked, the runs waiting and, once decided, the decision.
+func printApproval(stdout io.Writer, r approval.Request) {
+	fmt.Fprintf(stdout, "%s  %-8s  %s  version %.12s  risk %s", r.ID, r.State, r.Path, r.Hash, r.Risk)
+	if len(r.Reasons) > 0 {
+		fmt.Fprintf(stdout, " (%s)", strings.Join(r.Reasons, "; "))
+	}
+	fmt.Fprintf(stdout, "\n    asked by %s at %s", orDash(r.RequestedBy), r.Requested.Local().Format(time.DateTime))
+	if r.Waiting > 0 {
+		fmt.Fprintf(stdout, ", %d run(s) waiting", r.Waiting)
+	}
+	if r.State != approval.StatePending {
+		fmt.Fprintf(stdout, "; %s by %s at %s", r.State, orDash(r.DecidedBy), r.Decided.Local().Format(time.DateTime))
+		if r.Reason != "" {
+			fmt.Fprintf(stdout, ": %s", r.Reason)
+		}
+	}
+	fmt.Fprintln(stdout)
 }
 
 // cliUser is who decides from this terminal: "cli:" and the OS user.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/agentos-run/agentos/admin"
@@ -28,7 +29,7 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("expected TOOL and ARGS_JSON (the kernel tools: %s)", strings.Join(kerneltools.ToolNames(), ", "))
 	}
 	tool := pos[0]
-	if !contains(kerneltools.ToolNames(), tool) {
+	if !slices.Contains(kerneltools.ToolNames(), tool) {
 		return usagef("unknown tool %q: the kernel tools are %s", tool, strings.Join(kerneltools.ToolNames(), ", "))
 	}
 	abs, cfg, err := openRoot(*root)
@@ -44,15 +45,23 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err = quotaHint(err); err != nil {
 		return err // run prints it, as {"error": ...} under --json
 	}
+	return printCallResult(stdout, out, *asJSON)
+}
+
+// printCallResult prints a kernel tool's result: text as it is (read_file's
+// content), else as JSON, which under --json (asJSON) is one object (a
+// result that is not one is wrapped as {"result": ...}). A failed tool run
+// ({"success": false}) is errFailed, like agentos exec.
+func printCallResult(stdout io.Writer, out json.RawMessage, asJSON bool) error {
 	var v any
 	_ = json.Unmarshal(out, &v)
-	if !*asJSON {
+	if !asJSON {
 		if s, ok := v.(string); ok { // read_file: print the content as is
 			_, err := io.WriteString(stdout, s)
 			return err
 		}
 	}
-	if _, isObject := v.(map[string]any); *asJSON && !isObject {
+	if _, isObject := v.(map[string]any); asJSON && !isObject {
 		v = map[string]any{"result": v} // --json prints one object: list_files' array, read_file's text are wrapped
 	}
 	if err := fprintJSON(stdout, v); err != nil {
@@ -82,13 +91,4 @@ func callTool(ctx context.Context, root string, cfg host.Config, tool string, ar
 	}
 	defer rt.Close()
 	return rt.Call(ctx, tool, args)
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

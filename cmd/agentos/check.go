@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/agentos-run/agentos/actors/forge/check"
@@ -35,14 +34,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if against.on && against.n == 0 && len(pos) == 2 {
-		// --against-runs N PATH: the flag package cannot take an optional value.
-		if n, err := strconv.Atoi(pos[0]); err == nil {
-			if n <= 0 {
-				return usagef("--against-runs takes a count of runs above 0, not %d", n)
-			}
-			against.n, pos = n, pos[1:]
-		}
+	if pos, err = against.takeCount(pos); err != nil {
+		return err
 	}
 	if len(pos) != 1 {
 		return usagef("expected one PATH, got %d arguments", len(pos))
@@ -78,16 +71,22 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	} else {
 		printCheck(stdout, rel, res)
-		if rep != nil {
-			printGate(stdout, *rep)
-		} else if against.on {
-			fmt.Fprintln(stdout, "gate: not run: the tool does not pass the check")
-		}
+		printGateOf(stdout, rep, against.on)
 	}
 	if !res.Valid || (rep != nil && len(rep.Changed()) > 0) {
 		return errFailed
 	}
 	return nil
+}
+
+// printGateOf prints the replay report of --against-runs (on), or says
+// that the gate did not run because the check failed (rep nil).
+func printGateOf(stdout io.Writer, rep *gate.Report, on bool) {
+	if rep != nil {
+		printGate(stdout, *rep)
+	} else if on {
+		fmt.Fprintln(stdout, "gate: not run: the tool does not pass the check")
+	}
 }
 
 func printCheck(w io.Writer, path string, res check.Result) {

@@ -51,6 +51,24 @@ func (f *againstRunsFlag) Set(s string) error {
 
 func (f *againstRunsFlag) IsBoolFlag() bool { return true }
 
+// takeCount reads the N of "--against-runs N PATH" from the arguments
+// (the flag package cannot take an optional value) and returns the rest.
+// A first argument that is not a number is the PATH, left in place.
+func (f *againstRunsFlag) takeCount(pos []string) ([]string, error) {
+	if !f.on || f.n != 0 || len(pos) != 2 {
+		return pos, nil
+	}
+	n, err := strconv.Atoi(pos[0])
+	if err != nil {
+		return pos, nil
+	}
+	if n <= 0 {
+		return nil, usagef("--against-runs takes a count of runs above 0, not %d", n)
+	}
+	f.n = n
+	return pos[1:], nil
+}
+
 // checkAgainstRuns replays the recorded runs of the previous version of
 // the tool rel (the newest version other than src's that the journal has
 // runs of) against src, offline: the registration gate without a write.

@@ -190,7 +190,7 @@ type globalFlags struct {
 // scanGlobal reads the logging flags and --json anywhere before a "--".
 // Invalid values are left to the command's flag parsing, which refuses them.
 func scanGlobal(args []string) globalFlags {
-	g := globalFlags{level: slog.LevelWarn}
+	var g globalFlags
 	lf := logFlags{}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -203,11 +203,11 @@ func scanGlobal(args []string) globalFlags {
 		}
 		switch name {
 		case "json":
-			g.json = !hasValue || value == "true" || value == "1"
+			g.json = boolSet(hasValue, value)
 		case "v", "verbose":
 			lf.verbose++
 		case "quiet":
-			lf.quiet = !hasValue || value == "true" || value == "1"
+			lf.quiet = boolSet(hasValue, value)
 		case "log-level":
 			if !hasValue && i+1 < len(args) {
 				i++
@@ -216,19 +216,33 @@ func scanGlobal(args []string) globalFlags {
 			lf.level = value
 		}
 	}
+	g.level = lf.logLevel()
+	return g
+}
+
+// boolSet reports whether a boolean flag scanned by scanGlobal is on: given
+// bare (--json) or as --json=true or --json=1.
+func boolSet(hasValue bool, value string) bool {
+	return !hasValue || value == "true" || value == "1"
+}
+
+// logLevel is the level the logging flags ask for: --log-level, else -v
+// (info) or -v -v (debug), else --quiet (errors), else warnings. An
+// invalid --log-level is left to the command's flag parsing.
+func (lf logFlags) logLevel() slog.Level {
 	switch {
 	case lf.level != "":
 		if l, err := parseLevel(lf.level); err == nil {
-			g.level = l
+			return l
 		}
 	case lf.verbose >= 2:
-		g.level = slog.LevelDebug
+		return slog.LevelDebug
 	case lf.verbose == 1:
-		g.level = slog.LevelInfo
+		return slog.LevelInfo
 	case lf.quiet:
-		g.level = slog.LevelError
+		return slog.LevelError
 	}
-	return g
+	return slog.LevelWarn
 }
 
 type loggerKey struct{}

@@ -19,14 +19,18 @@ import (
 // (agentos cluster status [--root DIR] [--json]) or makes the certificates
 // of a deployment (agentos cluster certs --dir DIR --node NAME ...).
 func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	sub := ""
+	if len(args) > 0 {
+		sub = args[0]
+	}
 	switch {
-	case len(args) > 0 && args[0] == "status":
-		args = args[1:]
-	case len(args) > 0 && args[0] == "certs":
+	case sub == "status":
+		return runClusterStatus(ctx, args[1:], stdout)
+	case sub == "certs":
 		return runClusterCerts(args[1:], stdout)
-	case len(args) > 0 && (args[0] == "--help" || args[0] == "-help" || args[0] == "-h"):
-		// the help of status
-	case len(args) > 0 && strings.HasPrefix(args[0], "-"):
+	case sub == "--help" || sub == "-help" || sub == "-h":
+		return runClusterStatus(ctx, args, stdout) // the help of status
+	case strings.HasPrefix(sub, "-"):
 		// Flags before the subcommand: an unknown one is named first.
 		fs, _, _ := clusterStatusFlags()
 		if _, err := parseFlags(fs, args); err != nil {
@@ -36,6 +40,11 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	default:
 		return usagef("cluster takes a subcommand: 'agentos cluster status [--root DIR] [--json]' or 'agentos cluster certs --dir DIR --node NAME[,NAME...] [--host H,...]'")
 	}
+}
+
+// runClusterStatus asks the node serving the tool root for its cluster's
+// members: agentos cluster status [--root DIR] [--json].
+func runClusterStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	fs, root, asJSON := clusterStatusFlags()
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -60,6 +69,12 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *asJSON {
 		return fprintJSON(stdout, rep)
 	}
+	return printClusterReport(stdout, rep)
+}
+
+// printClusterReport prints the members alive and left, and a table of the
+// members with the forges each holds.
+func printClusterReport(stdout io.Writer, rep host.ClusterReport) error {
 	fmt.Fprintf(stdout, "cluster %s, seen from %s: %d member(s) alive", rep.Cluster, rep.Self, len(rep.Members))
 	if len(rep.Left) > 0 {
 		fmt.Fprintf(stdout, ", left: %s", strings.Join(rep.Left, ", "))
@@ -96,9 +111,6 @@ type certsEntry struct {
 	Key  string `json:"key"`
 }
 
-// runClusterCerts makes the cluster's CA in DIR (unless DIR holds one) and
-// a member certificate per --node: agentos cluster certs --dir DIR --node
-// NAME[,NAME...] [--host H,...] [--days N] [--json].
 // clusterStatusFlags is the flag set of 'cluster status'.
 func clusterStatusFlags() (fs *flag.FlagSet, root *string, asJSON *bool) {
 	fs = flag.NewFlagSet("cluster status", flag.ContinueOnError)
@@ -107,6 +119,9 @@ func clusterStatusFlags() (fs *flag.FlagSet, root *string, asJSON *bool) {
 	return fs, root, asJSON
 }
 
+// runClusterCerts makes the cluster's CA in DIR (unless DIR holds one) and
+// a member certificate per --node: agentos cluster certs --dir DIR --node
+// NAME[,NAME...] [--host H,...] [--days N] [--json].
 func runClusterCerts(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cluster certs", flag.ContinueOnError)
 	dir := fs.String("dir", "", "the directory of the cluster's CA (ca.crt, ca.key: made there unless it holds them) and of the node certificates")
@@ -142,10 +157,17 @@ func runClusterCerts(args []string, stdout io.Writer) error {
 	if *asJSON {
 		return fprintJSON(stdout, rep)
 	}
+	printCerts(stdout, rep, *dir)
+	return nil
+}
+
+// printCerts says where the CA and each node's certificate are and what to
+// do with them.
+func printCerts(stdout io.Writer, rep certsReport, dir string) {
 	if rep.CAMade {
-		fmt.Fprintf(stdout, "made the cluster's CA: %s (its key %s signs members: keep it off the nodes)\n", rep.CA, filepath.Join(*dir, cluster.CAKeyFile))
+		fmt.Fprintf(stdout, "made the cluster's CA: %s (its key %s signs members: keep it off the nodes)\n", rep.CA, filepath.Join(dir, cluster.CAKeyFile))
 	} else {
-		fmt.Fprintf(stdout, "used the cluster's CA in %s\n", *dir)
+		fmt.Fprintf(stdout, "used the cluster's CA in %s\n", dir)
 	}
 	for _, e := range rep.Nodes {
 		fmt.Fprintf(stdout, "node %s: %s, %s (key readable by its owner only)\n", e.Name, e.Cert, e.Key)
@@ -155,7 +177,6 @@ func runClusterCerts(args []string, stdout io.Writer) error {
 	} else {
 		fmt.Fprintln(stdout, "no --node given: no node certificate made")
 	}
-	return nil
 }
 
 // splitComma splits a comma-separated flag value, dropping empty items.

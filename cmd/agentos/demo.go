@@ -430,17 +430,26 @@ func firstLine(s string) string {
 	return s
 }
 
+// demoSurprises counts the demo's steps that did not go as expected, and
+// says each on w.
+type demoSurprises struct {
+	w io.Writer
+	n int
+}
+
+// expect counts and says a surprise when ok is false.
+func (s *demoSurprises) expect(ok bool, what string) {
+	if !ok {
+		s.n++
+		fmt.Fprintf(s.w, "   UNEXPECTED: %s\n", what)
+	}
+}
+
 // demoKernel runs an agent process through the kernel: its capability
 // refuses a read outside its scope, its quota ends it, and ps and events
 // show what happened. It returns how many steps surprised.
 func demoKernel(ctx context.Context, dir string, cfg host.Config, stdout io.Writer) int {
-	surprises := 0
-	expect := func(ok bool, what string) {
-		if !ok {
-			surprises++
-			fmt.Fprintf(stdout, "   UNEXPECTED: %s\n", what)
-		}
-	}
+	s := &demoSurprises{w: stdout}
 	cfg.Root, cfg.Logger = dir, slog.New(slog.DiscardHandler)
 	rt, err := host.Start(ctx, cfg)
 	if err != nil {
@@ -451,7 +460,32 @@ func demoKernel(ctx context.Context, dir string, cfg host.Config, stdout io.Writ
 	k := rt.Kernel()
 	fmt.Fprintf(stdout, "\nthe kernel: an agent process that may read and exec tools/math/ only, with a budget of 3 tool calls\n")
 	lines := make(chan string, 8)
-	agent, err := k.Spawn(func(ctx context.Context, p *kernel.Process) error {
+	agent, err := k.Spawn(demoAnalyst(rt, lines), kernel.SpawnOptions{
+		Name:   "analyst",
+		Image:  "demo-agent",
+		Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/math/"}, {Right: capability.Exec, Scope: "tools/math/"}},
+		Quota:  capability.Limits{capability.ToolCalls: 3},
+	})
+	if err != nil {
+		fmt.Fprintf(stdout, "   cannot spawn: %v\n", err)
+		return 1
+	}
+	for l := range lines {
+		fmt.Fprintln(stdout, l)
+	}
+	reason, _ := agent.Wait(ctx)
+	fmt.Fprintf(stdout, "   the process ended: %s (its siblings would have kept running)\n", reason)
+	s.expect(reason.String() == "quota:tool_calls", "the agent should end with quota:tool_calls")
+	demoKernelTables(k, s)
+	demoWriteAndSearch(ctx, rt, s)
+	return s.n
+}
+
+// demoAnalyst is the demo's agent process: it calls tools inside and
+// outside its grants until its quota of tool calls ends it, sending a line
+// per call on lines (closed when it ends).
+func demoAnalyst(rt *host.Runtime, lines chan<- string) func(ctx context.Context, p *kernel.Process) error {
+	return func(ctx context.Context, p *kernel.Process) error {
 		defer close(lines)
 		calls := []struct{ tool, args string }{
 			{"exec_tool", `{"path":"tools/math/fib.ts","args":{"n":20}}`},
@@ -477,34 +511,27 @@ func demoKernel(ctx context.Context, dir string, cfg host.Config, stdout io.Writ
 			lines <- fmt.Sprintf("   %s %s -> %s", c.tool, c.args, res.Result)
 		}
 		return nil
-	}, kernel.SpawnOptions{
-		Name:   "analyst",
-		Image:  "demo-agent",
-		Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/math/"}, {Right: capability.Exec, Scope: "tools/math/"}},
-		Quota:  capability.Limits{capability.ToolCalls: 3},
-	})
-	if err != nil {
-		fmt.Fprintf(stdout, "   cannot spawn: %v\n", err)
-		return 1
 	}
-	for l := range lines {
-		fmt.Fprintln(stdout, l)
-	}
-	reason, _ := agent.Wait(ctx)
-	fmt.Fprintf(stdout, "   the process ended: %s (its siblings would have kept running)\n", reason)
-	expect(reason.String() == "quota:tool_calls", "the agent should end with quota:tool_calls")
+}
+
+// demoKernelTables prints the kernel's events by kind and its process
+// table.
+func demoKernelTables(k *kernel.Kernel, s *demoSurprises) {
 	counts := map[kernel.EventKind]int{}
 	for _, e := range k.Events(0, 0) {
 		counts[e.Kind]++
 	}
-	fmt.Fprintf(stdout, "   kernel events: %s, %s, %s, %s\n", units.Plural(counts[kernel.EventSpawn], "spawn", "spawns"), units.Plural(counts[kernel.EventRefused], "refusal", "refusals"), units.Plural(counts[kernel.EventCharge], "quota charge", "quota charges"), units.Plural(counts[kernel.EventExit], "exit", "exits"))
-	expect(counts[kernel.EventRefused] == 1, "one capability refusal")
+	fmt.Fprintf(s.w, "   kernel events: %s, %s, %s, %s\n", units.Plural(counts[kernel.EventSpawn], "spawn", "spawns"), units.Plural(counts[kernel.EventRefused], "refusal", "refusals"), units.Plural(counts[kernel.EventCharge], "quota charge", "quota charges"), units.Plural(counts[kernel.EventExit], "exit", "exits"))
+	s.expect(counts[kernel.EventRefused] == 1, "one capability refusal")
 	for _, p := range k.PS() {
-		fmt.Fprintf(stdout, "   ps: pid %d %s (%s) %s, %s\n", p.PID, p.Name, p.Image, p.Status, units.Plural(p.Calls, "call", "calls"))
+		fmt.Fprintf(s.w, "   ps: pid %d %s (%s) %s, %s\n", p.PID, p.Name, p.Image, p.Status, units.Plural(p.Calls, "call", "calls"))
 	}
+}
 
-	// The default process writes a tool: it is registered, committed and
-	// pushed to the upstream, and search finds it.
+// demoWriteAndSearch has the default process write a tool: it is
+// registered, committed and pushed to the upstream, and search finds it.
+func demoWriteAndSearch(ctx context.Context, rt *host.Runtime, s *demoSurprises) {
+	stdout := s.w
 	fmt.Fprintf(stdout, "\nthe default process writes a tool; the registry indexes it and Git shares it\n")
 	slug := "/** Turns a title into a URL slug. @tag text */\nexport default function slug(args: { title: string }): string {\n  return args.title.toLowerCase().trim().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');\n}\n"
 	wargs, _ := json.Marshal(map[string]string{"path": "tools/text/slug.ts", "content": slug})
@@ -514,7 +541,7 @@ func demoKernel(ctx context.Context, dir string, cfg host.Config, stdout io.Writ
 	}
 	_ = json.Unmarshal(out, &w)
 	fmt.Fprintf(stdout, "   write_file tools/text/slug.ts -> commit %.12s pushed to %s\n", w.Commit, filepath.Join(host.StateDir, "upstream.git"))
-	expect(err == nil && w.Commit != "", fmt.Sprintf("the write should be committed (%v)", err))
+	s.expect(err == nil && w.Commit != "", fmt.Sprintf("the write should be committed (%v)", err))
 	out, err = rt.Call(ctx, "search_tools", json.RawMessage(`{"query":"make a url slug from a title","limit":1}`))
 	var hits []struct {
 		Path  string  `json:"path"`
@@ -524,6 +551,5 @@ func demoKernel(ctx context.Context, dir string, cfg host.Config, stdout io.Writ
 	if err == nil && len(hits) == 1 {
 		fmt.Fprintf(stdout, "   search_tools \"make a url slug from a title\" -> %s (score %.2f)\n", hits[0].Path, hits[0].Score)
 	}
-	expect(err == nil && len(hits) == 1 && hits[0].Path == "tools/text/slug.ts", "search should find the slug tool")
-	return surprises
+	s.expect(err == nil && len(hits) == 1 && hits[0].Path == "tools/text/slug.ts", "search should find the slug tool")
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -420,7 +421,7 @@ func (d *clusterDemoRun) resumedOn(ctx context.Context) string {
 		var rep host.ClusterReport
 		if c.Cluster(ctx, &rep) == nil {
 			for _, m := range rep.Members {
-				if len(m.Forges) > 0 && containsString(m.Forges, forge.SpecHash(demoSlugSpec)) {
+				if len(m.Forges) > 0 && slices.Contains(m.Forges, forge.SpecHash(demoSlugSpec)) {
 					on = demoNodeOf("", atoi(m.PID), d.nodes)
 				}
 			}
@@ -571,16 +572,8 @@ func demoExec(ctx context.Context, n *demoNode, path, args string) (string, erro
 // journaled (its tests are running then) and returns the node holding
 // the forge's run.
 func demoFindForging(ctx context.Context, j *journal.Journal, nodes []*demoNode, asked <-chan int) (*demoNode, error) {
-	for {
-		select {
-		case n := <-asked:
-			if n < 2 {
-				continue
-			}
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		break
+	if err := demoAwaitAnswers(ctx, asked, 2); err != nil {
+		return nil, err
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	var seen []string
@@ -593,22 +586,49 @@ func demoFindForging(ctx context.Context, j *journal.Journal, nodes []*demoNode,
 		for _, r := range runs {
 			n, _ := j.Count(r.ID)
 			seen = append(seen, fmt.Sprintf("%s %s owner=%q pid=%d calls=%d", r.ID, r.Kind, r.Owner, r.Host.PID, n))
-			if r.Kind != forge.Kind || r.Status != journal.StatusRunning || !strings.Contains(string(r.Args), "slug") {
-				continue
-			}
-			if n, err := j.Count(r.ID); err == nil && n >= 1 {
-				if name := demoNodeOf(r.Owner, r.Host.PID, nodes); name != "" {
-					for _, nd := range nodes {
-						if nd.name == name {
-							return nd, nil
-						}
-					}
-				}
+			if nd := demoForgingNode(j, r, nodes); nd != nil {
+				return nd, nil
 			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	return nil, fmt.Errorf("demo --cluster: the second forge never showed its first answer in the journal (unfinished runs: %v)", seen)
+}
+
+// demoAwaitAnswers waits until the scripted model has answered n times
+// (asked counts its answers), or ctx ends.
+func demoAwaitAnswers(ctx context.Context, asked <-chan int, n int) error {
+	for {
+		select {
+		case got := <-asked:
+			if got >= n {
+				return nil
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// demoForgingNode is the node running r when r is the second forge (the
+// slug spec's), still running with a model answer journaled; else nil.
+func demoForgingNode(j *journal.Journal, r journal.RunMeta, nodes []*demoNode) *demoNode {
+	if r.Kind != forge.Kind || r.Status != journal.StatusRunning || !strings.Contains(string(r.Args), "slug") {
+		return nil
+	}
+	if n, err := j.Count(r.ID); err != nil || n < 1 {
+		return nil
+	}
+	name := demoNodeOf(r.Owner, r.Host.PID, nodes)
+	if name == "" {
+		return nil
+	}
+	for _, nd := range nodes {
+		if nd.name == name {
+			return nd
+		}
+	}
+	return nil
 }
 
 // demoNodeOf names the node whose process owns a run (its claim's owner
@@ -628,13 +648,4 @@ func demoNodeOf(owner string, pid int, nodes []*demoNode) string {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
-}
-
-func containsString(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

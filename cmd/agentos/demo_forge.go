@@ -83,13 +83,6 @@ func demoSubmit(path, code, tests string) llmtest.Step {
 // the environment): a forge that passes on its second attempt, a SQL
 // report tool, and a reuse. It returns how many steps surprised.
 func demoForge(ctx context.Context, dir string, cfg host.Config, stdout io.Writer) int {
-	surprises := 0
-	expect := func(ok bool, what string) {
-		if !ok {
-			surprises++
-			fmt.Fprintf(stdout, "   UNEXPECTED: %s\n", what)
-		}
-	}
 	scripted := os.Getenv("AGENTOS_LLM_MODEL") == ""
 	var srv *llmtest.Server
 	if scripted {
@@ -111,70 +104,102 @@ func demoForge(ctx context.Context, dir string, cfg host.Config, stdout io.Write
 		return 1
 	}
 	defer rt.Close()
+	if err := seedDemoUsers(ctx, rt); err != nil {
+		fmt.Fprintf(stdout, "   seeding the users table: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "   the database: a users table with 4 plan changes (SQLite, %s)\n", cfg.SQLitePath(dir))
+
+	d := &forgeDemo{ctx: ctx, rt: rt, stdout: stdout, scripted: scripted, demoSurprises: demoSurprises{w: stdout}}
+	res, err := d.forge("a tool that returns the n-th Fibonacci number")
+	d.expect(err == nil && len(res.Attempts) == 2 && !res.Attempts[0].Passed && res.Attempts[1].Passed, "fibonacci should pass on its second attempt")
+	res, err = d.forge("a report of the users who downgraded in a given month, pipe-delimited")
+	if err == nil {
+		d.execReport(res.Path)
+	} else {
+		d.expect(false, "the report tool should be forged")
+	}
+	res, err = d.forge("fibonacci number")
+	d.expect(err == nil && res.Reused, "a similar spec should reuse the fibonacci tool")
+	if scripted {
+		d.expect(srv.Requests() == 3, fmt.Sprintf("the scripted model should have been asked 3 times, not %d", srv.Requests()))
+		fmt.Fprintf(stdout, "   the model was asked %d times in all\n", srv.Requests())
+	}
+	return d.n
+}
+
+// seedDemoUsers fills the users table the report tool reads: 4 plan
+// changes, 2 of them downgrades in June 2026.
+func seedDemoUsers(ctx context.Context, rt *host.Runtime) error {
 	for _, stmt := range []string{
 		`{"sql":"CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, old_plan TEXT, new_plan TEXT, changed TEXT)"}`,
 		`{"sql":"DELETE FROM users"}`,
 		`{"sql":"INSERT INTO users (name, old_plan, new_plan, changed) VALUES ('ada','pro','free','2026-06-03'), ('bob','free','pro','2026-06-10'), ('cyd','pro','free','2026-06-21'), ('dee','pro','free','2026-07-02')"}`,
 	} {
 		if _, err := rt.Call(ctx, "exec_sql", json.RawMessage(stmt)); err != nil {
-			fmt.Fprintf(stdout, "   seeding the users table: %v\n", err)
-			return 1
+			return err
 		}
 	}
-	fmt.Fprintf(stdout, "   the database: a users table with 4 plan changes (SQLite, %s)\n", cfg.SQLitePath(dir))
+	return nil
+}
 
-	forgeOne := func(spec string) (forge.Result, error) {
-		fmt.Fprintf(stdout, "   forge_tool %q\n", spec)
-		args, _ := json.Marshal(map[string]string{"spec": spec})
-		out, err := rt.Call(ctx, "forge_tool", args)
-		var res forge.Result
-		_ = json.Unmarshal(out, &res)
-		if err != nil {
-			fmt.Fprintf(stdout, "      failed: %v\n", err)
-			return res, err
-		}
-		if res.Reused {
-			fmt.Fprintf(stdout, "      reused %s (score %.2f), no model call\n", res.Path, res.Score)
-			return res, nil
-		}
-		for _, a := range res.Attempts {
-			if a.Passed {
-				fmt.Fprintf(stdout, "      attempt %d: check and tests passed\n", a.N)
-			} else {
-				fmt.Fprintf(stdout, "      attempt %d: %s\n", a.N, firstLine(strings.Join(a.Errors, "; ")))
-			}
-		}
-		fmt.Fprintf(stdout, "      registered %s, tests in %s, commit %.12s\n", res.Path, res.Tests, res.Commit)
+// forgeDemo is the forge part of the demo: the runtime it calls, and the
+// steps that surprised. IMPORTANT: only the scripted model's steps are
+// checked; a real model may take other paths.
+type forgeDemo struct {
+	ctx      context.Context
+	rt       *host.Runtime
+	stdout   io.Writer
+	scripted bool
+	demoSurprises
+}
+
+// expect counts and says a surprise when ok is false (scripted model only).
+func (d *forgeDemo) expect(ok bool, what string) {
+	if d.scripted {
+		d.demoSurprises.expect(ok, what)
+	}
+}
+
+// forge calls forge_tool with spec and prints each attempt, or the reuse.
+func (d *forgeDemo) forge(spec string) (forge.Result, error) {
+	fmt.Fprintf(d.stdout, "   forge_tool %q\n", spec)
+	args, _ := json.Marshal(map[string]string{"spec": spec})
+	out, err := d.rt.Call(d.ctx, "forge_tool", args)
+	var res forge.Result
+	_ = json.Unmarshal(out, &res)
+	if err != nil {
+		fmt.Fprintf(d.stdout, "      failed: %v\n", err)
+		return res, err
+	}
+	if res.Reused {
+		fmt.Fprintf(d.stdout, "      reused %s (score %.2f), no model call\n", res.Path, res.Score)
 		return res, nil
 	}
-	res, err := forgeOne("a tool that returns the n-th Fibonacci number")
-	if scripted {
-		expect(err == nil && len(res.Attempts) == 2 && !res.Attempts[0].Passed && res.Attempts[1].Passed, "fibonacci should pass on its second attempt")
-	}
-	res, err = forgeOne("a report of the users who downgraded in a given month, pipe-delimited")
-	if err == nil {
-		out, xerr := rt.Call(ctx, "exec_tool", json.RawMessage(`{"path":"`+res.Path+`","args":{"month":"2026-06"}}`))
-		var run struct {
-			Result json.RawMessage `json:"result"`
+	for _, a := range res.Attempts {
+		if a.Passed {
+			fmt.Fprintf(d.stdout, "      attempt %d: check and tests passed\n", a.N)
+		} else {
+			fmt.Fprintf(d.stdout, "      attempt %d: %s\n", a.N, firstLine(strings.Join(a.Errors, "; ")))
 		}
-		_ = json.Unmarshal(out, &run)
-		var report string
-		_ = json.Unmarshal(run.Result, &report)
-		fmt.Fprintf(stdout, "      exec_tool %s {month: 2026-06} ->\n", res.Path)
-		for _, l := range strings.Split(report, "\n") {
-			fmt.Fprintf(stdout, "        %s\n", l)
-		}
-		if scripted {
-			expect(xerr == nil && report == "ada|pro|free|2026-06-03\ncyd|pro|free|2026-06-21", "the June report")
-		}
-	} else if scripted {
-		expect(false, "the report tool should be forged")
 	}
-	res, err = forgeOne("fibonacci number")
-	if scripted {
-		expect(err == nil && res.Reused, "a similar spec should reuse the fibonacci tool")
-		expect(srv.Requests() == 3, fmt.Sprintf("the scripted model should have been asked 3 times, not %d", srv.Requests()))
-		fmt.Fprintf(stdout, "   the model was asked %d times in all\n", srv.Requests())
+	fmt.Fprintf(d.stdout, "      registered %s, tests in %s, commit %.12s\n", res.Path, res.Tests, res.Commit)
+	return res, nil
+}
+
+// execReport runs the forged report tool at path for June 2026 and prints
+// its lines.
+func (d *forgeDemo) execReport(path string) {
+	out, xerr := d.rt.Call(d.ctx, "exec_tool", json.RawMessage(`{"path":"`+path+`","args":{"month":"2026-06"}}`))
+	var run struct {
+		Result json.RawMessage `json:"result"`
 	}
-	return surprises
+	_ = json.Unmarshal(out, &run)
+	var report string
+	_ = json.Unmarshal(run.Result, &report)
+	fmt.Fprintf(d.stdout, "      exec_tool %s {month: 2026-06} ->\n", path)
+	for _, l := range strings.Split(report, "\n") {
+		fmt.Fprintf(d.stdout, "        %s\n", l)
+	}
+	d.expect(xerr == nil && report == "ada|pro|free|2026-06-03\ncyd|pro|free|2026-06-21", "the June report")
 }

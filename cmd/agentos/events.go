@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/kernel"
@@ -45,29 +44,23 @@ func runEvents(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if f.json {
 		return printNodesJSON(stdout, "events", nonNilSlice(evs), failed)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	head := "SEQ\tTIME\tKIND\tPID\tNAME\tDETAIL"
-	if f.cluster {
-		head = "NODE\t" + head
-	}
-	fmt.Fprintln(tw, head)
+	t := newNodeTable(stdout, f.cluster, "SEQ\tTIME\tKIND\tPID\tNAME\tDETAIL")
 	for _, e := range evs {
-		if f.cluster {
-			fmt.Fprintf(tw, "%s\t", e.Node)
-		}
-		detail := e.Detail
-		switch {
-		case e.Reason != "" && detail != "":
-			detail = e.Reason + " (" + detail + ")"
-		case e.Reason != "":
-			detail = e.Reason
-		case e.Meter != "":
-			detail = fmt.Sprintf("%g %s", e.Amount, e.Meter)
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", e.Seq, e.Time.Format(time.TimeOnly), e.Kind, e.PID, dash(e.Name), dash(detail))
+		t.row(e.Node, "%d\t%s\t%s\t%d\t%s\t%s\n", e.Seq, e.Time.Format(time.TimeOnly), e.Kind, e.PID, dash(e.Name), dash(eventDetail(e.Event)))
 	}
-	for _, f := range failed {
-		fmt.Fprintln(tw, f)
+	return t.finish(failed)
+}
+
+// eventDetail is an event's DETAIL column: its reason with the detail in
+// parentheses, or the amount charged to a meter.
+func eventDetail(e kernel.Event) string {
+	switch {
+	case e.Reason != "" && e.Detail != "":
+		return e.Reason + " (" + e.Detail + ")"
+	case e.Reason != "":
+		return e.Reason
+	case e.Meter != "":
+		return fmt.Sprintf("%g %s", e.Amount, e.Meter)
 	}
-	return tw.Flush()
+	return e.Detail
 }

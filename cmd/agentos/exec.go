@@ -33,20 +33,7 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(pos) < 1 || len(pos) > 2 {
 		return usagef("expected PATH and optional ARGS_JSON, got %d arguments", len(pos))
 	}
-	// PATH@HASH runs a recorded version, kept in the journal: the file
-	// itself may have changed or be gone.
-	toolArg, version, versioned := executor.SplitVersion(pos[0])
-	if versioned && *noJournal {
-		return usagef("%s names a recorded version, and versions are kept in the journal: drop --no-journal", pos[0])
-	}
-	var absRoot string
-	var cfg host.Config
-	var rel string
-	if versioned {
-		absRoot, cfg, rel, err = versionedTool(*root, toolArg, version)
-	} else {
-		absRoot, cfg, rel, err = syncedTool(ctx, "exec", *root, toolArg, !*noJournal && *jpath == "", stderr)
-	}
+	absRoot, cfg, rel, err := execTool(ctx, *root, pos[0], *noJournal, *jpath, stderr)
 	if err != nil {
 		return err
 	}
@@ -70,21 +57,42 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		j = jj
 		defer j.Close()
 	}
-	ex, stop, err := toolExecutor(absRoot, cfg, func(opts *executor.Options) {
-		opts.Workers = 1
-		if *inproc {
-			opts.Isolation = executor.IsolationInProcess
-		}
-	})
-	if err != nil {
-		return err
-	}
-	defer stop()
-	res, runID, err := executor.Record(ctx, ex, j, executor.Request{Path: rel, Args: argsJSON, Limits: executor.Limits{Timeout: *timeout}})
+	res, runID, err := execHere(ctx, absRoot, cfg, j, executor.Request{Path: rel, Args: argsJSON, Limits: executor.Limits{Timeout: *timeout}}, *inproc)
 	if err != nil {
 		return err
 	}
 	return reportExec(stdout, stderr, *asJSON, res, runID)
+}
+
+// execTool finds the tool exec runs. PATH@HASH runs a recorded version,
+// kept in the journal: the file itself may have changed or be gone (so it
+// needs the journal). A PATH is synced first, and recorded unless
+// noJournal or another journal file is given.
+func execTool(ctx context.Context, root, arg string, noJournal bool, jpath string, stderr io.Writer) (absRoot string, cfg host.Config, rel string, err error) {
+	toolArg, version, versioned := executor.SplitVersion(arg)
+	if !versioned {
+		return syncedTool(ctx, "exec", root, toolArg, !noJournal && jpath == "", stderr)
+	}
+	if noJournal {
+		return "", host.Config{}, "", usagef("%s names a recorded version, and versions are kept in the journal: drop --no-journal", arg)
+	}
+	return versionedTool(root, toolArg, version)
+}
+
+// execHere runs req in this process's executor (one worker: a sandbox, or
+// this process when inproc), recorded in j when it is not nil.
+func execHere(ctx context.Context, absRoot string, cfg host.Config, j *journal.Journal, req executor.Request, inproc bool) (execclient.Result, string, error) {
+	ex, stop, err := toolExecutor(absRoot, cfg, func(opts *executor.Options) {
+		opts.Workers = 1
+		if inproc {
+			opts.Isolation = executor.IsolationInProcess
+		}
+	})
+	if err != nil {
+		return execclient.Result{}, "", err
+	}
+	defer stop()
+	return executor.Record(ctx, ex, j, req)
 }
 
 // reportExec prints a run's outcome as 'agentos exec' does, wherever it

@@ -173,40 +173,47 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if c.name != args[0] {
 			continue
 		}
-		err := c.run(ctx, args[1:], stdout, stderr)
-		var ue *usageError
-		var he *helpError
-		switch {
-		case err == nil:
-			return exitOK
-		case errors.As(err, &he):
-			printCommandHelp(stdout, c, he.fs)
-			return exitOK
-		case errors.Is(err, flag.ErrHelp):
-			printCommandHelp(stdout, c, nil)
-			return exitOK
-		case errors.As(err, &ue):
-			msg := strings.TrimPrefix(ue.msg, "agentos: ")
-			fmt.Fprintf(stderr, "agentos %s: %s (usage: %s)\n", c.name, msg, c.usage)
-			if g.json {
-				printJSONError(stdout, "usage", msg, c.usage)
-			}
-			return exitUsage
-		case errors.Is(err, errFailed):
-			return exitFailed // the command printed what failed (its JSON object under --json)
-		default:
-			fmt.Fprintf(stderr, "agentos %s: %s\n", c.name, errorText(err))
-			if g.json {
-				printJSONError(stdout, "failed", errorText(err), "")
-			}
-			return exitFailed
-		}
+		return exitStatus(c, c.run(ctx, args[1:], stdout, stderr), g.json, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "agentos: unknown command %q: run 'agentos help' for the list\n", args[0])
 	if g.json {
 		printJSONError(stdout, "usage", fmt.Sprintf("unknown command %q: run 'agentos help' for the list", args[0]), "")
 	}
 	return exitUsage
+}
+
+// exitStatus reports how command c ended (err) and returns the exit
+// status: help is printed, a usage error (2) shows the command's usage
+// line, a failure (1) its message; under --json (asJSON) both also print
+// the one JSON error object on stdout.
+func exitStatus(c command, err error, asJSON bool, stdout, stderr io.Writer) int {
+	var ue *usageError
+	var he *helpError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &he):
+		printCommandHelp(stdout, c, he.fs)
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		printCommandHelp(stdout, c, nil)
+		return exitOK
+	case errors.As(err, &ue):
+		msg := strings.TrimPrefix(ue.msg, "agentos: ")
+		fmt.Fprintf(stderr, "agentos %s: %s (usage: %s)\n", c.name, msg, c.usage)
+		if asJSON {
+			printJSONError(stdout, "usage", msg, c.usage)
+		}
+		return exitUsage
+	case errors.Is(err, errFailed):
+		return exitFailed // the command printed what failed (its JSON object under --json)
+	default:
+		fmt.Fprintf(stderr, "agentos %s: %s\n", c.name, errorText(err))
+		if asJSON {
+			printJSONError(stdout, "failed", errorText(err), "")
+		}
+		return exitFailed
+	}
 }
 
 func printUsage(w io.Writer) {
@@ -224,6 +231,16 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-66s %s\n", c.usage, c.summary)
 	}
 	fmt.Fprintln(w, "\nflags of each command ('agentos COMMAND --help' says more):")
+	printCommandsFlags(w)
+	fmt.Fprintln(w, "\n"+argsUsage)
+	fmt.Fprintln(w, "Durations (--timeout, --older-than) are Go durations (30s, 5m, 1h30m), days (7d) or a bare number of seconds; they must be positive.")
+	fmt.Fprintln(w, "With --json a command prints exactly one JSON object on stdout, also when it fails: {\"error\": {\"kind\": \"usage\"|\"failed\", \"message\": ...}}.")
+	fmt.Fprintln(w, "\nexit status: 0 ok, 1 tool invalid or run failed, 2 usage error")
+}
+
+// printCommandsFlags lists the flags of every command and subcommand
+// (without the logging flags), then the logging flags once.
+func printCommandsFlags(w io.Writer) {
 	var logFS *flag.FlagSet
 	for _, c := range commands {
 		fs := commandFlags(c)
@@ -240,20 +257,17 @@ func printUsage(w io.Writer) {
 			}
 		}
 	}
-	if logFS != nil {
-		fmt.Fprintln(w, "  logging flags of every command (also before the command's name):")
-		fs := flag.NewFlagSet("logging", flag.ContinueOnError)
-		logFS.VisitAll(func(f *flag.Flag) {
-			if slices.Contains(logFlagNames, f.Name) {
-				fs.Var(f.Value, f.Name, f.Usage)
-			}
-		})
-		printFlags(w, fs, "    ")
+	if logFS == nil {
+		return
 	}
-	fmt.Fprintln(w, "\n"+argsUsage)
-	fmt.Fprintln(w, "Durations (--timeout, --older-than) are Go durations (30s, 5m, 1h30m), days (7d) or a bare number of seconds; they must be positive.")
-	fmt.Fprintln(w, "With --json a command prints exactly one JSON object on stdout, also when it fails: {\"error\": {\"kind\": \"usage\"|\"failed\", \"message\": ...}}.")
-	fmt.Fprintln(w, "\nexit status: 0 ok, 1 tool invalid or run failed, 2 usage error")
+	fmt.Fprintln(w, "  logging flags of every command (also before the command's name):")
+	fs := flag.NewFlagSet("logging", flag.ContinueOnError)
+	logFS.VisitAll(func(f *flag.Flag) {
+		if slices.Contains(logFlagNames, f.Name) {
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	printFlags(w, fs, "    ")
 }
 
 // flagError is the usage error of err, from parsing args with fs: an

@@ -59,17 +59,23 @@ func runPrune(args []string, stdout io.Writer) error {
 	if *c.asJSON {
 		return fprintJSON(stdout, rep)
 	}
+	printPrune(stdout, rep, absRoot, path, shared)
+	return nil
+}
+
+// printPrune says what prune deleted and what became of the journal's
+// file: compacted, keeping its size, or (shared: PostgreSQL) left to the
+// database.
+func printPrune(stdout io.Writer, rep pruneReport, absRoot, path string, shared bool) {
 	fmt.Fprintf(stdout, "deleted %d runs, %d payloads and %d tool sources (%s stored); %d runs kept\n", rep.Runs, rep.Blobs, rep.Sources, mb(rep.Bytes), rep.Kept)
-	if shared {
+	switch {
+	case shared:
 		fmt.Fprintf(stdout, "journal %s: PostgreSQL reuses the freed space (autovacuum); VACUUM FULL gives it back to the file system\n", path)
-		return nil
-	}
-	if rep.Compacted {
+	case rep.Compacted:
 		fmt.Fprintf(stdout, "journal %s: %s -> %s\n", relTo(absRoot, path), mb(rep.FileBefore), mb(rep.FileAfter))
-	} else {
+	default:
 		fmt.Fprintf(stdout, "journal %s: %s (the file keeps its size and reuses the freed space; run without --no-compact, with no node serving, to shrink it)\n", relTo(absRoot, path), mb(rep.FileAfter))
 	}
-	return nil
 }
 
 func fileSize(path string) int64 {

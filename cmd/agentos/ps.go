@@ -48,23 +48,47 @@ func runPS(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if f.json {
 		return printNodesJSON(stdout, "processes", nonNilSlice(ps), failed)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	head := "PID\tPARENT\tNAME\tIMAGE\tSTATUS\tMAILBOX\tCALLS\tUPTIME\tUSAGE\tLEFT"
-	if f.cluster {
-		head = "NODE\t" + head
-	}
-	fmt.Fprintln(tw, head)
+	t := newNodeTable(stdout, f.cluster, "PID\tPARENT\tNAME\tIMAGE\tSTATUS\tMAILBOX\tCALLS\tUPTIME\tUSAGE\tLEFT")
 	for _, p := range ps {
-		if f.cluster {
-			fmt.Fprintf(tw, "%s\t", p.Node)
-		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", p.PID, p.Parent, dash(p.Name), dash(p.Image), p.Status, p.Mailbox, p.Calls,
+		t.row(p.Node, "%d\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", p.PID, p.Parent, dash(p.Name), dash(p.Image), p.Status, p.Mailbox, p.Calls,
 			time.Since(p.Started).Round(time.Second), meters(p.Usage), meters(p.Left))
 	}
-	for _, f := range failed {
-		fmt.Fprintln(tw, f)
+	return t.finish(failed)
+}
+
+// nodeTable is the table ps and events print: with --cluster (cluster)
+// each row starts with its member's address, and the members that did not
+// answer are said after the rows.
+type nodeTable struct {
+	tw      *tabwriter.Writer
+	cluster bool
+}
+
+// newNodeTable starts the table with its header line head (columns
+// separated by tabs; NODE is added first with --cluster).
+func newNodeTable(w io.Writer, cluster bool, head string) *nodeTable {
+	t := &nodeTable{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0), cluster: cluster}
+	if cluster {
+		head = "NODE\t" + head
 	}
-	return tw.Flush()
+	fmt.Fprintln(t.tw, head)
+	return t
+}
+
+// row prints one row of member node's, formatted as fmt.Fprintf does.
+func (t *nodeTable) row(node, format string, args ...any) {
+	if t.cluster {
+		fmt.Fprintf(t.tw, "%s\t", node)
+	}
+	fmt.Fprintf(t.tw, format, args...)
+}
+
+// finish says which members did not answer and flushes the table.
+func (t *nodeTable) finish(unanswered []string) error {
+	for _, f := range unanswered {
+		fmt.Fprintln(t.tw, f)
+	}
+	return t.tw.Flush()
 }
 
 // fromNodes decodes every member's reply (a JSON array of T) and hands

@@ -42,19 +42,7 @@ func runQuota(_ context.Context, args []string, stdout, _ io.Writer) error {
 		if pos[0] != "reset" {
 			return usagef("unknown quota action %q: use 'agentos quota' to show the use, 'agentos quota reset [ACCOUNT...]' to clear it", pos[0])
 		}
-		cleared, err := host.ResetQuota(abs, pos[1:]...)
-		if err != nil {
-			return quotaErr(err)
-		}
-		if *asJSON {
-			return fprintJSON(stdout, map[string][]string{"reset": nonNil(cleared)})
-		}
-		if len(cleared) == 0 {
-			fmt.Fprintln(stdout, "no quota use was recorded: nothing to reset")
-			return nil
-		}
-		fmt.Fprintf(stdout, "quota use reset for %s\n", strings.Join(cleared, ", "))
-		return nil
+		return resetQuota(stdout, abs, pos[1:], *asJSON)
 	}
 	use, err := host.QuotaUse(abs)
 	if err != nil {
@@ -63,16 +51,7 @@ func runQuota(_ context.Context, args []string, stdout, _ io.Writer) error {
 	limits := map[string]map[string]float64{kernel.LedgerKey(""): cfg.Quota, kernel.LedgerKey("agent"): cfg.Agent.Quota}
 	rows := make([]quotaRow, 0, len(use))
 	for _, u := range use {
-		row := quotaRow{Account: u.Account, Spent: u.Spent}
-		for m, v := range limits[u.Account] {
-			if capability.IsCumulative(capability.Meter(m)) {
-				if row.Limits == nil {
-					row.Limits = map[capability.Meter]float64{}
-				}
-				row.Limits[capability.Meter(m)] = v
-			}
-		}
-		rows = append(rows, row)
+		rows = append(rows, quotaRow{Account: u.Account, Spent: u.Spent, Limits: cumulativeLimits(limits[u.Account])})
 	}
 	if *asJSON {
 		return fprintJSON(stdout, map[string][]quotaRow{"accounts": rows})
@@ -81,6 +60,45 @@ func runQuota(_ context.Context, args []string, stdout, _ io.Writer) error {
 		fmt.Fprintln(stdout, "no quota use recorded: use is kept for the node and the default process while agentos.json limits tool_calls, llm_tokens or cost_usd")
 		return nil
 	}
+	return printQuotaRows(stdout, rows)
+}
+
+// resetQuota clears the recorded use of accounts (every account when none
+// is named): agentos quota reset [ACCOUNT...].
+func resetQuota(stdout io.Writer, abs string, accounts []string, asJSON bool) error {
+	cleared, err := host.ResetQuota(abs, accounts...)
+	if err != nil {
+		return quotaErr(err)
+	}
+	if asJSON {
+		return fprintJSON(stdout, map[string][]string{"reset": nonNilSlice(cleared)})
+	}
+	if len(cleared) == 0 {
+		fmt.Fprintln(stdout, "no quota use was recorded: nothing to reset")
+		return nil
+	}
+	fmt.Fprintf(stdout, "quota use reset for %s\n", strings.Join(cleared, ", "))
+	return nil
+}
+
+// cumulativeLimits are the limits of an account's quota whose use is kept
+// across invocations (nil when there are none).
+func cumulativeLimits(quota map[string]float64) map[capability.Meter]float64 {
+	var out map[capability.Meter]float64
+	for m, v := range quota {
+		if capability.IsCumulative(capability.Meter(m)) {
+			if out == nil {
+				out = map[capability.Meter]float64{}
+			}
+			out[capability.Meter(m)] = v
+		}
+	}
+	return out
+}
+
+// printQuotaRows prints one line per account and meter spent, by meter
+// name, with the meter's limit.
+func printQuotaRows(stdout io.Writer, rows []quotaRow) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ACCOUNT\tMETER\tSPENT\tLIMIT")
 	for _, r := range rows {
@@ -119,11 +137,4 @@ func quotaHint(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w (quota use is kept in %s across invocations: see it with 'agentos quota', clear it with 'agentos quota reset')", err, host.QuotaFile)
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

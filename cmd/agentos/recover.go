@@ -63,12 +63,7 @@ func runRecover(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return out.status()
 	}
-	if len(out.Recovered) == 0 && len(out.Forges) == 0 && len(out.Left) == 0 {
-		fmt.Fprintln(stdout, "no unfinished runs")
-	}
-	printRecovered(stdout, out.Recovered)
-	printForges(stdout, out.Forges)
-	printLeft(stdout, out.Left)
+	out.print(stdout)
 	return out.status()
 }
 
@@ -95,6 +90,17 @@ func (o recoverOutput) status() error {
 	return recoverStatus(o.Recovered)
 }
 
+// print says what recover did: each resumed tool run and forge, and the
+// interrupted runs left alone.
+func (o recoverOutput) print(stdout io.Writer) {
+	if len(o.Recovered) == 0 && len(o.Forges) == 0 && len(o.Left) == 0 {
+		fmt.Fprintln(stdout, "no unfinished runs")
+	}
+	printRecovered(stdout, o.Recovered)
+	printForges(stdout, o.Forges)
+	printLeft(stdout, o.Left)
+}
+
 // recoverExecs lists the interrupted runs of journal j and resumes its
 // tool runs (only the run only, when set) with a tool executor, as the
 // runtime does at start.
@@ -104,19 +110,10 @@ func recoverExecs(ctx context.Context, absRoot string, cfg host.Config, j *journ
 	if _, out.forges, left, err = host.InterruptedRuns(j); err != nil {
 		return out, err
 	}
-	if only != "" {
-		meta, err := j.Get(only)
-		if errors.Is(err, journal.ErrNoRun) || errors.Is(err, journal.ErrAmbiguous) {
-			return out, usagef("%v", err) // exit 2, as trace, replay and persona show do for an unknown id
-		} else if err != nil {
-			return out, err
-		}
-		if meta.Kind == forge.Kind {
-			out.forge = meta.ID
-			return out, nil
-		}
-	} else if left != nil {
-		out.Left = left
+	if only == "" {
+		out.Left = nonNilSlice(left)
+	} else if out.forge, err = forgeNamed(j, only); err != nil || out.forge != "" {
+		return out, err // a forge is resumed by a runtime: recoverForges
 	}
 	ex, stop, err := toolExecutor(absRoot, cfg, func(opts *executor.Options) {
 		if only != "" {
@@ -142,20 +139,31 @@ func recoverExecs(ctx context.Context, absRoot string, cfg host.Config, j *journ
 	return out, err
 }
 
+// forgeNamed looks up the run --run names: the id of a forge (which a
+// runtime resumes, not the tool executor), or "" for another run. An
+// unknown or ambiguous id is a usage error (exit 2, as trace, replay and
+// persona show do).
+func forgeNamed(j *journal.Journal, id string) (string, error) {
+	meta, err := j.Get(id)
+	if errors.Is(err, journal.ErrNoRun) || errors.Is(err, journal.ErrAmbiguous) {
+		return "", usagef("%v", err)
+	}
+	if err != nil || meta.Kind != forge.Kind {
+		return "", err
+	}
+	return meta.ID, nil
+}
+
 // recoverForges starts a runtime on the root and resumes its interrupted
 // forges (only forge id, when set) with the configured model, saying so
 // on stderr first: a resumed forge sends model requests.
 func recoverForges(ctx context.Context, absRoot string, cfg host.Config, jpath, id string, stderr io.Writer) ([]host.ForgeReport, error) {
 	if jpath != "" {
-		abs, err := filepath.Abs(jpath)
+		rel, err := journalInRoot(absRoot, jpath)
 		if err != nil {
 			return nil, err
 		}
-		rel, err := filepath.Rel(absRoot, abs)
-		if err != nil || !filepath.IsLocal(rel) {
-			return nil, usagef("forges are resumed by a runtime on the tool root, which records in the root's journal: --journal %s is outside %s", jpath, absRoot)
-		}
-		cfg.Journal = filepath.ToSlash(rel)
+		cfg.Journal = rel
 	}
 	cfg.Root, cfg.Logger = absRoot, cmdLogger(ctx)
 	rt, err := host.Start(ctx, cfg)
@@ -169,6 +177,20 @@ func recoverForges(ctx context.Context, absRoot string, cfg host.Config, jpath, 
 	}
 	fmt.Fprintf(stderr, "resuming %s: recorded model answers are replayed, then each goes on with the configured model\n", what)
 	return rt.RecoverForges(ctx, id)
+}
+
+// journalInRoot is --journal jpath relative to the tool root: a runtime
+// on the root records in a journal inside it only.
+func journalInRoot(absRoot, jpath string) (string, error) {
+	abs, err := filepath.Abs(jpath)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(absRoot, abs)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", usagef("forges are resumed by a runtime on the tool root, which records in the root's journal: --journal %s is outside %s", jpath, absRoot)
+	}
+	return filepath.ToSlash(rel), nil
 }
 
 // printForges prints what became of each resumed forge, one line each.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
 	execclient "github.com/agentos-run/agentos/actors/executor/client"
@@ -45,9 +46,17 @@ func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if *attempts != 0 {
 		return usagef("--attempts replays a forge run; run %s is not one", pos[0])
 	}
+	return replayToolRun(ctx, absRoot, cfg, j, pos[0], *tool, *timeout, *asJSON, stdout)
+}
+
+// replayToolRun replays tool run id offline, with the tool as recorded or
+// patched (the file tool, when given), under the recorded limits or the
+// timeout given.
+func replayToolRun(ctx context.Context, absRoot string, cfg host.Config, j *journal.Journal, id, tool string, timeout time.Duration, asJSON bool, stdout io.Writer) error {
 	var patched []byte
-	if *tool != "" {
-		if patched, err = os.ReadFile(*tool); err != nil {
+	if tool != "" {
+		var err error
+		if patched, err = os.ReadFile(tool); err != nil {
 			return usagef("cannot read the patched tool: %v", err)
 		}
 	}
@@ -56,22 +65,29 @@ func runReplay(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer stop()
-	rep, err := executor.ReplayWith(ctx, ex, j, pos[0], execclient.ReplayOptions{Patched: patched, Limits: executor.Limits{Timeout: *timeout}})
+	rep, err := executor.ReplayWith(ctx, ex, j, id, execclient.ReplayOptions{Patched: patched, Limits: executor.Limits{Timeout: timeout}})
 	if err != nil {
 		return usagef("%v", err)
 	}
-	failed := rep.Divergence != nil || (!rep.Patched && !rep.Same) || (rep.LimitHit != "" && !rep.Same)
-	if *asJSON {
+	if asJSON {
 		if err := fprintJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
 		printReplay(stdout, rep)
 	}
-	if failed {
+	if replayFailed(rep) {
 		return errFailed
 	}
 	return nil
+}
+
+// replayFailed reports whether a replay fails the command: it diverged,
+// the recorded tool gave another result, or a limit stopped it before the
+// run's end with another result. A patched tool that followed the I/O to
+// a different result does not fail: that is what a patch is for.
+func replayFailed(rep executor.ReplayReport) bool {
+	return rep.Divergence != nil || (!rep.Patched && !rep.Same) || (rep.LimitHit != "" && !rep.Same)
 }
 
 // recordedTimeout is the timeout run rep replayed was recorded under.
@@ -107,6 +123,12 @@ func printReplay(w io.Writer, rep executor.ReplayReport) {
 	if rep.ModulesNote != "" {
 		fmt.Fprintf(w, "  modules   %s\n", rep.ModulesNote)
 	}
+	printReplayVerdict(w, rep)
+}
+
+// printReplayVerdict says how the replay ended: diverged, stopped by a
+// limit, or the same or another result than recorded.
+func printReplayVerdict(w io.Writer, rep executor.ReplayReport) {
 	if d := rep.Divergence; d != nil {
 		fmt.Fprintf(w, "DIVERGED %s\n", d.Error())
 		return

@@ -59,15 +59,8 @@ func runRuns(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer j.Close()
-	switch {
-	case *limit < 0:
-		return usagef("--limit %d: give a number of runs, or 0 for every run", *limit)
-	case *before != "" && *after != "":
-		return usagef("--before and --after: give one (--before pages back to older runs, --after forward to newer ones)")
-	case *before != "" && *limit == 0:
-		return usagef("--before with --limit 0: --before shows a page of the runs before a run; give --limit N, or list every run with --limit 0 alone")
-	case *tool != "" && (*before != "" || *after != ""):
-		return usagef("--tool lists every run of the tool; --before and --after page the whole journal, not one tool's runs")
+	if err := checkRunsPaging(*limit, *before, *after, *tool); err != nil {
+		return err
 	}
 	if *tool != "" {
 		return printToolRuns(j, toolArg(*tool), *c.asJSON, stdout)
@@ -86,6 +79,22 @@ func runRuns(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	return out.finish(next)
+}
+
+// checkRunsPaging refuses the combinations of --limit, --before, --after
+// and --tool that name no one listing.
+func checkRunsPaging(limit int, before, after, tool string) error {
+	switch {
+	case limit < 0:
+		return usagef("--limit %d: give a number of runs, or 0 for every run", limit)
+	case before != "" && after != "":
+		return usagef("--before and --after: give one (--before pages back to older runs, --after forward to newer ones)")
+	case before != "" && limit == 0:
+		return usagef("--before with --limit 0: --before shows a page of the runs before a run; give --limit N, or list every run with --limit 0 alone")
+	case tool != "" && (before != "" || after != ""):
+		return usagef("--tool lists every run of the tool; --before and --after page the whole journal, not one tool's runs")
+	}
+	return nil
 }
 
 // runsCursor names the next page: the run before (older) or after (newer)
@@ -266,6 +275,12 @@ func printToolRuns(j runSource, tool string, asJSON bool, stdout io.Writer) erro
 		fmt.Fprintf(stdout, "no runs of %s recorded (paths are relative to the tool root, e.g. tools/x.ts)\n", tool)
 		return nil
 	}
+	return printToolRunTables(stdout, tool, rows, versions)
+}
+
+// printToolRunTables prints the runs of tool, then the versions of it the
+// journal keeps.
+func printToolRunTables(stdout io.Writer, tool string, rows []runsRow, versions []journal.Version) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tVERSION\tSTATUS\tDURATION\tCALLS\tMODULES")
 	for _, r := range rows {

@@ -71,27 +71,16 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	key, err := cfg.CapabilityKey()
+	auth, err := mintingAuthority(cfg)
 	if err != nil {
-		return usagef("%v", err)
-	}
-	if key == nil {
-		return usagef("this tool root has no capability.signing_key_env, so a node verifies only the tokens it mints itself: set \"capability\": {\"signing_key_env\": \"AGENTOS_CAPABILITY_KEY\"} in agentos.json and export a key (e.g. `openssl rand -hex 32`) for both 'agentos token' and 'agentos serve'; or use the token 'agentos serve --mcp-http' writes to .agentos/mcp-token")
-	}
-	auth, err := capability.New(capability.Options{Key: key})
-	if err != nil {
-		return usagef("%v", err)
+		return err
 	}
 	if len(grants) == 0 {
 		grants = cfg.DefaultGrants()
 	}
-	var c capability.Caveats
-	if *ttl != "0" {
-		d, err := parseDuration(*ttl)
-		if err != nil {
-			return usagef("--ttl: %v", err)
-		}
-		c.NotAfter = time.Now().Add(d).UTC()
+	c, err := ttlCaveats(*ttl)
+	if err != nil {
+		return err
 	}
 	tok := auth.Mint(*holder, grants, c)
 	// Recorded before it is printed: every token handed out is in 'agentos
@@ -105,6 +94,39 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintln(stdout, tok.Encode())
 	fmt.Fprintf(stderr, "token %s for %s grants %s; send it as \"Authorization: Bearer <token>\" to 'agentos serve --mcp-http' (docs/MCP.md); revoke it with 'agentos token revoke %s'\n", tok.ID, tok.Holder, describeGrants(grants), tok.ID)
 	return nil
+}
+
+// mintingAuthority is the authority that mints with the root's signing
+// key (capability.signing_key_env): a root without one cannot mint tokens
+// a node verifies.
+func mintingAuthority(cfg host.Config) (*capability.Authority, error) {
+	key, err := cfg.CapabilityKey()
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	if key == nil {
+		return nil, usagef("this tool root has no capability.signing_key_env, so a node verifies only the tokens it mints itself: set \"capability\": {\"signing_key_env\": \"AGENTOS_CAPABILITY_KEY\"} in agentos.json and export a key (e.g. `openssl rand -hex 32`) for both 'agentos token' and 'agentos serve'; or use the token 'agentos serve --mcp-http' writes to .agentos/mcp-token")
+	}
+	auth, err := capability.New(capability.Options{Key: key})
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return auth, nil
+}
+
+// ttlCaveats are the caveats of --ttl: the token expires after it ("0":
+// never).
+func ttlCaveats(ttl string) (capability.Caveats, error) {
+	var c capability.Caveats
+	if ttl == "0" {
+		return c, nil
+	}
+	d, err := parseDuration(ttl)
+	if err != nil {
+		return c, usagef("--ttl: %v", err)
+	}
+	c.NotAfter = time.Now().Add(d).UTC()
+	return c, nil
 }
 
 func describeGrants(gs []capability.Grant) string {

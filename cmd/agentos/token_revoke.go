@@ -55,6 +55,14 @@ func runTokenRevoke(ctx context.Context, args []string, stdout io.Writer) error 
 	if *asJSON {
 		return fprintJSON(stdout, rep)
 	}
+	printRevoked(stdout, rep, absRoot)
+	return nil
+}
+
+// printRevoked says what was revoked and from when it is refused: at once
+// by a serving node (and kept across restarts when durable), else from the
+// next start of a node on the root.
+func printRevoked(stdout io.Writer, rep host.RevokeReport, absRoot string) {
 	what := "token " + rep.ID + ", and every token derived from it"
 	if rep.Holder != "" {
 		what = "every token issued to " + rep.Holder + " until " + rep.At.Format(time.RFC3339) + ", and every token derived from them"
@@ -68,7 +76,6 @@ func runTokenRevoke(ctx context.Context, args []string, stdout io.Writer) error 
 	default:
 		fmt.Fprintf(stdout, "  no node serves %s: kept in %s, refused from the next start of a node here (which publishes it to its cluster)\n", absRoot, host.RevocationsFile)
 	}
-	return nil
 }
 
 // tokenList is 'agentos token list --json'.
@@ -107,14 +114,28 @@ func runTokenList(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	file := capability.RevocationFile(filepath.Join(absRoot, host.RevocationsFile))
-	minted, err := file.Minted()
+	out, err := listTokens(capability.RevocationFile(filepath.Join(absRoot, host.RevocationsFile)))
 	if err != nil {
 		return err
 	}
+	if *asJSON {
+		return fprintJSON(stdout, out)
+	}
+	printTokenList(stdout, out)
+	return nil
+}
+
+// listTokens reads the tokens minted for the root and its durable
+// revocations from file; a token is revoked by its id, or by its holder's
+// revocation when it was minted at or before it.
+func listTokens(file capability.RevocationFile) (tokenList, error) {
+	minted, err := file.Minted()
+	if err != nil {
+		return tokenList{}, err
+	}
 	rs, err := file.Load()
 	if err != nil {
-		return err
+		return tokenList{}, err
 	}
 	out := tokenList{Tokens: []listedToken{}, Revocations: []listedRevocation{}}
 	ids, holders := map[string]bool{}, map[string]time.Time{}
@@ -130,24 +151,17 @@ func runTokenList(args []string, stdout io.Writer) error {
 		at, byHolder := holders[m.Holder]
 		out.Tokens = append(out.Tokens, listedToken{Minted: m, Revoked: ids[m.ID] || byHolder && !m.At.After(at)})
 	}
-	if *asJSON {
-		return fprintJSON(stdout, out)
-	}
+	return out, nil
+}
+
+// printTokenList prints one line per token with its state, then the
+// revocations.
+func printTokenList(stdout io.Writer, out tokenList) {
 	if len(out.Tokens) == 0 {
 		fmt.Fprintln(stdout, "no token was minted for this tool root ('agentos token' mints one)")
 	}
 	for _, t := range out.Tokens {
-		state := "valid"
-		switch {
-		case t.Revoked:
-			state = "revoked"
-		case !t.Expires.IsZero() && time.Now().After(t.Expires):
-			state = "expired"
-		}
-		expires := "never"
-		if !t.Expires.IsZero() {
-			expires = t.Expires.Format(time.RFC3339)
-		}
+		state, expires := tokenState(t)
 		fmt.Fprintf(stdout, "%s  %-8s holder %-16s minted %s  expires %s  grants %s\n", t.ID, state, t.Holder, t.At.Format(time.RFC3339), expires, describeGrants(t.Grants))
 	}
 	for _, r := range out.Revocations {
@@ -157,5 +171,20 @@ func runTokenList(args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "revoked: token %s at %s\n", r.ID, r.At.Format(time.RFC3339))
 		}
 	}
-	return nil
+}
+
+// tokenState is a listed token's state (valid, revoked or expired) and
+// when it expires ("never" when it does not).
+func tokenState(t listedToken) (state, expires string) {
+	state, expires = "valid", "never"
+	switch {
+	case t.Revoked:
+		state = "revoked"
+	case !t.Expires.IsZero() && time.Now().After(t.Expires):
+		state = "expired"
+	}
+	if !t.Expires.IsZero() {
+		expires = t.Expires.Format(time.RFC3339)
+	}
+	return state, expires
 }

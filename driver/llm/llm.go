@@ -374,21 +374,11 @@ func (c *Client) params(req Request) (openai.ChatCompletionNewParams, error) {
 		p.Messages = append(p.Messages, mp)
 	}
 	for i, t := range req.Tools {
-		if t.Name == "" {
-			return p, driver.Errorf(driver.CodeInvalid, "llm: tool %d has no name", i)
+		tp, err := toolParam(i, t)
+		if err != nil {
+			return p, err
 		}
-		fd := shared.FunctionDefinitionParam{Name: t.Name}
-		if t.Description != "" {
-			fd.Description = openai.String(t.Description)
-		}
-		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
-			var schema shared.FunctionParameters
-			if err := json.Unmarshal(t.Parameters, &schema); err != nil || schema == nil {
-				return p, driver.Errorf(driver.CodeInvalid, "llm: tool %q: parameters must be a JSON Schema object: %v", t.Name, errOr(err, "got null"))
-			}
-			fd.Parameters = schema
-		}
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
+		p.Tools = append(p.Tools, tp)
 	}
 	if req.Temperature != nil {
 		p.Temperature = openai.Float(*req.Temperature)
@@ -406,6 +396,26 @@ func (c *Client) params(req Request) (openai.ChatCompletionNewParams, error) {
 		p.ParallelToolCalls = openai.Bool(*c.parallel)
 	}
 	return p, nil
+}
+
+// toolParam is tool i of a request as the SDK sends it: a function whose
+// parameters, when given, are a JSON Schema object.
+func toolParam(i int, t ToolSpec) (openai.ChatCompletionToolUnionParam, error) {
+	if t.Name == "" {
+		return openai.ChatCompletionToolUnionParam{}, driver.Errorf(driver.CodeInvalid, "llm: tool %d has no name", i)
+	}
+	fd := shared.FunctionDefinitionParam{Name: t.Name}
+	if t.Description != "" {
+		fd.Description = openai.String(t.Description)
+	}
+	if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
+		var schema shared.FunctionParameters
+		if err := json.Unmarshal(t.Parameters, &schema); err != nil || schema == nil {
+			return openai.ChatCompletionToolUnionParam{}, driver.Errorf(driver.CodeInvalid, "llm: tool %q: parameters must be a JSON Schema object: %v", t.Name, errOr(err, "got null"))
+		}
+		fd.Parameters = schema
+	}
+	return openai.ChatCompletionFunctionTool(fd), nil
 }
 
 func errOr(err error, s string) string {
@@ -440,28 +450,7 @@ func messageParam(m Message) (openai.ChatCompletionMessageParamUnion, error) {
 			u.OfUser.Name = openai.String(m.Name)
 		}
 	case RoleAssistant:
-		a := openai.ChatCompletionAssistantMessageParam{}
-		if m.Content != "" || len(m.ToolCalls) == 0 {
-			a.Content.OfString = openai.String(m.Content)
-		}
-		if m.Name != "" {
-			a.Name = openai.String(m.Name)
-		}
-		for j, tc := range m.ToolCalls {
-			if tc.ID == "" || tc.Name == "" {
-				return u, fmt.Errorf("tool call %d needs an id and a name", j)
-			}
-			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID: tc.ID,
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
-						Name:      tc.Name,
-						Arguments: tc.Arguments,
-					},
-				},
-			})
-		}
-		u = openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
+		return assistantParam(m)
 	case RoleTool:
 		if m.ToolCallID == "" {
 			return u, errors.New("a tool message needs the tool_call_id of the call it answers")
@@ -471,6 +460,34 @@ func messageParam(m Message) (openai.ChatCompletionMessageParamUnion, error) {
 		return u, fmt.Errorf("unknown role %q (use system, developer, user, assistant or tool)", m.Role)
 	}
 	return u, nil
+}
+
+// assistantParam is an assistant message with the tool calls it makes
+// (each needs an id and a name); its content is sent when it has some or
+// makes no call.
+func assistantParam(m Message) (openai.ChatCompletionMessageParamUnion, error) {
+	a := openai.ChatCompletionAssistantMessageParam{}
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		a.Content.OfString = openai.String(m.Content)
+	}
+	if m.Name != "" {
+		a.Name = openai.String(m.Name)
+	}
+	for j, tc := range m.ToolCalls {
+		if tc.ID == "" || tc.Name == "" {
+			return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("tool call %d needs an id and a name", j)
+		}
+		a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+			OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+				ID: tc.ID,
+				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+					Name:      tc.Name,
+					Arguments: tc.Arguments,
+				},
+			},
+		})
+	}
+	return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
 }
 
 // callError maps a failed SDK call to a *driver.Error whose text never
@@ -487,34 +504,7 @@ func (c *Client) callError(parent, cctx context.Context, raw *http.Response, err
 	}
 	switch {
 	case status != 0:
-		msg := http.StatusText(status)
-		if apiErr != nil && apiErr.Message != "" {
-			msg = apiErr.Message
-		}
-		detail := fmt.Sprintf("%s: the server answered %d: %s", where, status, msg)
-		switch {
-		case status == http.StatusTooManyRequests:
-			ra := ""
-			if raw != nil {
-				ra = raw.Header.Get("Retry-After")
-			}
-			if ra == "" {
-				ra = "unspecified"
-			}
-			e = driver.Errorf(driver.CodeUnavailable, "%s (rate limited; retry after %s s)", detail, ra)
-		case status >= 500:
-			e = driver.Errorf(driver.CodeUnavailable, "%s (the server failed; try again later)", detail)
-		case status == http.StatusUnauthorized || status == http.StatusForbidden:
-			if c.key == "" {
-				e = driver.Errorf(driver.CodeInvalid, "%s (no API key was sent: $%s is not set)", detail, c.keyEnv)
-			} else {
-				e = driver.Errorf(driver.CodeInvalid, "%s (check the API key in $%s)", detail, c.keyEnv)
-			}
-		case status == http.StatusNotFound:
-			e = driver.Errorf(driver.CodeInvalid, "%s (check the model name and that the base URL ends in /v1)", detail)
-		default:
-			e = driver.Errorf(driver.CodeInvalid, "%s", detail)
-		}
+		e = c.statusError(where, status, apiErr, raw)
 	case parent.Err() != nil:
 		e = driver.Errorf(driver.CodeUnavailable, "%s: the call was cancelled: %v", where, parent.Err())
 	case cctx.Err() != nil:
@@ -526,6 +516,37 @@ func (c *Client) callError(parent, cctx context.Context, raw *http.Response, err
 	}
 	e.Message = c.scrub(e.Message)
 	return e
+}
+
+// statusError is the error of a call the server answered with an error
+// status, saying what to do about it: a rate limit and a server failure
+// are unavailable (try again), the rest invalid requests.
+func (c *Client) statusError(where string, status int, apiErr *openai.Error, raw *http.Response) *driver.Error {
+	msg := http.StatusText(status)
+	if apiErr != nil && apiErr.Message != "" {
+		msg = apiErr.Message
+	}
+	detail := fmt.Sprintf("%s: the server answered %d: %s", where, status, msg)
+	switch {
+	case status == http.StatusTooManyRequests:
+		ra := ""
+		if raw != nil {
+			ra = raw.Header.Get("Retry-After")
+		}
+		if ra == "" {
+			ra = "unspecified"
+		}
+		return driver.Errorf(driver.CodeUnavailable, "%s (rate limited; retry after %s s)", detail, ra)
+	case status >= 500:
+		return driver.Errorf(driver.CodeUnavailable, "%s (the server failed; try again later)", detail)
+	case (status == http.StatusUnauthorized || status == http.StatusForbidden) && c.key == "":
+		return driver.Errorf(driver.CodeInvalid, "%s (no API key was sent: $%s is not set)", detail, c.keyEnv)
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return driver.Errorf(driver.CodeInvalid, "%s (check the API key in $%s)", detail, c.keyEnv)
+	case status == http.StatusNotFound:
+		return driver.Errorf(driver.CodeInvalid, "%s (check the model name and that the base URL ends in /v1)", detail)
+	}
+	return driver.Errorf(driver.CodeInvalid, "%s", detail)
 }
 
 func isNetError(err error) bool {

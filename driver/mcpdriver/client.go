@@ -83,17 +83,8 @@ func (s Server) Validate(name string) error {
 		return fmt.Errorf("%w: server %q: command's first element is the program and must not be empty", ErrConfig, name)
 	}
 	if s.URL != "" {
-		if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
-			return fmt.Errorf("%w: server %q: url %q must start with http:// or https://", ErrConfig, name, s.URL)
-		}
-		if strings.Contains(strings.SplitN(strings.SplitN(s.URL, "://", 2)[1], "/", 2)[0], "@") {
-			return fmt.Errorf("%w: server %q: url carries credentials; remove them and name the environment variable holding a bearer token in token_env", ErrConfig, name)
-		}
-		if len(s.Env) > 0 || s.Dir != "" {
-			return fmt.Errorf("%w: server %q: env and dir are for a stdio server (command); an HTTP server takes token_env", ErrConfig, name)
-		}
-		if s.TokenEnv != "" && strings.HasPrefix(s.URL, "http://") && !loopbackURL(s.URL) {
-			return fmt.Errorf("%w: server %q: token_env over plain http:// to %q would send the bearer token in clear text: use https:// (plain http is allowed only to a loopback host)", ErrConfig, name, s.URL)
+		if err := s.validateHTTP(name); err != nil {
+			return err
 		}
 	} else if s.TokenEnv != "" {
 		return fmt.Errorf("%w: server %q: token_env is for an HTTP server (url); pass a stdio server its credentials with env", ErrConfig, name)
@@ -105,6 +96,25 @@ func (s Server) Validate(name string) error {
 	}
 	if s.Timeout < 0 {
 		return fmt.Errorf("%w: server %q: timeout must not be negative", ErrConfig, name)
+	}
+	return nil
+}
+
+// validateHTTP reports what is wrong with an HTTP server's url and the
+// settings that go with it: no credentials in the url, no stdio settings,
+// and a bearer token sent in clear text only to a loopback host.
+func (s Server) validateHTTP(name string) error {
+	if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
+		return fmt.Errorf("%w: server %q: url %q must start with http:// or https://", ErrConfig, name, s.URL)
+	}
+	if strings.Contains(strings.SplitN(strings.SplitN(s.URL, "://", 2)[1], "/", 2)[0], "@") {
+		return fmt.Errorf("%w: server %q: url carries credentials; remove them and name the environment variable holding a bearer token in token_env", ErrConfig, name)
+	}
+	if len(s.Env) > 0 || s.Dir != "" {
+		return fmt.Errorf("%w: server %q: env and dir are for a stdio server (command); an HTTP server takes token_env", ErrConfig, name)
+	}
+	if s.TokenEnv != "" && strings.HasPrefix(s.URL, "http://") && !loopbackURL(s.URL) {
+		return fmt.Errorf("%w: server %q: token_env over plain http:// to %q would send the bearer token in clear text: use https:// (plain http is allowed only to a loopback host)", ErrConfig, name, s.URL)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package mcpdriver
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -137,9 +138,7 @@ func tsType(s *schema, depth int) string {
 	if alts := append(append([]*schema{}, s.AnyOf...), s.OneOf...); len(alts) > 0 {
 		parts := []string{}
 		for _, a := range alts {
-			if t := tsType(a, depth+1); !contains(parts, t) {
-				parts = append(parts, t)
-			}
+			parts = addType(parts, tsType(a, depth+1))
 		}
 		return strings.Join(parts, " | ")
 	}
@@ -152,32 +151,37 @@ func tsType(s *schema, depth int) string {
 	}
 	parts := make([]string, 0, len(types))
 	for _, t := range types {
-		var p string
-		switch t {
-		case "string":
-			p = "string"
-		case "number", "integer":
-			p = "number"
-		case "boolean":
-			p = "boolean"
-		case "null":
-			p = "null"
-		case "array":
-			it := tsType(s.Items, depth+1)
-			if strings.ContainsAny(it, " |") {
-				it = "(" + it + ")"
-			}
-			p = it + "[]"
-		case "object":
-			p = objectType(s, depth)
-		default:
-			p = "unknown"
-		}
-		if !contains(parts, p) {
-			parts = append(parts, p)
-		}
+		parts = addType(parts, namedType(s, t, depth))
 	}
 	return strings.Join(parts, " | ")
+}
+
+// addType adds t to the union parts unless it is there already.
+func addType(parts []string, t string) []string {
+	if slices.Contains(parts, t) {
+		return parts
+	}
+	return append(parts, t)
+}
+
+// namedType is the TypeScript type of s as the JSON Schema type t (one of
+// its "type" names).
+func namedType(s *schema, t string, depth int) string {
+	switch t {
+	case "string", "boolean", "null":
+		return t
+	case "number", "integer":
+		return "number"
+	case "array":
+		it := tsType(s.Items, depth+1)
+		if strings.ContainsAny(it, " |") {
+			it = "(" + it + ")"
+		}
+		return it + "[]"
+	case "object":
+		return objectType(s, depth)
+	}
+	return "unknown"
 }
 
 // objectType is an object type literal of s's properties, each with its
@@ -210,7 +214,7 @@ func objectType(s *schema, depth int) string {
 			b.WriteString(indent + "/** " + jsdoc(strings.ReplaceAll(doc, "\n", " ")) + " */\n")
 		}
 		opt := "?"
-		if contains(s.Required, n) {
+		if slices.Contains(s.Required, n) {
 			opt = ""
 		}
 		b.WriteString(indent + propKey(n) + opt + ": " + tsType(p, depth+1) + ";\n")
@@ -220,15 +224,6 @@ func objectType(s *schema, depth int) string {
 	}
 	b.WriteString(strings.Repeat("  ", depth) + "}")
 	return b.String()
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // literal is a JSON value as a TypeScript literal type (JSON literals are

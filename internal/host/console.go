@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/console"
@@ -332,7 +333,7 @@ func (b *consoleBackend) Replay(ctx context.Context, who console.Principal, req 
 	if err := p.Check(capability.Exec, m.Tool); err != nil {
 		return console.ReplayResult{}, fmt.Errorf("%w: %w", console.ErrDenied, err)
 	}
-	opts := executor.ReplayOptions{}
+	opts := execclient.ReplayOptions{}
 	switch req.Mode {
 	case console.ReplayEdited:
 		if len(req.Source) == 0 {
