@@ -318,6 +318,12 @@ func (s *staleSweep) sweepPacks(packDir string) {
 	}
 }
 
+// within says whether the path p (slash-separated, relative to the tool
+// root) is dir or under it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
 // cleanRel validates a path relative to the tool root and returns it in
 // canonical form (slash-separated, cleaned).
 func cleanRel(p string) (string, error) {

@@ -340,28 +340,39 @@ func unpack(s storer.Storer, r io.Reader, looseLimit uint32) error {
 		_, err := io.Copy(io.Discard, r)
 		return err
 	}
-	if count >= looseLimit {
-		if pw, ok := s.(storer.PackfileWriter); ok {
-			before := packTemps(s)
-			err := packfile.WritePackfileToObjectStorage(pw, full)
-			if errors.Is(err, packfile.ErrEmptyPackfile) {
-				err = nil
+	if pw, ok := s.(storer.PackfileWriter); ok && count >= looseLimit {
+		return writePack(s, pw, full)
+	}
+	return unpackLoose(s, full, r)
+}
+
+// writePack stores the pack stream full as one pack and its index, in
+// temporary files renamed into place when complete.
+func writePack(s storer.Storer, pw storer.PackfileWriter, full io.Reader) error {
+	before := packTemps(s)
+	err := packfile.WritePackfileToObjectStorage(pw, full)
+	if errors.Is(err, packfile.ErrEmptyPackfile) {
+		return nil
+	}
+	if err != nil {
+		// go-git leaves its tmp_pack_ file when the pack is
+		// truncated or malformed (a pusher that died mid-push):
+		// remove it now rather than at the next cleanStale. The
+		// caller holds the repository's lock: the new temporary
+		// files are this write's.
+		for name, path := range packTemps(s) {
+			if _, old := before[name]; !old {
+				_ = os.Remove(path)
 			}
-			if err != nil {
-				// go-git leaves its tmp_pack_ file when the pack is
-				// truncated or malformed (a pusher that died mid-push):
-				// remove it now rather than at the next cleanStale. The
-				// caller holds the repository's lock: the new temporary
-				// files are this write's.
-				for name, path := range packTemps(s) {
-					if _, old := before[name]; !old {
-						_ = os.Remove(path)
-					}
-				}
-			}
-			return err
 		}
 	}
+	return err
+}
+
+// unpackLoose parses the pack stream full in memory and stores its
+// objects as loose objects in s (see copyOrdered), then drains r, the
+// stream's source.
+func unpackLoose(s storer.Storer, full, r io.Reader) error {
 	mem := memory.NewStorage()
 	p, err := packfile.NewParserWithStorage(packfile.NewScanner(full), mem)
 	if err != nil {
@@ -395,54 +406,71 @@ func packTemps(s storer.Storer) map[string]string {
 // copyOrdered copies every object of src into dst: blobs, trees and tags
 // first, then commits with parents before children.
 func copyOrdered(src *memory.Storage, dst storer.EncodedObjectStorer) error {
-	commits := map[plumbing.Hash]plumbing.EncodedObject{}
+	cc := &commitCopy{src: src, dst: dst, commits: map[plumbing.Hash]plumbing.EncodedObject{}, done: map[plumbing.Hash]bool{}}
 	for h, o := range src.ObjectStorage.Objects {
 		if o.Type() == plumbing.CommitObject {
-			commits[h] = o
+			cc.commits[h] = o
 		}
 	}
 	for _, t := range []plumbing.ObjectType{plumbing.BlobObject, plumbing.TreeObject, plumbing.TagObject} {
-		for _, o := range src.ObjectStorage.Objects {
-			if o.Type() != t || dst.HasEncodedObject(o.Hash()) == nil {
-				continue
-			}
-			if _, err := dst.SetEncodedObject(o); err != nil {
-				return err
-			}
-		}
-	}
-	done := map[plumbing.Hash]bool{}
-	var visit func(h plumbing.Hash) error
-	visit = func(h plumbing.Hash) error {
-		o, ok := commits[h]
-		if !ok || done[h] {
-			return nil
-		}
-		done[h] = true
-		c, err := object.DecodeCommit(src, o)
-		if err != nil {
+		if err := copyType(src, dst, t); err != nil {
 			return err
 		}
-		for _, p := range c.ParentHashes {
-			if err := visit(p); err != nil {
-				return err
-			}
-		}
-		if dst.HasEncodedObject(h) == nil {
-			return nil
-		}
-		_, err = dst.SetEncodedObject(o)
-		return err
 	}
-	hs := make([]plumbing.Hash, 0, len(commits))
-	for h := range commits {
+	hs := make([]plumbing.Hash, 0, len(cc.commits))
+	for h := range cc.commits {
 		hs = append(hs, h)
 	}
 	sort.Slice(hs, func(i, j int) bool { return bytes.Compare(hs[i][:], hs[j][:]) < 0 })
 	for _, h := range hs {
-		if err := visit(h); err != nil {
+		if err := cc.visit(h); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// copyType copies the objects of type t of src that dst lacks.
+func copyType(src *memory.Storage, dst storer.EncodedObjectStorer, t plumbing.ObjectType) error {
+	for _, o := range src.ObjectStorage.Objects {
+		if o.Type() != t || dst.HasEncodedObject(o.Hash()) == nil {
+			continue
+		}
+		if _, err := dst.SetEncodedObject(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitCopy copies the commits of src to dst, each after its parents.
+type commitCopy struct {
+	src     *memory.Storage
+	dst     storer.EncodedObjectStorer
+	commits map[plumbing.Hash]plumbing.EncodedObject // src's commits
+	done    map[plumbing.Hash]bool
+}
+
+// visit copies the commit h (when src has it and dst lacks it) after its
+// parents.
+func (cc *commitCopy) visit(h plumbing.Hash) error {
+	o, ok := cc.commits[h]
+	if !ok || cc.done[h] {
+		return nil
+	}
+	cc.done[h] = true
+	c, err := object.DecodeCommit(cc.src, o)
+	if err != nil {
+		return err
+	}
+	for _, p := range c.ParentHashes {
+		if err := cc.visit(p); err != nil {
+			return err
+		}
+	}
+	if cc.dst.HasEncodedObject(h) == nil {
+		return nil
+	}
+	_, err = cc.dst.SetEncodedObject(o)
+	return err
 }

@@ -123,7 +123,7 @@ func (r *Repo) publishLocal(paths []string) {
 	changed := false
 	for _, p := range paths {
 		for q := range r.localOnly {
-			if q == p || strings.HasPrefix(q, p+"/") {
+			if within(q, p) {
 				delete(r.localOnly, q)
 				changed = true
 			}
