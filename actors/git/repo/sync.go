@@ -21,21 +21,7 @@ import (
 // upstream (see Hydrate). Called with r.mu held.
 func (r *Repo) sync(ctx context.Context) error {
 	r.resync = true
-	// No checkout ever completed here: no ref, and no index (written after
-	// the refs at the end of every sync).
-	_, ierr := os.Lstat(filepath.Join(r.gitDir, "index"))
-	fresh := !r.refRecorded(r.branchRef) && errors.Is(ierr, fs.ErrNotExist)
-	local := r.readRef(r.branchRef)
-	track := r.readRef(r.trackRef)
-	r.shallow = readShallow(r.gitDir)
-	if r.repairing {
-		// Fetch everything the upstream has, not only what is new: a
-		// repair lost objects the upstream still holds.
-		r.fullFetch = true
-		if !track.IsZero() && r.readableHistory(track, plumbing.ZeroHash, 1) != nil {
-			track = plumbing.ZeroHash
-		}
-	}
+	local, track, fresh := r.loadRefs()
 	r.local, r.upstream = local, track
 	u, err := r.fetch(ctx)
 	if err != nil {
@@ -75,6 +61,28 @@ func (r *Repo) sync(ctx context.Context) error {
 	r.resync = false
 	r.syncs++
 	return nil
+}
+
+// loadRefs reads the local branch and the tracking ref, and the shallow
+// boundary, from disk; fresh says no checkout ever completed here (no
+// ref, and no index: it is written after the refs at the end of every
+// sync). A repair fetches everything the upstream has, not only what is
+// new (it lost objects the upstream still holds), and forgets a tracking
+// ref whose commit no longer reads.
+func (r *Repo) loadRefs() (local, track plumbing.Hash, fresh bool) {
+	_, ierr := os.Lstat(filepath.Join(r.gitDir, "index"))
+	fresh = !r.refRecorded(r.branchRef) && errors.Is(ierr, fs.ErrNotExist)
+	local = r.readRef(r.branchRef)
+	track = r.readRef(r.trackRef)
+	r.shallow = readShallow(r.gitDir)
+	if !r.repairing {
+		return local, track, fresh
+	}
+	r.fullFetch = true
+	if !track.IsZero() && r.readableHistory(track, plumbing.ZeroHash, 1) != nil {
+		track = plumbing.ZeroHash
+	}
+	return local, track, fresh
 }
 
 // dropUnreadableLocal returns local, or the zero hash when a repair finds
