@@ -296,16 +296,7 @@ func (t *Tokenizer) matches(b []byte) []span {
 	var out []span
 	for i := range t.dets {
 		d := &t.dets[i]
-		if d.pre != nil && !d.pre(b) {
-			continue
-		}
-		var found [][]int
-		if d.find != nil {
-			found = d.find(b)
-		} else {
-			found = d.re.FindAllIndex(b, -1)
-		}
-		for _, m := range found {
+		for _, m := range d.findAll(b) {
 			if m[1] > m[0] {
 				out = append(out, span{m[0], m[1], d.kind, d.canon})
 			}
@@ -324,9 +315,27 @@ func (t *Tokenizer) matches(b []byte) []span {
 	if mayHoldToken(b) {
 		toks = tokenRE().FindAllIndex(b, -1)
 	}
-	kept := out[:0]
+	return apart(out, toks)
+}
+
+// findAll returns the matches of d in b (none when its prefilter rules b
+// out).
+func (d *detector) findAll(b []byte) [][]int {
+	switch {
+	case d.pre != nil && !d.pre(b):
+		return nil
+	case d.find != nil:
+		return d.find(b)
+	}
+	return d.re.FindAllIndex(b, -1)
+}
+
+// apart keeps, in place, the sorted spans that overlap neither an earlier
+// kept span nor a token (toks) already in the text.
+func apart(spans []span, toks [][]int) []span {
+	kept := spans[:0]
 	end := 0
-	for _, s := range out {
+	for _, s := range spans {
 		if s.start < end {
 			continue
 		}
