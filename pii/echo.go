@@ -319,6 +319,12 @@ func entity(s string) (rune, int) {
 			return e.r, len(e.name)
 		}
 	}
+	return numericEntity(s)
+}
+
+// numericEntity decodes a numeric character reference (&#65; or &#x41;,
+// at most 8 digits) at the start of s.
+func numericEntity(s string) (rune, int) {
 	if len(s) < 4 || s[1] != '#' {
 		return 0, 0
 	}
