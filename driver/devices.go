@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -106,80 +107,92 @@ func mountError(err error) error {
 func (f FS) Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
 	switch op {
 	case "read_file":
-		var a struct {
-			Path string `json:"path"`
-		}
-		var ok bool
-		if a.Path, ok = decodeOne(req, "path"); !ok {
-			if err := decode(op, req, &a); err != nil {
-				return nil, err
-			}
-		}
-		if m, _, name, ok := MountOf(f.Mounts, a.Path); ok {
-			b, err := m.ReadFile(ctx, name)
-			if err != nil {
-				return nil, mountError(err)
-			}
-			return encode(string(b))
-		}
-		max := f.MaxReadBytes
-		if max == 0 {
-			max = 16 << 20
-		}
-		b, err := f.Sandbox.ReadFileMax(a.Path, int64(max))
-		var big *vfs.TooLargeError
-		if errors.As(err, &big) {
-			return nil, Errorf(CodeInvalid, "read_file %q: the file has %d bytes, more than the %d a tool may read at once", a.Path, big.Size, max)
-		}
-		if err != nil {
-			return nil, fsError(err)
-		}
-		return encodeString(b)
+		return f.readFile(ctx, op, req)
 	case "write_file":
-		var a struct {
-			Path    string `json:"path"`
-			Content string `json:"content"`
-		}
-		if err := decode(op, req, &a); err != nil {
-			return nil, err
-		}
-		if _, point, _, ok := MountOf(f.Mounts, a.Path); ok {
-			return nil, Errorf(CodeSecurity, "write_file %q: %s is read-only (generated files); write under /tmp or the tools directory", a.Path, point)
-		}
-		if err := f.Sandbox.WriteFile(a.Path, []byte(a.Content)); err != nil {
-			return nil, fsError(err)
-		}
-		return json.RawMessage("null"), nil
+		return f.writeFile(op, req)
 	case "list_files":
-		var a struct {
-			Dir string `json:"dir"`
-		}
+		return f.listFiles(ctx, op, req)
+	}
+	return nil, Errorf(CodeUnsupported, "fs has no operation %q (read_file, write_file, list_files)", op)
+}
+
+// readFile reads a file of a mount or of the sandbox, at most
+// MaxReadBytes (default 16 MiB) of the latter.
+func (f FS) readFile(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	var ok bool
+	if a.Path, ok = decodeOne(req, "path"); !ok {
 		if err := decode(op, req, &a); err != nil {
 			return nil, err
 		}
-		if a.Dir == "" {
-			a.Dir = "."
-		}
-		if m, point, name, ok := MountOf(f.Mounts, a.Dir); ok {
-			names, err := m.List(ctx, name)
-			if err != nil {
-				return nil, mountError(err)
-			}
-			for i, n := range names {
-				names[i] = point + "/" + n
-			}
-			return encode(names)
-		}
-		names, err := f.Sandbox.List(a.Dir)
+	}
+	if m, _, name, ok := MountOf(f.Mounts, a.Path); ok {
+		b, err := m.ReadFile(ctx, name)
 		if err != nil {
-			return nil, fsError(err)
+			return nil, mountError(err)
 		}
-		if names == nil {
-			names = []string{}
+		return encode(string(b))
+	}
+	max := cmp.Or(f.MaxReadBytes, 16<<20)
+	b, err := f.Sandbox.ReadFileMax(a.Path, int64(max))
+	var big *vfs.TooLargeError
+	if errors.As(err, &big) {
+		return nil, Errorf(CodeInvalid, "read_file %q: the file has %d bytes, more than the %d a tool may read at once", a.Path, big.Size, max)
+	}
+	if err != nil {
+		return nil, fsError(err)
+	}
+	return encodeString(b)
+}
+
+// writeFile writes a file of the sandbox; mounts are read-only.
+func (f FS) writeFile(op string, req json.RawMessage) (json.RawMessage, error) {
+	var a struct {
+		Path    string `json:"path"`
+		Content string `json:"content"`
+	}
+	if err := decode(op, req, &a); err != nil {
+		return nil, err
+	}
+	if _, point, _, ok := MountOf(f.Mounts, a.Path); ok {
+		return nil, Errorf(CodeSecurity, "write_file %q: %s is read-only (generated files); write under /tmp or the tools directory", a.Path, point)
+	}
+	if err := f.Sandbox.WriteFile(a.Path, []byte(a.Content)); err != nil {
+		return nil, fsError(err)
+	}
+	return json.RawMessage("null"), nil
+}
+
+// listFiles lists a directory of a mount (as paths under the mount point)
+// or of the sandbox (default "."); never null.
+func (f FS) listFiles(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
+	var a struct {
+		Dir string `json:"dir"`
+	}
+	if err := decode(op, req, &a); err != nil {
+		return nil, err
+	}
+	a.Dir = cmp.Or(a.Dir, ".")
+	if m, point, name, ok := MountOf(f.Mounts, a.Dir); ok {
+		names, err := m.List(ctx, name)
+		if err != nil {
+			return nil, mountError(err)
+		}
+		for i, n := range names {
+			names[i] = point + "/" + n
 		}
 		return encode(names)
 	}
-	return nil, Errorf(CodeUnsupported, "fs has no operation %q (read_file, write_file, list_files)", op)
+	names, err := f.Sandbox.List(a.Dir)
+	if err != nil {
+		return nil, fsError(err)
+	}
+	if names == nil {
+		names = []string{}
+	}
+	return encode(names)
 }
 
 func fsError(err error) error {
@@ -222,28 +235,33 @@ func (c Clock) Do(ctx context.Context, op string, req json.RawMessage) (json.Raw
 	case "now":
 		return encode(now().UnixMilli())
 	case "sleep":
-		var r struct {
-			Until *int64 `json:"until"`
-		}
-		if err := json.Unmarshal(req, &r); err != nil || r.Until == nil {
-			return nil, Errorf(CodeInvalid, "clock.sleep takes {\"until\": unix_ms}, got %s", req)
-		}
-		d := time.Duration(*r.Until-now().UnixMilli()) * time.Millisecond
-		if d > MaxSleep {
-			return nil, Errorf(CodeInvalid, "clock.sleep of %v is longer than the %v a timer may wait", d, MaxSleep)
-		}
-		if d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil, Errorf(CodeUnavailable, "clock.sleep ended early: %v", context.Cause(ctx))
-			}
-		}
-		return encode(max(now().UnixMilli(), *r.Until))
+		return sleepUntil(ctx, now, req)
 	}
 	return nil, Errorf(CodeUnsupported, "clock has no operation %q (now, sleep)", op)
+}
+
+// sleepUntil is the clock's "sleep" (see Clock), on the clock now.
+func sleepUntil(ctx context.Context, now func() time.Time, req json.RawMessage) (json.RawMessage, error) {
+	var r struct {
+		Until *int64 `json:"until"`
+	}
+	if err := json.Unmarshal(req, &r); err != nil || r.Until == nil {
+		return nil, Errorf(CodeInvalid, "clock.sleep takes {\"until\": unix_ms}, got %s", req)
+	}
+	d := time.Duration(*r.Until-now().UnixMilli()) * time.Millisecond
+	if d > MaxSleep {
+		return nil, Errorf(CodeInvalid, "clock.sleep of %v is longer than the %v a timer may wait", d, MaxSleep)
+	}
+	if d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, Errorf(CodeUnavailable, "clock.sleep ended early: %v", context.Cause(ctx))
+		}
+	}
+	return encode(max(now().UnixMilli(), *r.Until))
 }
 
 // Random is the entropy device behind Math.random. Operation "seed" answers a

@@ -206,7 +206,25 @@ func CanonicalURL(raw string) (*url.URL, error) {
 	}
 	u.Host = strings.ToLower(u.Host)
 	u.Fragment, u.RawFragment = "", ""
-	segs := strings.Split(u.EscapedPath(), "/")
+	p, err := canonPath(u.EscapedPath())
+	if err != nil {
+		return nil, Errorf(CodeSecurity, "fetch %s refused: %v", raw, err)
+	}
+	dec, err := url.PathUnescape(p)
+	if err != nil {
+		return nil, Errorf(CodeInvalid, "fetch: %q: %v", raw, err)
+	}
+	u.Path, u.RawPath = dec, p
+	if u.EscapedPath() != p {
+		u.RawPath = "" // Go spells it its own way; that spelling is what is checked and sent
+	}
+	return u, nil
+}
+
+// canonPath is the escaped path with each segment canonical (see
+// canonSegment) and the dot segments resolved, "/"-led.
+func canonPath(escaped string) (string, error) {
+	segs := strings.Split(escaped, "/")
 	if len(segs) > 0 && segs[0] == "" {
 		segs = segs[1:]
 	}
@@ -214,7 +232,7 @@ func CanonicalURL(raw string) (*url.URL, error) {
 	for i, seg := range segs {
 		c, err := canonSegment(seg)
 		if err != nil {
-			return nil, Errorf(CodeSecurity, "fetch %s refused: %v", raw, err)
+			return "", err
 		}
 		last := i == len(segs)-1
 		switch c {
@@ -231,16 +249,7 @@ func CanonicalURL(raw string) (*url.URL, error) {
 			out = append(out, "") // "/a/.." is "/a/": the trailing slash stays
 		}
 	}
-	p := "/" + strings.Join(out, "/")
-	dec, err := url.PathUnescape(p)
-	if err != nil {
-		return nil, Errorf(CodeInvalid, "fetch: %q: %v", raw, err)
-	}
-	u.Path, u.RawPath = dec, p
-	if u.EscapedPath() != p {
-		u.RawPath = "" // Go spells it its own way; that spelling is what is checked and sent
-	}
-	return u, nil
+	return "/" + strings.Join(out, "/"), nil
 }
 
 // canonSegment is one path segment with unreserved escapes decoded and the
@@ -254,20 +263,16 @@ func canonSegment(seg string) (string, error) {
 			b.WriteByte(c)
 			continue
 		}
-		if i+2 >= len(seg) || !isHex(seg[i+1]) || !isHex(seg[i+2]) {
+		v, ok := hexAt(seg, i+1)
+		if !ok {
 			return "", fmt.Errorf("the path has a bad escape in %q", seg)
 		}
-		v := unhex(seg[i+1])<<4 | unhex(seg[i+2])
-		switch {
-		case unreserved(v):
+		if err := escapeRefusal(seg, i, v); err != nil {
+			return "", err
+		}
+		if unreserved(v) {
 			b.WriteByte(v)
-		case v == '/' || v == '\\':
-			return "", fmt.Errorf("the path segment %q hides a '/' or '\\' in an escape (%%2F, %%5C), which servers disagree on", seg)
-		case v == 0:
-			return "", fmt.Errorf("the path segment %q has an encoded NUL", seg)
-		case v == '%' && i+4 < len(seg) && isHex(seg[i+3]) && isHex(seg[i+4]) && strings.ContainsRune("./\\", rune(unhex(seg[i+3])<<4|unhex(seg[i+4]))):
-			return "", fmt.Errorf("the path segment %q is double-encoded (%%25 followed by an encoded '.', '/' or '\\')", seg)
-		default:
+		} else {
 			b.WriteString(strings.ToUpper(seg[i : i+3]))
 		}
 		i += 2
@@ -277,6 +282,31 @@ func canonSegment(seg string) (string, error) {
 		return "", fmt.Errorf("the dot segment %q carries path parameters, which some servers read as %q", seg, name)
 	}
 	return c, nil
+}
+
+// hexAt decodes the two hex digits of s at i; false when there are not two.
+func hexAt(s string, i int) (byte, bool) {
+	if i+1 >= len(s) || !isHex(s[i]) || !isHex(s[i+1]) {
+		return 0, false
+	}
+	return unhex(s[i])<<4 | unhex(s[i+1]), true
+}
+
+// escapeRefusal says why the escape at seg[i], decoding to v, is refused:
+// it hides a '/' or '\', a NUL, or (%25) a further escaped '.', '/' or
+// '\'; nil when it is not.
+func escapeRefusal(seg string, i int, v byte) error {
+	switch v {
+	case '/', '\\':
+		return fmt.Errorf("the path segment %q hides a '/' or '\\' in an escape (%%2F, %%5C), which servers disagree on", seg)
+	case 0:
+		return fmt.Errorf("the path segment %q has an encoded NUL", seg)
+	case '%':
+		if w, ok := hexAt(seg, i+3); ok && strings.IndexByte("./\\", w) >= 0 {
+			return fmt.Errorf("the path segment %q is double-encoded (%%25 followed by an encoded '.', '/' or '\\')", seg)
+		}
+	}
+	return nil
 }
 
 func isHex(c byte) bool {

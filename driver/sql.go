@@ -402,30 +402,11 @@ func (s *SQL) run(ctx context.Context, tx *sql.Tx, stmt string, args []any) (SQL
 		if len(out.Rows) == max {
 			return SQLResult{}, errTooManyRows(max)
 		}
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		row, n, err := scanRow(rows, cols)
+		if err != nil {
 			return SQLResult{}, Errorf(CodeIO, "%v", err)
 		}
-		row := make(map[string]any, len(cols))
-		for i, c := range cols {
-			size += len(c) + 8
-			switch v := vals[i].(type) {
-			case []byte:
-				row[c] = string(v)
-				size += len(v)
-			case string:
-				row[c] = v
-				size += len(v)
-			case time.Time:
-				row[c] = v.UTC().Format(time.RFC3339Nano)
-			default:
-				row[c] = v
-			}
-		}
+		size += n
 		if size > MaxSQLAnswer {
 			return SQLResult{}, errTooBig()
 		}
@@ -435,4 +416,35 @@ func (s *SQL) run(ctx context.Context, tx *sql.Tx, stmt string, args []any) (SQL
 		return SQLResult{}, Errorf(CodeInvalid, "%v", err)
 	}
 	return out, nil
+}
+
+// scanRow reads the current row of rows (columns cols) as JSON values,
+// and its size as the answer's limit counts it.
+func scanRow(rows *sql.Rows, cols []string) (map[string]any, int, error) {
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, 0, err
+	}
+	row := make(map[string]any, len(cols))
+	size := 0
+	for i, c := range cols {
+		size += len(c) + 8
+		switch v := vals[i].(type) {
+		case []byte:
+			row[c] = string(v)
+			size += len(v)
+		case string:
+			row[c] = v
+			size += len(v)
+		case time.Time:
+			row[c] = v.UTC().Format(time.RFC3339Nano)
+		default:
+			row[c] = v
+		}
+	}
+	return row, size, nil
 }

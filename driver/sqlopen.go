@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -40,39 +41,8 @@ type DatabaseOptions struct {
 // variable, not its value. A set PostgresDSNEnv whose variable is empty is
 // an error, never a silent fall back to SQLite.
 func OpenDatabase(opts DatabaseOptions) (*sql.DB, error) {
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	if env := opts.PostgresDSNEnv; env != "" {
-		dsn := os.Getenv(env)
-		if dsn == "" {
-			return nil, fmt.Errorf("agentos: sql.postgres_dsn_env names %s, which is not set: export the PostgreSQL DSN in it, or remove the setting to use SQLite", env)
-		}
-		db, err := sql.Open("pgx", dsn)
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err = db.PingContext(ctx)
-			cancel()
-			if err != nil {
-				db.Close()
-			}
-		}
-		if err != nil {
-			// pgx errors can quote the DSN; name the variable, not its value.
-			return nil, fmt.Errorf("agentos: cannot reach the PostgreSQL database in %s: %s", env, redactDSN(err.Error(), dsn))
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		warnings, err := PostgresCheck(ctx, db, opts.Role)
-		cancel()
-		if err != nil {
-			db.Close()
-			return nil, fmt.Errorf("agentos: the PostgreSQL database in %s: %s", env, redactDSN(err.Error(), dsn))
-		}
-		for _, w := range warnings {
-			log.Warn("agentos: "+w, slog.String("dsn_env", env))
-		}
-		return db, nil
+	if opts.PostgresDSNEnv != "" {
+		return openPostgres(opts)
 	}
 	if opts.Role != "" {
 		return nil, fmt.Errorf("agentos: sql.role applies to PostgreSQL only (set sql.postgres_dsn_env), or remove it")
@@ -83,6 +53,42 @@ func OpenDatabase(opts DatabaseOptions) (*sql.DB, error) {
 	db, err := OpenSQLite(opts.SQLite)
 	if err != nil {
 		return nil, fmt.Errorf("agentos: %w", err)
+	}
+	return db, nil
+}
+
+// openPostgres opens the PostgreSQL database whose DSN is in the
+// variable opts.PostgresDSNEnv, checks it answers and that its roles may
+// be used (see PostgresCheck), logging the warnings.
+func openPostgres(opts DatabaseOptions) (*sql.DB, error) {
+	log := cmp.Or(opts.Logger, slog.Default())
+	env := opts.PostgresDSNEnv
+	dsn := os.Getenv(env)
+	if dsn == "" {
+		return nil, fmt.Errorf("agentos: sql.postgres_dsn_env names %s, which is not set: export the PostgreSQL DSN in it, or remove the setting to use SQLite", env)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = db.PingContext(ctx)
+		cancel()
+		if err != nil {
+			db.Close()
+		}
+	}
+	if err != nil {
+		// pgx errors can quote the DSN; name the variable, not its value.
+		return nil, fmt.Errorf("agentos: cannot reach the PostgreSQL database in %s: %s", env, redactDSN(err.Error(), dsn))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	warnings, err := PostgresCheck(ctx, db, opts.Role)
+	cancel()
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("agentos: the PostgreSQL database in %s: %s", env, redactDSN(err.Error(), dsn))
+	}
+	for _, w := range warnings {
+		log.Warn("agentos: "+w, slog.String("dsn_env", env))
 	}
 	return db, nil
 }

@@ -95,23 +95,7 @@ func (s *SQL) pgExec(ctx context.Context, conn *sql.Conn, q SQLRequest) (SQLResu
 		}
 		pc := sc.Conn()
 		defer func() { stillInTx = pc.PgConn().TxStatus() != 'I' }()
-		// A failed statement is undone alone, as on SQLite: without the
-		// savepoint PostgreSQL would refuse every later statement of the
-		// run, and a tool that caught the error could never succeed.
-		keep := context.WithoutCancel(ctx)
-		if _, err := pc.Exec(keep, "SAVEPOINT agentos_statement"); err != nil {
-			return err
-		}
-		err := s.pgStatement(ctx, pc, q, &out)
-		if err != nil {
-			if _, rerr := pc.Exec(keep, "ROLLBACK TO SAVEPOINT agentos_statement"); rerr != nil {
-				return fmt.Errorf("%w (and undoing it failed: %v)", err, rerr)
-			}
-		}
-		if _, rerr := pc.Exec(keep, "RELEASE SAVEPOINT agentos_statement"); rerr != nil && err == nil {
-			err = rerr
-		}
-		return err
+		return s.pgSavepointed(ctx, pc, q, &out)
 	})
 	if !stillInTx {
 		// Only a statement refused above can end a transaction; this is the
@@ -119,17 +103,44 @@ func (s *SQL) pgExec(ctx context.Context, conn *sql.Conn, q SQLRequest) (SQLResu
 		return SQLResult{}, Errorf(CodeSecurity, "the statement ended the run's transaction: %s", pgTxMsg)
 	}
 	if err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			return SQLResult{}, e
-		}
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "42601" && strings.Contains(pe.Message, "multiple commands") {
-			return SQLResult{}, errMultipleStatements()
-		}
-		return SQLResult{}, Errorf(CodeInvalid, "%v", err)
+		return SQLResult{}, pgToolError(err)
 	}
 	return out, nil
+}
+
+// pgSavepointed runs the statement q (see pgStatement) inside a savepoint.
+// A failed statement is undone alone, as on SQLite: without the savepoint
+// PostgreSQL would refuse every later statement of the run, and a tool
+// that caught the error could never succeed.
+func (s *SQL) pgSavepointed(ctx context.Context, pc *pgx.Conn, q SQLRequest, out *SQLResult) error {
+	keep := context.WithoutCancel(ctx)
+	if _, err := pc.Exec(keep, "SAVEPOINT agentos_statement"); err != nil {
+		return err
+	}
+	err := s.pgStatement(ctx, pc, q, out)
+	if err != nil {
+		if _, rerr := pc.Exec(keep, "ROLLBACK TO SAVEPOINT agentos_statement"); rerr != nil {
+			return fmt.Errorf("%w (and undoing it failed: %v)", err, rerr)
+		}
+	}
+	if _, rerr := pc.Exec(keep, "RELEASE SAVEPOINT agentos_statement"); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// pgToolError is the error a tool sees for a failed statement: the
+// driver's own, the one-statement refusal, or the database's message.
+func pgToolError(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42601" && strings.Contains(pe.Message, "multiple commands") {
+		return errMultipleStatements()
+	}
+	return Errorf(CodeInvalid, "%v", err)
 }
 
 // pgStatement runs one statement through the extended protocol

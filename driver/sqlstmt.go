@@ -67,47 +67,56 @@ func nextSQLToken(s string, i int) (tok sqlToken, end int, closed bool) {
 	switch c := s[i]; {
 	case c == ';':
 		return tokSemi, i + 1, true
-	case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
+	case strings.IndexByte(" \t\n\r\f", c) >= 0:
 		return tokWS, i + 1, true
-	case c == '/' && i+1 < len(s) && s[i+1] == '*':
-		if j := strings.Index(s[i+2:], "*/"); j >= 0 {
-			return tokWS, i + 2 + j + 2, true
-		}
-		return tokWS, len(s), false
-	case c == '-' && i+1 < len(s) && s[i+1] == '-':
-		if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
-			return tokWS, i + j + 1, true
-		}
-		return tokWS, len(s), true // a line comment may end the text
-	case c == '[' || c == '`' || c == '"' || c == '\'':
-		closer := c
-		if c == '[' {
-			closer = ']'
-		}
-		if j := strings.IndexByte(s[i+1:], closer); j >= 0 {
-			return tokOther, i + 1 + j + 1, true
-		}
-		return tokOther, len(s), false
+	case strings.HasPrefix(s[i:], "/*"):
+		end, closed = closedBy(s, i+2, "*/")
+		return tokWS, end, closed
+	case strings.HasPrefix(s[i:], "--"):
+		end, _ = closedBy(s, i+2, "\n")
+		return tokWS, end, true // a line comment may end the text
+	case sqlClosers[c] != "":
+		end, closed = closedBy(s, i+1, sqlClosers[c])
+		return tokOther, end, closed
 	case sqlIDChar(c):
 		j := i + 1
 		for j < len(s) && sqlIDChar(s[j]) {
 			j++
 		}
-		switch w := s[i:j]; {
-		case strings.EqualFold(w, "create"):
-			return tokCreate, j, true
-		case strings.EqualFold(w, "trigger"):
-			return tokTrigger, j, true
-		case strings.EqualFold(w, "temp"), strings.EqualFold(w, "temporary"):
-			return tokTemp, j, true
-		case strings.EqualFold(w, "end"):
-			return tokEnd, j, true
-		case strings.EqualFold(w, "explain"):
-			return tokExplain, j, true
-		}
-		return tokOther, j, true
+		return sqlKeyword(s[i:j]), j, true
 	}
 	return tokOther, i + 1, true
+}
+
+// sqlClosers maps the opening quote of a literal or quoted identifier to
+// its closing one.
+var sqlClosers = map[byte]string{'[': "]", '`': "`", '"': `"`, '\'': "'"}
+
+// closedBy returns the end of a token closed by closer, searched from i,
+// and true; len(s) and false when s ends first.
+func closedBy(s string, i int, closer string) (int, bool) {
+	if j := strings.Index(s[i:], closer); j >= 0 {
+		return i + j + len(closer), true
+	}
+	return len(s), false
+}
+
+// sqlKeywords are the words the sqlite3_complete machine tells apart.
+var sqlKeywords = []struct {
+	word string
+	tok  sqlToken
+}{
+	{"create", tokCreate}, {"trigger", tokTrigger}, {"temp", tokTemp}, {"temporary", tokTemp}, {"end", tokEnd}, {"explain", tokExplain},
+}
+
+// sqlKeyword returns the token class of the word w (any case).
+func sqlKeyword(w string) sqlToken {
+	for _, k := range sqlKeywords {
+		if strings.EqualFold(w, k.word) {
+			return k.tok
+		}
+	}
+	return tokOther
 }
 
 // skipSQLBlanks returns the first position at or after i that is not a
@@ -170,30 +179,16 @@ func pgLeadingKeyword(stmt string) string {
 	i := 0
 	for i < len(stmt) {
 		switch c := stmt[i]; {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(':
+		case strings.IndexByte(" \t\n\r\f\v(", c) >= 0:
 			i++
-		case c == '-' && i+1 < len(stmt) && stmt[i+1] == '-':
+		case strings.HasPrefix(stmt[i:], "--"):
 			j := strings.IndexByte(stmt[i:], '\n')
 			if j < 0 {
 				return ""
 			}
 			i += j + 1
-		case c == '/' && i+1 < len(stmt) && stmt[i+1] == '*':
-			depth := 0
-			for i < len(stmt) {
-				if strings.HasPrefix(stmt[i:], "/*") {
-					depth++
-					i += 2
-				} else if strings.HasPrefix(stmt[i:], "*/") {
-					depth--
-					i += 2
-					if depth == 0 {
-						break
-					}
-				} else {
-					i++
-				}
-			}
+		case strings.HasPrefix(stmt[i:], "/*"):
+			i = pgCommentEnd(stmt, i)
 		default:
 			j := i
 			for j < len(stmt) && (stmt[j] == '_' || stmt[j] >= 'a' && stmt[j] <= 'z' || stmt[j] >= 'A' && stmt[j] <= 'Z') {
@@ -203,4 +198,26 @@ func pgLeadingKeyword(stmt string) string {
 		}
 	}
 	return ""
+}
+
+// pgCommentEnd returns where the (nested) block comment opening at i
+// ends, or len(stmt) when it is not closed.
+func pgCommentEnd(stmt string, i int) int {
+	depth := 0
+	for i < len(stmt) {
+		switch {
+		case strings.HasPrefix(stmt[i:], "/*"):
+			depth++
+			i += 2
+		case strings.HasPrefix(stmt[i:], "*/"):
+			depth--
+			i += 2
+			if depth == 0 {
+				return i
+			}
+		default:
+			i++
+		}
+	}
+	return i
 }

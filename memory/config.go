@@ -50,6 +50,17 @@ func (m Config) Validate() error {
 	if m.RecallLessons < -1 || m.RecallLessons > MaxLimit {
 		return fmt.Errorf("memory.recall_lessons %d: use 1 to %d, 0 for the default (4) or -1 for none", m.RecallLessons, MaxLimit)
 	}
+	if err := m.validateWindow(); err != nil {
+		return err
+	}
+	if m.File != "" {
+		return validateFile(m.File)
+	}
+	return nil
+}
+
+// validateWindow checks the model's window and the tokens reserved of it.
+func (m Config) validateWindow() error {
 	if m.ReserveTokens > 0 && m.WindowTokens == 0 {
 		return fmt.Errorf("memory.reserve_tokens is set but memory.window_tokens is not: set the model's window too (or remove reserve_tokens)")
 	}
@@ -59,13 +70,17 @@ func (m Config) Validate() error {
 	if m.WindowTokens > 0 && m.WindowTokens < 256 {
 		return fmt.Errorf("memory.window_tokens %d is too small for a system prompt and one turn: use the model's window (e.g. 8192, 32768, 128000)", m.WindowTokens)
 	}
-	if f := m.File; f != "" {
-		if !config.InsideRoot(f) {
-			return fmt.Errorf("memory.file %q must be a file inside the tool root, written relative to it", f)
-		}
-		if !config.UnderStateDir(f) {
-			return fmt.Errorf("memory.file %q is outside %s/, where tools could read every agent's memory: put it under %s/, e.g. %q", f, config.StateDir, config.StateDir, DefaultFile)
-		}
+	return nil
+}
+
+// validateFile checks memory.file f: inside the tool root, under the
+// state directory tools cannot read.
+func validateFile(f string) error {
+	if !config.InsideRoot(f) {
+		return fmt.Errorf("memory.file %q must be a file inside the tool root, written relative to it", f)
+	}
+	if !config.UnderStateDir(f) {
+		return fmt.Errorf("memory.file %q is outside %s/, where tools could read every agent's memory: put it under %s/, e.g. %q", f, config.StateDir, config.StateDir, DefaultFile)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -409,86 +410,28 @@ func (s *Store) RememberAll(agent string, items []Item) ([]Item, []bool, error) 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]Item, len(items))
-	added := make([]bool, len(items))
-	var fresh []int // indexes into prepared of the items to add
-	batch := map[Kind]map[string]int{}
-	for i, it := range prepared {
-		n := dupKey(&it)
-		if id, ok := m.seen[it.Kind][n]; ok {
-			out[i] = *m.items[id]
-			continue
-		}
-		if j, ok := batch[it.Kind][n]; ok { // the same text twice in one batch
-			out[i] = prepared[j]
-			continue
-		}
-		if batch[it.Kind] == nil {
-			batch[it.Kind] = map[string]int{}
-		}
-		batch[it.Kind][n] = i
-		fresh = append(fresh, i)
-		added[i] = true
-	}
+	out, added, fresh := m.dedupe(prepared)
 	// Room: drop the oldest pages beyond MaxItems.
-	var drop []uint64
 	over := len(m.items) + len(fresh) - s.opts.MaxItems
-	for len(m.pages) > 0 && len(drop) < over {
-		id := m.pages[0]
-		m.pages = m.pages[1:]
-		if _, ok := m.items[id]; ok {
-			drop = append(drop, id)
-		}
-	}
+	drop := m.oldestPages(over)
 	if len(drop) < over {
 		return nil, nil, fmt.Errorf("%w: agent %q holds %d items, the limit (memory.max_items): forget some ('agentos memory forget %s ID', or the forget tool) or raise the limit", ErrFull, agent, len(m.items), agent)
 	}
 	ids := make([]uint64, len(fresh))
-	if len(fresh) == 0 && len(drop) == 0 {
+	switch {
+	case len(fresh) == 0 && len(drop) == 0:
 		// Nothing new (every item a duplicate: a resumed agent paging its
 		// turns again): no write, no fsync.
-	} else if ephemeral(agent) {
+	case ephemeral(agent):
 		for j := range fresh {
 			m.next++
 			ids[j] = m.next
 		}
-	} else {
-		s.mu.Lock()
-		db, err := s.file()
-		s.mu.Unlock()
-		if err != nil {
-			return nil, nil, err
-		}
-		err = db.Update(func(tx *bolt.Tx) error {
-			b, err := tx.Bucket(bucketAgents).CreateBucketIfNotExists([]byte(agent))
-			if err != nil {
-				return err
-			}
-			for _, id := range drop {
-				if err := b.Delete(key(id)); err != nil {
-					return err
-				}
-			}
-			for j, i := range fresh {
-				if ids[j], err = b.NextSequence(); err != nil {
-					return err
-				}
-				it := prepared[i]
-				it.ID = strconv.FormatUint(ids[j], 10)
-				v, err := json.Marshal(it)
-				if err != nil {
-					return err
-				}
-				if err := b.Put(key(ids[j]), v); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
+	default:
+		if err := s.writeItems(agent, prepared, fresh, drop, ids); err != nil {
 			// Pages taken off the list stay in memory: put them back.
 			m.pages = append(drop, m.pages...)
-			return nil, nil, fmt.Errorf("memory: writing to %s: %w", s.path, err)
+			return nil, nil, err
 		}
 	}
 	for _, id := range drop {
@@ -509,6 +452,90 @@ func (s *Store) RememberAll(agent string, items []Item) ([]Item, []bool, error) 
 	return out, added, nil
 }
 
+// dedupe sorts the prepared items: those already held (out is the held
+// item), those repeating an earlier one of the batch (out is that one, not
+// stored yet), and the fresh ones to add (their indexes; added is true).
+// Called with m.mu held.
+func (m *agentMem) dedupe(prepared []Item) (out []Item, added []bool, fresh []int) {
+	out = make([]Item, len(prepared))
+	added = make([]bool, len(prepared))
+	batch := map[Kind]map[string]int{}
+	for i, it := range prepared {
+		n := dupKey(&it)
+		if id, ok := m.seen[it.Kind][n]; ok {
+			out[i] = *m.items[id]
+			continue
+		}
+		if j, ok := batch[it.Kind][n]; ok { // the same text twice in one batch
+			out[i] = prepared[j]
+			continue
+		}
+		if batch[it.Kind] == nil {
+			batch[it.Kind] = map[string]int{}
+		}
+		batch[it.Kind][n] = i
+		fresh = append(fresh, i)
+		added[i] = true
+	}
+	return out, added, fresh
+}
+
+// oldestPages takes up to n of the oldest pages still held off the page
+// list and returns them (to drop). Called with m.mu held.
+func (m *agentMem) oldestPages(n int) []uint64 {
+	var drop []uint64
+	for len(m.pages) > 0 && len(drop) < n {
+		id := m.pages[0]
+		m.pages = m.pages[1:]
+		if _, ok := m.items[id]; ok {
+			drop = append(drop, id)
+		}
+	}
+	return drop
+}
+
+// writeItems deletes the items drop and adds the items fresh (indexes into
+// prepared) of agent in one transaction of the file, setting ids to the
+// new items' IDs.
+func (s *Store) writeItems(agent string, prepared []Item, fresh []int, drop, ids []uint64) error {
+	s.mu.Lock()
+	db, err := s.file()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.Bucket(bucketAgents).CreateBucketIfNotExists([]byte(agent))
+		if err != nil {
+			return err
+		}
+		for _, id := range drop {
+			if err := b.Delete(key(id)); err != nil {
+				return err
+			}
+		}
+		for j, i := range fresh {
+			if ids[j], err = b.NextSequence(); err != nil {
+				return err
+			}
+			it := prepared[i]
+			it.ID = strconv.FormatUint(ids[j], 10)
+			v, err := json.Marshal(it)
+			if err != nil {
+				return err
+			}
+			if err := b.Put(key(ids[j]), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("memory: writing to %s: %w", s.path, err)
+	}
+	return nil
+}
+
 func key(id uint64) []byte {
 	var k [8]byte
 	binary.BigEndian.PutUint64(k[:], id)
@@ -520,20 +547,9 @@ func (s *Store) Recall(agent, query string, o RecallOptions) ([]Hit, error) {
 	if strings.TrimSpace(query) == "" {
 		return nil, fmt.Errorf("%w: the query is empty; say what to recall in words", ErrInvalid)
 	}
-	if o.Limit < 0 || o.Limit > MaxLimit {
-		return nil, fmt.Errorf("%w: limit %d must be between 1 and %d", ErrInvalid, o.Limit, MaxLimit)
-	}
-	if o.Limit == 0 {
-		o.Limit = DefaultLimit
-	}
-	kinds := o.Kinds
-	if len(kinds) == 0 {
-		kinds = Kinds()
-	}
-	for _, k := range kinds {
-		if _, err := ParseKind(string(k)); err != nil || k == "" {
-			return nil, fmt.Errorf("%w: kind %q: use one of fact, lesson, preference, page", ErrInvalid, k)
-		}
+	o, err := o.normalized()
+	if err != nil {
+		return nil, err
 	}
 	m, err := s.agent(agent)
 	if err != nil {
@@ -545,26 +561,8 @@ func (s *Store) Recall(agent, query string, o RecallOptions) ([]Hit, error) {
 		want = min(o.Limit*8, 1000)
 	}
 	var hits []Hit
-	for _, k := range kinds {
-		m.mu.Lock()
-		x := m.idx[k]
-		m.mu.Unlock()
-		if x == nil {
-			continue
-		}
-		for _, h := range x.Search(query, want) {
-			id, ok := docID(h.Path)
-			if !ok {
-				continue
-			}
-			m.mu.Lock()
-			it := m.items[id]
-			m.mu.Unlock()
-			if it == nil || (o.Run != "" && it.Run != o.Run) {
-				continue
-			}
-			hits = append(hits, Hit{Item: it.clone(), Score: h.Score})
-		}
+	for _, k := range o.Kinds {
+		hits = append(hits, m.search(k, query, want, o.Run)...)
 	}
 	sort.SliceStable(hits, func(i, j int) bool {
 		if hits[i].Score != hits[j].Score {
@@ -573,6 +571,50 @@ func (s *Store) Recall(agent, query string, o RecallOptions) ([]Hit, error) {
 		return hits[i].Created.After(hits[j].Created) // the newer first
 	})
 	return hits[:min(len(hits), o.Limit)], nil
+}
+
+// normalized checks o and applies its defaults (DefaultLimit, every
+// kind).
+func (o RecallOptions) normalized() (RecallOptions, error) {
+	if o.Limit < 0 || o.Limit > MaxLimit {
+		return o, fmt.Errorf("%w: limit %d must be between 1 and %d", ErrInvalid, o.Limit, MaxLimit)
+	}
+	o.Limit = cmp.Or(o.Limit, DefaultLimit)
+	if len(o.Kinds) == 0 {
+		o.Kinds = Kinds()
+	}
+	for _, k := range o.Kinds {
+		if _, err := ParseKind(string(k)); err != nil || k == "" {
+			return o, fmt.Errorf("%w: kind %q: use one of fact, lesson, preference, page", ErrInvalid, k)
+		}
+	}
+	return o, nil
+}
+
+// search returns the want best hits for query among the items of kind k
+// (of the run, when run is set: fewer then).
+func (m *agentMem) search(k Kind, query string, want int, run string) []Hit {
+	m.mu.Lock()
+	x := m.idx[k]
+	m.mu.Unlock()
+	if x == nil {
+		return nil
+	}
+	var hits []Hit
+	for _, h := range x.Search(query, want) {
+		id, ok := docID(h.Path)
+		if !ok {
+			continue
+		}
+		m.mu.Lock()
+		it := m.items[id]
+		m.mu.Unlock()
+		if it == nil || (run != "" && it.Run != run) {
+			continue
+		}
+		hits = append(hits, Hit{Item: it.clone(), Score: h.Score})
+	}
+	return hits
 }
 
 func (it *Item) clone() Item {

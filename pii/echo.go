@@ -257,43 +257,44 @@ func backslashUnits(s string, p int, r rune, ends []int) []int {
 	if q == p || q >= len(s) {
 		return ends
 	}
-	if s[q] == 'u' {
-		if c, ok := hex4(s, q+1); ok {
-			if utf16High(c) {
-				// The low half, behind as many backslashes.
-				k := q - p
-				if lo := q + 5; lo+k+5 <= len(s) && skipBackslashes(s, lo) == lo+k && s[lo+k] == 'u' {
-					if d, ok := hex4(s, lo+k+1); ok && d >= 0xDC00 && d < 0xE000 && same((rune(c)-0xD800)<<10|(rune(d)-0xDC00)+0x10000, r) {
-						ends = appendNew(ends, lo+k+5)
-					}
-				}
-			} else if same(rune(c), r) {
-				ends = appendNew(ends, q+5)
-			}
+	if s[q] != 'u' {
+		if c := shortEscapes[s[q]]; c != 0 && same(c, r) {
+			ends = appendNew(ends, q+1)
 		}
 		return ends
 	}
-	var c rune
-	switch s[q] {
-	case 'n':
-		c = '\n'
-	case 't':
-		c = '\t'
-	case 'r':
-		c = '\r'
-	case 'b':
-		c = '\b'
-	case 'f':
-		c = '\f'
-	case '"', '\'', '/', '\\':
-		c = rune(s[q])
-	default:
+	c, ok := hex4(s, q+1)
+	if !ok {
 		return ends
 	}
-	if same(c, r) {
-		ends = appendNew(ends, q+1)
+	if utf16High(c) {
+		if end, ok := lowSurrogateEnd(s, p, q, rune(c), r); ok {
+			ends = appendNew(ends, end)
+		}
+	} else if same(rune(c), r) {
+		ends = appendNew(ends, q+5)
 	}
 	return ends
+}
+
+// shortEscapes are the characters of the one-letter backslash escapes
+// (\n, \", ...), by letter; 0: none.
+var shortEscapes = [256]rune{'n': '\n', 't': '\t', 'r': '\r', 'b': '\b', 'f': '\f', '"': '"', '\'': '\'', '/': '/', '\\': '\\'}
+
+// lowSurrogateEnd finds, after the \uXXXX high surrogate hi escaped at
+// s[p:q+5] (q-p backslashes), the low half behind as many backslashes; it
+// returns where the pair ends when the pair stands for r.
+func lowSurrogateEnd(s string, p, q int, hi, r rune) (int, bool) {
+	k := q - p
+	lo := q + 5
+	if lo+k+5 > len(s) || skipBackslashes(s, lo) != lo+k || s[lo+k] != 'u' {
+		return 0, false
+	}
+	d, ok := hex4(s, lo+k+1)
+	if !ok || d < 0xDC00 || d >= 0xE000 || !same((hi-0xD800)<<10|(rune(d)-0xDC00)+0x10000, r) {
+		return 0, false
+	}
+	return lo + k + 5, true
 }
 
 // skipBackslashes returns the end of the run of backslashes at s[p] (at
@@ -318,6 +319,12 @@ func entity(s string) (rune, int) {
 			return e.r, len(e.name)
 		}
 	}
+	return numericEntity(s)
+}
+
+// numericEntity decodes a numeric character reference (&#65; or &#x41;,
+// at most 8 digits) at the start of s.
+func numericEntity(s string) (rune, int) {
 	if len(s) < 4 || s[1] != '#' {
 		return 0, 0
 	}

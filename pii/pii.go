@@ -116,54 +116,11 @@ func New(opts Options) (*Tokenizer, error) {
 	}
 	key := slices.Clone(opts.Key)
 	t.hmacs.New = func() any { return hmac.New(sha256.New, key) }
-	kinds := map[string]bool{}
-	add := func(d detector) error {
-		if kinds[d.kind] {
-			return fmt.Errorf("%w: the pattern %q is given twice: give each a distinct name", ErrConfig, strings.ToLower(d.kind))
-		}
-		kinds[d.kind] = true
-		t.dets = append(t.dets, d)
-		return nil
-	}
-	for _, name := range opts.Detect {
-		switch name {
-		case Email:
-			if err := add(detector{kind: "EMAIL", pre: mayHoldEmail, find: findEmails, canon: decodeEmail}); err != nil {
-				return nil, err
-			}
-		case Phone:
-			if err := add(detector{kind: "PHONE", re: phoneRE(), pre: enoughDigits}); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, fmt.Errorf("%w: unknown detector %q: use %q or %q, names for a list of names, or patterns for a regexp of your own", ErrConfig, name, Email, Phone)
-		}
-	}
-	if nm, err := newNameMatcher(opts.Names); err != nil {
+	dets, err := detectors(opts)
+	if err != nil {
 		return nil, err
-	} else if nm != nil {
-		if err := add(detector{kind: "NAME", pre: nm.mayHold, find: nm.find}); err != nil {
-			return nil, err
-		}
 	}
-	for _, p := range opts.Patterns {
-		if !kindName().MatchString(p.Name) {
-			return nil, fmt.Errorf("%w: pattern name %q: use lower case letters and digits, starting with a letter (e.g. \"iban\")", ErrConfig, p.Name)
-		}
-		if p.Name == Email || p.Name == Phone || p.Name == Name {
-			return nil, fmt.Errorf("%w: pattern name %q is a built-in detector's: choose another name", ErrConfig, p.Name)
-		}
-		re, err := regexp.Compile(p.Regexp)
-		if err != nil {
-			return nil, fmt.Errorf("%w: pattern %q: %v (the syntax is Go's RE2: https://pkg.go.dev/regexp/syntax)", ErrConfig, p.Name, err)
-		}
-		if re.MatchString("") {
-			return nil, fmt.Errorf("%w: pattern %q matches the empty string, which would put a token between every character: make it match at least one character", ErrConfig, p.Name)
-		}
-		if err := add(detector{kind: strings.ToUpper(p.Name), re: re}); err != nil {
-			return nil, err
-		}
-	}
+	t.dets = dets
 	for _, s := range opts.RestoreTo {
 		sc, err := ParseScope(s)
 		if err != nil {
@@ -172,6 +129,86 @@ func New(opts Options) (*Tokenizer, error) {
 		t.restore = append(t.restore, sc)
 	}
 	return t, nil
+}
+
+// detectors compiles the detectors opts names, in order: the built-in
+// ones, the names, the patterns.
+func detectors(opts Options) ([]detector, error) {
+	var set detectorSet
+	for _, name := range opts.Detect {
+		if err := set.add(builtinDetector(name)); err != nil {
+			return nil, err
+		}
+	}
+	nm, err := newNameMatcher(opts.Names)
+	if err != nil {
+		return nil, err
+	}
+	if nm != nil {
+		if err := set.add(detector{kind: "NAME", pre: nm.mayHold, find: nm.find}, nil); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range opts.Patterns {
+		if err := set.add(patternDetector(p)); err != nil {
+			return nil, err
+		}
+	}
+	return set.dets, nil
+}
+
+// detectorSet is the detectors compiled so far, each kind once.
+type detectorSet struct {
+	dets  []detector
+	kinds map[string]bool
+}
+
+// add adds d, the result of a detector's compilation (err: it failed),
+// refusing a kind already there.
+func (s *detectorSet) add(d detector, err error) error {
+	if err != nil {
+		return err
+	}
+	if s.kinds[d.kind] {
+		return fmt.Errorf("%w: the pattern %q is given twice: give each a distinct name", ErrConfig, strings.ToLower(d.kind))
+	}
+	if s.kinds == nil {
+		s.kinds = map[string]bool{}
+	}
+	s.kinds[d.kind] = true
+	s.dets = append(s.dets, d)
+	return nil
+}
+
+// builtinDetector is the detector Options.Detect names name.
+func builtinDetector(name string) (detector, error) {
+	switch name {
+	case Email:
+		return detector{kind: "EMAIL", pre: mayHoldEmail, find: findEmails, canon: decodeEmail}, nil
+	case Phone:
+		return detector{kind: "PHONE", re: phoneRE(), pre: enoughDigits}, nil
+	}
+	return detector{}, fmt.Errorf("%w: unknown detector %q: use %q or %q, names for a list of names, or patterns for a regexp of your own", ErrConfig, name, Email, Phone)
+}
+
+// patternDetector compiles the custom pattern p, refusing a name that is
+// malformed or a built-in detector's, and a regexp that does not compile
+// or matches the empty string.
+func patternDetector(p Pattern) (detector, error) {
+	if !kindName().MatchString(p.Name) {
+		return detector{}, fmt.Errorf("%w: pattern name %q: use lower case letters and digits, starting with a letter (e.g. \"iban\")", ErrConfig, p.Name)
+	}
+	if p.Name == Email || p.Name == Phone || p.Name == Name {
+		return detector{}, fmt.Errorf("%w: pattern name %q is a built-in detector's: choose another name", ErrConfig, p.Name)
+	}
+	re, err := regexp.Compile(p.Regexp)
+	if err != nil {
+		return detector{}, fmt.Errorf("%w: pattern %q: %v (the syntax is Go's RE2: https://pkg.go.dev/regexp/syntax)", ErrConfig, p.Name, err)
+	}
+	if re.MatchString("") {
+		return detector{}, fmt.Errorf("%w: pattern %q matches the empty string, which would put a token between every character: make it match at least one character", ErrConfig, p.Name)
+	}
+	return detector{kind: strings.ToUpper(p.Name), re: re}, nil
 }
 
 // mayHoldEmail reports whether b may hold an e-mail, plain or
@@ -259,16 +296,7 @@ func (t *Tokenizer) matches(b []byte) []span {
 	var out []span
 	for i := range t.dets {
 		d := &t.dets[i]
-		if d.pre != nil && !d.pre(b) {
-			continue
-		}
-		var found [][]int
-		if d.find != nil {
-			found = d.find(b)
-		} else {
-			found = d.re.FindAllIndex(b, -1)
-		}
-		for _, m := range found {
+		for _, m := range d.findAll(b) {
 			if m[1] > m[0] {
 				out = append(out, span{m[0], m[1], d.kind, d.canon})
 			}
@@ -287,9 +315,27 @@ func (t *Tokenizer) matches(b []byte) []span {
 	if mayHoldToken(b) {
 		toks = tokenRE().FindAllIndex(b, -1)
 	}
-	kept := out[:0]
+	return apart(out, toks)
+}
+
+// findAll returns the matches of d in b (none when its prefilter rules b
+// out).
+func (d *detector) findAll(b []byte) [][]int {
+	switch {
+	case d.pre != nil && !d.pre(b):
+		return nil
+	case d.find != nil:
+		return d.find(b)
+	}
+	return d.re.FindAllIndex(b, -1)
+}
+
+// apart keeps, in place, the sorted spans that overlap neither an earlier
+// kept span nor a token (toks) already in the text.
+func apart(spans []span, toks [][]int) []span {
+	kept := spans[:0]
 	end := 0
-	for _, s := range out {
+	for _, s := range spans {
 		if s.start < end {
 			continue
 		}

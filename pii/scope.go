@@ -62,26 +62,29 @@ func ParseScope(s string) (Scope, error) {
 	case "llm":
 		return Scope{}, fmt.Errorf("%w: restore_to entry %q: the model never receives real values; that is the point of pii", ErrConfig, s)
 	}
-	out := Scope{Driver: name}
 	if !scoped {
-		return out, nil
+		return Scope{Driver: name}, nil
 	}
+	return parseScoped(s, name, scope)
+}
+
+// parseScoped reads the scope of the restore_to entry s of the driver
+// name: a URL prefix for fetch, a server or server/tool for mcp.
+func parseScoped(s, name, scope string) (Scope, error) {
 	switch name {
 	case fetchDriver:
 		if _, err := driver.CanonicalURL(scope); err != nil || !(strings.HasPrefix(scope, "http://") || strings.HasPrefix(scope, "https://")) {
 			return Scope{}, fmt.Errorf("%w: restore_to entry %q: the scope of fetch is a URL prefix such as https://crm.example.com/v1/", ErrConfig, s)
 		}
-		out.URLPrefix = scope
+		return Scope{Driver: name, URLPrefix: scope}, nil
 	case mcpDriver:
 		srv, tool, _ := strings.Cut(scope, "/")
 		if srv == "" || strings.Contains(tool, "/") {
 			return Scope{}, fmt.Errorf("%w: restore_to entry %q: the scope of mcp is a server name or server/tool, e.g. mcp:crm or mcp:crm/send_email", ErrConfig, s)
 		}
-		out.Server, out.Tool = srv, tool
-	default:
-		return Scope{}, fmt.Errorf("%w: restore_to entry %q: only fetch (a URL prefix) and mcp (server or server/tool) take a scope; write %q for the whole driver", ErrConfig, s, name)
+		return Scope{Driver: name, Server: srv, Tool: tool}, nil
 	}
-	return out, nil
+	return Scope{}, fmt.Errorf("%w: restore_to entry %q: only fetch (a URL prefix) and mcp (server or server/tool) take a scope; write %q for the whole driver", ErrConfig, s, name)
 }
 
 // allows reports whether the scope covers a request to drv.

@@ -131,31 +131,7 @@ func (r *Repo) takeConflicts(ctx context.Context, paths []string, changes map[st
 		return nil, nil
 	}
 	sort.Strings(stale)
-	asked := func(p string) bool {
-		for _, q := range paths {
-			if p == q || strings.HasPrefix(p, q+"/") {
-				return true
-			}
-		}
-		return false
-	}
-	var mine *conflictResult
-	var fresh []string
-	for _, p := range stale {
-		c := r.conflicts[p]
-		if changes[p] == c.entry {
-			res := conflictResult{commit: c.commit, err: c.err}
-			if asked(p) {
-				if mine == nil {
-					mine = &res
-				}
-			} else {
-				r.warnConflicts([]conflictResult{res})
-			}
-		} else {
-			fresh = append(fresh, p)
-		}
-	}
+	mine, fresh := r.pushedConflicts(stale, paths, changes)
 	if len(fresh) > 0 {
 		// Rewritten since: still based on the old version.
 		upTree, err := r.commitTree(r.upstream)
@@ -166,7 +142,7 @@ func (r *Repo) takeConflicts(ctx context.Context, paths []string, changes map[st
 		if err != nil {
 			return nil, err
 		}
-		if asked(fresh[0]) && mine == nil {
+		if mine == nil && askedFor(fresh[0], paths) {
 			mine = &res
 		} else {
 			r.warnConflicts([]conflictResult{res})
@@ -181,4 +157,37 @@ func (r *Repo) takeConflicts(ctx context.Context, paths []string, changes map[st
 		}
 	}
 	return mine, nil
+}
+
+// pushedConflicts sorts the conflicting paths stale: those whose change
+// is still the version the rebase pushed to a conflict branch give that
+// conflict (the first of a path among paths is returned as mine, those of
+// other paths are logged); the others, rewritten since, are returned as
+// fresh.
+func (r *Repo) pushedConflicts(stale, paths []string, changes map[string]entry) (mine *conflictResult, fresh []string) {
+	for _, p := range stale {
+		c := r.conflicts[p]
+		if changes[p] != c.entry {
+			fresh = append(fresh, p)
+			continue
+		}
+		res := conflictResult{commit: c.commit, err: c.err}
+		switch {
+		case !askedFor(p, paths):
+			r.warnConflicts([]conflictResult{res})
+		case mine == nil:
+			mine = &res
+		}
+	}
+	return mine, fresh
+}
+
+// askedFor says whether p is one of paths or under one of them.
+func askedFor(p string, paths []string) bool {
+	for _, q := range paths {
+		if within(p, q) {
+			return true
+		}
+	}
+	return false
 }

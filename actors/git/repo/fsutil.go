@@ -107,28 +107,7 @@ func readPackedRefs(gitDir string) map[plumbing.ReferenceName]plumbing.Hash {
 func writePackedRefs(gitDir string, refs map[plumbing.ReferenceName]plumbing.Hash, removeLoose bool) error {
 	var keep []string
 	if b, err := os.ReadFile(filepath.Join(gitDir, "packed-refs")); err == nil {
-		skipPeel := false
-		for _, line := range strings.Split(string(b), "\n") {
-			switch {
-			case line == "" || strings.HasPrefix(line, "#"):
-				continue
-			case strings.HasPrefix(line, "^"):
-				if !skipPeel && len(line) == 41 && plumbing.IsHash(line[1:]) {
-					keep = append(keep, line)
-				}
-				continue
-			}
-			h, name, ok := strings.Cut(line, " ")
-			if !ok || len(h) != 40 || !plumbing.IsHash(h) || plumbing.ReferenceName(name).Validate() != nil {
-				skipPeel = true // a damaged line (and its peel) is dropped
-				continue
-			}
-			_, mine := refs[plumbing.ReferenceName(name)]
-			skipPeel = mine
-			if !mine {
-				keep = append(keep, line)
-			}
-		}
+		keep = otherPackedRefs(string(b), refs)
 	}
 	var buf strings.Builder
 	for _, l := range keep {
@@ -147,14 +126,45 @@ func writePackedRefs(gitDir string, refs map[plumbing.ReferenceName]plumbing.Has
 	if err := atomicWrite(gitDir, filepath.Join(gitDir, "packed-refs"), []byte(buf.String()), 0o644); err != nil {
 		return err
 	}
-	if removeLoose {
-		for n := range refs {
-			if err := os.Remove(filepath.Join(gitDir, filepath.FromSlash(n.String()))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
+	if !removeLoose {
+		return nil
+	}
+	for n := range refs {
+		if err := os.Remove(filepath.Join(gitDir, filepath.FromSlash(n.String()))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
 	}
 	return nil
+}
+
+// otherPackedRefs returns the lines of the packed-refs file content that
+// writePackedRefs keeps: the entries (and their peel lines) of refs not
+// in refs. Comments, damaged lines and their peels are dropped.
+func otherPackedRefs(content string, refs map[plumbing.ReferenceName]plumbing.Hash) []string {
+	var keep []string
+	skipPeel := false
+	for _, line := range strings.Split(content, "\n") {
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+			continue
+		case strings.HasPrefix(line, "^"):
+			if !skipPeel && len(line) == 41 && plumbing.IsHash(line[1:]) {
+				keep = append(keep, line)
+			}
+			continue
+		}
+		h, name, ok := strings.Cut(line, " ")
+		if !ok || len(h) != 40 || !plumbing.IsHash(h) || plumbing.ReferenceName(name).Validate() != nil {
+			skipPeel = true // a damaged line (and its peel) is dropped
+			continue
+		}
+		_, mine := refs[plumbing.ReferenceName(name)]
+		skipPeel = mine
+		if !mine {
+			keep = append(keep, line)
+		}
+	}
+	return keep
 }
 
 // writeConfig writes the git config of a repository atomically.
@@ -231,55 +241,87 @@ func removeStaleInits(parent string) {
 // the upstream's flock (and with a minimum age, for writers that do not
 // take it).
 func cleanStale(gitDir string, minAge time.Duration, locks bool) (removed []string) {
-	now := time.Now()
-	rm := func(p string) {
-		if minAge > 0 {
-			if fi, err := os.Lstat(p); err != nil || now.Sub(fi.ModTime()) < minAge {
-				return
-			}
-		}
-		if os.Remove(p) == nil {
-			removed = append(removed, p)
-		}
-	}
-	stale := func(name string) bool {
-		return strings.HasPrefix(name, tmpPrefix) || strings.HasPrefix(name, "tmp_obj_") ||
-			strings.HasPrefix(name, "tmp_pack_") || (locks && strings.HasSuffix(name, ".lock"))
-	}
-	if ents, err := os.ReadDir(gitDir); err == nil {
-		for _, e := range ents {
-			if !e.IsDir() && stale(e.Name()) {
-				rm(filepath.Join(gitDir, e.Name()))
-			}
-		}
-	}
-	for _, sub := range []string{"refs", "logs"} {
-		_ = filepath.WalkDir(filepath.Join(gitDir, sub), func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && stale(d.Name()) {
-				rm(p)
-			}
-			return nil
-		})
-	}
-	packDir := filepath.Join(gitDir, "objects", "pack")
-	if ents, err := os.ReadDir(packDir); err == nil {
-		names := map[string]bool{}
-		for _, e := range ents {
-			names[e.Name()] = true
-		}
-		for _, e := range ents {
-			n := e.Name()
-			switch {
-			case stale(n):
-				rm(filepath.Join(packDir, n))
-			case strings.HasPrefix(n, "pack-") && strings.HasSuffix(n, ".idx"):
-				if !names[strings.TrimSuffix(n, ".idx")+".pack"] {
-					rm(filepath.Join(packDir, n))
-				}
-			}
+	s := &staleSweep{now: time.Now(), minAge: minAge, locks: locks}
+	s.sweepDir(gitDir)
+	s.sweepTree(filepath.Join(gitDir, "refs"))
+	s.sweepTree(filepath.Join(gitDir, "logs"))
+	s.sweepPacks(filepath.Join(gitDir, "objects", "pack"))
+	return s.removed
+}
+
+// staleSweep is one cleanStale pass: its rules and what it removed.
+type staleSweep struct {
+	now     time.Time
+	minAge  time.Duration
+	locks   bool
+	removed []string
+}
+
+// stale says whether a file named name is a killed writer's leftover.
+func (s *staleSweep) stale(name string) bool {
+	return strings.HasPrefix(name, tmpPrefix) || strings.HasPrefix(name, "tmp_obj_") ||
+		strings.HasPrefix(name, "tmp_pack_") || (s.locks && strings.HasSuffix(name, ".lock"))
+}
+
+// remove removes p unless it is younger than the minimum age.
+func (s *staleSweep) remove(p string) {
+	if s.minAge > 0 {
+		if fi, err := os.Lstat(p); err != nil || s.now.Sub(fi.ModTime()) < s.minAge {
+			return
 		}
 	}
-	return removed
+	if os.Remove(p) == nil {
+		s.removed = append(s.removed, p)
+	}
+}
+
+// sweepDir removes the stale files directly in dir.
+func (s *staleSweep) sweepDir(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() && s.stale(e.Name()) {
+			s.remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// sweepTree removes the stale files anywhere under dir.
+func (s *staleSweep) sweepTree(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && s.stale(d.Name()) {
+			s.remove(p)
+		}
+		return nil
+	})
+}
+
+// sweepPacks removes the stale entries of the pack directory packDir, and
+// the pack indexes whose pack is missing.
+func (s *staleSweep) sweepPacks(packDir string) {
+	ents, err := os.ReadDir(packDir)
+	if err != nil {
+		return
+	}
+	names := map[string]bool{}
+	for _, e := range ents {
+		names[e.Name()] = true
+	}
+	for _, e := range ents {
+		n := e.Name()
+		orphanIdx := strings.HasPrefix(n, "pack-") && strings.HasSuffix(n, ".idx") && !names[strings.TrimSuffix(n, ".idx")+".pack"]
+		if s.stale(n) || orphanIdx {
+			s.remove(filepath.Join(packDir, n))
+		}
+	}
+}
+
+// within says whether the path p (slash-separated, relative to the tool
+// root) is dir or under it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
 // cleanRel validates a path relative to the tool root and returns it in

@@ -159,17 +159,7 @@ func (r *Repo) config() *config.Config {
 // ensureConfig rewrites .git/config when it is unreadable or names another
 // upstream, and HEAD when it does not point at the branch.
 func (r *Repo) ensureConfig() error {
-	b, err := os.ReadFile(filepath.Join(r.gitDir, "config"))
-	ok := false
-	if err == nil {
-		cfg := config.NewConfig()
-		if cfg.Unmarshal(b) == nil {
-			if rc := cfg.Remotes["origin"]; rc != nil && len(rc.URLs) == 1 && rc.URLs[0] == r.opts.Upstream {
-				ok = true
-			}
-		}
-	}
-	if !ok {
+	if !r.configCurrent() {
 		if err := writeConfig(r.gitDir, r.config()); err != nil {
 			return fmt.Errorf("repo: writing %s/config: %w", r.gitDir, err)
 		}
@@ -186,6 +176,21 @@ func (r *Repo) ensureConfig() error {
 		}
 	}
 	return nil
+}
+
+// configCurrent says whether .git/config reads and names the upstream as
+// origin's one URL.
+func (r *Repo) configCurrent() bool {
+	b, err := os.ReadFile(filepath.Join(r.gitDir, "config"))
+	if err != nil {
+		return false
+	}
+	cfg := config.NewConfig()
+	if cfg.Unmarshal(b) != nil {
+		return false
+	}
+	rc := cfg.Remotes["origin"]
+	return rc != nil && len(rc.URLs) == 1 && rc.URLs[0] == r.opts.Upstream
 }
 
 func (r *Repo) regenerate() error {

@@ -58,17 +58,7 @@ func (r *Repo) saveLocalOnly() error {
 	path := filepath.Join(r.gitDir, filepath.FromSlash(excludeFile))
 	var keep []string
 	if b, err := os.ReadFile(path); err == nil {
-		in := false
-		for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-			switch {
-			case l == excludeBegin:
-				in = true
-			case l == excludeEnd:
-				in = false
-			case !in:
-				keep = append(keep, l)
-			}
-		}
+		keep = outsideSection(string(b))
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -86,6 +76,24 @@ func (r *Repo) saveLocalOnly() error {
 		b.WriteString(excludeEnd + "\n")
 	}
 	return atomicWrite(r.gitDir, path, []byte(b.String()), 0o644)
+}
+
+// outsideSection returns the lines of the exclude file content that are
+// not in the agentos section.
+func outsideSection(content string) []string {
+	var keep []string
+	in := false
+	for _, l := range strings.Split(strings.TrimRight(content, "\n"), "\n") {
+		switch {
+		case l == excludeBegin:
+			in = true
+		case l == excludeEnd:
+			in = false
+		case !in:
+			keep = append(keep, l)
+		}
+	}
+	return keep
 }
 
 // escapePattern makes a path a literal gitignore pattern.

@@ -113,16 +113,39 @@ func updateSubtree(s storer.EncodedObjectStorer, root plumbing.Hash, changes map
 	if len(changes) == 0 {
 		return root, nil
 	}
-	ents, err := treeEntries(s, root)
+	byName, err := entriesByName(s, root)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	byName := make(map[string]object.TreeEntry, len(ents)+len(changes))
-	for _, e := range ents {
-		byName[e.Name] = e
+	files, dirs := splitChanges(changes)
+	for name, e := range files {
+		switch {
+		case !e.absent():
+			byName[name] = object.TreeEntry{Name: name, Mode: e.mode, Hash: e.hash}
+		case byName[name].Mode != filemode.Dir: // a file's deletion never removes a directory
+			delete(byName, name)
+		}
 	}
-	files := map[string]entry{}
-	dirs := map[string]map[string]entry{}
+	for name, sub := range dirs {
+		if err := updateDir(s, byName, name, sub); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	if len(byName) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	out := make([]object.TreeEntry, 0, len(byName))
+	for _, e := range byName {
+		out = append(out, e)
+	}
+	return writeTree(s, out)
+}
+
+// splitChanges groups changes by their first path element: the entries
+// of this tree's own files, and, for each subdirectory, the changes
+// relative to it.
+func splitChanges(changes map[string]entry) (files map[string]entry, dirs map[string]map[string]entry) {
+	files, dirs = map[string]entry{}, map[string]map[string]entry{}
 	for p, e := range changes {
 		name, rest, nested := strings.Cut(p, "/")
 		if !nested {
@@ -134,40 +157,27 @@ func updateSubtree(s storer.EncodedObjectStorer, root plumbing.Hash, changes map
 		}
 		dirs[name][rest] = e
 	}
-	for name, e := range files {
-		if e.absent() {
-			if cur, ok := byName[name]; ok && cur.Mode != filemode.Dir {
-				delete(byName, name)
-			}
-			continue
-		}
-		byName[name] = object.TreeEntry{Name: name, Mode: e.mode, Hash: e.hash}
+	return files, dirs
+}
+
+// updateDir applies changes (relative to the directory name) to the
+// entry name of byName, writing the new subtree; a directory left empty
+// is removed. A file at name is replaced by the directory.
+func updateDir(s storer.EncodedObjectStorer, byName map[string]object.TreeEntry, name string, changes map[string]entry) error {
+	base := plumbing.ZeroHash
+	if cur := byName[name]; cur.Mode == filemode.Dir {
+		base = cur.Hash
 	}
-	for name, sub := range dirs {
-		base := plumbing.ZeroHash
-		if cur, ok := byName[name]; ok && cur.Mode == filemode.Dir {
-			base = cur.Hash
-		}
-		h, err := updateSubtree(s, base, sub)
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		if h.IsZero() || h == emptyTree {
-			if cur, ok := byName[name]; ok && cur.Mode == filemode.Dir {
-				delete(byName, name)
-			}
-			continue
-		}
+	h, err := updateSubtree(s, base, changes)
+	if err != nil {
+		return err
+	}
+	if !h.IsZero() && h != emptyTree {
 		byName[name] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
+	} else if byName[name].Mode == filemode.Dir {
+		delete(byName, name)
 	}
-	if len(byName) == 0 {
-		return plumbing.ZeroHash, nil
-	}
-	out := make([]object.TreeEntry, 0, len(byName))
-	for _, e := range byName {
-		out = append(out, e)
-	}
-	return writeTree(s, out)
+	return nil
 }
 
 // diffTrees calls fn for every file path whose entry differs between trees
@@ -180,53 +190,23 @@ func diffSub(s storer.EncodedObjectStorer, a, b plumbing.Hash, prefix string, fn
 	if a == b {
 		return nil
 	}
-	ea, err := treeEntries(s, a)
+	ma, err := entriesByName(s, a)
 	if err != nil {
 		return err
 	}
-	eb, err := treeEntries(s, b)
+	mb, err := entriesByName(s, b)
 	if err != nil {
 		return err
 	}
-	ma := make(map[string]object.TreeEntry, len(ea))
-	for _, e := range ea {
-		ma[e.Name] = e
-	}
-	mb := make(map[string]object.TreeEntry, len(eb))
-	for _, e := range eb {
-		mb[e.Name] = e
-	}
-	names := make([]string, 0, len(ma)+len(mb))
-	for n := range ma {
-		names = append(names, n)
-	}
-	for n := range mb {
-		if _, ok := ma[n]; !ok {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range unionNames(ma, mb) {
 		x, inA := ma[n]
 		y, inB := mb[n]
 		if inA && inB && x.Hash == y.Hash && x.Mode == y.Mode {
 			continue
 		}
 		p := prefix + n
-		xDir := inA && x.Mode == filemode.Dir
-		yDir := inB && y.Mode == filemode.Dir
-		var subA, subB plumbing.Hash
-		var from, to entry
-		if xDir {
-			subA = x.Hash
-		} else if inA {
-			from = entry{x.Hash, x.Mode}
-		}
-		if yDir {
-			subB = y.Hash
-		} else if inB {
-			to = entry{y.Hash, y.Mode}
-		}
+		xDir, subA, from := diffSide(x, inA)
+		yDir, subB, to := diffSide(y, inB)
 		if from != to {
 			fn(p, from, to)
 		}
@@ -237,6 +217,47 @@ func diffSub(s storer.EncodedObjectStorer, a, b plumbing.Hash, prefix string, fn
 		}
 	}
 	return nil
+}
+
+// entriesByName reads the entries of tree h (zero: empty) by name.
+func entriesByName(s storer.EncodedObjectStorer, h plumbing.Hash) (map[string]object.TreeEntry, error) {
+	ents, err := treeEntries(s, h)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]object.TreeEntry, len(ents))
+	for _, e := range ents {
+		m[e.Name] = e
+	}
+	return m, nil
+}
+
+// unionNames returns the names in ma or mb, sorted.
+func unionNames(ma, mb map[string]object.TreeEntry) []string {
+	names := make([]string, 0, len(ma)+len(mb))
+	for n := range ma {
+		names = append(names, n)
+	}
+	for n := range mb {
+		if _, ok := ma[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// diffSide reads one side of a diffed name: the tree entry e, when present
+// on that side, is either a directory (whose subtree sub the diff descends
+// into) or a file.
+func diffSide(e object.TreeEntry, present bool) (dir bool, sub plumbing.Hash, file entry) {
+	if !present {
+		return false, plumbing.ZeroHash, entry{}
+	}
+	if e.Mode == filemode.Dir {
+		return true, e.Hash, entry{}
+	}
+	return false, plumbing.ZeroHash, entry{e.Hash, e.Mode}
 }
 
 // flatten lists every file of a tree.
@@ -254,17 +275,13 @@ func newObjects(s storer.EncodedObjectStorer, a, b plumbing.Hash, out map[plumbi
 		return nil
 	}
 	out[b] = true
-	ea, err := treeEntries(s, a)
+	ma, err := entriesByName(s, a)
 	if err != nil {
 		return err
 	}
 	eb, err := treeEntries(s, b)
 	if err != nil {
 		return err
-	}
-	ma := make(map[string]object.TreeEntry, len(ea))
-	for _, e := range ea {
-		ma[e.Name] = e
 	}
 	for _, y := range eb {
 		x, ok := ma[y.Name]
@@ -323,28 +340,39 @@ func unpack(s storer.Storer, r io.Reader, looseLimit uint32) error {
 		_, err := io.Copy(io.Discard, r)
 		return err
 	}
-	if count >= looseLimit {
-		if pw, ok := s.(storer.PackfileWriter); ok {
-			before := packTemps(s)
-			err := packfile.WritePackfileToObjectStorage(pw, full)
-			if errors.Is(err, packfile.ErrEmptyPackfile) {
-				err = nil
+	if pw, ok := s.(storer.PackfileWriter); ok && count >= looseLimit {
+		return writePack(s, pw, full)
+	}
+	return unpackLoose(s, full, r)
+}
+
+// writePack stores the pack stream full as one pack and its index, in
+// temporary files renamed into place when complete.
+func writePack(s storer.Storer, pw storer.PackfileWriter, full io.Reader) error {
+	before := packTemps(s)
+	err := packfile.WritePackfileToObjectStorage(pw, full)
+	if errors.Is(err, packfile.ErrEmptyPackfile) {
+		return nil
+	}
+	if err != nil {
+		// go-git leaves its tmp_pack_ file when the pack is
+		// truncated or malformed (a pusher that died mid-push):
+		// remove it now rather than at the next cleanStale. The
+		// caller holds the repository's lock: the new temporary
+		// files are this write's.
+		for name, path := range packTemps(s) {
+			if _, old := before[name]; !old {
+				_ = os.Remove(path)
 			}
-			if err != nil {
-				// go-git leaves its tmp_pack_ file when the pack is
-				// truncated or malformed (a pusher that died mid-push):
-				// remove it now rather than at the next cleanStale. The
-				// caller holds the repository's lock: the new temporary
-				// files are this write's.
-				for name, path := range packTemps(s) {
-					if _, old := before[name]; !old {
-						_ = os.Remove(path)
-					}
-				}
-			}
-			return err
 		}
 	}
+	return err
+}
+
+// unpackLoose parses the pack stream full in memory and stores its
+// objects as loose objects in s (see copyOrdered), then drains r, the
+// stream's source.
+func unpackLoose(s storer.Storer, full, r io.Reader) error {
 	mem := memory.NewStorage()
 	p, err := packfile.NewParserWithStorage(packfile.NewScanner(full), mem)
 	if err != nil {
@@ -378,54 +406,71 @@ func packTemps(s storer.Storer) map[string]string {
 // copyOrdered copies every object of src into dst: blobs, trees and tags
 // first, then commits with parents before children.
 func copyOrdered(src *memory.Storage, dst storer.EncodedObjectStorer) error {
-	commits := map[plumbing.Hash]plumbing.EncodedObject{}
+	cc := &commitCopy{src: src, dst: dst, commits: map[plumbing.Hash]plumbing.EncodedObject{}, done: map[plumbing.Hash]bool{}}
 	for h, o := range src.ObjectStorage.Objects {
 		if o.Type() == plumbing.CommitObject {
-			commits[h] = o
+			cc.commits[h] = o
 		}
 	}
 	for _, t := range []plumbing.ObjectType{plumbing.BlobObject, plumbing.TreeObject, plumbing.TagObject} {
-		for _, o := range src.ObjectStorage.Objects {
-			if o.Type() != t || dst.HasEncodedObject(o.Hash()) == nil {
-				continue
-			}
-			if _, err := dst.SetEncodedObject(o); err != nil {
-				return err
-			}
-		}
-	}
-	done := map[plumbing.Hash]bool{}
-	var visit func(h plumbing.Hash) error
-	visit = func(h plumbing.Hash) error {
-		o, ok := commits[h]
-		if !ok || done[h] {
-			return nil
-		}
-		done[h] = true
-		c, err := object.DecodeCommit(src, o)
-		if err != nil {
+		if err := copyType(src, dst, t); err != nil {
 			return err
 		}
-		for _, p := range c.ParentHashes {
-			if err := visit(p); err != nil {
-				return err
-			}
-		}
-		if dst.HasEncodedObject(h) == nil {
-			return nil
-		}
-		_, err = dst.SetEncodedObject(o)
-		return err
 	}
-	hs := make([]plumbing.Hash, 0, len(commits))
-	for h := range commits {
+	hs := make([]plumbing.Hash, 0, len(cc.commits))
+	for h := range cc.commits {
 		hs = append(hs, h)
 	}
 	sort.Slice(hs, func(i, j int) bool { return bytes.Compare(hs[i][:], hs[j][:]) < 0 })
 	for _, h := range hs {
-		if err := visit(h); err != nil {
+		if err := cc.visit(h); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// copyType copies the objects of type t of src that dst lacks.
+func copyType(src *memory.Storage, dst storer.EncodedObjectStorer, t plumbing.ObjectType) error {
+	for _, o := range src.ObjectStorage.Objects {
+		if o.Type() != t || dst.HasEncodedObject(o.Hash()) == nil {
+			continue
+		}
+		if _, err := dst.SetEncodedObject(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitCopy copies the commits of src to dst, each after its parents.
+type commitCopy struct {
+	src     *memory.Storage
+	dst     storer.EncodedObjectStorer
+	commits map[plumbing.Hash]plumbing.EncodedObject // src's commits
+	done    map[plumbing.Hash]bool
+}
+
+// visit copies the commit h (when src has it and dst lacks it) after its
+// parents.
+func (cc *commitCopy) visit(h plumbing.Hash) error {
+	o, ok := cc.commits[h]
+	if !ok || cc.done[h] {
+		return nil
+	}
+	cc.done[h] = true
+	c, err := object.DecodeCommit(cc.src, o)
+	if err != nil {
+		return err
+	}
+	for _, p := range c.ParentHashes {
+		if err := cc.visit(p); err != nil {
+			return err
+		}
+	}
+	if cc.dst.HasEncodedObject(h) == nil {
+		return nil
+	}
+	_, err = cc.dst.SetEncodedObject(o)
+	return err
 }

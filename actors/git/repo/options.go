@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net"
@@ -121,9 +122,6 @@ func (o Options) normalize() (Options, error) {
 		return o, fmt.Errorf("%w: Dir %q: %v", ErrOptions, o.Dir, err)
 	}
 	o.Dir = dir
-	if o.MaxFileBytes <= 0 {
-		o.MaxFileBytes = DefaultMaxFileBytes
-	}
 	if o.Upstream == "" {
 		return o, fmt.Errorf("%w: Upstream (the repository tools are kept in) is required: a path of a bare repository (see InitBare) or an https:// URL", ErrOptions)
 	}
@@ -132,36 +130,12 @@ func (o Options) normalize() (Options, error) {
 		return o, err
 	}
 	o.Upstream = up
-	if o.Branch == "" {
-		o.Branch = "main"
-	}
+	o.applyDefaults()
 	if err := plumbing.NewBranchReferenceName(o.Branch).Validate(); err != nil || strings.HasPrefix(o.Branch, "-") {
 		return o, fmt.Errorf("%w: Branch %q is not a valid branch name", ErrOptions, o.Branch)
 	}
-	if o.AuthorName == "" {
-		o.AuthorName = "agentos"
-	}
-	if o.AuthorEmail == "" {
-		o.AuthorEmail = "agentos@localhost"
-	}
-	if o.TokenEnv == "" {
-		o.TokenEnv = DefaultTokenEnv
-	}
-	switch o.Strategy {
-	case "":
-		o.Strategy = Direct
-	case Direct, PR:
-	default:
+	if o.Strategy != Direct && o.Strategy != PR {
 		return o, fmt.Errorf("%w: Strategy %q: use %q or %q", ErrOptions, o.Strategy, Direct, PR)
-	}
-	if o.PR == nil {
-		o.PR = NoopPR{}
-	}
-	if o.Retries <= 0 {
-		o.Retries = 8
-	}
-	if o.Ignore == nil {
-		o.Ignore = []string{".agentos/"}
 	}
 	o.Derived = slices.Clone(o.Derived)
 	o.Ignore = slices.Clone(o.Ignore)
@@ -172,13 +146,29 @@ func (o Options) normalize() (Options, error) {
 		}
 		o.Derived[i] = c
 	}
+	return o, nil
+}
+
+// applyDefaults gives the options left zero (or negative, for the limits)
+// their default.
+func (o *Options) applyDefaults() {
+	o.MaxFileBytes = cmp.Or(max(o.MaxFileBytes, 0), DefaultMaxFileBytes)
+	o.Branch = cmp.Or(o.Branch, "main")
+	o.AuthorName = cmp.Or(o.AuthorName, "agentos")
+	o.AuthorEmail = cmp.Or(o.AuthorEmail, "agentos@localhost")
+	o.TokenEnv = cmp.Or(o.TokenEnv, DefaultTokenEnv)
+	o.Strategy = cmp.Or(o.Strategy, Direct)
+	o.Retries = cmp.Or(max(o.Retries, 0), 8)
+	if o.PR == nil {
+		o.PR = NoopPR{}
+	}
+	if o.Ignore == nil {
+		o.Ignore = []string{".agentos/"}
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	return o, nil
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 }
 
 // normalizeUpstream returns the URL handed to go-git: an absolute path for

@@ -123,7 +123,7 @@ func (r *Repo) publishLocal(paths []string) {
 	changed := false
 	for _, p := range paths {
 		for q := range r.localOnly {
-			if q == p || strings.HasPrefix(q, p+"/") {
+			if within(q, p) {
 				delete(r.localOnly, q)
 				changed = true
 			}
@@ -173,59 +173,75 @@ func (r *Repo) collect(paths []string) (map[string]entry, error) {
 	}
 	all := append([]string{}, paths...)
 	all = append(all, derived...)
-	changes := map[string]entry{}
-	seen := map[string]bool{}
-	add := func(p string, named bool) error {
-		if seen[p] || r.ignored(p) {
-			return nil
-		}
-		seen[p] = true
-		e, err := r.workEntry(p, true)
-		var le *linkError
-		if errors.As(err, &le) {
-			if named {
-				return fmt.Errorf("%w: %v", ErrPath, err)
-			}
-			r.log.Warn("git: not committing a symbolic link", slog.String("path", p), slog.String("link", le.link))
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("repo: reading %s: %w", p, err)
-		}
-		if e != r.files[p] {
-			changes[p] = e
-		}
-		return nil
-	}
+	c := &collection{r: r, changes: map[string]entry{}, seen: map[string]bool{}}
 	for i, p := range all {
-		named := i < len(paths)
-		if named && r.linkAt(p, true) != "" {
-			if err := add(p, true); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		fi, err := os.Lstat(r.abs(p))
-		if err == nil && fi.IsDir() {
-			err := r.walkWork(p, func(q string, _ fs.DirEntry) error { return add(q, false) })
-			if err != nil {
-				return nil, err
-			}
-		} else if err := add(p, named); err != nil {
+		if err := c.addPath(p, i < len(paths)); err != nil {
 			return nil, err
 		}
-		// Tracked files under p that are gone from the working tree.
-		prefix := p + "/"
-		for q := range r.files {
-			if strings.HasPrefix(q, prefix) && !seen[q] {
-				if _, err := os.Lstat(r.abs(q)); errors.Is(err, fs.ErrNotExist) {
-					seen[q] = true
-					changes[q] = entry{}
-				}
+	}
+	return c.changes, nil
+}
+
+// collection is what collect has read so far: the changes, and the paths
+// seen.
+type collection struct {
+	r       *Repo
+	changes map[string]entry
+	seen    map[string]bool
+}
+
+// addPath adds the working file or directory p (named: one of the paths
+// asked for, not a derived file), and the deletion of the tracked files
+// under it that are gone from the working tree.
+func (c *collection) addPath(p string, named bool) error {
+	if named && c.r.linkAt(p, true) != "" {
+		return c.add(p, true)
+	}
+	fi, err := os.Lstat(c.r.abs(p))
+	if err == nil && fi.IsDir() {
+		err = c.r.walkWork(p, func(q string, _ fs.DirEntry) error { return c.add(q, false) })
+	} else {
+		err = c.add(p, named)
+	}
+	if err != nil {
+		return err
+	}
+	prefix := p + "/"
+	for q := range c.r.files {
+		if strings.HasPrefix(q, prefix) && !c.seen[q] {
+			if _, err := os.Lstat(c.r.abs(q)); errors.Is(err, fs.ErrNotExist) {
+				c.seen[q] = true
+				c.changes[q] = entry{}
 			}
 		}
 	}
-	return changes, nil
+	return nil
+}
+
+// add reads the working file p (storing its blob) and records it when it
+// differs from r.files. A symbolic link is an error when named, and
+// otherwise skipped with a warning.
+func (c *collection) add(p string, named bool) error {
+	if c.seen[p] || c.r.ignored(p) {
+		return nil
+	}
+	c.seen[p] = true
+	e, err := c.r.workEntry(p, true)
+	var le *linkError
+	if errors.As(err, &le) {
+		if named {
+			return fmt.Errorf("%w: %v", ErrPath, err)
+		}
+		c.r.log.Warn("git: not committing a symbolic link", slog.String("path", p), slog.String("link", le.link))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("repo: reading %s: %w", p, err)
+	}
+	if e != c.r.files[p] {
+		c.changes[p] = e
+	}
+	return nil
 }
 
 func (r *Repo) persistDirect(ctx context.Context, paths []string, message string) (Persisted, error) {
@@ -240,31 +256,9 @@ func (r *Repo) persistDirect(ctx context.Context, paths []string, message string
 	if err != nil {
 		return Persisted{}, err
 	}
-	var mine *changeSet
-	if len(changes) > 0 {
-		tree, err := updateTree(r.sto, r.tree, changes)
-		if err != nil {
-			return Persisted{}, err
-		}
-		if tree != r.tree {
-			c, err := r.writeCommit(tree, r.local, message, r.signature())
-			if err != nil {
-				return Persisted{}, err
-			}
-			r.local = c
-			keep := map[string]bool{}
-			for p := range changes {
-				keep[p] = true
-			}
-			if err := r.moveTo(tree, keep); err != nil {
-				return Persisted{}, err
-			}
-			for p := range changes {
-				delete(r.pending, p)
-			}
-			mine = &changeSet{commit: c, tree: tree, message: message, author: r.signature(), tool: r.toolName(paths), changes: changes}
-			r.chain = append(r.chain, mine)
-		}
+	mine, err := r.commitChanges(changes, message, paths)
+	if err != nil {
+		return Persisted{}, err
 	}
 	r.derivedTaken() // committed, or the tree already held them
 	if r.local == r.upstream {
@@ -274,24 +268,8 @@ func (r *Repo) persistDirect(ctx context.Context, paths []string, message string
 		return Persisted{Commit: r.local.String(), Branch: r.opts.Branch}, nil
 	}
 	attempts, results, err := r.publish(ctx)
-	var mineErr error
-	var out = Persisted{Commit: r.local.String(), Branch: r.opts.Branch, Attempts: attempts}
-	if conflict != nil {
-		mineErr = conflict.err
-		out.Commit, out.Branch = conflict.commit.String(), conflict.err.Branch
-	}
-	for _, res := range results {
-		if res.set == mine && res.fenced {
-			run, fence, _ := fenceOf(mine.message)
-			mineErr = fmt.Errorf("%w: forge run %s (fencing token %d) was taken over and committed by a newer holder; this commit was dropped, the upstream's version kept", ErrFenced, run, fence)
-			out.Commit = r.upstream.String()
-		} else if res.set == mine {
-			mineErr = res.err
-			out.Commit, out.Branch = res.commit.String(), res.err.Branch
-		} else {
-			r.warnConflicts([]conflictResult{res})
-		}
-	}
+	out, mineErr := r.publishOutcome(mine, conflict, results)
+	out.Attempts = attempts
 	if serr := r.saveRefs(); serr != nil && err == nil {
 		err = fmt.Errorf("repo: writing %s/packed-refs: %w", r.gitDir, serr)
 	}
@@ -305,23 +283,73 @@ func (r *Repo) persistDirect(ctx context.Context, paths []string, message string
 	return out, nil
 }
 
-func (r *Repo) persistPR(ctx context.Context, paths []string, message string) (Persisted, error) {
-	u, err := r.fetch(ctx)
-	if err != nil {
-		return Persisted{}, err
+// commitChanges commits changes (read from paths) on r.local with message
+// and returns the new change set, or nil when r.tree already holds them.
+func (r *Repo) commitChanges(changes map[string]entry, message string, paths []string) (*changeSet, error) {
+	if len(changes) == 0 {
+		return nil, nil
 	}
-	if !u.IsZero() && u != r.upstream {
-		results, err := r.rebaseOnto(ctx, u)
-		if err != nil {
-			return Persisted{}, err
+	tree, err := updateTree(r.sto, r.tree, changes)
+	if err != nil || tree == r.tree {
+		return nil, err
+	}
+	c, err := r.writeCommit(tree, r.local, message, r.signature())
+	if err != nil {
+		return nil, err
+	}
+	return r.adoptLocal(c, tree, changes, message, r.toolName(paths))
+}
+
+// adoptLocal makes the commit c (of tree, made of changes) the head of
+// the local branch and a new change set of r.chain: the working tree
+// moves to tree, the files of changes left as they are and no longer
+// pending.
+func (r *Repo) adoptLocal(c, tree plumbing.Hash, changes map[string]entry, message, tool string) (*changeSet, error) {
+	r.local = c
+	keep := make(map[string]bool, len(changes))
+	for p := range changes {
+		keep[p] = true
+	}
+	if err := r.moveTo(tree, keep); err != nil {
+		return nil, err
+	}
+	for p := range changes {
+		delete(r.pending, p)
+	}
+	cs := &changeSet{commit: c, tree: tree, message: message, author: r.signature(), tool: tool, changes: changes}
+	r.chain = append(r.chain, cs)
+	return cs, nil
+}
+
+// publishOutcome is what a Direct Persist reports after publishing: the
+// new head, or the conflict branch or fencing that took its change set
+// mine (or the conflict taken before, of a path it was asked to persist),
+// with that error. The results about other change sets are logged.
+func (r *Repo) publishOutcome(mine *changeSet, conflict *conflictResult, results []conflictResult) (out Persisted, mineErr error) {
+	out = Persisted{Commit: r.local.String(), Branch: r.opts.Branch}
+	if conflict != nil {
+		mineErr = conflict.err
+		out.Commit, out.Branch = conflict.commit.String(), conflict.err.Branch
+	}
+	for _, res := range results {
+		switch {
+		case res.set == mine && res.fenced:
+			run, fence, _ := fenceOf(mine.message)
+			mineErr = fmt.Errorf("%w: forge run %s (fencing token %d) was taken over and committed by a newer holder; this commit was dropped, the upstream's version kept", ErrFenced, run, fence)
+			out.Commit = r.upstream.String()
+		case res.set == mine:
+			mineErr = res.err
+			out.Commit, out.Branch = res.commit.String(), res.err.Branch
+		default:
+			r.warnConflicts([]conflictResult{res})
 		}
-		r.warnConflicts(results)
-		if err := r.saveRefs(); err != nil {
-			return Persisted{}, err
-		}
-		if err := r.regenerate(); err != nil {
-			return Persisted{}, err
-		}
+	}
+	return out, mineErr
+}
+
+func (r *Repo) persistPR(ctx context.Context, paths []string, message string) (Persisted, error) {
+	if err := r.catchUp(ctx); err != nil {
+		return Persisted{}, err
 	}
 	// Only the given paths (and the derived files): earlier proposals still
 	// in the working tree are not bundled into this one.
@@ -362,22 +390,51 @@ func (r *Repo) persistPR(ctx context.Context, paths []string, message string) (P
 	}
 	out := Persisted{Commit: c.String(), Branch: branch, Attempts: 1}
 	r.log.Info("git: pushed a branch for review", slog.String("branch", branch), slog.String("tool", tool))
-	var files []string
-	for _, p := range sortedKeys(changes) {
-		files = append(files, "- "+p)
+	url, err := r.openPR(ctx, message, c, branch, sortedKeys(changes))
+	if err != nil {
+		return out, err
+	}
+	out.PRURL = url
+	return out, nil
+}
+
+// catchUp fetches and, when the upstream moved, rebases the tool root on
+// it (writing the refs and the derived files).
+func (r *Repo) catchUp(ctx context.Context) error {
+	u, err := r.fetch(ctx)
+	if err != nil || u.IsZero() || u == r.upstream {
+		return err
+	}
+	results, err := r.rebaseOnto(ctx, u)
+	if err != nil {
+		return err
+	}
+	r.warnConflicts(results)
+	if err := r.saveRefs(); err != nil {
+		return err
+	}
+	return r.regenerate()
+}
+
+// openPR opens the pull request of the pushed branch (commit c, changing
+// files) and returns its address. Its error wraps ErrPullRequest and says
+// the branch is pushed.
+func (r *Repo) openPR(ctx context.Context, message string, c plumbing.Hash, branch string, files []string) (string, error) {
+	list := make([]string, 0, len(files))
+	for _, p := range files {
+		list = append(list, "- "+p)
 	}
 	url, err := r.opts.PR.Open(ctx, PullRequest{
 		Title: "agentos: " + strings.TrimSpace(message),
 		Head:  branch,
 		Base:  r.opts.Branch,
-		Body:  "Forged by agentos.\n\n" + strings.TrimSpace(message) + "\n\nCommit " + c.String() + "\n\n" + strings.Join(files, "\n") + "\n",
+		Body:  "Forged by agentos.\n\n" + strings.TrimSpace(message) + "\n\nCommit " + c.String() + "\n\n" + strings.Join(list, "\n") + "\n",
 	})
-	if err != nil {
-		if !errors.Is(err, ErrPullRequest) {
-			err = fmt.Errorf("%w: %v", ErrPullRequest, err)
-		}
-		return out, fmt.Errorf("%w (branch %s is pushed: open the pull request by hand)", err, branch)
+	if err == nil {
+		return url, nil
 	}
-	out.PRURL = url
-	return out, nil
+	if !errors.Is(err, ErrPullRequest) {
+		err = fmt.Errorf("%w: %v", ErrPullRequest, err)
+	}
+	return "", fmt.Errorf("%w (branch %s is pushed: open the pull request by hand)", err, branch)
 }

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,17 +55,11 @@ var defaultPRClient = &http.Client{Timeout: 30 * time.Second}
 // Open implements PRAdapter. A non-2xx answer is an error wrapping
 // ErrPullRequest that quotes GitHub's message.
 func (g GitHubPR) Open(ctx context.Context, pr PullRequest) (string, error) {
-	api := strings.TrimRight(g.API, "/")
-	if api == "" {
-		api = "https://api.github.com"
-	}
+	api := cmp.Or(strings.TrimRight(g.API, "/"), "https://api.github.com")
 	if g.Repo == "" || strings.Count(g.Repo, "/") != 1 {
 		return "", fmt.Errorf("%w: GitHubPR.Repo %q must be owner/name", ErrPullRequest, g.Repo)
 	}
-	env := g.TokenEnv
-	if env == "" {
-		env = DefaultTokenEnv
-	}
+	env := cmp.Or(g.TokenEnv, DefaultTokenEnv)
 	token := os.Getenv(env)
 	if token == "" {
 		return "", fmt.Errorf("%w: the environment variable %s is empty: export a GitHub token allowed to open pull requests on %s", ErrPullRequest, env, g.Repo)
@@ -82,47 +77,52 @@ func (g GitHubPR) Open(ctx context.Context, pr PullRequest) (string, error) {
 	req.Header.Set("Accept", "application/vnd.github+json")
 	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
 	req.Header.Set("Content-Type", "application/json")
-	c := g.Client
-	if c == nil {
-		c = defaultPRClient
-	}
-	resp, err := c.Do(req)
+	resp, err := cmp.Or(g.Client, defaultPRClient).Do(req)
 	if err != nil {
 		return "", fmt.Errorf("%w: POST %s: %s", ErrPullRequest, url, redact(err.Error(), token))
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var out struct {
-		HTMLURL string `json:"html_url"`
-		Message string `json:"message"`
-		Errors  []struct {
-			Message string `json:"message"`
-			Code    string `json:"code"`
-		} `json:"errors"`
-	}
+	var out prAnswer
 	_ = json.Unmarshal(raw, &out)
 	if resp.StatusCode/100 != 2 {
-		msg := out.Message
-		for _, e := range out.Errors {
-			if e.Message != "" {
-				msg += "; " + e.Message
-			} else if e.Code != "" {
-				msg += "; " + e.Code
-			}
-		}
-		if msg == "" {
-			msg = strings.TrimSpace(string(raw))
-			if len(msg) > 200 {
-				msg = msg[:200]
-			}
-		}
 		return "", fmt.Errorf("%w: GitHub answered %s to POST %s (head %s, base %s): %q",
-			ErrPullRequest, resp.Status, url, pr.Head, pr.Base, redact(msg, token))
+			ErrPullRequest, resp.Status, url, pr.Head, pr.Base, redact(out.reason(raw), token))
 	}
 	if out.HTMLURL == "" {
 		return "", fmt.Errorf("%w: GitHub answered %s without html_url", ErrPullRequest, resp.Status)
 	}
 	return out.HTMLURL, nil
+}
+
+// prAnswer is GitHub's answer to opening a pull request.
+type prAnswer struct {
+	HTMLURL string `json:"html_url"`
+	Message string `json:"message"`
+	Errors  []struct {
+		Message string `json:"message"`
+		Code    string `json:"code"`
+	} `json:"errors"`
+}
+
+// reason is what a refusal says: its message and those of its errors (or
+// their codes), else the start of the raw answer.
+func (a prAnswer) reason(raw []byte) string {
+	msg := a.Message
+	for _, e := range a.Errors {
+		if e.Message != "" {
+			msg += "; " + e.Message
+		} else if e.Code != "" {
+			msg += "; " + e.Code
+		}
+	}
+	if msg == "" {
+		msg = strings.TrimSpace(string(raw))
+		if len(msg) > 200 {
+			msg = msg[:200]
+		}
+	}
+	return msg
 }
 
 // redact removes a secret from a text.

@@ -23,15 +23,11 @@ import (
 // every reference update). Over HTTPS there is no such lock: rejected
 // pushes are retried after a random pause growing from 1-4 ms to 1-20 ms.
 func (r *Repo) publish(ctx context.Context) (attempts int, results []conflictResult, err error) {
-	if !isRemote(r.opts.Upstream) {
-		if dir, err := resolveGitDir(r.opts.Upstream); err == nil {
-			unlock, err := lockDirCtx(ctx, filepath.Join(dir, "refs"))
-			if err != nil {
-				return 0, nil, err
-			}
-			defer unlock()
-		}
+	unlock, err := r.lockUpstream(ctx)
+	if err != nil {
+		return 0, nil, err
 	}
+	defer unlock()
 	for attempts = 1; ; attempts++ {
 		if r.staleInChain(r.upstream) {
 			// A commit of a forge run whose newer holder's commit the
@@ -55,21 +51,9 @@ func (r *Repo) publish(ctx context.Context) (attempts int, results []conflictRes
 			r.chain = nil
 			return attempts, results, nil
 		}
-		if attempts >= r.opts.Retries {
-			return attempts, results, fmt.Errorf("%w: %d attempts, other writers kept moving %s; the commit is kept locally and pushed by the next Persist or Hydrate; raise Options.Retries if this is frequent",
-				ErrRejected, attempts, r.opts.Branch)
-		}
-		// Pause before fetching, not after: the fresher the fetch, the
-		// smaller the window in which another writer can move the branch.
-		if errors.Is(perr, errStale) {
-			if err := sleep(ctx, jitter(attempts)); err != nil {
-				return attempts, results, err
-			}
-		}
-		u, ferr := r.fetch(ctx)
-		if ferr != nil || u == r.upstream || u.IsZero() {
-			// Not a race with another writer: the upstream failed.
-			return attempts, results, fmt.Errorf("%w (the commit is kept locally and pushed by the next Persist or Hydrate)", perr)
+		u, err := r.retryOn(ctx, attempts, perr)
+		if err != nil {
+			return attempts, results, err
 		}
 		res, err := r.rebaseOnto(ctx, u)
 		if err != nil {
@@ -80,6 +64,44 @@ func (r *Repo) publish(ctx context.Context) (attempts int, results []conflictRes
 			return attempts, results, nil
 		}
 	}
+}
+
+// lockUpstream takes the flock of a local upstream's refs/ directory (see
+// publish); over HTTPS, or when the upstream's git directory cannot be
+// found, there is nothing to lock.
+func (r *Repo) lockUpstream(ctx context.Context) (unlock func(), err error) {
+	if isRemote(r.opts.Upstream) {
+		return func() {}, nil
+	}
+	dir, err := resolveGitDir(r.opts.Upstream)
+	if err != nil {
+		return func() {}, nil
+	}
+	return lockDirCtx(ctx, filepath.Join(dir, "refs"))
+}
+
+// retryOn decides what follows the rejected push attempt number attempts
+// (perr): the upstream head to rebase on and push again, or the error
+// that ends publish (attempts exhausted, or the upstream failed rather
+// than moved).
+func (r *Repo) retryOn(ctx context.Context, attempts int, perr error) (plumbing.Hash, error) {
+	if attempts >= r.opts.Retries {
+		return plumbing.ZeroHash, fmt.Errorf("%w: %d attempts, other writers kept moving %s; the commit is kept locally and pushed by the next Persist or Hydrate; raise Options.Retries if this is frequent",
+			ErrRejected, attempts, r.opts.Branch)
+	}
+	// Pause before fetching, not after: the fresher the fetch, the
+	// smaller the window in which another writer can move the branch.
+	if errors.Is(perr, errStale) {
+		if err := sleep(ctx, jitter(attempts)); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	u, ferr := r.fetch(ctx)
+	if ferr != nil || u == r.upstream || u.IsZero() {
+		// Not a race with another writer: the upstream failed.
+		return plumbing.ZeroHash, fmt.Errorf("%w (the commit is kept locally and pushed by the next Persist or Hydrate)", perr)
+	}
+	return u, nil
 }
 
 // jitter is the random pause before push attempt n+1: 1 ms up to a bound

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // Pulled says what Pull brought into the tool root.
@@ -58,10 +59,7 @@ func (r *Repo) Pull(ctx context.Context) (_ Pulled, err error) {
 	defer unlock()
 	defer r.remember()
 	r.refresh()
-	from := r.local
-	if r.resync {
-		from = r.readRef(r.branchRef) // the refs on disk are the truth
-	}
+	from := r.localHead()
 	fromTree, err := r.commitTree(from)
 	if err != nil {
 		fromTree = plumbing.ZeroHash // unreadable: everything counts as changed
@@ -79,17 +77,9 @@ func (r *Repo) Pull(ctx context.Context) (_ Pulled, err error) {
 		out.Published = r.published.String()
 		r.published = plumbing.ZeroHash
 	}
-	if err := diffTrees(r.sto, fromTree, r.tree, func(p string, _, to entry) {
-		if to.absent() {
-			out.Deleted = append(out.Deleted, p)
-		} else {
-			out.Changed = append(out.Changed, p)
-		}
-	}); err != nil {
+	if out.Changed, out.Deleted, err = changedPaths(r.sto, fromTree, r.tree); err != nil {
 		return out, fmt.Errorf("repo: listing what the pull changed: %w", err)
 	}
-	sort.Strings(out.Changed)
-	sort.Strings(out.Deleted)
 	if from != r.local {
 		r.log.Info("git: pulled", slog.String("from", short(from)), slog.String("head", short(r.local)), slog.Int("changed", len(out.Changed)), slog.Int("deleted", len(out.Deleted)))
 	}
@@ -112,10 +102,7 @@ func (r *Repo) Contains(commit string) (_ bool, err error) {
 		return false, ErrClosed
 	}
 	defer recoverInto(&err, r.log, "looking for commit "+commit)
-	head := r.local
-	if r.resync {
-		head = r.readRef(r.branchRef)
-	}
+	head := r.localHead()
 	if head == h {
 		return true, nil
 	}
@@ -123,8 +110,14 @@ func (r *Repo) Contains(commit string) (_ bool, err error) {
 		r.missingBeyond(h)
 		return false, nil // never fetched here
 	}
-	// Breadth-first over every parent (an upstream may hold merges),
-	// bounded like every history walk of this package.
+	return r.isAncestor(h, head)
+}
+
+// isAncestor says whether h is an ancestor of head, breadth-first over
+// every parent (an upstream may hold merges), bounded like every history
+// walk of this package. A shallow boundary on the way asks the next fetch
+// for the full history.
+func (r *Repo) isAncestor(h, head plumbing.Hash) (bool, error) {
 	seen := map[plumbing.Hash]bool{head: true}
 	queue := []plumbing.Hash{head}
 	for n := 0; len(queue) > 0 && n < maxWalk; n++ {
@@ -150,6 +143,31 @@ func (r *Repo) Contains(commit string) (_ bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// localHead is the local branch's head: r.local, or the ref on disk when
+// the state in memory may disagree with it (r.resync: the refs on disk
+// are the truth).
+func (r *Repo) localHead() plumbing.Hash {
+	if r.resync {
+		return r.readRef(r.branchRef)
+	}
+	return r.local
+}
+
+// changedPaths lists the paths whose entry differs between the trees a
+// and b: changed (present in b) and deleted, both sorted.
+func changedPaths(s storer.EncodedObjectStorer, a, b plumbing.Hash) (changed, deleted []string, err error) {
+	err = diffTrees(s, a, b, func(p string, _, to entry) {
+		if to.absent() {
+			deleted = append(deleted, p)
+		} else {
+			changed = append(changed, p)
+		}
+	})
+	sort.Strings(changed)
+	sort.Strings(deleted)
+	return changed, deleted, err
 }
 
 // Branch returns the shared branch the tool root follows.
@@ -200,16 +218,7 @@ func (r *Repo) Diff(from, to string) (changed, deleted []string, err error) {
 			return nil, nil, err
 		}
 	}
-	err = diffTrees(r.sto, trees[0], trees[1], func(p string, _, to entry) {
-		if to.absent() {
-			deleted = append(deleted, p)
-		} else {
-			changed = append(changed, p)
-		}
-	})
-	sort.Strings(changed)
-	sort.Strings(deleted)
-	return changed, deleted, err
+	return changedPaths(r.sto, trees[0], trees[1])
 }
 
 // Parent returns the first parent of commit (40 hexadecimal digits), ""

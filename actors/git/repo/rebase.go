@@ -146,16 +146,11 @@ func (r *Repo) findLocalChanges(rb *rebase) error {
 		}
 		rb.pending[p] = e
 	}
-	candidates := map[string]bool{}
-	if err := diffTrees(r.sto, r.tree, rb.uTree, func(p string, _, _ entry) { candidates[p] = true }); err != nil {
+	candidates, err := r.updatedPaths(rb.uTree)
+	if err != nil {
 		return err
 	}
-	for _, cs := range r.chain {
-		for p := range cs.changes {
-			candidates[p] = true
-		}
-	}
-	for _, p := range sortedKeys(candidates) {
+	for _, p := range candidates {
 		if r.pending[p] || !r.guarded(p) || !safeTreePath(p) || r.ignored(p) {
 			continue
 		}
@@ -169,6 +164,22 @@ func (r *Repo) findLocalChanges(rb *rebase) error {
 		}
 	}
 	return nil
+}
+
+// updatedPaths lists, sorted, the paths an update to the tree uTree may
+// write: those that differ between r.tree and uTree, and those the
+// unpushed commits change.
+func (r *Repo) updatedPaths(uTree plumbing.Hash) ([]string, error) {
+	candidates := map[string]bool{}
+	if err := diffTrees(r.sto, r.tree, uTree, func(p string, _, _ entry) { candidates[p] = true }); err != nil {
+		return nil, err
+	}
+	for _, cs := range r.chain {
+		for p := range cs.changes {
+			candidates[p] = true
+		}
+	}
+	return sortedKeys(candidates), nil
 }
 
 // conflictPending handles the pending files that clash with the upstream.

@@ -35,33 +35,7 @@ const recoverMessage = "agentos: recover unsaved "
 // derived files rebuilt from them, on r.local, as one change set of r.chain.
 // Called by sync (Hydrate, Direct) with r.mu and the root lock held.
 func (r *Repo) recoverUnsaved() error {
-	var paths []string
-	for _, p := range sortedKeys(r.pending) {
-		if r.isDerived(p) || r.localOnly[p] || r.ignored(p) {
-			delete(r.pending, p)
-			continue
-		}
-		if _, conflicted := r.conflicts[p]; conflicted {
-			continue // on a conflict branch already; its Persist reports it
-		}
-		b, err := os.ReadFile(r.abs(p))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			continue // unreadable: left as it is
-		}
-		if err != nil || !r.intended(p, b) { // a deletion is never a write's
-			// Not what a write under way left: changed by hand (or by
-			// anything but agentos), it is never committed for its author.
-			r.log.Warn("git: a file differs from the last commit but no agentos write of it was under way: left in the working tree, uncommitted (commit it yourself, or write it through agentos: agentos check, then write_file)", slog.String("path", p))
-			continue
-		}
-		if r.opts.Hold != nil {
-			if why := r.opts.Hold(p, b); why != nil {
-				r.log.Warn("git: a file left unsaved stays local, uncommitted, until it is written again: "+why.Error(), slog.String("path", p))
-				continue
-			}
-		}
-		paths = append(paths, p)
-	}
+	paths := r.unsavedWrites()
 	defer r.dropSettledIntents()
 	if len(paths) == 0 {
 		return nil
@@ -90,18 +64,54 @@ func (r *Repo) recoverUnsaved() error {
 		return fmt.Errorf("repo: committing the recovered files: %w", err)
 	}
 	r.derivedTaken()
-	keep := map[string]bool{}
-	for p := range changes {
-		keep[p] = true
-	}
-	if err := r.moveTo(tree, keep); err != nil {
+	if _, err := r.adoptLocal(c, tree, changes, msg, r.toolName(paths)); err != nil {
 		return err
 	}
-	for p := range changes {
-		delete(r.pending, p)
-	}
-	r.local = c
-	r.chain = append(r.chain, &changeSet{commit: c, tree: tree, message: msg, author: r.signature(), tool: r.toolName(paths), changes: changes})
 	r.log.Warn("git: committed files a stopped writer left unsaved, under their own commit", slog.Any("paths", firstN(paths, 20)), slog.String("commit", short(c)))
 	return nil
+}
+
+// unsavedWrites returns the pending files an agentos write left
+// uncommitted and that may be recovered: not derived, local-only or
+// ignored (those are no longer pending), not on a conflict branch, still
+// holding what the write intended, and not held.
+func (r *Repo) unsavedWrites() []string {
+	var paths []string
+	for _, p := range sortedKeys(r.pending) {
+		if r.isDerived(p) || r.localOnly[p] || r.ignored(p) {
+			delete(r.pending, p)
+			continue
+		}
+		if _, conflicted := r.conflicts[p]; conflicted {
+			continue // on a conflict branch already; its Persist reports it
+		}
+		if r.recoverable(p) {
+			paths = append(paths, p)
+		}
+	}
+	return paths
+}
+
+// recoverable says whether the pending file p holds what an agentos write
+// under way intended and is not held (see Options.Hold); it warns about
+// the other readable ones, which stay uncommitted.
+func (r *Repo) recoverable(p string) bool {
+	b, err := os.ReadFile(r.abs(p))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false // unreadable: left as it is
+	}
+	if err != nil || !r.intended(p, b) { // a deletion is never a write's
+		// Not what a write under way left: changed by hand (or by
+		// anything but agentos), it is never committed for its author.
+		r.log.Warn("git: a file differs from the last commit but no agentos write of it was under way: left in the working tree, uncommitted (commit it yourself, or write it through agentos: agentos check, then write_file)", slog.String("path", p))
+		return false
+	}
+	if r.opts.Hold == nil {
+		return true
+	}
+	if why := r.opts.Hold(p, b); why != nil {
+		r.log.Warn("git: a file left unsaved stays local, uncommitted, until it is written again: "+why.Error(), slog.String("path", p))
+		return false
+	}
+	return true
 }

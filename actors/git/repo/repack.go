@@ -40,25 +40,9 @@ func (r *Repo) repack() error {
 		return err
 	}
 	dir := filepath.Join(r.gitDir, "objects", "pack")
-	size := map[plumbing.Hash]int64{}
-	var total, largest int64
-	var big plumbing.Hash
-	for _, p := range packs {
-		fi, err := os.Stat(filepath.Join(dir, "pack-"+p.String()+".pack"))
-		if err != nil {
-			return err
-		}
-		size[p] = fi.Size()
-		total += fi.Size()
-		if fi.Size() > largest {
-			largest, big = fi.Size(), p
-		}
-	}
-	var merge []plumbing.Hash
-	for _, p := range packs {
-		if p != big || largest < total-largest {
-			merge = append(merge, p)
-		}
+	merge, err := packsToMerge(dir, packs)
+	if err != nil {
+		return err
 	}
 	var hashes []plumbing.Hash
 	for _, p := range merge {
@@ -87,15 +71,48 @@ func (r *Repo) repack() error {
 	if err := r.sto.reopen(r.gitDir); err != nil {
 		return err
 	}
-	for _, p := range merge {
+	if err := removePacks(dir, merge); err != nil {
+		return err
+	}
+	r.log.Debug("git: repacked", slog.Int("packs", len(merge)), slog.Int("objects", len(hashes)))
+	return nil
+}
+
+// packsToMerge picks the packs of dir that repack merges: all but the
+// largest, unless it holds less than the others together.
+func packsToMerge(dir string, packs []plumbing.Hash) ([]plumbing.Hash, error) {
+	var total, largest int64
+	var big plumbing.Hash
+	for _, p := range packs {
+		fi, err := os.Stat(filepath.Join(dir, "pack-"+p.String()+".pack"))
+		if err != nil {
+			return nil, err
+		}
+		total += fi.Size()
+		if fi.Size() > largest {
+			largest, big = fi.Size(), p
+		}
+	}
+	var merge []plumbing.Hash
+	for _, p := range packs {
+		if p != big || largest < total-largest {
+			merge = append(merge, p)
+		}
+	}
+	return merge, nil
+}
+
+// removePacks deletes the merged packs of dir, each pack before its
+// index: an index left without its pack is cleaned at Hydrate.
+func removePacks(dir string, merged []plumbing.Hash) error {
+	for _, p := range merged {
 		base := filepath.Join(dir, "pack-"+p.String())
-		for _, ext := range []string{".pack", ".idx", ".rev"} { // pack first: an orphan idx is cleaned at Hydrate
+		for _, ext := range []string{".pack", ".idx", ".rev"} {
 			if err := os.Remove(base + ext); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
 		}
 	}
-	r.log.Debug("git: repacked", slog.Int("packs", len(merge)), slog.Int("objects", len(hashes)))
 	return nil
 }
 

@@ -60,39 +60,23 @@ func (r *Repo) checkStore() (bool, error) {
 	if len(problems) == 0 {
 		return false, nil
 	}
-	quarantine := filepath.Join(r.gitDir, corruptDir, r.opts.Now().UTC().Format("20060102T150405.000000000"))
-	if err := os.MkdirAll(quarantine, 0o755); err != nil {
+	q := &quarantine{dir: filepath.Join(r.gitDir, corruptDir, r.opts.Now().UTC().Format("20060102T150405.000000000")), moved: map[string]bool{}, log: r.log}
+	if err := os.MkdirAll(q.dir, 0o755); err != nil {
 		return false, fmt.Errorf("repo: repairing %s: %w", r.gitDir, err)
-	}
-	moved := map[string]bool{}
-	move := func(p string) {
-		if moved[p] {
-			return
-		}
-		moved[p] = true
-		if err := os.Rename(p, filepath.Join(quarantine, filepath.Base(p))); err != nil && !errors.Is(err, os.ErrNotExist) {
-			r.log.Warn("git: could not move a damaged file aside; removing it", slog.String("file", p), slog.String("err", err.Error()))
-			_ = os.Remove(p)
-		}
 	}
 	salvaged := 0
 	for _, p := range problems {
 		r.log.Warn("git: damaged file in the tool root's repository", slog.String("kind", p.Kind), slog.String("file", p.Path), slog.String("problem", p.Reason))
-		switch p.Kind {
-		case "pack", "index":
-			base := strings.TrimSuffix(strings.TrimSuffix(p.Path, ".pack"), ".idx")
-			if _, err := os.Stat(base + ".pack"); err == nil && !moved[base+".pack"] {
-				n, err := r.salvagePack(base + ".pack")
-				salvaged += n
-				if err != nil {
-					r.log.Warn("git: salvaged the objects before the damage", slog.String("pack", base+".pack"), slog.Int("objects", n), slog.String("stopped at", err.Error()))
-				}
-			}
-			for _, ext := range []string{".pack", ".idx", ".rev"} {
-				move(base + ext)
-			}
-		default:
-			move(p.Path)
+		if p.Kind != "pack" && p.Kind != "index" {
+			q.move(p.Path)
+			continue
+		}
+		base := strings.TrimSuffix(strings.TrimSuffix(p.Path, ".pack"), ".idx")
+		if _, err := os.Stat(base + ".pack"); err == nil && !q.moved[base+".pack"] {
+			salvaged += r.salvage(base + ".pack")
+		}
+		for _, ext := range []string{".pack", ".idx", ".rev"} {
+			q.move(base + ext)
 		}
 	}
 	if err := r.sto.reopen(r.gitDir); err != nil {
@@ -102,8 +86,38 @@ func (r *Repo) checkStore() (bool, error) {
 		return true, fmt.Errorf("repo: writing the %d objects salvaged from damaged packs: %w", salvaged, err)
 	}
 	r.log.Warn("git: moved damaged files aside; repairing from the upstream",
-		slog.String("moved to", quarantine), slog.Int("files", len(moved)), slog.Int("objects salvaged", salvaged))
+		slog.String("moved to", q.dir), slog.Int("files", len(q.moved)), slog.Int("objects salvaged", salvaged))
 	return true, nil
+}
+
+// quarantine is the directory damaged files are moved to, and those moved.
+type quarantine struct {
+	dir   string
+	moved map[string]bool
+	log   *slog.Logger
+}
+
+// move moves the file p into the quarantine (once), or removes it when it
+// cannot be moved.
+func (q *quarantine) move(p string) {
+	if q.moved[p] {
+		return
+	}
+	q.moved[p] = true
+	if err := os.Rename(p, filepath.Join(q.dir, filepath.Base(p))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		q.log.Warn("git: could not move a damaged file aside; removing it", slog.String("file", p), slog.String("err", err.Error()))
+		_ = os.Remove(p)
+	}
+}
+
+// salvage keeps the readable objects of the damaged pack (see
+// salvagePack) and returns how many.
+func (r *Repo) salvage(pack string) int {
+	n, err := r.salvagePack(pack)
+	if err != nil {
+		r.log.Warn("git: salvaged the objects before the damage", slog.String("pack", pack), slog.Int("objects", n), slog.String("stopped at", err.Error()))
+	}
+	return n
 }
 
 // salvagePack reads a pack object by object, without its index, and keeps
@@ -122,12 +136,7 @@ func (r *Repo) salvagePack(path string) (n int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	type obj struct {
-		t       plumbing.ObjectType
-		content []byte
-	}
-	byOffset := map[int64]obj{}
-	byHash := map[plumbing.Hash]obj{}
+	s := &salvaged{sto: r.sto, byOffset: map[int64]rawObject{}, byHash: map[plumbing.Hash]rawObject{}}
 	for i := uint32(0); i < count; i++ {
 		h, err := sc.NextObjectHeader()
 		if err != nil {
@@ -137,37 +146,74 @@ func (r *Repo) salvagePack(path string) (n int, err error) {
 		if _, _, err := sc.NextObject(&buf); err != nil {
 			return n, err
 		}
-		o := obj{t: h.Type, content: buf.Bytes()}
-		switch h.Type {
-		case plumbing.OFSDeltaObject, plumbing.REFDeltaObject:
-			var base obj
-			var ok bool
-			if h.Type == plumbing.OFSDeltaObject {
-				base, ok = byOffset[h.OffsetReference]
-			} else if base, ok = byHash[h.Reference]; !ok {
-				if bo, err := r.sto.EncodedObject(plumbing.AnyObject, h.Reference); err == nil {
-					if b, err := readAll(bo); err == nil {
-						base, ok = obj{t: bo.Type(), content: b}, true
-					}
-				}
-			}
-			if !ok {
-				continue // its base is lost: so is it
-			}
-			content, err := packfile.PatchDelta(base.content, o.content)
-			if err != nil {
-				continue
-			}
-			o = obj{t: base.t, content: content}
+		o, ok := s.resolve(h, rawObject{t: h.Type, content: buf.Bytes()})
+		if !ok {
+			continue // its base is lost (so is it), or the delta is damaged
 		}
 		hash := plumbing.ComputeHash(o.t, o.content)
-		byOffset[h.Offset], byHash[hash] = o, o
+		s.byOffset[h.Offset], s.byHash[hash] = o, o
 		if _, err := putObject(r.sto, o.t, o.content); err != nil {
 			return n, err
 		}
 		n++
 	}
 	return n, nil
+}
+
+// rawObject is an object's type and content.
+type rawObject struct {
+	t       plumbing.ObjectType
+	content []byte
+}
+
+// salvaged are the objects salvagePack rebuilt so far, the bases of the
+// deltas that follow.
+type salvaged struct {
+	sto      *store
+	byOffset map[int64]rawObject
+	byHash   map[plumbing.Hash]rawObject
+}
+
+// resolve returns the object o read at h: itself, or for a delta the
+// object it rebuilds from its base (salvaged, or for a reference delta
+// already in the store); false when the base is lost or the delta does not
+// apply.
+func (s *salvaged) resolve(h *packfile.ObjectHeader, o rawObject) (rawObject, bool) {
+	var base rawObject
+	var ok bool
+	switch h.Type {
+	case plumbing.OFSDeltaObject:
+		base, ok = s.byOffset[h.OffsetReference]
+	case plumbing.REFDeltaObject:
+		base, ok = s.refBase(h.Reference)
+	default:
+		return o, true
+	}
+	if !ok {
+		return rawObject{}, false
+	}
+	content, err := packfile.PatchDelta(base.content, o.content)
+	if err != nil {
+		return rawObject{}, false
+	}
+	return rawObject{t: base.t, content: content}, true
+}
+
+// refBase finds the base h of a reference delta: salvaged, or in the
+// store.
+func (s *salvaged) refBase(h plumbing.Hash) (rawObject, bool) {
+	if o, ok := s.byHash[h]; ok {
+		return o, true
+	}
+	bo, err := s.sto.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return rawObject{}, false
+	}
+	b, err := readAll(bo)
+	if err != nil {
+		return rawObject{}, false
+	}
+	return rawObject{t: bo.Type(), content: b}, true
 }
 
 func readAll(o plumbing.EncodedObject) ([]byte, error) {
@@ -183,17 +229,35 @@ func readAll(o plumbing.EncodedObject) ([]byte, error) {
 // missing or unreadable object) rather than from the upstream or the
 // caller: what a repair can fix.
 func damaged(err error) bool {
-	if err == nil || errors.Is(err, ErrUpstream) || errors.Is(err, ErrOptions) || errors.Is(err, ErrConflict) ||
-		errors.Is(err, ErrRejected) || errors.Is(err, ErrPullRequest) {
+	if err == nil || isAny(err, notDamage) {
 		return false
 	}
-	if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, ErrInternal) || errors.Is(err, zlib.ErrChecksum) ||
-		errors.Is(err, zlib.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, packfile.ErrMalformedPackFile) {
+	if isAny(err, damageErrors) {
 		return true
 	}
 	msg := err.Error()
-	for _, s := range []string{"object not found", "flate:", "zlib:", "malformed", "packfile", "unexpected EOF", "invalid object"} {
+	for _, s := range damageTexts {
 		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	// notDamage are the errors of the upstream or the caller.
+	notDamage = []error{ErrUpstream, ErrOptions, ErrConflict, ErrRejected, ErrPullRequest}
+	// damageErrors are those of a missing or unreadable object.
+	damageErrors = []error{plumbing.ErrObjectNotFound, ErrInternal, zlib.ErrChecksum, zlib.ErrHeader, io.ErrUnexpectedEOF, packfile.ErrMalformedPackFile}
+	// damageTexts are found in the text of such errors that lost their
+	// identity (go-git's, wrapped with %v).
+	damageTexts = []string{"object not found", "flate:", "zlib:", "malformed", "packfile", "unexpected EOF", "invalid object"}
+)
+
+// isAny says whether err is one of targets (errors.Is).
+func isAny(err error, targets []error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
 			return true
 		}
 	}
@@ -208,45 +272,54 @@ const maxWalk = 10000
 // be read: every commit and tree decodes and every blob is present.
 func (r *Repo) readableHistory(head, stop plumbing.Hash, limit int) (err error) {
 	defer recoverInto(&err, r.log, "checking commit "+head.String())
-	seen := map[plumbing.Hash]bool{}
-	var tree func(h plumbing.Hash) error
-	tree = func(h plumbing.Hash) error {
-		if seen[h] {
-			return nil
-		}
-		seen[h] = true
-		ents, err := treeEntries(r.sto, h)
-		if err != nil {
-			return err
-		}
-		for _, e := range ents {
-			switch {
-			case e.Mode == filemode.Dir:
-				if err := tree(e.Hash); err != nil {
-					return err
-				}
-			case e.Mode == filemode.Submodule || seen[e.Hash]:
-			default:
-				seen[e.Hash] = true
-				if err := r.sto.HasEncodedObject(e.Hash); err != nil {
-					return fmt.Errorf("blob %s (%s): %w", e.Hash, e.Name, err)
-				}
-			}
-		}
-		return nil
-	}
+	rc := readCheck{sto: r.sto, seen: map[plumbing.Hash]bool{}}
 	for h, n := head, 0; !h.IsZero() && h != stop && n < limit; n++ {
 		c, err := object.GetCommit(r.sto, h)
 		if err != nil {
 			return fmt.Errorf("commit %s: %w", h, err)
 		}
-		if err := tree(c.TreeHash); err != nil {
+		if err := rc.tree(c.TreeHash); err != nil {
 			return fmt.Errorf("commit %s: %w", h, err)
 		}
 		if len(c.ParentHashes) == 0 || r.isShallow(h) {
 			break
 		}
 		h = c.ParentHashes[0]
+	}
+	return nil
+}
+
+// readCheck is readableHistory's walk of trees: each tree and blob is
+// checked once.
+type readCheck struct {
+	sto  *store
+	seen map[plumbing.Hash]bool
+}
+
+// tree checks that the tree h and its subtrees decode and that their
+// blobs are present.
+func (rc readCheck) tree(h plumbing.Hash) error {
+	if rc.seen[h] {
+		return nil
+	}
+	rc.seen[h] = true
+	ents, err := treeEntries(rc.sto, h)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		switch {
+		case e.Mode == filemode.Dir:
+			if err := rc.tree(e.Hash); err != nil {
+				return err
+			}
+		case e.Mode == filemode.Submodule || rc.seen[e.Hash]:
+		default:
+			rc.seen[e.Hash] = true
+			if err := rc.sto.HasEncodedObject(e.Hash); err != nil {
+				return fmt.Errorf("blob %s (%s): %w", e.Hash, e.Name, err)
+			}
+		}
 	}
 	return nil
 }

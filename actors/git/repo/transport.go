@@ -204,30 +204,37 @@ func objectsBetween(s storer.EncodedObjectStorer, wants, haves []plumbing.Hash) 
 		if err != nil {
 			return nil, fmt.Errorf("commit %s: %w", h, err)
 		}
-		out[h] = true
-		parentTree := plumbing.ZeroHash
-		for i, p := range c.ParentHashes {
-			if i == 0 {
-				pc, err := object.GetCommit(s, p)
-				if err != nil {
-					return nil, fmt.Errorf("commit %s: %w", p, err)
-				}
-				parentTree = pc.TreeHash
-			}
-			queue = append(queue, p)
-		}
-		if err := newObjects(s, parentTree, c.TreeHash, out); err != nil {
+		if err := commitObjects(s, c, out); err != nil {
 			return nil, err
 		}
-		if c.TreeHash == emptyTree {
-			out[emptyTree] = true
-		}
+		queue = append(queue, c.ParentHashes...)
 	}
 	list := make([]plumbing.Hash, 0, len(out))
 	for h := range out {
 		list = append(list, h)
 	}
 	return list, nil
+}
+
+// commitObjects adds to out the commit c and the objects its tree has
+// that its first parent's has not.
+func commitObjects(s storer.EncodedObjectStorer, c *object.Commit, out map[plumbing.Hash]bool) error {
+	out[c.Hash] = true
+	parentTree := plumbing.ZeroHash
+	if len(c.ParentHashes) > 0 {
+		pc, err := object.GetCommit(s, c.ParentHashes[0])
+		if err != nil {
+			return fmt.Errorf("commit %s: %w", c.ParentHashes[0], err)
+		}
+		parentTree = pc.TreeHash
+	}
+	if err := newObjects(s, parentTree, c.TreeHash, out); err != nil {
+		return err
+	}
+	if c.TreeHash == emptyTree {
+		out[emptyTree] = true
+	}
+	return nil
 }
 
 // advertise lists a repository's references and HEAD, as both sessions

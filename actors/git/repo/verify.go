@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"sort"
 	"strings"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -66,10 +65,24 @@ func verify(gitDir string, deep bool, known func(name string, fi fs.FileInfo) bo
 	if _, err := os.Stat(filepath.Join(gitDir, "objects")); err != nil {
 		return nil, fmt.Errorf("repo: verifying %s: %w", gitDir, err)
 	}
+	problems, err = verifyPacks(gitDir, deep, known)
+	if err != nil {
+		return nil, fmt.Errorf("repo: verifying %s: %w", gitDir, err)
+	}
+	problems = append(problems, verifyLoose(gitDir)...)
+	if deep && len(problems) == 0 {
+		problems = append(problems, verifyConnectivity(gitDir)...)
+	}
+	return problems, nil
+}
+
+// verifyPacks checks every pack of gitDir (see verifyPack), and reports
+// the indexes without their pack.
+func verifyPacks(gitDir string, deep bool, known func(name string, fi fs.FileInfo) bool) (problems []Problem, err error) {
 	packDir := filepath.Join(gitDir, "objects", "pack")
 	ents, err := os.ReadDir(packDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("repo: verifying %s: %w", gitDir, err)
+		return nil, err
 	}
 	names := map[string]bool{}
 	for _, e := range ents {
@@ -88,81 +101,101 @@ func verify(gitDir string, deep bool, known func(name string, fi fs.FileInfo) bo
 			problems = append(problems, Problem{Path: base + ".idx", Kind: "index", Reason: "index without its pack"})
 		}
 	}
-	problems = append(problems, verifyLoose(gitDir)...)
-	if deep && len(problems) == 0 {
-		problems = append(problems, verifyConnectivity(gitDir)...)
-	}
 	return problems, nil
 }
 
 // verifyPack checks one pack (base is its path without extension).
 func verifyPack(base string, deep bool, known func(string, fs.FileInfo) bool) []Problem {
 	pack, idxPath := base+".pack", base+".idx"
-	bad := func(kind, path, format string, a ...any) []Problem {
-		return []Problem{{Path: path, Kind: kind, Reason: fmt.Sprintf(format, a...)}}
-	}
 	idx, err := readIdx(idxPath)
 	if err != nil {
-		return bad("index", idxPath, "unreadable index: %v", err)
+		return packProblem("index", idxPath, "unreadable index: %v", err)
 	}
 	name := strings.TrimPrefix(filepath.Base(base), "pack-")
 	if sum := plumbing.Hash(idx.PackfileChecksum).String(); sum != name {
-		return bad("index", idxPath, "the index is of pack %s, not %s", sum, name)
+		return packProblem("index", idxPath, "the index is of pack %s, not %s", sum, name)
 	}
 	f, err := os.Open(pack)
 	if err != nil {
-		return bad("pack", pack, "%v", err)
+		return packProblem("pack", pack, "%v", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return bad("pack", pack, "%v", err)
+		return packProblem("pack", pack, "%v", err)
 	}
-	if fi.Size() < 12+20 {
-		return bad("pack", pack, "truncated: %d bytes", fi.Size())
+	hdr, err := readPackHeader(f, fi.Size(), idx)
+	if err != nil {
+		return packProblem("pack", pack, "%v", err)
 	}
-	var hdr [12]byte
-	if _, err := io.ReadFull(f, hdr[:]); err != nil {
-		return bad("pack", pack, "reading the header: %v", err)
-	}
-	if !bytes.Equal(hdr[:4], []byte("PACK")) {
-		return bad("pack", pack, "not a pack (no PACK signature)")
-	}
-	if v := binary.BigEndian.Uint32(hdr[4:8]); v != 2 && v != 3 {
-		return bad("pack", pack, "unknown pack version %d", v)
-	}
-	count := binary.BigEndian.Uint32(hdr[8:12])
-	if n, _ := idx.Count(); n != int64(count) {
-		return bad("pack", pack, "the pack claims %d objects while its index lists %d", count, n)
-	}
-	var trailer [20]byte
-	if !deep && known != nil && known(filepath.Base(pack), fi) {
-		if _, err := f.ReadAt(trailer[:], fi.Size()-20); err != nil {
-			return bad("pack", pack, "reading the checksum: %v", err)
-		}
-	} else {
-		h := sha1.New()
-		h.Write(hdr[:])
-		if _, err := io.CopyN(h, f, fi.Size()-12-20); err != nil {
-			return bad("pack", pack, "reading: %v", err)
-		}
-		if _, err := io.ReadFull(f, trailer[:]); err != nil {
-			return bad("pack", pack, "reading the checksum: %v", err)
-		}
-		if !bytes.Equal(h.Sum(nil), trailer[:]) {
-			return bad("pack", pack, "content does not match its checksum (damaged or truncated)")
-		}
+	trusted := !deep && known != nil && known(filepath.Base(pack), fi)
+	trailer, err := packTrailer(f, fi.Size(), hdr, trusted)
+	if err != nil {
+		return packProblem("pack", pack, "%v", err)
 	}
 	if !bytes.Equal(trailer[:], idx.PackfileChecksum[:]) {
-		return bad("pack", pack, "checksum %x differs from the one its index names", trailer)
+		return packProblem("pack", pack, "checksum %x differs from the one its index names", trailer)
 	}
 	if !deep {
 		return nil
 	}
 	if err := verifyPackObjects(base, idx); err != nil {
-		return bad("pack", pack, "%v", err)
+		return packProblem("pack", pack, "%v", err)
 	}
 	return nil
+}
+
+// packProblem is the one problem of a pack or index file at path.
+func packProblem(kind, path, format string, a ...any) []Problem {
+	return []Problem{{Path: path, Kind: kind, Reason: fmt.Sprintf(format, a...)}}
+}
+
+// readPackHeader reads the header of the pack f (size bytes long) and
+// checks its signature, its version and that it claims the objects its
+// index idx lists.
+func readPackHeader(f *os.File, size int64, idx *idxfile.MemoryIndex) (hdr [12]byte, err error) {
+	if size < 12+20 {
+		return hdr, fmt.Errorf("truncated: %d bytes", size)
+	}
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		return hdr, fmt.Errorf("reading the header: %v", err)
+	}
+	if !bytes.Equal(hdr[:4], []byte("PACK")) {
+		return hdr, errors.New("not a pack (no PACK signature)")
+	}
+	if v := binary.BigEndian.Uint32(hdr[4:8]); v != 2 && v != 3 {
+		return hdr, fmt.Errorf("unknown pack version %d", v)
+	}
+	count := binary.BigEndian.Uint32(hdr[8:12])
+	if n, _ := idx.Count(); n != int64(count) {
+		return hdr, fmt.Errorf("the pack claims %d objects while its index lists %d", count, n)
+	}
+	return hdr, nil
+}
+
+// packTrailer reads the trailing checksum of the pack f (size bytes long,
+// read past its header hdr). Unless the pack is trusted (its content
+// hashed to its checksum before), the content is hashed first and must
+// match it.
+func packTrailer(f *os.File, size int64, hdr [12]byte, trusted bool) (trailer [20]byte, err error) {
+	if trusted {
+		if _, err := f.ReadAt(trailer[:], size-20); err != nil {
+			return trailer, fmt.Errorf("reading the checksum: %v", err)
+		}
+		return trailer, nil
+	}
+	h := sha1.New()
+	h.Write(hdr[:])
+	if _, err := io.CopyN(h, f, size-12-20); err != nil {
+		return trailer, fmt.Errorf("reading: %v", err)
+	}
+	if _, err := io.ReadFull(f, trailer[:]); err != nil {
+		return trailer, fmt.Errorf("reading the checksum: %v", err)
+	}
+	if !bytes.Equal(h.Sum(nil), trailer[:]) {
+		return trailer, errors.New("content does not match its checksum (damaged or truncated)")
+	}
+	return trailer, nil
 }
 
 func readIdx(path string) (*idxfile.MemoryIndex, error) {
@@ -292,10 +325,24 @@ func verifyConnectivity(gitDir string) (out []Problem) {
 	}()
 	sto := filesystem.NewStorage(osfs.New(gitDir), cache.NewObjectLRUDefault())
 	defer sto.Close()
+	refs, err := hashRefs(sto)
+	if err != nil {
+		return []Problem{{Path: gitDir, Kind: "ref", Reason: err.Error()}}
+	}
+	w := &connectivityWalk{sto: sto, seen: map[plumbing.Hash]bool{}, shallow: readShallow(gitDir)}
+	for _, n := range sortedKeys(refs) {
+		out = append(out, w.history(n, refs[n])...)
+	}
+	return out
+}
+
+// hashRefs lists the references of sto that name an object (not the
+// symbolic ones), by name.
+func hashRefs(sto *filesystem.Storage) (map[string]plumbing.Hash, error) {
 	refs := map[string]plumbing.Hash{}
 	it, err := sto.IterReferences()
 	if err != nil {
-		return []Problem{{Path: gitDir, Kind: "ref", Reason: err.Error()}}
+		return nil, err
 	}
 	_ = it.ForEach(func(ref *plumbing.Reference) error {
 		if ref.Type() == plumbing.HashReference {
@@ -303,68 +350,81 @@ func verifyConnectivity(gitDir string) (out []Problem) {
 		}
 		return nil
 	})
-	names := make([]string, 0, len(refs))
-	for n := range refs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	seen := map[plumbing.Hash]bool{}
-	shallow := readShallow(gitDir) // their parents were never fetched
-	var walkTree func(h plumbing.Hash) error
-	walkTree = func(h plumbing.Hash) error {
-		if seen[h] {
-			return nil
+	return refs, nil
+}
+
+// connectivityWalk reads every object reachable from the references,
+// each once.
+type connectivityWalk struct {
+	sto     *filesystem.Storage
+	seen    map[plumbing.Hash]bool
+	shallow map[plumbing.Hash]bool // their parents were never fetched
+}
+
+// history walks the first-parent history from head (the reference name),
+// reading each commit's tree and checking its other parents exist; it
+// stops at the first commit it cannot read or already walked.
+func (w *connectivityWalk) history(name string, head plumbing.Hash) (out []Problem) {
+	for h := head; !h.IsZero() && !w.seen[h]; {
+		w.seen[h] = true
+		c, err := object.GetCommit(w.sto, h)
+		if err == nil {
+			err = w.tree(c.TreeHash)
 		}
-		seen[h] = true
-		t, err := object.GetTree(sto, h)
 		if err != nil {
-			return fmt.Errorf("tree %s: %w", h, err)
+			return append(out, Problem{Path: name, Kind: "ref", Reason: fmt.Sprintf("commit %s: %v", h, err)})
 		}
-		for _, e := range t.Entries {
-			switch e.Mode {
-			case filemode.Dir:
-				if err := walkTree(e.Hash); err != nil {
-					return err
-				}
-			case filemode.Submodule:
-			default:
-				if seen[e.Hash] {
-					continue
-				}
-				seen[e.Hash] = true
-				o, err := sto.EncodedObject(plumbing.BlobObject, e.Hash)
-				if err != nil {
-					return fmt.Errorf("blob %s (%s): %w", e.Hash, e.Name, err)
-				}
-				if got, err := objectHash(o); err != nil || got != e.Hash {
-					return fmt.Errorf("blob %s (%s) reads back as %s (%v)", e.Hash, e.Name, got, err)
-				}
+		if len(c.ParentHashes) == 0 || w.shallow[h] {
+			break
+		}
+		for _, p := range c.ParentHashes[1:] {
+			if _, err := object.GetCommit(w.sto, p); err != nil {
+				out = append(out, Problem{Path: name, Kind: "ref", Reason: fmt.Sprintf("commit %s: %v", p, err)})
 			}
 		}
-		return nil
-	}
-	for _, n := range names {
-		for h := refs[n]; !h.IsZero() && !seen[h]; {
-			seen[h] = true
-			c, err := object.GetCommit(sto, h)
-			if err != nil {
-				out = append(out, Problem{Path: n, Kind: "ref", Reason: fmt.Sprintf("commit %s: %v", h, err)})
-				break
-			}
-			if err := walkTree(c.TreeHash); err != nil {
-				out = append(out, Problem{Path: n, Kind: "ref", Reason: fmt.Sprintf("commit %s: %v", h, err)})
-				break
-			}
-			if len(c.ParentHashes) == 0 || shallow[h] {
-				break
-			}
-			for _, p := range c.ParentHashes[1:] {
-				if _, err := object.GetCommit(sto, p); err != nil {
-					out = append(out, Problem{Path: n, Kind: "ref", Reason: fmt.Sprintf("commit %s: %v", p, err)})
-				}
-			}
-			h = c.ParentHashes[0]
-		}
+		h = c.ParentHashes[0]
 	}
 	return out
+}
+
+// tree reads the tree h and, recursively, every subtree and blob in it.
+func (w *connectivityWalk) tree(h plumbing.Hash) error {
+	if w.seen[h] {
+		return nil
+	}
+	w.seen[h] = true
+	t, err := object.GetTree(w.sto, h)
+	if err != nil {
+		return fmt.Errorf("tree %s: %w", h, err)
+	}
+	for _, e := range t.Entries {
+		switch e.Mode {
+		case filemode.Dir:
+			err = w.tree(e.Hash)
+		case filemode.Submodule:
+		default:
+			err = w.blob(e)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blob reads the blob of the tree entry e and checks its content hashes
+// to its name.
+func (w *connectivityWalk) blob(e object.TreeEntry) error {
+	if w.seen[e.Hash] {
+		return nil
+	}
+	w.seen[e.Hash] = true
+	o, err := w.sto.EncodedObject(plumbing.BlobObject, e.Hash)
+	if err != nil {
+		return fmt.Errorf("blob %s (%s): %w", e.Hash, e.Name, err)
+	}
+	if got, err := objectHash(o); err != nil || got != e.Hash {
+		return fmt.Errorf("blob %s (%s) reads back as %s (%v)", e.Hash, e.Name, got, err)
+	}
+	return nil
 }

@@ -94,42 +94,21 @@ func (r *Repo) fetchOnce(ctx context.Context, haves []plumbing.Hash) (plumbing.H
 		return plumbing.ZeroHash, r.upstreamErr("fetch from", err, token)
 	}
 	r.remote = ar.References
-	head, ok := ar.References[plumbing.NewBranchReferenceName(r.opts.Branch).String()]
-	if !ok || head.IsZero() {
-		return plumbing.ZeroHash, nil
-	}
-	// A commit we hold is complete: objects are stored bottom-up (unless
-	// a repair lost some: then everything is fetched again).
-	if _, err := r.sto.EncodedObject(plumbing.CommitObject, head); err == nil && !r.fullFetch {
+	head, need := r.wantedHead(ar.References)
+	if !need {
 		return head, nil
 	}
-	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
-	req.Capabilities.Delete(capability.ThinPack)
-	if ar.Capabilities.Supports(capability.NoProgress) {
-		_ = req.Capabilities.Set(capability.NoProgress)
-	}
-	req.Wants = []plumbing.Hash{head}
-	req.Haves = haves
 	shallow := len(haves) == 0 && r.wantShallow() && ar.Capabilities.Supports(capability.Shallow)
-	if shallow {
-		req.Depth = packp.DepthCommits(1)
-		if err := req.Capabilities.Set(capability.Shallow); err != nil {
-			return plumbing.ZeroHash, r.upstreamErr("fetch from", err, token)
-		}
+	req, err := uploadRequest(ar.Capabilities, head, haves, shallow)
+	if err != nil {
+		return plumbing.ZeroHash, r.upstreamErr("fetch from", err, token)
 	}
 	resp, err := sess.UploadPack(ctx, req)
 	if err != nil {
 		return plumbing.ZeroHash, r.upstreamErr("fetch from", err, token)
 	}
 	defer resp.Close()
-	var rd io.Reader = resp
-	switch {
-	case req.Capabilities.Supports(capability.Sideband64k):
-		rd = sideband.NewDemuxer(sideband.Sideband64k, resp)
-	case req.Capabilities.Supports(capability.Sideband):
-		rd = sideband.NewDemuxer(sideband.Sideband, resp)
-	}
-	if err := unpack(r.sto.Storage, rd, fetchLooseLimit); err != nil {
+	if err := unpack(r.sto.Storage, demux(resp, req.Capabilities), fetchLooseLimit); err != nil {
 		return plumbing.ZeroHash, r.upstreamErr("fetch from", err, token)
 	}
 	if _, err := r.sto.EncodedObject(plumbing.CommitObject, head); err != nil {
@@ -138,16 +117,71 @@ func (r *Repo) fetchOnce(ctx context.Context, haves []plumbing.Hash) (plumbing.H
 	// The boundary is recorded before any ref points at the commits
 	// (saveRefs comes later): a kill in between leaves objects no ref
 	// reaches, never a ref whose history looks damaged.
-	if shallow {
-		err = r.recordShallow(resp.ShallowUpdate.Shallows)
-	} else if len(haves) == 0 {
-		err = r.dropShallow() // everything reachable from head is here now
-	}
-	if err != nil {
+	if err := r.recordBoundary(shallow, len(haves) == 0, resp.ShallowUpdate.Shallows); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("repo: recording the shallow boundary in %s/%s: %w", r.gitDir, shallowFile, err)
 	}
 	r.fullFetch = false
 	return head, nil
+}
+
+// wantedHead returns the head of our branch among the advertised
+// references (zero when the upstream has no such branch), and whether its
+// objects must be fetched.
+func (r *Repo) wantedHead(refs map[string]plumbing.Hash) (head plumbing.Hash, need bool) {
+	head, ok := refs[plumbing.NewBranchReferenceName(r.opts.Branch).String()]
+	if !ok || head.IsZero() {
+		return plumbing.ZeroHash, false
+	}
+	// A commit we hold is complete: objects are stored bottom-up (unless
+	// a repair lost some: then everything is fetched again).
+	if _, err := r.sto.EncodedObject(plumbing.CommitObject, head); err == nil && !r.fullFetch {
+		return head, false
+	}
+	return head, true
+}
+
+// uploadRequest asks for head's objects beyond haves, without thin packs
+// nor progress, and only head's own commit when shallow.
+func uploadRequest(caps *capability.List, head plumbing.Hash, haves []plumbing.Hash, shallow bool) (*packp.UploadPackRequest, error) {
+	req := packp.NewUploadPackRequestFromCapabilities(caps)
+	req.Capabilities.Delete(capability.ThinPack)
+	if caps.Supports(capability.NoProgress) {
+		_ = req.Capabilities.Set(capability.NoProgress)
+	}
+	req.Wants = []plumbing.Hash{head}
+	req.Haves = haves
+	if shallow {
+		req.Depth = packp.DepthCommits(1)
+		if err := req.Capabilities.Set(capability.Shallow); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+// demux returns the pack stream of an upload-pack response, taken out of
+// its side band when the request asked for one.
+func demux(resp io.Reader, caps *capability.List) io.Reader {
+	switch {
+	case caps.Supports(capability.Sideband64k):
+		return sideband.NewDemuxer(sideband.Sideband64k, resp)
+	case caps.Supports(capability.Sideband):
+		return sideband.NewDemuxer(sideband.Sideband, resp)
+	}
+	return resp
+}
+
+// recordBoundary records the shallow boundary a fetch leaves: the
+// server's shallows after a shallow fetch, none after a full one
+// (everything reachable from the head is here then).
+func (r *Repo) recordBoundary(shallow, full bool, shallows []plumbing.Hash) error {
+	switch {
+	case shallow:
+		return r.recordShallow(shallows)
+	case full:
+		return r.dropShallow()
+	}
+	return nil
 }
 
 // push sends objs and asks the upstream to move ref from old to new (old
@@ -168,18 +202,23 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, old, new pl
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return r.upstreamErr("push to", err, token)
 	}
+	req := packp.NewReferenceUpdateRequest()
+	useRefDeltas := true
 	if ar != nil {
 		if cur := ar.References[ref.String()]; cur != old {
 			return fmt.Errorf("%w: %s is at %s, not %s", errStale, ref, short(cur), short(old))
 		}
-	}
-	req := packp.NewReferenceUpdateRequest()
-	if ar != nil {
 		req = packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
+		useRefDeltas = !ar.Capabilities.Supports(capability.OFSDelta)
 	}
 	req.Commands = []*packp.Command{{Name: ref, Old: old, New: new}}
-	useRefDeltas := ar == nil || !ar.Capabilities.Supports(capability.OFSDelta)
+	return r.sendPack(ctx, sess, req, objs, useRefDeltas, token)
+}
 
+// sendPack sends req with a pack of objs encoded as it streams, and
+// returns the outcome: nil, an error wrapping errStale when the upstream
+// refused a stale update, or what failed (our objects' encoding first).
+func (r *Repo) sendPack(ctx context.Context, sess transport.ReceivePackSession, req *packp.ReferenceUpdateRequest, objs []plumbing.Hash, useRefDeltas bool, token string) error {
 	rd, wr := io.Pipe()
 	req.Packfile = rd
 	done := make(chan error, 1)
@@ -202,14 +241,28 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, old, new pl
 	if err == nil && rs != nil {
 		err = rs.Error()
 	}
-	if err != nil {
-		if strings.Contains(err.Error(), statusStale) || strings.Contains(err.Error(), "fetch first") ||
-			strings.Contains(err.Error(), "non-fast-forward") || strings.Contains(err.Error(), "stale info") {
-			return fmt.Errorf("%w: %s", errStale, redact(err.Error(), token))
-		}
-		return r.upstreamErr("push to", err, token)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if refusedAsStale(err.Error()) {
+		return fmt.Errorf("%w: %s", errStale, redact(err.Error(), token))
+	}
+	return r.upstreamErr("push to", err, token)
+}
+
+// staleRefusals are the texts by which an upstream refuses an update
+// whose old value is not its reference's any more.
+var staleRefusals = []string{statusStale, "fetch first", "non-fast-forward", "stale info"}
+
+// refusedAsStale says whether the push error text msg is a refusal of a
+// stale update.
+func refusedAsStale(msg string) bool {
+	for _, s := range staleRefusals {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func short(h plumbing.Hash) string {

@@ -210,6 +210,23 @@ func (r *Repo) moveTo(tree plumbing.Hash, keep map[string]bool) error {
 	if tree == r.tree {
 		return nil
 	}
+	ops, err := r.moveOps(tree, keep)
+	if err != nil {
+		return err
+	}
+	r.tree = tree
+	for _, op := range ops {
+		if err := r.applyMove(op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moveOps sets r.files to tree's files and returns the working-tree
+// operations from r.tree to tree, deletions first, leaving out the paths
+// in keep and those never checked out (whose stat cache entries go).
+func (r *Repo) moveOps(tree plumbing.Hash, keep map[string]bool) ([]fileOp, error) {
 	var dels, writes []fileOp
 	err := diffTrees(r.sto, r.tree, tree, func(p string, from, to entry) {
 		if to.absent() {
@@ -232,49 +249,40 @@ func (r *Repo) moveTo(tree plumbing.Hash, keep map[string]bool) error {
 			writes = append(writes, fileOp{p, from, to})
 		}
 	})
-	if err != nil {
+	return append(dels, writes...), err
+}
+
+// applyMove deletes or writes op's working file, unless a tool wrote it
+// since it was checked out (see moveTo).
+func (r *Repo) applyMove(op fileOp) error {
+	if kept, err := r.writtenSince(op); err != nil || kept {
 		return err
 	}
-	r.tree = tree
-	skip := func(op fileOp) (bool, error) {
-		if !r.guarded(op.p) {
-			delete(r.idx, op.p)
-			return false, nil
-		}
-		w, dirty, err := r.workDirty(op.p, op.from)
+	if op.to.absent() {
+		return r.removeWork(op.p)
+	}
+	return r.writeWork(op.p, op.to)
+}
+
+// writtenSince says whether moveTo must leave op's working file alone: it
+// is guarded and no longer holds op.from (already op.to, or written by a
+// tool and not persisted yet, which is warned about). Its stat cache
+// entry goes either way.
+func (r *Repo) writtenSince(op fileOp) (bool, error) {
+	if !r.guarded(op.p) {
 		delete(r.idx, op.p)
-		if err != nil || !dirty {
-			return false, err
-		}
-		if w == op.to {
-			return true, nil // already there
-		}
-		r.log.Warn("git: keeping a file written since it was last checked out (not persisted yet)", slog.String("path", op.p))
-		return true, nil
+		return false, nil
 	}
-	for _, op := range dels {
-		if s, err := skip(op); err != nil || s {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if err := r.removeWork(op.p); err != nil {
-			return err
-		}
+	w, dirty, err := r.workDirty(op.p, op.from)
+	delete(r.idx, op.p)
+	if err != nil || !dirty {
+		return false, err
 	}
-	for _, op := range writes {
-		if s, err := skip(op); err != nil || s {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if err := r.writeWork(op.p, op.to); err != nil {
-			return err
-		}
+	if w == op.to {
+		return true, nil // already there
 	}
-	return nil
+	r.log.Warn("git: keeping a file written since it was last checked out (not persisted yet)", slog.String("path", op.p))
+	return true, nil
 }
 
 // resetWork makes the working file at p hold r.files[p] (deleting it when
@@ -312,20 +320,8 @@ func (r *Repo) removeWork(p string) error {
 // tree: only regular files are (see checkout.go), never through a linked
 // directory; a link at p itself is replaced, not followed.
 func (r *Repo) writeWork(p string, e entry) error {
-	if why := checkoutRefusal(e.mode); why != "" {
+	if why := r.writeRefusal(p, e); why != "" {
 		r.refuse(p, e, why)
-		return nil
-	}
-	if why := nameRefusal(p); why != "" {
-		r.refuse(p, e, why)
-		return nil
-	}
-	if l := r.linkAt(p, false); l != "" {
-		r.refuse(p, e, "its directory "+l+" is a symbolic link in the tool root: nothing is written through a link")
-		return nil
-	}
-	if n, err := r.sto.EncodedObjectSize(e.hash); err == nil && n > r.opts.MaxFileBytes {
-		r.refuse(p, e, fmt.Sprintf("the file is %d bytes, over git.max_file_bytes (%d): large files are never checked out", n, r.opts.MaxFileBytes))
 		return nil
 	}
 	delete(r.refused, p)
@@ -334,27 +330,50 @@ func (r *Repo) writeWork(p string, e entry) error {
 		return err
 	}
 	a := r.abs(p)
-	if fi, err := os.Lstat(a); err == nil && (fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0) {
-		if err := os.Remove(a); err != nil {
-			return err
-		}
-	}
-	perm := os.FileMode(0o644)
-	if e.mode == filemode.Executable {
-		perm = 0o755
-	}
-	if r.direct {
-		err = writeDirect(a, content, perm)
-	} else {
-		err = atomicWrite(r.gitDir, a, content, perm)
-	}
-	if err != nil {
+	if err := r.putFile(a, content, e.mode); err != nil {
 		return err
 	}
 	if fi, err := os.Lstat(a); err == nil {
 		r.recordStat(p, e.hash, e.mode, fi)
 	}
 	return nil
+}
+
+// putFile writes content at the absolute path a with the permissions of
+// mode, replacing a directory or link there: in place during the first
+// checkout, by rename otherwise.
+func (r *Repo) putFile(a string, content []byte, mode filemode.FileMode) error {
+	if fi, err := os.Lstat(a); err == nil && (fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0) {
+		if err := os.Remove(a); err != nil {
+			return err
+		}
+	}
+	perm := os.FileMode(0o644)
+	if mode == filemode.Executable {
+		perm = 0o755
+	}
+	if r.direct {
+		return writeDirect(a, content, perm)
+	}
+	return atomicWrite(r.gitDir, a, content, perm)
+}
+
+// writeRefusal says why the tree entry e is never written at p (its mode,
+// its name, a linked directory on the way, its size), or "".
+func (r *Repo) writeRefusal(p string, e entry) string {
+	if why := checkoutRefusal(e.mode); why != "" {
+		return why
+	}
+	if why := nameRefusal(p); why != "" {
+		return why
+	}
+	if l := r.linkAt(p, false); l != "" {
+		return "its directory " + l + " is a symbolic link in the tool root: nothing is written through a link"
+	}
+	if n, err := r.sto.EncodedObjectSize(e.hash); err == nil && n > r.opts.MaxFileBytes {
+		return fmt.Sprintf("the file is %d bytes, over git.max_file_bytes (%d): large files are never checked out", n, r.opts.MaxFileBytes)
+	}
+	return ""
 }
 
 // recordStat remembers the stat data of a working file whose content was
