@@ -17,13 +17,14 @@ import (
 // over 30").
 const maxComplexity = 30
 
-// meanGoal is the mean the module aims at (issue 27: "under 4.5"); the
-// anchors (bbolt, protoactor-go, ergo, Temporal's SDK, k6) sit at 2.1-3.6.
-// meanCeiling is the mean the test fails above: IMPORTANT: lower it as the
+// meanGoal is the mean issue 27 asks for ("under 4.5"); the anchors
+// (bbolt, protoactor-go, ergo, Temporal's SDK, k6) sit at 2.1-3.6.
+// meanCeiling is the mean the test fails above. The module reached 4.43,
+// so the ceiling is now under the goal itself. IMPORTANT: lower it as the
 // mean falls, never raise it.
 const (
 	meanGoal    = 4.5
-	meanCeiling = 5.20
+	meanCeiling = 4.49
 )
 
 // tooComplex are the functions known to exceed maxComplexity, with their
