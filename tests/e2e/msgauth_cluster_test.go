@@ -66,6 +66,7 @@ var peerRules = map[protoreflect.FullName]peerRule{
 	"agentos.forge.v1.Cancel":       {actor: "forge", note: true},
 	"agentos.executor.v1.Run":       {actor: "executor"},
 	"agentos.executor.v1.Cancel":    {actor: "executor", allowed: true},
+	"agentos.executor.v1.Replay":    {actor: "executor"},
 }
 
 // Replies, parts of other messages, and messages no actor is asked with
@@ -82,7 +83,7 @@ var peerNotRequests = []protoreflect.FullName{
 	"agentos.registry.v1.SearchResult", "agentos.registry.v1.Got", "agentos.registry.v1.Counted",
 	"agentos.forge.v1.Usage", "agentos.forge.v1.Attempt", "agentos.forge.v1.Result", "agentos.forge.v1.Failure", "agentos.forge.v1.Done",
 	"agentos.executor.v1.Limits", "agentos.executor.v1.Caller", "agentos.executor.v1.Error", "agentos.executor.v1.Failure",
-	"agentos.executor.v1.Ran", "agentos.executor.v1.Cancelled",
+	"agentos.executor.v1.Ran", "agentos.executor.v1.Cancelled", "agentos.executor.v1.Replayed", "agentos.executor.v1.Divergence",
 }
 
 // Issue 24 ("Trust"): a protoactor peer on loopback with no key and no
@@ -150,6 +151,7 @@ func TestClusterRefusesUnauthenticatedPeer(t *testing.T) {
 		"agentos.forge.v1.Run":         &forgepb.Run{RunKey: "intruder", Spec: "a tool that returns the n-th Fibonacci number"},
 		"agentos.forge.v1.Resume":      &forgepb.Resume{RunKey: "intruder", Id: "x"},
 		"agentos.executor.v1.Run":      &executorpb.Run{RunKey: "intruder", Path: "tools/x.ts", Record: true},
+		"agentos.executor.v1.Replay":   &executorpb.Replay{RunKey: "intruder", RunId: "x", Patched: []byte("export default () => 1")},
 	}
 
 	known := map[protoreflect.FullName]bool{}
