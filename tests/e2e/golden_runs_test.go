@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentos-run/agentos/agent"
+	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
@@ -42,7 +43,10 @@ var goldenRuns = []goldenRun{
 	}},
 	{name: "agent-good", steps: []llmtest.Step{
 		toolCall("c1", "exec_tool", `{"path":"tools/math/fib.ts","args":{"n":20}}`),
-		{Content: "fib(20) is 6765"},
+		// The usage is given: the scripted model would estimate it from the
+		// request's length, and the tool result in it holds the run's
+		// duration_ns, whose number of digits varies with the machine's load.
+		{Content: "fib(20) is 6765", Usage: llm.Usage{PromptTokens: 259, CompletionTokens: 4, TotalTokens: 263}},
 	}, drive: func(t *testing.T, rt *host.Runtime) {
 		writeFib(t, rt)
 		res, err := rt.RunAgent(context.Background(), "What is the 20th Fibonacci number?", host.AgentOptions{Name: "asker"})
