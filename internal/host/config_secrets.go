@@ -236,13 +236,14 @@ func underSecret(root, rel string, paths []string) bool {
 // directory (and the directories of a journal or database configured
 // elsewhere, when agentos creates them) 0700, every file agentos keeps
 // there 0600. State left over-permissive by an older version, or by a
-// umask of 000, is tightened, and each change is logged.
+// umask of 000, is tightened, and the change is logged once: how many
+// paths, and the first of them.
 func (c Config) secureState(root string, log *slog.Logger) error {
 	state := filepath.Join(root, StateDir)
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return fmt.Errorf("agentos: preparing %s: %w", state, err)
 	}
-	var errs []error
+	var t tightener
 	_ = filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
@@ -254,30 +255,51 @@ func (c Config) secureState(root string, log *slog.Logger) error {
 		if d.IsDir() {
 			want = 0o700
 		}
-		errs = append(errs, tighten(p, want, log))
+		t.tighten(p, want)
 		return nil
 	})
 	for _, f := range []string{c.JournalPath(root), c.SQLitePath(root)} {
 		for _, p := range []string{f, f + "-wal", f + "-shm", f + "-journal"} {
-			errs = append(errs, tighten(p, 0o600, log))
+			t.tighten(p, 0o600)
 		}
 	}
-	return errors.Join(errs...)
+	t.report(log)
+	return errors.Join(t.errs...)
+}
+
+// tightener removes the permission bits paths have beyond what they should
+// have, and counts what it changed.
+type tightener struct {
+	changed  int
+	first    string      // the first path changed
+	was, now fs.FileMode // its permissions before and after
+	errs     []error
 }
 
 // tighten removes the permission bits p has beyond want (a missing file is
 // fine).
-func tighten(p string, want fs.FileMode, log *slog.Logger) error {
+func (t *tightener) tighten(p string, want fs.FileMode) {
 	fi, err := os.Lstat(p)
 	if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
-		return nil
+		return
 	}
 	if fi.Mode().Perm()&^want == 0 {
-		return nil
+		return
 	}
 	if err := os.Chmod(p, fi.Mode().Perm()&want); err != nil {
-		return fmt.Errorf("agentos: %s is readable by other users and cannot be made private: %w", p, err)
+		t.errs = append(t.errs, fmt.Errorf("agentos: %s is readable by other users and cannot be made private: %w", p, err))
+		return
 	}
-	log.Warn("agentos: made state private to its user", slog.String("path", p), slog.String("was", fi.Mode().Perm().String()), slog.String("now", (fi.Mode().Perm()&want).String()))
-	return nil
+	if t.changed == 0 {
+		t.first, t.was, t.now = p, fi.Mode().Perm(), fi.Mode().Perm()&want
+	}
+	t.changed++
+}
+
+// report logs what was tightened, once.
+func (t *tightener) report(log *slog.Logger) {
+	if t.changed == 0 {
+		return
+	}
+	log.Warn("agentos: made state private to its user", slog.Int("paths", t.changed), slog.String("first", t.first), slog.String("was", t.was.String()), slog.String("now", t.now.String()))
 }
