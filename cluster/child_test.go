@@ -32,7 +32,7 @@ import (
 const (
 	childEnv      = "AGENTOS_CLUSTER_TEST_CHILD"
 	childSeedsEnv = "AGENTOS_CLUSTER_TEST_SEEDS"  // comma-separated
-	childHealth   = "AGENTOS_CLUSTER_TEST_HEALTH" // this member's health port
+	childHealth   = "AGENTOS_CLUSTER_TEST_HEALTH" // "fd": its health listener is inherited as fd 3
 	childEtcd     = "AGENTOS_CLUSTER_TEST_ETCD"   // etcd endpoint: provider etcd
 	childName     = "AGENTOS_CLUSTER_TEST_NAME"   // cluster name
 )
@@ -54,11 +54,17 @@ func runChild(role string) int {
 	if s := os.Getenv(childSeedsEnv); s != "" {
 		seeds = strings.Split(s, ",")
 	}
-	var port int
-	fmt.Sscan(os.Getenv(childHealth), &port)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	opts := Options{InsecureLoopback: true, Name: "child-test", Seeds: seeds, HealthPort: port, RefreshInterval: 200 * time.Millisecond}
+	opts := Options{InsecureLoopback: true, Name: "child-test", Seeds: seeds, RefreshInterval: 200 * time.Millisecond}
+	if os.Getenv(childHealth) == "fd" {
+		ln, err := net.FileListener(os.NewFile(3, "health"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "the inherited health listener:", err)
+			return 1
+		}
+		opts.HealthListener = ln
+	}
 	if n := os.Getenv(childName); n != "" {
 		opts.Name = n
 	}
@@ -102,10 +108,23 @@ type child struct {
 	view   string // the last "VIEW " line (role "heal")
 }
 
-func startChild(t *testing.T, role string, seeds []string, healthPort int, env ...string) *child {
+func startChild(t *testing.T, role string, seeds []string, health net.Listener, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+role, childSeedsEnv+"="+strings.Join(seeds, ","), fmt.Sprintf("%s=%d", childHealth, healthPort))
+	cmd.Env = append(os.Environ(), childEnv+"="+role, childSeedsEnv+"="+strings.Join(seeds, ","))
+	if health != nil {
+		// The child inherits the listener itself: a port closed here and
+		// bound again there could be taken in between by another test
+		// binary (go test runs packages in parallel).
+		f, err := health.(*net.TCPListener).File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		_ = health.Close()
+		cmd.ExtraFiles = []*os.File{f}
+		cmd.Env = append(cmd.Env, childHealth+"=fd")
+	}
 	cmd.Env = append(cmd.Env, env...)
 	c := &child{cmd: cmd, exited: make(chan struct{})}
 	stdin, err := cmd.StdinPipe()
@@ -223,7 +242,7 @@ func TestUnknownProtobufTypeCrashesReceiver(t *testing.T) {
 	bad.ProtoReflect().Set(bad.ProtoReflect().Descriptor().Fields().Get(0), protoreflect.ValueOfString("boom"))
 
 	t.Run("raw", func(t *testing.T) {
-		c := startChild(t, "raw", nil, 0)
+		c := startChild(t, "raw", nil, nil)
 		_, err := m.root.RequestFuture(actor.NewPID(c.addr, "echo"), bad, 2*time.Second).Result()
 		select {
 		case <-c.exited:
@@ -239,7 +258,7 @@ func TestUnknownProtobufTypeCrashesReceiver(t *testing.T) {
 	})
 
 	t.Run("fenced", func(t *testing.T) {
-		c := startChild(t, "fenced", nil, 0)
+		c := startChild(t, "fenced", nil, nil)
 		if _, err := m.root.RequestFuture(actor.NewPID(c.addr, "echo"), bad, 2*time.Second).Result(); err == nil {
 			t.Error("the unknown message got an answer")
 		}
@@ -271,16 +290,13 @@ func TestUnknownProtobufTypeCrashesReceiver(t *testing.T) {
 // TestKilledMemberRemovedFromStatus: a member in another process is
 // killed (SIGKILL: no leave); the others drop it from their Status.
 func TestKilledMemberRemovedFromStatus(t *testing.T) {
-	lns, seeds := reserve(t, 2)
-	childPort := freePort(t)
-	childSeed := fmt.Sprintf("127.0.0.1:%d", childPort)
-	all := append(append([]string(nil), seeds...), childSeed)
+	lns, all := reserve(t, 3)
 	opts := make([]Options, 2)
 	for i := range opts {
 		opts[i] = Options{InsecureLoopback: true, Name: "child-test", Seeds: all, HealthListener: lns[i], RefreshInterval: 200 * time.Millisecond, Logger: quiet(t)}
 	}
 	ms := joinAll(t, opts)
-	c := startChild(t, "fenced", all, childPort)
+	c := startChild(t, "fenced", all, lns[2])
 	waitAll(t, ms, 3)
 	if err := c.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -362,7 +378,7 @@ func TestFailedConnectsLeakConnections(t *testing.T) {
 func TestKilledEtcdMemberRemovedFromStatus(t *testing.T) {
 	ep := etcdtest.Start(t)
 	ms := startEtcd(t, ep, 2)
-	c := startChild(t, "fenced", nil, 0, childEtcd+"="+ep, childName+"="+ms[0].opts.Name)
+	c := startChild(t, "fenced", nil, nil, childEtcd+"="+ep, childName+"="+ms[0].opts.Name)
 	waitAll(t, ms, 3)
 	if err := c.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

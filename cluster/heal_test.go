@@ -63,7 +63,7 @@ func (c *child) lastView() string {
 func healCluster(t *testing.T, ep string) ([]*Member, *child, []string) {
 	t.Helper()
 	ms := startEtcd(t, ep, 2, newCounters().kind(whereKind))
-	c := startChild(t, "heal", nil, 0, childEtcd+"="+ep, childName+"="+ms[0].opts.Name)
+	c := startChild(t, "heal", nil, nil, childEtcd+"="+ep, childName+"="+ms[0].opts.Name)
 	want := []string{ms[0].Address(), ms[1].Address(), c.addr}
 	slices.Sort(want)
 	if d := converge(ms, c, want, 20*time.Second); d < 0 {
@@ -289,7 +289,7 @@ func TestPartitionedMemberRejoins(t *testing.T) {
 	ep := etcdtest.Start(t)
 	proxy := newCutter(t, strings.TrimPrefix(ep, "http://"))
 	ms := startEtcd(t, ep, 2, newCounters().kind(whereKind))
-	c := startChild(t, "heal", nil, 0, childEtcd+"=http://"+proxy.addr, childName+"="+ms[0].opts.Name)
+	c := startChild(t, "heal", nil, nil, childEtcd+"=http://"+proxy.addr, childName+"="+ms[0].opts.Name)
 	want := []string{ms[0].Address(), ms[1].Address(), c.addr}
 	slices.Sort(want)
 	if d := converge(ms, c, want, 20*time.Second); d < 0 {
@@ -318,16 +318,14 @@ func TestPartitionedMemberRejoins(t *testing.T) {
 // healBound of its SIGCONT, without a restart, says so in its log, and
 // grains are placed on it again.
 func TestPausedSeedsMemberRejoins(t *testing.T) {
-	lns, seeds := reserve(t, 2)
-	childHealth := freePort(t)
-	all := append(seeds, fmt.Sprintf("127.0.0.1:%d", childHealth))
-	opts := make([]Options, len(lns))
+	lns, all := reserve(t, 3)
+	opts := make([]Options, 2)
 	for i := range opts {
 		opts[i] = Options{InsecureLoopback: true, Name: "seeds-heal", Seeds: all, HealthListener: lns[i],
 			Kinds: []Kind{newCounters().kind(whereKind)}, RefreshInterval: 200 * time.Millisecond, Logger: quiet(t)}
 	}
 	ms := joinAll(t, opts)
-	c := startChild(t, "heal", all, childHealth, childName+"=seeds-heal")
+	c := startChild(t, "heal", all, lns[2], childName+"=seeds-heal")
 	want := []string{ms[0].Address(), ms[1].Address(), c.addr}
 	slices.Sort(want)
 	if d := converge(ms, c, want, 20*time.Second); d < 0 {
