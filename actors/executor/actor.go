@@ -193,21 +193,16 @@ func (a *execActor) onRun(ctx actor.Context, m *pb.Run, remote bool) {
 	s := a.s
 	// The run continues the sender's trace (its span context travels in
 	// the message's headers, also from another node).
-	runCtx, stop := context.WithCancel(system.TraceContext(s.ctx, ctx))
-	if key := m.GetRunKey(); key != "" {
-		busy, cancelled := s.claim(key, stop)
-		switch {
-		case busy:
-			stop()
-			ctx.Respond(&pb.Ran{Failure: failureOf(fmt.Errorf("%w: %q; choose a unique run key (executor.NewRunKey)", execclient.ErrRunKeyInUse, key))})
-			return
-		case cancelled:
-			// The Cancel crossed the Run: the run never starts.
-			stop()
-			res := execclient.Result{Logs: []string{}, Result: []byte("null"), Error: &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled before it started"}}
-			ctx.Respond(ranOf(res, ""))
-			return
-		}
+	runCtx, stop, cancelled, err := s.keyedContext(ctx, m.GetRunKey())
+	switch {
+	case err != nil:
+		ctx.Respond(&pb.Ran{Failure: failureOf(err)})
+		return
+	case cancelled:
+		// The Cancel crossed the Run: the run never starts.
+		res := execclient.Result{Logs: []string{}, Result: []byte("null"), Error: &Error{Kind: sandbox.KindCancelled, Message: "the run was cancelled before it started"}}
+		ctx.Respond(ranOf(res, ""))
+		return
 	}
 	s.wg.Add(1)
 	go func() {
@@ -220,6 +215,26 @@ func (a *execActor) onRun(ctx actor.Context, m *pb.Run, remote bool) {
 		}
 		sys.Root.Send(sender, ran)
 	}()
+}
+
+// keyedContext is the context of a run or replay sent with key (its
+// Cancel's handle; "" for none), continuing the sender's trace, and claims
+// key for it. It is already cancelled (and cancelled is true) when a
+// Cancel of key came first; err wraps ErrRunKeyInUse when another run
+// holds key.
+func (s *actorState) keyedContext(ctx actor.Context, key string) (runCtx context.Context, stop context.CancelFunc, cancelled bool, err error) {
+	runCtx, stop = context.WithCancel(system.TraceContext(s.ctx, ctx))
+	if key == "" {
+		return runCtx, stop, false, nil
+	}
+	busy, cancelled := s.claim(key, stop)
+	if busy || cancelled {
+		stop()
+	}
+	if busy {
+		return nil, nil, false, fmt.Errorf("%w: %q; choose a unique run key (execclient.NewRunKey)", execclient.ErrRunKeyInUse, key)
+	}
+	return runCtx, stop, cancelled, nil
 }
 
 // claim registers a run's key with its cancel, unless a run with that key

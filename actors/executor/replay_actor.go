@@ -9,7 +9,6 @@ import (
 
 	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	pb "github.com/agentos-run/agentos/actors/executor/executorpb"
-	"github.com/agentos-run/agentos/actors/system"
 )
 
 // onReplay replays a recorded run (ReplayWith on the actor's journal) on
@@ -26,17 +25,12 @@ func (a *execActor) onReplay(ctx actor.Context, m *pb.Replay) {
 		ctx.Respond(&pb.Replayed{Failure: failureOf(fmt.Errorf("%w: run %s cannot be replayed here", execclient.ErrNoJournal, m.GetRunId()))})
 		return
 	}
-	runCtx, stop := context.WithCancel(system.TraceContext(s.ctx, ctx))
-	if key := m.GetRunKey(); key != "" {
-		busy, cancelled := s.claim(key, stop)
-		switch {
-		case busy:
-			stop()
-			ctx.Respond(&pb.Replayed{Failure: failureOf(fmt.Errorf("%w: %q; choose a unique run key (client.NewRunKey)", execclient.ErrRunKeyInUse, key))})
-			return
-		case cancelled:
-			stop() // the Cancel crossed the Replay: the replay runs already cancelled
-		}
+	// A Cancel that crossed the Replay leaves runCtx cancelled: the replay
+	// runs already cancelled.
+	runCtx, stop, _, err := s.keyedContext(ctx, m.GetRunKey())
+	if err != nil {
+		ctx.Respond(&pb.Replayed{Failure: failureOf(err)})
+		return
 	}
 	s.wg.Add(1)
 	go func() {
