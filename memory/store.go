@@ -415,6 +415,7 @@ func (s *Store) RememberAll(agent string, items []Item) ([]Item, []bool, error) 
 	over := len(m.items) + len(fresh) - s.opts.MaxItems
 	drop := m.oldestPages(over)
 	if len(drop) < over {
+		m.pages = append(drop, m.pages...) // refused: the pages stay
 		return nil, nil, fmt.Errorf("%w: agent %q holds %d items, the limit (memory.max_items): forget some ('agentos memory forget %s ID', or the forget tool) or raise the limit", ErrFull, agent, len(m.items), agent)
 	}
 	ids := make([]uint64, len(fresh))

@@ -145,6 +145,26 @@ func TestMaxItemsDropsOldestPages(t *testing.T) {
 	}
 }
 
+// A batch refused with ErrFull takes no page off the list: the page it could
+// not use is still there to make room for a later, smaller batch.
+func TestFullBatchKeepsPages(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "m.db"), memory.Options{MaxItems: 3})
+	p := remember(t, s, "a", memory.Page, "page about apples")
+	remember(t, s, "a", memory.Fact, "fact about plums")
+	remember(t, s, "a", memory.Fact, "fact about cherries")
+	two := []memory.Item{{Kind: memory.Fact, Text: "fact about figs"}, {Kind: memory.Fact, Text: "fact about dates"}}
+	if _, _, err := s.RememberAll("a", two); !errors.Is(err, memory.ErrFull) {
+		t.Fatalf("two facts for one page of room: %v", err)
+	}
+	if _, err := s.Get("a", p.ID); err != nil {
+		t.Fatalf("the refused batch dropped the page: %v", err)
+	}
+	remember(t, s, "a", memory.Fact, "fact about figs") // drops the page
+	if _, err := s.Get("a", p.ID); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("the page did not make room: %v", err)
+	}
+}
+
 // An ephemeral agent's memory never reaches the file and ends with Drop.
 func TestEphemeralAgent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.db")
