@@ -259,7 +259,7 @@ func recoverOne(ctx context.Context, ex *Executor, j *journal.Journal, id string
 	rep := RecoverReport{Run: meta}
 	switch {
 	case meta.Kind != "exec":
-		return rep, fmt.Errorf("%w: run %s is a %s run; only tool runs (exec) are resumed here (a forge resumes at start)", ErrNotResumable, meta.ID, meta.Kind)
+		return rep, fmt.Errorf("%w: run %s is of kind %s; only tool runs (exec) are resumed here (a forge resumes at start)", ErrNotResumable, meta.ID, meta.Kind)
 	case meta.Status != journal.StatusRunning && meta.Status != journal.StatusQuarantined:
 		return rep, fmt.Errorf("%w: run %s has ended (%s); replay it with 'agentos replay %s' instead", ErrNotResumable, meta.ID, meta.Status, meta.ID)
 	}

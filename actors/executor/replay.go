@@ -75,7 +75,7 @@ func ReplayWith(ctx context.Context, ex *Executor, j *journal.Journal, id string
 		if meta.Kind == "forge" {
 			hint = "a forge replays with forge.Replay, or agentos replay " + meta.ID
 		}
-		return ReplayReport{}, fmt.Errorf("run %s is a %s run, not a tool run: only tool runs (kind exec) are replayed here (%s)", meta.ID, meta.Kind, hint)
+		return ReplayReport{}, fmt.Errorf("run %s is of kind %s, not a tool run: only tool runs (kind exec) are replayed here (%s)", meta.ID, meta.Kind, hint)
 	}
 	src := patched
 	if src == nil {

@@ -339,7 +339,7 @@ func (f *Forge) resumeRun(ctx context.Context, id string, caller *execclient.Cal
 	}
 	meta := rec.Meta()
 	if meta.Kind != Kind {
-		return Result{}, fmt.Errorf("%w: run %s is a %s run, not a forge", ErrSpec, id, meta.Kind)
+		return Result{}, fmt.Errorf("%w: run %s is of kind %s, not a forge", ErrSpec, id, meta.Kind)
 	}
 	spec, ok := SpecOf(meta)
 	if !ok {

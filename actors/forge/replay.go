@@ -82,7 +82,7 @@ func Replay(ctx context.Context, j *journal.Journal, id string, opts ReplayOptio
 	}
 	meta := rep.Meta()
 	if meta.Kind != Kind {
-		return ReplayReport{}, fmt.Errorf("%w: run %s is a %s run, not a forge", ErrSpec, meta.ID, meta.Kind)
+		return ReplayReport{}, fmt.Errorf("%w: run %s is of kind %s, not a forge", ErrSpec, meta.ID, meta.Kind)
 	}
 	spec, ok := SpecOf(meta)
 	if !ok {

@@ -74,7 +74,7 @@ func (s journalSnapshots) LoadSnapshot(_ context.Context, id string) (*Snapshot,
 		return nil, fmt.Errorf("snapshot %s: %w", id, err)
 	}
 	if meta.Kind != SnapshotKind {
-		return nil, fmt.Errorf("%w: run %s is a %s run, not a snapshot (agentos runs lists snapshots with kind snapshot)", ErrInvalid, meta.ID, meta.Kind)
+		return nil, fmt.Errorf("%w: run %s is of kind %s, not a snapshot (agentos runs lists snapshots with kind snapshot)", ErrInvalid, meta.ID, meta.Kind)
 	}
 	b, err := s.j.Source(meta.Hash)
 	if err != nil {

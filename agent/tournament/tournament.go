@@ -290,7 +290,7 @@ func (r *Runner) recorded(id string) (journal.RunMeta, args, error) {
 		return meta, a, err
 	}
 	if meta.Kind != Kind {
-		return meta, a, fmt.Errorf("agentos: run %s is a %s run, not a tournament (list them with 'agentos runs')", meta.ID, meta.Kind)
+		return meta, a, fmt.Errorf("agentos: run %s is of kind %s, not a tournament (list them with 'agentos runs')", meta.ID, meta.Kind)
 	}
 	if err := json.Unmarshal(meta.Args, &a); err != nil {
 		return meta, a, fmt.Errorf("agentos: tournament %s: its recorded arguments: %w", meta.ID, err)

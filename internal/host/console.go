@@ -326,7 +326,7 @@ func (b *consoleBackend) Replay(ctx context.Context, who console.Principal, req 
 		return console.ReplayResult{}, err
 	}
 	if m.Kind != "exec" || m.Tool == "" {
-		return console.ReplayResult{}, fmt.Errorf("%w: run %s is a %s run: the console replays tool runs ('agentos replay %s' replays the others)", console.ErrBadInput, m.ID, m.Kind, m.ID)
+		return console.ReplayResult{}, fmt.Errorf("%w: run %s is of kind %s: the console replays tool runs ('agentos replay %s' replays the others)", console.ErrBadInput, m.ID, m.Kind, m.ID)
 	}
 	// A replay runs the tool's code (offline): exec on the tool, as
 	// exec_tool checks it.

@@ -75,7 +75,7 @@ func (rt *Runtime) RecoverForges(ctx context.Context, id string) ([]ForgeReport,
 		}
 		switch {
 		case meta.Kind != forge.Kind:
-			return nil, fmt.Errorf("%w: run %s is a %s run, not a forge", executor.ErrNotResumable, meta.ID, meta.Kind)
+			return nil, fmt.Errorf("%w: run %s is of kind %s, not a forge", executor.ErrNotResumable, meta.ID, meta.Kind)
 		case meta.Shown() != journal.StatusInterrupted:
 			return nil, fmt.Errorf("%w: forge run %s is %s, not interrupted; replay it with 'agentos replay %s'", executor.ErrNotResumable, meta.ID, meta.Shown(), meta.ID)
 		case slices.Contains(rt.resuming, meta.ID):
