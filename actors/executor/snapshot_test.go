@@ -444,3 +444,25 @@ func TestSnapshotResumesPinned(t *testing.T) {
 		}
 	})
 }
+
+// A run's pins end with it: the next run on the same worker (one worker
+// here) reads the file as it is then, and pins that.
+func TestSnapshotEndsWithTheRun(t *testing.T) {
+	inModes(t, func(t *testing.T, mode Isolation) {
+		e := newExec(t, mode, map[string]string{
+			"tools/data.txt": "one",
+			"tools/read.ts":  "export default async () => [await tgp.read_file('tools/data.txt'), await tgp.read_file('tools/data.txt')];\n",
+		}, slowStart, func(o *Options) { o.Workers = 1 })
+		j := openJournal(t)
+		for _, want := range []string{"one", "two"} {
+			os.WriteFile(filepath.Join(e.Options().Root, "tools/data.txt"), []byte(want), 0o644)
+			res, id, err := Record(context.Background(), e, j, Request{Path: "tools/read.ts"})
+			if err != nil || string(res.Result) != fmt.Sprintf(`[%q,%q]`, want, want) {
+				t.Fatalf("%v %+v: want %q twice", err, res, want)
+			}
+			if n := countCalls(t, j, id, driver.FSDriver, "read_file"); n != 1 {
+				t.Fatalf("%d read_file calls journaled, want 1", n)
+			}
+		}
+	})
+}
