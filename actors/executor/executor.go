@@ -284,38 +284,47 @@ func (e *Executor) bridgeFor(req Request, sb *vfs.Sandbox, mux driver.Mux, mount
 	if req.StreamLocal && e.pool != nil {
 		local = e.localCalls(mux)
 	}
-	inline := e.readsInline(req, mux)
+	pinned := pinsReads(req, mux)
 	var snap *snapshot
-	if inline {
-		snap = snapshotFor(sb, req)
+	if pinned {
+		snap = snapshotFor(sb, req, e.pool != nil)
 		mux[driver.FSDriver] = refusingFS{mux[driver.FSDriver]}
 	}
-	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local, pins: req.Pins, onModule: req.OnModule, admit: req.AdmitModule, inlineReads: inline, snap: snap}
+	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local, pins: req.Pins, onModule: req.OnModule, admit: req.AdmitModule, inlineReads: pinned && e.pool == nil, snap: snap}
 	if req.Replayed && req.Recorded != nil && e.pool != nil {
 		br.answers, br.consumed = answersOf(req.Recorded), req.Recorded.Consumed
+	}
+	if pinned && e.pool != nil {
+		br.plan = planOf(req.recording)
 	}
 	return br
 }
 
-// readsInline reports whether req's reads of the tool tree are made on the
-// run's goroutine (sandbox.Inliner): in process, when nothing on their way
-// waits (no journal, one that queues its entries (not SyncEach), or a
-// replay answering from memory) and the device is the built-in fs. There,
-// the run pins the files of the tools directory it reads (snapshot).
-func (e *Executor) readsInline(req Request, mux driver.Mux) bool {
+// pinsReads reports whether req's run pins the files of the tools
+// directory it reads (snapshot): when nothing on their way waits (no
+// journal, one that queues its entries (not SyncEach), or a replay
+// answering from memory) and the device is the built-in fs. In process,
+// these reads are made on the run's goroutine (sandbox.Inliner); in a
+// worker, the worker keeps the pins (pinGate).
+func pinsReads(req Request, mux driver.Mux) bool {
 	_, builtinFS := mux[driver.FSDriver].(driver.FS)
-	return e.pool == nil && builtinFS && (req.StreamLocal || req.Replayed || len(req.Middleware) == 0)
+	return builtinFS && (req.StreamLocal || req.Replayed || len(req.Middleware) == 0)
 }
 
-// snapshotFor is the snapshot of the tool tree an inline run reads. A
+// snapshotFor is the snapshot of the tool tree a run that pins reads. A
 // replayed or resumed run's recording says which reads it holds; a replay
 // (not a recovery) never goes live: every call is inside its recording.
-func snapshotFor(sb *vfs.Sandbox, req Request) *snapshot {
+// In a worker (worker), the parent does not see the recorded reads the
+// worker answers itself: the recording says what they pinned.
+func snapshotFor(sb *vfs.Sandbox, req Request, worker bool) *snapshot {
 	snap := newSnapshot(sb)
 	if !req.Replayed || req.recording == nil {
 		return snap
 	}
 	snap.recorded = req.recording.Recorded
+	if worker {
+		snap.pinnedAt = recordedPins(sb, req.recording)
+	}
 	if req.Recorded != nil {
 		snap.recorded = func(seq uint64) (bool, bool) {
 			has, _ := req.recording.Recorded(seq)
@@ -496,8 +505,10 @@ type bridge struct {
 	// inlineReads: fs.read_file of a path outside the mounts is made on the
 	// run's goroutine (Inline).
 	inlineReads bool
-	// snap: the run's pinned reads of the tool tree; nil unless inlineReads.
+	// snap: the run's pinned reads of the tool tree; nil unless the run
+	// pins (pinsReads). plan: the same run's pin plan, in a worker.
 	snap *snapshot
+	plan *pinPlan
 }
 
 // Inline says c is a read of the tool tree that the run may make on its
@@ -532,16 +543,24 @@ type driverPanic struct {
 
 // Do answers one call. A panicking driver or middleware aborts the run (the
 // tool cannot catch it) instead of taking the process down.
-func (b *bridge) Do(ctx context.Context, c driver.Call) (out json.RawMessage, err error) {
+func (b *bridge) Do(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+	out, _, err := b.doPinned(ctx, c)
+	return out, err
+}
+
+// doPinned is Do, also saying whether the answer is pinned for the rest of
+// the run (a worker may keep it: see pinGate).
+func (b *bridge) doPinned(ctx context.Context, c driver.Call) (out json.RawMessage, pin bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			msg := fmt.Sprintf("the %s driver panicked on call %d (%s): %v; the run was aborted (a bug in that driver or a middleware)\n%s", c.Driver, c.Seq, c.Op, v, debug.Stack())
 			b.panicked.CompareAndSwap(nil, &driverPanic{value: v, msg: msg})
-			out, err = nil, driver.Errorf(driver.CodeAbort, "%s", msg)
+			out, pin, err = nil, false, driver.Errorf(driver.CodeAbort, "%s", msg)
 		}
 	}()
 	if b.snap == nil || c.Driver != driver.FSDriver || c.Op != "read_file" {
-		return b.host.Do(ctx, c)
+		out, err := b.host.Do(ctx, c)
+		return out, false, err
 	}
 	return b.readPinned(ctx, c)
 }

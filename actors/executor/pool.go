@@ -286,7 +286,7 @@ func (p *pool) run(ctx context.Context, job sandbox.Job, br *bridge) sandbox.Out
 	r.goCall = callHelpers(runCtx, &r.calls)
 	w.nextID++
 	r.id = w.nextID
-	if err := w.send(&frame{T: "run", ID: r.id, Job: &job, Ans: br.answers, Local: br.local}); err != nil {
+	if err := w.send(&frame{T: "run", ID: r.id, Job: &job, Ans: br.answers, Local: br.local, Snap: br.plan}); err != nil {
 		p.release(w, false)
 		return sandbox.Outcome{Err: p.death(w, job, nil)}
 	}
@@ -465,14 +465,17 @@ func (r *running) onCall(f *frame) {
 		_ = r.w.send(&frame{T: "reply", ID: fid, Err: driver.Errorf(driver.CodeInvalid, "%s: call #%d was already made in this run: not performed", call, call.Seq)})
 		return
 	}
+	if r.br.snap != nil {
+		r.br.snap.started(call) // IMPORTANT: in call order (the worker's pinGate sends them so)
+	}
 	size := r.pending // released once answered
 	r.pending = 0
 	r.goCall(func() {
 		defer r.hold.release(size)
-		val, err := r.br.Do(r.ctx, call)
-		rep := &frame{T: "reply", ID: fid, Val: val}
+		val, pin, err := r.br.doPinned(r.ctx, call)
+		rep := &frame{T: "reply", ID: fid, Val: val, Pin: pin}
 		if err != nil {
-			rep.Err, rep.Val = driver.AsError(err), nil
+			rep.Err, rep.Val, rep.Pin = driver.AsError(err), nil, false
 		}
 		if err := r.w.send(rep); errors.Is(err, errFrameTooBig) {
 			_ = r.w.send(&frame{T: "reply", ID: fid, Err: driver.Errorf(driver.CodeInvalid, "%s: the answer is too large to hand to a tool in one call (%v); ask for less", call, err)})

@@ -128,7 +128,7 @@ func serveWorker(r io.Reader, w io.Writer) error {
 			continue
 		}
 		ctx, cancel := context.WithCancelCause(context.Background())
-		c.startRun(f.ID, cancel, f.Ans, f.Local)
+		c.startRun(f.ID, cancel, f.Ans, f.Local, f.Snap)
 		out := engine.Run(ctx, *f.Job, c)
 		answered := c.endRun()
 		cancel(nil)
@@ -198,6 +198,7 @@ type workerConn struct {
 	cancel context.CancelCauseFunc // stops it
 
 	local map[string]bool // the calls answered here and streamed ("clock.now"), this run
+	gate  *pinGate        // this run's pinned reads of the tool tree
 
 	amu      sync.Mutex
 	answers  map[uint64]*answer // the run's recorded answers (a replay), by seq
@@ -208,10 +209,10 @@ type workerConn struct {
 // answers; endRun returns the seqs answered from them. stopRun stops the
 // run if it is still the one in progress (a stop for an ended run is
 // ignored).
-func (c *workerConn) startRun(id uint64, cancel context.CancelCauseFunc, answers []answer, local []string) {
+func (c *workerConn) startRun(id uint64, cancel context.CancelCauseFunc, answers []answer, local []string, plan *pinPlan) {
 	c.rmu.Lock()
 	c.run, c.cancel = id, cancel
-	c.local = nil
+	c.local, c.gate = nil, newPinGate(plan)
 	for _, l := range local {
 		if c.local == nil {
 			c.local = map[string]bool{}
@@ -384,28 +385,43 @@ func (c *workerConn) Do(ctx context.Context, call driver.Call) (json.RawMessage,
 	return r.val, r.err
 }
 
-// Start answers call from the run's recorded answers or here (a local
-// call), or asks the parent and returns at once: done gets the parent's
-// reply from the goroutine reading the parent's frames (sandbox.Starter).
+// Start answers call from the run's pinned reads, its recorded answers or
+// here (a local call), or asks the parent and returns at once: done gets
+// the parent's reply from the goroutine reading the parent's frames
+// (sandbox.Starter). An fs call of a run that pins goes through its gate
+// (pinGate), in call order.
 func (c *workerConn) Start(ctx context.Context, call driver.Call, done func(json.RawMessage, error)) {
+	c.rmu.Lock()
+	g := c.gate
+	c.rmu.Unlock()
+	if g != nil && g.gates(call) {
+		g.start(gated{call: call, done: done, ask: func(d func(json.RawMessage, bool, error)) { c.startCall(ctx, call, d) }})
+		return
+	}
+	c.startCall(ctx, call, func(v json.RawMessage, _ bool, err error) { done(v, err) })
+}
+
+// startCall answers call from the recorded answers or here, or asks the
+// parent; done also gets whether the parent marked the answer pinnable.
+func (c *workerConn) startCall(ctx context.Context, call driver.Call, done func(json.RawMessage, bool, error)) {
 	if a := c.recorded(&call); a != nil {
 		if a.Err != nil {
-			done(nil, &driver.Error{Code: a.Err.Code, Message: a.Err.Message})
+			done(nil, false, &driver.Error{Code: a.Err.Code, Message: a.Err.Message})
 			return
 		}
-		done(a.Val, nil)
+		done(a.Val, false, nil)
 		return
 	}
 	if val, ok := c.answerLocal(ctx, call); ok {
-		done(val, nil)
+		done(val, false, nil)
 		return
 	}
 	c.startAsk(ctx, &frame{T: "call", Call: &call}, func(r *frame, err error) {
 		if err != nil {
-			done(nil, err)
+			done(nil, false, err)
 			return
 		}
-		done(r.Val, nil)
+		done(r.Val, r.Pin, nil)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -32,9 +33,12 @@ import (
 //   - A run sees its own writes: from the first fs call that is neither
 //     read_file nor list_files (a write), the snapshot is dropped and every
 //     later read goes through the Host.
-//   - It is used only where reads are inlined (in process, the built-in fs,
-//     a journal that does not wait for each commit): that is where the
-//     run's goroutine makes its reads in call order.
+//   - It is used only where a journal does not wait for each commit, with
+//     the built-in fs. In process, reads are inlined there: the run's
+//     goroutine makes them in call order. In a worker, the worker sends
+//     its fs calls in call order (pinGate) and keeps the answers the
+//     parent marks pinnable (a run without a caller's rights: a rights
+//     run asks the parent for every read, which checks them here).
 type snapshot struct {
 	sb *vfs.Sandbox
 	// recorded, for a replayed or resumed run, says whether its recording
@@ -42,6 +46,10 @@ type snapshot struct {
 	// recording is pinned exactly when the recording holds no entry for it,
 	// whatever the rights say now.
 	recorded func(seq uint64) (has, within bool)
+	// pinnedAt, for such a run in a worker, is the answer the recording
+	// pinned a read of rel at seq to (recordedPins): the worker answered
+	// that file's recorded read itself, the parent never saw it.
+	pinnedAt func(rel string, seq uint64) (json.RawMessage, bool)
 
 	mu      sync.Mutex
 	off     bool                       // a write was started: nothing is pinned any more
@@ -117,16 +125,57 @@ func (s *snapshot) locate(req json.RawMessage, onDisk bool) (e pinnedRead, pinne
 }
 
 // pin keeps val, the successful answer to the read req of the file e
-// (located, not pinned), for the rest of the run.
-func (s *snapshot) pin(req json.RawMessage, e pinnedRead, val json.RawMessage) {
+// (located, not pinned), for the rest of the run; false if a write came
+// first (nothing is pinned).
+func (s *snapshot) pin(req json.RawMessage, e pinnedRead, val json.RawMessage) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.off {
-		return
+		return false
 	}
 	e.val = val
 	s.entries[string(req)] = e
 	s.files[e.rel] = val
+	return true
+}
+
+// recordedPins is snapshot.pinnedAt for a run following rec in a worker:
+// a read of rel at seq that the recording does not hold was answered from
+// the latest successful recorded read of rel before it (as a replay in
+// process pins it), unless a write came before it (nothing was pinned).
+func recordedPins(sb *vfs.Sandbox, rec *journal.Replayer) func(rel string, seq uint64) (json.RawMessage, bool) {
+	var once sync.Once
+	var entries []journal.Entry
+	return func(rel string, seq uint64) (val json.RawMessage, ok bool) {
+		once.Do(func() { entries = rec.Answerable() })
+		for _, en := range entries {
+			if en.Seq >= seq {
+				break
+			}
+			if en.Driver != driver.FSDriver || en.Op == "list_files" {
+				continue
+			}
+			if en.Op != "read_file" {
+				return nil, false
+			}
+			if r, isTool := toolPathOf(sb, en.Request); isTool && r == rel && en.Error == nil {
+				val, ok = en.Response, true
+			}
+		}
+		return val, ok
+	}
+}
+
+// toolPathOf is the root-relative path of the tools directory file the
+// read_file request req names (vfs.Sandbox.ToolPath).
+func toolPathOf(sb *vfs.Sandbox, req json.RawMessage) (string, bool) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(req, &a) != nil {
+		return "", false
+	}
+	return sb.ToolPath(a.Path)
 }
 
 // refusedKey carries, to the fs device (refusingFS), the refusal the rights
@@ -148,7 +197,10 @@ func (f refusingFS) Do(ctx context.Context, op string, req json.RawMessage) (jso
 // readPinned answers c, a read_file call, from the snapshot when it reads a
 // pinned file the caller may still read; otherwise through the Host,
 // pinning the answer of a first read of a file of the tools directory.
-func (b *bridge) readPinned(ctx context.Context, c driver.Call) (json.RawMessage, error) {
+// keep says the answer is pinned and the run has no caller's rights to
+// check on each read: a worker may answer the same request itself from now
+// on.
+func (b *bridge) readPinned(ctx context.Context, c driver.Call) (val json.RawMessage, keep bool, err error) {
 	has, within := false, false
 	if b.snap.recorded != nil {
 		has, within = b.snap.recorded(c.Seq)
@@ -157,23 +209,29 @@ func (b *bridge) readPinned(ctx context.Context, c driver.Call) (json.RawMessage
 	if !pinned {
 		e, pinned = b.snap.locate(c.Request, !within)
 	}
+	free := b.rights == nil
 	switch {
 	case has:
 		pinned = false // answered from the recording, as it was
+	case within && !pinned && e.rel != "" && b.snap.pinnedAt != nil:
+		if v, ok := b.snap.pinnedAt(e.rel, c.Seq); ok {
+			return v, b.snap.pin(c.Request, e, v) && free, nil
+		}
 	case within && pinned:
-		return e.val, nil // answered from the snapshot when it was recorded
+		return e.val, free, nil // answered from the snapshot when it was recorded
 	}
 	if !pinned || !b.snap.sb.ReadCovered(e.rel) {
 		// Not pinned, or the caller's rights no longer cover it: the
 		// read is made (and refused) exactly as before.
 		val, err := b.host.Do(ctx, c)
 		if err == nil && !pinned && e.rel != "" {
-			b.snap.pin(c.Request, e, val)
+			keep = b.snap.pin(c.Request, e, val) && free
 		}
-		return val, err
+		return val, keep, err
 	}
 	if rerr := b.snap.sb.ReadAllowed(e.path, e.rel); rerr != nil {
-		return b.host.Do(context.WithValue(ctx, refusedKey{}, error(&driver.Error{Code: driver.CodeSecurity, Message: rerr.Error()})), c)
+		val, err := b.host.Do(context.WithValue(ctx, refusedKey{}, error(&driver.Error{Code: driver.CodeSecurity, Message: rerr.Error()})), c)
+		return val, false, err
 	}
-	return e.val, nil
+	return e.val, free, nil
 }

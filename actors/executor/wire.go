@@ -25,7 +25,7 @@ import (
 //	worker -> parent  call    {id, call}           a driver call of the run
 //	worker -> parent  rec     {id, call, val}      a call the worker answered itself (local)
 //	worker -> parent  require {id, from, spec}     resolve and load a module
-//	parent -> worker  reply   {id, val | mod | err} the answer to call/require
+//	parent -> worker  reply   {id, val | mod | err, pin} the answer to call/require
 //	worker -> parent  abort   {id, stop}           the run is being stopped, and why
 //	parent -> worker  stop    {id, stop}           stop the run (its deadline passed)
 //	worker -> parent  done    {id, out, answered}  the run's outcome, and the seqs
@@ -39,6 +39,11 @@ import (
 // a call whose seq, driver, op and request bytes equal one of them itself,
 // without a call frame, and lists the seqs it so answered in done; every
 // other call goes to the parent.
+//
+// A run frame may carry a pin plan (snap): the run pins its reads of the
+// tool tree in the worker (pinGate). A reply to a read_file call then says
+// whether the worker may keep its answer (pin) and answer a later read of
+// the same request itself, sending nothing.
 //
 //	worker -> parent  hello   {prot}               first frame: protections in force
 type frame struct {
@@ -58,6 +63,9 @@ type frame struct {
 	Ans      []answer `json:"ans,omitempty"`
 	Local    []string `json:"local,omitempty"`
 	Answered []uint64 `json:"answered,omitempty"`
+	// Snap and Pin: see the pin plan above.
+	Snap *pinPlan `json:"snap,omitempty"`
+	Pin  bool     `json:"pin,omitempty"`
 }
 
 // answer is a recorded call a worker may answer itself (a replay).
@@ -164,6 +172,7 @@ func readFrameBody(r *bufio.Reader, n int) (*frame, error) {
 //	call   hotMark 'c' id seq driver op request
 //	rec    hotMark 'r' id seq driver op request val
 //	reply  hotMark 'v' id val
+//	reply  hotMark 'p' id val                (a value the worker may pin)
 //	reply  hotMark 'e' id code message       (an error)
 //
 // IMPORTANT: decoding one is exactly as strict as decoding its JSON form:
@@ -200,7 +209,7 @@ func appendHot(b []byte, f *frame) ([]byte, bool) {
 		return appendCall(b, f.Call), true
 	case 'r':
 		return appendBytes(appendCall(b, f.Call), f.Val), true
-	case 'v':
+	case 'v', 'p':
 		return appendBytes(b, f.Val), true
 	}
 	b = appendBytes(b, []byte(f.Err.Code))
@@ -210,32 +219,27 @@ func appendHot(b []byte, f *frame) ([]byte, bool) {
 // hotFieldsOnly reports whether f sets no field but those a binary frame
 // carries (T, ID, Call, Val, Err).
 func hotFieldsOnly(f *frame) bool {
-	return f.Job == nil && f.From == "" && f.Spec == "" && f.Mod == nil && f.Out == nil && f.Prot == nil && f.Stop == nil && f.Ans == nil && f.Local == nil && f.Answered == nil
+	return f.Job == nil && f.From == "" && f.Spec == "" && f.Mod == nil && f.Out == nil && f.Prot == nil && f.Stop == nil && f.Ans == nil && f.Local == nil && f.Answered == nil && f.Snap == nil
 }
 
 // hotKind is the kind of f's binary form (see hotMark), 0 when its fields
 // do not make one: a call carries a call and nothing else, a rec a call and
-// its value, a reply a value or an error (not both).
+// its value, a reply a value (pinnable or not) or an error (not both, and
+// an error is never pinnable).
 func hotKind(f *frame) byte {
-	switch f.T {
-	case "call":
-		if f.Call != nil && f.Val == nil && f.Err == nil {
-			return 'c'
-		}
-	case "rec":
-		if f.Call != nil && f.Err == nil {
-			return 'r'
-		}
-	case "reply":
-		if f.Call != nil {
-			return 0
-		}
-		if f.Err == nil {
-			return 'v'
-		}
-		if f.Val == nil {
-			return 'e'
-		}
+	switch {
+	case f.T == "call" && f.Call != nil && f.Val == nil && f.Err == nil && !f.Pin:
+		return 'c'
+	case f.T == "rec" && f.Call != nil && f.Err == nil && !f.Pin:
+		return 'r'
+	case f.T != "reply" || f.Call != nil:
+		return 0
+	case f.Err == nil && f.Pin:
+		return 'p'
+	case f.Err == nil:
+		return 'v'
+	case f.Val == nil && !f.Pin:
+		return 'e'
 	}
 	return 0
 }
@@ -348,8 +352,8 @@ func decodeHot(b []byte) (*frame, error) {
 	case 'r':
 		f.T, f.Call = "rec", r.call()
 		f.Val = r.json("value")
-	case 'v':
-		f.T, f.Val = "reply", r.json("value")
+	case 'v', 'p':
+		f.T, f.Val, f.Pin = "reply", r.json("value"), b[1] == 'p'
 	case 'e':
 		f.T = "reply"
 		f.Err = &driver.Error{Code: r.str()}

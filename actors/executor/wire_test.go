@@ -69,6 +69,10 @@ func TestHotFrames(t *testing.T) {
 		{"reply with value and error", &frame{T: "reply", ID: 9, Val: json.RawMessage(`1`), Err: &driver.Error{Code: "io", Message: "x"}}, false},
 		{"call with request whitespace", &frame{T: "call", ID: 3, Call: &driver.Call{Seq: 1, Driver: "fs", Op: "read_file", Request: json.RawMessage(`{"path": "a"}`)}}, false},
 		{"done", &frame{T: "done", ID: 3, Out: &sandbox.Outcome{}}, false},
+		{"pinnable reply", &frame{T: "reply", ID: 4, Val: json.RawMessage(`"one"`), Pin: true}, true},
+		{"pinnable reply JSON would escape", &frame{T: "reply", ID: 4, Val: json.RawMessage(`"<b>"`), Pin: true}, false},
+		{"pinnable error reply", &frame{T: "reply", ID: 6, Err: &driver.Error{Code: "io", Message: "x"}, Pin: true}, false},
+		{"run with a pin plan", &frame{T: "run", ID: 3, Snap: &pinPlan{Follows: true, Held: []uint64{1, 4}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, jsonForm := roundTrip(t, tc.f)
