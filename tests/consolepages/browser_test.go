@@ -195,8 +195,8 @@ func TestBrowserProcessTree(t *testing.T) {
 // member process, asked of its kernel with the session's token.
 func TestBrowserClusterPage(t *testing.T) {
 	ctx := chrome(t)
-	rt, ts, other := clusterOfTwo(t)
-	hash := forgeSomewhere(t, rt)
+	rt, ts, mp := clusterOfTwo(t)
+	hash, other := forgeSomewhere(t, rt), mp.addr
 	tok := mint(rt, "ops", capability.Grant{Right: capability.Read})
 	browse(t, ctx, "the Cluster page", loginIn(ts.URL, tok), chromedp.Navigate(ts.URL+"/cluster"), chromedp.WaitVisible(chromedp.CSS("#members")), shot("cluster"))
 	self := textOf(t, ctx, chromedp.CSS(`#members tr[data-node="`+rt.Member().Address()+`"]`))

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,8 +109,8 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 // console it serves on loopback) and a member process (this test binary
 // run as runMember), joined by seeds on loopback, sharing a Git upstream
 // and the capability key. It returns this node, its console, and the
-// member process's address.
-func clusterOfTwo(t *testing.T) (*host.Runtime, *httptest.Server, string) {
+// member process.
+func clusterOfTwo(t *testing.T) (*host.Runtime, *httptest.Server, *memberProc) {
 	t.Helper()
 	if scenario.RaceEnabled {
 		t.Skip("not under -race: protoactor's cluster and remote race internally (docs/CLUSTER.md); the plain go test run runs this test")
@@ -118,7 +119,7 @@ func clusterOfTwo(t *testing.T) (*host.Runtime, *httptest.Server, string) {
 	bare := scenario.Upstream(t)
 	ports := scenario.FreePorts(t, 2)
 	seeds := []string{fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])}
-	addr := startMember(t, bare, seeds, ports[1])
+	mp := startMember(t, bare, seeds, ports[1])
 	cfg, err := clusterNodeConfig(filepath.Join(t.TempDir(), "node1"), bare, t.Name(), seeds, ports[0])
 	if err != nil {
 		t.Fatal(err)
@@ -144,14 +145,21 @@ func clusterOfTwo(t *testing.T) (*host.Runtime, *httptest.Server, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := rt.Member().WaitMembers(ctx, 2); err != nil {
-		t.Fatalf("the member process %s did not join: %v", addr, err)
+		t.Fatalf("the member process %s did not join: %v\nits log:\n%s", mp.addr, err, mp.log.String())
 	}
-	return rt, ts, addr
+	return rt, ts, mp
 }
 
-// startMember starts the member process and returns its address once it
-// is ready; it ends when the test does.
-func startMember(t *testing.T, bare string, seeds []string, health int) string {
+// memberProc is the member process of the test cluster.
+type memberProc struct {
+	addr string
+	cmd  *exec.Cmd
+	log  *syncBuffer
+}
+
+// startMember starts the member process and returns it once it is ready;
+// it ends when the test does.
+func startMember(t *testing.T, bare string, seeds []string, health int) *memberProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), memberRootEnv+"="+filepath.Join(t.TempDir(), "node2"), memberUpstreamEnv+"="+bare,
@@ -164,8 +172,8 @@ func startMember(t *testing.T, bare string, seeds []string, health int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -192,10 +200,10 @@ func startMember(t *testing.T, bare string, seeds []string, health int) string {
 	}()
 	select {
 	case a := <-ready:
-		return a
+		return &memberProc{addr: a, cmd: cmd, log: stderr}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the member process is not ready after 60 s; its log:\n%s", stderr.String())
-		return ""
+		return nil
 	}
 }
 
@@ -216,8 +224,8 @@ func forgeSomewhere(t *testing.T, rt *host.Runtime) string {
 // processes, asked of its kernel with the session's token. An address
 // that is no member is refused before anything is sent to it.
 func TestClusterPageNeedsTheRight(t *testing.T) {
-	rt, ts, other := clusterOfTwo(t)
-	hash := forgeSomewhere(t, rt)
+	rt, ts, mp := clusterOfTwo(t)
+	hash, other := forgeSomewhere(t, rt), mp.addr
 	self := rt.Member().Address()
 
 	narrow := login(t, ts, mint(rt, "narrow", capability.Grant{Right: capability.Read, Scope: "tools/"}))
@@ -253,5 +261,39 @@ func TestClusterPageNeedsTheRight(t *testing.T) {
 	}
 	if code, page := ops.get("/procs?node=127.0.0.1:1"); code != http.StatusNotFound || !strings.Contains(page, "not a member") {
 		t.Errorf("/procs of an address that is no member: %d, want 404\n%s", code, page)
+	}
+}
+
+// A member process that stops answering (SIGSTOP) is shown as such, never
+// hidden: its Processes page says it did not answer (502) or, once this
+// node has dropped it, that it is no member alive (404); and the Cluster
+// page then lists it as not answering or among the members that left or
+// died.
+func TestSilentMemberIsShown(t *testing.T) {
+	rt, ts, mp := clusterOfTwo(t)
+	ops := login(t, ts, mint(rt, "ops", capability.Grant{Right: capability.Read}))
+	if err := mp.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mp.cmd.Process.Signal(syscall.SIGCONT) }) // before its stdin closes: it must run to end
+	code, page := ops.get("/procs?node=" + url.QueryEscape(mp.addr))
+	t.Logf("the paused member's processes: %d", code)
+	switch {
+	case code == http.StatusBadGateway && strings.Contains(page, `id="no-answer"`) && strings.Contains(page, mp.addr):
+	case code == http.StatusNotFound && strings.Contains(page, "not a member this node sees alive"):
+	default:
+		t.Errorf("the paused member's processes: %d, want 502 (did not answer) or 404 (dropped)\n%s", code, page)
+	}
+	code, page = ops.get("/cluster")
+	silent := false
+	if _, row, ok := strings.Cut(page, `data-node="`+mp.addr+`"`); ok {
+		row, _, _ = strings.Cut(row, "</tr>")
+		silent = strings.Contains(row, "did not answer")
+	}
+	if _, gone, ok := strings.Cut(page, "Left or died"); ok && strings.Contains(gone, mp.addr) {
+		silent = true
+	}
+	if code != http.StatusOK || !silent {
+		t.Errorf("the Cluster page does not show the paused member %s as silent or gone: %d\n%s", mp.addr, code, page)
 	}
 }
