@@ -72,8 +72,8 @@ func seesCluster(p *kernel.Process) error {
 	if p.Covers(capability.Read, "") {
 		return nil
 	}
-	return fmt.Errorf("%w: the cluster's members, their forges in flight and another member's processes need read on the whole tool tree "+
-		"(a token minted with 'agentos token --grant read', no scope), as a forge's runs do; this session's token has none", console.ErrDenied)
+	return fmt.Errorf("%w: the cluster's members, their forges in flight and another member's processes need read on the whole tool tree, "+
+		"as a forge's runs do, and this session's token has none: log in with a token minted by 'agentos token --grant read' (no scope)", console.ErrDenied)
 }
 
 // askMember runs ask on node's kernel actor within 5 s (as 'agentos ps
