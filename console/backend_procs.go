@@ -6,15 +6,24 @@ import (
 )
 
 // ProcsBackend is what the Processes and Cluster pages read: the process
-// table (through the kernel actor, with the principal's token, as 'agentos
-// ps' and 'agentos events' ask it), and the cluster's members with what
-// each hosts and the forges in flight ('agentos cluster status').
+// table of this node or of another member of its cluster (through that
+// member's kernel actor, with the principal's token, as 'agentos ps
+// [--cluster]' and 'agentos events [--cluster]' ask it), and the cluster's
+// members with what each hosts and the forges in flight ('agentos cluster
+// status').
+//
+// IMPORTANT: node is "" for this node, else a member's address as
+// ClusterMember.Address gives it. A Backend MUST ask another member only
+// when it is a member the node sees alive (ErrNotFound otherwise), MUST
+// send the ask with the principal's own token (never the node's: the
+// member's kernel authorizes it as it does any token), and MUST answer an
+// error wrapping ErrNoAnswer when the member did not answer or refused.
 type ProcsBackend interface {
-	// Processes returns the node's live processes, by PID.
-	Processes(ctx context.Context, who Principal) ([]Proc, error)
-	// Events returns the kernel's recent events after seq after, oldest
-	// first, at most limit (the most recent ones when more remain).
-	Events(ctx context.Context, who Principal, after uint64, limit int) ([]ProcEvent, error)
+	// Processes returns node's live processes, by PID.
+	Processes(ctx context.Context, who Principal, node string) ([]Proc, error)
+	// Events returns node's kernel's recent events after seq after,
+	// oldest first, at most limit (the most recent ones when more remain).
+	Events(ctx context.Context, who Principal, node string, after uint64, limit int) ([]ProcEvent, error)
 	// Cluster returns the node's cluster; a node in no cluster answers a
 	// ClusterView with Clustered false.
 	Cluster(ctx context.Context, who Principal) (ClusterView, error)

@@ -11,6 +11,9 @@ var (
 	ErrNotFound = errors.New("console: not found")
 	// ErrBadInput is a request the user must correct (400).
 	ErrBadInput = errors.New("console: bad input")
+	// ErrNoAnswer is a member of the cluster that did not answer, or
+	// refused, an ask made for the page (502: the page says which and why).
+	ErrNoAnswer = errors.New("console: a member of the cluster did not answer")
 	// ErrBadToken is a capability token the node does not accept (the
 	// login page says why).
 	ErrBadToken = errors.New("console: token refused")

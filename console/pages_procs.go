@@ -1,8 +1,10 @@
 package console
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 )
@@ -27,51 +29,88 @@ type procRow struct {
 	Children int
 }
 
-// procsView is the Processes page's data.
+// procsView is the Processes page's data: Node is the member whose
+// processes it shows ("" for this node); NoAnswer says why that member did
+// not answer (the rest is then empty).
 type procsView struct {
-	Rows   []procRow
-	Total  int
-	Next   string
-	Prev   string
-	Events []ProcEvent
+	Node     string
+	NoAnswer string
+	Rows     []procRow
+	Total    int
+	Next     string
+	Prev     string
+	Events   []ProcEvent
 }
 
-// procsPage is GET /procs[?offset=N]: the process tree, by parent, and the
-// kernel's recent events.
+// procsPage is GET /procs[?node=ADDR][&offset=N]: the process tree of this
+// node or of the member at ADDR, by parent, and its kernel's recent
+// events. A member that does not answer is shown as such (502).
 func (s *Server) procsPage(w http.ResponseWriter, r *http.Request) {
-	off := 0
-	if v := r.URL.Query().Get("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			s.fail(w, r, http.StatusBadRequest, fmt.Errorf("%w: offset %q: give a number of rows, 0 or more", ErrBadInput, v))
-			return
-		}
-		off = n
+	off, err := offsetOf(r)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err)
+		return
 	}
+	node := r.URL.Query().Get("node")
+	v, err := s.procsOf(r, node)
+	if errors.Is(err, ErrNoAnswer) {
+		s.render(w, r, http.StatusBadGateway, "procs.html", procsView{Node: node, NoAnswer: err.Error()})
+		return
+	}
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	v.page(off)
+	s.render(w, r, http.StatusOK, "procs.html", v)
+}
+
+// offsetOf is the request's offset parameter (0 without one).
+func offsetOf(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("offset")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: offset %q: give a number of rows, 0 or more", ErrBadInput, v)
+	}
+	return n, nil
+}
+
+// procsOf reads node's process tree and its 100 most recent events,
+// newest first.
+func (s *Server) procsOf(r *http.Request, node string) (procsView, error) {
 	who := sessionOf(r.Context()).who
-	ps, err := s.b.Processes(r.Context(), who)
+	ps, err := s.b.Processes(r.Context(), who, node)
 	if err != nil {
-		s.failErr(w, r, err)
-		return
+		return procsView{}, err
 	}
-	evs, err := s.b.Events(r.Context(), who, 0, 100)
+	evs, err := s.b.Events(r.Context(), who, node, 0, 100)
 	if err != nil {
-		s.failErr(w, r, err)
-		return
+		return procsView{}, err
 	}
 	slices.Reverse(evs) // newest first
-	rows := procTree(ps)
-	v := procsView{Total: len(rows), Events: evs}
+	return procsView{Node: node, Rows: procTree(ps), Events: evs}, nil
+}
+
+// page keeps the rows of the page at off, and links the pages around it.
+func (v *procsView) page(off int) {
+	rows := v.Rows
+	v.Total, v.Rows = len(rows), nil
 	if off < len(rows) {
 		v.Rows = rows[off:min(len(rows), off+procRows)]
 	}
+	base := "/procs?"
+	if v.Node != "" {
+		base += "node=" + url.QueryEscape(v.Node) + "&"
+	}
 	if off+procRows < len(rows) {
-		v.Next = "/procs?offset=" + strconv.Itoa(off+procRows)
+		v.Next = base + "offset=" + strconv.Itoa(off+procRows)
 	}
 	if off > 0 {
-		v.Prev = "/procs?offset=" + strconv.Itoa(max(off-procRows, 0))
+		v.Prev = base + "offset=" + strconv.Itoa(max(off-procRows, 0))
 	}
-	s.render(w, r, http.StatusOK, "procs.html", v)
 }
 
 // procTree orders ps as a tree, depth first, children by PID: a process

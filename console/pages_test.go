@@ -43,8 +43,8 @@ func (f *fakeBackend) Decide(context.Context, Principal, string, bool, string) (
 func (f *fakeBackend) DecisionLog(context.Context, Principal, int, int) ([]approval.Event, bool, error) {
 	return nil, false, nil
 }
-func (f *fakeBackend) Processes(context.Context, Principal) ([]Proc, error) { return nil, nil }
-func (f *fakeBackend) Events(context.Context, Principal, uint64, int) ([]ProcEvent, error) {
+func (f *fakeBackend) Processes(context.Context, Principal, string) ([]Proc, error) { return nil, nil }
+func (f *fakeBackend) Events(context.Context, Principal, string, uint64, int) ([]ProcEvent, error) {
 	return nil, nil
 }
 func (f *fakeBackend) Cluster(context.Context, Principal) (ClusterView, error) {
@@ -207,10 +207,13 @@ func (*richBackend) Approval(context.Context, Principal, string) (ApprovalDetail
 func (*richBackend) DecisionLog(context.Context, Principal, int, int) ([]approval.Event, bool, error) {
 	return []approval.Event{{At: time.Now(), ID: "a-0123456789ab", Path: "tools/x.ts", Hash: "0123", Event: "denied", By: "console:bob", Reason: "no"}}, true, nil
 }
-func (*richBackend) Processes(context.Context, Principal) ([]Proc, error) {
+func (*richBackend) Processes(_ context.Context, _ Principal, node string) ([]Proc, error) {
+	if node == "127.0.0.1:2" {
+		return nil, fmt.Errorf("%w: 127.0.0.1:2: timeout", ErrNoAnswer)
+	}
 	return []Proc{{PID: 1, Name: "sup", Image: "supervisor", Status: "running", Usage: []string{"tool_calls=1"}, Left: []string{"tool_calls=9"}, Supervisor: true, Started: time.Now()}, {PID: 2, Parent: 1, Status: "waiting"}}, nil
 }
-func (*richBackend) Events(context.Context, Principal, uint64, int) ([]ProcEvent, error) {
+func (*richBackend) Events(context.Context, Principal, string, uint64, int) ([]ProcEvent, error) {
 	return []ProcEvent{{Seq: 1, Time: time.Now(), Kind: "exit", PID: 2, Reason: "fault", Detail: "x"}, {Seq: 2, Kind: "charge", Meter: "tool_calls", Amount: 1}, {Seq: 3, Kind: "signal", Detail: "kill"}}, nil
 }
 func (*richBackend) Cluster(context.Context, Principal) (ClusterView, error) {
@@ -237,6 +240,7 @@ func TestPagesRender(t *testing.T) {
 		"/approvals/log":                "Older →",
 		"/procs":                        "└─ ",
 		"/cluster":                      "did not answer: timeout",
+		"/procs?node=127.0.0.1:1":       "Processes on <code>127.0.0.1:1</code>",
 	} {
 		resp, err := c.Get(ts.URL + p)
 		if err != nil {
@@ -247,5 +251,33 @@ func TestPagesRender(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, want) {
 			t.Errorf("GET %s: %d, want %q in\n%s", p, resp.StatusCode, want, body)
 		}
+	}
+}
+
+// A member that does not answer is shown as such on its Processes page
+// (502, its error in the page), not hidden and not a bare error page.
+func TestProcsOfSilentMember(t *testing.T) {
+	ts := newTestConsole(t, &richBackend{}, Options{})
+	jar, _ := cookiejar.New(nil)
+	c := noRedirect(jar)
+	login(t, ts, c)
+	resp, err := c.Get(ts.URL + "/procs?node=127.0.0.1:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, resp)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, `id="no-answer"`) || !strings.Contains(body, "127.0.0.1:2: timeout") {
+		t.Fatalf("GET /procs?node=127.0.0.1:2: %d\n%s", resp.StatusCode, body)
+	}
+	// The Cluster page links each member to its processes.
+	resp, err = c.Get(ts.URL + "/cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = readAll(t, resp)
+	resp.Body.Close()
+	if !strings.Contains(body, `href="/procs?node=127.0.0.1%3a1"`) {
+		t.Fatalf("the Cluster page does not link a member's processes:\n%s", body)
 	}
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/kerneltools"
 )
 
@@ -184,5 +186,40 @@ func TestBrowserProcessTree(t *testing.T) {
 	// The default process and this session's own process (image console).
 	if !strings.Contains(tree, rt.Agent().Name()) || !strings.Contains(tree, "console") {
 		t.Fatalf("the process tree:\n%s", tree)
+	}
+}
+
+// In a real browser, against a cluster of two node processes: the Cluster
+// page lists both members with their versions and what they host, this
+// node marked; a member's "processes" link opens the process tree of that
+// member process, asked of its kernel with the session's token.
+func TestBrowserClusterPage(t *testing.T) {
+	ctx := chrome(t)
+	rt, ts, mp := clusterOfTwo(t)
+	hash, other := forgeSomewhere(t, rt), mp.addr
+	tok := mint(rt, "ops", capability.Grant{Right: capability.Read})
+	browse(t, ctx, "the Cluster page", loginIn(ts.URL, tok), chromedp.Navigate(ts.URL+"/cluster"), chromedp.WaitVisible(chromedp.CSS("#members")), shot("cluster"))
+	self := textOf(t, ctx, chromedp.CSS(`#members tr[data-node="`+rt.Member().Address()+`"]`))
+	remote := textOf(t, ctx, chromedp.CSS(`#members tr[data-node="`+other+`"]`))
+	if !strings.Contains(self, "this node") || strings.Contains(remote, "this node") {
+		t.Errorf("this node's row %q, the other member's %q", self, remote)
+	}
+	for _, row := range []string{self, remote} {
+		if !strings.Contains(row, host.NodeVersion()) || !strings.Contains(row, forge.GrainKind) || strings.Contains(row, "did not answer") {
+			t.Errorf("a member's row: %q", row)
+		}
+	}
+	if !strings.Contains(self+remote, hash[:12]) {
+		t.Errorf("no member shows the forge in flight %s:\n%s\n%s", hash[:12], self, remote)
+	}
+	browse(t, ctx, "the other member's processes",
+		chromedp.Click(chromedp.CSS(`#members tr[data-node="`+other+`"] a.procs`)),
+		chromedp.WaitVisible(chromedp.CSS("#procs")),
+	)
+	if h := textOf(t, ctx, "h1"); !strings.Contains(h, "Processes on "+other) {
+		t.Errorf("the heading: %q", h)
+	}
+	if tree := textOf(t, ctx, "#procs"); !strings.Contains(tree, memberWorker) {
+		t.Errorf("the member process's tree:\n%s", tree)
 	}
 }
