@@ -28,7 +28,7 @@ type Hit = toolmeta.Hit
 
 // Defaults of Options.
 const (
-	DefaultToolsDir   = "tools"
+	DefaultToolsDir   = regclient.DefaultToolsDir
 	DefaultFile       = "meta.json"
 	DefaultFlushDelay = time.Second
 	// DefaultLimit is the number of hits Search returns for limit <= 0.

@@ -68,12 +68,10 @@ var knownImports = map[string]string{
 	"internal/scaffold -> actors/git/repo": "agentos init lays out the tool root's repository with the git actor's repo package: the composition root should pass it in",
 
 	// The kernel tools' package and the agent processes.
-	"agent -> actors/kernel":                  "an agent is a kernel process (kernel.Process): move the process handle to a leaf",
-	"mcpserver -> actors/kernel":              "MCP sessions run as kernel processes (kernel.Process): move the process handle to a leaf",
-	"mcpserver -> actors/registry":            "the MCP server lists the registry's tools: ask the registry actor through its client and the tool-metadata leaf",
-	"mcpserver uses actors/registry.Registry": "the MCP server holds the registry object: ask the registry actor through its client",
-	"agent uses actors/kernel.Kernel":         "an agent's process is spawned on the node's process table (agent.Node.Kernel; it was hidden behind *kerneltools.Node before the kernel tool type became a leaf): spawn through the kernel actor's client",
-	"mcpserver uses actors/kernel.Kernel":     "the MCP server verifies tokens and spawns its sessions' processes on the process table (mcpserver.Node.Kernel; hidden behind *kerneltools.Node before): ask the kernel actor through its client",
+	"agent -> actors/kernel":              "an agent is a kernel process (kernel.Process): move the process handle to a leaf",
+	"mcpserver -> actors/kernel":          "MCP sessions run as kernel processes (kernel.Process): move the process handle to a leaf",
+	"agent uses actors/kernel.Kernel":     "an agent's process is spawned on the node's process table (agent.Node.Kernel; it was hidden behind *kerneltools.Node before the kernel tool type became a leaf): spawn through the kernel actor's client",
+	"mcpserver uses actors/kernel.Kernel": "the MCP server verifies tokens and spawns its sessions' processes on the process table (mcpserver.Node.Kernel; hidden behind *kerneltools.Node before): ask the kernel actor through its client",
 }
 
 // violation is one break of the import rules.

@@ -18,6 +18,11 @@ import (
 // DefaultTimeout bounds a Client request when Client.Timeout is zero.
 const DefaultTimeout = time.Minute
 
+// DefaultToolsDir is the tools directory under the tool root when none is
+// configured (the registry's Options.ToolsDir when empty): the directory
+// stripped from a tool's path to name it.
+const DefaultToolsDir = "tools"
+
 // DefaultThreshold is the score from which a search hit is close enough to
 // reuse instead of writing a new tool (the forge's, and the registry's
 // Options.Threshold when zero).
