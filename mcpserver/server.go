@@ -172,7 +172,7 @@ func New(opts Options) (*Server, error) {
 		default:
 		}
 	})
-	tools, err := s.listTools()
+	tools, err := s.listTools(context.Background())
 	if err != nil {
 		s.stopWatch()
 		return nil, err
@@ -184,8 +184,8 @@ func New(opts Options) (*Server, error) {
 }
 
 // listTools asks the registry actor for the registered tools, by MCP name.
-func (s *Server) listTools() (map[string]toolmeta.Tool, error) {
-	list, err := s.opts.Registry.List(context.Background())
+func (s *Server) listTools(ctx context.Context) (map[string]toolmeta.Tool, error) {
+	list, err := s.opts.Registry.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("mcp: listing the registered tools: %w", err)
 	}
@@ -195,9 +195,12 @@ func (s *Server) listTools() (map[string]toolmeta.Tool, error) {
 const defaultInstructions = "agentos: a sandboxed TypeScript tool runtime. search_tools finds a registered tool, exec_tool runs one (each registered tool is also its own MCP tool), forge_tool writes and registers a new one; write_file/patch_file edit tools under tools/, check_tool checks one. Every run is journaled and replayable."
 
 // follow keeps every process's MCP tools, resources and prompts in step
-// with the registry and the personas until Close.
+// with the registry and the personas until Close, which also cuts short a
+// List it waits for.
 func (s *Server) follow() {
 	defer close(s.done)
+	ctx, cancel := s.untilClosed()
+	defer cancel()
 	poll := time.NewTicker(s.opts.PersonaPoll)
 	defer poll.Stop()
 	sweep := time.NewTicker(s.opts.TaskSweep)
@@ -222,7 +225,7 @@ func (s *Server) follow() {
 				continue
 			}
 		}
-		tools, err := s.listTools()
+		tools, err := s.listTools(ctx)
 		if err != nil {
 			s.log.Warn("mcp: the registry did not answer: the tools stay as they were until its next change", slog.Any("err", err))
 		}
@@ -241,6 +244,19 @@ func (s *Server) follow() {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// untilClosed returns a context that ends when Close is called, or cancel.
+func (s *Server) untilClosed() (ctx context.Context, cancel context.CancelFunc) {
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // sweepTasks removes the expired tasks.
