@@ -15,6 +15,7 @@ import (
 
 	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/actors/forge/forgerun"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/kernel"
@@ -413,7 +414,7 @@ func (n *Node) finishedForge(ctx context.Context, specHash string) (forge.Result
 			continue // removed since: forge it again
 		}
 		res.RunID = r.ID
-		return res, forge.RequestOf(r), true, nil
+		return res, forgerun.RequestOf(r), true, nil
 	}
 	return forge.Result{}, "", false, nil
 }
@@ -430,7 +431,7 @@ func (n *Node) failedForge(_ context.Context, specHash, request string) (error, 
 		return nil, false, err
 	}
 	for i := len(runs) - 1; i >= 0; i-- {
-		if forge.RequestOf(runs[i]) == request {
+		if forgerun.RequestOf(runs[i]) == request {
 			return forge.FailureOf(runs[i]), true, nil
 		}
 	}
@@ -443,7 +444,7 @@ func forgeRuns(j *journal.Journal, specHash, status string) ([]journal.RunMeta, 
 	runs, err := j.Runs()
 	var out []journal.RunMeta
 	for _, r := range runs {
-		if spec, ok := forge.SpecOf(r); ok && r.Status == status && forge.SpecHash(spec) == specHash {
+		if spec, ok := forgerun.SpecOf(r); ok && r.Status == status && forge.SpecHash(spec) == specHash {
 			out = append(out, r)
 		}
 	}

@@ -264,6 +264,14 @@ func (n *Node) Kernel() *kernel.Kernel { return n.k }
 // (gate.Options.Runs < 0).
 func (n *Node) Gate() *gate.Gate { return n.gate }
 
+// RegistryClient returns a typed client of the node's registry actor: list,
+// search and get its tools, and watch their changes (regclient.Client.Watch),
+// as messages. It is the registry the MCP server follows (mcpserver.Options).
+func (n *Node) RegistryClient() *regclient.Client {
+	c := n.regClient
+	return &c
+}
+
 // ActorSystem returns the node's actor system, for actors of the embedding
 // program (spawned with its Spawn, they are stopped with the tree).
 func (n *Node) ActorSystem() *system.System { return n.sys }

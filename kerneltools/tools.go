@@ -17,6 +17,7 @@ import (
 	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/forge/forgerun"
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
@@ -675,7 +676,7 @@ func (n *Node) ResumeForge(ctx context.Context, p *kernel.Process, id string) (f
 		if err != nil {
 			return forge.Result{}, fmt.Errorf("forge run %s cannot resume: %w", id, err)
 		}
-		spec, ok := forge.SpecOf(meta)
+		spec, ok := forgerun.SpecOf(meta)
 		if !ok {
 			return forge.Result{}, fmt.Errorf("forge run %s cannot resume: it is not a forge run with a journaled spec", id)
 		}

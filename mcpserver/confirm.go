@@ -298,7 +298,7 @@ func (s *Server) sourceHash(ctx context.Context, proc *kernel.Process, p string)
 	args, _ := json.Marshal(map[string]string{"path": p})
 	out, err := s.opts.Node.Call(ctx, proc, "read_file", args)
 	if errors.Is(err, capability.ErrDenied) {
-		if t, ok := s.opts.Registry.Get(p); ok && t.Hash != "" {
+		if t, ok, gerr := s.opts.Registry.Get(ctx, p); gerr == nil && ok && t.Hash != "" {
 			return "registry:" + t.Hash, nil
 		}
 	}

@@ -16,9 +16,12 @@
 //     parameters as inputSchema and its JSDoc as description; a call is
 //     exec_tool of that path with the call's arguments.
 //
-// The registered tools are live: the Server watches the registry
-// (registry.Registry.Watch) and adds, replaces or removes the MCP tools,
-// which sends notifications/tools/list_changed to every connected client.
+// The registered tools are live: the Server reaches the node's registry
+// actor only through its client (Options.Registry, regclient.Client): it
+// lists the tools with List and watches their changes with Watch (the
+// registry actor's Changed events on the node's EventStream), then adds,
+// replaces or removes the MCP tools, which sends
+// notifications/tools/list_changed to every connected client.
 //
 // # Resources, prompts, completions
 //

@@ -24,7 +24,7 @@ func Example() {
 		panic(err)
 	}
 	defer rt.Close()
-	srv, err := mcpserver.New(mcpserver.Options{Node: rt.Node(), Registry: rt.Registry(), Logger: quiet})
+	srv, err := mcpserver.New(mcpserver.Options{Node: rt.Node(), Registry: rt.Node().RegistryClient(), Logger: quiet})
 	if err != nil {
 		panic(err)
 	}

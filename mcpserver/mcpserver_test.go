@@ -47,7 +47,7 @@ func newEnv(t *testing.T, cfg host.Config) *env {
 	}
 	ended := make(chan string, 64)
 	log := slog.New(endedHandler{ended})
-	srv, err := mcpserver.New(mcpserver.Options{Node: rt.Node(), Registry: rt.Registry(), ToolsDir: cfg.Tools(), Logger: log, ProgressInterval: 50 * time.Millisecond,
+	srv, err := mcpserver.New(mcpserver.Options{Node: rt.Node(), Registry: rt.Node().RegistryClient(), ToolsDir: cfg.Tools(), Logger: log, ProgressInterval: 50 * time.Millisecond,
 		Journal: rt.Journal(), Personas: rt.Personas(), PersonaPoll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

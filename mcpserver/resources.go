@@ -14,8 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/toolmeta"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -74,7 +74,7 @@ func (s *Server) addResourceTemplates(srv *mcp.Server, p *kernel.Process) {
 // every registered tool b's process may read (s.mu held); a change sends
 // notifications/resources/list_changed.
 func (s *Server) syncResourcesLocked(b *bound) {
-	want := map[string]registry.Tool{}
+	want := map[string]toolmeta.Tool{}
 	for _, t := range s.tools {
 		if b.p.Covers(capability.Read, t.Path) {
 			want[ToolURI(t.Path, s.opts.ToolsDir)] = t
@@ -215,7 +215,7 @@ func mustArgs(v map[string]string) json.RawMessage {
 
 // registryEntry is one tool of agentos://registry.
 type registryEntry struct {
-	registry.Tool
+	toolmeta.Tool
 	URI     string `json:"uri"`
 	MCPName string `json:"tool"` // its MCP tool name
 }

@@ -17,8 +17,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/actors/registry"
+	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/internal/toolmeta"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/persona"
 	"github.com/agentos-run/agentos/pii"
@@ -33,8 +34,11 @@ const DefaultProgressInterval = time.Second
 type Options struct {
 	// Node runs the tools (REQUIRED).
 	Node Node
-	// Registry is the node's tool registry, watched for changes (REQUIRED).
-	Registry *registry.Registry
+	// Registry is the client of the node's registry actor (REQUIRED): the
+	// server lists the tools through it and watches their changes
+	// (regclient.Client.Watch), so it MUST be a client of this node's
+	// registry (kerneltools.Node.RegistryClient).
+	Registry *regclient.Client
 	// ToolsDir is the tools directory, stripped from a registered tool's
 	// path to name it (default "tools").
 	ToolsDir string
@@ -94,7 +98,7 @@ type Server struct {
 	closed   bool
 	bound    map[kernel.PID]*bound        // the MCP server of each process
 	byToken  map[string]*kernel.Process   // HTTP: the process of each token id
-	tools    map[string]registry.Tool     // the registered tools by MCP name
+	tools    map[string]toolmeta.Tool     // the registered tools by MCP name
 	personas []persona.Persona            // the personas (current versions), by name
 	spawned  []*kernel.Process            // the processes HTTP tokens made
 	opening  map[kernel.PID]chan struct{} // HTTP: one initialize at a time per process (admitSession)
@@ -122,11 +126,11 @@ type bound struct {
 // New returns a Server of opts.Node's tools and starts watching the
 // registry. Close it.
 func New(opts Options) (*Server, error) {
-	if opts.Node == nil || opts.Registry == nil {
-		return nil, fmt.Errorf("%w: Options.Node and Options.Registry are required (the runtime's Node() and Registry())", ErrOptions)
+	if opts.Node == nil || opts.Registry == nil || opts.Registry.PID == nil || opts.Registry.Root == nil {
+		return nil, fmt.Errorf("%w: Options.Node and Options.Registry (with its PID and Root) are required (the runtime's Node() and Node().RegistryClient())", ErrOptions)
 	}
 	if opts.ToolsDir == "" {
-		opts.ToolsDir = registry.DefaultToolsDir
+		opts.ToolsDir = regclient.DefaultToolsDir
 	}
 	if opts.Name == "" {
 		opts.Name = "agentos"
@@ -161,24 +165,42 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.tools = registeredTools(opts.Registry.List(), opts.ToolsDir)
-	s.personas = s.listPersonas()
+	// Watch first: a change made while the tools are listed wakes follow.
 	s.stopWatch = opts.Registry.Watch(func() {
 		select {
 		case s.wake <- struct{}{}:
 		default:
 		}
 	})
+	tools, err := s.listTools(context.Background())
+	if err != nil {
+		s.stopWatch()
+		return nil, err
+	}
+	s.tools = tools
+	s.personas = s.listPersonas()
 	go s.follow()
 	return s, nil
+}
+
+// listTools asks the registry actor for the registered tools, by MCP name.
+func (s *Server) listTools(ctx context.Context) (map[string]toolmeta.Tool, error) {
+	list, err := s.opts.Registry.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: listing the registered tools: %w", err)
+	}
+	return registeredTools(list, s.opts.ToolsDir), nil
 }
 
 const defaultInstructions = "agentos: a sandboxed TypeScript tool runtime. search_tools finds a registered tool, exec_tool runs one (each registered tool is also its own MCP tool), forge_tool writes and registers a new one; write_file/patch_file edit tools under tools/, check_tool checks one. Every run is journaled and replayable."
 
 // follow keeps every process's MCP tools, resources and prompts in step
-// with the registry and the personas until Close.
+// with the registry and the personas until Close, which also cuts short a
+// List it waits for.
 func (s *Server) follow() {
 	defer close(s.done)
+	ctx, cancel := s.untilClosed()
+	defer cancel()
 	poll := time.NewTicker(s.opts.PersonaPoll)
 	defer poll.Stop()
 	sweep := time.NewTicker(s.opts.TaskSweep)
@@ -203,12 +225,18 @@ func (s *Server) follow() {
 				continue
 			}
 		}
+		tools, err := s.listTools(ctx)
+		if err != nil {
+			s.log.Warn("mcp: the registry did not answer: the tools stay as they were until its next change", slog.Any("err", err))
+		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			return
 		}
-		s.tools = registeredTools(s.opts.Registry.List(), s.opts.ToolsDir)
+		if err == nil {
+			s.tools = tools
+		}
 		s.personas = personas
 		s.dropEndedLocked()
 		for _, b := range s.bound {
@@ -216,6 +244,19 @@ func (s *Server) follow() {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// untilClosed returns a context that ends when Close is called, or cancel.
+func (s *Server) untilClosed() (ctx context.Context, cancel context.CancelFunc) {
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // sweepTasks removes the expired tasks.
@@ -315,7 +356,7 @@ func (s *Server) syncLocked(b *bound) {
 // syncToolsLocked adds, replaces and removes b's registered tools to match
 // s.tools (s.mu held).
 func (s *Server) syncToolsLocked(b *bound) {
-	want := map[string]registry.Tool{}
+	want := map[string]toolmeta.Tool{}
 	for name, t := range s.tools {
 		if b.p.Covers(capability.Exec, t.Path) {
 			want[name] = t

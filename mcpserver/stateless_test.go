@@ -47,7 +47,7 @@ func TestHTTPStateless(t *testing.T) {
 	}
 	// A second Server of the node's tools: a second front, as another
 	// node of the cluster is.
-	other, err := mcpserver.New(mcpserver.Options{Node: e.rt.Node(), Registry: e.rt.Registry(), Logger: quiet})
+	other, err := mcpserver.New(mcpserver.Options{Node: e.rt.Node(), Registry: e.rt.Node().RegistryClient(), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

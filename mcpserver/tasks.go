@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/actors/forge/forgerun"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -474,7 +474,7 @@ func (s *Server) ranFor(t *taskRecord, run journal.RunMeta) bool {
 		var a struct {
 			Spec string `json:"spec"`
 		}
-		spec, ok := forge.SpecOf(run)
+		spec, ok := forgerun.SpecOf(run)
 		return ok && json.Unmarshal(t.Args, &a) == nil && spec == a.Spec
 	}
 	return run.Tool == t.Path && run.Caller != nil && run.Caller.Process == t.Process

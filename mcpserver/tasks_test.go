@@ -164,7 +164,7 @@ func TestTasksRefuseARebindingHost(t *testing.T) {
 // the test; and an httptest server of it.
 func taskServer(t *testing.T, e *env, mod func(*mcpserver.Options)) (*mcpserver.Server, *httptest.Server) {
 	t.Helper()
-	opts := mcpserver.Options{Node: e.rt.Node(), Registry: e.rt.Registry(), Logger: quiet, ProgressInterval: 50 * time.Millisecond, Journal: e.rt.Journal()}
+	opts := mcpserver.Options{Node: e.rt.Node(), Registry: e.rt.Node().RegistryClient(), Logger: quiet, ProgressInterval: 50 * time.Millisecond, Journal: e.rt.Journal()}
 	if mod != nil {
 		mod(&opts)
 	}

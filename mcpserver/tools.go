@@ -14,8 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentos-run/agentos/actors/kernel"
-	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/agent"
+	"github.com/agentos-run/agentos/internal/toolmeta"
 	"github.com/agentos-run/agentos/kerneltool"
 )
 
@@ -81,13 +81,13 @@ func Names(paths []string, toolsDir string) map[string]string {
 }
 
 // registeredTools is the registered tools by MCP name.
-func registeredTools(list []registry.Tool, toolsDir string) map[string]registry.Tool {
+func registeredTools(list []toolmeta.Tool, toolsDir string) map[string]toolmeta.Tool {
 	paths := make([]string, len(list))
 	for i, t := range list {
 		paths[i] = t.Path
 	}
 	names := Names(paths, toolsDir)
-	out := make(map[string]registry.Tool, len(list))
+	out := make(map[string]toolmeta.Tool, len(list))
 	for _, t := range list {
 		out[names[t.Path]] = t
 	}
@@ -98,7 +98,7 @@ func registeredTools(list []registry.Tool, toolsDir string) map[string]registry.
 var objectSchema = json.RawMessage(`{"type":"object"}`)
 
 // registeredTool is the MCP tool of the registered tool t.
-func registeredTool(name string, t registry.Tool) *mcp.Tool {
+func registeredTool(name string, t toolmeta.Tool) *mcp.Tool {
 	schema := objectSchema
 	var probe struct {
 		Type string `json:"type"`
@@ -163,7 +163,7 @@ func (s *Server) tokenized(t kerneltool.Tool) kerneltool.Tool {
 
 // registeredHandler runs the registered tool t as p: exec_tool of its
 // path with the call's arguments.
-func (s *Server) registeredHandler(p *kernel.Process, t registry.Tool) mcp.ToolHandler {
+func (s *Server) registeredHandler(p *kernel.Process, t toolmeta.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.Params.Arguments
 		if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {

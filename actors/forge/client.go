@@ -51,7 +51,7 @@ func (c *Client) Forge(ctx context.Context, spec string, caller *execclient.Call
 }
 
 // ForgeAs is Forge under the request key key (unique among the forges in
-// flight): the forge's journal run keeps it (RequestOf), so that the
+// flight): the forge's journal run keeps it (forgerun.RequestOf), so that the
 // request's retry is told truthfully that it forged (the forge grain uses
 // its callers' keys).
 func (c *Client) ForgeAs(ctx context.Context, key, spec string, caller *execclient.Caller) (Result, error) {

@@ -13,6 +13,7 @@ import (
 
 	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/forge/forgerun"
 	"github.com/agentos-run/agentos/actors/git"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/capability"
@@ -204,7 +205,7 @@ func (f *Forge) Forge(ctx context.Context, spec string, charge Charge) (Result, 
 
 // forge is Forge for caller (nil: the operator). request (may be empty)
 // is the key of the request that caused the forge: kept with its journal
-// run (RequestOf), so that a retry of that request, answered from the
+// run (forgerun.RequestOf), so that a retry of that request, answered from the
 // journal by another activation of the spec, is told it forged.
 func (f *Forge) forge(ctx context.Context, request, spec string, caller *execclient.Caller, charge Charge) (res Result, err error) {
 	ctx, span := f.startSpan(ctx, "", spec)
@@ -271,21 +272,13 @@ func (f *Forge) reuse(ctx context.Context, spec string) (res Result, reused bool
 // journalForge begins the journal run of a forge of spec, caused by
 // request (may be empty), asking for the lessons of agents.
 func (f *Forge) journalForge(spec, request string, agents []string) (*journal.Run, error) {
-	a := map[string]any{"spec": spec}
-	if request != "" {
-		a["request"] = request
-	}
-	if len(agents) > 0 {
-		// A resumed forge asks again (answered from the journal) only
-		// if this one asked: runs recorded before lessons existed
-		// resume as they were. It asks for the same agents' lessons
-		// whoever resumes it (the default process, agentos recover
-		// with no caller): the request must be the recorded one.
-		a["lessons"] = "1"
-		a["lesson_agents"] = agents
-	}
-	args, _ := json.Marshal(a)
-	run, err := f.opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args})
+	// A resumed forge asks again (answered from the journal) only if this
+	// one asked: runs recorded before lessons existed resume as they were.
+	// It asks for the same agents' lessons whoever resumes it (the default
+	// process, agentos recover with no caller): the request must be the
+	// recorded one.
+	args := forgerun.Args{Spec: spec, Request: request, Lessons: len(agents) > 0, LessonAgents: agents}
+	run, err := f.opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args.Encode()})
 	if err != nil {
 		return nil, fmt.Errorf("journaling the forge: %w", err)
 	}
@@ -308,8 +301,9 @@ func (f *Forge) closeRun(ctx context.Context, run *journal.Run, res *Result, err
 	return f.endRun(ctx, run, *res, err)
 }
 
-// Kind is the journal kind of forge runs.
-const Kind = "forge"
+// Kind is the journal kind of forge runs; their record (the arguments'
+// codec: SpecOf, RequestOf) is the leaf forgerun's.
+const Kind = forgerun.Kind
 
 // Resume continues the forge run id that a crash interrupted: the recorded
 // model answers and test results are served from the journal (no model
@@ -341,24 +335,19 @@ func (f *Forge) resumeRun(ctx context.Context, id string, caller *execclient.Cal
 	if meta.Kind != Kind {
 		return Result{}, fmt.Errorf("%w: run %s is of kind %s, not a forge", ErrSpec, id, meta.Kind)
 	}
-	spec, ok := SpecOf(meta)
-	if !ok {
+	asked, _ := forgerun.ArgsOf(meta)
+	if asked.Spec == "" {
 		return Result{}, fmt.Errorf("%w: run %s has no spec to resume", ErrSpec, id)
 	}
 	rec.Run().Durable()
 	host := driver.Chain(f.devices(caller), f.opts.PII.ModelMiddleware(), rec.Middleware())
-	var asked struct {
-		Lessons      string   `json:"lessons"`
-		LessonAgents []string `json:"lesson_agents"`
-	}
-	_ = json.Unmarshal(meta.Args, &asked)
 	agents := asked.LessonAgents
-	if asked.Lessons == "1" && len(agents) == 0 {
+	if asked.Lessons && len(agents) == 0 {
 		agents = lessonAgents(caller, true) // recorded before lesson_agents was saved
-	} else if asked.Lessons != "1" {
+	} else if !asked.Lessons {
 		agents = nil
 	}
-	res, err := f.loop(ctx, host, spec, agents, charge, rec.Run())
+	res, err := f.loop(ctx, host, asked.Spec, agents, charge, rec.Run())
 	res.RunID = id
 	if ctx.Err() == nil && !errors.Is(err, ErrCallerGone) {
 		err = f.endRun(ctx, rec.Run(), res, err)

@@ -34,34 +34,6 @@ func SpecHash(spec string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// SpecOf returns the spec a forge run was journaled with (its RunMeta.Args
-// are {"spec": ...}); ok false for a run of another kind or without one.
-func SpecOf(m journal.RunMeta) (spec string, ok bool) {
-	if m.Kind != Kind {
-		return "", false
-	}
-	var a struct {
-		Spec string `json:"spec"`
-	}
-	if json.Unmarshal(m.Args, &a) != nil || a.Spec == "" {
-		return "", false
-	}
-	return a.Spec, true
-}
-
-// RequestOf returns the key of the request that caused forge run m (the
-// forge grain's caller's RunKey; "" when unknown: a run recorded before
-// agentos kept it, or forged without a key).
-func RequestOf(m journal.RunMeta) string {
-	var a struct {
-		Request string `json:"request"`
-	}
-	if m.Kind != Kind || json.Unmarshal(m.Args, &a) != nil {
-		return ""
-	}
-	return a.Request
-}
-
 // FailureOf returns the error a forge run m ended with, as its caller was
 // told it (errors.Is finds the sentinel its code names: ErrGaveUp,
 // capability.ErrDenied...); nil for a run of another kind, or one that did
@@ -99,12 +71,12 @@ type GrainOptions struct {
 	// root): a new activation of the spec (after a node died, or the
 	// cluster changed) answers with it as a reuse instead of forging again,
 	// except to the request that caused that forge (request: its key, see
-	// RequestOf), which is answered the forge's own result. ok false: there
+	// forgerun.RequestOf), which is answered the forge's own result. ok false: there
 	// is none. nil: nothing is looked for.
 	Finished func(ctx context.Context, specHash string) (res Result, request string, ok bool, err error)
 	// Failed finds the forge of the spec that the request whose key is
 	// request caused, if it ended failed (the shared journal records the
-	// request, see RequestOf, and the failure, see FailureOf): a request
+	// request, see forgerun.RequestOf, and the failure, see FailureOf): a request
 	// asked again at a new activation (its answer was lost with a node, or
 	// with an attempt that timed out) is answered that failure, never
 	// forged again. ok false: there is none. nil: nothing is looked for.

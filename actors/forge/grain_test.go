@@ -14,6 +14,7 @@ import (
 	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge"
 	pb "github.com/agentos-run/agentos/actors/forge/forgepb"
+	"github.com/agentos-run/agentos/actors/forge/forgerun"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver/llm"
@@ -325,7 +326,7 @@ func TestGrainRetryIsToldItForged(t *testing.T) {
 			var res forge.Result
 			if r.Kind == forge.Kind && r.Status == "ok" && json.Unmarshal(r.Result, &res) == nil {
 				res.RunID = r.ID
-				return res, forge.RequestOf(r), true, nil
+				return res, forgerun.RequestOf(r), true, nil
 			}
 		}
 		return forge.Result{}, "", false, nil
@@ -414,7 +415,7 @@ func TestGrainNewActivationAnswersTheRequestsFailure(t *testing.T) {
 			return nil, false, err
 		}
 		for _, r := range runs {
-			if s, ok := forge.SpecOf(r); ok && forge.SpecHash(s) == hash && forge.RequestOf(r) == request {
+			if s, ok := forgerun.SpecOf(r); ok && forge.SpecHash(s) == hash && forgerun.RequestOf(r) == request {
 				if ferr := forge.FailureOf(r); ferr != nil {
 					return ferr, true, nil
 				}

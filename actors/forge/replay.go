@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/agentos-run/agentos/actors/forge/check"
+	"github.com/agentos-run/agentos/actors/forge/forgerun"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/pii"
@@ -84,7 +85,7 @@ func Replay(ctx context.Context, j *journal.Journal, id string, opts ReplayOptio
 	if meta.Kind != Kind {
 		return ReplayReport{}, fmt.Errorf("%w: run %s is of kind %s, not a forge", ErrSpec, meta.ID, meta.Kind)
 	}
-	spec, ok := SpecOf(meta)
+	spec, ok := forgerun.SpecOf(meta)
 	if !ok {
 		return ReplayReport{}, fmt.Errorf("%w: run %s has no spec to replay", ErrSpec, meta.ID)
 	}
@@ -131,12 +132,8 @@ func Replay(ctx context.Context, j *journal.Journal, id string, opts ReplayOptio
 // recordedLessonAgents are the memories the run recalled lessons from, as
 // resume reads them (nil: it recalled none).
 func recordedLessonAgents(meta journal.RunMeta) []string {
-	var asked struct {
-		Lessons      string   `json:"lessons"`
-		LessonAgents []string `json:"lesson_agents"`
-	}
-	_ = json.Unmarshal(meta.Args, &asked)
-	if asked.Lessons != "1" {
+	asked, _ := forgerun.ArgsOf(meta)
+	if !asked.Lessons {
 		return nil
 	}
 	if len(asked.LessonAgents) == 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,5 +124,70 @@ func TestClientCancelled(t *testing.T) {
 	cancel()
 	if _, err := c.Search(ctx, "x", 1); !errors.Is(err, regclient.ErrUnavailable) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled ctx: %v", err)
+	}
+}
+
+// TestClientListAndWatch: List answers every tool, sorted by path, as the
+// Registry's List does; Watch hears each change of its registry actor's
+// Registry (not of another registry actor in the same actor system), none
+// after stop, and none once the actor has stopped.
+func TestClientListAndWatch(t *testing.T) {
+	rt := newRoot(t)
+	r := rt.open(rt.options())
+	sys, c := startActor(t, r)
+	ctx := context.Background()
+	if tools, err := c.List(ctx); err != nil || tools == nil || len(tools) != 0 {
+		t.Fatalf("List of an empty registry: %+v, %v", tools, err)
+	}
+
+	other := newRoot(t)
+	otherPID := sys.Root.Spawn(Props(other.open(other.options())))
+	otherC := regclient.New(sys.Root, otherPID)
+	var heard, heardOther atomic.Int32
+	stop := c.Watch(func() { heard.Add(1) })
+	defer otherC.Watch(func() { heardOther.Add(1) })()
+
+	for _, p := range []string{"tools/b.ts", "tools/a.ts"} {
+		src := "/** Tool " + p + ". */\nexport default function f() {}\n"
+		rt.write(p, src)
+		if _, err := c.Register(ctx, p, []byte(src)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The actor publishes before it answers Register.
+	if n := heard.Load(); n != 2 {
+		t.Fatalf("Watch heard %d changes after 2 new tools, want 2", n)
+	}
+	tools, err := c.List(ctx)
+	if err != nil || len(tools) != 2 || tools[0].Path != "tools/a.ts" || tools[1].Path != "tools/b.ts" {
+		t.Fatalf("List: %+v, %v", tools, err)
+	}
+	if want := r.List(); !reflect.DeepEqual(tools, want) {
+		t.Fatalf("List over the actor:\n%+v\nthe Registry's:\n%+v", tools, want)
+	}
+	if n := heardOther.Load(); n != 0 {
+		t.Fatalf("a watcher of another registry actor heard %d changes", n)
+	}
+
+	stop()
+	stop() // a second stop is harmless
+	if err := r.Remove("tools/a.ts"); err != nil {
+		t.Fatal(err)
+	}
+	if n := heard.Load(); n != 2 {
+		t.Fatalf("Watch heard %d changes after stop, want 2", n)
+	}
+
+	// Once the actor stopped, its registry's changes are published no more.
+	again := c.Watch(func() { heard.Add(1) })
+	defer again()
+	if err := sys.Root.StopFuture(c.PID).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Remove("tools/b.ts"); err != nil {
+		t.Fatal(err)
+	}
+	if n := heard.Load(); n != 2 {
+		t.Fatalf("a stopped registry actor published %d changes", n-2)
 	}
 }

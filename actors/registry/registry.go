@@ -28,7 +28,7 @@ type Hit = toolmeta.Hit
 
 // Defaults of Options.
 const (
-	DefaultToolsDir   = "tools"
+	DefaultToolsDir   = regclient.DefaultToolsDir
 	DefaultFile       = "meta.json"
 	DefaultFlushDelay = time.Second
 	// DefaultLimit is the number of hits Search returns for limit <= 0.
@@ -131,9 +131,11 @@ type Registry struct {
 // block (signal a goroutine of its own, e.g. a non-blocking send on a
 // buffered channel) and it is not told what changed: read List.
 //
-// Watch is, like Rebuild and Remove, a method of the registry's owner (an
-// MCP server of the node announcing its tools, see package mcpserver), not
-// a message: what it reports happens on this node's registry.
+// Watch is, like Rebuild and Remove, a method of the registry's owner, not
+// a message: what it reports happens on this node's registry. The registry
+// actor watches its registry and publishes each change on its node's
+// EventStream (regclient.Changed): the MCP server of the node, announcing
+// its tools, hears them through regclient.Client.Watch.
 func (r *Registry) Watch(fn func()) (stop func()) {
 	r.watchMu.Lock()
 	defer r.watchMu.Unlock()

@@ -26,6 +26,7 @@ var (
 		"Register": "Registered",
 		"Search":   "SearchResult",
 		"Get":      "Got",
+		"List":     "Listed",
 		"Used":     "Counted",
 	}
 	parts = []protoreflect.Name{"Tool", "Hit", "Failure"}

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/actors/forge/forgerun"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
@@ -252,7 +253,7 @@ func (c *faultCluster) holder(j *journal.Journal, spec int) *demoNode {
 		c.t.Fatal(err)
 	}
 	for _, r := range runs {
-		if s, ok := forge.SpecOf(r); ok && s == chaosSpec(spec) && r.Status == journal.StatusRunning {
+		if s, ok := forgerun.SpecOf(r); ok && s == chaosSpec(spec) && r.Status == journal.StatusRunning {
 			for _, n := range c.nodes {
 				if n.pid == r.PID {
 					return n
@@ -343,7 +344,7 @@ func (c *faultCluster) check(j *journal.Journal, spec int) {
 	ok := 0
 	journaled := map[int]time.Time{} // messages -> when its answer was journaled
 	for _, r := range runs {
-		if s, isForge := forge.SpecOf(r); !isForge || s != chaosSpec(spec) {
+		if s, isForge := forgerun.SpecOf(r); !isForge || s != chaosSpec(spec) {
 			continue
 		}
 		switch r.Status {
@@ -543,7 +544,7 @@ func (c *faultCluster) running(j *journal.Journal, spec int) string {
 		c.t.Fatal(err)
 	}
 	for _, r := range runs {
-		if s, ok := forge.SpecOf(r); ok && s == chaosSpec(spec) && r.Status == journal.StatusRunning {
+		if s, ok := forgerun.SpecOf(r); ok && s == chaosSpec(spec) && r.Status == journal.StatusRunning {
 			return r.ID
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/actors/forge/forgerun"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -185,7 +186,7 @@ func replayForge(ctx context.Context, absRoot string, cfg host.Config, j *journa
 }
 
 func printForgeReplay(w io.Writer, rep forge.ReplayReport) {
-	spec, _ := forge.SpecOf(rep.Run)
+	spec, _ := forgerun.SpecOf(rep.Run)
 	fmt.Fprintf(w, "replayed forge run %s offline (%q) with today's prompt and checker: no model request, no test run\n", rep.Run.ID, clip(spec, 120))
 	fmt.Fprintf(w, "  recorded  %s\n", forgeOutcome(rep.Recorded, rep.RecordedError))
 	fmt.Fprintf(w, "  replayed  %s\n", forgeOutcome(rep.Result, rep.Error))

@@ -59,7 +59,7 @@ func run() error {
 		return err
 	}
 	defer rt.Close()
-	srv, err := mcpserver.New(mcpserver.Options{Node: rt.Node(), Registry: rt.Registry(), Logger: quiet})
+	srv, err := mcpserver.New(mcpserver.Options{Node: rt.Node(), Registry: rt.Node().RegistryClient(), Logger: quiet})
 	if err != nil {
 		return err
 	}

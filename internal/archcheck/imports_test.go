@@ -25,11 +25,13 @@ var compositionRoot = []string{"internal/host", "kerneltools", "cmd/agentos"}
 // leaves are packages any package may import: they hold no actor
 // (actors/system: protoactor's fences; actors/supervisor: supervision
 // specs as data; actors/forge/check: the checker, a pure function of a
-// source; internal/toolmeta: a tool's metadata and the BM25F index the
-// registry, the executor and memory share). IMPORTANT: a leaf imports no
-// actor package (not even its messages) but another leaf, and not kerneltools:
-// a leaf that reached an actor would bring the side door back.
-var leaves = []string{"actors/system", "actors/supervisor", "actors/forge/check", "internal/toolmeta"}
+// source; actors/forge/forgerun: a forge run's journal record, read by
+// whoever finds one in the journal; internal/toolmeta: a tool's metadata
+// and the BM25F index the registry, the executor and memory share).
+// IMPORTANT: a leaf imports no actor package (not even its messages) but
+// another leaf, and not kerneltools: a leaf that reached an actor would
+// bring the side door back.
+var leaves = []string{"actors/system", "actors/supervisor", "actors/forge/check", "actors/forge/forgerun", "internal/toolmeta"}
 
 // actorObjects are the identifiers of an actor package that construct its
 // object or hold it: only the composition root (and the actor's own
@@ -58,7 +60,6 @@ var knownImports = map[string]string{
 	// names Kernel() among its verbs. These go when the process handle
 	// moves to a leaf.
 	"(root) -> actors/kernel":          "the facade answers with kernel.PID, kernel.SnapshotInfo and hands out Kernel(): move them to the process-handle leaf",
-	"mcpserver -> actors/forge":        "an MCP task answers after a restart from the forge's journal run (forge.SpecOf): move the forge run's record codec to a leaf",
 	"(root) uses actors/kernel.Kernel": "the facade's Kernel() hands the kernel out for process work, as issue 27 asks",
 	// The typed clients live in the actors' own packages: each moves to
 	// actors/X/client (beside actors/X/xpb), with the domain types its
@@ -68,12 +69,10 @@ var knownImports = map[string]string{
 	"internal/scaffold -> actors/git/repo": "agentos init lays out the tool root's repository with the git actor's repo package: the composition root should pass it in",
 
 	// The kernel tools' package and the agent processes.
-	"agent -> actors/kernel":                  "an agent is a kernel process (kernel.Process): move the process handle to a leaf",
-	"mcpserver -> actors/kernel":              "MCP sessions run as kernel processes (kernel.Process): move the process handle to a leaf",
-	"mcpserver -> actors/registry":            "the MCP server lists the registry's tools: ask the registry actor through its client and the tool-metadata leaf",
-	"mcpserver uses actors/registry.Registry": "the MCP server holds the registry object: ask the registry actor through its client",
-	"agent uses actors/kernel.Kernel":         "an agent's process is spawned on the node's process table (agent.Node.Kernel; it was hidden behind *kerneltools.Node before the kernel tool type became a leaf): spawn through the kernel actor's client",
-	"mcpserver uses actors/kernel.Kernel":     "the MCP server verifies tokens and spawns its sessions' processes on the process table (mcpserver.Node.Kernel; hidden behind *kerneltools.Node before): ask the kernel actor through its client",
+	"agent -> actors/kernel":              "an agent is a kernel process (kernel.Process): move the process handle to a leaf",
+	"mcpserver -> actors/kernel":          "MCP sessions run as kernel processes (kernel.Process): move the process handle to a leaf",
+	"agent uses actors/kernel.Kernel":     "an agent's process is spawned on the node's process table (agent.Node.Kernel; it was hidden behind *kerneltools.Node before the kernel tool type became a leaf): spawn through the kernel actor's client",
+	"mcpserver uses actors/kernel.Kernel": "the MCP server verifies tokens and spawns its sessions' processes on the process table (mcpserver.Node.Kernel; hidden behind *kerneltools.Node before): ask the kernel actor through its client",
 }
 
 // violation is one break of the import rules.

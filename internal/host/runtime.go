@@ -826,7 +826,7 @@ func (rt *Runtime) Call(ctx context.Context, tool string, args json.RawMessage) 
 // HTTPHandler. Close closes it (first). After Close it is an error.
 func (rt *Runtime) MCPServer() (*mcpserver.Server, error) {
 	rt.mcpOnce.Do(func() {
-		rt.mcpSrv, rt.mcpErr = mcpserver.New(mcpserver.Options{Node: rt.node, Registry: rt.reg, ToolsDir: rt.cfg.Tools(), Logger: rt.log, PII: rt.pii, Journal: rt.j, Personas: rt.Personas(),
+		rt.mcpSrv, rt.mcpErr = mcpserver.New(mcpserver.Options{Node: rt.node, Registry: rt.node.RegistryClient(), ToolsDir: rt.cfg.Tools(), Logger: rt.log, PII: rt.pii, Journal: rt.j, Personas: rt.Personas(),
 			TasksDir: filepath.Join(rt.root, StateDir, "mcp-tasks")})
 	})
 	if rt.mcpSrv == nil && rt.mcpErr == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/system"
@@ -16,6 +17,11 @@ import (
 
 // DefaultTimeout bounds a Client request when Client.Timeout is zero.
 const DefaultTimeout = time.Minute
+
+// DefaultToolsDir is the tools directory under the tool root when none is
+// configured (the registry's Options.ToolsDir when empty): the directory
+// stripped from a tool's path to name it.
+const DefaultToolsDir = "tools"
 
 // DefaultThreshold is the score from which a search hit is close enough to
 // reuse instead of writing a new tool (the forge's, and the registry's
@@ -85,6 +91,51 @@ func (c *Client) Get(ctx context.Context, path string) (toolmeta.Tool, bool, err
 		return toolmeta.Tool{}, false, nil
 	}
 	return toolFromPB(res.GetTool()), true, nil
+}
+
+// List returns every registered tool, sorted by path, never nil. The only
+// error is ErrUnavailable.
+func (c *Client) List(ctx context.Context) ([]toolmeta.Tool, error) {
+	res, err := request[*pb.Listed](ctx, c, &pb.List{})
+	if err != nil {
+		return nil, err
+	}
+	if err := errorOf(res.GetFailure()); err != nil {
+		return nil, err
+	}
+	tools := make([]toolmeta.Tool, 0, len(res.GetTools()))
+	for _, t := range res.GetTools() {
+		tools = append(tools, toolFromPB(t))
+	}
+	return tools, nil
+}
+
+// Changed is the event the registry actor publishes on its actor system's
+// EventStream after every change to the set of tools or to one tool's
+// entry other than its usage count (what the registry's Watch reports: a
+// Register that added a tool or a new version, a Remove, a Rebuild that
+// changed something). Registry is the actor that published it. It is not
+// told what changed: List.
+//
+// IMPORTANT: Changed is a local event: it is never sent to an actor and
+// never crosses a node (an EventStream is one actor system's).
+type Changed struct{ Registry *actor.PID }
+
+// Watch calls fn after every change the registry actor c.PID publishes
+// (Changed) until stop is called; stop may be called more than once. fn runs
+// on the goroutine that made the change: IMPORTANT: it MUST NOT block
+// (signal a goroutine of its own, e.g. a non-blocking send on a buffered
+// channel). Watch sends no message: the changes come through the EventStream
+// of c.Root's actor system, so a Client of another node's registry hears of
+// none.
+func (c *Client) Watch(fn func()) (stop func()) {
+	pid := c.PID
+	es := c.Root.ActorSystem().EventStream
+	sub := es.SubscribeWithPredicate(func(any) { fn() }, func(evt any) bool {
+		ch, ok := evt.(*Changed)
+		return ok && ch.Registry.Equal(pid)
+	})
+	return sync.OnceFunc(func() { es.Unsubscribe(sub) })
 }
 
 // Used counts one use of the tool at path and returns once the registry

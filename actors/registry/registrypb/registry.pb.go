@@ -697,6 +697,101 @@ func (x *Counted) GetFailure() *Failure {
 	return nil
 }
 
+// List asks for every registered tool, sorted by path. Sender: the node's
+// MCP server (tools/list and agentos://registry show them all). Reply:
+// Listed.
+type List struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *List) Reset() {
+	*x = List{}
+	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *List) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*List) ProtoMessage() {}
+
+func (x *List) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use List.ProtoReflect.Descriptor instead.
+func (*List) Descriptor() ([]byte, []int) {
+	return file_actors_registry_registrypb_registry_proto_rawDescGZIP(), []int{11}
+}
+
+// Listed is the reply to List.
+type Listed struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tools are every registered tool, sorted by path.
+	Tools []*Tool `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	// failure is why nothing was listed ("unauthenticated"); unset on
+	// success.
+	Failure       *Failure `protobuf:"bytes,2,opt,name=failure,proto3" json:"failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Listed) Reset() {
+	*x = Listed{}
+	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Listed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Listed) ProtoMessage() {}
+
+func (x *Listed) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_registry_registrypb_registry_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Listed.ProtoReflect.Descriptor instead.
+func (*Listed) Descriptor() ([]byte, []int) {
+	return file_actors_registry_registrypb_registry_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Listed) GetTools() []*Tool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *Listed) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
 var File_actors_registry_registrypb_registry_proto protoreflect.FileDescriptor
 
 const file_actors_registry_registrypb_registry_proto_rawDesc = "" +
@@ -743,7 +838,11 @@ const file_actors_registry_registrypb_registry_proto_rawDesc = "" +
 	"\x04Used\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\"A\n" +
 	"\aCounted\x126\n" +
-	"\afailure\x18\x01 \x01(\v2\x1c.agentos.registry.v1.FailureR\afailureBFZDgithub.com/agentos-run/agentos/actors/registry/registrypb;registrypbb\x06proto3"
+	"\afailure\x18\x01 \x01(\v2\x1c.agentos.registry.v1.FailureR\afailure\"\x06\n" +
+	"\x04List\"q\n" +
+	"\x06Listed\x12/\n" +
+	"\x05tools\x18\x01 \x03(\v2\x19.agentos.registry.v1.ToolR\x05tools\x126\n" +
+	"\afailure\x18\x02 \x01(\v2\x1c.agentos.registry.v1.FailureR\afailureBFZDgithub.com/agentos-run/agentos/actors/registry/registrypb;registrypbb\x06proto3"
 
 var (
 	file_actors_registry_registrypb_registry_proto_rawDescOnce sync.Once
@@ -757,7 +856,7 @@ func file_actors_registry_registrypb_registry_proto_rawDescGZIP() []byte {
 	return file_actors_registry_registrypb_registry_proto_rawDescData
 }
 
-var file_actors_registry_registrypb_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_actors_registry_registrypb_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_actors_registry_registrypb_registry_proto_goTypes = []any{
 	(*Tool)(nil),                  // 0: agentos.registry.v1.Tool
 	(*Hit)(nil),                   // 1: agentos.registry.v1.Hit
@@ -770,11 +869,13 @@ var file_actors_registry_registrypb_registry_proto_goTypes = []any{
 	(*Got)(nil),                   // 8: agentos.registry.v1.Got
 	(*Used)(nil),                  // 9: agentos.registry.v1.Used
 	(*Counted)(nil),               // 10: agentos.registry.v1.Counted
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*List)(nil),                  // 11: agentos.registry.v1.List
+	(*Listed)(nil),                // 12: agentos.registry.v1.Listed
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
 }
 var file_actors_registry_registrypb_registry_proto_depIdxs = []int32{
-	11, // 0: agentos.registry.v1.Tool.created:type_name -> google.protobuf.Timestamp
-	11, // 1: agentos.registry.v1.Tool.updated:type_name -> google.protobuf.Timestamp
+	13, // 0: agentos.registry.v1.Tool.created:type_name -> google.protobuf.Timestamp
+	13, // 1: agentos.registry.v1.Tool.updated:type_name -> google.protobuf.Timestamp
 	0,  // 2: agentos.registry.v1.Hit.tool:type_name -> agentos.registry.v1.Tool
 	0,  // 3: agentos.registry.v1.Registered.tool:type_name -> agentos.registry.v1.Tool
 	2,  // 4: agentos.registry.v1.Registered.failure:type_name -> agentos.registry.v1.Failure
@@ -783,11 +884,13 @@ var file_actors_registry_registrypb_registry_proto_depIdxs = []int32{
 	0,  // 7: agentos.registry.v1.Got.tool:type_name -> agentos.registry.v1.Tool
 	2,  // 8: agentos.registry.v1.Got.failure:type_name -> agentos.registry.v1.Failure
 	2,  // 9: agentos.registry.v1.Counted.failure:type_name -> agentos.registry.v1.Failure
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	0,  // 10: agentos.registry.v1.Listed.tools:type_name -> agentos.registry.v1.Tool
+	2,  // 11: agentos.registry.v1.Listed.failure:type_name -> agentos.registry.v1.Failure
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_actors_registry_registrypb_registry_proto_init() }
@@ -801,7 +904,7 @@ func file_actors_registry_registrypb_registry_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_registry_registrypb_registry_proto_rawDesc), len(file_actors_registry_registrypb_registry_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
