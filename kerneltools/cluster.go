@@ -16,7 +16,7 @@ import (
 	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/forgerun"
-	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
@@ -103,7 +103,7 @@ func (n *Node) JoinCluster(ctx context.Context, opts cluster.Options) (*cluster.
 	c.undo = append(c.undo, unsub)
 	// Commits announced before this node listened (while it was down, or
 	// between its start's pull and now) are pulled now.
-	if _, err := n.gitClient.Pull(ctx); err != nil && !errors.Is(err, git.ErrNoRepo) {
+	if _, err := n.gitClient.Pull(ctx); err != nil && !errors.Is(err, gitclient.ErrNoRepo) {
 		n.opts.Logger.Warn("cluster: catching up with the upstream after joining", slog.Any("err", err))
 	}
 	auth := n.k.Authority()
@@ -171,7 +171,7 @@ const catchUpAgain = 3 * time.Second
 
 // catchUp pulls from the upstream once (why: for the log).
 func (n *Node) catchUp(c *clustered, why string) {
-	if _, err := n.gitClient.Pull(c.ctx); err != nil && c.ctx.Err() == nil && !errors.Is(err, git.ErrNoRepo) {
+	if _, err := n.gitClient.Pull(c.ctx); err != nil && c.ctx.Err() == nil && !errors.Is(err, gitclient.ErrNoRepo) {
 		n.opts.Logger.Warn("cluster: pulling from the upstream "+why, slog.Any("err", err))
 	}
 }

@@ -12,7 +12,7 @@ import (
 	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
-	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/kernel"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
@@ -114,7 +114,7 @@ type Node struct {
 	execClient  execclient.Client
 	forgeClient forge.Client
 	regClient   regclient.Client
-	gitClient   git.Client
+	gitClient   gitclient.Client
 	rootCtx     *actor.RootContext
 	checker     *check.Checker
 	gate        *gate.Gate // nil: disabled
@@ -179,7 +179,7 @@ type Wiring struct {
 	// actor reach their siblings through.
 	Executor *execclient.Client
 	Registry *regclient.Client
-	Git      *git.Client
+	Git      *gitclient.Client
 }
 
 // Wiring returns the node's side of its actors.
@@ -209,7 +209,7 @@ func (n *Node) Attach(t Tree) error {
 	n.sys, n.kernel, n.exec, n.rootCtx, n.gate = t.System, t.Kernel, t.Executor, t.System.Root(), t.Gate
 	n.execClient = execclient.Client{PID: t.Executor, Root: n.rootCtx}
 	n.regClient = regclient.Client{PID: t.Registry, Root: n.rootCtx}
-	n.gitClient = git.Client{PID: t.Git, Root: n.rootCtx}
+	n.gitClient = gitclient.Client{PID: t.Git, Root: n.rootCtx}
 	n.forgeClient = forge.Client{PID: t.Forge, Root: n.rootCtx}
 	return nil
 }
@@ -283,9 +283,9 @@ func (n *Node) KernelPID() *actor.PID { return n.kernel }
 // WriteFile writes content to path (relative to the tool root) through the
 // node's git actor, as the operator: no process's rights are checked. The
 // file is registered when it is a tool and, with a Git upstream, committed
-// and pushed like every tool write (see git.Client.WriteFile). It is how
+// and pushed like every tool write (see gitclient.Client.WriteFile). It is how
 // the runtime saves personas (package persona).
-func (n *Node) WriteFile(ctx context.Context, path string, content []byte) (git.Written, error) {
+func (n *Node) WriteFile(ctx context.Context, path string, content []byte) (gitclient.Written, error) {
 	return n.gitClient.WriteFile(ctx, path, content)
 }
 

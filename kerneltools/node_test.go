@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge/check"
-	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
@@ -144,7 +144,7 @@ func TestToolsEndToEnd(t *testing.T) {
 			n := boot(t, mode, kernel.Options{})
 			p := spawn(t, n.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})
 			src, _ := json.Marshal(samples.FibTool)
-			var w git.Written
+			var w gitclient.Written
 			if err := json.Unmarshal(mustCall(t, n, p, "write_file", `{"path":"tools/math/fib.ts","content":`+string(src)+`}`), &w); err != nil || !w.Created || w.Bytes != len(samples.FibTool) {
 				t.Fatalf("write_file: %+v %v", w, err)
 			}
@@ -174,7 +174,7 @@ func TestToolsEndToEnd(t *testing.T) {
 			}
 
 			_, err := call(t, n, p, "patch_file", `{"path":"tools/math/fib.ts","search":"no such text","replace":"x"}`)
-			if !errors.Is(err, git.ErrSearchNotFound) || !strings.Contains(err.Error(), "tools/math/fib.ts") {
+			if !errors.Is(err, gitclient.ErrSearchNotFound) || !strings.Contains(err.Error(), "tools/math/fib.ts") {
 				t.Fatalf("patch with an absent search: %v", err)
 			}
 			mustCall(t, n, p, "patch_file", `{"path":"tools/math/fib.ts","search":"return b;","replace":"return b + 1;"}`)

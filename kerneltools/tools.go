@@ -18,7 +18,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/forge/forgerun"
-	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
@@ -535,7 +535,7 @@ func (n *Node) writeFile(ctx context.Context, p *kernel.Process, args json.RawMe
 // token, so that the git actor checks it (write on the path) and refuses
 // the node's policy and state (agentos.json, .agentos/, .git, personas/)
 // whatever it grants: the one rule every write passes (git.Protected).
-func (n *Node) gitAs(p *kernel.Process) (*git.Client, error) {
+func (n *Node) gitAs(p *kernel.Process) (*gitclient.Client, error) {
 	tok, ok := p.Token()
 	if !ok {
 		// The kernel's own check says why (and logs the refusal).
@@ -550,7 +550,7 @@ func (n *Node) gitAs(p *kernel.Process) (*git.Client, error) {
 // lost) but not offered by search_tools, and its runs wait, until it is
 // approved.
 type WriteResult struct {
-	git.Written
+	gitclient.Written
 	Approval *approval.Request `json:"approval,omitempty"`
 }
 

@@ -14,7 +14,7 @@ import (
 	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/forge/forgerun"
-	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
@@ -55,7 +55,7 @@ type Options struct {
 	Journal *journal.Journal
 	// Git is the git actor's client: it writes a forged tool and its tests
 	// (the git actor registers, commits and pushes them).
-	Git *git.Client
+	Git *gitclient.Client
 	// Charger charges the model usage of a forge made for a process (the
 	// forge actor's Run and Resume with a caller) to that process's quota;
 	// nil: nothing is charged for such forges.
@@ -575,7 +575,7 @@ func (f *Forge) keep(ctx context.Context, res Result, c candidate, holds holder)
 		// The store's own check: a commit whose token is stale by the
 		// time it is pushed never reaches the upstream (repo.ErrFenced).
 		run, fence := holds.ID(), holds.Fence()
-		write = func(ctx context.Context, p string, b []byte) (git.Written, error) {
+		write = func(ctx context.Context, p string, b []byte) (gitclient.Written, error) {
 			return f.opts.Git.WriteFenced(ctx, p, b, run, fence)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/registry"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/capability"
@@ -118,7 +119,7 @@ func newEnvWith(t testing.TB, srv *llmtest.Server, root string, o envOptions) en
 			_ = sys.Root.StopFuture(pid).Wait()
 		}
 	})
-	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: regClient, Threshold: o.threshold, Charger: o.charger, Checker: check.New(check.Options{}), Executor: execclient.New(sys.Root, exPID), Jail: jl, Journal: j, Git: git.NewClient(sys.Root, gitPID), MaxAttempts: o.attempts, Logger: quiet, PII: o.pii, Lessons: o.lessons, LessonsLimit: lessonsLimit(o.lessons)})
+	f, err := forge.New(forge.Options{LLM: client.Device(), Registry: regClient, Threshold: o.threshold, Charger: o.charger, Checker: check.New(check.Options{}), Executor: execclient.New(sys.Root, exPID), Jail: jl, Journal: j, Git: gitclient.New(sys.Root, gitPID), MaxAttempts: o.attempts, Logger: quiet, PII: o.pii, Lessons: o.lessons, LessonsLimit: lessonsLimit(o.lessons)})
 	if err != nil {
 		t.Fatal(err)
 	}

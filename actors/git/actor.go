@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	pb "github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
@@ -49,7 +50,7 @@ type Options struct {
 	OnCommitted func(*pb.Committed)
 	// SyncTimeout bounds how long an Announce keeps pulling for a commit
 	// that is not upstream yet, and is a WaitFor's default timeout.
-	// Default 30 s.
+	// Default gitclient.DefaultSyncTimeout (30 s).
 	SyncTimeout time.Duration
 	// RetryPause is the first pause between two pulls for an announced
 	// commit not upstream yet; it doubles up to 2 s. Default 100 ms.
@@ -61,7 +62,7 @@ type Options struct {
 	// replayed against the new one. IMPORTANT: it runs before the file is
 	// written, registered or committed, so that a report that is Blocked
 	// (policy block) refuses the write with nothing changed; otherwise
-	// the report goes with the reply (Written.Gate). It runs off the
+	// the report goes with the reply (gitclient.Written.Gate). It runs off the
 	// actor's goroutine (its verdict comes back as a message, gatewrite.go):
 	// the actor keeps serving pulls, announces and waits meanwhile, and
 	// the writes sent after the gated one wait for it, in order (bounded
@@ -92,16 +93,13 @@ func Props(opts Options) *actor.Props {
 		opts.PersistTimeout = time.Minute
 	}
 	if opts.SyncTimeout <= 0 {
-		opts.SyncTimeout = DefaultSyncTimeout
+		opts.SyncTimeout = gitclient.DefaultSyncTimeout
 	}
 	if opts.RetryPause <= 0 {
 		opts.RetryPause = 100 * time.Millisecond
 	}
 	return actor.PropsFromProducer(func() actor.Actor { return &gitActor{opts: opts} })
 }
-
-// DefaultSyncTimeout is Options.SyncTimeout's default.
-const DefaultSyncTimeout = 30 * time.Second
 
 type gitActor struct {
 	opts Options
@@ -143,31 +141,31 @@ func (a *gitActor) Receive(ctx actor.Context) {
 	switch m := msg.(type) {
 	case *pb.WriteFile:
 		if err := a.authorizeWrite("write", m.GetPath(), local, m.GetToken()); err != nil {
-			ctx.Respond(&pb.Written{Path: m.GetPath(), Failure: failureOf(err)})
+			ctx.Respond(&pb.Written{Path: m.GetPath(), Failure: gitclient.FailureOf(err)})
 			return
 		}
 		a.onWrite(ctx, m)
 	case *pb.PatchFile:
 		if err := a.authorizeWrite("patch", m.GetPath(), local, m.GetToken()); err != nil {
-			ctx.Respond(&pb.Written{Path: m.GetPath(), Failure: failureOf(err)})
+			ctx.Respond(&pb.Written{Path: m.GetPath(), Failure: gitclient.FailureOf(err)})
 			return
 		}
 		a.onPatch(ctx, m)
 	case *pb.Announce:
 		if err := a.authorizeSync("Announce of "+m.GetCommit(), local, m.GetToken()); err != nil {
-			ctx.Respond(&pb.Synced{Commit: m.GetCommit(), Failure: failureOf(err)})
+			ctx.Respond(&pb.Synced{Commit: m.GetCommit(), Failure: gitclient.FailureOf(err)})
 			return
 		}
 		a.onAnnounce(ctx, m)
 	case *pb.WaitFor:
 		if err := a.authorizeSync("WaitFor of "+m.GetCommit(), local, m.GetToken()); err != nil {
-			ctx.Respond(&pb.Synced{Commit: m.GetCommit(), Failure: failureOf(err)})
+			ctx.Respond(&pb.Synced{Commit: m.GetCommit(), Failure: gitclient.FailureOf(err)})
 			return
 		}
 		a.onWaitFor(ctx, m)
 	case *pb.Pull:
 		if err := a.authorizeSync("Pull", local, m.GetToken()); err != nil {
-			ctx.Respond(&pb.Synced{Failure: failureOf(err)})
+			ctx.Respond(&pb.Synced{Failure: gitclient.FailureOf(err)})
 			return
 		}
 		a.onPull(ctx)
@@ -220,15 +218,15 @@ func (a *gitActor) planWrite(m *pb.WriteFile) (writePlan, *pb.Written) {
 func (a *gitActor) planPatch(m *pb.PatchFile) (writePlan, *pb.Written) {
 	p, search, replace := m.GetPath(), m.GetSearch(), m.GetReplace()
 	if search == "" {
-		return writePlan{}, &pb.Written{Path: p, Failure: failureOf(fmt.Errorf("%w: %s needs the text to replace; to rewrite the whole file use write_file", ErrEmptySearch, p))}
+		return writePlan{}, &pb.Written{Path: p, Failure: gitclient.FailureOf(fmt.Errorf("%w: %s needs the text to replace; to rewrite the whole file use write_file", gitclient.ErrEmptySearch, p))}
 	}
 	old, err := a.opts.Jail.ReadFile(p)
 	if err != nil {
-		return writePlan{}, &pb.Written{Path: p, Failure: failureOf(err)}
+		return writePlan{}, &pb.Written{Path: p, Failure: gitclient.FailureOf(err)}
 	}
 	i := bytes.Index(old, []byte(search))
 	if i < 0 {
-		return writePlan{}, &pb.Written{Path: p, Failure: failureOf(fmt.Errorf("%w: %s does not contain the search text (%d bytes); read the file again and copy the text exactly, whitespace included", ErrSearchNotFound, p, len(search)))}
+		return writePlan{}, &pb.Written{Path: p, Failure: gitclient.FailureOf(fmt.Errorf("%w: %s does not contain the search text (%d bytes); read the file again and copy the text exactly, whitespace included", gitclient.ErrSearchNotFound, p, len(search)))}
 	}
 	next := make([]byte, 0, len(old)-len(search)+len(replace))
 	next = append(next, old[:i]...)
@@ -248,7 +246,7 @@ func (a *gitActor) onAnnounce(ctx actor.Context, m *pb.Announce) {
 		return
 	}
 	if b := m.GetBranch(); b != "" && b != a.opts.Repo.Branch() {
-		ctx.Respond(&pb.Synced{Commit: c, Head: a.head(), Failure: failureOf(fmt.Errorf("%w: commit %s was pushed to branch %q, and this node follows %q: every node of a cluster MUST use the same git.branch", ErrCommitNotReached, c, b, a.opts.Repo.Branch()))})
+		ctx.Respond(&pb.Synced{Commit: c, Head: a.head(), Failure: gitclient.FailureOf(fmt.Errorf("%w: commit %s was pushed to branch %q, and this node follows %q: every node of a cluster MUST use the same git.branch", gitclient.ErrCommitNotReached, c, b, a.opts.Repo.Branch()))})
 		return
 	}
 	if ok {
@@ -267,14 +265,14 @@ func (a *gitActor) onAnnounce(ctx actor.Context, m *pb.Announce) {
 // the waiters that pull satisfied too.
 func (a *gitActor) onPull(ctx actor.Context) {
 	if a.opts.Repo == nil {
-		ctx.Respond(&pb.Synced{Failure: failureOf(fmt.Errorf("%w: there is no upstream to pull from", ErrNoRepo))})
+		ctx.Respond(&pb.Synced{Failure: gitclient.FailureOf(fmt.Errorf("%w: there is no upstream to pull from", gitclient.ErrNoRepo))})
 		return
 	}
 	pctx, cancel := context.WithTimeout(context.Background(), a.opts.PersistTimeout)
 	res, err := a.opts.Repo.Pull(pctx)
 	cancel()
 	if err != nil {
-		ctx.Respond(&pb.Synced{Head: a.head(), Failure: failureOf(fmt.Errorf("git: pulling from the upstream: %w", err))})
+		ctx.Respond(&pb.Synced{Head: a.head(), Failure: gitclient.FailureOf(fmt.Errorf("git: pulling from the upstream: %w", err))})
 		return
 	}
 	changed, deleted, registered, rerr := a.catchUp("")
@@ -283,7 +281,7 @@ func (a *gitActor) onPull(ctx actor.Context) {
 	}
 	reply := &pb.Synced{Head: a.head(), Changed: changed, Deleted: deleted, Registered: registered}
 	if rerr != nil {
-		reply.Failure = failureOf(rerr)
+		reply.Failure = gitclient.FailureOf(rerr)
 	}
 	ctx.Respond(reply)
 	a.resolve(ctx)
@@ -322,24 +320,24 @@ func (a *gitActor) persist(pl writePlan, report []byte) *pb.Written {
 		// Checked: a crash before Persist commits it lets the next start
 		// recover exactly this content, and nothing written by hand.
 		if err := a.opts.Repo.Intend(p, content); err != nil {
-			return &pb.Written{Path: p, Gate: report, Failure: failureOf(err)}
+			return &pb.Written{Path: p, Gate: report, Failure: gitclient.FailureOf(err)}
 		}
 	}
 	if err := a.opts.Jail.WriteFile(p, content); err != nil {
-		return &pb.Written{Path: p, Gate: report, Failure: failureOf(err)}
+		return &pb.Written{Path: p, Gate: report, Failure: gitclient.FailureOf(err)}
 	}
 	w := &pb.Written{Path: p, Bytes: int64(len(content)), Hash: transpile.Hash(content), Created: created, Gate: report}
 	if a.opts.Repo != nil {
 		if err := Compiles(p, content); err != nil {
 			w.Held = true
-			w.Failure = failureOf(fmt.Errorf("%w; it was written locally only and is not persisted or shared until it compiles: fix it with write_file or patch_file", err))
+			w.Failure = gitclient.FailureOf(fmt.Errorf("%w; it was written locally only and is not persisted or shared until it compiles: fix it with write_file or patch_file", err))
 			return w
 		}
 	}
 	if a.opts.Registry != nil {
 		// Data files and tests are written, not registered.
 		if _, err := a.opts.Registry.Register(context.Background(), p, content); err != nil && !errors.Is(err, regclient.ErrNotTool) {
-			w.Failure = failureOf(fmt.Errorf("%s was written but not registered: %w", p, err))
+			w.Failure = gitclient.FailureOf(fmt.Errorf("%s was written but not registered: %w", p, err))
 			return w
 		}
 	}
@@ -363,7 +361,7 @@ func (a *gitActor) persist(pl writePlan, report []byte) *pb.Written {
 		_, _ = a.register([]string{p})
 	}
 	if err != nil {
-		w.Failure = failureOf(fmt.Errorf("%s: %w", p, err))
+		w.Failure = gitclient.FailureOf(fmt.Errorf("%s: %w", p, err))
 		return w
 	}
 	if res.Attempts > 0 && res.Branch == a.opts.Repo.Branch() {
@@ -387,11 +385,10 @@ func (a *gitActor) ownCommitOnly(commit string) bool {
 	return err == nil && parent == a.known
 }
 
-// Compiles returns nil when content at path is not a tool source (.ts or
-// .js) or when it transpiles; otherwise an error wrapping ErrNotCompiled
-// with esbuild's line:column diagnostics. It is what decides that a write
-// stays local (and the repo's Options.Hold for files a crash left
-// unsaved).
+// Compiles returns nil when content at path is not a tool source (.ts or .js)
+// or when it transpiles; otherwise an error wrapping gitclient.ErrNotCompiled
+// with esbuild's line:column diagnostics. It is what decides that a write stays
+// local (and the repo's Options.Hold for files a crash left unsaved).
 func Compiles(p string, content []byte) error {
 	switch path.Ext(p) {
 	case ".ts", ".js":
@@ -399,7 +396,7 @@ func Compiles(p string, content []byte) error {
 		return nil
 	}
 	if _, err := transpile.Default().Transpile(p, content); err != nil {
-		return fmt.Errorf("%w: %v", ErrNotCompiled, err)
+		return fmt.Errorf("%w: %v", gitclient.ErrNotCompiled, err)
 	}
 	return nil
 }

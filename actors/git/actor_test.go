@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-func start(t *testing.T) (*git.Client, string) {
+func start(t *testing.T) (*gitclient.Client, string) {
 	t.Helper()
 	dir := t.TempDir()
 	jail, err := vfs.Open(dir)
@@ -31,7 +32,7 @@ func start(t *testing.T) (*git.Client, string) {
 		_ = sys.Root.StopFuture(pid).Wait()
 		jail.Close()
 	})
-	c := git.NewClient(sys.Root, pid)
+	c := gitclient.New(sys.Root, pid)
 	c.Timeout = 5 * time.Second
 	return c, dir
 }
@@ -51,10 +52,10 @@ func TestWriteAndPatch(t *testing.T) {
 	if err != nil || string(b) != "let x = 2; let y = 1;" {
 		t.Fatalf("patch replaces the first match only: %+v %v %q", w, err, b)
 	}
-	if _, err = c.PatchFile(ctx, "tools/a.ts", "z = 3", ""); !errors.Is(err, git.ErrSearchNotFound) {
+	if _, err = c.PatchFile(ctx, "tools/a.ts", "z = 3", ""); !errors.Is(err, gitclient.ErrSearchNotFound) {
 		t.Fatalf("absent search: %v", err)
 	}
-	if _, err := c.PatchFile(ctx, "tools/a.ts", "", "x"); !errors.Is(err, git.ErrEmptySearch) {
+	if _, err := c.PatchFile(ctx, "tools/a.ts", "", "x"); !errors.Is(err, gitclient.ErrEmptySearch) {
 		t.Fatalf("empty search: %v", err)
 	}
 	if _, err := c.WriteFile(ctx, "../escape.ts", []byte("x")); !errors.Is(err, vfs.ErrSecurity) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	pb "github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
@@ -54,14 +55,14 @@ func (a *gitActor) committed(commit string, paths []string) {
 // a failure to send at once.
 func (a *gitActor) check(commit string) (bool, *pb.Synced) {
 	if a.opts.Repo == nil {
-		return false, &pb.Synced{Commit: commit, Failure: failureOf(fmt.Errorf("%w: commit %s cannot be waited for; configure git.upstream on every node of the cluster", ErrNoRepo, clip(commit)))}
+		return false, &pb.Synced{Commit: commit, Failure: gitclient.FailureOf(fmt.Errorf("%w: commit %s cannot be waited for; configure git.upstream on every node of the cluster", gitclient.ErrNoRepo, clip(commit)))}
 	}
 	ok, err := a.opts.Repo.Contains(commit)
 	switch {
 	case errors.Is(err, repo.ErrPath):
-		return false, &pb.Synced{Commit: commit, Failure: failureOf(fmt.Errorf("%w: %q: announce the full hash of a commit (40 hexadecimal digits)", ErrBadCommit, clip(commit)))}
+		return false, &pb.Synced{Commit: commit, Failure: gitclient.FailureOf(fmt.Errorf("%w: %q: announce the full hash of a commit (40 hexadecimal digits)", gitclient.ErrBadCommit, clip(commit)))}
 	case err != nil:
-		return false, &pb.Synced{Commit: commit, Failure: failureOf(err)}
+		return false, &pb.Synced{Commit: commit, Failure: gitclient.FailureOf(err)}
 	}
 	return ok, nil
 }
@@ -197,12 +198,12 @@ func (a *gitActor) resolve(ctx actor.Context) {
 		case ok:
 			w.reply.Head = head
 			if w.lastErr != nil { // reached, but a pulled tool was not registered
-				w.reply.Failure = failureOf(w.lastErr)
+				w.reply.Failure = gitclient.FailureOf(w.lastErr)
 			}
 			a.answer(ctx, w, w.reply)
 		case !now.Before(w.deadline):
 			w.reply.Head = head
-			w.reply.Failure = failureOf(a.notReached(w, c, head))
+			w.reply.Failure = gitclient.FailureOf(a.notReached(w, c, head))
 			a.answer(ctx, w, w.reply)
 		default:
 			keep = append(keep, w)
@@ -218,13 +219,13 @@ func (a *gitActor) resolve(ctx actor.Context) {
 
 func (a *gitActor) notReached(w *waiter, c, head string) error {
 	if !w.announce {
-		return fmt.Errorf("%w: %s is not in the tool root (head %s) after the wait: no announcement of it was applied on this node; check that the commit was pushed to %q and announced to this node", ErrCommitNotReached, c, clip(head), a.opts.Repo.Branch())
+		return fmt.Errorf("%w: %s is not in the tool root (head %s) after the wait: no announcement of it was applied on this node; check that the commit was pushed to %q and announced to this node", gitclient.ErrCommitNotReached, c, clip(head), a.opts.Repo.Branch())
 	}
 	why := "the upstream's branch does not hold it"
 	if w.lastErr != nil {
 		why = "the last pull failed: " + w.lastErr.Error()
 	}
-	return fmt.Errorf("%w: %s is not in the tool root (head %s) after %s of pulling from the upstream: %s; check that it was pushed to %q of this node's git.upstream", ErrCommitNotReached, c, clip(head), a.opts.SyncTimeout, why, a.opts.Repo.Branch())
+	return fmt.Errorf("%w: %s is not in the tool root (head %s) after %s of pulling from the upstream: %s; check that it was pushed to %q of this node's git.upstream", gitclient.ErrCommitNotReached, c, clip(head), a.opts.SyncTimeout, why, a.opts.Repo.Branch())
 }
 
 func (a *gitActor) answer(ctx actor.Context, w *waiter, reply *pb.Synced) {
@@ -262,7 +263,7 @@ func (a *gitActor) stop(ctx actor.Context) {
 		a.timer = nil
 	}
 	for _, w := range a.waiters {
-		w.reply.Failure = failureOf(fmt.Errorf("%w: the git actor stopped before the tool root included commit %s", ErrUnavailable, w.reply.GetCommit()))
+		w.reply.Failure = gitclient.FailureOf(fmt.Errorf("%w: the git actor stopped before the tool root included commit %s", gitclient.ErrUnavailable, w.reply.GetCommit()))
 		a.answer(ctx, w, w.reply)
 	}
 	a.waiters = nil

@@ -16,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/registry"
@@ -30,7 +31,7 @@ type gitNode struct {
 	dir  string
 	repo *repo.Repo
 	reg  *registry.Registry
-	c    *git.Client
+	c    *gitclient.Client
 	sys  *actor.ActorSystem
 	pid  *actor.PID
 
@@ -92,7 +93,7 @@ func newGitNode(t *testing.T, up string, syncTimeout time.Duration) *gitNode {
 		jail.Close()
 	})
 	n.repo, n.sys, n.pid = r, sys, pid
-	n.c = git.NewClient(sys.Root, pid)
+	n.c = gitclient.New(sys.Root, pid)
 	n.c.Timeout = time.Minute
 	return n
 }
@@ -126,7 +127,7 @@ func TestCommitAnnouncedToAnotherNode(t *testing.T) {
 	}
 
 	type result struct {
-		s   git.Synced
+		s   gitclient.Synced
 		err error
 	}
 	waited := make(chan result, 1)
@@ -136,7 +137,7 @@ func TestCommitAnnouncedToAnotherNode(t *testing.T) {
 	}()
 	// A second, short WaitFor queued behind the first proves B's tree does
 	// not include the commit yet (WaitFor fetches nothing by itself).
-	if _, err := b.c.WaitFor(ctx, w.Commit, time.Millisecond); !errors.Is(err, git.ErrCommitNotReached) || !strings.Contains(err.Error(), "no announcement of it was applied") {
+	if _, err := b.c.WaitFor(ctx, w.Commit, time.Millisecond); !errors.Is(err, gitclient.ErrCommitNotReached) || !strings.Contains(err.Error(), "no announcement of it was applied") {
 		t.Fatalf("short WaitFor before the announcement: %v, want ErrCommitNotReached", err)
 	}
 	select {
@@ -186,33 +187,33 @@ func TestAnnouncementOfAnUnknownCommitFails(t *testing.T) {
 	b := newGitNode(t, up, 200*time.Millisecond)
 	ghost := strings.Repeat("0123456789", 4)
 	_, err := b.c.Announce(ctx, ghost, "main")
-	if !errors.Is(err, git.ErrCommitNotReached) || !strings.Contains(err.Error(), ghost) || !strings.Contains(err.Error(), "of pulling from the upstream") || !strings.Contains(err.Error(), "does not hold it") {
+	if !errors.Is(err, gitclient.ErrCommitNotReached) || !strings.Contains(err.Error(), ghost) || !strings.Contains(err.Error(), "of pulling from the upstream") || !strings.Contains(err.Error(), "does not hold it") {
 		t.Fatalf("unknown commit: %v", err)
 	}
 	head, _ := b.repo.Head()
-	if _, err := b.c.Announce(ctx, head, "other"); !errors.Is(err, git.ErrCommitNotReached) || !strings.Contains(err.Error(), `branch "other"`) {
+	if _, err := b.c.Announce(ctx, head, "other"); !errors.Is(err, gitclient.ErrCommitNotReached) || !strings.Contains(err.Error(), `branch "other"`) {
 		t.Fatalf("another branch: %v", err)
 	}
 	for _, bad := range []string{"", "HEAD", "abc123"} {
-		if _, err := b.c.Announce(ctx, bad, ""); !errors.Is(err, git.ErrBadCommit) {
+		if _, err := b.c.Announce(ctx, bad, ""); !errors.Is(err, gitclient.ErrBadCommit) {
 			t.Fatalf("Announce(%q): %v, want ErrBadCommit", bad, err)
 		}
-		if _, err := b.c.WaitFor(ctx, bad, time.Second); !errors.Is(err, git.ErrBadCommit) {
+		if _, err := b.c.WaitFor(ctx, bad, time.Second); !errors.Is(err, gitclient.ErrBadCommit) {
 			t.Fatalf("WaitFor(%q): %v, want ErrBadCommit", bad, err)
 		}
 	}
 	// The upstream goes away: the error says what the pull met.
 	must(t, os.Rename(up, up+".away"))
-	if _, err := b.c.Announce(ctx, ghost, ""); !errors.Is(err, git.ErrCommitNotReached) || !strings.Contains(err.Error(), "the last pull failed") {
+	if _, err := b.c.Announce(ctx, ghost, ""); !errors.Is(err, gitclient.ErrCommitNotReached) || !strings.Contains(err.Error(), "the last pull failed") {
 		t.Fatalf("unreachable upstream: %v", err)
 	}
 	must(t, os.Rename(up+".away", up))
 
 	noGit, _ := start(t)
-	if _, err := noGit.Announce(ctx, ghost, ""); !errors.Is(err, git.ErrNoRepo) {
+	if _, err := noGit.Announce(ctx, ghost, ""); !errors.Is(err, gitclient.ErrNoRepo) {
 		t.Fatalf("node without Git: %v", err)
 	}
-	if _, err := noGit.WaitFor(ctx, ghost, 0); !errors.Is(err, git.ErrNoRepo) {
+	if _, err := noGit.WaitFor(ctx, ghost, 0); !errors.Is(err, gitclient.ErrNoRepo) {
 		t.Fatalf("node without Git: %v", err)
 	}
 }
@@ -291,7 +292,7 @@ func TestWaitersAnsweredWhenTheActorStops(t *testing.T) {
 	n := newGitNode(t, newUpstream(t), 10*time.Second)
 	f := n.sys.Root.RequestFuture(n.pid, &system.Local{Msg: &gitpb.WaitFor{Commit: strings.Repeat("ab", 20), TimeoutMs: time.Minute.Milliseconds()}}, 2*time.Minute)
 	// Queued behind the WaitFor: once answered, the WaitFor is waiting.
-	if _, err := n.c.WaitFor(context.Background(), strings.Repeat("cd", 20), time.Millisecond); !errors.Is(err, git.ErrCommitNotReached) {
+	if _, err := n.c.WaitFor(context.Background(), strings.Repeat("cd", 20), time.Millisecond); !errors.Is(err, gitclient.ErrCommitNotReached) {
 		t.Fatal(err)
 	}
 	must(t, n.sys.Root.StopFuture(n.pid).Wait())
@@ -319,7 +320,7 @@ func TestAnnounceRetriesUntilTheUpstreamAnswers(t *testing.T) {
 	f := b.sys.Root.RequestFuture(b.pid, &system.Local{Msg: &gitpb.Announce{Commit: w.Commit}}, time.Minute)
 	// Queued behind the Announce: answered while the Announce waits, so
 	// its first pull has run, and failed.
-	if _, err := b.c.WaitFor(ctx, w.Commit, time.Millisecond); !errors.Is(err, git.ErrCommitNotReached) {
+	if _, err := b.c.WaitFor(ctx, w.Commit, time.Millisecond); !errors.Is(err, gitclient.ErrCommitNotReached) {
 		t.Fatalf("WaitFor while the upstream is away: %v", err)
 	}
 	must(t, os.Rename(up+".away", up))
@@ -390,7 +391,7 @@ func TestPullCatchesUpWithoutAnnouncement(t *testing.T) {
 		t.Fatal("b's registry lacks the pulled tool")
 	}
 	noGit, _ := start(t)
-	if _, err := noGit.Pull(ctx); !errors.Is(err, git.ErrNoRepo) {
+	if _, err := noGit.Pull(ctx); !errors.Is(err, gitclient.ErrNoRepo) {
 		t.Fatalf("Pull without Git: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/vfs"
@@ -57,14 +58,14 @@ func Protected(p string, byNode bool, nodeOnly ...string) string {
 // system.Local; token: its token field) and checks that it may write p:
 // the node, or a token granting write on p, and never a protected path
 // (Protected). Errors wrap system.ErrUnauthenticated, capability.ErrDenied
-// or ErrProtected.
+// or gitclient.ErrProtected.
 func (a *gitActor) authorizeWrite(verb, p string, local bool, token string) error {
 	from, err := system.Authenticate(a.opts.Authority, local, token, verb+" of "+p)
 	if err != nil {
 		return err
 	}
 	if why := Protected(p, from.Node, a.opts.NodeOnly...); why != "" {
-		return fmt.Errorf("%w: %s of %s refused (for %s): %s", ErrProtected, verb, p, from.Holder(), why)
+		return fmt.Errorf("%w: %s of %s refused (for %s): %s", gitclient.ErrProtected, verb, p, from.Holder(), why)
 	}
 	if err := from.Permit(capability.Write, p); err != nil {
 		return fmt.Errorf("%s of %s refused: %w", verb, p, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/vfs"
@@ -74,7 +75,7 @@ func TestWriteChecksTheCallersToken(t *testing.T) {
 		_ = sys.Root.StopFuture(bare).Wait()
 		jail.Close()
 	})
-	node := git.Client{PID: pid, Root: sys.Root, Timeout: 5 * time.Second}
+	node := gitclient.Client{PID: pid, Root: sys.Root, Timeout: 5 * time.Second}
 	ctx := context.Background()
 	tools := auth.Mint("pid:7", []capability.Grant{{Right: capability.Write, Scope: "tools/"}}, capability.Caveats{})
 	all := auth.Mint("pid:8", []capability.Grant{{Right: capability.Write}}, capability.Caveats{})
@@ -84,8 +85,8 @@ func TestWriteChecksTheCallersToken(t *testing.T) {
 	if _, err := node.As(tools.Encode()).WriteFile(ctx, "data/a.txt", []byte("a")); !errors.Is(err, capability.ErrDenied) {
 		t.Errorf("write outside the grant: %v, want capability.ErrDenied", err)
 	}
-	if _, err := node.As(all.Encode()).WriteFile(ctx, "personas/coder.json", []byte("{}")); !errors.Is(err, git.ErrProtected) {
-		t.Errorf("personas/ with a grant on everything: %v, want git.ErrProtected", err)
+	if _, err := node.As(all.Encode()).WriteFile(ctx, "personas/coder.json", []byte("{}")); !errors.Is(err, gitclient.ErrProtected) {
+		t.Errorf("personas/ with a grant on everything: %v, want gitclient.ErrProtected", err)
 	}
 	if _, err := node.WriteFile(ctx, "personas/coder.json", []byte("{}")); err != nil {
 		t.Errorf("personas/ by the node: %v", err)
@@ -99,7 +100,7 @@ func TestWriteChecksTheCallersToken(t *testing.T) {
 	if _, err := node.As(tools.Encode()).WriteFile(ctx, "tools/c.txt", []byte("c")); !errors.Is(err, system.ErrUnauthenticated) {
 		t.Errorf("write with a revoked token: %v, want system.ErrUnauthenticated", err)
 	}
-	noAuth := git.Client{PID: bare, Root: sys.Root, Timeout: 5 * time.Second}
+	noAuth := gitclient.Client{PID: bare, Root: sys.Root, Timeout: 5 * time.Second}
 	if _, err := noAuth.As(all.Encode()).WriteFile(ctx, "tools/d.txt", []byte("d")); !errors.Is(err, system.ErrUnauthenticated) {
 		t.Errorf("a token to an actor without an authority: %v, want system.ErrUnauthenticated", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/registry"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
@@ -78,13 +79,13 @@ func TestBrokenToolNeverShared(t *testing.T) {
 	defer func() { _ = sys.Root.PoisonFuture(reg).Wait() }()
 	pid := sys.Root.Spawn(git.Props(git.Options{Jail: jail, Repo: rp, Registry: regclient.New(sys.Root, reg)}))
 	defer func() { _ = sys.Root.StopFuture(pid).Wait() }()
-	c := git.NewClient(sys.Root, pid)
+	c := gitclient.New(sys.Root, pid)
 	c.Timeout = time.Minute
 	ctx := context.Background()
 
 	const broken = "export default function (n: number) { return n +; }\n"
 	w, err := c.WriteFile(ctx, "tools/math/bad.ts", []byte(broken))
-	if !errors.Is(err, git.ErrNotCompiled) || !w.Held || w.Commit != "" {
+	if !errors.Is(err, gitclient.ErrNotCompiled) || !w.Held || w.Commit != "" {
 		t.Fatalf("broken write: %+v (err %v), want ErrNotCompiled, held, no commit", w, err)
 	}
 	for _, want := range []string{"tools/math/bad.ts:1:", "written locally", "not persisted or shared until it compiles"} {
@@ -117,7 +118,7 @@ func TestBrokenToolNeverShared(t *testing.T) {
 		t.Fatalf("the fixed tool is not upstream: %q %v", s, ok)
 	}
 	// A patch that breaks it again is held; the upstream keeps the good one.
-	if _, err = c.PatchFile(ctx, "tools/math/bad.ts", "n + 1;", "n + ;"); !errors.Is(err, git.ErrNotCompiled) {
+	if _, err = c.PatchFile(ctx, "tools/math/bad.ts", "n + 1;", "n + ;"); !errors.Is(err, gitclient.ErrNotCompiled) {
 		t.Fatalf("breaking patch: %v", err)
 	}
 	if s, _ := upstreamHas(t, up, "tools/math/bad.ts"); !strings.Contains(s, "n + 1;") {

@@ -6,7 +6,8 @@
 //
 // WriteFile and PatchFile (protobuf, gitpb/git.proto; messages.go lists
 // them) are answered with Written. Every one can cross a node. Callers
-// outside this package MUST use the typed Client (client.go): WriteFile and
+// outside this package MUST use the typed client, gitclient.Client
+// (actors/git/client, which also holds the actor's errors): WriteFile and
 // PatchFile return (Written, error), the reply's Failure{code, message}
 // mapped back to the sentinel errors (errors.Is works). The actor handles
 // one message at a time, so a node's writes to its working tree never
@@ -18,47 +19,47 @@
 // rejected push is rebased on the new upstream and retried) or to a review
 // branch (pr strategy).
 //
-// Across nodes: after every write it pushed to the shared branch the
-// actor calls Options.OnCommitted with a Committed{commit, branch, paths},
-// which the cluster publishes. A node told of a commit sends its git actor
-// an Announce: the actor pulls from the upstream (Repo.Pull: the sync
-// Hydrate runs, local work rebased on it) until its tree includes the
-// commit, pulling again with a growing pause for at most
-// Options.SyncTimeout, and sends Register to the registry actor for every
-// file that entered the tree since the head it last registered (also
-// after a write whose push was rebased on other writers' commits). WaitFor
-// is the barrier before a read that must not see a stale tree: answered
-// once the tree includes the commit, or failed (ErrCommitNotReached) after
-// its timeout; it fetches nothing itself. Requests waiting for a commit
-// do not block the actor: it serves writes meanwhile.
+// Across nodes: after every write it pushed to the shared branch the actor
+// calls Options.OnCommitted with a Committed{commit, branch, paths}, which the
+// cluster publishes. A node told of a commit sends its git actor an Announce:
+// the actor pulls from the upstream (Repo.Pull: the sync Hydrate runs, local
+// work rebased on it) until its tree includes the commit, pulling again with a
+// growing pause for at most Options.SyncTimeout, and sends Register to the
+// registry actor for every file that entered the tree since the head it last
+// registered (also after a write whose push was rebased on other writers'
+// commits). WaitFor is the barrier before a read that must not see a stale
+// tree: answered once the tree includes the commit, or failed
+// (gitclient.ErrCommitNotReached) after its timeout; it fetches nothing itself.
+// Requests waiting for a commit do not block the actor: it serves writes
+// meanwhile.
 //
-// With Options.Gate (the registration gate, docs/GOVERNANCE.md), a
-// write that changes an existing tool source that compiles is first
-// checked: the recorded runs of the previous version are replayed against
-// the new one, before anything is written. A report the policy blocks
-// refuses the write (failure "gate_blocked": nothing written, registered
-// or committed); otherwise the report goes with the reply (Written.Gate).
-// The check runs off the actor's goroutine and its verdict comes back as a
-// message (gatewrite.go): pulls, announces and waits are served meanwhile,
-// and the writes sent after the gated one wait for it, in order, each
-// gated against the version before it. A file a pull changed while its
-// write was gated is gated again. A write still waiting when the actor
-// stops is answered ErrUnavailable, nothing written.
+// With Options.Gate (the registration gate, docs/GOVERNANCE.md), a write that
+// changes an existing tool source that compiles is first checked: the recorded
+// runs of the previous version are replayed against the new one, before
+// anything is written. A report the policy blocks refuses the write (failure
+// "gate_blocked": nothing written, registered or committed); otherwise the
+// report goes with the reply (gitclient.Written.Gate). The check runs off the
+// actor's goroutine and its verdict comes back as a message (gatewrite.go):
+// pulls, announces and waits are served meanwhile, and the writes sent after
+// the gated one wait for it, in order, each gated against the version before
+// it. A file a pull changed while its write was gated is gated again. A write
+// still waiting when the actor stops is answered gitclient.ErrUnavailable,
+// nothing written.
 //
 // IMPORTANT: with a Repo, a tool source (.ts, .js) that does not compile
 // (esbuild, see Compiles) is written to the working tree only: it is not
-// registered, committed or pushed, and the reply's error (ErrNotCompiled)
-// says so, with the diagnostics; the write that makes it compile persists
-// it. Code that does not compile never reaches the shared upstream.
+// registered, committed or pushed, and the reply's error
+// (gitclient.ErrNotCompiled) says so, with the diagnostics; the write that
+// makes it compile persists it. Code that does not compile never reaches the
+// shared upstream.
 //
 // # Lifecycle
 //
-// Props(opts) builds the actor; the only state it keeps between messages
-// is the Announce and WaitFor requests still waiting for their commit
-// (answered with ErrUnavailable when the actor stops or restarts) and the
-// head its registry was last brought up to (re-read at start), so a
-// restart loses no write. The Repo belongs to the caller, who closes it
-// after the actor stops.
+// Props(opts) builds the actor; the only state it keeps between messages is the
+// Announce and WaitFor requests still waiting for their commit (answered with
+// gitclient.ErrUnavailable when the actor stops or restarts) and the head its
+// registry was last brought up to (re-read at start), so a restart loses no
+// write. The Repo belongs to the caller, who closes it after the actor stops.
 //
 // # Failure
 //

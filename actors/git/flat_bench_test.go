@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/registry"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
@@ -97,7 +98,7 @@ func upstreamWithTools(b *testing.B, l layout, base string, upstreams map[layout
 // node wires a tool root on up the way the runtime does: Hydrate, the
 // registry opened by its Regenerate with its log in .agentos, flushed
 // before each commit (Derive), and a git actor registering every write.
-func flatNode(b *testing.B, up string) (*git.Client, func()) {
+func flatNode(b *testing.B, up string) (*gitclient.Client, func()) {
 	b.Helper()
 	dir := b.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, ".agentos"), 0o700); err != nil {
@@ -148,7 +149,7 @@ func flatNode(b *testing.B, up string) (*git.Client, func()) {
 	rc := regclient.New(sys.Root, rpid)
 	rc.Timeout = time.Minute
 	pid := sys.Root.Spawn(git.Props(git.Options{Jail: jail, Repo: rp, Registry: rc}))
-	c := git.NewClient(sys.Root, pid)
+	c := gitclient.New(sys.Root, pid)
 	c.Timeout = time.Minute
 	return c, func() {
 		_ = sys.Root.StopFuture(pid).Wait()

@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -36,7 +37,7 @@ func (g *heldGate) Check(ctx context.Context, path string, old, newSrc []byte) g
 	return gate.Report{Path: path, Blocked: g.block[string(newSrc)]}
 }
 
-func startGated(t *testing.T, g git.Gater) (*git.Client, string) {
+func startGated(t *testing.T, g git.Gater) (*gitclient.Client, string) {
 	t.Helper()
 	dir := t.TempDir()
 	jail, err := vfs.Open(dir)
@@ -49,7 +50,7 @@ func startGated(t *testing.T, g git.Gater) (*git.Client, string) {
 		_ = sys.Root.StopFuture(pid).Wait()
 		jail.Close()
 	})
-	c := git.NewClient(sys.Root, pid)
+	c := gitclient.New(sys.Root, pid)
 	c.Timeout = 5 * time.Second
 	return c, dir
 }
@@ -78,7 +79,7 @@ func TestGateDoesNotBlockTheWriter(t *testing.T) {
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	_, err := c.Pull(pctx)
 	cancel()
-	if !errors.Is(err, git.ErrNoRepo) {
+	if !errors.Is(err, gitclient.ErrNoRepo) {
 		t.Fatalf("a Pull while the gate runs: %v, want ErrNoRepo at once (the actor is blocked on the gate)", err)
 	}
 	select {

@@ -19,6 +19,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	pb "github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/governance/gate"
 	"github.com/agentos-run/agentos/transpile"
@@ -117,7 +118,7 @@ func (a *gitActor) onGated(ctx actor.Context, m *gated) {
 	report, _ := json.Marshal(m.rep)
 	if err := m.rep.Err(); err != nil {
 		a.log().Warn("git: the registration gate refused a write", slog.String("path", w.pl.p), slog.Any("changed", m.rep.Changed()))
-		a.finish(ctx, w, &pb.Written{Path: w.pl.p, Hash: transpile.Hash(w.pl.content), Gate: report, Failure: failureOf(err)})
+		a.finish(ctx, w, &pb.Written{Path: w.pl.p, Hash: transpile.Hash(w.pl.content), Gate: report, Failure: gitclient.FailureOf(err)})
 	} else {
 		a.finish(ctx, w, a.persist(w.pl, report))
 	}
@@ -148,7 +149,7 @@ func (a *gitActor) dropWrites(ctx actor.Context) {
 			p = m.GetPath()
 		}
 		if w.to != nil {
-			ctx.Send(w.to, &pb.Written{Path: p, Failure: failureOf(fmt.Errorf("%w: the git actor stopped before writing %s; nothing was written: send the write again", ErrUnavailable, p))})
+			ctx.Send(w.to, &pb.Written{Path: p, Failure: gitclient.FailureOf(fmt.Errorf("%w: the git actor stopped before writing %s; nothing was written: send the write again", gitclient.ErrUnavailable, p))})
 		}
 	}
 }

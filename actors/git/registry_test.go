@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/registry"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/vfs"
@@ -20,7 +21,7 @@ import (
 
 // withRegistry starts a registry actor and a git actor that registers
 // through it, on a fresh tool root.
-func withRegistry(t *testing.T) (*actor.ActorSystem, *git.Client, *registry.Registry, *actor.PID, string) {
+func withRegistry(t *testing.T) (*actor.ActorSystem, *gitclient.Client, *registry.Registry, *actor.PID, string) {
 	t.Helper()
 	dir := t.TempDir()
 	jail, err := vfs.Open(dir)
@@ -43,7 +44,7 @@ func withRegistry(t *testing.T) (*actor.ActorSystem, *git.Client, *registry.Regi
 		r.Close()
 		jail.Close()
 	})
-	c := git.NewClient(sys.Root, pid)
+	c := gitclient.New(sys.Root, pid)
 	c.Timeout = 10 * time.Second
 	return sys, c, r, reg, dir
 }

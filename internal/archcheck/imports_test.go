@@ -64,9 +64,7 @@ var knownImports = map[string]string{
 	// The typed clients live in the actors' own packages: each moves to
 	// actors/X/client (beside actors/X/xpb), with the domain types its
 	// messages carry, and these go.
-	"actors/forge -> actors/git":           "the forge holds git.Client: move it to actors/git/client",
-	"admin -> actors/kernel":               "the admin socket asks the kernel actor through kernel.Client: move it to actors/kernel/client",
-	"internal/scaffold -> actors/git/repo": "agentos init lays out the tool root's repository with the git actor's repo package: the composition root should pass it in",
+	"admin -> actors/kernel": "the admin socket asks the kernel actor through kernel.Client: move it to actors/kernel/client",
 
 	// The kernel tools' package and the agent processes.
 	"agent -> actors/kernel":              "an agent is a kernel process (kernel.Process): move the process handle to a leaf",

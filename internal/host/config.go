@@ -404,11 +404,12 @@ type InitOptions struct {
 // and an existing agentos.json must be valid. It returns the paths it
 // created. Without Git (NoGit) tools stay in the working tree; otherwise
 // agentos.json names opts.Upstream, or a bare repository Init creates
-// beside dir (DIR.git). The scaffolding itself is internal/scaffold's.
+// beside dir (DIR.git). The scaffolding itself is internal/scaffold's; the
+// bare repository is made by repo.InitBare, which Init passes it.
 func Init(dir string, opts InitOptions) (created []string, err error) {
 	cfg, err := LoadConfig(dir)
 	if err != nil {
 		return nil, fmt.Errorf("the existing configuration is invalid, fix it first: %w", err)
 	}
-	return scaffold.Init(dir, scaffold.Options{ToolsDir: cfg.Tools(), Upstream: opts.Upstream, NoGit: opts.NoGit})
+	return scaffold.Init(dir, scaffold.Options{ToolsDir: cfg.Tools(), Upstream: opts.Upstream, NoGit: opts.NoGit, InitBare: repo.InitBare})
 }

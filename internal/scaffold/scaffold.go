@@ -7,6 +7,10 @@
 // DefaultTools); package agentos re-exports them. Reading and validating
 // the configuration is package agentos's (LoadConfig); agentos.Init
 // validates an existing one, then calls Init.
+//
+// IMPORTANT: it imports no actor package (internal/archcheck's rule): the
+// bare repository is made by the function the composition root passes
+// (Options.InitBare: repo.InitBare of actors/git/repo).
 package scaffold
 
 import (
@@ -19,7 +23,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -43,6 +46,11 @@ type Options struct {
 	Upstream string
 	// NoGit leaves Git out: tools are written to the working tree only.
 	NoGit bool
+	// InitBare creates a bare Git repository at path whose HEAD names
+	// branch, and is a no-op on one that exists already (repo.InitBare,
+	// actors/git/repo). REQUIRED unless NoGit: the composition root passes
+	// it, so that this package imports no actor package.
+	InitBare func(path, branch string) error
 }
 
 // Init lays out a tool root in dir: agentos.json, the tools directory,
@@ -58,12 +66,15 @@ func Init(dir string, opts Options) (created []string, err error) {
 	if toolsDir == "" {
 		toolsDir = DefaultTools
 	}
+	if !opts.NoGit && opts.InitBare == nil {
+		return nil, errNoInitBare
+	}
 	_, statErr := os.Stat(filepath.Join(dir, ConfigFile))
 	newConfig := errors.Is(statErr, fs.ErrNotExist)
 	// A local upstream is checked (and made) before anything else, so that
 	// a refusal leaves nothing half-made.
 	if newConfig && !opts.NoGit && opts.Upstream != "" {
-		made, err := ensureUpstream(dir, opts.Upstream)
+		made, err := ensureUpstream(dir, opts.Upstream, opts.InitBare)
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +101,7 @@ func Init(dir string, opts Options) (created []string, err error) {
 			}
 			bare := abs + ".git"
 			if _, err := os.Stat(bare); errors.Is(err, fs.ErrNotExist) {
-				if err := repo.InitBare(bare, "main"); err != nil {
+				if err := opts.InitBare(bare, pushedBranch); err != nil {
 					return created, fmt.Errorf("creating the Git upstream %s: %w", bare, err)
 				}
 				created = append(created, bare+" (bare Git upstream)")
@@ -142,7 +153,7 @@ func LocalUpstream(upstream string) (path string, ok bool) {
 // default branch is then the one agentos pushes, and a clone checks the
 // tools out (a git whose default branch is master left HEAD on a branch no
 // one pushes).
-func ensureUpstream(dir, upstream string) (made string, err error) {
+func ensureUpstream(dir, upstream string, initBare func(path, branch string) error) (made string, err error) {
 	p, local := LocalUpstream(upstream)
 	if !local {
 		return "", nil
@@ -169,7 +180,7 @@ func ensureUpstream(dir, upstream string) (made string, err error) {
 			return "", notRepository(upstream, p, "is a directory with other files")
 		}
 	}
-	if err := repo.InitBare(p, pushedBranch); err != nil {
+	if err := initBare(p, pushedBranch); err != nil {
 		return "", fmt.Errorf("creating the Git upstream %s: %w", p, err)
 	}
 	return p + " (bare Git upstream)", nil
@@ -177,6 +188,9 @@ func ensureUpstream(dir, upstream string) (made string, err error) {
 
 // pushedBranch is the branch a new agentos.json names (git.branch).
 const pushedBranch = "main"
+
+// errNoInitBare refuses Init with Git but no Options.InitBare.
+var errNoInitBare = errors.New("scaffold: Options.InitBare is nil and Git is on: pass the function that creates a bare repository (repo.InitBare, as the composition root does), or set NoGit")
 
 // pointEmptyHead points the HEAD of the bare repository p at branch if the
 // repository has no branch at all, and says so; a working tree's

@@ -5,12 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/agentos-run/agentos/actors/git/repo"
 )
 
 func TestInitCreatesABareUpstreamBesideTheRootAndNamesIt(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "root")
-	created, err := Init(dir, Options{})
+	created, err := Init(dir, Options{InitBare: repo.InitBare})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +43,7 @@ func TestInitNeverOverwritesAndUsesTheGivenToolsDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"tools_dir": "lib"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	created, err := Init(dir, Options{ToolsDir: "lib"})
+	created, err := Init(dir, Options{ToolsDir: "lib", InitBare: repo.InitBare})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,14 +54,14 @@ func TestInitNeverOverwritesAndUsesTheGivenToolsDir(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, ConfigFile)); string(b) != `{"tools_dir": "lib"}` {
 		t.Fatalf("agentos.json overwritten: %s", b)
 	}
-	if again, err := Init(dir, Options{ToolsDir: "lib"}); err != nil || len(again) != 0 {
+	if again, err := Init(dir, Options{ToolsDir: "lib", InitBare: repo.InitBare}); err != nil || len(again) != 0 {
 		t.Fatalf("second Init created %v, %v", again, err)
 	}
 }
 
 func TestInitWithAnUpstreamCreatesNoRepository(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "root")
-	created, err := Init(dir, Options{Upstream: "https://example.com/tools.git"})
+	created, err := Init(dir, Options{Upstream: "https://example.com/tools.git", InitBare: repo.InitBare})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,5 +70,23 @@ func TestInitWithAnUpstreamCreatesNoRepository(t *testing.T) {
 	}
 	if _, err := os.Stat(dir + ".git"); !os.IsNotExist(err) {
 		t.Fatalf("a bare repository was created beside the root: %v", err)
+	}
+}
+
+// TestInitWithGitNeedsInitBare: Git without the function that makes a bare
+// repository (the composition root's to pass: scaffold imports no actor
+// package) is refused before anything is made, saying what to pass; without
+// Git none is needed.
+func TestInitWithGitNeedsInitBare(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "root")
+	created, err := Init(dir, Options{})
+	if err == nil || !strings.Contains(err.Error(), "Options.InitBare") {
+		t.Fatalf("Init without InitBare: created %v, err %v; want a refusal naming Options.InitBare", created, err)
+	}
+	if _, serr := os.Stat(dir); !os.IsNotExist(serr) || len(created) != 0 {
+		t.Fatalf("a refused Init made %v (%v)", created, serr)
+	}
+	if _, err := Init(dir, Options{NoGit: true}); err != nil {
+		t.Fatalf("Init without Git: %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentos-run/agentos/actors/git"
+	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
@@ -60,14 +60,14 @@ func TestKernelToolsNeverWriteTheNodesPolicy(t *testing.T) {
 		}
 		// .git and .agentos may be refused earlier by the jail (invalid path);
 		// agentos.json and personas/ reach the git actor's rule.
-		if (strings.Contains(strings.ToLower(path), "agentos.json") || strings.HasPrefix(path, "personas/")) && !errors.Is(err, git.ErrProtected) {
-			t.Errorf("write_file %s: %v, want git.ErrProtected", path, err)
+		if (strings.Contains(strings.ToLower(path), "agentos.json") || strings.HasPrefix(path, "personas/")) && !errors.Is(err, gitclient.ErrProtected) {
+			t.Errorf("write_file %s: %v, want gitclient.ErrProtected", path, err)
 		}
 		t.Logf("write_file %s: %v", path, err)
 	}
 	args, _ := json.Marshal(map[string]string{"path": "agentos.json", "search": "{", "replace": "{\"isolation\":\"inprocess\","})
-	if _, err := patch.Call(ctx, args); !errors.Is(err, git.ErrProtected) {
-		t.Errorf("patch_file agentos.json: %v, want git.ErrProtected", err)
+	if _, err := patch.Call(ctx, args); !errors.Is(err, gitclient.ErrProtected) {
+		t.Errorf("patch_file agentos.json: %v, want gitclient.ErrProtected", err)
 	} else if !strings.Contains(err.Error(), "policy") {
 		t.Errorf("the refusal does not say why: %v", err)
 	}
@@ -86,7 +86,7 @@ func TestKernelToolsNeverWriteTheNodesPolicy(t *testing.T) {
 	if _, err := rt.Node().WriteFile(ctx, "personas/by-node.json", []byte(`{}`)); err != nil {
 		t.Errorf("the node's own write of personas/by-node.json: %v", err)
 	}
-	if _, err := rt.Node().WriteFile(ctx, "agentos.json", []byte(`{}`)); !errors.Is(err, git.ErrProtected) {
-		t.Errorf("the node's own write of agentos.json through the git actor: %v, want git.ErrProtected", err)
+	if _, err := rt.Node().WriteFile(ctx, "agentos.json", []byte(`{}`)); !errors.Is(err, gitclient.ErrProtected) {
+		t.Errorf("the node's own write of agentos.json through the git actor: %v, want gitclient.ErrProtected", err)
 	}
 }

@@ -1,10 +1,12 @@
-package git
+package client
 
 import "errors"
 
-// Errors of the git actor, wrapped with the path and what to do. They name
-// no layer: the caller names the operation (the kernel tool prefixes
-// "patch_file: "), so a message never says "patch_file: git: ...".
+// Errors of the git actor (package git returns them, its replies carry
+// them across the wire as Failure codes: FailureOf), wrapped with the path
+// and what to do; test with errors.Is. They name no layer: the caller names
+// the operation (the kernel tool prefixes "patch_file: "), so a message
+// never says "patch_file: git: ...".
 var (
 	// ErrSearchNotFound: PatchFile's search text does not occur in the file.
 	ErrSearchNotFound = errors.New("search text not found")
@@ -12,7 +14,7 @@ var (
 	ErrEmptySearch = errors.New("empty search text")
 	// ErrNotCompiled: a written tool source does not compile; it was
 	// written to the working tree only, not registered, committed or
-	// pushed (see Compiles).
+	// pushed (see git.Compiles).
 	ErrNotCompiled = errors.New("the tool does not compile")
 	// ErrUnavailable: a Client request got no answer from the git actor
 	// (stopped, timed out, the ctx ended) or an unexpected one. The write
@@ -25,14 +27,14 @@ var (
 	// commit hash (40 hexadecimal digits).
 	ErrBadCommit = errors.New("not a commit hash")
 	// ErrCommitNotReached: the tool root did not come to include the
-	// commit within the bound (Announce: Options.SyncTimeout of pulling;
+	// commit within the bound (Announce: git.Options.SyncTimeout of pulling;
 	// WaitFor: its timeout), or the commit is on another branch. The error
 	// says what the last pull met.
 	ErrCommitNotReached = errors.New("the tool root does not include the commit")
 )
 
 // ErrProtected: a write named a file of the node's own policy or state
-// (Protected): agentos.json, .agentos/ or .git anywhere, which no write
+// (git.Protected): agentos.json, .agentos/ or .git anywhere, which no write
 // through the git actor may change, or personas/, which only the node
 // itself writes (agentos persona save). Nothing was written.
 var ErrProtected = errors.New("the node's policy and state are not written by processes or other nodes")

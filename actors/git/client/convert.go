@@ -1,4 +1,4 @@
-package git
+package client
 
 import (
 	"encoding/json"
@@ -14,8 +14,12 @@ import (
 	"github.com/agentos-run/agentos/vfs"
 )
 
+// Conversions between the git actor's wire messages (gitpb) and the
+// client's domain types: an error to its Failure (FailureOf, the actor's
+// side) and back (errorOf), and a reply to Written or Synced.
+
 // failureCodes maps each sentinel error a Written can carry to its stable
-// wire code, in the order failureOf tries them (the most specific first: a
+// wire code, in the order FailureOf tries them (the most specific first: a
 // registry or repo error may wrap a vfs one). IMPORTANT: a code, once used,
 // MUST keep its meaning: another node may be older.
 var failureCodes = system.FailureCodes{
@@ -50,9 +54,11 @@ var failureCodes = system.FailureCodes{
 	{Code: "gate_blocked", Err: gate.ErrBlocked},
 }
 
-// failureOf returns err as a wire Failure; nil for nil. A conflict keeps
-// its data (Failure.conflict).
-func failureOf(err error) *pb.Failure {
+// FailureOf returns err as a wire Failure, the code naming the sentinel it
+// wraps ("internal" for none); nil for nil. A conflict keeps its data
+// (Failure.conflict). It is the git actor's side of the wire: the Client
+// maps the Failure back to the same sentinel.
+func FailureOf(err error) *pb.Failure {
 	if err == nil {
 		return nil
 	}
@@ -97,4 +103,9 @@ func writtenFromPB(p *pb.Written) (Written, error) {
 		PRURL:   p.GetPrUrl(),
 		Held:    p.GetHeld(),
 	}, errorOf(p.GetFailure())
+}
+
+// syncedFromPB returns the domain Synced and its error.
+func syncedFromPB(s *pb.Synced) (Synced, error) {
+	return Synced{Commit: s.GetCommit(), Head: s.GetHead(), Changed: s.GetChanged(), Deleted: s.GetDeleted(), Registered: s.GetRegistered()}, errorOf(s.GetFailure())
 }

@@ -1,4 +1,4 @@
-package git
+package client
 
 import (
 	"context"
@@ -14,9 +14,14 @@ import (
 )
 
 // DefaultTimeout bounds a Client request when Client.Timeout is zero: a
-// persist takes at most Options.PersistTimeout (default 1 min) plus the
-// registration, so it is a little longer.
+// persist takes at most the git actor's git.Options.PersistTimeout
+// (default 1 min) plus the registration, so it is a little longer.
 const DefaultTimeout = 2 * time.Minute
+
+// DefaultSyncTimeout bounds how long the git actor pulls for an Announce,
+// and a WaitFor without a timeout waits: the actor's
+// git.Options.SyncTimeout when zero.
+const DefaultSyncTimeout = 30 * time.Second
 
 // Written is the result of WriteFile and PatchFile.
 type Written struct {
@@ -66,7 +71,7 @@ type Client struct {
 	Timeout time.Duration
 	// Token is the capability token (capability.Token.Encode) of the
 	// process the requests act for: the git actor checks its grants (write
-	// on the path) and refuses the node's policy and state (Protected),
+	// on the path) and refuses the node's policy and state (git.Protected),
 	// whatever it grants. Empty: the node itself, which only a client in
 	// the git actor's own process is (the request travels in a
 	// system.Local); from another node a request without a token is
@@ -81,8 +86,8 @@ func (c Client) As(token string) *Client {
 	return &c
 }
 
-// NewClient returns the client of the git actor pid, sending from root.
-func NewClient(root actor.SenderContext, pid *actor.PID) *Client {
+// New returns the client of the git actor pid, sending from root.
+func New(root actor.SenderContext, pid *actor.PID) *Client {
 	return &Client{PID: pid, Root: root}
 }
 
@@ -130,7 +135,7 @@ type Synced struct {
 // Announce tells the git actor that commit was pushed to branch (a
 // gitpb.Committed another node published; branch "" means this node's). It
 // returns once the tool root includes commit, pulling from the upstream
-// (for at most Options.SyncTimeout when the commit is not upstream yet)
+// (for at most the actor's git.Options.SyncTimeout when the commit is not upstream yet)
 // and registering every changed tool with the registry actor. Errors wrap
 // ErrCommitNotReached (not reached within the bound, or another branch:
 // the message says what the last pull met), ErrBadCommit, ErrNoRepo,
@@ -142,7 +147,7 @@ func (c *Client) Announce(ctx context.Context, commit, branch string) (Synced, e
 
 // WaitFor returns once the tool root includes commit: the barrier before a
 // read that must not see a stale tree. It fetches nothing itself (Announce
-// does), and waits at most timeout (0: Options.SyncTimeout), then fails
+// does), and waits at most timeout (0: the actor's git.Options.SyncTimeout), then fails
 // with ErrCommitNotReached. ErrBadCommit, ErrNoRepo and ErrUnavailable as
 // for Announce.
 func (c *Client) WaitFor(ctx context.Context, commit string, timeout time.Duration) (Synced, error) {
@@ -172,7 +177,7 @@ func (c *Client) sync(ctx context.Context, req proto.Message, timeout time.Durat
 	if !ok {
 		return Synced{}, fmt.Errorf("%w: %s to %s answered %T, want *gitpb.Synced", ErrUnavailable, name, c.PID, res)
 	}
-	return Synced{Commit: s.GetCommit(), Head: s.GetHead(), Changed: s.GetChanged(), Deleted: s.GetDeleted(), Registered: s.GetRegistered()}, errorOf(s.GetFailure())
+	return syncedFromPB(s)
 }
 
 func (c *Client) timeout() time.Duration {

@@ -1,4 +1,4 @@
-package git
+package client
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ func TestFailureOnTheWire(t *testing.T) {
 		}
 		seen[c.Code] = true
 		err := fmt.Errorf("tools/x.ts was written but not registered: %w", c.Err)
-		f := failureOf(err)
+		f := FailureOf(err)
 		if f.GetCode() != c.Code {
 			t.Errorf("%v: code %q, want %q", c.Err, f.GetCode(), c.Code)
 		}
@@ -27,19 +27,19 @@ func TestFailureOnTheWire(t *testing.T) {
 			t.Errorf("%v: came back as %v", c.Err, back)
 		}
 	}
-	back := errorOf(failureOf(errors.New("disk on fire")))
+	back := errorOf(FailureOf(errors.New("disk on fire")))
 	if back == nil || back.Error() != "disk on fire" || errors.Is(back, ErrNotCompiled) {
 		t.Errorf("unknown error came back as %v", back)
 	}
 	// A conflict keeps its data: the caller learns the branch that keeps
 	// its version (errors.As), as it would in process.
 	sent := &repo.ConflictError{Tool: "shared", Paths: []string{"tools/shared.ts"}, Branch: "conflict/shared-20261124T033546", Base: "main"}
-	back = errorOf(failureOf(fmt.Errorf("write_file: tools/shared.ts: %w", sent)))
+	back = errorOf(FailureOf(fmt.Errorf("write_file: tools/shared.ts: %w", sent)))
 	var ce *repo.ConflictError
 	if !errors.As(back, &ce) || ce.Branch != sent.Branch || ce.Base != "main" || ce.Tool != "shared" || len(ce.Paths) != 1 || !errors.Is(back, repo.ErrConflict) {
 		t.Errorf("a conflict came back as %#v (%v)", ce, back)
 	}
-	if failureOf(nil) != nil || errorOf(nil) != nil {
+	if FailureOf(nil) != nil || errorOf(nil) != nil {
 		t.Error("nil error did not stay nil")
 	}
 }
