@@ -230,7 +230,7 @@ func (f *Forge) forgeRun(ctx context.Context, request, spec string, caller *exec
 	var run *journal.Run
 	agents := lessonAgents(caller, f.lessons())
 	if f.opts.Journal != nil {
-		if run, err = f.journalForge(spec, request, agents); err != nil {
+		if run, err = f.journalForge(ctx, spec, request, agents); err != nil {
 			return Result{}, err
 		}
 		// Model answers are paid for: each is on disk before it is used, so
@@ -269,8 +269,9 @@ func (f *Forge) reuse(ctx context.Context, spec string) (res Result, reused bool
 }
 
 // journalForge begins the journal run of a forge of spec, caused by
-// request (may be empty), asking for the lessons of agents.
-func (f *Forge) journalForge(spec, request string, agents []string) (*journal.Run, error) {
+// request (may be empty), asking for the lessons of agents, in the trace
+// of ctx's span (the forge's invoke_agent span).
+func (f *Forge) journalForge(ctx context.Context, spec, request string, agents []string) (*journal.Run, error) {
 	a := map[string]any{"spec": spec}
 	if request != "" {
 		a["request"] = request
@@ -285,7 +286,7 @@ func (f *Forge) journalForge(spec, request string, agents []string) (*journal.Ru
 		a["lesson_agents"] = agents
 	}
 	args, _ := json.Marshal(a)
-	run, err := f.opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args})
+	run, err := f.opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args, TraceID: traceIDOf(ctx)})
 	if err != nil {
 		return nil, fmt.Errorf("journaling the forge: %w", err)
 	}
@@ -345,7 +346,7 @@ func (f *Forge) resumeRun(ctx context.Context, id string, caller *execclient.Cal
 	if !ok {
 		return Result{}, fmt.Errorf("%w: run %s has no spec to resume", ErrSpec, id)
 	}
-	rec.Run().Durable()
+	rec.Run().Durable().SetTraceID(traceIDOf(ctx)) // kept only if the run began untraced
 	host := driver.Chain(f.devices(caller), f.opts.PII.ModelMiddleware(), rec.Middleware())
 	var asked struct {
 		Lessons      string   `json:"lessons"`
