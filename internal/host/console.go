@@ -292,6 +292,7 @@ func (b *consoleBackend) Run(_ context.Context, who console.Principal, id string
 	d := console.RunDetail{
 		RunSummary: runSummary(m), Args: m.Args, Result: m.Result, Error: m.Error, Reason: m.Reason,
 		Commit: m.Commit, TraceCommand: "agentos trace " + m.ID, Replayable: m.Kind == "exec" && m.Tool != "",
+		Logs: m.Logs, LogsCut: m.LogsCut, LogsLimit: journal.MaxRunLogBytes, TraceID: m.TraceID,
 	}
 	if m.Hash != "" {
 		d.Modules = append(d.Modules, console.Module{Path: m.Tool, Hash: m.Hash})

@@ -133,6 +133,16 @@ func TestBrowserListShowsRecentRun(t *testing.T) {
 	}
 	do(t, ctx, chromedp.Navigate(n.url+"/runs/"+first), chromedp.WaitVisible(chromedp.CSS(`.timeline`)), screenshot("run"))
 	got := text(t, ctx, `main`)
+	m, err := n.rt.Journal().Get(first)
+	if err != nil || len(m.TraceID) != 32 {
+		t.Fatalf("run %s has trace id %q (%v): the node's tracer gave it one", first, m.TraceID, err)
+	}
+	if got := text(t, ctx, `#trace-id`); got != m.TraceID {
+		t.Errorf("the run page's trace id is %q, want the journal's %q", got, m.TraceID)
+	}
+	if got := text(t, ctx, `#logs`); !strings.Contains(got, "basket of 2 items") {
+		t.Errorf("the run page's logs are %q, want the line the tool logged", got)
+	}
 	for _, want := range []string{"fetch.", "01.502.25", "agentos trace " + first, toolPath} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the run page does not show %q:\n%s", want, got)
