@@ -22,7 +22,9 @@ func (r *Run) SetLogs(lines []string) {
 
 // SetTraceID records the OpenTelemetry trace id of the span the run runs
 // under, unless the run already has one (a recovered run keeps the trace
-// it began in). A call after End is ignored.
+// it began in). It is written with the run's next metadata write (a module
+// it requires, its end), never on its own: a traced run costs no extra
+// write. A call after End is ignored.
 func (r *Run) SetTraceID(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -30,7 +32,6 @@ func (r *Run) SetTraceID(id string) {
 		return
 	}
 	r.meta.TraceID = id
-	r.dirty.Store(true) // written before the run's next recorded call
 }
 
 // boundLogs is lines scrubbed by scrub and cut to MaxRunLogBytes, with
