@@ -184,6 +184,9 @@ func TestBrowserFixABadTool(t *testing.T) {
 	if old, now := text(t, ctx, `#old-result`), text(t, ctx, `#new-result`); !strings.Contains(old, "01.502.25") || strings.TrimSpace(now) != "3.75" {
 		t.Errorf("old result %q, new result %q: want the bug and 3.75", old, now)
 	}
+	if rec, rep := text(t, ctx, `#recorded-logs`), text(t, ctx, `#replay-logs`); !strings.Contains(rec, "basket of 2 items") || strings.Contains(rep, "basket") {
+		t.Errorf("recorded logs %q, replay logs %q: want the recorded run's line beside the fix's (none)", rec, rep)
+	}
 	do(t, ctx, chromedp.Click(chromedp.CSS(`#save`)), chromedp.WaitVisible(chromedp.CSS(`#saved`)))
 	if saved := text(t, ctx, `#saved`); !strings.Contains(saved, toolPath) {
 		t.Errorf("saved: %q", saved)
