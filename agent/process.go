@@ -287,6 +287,9 @@ func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainO
 	charge := charger(p, claimed.replayed)
 	tracer := telemetry.Tracer(opts.Node.TracerProvider(), instrumentation)
 	ctx, span := startAgentSpan(ctx, tracer, p, run.ID(), st.Persona)
+	if sc := span.SpanContext(); sc.HasTraceID() {
+		run.SetTraceID(sc.TraceID().String()) // a resumed run keeps the trace it began in
+	}
 	res, runErr := Run(ctx, Options{LLM: host, Tools: tools, System: system, MaxSteps: st.MaxSteps, PII: opts.PII, Journal: tooljournal, Paging: paging, Charge: charge,
 		Tracer: tracer, CaptureContent: opts.Node.CaptureContent()}, task)
 	if runErr == nil && st.Memory.Distill && named && res.Reason == ReasonAnswer && ctx.Err() == nil {

@@ -76,8 +76,16 @@ type RunDetail struct {
 	RunSummary
 	Args, Result, Error json.RawMessage
 	Reason              string
-	Logs                []string
-	Calls               []Call
+	// Logs are the lines the run logged, as its journal keeps them;
+	// LogsCut counts the lines the journal's bound (LogsLimit bytes) left
+	// out or shortened.
+	Logs      []string
+	LogsCut   int
+	LogsLimit int
+	// TraceID is the OpenTelemetry trace id of the run's spans, "" when
+	// the run was recorded with tracing off.
+	TraceID string
+	Calls   []Call
 	// Modules are the versions of every module the run ran: the entry
 	// first (the tool at Hash), then its requires.
 	Modules []Module

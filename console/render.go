@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -34,6 +35,7 @@ var funcs = template.FuncMap{
 	"dur":   dur,
 	"join":  strings.Join,
 	"list":  func(s ...string) []string { return s },
+	"kib":   func(n int) string { return strconv.Itoa(n>>10) + " KiB" },
 }
 
 func parsePages() map[string]*template.Template {

@@ -174,6 +174,19 @@ type RunMeta struct {
 	// ended before agentos kept counts, is counted when listed. Runs, Get
 	// and Export leave it 0.
 	Calls int `json:"calls,omitempty"`
+	// Logs are the lines the run logged (a tool's console.* and tgp.log,
+	// as the executor collected them), scrubbed of the run's secrets and
+	// bounded to MaxRunLogBytes: LogsCut counts the lines left out or
+	// shortened past that bound (see runlogs.go). nil for a run that
+	// logged nothing or was recorded before agentos kept logs.
+	// IMPORTANT: informative only: replay MUST NOT compare them.
+	Logs    []string `json:"logs,omitempty"`
+	LogsCut int      `json:"logs_cut,omitempty"`
+	// TraceID is the OpenTelemetry trace id (32 hex digits) of the span
+	// the run began under: "" when no tracer recorded it (tracing off) or
+	// for a run recorded before agentos kept it. A recovered run keeps the
+	// trace it began in. IMPORTANT: informative only, like Logs.
+	TraceID string `json:"trace_id,omitempty"`
 	// Host is the process that last ran (or resumed) the run; see host.go.
 	Host
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/leaktest"
 	"github.com/agentos-run/agentos/internal/samples"
+	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/telemetry"
 )
 
@@ -183,8 +185,8 @@ func toolCall(id, name, args string) llmtest.Step {
 
 // runNode starts a node with cfg against a scripted model, has an agent run
 // fib(10) through exec_tool and then, with forge, forges a tool; it closes
-// the node, which flushes the spans.
-func runNode(t *testing.T, cfg host.Config, forge bool) {
+// the node, which flushes the spans, and returns its tool root.
+func runNode(t *testing.T, cfg host.Config, forge bool) string {
 	t.Helper()
 	steps := []llmtest.Step{
 		toolCall("call_exec", "exec_tool", `{"path":"tools/math/fib.ts","args":{"n":10}}`),
@@ -220,6 +222,7 @@ func runNode(t *testing.T, cfg host.Config, forge bool) {
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return cfg.Root
 }
 
 // one returns the only span named name.
@@ -281,7 +284,7 @@ func TestOTLPHTTPGenAISpans(t *testing.T) {
 	r := &receiver{}
 	t.Setenv(telemetry.EnvEndpoint, listenHTTP(t, r))
 	t.Setenv(telemetry.EnvServiceName, "agentos-test")
-	runNode(t, host.Config{}, true)
+	root := runNode(t, host.Config{}, true)
 
 	agent := one(t, r, "invoke_agent asker")
 	wantAttrs(t, agent, map[string]string{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "asker", "gen_ai.agent.id": "*", "gen_ai.usage.input_tokens": "*"})
@@ -339,6 +342,33 @@ func TestOTLPHTTPGenAISpans(t *testing.T) {
 	}
 	if tests == 0 {
 		t.Error("no test run span in the forge's trace")
+	}
+	journaledTraceIDs(t, root, map[string]span{"agent": agent, "forge": forge, "exec tools/math/fib.ts": run})
+}
+
+// journaledTraceIDs fails unless the journal of root holds, for each
+// kind (and tool) of want, a run whose trace id is that span's trace's.
+func journaledTraceIDs(t *testing.T, root string, want map[string]span) {
+	t.Helper()
+	j, err := journal.Open(filepath.Join(root, ".agentos", "journal.db"), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	runs, err := j.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, s := range want {
+		found := false
+		for _, m := range runs {
+			if strings.TrimSpace(m.Kind+" "+m.Tool) == key && m.TraceID == hex.EncodeToString(s.TraceId) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no %s run in the journal with the trace id of span %q (%s)", key, s.Name, hex.EncodeToString(s.TraceId))
+		}
 	}
 }
 

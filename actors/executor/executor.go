@@ -103,6 +103,11 @@ type Request struct {
 	// recorded. The executor actor sets it for a run the approval gate
 	// judged (RunRequest.GateModules, ActorOptions.AdmitModule).
 	AdmitModule func(journal.Module, []byte) error
+	// OnTrace, when set, is told the OpenTelemetry trace id (32 hex
+	// digits) of the run's execute_tool span when the span starts, if the
+	// tracer gave it one (a no-op tracer, tracing off, gives none). Record
+	// sets it to journal the id (journal.Run.SetTraceID).
+	OnTrace func(traceID string)
 
 	version string // the full hash ResolveVersion resolved Path's @version to
 	// recording: the recording a replayed or resumed run follows (Replay,
@@ -190,6 +195,9 @@ func (e *Executor) Exec(ctx context.Context, req Request) execclient.Result {
 func (e *Executor) exec(ctx context.Context, req Request) (res execclient.Result, panicked any) {
 	start := time.Now()
 	ctx, span := e.tel.start(ctx, req, e.opts.Isolation)
+	if sc := span.SpanContext(); req.OnTrace != nil && sc.HasTraceID() {
+		req.OnTrace(sc.TraceID().String())
+	}
 	defer func() {
 		res.Duration = time.Since(start)
 		res.Success = res.Error == nil

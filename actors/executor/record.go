@@ -65,6 +65,7 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 		return execclient.Result{}, "", fmt.Errorf("journaling the run: %w", err), nil
 	}
 	req.OnModule = chainModule(run.AddModule, req.OnModule)
+	req.OnTrace = run.SetTraceID
 	if ex.opts.Isolation == IsolationInProcess {
 		if err := run.Committed(); err != nil {
 			return execclient.Result{}, "", fmt.Errorf("journaling the run: %w", err), nil
@@ -106,8 +107,10 @@ func cancelledUnder(ctx context.Context, res execclient.Result) execclient.Resul
 	return res
 }
 
-// EndRun closes a journaled run with res's outcome.
+// EndRun closes a journaled run with res's outcome and logs (bounded by
+// the journal: journal.MaxRunLogBytes).
 func EndRun(run *journal.Run, res execclient.Result) error {
+	run.SetLogs(res.Logs)
 	status := journal.StatusOK
 	var errJSON json.RawMessage
 	if res.Error != nil {

@@ -231,7 +231,7 @@ func (f *Forge) forgeRun(ctx context.Context, request, spec string, caller *exec
 	var run *journal.Run
 	agents := lessonAgents(caller, f.lessons())
 	if f.opts.Journal != nil {
-		if run, err = f.journalForge(spec, request, agents); err != nil {
+		if run, err = f.journalForge(ctx, spec, request, agents); err != nil {
 			return Result{}, err
 		}
 		// Model answers are paid for: each is on disk before it is used, so
@@ -270,15 +270,16 @@ func (f *Forge) reuse(ctx context.Context, spec string) (res Result, reused bool
 }
 
 // journalForge begins the journal run of a forge of spec, caused by
-// request (may be empty), asking for the lessons of agents.
-func (f *Forge) journalForge(spec, request string, agents []string) (*journal.Run, error) {
+// request (may be empty), asking for the lessons of agents, in the trace
+// of ctx's span (the forge's invoke_agent span).
+func (f *Forge) journalForge(ctx context.Context, spec, request string, agents []string) (*journal.Run, error) {
 	// A resumed forge asks again (answered from the journal) only if this
 	// one asked: runs recorded before lessons existed resume as they were.
 	// It asks for the same agents' lessons whoever resumes it (the default
 	// process, agentos recover with no caller): the request must be the
 	// recorded one.
 	args := forgerun.Args{Spec: spec, Request: request, Lessons: len(agents) > 0, LessonAgents: agents}
-	run, err := f.opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args.Encode()})
+	run, err := f.opts.Journal.Begin(journal.RunMeta{Kind: Kind, Args: args.Encode(), TraceID: traceIDOf(ctx)})
 	if err != nil {
 		return nil, fmt.Errorf("journaling the forge: %w", err)
 	}
@@ -339,7 +340,7 @@ func (f *Forge) resumeRun(ctx context.Context, id string, caller *execclient.Cal
 	if asked.Spec == "" {
 		return Result{}, fmt.Errorf("%w: run %s has no spec to resume", ErrSpec, id)
 	}
-	rec.Run().Durable()
+	rec.Run().Durable().SetTraceID(traceIDOf(ctx)) // kept only if the run began untraced
 	host := driver.Chain(f.devices(caller), f.opts.PII.ModelMiddleware(), rec.Middleware())
 	agents := asked.LessonAgents
 	if asked.Lessons && len(agents) == 0 {

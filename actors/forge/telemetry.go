@@ -67,3 +67,12 @@ func errType(err error) string {
 	}
 	return ""
 }
+
+// traceIDOf is the trace id of ctx's span, "" when it has none (tracing
+// off): what the forge's journal run records (journal.RunMeta.TraceID).
+func traceIDOf(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		return sc.TraceID().String()
+	}
+	return ""
+}

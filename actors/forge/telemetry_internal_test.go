@@ -3,8 +3,11 @@ package forge
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentos-run/agentos/journal"
 
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -31,5 +34,34 @@ func TestForgeSpanErrorTextOnlyWithCapture(t *testing.T) {
 		if got := strings.Contains(text, secret); got != capture || s.Status().Code != codes.Error {
 			t.Fatalf("capture %v: status %v, the error's text on the span %v: %q", capture, s.Status(), got, text)
 		}
+	}
+}
+
+// A forge's journal run records the trace id of the forge's span, so that
+// the console and agentos trace name the trace a collector holds.
+func TestForgeRunRecordsItsTraceID(t *testing.T) {
+	j, err := journal.Open(filepath.Join(t.TempDir(), "journal.db"), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	f := &Forge{opts: Options{Journal: j}}
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	ctx, span := tp.Tracer("t").Start(context.Background(), "invoke_agent forge")
+	defer span.End()
+	run, err := f.journalForge(ctx, "add two numbers", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := run.Meta().TraceID, span.SpanContext().TraceID().String(); got != want {
+		t.Fatalf("forge run trace id %q, want the span's %q", got, want)
+	}
+	untraced, err := f.journalForge(context.Background(), "add two numbers", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := untraced.Meta().TraceID; id != "" {
+		t.Fatalf("a forge with no span records trace id %q", id)
 	}
 }

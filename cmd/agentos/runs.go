@@ -33,6 +33,7 @@ type runsRow struct {
 func newRunsRow(r journal.RunMeta) runsRow {
 	row := runsRow{RunMeta: r, DurationNS: r.Duration(), Calls: r.Calls, Resume: r.ResumeCommand()}
 	row.Status = r.Shown()
+	row.Logs, row.LogsCut = nil, 0 // a listing names runs: agentos trace shows a run's logs
 	return row
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/agentos-run/agentos/journal"
 )
 
 // runTrace shows a run step by step: agentos trace [--root DIR] [--json] RUN.
@@ -36,6 +38,7 @@ func runTrace(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		}
 		fmt.Fprintln(stdout)
 	}
+	printTraceID(stdout, m)
 	for _, e := range d.Entries {
 		out := string(e.Response)
 		if e.Error != nil {
@@ -43,6 +46,7 @@ func runTrace(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "  #%-4d %-16s %s -> %s  (%v)\n", e.Seq, e.Driver+"."+e.Op, clip(string(e.Request), 80), clip(out, 100), e.Duration.Round(time.Microsecond))
 	}
+	printLogs(stdout, m)
 	switch {
 	case m.Status == "ok":
 		fmt.Fprintf(stdout, "result %s\n", clip(string(m.Result), 400))
@@ -65,4 +69,36 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
+// printTraceID says which OpenTelemetry trace holds the run's spans.
+func printTraceID(w io.Writer, m journal.RunMeta) {
+	if m.TraceID == "" {
+		fmt.Fprintln(w, "trace id none (the run was recorded with tracing off, or before agentos kept trace ids)")
+		return
+	}
+	fmt.Fprintf(w, "trace id %s (OpenTelemetry: look it up in your collector)\n", m.TraceID)
+}
+
+// printLogs prints the run's journaled logs, one "| " line each, and how
+// many lines the journal's bound left out.
+func printLogs(w io.Writer, m journal.RunMeta) {
+	if len(m.Logs) == 0 && m.LogsCut == 0 {
+		return
+	}
+	fmt.Fprintf(w, "logs (%s)\n", plural(len(m.Logs), "line"))
+	for _, l := range m.Logs {
+		fmt.Fprintf(w, "  | %s\n", l)
+	}
+	if m.LogsCut > 0 {
+		fmt.Fprintf(w, "  (%s more not kept or cut: the journal keeps %d KiB of a run's logs)\n", plural(m.LogsCut, "line"), journal.MaxRunLogBytes>>10)
+	}
+}
+
+// plural is "1 line", "2 lines".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

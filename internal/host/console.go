@@ -168,7 +168,7 @@ func (b *consoleBackend) ListRuns(_ context.Context, who console.Principal, q co
 	err = b.rt.j.EachRun(jq, func(m journal.RunMeta) error {
 		page.Scanned++
 		last = m.ID
-		if visibleRun(p, m) && matchRun(q, m) {
+		if b.visibleRun(p, m) && matchRun(q, m) {
 			page.Runs = append(page.Runs, runSummary(m))
 		}
 		if len(page.Runs) > q.Limit || page.Scanned >= maxScan {
@@ -220,11 +220,10 @@ func pageCursors(page console.RunPage, q console.RunQuery, last string, stopped 
 	return page
 }
 
-// visibleRun reports whether p may see run m: a run of a tool p's token
-// may read, and a run of no tool (a forge, an agent) only with read on
-// the whole tree. Covers consumes no use (a listing is not an action).
-func visibleRun(p *kernel.Process, m journal.RunMeta) bool {
-	return p.Covers(capability.Read, m.Tool)
+// visibleRun reports whether p may see run m (runVisibleTo, in
+// console_visibility.go, says who may see which run).
+func (b *consoleBackend) visibleRun(p *kernel.Process, m journal.RunMeta) bool {
+	return runVisibleTo(p, m, b.rt.cfg.Tools())
 }
 
 // matchRun applies q's filters to m.
@@ -273,8 +272,8 @@ func (b *consoleBackend) readRun(who console.Principal, id string) (*kernel.Proc
 		return nil, journal.RunMeta{}, err
 	}
 	m, err := b.rt.j.Get(id)
-	if err != nil || !visibleRun(p, m) {
-		return nil, journal.RunMeta{}, fmt.Errorf("%w: no run %q that this token may read (a run shows to a token with read on its tool)", console.ErrNotFound, id)
+	if err != nil || !b.visibleRun(p, m) {
+		return nil, journal.RunMeta{}, fmt.Errorf("%w: no run %q that this token may read (a run shows to a token with read on its tool; docs/CONSOLE.md says who sees a forge or an agent run)", console.ErrNotFound, id)
 	}
 	return p, m, nil
 }
@@ -292,6 +291,7 @@ func (b *consoleBackend) Run(_ context.Context, who console.Principal, id string
 	d := console.RunDetail{
 		RunSummary: runSummary(m), Args: m.Args, Result: m.Result, Error: m.Error, Reason: m.Reason,
 		Commit: m.Commit, TraceCommand: "agentos trace " + m.ID, Replayable: m.Kind == "exec" && m.Tool != "",
+		Logs: m.Logs, LogsCut: m.LogsCut, LogsLimit: journal.MaxRunLogBytes, TraceID: m.TraceID,
 	}
 	if m.Hash != "" {
 		d.Modules = append(d.Modules, console.Module{Path: m.Tool, Hash: m.Hash})

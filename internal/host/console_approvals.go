@@ -13,11 +13,12 @@ import (
 )
 
 // errGateOff answers the approval pages of a node whose approval gate is
-// off.
-var errGateOff = errors.New("agentos: the approval gate is off (governance.approval.off in agentos.json): nothing waits for an approval")
+// off and whose persona versions are not held.
+var errGateOff = errors.New("agentos: the approval gate is off (governance.approval.off in agentos.json) and persona versions are not held (agents.approve_personas): nothing waits for an approval")
 
-// Approvals implements console.ApprovalsBackend: the tool gate's
-// requests in state, as 'agentos approvals' lists them.
+// Approvals implements console.ApprovalsBackend: the requests in state
+// (tool versions' and persona versions'), as 'agentos approvals' lists
+// them.
 func (b *consoleBackend) Approvals(_ context.Context, who console.Principal, state approval.State) ([]approval.Request, error) {
 	if _, err := b.proc(who); err != nil {
 		return nil, err
@@ -27,10 +28,14 @@ func (b *consoleBackend) Approvals(_ context.Context, who console.Principal, sta
 	default:
 		return nil, fmt.Errorf("%w: state %q: use pending, approved or denied (or none for every request)", console.ErrBadInput, state)
 	}
-	if b.rt.gate == nil {
-		return nil, nil
+	if b.rt.gate != nil {
+		return b.rt.Approvals(state) // with the waiting runs
 	}
-	return b.rt.Approvals(state)
+	st, err := b.approvalStore()
+	if st == nil || err != nil {
+		return nil, err
+	}
+	return st.List(state)
 }
 
 // Approval implements console.ApprovalsBackend.
@@ -58,20 +63,29 @@ func (b *consoleBackend) Approval(_ context.Context, who console.Principal, id s
 		d.SourceNote = "your token does not grant read on " + r.Path + ": its source is not shown"
 		return d, nil
 	}
+	if src, note, ok := b.personaSource(r); ok {
+		d.Source, d.SourceNote = src, note
+		return d, nil
+	}
 	src, note := b.versionSource(r.Path, entry)
 	d.Source, d.SourceNote = string(src), note
 	return d, nil
 }
 
-// request returns the tool gate's request id.
+// request returns the request id (a tool version's or a persona
+// version's).
 func (b *consoleBackend) request(id string) (approval.Request, error) {
-	if b.rt.gate == nil {
+	st, err := b.approvalStore()
+	if err != nil {
+		return approval.Request{}, err
+	}
+	if st == nil {
 		return approval.Request{}, fmt.Errorf("%w: %w", console.ErrNotFound, errGateOff)
 	}
 	if !strings.HasPrefix(id, "a-") {
 		return approval.Request{}, fmt.Errorf("%w: %q is not an approval request id (a-…)", console.ErrBadInput, id)
 	}
-	r, ok, err := b.rt.gate.Store().Get(id)
+	r, ok, err := st.Get(id)
 	switch {
 	case err != nil:
 		return approval.Request{}, err
@@ -113,10 +127,11 @@ func (b *consoleBackend) DecisionLog(_ context.Context, who console.Principal, s
 	if _, err := b.proc(who); err != nil {
 		return nil, false, err
 	}
-	if b.rt.gate == nil {
-		return nil, false, nil
+	st, err := b.approvalStore()
+	if st == nil || err != nil {
+		return nil, false, err
 	}
-	evs, err := b.rt.gate.Store().Log()
+	evs, err := st.Log()
 	if err != nil {
 		return nil, false, err
 	}

@@ -65,7 +65,7 @@ func (b *consoleBackend) remote(node string) bool {
 
 // seesCluster checks that p may see the cluster beyond this node: the
 // members' forges in flight (runs of no tool), tool roots and processes.
-// IMPORTANT: it needs what a run of no tool needs to be shown (visibleRun):
+// IMPORTANT: it needs what an agent run needs to be shown (runVisibleTo):
 // read on the whole tool tree. Covers consumes no use (a page is not an
 // action).
 func seesCluster(p *kernel.Process) error {
@@ -73,7 +73,7 @@ func seesCluster(p *kernel.Process) error {
 		return nil
 	}
 	return fmt.Errorf("%w: the cluster's members, their forges in flight and another member's processes need read on the whole tool tree, "+
-		"as a forge's runs do, and this session's token has none: log in with a token minted by 'agentos token --grant read' (no scope)", console.ErrDenied)
+		"as an agent's runs do, and this session's token has none: log in with a token minted by 'agentos token --grant read' (no scope)", console.ErrDenied)
 }
 
 // askMember runs ask on node's kernel actor within 5 s (as 'agentos ps

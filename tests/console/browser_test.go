@@ -133,6 +133,16 @@ func TestBrowserListShowsRecentRun(t *testing.T) {
 	}
 	do(t, ctx, chromedp.Navigate(n.url+"/runs/"+first), chromedp.WaitVisible(chromedp.CSS(`.timeline`)), screenshot("run"))
 	got := text(t, ctx, `main`)
+	m, err := n.rt.Journal().Get(first)
+	if err != nil || len(m.TraceID) != 32 {
+		t.Fatalf("run %s has trace id %q (%v): the node's tracer gave it one", first, m.TraceID, err)
+	}
+	if got := text(t, ctx, `#trace-id`); got != m.TraceID {
+		t.Errorf("the run page's trace id is %q, want the journal's %q", got, m.TraceID)
+	}
+	if got := text(t, ctx, `#logs`); !strings.Contains(got, "basket of 2 items") {
+		t.Errorf("the run page's logs are %q, want the line the tool logged", got)
+	}
 	for _, want := range []string{"fetch.", "01.502.25", "agentos trace " + first, toolPath} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the run page does not show %q:\n%s", want, got)
@@ -173,6 +183,9 @@ func TestBrowserFixABadTool(t *testing.T) {
 	)
 	if old, now := text(t, ctx, `#old-result`), text(t, ctx, `#new-result`); !strings.Contains(old, "01.502.25") || strings.TrimSpace(now) != "3.75" {
 		t.Errorf("old result %q, new result %q: want the bug and 3.75", old, now)
+	}
+	if rec, rep := text(t, ctx, `#recorded-logs`), text(t, ctx, `#replay-logs`); !strings.Contains(rec, "basket of 2 items") || strings.Contains(rep, "basket") {
+		t.Errorf("recorded logs %q, replay logs %q: want the recorded run's line beside the fix's (none)", rec, rep)
 	}
 	do(t, ctx, chromedp.Click(chromedp.CSS(`#save`)), chromedp.WaitVisible(chromedp.CSS(`#saved`)))
 	if saved := text(t, ctx, `#saved`); !strings.Contains(saved, toolPath) {

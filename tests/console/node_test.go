@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/console"
@@ -28,6 +30,7 @@ const buggy = `/** Totals the prices of a basket from the price service. */
 export default async function (a: { url: string }): Promise<number> {
   const r = await tgp.fetch(a.url, {});
   const items: { item: string; price: string }[] = JSON.parse(r.body);
+  console.log('basket of', items.length, 'items');
   let total: any = 0;
   for (const i of items) total = total + i.price;
   return total;
@@ -83,6 +86,9 @@ func startNode(t *testing.T, opts console.Options) *node {
 	rt, err := host.Start(context.Background(), host.Config{
 		Root: root, Isolation: "inprocess", Logger: quiet,
 		Fetch: host.FetchConfig{Allow: []string{prices.URL + "/"}},
+		// A tracer that keeps nothing but gives every run a trace id, as
+		// a node exporting to a collector does.
+		TracerProvider: tracerProvider(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +116,14 @@ func startNode(t *testing.T, opts console.Options) *node {
 		}
 	})
 	return &node{rt: rt, url: "http://" + ln.Addr().String(), prices: prices.URL + "/v1/basket", console: srv}
+}
+
+// tracerProvider is an OpenTelemetry SDK tracer provider with no exporter,
+// shut down with the test.
+func tracerProvider(t *testing.T) *sdktrace.TracerProvider {
+	tp := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return tp
 }
 
 // record runs the tool once as the default process and returns its run.
