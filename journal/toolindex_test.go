@@ -1,0 +1,248 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	bolt "go.etcd.io/bbolt"
+)
+
+// version is a test tool version's content hash.
+func version(n int) string { return fmt.Sprintf("%064x", 0xa0+n) }
+
+// recordToolRuns records n runs of three tools at three versions each
+// (some without a hash), some requiring tools/lib.ts (at its own versions)
+// as a module, every third pinned, every fifth left running, every
+// seventh with a commit.
+func recordToolRuns(t testing.TB, j *Journal, n int) {
+	t.Helper()
+	for i := range n {
+		meta := RunMeta{Kind: "exec", Tool: fmt.Sprintf("tools/t%d.ts", i%3), Pinned: i%3 == 0}
+		if i%4 != 3 {
+			meta.Hash = version(i % 5 % 3)
+		}
+		if i%7 == 0 {
+			meta.Commit = fmt.Sprintf("c%d", i)
+		}
+		if i%2 == 0 {
+			meta.Modules = []Module{{Path: "tools/lib.ts", Hash: version(10 + i%4)}}
+		}
+		if i%6 == 1 { // a tool required by another: counted as Required
+			meta.Modules = append(meta.Modules, Module{Path: "tools/t0.ts", Hash: version(1)})
+		}
+		run := mustBegin(t, j, meta)
+		h := run.Middleware()(echoDevices().host())
+		for s := range i % 3 {
+			if _, err := h.Do(context.Background(), call(uint64(s+1), "clock", "now", "")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%5 == 4 {
+			continue
+		}
+		if err := run.End(StatusOK, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// pageRunsOf lists q's runs in pages of limit, each page's cursor the
+// previous page's last run.
+func pageRunsOf(t testing.TB, j *Journal, q ToolQuery, limit int) []RunMeta {
+	t.Helper()
+	var out []RunMeta
+	q.Limit = limit
+	for range 1000 {
+		var page []RunMeta
+		if err := j.EachRunOf(q, func(m RunMeta) error { page = append(page, m); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page...)
+		if len(page) < limit {
+			return out
+		}
+		q.Before = page[len(page)-1].ID
+	}
+	t.Fatal("the pages never ended")
+	return nil
+}
+
+// runsOfTool is newestFirst's runs of tool (at hash, unless "").
+func runsOfTool(t testing.TB, j *Journal, tool, hash string) []RunMeta {
+	var out []RunMeta
+	for _, r := range newestFirst(t, j) {
+		if r.Tool == tool && (hash == "" || r.Hash == hash) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// wantVersions is VersionsOf over every run (oldest first, by start then
+// id), newest first with ties broken by the latest run's id.
+func wantVersions(t testing.TB, j *Journal, path string) []Version {
+	all := newestFirst(t, j)
+	slices.Reverse(all)
+	vs := VersionsOf(all, path)
+	slices.SortStableFunc(vs, compareVersions)
+	return vs
+}
+
+// checkVersions says whether Versions(path) is VersionsOf over every run.
+func checkVersions(t *testing.T, j *Journal, path string) {
+	t.Helper()
+	got, err := j.Versions(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wantVersions(t, j, path)
+	show := func(vs []Version) string {
+		var b strings.Builder
+		for _, v := range vs {
+			fmt.Fprintf(&b, "\n  %s runs=%d required=%d first=%s last=%s lastrun=%s commit=%q modules=%v",
+				v.Hash[:8], v.Runs, v.Required, v.First.Format(time.StampMicro), v.Last.Format(time.StampMicro), v.LastRun, v.Commit, v.Modules)
+		}
+		return b.String()
+	}
+	if show(got) != show(want) {
+		t.Errorf("Versions(%s):%s\nwant (what every run's metadata says):%s", path, show(got), show(want))
+	}
+}
+
+// checkRunsOf checks that EachRunOf lists every run of every tool (and of
+// every version) once, newest first, in pages of every size.
+func checkRunsOf(t *testing.T, j *Journal, limits ...int) {
+	t.Helper()
+	for _, tool := range []string{"tools/t0.ts", "tools/t1.ts", "tools/t2.ts", "tools/lib.ts", "tools/none.ts"} {
+		for _, hash := range []string{"", version(0), version(1), version(2)} {
+			want := runsOfTool(t, j, tool, hash)
+			for _, limit := range limits {
+				checkListing(t, j, pageRunsOf(t, j, ToolQuery{Tool: tool, Version: hash}, limit), want)
+			}
+		}
+		checkVersions(t, j, tool)
+	}
+}
+
+// TestEachRunOfPages: a tool's runs (all, or one version's) listed from
+// the tool index in pages of any size: every run once, newest first, runs
+// that started at the same instant included, each with its count; the
+// versions with their counts are those every run's metadata gives.
+func TestEachRunOfPages(t *testing.T) {
+	both(t, func(t *testing.T) {
+		clk := &tiedClock{t: time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)}
+		j, _ := openTemp(t, Options{Now: clk.Now})
+		recordToolRuns(t, j, 40)
+		checkRunsOf(t, j, 1, 2, 3, 5, 7, 40, 100)
+
+		// Limit 0 lists every run; a bad query is refused, saying why.
+		var all []RunMeta
+		if err := j.EachRunOf(ToolQuery{Tool: "tools/t1.ts"}, func(m RunMeta) error { all = append(all, m); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		checkListing(t, j, all, runsOfTool(t, j, "tools/t1.ts", ""))
+		for q, want := range map[*ToolQuery]string{
+			{}:                                   "tool",
+			{Tool: "tools/t1.ts", Limit: -1}:     "limit",
+			{Tool: "tools/t1.ts", Before: "nox"}: "nox",
+		} {
+			err := j.EachRunOf(*q, func(RunMeta) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("EachRunOf(%+v) = %v; want an error naming %q", *q, err, want)
+			}
+		}
+	})
+}
+
+// TestToolIndexFollowsWrites: a run that adds a module is indexed under
+// it; a pruned run leaves the index; a run imported over another (with
+// another tool and version) is listed under its new tool only.
+func TestToolIndexFollowsWrites(t *testing.T) {
+	both(t, func(t *testing.T) {
+		clk := newClock()
+		j, _ := openTemp(t, Options{Now: clk.Now})
+		recordToolRuns(t, j, 30)
+		run := mustBegin(t, j, RunMeta{Kind: "exec", Tool: "tools/t2.ts", Hash: version(2)})
+		if err := run.AddModule(Module{Path: "tools/lib.ts", Hash: version(19)}, []byte("export const x = 1;")); err != nil {
+			t.Fatal(err)
+		}
+		if err := run.End(StatusOK, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		checkVersions(t, j, "tools/lib.ts")
+
+		if _, err := j.Prune(PruneOptions{KeepRuns: 8}); err != nil {
+			t.Fatal(err)
+		}
+		checkRunsOf(t, j, 2, 3)
+
+		// Import a t0 run over a t1 run, as another tool at a new version.
+		old := runsOfTool(t, j, "tools/t1.ts", "")[0]
+		d, err := j.Export(old.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Run.Tool, d.Run.Hash, d.Run.Status = "tools/t0.ts", version(2), StatusOK
+		d.Run.Started = clk.Now().Add(time.Hour)
+		if err := j.Import(d); err != nil {
+			t.Fatal(err)
+		}
+		checkRunsOf(t, j, 1, 4)
+		if got := pageRunsOf(t, j, ToolQuery{Tool: "tools/t0.ts", Version: version(2)}, 1); len(got) == 0 || got[0].ID != old.ID {
+			t.Errorf("the imported run is not the newest run of tools/t0.ts at its new version: %v", got)
+		}
+	})
+}
+
+// TestToolIndexOldJournal: a journal written before the tool index
+// (storage format 3) gets it when opened: every run is listed by tool,
+// and the runs recorded after the migration too.
+func TestToolIndexOldJournal(t *testing.T) {
+	both(t, func(t *testing.T) {
+		clk := &tiedClock{t: time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)}
+		j, path := openTemp(t, Options{Now: clk.Now})
+		recordToolRuns(t, j, 25)
+		j.Close()
+		makeFormat3(t, path)
+
+		j = openAt(t, path, Options{Now: clk.Now})
+		checkRunsOf(t, j, 3)
+		recordToolRuns(t, j, 4)
+		checkRunsOf(t, j, 2)
+	})
+}
+
+// makeFormat3 makes the journal at path what an agentos before the tool
+// index wrote: no index, storage format 3.
+func makeFormat3(t *testing.T, path string) {
+	t.Helper()
+	if onPostgres(t) {
+		conn, err := pgx.Connect(context.Background(), pgDSNFor(t, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP TABLE agentos_journal_tool_runs; UPDATE agentos_journal_meta SET value = '3' WHERE key = 'format'"); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketTools); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keyFormat, []byte("3"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
