@@ -3,6 +3,8 @@ package journal
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -244,5 +246,102 @@ func makeFormat3(t *testing.T, path string) {
 		return tx.Bucket(bucketMeta).Put(keyFormat, []byte("3"))
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkRunsOfTool100k is a tool's page over the journal of 100,000
+// runs (cachedJournal: 100 tools, a thousand runs each): the tool's
+// versions, its first page of 50 runs, and a page 500 runs deep, from the
+// tool index.
+//
+//	go test -run '^$' -bench RunsOfTool100k -benchtime 20x ./journal/
+func BenchmarkRunsOfTool100k(b *testing.B) {
+	j, err := Open(cachedJournal(b, 100_000), Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	var deep string
+	if err := j.EachRunOf(ToolQuery{Tool: "tools/t5.ts", Limit: 500}, func(m RunMeta) error { deep = m.ID; return nil }); err != nil {
+		b.Fatal(err)
+	}
+	for _, page := range []struct {
+		name   string
+		before string
+	}{{"first", ""}, {"deep", deep}} {
+		b.Run(page.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := j.ToolVersions("tools/t5.ts"); err != nil {
+					b.Fatal(err)
+				}
+				n := 0
+				if err := j.EachRunOf(ToolQuery{Tool: "tools/t5.ts", Before: page.before, Limit: 50}, func(RunMeta) error { n++; return nil }); err != nil {
+					b.Fatal(err)
+				}
+				if n != 50 {
+					b.Fatalf("listed %d runs, want 50", n)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkToolVersionsOneTool100k is the worst case of a tool's page: a
+// journal of 100,000 runs all of one tool, at 3 versions (built once, and
+// kept in the temp directory): the versions (a tally of the tool's
+// 100,000 index entries) and a version's first page of 50 runs.
+//
+//	go test -run '^$' -bench ToolVersionsOneTool100k -benchtime 10x ./journal/
+func BenchmarkToolVersionsOneTool100k(b *testing.B) {
+	dir := filepath.Join(os.TempDir(), "agentos-bench-tool-100000")
+	path := filepath.Join(dir, fmt.Sprintf("journal-format%d.db", storageFormat))
+	if _, err := os.Stat(path); err != nil {
+		buildOneTool(b, dir, path, 100_000)
+	}
+	j, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	b.ResetTimer()
+	for range b.N {
+		vs, err := j.ToolVersions("tools/one.ts")
+		if err != nil || len(vs) != 3 {
+			b.Fatalf("versions %v, %v; want 3", vs, err)
+		}
+		n := 0
+		if err := j.EachRunOf(ToolQuery{Tool: "tools/one.ts", Version: vs[0].Hash, Limit: 50}, func(RunMeta) error { n++; return nil }); err != nil || n != 50 {
+			b.Fatalf("listed %d runs (%v), want 50", n, err)
+		}
+	}
+}
+
+// buildOneTool records n ended runs of tools/one.ts, run i at version i%3,
+// into the journal at path.
+func buildOneTool(b *testing.B, dir, path string, n int) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	tmp := path + ".building"
+	os.Remove(tmp)
+	j, err := Open(tmp, Options{Durability: NoSync})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		run, err := j.Begin(RunMeta{Kind: "exec", Tool: "tools/one.ts", Hash: version(i % 3), Args: benchRequest})
+		if err == nil {
+			err = run.End(StatusOK, benchResponse, nil)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := j.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		b.Fatal(err)
 	}
 }
