@@ -154,31 +154,72 @@ func indexTools(tx *bolt.Tx) error {
 	})
 }
 
-// putToolKeys puts the tool index's keys of run id, whose metadata is x.
+// toolKeyValue is the value of a key of the index "tools" (not empty:
+// Get tells a key there from none).
+var toolKeyValue = []byte{1}
+
+// putToolKeys puts the tool index's keys of run id, whose metadata is x,
+// counting each version key it adds.
 func putToolKeys(idx *bolt.Bucket, x indexed, id string) error {
 	sk := startedKey(x.Started, id)
 	for _, ref := range x.refs() {
-		for _, k := range toolKeys(ref, sk) {
-			if err := idx.Put(k, nil); err != nil {
+		byVersion, byStart := toolKeys(ref, sk)
+		if byStart != nil {
+			if err := idx.Put(byStart, toolKeyValue); err != nil {
 				return err
 			}
+		}
+		if byVersion == nil || idx.Get(byVersion) != nil {
+			continue
+		}
+		if err := idx.Put(byVersion, toolKeyValue); err != nil {
+			return err
+		}
+		if err := addCount(idx, ref, 1); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 // deleteToolKeys deletes the tool index's keys of run id, whose metadata
-// was x.
+// was x, discounting each version key it deletes.
 func deleteToolKeys(idx *bolt.Bucket, x indexed, id string) error {
 	sk := startedKey(x.Started, id)
 	for _, ref := range x.refs() {
-		for _, k := range toolKeys(ref, sk) {
-			if err := idx.Delete(k); err != nil {
+		byVersion, byStart := toolKeys(ref, sk)
+		if byStart != nil {
+			if err := idx.Delete(byStart); err != nil {
 				return err
 			}
 		}
+		if byVersion == nil || idx.Get(byVersion) == nil {
+			continue
+		}
+		if err := idx.Delete(byVersion); err != nil {
+			return err
+		}
+		if err := addCount(idx, ref, -1); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// addCount adds delta to the runs (or, for a module, the requirings) of
+// ref's version; a version counted down to nothing loses its counts.
+func addCount(idx *bolt.Bucket, ref toolRef, delta int64) error {
+	k := countKey(ref)
+	runs, required := counts(idx.Get(k))
+	if ref.module {
+		required += delta
+	} else {
+		runs += delta
+	}
+	if runs <= 0 && required <= 0 {
+		return idx.Delete(k)
+	}
+	return idx.Put(k, countsValue(runs, required))
 }
 
 // indexRuns builds the index "started" from the runs' metadata (once,
@@ -440,23 +481,53 @@ func prefixEnd(prefix []byte) []byte {
 	return nil
 }
 
-// versionsOf tallies path's versions from the index "tools".
+// versionsOf reads path's versions from the index "tools": a version's
+// counts, then the first and last key of its runs and of its requirings.
 func (s *boltStore) versionsOf(path string) ([]Version, error) {
-	t := newVersionTally()
-	prefix := append(appendLP(nil, path), toolByVersion)
+	var out []Version
+	prefix := append(appendLP(nil, path), toolCounts)
 	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketTools).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			vk, ok := parseVersionKey(k[len(prefix):])
+		idx := tx.Bucket(bucketTools)
+		c, ends := idx.Cursor(), idx.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			hash, ok := readLP(k[len(prefix):])
 			if !ok {
 				return fmt.Errorf("journal: the tool index holds a damaged key %q; 'agentos doctor' checks the journal", k)
 			}
-			started, id := startOf(vk.start)
-			t.add(vk.hash, vk.module, started, id, vk.start)
+			runs, required := counts(v)
+			ver := Version{Hash: hash, Runs: int(runs), Required: int(required)}
+			var latest []byte
+			for _, module := range []bool{false, true} {
+				latest = versionEnds(ends, versionRolePrefix(path, hash, module), &ver, latest)
+			}
+			out = append(out, ver)
 		}
 		return nil
 	})
-	return t.versions(), err
+	return out, err
+}
+
+// versionEnds widens v's First, Last and LastRun with the first and last
+// key under p (latest: the start key of v's latest run so far, returned
+// updated).
+func versionEnds(c *bolt.Cursor, p []byte, v *Version, latest []byte) []byte {
+	k, _ := c.Seek(p)
+	if k == nil || !bytes.HasPrefix(k, p) {
+		return latest
+	}
+	if first, _ := startOf(k[len(p):]); v.First.IsZero() || first.Before(v.First) {
+		v.First = first
+	}
+	if k, _ = c.Seek(prefixEnd(p)); k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if sk := k[len(p):]; bytes.Compare(sk, latest) > 0 {
+		v.Last, v.LastRun = startOf(sk)
+		latest = sk
+	}
+	return latest
 }
 
 // flatBlobMax is the size up to which a payload (a chunk, mostly) is kept

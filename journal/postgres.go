@@ -611,19 +611,31 @@ func (s *pgStore) toolRunsPage(path, hash string, at runCursor, n int) ([]RunMet
 	return scanListed(rows)
 }
 
-// versionsOf tallies path's versions from the tool index.
+// versionsOf reads path's versions from the tool index: per version and
+// role, its count, first start, and latest run (an index lookup each).
 func (s *pgStore) versionsOf(path string) ([]Version, error) {
-	rows, err := s.pool.Query(context.Background(), `SELECT hash, count(*) FILTER (WHERE NOT module), count(*) FILTER (WHERE module),
-		min(started), max(started), (array_agg(run ORDER BY started DESC, run DESC))[1]
-		FROM agentos_journal_tool_runs WHERE path = $1 AND hash <> '' GROUP BY hash`, path)
+	rows, err := s.pool.Query(context.Background(), `WITH v AS (
+			SELECT hash, module, count(*) AS n, min(started) AS first FROM agentos_journal_tool_runs
+			WHERE path = $1 AND hash <> '' GROUP BY hash, module)
+		SELECT v.hash, v.module, v.n, v.first, l.started, l.run FROM v, LATERAL (
+			SELECT started, run FROM agentos_journal_tool_runs t WHERE t.path = $1 AND t.module = v.module AND t.hash = v.hash
+			ORDER BY started DESC, run DESC LIMIT 1) l`, path)
 	if err != nil {
 		return nil, err
 	}
 	var out []Version
-	var v Version
-	_, err = pgx.ForEachRow(rows, []any{&v.Hash, &v.Runs, &v.Required, &v.First, &v.Last, &v.LastRun}, func() error {
-		v.First, v.Last = v.First.UTC(), v.Last.UTC()
-		out = append(out, v)
+	at := map[string]int{}
+	var hash, run string
+	var module bool
+	var n int
+	var first, last time.Time
+	_, err = pgx.ForEachRow(rows, []any{&hash, &module, &n, &first, &last, &run}, func() error {
+		i, ok := at[hash]
+		if !ok {
+			i, at[hash] = len(out), len(out)
+			out = append(out, Version{Hash: hash, First: first.UTC()})
+		}
+		out[i].addRole(module, n, first.UTC(), last.UTC(), run)
 		return nil
 	})
 	return out, err

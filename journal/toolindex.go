@@ -21,9 +21,12 @@ import (
 //	path 0x00 started-key               a run of the tool (any version)
 //	path 0x01 hash 0x00 started-key     a run of the tool at that version
 //	path 0x01 hash 0x01 started-key     a run that required it, at that version, as a module
+//	path 0x02 hash -> runs, required    the version's counts (two 8-byte big-endian numbers)
 //
 // where started-key is the run's key in the index "started" (page.go):
-// a listing reads the run's call count there.
+// a listing reads the run's call count there. The counts are kept with
+// the keys they count, so that a tool's versions cost a read per version,
+// not per run.
 //
 // PostgreSQL: the table agentos_journal_tool_runs (path, hash, module,
 // started, run), one row per run of a tool (hash '' when the run has none)
@@ -126,6 +129,22 @@ func (j *Journal) pinnedModules(path, hash string) ([]Module, error) {
 	return mods, err
 }
 
+// addRole adds to v the runs (module: the requirings) of one role: n of
+// them, the first started at first, the latest, run, at last.
+func (v *Version) addRole(module bool, n int, first, last time.Time, run string) {
+	if module {
+		v.Required += n
+	} else {
+		v.Runs += n
+	}
+	if first.Before(v.First) {
+		v.First = first
+	}
+	if c := last.Compare(v.Last); c > 0 || c == 0 && run > v.LastRun {
+		v.Last, v.LastRun = last, run
+	}
+}
+
 // errPageFull stops a listing early (never returned).
 var errPageFull = fmt.Errorf("journal: page full")
 
@@ -182,6 +201,7 @@ func (x indexed) sameIndex(y indexed) bool {
 const (
 	toolByStart   = 0x00
 	toolByVersion = 0x01
+	toolCounts    = 0x02
 	roleRun       = 0x00
 	roleModule    = 0x01
 )
@@ -201,90 +221,57 @@ func toolRunsPrefix(path, hash string) []byte {
 	return append(appendLP(append(k, toolByVersion), hash), roleRun)
 }
 
-// toolKeys are the keys of ref for the run with start key sk.
-func toolKeys(ref toolRef, sk []byte) [][]byte {
-	k := append(appendLP(nil, ref.path), toolByVersion)
-	k = appendLP(k, ref.hash)
-	if ref.module {
-		k = append(k, roleModule)
-	} else {
-		k = append(k, roleRun)
-	}
-	var out [][]byte
+// toolKeys are ref's keys for the run with start key sk: under its
+// version (nil when ref has no hash) and by start (nil for a module).
+func toolKeys(ref toolRef, sk []byte) (byVersion, byStart []byte) {
 	if ref.hash != "" {
-		out = append(out, append(k, sk...))
+		byVersion = append(versionRolePrefix(ref.path, ref.hash, ref.module), sk...)
 	}
 	if !ref.module {
-		out = append(out, append(toolRunsPrefix(ref.path, ""), sk...))
+		byStart = append(toolRunsPrefix(ref.path, ""), sk...)
 	}
-	return out
+	return byVersion, byStart
 }
 
-// versionKey is a parsed key under path 0x01: the version, whether the
-// run required it as a module, and the run's start key.
-type versionKey struct {
-	hash   string
-	module bool
-	start  []byte
+// versionRolePrefix is the prefix of the keys of the runs of path at hash
+// (module: of the runs that required it).
+func versionRolePrefix(path, hash string, module bool) []byte {
+	k := appendLP(append(appendLP(nil, path), toolByVersion), hash)
+	if module {
+		return append(k, roleModule)
+	}
+	return append(k, roleRun)
 }
 
-// parseVersionKey parses rest, a key of the bucket "tools" past its
-// "path 0x01" prefix.
-func parseVersionKey(rest []byte) (versionKey, bool) {
-	n, w := binary.Uvarint(rest)
-	if w <= 0 || uint64(len(rest)-w) < n+1+8 {
-		return versionKey{}, false
+// countKey is the key of the counts of ref's version.
+func countKey(ref toolRef) []byte {
+	return appendLP(append(appendLP(nil, ref.path), toolCounts), ref.hash)
+}
+
+// counts reads a version's counts (zero when v is not 16 bytes).
+func counts(v []byte) (runs, required int64) {
+	if len(v) != 16 {
+		return 0, 0
 	}
-	hash := rest[w : w+int(n)]
-	rest = rest[w+int(n):]
-	return versionKey{hash: string(hash), module: rest[0] == roleModule, start: rest[1:]}, true
+	return int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
+}
+
+// countsValue encodes a version's counts.
+func countsValue(runs, required int64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(runs)), uint64(required))
+}
+
+// readLP reads a length-prefixed string at the start of b.
+func readLP(b []byte) (string, bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || uint64(len(b)-w) < n {
+		return "", false
+	}
+	return string(b[w : w+int(n)]), true
 }
 
 // startOf reads a start key (page.go's startedKey): the start and the id.
 func startOf(sk []byte) (time.Time, string) {
 	ns := int64(binary.BigEndian.Uint64(sk[:8]) ^ 1<<63)
 	return time.Unix(0, ns).UTC(), string(sk[8:])
-}
-
-// versionTally adds up the versions of one tool from its index entries.
-type versionTally struct {
-	order  []string
-	by     map[string]*Version
-	latest map[string][]byte // hash -> start key of its latest run
-}
-
-func newVersionTally() *versionTally {
-	return &versionTally{by: map[string]*Version{}, latest: map[string][]byte{}}
-}
-
-// add counts one run of the version hash started at start (module: it
-// required the version) whose start key is sk.
-func (t *versionTally) add(hash string, module bool, started time.Time, id string, sk []byte) {
-	v := t.by[hash]
-	if v == nil {
-		v = &Version{Hash: hash, First: started}
-		t.by[hash] = v
-		t.order = append(t.order, hash)
-	}
-	if module {
-		v.Required++
-	} else {
-		v.Runs++
-	}
-	if started.Before(v.First) {
-		v.First = started
-	}
-	if bytes.Compare(sk, t.latest[hash]) > 0 {
-		t.latest[hash] = sk
-		v.Last, v.LastRun = started, id
-	}
-}
-
-// versions are the versions tallied, in the order first seen.
-func (t *versionTally) versions() []Version {
-	out := make([]Version, len(t.order))
-	for i, h := range t.order {
-		out[i] = *t.by[h]
-	}
-	return out
 }
