@@ -322,10 +322,7 @@ func applyAll(tx *bolt.Tx, batch []*write) error {
 // with its call count when w ends it. The entries of the batch are already
 // in: a run's end is queued after its calls.
 func indexRun(tx *bolt.Tx, w *write) error {
-	x, err := decodeIndexed(w.meta)
-	if err != nil {
-		return fmt.Errorf("journal: indexing run %s: its metadata does not decode: %w", w.run, err)
-	}
+	x := w.index
 	idx, tools := tx.Bucket(bucketStarted), tx.Bucket(bucketTools)
 	key := startedKey(w.started, w.run)
 	fresh := true // no old keys to replace

@@ -418,7 +418,7 @@ func (pb *pgBatch) queueReset(w *write) {
 // claim, or a fenced update.
 func (pb *pgBatch) queueRun(w *write) {
 	b, owner, now, fences, creates := pb.b, pb.owner, pb.now, pb.fences, pb.creates
-	x, _ := decodeIndexed(w.meta) // Journal encoded it: it decodes
+	x := w.index
 	started := x.Started
 	defer pb.queueToolRuns(w, x)
 	var until *time.Time
