@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -344,4 +345,33 @@ func buildOneTool(b *testing.B, dir, path string, n int) {
 	if err := os.Rename(tmp, path); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// nsClock is an Options.Now that steps 300 ns: runs whose starts differ
+// by less than PostgreSQL's microsecond.
+type nsClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *nsClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(300 * time.Nanosecond)
+	return c.t
+}
+
+// TestEachRunOfSubMicrosecond: runs that started within one microsecond
+// (which PostgreSQL's timestamps round together) are paged without a skip
+// or a repeat.
+func TestEachRunOfSubMicrosecond(t *testing.T) {
+	both(t, func(t *testing.T) {
+		j, _ := openTemp(t, Options{Now: (&nsClock{t: time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)}).Now})
+		recordToolRuns(t, j, 24)
+		for _, limit := range []int{1, 2, 3} {
+			for _, hash := range []string{"", version(0)} {
+				checkListing(t, j, pageRunsOf(t, j, ToolQuery{Tool: "tools/t0.ts", Version: hash}, limit), runsOfTool(t, j, "tools/t0.ts", hash))
+			}
+		}
+	})
 }
