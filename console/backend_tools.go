@@ -21,15 +21,15 @@ type ToolsBackend interface {
 	// after ("" from the first), at most limit; Next is the cursor of the
 	// next page ("" on the last).
 	Tools(ctx context.Context, who Principal, after string, limit int) (ToolPage, error)
-	// Tool returns one tool (root-relative path) with its versions (those
-	// among the newest runs, so that the page stays fast on a large
+	// Tool returns one tool (root-relative path) with every version the
+	// journal keeps (read from its index of runs by tool: fast on a large
 	// journal); an unknown path wraps ErrNotFound.
 	Tool(ctx context.Context, who Principal, path string) (ToolDetail, error)
 	// ToolVersion returns one version of the tool (its content hash or a
 	// prefix of at least 8 hex digits): its source, its diff against the
 	// version before it (or against base when given), and its runs, newest
-	// first, those before the run id before, at most limit (a page reads a
-	// bounded number of runs: Next then continues the search).
+	// first, those before the run id before, at most limit (Next continues
+	// with the next page).
 	ToolVersion(ctx context.Context, who Principal, path, hash, base, before string, limit int) (ToolVersionDetail, error)
 }
 
@@ -81,9 +81,6 @@ type ToolDetail struct {
 	// Versions are the versions the journal keeps (every content hash the
 	// tool had in a recorded run) and the current one, newest first.
 	Versions []ToolVersion
-	// VersionsPartial says only the newest runs were read for Versions
-	// (older versions may exist: 'agentos runs --tool PATH' lists all).
-	VersionsPartial bool
 	// Gate is the registration gate's last report on a change of this
 	// tool (nil when none was made since the node keeps reports).
 	Gate *gate.Report

@@ -85,11 +85,22 @@ func (s *Server) toolPage(w http.ResponseWriter, r *http.Request) {
 		if v.Version.Version.Current {
 			v.Version.Check, v.Version.Version.Risk = t.Check, string(t.Check.Risk)
 		}
-		if v.Version.Next != "" {
-			v.More = "/tools/" + t.Path + "?" + url.Values{"version": {v.Version.Version.Hash}, "before": {v.Version.Next}}.Encode() + "#runs"
-		}
+		v.More = moreRuns(t.Path, v.Version, q.Has("limit"), limit)
 	}
 	s.render(w, r, http.StatusOK, "tool.html", v)
+}
+
+// moreRuns is the URL of the next page of d's runs ("" on the last),
+// with the page size asked for (sized: a limit was given).
+func moreRuns(path string, d ToolVersionDetail, sized bool, limit int) string {
+	if d.Next == "" {
+		return ""
+	}
+	next := url.Values{"version": {d.Version.Hash}, "before": {d.Next}}
+	if sized {
+		next.Set("limit", strconv.Itoa(limit))
+	}
+	return "/tools/" + path + "?" + next.Encode() + "#runs"
 }
 
 // errBadLimit says a limit is not a positive number.

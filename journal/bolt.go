@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,7 @@ var (
 	bucketChunks  = []byte("chunks")  // hex sha256 -> payload of at most flatBlobMax bytes
 	bucketMeta    = []byte("meta")    // "format" -> storageFormat
 	bucketStarted = []byte("started") // the runs by start, with their call counts (page.go)
+	bucketTools   = []byte("tools")   // the runs by tool and version (toolindex.go)
 	keyFormat     = []byte("format")
 	keyPayload    = []byte("p")
 )
@@ -105,7 +107,7 @@ func checkFormat(tx *bolt.Tx) error {
 
 // initStorage creates the buckets and checks (or writes) the format,
 // migrating an older one: a journal of format 2 or 1 gets its run index
-// (format 3).
+// (format 3), one of format 3 or older its tool index (format 4).
 func initStorage(tx *bolt.Tx) error {
 	for _, b := range [][]byte{bucketRuns, bucketEntries, bucketSources, bucketBlobs, bucketChunks, bucketMeta} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -113,6 +115,7 @@ func initStorage(tx *bolt.Tx) error {
 		}
 	}
 	meta := tx.Bucket(bucketMeta)
+	from := 0
 	if v := meta.Get(keyFormat); v != nil {
 		n, err := strconv.Atoi(string(v))
 		if err != nil || n > storageFormat {
@@ -121,11 +124,102 @@ func initStorage(tx *bolt.Tx) error {
 		if n == storageFormat {
 			return nil
 		}
+		from = n
 	}
-	if err := indexRuns(tx); err != nil {
+	if from < 3 {
+		if err := indexRuns(tx); err != nil {
+			return err
+		}
+	}
+	if err := indexTools(tx); err != nil {
 		return err
 	}
 	return meta.Put(keyFormat, []byte(strconv.Itoa(storageFormat)))
+}
+
+// indexTools builds the index "tools" from the runs' metadata (once, when
+// a journal of format 3 or older is opened).
+func indexTools(tx *bolt.Tx) error {
+	_ = tx.DeleteBucket(bucketTools) // as indexRuns: be sure it starts empty
+	idx, err := tx.CreateBucket(bucketTools)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketRuns).ForEach(func(k, v []byte) error {
+		x, err := decodeIndexed(v)
+		if err != nil {
+			return fmt.Errorf("journal: indexing run %s by tool: its metadata does not decode (%w); delete it with 'agentos runs prune' or restore the file", k, err)
+		}
+		return putToolKeys(idx, x, string(k))
+	})
+}
+
+// toolKeyValue is the value of a key of the index "tools" (not empty:
+// Get tells a key there from none).
+var toolKeyValue = []byte{1}
+
+// putToolKeys puts the tool index's keys of run id, whose metadata is x,
+// counting each version key it adds.
+func putToolKeys(idx *bolt.Bucket, x indexed, id string) error {
+	sk := startedKey(x.Started, id)
+	for _, ref := range x.refs() {
+		byVersion, byStart := toolKeys(ref, sk)
+		if byStart != nil {
+			if err := idx.Put(byStart, toolKeyValue); err != nil {
+				return err
+			}
+		}
+		if byVersion == nil || idx.Get(byVersion) != nil {
+			continue
+		}
+		if err := idx.Put(byVersion, toolKeyValue); err != nil {
+			return err
+		}
+		if err := addCount(idx, ref, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteToolKeys deletes the tool index's keys of run id, whose metadata
+// was x, discounting each version key it deletes.
+func deleteToolKeys(idx *bolt.Bucket, x indexed, id string) error {
+	sk := startedKey(x.Started, id)
+	for _, ref := range x.refs() {
+		byVersion, byStart := toolKeys(ref, sk)
+		if byStart != nil {
+			if err := idx.Delete(byStart); err != nil {
+				return err
+			}
+		}
+		if byVersion == nil || idx.Get(byVersion) == nil {
+			continue
+		}
+		if err := idx.Delete(byVersion); err != nil {
+			return err
+		}
+		if err := addCount(idx, ref, -1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addCount adds delta to the runs (or, for a module, the requirings) of
+// ref's version; a version counted down to nothing loses its counts.
+func addCount(idx *bolt.Bucket, ref toolRef, delta int64) error {
+	k := countKey(ref)
+	runs, required := counts(idx.Get(k))
+	if ref.module {
+		required += delta
+	} else {
+		runs += delta
+	}
+	if runs <= 0 && required <= 0 {
+		return idx.Delete(k)
+	}
+	return idx.Put(k, countsValue(runs, required))
 }
 
 // indexRuns builds the index "started" from the runs' metadata (once,
@@ -222,22 +316,30 @@ func applyAll(tx *bolt.Tx, batch []*write) error {
 	return nil
 }
 
-// indexRun keeps w's run in the index "started" (before its metadata is
-// written: a run whose start changed, a run imported over another with its
-// id, loses its old key), with its call count when w ends it. The entries
-// of the batch are already in: a run's end is queued after its calls.
+// indexRun keeps w's run in the indexes "started" and "tools" (before its
+// metadata is written: a run whose start, tool, version or modules
+// changed, a run imported over another with its id, loses its old keys),
+// with its call count when w ends it. The entries of the batch are already
+// in: a run's end is queued after its calls.
 func indexRun(tx *bolt.Tx, w *write) error {
-	idx := tx.Bucket(bucketStarted)
+	x := w.index
+	idx, tools := tx.Bucket(bucketStarted), tx.Bucket(bucketTools)
 	key := startedKey(w.started, w.run)
-	if !w.create && idx.Get(key) == nil {
-		if old := tx.Bucket(bucketRuns).Get([]byte(w.run)); old != nil {
-			started, err := startedOf(old)
-			if err != nil {
-				return fmt.Errorf("journal: re-indexing run %s: its stored metadata does not decode: %w", w.run, err)
-			}
-			if err := idx.Delete(startedKey(started, w.run)); err != nil {
+	fresh := true // no old keys to replace
+	if old := tx.Bucket(bucketRuns).Get([]byte(w.run)); !w.create && old != nil {
+		was, err := decodeIndexed(old)
+		if err != nil {
+			return fmt.Errorf("journal: re-indexing run %s: its stored metadata does not decode: %w", w.run, err)
+		}
+		if fresh = !was.sameIndex(x); fresh {
+			if err := unindexRun(idx, tools, was, w.run); err != nil {
 				return err
 			}
+		}
+	}
+	if fresh {
+		if err := putToolKeys(tools, x, w.run); err != nil {
+			return err
 		}
 	}
 	n, known := 0, w.ended
@@ -245,6 +347,15 @@ func indexRun(tx *bolt.Tx, w *write) error {
 		n = countEntries(tx, w.run)
 	}
 	return idx.Put(key, countValue(n, known))
+}
+
+// unindexRun deletes run id's keys in the indexes "started" and "tools"
+// (its metadata was x).
+func unindexRun(started, tools *bolt.Bucket, x indexed, id string) error {
+	if err := started.Delete(startedKey(x.Started, id)); err != nil {
+		return err
+	}
+	return deleteToolKeys(tools, x, id)
 }
 
 // countEntries is how many calls run id recorded. (A cursor, not
@@ -268,7 +379,6 @@ func countEntries(tx *bolt.Tx, id string) int {
 func (s *boltStore) runsPage(at runCursor, n int, oldest bool) ([]RunMeta, error) {
 	var out []RunMeta
 	err := s.db.View(func(tx *bolt.Tx) error {
-		runs := tx.Bucket(bucketRuns)
 		c := tx.Bucket(bucketStarted).Cursor()
 		step := c.Prev
 		if oldest {
@@ -295,25 +405,126 @@ func (s *boltStore) runsPage(at runCursor, n int, oldest bool) ([]RunMeta, error
 			}
 		}
 		for ; k != nil && len(out) < n; k, v = step() {
-			id := k[8:]
-			raw := runs.Get(id)
-			if raw == nil {
-				return fmt.Errorf("journal: the run index names run %s, which the journal lacks (the file is damaged); 'agentos doctor' checks it", id)
+			m, err := listedRun(tx, k[8:], v)
+			if err != nil {
+				return err
 			}
-			var m RunMeta
-			if err := json.Unmarshal(raw, &m); err != nil {
-				return fmt.Errorf("journal: run %s: its metadata does not decode: %w", id, err)
-			}
-			calls, known := storedCount(v)
-			if !known || m.Status == StatusRunning {
-				calls = countEntries(tx, string(id))
-			}
-			m.Calls = calls
 			out = append(out, m)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// listedRun reads run id for a listing, with its count (count: its value
+// in the index "started"; counted here when it lacks it).
+func listedRun(tx *bolt.Tx, id, count []byte) (RunMeta, error) {
+	raw := tx.Bucket(bucketRuns).Get(id)
+	if raw == nil {
+		return RunMeta{}, fmt.Errorf("journal: the run index names run %s, which the journal lacks (the file is damaged); 'agentos doctor' checks it", id)
+	}
+	var m RunMeta
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return RunMeta{}, fmt.Errorf("journal: run %s: its metadata does not decode: %w", id, err)
+	}
+	calls, known := storedCount(count)
+	if !known || m.Status == StatusRunning {
+		calls = countEntries(tx, string(id))
+	}
+	m.Calls = calls
+	return m, nil
+}
+
+// toolRunsPage lists up to n runs of path (at hash) past at, newest
+// first, from the index "tools".
+func (s *boltStore) toolRunsPage(path, hash string, at runCursor, n int) ([]RunMeta, error) {
+	var out []RunMeta
+	prefix := toolRunsPrefix(path, hash)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c, started := tx.Bucket(bucketTools).Cursor(), tx.Bucket(bucketStarted)
+		var k []byte
+		if at.id == "" {
+			k, _ = c.Seek(prefixEnd(prefix))
+		} else {
+			k, _ = c.Seek(append(slices.Clone(prefix), startedKey(at.started, at.id)...))
+		}
+		if k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev() // the newest key before the cursor
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) < n; k, _ = c.Prev() {
+			sk := k[len(prefix):]
+			m, err := listedRun(tx, sk[8:], started.Get(sk))
+			if err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// prefixEnd is the first key after every key that starts with prefix
+// (nil: none, Seek then finds no key).
+func prefixEnd(prefix []byte) []byte {
+	end := slices.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i]++; end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// versionsOf reads path's versions from the index "tools": a version's
+// counts, then the first and last key of its runs and of its requirings.
+func (s *boltStore) versionsOf(path string) ([]Version, error) {
+	var out []Version
+	prefix := append(appendLP(nil, path), toolCounts)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		idx := tx.Bucket(bucketTools)
+		c, ends := idx.Cursor(), idx.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			hash, ok := readLP(k[len(prefix):])
+			if !ok {
+				return fmt.Errorf("journal: the tool index holds a damaged key %q; 'agentos doctor' checks the journal", k)
+			}
+			runs, required := counts(v)
+			ver := Version{Hash: hash, Runs: int(runs), Required: int(required)}
+			var latest []byte
+			for _, module := range []bool{false, true} {
+				latest = versionEnds(ends, versionRolePrefix(path, hash, module), &ver, latest)
+			}
+			out = append(out, ver)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// versionEnds widens v's First, Last and LastRun with the first and last
+// key under p (latest: the start key of v's latest run so far, returned
+// updated).
+func versionEnds(c *bolt.Cursor, p []byte, v *Version, latest []byte) []byte {
+	k, _ := c.Seek(p)
+	if k == nil || !bytes.HasPrefix(k, p) {
+		return latest
+	}
+	if first, _ := startOf(k[len(p):]); v.First.IsZero() || first.Before(v.First) {
+		v.First = first
+	}
+	if k, _ = c.Seek(prefixEnd(p)); k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if sk := k[len(p):]; bytes.Compare(sk, latest) > 0 {
+		v.Last, v.LastRun = startOf(sk)
+		latest = sk
+	}
+	return latest
 }
 
 // flatBlobMax is the size up to which a payload (a chunk, mostly) is kept
@@ -574,20 +785,20 @@ func sizeBoltRun(entriesB *bolt.Bucket, id, meta []byte) (*runSize, error) {
 	return r, err
 }
 
-// deleteBolt deletes the runs (with their entries and start index key),
+// deleteBolt deletes the runs (with their entries and index keys),
 // payloads and sources of drop.
 func deleteBolt(tx *bolt.Tx, scan *pruneScan, drop pruneDrop) error {
 	runsB, entriesB, blobsB, sourcesB, flatB := tx.Bucket(bucketRuns), tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs), tx.Bucket(bucketSources), tx.Bucket(bucketChunks)
-	started := make(map[string]time.Time, len(scan.runs))
+	byID := make(map[string]RunMeta, len(scan.runs))
 	for _, r := range scan.runs {
-		started[r.meta.ID] = r.meta.Started
+		byID[r.meta.ID] = r.meta
 	}
-	idx := tx.Bucket(bucketStarted)
+	idx, tools := tx.Bucket(bucketStarted), tx.Bucket(bucketTools)
 	for _, id := range drop.runs {
-		if err := runsB.Delete([]byte(id)); err != nil {
+		if err := unindexRun(idx, tools, indexedOf(byID[id]), id); err != nil {
 			return err
 		}
-		if err := idx.Delete(startedKey(started[id], id)); err != nil {
+		if err := runsB.Delete([]byte(id)); err != nil {
 			return err
 		}
 		if err := entriesB.DeleteBucket([]byte(id)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {

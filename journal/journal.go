@@ -286,6 +286,9 @@ type write struct {
 	// another one now.
 	fence int64
 	done  chan error
+	// index is what the indexes keep of meta (toolindex.go), so that the
+	// storage need not decode it.
+	index indexed
 }
 
 // newJournal starts a Journal on st.
@@ -707,6 +710,7 @@ func (j *Journal) putMetaWith(meta RunMeta, w *write, wait bool) error {
 		return err
 	}
 	w.run, w.meta, w.started, w.ended = meta.ID, b, meta.Started, meta.Status != StatusRunning
+	w.index = indexedOf(meta)
 	if w.claim {
 		w.until = j.now().Add(j.opts.Lease)
 	}

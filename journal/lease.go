@@ -27,6 +27,13 @@ type store interface {
 	// runsPage returns up to n runs past at (see runCursor), newest first
 	// (oldest first with oldest), with their call counts.
 	runsPage(at runCursor, n int, oldest bool) ([]RunMeta, error)
+	// toolRunsPage returns up to n runs of the tool at path (at version
+	// hash, unless "") past at, newest first, with their call counts, from
+	// the tool index (toolindex.go).
+	toolRunsPage(path, hash string, at runCursor, n int) ([]RunMeta, error)
+	// versionsOf tallies the versions of the tool at path from the tool
+	// index: Hash, Runs, Required, First, Last and LastRun.
+	versionsOf(path string) ([]Version, error)
 	// prefixed returns the runs whose id starts with id, in id order.
 	prefixed(id string) ([]RunMeta, error)
 	exists(id string) (bool, error)

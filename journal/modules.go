@@ -127,13 +127,23 @@ type Version struct {
 // Versions returns the versions of the tool at path (root-relative, e.g.
 // tools/x.ts) that the journal keeps, newest first: every content hash it
 // had in a recorded run, as the run's entry or as a module a run required.
-// It reads every run's metadata.
+// It reads the tool index (toolindex.go), each version's latest run, and
+// its runs newest first until a pinned one (Version.Modules); see
+// ToolVersions for the versions without their modules.
 func (j *Journal) Versions(path string) ([]Version, error) {
-	runs, err := j.Runs()
+	vs, err := j.ToolVersions(path)
 	if err != nil {
 		return nil, err
 	}
-	return VersionsOf(runs, path), nil
+	for i := range vs {
+		if vs[i].Runs == 0 {
+			continue
+		}
+		if vs[i].Modules, err = j.pinnedModules(path, vs[i].Hash); err != nil {
+			return nil, err
+		}
+	}
+	return vs, nil
 }
 
 // VersionsOf is Versions over runs (oldest first, as Runs returns them).

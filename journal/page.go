@@ -75,6 +75,16 @@ func (j *Journal) EachRun(q RunQuery, fn func(RunMeta) error) error {
 	if err != nil {
 		return err
 	}
+	return j.eachPage(from, q.Limit, func(st store, at runCursor, n int) ([]RunMeta, error) {
+		return st.runsPage(at, n, q.Oldest)
+	}, fn)
+}
+
+// eachPage calls fn with the runs page reads, from the run from ("" from
+// the start) and at most limit of them (0: every run), listChunk runs per
+// read transaction. page returns up to n runs past at, in the listing's
+// order.
+func (j *Journal) eachPage(from string, limit int, page func(st store, at runCursor, n int) ([]RunMeta, error), fn func(RunMeta) error) error {
 	var at runCursor
 	if from != "" {
 		m, err := j.Get(from)
@@ -85,29 +95,29 @@ func (j *Journal) EachRun(q RunQuery, fn func(RunMeta) error) error {
 	} else {
 		j.barrier() // the runs queued before the listing are listed
 	}
-	left := q.Limit
+	left := limit
 	for {
 		n := listChunk
-		if q.Limit > 0 {
+		if limit > 0 {
 			n = min(n, left)
 		}
-		var page []RunMeta
+		var got []RunMeta
 		if err := j.readNow(func(st store) (err error) {
-			page, err = st.runsPage(at, n, q.Oldest)
+			got, err = page(st, at, n)
 			return err
 		}); err != nil {
 			return err
 		}
-		for _, m := range page {
+		for _, m := range got {
 			if err := fn(m); err != nil {
 				return err
 			}
 		}
-		left -= len(page)
-		if len(page) < n || (q.Limit > 0 && left == 0) {
+		left -= len(got)
+		if len(got) < n || (limit > 0 && left == 0) {
 			return nil
 		}
-		last := page[len(page)-1]
+		last := got[len(got)-1]
 		at = runCursor{started: last.Started, id: last.ID}
 	}
 }

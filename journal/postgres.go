@@ -27,6 +27,7 @@ import (
 //	agentos_journal_entries  (run, seq) PK, entry bytea      a stored entry, as in bbolt
 //	agentos_journal_blobs    hash text PK, data bytea        payloads by content hash
 //	agentos_journal_sources  hash text PK, source bytea      tool sources by content hash
+//	agentos_journal_tool_runs (path, module, hash, started, run) PK   the runs by tool (toolindex.go)
 //
 // Bytes are kept exactly as the bbolt journal keeps them (the same
 // canonical JSON, the same blob references), so a run exports and replays
@@ -50,7 +51,7 @@ import (
 // one changes no row and fails the batch (ErrFenced).
 
 // pgTables are the tables, in the order every transaction locks them.
-const pgTables = "agentos_journal_sources, agentos_journal_blobs, agentos_journal_runs, agentos_journal_entries"
+const pgTables = "agentos_journal_sources, agentos_journal_blobs, agentos_journal_runs, agentos_journal_entries, agentos_journal_tool_runs"
 
 const pgSchema = `
 CREATE TABLE IF NOT EXISTS agentos_journal_meta (key text PRIMARY KEY, value text NOT NULL);
@@ -72,6 +73,16 @@ CREATE TABLE IF NOT EXISTS agentos_journal_sources (hash text PRIMARY KEY, sourc
 ALTER TABLE agentos_journal_runs ADD COLUMN IF NOT EXISTS fence bigint NOT NULL DEFAULT 0;
 ALTER TABLE agentos_journal_runs ADD COLUMN IF NOT EXISTS calls bigint;
 CREATE INDEX IF NOT EXISTS agentos_journal_runs_started ON agentos_journal_runs (started, id);
+CREATE TABLE IF NOT EXISTS agentos_journal_tool_runs (
+	path text COLLATE "C" NOT NULL,
+	hash text COLLATE "C" NOT NULL,
+	module boolean NOT NULL,
+	started timestamptz NOT NULL,
+	run text COLLATE "C" NOT NULL,
+	PRIMARY KEY (path, module, hash, started, run)
+);
+CREATE INDEX IF NOT EXISTS agentos_journal_tool_runs_started ON agentos_journal_tool_runs (path, module, started, run);
+CREATE INDEX IF NOT EXISTS agentos_journal_tool_runs_run ON agentos_journal_tool_runs (run);
 `
 
 // pgInitLock is the advisory lock key that serializes schema creation
@@ -167,6 +178,9 @@ func (s *pgStore) init(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, pgSchema); err != nil {
 			return err
 		}
+		if err := migratePg(ctx, tx); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, "INSERT INTO agentos_journal_meta (key, value) VALUES ('format', $1) ON CONFLICT (key) DO NOTHING", strconv.Itoa(storageFormat)); err != nil {
 			return err
 		}
@@ -191,6 +205,61 @@ func (s *pgStore) init(ctx context.Context) error {
 		return fmt.Errorf("opening journal %s: %w; check the DSN, that the server runs, and that its user may create tables", s.name, err)
 	}
 	return nil
+}
+
+// migratePg indexes the runs of a journal of format 3 or older by tool
+// (format 4), in init's transaction: before it raises the format.
+func migratePg(ctx context.Context, tx pgx.Tx) error {
+	var v string
+	err := tx.QueryRow(ctx, "SELECT value FROM agentos_journal_meta WHERE key = 'format'").Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // a new journal
+	}
+	if n, perr := strconv.Atoi(v); err != nil || perr != nil || n >= 4 {
+		return err // a newer or unreadable format: init refuses it
+	}
+	if _, err := tx.Exec(ctx, "DELETE FROM agentos_journal_tool_runs"); err != nil {
+		return err
+	}
+	var rows toolRows
+	var id string
+	var raw []byte
+	if err := eachRow(ctx, tx, "SELECT id, meta FROM agentos_journal_runs", []any{&id, &raw}, func() error {
+		x, err := decodeIndexed(raw)
+		if err != nil {
+			return fmt.Errorf("journal: indexing run %s by tool: its metadata does not decode (%w); delete it with 'agentos runs prune'", id, err)
+		}
+		rows.add(x, id)
+		return nil
+	}); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, insertToolRuns, rows.args()...)
+	return err
+}
+
+// insertToolRuns inserts toolRows.args into the tool index.
+const insertToolRuns = `INSERT INTO agentos_journal_tool_runs (path, hash, module, started, run)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::bool[], $4::timestamptz[], $5::text[]) ON CONFLICT DO NOTHING`
+
+// toolRows are rows of the tool index, by column.
+type toolRows struct {
+	paths, hashes []string
+	modules       []bool
+	started       []time.Time
+	runs          []string
+}
+
+// add adds the rows of run id, whose metadata is x.
+func (r *toolRows) add(x indexed, id string) {
+	for _, ref := range x.refs() {
+		r.paths, r.hashes, r.modules = append(r.paths, ref.path), append(r.hashes, ref.hash), append(r.modules, ref.module)
+		r.started, r.runs = append(r.started, x.Started), append(r.runs, id)
+	}
+}
+
+func (r *toolRows) args() []any {
+	return []any{r.paths, r.hashes, r.modules, r.started, r.runs}
 }
 
 func (s *pgStore) path() string { return s.name }
@@ -349,13 +418,9 @@ func (pb *pgBatch) queueReset(w *write) {
 // claim, or a fenced update.
 func (pb *pgBatch) queueRun(w *write) {
 	b, owner, now, fences, creates := pb.b, pb.owner, pb.now, pb.fences, pb.creates
-	var started time.Time
-	var m struct {
-		Started time.Time `json:"started"`
-	}
-	if json.Unmarshal(w.meta, &m) == nil {
-		started = m.Started
-	}
+	x := w.index
+	started := x.Started
+	defer pb.queueToolRuns(w, x)
 	var until *time.Time
 	if w.claim {
 		until = &w.until
@@ -375,6 +440,19 @@ func (pb *pgBatch) queueRun(w *write) {
 		b.Queue(`INSERT INTO agentos_journal_runs AS r (id, started, meta) VALUES ($1, $2, $3)
 			ON CONFLICT (id) DO UPDATE SET started = excluded.started, meta = excluded.meta, calls = NULL
 			WHERE NOT (`+heldByOther(4, 5)+` OR `+staleFence("$6::bigint")+`)`, w.run, started, w.meta, owner, now, w.fence)
+	}
+}
+
+// queueToolRuns queues the update of w's run in the tool index (after its
+// run's row: a write fenced off fails the batch, and changes nothing).
+func (pb *pgBatch) queueToolRuns(w *write, x indexed) {
+	if !w.create {
+		pb.b.Queue("DELETE FROM agentos_journal_tool_runs WHERE run = $1", w.run)
+	}
+	var rows toolRows
+	rows.add(x, w.run)
+	if len(rows.runs) > 0 {
+		pb.b.Queue(insertToolRuns, rows.args()...)
 	}
 }
 
@@ -490,9 +568,12 @@ func (s *pgStore) runs() ([]RunMeta, error) {
 	return scanRuns(rows)
 }
 
+// listedCols are the columns scanListed reads, of the runs r.
+const listedCols = `SELECT r.meta, r.owner, r.lease_until,
+	COALESCE(r.calls, (SELECT count(*) FROM agentos_journal_entries e WHERE e.run = r.id))`
+
 func (s *pgStore) runsPage(at runCursor, n int, oldest bool) ([]RunMeta, error) {
-	const cols = `SELECT meta, owner, lease_until,
-		COALESCE(calls, (SELECT count(*) FROM agentos_journal_entries e WHERE e.run = r.id)) FROM agentos_journal_runs r`
+	const cols = listedCols + ` FROM agentos_journal_runs r`
 	past, order := "<", " ORDER BY started DESC, id DESC"
 	if oldest {
 		past, order = ">", " ORDER BY started, id"
@@ -507,6 +588,61 @@ func (s *pgStore) runsPage(at runCursor, n int, oldest bool) ([]RunMeta, error) 
 	if err != nil {
 		return nil, err
 	}
+	return scanListed(rows)
+}
+
+// toolRunsPage lists up to n runs of path (at hash) past at, newest
+// first, from the tool index.
+func (s *pgStore) toolRunsPage(path, hash string, at runCursor, n int) ([]RunMeta, error) {
+	// One query per case, each a range scan of one index: by start
+	// (every version) or by version, from the cursor.
+	where, args := "t.path = $1 AND NOT t.module", []any{path, n}
+	if hash != "" {
+		where, args = where+" AND t.hash = $3", append(args, hash)
+	}
+	if at.id != "" {
+		where, args = where+fmt.Sprintf(" AND (t.started, t.run) < ($%d, $%d)", len(args)+1, len(args)+2), append(args, at.started, at.id)
+	}
+	rows, err := s.pool.Query(context.Background(), listedCols+` FROM agentos_journal_tool_runs t JOIN agentos_journal_runs r ON r.id = t.run
+		WHERE `+where+` ORDER BY t.started DESC, t.run DESC LIMIT $2`, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanListed(rows)
+}
+
+// versionsOf reads path's versions from the tool index: per version and
+// role, its count, first start, and latest run (an index lookup each).
+func (s *pgStore) versionsOf(path string) ([]Version, error) {
+	rows, err := s.pool.Query(context.Background(), `WITH v AS (
+			SELECT hash, module, count(*) AS n, min(started) AS first FROM agentos_journal_tool_runs
+			WHERE path = $1 AND hash <> '' GROUP BY hash, module)
+		SELECT v.hash, v.module, v.n, v.first, l.started, l.run FROM v, LATERAL (
+			SELECT started, run FROM agentos_journal_tool_runs t WHERE t.path = $1 AND t.module = v.module AND t.hash = v.hash
+			ORDER BY started DESC, run DESC LIMIT 1) l`, path)
+	if err != nil {
+		return nil, err
+	}
+	var out []Version
+	at := map[string]int{}
+	var hash, run string
+	var module bool
+	var n int
+	var first, last time.Time
+	_, err = pgx.ForEachRow(rows, []any{&hash, &module, &n, &first, &last, &run}, func() error {
+		i, ok := at[hash]
+		if !ok {
+			i, at[hash] = len(out), len(out)
+			out = append(out, Version{Hash: hash, First: first.UTC()})
+		}
+		out[i].addRole(module, n, first.UTC(), last.UTC(), run)
+		return nil
+	})
+	return out, err
+}
+
+// scanListed reads rows of listedCols, and closes them.
+func scanListed(rows pgx.Rows) ([]RunMeta, error) {
 	defer rows.Close()
 	var out []RunMeta
 	for rows.Next() {
@@ -699,7 +835,7 @@ func (s *pgStore) release(owner string, runs []string, now time.Time) error {
 func (s *pgStore) liveBytes() int64 {
 	var n int64
 	err := s.pool.QueryRow(context.Background(), `SELECT coalesce(sum(pg_total_relation_size(t)), 0)::bigint FROM unnest(ARRAY[
-		'agentos_journal_runs', 'agentos_journal_entries', 'agentos_journal_blobs', 'agentos_journal_sources']::regclass[]) AS t`).Scan(&n)
+		'agentos_journal_runs', 'agentos_journal_entries', 'agentos_journal_blobs', 'agentos_journal_sources', 'agentos_journal_tool_runs']::regclass[]) AS t`).Scan(&n)
 	if err != nil {
 		return 1<<63 - 1 // unknown: let Prune look
 	}
@@ -830,6 +966,7 @@ func deletePg(ctx context.Context, tx pgx.Tx, drop pruneDrop) error {
 		sql string
 		ids []string
 	}{
+		{"DELETE FROM agentos_journal_tool_runs WHERE run = ANY($1)", drop.runs},
 		{"DELETE FROM agentos_journal_entries WHERE run = ANY($1)", drop.runs},
 		{"DELETE FROM agentos_journal_runs WHERE id = ANY($1)", drop.runs},
 		{"DELETE FROM agentos_journal_blobs WHERE hash = ANY($1)", drop.blobs},

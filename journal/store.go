@@ -34,10 +34,10 @@ const DefaultBlobThreshold = 8 << 10
 // storageFormat is the format this package writes and reads: 1 had no
 // blobs (and no "meta" bucket), 2 adds them, 3 the run index "started"
 // (page.go) and chunked payloads (chunks.go; in bbolt, the "chunks"
-// bucket). Older journals are migrated when opened; opening one raises its
+// bucket), 4 the tool index (toolindex.go). Older journals are migrated when opened; opening one raises its
 // format, so that an older agentos, which would misread a chunked payload,
 // refuses it.
-const storageFormat = 3
+const storageFormat = 4
 
 // blob is a payload to keep under its hash.
 type blob struct {

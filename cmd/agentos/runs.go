@@ -244,25 +244,15 @@ func toolArg(p string) string {
 
 // printToolRuns is 'agentos runs --tool PATH': the runs of one tool (as
 // their entry), each with the version it ran, then the versions the
-// journal keeps, newest first. It reads every run once, keeping only those
-// of the tool or requiring it.
+// journal keeps, newest first. It reads them from the journal's index of
+// runs by tool, or, through a serving node (whose socket has no tool
+// query), reads every run once, keeping only those of the tool or
+// requiring it.
 func printToolRuns(j runSource, tool string, asJSON bool, stdout io.Writer) error {
-	rows := []runsRow{}
-	var all []journal.RunMeta // the runs VersionsOf needs: the tool's and those requiring it
-	err := j.EachRun(journal.RunQuery{Oldest: true}, func(r journal.RunMeta) error {
-		requires := slices.ContainsFunc(r.Modules, func(m journal.Module) bool { return m.Path == tool })
-		if r.Tool == tool || requires {
-			all = append(all, r)
-		}
-		if r.Tool == tool {
-			rows = append(rows, newRunsRow(r))
-		}
-		return nil
-	})
+	rows, versions, err := toolRuns(j, tool)
 	if err != nil {
 		return err
 	}
-	versions := journal.VersionsOf(all, tool)
 	if versions == nil {
 		versions = []journal.Version{}
 	}
@@ -277,6 +267,42 @@ func printToolRuns(j runSource, tool string, asJSON bool, stdout io.Writer) erro
 		return nil
 	}
 	return printToolRunTables(stdout, tool, rows, versions)
+}
+
+// toolIndex is a journal with an index of runs by tool (a
+// *journal.Journal opened here).
+type toolIndex interface {
+	EachRunOf(q journal.ToolQuery, fn func(journal.RunMeta) error) error
+	Versions(path string) ([]journal.Version, error)
+}
+
+// toolRuns returns the runs of tool, oldest first, and its versions.
+func toolRuns(j runSource, tool string) ([]runsRow, []journal.Version, error) {
+	rows := []runsRow{}
+	if ix, ok := j.(toolIndex); ok {
+		err := ix.EachRunOf(journal.ToolQuery{Tool: tool}, func(r journal.RunMeta) error {
+			rows = append(rows, newRunsRow(r))
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		slices.Reverse(rows) // oldest first
+		versions, err := ix.Versions(tool)
+		return rows, versions, err
+	}
+	var all []journal.RunMeta // the runs VersionsOf needs: the tool's and those requiring it
+	err := j.EachRun(journal.RunQuery{Oldest: true}, func(r journal.RunMeta) error {
+		requires := slices.ContainsFunc(r.Modules, func(m journal.Module) bool { return m.Path == tool })
+		if r.Tool == tool || requires {
+			all = append(all, r)
+		}
+		if r.Tool == tool {
+			rows = append(rows, newRunsRow(r))
+		}
+		return nil
+	})
+	return rows, journal.VersionsOf(all, tool), err
 }
 
 // printToolRunTables prints the runs of tool, then the versions of it the

@@ -23,7 +23,7 @@ import (
 //
 //	go test -run '^$' -bench ConsolePages100k -benchtime 20x ./internal/host/
 func BenchmarkConsolePages100k(b *testing.B) {
-	path := filepath.Join(os.TempDir(), "agentos-bench-runs-100000", "journal-format3.db")
+	path := filepath.Join(os.TempDir(), "agentos-bench-runs-100000", "journal-format4.db")
 	if _, err := os.Stat(path); err != nil {
 		b.Skipf("no journal of 100,000 runs at %s: build it with 'go test -run ^$ -bench RunsFirstPage ./journal/'", path)
 	}

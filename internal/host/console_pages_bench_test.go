@@ -18,11 +18,12 @@ import (
 // BenchmarkConsoleToolPages100k measures the Tools, Approvals and
 // Processes pages (server time, no network) over the journal of 100,000
 // runs the journal's benchmarks build (see BenchmarkConsolePages100k): a
-// tool's page reads every run's metadata for the tool's versions.
+// tool's page reads its versions and a version's runs from the journal's
+// index of runs by tool.
 //
 //	go test -run '^$' -bench ConsoleToolPages100k -benchtime 10x ./internal/host/
 func BenchmarkConsoleToolPages100k(b *testing.B) {
-	path := filepath.Join(os.TempDir(), "agentos-bench-runs-100000", "journal-format3.db")
+	path := filepath.Join(os.TempDir(), "agentos-bench-runs-100000", "journal-format4.db")
 	if _, err := os.Stat(path); err != nil {
 		b.Skipf("no journal of 100,000 runs at %s: build it with 'go test -run ^$ -bench RunsFirstPage ./journal/'", path)
 	}

@@ -134,11 +134,11 @@ func (b *consoleBackend) Tool(_ context.Context, who console.Principal, path str
 		d.Source = string(src)
 		d.Check = b.check(t.Path, src)
 	}
-	vs, partial, err := b.versions(t.Path)
+	vs, err := b.versions(t.Path)
 	if err != nil {
 		return console.ToolDetail{}, err
 	}
-	d.Versions, d.VersionsPartial = b.withCurrent(t.Path, vs, t.Hash, states), partial
+	d.Versions = b.withCurrent(t.Path, vs, t.Hash, states)
 	if rep, at, ok := lastGateReport(b.rt.state, t.Path); ok {
 		d.Gate, d.GateAt = &rep, at
 	}
@@ -155,7 +155,7 @@ func (b *consoleBackend) ToolVersion(_ context.Context, who console.Principal, p
 		return console.ToolVersionDetail{}, err
 	}
 	t, _ := b.rt.reg.Get(path)
-	vs, _, err := b.versions(path)
+	vs, err := b.versions(path)
 	if err != nil {
 		return console.ToolVersionDetail{}, err
 	}
@@ -233,32 +233,14 @@ func (b *consoleBackend) versionSource(path, hash string) ([]byte, string) {
 	return nil, "the journal no longer keeps this version's source (its runs were pruned) and the tool tree holds another version"
 }
 
-// toolScan bounds how many runs (newest first) a tool's page reads for
-// its versions, and a page of a version's runs: a page costs at most this
-// many run records whatever the journal's size ('agentos runs --tool PATH'
-// reads them all).
-const toolScan = 1000
-
-// versions are the versions of path among the newest toolScan runs,
-// newest first; partial says older runs were not read.
-func (b *consoleBackend) versions(path string) (vs []journal.Version, partial bool, err error) {
+// versions are the versions of path the journal keeps, newest first,
+// from its tool index (journal.ToolVersions): every version, whatever the
+// journal's size.
+func (b *consoleBackend) versions(path string) ([]journal.Version, error) {
 	if b.rt.j == nil {
-		return nil, false, nil
+		return nil, nil
 	}
-	var runs []journal.RunMeta
-	n := 0
-	err = b.rt.j.EachRun(journal.RunQuery{Limit: toolScan + 1}, func(r journal.RunMeta) error {
-		if n++; n > toolScan {
-			partial = true
-			return nil
-		}
-		if r.Tool == path || slices.ContainsFunc(r.Modules, func(m journal.Module) bool { return m.Path == path }) {
-			runs = append(runs, r)
-		}
-		return nil
-	})
-	slices.Reverse(runs) // VersionsOf takes them oldest first
-	return journal.VersionsOf(runs, path), partial, err
+	return b.rt.j.ToolVersions(path)
 }
 
 // withCurrent converts vs, adding the current version (hash) first when
@@ -279,31 +261,18 @@ func (b *consoleBackend) withCurrent(path string, vs []journal.Version, hash str
 }
 
 // versionRuns are the runs of path at hash, newest first, those before
-// the run before, at most limit, reading at most toolScan runs; next is
-// the cursor of the next page (the last run read when the scan stopped
-// before the page filled).
+// the run before, at most limit, from the journal's tool index; next is
+// the cursor of the next page ("" on the last).
 func (b *consoleBackend) versionRuns(path, hash, before string, limit int) (rows []console.ToolRun, next string, err error) {
 	if b.rt.j == nil {
 		return nil, "", nil
 	}
-	n, last := 0, ""
-	err = b.rt.j.EachRun(journal.RunQuery{Before: before}, func(r journal.RunMeta) error {
-		if r.Tool == path && r.Hash == hash {
-			if len(rows) == limit {
-				next = rows[len(rows)-1].ID
-				return errPageFull
-			}
-			rows = append(rows, toolRun(r))
-		}
-		last = r.ID
-		if n++; n >= toolScan {
-			next = last
-			return errPageFull
-		}
+	err = b.rt.j.EachRunOf(journal.ToolQuery{Tool: path, Version: hash, Before: before, Limit: limit + 1}, func(r journal.RunMeta) error {
+		rows = append(rows, toolRun(r))
 		return nil
 	})
-	if errors.Is(err, errPageFull) {
-		err = nil
+	if len(rows) > limit {
+		rows, next = rows[:limit], rows[limit-1].ID
 	}
 	if errors.Is(err, journal.ErrNoRun) || errors.Is(err, journal.ErrAmbiguous) {
 		err = fmt.Errorf("%w: %w", console.ErrBadInput, err)
