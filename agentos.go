@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/agent"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/kerneltool"
@@ -156,7 +157,7 @@ func (rt *Runtime) UIHandler() http.Handler { return rt.h.UIHandler() }
 // Snapshot seals the live process ref (a PID or a registered name) in the
 // journal and returns the snapshot's id; with kill the process ends in the
 // same step.
-func (rt *Runtime) Snapshot(ctx context.Context, ref string, kill bool) (kernel.SnapshotInfo, error) {
+func (rt *Runtime) Snapshot(ctx context.Context, ref string, kill bool) (kernelclient.SnapshotInfo, error) {
 	return rt.h.Snapshot(ctx, ref, kill)
 }
 

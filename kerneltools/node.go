@@ -15,6 +15,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git"
 	"github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
@@ -269,7 +270,7 @@ func (n *Node) Gate() *gate.Gate { return n.gate }
 func (n *Node) ActorSystem() *system.System { return n.sys }
 
 // KernelPID is the kernel actor's PID: the node's process-table endpoint,
-// reached with kernel.Client{PID: n.KernelPID(), Root: ...}.
+// reached with kernelclient.Client{PID: n.KernelPID(), Root: ...}.
 func (n *Node) KernelPID() *actor.PID { return n.kernel }
 
 // WriteFile writes content to path (relative to the tool root) through the
@@ -283,8 +284,8 @@ func (n *Node) WriteFile(ctx context.Context, path string, content []byte) (git.
 
 // KernelClient is the typed client of the node's kernel actor: ps, events,
 // signals, spawn, send and monitor of agent processes as messages.
-func (n *Node) KernelClient() kernel.Client {
-	return kernel.Client{PID: n.kernel, Root: n.rootCtx}
+func (n *Node) KernelClient() kernelclient.Client {
+	return kernelclient.Client{PID: n.kernel, Root: n.rootCtx}
 }
 
 // Close ends every process (reason "shutdown", cancelling their tool runs)

@@ -6,19 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/capability"
 )
 
 // PID identifies a process of one kernel. PIDs are never reused while the
-// kernel lives.
-type PID uint64
-
-func (p PID) String() string { return "<" + strconv.FormatUint(uint64(p), 10) + ">" }
+// kernel lives. It is the kernel client's type (actors/kernel/client).
+type PID = kernelclient.PID
 
 // ReasonKind classifies why a process ended; the values are stable strings.
 type ReasonKind string
@@ -109,15 +107,15 @@ type Term struct{ From PID }
 // never takes the program down.
 type Main func(ctx context.Context, p *Process) error
 
-// Status is a process's state as ps shows it.
-type Status string
+// Status is a process's state as ps shows it (the kernel client's type).
+type Status = kernelclient.Status
 
 // The statuses.
 const (
-	Running Status = "running" // executing, or in a kernel call
-	Waiting Status = "waiting" // blocked in Recv
-	Stopped Status = "stopped" // paused by Stop until Continue
-	Dead    Status = "dead"
+	Running = kernelclient.Running // executing, or in a kernel call
+	Waiting = kernelclient.Waiting // blocked in Recv
+	Stopped = kernelclient.Stopped // paused by Stop until Continue
+	Dead    = kernelclient.Dead
 )
 
 // Process is a running agent process: a goroutine with a mailbox, a

@@ -64,7 +64,6 @@ var knownImports = map[string]string{
 	// actors/X/client (beside actors/X/xpb), with the domain types its
 	// messages carry, and these go.
 	"actors/forge -> actors/git":           "the forge holds git.Client: move it to actors/git/client",
-	"admin -> actors/kernel":               "the admin socket asks the kernel actor through kernel.Client: move it to actors/kernel/client",
 	"internal/scaffold -> actors/git/repo": "agentos init lays out the tool root's repository with the git actor's repo package: the composition root should pass it in",
 
 	// The kernel tools' package and the agent processes.

@@ -7,19 +7,20 @@ import (
 	"strings"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/console"
 )
 
 // kernelFor is the kernel actor's client carrying who's process's token:
 // the kernel actor authorizes each request as it does any token's.
-func (b *consoleBackend) kernelFor(who console.Principal) (kernel.Client, error) {
+func (b *consoleBackend) kernelFor(who console.Principal) (kernelclient.Client, error) {
 	p, err := b.proc(who)
 	if err != nil {
-		return kernel.Client{}, err
+		return kernelclient.Client{}, err
 	}
 	tok, ok := p.Token()
 	if !ok {
-		return kernel.Client{}, fmt.Errorf("%w: the session's process %v holds no capability token", console.ErrDenied, p.PID())
+		return kernelclient.Client{}, fmt.Errorf("%w: the session's process %v holds no capability token", console.ErrDenied, p.PID())
 	}
 	k := b.rt.node.KernelClient()
 	k.Token = tok.Encode()
