@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/kernel"
 	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/agent"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/kerneltool"
@@ -163,7 +164,7 @@ func (rt *Runtime) Snapshot(ctx context.Context, ref string, kill bool) (kernelc
 
 // Restore starts the snapshot id once again as a new process, under name
 // ("": the snapshot's), with the rights and budget it had.
-func (rt *Runtime) Restore(ctx context.Context, id, name string) (kernel.PID, error) {
+func (rt *Runtime) Restore(ctx context.Context, id, name string) (proc.PID, error) {
 	return rt.h.Restore(ctx, id, name)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/kernel"
 	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
@@ -260,6 +261,21 @@ func (c kernelCharger) ChargeAt(ctx context.Context, home string, pid uint64, m 
 
 // Kernel returns the node's process table.
 func (n *Node) Kernel() *kernel.Kernel { return n.k }
+
+// Processes returns the node's process table as the process-handle leaf
+// sees it (agent.Node, mcpserver.Node): the same kernel as Kernel.
+func (n *Node) Processes() proc.Table { return n.k }
+
+// process returns the kernel's process behind the handle p. IMPORTANT: the
+// kernel tools run only for a process of this node's kernel: any other
+// proc.Process is refused with kernel.ErrInvalid.
+func (n *Node) process(p proc.Process) (*kernel.Process, error) {
+	kp, ok := p.(*kernel.Process)
+	if !ok || kp == nil || kp.Kernel() != n.k {
+		return nil, fmt.Errorf("%w: the kernel tools run for a process of this node's kernel (a handle it spawned), not %T", kernel.ErrInvalid, p)
+	}
+	return kp, nil
+}
 
 // Gate returns the node's registration gate; nil when it is disabled
 // (gate.Options.Runs < 0).

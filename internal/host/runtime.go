@@ -543,7 +543,7 @@ func (rt *Runtime) registerImages(context.Context) (closeFunc, error) {
 	if rt.model == nil {
 		return nil, nil
 	}
-	main := agent.ImageMain(agent.MainOptions{Node: rt.node, Model: rt.model, Journal: rt.j, PII: rt.pii})
+	main := kernel.MainOf(agent.ImageMain(agent.MainOptions{Node: rt.node, Model: rt.model, Journal: rt.j, PII: rt.pii}))
 	if err := rt.k.RegisterImage(agent.Image, main); err != nil {
 		return nil, err
 	}

@@ -1,17 +1,15 @@
 package client
 
 import (
-	"strconv"
 	"time"
 
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/capability"
 )
 
 // PID identifies a process of one kernel. PIDs are never reused while the
-// kernel lives.
-type PID uint64
-
-func (p PID) String() string { return "<" + strconv.FormatUint(uint64(p), 10) + ">" }
+// kernel lives (the process-handle leaf's type, actors/kernel/proc).
+type PID = proc.PID
 
 // Status is a process's state as ps shows it.
 type Status string
