@@ -66,7 +66,8 @@ type ProcessOptions struct {
 	// delegated from the parent's token and MUST NOT exceed them (the
 	// spawn fails otherwise), its quota account is a child of the
 	// parent's, and the parent needs the spawn right. nil: the kernel
-	// spawns it with Grants as given.
+	// spawns it with Grants as given. IMPORTANT: leave it the nil interface,
+	// not a nil *kernel.Process, to mean none.
 	Parent proc.Process
 	// Image names the process's image in ps and events ("": Image, e.g.
 	// "agent/<template>" for the nursery's). IMPORTANT: a snapshot of the

@@ -36,7 +36,8 @@ const DefaultMaxSessions = 16
 type HTTPOptions struct {
 	// Anonymous, when set, is the process a request without a token runs
 	// as (mcp.serve.allow_anonymous: the default process). nil: such a
-	// request is answered 401.
+	// request is answered 401. IMPORTANT: the nil interface, not a nil
+	// *kernel.Process, means none.
 	Anonymous proc.Process
 	// Quota limits the account of each process a token makes (e.g. the
 	// agent.quota of agentos.json); absent meters are limited only by the
