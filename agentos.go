@@ -7,6 +7,8 @@ import (
 	"net/http"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/agent"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/kerneltool"
@@ -156,13 +158,13 @@ func (rt *Runtime) UIHandler() http.Handler { return rt.h.UIHandler() }
 // Snapshot seals the live process ref (a PID or a registered name) in the
 // journal and returns the snapshot's id; with kill the process ends in the
 // same step.
-func (rt *Runtime) Snapshot(ctx context.Context, ref string, kill bool) (kernel.SnapshotInfo, error) {
+func (rt *Runtime) Snapshot(ctx context.Context, ref string, kill bool) (kernelclient.SnapshotInfo, error) {
 	return rt.h.Snapshot(ctx, ref, kill)
 }
 
 // Restore starts the snapshot id once again as a new process, under name
 // ("": the snapshot's), with the rights and budget it had.
-func (rt *Runtime) Restore(ctx context.Context, id, name string) (kernel.PID, error) {
+func (rt *Runtime) Restore(ctx context.Context, id, name string) (proc.PID, error) {
 	return rt.h.Restore(ctx, id, name)
 }
 

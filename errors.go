@@ -1,7 +1,7 @@
 package agentos
 
 import (
-	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/mcpserver"
 )
@@ -15,7 +15,7 @@ var (
 	ErrNoModel = host.ErrNoModel
 	// ErrNotRestorable: Restore of a snapshot already restored, or whose
 	// process still runs.
-	ErrNotRestorable = kernel.ErrNotRestorable
+	ErrNotRestorable = kernelclient.ErrNotRestorable
 	// ErrClosed: MCPServer after Close.
 	ErrClosed = mcpserver.ErrClosed
 )

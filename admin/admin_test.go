@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/journal"
@@ -26,13 +27,13 @@ var quiet = slog.New(slog.DiscardHandler)
 // runtime's parts (tool calls, the journal) are the root package's and
 // tested there (TestNodeJournalEndpoints, TestSocketFloodOfRefusedCalls).
 type kernelBackend struct {
-	client kernel.Client
+	client kernelclient.Client
 }
 
 var errNotHere = errors.New("not served by this test's backend")
 
-func (b kernelBackend) Kernel() kernel.Client { return b.client }
-func (b kernelBackend) MaxArgs() int          { return 1024 }
+func (b kernelBackend) Kernel() kernelclient.Client { return b.client }
+func (b kernelBackend) MaxArgs() int                { return 1024 }
 func (b kernelBackend) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 	return nil, errNotHere
 }
@@ -57,7 +58,7 @@ func (b kernelBackend) Memory(context.Context, admin.MemoryRequest) (any, error)
 type node struct {
 	k    *kernel.Kernel
 	sys  *system.System
-	kc   kernel.Client
+	kc   kernelclient.Client
 	c    *admin.Client
 	root string
 }
@@ -70,7 +71,7 @@ func serve(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	sys := system.New(system.Options{Logger: quiet})
-	kc := kernel.Client{PID: sys.Spawn(kernel.Props(k)), Root: sys.Root()}
+	kc := kernelclient.Client{PID: sys.Spawn(kernel.Props(k)), Root: sys.Root()}
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, ".agentos"), 0o755); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -49,15 +49,15 @@ func Dial(root string) (*Client, error) {
 func (c *Client) Close() { c.hc.CloseIdleConnections() }
 
 // PS returns the node's process table.
-func (c *Client) PS(ctx context.Context) ([]kernel.ProcInfo, error) {
-	var out []kernel.ProcInfo
+func (c *Client) PS(ctx context.Context) ([]kernelclient.ProcInfo, error) {
+	var out []kernelclient.ProcInfo
 	return out, c.do(ctx, "GET", "/v1/ps", nil, &out)
 }
 
 // Events returns the node's recent kernel events with Seq > after, at most
 // limit (0: all kept).
-func (c *Client) Events(ctx context.Context, after uint64, limit int) ([]kernel.Event, error) {
-	var out []kernel.Event
+func (c *Client) Events(ctx context.Context, after uint64, limit int) ([]kernelclient.Event, error) {
+	var out []kernelclient.Event
 	return out, c.do(ctx, "GET", fmt.Sprintf("/v1/events?after=%d&limit=%d", after, limit), nil, &out)
 }
 
@@ -72,12 +72,12 @@ func (c *Client) Signal(ctx context.Context, req SignalRequest) error {
 }
 
 // Snapshot snapshots a process of the node (POST /v1/snapshot).
-func (c *Client) Snapshot(ctx context.Context, req SnapshotRequest) (kernel.SnapshotInfo, error) {
+func (c *Client) Snapshot(ctx context.Context, req SnapshotRequest) (kernelclient.SnapshotInfo, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
-		return kernel.SnapshotInfo{}, err
+		return kernelclient.SnapshotInfo{}, err
 	}
-	var out kernel.SnapshotInfo
+	var out kernelclient.SnapshotInfo
 	return out, c.do(ctx, "POST", "/v1/snapshot", body, &out)
 }
 
@@ -146,7 +146,7 @@ func (c *Client) Recover(ctx context.Context, req RecoverRequest, out any) error
 }
 
 // ClusterPS returns the process table of every member of the node's
-// cluster: one NodeReply each, its Result a []kernel.ProcInfo.
+// cluster: one NodeReply each, its Result a []kernelclient.ProcInfo.
 func (c *Client) ClusterPS(ctx context.Context) ([]NodeReply, error) {
 	var out []NodeReply
 	return out, c.do(ctx, "GET", "/v1/cluster/ps", nil, &out)
@@ -154,7 +154,7 @@ func (c *Client) ClusterPS(ctx context.Context) ([]NodeReply, error) {
 
 // ClusterEvents returns the recent kernel events of every member of the
 // node's cluster (at most limit each; 0: all kept): one NodeReply each, its
-// Result a []kernel.Event.
+// Result a []kernelclient.Event.
 func (c *Client) ClusterEvents(ctx context.Context, limit int) ([]NodeReply, error) {
 	var out []NodeReply
 	return out, c.do(ctx, "GET", fmt.Sprintf("/v1/cluster/events?limit=%d", limit), nil, &out)

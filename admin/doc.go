@@ -6,8 +6,8 @@
 //
 // HTTP over the unix socket Socket (relative to the tool root), JSON bodies:
 //
-//	GET  /v1/ps                     the process table ([]kernel.ProcInfo)
-//	GET  /v1/events?after=N&limit=M recent kernel events ([]kernel.Event)
+//	GET  /v1/ps                     the process table ([]kernelclient.ProcInfo)
+//	GET  /v1/events?after=N&limit=M recent kernel events ([]kernelclient.Event)
 //	POST /v1/signal                 kill, term, stop or cont a process (SignalRequest)
 //	POST /v1/call/TOOL              a kernel tool call as the default process
 //	GET  /v1/runs, /v1/runs/{id}    the journal's runs, one run (a journal.Dump)
@@ -22,7 +22,7 @@
 //	     /mcp                       MCP over streamable HTTP as the default process (package mcpserver)
 //
 // ps, events and signals are messages to the node's kernel actor (through
-// kernel.Client, Backend.Kernel): the socket is one more sender of the
+// kernelclient.Client, Backend.Kernel): the socket is one more sender of the
 // process-table endpoint, as another node will be. Call, the journal
 // endpoints, /v1/cluster and /metrics are the embedding runtime's (Backend).
 //

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/internal/clip"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -108,12 +108,12 @@ func (h *handlers) untilServeEnds(r *http.Request) (context.Context, func()) {
 }
 
 func (h *handlers) onClusterPS(w http.ResponseWriter, r *http.Request) {
-	fanOut(w, r, h.b, func(ctx context.Context, k kernel.Client) (any, error) { return k.PS(ctx) })
+	fanOut(w, r, h.b, func(ctx context.Context, k kernelclient.Client) (any, error) { return k.PS(ctx) })
 }
 
 func (h *handlers) onClusterEvents(w http.ResponseWriter, r *http.Request) {
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	fanOut(w, r, h.b, func(ctx context.Context, k kernel.Client) (any, error) { return k.Events(ctx, 0, limit) })
+	fanOut(w, r, h.b, func(ctx context.Context, k kernelclient.Client) (any, error) { return k.Events(ctx, 0, limit) })
 }
 
 func (h *handlers) onPS(w http.ResponseWriter, r *http.Request) {
@@ -136,7 +136,7 @@ func (h *handlers) onSignal(w http.ResponseWriter, r *http.Request) {
 	if req.By == "" {
 		req.By = "admin socket"
 	}
-	err := h.b.Kernel().Signal(r.Context(), kernel.PID(req.PID), req.Signal, req.By)
+	err := h.b.Kernel().Signal(r.Context(), kernelclient.PID(req.PID), req.Signal, req.By)
 	reply(w, struct{}{}, kernelStatus(err), err)
 }
 
@@ -146,7 +146,7 @@ func (h *handlers) onSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Process == "" {
-		fail(w, http.StatusBadRequest, fmt.Errorf("%w: snapshot names no process: give its PID or name (agentos ps lists them)", kernel.ErrInvalid))
+		fail(w, http.StatusBadRequest, fmt.Errorf("%w: snapshot names no process: give its PID or name (agentos ps lists them)", kernelclient.ErrInvalid))
 		return
 	}
 	by := cmpOr(req.By, "agentos snapshot --kill")
@@ -160,7 +160,7 @@ func (h *handlers) onRestore(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Snapshot == "" {
-		fail(w, http.StatusBadRequest, fmt.Errorf("%w: restore names no snapshot: give the id agentos snapshot printed (agentos runs lists them, kind snapshot)", kernel.ErrInvalid))
+		fail(w, http.StatusBadRequest, fmt.Errorf("%w: restore names no snapshot: give the id agentos snapshot printed (agentos runs lists them, kind snapshot)", kernelclient.ErrInvalid))
 		return
 	}
 	restore := h.b.Kernel().Restore
@@ -294,7 +294,7 @@ func (h *handlers) revoke(rb RevokeBackend) http.HandlerFunc {
 
 // fanOut asks every member's kernel actor at once, each within 5 s, and
 // answers their replies in the members' order.
-func fanOut(w http.ResponseWriter, r *http.Request, b Backend, ask func(context.Context, kernel.Client) (any, error)) {
+func fanOut(w http.ResponseWriter, r *http.Request, b Backend, ask func(context.Context, kernelclient.Client) (any, error)) {
 	ks := b.Kernels()
 	if ks == nil {
 		fail(w, http.StatusNotFound, errors.New("this node is in no cluster: start it with 'agentos serve --cluster' (see docs/CLUSTER.md)"))
@@ -325,11 +325,11 @@ func fanOut(w http.ResponseWriter, r *http.Request, b Backend, ask func(context.
 // that does not verify, an unknown image), 422 otherwise.
 func kernelStatus(err error) int {
 	switch {
-	case errors.Is(err, kernel.ErrNoProcess), errors.Is(err, journal.ErrNoRun):
+	case errors.Is(err, kernelclient.ErrNoProcess), errors.Is(err, journal.ErrNoRun):
 		return http.StatusNotFound
-	case errors.Is(err, kernel.ErrNameTaken), errors.Is(err, kernel.ErrNotRestorable):
+	case errors.Is(err, kernelclient.ErrNameTaken), errors.Is(err, kernelclient.ErrNotRestorable):
 		return http.StatusConflict
-	case errors.Is(err, kernel.ErrInvalid), errors.Is(err, journal.ErrAmbiguous):
+	case errors.Is(err, kernelclient.ErrInvalid), errors.Is(err, journal.ErrAmbiguous):
 		return http.StatusBadRequest
 	default:
 		return http.StatusUnprocessableEntity

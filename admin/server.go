@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/internal/clip"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -28,7 +28,7 @@ var Socket = filepath.Join(".agentos", "node", "node.sock")
 type Backend interface {
 	// Kernel is the client of the node's kernel actor: ps, events and
 	// signals are messages to it.
-	Kernel() kernel.Client
+	Kernel() kernelclient.Client
 	// MaxArgs is the largest request body (tool arguments) accepted, in
 	// bytes (limits.max_args_bytes).
 	MaxArgs() int
@@ -233,7 +233,7 @@ func readRequest(w http.ResponseWriter, r *http.Request, limit int, v any) bool 
 type NodeKernel struct {
 	// Node is the member's remote address.
 	Node   string
-	Kernel kernel.Client
+	Kernel kernelclient.Client
 }
 
 // NodeReply is one member's answer to a question asked of every member

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/driver/llm"
@@ -66,8 +66,9 @@ type ProcessOptions struct {
 	// delegated from the parent's token and MUST NOT exceed them (the
 	// spawn fails otherwise), its quota account is a child of the
 	// parent's, and the parent needs the spawn right. nil: the kernel
-	// spawns it with Grants as given.
-	Parent *kernel.Process
+	// spawns it with Grants as given. IMPORTANT: leave it the nil interface,
+	// not a nil *kernel.Process, to mean none.
+	Parent proc.Process
 	// Image names the process's image in ps and events ("": Image, e.g.
 	// "agent/<template>" for the nursery's). IMPORTANT: a snapshot of the
 	// process restores only if ImageMain is registered under that name too
@@ -157,8 +158,9 @@ type MainOptions struct {
 // left unfinished for the next incarnation to resume.
 var ErrInterrupted = errors.New("agent: interrupted before the loop ended; its run stays resumable")
 
-// Main returns the body of an agent process running task (a kernel.Main,
-// e.g. for a kernel.ChildSpec under kernel.Supervise).
+// Main returns the body of an agent process running task, a proc.Main:
+// spawn it through a proc.Spawner, or wrap it with kernel.MainOf for a
+// kernel.ChildSpec under kernel.Supervise.
 //
 // Restart means resume: every incarnation of the returned Main (a
 // supervisor restarts the same Main) first looks for the run its previous
@@ -179,10 +181,10 @@ var ErrInterrupted = errors.New("agent: interrupted before the loop ended; its r
 // The incarnation exposes its State (task, max_steps, run) with
 // kernel.Process.SetState, so that a snapshot of it restores (ImageMain)
 // into a process that resumes the same run.
-func Main(task string, opts MainOptions) kernel.Main {
+func Main(task string, opts MainOptions) proc.Main {
 	var mu sync.Mutex
 	var last string // the run the previous incarnation began
-	return func(ctx context.Context, p *kernel.Process) error {
+	return func(ctx context.Context, p proc.Process) error {
 		mu.Lock()
 		run := last
 		mu.Unlock()
@@ -200,8 +202,8 @@ func Main(task string, opts MainOptions) kernel.Main {
 // run from the journal as Main's restart does; a process spawned by name
 // with no state fails, saying so. Each incarnation resumes the run its
 // state names, so a supervised restart of an image process resumes too.
-func ImageMain(opts MainOptions) kernel.Main {
-	return func(ctx context.Context, p *kernel.Process) error {
+func ImageMain(opts MainOptions) proc.Main {
+	return func(ctx context.Context, p proc.Process) error {
 		var st State
 		if raw := p.State(); len(raw) > 0 {
 			if err := json.Unmarshal(raw, &st); err != nil {
@@ -220,7 +222,7 @@ func ImageMain(opts MainOptions) kernel.Main {
 
 // runIncarnation runs one incarnation of the agent: it resumes st.Run when
 // that run is unfinished, else begins a new run.
-func runIncarnation(ctx context.Context, p *kernel.Process, st State, opts MainOptions, began func(string)) error {
+func runIncarnation(ctx context.Context, p proc.Process, st State, opts MainOptions, began func(string)) error {
 	if opts.Node == nil || opts.Model == nil || opts.Journal == nil {
 		return errors.New("agent: an agent process needs a Node, a Model and a Journal")
 	}
@@ -335,7 +337,7 @@ type claimedRun struct {
 // openRun resumes st.Run when it is an unfinished agent run, else begins a
 // new run of st.Task, tokenized first: the task is journaled and sent to
 // the model. A new run's memory is the process's: st.MemoryName is cleared.
-func openRun(ctx context.Context, p *kernel.Process, st *State, opts MainOptions) (claimedRun, error) {
+func openRun(ctx context.Context, p proc.Process, st *State, opts MainOptions) (claimedRun, error) {
 	run, record, replayed, release, err := resumeRun(ctx, p, st, opts)
 	if err != nil {
 		return claimedRun{}, err
@@ -373,7 +375,7 @@ func systemPrompt(ctx context.Context, host driver.Host, st State, memName, task
 // it returns the run, the journal's middleware, how many model answers the
 // journal holds (paid already) and the claim's release; a nil run when
 // there is none to resume. st.Task becomes the task as journaled.
-func resumeRun(ctx context.Context, p *kernel.Process, st *State, opts MainOptions) (*journal.Run, driver.Middleware, int, func(), error) {
+func resumeRun(ctx context.Context, p proc.Process, st *State, opts MainOptions) (*journal.Run, driver.Middleware, int, func(), error) {
 	nothing := func() {}
 	if st.Run == "" {
 		return nil, nil, 0, nothing, nil
@@ -409,7 +411,7 @@ func resumeRun(ctx context.Context, p *kernel.Process, st *State, opts MainOptio
 }
 
 // beginRun begins and claims a new agent run of task (tokenized).
-func beginRun(ctx context.Context, p *kernel.Process, st State, task string, opts MainOptions) (*journal.Run, driver.Middleware, func(), error) {
+func beginRun(ctx context.Context, p proc.Process, st State, task string, opts MainOptions) (*journal.Run, driver.Middleware, func(), error) {
 	meta := map[string]string{"task": task}
 	if st.Persona != "" {
 		meta["persona"] = st.Persona
@@ -432,7 +434,7 @@ func beginRun(ctx context.Context, p *kernel.Process, st State, task string, opt
 // paid by an earlier incarnation, whose account (and every ancestor's) was
 // charged then, are counted on p's own account only, so that its limit
 // covers the whole run.
-func charger(p *kernel.Process, replayed int) func(llm.Usage) error {
+func charger(p proc.Process, replayed int) func(llm.Usage) error {
 	charged := 0
 	return func(u llm.Usage) error {
 		charged++
@@ -486,12 +488,12 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 		System: opts.System, Persona: opts.Persona, Tools: opts.Tools,
 		Memory: MemorySettings{WindowTokens: opts.WindowTokens, ReserveTokens: opts.ReserveTokens, Lessons: opts.Lessons, Distill: opts.Distill},
 		Done:   func(r Result, err error) { res, runErr = r, err }})
-	spawn := opts.Node.Kernel().Spawn
+	spawn := opts.Node.Processes().SpawnProcess
 	if opts.Parent != nil {
-		spawn = opts.Parent.Spawn
+		spawn = opts.Parent.SpawnProcess
 	}
 	finished := make(chan struct{}) // closed when the body has returned: res is then complete
-	p, err := spawn(func(ctx context.Context, p *kernel.Process) error {
+	p, err := spawn(func(ctx context.Context, p proc.Process) error {
 		defer close(finished)
 		// The agent's spans continue the caller's trace.
 		ctx = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(callerCtx))
@@ -501,7 +503,7 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 		stop := context.AfterFunc(callerCtx, cancel)
 		defer stop()
 		return main(ctx, p)
-	}, kernel.SpawnOptions{Name: opts.Name, Image: cmp.Or(opts.Image, Image), Grants: WithLLM(opts.Grants), Quota: opts.Quota})
+	}, proc.SpawnOptions{Name: opts.Name, Image: cmp.Or(opts.Image, Image), Grants: WithLLM(opts.Grants), Quota: opts.Quota})
 	if err != nil {
 		return Result{}, err
 	}
@@ -514,7 +516,7 @@ func RunProcess(ctx context.Context, task string, opts ProcessOptions) (Result, 
 	if errors.Is(runErr, ErrInterrupted) {
 		runErr = nil
 	}
-	if runErr == nil && reason.Kind != kernel.Normal {
+	if runErr == nil && reason.Kind != proc.Normal {
 		runErr = fmt.Errorf("agentos: the agent process ended: %s", reason)
 	}
 	return res, runErr
@@ -593,7 +595,7 @@ type claimKey struct {
 }
 
 type claim struct {
-	p        *kernel.Process
+	p        proc.Process
 	released chan struct{}
 }
 
@@ -606,7 +608,7 @@ var ErrRunHeld = errors.New("agent: the run is being written by another live inc
 // until release (IMPORTANT: call it when the incarnation ends). A holder
 // whose process has ended (killed, crashed: its body is still unwinding)
 // is waited for; a live holder fails the claim with ErrRunHeld.
-func claimRun(ctx context.Context, j *journal.Journal, run string, p *kernel.Process) (release func(), err error) {
+func claimRun(ctx context.Context, j *journal.Journal, run string, p proc.Process) (release func(), err error) {
 	k := claimKey{j, run}
 	for {
 		claims.Lock()
@@ -650,7 +652,7 @@ func claimRun(ctx context.Context, j *journal.Journal, run string, p *kernel.Pro
 // p running journal run id: gen_ai.agent.name is the process's name
 // ("agent" when it has none), gen_ai.agent.id the run, which a resumed
 // incarnation shares.
-func startAgentSpan(ctx context.Context, tr trace.Tracer, p *kernel.Process, id, persona string) (context.Context, trace.Span) {
+func startAgentSpan(ctx context.Context, tr trace.Tracer, p proc.Process, id, persona string) (context.Context, trace.Span) {
 	extra := []attribute.KeyValue{attribute.Int64("agentos.pid", int64(p.PID())), telemetry.ConversationID.String(id)}
 	if persona != "" {
 		extra = append(extra, attribute.String("agentos.persona", persona))
@@ -682,13 +684,14 @@ func endAgentSpan(span trace.Span, res Result, err error, capture bool) {
 // agent reaches it only through these methods.
 type Node interface {
 	// Tools returns the kernel tools bound to p (names: a selection).
-	Tools(p *kernel.Process, names ...string) ([]kerneltool.Tool, error)
-	// Kernel is the process table the agent's process runs in.
-	Kernel() *kernel.Kernel
+	Tools(p proc.Process, names ...string) ([]kerneltool.Tool, error)
+	// Processes is the process table the agent's process is spawned on
+	// (the node's kernel).
+	Processes() proc.Table
 	// Memory is the agents' memory (nil: none configured).
 	Memory() *memory.Store
 	// BindMemory binds the memory name of p's remember, recall and forget.
-	BindMemory(p *kernel.Process, name string)
+	BindMemory(p proc.Process, name string)
 	// TracerProvider receives the agent's spans (nil: the global one).
 	TracerProvider() trace.TracerProvider
 	// CaptureContent says whether spans record GenAI content.

@@ -13,6 +13,7 @@ import (
 	"github.com/agentos-run/agentos/actors/executor"
 	execclient "github.com/agentos-run/agentos/actors/executor/client"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/governance/approval"
@@ -323,7 +324,11 @@ func isToolSource(path, dir string) bool {
 // resolved in the tool root) as it is now: its version's approval key
 // (Hash), its entry's content hash (Source), the modules it requires, its
 // risk and why. MCP's confirmation records its answer with it.
-func (n *Node) ApprovalAsk(p *kernel.Process, path string) (approval.Ask, error) {
+func (n *Node) ApprovalAsk(handle proc.Process, path string) (approval.Ask, error) {
+	p, err := n.process(handle)
+	if err != nil {
+		return approval.Ask{}, err
+	}
 	resolved, err := n.opts.Jail.Resolve(path)
 	if err != nil {
 		return approval.Ask{}, err

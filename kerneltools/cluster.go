@@ -19,6 +19,7 @@ import (
 	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/capability/capabilitypb"
 	"github.com/agentos-run/agentos/cluster"
@@ -195,7 +196,7 @@ func (n *Node) pullMissing(ctx context.Context) bool {
 // what one node asks another's kernel (ps, events, charging a caller of
 // that node), never for a process-table change. Outside a cluster the
 // token is empty and that node refuses every request.
-func (n *Node) PeerKernel(address string) kernel.Client {
+func (n *Node) PeerKernel(address string) kernelclient.Client {
 	k := n.KernelClient()
 	k.PID = actor.NewPID(address, k.PID.Id)
 	if c := n.cluster(); c != nil {

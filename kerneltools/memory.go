@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/clip"
 	"github.com/agentos-run/agentos/kerneltool"
@@ -58,7 +59,7 @@ func MemoryName(p *kernel.Process) string {
 // name) and an unnamed agent's memory follows its run, not its pid. The
 // binder owns the memory's lifetime: a bound ephemeral memory is NOT
 // dropped when p ends.
-func (n *Node) BindMemory(p *kernel.Process, name string) {
+func (n *Node) BindMemory(p proc.Process, name string) {
 	if _, loaded := n.memNames.Swap(p, name); !loaded {
 		go func() {
 			<-p.Done()

@@ -15,6 +15,8 @@ import (
 	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/git/gitpb"
 	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
@@ -260,6 +262,21 @@ func (c kernelCharger) ChargeAt(ctx context.Context, home string, pid uint64, m 
 // Kernel returns the node's process table.
 func (n *Node) Kernel() *kernel.Kernel { return n.k }
 
+// Processes returns the node's process table as the process-handle leaf
+// sees it (agent.Node, mcpserver.Node): the same kernel as Kernel.
+func (n *Node) Processes() proc.Table { return n.k }
+
+// process returns the kernel's process behind the handle p. IMPORTANT: the
+// kernel tools run only for a process of this node's kernel: any other
+// proc.Process is refused with kernel.ErrInvalid.
+func (n *Node) process(p proc.Process) (*kernel.Process, error) {
+	kp, ok := p.(*kernel.Process)
+	if !ok || kp == nil || kp.Kernel() != n.k {
+		return nil, fmt.Errorf("%w: the kernel tools run for a process of this node's kernel (a handle it spawned), not %T", kernel.ErrInvalid, p)
+	}
+	return kp, nil
+}
+
 // Gate returns the node's registration gate; nil when it is disabled
 // (gate.Options.Runs < 0).
 func (n *Node) Gate() *gate.Gate { return n.gate }
@@ -277,7 +294,7 @@ func (n *Node) RegistryClient() *regclient.Client {
 func (n *Node) ActorSystem() *system.System { return n.sys }
 
 // KernelPID is the kernel actor's PID: the node's process-table endpoint,
-// reached with kernel.Client{PID: n.KernelPID(), Root: ...}.
+// reached with kernelclient.Client{PID: n.KernelPID(), Root: ...}.
 func (n *Node) KernelPID() *actor.PID { return n.kernel }
 
 // WriteFile writes content to path (relative to the tool root) through the
@@ -291,8 +308,8 @@ func (n *Node) WriteFile(ctx context.Context, path string, content []byte) (gitc
 
 // KernelClient is the typed client of the node's kernel actor: ps, events,
 // signals, spawn, send and monitor of agent processes as messages.
-func (n *Node) KernelClient() kernel.Client {
-	return kernel.Client{PID: n.kernel, Root: n.rootCtx}
+func (n *Node) KernelClient() kernelclient.Client {
+	return kernelclient.Client{PID: n.kernel, Root: n.rootCtx}
 }
 
 // Close ends every process (reason "shutdown", cancelling their tool runs)

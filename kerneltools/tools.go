@@ -20,6 +20,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge/forgerun"
 	gitclient "github.com/agentos-run/agentos/actors/git/client"
 	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
@@ -265,7 +266,11 @@ func ToolNames() []string {
 
 // Tools returns the kernel tools bound to p: each call runs with p's
 // capabilities and is charged to p's quota. names selects tools (none: all).
-func (n *Node) Tools(p *kernel.Process, names ...string) ([]kerneltool.Tool, error) {
+func (n *Node) Tools(handle proc.Process, names ...string) ([]kerneltool.Tool, error) {
+	p, err := n.process(handle)
+	if err != nil {
+		return nil, err
+	}
 	deriveSchemas()
 	var out []kerneltool.Tool
 	for _, name := range names {
@@ -303,7 +308,11 @@ func unknownTool(name string) error {
 
 // Call runs the kernel tool name for p with args (a JSON object) and returns
 // its JSON result: exactly what an LLM tool call does.
-func (n *Node) Call(ctx context.Context, p *kernel.Process, name string, args json.RawMessage) (json.RawMessage, error) {
+func (n *Node) Call(ctx context.Context, handle proc.Process, name string, args json.RawMessage) (json.RawMessage, error) {
+	p, err := n.process(handle)
+	if err != nil {
+		return nil, err
+	}
 	d := findTool(name)
 	if d == nil {
 		// A call to no tool is a refused call like any other: it is charged.

@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentos-run/agentos/actors/forge/check"
-	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/kerneltool"
@@ -35,12 +35,12 @@ const confirmID = "agentos-confirm"
 // RequestState: the answer counts only for the same session and process,
 // the same path with the same content, before Expires, once.
 type confirmState struct {
-	Session string     `json:"s"`
-	PID     kernel.PID `json:"p"`
-	Path    string     `json:"t"`
-	Hash    string     `json:"h"`
-	Expires int64      `json:"e"` // Unix seconds
-	Nonce   string     `json:"n"`
+	Session string   `json:"s"`
+	PID     proc.PID `json:"p"`
+	Path    string   `json:"t"`
+	Hash    string   `json:"h"`
+	Expires int64    `json:"e"` // Unix seconds
+	Nonce   string   `json:"n"`
 }
 
 // confirmer signs confirmation states and remembers the ones answered.
@@ -126,7 +126,7 @@ func (c *confirmer) redeem(state string, want confirmState, now time.Time) error
 // nobody asked for, a tool changed while the user decided, an expired or
 // reused state, or any error checking the risk or reading the source
 // refuses the run.
-func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc *kernel.Process, p string) (context.Context, *mcp.CallToolResult) {
+func (s *Server) confirm(ctx context.Context, req *mcp.CallToolRequest, proc proc.Process, p string) (context.Context, *mcp.CallToolResult) {
 	if p == "" {
 		return ctx, nil // exec_tool reports the missing path
 	}
@@ -186,7 +186,7 @@ type pendingRun struct {
 // run through. Each run over MCP is still confirmed by the client's user.
 // It returns the gate's request for the version of the tool at p whose
 // source has the given hash, or the refusal.
-func (s *Server) confirmGate(proc *kernel.Process, p string, risk check.Risk, hash string) (*approval.Ask, *mcp.CallToolResult) {
+func (s *Server) confirmGate(proc proc.Process, p string, risk check.Risk, hash string) (*approval.Ask, *mcp.CallToolResult) {
 	gate := s.opts.Node.Approvals()
 	if gate == nil {
 		return nil, nil
@@ -211,7 +211,7 @@ func (s *Server) confirmGate(proc *kernel.Process, p string, risk check.Risk, ha
 // confirmed checks the client's answer to the confirmation request of run
 // (its RequestState redeemed once, an accepted elicitation with confirm:
 // true) and returns the context to run it in, or the refusal.
-func (s *Server) confirmed(ctx context.Context, req *mcp.CallToolRequest, proc *kernel.Process, run pendingRun, answer any) (context.Context, *mcp.CallToolResult) {
+func (s *Server) confirmed(ctx context.Context, req *mcp.CallToolRequest, proc proc.Process, run pendingRun, answer any) (context.Context, *mcp.CallToolResult) {
 	if err := s.confirms.redeem(req.Params.RequestState, run.want, time.Now()); err != nil {
 		return ctx, failure(KindConfirmation, fmt.Sprintf("the run of %s (risk %s) is refused: %v; call the tool again (without inputResponses) to be asked", run.path, run.risk, err))
 	}
@@ -257,7 +257,7 @@ func unconfirmed(answer any) string {
 // askConfirmation is the elicitation request that asks the client's user
 // to confirm run, carrying its signed state with a fresh nonce and an
 // expiry; a client that cannot elicit is refused.
-func (s *Server) askConfirmation(req *mcp.CallToolRequest, proc *kernel.Process, run pendingRun) *mcp.CallToolResult {
+func (s *Server) askConfirmation(req *mcp.CallToolRequest, proc proc.Process, run pendingRun) *mcp.CallToolResult {
 	if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
 		return failure(KindConfirmation, fmt.Sprintf("%s has risk %s (%s): a run must be confirmed by the user, and this client did not declare the elicitation capability; use a client that supports elicitation, or have the tool changed until check_tool rates it below high", run.path, run.risk, run.why))
 	}
@@ -277,7 +277,7 @@ func (s *Server) askConfirmation(req *mcp.CallToolRequest, proc *kernel.Process,
 
 // approveNote is what the question says a confirmation does at the
 // approval gate.
-func (s *Server) approveNote(proc *kernel.Process, ask *approval.Ask) string {
+func (s *Server) approveNote(proc proc.Process, ask *approval.Ask) string {
 	switch {
 	case ask == nil:
 		return ""
@@ -294,7 +294,7 @@ var afterSourceHash func(path string)
 // sourceHash is the SHA-256 of the tool at p as proc reads it, or, when
 // proc may not read it, the registry's content hash of the registered tool
 // at p.
-func (s *Server) sourceHash(ctx context.Context, proc *kernel.Process, p string) (string, error) {
+func (s *Server) sourceHash(ctx context.Context, proc proc.Process, p string) (string, error) {
 	args, _ := json.Marshal(map[string]string{"path": p})
 	out, err := s.opts.Node.Call(ctx, proc, "read_file", args)
 	if errors.Is(err, capability.ErrDenied) {
@@ -317,7 +317,7 @@ func (s *Server) sourceHash(ctx context.Context, proc *kernel.Process, p string)
 
 // risk is check_tool's risk of the tool at p, run as proc, and its reasons.
 // A tool proc may not read counts as high: its risk cannot be known.
-func (s *Server) risk(ctx context.Context, proc *kernel.Process, p string) (check.Risk, string, error) {
+func (s *Server) risk(ctx context.Context, proc proc.Process, p string) (check.Risk, string, error) {
 	args, _ := json.Marshal(map[string]string{"path": p})
 	out, err := s.opts.Node.Call(ctx, proc, "check_tool", args)
 	if errors.Is(err, capability.ErrDenied) {
@@ -341,7 +341,7 @@ func (s *Server) risk(ctx context.Context, proc *kernel.Process, p string) (chec
 
 // confirmedBy names who confirmed through MCP: the process's token holder,
 // and the session.
-func confirmedBy(proc *kernel.Process, session string) string {
+func confirmedBy(proc proc.Process, session string) string {
 	who := proc.Holder()
 	if who == "" {
 		who = proc.Name()

@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/capability"
 )
 
@@ -36,8 +36,9 @@ const DefaultMaxSessions = 16
 type HTTPOptions struct {
 	// Anonymous, when set, is the process a request without a token runs
 	// as (mcp.serve.allow_anonymous: the default process). nil: such a
-	// request is answered 401.
-	Anonymous *kernel.Process
+	// request is answered 401. IMPORTANT: the nil interface, not a nil
+	// *kernel.Process, means none.
+	Anonymous proc.Process
 	// Quota limits the account of each process a token makes (e.g. the
 	// agent.quota of agentos.json); absent meters are limited only by the
 	// node's quota.
@@ -57,7 +58,7 @@ type HTTPOptions struct {
 // ident is who an authenticated HTTP request is: the process it runs as,
 // and the user id the SDK ties its session to.
 type ident struct {
-	p       *kernel.Process
+	p       proc.Process
 	user    string    // "tok:<token id>" or "anon"
 	expires time.Time // the token's earliest NotAfter (zero: none)
 }
@@ -269,7 +270,7 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 // admitSession waits for p's turn to open a session and checks p's open
 // sessions against limit; release ends the turn once the new session is
 // listed (or closed): after the initialize request was answered.
-func (s *Server) admitSession(ctx context.Context, p *kernel.Process, limit int) (release func(), err error) {
+func (s *Server) admitSession(ctx context.Context, p proc.Process, limit int) (release func(), err error) {
 	s.mu.Lock()
 	gate, ok := s.opening[p.PID()]
 	if !ok {
@@ -323,7 +324,7 @@ func (s *Server) authenticate(r *http.Request, opts HTTPOptions) (ident, error) 
 	if err != nil {
 		return ident{}, fmt.Errorf("%w: %w; pass the token 'agentos token' printed, whole", ErrBadToken, err)
 	}
-	k := s.opts.Node.Kernel()
+	k := s.opts.Node.Processes()
 	if err := k.Authority().Verify(tok); err != nil {
 		return ident{}, fmt.Errorf("%w: %w; mint a new one with 'agentos token' (tokens verify only on nodes with the same capability.signing_key_env)", ErrBadToken, err)
 	}
@@ -342,7 +343,7 @@ func (s *Server) authenticate(r *http.Request, opts HTTPOptions) (ident, error) 
 
 // processFor returns the process of tok, spawned on first use with a token
 // delegated from tok.
-func (s *Server) processFor(tok capability.Token, opts HTTPOptions) (*kernel.Process, error) {
+func (s *Server) processFor(tok capability.Token, opts HTTPOptions) (proc.Process, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -359,14 +360,14 @@ func (s *Server) processFor(tok capability.Token, opts HTTPOptions) (*kernel.Pro
 		}
 		s.dropEndedLocked() // its server and sessions: the token gets a new process
 	}
-	k := s.opts.Node.Kernel()
+	k := s.opts.Node.Processes()
 	name := "mcp-" + tok.ID
 	if pid, taken := k.Lookup(name); taken {
 		// A process of this token's that ended is still leaving the table,
 		// or another server of the node made one: use it while it lives,
 		// and only if its token derives from this very token (anyone may
 		// name a process mcp-<id>: the name proves nothing).
-		if p := k.Process(pid); p != nil {
+		if p, ok := k.Handle(pid); ok {
 			if _, ended := p.Reason(); !ended && derivedFrom(p, tok.ID) {
 				s.byToken[tok.ID] = p
 				return p, nil
@@ -375,7 +376,7 @@ func (s *Server) processFor(tok capability.Token, opts HTTPOptions) (*kernel.Pro
 		s.log.Warn("mcp: a process holds the token's name without the token's grants; the token gets an unnamed process", "name", name, "pid", pid)
 		name = ""
 	}
-	p, err := k.Spawn(idle, kernel.SpawnOptions{Name: name, Image: "mcp", From: &tok, Quota: opts.Quota})
+	p, err := k.SpawnProcess(idle, proc.SpawnOptions{Name: name, Image: "mcp", From: &tok, Quota: opts.Quota})
 	if err != nil {
 		return nil, fmt.Errorf("%w: the token's process cannot start: %w", ErrBadToken, err)
 	}
@@ -396,20 +397,20 @@ func usesLimited(tok capability.Token) bool {
 
 // derivedFrom reports whether p's token was delegated from the token id
 // (its last ancestor).
-func derivedFrom(p *kernel.Process, id string) bool {
+func derivedFrom(p proc.Process, id string) bool {
 	t, ok := p.Token()
 	return ok && len(t.Chain) > 0 && t.Chain[len(t.Chain)-1] == id
 }
 
 // idle is the main of a token's process: its calls come from MCP, not
 // from its mailbox, so it waits to be told to end.
-func idle(ctx context.Context, p *kernel.Process) error {
+func idle(ctx context.Context, p proc.Process) error {
 	for {
 		m, err := p.Recv(ctx)
 		if err != nil {
 			return nil
 		}
-		if _, ok := m.Body.(*kernel.Term); ok {
+		if _, ok := m.Body.(*proc.Term); ok {
 			return nil
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/lazyre"
 	"github.com/agentos-run/agentos/persona"
@@ -131,7 +131,7 @@ func (s *Server) syncPromptsLocked(b *bound) {
 
 // readPersona reads the persona ref (name or name@version) as p: a kernel
 // call, refused unless p may read the persona's file.
-func (s *Server) readPersona(ctx context.Context, p *kernel.Process, name, version string) (persona.Persona, error) {
+func (s *Server) readPersona(ctx context.Context, p proc.Process, name, version string) (persona.Persona, error) {
 	if err := kernelRead(ctx, p); err != nil {
 		return persona.Persona{}, err
 	}
@@ -174,7 +174,7 @@ func (s *Server) currentVersion(name string) string {
 }
 
 // promptHandler gets a persona prompt as p.
-func (s *Server) promptHandler(p *kernel.Process) mcp.PromptHandler {
+func (s *Server) promptHandler(p proc.Process) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		args := req.Params.Arguments
 		got, err := s.readPersona(ctx, p, req.Params.Name, args["version"])
@@ -201,7 +201,7 @@ func (s *Server) promptHandler(p *kernel.Process) mcp.PromptHandler {
 }
 
 // personaHandler reads agentos://personas/{name}[@{version}] as p.
-func (s *Server) personaHandler(p *kernel.Process) mcp.ResourceHandler {
+func (s *Server) personaHandler(p proc.Process) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
 		name, version := persona.SplitRef(strings.TrimPrefix(uri, uriPersonas))
@@ -214,7 +214,7 @@ func (s *Server) personaHandler(p *kernel.Process) mcp.ResourceHandler {
 }
 
 // personaNames are the names of the personas p may read.
-func (s *Server) personaNames(p *kernel.Process) []string {
+func (s *Server) personaNames(p proc.Process) []string {
 	if s.opts.Personas == nil {
 		return nil
 	}
@@ -232,7 +232,7 @@ func (s *Server) personaNames(p *kernel.Process) []string {
 
 // personaVersions are the versions of persona name, when p may read it,
 // the newest first.
-func (s *Server) personaVersions(p *kernel.Process, name string) []string {
+func (s *Server) personaVersions(p proc.Process, name string) []string {
 	if s.opts.Personas == nil || persona.CheckName(name) != nil || !p.Covers(capability.Read, s.opts.Personas.CurrentPath(name)) {
 		return nil
 	}

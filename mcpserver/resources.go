@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/toolmeta"
 	"github.com/agentos-run/agentos/journal"
@@ -52,7 +52,7 @@ func ToolURI(p, toolsDir string) string {
 }
 
 // resourceTemplates are the templates every process's server offers.
-func (s *Server) addResourceTemplates(srv *mcp.Server, p *kernel.Process) {
+func (s *Server) addResourceTemplates(srv *mcp.Server, p proc.Process) {
 	src := s.toolSourceHandler(p)
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{Name: "tool-source", Title: "A tool's current source", URITemplate: templateToolSource, MIMEType: "text/typescript",
 		Description: "The current source of the tool at tools/{path} (the read right on it, as read_file)."}, src)
@@ -104,7 +104,7 @@ func (s *Server) syncResourcesLocked(b *bound) {
 // kernelRead performs the bookkeeping of a kernel call for p: it waits
 // while p is stopped and charges one tool_calls, before anything is
 // examined (kerneltools.Node.Call does the same for the kernel tools).
-func kernelRead(ctx context.Context, p *kernel.Process) error {
+func kernelRead(ctx context.Context, p proc.Process) error {
 	if err := p.Gate(ctx); err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func kernelRead(ctx context.Context, p *kernel.Process) error {
 
 // permitRead checks the read right of p on resource (charged already) and
 // counts the call (ps).
-func permitRead(p *kernel.Process, resource string) error {
+func permitRead(p proc.Process, resource string) error {
 	if err := p.Check(capability.Read, resource); err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func under(file, dir string) bool {
 }
 
 // toolSourceHandler reads agentos://tools/{path}[@{hash}] as p.
-func (s *Server) toolSourceHandler(p *kernel.Process) mcp.ResourceHandler {
+func (s *Server) toolSourceHandler(p proc.Process) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
 		rel, version := splitVersion(strings.TrimPrefix(uri, uriTools))
@@ -222,7 +222,7 @@ type registryEntry struct {
 
 // registryHandler reads agentos://registry as p: the registered tools p
 // may read.
-func (s *Server) registryHandler(p *kernel.Process) mcp.ResourceHandler {
+func (s *Server) registryHandler(p proc.Process) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		if err := kernelRead(ctx, p); err != nil {
 			return nil, readError(req.Params.URI, err)
@@ -255,12 +255,12 @@ type runTrace struct {
 // (named) process and p may still read the run's tool. IMPORTANT: a run
 // records its caller by process name, which a token's MCP process keeps
 // across restarts (mcp-<token id>); an unnamed process owns no run.
-func ownsRun(p *kernel.Process, meta journal.RunMeta) bool {
+func ownsRun(p proc.Process, meta journal.RunMeta) bool {
 	return meta.Caller != nil && p.Name() != "" && meta.Caller.Process == p.Name() && meta.Tool != "" && p.Covers(capability.Read, meta.Tool)
 }
 
 // runHandler reads agentos://runs/{id} as p: only a run p's process made.
-func (s *Server) runHandler(p *kernel.Process) mcp.ResourceHandler {
+func (s *Server) runHandler(p proc.Process) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
 		id := strings.TrimPrefix(uri, uriRuns)
@@ -292,7 +292,7 @@ const maxCompletions = 100
 // complete answers completion/complete for p: tool paths and versions in
 // the tool URIs, run ids in agentos://runs/, persona names, and a persona
 // prompt's versions; each only as far as p may read.
-func (s *Server) complete(p *kernel.Process) func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+func (s *Server) complete(p proc.Process) func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	return func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 		if err := kernelRead(ctx, p); err != nil {
 			return nil, err
@@ -332,7 +332,7 @@ func (s *Server) complete(p *kernel.Process) func(context.Context, *mcp.Complete
 
 // toolPaths are the paths (under the tools directory) of the registered
 // tools p may read, sorted.
-func (s *Server) toolPaths(p *kernel.Process) []string {
+func (s *Server) toolPaths(p proc.Process) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -347,7 +347,7 @@ func (s *Server) toolPaths(p *kernel.Process) []string {
 
 // toolVersions are the hashes the journal keeps of the tool at rel (under
 // the tools directory), when p may read it; the most recent first.
-func (s *Server) toolVersions(p *kernel.Process, rel string) []string {
+func (s *Server) toolVersions(p proc.Process, rel string) []string {
 	file := path.Join(s.opts.ToolsDir, rel)
 	if rel == "" || s.opts.Journal == nil || !p.Covers(capability.Read, file) {
 		return nil
@@ -364,7 +364,7 @@ func (s *Server) toolVersions(p *kernel.Process, rel string) []string {
 }
 
 // ownRuns are the ids of the runs p's process made, newest first.
-func (s *Server) ownRuns(p *kernel.Process) []string {
+func (s *Server) ownRuns(p proc.Process) []string {
 	if s.opts.Journal == nil {
 		return nil
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/agentos-run/agentos/kerneltool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/toolmeta"
@@ -96,13 +96,13 @@ type Server struct {
 
 	mu       sync.Mutex
 	closed   bool
-	bound    map[kernel.PID]*bound        // the MCP server of each process
-	byToken  map[string]*kernel.Process   // HTTP: the process of each token id
-	tools    map[string]toolmeta.Tool     // the registered tools by MCP name
-	personas []persona.Persona            // the personas (current versions), by name
-	spawned  []*kernel.Process            // the processes HTTP tokens made
-	opening  map[kernel.PID]chan struct{} // HTTP: one initialize at a time per process (admitSession)
-	uses     sessionUses                  // HTTP: when each session was last used (sessions.go)
+	bound    map[proc.PID]*bound        // the MCP server of each process
+	byToken  map[string]proc.Process    // HTTP: the process of each token id
+	tools    map[string]toolmeta.Tool   // the registered tools by MCP name
+	personas []persona.Persona          // the personas (current versions), by name
+	spawned  []proc.Process             // the processes HTTP tokens made
+	opening  map[proc.PID]chan struct{} // HTTP: one initialize at a time per process (admitSession)
+	uses     sessionUses                // HTTP: when each session was last used (sessions.go)
 
 	confirms *confirmer // signs and redeems high-risk confirmations (own lock)
 	tasks    taskStore  // the tasks (own lock)
@@ -116,7 +116,7 @@ type Server struct {
 // bound is the MCP server of one process and the registered tools it
 // offers (MCP name -> content hash).
 type bound struct {
-	p       *kernel.Process
+	p       proc.Process
 	srv     *mcp.Server
 	regs    map[string]string
 	sources map[string]string // the tool sources listed as resources: URI -> content hash
@@ -158,7 +158,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, log: opts.Logger,
-		bound: map[kernel.PID]*bound{}, byToken: map[string]*kernel.Process{}, opening: map[kernel.PID]chan struct{}{}, confirms: newConfirmer(),
+		bound: map[proc.PID]*bound{}, byToken: map[string]proc.Process{}, opening: map[proc.PID]chan struct{}{}, confirms: newConfirmer(),
 		tasks: taskStore{dir: opts.TasksDir, ttl: opts.TaskTTL, maxLive: opts.MaxLiveTasks},
 		wake:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -268,7 +268,7 @@ func (s *Server) sweepTasks() {
 
 // For returns the MCP server bound to p (made on first use): serve it on
 // any transport (Run, or mcp.Server.Connect). Its tools run as p.
-func (s *Server) For(p *kernel.Process) (*mcp.Server, error) {
+func (s *Server) For(p proc.Process) (*mcp.Server, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -315,7 +315,7 @@ func (s *Server) For(p *kernel.Process) (*mcp.Server, error) {
 
 // Run serves p's MCP server on t until the client disconnects (nil) or
 // ctx ends (ctx's error), e.g. Run(ctx, rt.Agent(), &mcp.StdioTransport{}).
-func (s *Server) Run(ctx context.Context, p *kernel.Process, t mcp.Transport) error {
+func (s *Server) Run(ctx context.Context, p proc.Process, t mcp.Transport) error {
 	srv, err := s.For(p)
 	if err != nil {
 		return err
@@ -417,7 +417,7 @@ func (s *Server) Close() error {
 		}
 	}
 	for _, p := range spawned {
-		_ = p.Kernel().Kill(p.PID(), "mcp server closed")
+		_ = s.opts.Node.Processes().Kill(p.PID(), "mcp server closed")
 	}
 	return nil
 }
@@ -425,7 +425,7 @@ func (s *Server) Close() error {
 // logged logs every call of h at Debug when it ends: the tool, the
 // process, and the error kind of a failed one ("cancelled" for a call the
 // client cancelled, whose answer it no longer reads).
-func (s *Server) logged(p *kernel.Process, h mcp.ToolHandler) mcp.ToolHandler {
+func (s *Server) logged(p proc.Process, h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := h(ctx, req)
 		if res != nil && res.InputRequests != nil {
@@ -449,13 +449,14 @@ func (s *Server) logged(p *kernel.Process, h mcp.ToolHandler) mcp.ToolHandler {
 // (kerneltools.Node) implements it.
 type Node interface {
 	// Tools returns the kernel tools bound to p (names: a selection).
-	Tools(p *kernel.Process, names ...string) ([]kerneltool.Tool, error)
+	Tools(p proc.Process, names ...string) ([]kerneltool.Tool, error)
 	// Call runs one kernel tool as p.
-	Call(ctx context.Context, p *kernel.Process, tool string, args json.RawMessage) (json.RawMessage, error)
-	// Kernel is the process table the sessions' processes run in.
-	Kernel() *kernel.Kernel
+	Call(ctx context.Context, p proc.Process, tool string, args json.RawMessage) (json.RawMessage, error)
+	// Processes is the process table the sessions' processes run in (the
+	// node's kernel).
+	Processes() proc.Table
 	// Approvals is the approval gate (nil: none).
 	Approvals() *approval.Gate
 	// ApprovalAsk is what approving the tool at path would clear for p.
-	ApprovalAsk(p *kernel.Process, path string) (approval.Ask, error)
+	ApprovalAsk(p proc.Process, path string) (approval.Ask, error)
 }

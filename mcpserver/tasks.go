@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentos-run/agentos/actors/forge/forgerun"
-	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -251,7 +251,7 @@ func (s *Server) wire(t *taskRecord, withResult bool) map[string]any {
 // taskable reports whether a call of the tool name by p becomes a task
 // (the long ones: forge_tool, exec_tool, a registered tool) and the path
 // of the tool it runs ("" for forge_tool).
-func (s *Server) taskable(p *kernel.Process, name string, args json.RawMessage) (string, bool) {
+func (s *Server) taskable(p proc.Process, name string, args json.RawMessage) (string, bool) {
 	switch name {
 	case "forge_tool":
 		return "", true
@@ -289,7 +289,7 @@ func (s *Server) startTask(id ident, tool, path string, args json.RawMessage) (*
 // tools/call meets) and records how it ended. A call the node's shutdown
 // cut short stays "working": the restarted node answers it from the
 // journal (resolve).
-func (s *Server) runTask(ctx context.Context, p *kernel.Process, t *taskRecord) {
+func (s *Server) runTask(ctx context.Context, p proc.Process, t *taskRecord) {
 	defer s.tasks.done(t.ID)
 	res, err := s.callInProcess(ctx, p, t)
 	cause := context.Cause(ctx)
@@ -319,7 +319,7 @@ func (s *Server) runTask(ctx context.Context, p *kernel.Process, t *taskRecord) 
 // callInProcess calls t's tool with its args on p's MCP server over an
 // in-memory session. The call's progress notifications keep the task's
 // status message, and record its journal run once it has begun.
-func (s *Server) callInProcess(ctx context.Context, p *kernel.Process, t *taskRecord) (*mcp.CallToolResult, error) {
+func (s *Server) callInProcess(ctx context.Context, p proc.Process, t *taskRecord) (*mcp.CallToolResult, error) {
 	srv, err := s.For(p)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentos-run/agentos/actors/kernel"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/agent"
 	"github.com/agentos-run/agentos/internal/toolmeta"
 	"github.com/agentos-run/agentos/kerneltool"
@@ -117,7 +117,7 @@ func registeredTool(name string, t toolmeta.Tool) *mcp.Tool {
 }
 
 // kernelHandler runs the kernel tool t as p.
-func (s *Server) kernelHandler(p *kernel.Process, t kerneltool.Tool) mcp.ToolHandler {
+func (s *Server) kernelHandler(p proc.Process, t kerneltool.Tool) mcp.ToolHandler {
 	t = s.tokenized(t)
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.Params.Arguments
@@ -163,7 +163,7 @@ func (s *Server) tokenized(t kerneltool.Tool) kerneltool.Tool {
 
 // registeredHandler runs the registered tool t as p: exec_tool of its
 // path with the call's arguments.
-func (s *Server) registeredHandler(p *kernel.Process, t toolmeta.Tool) mcp.ToolHandler {
+func (s *Server) registeredHandler(p proc.Process, t toolmeta.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.Params.Arguments
 		if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/actors/kernel/kernelpb"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
@@ -185,7 +186,7 @@ func (a *kernelActor) spawn(m *kernelpb.Spawn) (*Process, error) {
 		return nil, fmt.Errorf("%w: spawn of %q: deadline_ns %d is negative (0: no deadline)", ErrInvalid, m.GetImage(), m.GetDeadlineNs())
 	}
 	opts := SpawnOptions{
-		Name: m.GetName(), Image: m.GetImage(), Quota: capability.Limits(fromMeters(m.GetQuota())),
+		Name: m.GetName(), Image: m.GetImage(), Quota: capability.Limits(kernelclient.MetersFromPB(m.GetQuota())),
 		Link: m.GetLink(), Deadline: time.Duration(m.GetDeadlineNs()),
 	}
 	for _, g := range m.GetGrants() {

@@ -12,17 +12,18 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/actors/kernel/kernelpb"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 )
 
 // startKernelActor serves k with a kernel actor and returns its client.
-func startKernelActor(t testing.TB, k *kernel.Kernel) (kernel.Client, *system.System) {
+func startKernelActor(t testing.TB, k *kernel.Kernel) (kernelclient.Client, *system.System) {
 	t.Helper()
 	sys := system.New(system.Options{Logger: quiet})
 	t.Cleanup(func() { _ = sys.Shutdown(5 * time.Second) })
-	return kernel.Client{PID: sys.Spawn(kernel.Props(k)), Root: sys.Root()}, sys
+	return kernelclient.Client{PID: sys.Spawn(kernel.Props(k)), Root: sys.Root()}, sys
 }
 
 func tctx(t testing.TB) context.Context {
@@ -173,7 +174,7 @@ func TestKernelActorSpawn(t *testing.T) {
 	c, _ := startKernelActor(t, k)
 	ctx := tctx(t)
 
-	if _, err := c.Spawn(ctx, kernel.SpawnRequest{Image: "agent"}); !errors.Is(err, kernel.ErrInvalid) || !strings.Contains(err.Error(), "none is") {
+	if _, err := c.Spawn(ctx, kernelclient.SpawnRequest{Image: "agent"}); !errors.Is(err, kernel.ErrInvalid) || !strings.Contains(err.Error(), "none is") {
 		t.Fatalf("spawn with no image registered: %v", err)
 	}
 	started := make(chan kernel.PID, 4)
@@ -190,11 +191,11 @@ func TestKernelActorSpawn(t *testing.T) {
 	if err := k.RegisterImage("", blocker); !errors.Is(err, kernel.ErrInvalid) {
 		t.Fatalf("RegisterImage without a name: %v", err)
 	}
-	if _, err := c.Spawn(ctx, kernel.SpawnRequest{Image: "nope"}); !errors.Is(err, kernel.ErrInvalid) || !strings.Contains(err.Error(), "agent, idle") {
+	if _, err := c.Spawn(ctx, kernelclient.SpawnRequest{Image: "nope"}); !errors.Is(err, kernel.ErrInvalid) || !strings.Contains(err.Error(), "agent, idle") {
 		t.Fatalf("unknown image: %v", err)
 	}
 
-	pid, err := c.Spawn(ctx, kernel.SpawnRequest{
+	pid, err := c.Spawn(ctx, kernelclient.SpawnRequest{
 		Image: "agent", Name: "boss", Grants: []capability.Grant{{Right: capability.Spawn}, {Right: capability.Read, Scope: "tools/"}},
 		Quota: capability.Limits{capability.Children: 1},
 	})
@@ -208,37 +209,37 @@ func TestKernelActorSpawn(t *testing.T) {
 	if boss == nil || boss.Name() != "boss" || boss.Info().Image != "agent" || !boss.Covers(capability.Read, "tools/x.ts") || boss.Covers(capability.Write, "tools/x.ts") {
 		t.Fatalf("spawned process %+v", boss)
 	}
-	if _, err := c.Spawn(ctx, kernel.SpawnRequest{Image: "idle", Name: "boss"}); !errors.Is(err, kernel.ErrNameTaken) {
+	if _, err := c.Spawn(ctx, kernelclient.SpawnRequest{Image: "idle", Name: "boss"}); !errors.Is(err, kernel.ErrNameTaken) {
 		t.Fatalf("a taken name: %v", err)
 	}
 
-	if _, err := c.Spawn(ctx, kernel.SpawnRequest{Image: "idle", Parent: pid, Grants: []capability.Grant{{Right: capability.Write}}}); !errors.Is(err, capability.ErrAmplify) {
+	if _, err := c.Spawn(ctx, kernelclient.SpawnRequest{Image: "idle", Parent: pid, Grants: []capability.Grant{{Right: capability.Write}}}); !errors.Is(err, capability.ErrAmplify) {
 		t.Fatalf("a child asking for a right its parent lacks: %v", err)
 	}
 
-	child, err := c.Spawn(ctx, kernel.SpawnRequest{Image: "idle", Parent: pid, Link: true, Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/"}}})
+	child, err := c.Spawn(ctx, kernelclient.SpawnRequest{Image: "idle", Parent: pid, Link: true, Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if in := k.Process(child).Info(); in.Parent != pid {
 		t.Fatalf("child %+v, want parent %v", in, pid)
 	}
-	_, err = c.Spawn(ctx, kernel.SpawnRequest{Image: "idle", Parent: pid})
+	_, err = c.Spawn(ctx, kernelclient.SpawnRequest{Image: "idle", Parent: pid})
 	var qe *capability.QuotaError
 	if !errors.As(err, &qe) || qe.Meter != capability.Children {
 		t.Fatalf("a second child over children=1: %v", err)
 	}
-	if _, err := c.Spawn(ctx, kernel.SpawnRequest{Image: "idle", Parent: 999}); !errors.Is(err, kernel.ErrNoProcess) {
+	if _, err := c.Spawn(ctx, kernelclient.SpawnRequest{Image: "idle", Parent: 999}); !errors.Is(err, kernel.ErrNoProcess) {
 		t.Fatalf("a dead parent: %v", err)
 	}
-	if _, err := c.Spawn(ctx, kernel.SpawnRequest{Image: "idle", Link: true}); !errors.Is(err, kernel.ErrInvalid) {
+	if _, err := c.Spawn(ctx, kernelclient.SpawnRequest{Image: "idle", Link: true}); !errors.Is(err, kernel.ErrInvalid) {
 		t.Fatalf("link without a parent: %v", err)
 	}
-	norights, err := c.Spawn(ctx, kernel.SpawnRequest{Image: "idle"})
+	norights, err := c.Spawn(ctx, kernelclient.SpawnRequest{Image: "idle"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Spawn(ctx, kernel.SpawnRequest{Image: "idle", Parent: norights}); !errors.Is(err, capability.ErrDenied) {
+	if _, err := c.Spawn(ctx, kernelclient.SpawnRequest{Image: "idle", Parent: norights}); !errors.Is(err, capability.ErrDenied) {
 		t.Fatalf("spawn from a process without the spawn right: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
 )
@@ -32,16 +33,16 @@ func TestKernelActorChecksTheCallersToken(t *testing.T) {
 	asA.Token = ta.Encode()
 
 	// Spawn: never a root process; a child of a, with a's grants at most.
-	if _, err := asA.Spawn(ctx, kernel.SpawnRequest{Image: "idle", Grants: []capability.Grant{{Right: capability.Write}}}); !errors.Is(err, capability.ErrDenied) {
+	if _, err := asA.Spawn(ctx, kernelclient.SpawnRequest{Image: "idle", Grants: []capability.Grant{{Right: capability.Write}}}); !errors.Is(err, capability.ErrDenied) {
 		t.Errorf("root spawn with a's token: %v, want capability.ErrDenied", err)
 	}
-	if _, err := asA.Spawn(ctx, kernel.SpawnRequest{Image: "idle", Parent: b.PID()}); !errors.Is(err, capability.ErrDenied) {
+	if _, err := asA.Spawn(ctx, kernelclient.SpawnRequest{Image: "idle", Parent: b.PID()}); !errors.Is(err, capability.ErrDenied) {
 		t.Errorf("spawn as b with a's token: %v, want capability.ErrDenied", err)
 	}
-	if _, err := asA.Spawn(ctx, kernel.SpawnRequest{Image: "idle", Parent: a.PID(), Grants: []capability.Grant{{Right: capability.Write}}}); !errors.Is(err, capability.ErrAmplify) {
+	if _, err := asA.Spawn(ctx, kernelclient.SpawnRequest{Image: "idle", Parent: a.PID(), Grants: []capability.Grant{{Right: capability.Write}}}); !errors.Is(err, capability.ErrAmplify) {
 		t.Errorf("a spawning a child with a right it lacks: %v, want capability.ErrAmplify", err)
 	}
-	child, err := asA.Spawn(ctx, kernel.SpawnRequest{Image: "idle", Parent: a.PID(), Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/x"}}})
+	child, err := asA.Spawn(ctx, kernelclient.SpawnRequest{Image: "idle", Parent: a.PID(), Grants: []capability.Grant{{Right: capability.Read, Scope: "tools/x"}}})
 	if err != nil {
 		t.Fatalf("a spawning its own child: %v", err)
 	}
@@ -81,7 +82,7 @@ func TestKernelActorChecksTheCallersToken(t *testing.T) {
 	}
 	forged := node
 	forged.Token = other.Mint(a.Holder(), []capability.Grant{{Right: capability.Spawn}}, capability.Caveats{}).Encode()
-	if _, err := forged.Spawn(ctx, kernel.SpawnRequest{Image: "idle", Parent: a.PID()}); !errors.Is(err, system.ErrUnauthenticated) || !strings.Contains(err.Error(), "signature") {
+	if _, err := forged.Spawn(ctx, kernelclient.SpawnRequest{Image: "idle", Parent: a.PID()}); !errors.Is(err, system.ErrUnauthenticated) || !strings.Contains(err.Error(), "signature") {
 		t.Errorf("spawn with a forged token: %v, want system.ErrUnauthenticated saying the signature does not match", err)
 	}
 	if b.Account().Used("llm_tokens") != 1 {

@@ -157,7 +157,7 @@ func BenchmarkActorMessages(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
 
-// BenchmarkClientSend is Send through the kernel actor: a kernel.Client
+// BenchmarkClientSend is Send through the kernel actor: a kernelclient.Client
 // request (protobuf message, future, reply) delivering a JSON body to a
 // process that receives it; each op is one message delivered and
 // acknowledged by the kernel actor. For the record: what a message from another actor (or,

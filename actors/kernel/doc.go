@@ -51,7 +51,7 @@
 // monitor, quota charges and refunds of agent processes are protobuf
 // messages to it (kernelpb/kernel.proto, listed in messages.go), so they
 // can come from another actor or, later, another node. Callers use Client
-// (client.go); errors cross as a kernelpb.Failure and come back as the
+// (actors/kernel/client); errors cross as a kernelpb.Failure and come back as the
 // errors below (errors.Is) or a *capability.QuotaError (errors.As).
 // The composition root (internal/host) boots the actor under the node's supervisor; the embedding
 // program may still call the Kernel's methods directly.

@@ -4,38 +4,30 @@ import (
 	"sync"
 	"time"
 
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/internal/clip"
 )
 
-// EventKind names a kernel event; the values are stable strings.
-type EventKind string
+// EventKind names a kernel event; the values are stable strings (the
+// kernel client's type).
+type EventKind = kernelclient.EventKind
 
 // The kernel events.
 const (
-	EventSpawn    EventKind = "spawn"    // a process started
-	EventExit     EventKind = "exit"     // a process ended; Reason says why
-	EventSignal   EventKind = "signal"   // kill, term, stop or cont (Detail)
-	EventRegister EventKind = "register" // a process took a name
-	EventCharge   EventKind = "charge"   // Amount of Meter charged to PID
-	EventRefused  EventKind = "refused"  // a capability check failed; Detail says which right
-	EventRestart  EventKind = "restart"  // a supervisor restarted a child (Name)
-	EventSnapshot EventKind = "snapshot" // a snapshot of PID was taken; Detail is its id
-	EventRestore  EventKind = "restore"  // PID was restored from a snapshot; Detail is its id or the snapshot's pid
+	EventSpawn    = kernelclient.EventSpawn    // a process started
+	EventExit     = kernelclient.EventExit     // a process ended; Reason says why
+	EventSignal   = kernelclient.EventSignal   // kill, term, stop or cont (Detail)
+	EventRegister = kernelclient.EventRegister // a process took a name
+	EventCharge   = kernelclient.EventCharge   // Amount of Meter charged to PID
+	EventRefused  = kernelclient.EventRefused  // a capability check failed; Detail says which right
+	EventRestart  = kernelclient.EventRestart  // a supervisor restarted a child (Name)
+	EventSnapshot = kernelclient.EventSnapshot // a snapshot of PID was taken; Detail is its id
+	EventRestore  = kernelclient.EventRestore  // PID was restored from a snapshot; Detail is its id or the snapshot's pid
 )
 
-// Event is one entry of the kernel's recent-events log.
-type Event struct {
-	Seq    uint64    `json:"seq"`
-	Time   time.Time `json:"time"`
-	Kind   EventKind `json:"kind"`
-	PID    PID       `json:"pid,omitempty"`
-	Parent PID       `json:"parent,omitempty"`
-	Name   string    `json:"name,omitempty"`
-	Reason string    `json:"reason,omitempty"`
-	Meter  string    `json:"meter,omitempty"`
-	Amount float64   `json:"amount,omitempty"`
-	Detail string    `json:"detail,omitempty"`
-}
+// Event is one entry of the kernel's recent-events log (the kernel
+// client's type).
+type Event = kernelclient.Event
 
 // eventLog is a ring of the most recent events.
 type eventLog struct {

@@ -16,7 +16,7 @@ package kernel
 //	Snapshot → SnapshotTaken     seal a process's state into the journal (optionally killing it)
 //	Restore → Restored           start a snapshot again (by id, or its sealed bytes)
 //
-// Callers use Client (client.go), which converts them to and from the
+// Callers use the kernel client (actors/kernel/client), which converts them to and from the
 // kernel's domain types. The embedding program may still call the Kernel's
 // methods directly; actors and other nodes MUST go through the messages.
 

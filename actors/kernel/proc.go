@@ -6,53 +6,37 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
+	"github.com/agentos-run/agentos/actors/kernel/proc"
 	"github.com/agentos-run/agentos/capability"
 )
 
 // PID identifies a process of one kernel. PIDs are never reused while the
-// kernel lives.
-type PID uint64
+// kernel lives. It is the process-handle leaf's type (actors/kernel/proc).
+type PID = proc.PID
 
-func (p PID) String() string { return "<" + strconv.FormatUint(uint64(p), 10) + ">" }
-
-// ReasonKind classifies why a process ended; the values are stable strings.
-type ReasonKind string
+// ReasonKind classifies why a process ended; the values are stable strings
+// (the process-handle leaf's type).
+type ReasonKind = proc.ReasonKind
 
 // The exit reasons.
 const (
-	Normal   ReasonKind = "normal"   // Main returned nil
-	Fault    ReasonKind = "fault"    // Main returned an error or panicked
-	Killed   ReasonKind = "killed"   // Kill, or a linked process died abnormally
-	Quota    ReasonKind = "quota"    // a charge exceeded the process's quota
-	Deadline ReasonKind = "deadline" // SpawnOptions.Deadline passed
-	Shutdown ReasonKind = "shutdown" // the kernel closed
-	NoProc   ReasonKind = "noproc"   // Monitor of a process that was not alive
+	Normal   = proc.Normal   // Main returned nil
+	Fault    = proc.Fault    // Main returned an error or panicked
+	Killed   = proc.Killed   // Kill, or a linked process died abnormally
+	Quota    = proc.Quota    // a charge exceeded the process's quota
+	Deadline = proc.Deadline // SpawnOptions.Deadline passed
+	Shutdown = proc.Shutdown // the kernel closed
+	NoProc   = proc.NoProc   // Monitor of a process that was not alive
 )
 
-// Reason is why a process ended.
-type Reason struct {
-	Kind ReasonKind `json:"kind"`
-	// Detail is the fault's error, the quota's meter, or who killed.
-	Detail string `json:"detail,omitempty"`
-}
-
-// String renders the reason as ps and events show it: "normal",
-// "fault: boom", "quota:llm_tokens", "killed: by <1>".
-func (r Reason) String() string {
-	switch {
-	case r.Kind == Quota:
-		return "quota:" + r.Detail
-	case r.Detail == "":
-		return string(r.Kind)
-	default:
-		return string(r.Kind) + ": " + r.Detail
-	}
-}
+// Reason is why a process ended (the process-handle leaf's type; its
+// String renders it as ps and events show it).
+type Reason = proc.Reason
 
 // ExitError ends a process with a chosen reason when Main returns it.
 type ExitError struct{ Reason Reason }
@@ -79,13 +63,8 @@ func reasonOf(err error) Reason {
 	}
 }
 
-// Message is what Recv returns.
-type Message struct {
-	// From is the sender (0: the kernel or the embedding program).
-	From PID
-	// Body is the payload; *Down and *Term come from the kernel.
-	Body any
-}
+// Message is what Recv returns (the process-handle leaf's type).
+type Message = proc.Message
 
 // Down tells a monitor (or a process trapping exits, about a linked process)
 // that a process ended, and why.
@@ -99,7 +78,8 @@ type Down struct {
 
 // Term is a catchable request to terminate: a process receives it in its
 // mailbox and decides how to end (clean up, then return). Compare Kill.
-type Term struct{ From PID }
+// (The process-handle leaf's type.)
+type Term = proc.Term
 
 // Main is a process's body. It runs on its own goroutine; ctx is cancelled
 // when the process is killed, exceeds its quota or deadline, or the kernel
@@ -109,15 +89,15 @@ type Term struct{ From PID }
 // never takes the program down.
 type Main func(ctx context.Context, p *Process) error
 
-// Status is a process's state as ps shows it.
-type Status string
+// Status is a process's state as ps shows it (the kernel client's type).
+type Status = kernelclient.Status
 
 // The statuses.
 const (
-	Running Status = "running" // executing, or in a kernel call
-	Waiting Status = "waiting" // blocked in Recv
-	Stopped Status = "stopped" // paused by Stop until Continue
-	Dead    Status = "dead"
+	Running = kernelclient.Running // executing, or in a kernel call
+	Waiting = kernelclient.Waiting // blocked in Recv
+	Stopped = kernelclient.Stopped // paused by Stop until Continue
+	Dead    = kernelclient.Dead
 )
 
 // Process is a running agent process: a goroutine with a mailbox, a

@@ -4,30 +4,15 @@ import (
 	"slices"
 	"time"
 
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/capability"
 )
 
 // Meters lists the quota meters ps reports, in display order.
 var Meters = capability.Meters
 
-// ProcInfo is one row of ps.
-type ProcInfo struct {
-	PID     PID       `json:"pid"`
-	Parent  PID       `json:"parent,omitempty"`
-	Name    string    `json:"name,omitempty"`
-	Image   string    `json:"image,omitempty"`
-	Status  Status    `json:"status"`
-	Mailbox int       `json:"mailbox"`
-	Started time.Time `json:"started"`
-	// Calls is how many kernel tool calls the process made (refused ones
-	// excluded).
-	Calls uint64 `json:"calls"`
-	// Usage is what the process (and its descendants) spent per meter.
-	Usage map[capability.Meter]float64 `json:"usage,omitempty"`
-	// Left is the budget left per limited meter, the tightest of the
-	// process's and its ancestors' limits.
-	Left map[capability.Meter]float64 `json:"left,omitempty"`
-}
+// ProcInfo is one row of ps (the kernel client's type).
+type ProcInfo = kernelclient.ProcInfo
 
 // PS returns the live processes, by PID.
 func (k *Kernel) PS() []ProcInfo {

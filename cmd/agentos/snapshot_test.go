@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
@@ -64,7 +65,7 @@ func TestSnapshotRestoreWithNode(t *testing.T) {
 	}()
 	waitListening(t, root, 10*time.Second)
 	code, stdout, stderr := cli(t, "snapshot", "--root", root, "--json", "--kill", "w")
-	var info kernel.SnapshotInfo
+	var info kernelclient.SnapshotInfo
 	if code != 0 || json.Unmarshal([]byte(stdout), &info) != nil || info.ID == "" || info.Mailbox != 1 || info.Name != "w" {
 		t.Fatalf("snapshot --kill: %d %q %s", code, stdout, stderr)
 	}

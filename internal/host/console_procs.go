@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/cluster"
 	"github.com/agentos-run/agentos/console"
@@ -18,18 +19,18 @@ import (
 // its own address; see memberKernel) carrying who's process's token: the
 // kernel actor authorizes each request as it does any token's, and another
 // member's verifies it with the cluster's shared key.
-func (b *consoleBackend) kernelFor(who console.Principal, node string) (kernel.Client, error) {
+func (b *consoleBackend) kernelFor(who console.Principal, node string) (kernelclient.Client, error) {
 	p, err := b.proc(who)
 	if err != nil {
-		return kernel.Client{}, err
+		return kernelclient.Client{}, err
 	}
 	tok, ok := p.Token()
 	if !ok {
-		return kernel.Client{}, fmt.Errorf("%w: the session's process %v holds no capability token", console.ErrDenied, p.PID())
+		return kernelclient.Client{}, fmt.Errorf("%w: the session's process %v holds no capability token", console.ErrDenied, p.PID())
 	}
 	k, err := b.memberKernel(p, node)
 	if err != nil {
-		return kernel.Client{}, err
+		return kernelclient.Client{}, err
 	}
 	k.Token = tok.Encode() // IMPORTANT: the session's token, never the node's (PeerKernel's)
 	return k, nil
@@ -39,19 +40,19 @@ func (b *consoleBackend) kernelFor(who console.Principal, node string) (kernel.C
 // another member's when p may see the cluster (seesCluster) and node is a
 // member this node sees alive. Any other address is refused before
 // anything is sent to it.
-func (b *consoleBackend) memberKernel(p *kernel.Process, node string) (kernel.Client, error) {
+func (b *consoleBackend) memberKernel(p *kernel.Process, node string) (kernelclient.Client, error) {
 	if !b.remote(node) {
 		return b.rt.node.KernelClient(), nil
 	}
 	m := b.rt.Member()
 	if m == nil {
-		return kernel.Client{}, fmt.Errorf("%w: this node is in no cluster, so it has no member %q: open /procs for its own processes", console.ErrNotFound, node)
+		return kernelclient.Client{}, fmt.Errorf("%w: this node is in no cluster, so it has no member %q: open /procs for its own processes", console.ErrNotFound, node)
 	}
 	if err := seesCluster(p); err != nil {
-		return kernel.Client{}, err
+		return kernelclient.Client{}, err
 	}
 	if !slices.ContainsFunc(m.Status().Alive(), func(i cluster.MemberInfo) bool { return i.Address == node }) {
-		return kernel.Client{}, fmt.Errorf("%w: %q is not a member this node sees alive: the Cluster page lists them", console.ErrNotFound, node)
+		return kernelclient.Client{}, fmt.Errorf("%w: %q is not a member this node sees alive: the Cluster page lists them", console.ErrNotFound, node)
 	}
 	return b.rt.node.PeerKernel(node), nil
 }
@@ -79,7 +80,7 @@ func seesCluster(p *kernel.Process) error {
 // askMember runs ask on node's kernel actor within 5 s (as 'agentos ps
 // --cluster' asks each member); another member's failure, or refusal,
 // wraps console.ErrNoAnswer.
-func askMember[T any](ctx context.Context, b *consoleBackend, who console.Principal, node string, ask func(context.Context, kernel.Client) (T, error)) (T, error) {
+func askMember[T any](ctx context.Context, b *consoleBackend, who console.Principal, node string, ask func(context.Context, kernelclient.Client) (T, error)) (T, error) {
 	var zero T
 	k, err := b.kernelFor(who, node)
 	if err != nil {
@@ -105,7 +106,7 @@ func (b *consoleBackend) Processes(ctx context.Context, who console.Principal, n
 		ps  []kernel.ProcInfo
 		evs []kernel.Event
 	}
-	t, err := askMember(ctx, b, who, node, func(ctx context.Context, k kernel.Client) (table, error) {
+	t, err := askMember(ctx, b, who, node, func(ctx context.Context, k kernelclient.Client) (table, error) {
 		ps, err := k.PS(ctx)
 		if err != nil {
 			return table{}, err
@@ -136,7 +137,7 @@ func (b *consoleBackend) Processes(ctx context.Context, who console.Principal, n
 // Events implements console.ProcsBackend: 'agentos events [--cluster]',
 // through node's kernel actor.
 func (b *consoleBackend) Events(ctx context.Context, who console.Principal, node string, after uint64, limit int) ([]console.ProcEvent, error) {
-	evs, err := askMember(ctx, b, who, node, func(ctx context.Context, k kernel.Client) ([]kernel.Event, error) {
+	evs, err := askMember(ctx, b, who, node, func(ctx context.Context, k kernelclient.Client) ([]kernel.Event, error) {
 		return k.Events(ctx, after, pageLimit(limit, 100))
 	})
 	if err != nil {

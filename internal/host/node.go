@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/admin"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/mcpserver"
@@ -29,7 +29,7 @@ func (rt *Runtime) Serve(ctx context.Context) error {
 // adminBackend is what the runtime gives the admin socket (admin.Backend).
 type adminBackend struct{ rt *Runtime }
 
-func (b adminBackend) Kernel() kernel.Client { return b.rt.Node().KernelClient() }
+func (b adminBackend) Kernel() kernelclient.Client { return b.rt.Node().KernelClient() }
 
 func (b adminBackend) MaxArgs() int { return b.rt.cfg.MaxArgs() }
 

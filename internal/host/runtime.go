@@ -19,6 +19,7 @@ import (
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/kernel"
+	kernelclient "github.com/agentos-run/agentos/actors/kernel/client"
 	"github.com/agentos-run/agentos/actors/registry"
 	"github.com/agentos-run/agentos/agent"
 	"github.com/agentos-run/agentos/capability"
@@ -542,7 +543,7 @@ func (rt *Runtime) registerImages(context.Context) (closeFunc, error) {
 	if rt.model == nil {
 		return nil, nil
 	}
-	main := agent.ImageMain(agent.MainOptions{Node: rt.node, Model: rt.model, Journal: rt.j, PII: rt.pii})
+	main := kernel.MainOf(agent.ImageMain(agent.MainOptions{Node: rt.node, Model: rt.model, Journal: rt.j, PII: rt.pii}))
 	if err := rt.k.RegisterImage(agent.Image, main); err != nil {
 		return nil, err
 	}
@@ -855,7 +856,7 @@ func (rt *Runtime) Close() error {
 // exposed state, sealed with the node's capability authority and stored in
 // the journal as a run of kind "snapshot", whose id restores it. With kill
 // the process is ended in the same step (a migration).
-func (rt *Runtime) Snapshot(ctx context.Context, ref string, kill bool) (kernel.SnapshotInfo, error) {
+func (rt *Runtime) Snapshot(ctx context.Context, ref string, kill bool) (kernelclient.SnapshotInfo, error) {
 	return rt.node.KernelClient().Snapshot(ctx, ref, kill, "snapshot")
 }
 

@@ -79,7 +79,7 @@ func TestUnnamedPagingAgentRestartResumes(t *testing.T) {
 	})
 	sup := kernel.Supervise(kernel.SupervisorSpec{
 		Strategy: supervisor.OneForOne, Intensity: 3, Period: time.Minute,
-		Children: []kernel.ChildSpec{{Name: "asker", Main: main, Restart: supervisor.Transient,
+		Children: []kernel.ChildSpec{{Name: "asker", Main: kernel.MainOf(main), Restart: supervisor.Transient,
 			Options: kernel.SpawnOptions{Image: agent.Image, Grants: defaultGrants()}}},
 	})
 	sp, err := rt.Kernel().Spawn(sup, kernel.SpawnOptions{Image: "supervisor", Grants: defaultGrants()})
@@ -142,9 +142,9 @@ func TestAgentRunHeldByALiveIncarnation(t *testing.T) {
 		return dev.Do(ctx, op, req)
 	})
 	firstDone := make(chan error, 1)
-	p, err := rt.Kernel().Spawn(agent.Main("What is the 20th Fibonacci number?", agent.MainOptions{
+	p, err := rt.Kernel().Spawn(kernel.MainOf(agent.Main("What is the 20th Fibonacci number?", agent.MainOptions{
 		Node: rt.Node(), Model: model, Journal: rt.Journal(), Done: func(_ agent.Result, err error) { firstDone <- err },
-	}), kernel.SpawnOptions{Name: "asker", Image: agent.Image, Grants: defaultGrants()})
+	})), kernel.SpawnOptions{Name: "asker", Image: agent.Image, Grants: defaultGrants()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,10 +201,10 @@ func TestAgentRestoredUnderAnotherNameKeepsItsMemory(t *testing.T) {
 		<-ctx.Done()
 	})
 	first := make(chan error, 1)
-	_, err := rt.Kernel().Spawn(agent.Main("What is the 20th Fibonacci number?", agent.MainOptions{
+	_, err := rt.Kernel().Spawn(kernel.MainOf(agent.Main("What is the 20th Fibonacci number?", agent.MainOptions{
 		Node: rt.Node(), Model: model, Journal: rt.Journal(), Memory: agent.MemorySettings{Lessons: 4},
 		Done: func(_ agent.Result, err error) { first <- err },
-	}), kernel.SpawnOptions{Name: "alice", Image: agent.Image, Grants: defaultGrants()})
+	})), kernel.SpawnOptions{Name: "alice", Image: agent.Image, Grants: defaultGrants()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,7 @@ func TestSupervisedAgentRestartResumes(t *testing.T) {
 	sup := kernel.Supervise(kernel.SupervisorSpec{
 		Strategy: supervisor.OneForOne, Intensity: 3, Period: time.Minute,
 		OnEvent: func(e supervisor.Event) { mu.Lock(); events = append(events, e); mu.Unlock() },
-		Children: []kernel.ChildSpec{{Name: "asker", Main: main, Restart: supervisor.Transient,
+		Children: []kernel.ChildSpec{{Name: "asker", Main: kernel.MainOf(main), Restart: supervisor.Transient,
 			Options: kernel.SpawnOptions{Name: "asker", Image: agent.Image, Grants: defaultGrants()}}},
 	})
 	sp, err := rt.Kernel().Spawn(sup, kernel.SpawnOptions{Name: "sup", Image: "supervisor", Grants: defaultGrants()})
@@ -187,7 +187,7 @@ func TestAgentRestartIntensityEscalates(t *testing.T) {
 	sup := kernel.Supervise(kernel.SupervisorSpec{
 		Strategy: supervisor.OneForOne, Intensity: 2, Period: time.Minute,
 		Children: []kernel.ChildSpec{{Name: "asker", Restart: supervisor.Permanent,
-			Main:    agent.Main("anything", agent.MainOptions{Node: rt.Node(), Model: model, Journal: rt.Journal()}),
+			Main:    kernel.MainOf(agent.Main("anything", agent.MainOptions{Node: rt.Node(), Model: model, Journal: rt.Journal()})),
 			Options: kernel.SpawnOptions{Image: agent.Image, Grants: defaultGrants()}}},
 	})
 	sp, err := rt.Kernel().Spawn(sup, kernel.SpawnOptions{Image: "supervisor", Grants: defaultGrants()})
@@ -223,9 +223,9 @@ func TestAgentSnapshotRestoreResumes(t *testing.T) {
 		<-ctx.Done() // held until the snapshot kills the process
 	})
 	first := make(chan error, 1)
-	p, err := rt.Kernel().Spawn(agent.Main("What is the 20th Fibonacci number?", agent.MainOptions{
+	p, err := rt.Kernel().Spawn(kernel.MainOf(agent.Main("What is the 20th Fibonacci number?", agent.MainOptions{
 		Node: rt.Node(), Model: model, Journal: rt.Journal(), Done: func(_ agent.Result, err error) { first <- err },
-	}), kernel.SpawnOptions{Name: "asker", Image: agent.Image, Grants: defaultGrants(), Quota: capability.Limits{capability.ToolCalls: 50}})
+	})), kernel.SpawnOptions{Name: "asker", Image: agent.Image, Grants: defaultGrants(), Quota: capability.Limits{capability.ToolCalls: 50}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package kernelpb holds the wire messages of the kernel actor
 // (kernel.proto) and their generated Go (kernel.pb.go). Callers do not use
-// it directly: kernel.Client converts between these messages and the
+// it directly: the kernel client (actors/kernel/client) converts between these messages and the
 // kernel's domain types.
 package kernelpb
 

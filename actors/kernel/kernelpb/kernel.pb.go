@@ -1,10 +1,11 @@
 // Wire messages of the kernel actor (actors/kernel, Props): the node's
 // process-table endpoint. Every request is answered with ctx.Respond: send it
-// with RequestFuture (kernel.Client does), or Request from an actor. Refused
-// is a note and has no reply; Down is sent by the kernel to a monitoring
-// actor. Errors cross as a Failure, never as a Go error value; kernel.Client
-// maps Failure.code back to the kernel's sentinel errors (errors.Is works)
-// and a quota refusal back to a *capability.QuotaError (errors.As works).
+// with RequestFuture (the kernel client, actors/kernel/client, does), or
+// Request from an actor. Refused is a note and has no reply; Down is sent by
+// the kernel to a monitoring actor. Errors cross as a Failure, never as a Go
+// error value; the kernel client maps Failure.code back to the kernel's
+// sentinel errors (errors.Is works) and a quota refusal back to a
+// *capability.QuotaError (errors.As works).
 //
 // PIDs are the kernel's process ids (kernel.PID, never 0 for a process).
 

@@ -1,4 +1,4 @@
-package kernel
+package client
 
 import (
 	"context"
@@ -40,25 +40,9 @@ type Client struct {
 	Token string
 }
 
-// SpawnRequest is what Client.Spawn asks for (see kernelpb.Spawn).
-type SpawnRequest struct {
-	// Image is a name registered with Kernel.RegisterImage.
-	Image string
-	// Name registers the process (empty: nameless).
-	Name   string
-	Grants []capability.Grant
-	Quota  capability.Limits
-	// Parent spawns the process as Parent's child (0: the kernel's).
-	Parent PID
-	// Link links the child with Parent.
-	Link bool
-	// Deadline ends the process with reason deadline after this long.
-	Deadline time.Duration
-}
-
 func (c Client) request(ctx context.Context, msg proto.Message) (any, error) {
 	if c.PID == nil || c.Root == nil {
-		return nil, fmt.Errorf("%w: kernel.Client needs the kernel actor's PID and a sender context", ErrInvalid)
+		return nil, fmt.Errorf("%w: kernelclient.Client needs the kernel actor's PID and a sender context", ErrInvalid)
 	}
 	timeout := DefaultTimeout // or as long as ctx's deadline
 	if dl, ok := ctx.Deadline(); ok {
@@ -90,12 +74,12 @@ func (c Client) PS(ctx context.Context) ([]ProcInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := failureErr(r.GetFailure()); err != nil {
+	if err := errorOf(r.GetFailure()); err != nil {
 		return nil, err
 	}
 	out := make([]ProcInfo, len(r.GetProcs()))
 	for i, p := range r.GetProcs() {
-		out[i] = procInfo(p)
+		out[i] = procInfoFromPB(p)
 	}
 	return out, nil
 }
@@ -107,12 +91,12 @@ func (c Client) Events(ctx context.Context, after uint64, limit int) ([]Event, e
 	if err != nil {
 		return nil, err
 	}
-	if err := failureErr(r.GetFailure()); err != nil {
+	if err := errorOf(r.GetFailure()); err != nil {
 		return nil, err
 	}
 	out := make([]Event, len(r.GetEvents()))
 	for i, e := range r.GetEvents() {
-		out[i] = event(e)
+		out[i] = eventFromPB(e)
 	}
 	return out, nil
 }
@@ -124,7 +108,7 @@ func (c Client) Signal(ctx context.Context, pid PID, sig, by string) error {
 	if err != nil {
 		return err
 	}
-	return failureErr(r.GetFailure())
+	return errorOf(r.GetFailure())
 }
 
 // Kill ends pid at once (reason "killed: <by>").
@@ -135,7 +119,7 @@ func (c Client) Kill(ctx context.Context, pid PID, by string) error {
 // Spawn starts a process running a registered image; it returns its PID.
 func (c Client) Spawn(ctx context.Context, req SpawnRequest) (PID, error) {
 	m := &kernelpb.Spawn{
-		Image: req.Image, Name: req.Name, Quota: meters(req.Quota), Parent: uint64(req.Parent),
+		Image: req.Image, Name: req.Name, Quota: MetersToPB(req.Quota), Parent: uint64(req.Parent),
 		Link: req.Link, DeadlineNs: int64(req.Deadline),
 	}
 	for _, g := range req.Grants {
@@ -145,7 +129,7 @@ func (c Client) Spawn(ctx context.Context, req SpawnRequest) (PID, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := failureErr(r.GetFailure()); err != nil {
+	if err := errorOf(r.GetFailure()); err != nil {
 		return 0, err
 	}
 	return PID(r.GetPid()), nil
@@ -169,7 +153,7 @@ func (c Client) send(ctx context.Context, m *kernelpb.Send) (PID, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := failureErr(r.GetFailure()); err != nil {
+	if err := errorOf(r.GetFailure()); err != nil {
 		return 0, err
 	}
 	return PID(r.GetPid()), nil
@@ -185,7 +169,7 @@ func (c Client) Monitor(ctx context.Context, pid PID, watcher *actor.PID) error 
 	if err != nil {
 		return err
 	}
-	return failureErr(r.GetFailure())
+	return errorOf(r.GetFailure())
 }
 
 // Demonitor cancels watcher's Monitor of pid: no Down for it arrives after
@@ -198,7 +182,7 @@ func (c Client) Demonitor(ctx context.Context, pid PID, watcher *actor.PID) erro
 	if err != nil {
 		return err
 	}
-	return failureErr(r.GetFailure())
+	return errorOf(r.GetFailure())
 }
 
 // Charge charges amount of meter to pid's quota account and its
@@ -209,7 +193,7 @@ func (c Client) Charge(ctx context.Context, pid PID, m capability.Meter, amount 
 	if err != nil {
 		return err
 	}
-	return failureErr(r.GetFailure())
+	return errorOf(r.GetFailure())
 }
 
 // Refund gives back amount of meter charged to pid.
@@ -218,7 +202,7 @@ func (c Client) Refund(ctx context.Context, pid PID, m capability.Meter, amount 
 	if err != nil {
 		return err
 	}
-	return failureErr(r.GetFailure())
+	return errorOf(r.GetFailure())
 }
 
 // Refused tells the kernel that a capability check for pid was refused
@@ -236,20 +220,6 @@ func (c Client) Refused(pid PID, right capability.Right, resource string, err er
 	c.Root.Send(c.PID, system.Outgoing(c.Root, c.PID, m))
 }
 
-// SnapshotInfo is what Client.Snapshot answers (kernelpb.SnapshotTaken).
-type SnapshotInfo struct {
-	// ID is the stored snapshot's id ("" when the node keeps none).
-	ID    string `json:"id"`
-	PID   PID    `json:"pid"`
-	Name  string `json:"name,omitempty"`
-	Image string `json:"image"`
-	// Mailbox is how many waiting messages it holds.
-	Mailbox int `json:"mailbox"`
-	// Sealed is the sealed snapshot (Snapshot.Encode): restore it on a node
-	// that does not share the journal with Client.RestoreSealed.
-	Sealed []byte `json:"-"`
-}
-
 // Snapshot asks the kernel to snapshot the process ref (a PID or a
 // registered name; see kernelpb.Snapshot), and to kill it in the same step
 // when kill is set.
@@ -265,7 +235,7 @@ func (c Client) Snapshot(ctx context.Context, ref string, kill bool, by string) 
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
-	if err := failureErr(r.GetFailure()); err != nil {
+	if err := errorOf(r.GetFailure()); err != nil {
 		return SnapshotInfo{}, err
 	}
 	return SnapshotInfo{ID: r.GetId(), PID: PID(r.GetPid()), Name: r.GetName(), Image: r.GetImage(), Mailbox: int(r.GetMailbox()), Sealed: r.GetSnapshot()}, nil
@@ -300,7 +270,7 @@ func (c Client) restore(ctx context.Context, m *kernelpb.Restore) (PID, string, 
 	if err != nil {
 		return 0, "", err
 	}
-	if err := failureErr(r.GetFailure()); err != nil {
+	if err := errorOf(r.GetFailure()); err != nil {
 		return 0, "", err
 	}
 	return PID(r.GetPid()), r.GetName(), nil
