@@ -22,7 +22,7 @@ func TestIndexStatRoundTrips(t *testing.T) {
 	up := newUpstream(t)
 	plainCommit(t, up, "main", map[string]string{"tools/a.ts": "aaaa"}, "one tool")
 	dir := t.TempDir()
-	must(t, hydrate(t, dir, up).Close())
+	must(t, hydrate(t, dir, up, slowRegenerate).Close())
 	b, err := os.ReadFile(filepath.Join(dir, ".git", "index"))
 	must(t, err)
 	var idx index.Index

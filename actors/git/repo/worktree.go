@@ -509,5 +509,25 @@ func (r *Repo) writeIndex() error {
 	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
 		return err
 	}
-	return atomicWrite(r.gitDir, filepath.Join(r.gitDir, "index"), buf.Bytes(), 0o644)
+	err := atomicWrite(r.gitDir, filepath.Join(r.gitDir, "index"), buf.Bytes(), 0o644)
+	r.smudgeCheckoutStat(err)
+	return err
+}
+
+// smudgeCheckoutStat drops the fresh checkout's stat data that is not older
+// than the index just written (racily clean: an edit of the same size in
+// that tick changes none of it; git smudges such entries), or all of it
+// when the write failed. IMPORTANT: it MUST run after every index write:
+// a later write (Close's, in a later tick) would otherwise carry that stat
+// data into an index the next start trusts it under.
+func (r *Repo) smudgeCheckoutStat(writeErr error) {
+	if len(r.checkoutStat) == 0 {
+		return
+	}
+	fi, err := os.Lstat(filepath.Join(r.gitDir, "index"))
+	for p, e := range r.checkoutStat {
+		if writeErr != nil || err != nil || !e.ModifiedAt.Before(fi.ModTime()) {
+			delete(r.checkoutStat, p)
+		}
+	}
 }
