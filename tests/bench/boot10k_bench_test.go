@@ -131,10 +131,12 @@ func BenchmarkReboot10k(b *testing.B) {
 	n := 10_000
 	bare, work := bigUpstream(b, n)
 	dir := b.TempDir()
+	t0, c0 := time.Now(), benchutil.CPUTime()
 	bootStart(b, dir, bare, n).Close()
+	b.Logf("fresh boot (and its Close): %v wall, %v CPU", time.Since(t0).Round(time.Millisecond), (benchutil.CPUTime() - c0).Round(time.Millisecond))
 	var cpu time.Duration
 	b.ResetTimer()
-	for range b.N {
+	for i := range b.N {
 		b.StopTimer()
 		for i := n; i < n+3; i++ {
 			p, src := bigTool(i)
@@ -147,10 +149,13 @@ func BenchmarkReboot10k(b *testing.B) {
 		gitCommitAll(b, work, "3 more tools")
 		gitCmd(b, "-C", work, "push", "-q", "origin", "main")
 		b.StartTimer()
-		start := benchutil.CPUTime()
+		t0, start := time.Now(), benchutil.CPUTime()
 		rt := bootStart(b, dir, bare, n)
-		cpu += benchutil.CPUTime() - start
+		c := benchutil.CPUTime() - start
+		cpu += c
 		b.StopTimer()
+		// Each boot apart: the first after the fresh boot used to differ.
+		b.Logf("later boot %d: %v wall, %v CPU", i+1, time.Since(t0).Round(time.Millisecond), c.Round(time.Millisecond))
 		if err := rt.Close(); err != nil {
 			b.Fatal(err)
 		}

@@ -46,6 +46,12 @@ type Repo struct {
 	// commit has taken yet (persist.go).
 	derivedDirty map[string]bool
 	idx          map[string]index.Entry
+	// checkoutStat is the stat data of the files a fresh checkout wrote
+	// itself (r.direct) within racyWindow of now, which idx keeps without
+	// (this process does not trust them): writeIndex gives them to the
+	// index, as git's checkout does, so that the next Hydrate does not read
+	// every file again (see recordStat).
+	checkoutStat map[string]index.Entry
 	// conflicts are the working files kept by a rebase although they clash
 	// with the upstream (written by a tool that had not persisted them
 	// yet): their version is on a conflict branch, and the tool's Persist

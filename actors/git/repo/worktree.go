@@ -335,8 +335,29 @@ func (r *Repo) writeWork(p string, e entry) error {
 	}
 	if fi, err := os.Lstat(a); err == nil {
 		r.recordStat(p, e.hash, e.mode, fi)
+		r.recordCheckout(p, e, fi)
 	}
 	return nil
+}
+
+// recordCheckout keeps, for the index only, the stat data of a file the
+// fresh checkout (r.direct) just wrote that recordStat left without
+// (modified within racyWindow: all of them). The next Hydrate trusts them
+// under loadIndex's rule (modified before the index was written).
+//
+// IMPORTANT: this is git's own checkout rule, and its blind spot: another
+// process rewriting such a file with the same size within the same tick of
+// the file system's clock as the checkout's write (and before the index is
+// written) is not seen. It applies only to the fresh checkout, which runs
+// under the root lock in a tool root no agentos writer used yet; writes of
+// a pull or a rebase keep the racyWindow rule.
+func (r *Repo) recordCheckout(p string, e entry, fi fs.FileInfo) {
+	if !r.direct || !r.idx[p].ModifiedAt.IsZero() {
+		return
+	}
+	st := index.Entry{Name: p, Hash: e.hash, Mode: e.mode}
+	fillStat(&st, fi)
+	r.checkoutStat[p] = st
 }
 
 // putFile writes content at the absolute path a with the permissions of
@@ -384,6 +405,7 @@ func (r *Repo) writeRefusal(p string, e entry) string {
 // no stat data is kept for it and the next check hashes it (as git smudges
 // such entries).
 func (r *Repo) recordStat(p string, h plumbing.Hash, mode filemode.FileMode, fi fs.FileInfo) {
+	delete(r.checkoutStat, p)
 	e := index.Entry{Name: p, Hash: h, Mode: mode}
 	if fi.ModTime().Before(time.Now().Add(-racyWindow)) {
 		fillStat(&e, fi)
@@ -419,6 +441,7 @@ func (r *Repo) removeEmptyParents(p string) {
 // unreadable).
 func (r *Repo) loadIndex() {
 	r.idx = map[string]index.Entry{}
+	r.checkoutStat = map[string]index.Entry{}
 	f, err := os.Open(filepath.Join(r.gitDir, "index"))
 	if err != nil {
 		return
@@ -443,10 +466,18 @@ func (r *Repo) loadIndex() {
 }
 
 // statClean says whether the working file at p is unchanged since the
-// index recorded it with the hash h.
+// index recorded it with the hash h: its size, modification time, change
+// time and inode are those recorded (the change time and inode where the
+// platform gives them). A file rewritten with the same size and its
+// modification time put back has a new change time: it is not clean.
 func (r *Repo) statClean(p string, h plumbing.Hash, fi fs.FileInfo) bool {
 	e, ok := r.idx[p]
-	return ok && e.Hash == h && !e.ModifiedAt.IsZero() && int64(e.Size) == fi.Size() && e.ModifiedAt.Equal(fi.ModTime())
+	if !ok || e.Hash != h || e.ModifiedAt.IsZero() {
+		return false
+	}
+	var cur index.Entry
+	fillStat(&cur, fi)
+	return e.Size == cur.Size && e.ModifiedAt.Equal(cur.ModifiedAt) && e.CreatedAt.Equal(cur.CreatedAt) && e.Inode == cur.Inode
 }
 
 // writeIndex writes .git/index for r.tree so that `git status` in the tool
@@ -469,6 +500,8 @@ func (r *Repo) writeIndex() error {
 		e, ok := r.idx[p]
 		if !ok || e.Hash != f.hash || r.pending[p] {
 			e = index.Entry{Name: p, Hash: f.hash, Mode: f.mode}
+		} else if c, ok := r.checkoutStat[p]; ok && c.Hash == f.hash && e.ModifiedAt.IsZero() {
+			e = c
 		}
 		idx.Entries = append(idx.Entries, &e)
 	}
@@ -476,5 +509,25 @@ func (r *Repo) writeIndex() error {
 	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
 		return err
 	}
-	return atomicWrite(r.gitDir, filepath.Join(r.gitDir, "index"), buf.Bytes(), 0o644)
+	err := atomicWrite(r.gitDir, filepath.Join(r.gitDir, "index"), buf.Bytes(), 0o644)
+	r.smudgeCheckoutStat(err)
+	return err
+}
+
+// smudgeCheckoutStat drops the fresh checkout's stat data that is not older
+// than the index just written (racily clean: an edit of the same size in
+// that tick changes none of it; git smudges such entries), or all of it
+// when the write failed. IMPORTANT: it MUST run after every index write:
+// a later write (Close's, in a later tick) would otherwise carry that stat
+// data into an index the next start trusts it under.
+func (r *Repo) smudgeCheckoutStat(writeErr error) {
+	if len(r.checkoutStat) == 0 {
+		return
+	}
+	fi, err := os.Lstat(filepath.Join(r.gitDir, "index"))
+	for p, e := range r.checkoutStat {
+		if writeErr != nil || err != nil || !e.ModifiedAt.Before(fi.ModTime()) {
+			delete(r.checkoutStat, p)
+		}
+	}
 }

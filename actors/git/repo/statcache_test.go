@@ -1,0 +1,139 @@
+package repo_test
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+
+	"github.com/agentos-run/agentos/actors/git/repo"
+)
+
+// The stat cache of .git/index (issue 28, goal 4: a later boot that grows
+// with what changed): a later Hydrate reads only the working files whose
+// stat data differ from the index's, and still finds every change made by
+// hand while no agentos ran.
+
+// statRoot returns a tool root checked out from an upstream of three
+// tools, whose .git/index trusts every file (their stat data recorded
+// long after they were last modified), with the Repo closed.
+func statRoot(t *testing.T) (dir, up string, old time.Time) {
+	t.Helper()
+	up = newUpstream(t)
+	plainCommit(t, up, "main", map[string]string{"tools/a.ts": "aaaa", "tools/b.ts": "bbbb", "tools/c.ts": "cccc"}, "three tools")
+	dir = t.TempDir()
+	must(t, hydrate(t, dir, up).Close())
+	old = time.Now().Add(-time.Hour).Truncate(time.Second)
+	for _, p := range []string{"tools/a.ts", "tools/b.ts", "tools/c.ts"} {
+		must(t, os.Chtimes(filepath.Join(dir, filepath.FromSlash(p)), old, old))
+	}
+	// This Hydrate reads the aged files (their ctime changed) and records
+	// their stat data: they were modified long ago.
+	must(t, hydrate(t, dir, up).Close())
+	return dir, up, old
+}
+
+// handChanges makes, while no Repo is open, the changes a later Hydrate
+// MUST find: a same-size rewrite of tools/a.ts with its mtime put back
+// (an agentos write of it recorded first, so that finding it recovers it
+// upstream), a deleted tools/b.ts, a new tools/n.ts.
+func handChanges(t *testing.T, dir, up string, old time.Time) {
+	t.Helper()
+	r := hydrate(t, dir, up)
+	must(t, r.Intend("tools/a.ts", []byte("AAAA")))
+	must(t, r.Close())
+	writeFile(t, dir, "tools/a.ts", "AAAA")
+	must(t, os.Chtimes(filepath.Join(dir, "tools", "a.ts"), old, old))
+	must(t, os.Remove(filepath.Join(dir, "tools", "b.ts")))
+	writeFile(t, dir, "tools/n.ts", "new")
+}
+
+// checkFound checks that the Hydrate after handChanges found them all.
+func checkFound(t *testing.T, dir, up string, logs string) {
+	t.Helper()
+	files := upstreamFiles(t, up, "main")
+	if files["tools/a.ts"] != "AAAA" {
+		t.Errorf("the same-size rewrite of tools/a.ts with its mtime put back was not found (upstream holds %q, want the recovered AAAA)", files["tools/a.ts"])
+	}
+	if got := readFile(t, dir, "tools/b.ts"); got != "bbbb" {
+		t.Errorf("the deleted tracked tools/b.ts was not restored: %q", got)
+	}
+	if !strings.Contains(logs, "path=tools/n.ts") {
+		t.Errorf("the new tools/n.ts was not found as a local change:\n%s", logs)
+	}
+	if _, ok := files["tools/n.ts"]; ok {
+		t.Error("the new tools/n.ts was committed, though no agentos write of it was under way")
+	}
+}
+
+// TestLaterBootFindsHandChanges: the index's stat cache never hides a
+// change made by hand: a same-size rewrite with its mtime restored (its
+// change time and inode differ), a deleted file, a new file.
+func TestLaterBootFindsHandChanges(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the change time is compared where the platform gives it (linux)")
+	}
+	dir, up, old := statRoot(t)
+	handChanges(t, dir, up, old)
+	var logs syncBuffer
+	hydrate(t, dir, up, func(o *repo.Options) { o.Logger = newLogger(&logs) })
+	checkFound(t, dir, up, logs.String())
+}
+
+// TestDamagedIndexScansEverything: a damaged .git/index trusts nothing:
+// the later Hydrate reads every working file and finds the same changes.
+func TestDamagedIndexScansEverything(t *testing.T) {
+	dir, up, old := statRoot(t)
+	handChanges(t, dir, up, old)
+	ix := filepath.Join(dir, ".git", "index")
+	b, err := os.ReadFile(ix)
+	must(t, err)
+	must(t, os.WriteFile(ix, append(b[:len(b)/2:len(b)/2], "damaged"...), 0o644))
+	var logs syncBuffer
+	hydrate(t, dir, up, func(o *repo.Options) { o.Logger = newLogger(&logs) })
+	checkFound(t, dir, up, logs.String())
+}
+
+// TestFreshCheckoutIndexKeepsStat: the index a fresh checkout leaves
+// carries the stat data of the files it wrote (as git's checkout does),
+// so that the next Hydrate does not read all of them again. Before, every
+// file written within 2 s of the index was left without, and the first
+// later boot at 10,000 tools read and hashed all 10,000.
+func TestFreshCheckoutIndexKeepsStat(t *testing.T) {
+	up := newUpstream(t)
+	plainCommit(t, up, "main", map[string]string{"tools/a.ts": "aaaa", "tools/b.ts": "bbbb"}, "two tools")
+	dir := t.TempDir()
+	must(t, hydrate(t, dir, up, slowRegenerate).Close())
+	f, err := os.ReadFile(filepath.Join(dir, ".git", "index"))
+	must(t, err)
+	var idx index.Index
+	must(t, index.NewDecoder(bufio.NewReader(bytes.NewReader(f))).Decode(&idx))
+	for _, p := range []string{"tools/a.ts", "tools/b.ts"} {
+		e, err := idx.Entry(p)
+		if err != nil {
+			t.Fatalf("%s is not in the index: %v", p, err)
+		}
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
+		must(t, err)
+		if e.ModifiedAt.IsZero() || !e.ModifiedAt.Equal(fi.ModTime()) || int64(e.Size) != fi.Size() {
+			t.Errorf("%s: the index keeps no stat data of the checkout's write (mtime %v size %d; the file's %v %d)", p, e.ModifiedAt, e.Size, fi.ModTime(), fi.Size())
+		}
+	}
+}
+
+// slowRegenerate makes the index a checkout writes at the end of its sync
+// fall in a later tick of the file system's clock than the files it wrote
+// (as at 10,000 tools): written in the same tick, they are racily clean
+// and the index rightly keeps no stat data for them.
+func slowRegenerate(o *repo.Options) {
+	o.Regenerate = func() error {
+		time.Sleep(50 * time.Millisecond)
+		return nil
+	}
+}
