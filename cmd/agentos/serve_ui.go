@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -40,13 +41,16 @@ func serveUI(ctx context.Context, rt *host.Runtime, cfg host.Config, banner io.W
 			cmdLogger(ctx).Error("agentos serve: the console stopped", "err", err)
 		}
 	}()
-	fmt.Fprintf(banner, "web console at http://%s/\n", ln.Addr())
-	tokenFile, err := uiLoginBanner(rt, cfg, banner)
+	// The token file is written before the URL is printed: whoever reads
+	// the URL finds the file it names.
+	var login bytes.Buffer
+	tokenFile, err := uiLoginBanner(rt, cfg, &login)
 	if err != nil {
 		hs.Close()
 		srv.Close()
 		return nil, err
 	}
+	fmt.Fprintf(banner, "web console at http://%s/\n%s", ln.Addr(), login.Bytes())
 	return func() {
 		// An open event stream would hold Shutdown: a short grace, then close.
 		srv.Close()
