@@ -165,7 +165,7 @@ func (b *consoleBackend) ListRuns(_ context.Context, who console.Principal, q co
 	jq := journal.RunQuery{Before: q.Before, After: q.After, Oldest: q.After != ""}
 	var page console.RunPage
 	var last string
-	err = b.rt.j.EachRun(jq, func(m journal.RunMeta) error {
+	err = b.eachRun(q, jq, func(m journal.RunMeta) error {
 		page.Scanned++
 		last = m.ID
 		if b.visibleRun(p, m) && matchRun(q, m) {
@@ -183,6 +183,17 @@ func (b *consoleBackend) ListRuns(_ context.Context, who console.Principal, q co
 		return page, err
 	}
 	return pageCursors(page, q, last, errors.Is(err, errPageFull)), nil
+}
+
+// eachRun lists the runs q may match, newest first (oldest first after
+// q.After): one tool's from the journal's index of runs by tool, which
+// holds them however many runs of other tools came between, and
+// otherwise every run by start.
+func (b *consoleBackend) eachRun(q console.RunQuery, jq journal.RunQuery, fn func(journal.RunMeta) error) error {
+	if q.Tool == "" || strings.HasSuffix(q.Tool, "/") || q.After != "" {
+		return b.rt.j.EachRun(jq, fn)
+	}
+	return b.rt.j.EachRunOf(journal.ToolQuery{Tool: q.Tool, Before: q.Before}, fn)
 }
 
 // errPageFull stops a listing.

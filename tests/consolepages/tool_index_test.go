@@ -115,3 +115,26 @@ func pagedRuns(t *testing.T, b *browser, url string, limit int) []string {
 	t.Fatal("the pages never ended")
 	return nil
 }
+
+// The runs list filtered by one tool reads that tool's runs from the
+// journal's index: a run of it older than the 2,000 runs a page may read
+// is listed on the first page, not behind "Older" links.
+func TestRunsListByToolReachesOldRuns(t *testing.T) {
+	rt, ts := node(t)
+	j := rt.Journal()
+	recordRuns(t, j, "tools/people/greet.ts", "", 3)
+	recordRuns(t, j, "tools/other.ts", "", 2100)
+
+	b := login(t, ts, mint(rt, "reader", capability.Grant{Right: capability.Read, Scope: "tools/"}))
+	code, page := b.get("/runs?tool=tools/people/greet.ts")
+	if code != http.StatusOK {
+		t.Fatalf("the filtered list: %d\n%s", code, page)
+	}
+	runs := page[strings.Index(page, `id="runs"`):]
+	if n := len(regexp.MustCompile(`<td><a href="/runs/([^"]+)">`).FindAllString(runs, -1)); n != 3 {
+		t.Errorf("the list of tools/people/greet.ts shows %d runs, want its 3 (older than 2,100 runs of another tool)\n%s", n, runs)
+	}
+	if strings.Contains(page, "follow “Older” to look further") {
+		t.Errorf("the list of one tool's runs says it is partial")
+	}
+}
