@@ -23,7 +23,6 @@ import (
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
-	"github.com/agentos-run/agentos/console"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/tests/internal/scenario"
 )
@@ -124,24 +123,7 @@ func clusterOfTwo(t *testing.T) (*host.Runtime, *httptest.Server, *memberProc) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := host.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(nil)
-	s, err := rt.Console(console.Options{Addr: ts.Listener.Addr().String(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts.Config.Handler = s
-	ts.Start()
-	t.Cleanup(func() {
-		ts.Close()
-		s.Close()
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	rt, ts := serveNode(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := rt.Member().WaitMembers(ctx, 2); err != nil {

@@ -36,7 +36,14 @@ export default function double(args: { n: number }): number {
 // node starts a node on a fresh root with its console on loopback.
 func node(t *testing.T) (*host.Runtime, *httptest.Server) {
 	t.Helper()
-	rt, err := host.Start(context.Background(), host.Config{Root: t.TempDir(), Isolation: "inprocess", Logger: quiet})
+	return serveNode(t, host.Config{Root: t.TempDir(), Isolation: "inprocess", Logger: quiet})
+}
+
+// serveNode starts a node of cfg with its console on loopback; both are
+// closed when the test ends.
+func serveNode(t *testing.T, cfg host.Config) (*host.Runtime, *httptest.Server) {
+	t.Helper()
+	rt, err := host.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/agentos-run/agentos/capability"
-	"github.com/agentos-run/agentos/console"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
@@ -27,25 +26,7 @@ func personaNode(t *testing.T, gateOff bool) (*host.Runtime, *httptest.Server) {
 	model := llmtest.NewServer([]llmtest.Step{{Content: "one"}, {Content: "two"}})
 	t.Cleanup(model.Close)
 	cfg.LLM = host.LLMConfig{BaseURL: model.URL(), Model: "scripted"}
-	rt, err := host.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(nil)
-	s, err := rt.Console(console.Options{Addr: ts.Listener.Addr().String(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts.Config.Handler = s
-	ts.Start()
-	t.Cleanup(func() {
-		ts.Close()
-		s.Close()
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return rt, ts
+	return serveNode(t, cfg)
 }
 
 var approvalIDRE = regexp.MustCompile(`/approvals/(a-[0-9a-zA-Z-]+)`)
