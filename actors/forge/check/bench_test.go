@@ -32,35 +32,17 @@ func BenchmarkCheckCached(b *testing.B) {
 // the transpiler runs each time (with a private transpiler, to keep the
 // shared cache clean).
 func BenchmarkCheckNewSource(b *testing.B) {
-	benchWithoutVerify(b)
-	c := New(Options{Transpiler: transpile.New(0)})
-	b.ReportAllocs()
-	i := 0
-	cpu := benchutil.CPUTime()
-	for b.Loop() {
-		i++
-		src := []byte(fibTool + "// " + strconv.Itoa(i) + "\n")
-		c.Check("tools/fib.ts", src)
-	}
-	benchutil.ReportCPU(b, cpu)
+	benchNewSources(b, func(c *Checker, src []byte) { c.Check("tools/fib.ts", src) })
 }
 
 // BenchmarkCheckDeferredNewSource is BenchmarkCheckNewSource through
 // CheckDeferred, check_tool's path: the tree alone judges a clean source.
 func BenchmarkCheckDeferredNewSource(b *testing.B) {
-	benchWithoutVerify(b)
-	c := New(Options{Transpiler: transpile.New(0)})
-	b.ReportAllocs()
-	i := 0
-	cpu := benchutil.CPUTime()
-	for b.Loop() {
-		i++
-		src := []byte(fibTool + "// " + strconv.Itoa(i) + "\n")
+	benchNewSources(b, func(c *Checker, src []byte) {
 		if r := c.CheckDeferred("tools/fib.ts", src); !r.Valid {
 			b.Fatalf("fib tool is invalid: %v", r.Errors)
 		}
-	}
-	benchutil.ReportCPU(b, cpu)
+	})
 }
 
 // benchWithoutVerify turns off, for the benchmark b, the package tests'
@@ -76,6 +58,18 @@ func benchWithoutVerify(b *testing.B) {
 // its source before it runs (with approvals on): the gate's rating
 // (CheckDeferred) and the executor's parameter check (toolmeta.ParamsOf).
 func BenchmarkCheckAndParamsNewSource(b *testing.B) {
+	benchNewSources(b, func(c *Checker, src []byte) {
+		c.CheckDeferred("tools/fib.ts", src)
+		if toolmeta.ParamsOf(src) == nil {
+			b.Fatal("fib declares no parameters")
+		}
+	})
+}
+
+// benchNewSources runs check on a source that differs every iteration (the
+// fib tool with a numbered comment), with a private transpiler to keep the
+// shared cache clean, and reports allocations and CPU per check.
+func benchNewSources(b *testing.B, check func(c *Checker, src []byte)) {
 	benchWithoutVerify(b)
 	c := New(Options{Transpiler: transpile.New(0)})
 	b.ReportAllocs()
@@ -83,11 +77,7 @@ func BenchmarkCheckAndParamsNewSource(b *testing.B) {
 	cpu := benchutil.CPUTime()
 	for b.Loop() {
 		i++
-		src := []byte(fibTool + "// " + strconv.Itoa(i) + "\n")
-		c.CheckDeferred("tools/fib.ts", src)
-		if toolmeta.ParamsOf(src) == nil {
-			b.Fatal("fib declares no parameters")
-		}
+		check(c, []byte(fibTool+"// "+strconv.Itoa(i)+"\n"))
 	}
 	benchutil.ReportCPU(b, cpu)
 }
