@@ -125,3 +125,23 @@ func TestWorkerFrameOverTheLimitIsRefusedBeforeItIsRead(t *testing.T) {
 		t.Fatalf("the parent grew by %d MB refusing the frame", grew>>20)
 	}
 }
+
+// A program started as a worker that is no worker (an embedding program
+// that forgot WorkerMain: its tests print PASS) is named as such, with
+// what to do, not reported as an escape from the sandbox.
+func TestWorkerThatIsNotAWorkerSaysWhatToDo(t *testing.T) {
+	e := newExec(t, IsolationProcess, map[string]string{"tools/ok.ts": "export default () => 1;\n"}, func(o *Options) {
+		o.Workers = 1
+		o.WorkerCommand = []string{"/bin/sh", "-c", `echo PASS; exec sleep 60`}
+	})
+	r := run(t, e, "tools/ok.ts", `{}`)
+	wantKind(t, r, "host_failure", `did not answer as one`)
+	for _, want := range []string{`the text "PASS`, "MUST call executor.WorkerMain()", "its worker was killed"} {
+		if !strings.Contains(r.Error.Message, want) {
+			t.Fatalf("the error does not say %q: %s", want, r.Error.Message)
+		}
+	}
+	if strings.Contains(r.Error.Message, "escape") {
+		t.Fatalf("a program that is no worker is reported as an escape: %s", r.Error.Message)
+	}
+}

@@ -67,6 +67,10 @@ type worker struct {
 	stderr *tail
 	exited chan struct{}
 	nextID uint64
+	// greeted: its hello frame was read. A worker that breaks the protocol
+	// before it is not a worker that escaped goja but a program that is no
+	// worker at all (an embedding program without WorkerMain).
+	greeted atomic.Bool
 
 	mu     sync.Mutex
 	reason string // why the parent killed it, if it did
@@ -424,6 +428,7 @@ func (r *running) broken(err error) sandbox.Outcome {
 func (r *running) handle(f *frame) (out sandbox.Outcome, done bool) {
 	switch f.T {
 	case "hello":
+		r.w.greeted.Store(true)
 		r.p.hello(f.Prot)
 	case "abort":
 		r.onAbort(f)
@@ -535,6 +540,9 @@ func brokeProtocol(w *worker, err error) *Error {
 		return nil
 	}
 	w.kill("protocol")
+	if !w.greeted.Load() {
+		return &Error{Kind: sandbox.KindHostFailure, Message: fmt.Sprintf("the program started as a sandbox worker (%s) did not answer as one: %v; the run fails and its worker was killed. A Go program that embeds agentos MUST call executor.WorkerMain() first thing in main (and in TestMain for its tests), since workers are that program started again; or set the executor's WorkerCommand to an agentos binary", w.cmd.Path, err)}
+	}
 	return &Error{Kind: sandbox.KindHostFailure, Message: fmt.Sprintf("the sandbox worker broke the frame protocol (%v); the run fails and its worker was killed (a worker that breaks the protocol is not trusted). A tool cannot do this through its own calls: report it, with the tool, as a bug or an escape from the sandbox", err)}
 }
 

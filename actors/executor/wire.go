@@ -136,9 +136,20 @@ func readFrameLen(r *bufio.Reader) (int, error) {
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n > maxFrame {
-		return 0, fmt.Errorf("%w: its length prefix announces %d bytes, over the %d-byte limit of one frame", errFrameRefused, n, maxFrame)
+		return 0, fmt.Errorf("%w: its length prefix announces %d bytes, over the %d-byte limit of one frame%s", errFrameRefused, n, maxFrame, textual(hdr[:]))
 	}
 	return int(n), nil
+}
+
+// textual says what a refused length prefix read as, when its four bytes
+// are printable text: the output of a program that is not a worker.
+func textual(hdr []byte) string {
+	for _, c := range hdr {
+		if c < ' ' && c != '\n' && c != '\t' || c > '~' {
+			return ""
+		}
+	}
+	return fmt.Sprintf(" (it reads as the text %q: the program printed text, not frames)", hdr)
 }
 
 // readFrameBody reads and decodes the n-byte frame whose length prefix

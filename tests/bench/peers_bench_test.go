@@ -123,7 +123,7 @@ func BenchmarkTGPShapes(b *testing.B) {
 
 // benchRuntime starts a default runtime on a new root pushing to a new
 // bare upstream, as `agentos init --upstream` makes one.
-func benchRuntime(b *testing.B) (rt *host.Runtime, dir, bare string) {
+func benchRuntime(b testing.TB) (rt *host.Runtime, dir, bare string) {
 	b.Helper()
 	bare = filepath.Join(b.TempDir(), "tools.git")
 	if err := repo.InitBare(bare, "main"); err != nil {
