@@ -57,7 +57,7 @@ type suite struct {
 var suites = []suite{
 	{"./tests/bench", "TGPShapes", "40x", false},
 	{"./tests/bench", "Boot100", "5x", false},
-	{"./actors/executor", "JournaledReadFile/(process|inprocess)/(group-commit|write-each|replay)", "3x", false},
+	{"./actors/executor", "JournaledReadFile/(process|inprocess)/(group-commit|write-each|replay|await-floor)", "3x", false},
 	{"./actors/executor", "JournaledReadFile/(pipe|read)-floor", "20000x", false},
 	{"./actors/kernel", "^BenchmarkMessages$|SpawnExit|^BenchmarkRestarts$", "1s", false},
 	{"./actors/forge", "ForgeCycle", "30x", false},
@@ -87,6 +87,8 @@ var rows = []row{
 	{"replay of those calls, the journal's load included, in-process (calls/s)", "agent-OS", "replay_filestore_incl_load_ops_per_sec", "BenchmarkJournaledReadFile/inprocess/replay-tools", "calls/s", true, 1},
 	{"the same tool-tree reads in a worker: the first read asked of the parent and journaled, the others answered by the worker from its pin (calls/s)", "agent-OS", "record_filestore_reads_per_sec", "BenchmarkJournaledReadFile/process/group-commit/record-tools", "calls/s", true, 1},
 	{"replay of those calls, the journal's load included, worker (calls/s)", "agent-OS", "replay_filestore_incl_load_ops_per_sec", "BenchmarkJournaledReadFile/process/replay-tools", "calls/s", true, 1},
+	{"floor: the same tool loop awaiting a 16-character string and making no call (goja's await: the floor of any call a tool awaits), in-process (awaits/s)", "agent-OS", "record_filestore_reads_per_sec", "BenchmarkJournaledReadFile/inprocess/await-floor", "calls/s", true, 1},
+	{"the same floor in a worker (awaits/s)", "agent-OS", "record_filestore_reads_per_sec", "BenchmarkJournaledReadFile/process/await-floor", "calls/s", true, 1},
 	{"floor: a raw 128-byte round trip between two Go processes over pipes (round trips/s)", "", "", "BenchmarkJournaledReadFile/pipe-floor", "calls/s", true, 1},
 	{"floor: the same 16-byte file read in a bare Go loop (open, read, close; reads/s)", "", "", "BenchmarkJournaledReadFile/read-floor", "calls/s", true, 1},
 	{"exec_tool fib(10) of a source never seen before through the tool API (transpile + compile + run), journaled, worker: TGP's shape, which builds a new isolate every time (ms)", "TGP", "exec_tool_fib10_median", "BenchmarkTGPShapes/exec_tool/new-source", "ns/op", false, 1e6},
