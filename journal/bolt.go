@@ -77,6 +77,12 @@ func Open(path string, opts Options) (*Journal, error) {
 		}
 		return newJournal(&boltStore{db: db, fences: map[string]int64{}}, opts), nil
 	}
+	// IMPORTANT: a journal already current is only read here. A commit,
+	// even of nothing, writes bbolt's meta page and fdatasyncs it: every
+	// open (each replay's) would wait for the disk.
+	if db.View(storageCurrent) == nil {
+		return newJournal(&boltStore{db: db, fences: map[string]int64{}}, opts), nil
+	}
 	if err := db.Update(initStorage); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("initialising journal %s: %w", path, err)
@@ -103,6 +109,17 @@ func checkFormat(tx *bolt.Tx) error {
 		return fmt.Errorf("%w: it has storage format %s, newer than this agentos reads (%d): upgrade agentos to read it, or use another journal file", ErrFormat, v, storageFormat)
 	}
 	return nil
+}
+
+// storageCurrent says whether tx's journal has every bucket and this
+// storage format: initStorage would change nothing (errMigrate otherwise).
+func storageCurrent(tx *bolt.Tx) error {
+	for _, b := range [][]byte{bucketRuns, bucketEntries, bucketSources, bucketBlobs, bucketChunks, bucketTools} {
+		if tx.Bucket(b) == nil {
+			return errMigrate
+		}
+	}
+	return checkFormat(tx)
 }
 
 // initStorage creates the buckets and checks (or writes) the format,

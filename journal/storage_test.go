@@ -364,3 +364,44 @@ func TestPruneKeepsQuarantinedRuns(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenCurrentWritesNothing: opening a journal whose storage is already
+// current (every bucket, this format) for writing commits nothing. A
+// commit there would write bbolt's meta page and fdatasync it at every
+// open: a replay, which opens the journal and writes nothing, would wait
+// for the disk (its rate then fell below its recording's under load).
+func TestOpenCurrentWritesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	j, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordRun(t, j, 3, func(seq uint64) json.RawMessage { return json.RawMessage(`{"path":"a"}`) },
+		func(seq uint64) json.RawMessage { return json.RawMessage(`"x"`) })
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []Durability{GroupCommit, SyncEach, WriteEach} {
+		j, err := Open(path, Options{Durability: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runs, err := j.Runs(); err != nil || len(runs) != 1 {
+			t.Fatalf("%s: runs %v, %v; want the one recorded", d, runs, err)
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		after, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(before, after) {
+			t.Fatalf("opening a current journal (%s) and closing it changed the file: Open committed a transaction", d)
+		}
+	}
+}

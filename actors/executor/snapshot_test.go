@@ -466,3 +466,41 @@ func TestSnapshotEndsWithTheRun(t *testing.T) {
 		}
 	})
 }
+
+// The microtask order a tool observes around a pinned read, the ordering
+// the in-process fast path keeps: a call's promise is settled by the run's
+// loop after every microtask queued before it has run (a pinned read is
+// answered at once, but its promise is not created settled), in process
+// as in a worker, recorded as replayed. A promise settled at the call would
+// put "read" right after "m1".
+func TestSnapshotMicrotaskOrder(t *testing.T) {
+	inModes(t, func(t *testing.T, mode Isolation) {
+		e := newExec(t, mode, map[string]string{
+			"tools/data.txt": "one",
+			"tools/read.ts": `export default async () => {
+				const log: string[] = [await tgp.read_file('tools/data.txt')];
+				const r = tgp.read_file('/lib/data.txt').then((s) => { log.push('read ' + s); });
+				const r2 = tgp.read_file('tools/data.txt').then((s) => { log.push('read2 ' + s); });
+				Promise.resolve().then(() => log.push('m1')).then(() => log.push('m2')).then(() => log.push('m3'));
+				await r;
+				log.push('after');
+				await r2;
+				return log;
+			};
+`}, slowStart)
+		j := openJournal(t)
+		const want = `["one","m1","m2","m3","read one","after","read2 one"]`
+		for i := 0; i < 3; i++ {
+			res, id, err := Record(context.Background(), e, j, Request{Path: "tools/read.ts"})
+			if err != nil || string(res.Result) != want {
+				t.Fatalf("run %d: %v %s %+v, want %s", i, err, res.Result, res.Error, want)
+			}
+			if n := countCalls(t, j, id, driver.FSDriver, "read_file"); n != 1 {
+				t.Fatalf("run %d: %d read_file calls journaled, want 1 (the later two pinned)", i, n)
+			}
+			if rep, err := Replay(context.Background(), e, j, id, nil); err != nil || !rep.Same || rep.Divergence != nil {
+				t.Fatalf("run %d: replay: %v %+v", i, err, rep)
+			}
+		}
+	})
+}

@@ -54,3 +54,32 @@ func TestPlainRequestIsStringify(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptRequestAndAnswer: the request a run keeps (run.plainRequest) is
+// given again only for the same binding and argument, and the answer it
+// keeps (lastAnswer) only for the same JSON string.
+func TestKeptRequestAndAnswer(t *testing.T) {
+	vm := goja.New()
+	r := &run{vm: vm}
+	read := Binding{Name: "read_file", Driver: "fs", Op: "read_file", Params: []string{"path"}}
+	find := Binding{Name: "find", Driver: "fs", Op: "find", Params: []string{"name"}}
+	for _, c := range []struct {
+		b         Binding
+		arg, want string
+	}{{read, "a", `{"path":"a"}`}, {read, "a", `{"path":"a"}`}, {read, "b", `{"path":"b"}`}, {find, "b", `{"name":"b"}`}, {read, "b", `{"path":"b"}`}, {read, `q"`, ""}} {
+		got, ok := r.plainRequest(c.b, goja.FunctionCall{Arguments: []goja.Value{vm.ToValue(c.arg)}})
+		if got != c.want || ok != (c.want != "") {
+			t.Fatalf("%s(%q): %q %v, want %q", c.b.Name, c.arg, got, ok, c.want)
+		}
+	}
+	v, err := r.fromJSON(json.RawMessage(`"abc"`))
+	if err != nil || v.String() != "abc" {
+		t.Fatalf("%v %v", v, err)
+	}
+	for _, s := range []string{`"abc"`, `"abd"`, `"ab\"`, `xabcx`, `"abcd"`, `"ab"`} {
+		kept, ok := r.answer.of(json.RawMessage(s))
+		if ok != (s == `"abc"`) || ok && kept != v {
+			t.Fatalf("%s: kept answer %v %v", s, kept, ok)
+		}
+	}
+}

@@ -50,60 +50,116 @@ func sameBinding(a, b Binding) bool {
 
 // callBinding is tgp.<name>: positional args -> request object -> Call,
 // answered asynchronously through a promise.
+//
+// IMPORTANT: the promise is returned pending, whatever the bridge does: the
+// run's loop settles it (completeOldest) after every microtask queued before
+// it has run, in the order the calls were made. A call answered at once
+// (Inliner) MUST NOT settle it sooner: in a worker the same call is answered
+// later, and the order a tool observes (and its journal) would differ.
 func (r *run) callBinding(b Binding, c goja.FunctionCall) goja.Value {
-	request, ok := plainRequest(b, c)
-	if !ok {
-		req := r.vm.NewObject()
-		for i, name := range b.Params {
-			if a := c.Argument(i); !goja.IsUndefined(a) {
-				req.Set(name, a)
-			}
-		}
-		s, err := r.strfy(nil, req)
-		if err != nil {
-			panic(r.throw(driver.CodeInvalid, fmt.Sprintf("tgp.%s: arguments are not JSON-serializable: %v", b.Name, err)))
-		}
-		request = s.String()
-	}
-	select {
-	case r.slots <- struct{}{}:
-	case <-r.stop:
+	request := r.request(b, c)
+	if !r.takeSlot() {
 		return goja.Undefined() // the run is being stopped; the interrupt follows
 	}
 	call := driver.Call{Seq: r.seq.Add(1), Driver: b.Driver, Op: b.Op, Request: json.RawMessage(request)}
 	p, resolve, reject := r.vm.NewPromise()
-	pc := &pending{ch: make(chan callResult, 1), resolve: resolve, reject: reject}
+	pc := &pending{resolve: resolve, reject: reject}
 	r.queue = append(r.queue, pc)
 	r.calls.Add(1)
+	r.dispatch(call, pc)
+	return r.vm.ToValue(p)
+}
+
+// request is the JSON request of a call of b with c's arguments.
+func (r *run) request(b Binding, c goja.FunctionCall) string {
+	if request, ok := r.plainRequest(b, c); ok {
+		return request
+	}
+	req := r.vm.NewObject()
+	for i, name := range b.Params {
+		if a := c.Argument(i); !goja.IsUndefined(a) {
+			req.Set(name, a)
+		}
+	}
+	s, err := r.strfy(nil, req)
+	if err != nil {
+		panic(r.throw(driver.CodeInvalid, fmt.Sprintf("tgp.%s: arguments are not JSON-serializable: %v", b.Name, err)))
+	}
+	return s.String()
+}
+
+// takeSlot takes one of the run's MaxInFlight slots, waiting for one;
+// false: the run is being stopped.
+func (r *run) takeSlot() bool {
+	select {
+	case r.slots <- struct{}{}:
+		return true
+	default: // all taken: wait for one, or the stop
+	}
+	select {
+	case r.slots <- struct{}{}:
+		return true
+	case <-r.stop:
+		return false
+	}
+}
+
+// dispatch makes call through the bridge, answering pc: started by a
+// Starter, made at once by an Inliner (pc.res, no channel), or made on a
+// helper goroutine.
+func (r *run) dispatch(call driver.Call, pc *pending) {
 	if st, ok := r.br.(Starter); ok {
+		pc.ch = make(chan callResult, 1)
 		st.Start(r.ctx, call, func(val json.RawMessage, err error) {
 			<-r.slots
 			pc.ch <- callResult{val, err}
 			r.calls.Done()
 		})
-		return r.vm.ToValue(p)
+		return
 	}
 	if in, ok := r.br.(Inliner); ok && in.Inline(call) {
-		val, err := r.do(call)
+		pc.res.val, pc.res.err = r.do(call)
 		<-r.slots
-		pc.ch <- callResult{val, err}
 		r.calls.Done()
-		return r.vm.ToValue(p)
+		return
 	}
+	pc.ch = make(chan callResult, 1)
 	r.goCall(func() {
 		defer r.calls.Done()
 		val, err := r.do(call)
 		<-r.slots
 		pc.ch <- callResult{val, err}
 	})
-	return r.vm.ToValue(p)
 }
 
 // plainRequest is the request JSON.stringify makes of a binding's
 // arguments when every one given is a string of printable ASCII without a
 // quote or backslash (e.g. tgp.read_file('data.txt')): the same bytes,
 // without building an object and stringifying it. ok false: any other
-// argument; stringify them.
+// argument; stringify them. The latest one-argument request is kept
+// (r.lastReq): a loop reading one file builds its request once.
+func (r *run) plainRequest(b Binding, c goja.FunctionCall) (string, bool) {
+	if len(c.Arguments) > len(b.Params) {
+		return "", false
+	}
+	if len(c.Arguments) != 1 || !goja.IsString(c.Arguments[0]) {
+		return plainRequest(b, c)
+	}
+	arg := c.Arguments[0].String()
+	if last := &r.lastReq; last.req != "" && last.binding == b.Name && last.arg == arg {
+		return last.req, true
+	}
+	req, ok := plainRequest(b, c)
+	if ok {
+		r.lastReq = lastRequest{binding: b.Name, arg: arg, req: req}
+	}
+	return req, ok
+}
+
+// lastRequest is the latest one-argument plain request a run built.
+type lastRequest struct{ binding, arg, req string }
+
+// plainRequest is run.plainRequest without the kept request.
 func plainRequest(b Binding, c goja.FunctionCall) (string, bool) {
 	if len(c.Arguments) > len(b.Params) {
 		return "", false

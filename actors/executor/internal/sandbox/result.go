@@ -92,10 +92,31 @@ func (r *run) fromJSON(val json.RawMessage) (goja.Value, error) {
 	if len(val) == 0 {
 		return goja.Undefined(), nil
 	}
+	if v, ok := r.answer.of(val); ok {
+		return v, nil
+	}
 	if s, ok := plainString(val); ok {
-		return r.vm.ToValue(s), nil // what JSON.parse gives, without the parser
+		v := r.vm.ToValue(s) // what JSON.parse gives, without the parser
+		r.answer = lastAnswer{s: s, v: v}
+		return v, nil
 	}
 	return r.parse(nil, r.vm.ToValue(string(val)))
+}
+
+// lastAnswer is the latest plain JSON string answer (plainString) a run
+// turned into a value: a string is immutable, so the same answer again (a
+// pinned read in a loop) is given the same value, not copied and scanned.
+type lastAnswer struct {
+	s string // the string, without its quotes
+	v goja.Value
+}
+
+// of is a's value when val is the same JSON string.
+func (a *lastAnswer) of(val json.RawMessage) (goja.Value, bool) {
+	if a.v == nil || len(val) != len(a.s)+2 || val[0] != '"' || val[len(val)-1] != '"' {
+		return nil, false
+	}
+	return a.v, string(val[1:len(val)-1]) == a.s
 }
 
 // plainString returns the string a JSON string literal without escapes or

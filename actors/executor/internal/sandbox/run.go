@@ -24,8 +24,10 @@ type callResult struct {
 	err error
 }
 
+// pending is a call whose promise the run's loop has yet to settle.
 type pending struct {
-	ch              chan callResult
+	ch              chan callResult // its answer; nil: res, answered when made (Inliner)
+	res             callResult
 	resolve, reject func(any) error
 }
 
@@ -37,8 +39,11 @@ type run struct {
 	lim      Limits
 	seq      atomic.Uint64
 	logs     []string
-	out      int // bytes of logs so far
-	queue    []*pending
+	out      int        // bytes of logs so far
+	queue    []*pending // the calls not settled, oldest first from head
+	head     int
+	lastReq  lastRequest // plainRequest's
+	answer   lastAnswer  // fromJSON's
 	mods     map[string]*goja.Object
 	rng      *rand.Rand
 	parse    goja.Callable
@@ -284,7 +289,7 @@ func (r *run) turn() error {
 	if fired, err := r.fireDue(); err != nil || fired {
 		return err
 	}
-	if len(r.queue) > 0 {
+	if r.head < len(r.queue) {
 		return r.completeOldest()
 	}
 	if r.pendingTimers() > 0 {
@@ -293,17 +298,29 @@ func (r *run) turn() error {
 	return errorf(KindUnsettled, "the tool's promise never settles: it awaits something no bridge call or timer will resolve")
 }
 
+// dequeue takes the oldest call not settled from the queue, whose array
+// is reused once it is empty (no allocation per call).
+func (r *run) dequeue() *pending {
+	pc := r.queue[r.head]
+	r.queue[r.head] = nil
+	if r.head++; r.head == len(r.queue) {
+		r.queue, r.head = r.queue[:0], 0
+	}
+	return pc
+}
+
 // completeOldest waits for the answer to the oldest host call still
 // queued and settles its promise on this goroutine. An abort answered by
 // the host ends the run.
 func (r *run) completeOldest() error {
-	pc := r.queue[0]
-	r.queue = r.queue[1:]
-	var res callResult
-	select {
-	case res = <-pc.ch:
-	case <-r.stop:
-		return r.reason.Load()
+	pc := r.dequeue()
+	res := pc.res
+	if pc.ch != nil {
+		select {
+		case res = <-pc.ch:
+		case <-r.stop:
+			return r.reason.Load()
+		}
 	}
 	if res.err != nil {
 		if e := driver.AsError(res.err); e.Code == driver.CodeAbort {
