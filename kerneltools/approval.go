@@ -71,8 +71,13 @@ func holderOf(p *kernel.Process) string {
 // file in the tree, or, with version set (tools/x.ts@<hash prefix>), the
 // recorded version from the journal with the modules it runs with.
 func (n *Node) judge(path, version string) (Judged, error) {
+	return n.judgeRead(path, version, nil)
+}
+
+// judgeRead is judge of src, the file at path as the caller read it (nil:
+// read it here).
+func (n *Node) judgeRead(path, version string, src []byte) (Judged, error) {
 	var (
-		src    []byte
 		pinned []journal.Module
 		source func(string) ([]byte, error)
 	)
@@ -85,7 +90,7 @@ func (n *Node) judge(path, version string) (Judged, error) {
 			return Judged{}, notFound{err} // exec_tool answers not_found, as the executor would
 		}
 		src, pinned, source = b, v.Modules, n.opts.Journal.Source
-	} else {
+	} else if src == nil {
 		b, err := n.opts.Jail.ReadFile(path)
 		if err != nil {
 			return Judged{}, err
@@ -143,8 +148,10 @@ type cleared struct {
 //
 // version, when set, is a recorded version the run asks for
 // (tools/x.ts@<hash prefix>): that version, from the journal, is the one
-// judged and approved, not the file in the tree.
-func (n *Node) gateRun(ctx context.Context, p *kernel.Process, path, version string) (cleared, error) {
+// judged and approved, not the file in the tree. src, when not nil, is the
+// entry as the caller read it (readEntry): the bytes judged, and the ones
+// the run MUST then execute (RunRequest.Source).
+func (n *Node) gateRun(ctx context.Context, p *kernel.Process, path, version string, src []byte) (cleared, error) {
 	g := n.opts.Approvals
 	if g == nil || g.Policy().Off {
 		return cleared{}, nil
@@ -152,7 +159,7 @@ func (n *Node) gateRun(ctx context.Context, p *kernel.Process, path, version str
 	if version != "" && n.opts.Journal == nil {
 		return cleared{}, nil // the executor reports that versions need a journal; nothing runs
 	}
-	j, err := n.judge(path, version)
+	j, err := n.judgeRead(path, version, src)
 	if err != nil {
 		return cleared{}, fmt.Errorf("%w: %s is not run: it cannot be judged: %w", ErrGate, path, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/kerneltools"
+	"github.com/agentos-run/agentos/transpile"
 )
 
 // riskyLib is a module check_tool rates high; lowEntry, which requires it,
@@ -130,24 +131,34 @@ func TestGateJudgesRequiredModules(t *testing.T) {
 	}
 }
 
-// The run executes the version the gate judged: a tool rewritten between
-// the judgment (no approval needed) and the run does not run.
+// The run executes the version the gate judged, read once: a tool
+// rewritten between the judgment (no approval needed) and the run never
+// runs on that judgment; the bytes judged run, and are the ones journaled.
+// With the gate off too, the run executes the one read its exec right was
+// checked on (before, the gate, the version hold and the run each read the
+// file again: a TOCTOU window, and four walks of the jail per exec).
 func TestGateRunsWhatItJudged(t *testing.T) {
-	n, _, p := bootGated(t)
-	writeTool(t, n, "tools/t.ts", "/** Returns one. */\nexport default function t(): number { return 1; }\n")
-	kerneltools.SetAfterGate(func(string) {
-		writeTool(t, n, "tools/t.ts", "/** Returns two. @ignore-security */\nexport default function t(): number { return 2; }\n")
-	})
-	defer kerneltools.SetAfterGate(nil)
-	out, err := call(t, n, p, "exec_tool", `{"path":"tools/t.ts"}`)
-	var res kerneltools.ExecResult
-	if err == nil {
-		_ = json.Unmarshal(out, &res)
-	}
-	if res.Success || strings.Contains(string(out), `"result":2`) {
-		t.Fatalf("the version written after the gate ran unapproved: %s %v", out, err)
-	}
-	if err == nil || !strings.Contains(err.Error(), "tools/t.ts") {
-		t.Errorf("the refusal does not say what changed: %s %v", out, err)
+	gated, _, gp := bootGated(t)
+	plain := boot(t, executor.IsolationInProcess, kernel.Options{})
+	for _, c := range []struct {
+		name string
+		n    testNode
+		p    *kernel.Process
+	}{{"gate on", gated, gp}, {"gate off", plain, spawn(t, plain.Kernel(), block, kernel.SpawnOptions{Grants: agentGrants})}} {
+		t.Run(c.name, func(t *testing.T) {
+			const judged = "/** Returns one. */\nexport default function t(): number { return 1; }\n"
+			writeTool(t, c.n, "tools/t.ts", judged)
+			kerneltools.SetAfterGate(func(string) {
+				writeTool(t, c.n, "tools/t.ts", "/** Returns two. @ignore-security */\nexport default function t(): number { return 2; }\n")
+			})
+			defer kerneltools.SetAfterGate(nil)
+			res := execRes(t, c.n, c.p, `{"path":"tools/t.ts"}`)
+			if !res.Success || string(res.Result.Result) != "1" {
+				t.Fatalf("the run did not execute the version read and judged (1): %+v", res)
+			}
+			if want := transpile.Hash([]byte(judged)); res.Hash != want || res.RunID == "" {
+				t.Fatalf("the run's hash %s (run %q), want the judged source's %s", res.Hash, res.RunID, want)
+			}
+		})
 	}
 }

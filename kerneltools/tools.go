@@ -27,6 +27,7 @@ import (
 	"github.com/agentos-run/agentos/governance/approval"
 	"github.com/agentos-run/agentos/internal/clip"
 	"github.com/agentos-run/agentos/kerneltool"
+	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -414,6 +415,37 @@ func (n *Node) authorizeResolved(p *kernel.Process, right capability.Right, path
 		return "", err
 	}
 	return resolved, permitResolved(p, right, path, resolved)
+}
+
+// readEntry checks p's exec right on the tool asked where its links lead
+// (as authorizeResolved) and reads it in the same walk of the jail: the
+// one read of the entry that the approval gate judges and the run executes
+// (RunRequest.Source), so that they cannot see two versions. src is nil
+// for a recorded version (versioned: the journal holds it) and when the
+// file cannot be read (missing: the gate and the run report it, after
+// pulling a tool another node wrote, as without this read).
+func (n *Node) readEntry(p *kernel.Process, asked string, versioned bool) (path string, src []byte, err error) {
+	if versioned {
+		path, err = n.authorizeResolved(p, capability.Exec, asked)
+		return path, nil, err
+	}
+	if err := checkPathLen("path", asked); err != nil {
+		return "", nil, err
+	}
+	var refused error
+	src, path, err = n.opts.Jail.ReadFileResolved(asked, func(r string) error {
+		refused = permitResolved(p, capability.Exec, asked, r)
+		return refused
+	})
+	switch {
+	case refused != nil:
+		return "", nil, refused
+	case path == "":
+		return "", nil, err // it does not resolve inside the jail
+	case err != nil:
+		return path, nil, nil
+	}
+	return path, src, nil
 }
 
 // permitResolved is permit on resolved, the path asked resolves to; a
@@ -814,7 +846,7 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 	// tools/x.ts@<hash> runs a recorded version (from the journal): the
 	// exec right is checked on the tool's path, as for its current file.
 	asked, version, versioned := executor.SplitVersion(a.Path)
-	path, err := n.authorizeResolved(p, capability.Exec, asked)
+	path, src, err := n.readEntry(p, asked, versioned)
 	if err != nil {
 		return nil, err
 	}
@@ -846,7 +878,7 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 		return nil, fmt.Errorf("exec_tool: process %v has ended; its runs cannot start", p.PID())
 	}
 	defer release()
-	cl, refused, err := n.execGate(ctx, runCtx, p, path, version, versioned)
+	cl, refused, err := n.execGate(ctx, runCtx, p, path, version, src)
 	if refused != nil || err != nil {
 		return refused, err
 	}
@@ -854,7 +886,7 @@ func (n *Node) execTool(ctx context.Context, p *kernel.Process, args json.RawMes
 		lim.Timeout = max(min(lim.Timeout, time.Until(p.WallDeadline())), time.Millisecond) // the wait spent wall time
 	}
 	wait := lim.Timeout + n.run.KillGrace + time.Minute
-	req := execclient.RunRequest{Key: key, Path: runPath, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait, Hash: cl.hash, GateModules: cl.gated, Judged: cl.modules}
+	req := execclient.RunRequest{Key: key, Path: runPath, Args: a.Args, Limits: lim, Record: true, Caller: caller, Wait: wait, Hash: cl.hash, GateModules: cl.gated, Judged: cl.modules, Source: src}
 	res, runID, err := n.execRun(ctx, runCtx, a.Placement, req, versioned)
 	if err != nil {
 		return nil, err
@@ -897,11 +929,11 @@ func (n *Node) execLimits(p *kernel.Process) (lim executor.Limits, memMB float64
 // the caller sees as the run's result is returned as refused.
 // IMPORTANT: the run executes exactly the entry the gate judged: its hash
 // travels as RunRequest.Hash and the executor refuses other content.
-func (n *Node) execGate(ctx, runCtx context.Context, p *kernel.Process, path, version string, versioned bool) (cleared, any, error) {
-	cl, err := n.gateRun(runCtx, p, path, version)
-	if isMissing(err) && !versioned && n.pullMissing(ctx) {
+func (n *Node) execGate(ctx, runCtx context.Context, p *kernel.Process, path, version string, src []byte) (cleared, any, error) {
+	cl, err := n.gateRun(runCtx, p, path, version, src)
+	if isMissing(err) && version == "" && n.pullMissing(ctx) {
 		// Another node wrote it and this one missed the announcement.
-		cl, err = n.gateRun(runCtx, p, path, version)
+		cl, err = n.gateRun(runCtx, p, path, version, nil)
 	}
 	if afterGate != nil {
 		afterGate(path)
@@ -927,7 +959,12 @@ func (n *Node) execRun(ctx, runCtx context.Context, placement string, req execcl
 		return execclient.Result{}, "", err
 	}
 	if target != nil && !versioned {
+		// Another node runs its own file, held to the judged hash.
+		req.Source = nil
 		return n.runOn(runCtx, target, req)
+	}
+	if req.Source != nil && req.Hash == "" {
+		req.Hash = transpile.Hash(req.Source) // the gate is off: the run is held to the bytes read
 	}
 	done := n.busy()
 	res, runID, err := n.execClient.Run(runCtx, req)

@@ -16,6 +16,7 @@ import (
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/journal"
+	"github.com/agentos-run/agentos/transpile"
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
@@ -308,7 +309,7 @@ func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.R
 	if xerr := ResolveVersion(s.opts.Journal, &req); xerr != nil {
 		return ranOf(execclient.Result{Result: json.RawMessage("null"), Logs: []string{}, Error: xerr}, ""), nil
 	}
-	if err := s.holdToVersion(m, &req); err != nil {
+	if err := s.holdToVersion(m, &req, remote); err != nil {
 		return &pb.Ran{Failure: failureOf(err)}, nil
 	}
 	if err := s.bindCaller(m, &req); err != nil {
@@ -332,7 +333,7 @@ func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.R
 // cleared for (the approval gate's; m.Hash, when set): a recorded version
 // (tools/x.ts@<hash>) runs only if it is that one; otherwise the tool here
 // must be, and req carries the source whose hash was checked.
-func (s *actorState) holdToVersion(m *pb.Run, req *Request) error {
+func (s *actorState) holdToVersion(m *pb.Run, req *Request, remote bool) error {
 	want := m.GetHash()
 	if want == "" {
 		return nil
@@ -343,7 +344,7 @@ func (s *actorState) holdToVersion(m *pb.Run, req *Request) error {
 		}
 		return nil
 	}
-	src, have, err := s.ex.Source(m.GetPath())
+	src, have, err := s.sourceOf(m, remote)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: %s is not here (%v), the caller asked for %s", execclient.ErrStaleTool, m.GetPath(), err, want)
@@ -355,6 +356,17 @@ func (s *actorState) holdToVersion(m *pb.Run, req *Request) error {
 	// between, one the caller (the approval gate) never cleared.
 	req.Source = src
 	return nil
+}
+
+// sourceOf is the entry's source the run is held to, and its hash: the
+// bytes m carries (the caller's one read, pb.Run.source) when a sender on
+// this node sent them, else the file here. IMPORTANT: another node's
+// bytes are never run: a remote run is held to this node's own file.
+func (s *actorState) sourceOf(m *pb.Run, remote bool) ([]byte, string, error) {
+	if src := m.GetSource(); src != nil && !remote {
+		return src, transpile.Hash(src), nil
+	}
+	return s.ex.Source(m.GetPath())
 }
 
 // bindCaller makes req run for m's caller, with its rights; a run without

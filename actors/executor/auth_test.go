@@ -11,6 +11,7 @@ import (
 	pb "github.com/agentos-run/agentos/actors/executor/executorpb"
 	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/transpile"
 )
 
 // A Run from another node (not a system.Local) runs only for a caller
@@ -104,6 +105,26 @@ func TestRemoteRunIsJudgedByTheApprovalGate(t *testing.T) {
 	verdict = func(string) (Admitted, error) { return Admitted{Hash: "0123abcd", Gated: true}, nil }
 	if r := run(newRun()); r.GetFailure().GetCode() != "stale_tool" {
 		t.Fatalf("a remote Run cleared for other content: %v, want stale_tool", r)
+	}
+	// The bytes a sender carries (its one read, pb.Run.source): a local
+	// Run executes exactly them, held to their hash; another node's are
+	// never run, its Run is held to this node's file.
+	carried := []byte("export default function f(a: { n: number }): number { return a.n + 1; }\n")
+	local := newRun()
+	local.Hash, local.Source = transpile.Hash(carried), carried
+	if r := run(&system.Local{Msg: local}); r.GetFailure() != nil || string(resultOf(r).Result) != "11" {
+		t.Fatalf("a local Run with its source: %v, want 11 (the carried bytes, not the file's 55)", r)
+	}
+	local = newRun()
+	local.Hash, local.Source = "0123abcd", carried
+	if r := run(&system.Local{Msg: local}); r.GetFailure().GetCode() != "stale_tool" {
+		t.Fatalf("a local Run whose source is not its hash: %v, want stale_tool", r)
+	}
+	verdict = func(string) (Admitted, error) { return Admitted{Hash: transpile.Hash(carried), Gated: true}, nil }
+	remote := newRun()
+	remote.Source = carried
+	if r := run(remote); r.GetFailure().GetCode() != "stale_tool" {
+		t.Fatalf("a remote Run carrying other bytes than this node's file: %v, want stale_tool", r)
 	}
 	// Cleared: it runs.
 	verdict = func(string) (Admitted, error) { return Admitted{}, nil }

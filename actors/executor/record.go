@@ -33,9 +33,11 @@ func record(ctx context.Context, ex *Executor, j *journal.Journal, req Request) 
 	if xerr := ResolveVersion(j, &req); xerr != nil {
 		return execclient.Result{Success: false, Result: json.RawMessage("null"), Logs: []string{}, Error: xerr}, "", nil, nil
 	}
-	src, hash, err := ex.Source(req.Path)
-	if req.Source != nil {
-		src, hash, err = req.Source, transpile.Hash(req.Source), nil
+	src, hash, err := req.Source, "", error(nil)
+	if src != nil {
+		hash = transpile.Hash(src) // the bytes the caller held the run to: no second read
+	} else {
+		src, hash, err = ex.Source(req.Path)
 	}
 	if err != nil {
 		res, panicked = ex.exec(ctx, req) // the run reports the missing tool; there is nothing to record

@@ -65,6 +65,11 @@ type RunRequest struct {
 	// gate would hold it (pb.Run.gate_modules).
 	GateModules bool
 	Judged      []string
+	// Source, with Hash, is the entry's content as the caller read it:
+	// the executor checks it against Hash and runs it without reading the
+	// file again (pb.Run.source). IMPORTANT: only for a run on this node;
+	// a run placed on another node is held to that node's file by Hash.
+	Source []byte
 	// Caller is the process the run executes for. IMPORTANT: nil means no
 	// caller restriction (the operator's own runs); a run made on behalf
 	// of a process MUST carry it.
@@ -116,7 +121,7 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (Result, string, error
 	if err := ctx.Err(); err != nil {
 		return Result{Logs: []string{}, Result: json.RawMessage("null"), Error: &sandbox.Error{Kind: sandbox.KindCancelled, Message: fmt.Sprintf("the run was cancelled before it started (%v)", context.Cause(ctx))}}, "", nil
 	}
-	msg := &pb.Run{RunKey: req.Key, Path: req.Path, Args: req.Args, Limits: limitsToPB(req.Limits), Record: req.Record, Caller: callerToPB(req.Caller), Hash: req.Hash, GateModules: req.GateModules, Judged: req.Judged}
+	msg := &pb.Run{RunKey: req.Key, Path: req.Path, Args: req.Args, Limits: limitsToPB(req.Limits), Record: req.Record, Caller: callerToPB(req.Caller), Hash: req.Hash, GateModules: req.GateModules, Judged: req.Judged, Source: req.Source}
 	f := system.RequestFuture(ctx, c.Root, c.PID, system.Outgoing(c.Root, c.PID, msg), wait) // the run continues ctx's trace
 	stop := system.AfterCancel(ctx, func() { c.Root.Send(c.PID, system.Outgoing(c.Root, c.PID, &pb.Cancel{RunKey: req.Key})) })
 	defer stop()

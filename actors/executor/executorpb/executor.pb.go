@@ -241,7 +241,14 @@ type Run struct {
 	GateModules bool `protobuf:"varint,8,opt,name=gate_modules,json=gateModules,proto3" json:"gate_modules,omitempty"`
 	// judged are the modules the gate judged with the entry, as path@hash
 	// (node.Judged.Modules).
-	Judged        []string `protobuf:"bytes,9,rep,name=judged,proto3" json:"judged,omitempty"`
+	Judged []string `protobuf:"bytes,9,rep,name=judged,proto3" json:"judged,omitempty"`
+	// source, with hash, is the entry's content as the caller read it (the
+	// bytes its approval gate judged): the executor verifies that it hashes
+	// to hash and runs exactly it, without reading the file again, so that
+	// the gate, the version hold, the journal and the run all see one read.
+	// IMPORTANT: honoured only from a sender on this node; a run from another
+	// node is held to this node's own file (its source is ignored).
+	Source        []byte `protobuf:"bytes,10,opt,name=source,proto3" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -335,6 +342,13 @@ func (x *Run) GetGateModules() bool {
 func (x *Run) GetJudged() []string {
 	if x != nil {
 		return x.Judged
+	}
+	return nil
+}
+
+func (x *Run) GetSource() []byte {
+	if x != nil {
+		return x.Source
 	}
 	return nil
 }
@@ -1038,7 +1052,7 @@ const file_actors_executor_executorpb_executor_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
 	"\x06holder\x18\x03 \x01(\tR\x06holder\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\tR\x05token\x12\x12\n" +
-	"\x04home\x18\x05 \x01(\tR\x04home\"\x97\x02\n" +
+	"\x04home\x18\x05 \x01(\tR\x04home\"\xaf\x02\n" +
 	"\x03Run\x12\x17\n" +
 	"\arun_key\x18\x01 \x01(\tR\x06runKey\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -1048,7 +1062,9 @@ const file_actors_executor_executorpb_executor_proto_rawDesc = "" +
 	"\x06caller\x18\x06 \x01(\v2\x1b.agentos.executor.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04hash\x18\a \x01(\tR\x04hash\x12!\n" +
 	"\fgate_modules\x18\b \x01(\bR\vgateModules\x12\x16\n" +
-	"\x06judged\x18\t \x03(\tR\x06judged\"_\n" +
+	"\x06judged\x18\t \x03(\tR\x06judged\x12\x16\n" +
+	"\x06source\x18\n" +
+	" \x01(\fR\x06source\"_\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
