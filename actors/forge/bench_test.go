@@ -2,9 +2,7 @@ package forge_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/agentos-run/agentos/driver/llm"
@@ -23,10 +21,8 @@ import (
 func BenchmarkForgeCycle(b *testing.B) {
 	script := make([]llmtest.Step, b.N)
 	for i := range script {
-		code := strings.Replace(fibCode, "n-th Fibonacci number", fmt.Sprintf("n-th Fibonacci number, variant %d", i), 1)
-		tests := strings.Replace(fibTests, "require('./fib')", fmt.Sprintf("require('./fib%d')", i), 1)
-		args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("tools/bench/fib%d.ts", i), "code": code, "tests": tests})
-		script[i] = llmtest.Step{ToolCalls: []llm.ToolCall{{ID: "c", Name: "submit_tool", Arguments: string(args)}}}
+		_, _, _, args := benchCandidate(i)
+		script[i] = llmtest.Step{ToolCalls: []llm.ToolCall{{ID: "c", Name: "submit_tool", Arguments: args}}}
 	}
 	srv := llmtest.NewServer(script)
 	defer srv.Close()
