@@ -2,6 +2,7 @@ package workerside
 
 import (
 	"crypto/sha256"
+	"debug/buildinfo"
 	"encoding/hex"
 	"runtime/debug"
 	"strings"
@@ -12,8 +13,12 @@ import (
 // github.com/agentos-run/agentos/actors/executor/internal/workerside.stamp=v1.2.3"),
 // names the build when the version control information cannot: a release
 // built outside a clean Git checkout. Empty: the build is named from what
-// Go records in the binary (BuildID).
+// Go records in the binary (BuildID). The ID of a binary file is read from
+// the -ldflags Go records in it (stampOf), so both agree.
 var stamp string
+
+// stampFlag is how the stamp appears in the recorded -ldflags.
+const stampFlag = "/actors/executor/internal/workerside.stamp="
 
 // Build names the build a program is: two programs with the same trusted
 // ID were built from the same sources by the same toolchain.
@@ -43,8 +48,37 @@ var BuildID = sync.OnceValue(func() Build {
 	return buildOf(bi)
 })
 
+// BuildOfFile returns the Build of the Go program in file, read from the
+// build information Go records in it, without running it.
+func BuildOfFile(file string) (Build, error) {
+	bi, err := buildinfo.ReadFile(file)
+	if err != nil {
+		return Build{}, err
+	}
+	return buildOf(bi), nil
+}
+
+// stampOf returns the stamp set by -X in bi's recorded -ldflags, or "".
+func stampOf(bi *debug.BuildInfo) string {
+	for _, s := range bi.Settings {
+		if s.Key != "-ldflags" {
+			continue
+		}
+		_, rest, ok := strings.Cut(s.Value, stampFlag)
+		if !ok {
+			return ""
+		}
+		v, _, _ := strings.Cut(rest, " ")
+		return strings.Trim(v, `"'`)
+	}
+	return ""
+}
+
 // buildOf names the build bi describes.
 func buildOf(bi *debug.BuildInfo) Build {
+	if s := stampOf(bi); s != "" {
+		return Build{ID: digest("stamp", s), Trusted: true}
+	}
 	vcs := map[string]string{}
 	for _, s := range bi.Settings {
 		if strings.HasPrefix(s.Key, "vcs.") {
