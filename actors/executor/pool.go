@@ -217,7 +217,7 @@ func (p *pool) argv() (argv []string, separate bool, err error) {
 func (p *pool) findBinary() (WorkerBinary, error) {
 	b, err := FindWorkerBinary()
 	switch {
-	case err != nil:
+	case err != nil, p.log == nil: // a pool made by a test
 	case b.Refused:
 		p.log.Warn("agentos: the sandbox worker program next to this one is not used; workers are this program started again, which starts slower", "why", b.Why)
 	default:
