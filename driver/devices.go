@@ -3,14 +3,11 @@ package driver
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io/fs"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -205,84 +202,4 @@ func fsError(err error) error {
 		return &Error{Code: CodeInvalid, Message: err.Error()}
 	}
 	return &Error{Code: CodeIO, Message: err.Error()}
-}
-
-// Clock is the time device behind Date and the sandbox's timers. Operation
-// "now" answers the time as Unix milliseconds (a JSON number), the
-// resolution of a JS Date. Operation "sleep" with request {"until": ms}
-// waits until the clock reads at least ms (the real time that is missing, at
-// most; it ends early with an error when ctx ends) and answers the time it
-// woke, never less than until, so timers make progress even on a clock that
-// stands still. Both are driver calls, so the journal records them and a
-// replay serves them without waiting: the same timers fire in the same order
-// with the same Date values.
-type Clock struct {
-	// Now returns the current time; nil means time.Now.
-	Now func() time.Time
-}
-
-// MaxSleep bounds one clock "sleep" (a timer's delay): longer waits are
-// refused, as no run may last that long anyway.
-const MaxSleep = 24 * time.Hour
-
-// Do implements Device.
-func (c Clock) Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
-	now := time.Now
-	if c.Now != nil {
-		now = c.Now
-	}
-	switch op {
-	case "now":
-		return encode(now().UnixMilli())
-	case "sleep":
-		return sleepUntil(ctx, now, req)
-	}
-	return nil, Errorf(CodeUnsupported, "clock has no operation %q (now, sleep)", op)
-}
-
-// sleepUntil is the clock's "sleep" (see Clock), on the clock now.
-func sleepUntil(ctx context.Context, now func() time.Time, req json.RawMessage) (json.RawMessage, error) {
-	var r struct {
-		Until *int64 `json:"until"`
-	}
-	if err := json.Unmarshal(req, &r); err != nil || r.Until == nil {
-		return nil, Errorf(CodeInvalid, "clock.sleep takes {\"until\": unix_ms}, got %s", req)
-	}
-	d := time.Duration(*r.Until-now().UnixMilli()) * time.Millisecond
-	if d > MaxSleep {
-		return nil, Errorf(CodeInvalid, "clock.sleep of %v is longer than the %v a timer may wait", d, MaxSleep)
-	}
-	if d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, Errorf(CodeUnavailable, "clock.sleep ended early: %v", context.Cause(ctx))
-		}
-	}
-	return encode(max(now().UnixMilli(), *r.Until))
-}
-
-// Random is the entropy device behind Math.random. Operation "seed" answers a
-// 64-bit seed (a JSON number); the sandbox derives Math.random from it with a
-// fixed PRNG, so one recorded seed reproduces every number of a run.
-type Random struct {
-	// Seed returns the seed; nil means crypto/rand.
-	Seed func() uint64
-}
-
-// Do implements Device.
-func (r Random) Do(_ context.Context, op string, _ json.RawMessage) (json.RawMessage, error) {
-	if op != "seed" {
-		return nil, Errorf(CodeUnsupported, "random has no operation %q (seed)", op)
-	}
-	if r.Seed != nil {
-		return encode(r.Seed())
-	}
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, Errorf(CodeIO, "reading entropy: %v", err)
-	}
-	return encode(binary.LittleEndian.Uint64(b[:]))
 }

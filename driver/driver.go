@@ -4,34 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"sort"
 	"strings"
 	"unicode/utf8"
 )
-
-// Driver names used by the sandbox.
-const (
-	FSDriver     = "fs"
-	ClockDriver  = "clock"
-	RandomDriver = "random"
-)
-
-// Call is one request from a tool run to a device.
-type Call struct {
-	// Seq is the 1-based position of the call in its run, in issue order.
-	Seq uint64 `json:"seq"`
-	// Driver names the device: "fs", "clock", "random", "sql", "fetch", ...
-	Driver string `json:"driver"`
-	// Op is the operation on that device, e.g. "read_file".
-	Op string `json:"op"`
-	// Request is the operation's argument object as JSON; may be empty.
-	Request json.RawMessage `json:"request,omitempty"`
-}
-
-// String names the call for logs and errors: "#3 fs.read_file".
-func (c Call) String() string { return fmt.Sprintf("#%d %s.%s", c.Seq, c.Driver, c.Op) }
 
 // Host answers the calls of a tool run.
 //
@@ -60,47 +36,6 @@ func Chain(h Host, mw ...Middleware) Host {
 		}
 	}
 	return h
-}
-
-// Error codes a tool sees as err.code.
-const (
-	CodeSecurity    = "security"         // the jail or an allow-list refused the call
-	CodeNotFound    = "not_found"        // nothing at that path
-	CodeInvalid     = "invalid_argument" // the request is malformed
-	CodeUnsupported = "unsupported"      // no such driver or operation
-	CodeIO          = "io"               // the device failed
-	CodeUnavailable = "unavailable"      // the device cannot answer now (e.g. run ended)
-	CodeQuota       = "quota"            // the caller's quota refused the call's cost
-	// CodeAbort ends the whole run instead of failing one call: the tool
-	// cannot catch it. The journal uses it when a replay diverges.
-	CodeAbort = "abort_run"
-)
-
-// Error is a failed call as the tool sees it: a JS Error whose .code is Code.
-type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// Errorf returns an *Error with the given code.
-func Errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// AsError turns any error into an *Error, keeping the code of one already.
-func AsError(err error) *Error {
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return &Error{Code: CodeIO, Message: err.Error()}
-}
-
-// Device is one driver: it answers the operations of calls routed to it.
-type Device interface {
-	Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error)
 }
 
 // DeviceFunc adapts a function to Device.

@@ -1,6 +1,10 @@
 package transpile
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/agentos-run/agentos/transpile/helpersjs"
+)
 
 // HelpersParam names the module wrapper's sixth parameter: the object of
 // esbuild runtime helpers prepared once per runtime (see HelpersJS).
@@ -16,40 +20,10 @@ const HelpersParam = "__agentos_helpers"
 // runtime while preparing it (off the request path), and the transpiler
 // rewrites each recognised helper definition into an alias of the prepared
 // one (see rewriteHelpers).
-const HelpersJS = `(function () {
-  var __create = Object.create;
-  var __defProp = Object.defineProperty;
-  var __getOwnPropDesc = Object.getOwnPropertyDescriptor;
-  var __getOwnPropNames = Object.getOwnPropertyNames;
-  var __getProtoOf = Object.getPrototypeOf;
-  var __hasOwnProp = Object.prototype.hasOwnProperty;
-  var __export = function (target, all) {
-    for (var name in all) __defProp(target, name, { get: all[name], enumerable: true });
-  };
-  var __copyProps = function (to, from, except, desc) {
-    if (from && typeof from === "object" || typeof from === "function") {
-      var keys = __getOwnPropNames(from);
-      for (var i = 0; i < keys.length; i++) {
-        let key = keys[i];
-        if (!__hasOwnProp.call(to, key) && key !== except)
-          __defProp(to, key, { get: () => from[key], enumerable: !(desc = __getOwnPropDesc(from, key)) || desc.enumerable });
-      }
-    }
-    return to;
-  };
-  var __reExport = function (target, mod, secondTarget) {
-    return (__copyProps(target, mod, "default"), secondTarget && __copyProps(secondTarget, mod, "default"));
-  };
-  var __toESM = function (mod, isNodeMode, target) {
-    target = mod != null ? __create(__getProtoOf(mod)) : {};
-    return __copyProps(isNodeMode || !mod || !mod.__esModule ? __defProp(target, "default", { value: mod, enumerable: true }) : target, mod);
-  };
-  var __toCommonJS = function (mod) {
-    return __copyProps(__defProp({}, "__esModule", { value: true }), mod);
-  };
-  return { __create, __defProp, __getOwnPropDesc, __getOwnPropNames, __getProtoOf, __hasOwnProp,
-    __export, __copyProps, __reExport, __toESM, __toCommonJS };
-})()`
+//
+// It lives in package helpersjs, which the sandbox worker links without
+// esbuild.
+const HelpersJS = helpersjs.JS
 
 // esbuildHelpers is the exact text esbuild v0.28.2 emits for each helper
 // HelpersJS provides. IMPORTANT: a helper is replaced only when its text

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -124,6 +125,10 @@ func Probe(ctx context.Context, opts Options) (Protections, error) {
 			msg = fmt.Sprintf("it exited (%v) without saying why", w.cmd.ProcessState)
 		}
 		return Protections{}, fmt.Errorf("the sandbox worker did not start: %s", msg)
+	}
+	if why := foreignWorker(w, f.Build); why != "" {
+		w.kill("foreign")
+		return Protections{}, errors.New(why)
 	}
 	return *f.Prot, nil
 }

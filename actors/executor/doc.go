@@ -39,6 +39,11 @@
 //		...
 //	}
 //
+// The pool starts agentos-worker (cmd/agentos-worker, WorkerBinaryName)
+// instead when it sits next to the executable and was built with it
+// (FindWorkerBinary says which program, and why): it links only the worker
+// side (package worker) and starts several times faster.
+//
 // # Protocol
 //
 // Exec(ctx, Request) is the only entry point; it is safe for concurrent use.

@@ -80,8 +80,10 @@ type Options struct {
 	WriteDirs []string
 	// Workers is the size of the worker pool. Default: GOMAXPROCS.
 	Workers int
-	// WorkerCommand starts a worker; nil means this program's own executable
-	// (which MUST call WorkerMain). The worker-mode environment is added.
+	// WorkerCommand starts a worker; nil means agentos-worker next to this
+	// program's executable when it is of the same build, else the
+	// executable itself (which MUST call WorkerMain): see FindWorkerBinary.
+	// The worker-mode environment is added.
 	WorkerCommand []string
 	// Confine is how sandbox workers confine themselves at the OS level
 	// (Landlock, seccomp, no_new_privs; see confine.go): ConfineBestEffort

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
+	"github.com/agentos-run/agentos/actors/executor/internal/workerside"
 	"github.com/agentos-run/agentos/driver"
 	"github.com/agentos-run/agentos/internal/units"
 )
@@ -34,13 +35,15 @@ type pool struct {
 	closed bool
 	wg     sync.WaitGroup // prewarming and reaper goroutines
 
-	prot       atomic.Pointer[Protections] // the latest worker's hello
-	warnOnce   sync.Once                   // best effort fell short
-	refuseOnce sync.Once                   // required could not be met
+	binary     func() (WorkerBinary, error) // the worker program, found once (no WorkerCommand)
+	prot       atomic.Pointer[Protections]  // the latest worker's hello
+	warnOnce   sync.Once                    // best effort fell short
+	refuseOnce sync.Once                    // required could not be met
 }
 
 func newPool(n int, opts Options) *pool {
 	p := &pool{opts: opts, log: opts.Logger, slots: make(chan struct{}, n), idle: make(chan *worker, n), all: map[*worker]struct{}{}}
+	p.binary = sync.OnceValues(p.findBinary)
 	p.wg.Go(func() {
 		for range n {
 			w, err := p.spawn()
@@ -71,6 +74,9 @@ type worker struct {
 	// before it is not a worker that escaped goja but a program that is no
 	// worker at all (an embedding program without WorkerMain).
 	greeted atomic.Bool
+	// separate: it is the WorkerBinaryName found next to the executable,
+	// whose hello MUST name this program's build.
+	separate bool
 
 	mu     sync.Mutex
 	reason string // why the parent killed it, if it did
@@ -152,20 +158,15 @@ func (w *worker) send(f *frame) error {
 }
 
 func (p *pool) spawn() (*worker, error) {
-	argv := p.opts.WorkerCommand
-	if len(argv) == 0 {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("finding this program's executable to start a sandbox worker: %w", err)
-		}
-		argv = []string{exe}
+	argv, separate, err := p.argv()
+	if err != nil {
+		return nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), envWorker+"=1", envMemory+"="+strconv.FormatInt(p.opts.Limits.MemoryBytes, 10), envConfine+"="+string(p.opts.Confine))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	w := &worker{cmd: cmd, stderr: &tail{max: 8 << 10}, exited: make(chan struct{})}
+	w := &worker{cmd: cmd, stderr: &tail{max: 8 << 10}, exited: make(chan struct{}), separate: separate}
 	cmd.Stderr = w.stderr
-	var err error
 	if w.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
@@ -193,6 +194,47 @@ func (p *pool) spawn() (*worker, error) {
 	})
 	p.mu.Unlock()
 	return w, nil
+}
+
+// argv is the command that starts a worker: WorkerCommand if set, else the
+// worker program found next to the executable (separate) or the
+// executable itself.
+func (p *pool) argv() (argv []string, separate bool, err error) {
+	if len(p.opts.WorkerCommand) > 0 {
+		return p.opts.WorkerCommand, false, nil
+	}
+	if p.binary == nil { // a pool made for one probe
+		p.binary = sync.OnceValues(p.findBinary)
+	}
+	b, err := p.binary()
+	if err != nil {
+		return nil, false, err
+	}
+	return []string{b.Path}, b.Separate, nil
+}
+
+// findBinary finds the worker program once and says which it is.
+func (p *pool) findBinary() (WorkerBinary, error) {
+	b, err := FindWorkerBinary()
+	switch {
+	case err != nil, p.log == nil: // a pool made by a test
+	case b.Refused:
+		p.log.Warn("agentos: the sandbox worker program next to this one is not used; workers are this program started again, which starts slower", "why", b.Why)
+	default:
+		p.log.Debug("agentos: sandbox worker program", "path", b.Path, "separate", b.Separate, "why", b.Why)
+	}
+	return b, err
+}
+
+// foreignWorker says why a worker's hello is refused: a separate worker
+// MUST be this program's build (its file was checked when it was found;
+// this catches one replaced since). "" when it is accepted.
+func foreignWorker(w *worker, build string) string {
+	own := workerside.BuildID().ID
+	if !w.separate || build == own {
+		return ""
+	}
+	return fmt.Sprintf("the sandbox worker %s says it is build %q, not this program's %q (it was replaced since it was found?): the run fails and the worker was killed; rebuild both together (go build ./cmd/...) or remove it, then restart", w.cmd.Path, build, own)
 }
 
 // get takes a run slot and a live worker, starting one if none is idle.
@@ -428,8 +470,7 @@ func (r *running) broken(err error) sandbox.Outcome {
 func (r *running) handle(f *frame) (out sandbox.Outcome, done bool) {
 	switch f.T {
 	case "hello":
-		r.w.greeted.Store(true)
-		r.p.hello(f.Prot)
+		return r.onHello(f)
 	case "abort":
 		r.onAbort(f)
 	case "call":
@@ -530,6 +571,21 @@ func (r *running) onDone(f *frame) (sandbox.Outcome, bool) {
 		out.Err, out.Result = r.streamErr, nil
 	}
 	return out, true
+}
+
+// onHello records the worker's protections, or fails the run and kills
+// the worker if it is a separate worker of another build.
+func (r *running) onHello(f *frame) (sandbox.Outcome, bool) {
+	r.w.greeted.Store(true)
+	if why := foreignWorker(r.w, f.Build); why != "" {
+		r.w.kill("foreign")
+		r.disarm()
+		r.finish()
+		r.p.release(r.w, false)
+		return sandbox.Outcome{Err: &Error{Kind: sandbox.KindHostFailure, Message: why}}, true
+	}
+	r.p.hello(f.Prot)
+	return sandbox.Outcome{}, false
 }
 
 // brokeProtocol kills w and explains the run's failure if err says the

@@ -39,6 +39,9 @@ type versionInfo struct {
 	// ProtectionsError says why no worker could report (e.g. confine
 	// "required" on a kernel that cannot confine).
 	ProtectionsError string `json:"protections_error,omitempty"`
+	// Worker is the program started as the sandbox workers: agentos-worker
+	// next to this binary (separate) or this binary again, and why.
+	Worker *executor.WorkerBinary `json:"worker,omitempty"`
 	// DeniedSyscalls are the system calls a confined worker refuses.
 	DeniedSyscalls []string `json:"denied_syscalls,omitempty"`
 	// ConfigError says why the tool root's agentos.json was not used (the
@@ -75,6 +78,11 @@ func runVersion(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	info.Isolation = string(executor.IsolationProcess)
 	if opts.Isolation == executor.IsolationInProcess {
 		info.Isolation = string(opts.Isolation)
+	}
+	if info.Isolation == string(executor.IsolationProcess) {
+		if wb, err := executor.FindWorkerBinary(); err == nil {
+			info.Worker = &wb
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -150,6 +158,9 @@ func printVersion(w io.Writer, info versionInfo) {
 	}
 	if info.Isolation == string(executor.IsolationInProcess) {
 		fmt.Fprintln(w, "isolation: inprocess: tools run inside the agentos process itself, with none of the protections below")
+	}
+	if info.Worker != nil {
+		fmt.Fprintf(w, "sandbox worker program: %s\n", info.Worker)
 	}
 	if info.ProtectionsError != "" {
 		fmt.Fprintf(w, "sandbox workers: %s\n", info.ProtectionsError)

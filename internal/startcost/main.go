@@ -7,14 +7,16 @@
 //   - floor: the hello-world binary until it exits;
 //   - help: `agentos help` until it exits;
 //   - worker: a sandbox worker started as the executor's pool starts one
-//     (the binary re-executed with AGENTOS_SANDBOX_WORKER=1, best_effort
-//     confinement) until its hello frame arrives, when it accepts a run.
+//     (AGENTOS_SANDBOX_WORKER=1, best_effort confinement) until its hello
+//     frame arrives, when it accepts a run: agentos re-executed (what the
+//     pool starts without agentos-worker next to it), and agentos-worker
+//     (cmd/agentos-worker, what it starts with one built with it).
 //
 // For each it prints the median wall time and the median CPU time (user +
 // system, from the child's rusage: steadier than wall time on a loaded
-// machine), and for help the median of the package initialisation the
-// runtime reports (GODEBUG=inittrace=1, summed), with the machine's load
-// before and after.
+// machine), and for help and each worker the median of the package
+// initialisation the runtime reports (GODEBUG=inittrace=1, summed), with
+// the machine's load before and after.
 //
 //	go run ./internal/startcost -n 40
 //
@@ -41,6 +43,8 @@ import (
 func main() {
 	n := flag.Int("n", 30, "runs of each measure (alternating)")
 	bin := flag.String("bin", "", "an agentos binary to measure instead of building ./cmd/agentos")
+	wbin := flag.String("worker-bin", "", "an agentos-worker binary to measure instead of building ./cmd/agentos-worker")
+	before := flag.String("before", "", "another agentos binary (an earlier build) whose help and re-executed worker are measured in the same rounds")
 	flag.Parse()
 	if *n < 1 {
 		fmt.Fprintln(os.Stderr, "startcost: -n must be at least 1")
@@ -51,32 +55,77 @@ func main() {
 		fail(err)
 	}
 	defer os.RemoveAll(dir)
-	agentos := *bin
-	if agentos == "" {
-		agentos = filepath.Join(dir, "agentos")
-		build(dir, agentos, "./cmd/agentos")
-	}
+	agentos := built(dir, *bin, "agentos", "./cmd/agentos")
+	worker := built(dir, *wbin, "agentos-worker", "./cmd/agentos-worker")
 	floor := buildFloor(dir)
-
+	ms := []*measure{
+		{name: "floor: a hello-world Go binary until it exits", run: func() (time.Duration, time.Duration) { return runOnce(exec.Command(floor)) }},
+		{name: "`agentos help` until it exits", run: func() (time.Duration, time.Duration) { return runOnce(exec.Command(agentos, "help")) }, initOf: exec.Command(agentos, "help")},
+		{name: "a sandbox worker until its hello: agentos re-executed (before)", run: func() (time.Duration, time.Duration) { return startWorker(agentos) }, initOf: workerCmd(agentos)},
+		{name: "a sandbox worker until its hello: agentos-worker (after)", run: func() (time.Duration, time.Duration) { return startWorker(worker) }, initOf: workerCmd(worker)},
+	}
+	if *before != "" {
+		ms = append(ms, beforeRows(*before)...)
+	}
 	fmt.Printf("load before: %s\n", loadavg())
-	var fw, fc, hw, hc, ww, wc, inits []time.Duration
-	for i := 0; i < *n; i++ {
-		w, c := runOnce(exec.Command(floor))
-		fw, fc = append(fw, w), append(fc, c)
-		w, c = runOnce(exec.Command(agentos, "help"))
-		hw, hc = append(hw, w), append(hc, c)
-		w, c = worker(agentos)
-		ww, wc = append(ww, w), append(wc, c)
-		inits = append(inits, initTime(agentos))
+	for range *n {
+		for _, m := range ms {
+			m.once()
+		}
 	}
 	fmt.Printf("load after:  %s\n", loadavg())
 	fmt.Printf("runs: %d each, alternating; medians\n\n", *n)
-	fmt.Println("| process | wall (ms) | CPU user+sys (ms) |")
-	fmt.Println("|---|---|---|")
-	fmt.Printf("| floor: a hello-world Go binary until it exits | %.1f | %.1f |\n", ms(median(fw)), ms(median(fc)))
-	fmt.Printf("| `agentos help` until it exits | %.1f | %.1f |\n", ms(median(hw)), ms(median(hc)))
-	fmt.Printf("| a sandbox worker until its hello (ready for a run) | %.1f | %.1f |\n", ms(median(ww)), ms(median(wc)))
-	fmt.Printf("\npackage initialisation of `agentos help` (GODEBUG=inittrace=1, summed): %.1f ms\n", ms(median(inits)))
+	fmt.Println("| process | wall (ms) | CPU user+sys (ms) | package inits (ms, inittrace) |")
+	fmt.Println("|---|---|---|---|")
+	for _, m := range ms {
+		fmt.Println(m.row())
+	}
+}
+
+// beforeRows measure help and the re-executed worker of an earlier build.
+func beforeRows(bin string) []*measure {
+	return []*measure{
+		{name: "`agentos help` until it exits, -before build", run: func() (time.Duration, time.Duration) { return runOnce(exec.Command(bin, "help")) }, initOf: exec.Command(bin, "help")},
+		{name: "a sandbox worker until its hello: -before build re-executed", run: func() (time.Duration, time.Duration) { return startWorker(bin) }, initOf: workerCmd(bin)},
+	}
+}
+
+// measure is one kind of process: run starts one and returns its wall and
+// CPU time; initOf, when set, is the command whose package initialisation
+// is summed (started again each round with GODEBUG=inittrace=1).
+type measure struct {
+	name            string
+	run             func() (wall, cpu time.Duration)
+	initOf          *exec.Cmd
+	wall, cpu, init []time.Duration
+}
+
+// once takes one round of m.
+func (m *measure) once() {
+	w, c := m.run()
+	m.wall, m.cpu = append(m.wall, w), append(m.cpu, c)
+	if m.initOf != nil {
+		m.init = append(m.init, initTime(m.initOf))
+	}
+}
+
+// row is m's line of the table.
+func (m *measure) row() string {
+	inits := "–"
+	if len(m.init) > 0 {
+		inits = fmt.Sprintf("%.1f", msOf(median(m.init)))
+	}
+	return fmt.Sprintf("| %s | %.1f | %.1f | %s |", m.name, msOf(median(m.wall)), msOf(median(m.cpu)), inits)
+}
+
+// built returns bin, or else pkg built as name in dir.
+func built(dir, bin, name, pkg string) string {
+	if bin != "" {
+		return bin
+	}
+	out := filepath.Join(dir, name)
+	build(dir, out, pkg)
+	return out
 }
 
 // runOnce runs cmd to its end and returns its wall and CPU time.
@@ -89,12 +138,18 @@ func runOnce(cmd *exec.Cmd) (wall, cpu time.Duration) {
 	return time.Since(t0), cpuOf(cmd.ProcessState)
 }
 
-// worker starts a sandbox worker, waits for its hello frame (wall time),
-// then closes its stdin and waits for its exit (CPU time: the whole
-// process, its start and its exit).
-func worker(bin string) (wall, cpu time.Duration) {
+// workerCmd is bin started as the pool starts a sandbox worker.
+func workerCmd(bin string) *exec.Cmd {
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "AGENTOS_SANDBOX_WORKER=1", "AGENTOS_WORKER_MEMORY=268435456", "AGENTOS_WORKER_CONFINE=best_effort")
+	return cmd
+}
+
+// startWorker starts a sandbox worker, waits for its hello frame (wall
+// time), then closes its stdin and waits for its exit (CPU time: the whole
+// process, its start and its exit).
+func startWorker(bin string) (wall, cpu time.Duration) {
+	cmd := workerCmd(bin)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		fail(err)
@@ -131,10 +186,13 @@ func worker(bin string) (wall, cpu time.Duration) {
 }
 
 // initTime is the sum of the init times GODEBUG=inittrace=1 reports for
-// one `agentos help`.
-func initTime(bin string) time.Duration {
-	cmd := exec.Command(bin, "help")
-	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+// one run of a copy of like (a worker's stdin is empty: it greets and exits).
+func initTime(like *exec.Cmd) time.Duration {
+	cmd := exec.Command(like.Path, like.Args[1:]...)
+	cmd.Env = append(slices.Clone(like.Env), "GODEBUG=inittrace=1")
+	if like.Env == nil {
+		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	}
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Run(); err != nil {
@@ -197,7 +255,7 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")

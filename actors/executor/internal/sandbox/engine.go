@@ -10,7 +10,7 @@ import (
 	"github.com/dop251/goja"
 
 	"github.com/agentos-run/agentos/internal/lru"
-	"github.com/agentos-run/agentos/transpile"
+	"github.com/agentos-run/agentos/transpile/helpersjs"
 )
 
 // Engine runs jobs and caches compiled programs by module. It is safe for
@@ -33,9 +33,9 @@ type Engine struct {
 	filling bool      // a goroutine is preparing the spare
 }
 
-// helpersJS is compiled once, on first use: see transpile.HelpersJS.
+// helpersJS is compiled once, on first use: see transpile.HelpersJS (helpersjs.JS).
 var helpersJS = sync.OnceValue(func() *goja.Program {
-	return goja.MustCompile("agentos:helpers", transpile.HelpersJS, true)
+	return goja.MustCompile("agentos:helpers", helpersjs.JS, true)
 })
 
 // prepared is a fresh, hardened runtime not yet used by any run.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/dop251/goja"
 
-	"github.com/agentos-run/agentos/driver"
+	driver "github.com/agentos-run/agentos/driver/driverbase"
 )
 
 // installGlobals defines tgp and console on vm; their functions act on the

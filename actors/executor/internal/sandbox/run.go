@@ -16,7 +16,7 @@ import (
 
 	"github.com/dop251/goja"
 
-	"github.com/agentos-run/agentos/driver"
+	driver "github.com/agentos-run/agentos/driver/driverbase"
 )
 
 type callResult struct {

@@ -37,7 +37,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/agentos-run/agentos/driver"
+	driver "github.com/agentos-run/agentos/driver/driverbase"
 )
 
 // MaxInFlight bounds the driver calls one run can have in flight; a tool that

@@ -15,7 +15,7 @@ import (
 	"github.com/agentos-run/agentos/internal/clip"
 	"github.com/dop251/goja"
 
-	"github.com/agentos-run/agentos/driver"
+	driver "github.com/agentos-run/agentos/driver/driverbase"
 )
 
 // throw builds a JS Error with a code, to panic with from a Go function.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dop251/goja"
 
-	"github.com/agentos-run/agentos/driver"
+	driver "github.com/agentos-run/agentos/driver/driverbase"
 )
 
 // Timers. setTimeout, setInterval, clearTimeout and clearInterval run on the

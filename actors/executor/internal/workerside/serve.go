@@ -1,4 +1,4 @@
-package executor
+package workerside
 
 import (
 	"bufio"
@@ -19,21 +19,21 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor/internal/confine"
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
-	"github.com/agentos-run/agentos/driver"
+	driver "github.com/agentos-run/agentos/driver/driverbase"
 )
 
 // Environment of a worker process.
 const (
-	envWorker = "AGENTOS_SANDBOX_WORKER" // "1" in a worker
-	envMemory = "AGENTOS_WORKER_MEMORY"  // the per-run memory limit in bytes
+	EnvWorker = "AGENTOS_SANDBOX_WORKER" // "1" in a worker
+	EnvMemory = "AGENTOS_WORKER_MEMORY"  // the per-run memory limit in bytes
 )
 
 // envConfine is the worker's confine mode (see Options.Confine).
-const envConfine = "AGENTOS_WORKER_CONFINE"
+const EnvConfine = "AGENTOS_WORKER_CONFINE"
 
 // exitConfine is the exit status of a worker that refused to start because
 // the confinement its mode requires could not be applied.
-const exitConfine = 78
+const ExitConfine = 78
 
 // addressSpaceHeadroom is added to the worker's address space at start plus
 // twice the memory limit to make its RLIMIT_AS: the Go runtime reserves
@@ -57,41 +57,39 @@ func addressSpace() (uint64, error) {
 }
 
 // IsWorker reports whether this process was started as a sandbox worker.
-func IsWorker() bool { return os.Getenv(envWorker) == "1" }
+func IsWorker() bool { return os.Getenv(EnvWorker) == "1" }
 
-// WorkerMain serves as a sandbox worker and exits if this process was started
-// as one; otherwise it returns at once. Programs that run tools with
-// IsolationProcess MUST call it first thing in main (tests: in TestMain).
-func WorkerMain() {
+// Main serves as a sandbox worker and exits if this process was started as
+// one; otherwise it returns at once. probe (nil but in tests) runs right
+// after the worker is confined, its result sent in a "probe" frame: it
+// stands for code that escaped goja. IMPORTANT: a program MUST call it
+// first thing in main, before it opens anything a tool must not reach.
+func Main(probe func() json.RawMessage) {
 	if !IsWorker() {
 		return
 	}
-	err := serveWorker(os.Stdin, os.Stdout)
+	err := Serve(os.Stdin, os.Stdout, probe)
 	if err != nil && err != io.EOF {
 		fmt.Fprintln(os.Stderr, "agentos worker:", err)
-		if errors.Is(err, errNotConfined) {
-			os.Exit(exitConfine)
+		if errors.Is(err, ErrNotConfined) {
+			os.Exit(ExitConfine)
 		}
 		os.Exit(1)
 	}
 	os.Exit(0)
 }
 
-// errNotConfined: the worker's mode requires a confinement the kernel could
+// ErrNotConfined: the worker's mode requires a confinement the kernel could
 // not apply.
-var errNotConfined = errors.New("refusing to serve unconfined")
+var ErrNotConfined = errors.New("refusing to serve unconfined")
 
-// testEscape, set only by tests, runs in the worker right after it is
-// confined and its result is sent to the parent in a "probe" frame: it
-// stands for code that escaped goja.
-var testEscape func() json.RawMessage
-
-// serveWorker hardens the process, then runs jobs from r one at a time,
+// Serve hardens the process, then runs jobs from r one at a time,
 // answering on w, until r closes. Its first frame is a hello saying which
-// protections are in force.
-func serveWorker(r io.Reader, w io.Writer) error {
+// protections are in force and which build this worker is (BuildID); a
+// probe's result follows it (see Main).
+func Serve(r io.Reader, w io.Writer, probe func() json.RawMessage) error {
 	time.Local = time.UTC // Date's local time zone is UTC in every tool
-	mode, err := confine.ParseMode(os.Getenv(envConfine))
+	mode, err := confine.ParseMode(os.Getenv(EnvConfine))
 	if err != nil {
 		return err
 	}
@@ -104,19 +102,19 @@ func serveWorker(r io.Reader, w io.Writer) error {
 	prot, err := confine.Apply(mode)
 	prot.RlimitAS = rlimit
 	if err != nil {
-		return fmt.Errorf("%w: %v (confine mode %q; set it to %q to run without, or use a kernel with Landlock and seccomp)", errNotConfined, err, mode, confine.BestEffort)
+		return fmt.Errorf("%w: %v (confine mode %q; set it to %q to run without, or use a kernel with Landlock and seccomp)", ErrNotConfined, err, mode, confine.BestEffort)
 	}
 	c := &workerConn{out: w, waiting: map[uint64]*waiter{}}
-	if err := c.send(&frame{T: "hello", Prot: &prot}); err != nil {
+	if err := c.send(&Frame{T: "hello", Prot: &prot, Build: BuildID().ID}); err != nil {
 		return err
 	}
-	if testEscape != nil {
-		if err := c.send(&frame{T: "probe", Val: testEscape()}); err != nil {
+	if probe != nil {
+		if err := c.send(&Frame{T: "probe", Val: probe()}); err != nil {
 			return err
 		}
 	}
 	in := bufio.NewReaderSize(r, 64<<10)
-	runs := make(chan *frame, 1)
+	runs := make(chan *Frame, 1)
 	readErr := make(chan error, 1)
 	go c.dispatch(in, runs, readErr)
 	// The first runtime is prepared while the worker waits for its first
@@ -132,7 +130,7 @@ func serveWorker(r io.Reader, w io.Writer) error {
 		out := engine.Run(ctx, *f.Job, c)
 		answered := c.endRun()
 		cancel(nil)
-		if err := c.send(&frame{T: "done", ID: f.ID, Out: &out, Answered: answered}); err != nil {
+		if err := c.send(&Frame{T: "done", ID: f.ID, Out: &out, Answered: answered}); err != nil {
 			return err
 		}
 	}
@@ -144,7 +142,7 @@ func serveWorker(r io.Reader, w io.Writer) error {
 // no cap): the address space it has now, twice the limit, and
 // addressSpaceHeadroom.
 func limitAddressSpace() (confine.RlimitReport, error) {
-	mem, err := strconv.ParseInt(os.Getenv(envMemory), 10, 64)
+	mem, err := strconv.ParseInt(os.Getenv(EnvMemory), 10, 64)
 	if err != nil || mem <= 0 {
 		return confine.RlimitReport{}, nil
 	}
@@ -164,9 +162,9 @@ func limitAddressSpace() (confine.RlimitReport, error) {
 // to the call waiting for it, a stop to the run in progress. When in ends
 // or breaks, the error goes to readErr, every waiting call fails and runs
 // is closed.
-func (c *workerConn) dispatch(in *bufio.Reader, runs chan<- *frame, readErr chan<- error) {
+func (c *workerConn) dispatch(in *bufio.Reader, runs chan<- *Frame, readErr chan<- error) {
 	for {
-		f, err := readFrame(in)
+		f, err := ReadFrame(in)
 		if err != nil {
 			readErr <- err
 			c.lost() // no reply can come any more: fail every waiting call
@@ -201,7 +199,7 @@ type workerConn struct {
 	gate  *pinGate        // this run's pinned reads of the tool tree
 
 	amu      sync.Mutex
-	answers  map[uint64]*answer // the run's recorded answers (a replay), by seq
+	answers  map[uint64]*Answer // the run's recorded answers (a replay), by seq
 	answered []uint64           // the seqs answered from them
 }
 
@@ -209,7 +207,7 @@ type workerConn struct {
 // answers; endRun returns the seqs answered from them. stopRun stops the
 // run if it is still the one in progress (a stop for an ended run is
 // ignored).
-func (c *workerConn) startRun(id uint64, cancel context.CancelCauseFunc, answers []answer, local []string, plan *pinPlan) {
+func (c *workerConn) startRun(id uint64, cancel context.CancelCauseFunc, answers []Answer, local []string, plan *PinPlan) {
 	c.rmu.Lock()
 	c.run, c.cancel = id, cancel
 	c.local, c.gate = nil, newPinGate(plan)
@@ -223,7 +221,7 @@ func (c *workerConn) startRun(id uint64, cancel context.CancelCauseFunc, answers
 	c.amu.Lock()
 	c.answers, c.answered = nil, nil
 	if len(answers) > 0 {
-		c.answers = make(map[uint64]*answer, len(answers))
+		c.answers = make(map[uint64]*Answer, len(answers))
 		for i := range answers {
 			c.answers[answers[i].Seq] = &answers[i]
 		}
@@ -244,7 +242,7 @@ func (c *workerConn) endRun() []uint64 {
 
 // recorded returns the recorded answer of call, if the run has one whose
 // driver, op and request bytes equal the call's (each is given once).
-func (c *workerConn) recorded(call *driver.Call) *answer {
+func (c *workerConn) recorded(call *driver.Call) *Answer {
 	c.amu.Lock()
 	defer c.amu.Unlock()
 	a := c.answers[call.Seq]
@@ -277,21 +275,21 @@ func (c *workerConn) Aborted(reason *sandbox.Error) {
 	id := c.run
 	c.rmu.Unlock()
 	if id != 0 {
-		_ = c.send(&frame{T: "abort", ID: id, Stop: reason})
+		_ = c.send(&Frame{T: "abort", ID: id, Stop: reason})
 	}
 }
 
-func (c *workerConn) send(f *frame) error {
+func (c *workerConn) send(f *Frame) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return writeFrame(c.out, f)
+	return WriteFrame(c.out, f)
 }
 
 // waiter is a call or require waiting for the parent's reply: done gets
 // the reply (or the reason there is none) exactly once, from whoever takes
 // the waiter out of the map; unwatch stops its context's watch.
 type waiter struct {
-	done    func(*frame, error)
+	done    func(*Frame, error)
 	unwatch func() bool
 }
 
@@ -304,7 +302,7 @@ func (c *workerConn) take(id uint64) *waiter {
 	return wt
 }
 
-func (c *workerConn) deliver(f *frame) {
+func (c *workerConn) deliver(f *Frame) {
 	if wt := c.take(f.ID); wt != nil {
 		wt.unwatch()
 		if f.Err != nil {
@@ -333,7 +331,7 @@ func errLost() error {
 
 // startAsk sends f to the parent and returns; done gets the reply, or why
 // there is none (the stream ended, ctx ended first, f could not be sent).
-func (c *workerConn) startAsk(ctx context.Context, f *frame, done func(*frame, error)) {
+func (c *workerConn) startAsk(ctx context.Context, f *Frame, done func(*Frame, error)) {
 	f.ID = c.next.Add(1)
 	id := f.ID
 	wt := &waiter{done: done}
@@ -354,7 +352,7 @@ func (c *workerConn) startAsk(ctx context.Context, f *frame, done func(*frame, e
 	if err := c.send(f); err != nil {
 		if wt := c.take(id); wt != nil {
 			wt.unwatch()
-			if errors.Is(err, errFrameTooBig) {
+			if errors.Is(err, ErrFrameTooBig) {
 				done(nil, driver.Errorf(driver.CodeInvalid, "the request is too large to send in one call (%v); send less", err))
 				return
 			}
@@ -363,13 +361,13 @@ func (c *workerConn) startAsk(ctx context.Context, f *frame, done func(*frame, e
 	}
 }
 
-func (c *workerConn) ask(ctx context.Context, f *frame) (*frame, error) {
+func (c *workerConn) ask(ctx context.Context, f *Frame) (*Frame, error) {
 	type reply struct {
-		f   *frame
+		f   *Frame
 		err error
 	}
 	ch := make(chan reply, 1)
-	c.startAsk(ctx, f, func(r *frame, err error) { ch <- reply{r, err} })
+	c.startAsk(ctx, f, func(r *Frame, err error) { ch <- reply{r, err} })
 	r := <-ch
 	return r.f, r.err
 }
@@ -416,7 +414,7 @@ func (c *workerConn) startCall(ctx context.Context, call driver.Call, done func(
 		done(val, false, nil)
 		return
 	}
-	c.startAsk(ctx, &frame{T: "call", Call: &call}, func(r *frame, err error) {
+	c.startAsk(ctx, &Frame{T: "call", Call: &call}, func(r *Frame, err error) {
 		if err != nil {
 			done(nil, false, err)
 			return
@@ -446,14 +444,14 @@ func (c *workerConn) answerLocal(ctx context.Context, call driver.Call) (json.Ra
 	// IMPORTANT: the answer is used only once its frame is written: a
 	// parent that never got it cannot journal it, and a worker that dies
 	// after this write leaves it in the pipe, where the parent reads it.
-	if err := c.send(&frame{T: "rec", ID: id, Call: &call, Val: val}); err != nil {
+	if err := c.send(&Frame{T: "rec", ID: id, Call: &call, Val: val}); err != nil {
 		return nil, false
 	}
 	return val, true
 }
 
 func (c *workerConn) Require(ctx context.Context, from, spec string) (sandbox.Module, error) {
-	r, err := c.ask(ctx, &frame{T: "require", From: from, Spec: spec})
+	r, err := c.ask(ctx, &Frame{T: "require", From: from, Spec: spec})
 	if err != nil {
 		return sandbox.Module{}, err
 	}

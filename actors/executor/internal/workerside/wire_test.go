@@ -1,4 +1,4 @@
-package executor
+package workerside
 
 import (
 	"bufio"
@@ -15,14 +15,14 @@ import (
 
 // roundTrip writes f and reads it back; jsonForm reports whether it was
 // written as JSON rather than in the binary form.
-func roundTrip(t *testing.T, f *frame) (got *frame, jsonForm bool) {
+func roundTrip(t *testing.T, f *Frame) (got *Frame, jsonForm bool) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := writeFrame(&buf, f); err != nil {
+	if err := WriteFrame(&buf, f); err != nil {
 		t.Fatalf("writeFrame(%+v): %v", f, err)
 	}
 	jsonForm = buf.Bytes()[4] == '{'
-	got, err := readFrame(bufio.NewReader(&buf))
+	got, err := ReadFrame(bufio.NewReader(&buf))
 	if err != nil {
 		t.Fatalf("readFrame(%+v): %v", f, err)
 	}
@@ -30,13 +30,13 @@ func roundTrip(t *testing.T, f *frame) (got *frame, jsonForm bool) {
 }
 
 // asJSON is what the frame becomes through the JSON form alone.
-func asJSON(t *testing.T, f *frame) *frame {
+func asJSON(t *testing.T, f *Frame) *Frame {
 	t.Helper()
 	b, err := json.Marshal(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := new(frame)
+	g := new(Frame)
 	if err := json.Unmarshal(b, g); err != nil {
 		t.Fatal(err)
 	}
@@ -50,29 +50,29 @@ func TestHotFrames(t *testing.T) {
 	call := &driver.Call{Seq: 7, Driver: "fs", Op: "read_file", Request: json.RawMessage(`{"path":"data.txt"}`)}
 	for _, tc := range []struct {
 		name   string
-		f      *frame
+		f      *Frame
 		binary bool
 	}{
-		{"call", &frame{T: "call", ID: 3, Call: call}, true},
-		{"call without request", &frame{T: "call", ID: 1 << 40, Call: &driver.Call{Seq: 1, Driver: "clock", Op: "now"}}, true},
-		{"rec", &frame{T: "rec", ID: 2, Call: &driver.Call{Seq: 9, Driver: "clock", Op: "now"}, Val: json.RawMessage(`1700000000000`)}, true},
-		{"reply", &frame{T: "reply", ID: 4, Val: json.RawMessage(`"0123456789abcdef"`)}, true},
-		{"reply with escapes", &frame{T: "reply", ID: 4, Val: json.RawMessage(`"a\"b\\c\u00e9 ü"`)}, true},
-		{"empty reply", &frame{T: "reply", ID: 5}, true},
-		{"error reply", &frame{T: "reply", ID: 6, Err: &driver.Error{Code: driver.CodeNotFound, Message: "read x: no such file; list_files shows what exists"}}, true},
-		{"error reply, invalid UTF-8", &frame{T: "reply", ID: 6, Err: &driver.Error{Code: "io", Message: "bad \xff\xfe byte"}}, true},
-		{"call, invalid UTF-8 op", &frame{T: "call", ID: 3, Call: &driver.Call{Seq: 1, Driver: "fs", Op: "r\xffead"}}, true},
-		{"reply JSON would escape", &frame{T: "reply", ID: 7, Val: json.RawMessage(`"<b>&"`)}, false},
-		{"reply JSON would compact", &frame{T: "reply", ID: 8, Val: json.RawMessage(`{"a": 1}`)}, false},
-		{"reply with U+2028", &frame{T: "reply", ID: 8, Val: json.RawMessage("\"a\u2028b\"")}, false},
-		{"reply with a module", &frame{T: "reply", ID: 9, Mod: &sandbox.Module{}}, false},
-		{"reply with value and error", &frame{T: "reply", ID: 9, Val: json.RawMessage(`1`), Err: &driver.Error{Code: "io", Message: "x"}}, false},
-		{"call with request whitespace", &frame{T: "call", ID: 3, Call: &driver.Call{Seq: 1, Driver: "fs", Op: "read_file", Request: json.RawMessage(`{"path": "a"}`)}}, false},
-		{"done", &frame{T: "done", ID: 3, Out: &sandbox.Outcome{}}, false},
-		{"pinnable reply", &frame{T: "reply", ID: 4, Val: json.RawMessage(`"one"`), Pin: true}, true},
-		{"pinnable reply JSON would escape", &frame{T: "reply", ID: 4, Val: json.RawMessage(`"<b>"`), Pin: true}, false},
-		{"pinnable error reply", &frame{T: "reply", ID: 6, Err: &driver.Error{Code: "io", Message: "x"}, Pin: true}, false},
-		{"run with a pin plan", &frame{T: "run", ID: 3, Snap: &pinPlan{Follows: true, Held: []uint64{1, 4}}}, false},
+		{"call", &Frame{T: "call", ID: 3, Call: call}, true},
+		{"call without request", &Frame{T: "call", ID: 1 << 40, Call: &driver.Call{Seq: 1, Driver: "clock", Op: "now"}}, true},
+		{"rec", &Frame{T: "rec", ID: 2, Call: &driver.Call{Seq: 9, Driver: "clock", Op: "now"}, Val: json.RawMessage(`1700000000000`)}, true},
+		{"reply", &Frame{T: "reply", ID: 4, Val: json.RawMessage(`"0123456789abcdef"`)}, true},
+		{"reply with escapes", &Frame{T: "reply", ID: 4, Val: json.RawMessage(`"a\"b\\c\u00e9 ü"`)}, true},
+		{"empty reply", &Frame{T: "reply", ID: 5}, true},
+		{"error reply", &Frame{T: "reply", ID: 6, Err: &driver.Error{Code: driver.CodeNotFound, Message: "read x: no such file; list_files shows what exists"}}, true},
+		{"error reply, invalid UTF-8", &Frame{T: "reply", ID: 6, Err: &driver.Error{Code: "io", Message: "bad \xff\xfe byte"}}, true},
+		{"call, invalid UTF-8 op", &Frame{T: "call", ID: 3, Call: &driver.Call{Seq: 1, Driver: "fs", Op: "r\xffead"}}, true},
+		{"reply JSON would escape", &Frame{T: "reply", ID: 7, Val: json.RawMessage(`"<b>&"`)}, false},
+		{"reply JSON would compact", &Frame{T: "reply", ID: 8, Val: json.RawMessage(`{"a": 1}`)}, false},
+		{"reply with U+2028", &Frame{T: "reply", ID: 8, Val: json.RawMessage("\"a\u2028b\"")}, false},
+		{"reply with a module", &Frame{T: "reply", ID: 9, Mod: &sandbox.Module{}}, false},
+		{"reply with value and error", &Frame{T: "reply", ID: 9, Val: json.RawMessage(`1`), Err: &driver.Error{Code: "io", Message: "x"}}, false},
+		{"call with request whitespace", &Frame{T: "call", ID: 3, Call: &driver.Call{Seq: 1, Driver: "fs", Op: "read_file", Request: json.RawMessage(`{"path": "a"}`)}}, false},
+		{"done", &Frame{T: "done", ID: 3, Out: &sandbox.Outcome{}}, false},
+		{"pinnable reply", &Frame{T: "reply", ID: 4, Val: json.RawMessage(`"one"`), Pin: true}, true},
+		{"pinnable reply JSON would escape", &Frame{T: "reply", ID: 4, Val: json.RawMessage(`"<b>"`), Pin: true}, false},
+		{"pinnable error reply", &Frame{T: "reply", ID: 6, Err: &driver.Error{Code: "io", Message: "x"}, Pin: true}, false},
+		{"run with a pin plan", &Frame{T: "run", ID: 3, Snap: &PinPlan{Follows: true, Held: []uint64{1, 4}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, jsonForm := roundTrip(t, tc.f)
@@ -86,7 +86,7 @@ func TestHotFrames(t *testing.T) {
 	}
 	// Invalid JSON is refused as it was: by the writer, with json's error.
 	var buf bytes.Buffer
-	if err := writeFrame(&buf, &frame{T: "reply", ID: 1, Val: json.RawMessage(`{"a"`)}); err == nil || buf.Len() != 0 {
+	if err := WriteFrame(&buf, &Frame{T: "reply", ID: 1, Val: json.RawMessage(`{"a"`)}); err == nil || buf.Len() != 0 {
 		t.Errorf("an invalid value was written (%v, %d bytes)", err, buf.Len())
 	}
 }
@@ -94,7 +94,7 @@ func TestHotFrames(t *testing.T) {
 // TestHotFrameMalformed: a binary frame a hostile worker forges is refused
 // as malformed, never read past its end or accepted with invalid JSON.
 func TestHotFrameMalformed(t *testing.T) {
-	good := appendHotOK(t, &frame{T: "rec", ID: 2, Call: &driver.Call{Seq: 9, Driver: "clock", Op: "now"}, Val: json.RawMessage(`17`)})
+	good := appendHotOK(t, &Frame{T: "rec", ID: 2, Call: &driver.Call{Seq: 9, Driver: "clock", Op: "now"}, Val: json.RawMessage(`17`)})
 	cases := map[string][]byte{
 		"no kind":          {hotMark},
 		"unknown kind":     {hotMark, 'z', 1},
@@ -111,13 +111,13 @@ func TestHotFrameMalformed(t *testing.T) {
 		var buf bytes.Buffer
 		binary.Write(&buf, binary.BigEndian, uint32(len(b)))
 		buf.Write(b)
-		if f, err := readFrame(bufio.NewReader(&buf)); err == nil || !strings.HasPrefix(err.Error(), "malformed frame: ") {
+		if f, err := ReadFrame(bufio.NewReader(&buf)); err == nil || !strings.HasPrefix(err.Error(), "malformed frame: ") {
 			t.Errorf("%s: read %+v, %v; want a malformed frame", name, f, err)
 		}
 	}
 }
 
-func appendHotOK(t *testing.T, f *frame) []byte {
+func appendHotOK(t *testing.T, f *Frame) []byte {
 	b, ok := appendHot(nil, f)
 	if !ok {
 		t.Fatalf("%+v has no binary form", f)

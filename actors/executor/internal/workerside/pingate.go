@@ -1,42 +1,22 @@
-package executor
+package workerside
 
 import (
 	"encoding/json"
 	"sync"
 
-	"github.com/agentos-run/agentos/driver"
-	"github.com/agentos-run/agentos/journal"
+	driver "github.com/agentos-run/agentos/driver/driverbase"
 )
 
 // pinPlan, in a run frame, says that the run pins its reads of the tool
 // tree in the worker (see pinGate); for a replayed or resumed run it also
 // says which calls its recording holds.
-type pinPlan struct {
+type PinPlan struct {
 	// Follows: the run follows a recording (a replay or a recovery), and
 	// Held are the seqs the recording holds: those are answered as
 	// recorded, never from a pin (a read the recording does not hold was
 	// a pinned read when the run was recorded, or is past its end).
 	Follows bool     `json:"follows,omitempty"`
 	Held    []uint64 `json:"held,omitempty"`
-}
-
-// planOf is the pin plan of a run that pins in a worker, following rec
-// when set.
-func planOf(rec *journal.Replayer) *pinPlan {
-	p := &pinPlan{}
-	if rec == nil {
-		return p
-	}
-	p.Follows = true
-	for seq := uint64(1); ; seq++ {
-		has, within := rec.Recorded(seq)
-		if !within {
-			return p
-		}
-		if has {
-			p.Held = append(p.Held, seq)
-		}
-	}
 }
 
 // pinGate is a worker's side of its run's snapshot of the tool tree (see
@@ -79,7 +59,7 @@ type gated struct {
 }
 
 // newPinGate is the gate of a run with plan p (nil: the run does not pin).
-func newPinGate(p *pinPlan) *pinGate {
+func newPinGate(p *PinPlan) *pinGate {
 	g := &pinGate{}
 	if p == nil {
 		return g
