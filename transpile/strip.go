@@ -31,6 +31,7 @@ type stripper struct {
 	fnDepth int      // enclosing non-arrow functions and class bodies (`this` is bound)
 	anyFn   int      // enclosing functions of any kind (return is allowed)
 	esm     bool     // the source has an import or export statement
+	why     int32    // the node the fast path declined at (-1: none), for tests
 }
 
 // export is one export of the module: the exported name and the local
@@ -65,7 +66,7 @@ func strip(path string, src []byte) (js string, ok bool) {
 	if t == nil || t.HasError {
 		return "", false
 	}
-	s := &stripper{t: t, out: bytes.Clone(src)}
+	s := &stripper{t: t, out: bytes.Clone(src), why: -1}
 	if !s.walk(0) {
 		return "", false
 	}
@@ -79,10 +80,13 @@ func (s *stripper) walk(i int32) bool {
 		return s.token(i)
 	}
 	act, ok := actions()[s.t.Type(i)]
-	if !ok {
-		return false // not on the allow-list: esbuild decides
+	if ok && act(s, i) {
+		return true
 	}
-	return act(s, i)
+	if s.why < 0 {
+		s.why = i // the innermost node that declined (or is not on the allow-list)
+	}
+	return false
 }
 
 // children walks node i's children.
@@ -119,10 +123,17 @@ var (
 		"variable_declarator": true, "abstract_class_declaration": true}
 )
 
+// laterTokens are keywords of syntax newer than ES2022 (explicit resource
+// management, auto-accessors), which esbuild lowers.
+var laterTokens = map[string]bool{"using": true, "accessor": true}
+
 // token handles an anonymous token: a TypeScript modifier is erased; `!`,
 // `?` and the keywords elsewhere are JavaScript.
 func (s *stripper) token(i int32) bool {
 	n := s.t.Nodes[i]
+	if laterTokens[s.t.Type(i)] {
+		return false
+	}
 	if tsTokens[s.t.Type(i)] && n.Parent >= 0 && tsTokenParents[s.t.Type(n.Parent)] {
 		s.blankNode(i)
 	}

@@ -107,6 +107,9 @@ func (s *stripper) declaredNames(d int32) ([]string, bool) {
 // `var <file>_default = <expression>`).
 func (s *stripper) exportDefaultValue(i, v int32) bool {
 	t := s.t
+	if !defaultValueReadsAlike(t.Type(v), t.Text(v)) {
+		return false
+	}
 	head := s.out[t.Nodes[i].Start:t.Nodes[v].Start]
 	const decl = "var " + defaultLocal + "="
 	if len(head) < len(decl) || bytes.IndexAny(head, "\n\r/") >= 0 {
@@ -123,6 +126,23 @@ func (s *stripper) exportDefaultValue(i, v int32) bool {
 		// `export default function () {}` ends without a semicolon: as a
 		// `var` initialiser, a next line starting with `(` would call it.
 		return s.afterErasure(t.Nodes[v].End)
+	}
+	return true
+}
+
+// defaultValueReadsAlike reports whether `export default` followed by the
+// text of a node of kind kind reads the same as an expression: tree-sitter
+// reads `export default function () {}\n(0)` as a call, a module as a
+// declaration and a statement.
+func defaultValueReadsAlike(kind, text string) bool {
+	switch kind {
+	case "function_expression", "class", "generator_function":
+		return true
+	}
+	for _, p := range []string{"function", "class", "async"} {
+		if strings.HasPrefix(text, p) {
+			return false
+		}
 	}
 	return true
 }

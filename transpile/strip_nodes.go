@@ -13,7 +13,7 @@ import (
 // (enum_declaration, internal_module, decorator, import_alias, meta_property,
 // import, with_statement, hash_bang_line, type_assertion, jsx ...) declines.
 var jsKinds = []string{
-	"program", "comment", "lexical_declaration", "variable_declaration",
+	"program", "comment", "variable_declaration",
 	"statement_block", "if_statement", "else_clause", "for_statement", "while_statement", "do_statement",
 	"try_statement", "catch_clause", "finally_clause", "throw_statement", "break_statement",
 	"continue_statement", "switch_statement", "switch_body", "switch_case", "switch_default",
@@ -28,7 +28,7 @@ var jsKinds = []string{
 	"assignment_expression", "augmented_assignment_expression", "ternary_expression",
 	"call_expression", "new_expression", "member_expression", "subscript_expression", "arguments",
 	"optional_chain", "sequence_expression", "yield_expression", "formal_parameters",
-	"class_heritage", "extends_clause", "instantiation_expression",
+	"class_heritage", "extends_clause", "instantiation_expression", "type_identifier",
 }
 
 // typeKinds are TypeScript-only nodes erased whole.
@@ -74,7 +74,7 @@ func buildActions() map[string]action {
 		"return_statement": (*stripper).returns, "await_expression": (*stripper).await,
 		"for_in_statement": (*stripper).forIn, "import_statement": (*stripper).importStatement,
 		"export_statement": (*stripper).exportStatement, "variable_declarator": (*stripper).declarator,
-		"expression_statement": (*stripper).expressionStatement,
+		"expression_statement": (*stripper).expressionStatement, "lexical_declaration": (*stripper).lexical,
 	} {
 		m[k] = a
 	}
@@ -174,6 +174,12 @@ func (s *stripper) nonNull(i int32) bool {
 func (s *stripper) expressionStatement(i int32) bool {
 	e := s.t.FirstNamedChild(i)
 	return e >= 0 && s.t.Type(e) != "object" && s.children(i)
+}
+
+// lexical declines a `using` declaration (newer than ES2022: esbuild
+// lowers it).
+func (s *stripper) lexical(i int32) bool {
+	return (s.t.HasToken(i, "let") || s.t.HasToken(i, "const")) && s.children(i)
 }
 
 // declarator walks `name!: T = value`; the definite `!` is a token erased

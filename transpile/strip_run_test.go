@@ -55,7 +55,9 @@ func runModule(path, js, args string) outcome {
 	fn, _ := goja.AssertFunction(wrapper)
 	module, exports := vm.NewObject(), vm.NewObject()
 	module.Set("exports", exports)
-	req := func(c goja.FunctionCall) goja.Value { panic(vm.NewTypeError("require(%v): no modules here", c.Argument(0))) }
+	req := func(c goja.FunctionCall) goja.Value {
+		panic(vm.NewTypeError("require(%v): no modules here", c.Argument(0)))
+	}
 	if _, err := fn(goja.Undefined(), exports, vm.ToValue(req), module, vm.ToValue(path), vm.ToValue("tools"), helpers); err != nil {
 		return thrown(err)
 	}
