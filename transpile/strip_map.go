@@ -19,6 +19,9 @@ func (s *stripper) lineOneMap(path string, shift int) string {
 		end = uint32(k)
 	}
 	var seg []byte
+	// IMPORTANT: goja reports a mapped column as the map's (0-based)
+	// number and an unmapped one 1-based; the map says column+1 so that the
+	// first line reads 1-based like every other.
 	prevGen, prevSrc := 0, 0
 	for _, n := range s.t.Nodes {
 		if n.Start >= end {
@@ -27,7 +30,7 @@ func (s *stripper) lineOneMap(path string, shift int) string {
 		if n.First >= 0 || n.End == n.Start || s.out[n.Start] == ' ' {
 			continue // not a token, or an erased one
 		}
-		gen, src := shift+int(n.Start), int(n.Start)
+		gen, src := shift+int(n.Start), int(n.Start)+1
 		if len(seg) > 0 {
 			seg = append(seg, ',')
 		}
