@@ -1,5 +1,8 @@
 // Package transpile turns a tool's TypeScript into JavaScript that goja runs,
-// with esbuild's Go API, and caches the output by content hash.
+// with esbuild's Go API, and caches the output by content hash. Runnable,
+// which the executor calls, first tries a fast path without esbuild for a
+// plain tool (strip.go: types blanked in place in the tree-sitter tree the
+// checker shares) and falls back to esbuild for anything it declines.
 //
 // The output is a CommonJS module body wrapped as a function expression
 //
