@@ -2,6 +2,7 @@ package transpile
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 
 	"github.com/agentos-run/agentos/internal/tsparse"
@@ -18,9 +19,9 @@ var jsKinds = []string{
 	"try_statement", "catch_clause", "finally_clause", "throw_statement", "break_statement",
 	"continue_statement", "switch_statement", "switch_body", "switch_case", "switch_default",
 	"labeled_statement", "statement_identifier", "empty_statement", "debugger_statement",
-	"parenthesized_expression", "identifier", "super", "true", "false", "null", "undefined", "number",
+	"parenthesized_expression", "super", "true", "false", "null", "undefined",
 	"string", "string_fragment", "escape_sequence", "template_string", "template_substitution",
-	"regex", "regex_pattern", "regex_flags", "array", "object", "pair", "spread_element",
+	"regex", "regex_pattern", "array", "object", "pair", "spread_element",
 	"computed_property_name", "property_identifier", "shorthand_property_identifier",
 	"private_property_identifier", "object_pattern", "array_pattern", "pair_pattern",
 	"shorthand_property_identifier_pattern", "assignment_pattern", "object_assignment_pattern",
@@ -74,7 +75,8 @@ func buildActions() map[string]action {
 		"return_statement": (*stripper).returns, "await_expression": (*stripper).await,
 		"for_in_statement": (*stripper).forIn, "import_statement": (*stripper).importStatement,
 		"export_statement": (*stripper).exportStatement, "variable_declarator": (*stripper).declarator,
-		"expression_statement": (*stripper).expressionStatement, "lexical_declaration": (*stripper).lexical,
+		"expression_statement": (*stripper).expressionStatement, "regex_flags": (*stripper).regexFlags,
+		"number": (*stripper).number, "identifier": (*stripper).identifier, "lexical_declaration": (*stripper).lexical,
 	} {
 		m[k] = a
 	}
@@ -181,6 +183,35 @@ func (s *stripper) expressionStatement(i int32) bool {
 func (s *stripper) lexical(i int32) bool {
 	return (s.t.HasToken(i, "let") || s.t.HasToken(i, "const")) && s.children(i)
 }
+
+// regexFlags declines flags that are not ES2022's, or repeated: tree-sitter
+// takes any letters, esbuild refuses them (and goja would only at run time).
+func (s *stripper) regexFlags(i int32) bool {
+	seen := map[rune]bool{}
+	for _, c := range s.t.Text(i) {
+		if !strings.ContainsRune("dgimsuy", c) || seen[c] {
+			return false
+		}
+		seen[c] = true
+	}
+	return true
+}
+
+// number declines a legacy octal-like literal (`010`, `08`: esbuild
+// prints its value, goja refuses it) and numeric separators.
+func (s *stripper) number(i int32) bool {
+	n := s.t.Text(i)
+	return !strings.Contains(n, "_") && !(len(n) > 1 && n[0] == '0' && n[1] >= '0' && n[1] <= '9')
+}
+
+// strictReserved are the words an ES module (strict code) may not use as
+// names, which goja's sloppy-mode compile of the body would accept.
+var strictReserved = map[string]bool{"let": true, "static": true, "yield": true, "implements": true,
+	"interface": true, "package": true, "private": true, "protected": true, "public": true, "await": true}
+
+// identifier declines a strict-mode reserved word used as a name (esbuild
+// refuses it in a module).
+func (s *stripper) identifier(i int32) bool { return !strictReserved[s.t.Text(i)] }
 
 // declarator walks `name!: T = value`; the definite `!` is a token erased
 // by token.
