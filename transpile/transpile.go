@@ -1,5 +1,8 @@
 // Package transpile turns a tool's TypeScript into JavaScript that goja runs,
-// with esbuild's Go API, and caches the output by content hash.
+// with esbuild's Go API, and caches the output by content hash. Runnable,
+// which the executor calls, first tries a fast path without esbuild for a
+// plain tool (strip.go: types blanked in place in the tree-sitter tree the
+// checker shares) and falls back to esbuild for anything it declines.
 //
 // The output is a CommonJS module body wrapped as a function expression
 //
@@ -75,6 +78,9 @@ type Output struct {
 	JS string
 	// Hash is the hex SHA-256 of the TypeScript source (see Hash).
 	Hash string
+	// Stripped is true when JS came from the fast path (see Runnable), not
+	// from esbuild.
+	Stripped bool
 }
 
 type key struct {
@@ -120,9 +126,13 @@ func Hash(src []byte) string {
 // Transpile returns the JavaScript for the TypeScript src found at path.
 // A source that does not compile returns an *Error with line:column
 // diagnostics; the error is cached like a success.
+//
+// IMPORTANT: Transpile always answers with esbuild's verdict (what check_tool
+// and write_file report): an entry the fast path made for Runnable is
+// compiled again by esbuild and replaced.
 func (t *Transpiler) Transpile(path string, src []byte) (Output, error) {
 	k := key{path: path, hash: Hash(src)}
-	if r, ok := t.cache.Get(k); ok {
+	if r, ok := t.cache.Get(k); ok && !r.out.Stripped {
 		return r.out, r.err
 	}
 	r := transform(path, k.hash, src)
@@ -130,10 +140,38 @@ func (t *Transpiler) Transpile(path string, src []byte) (Output, error) {
 	return r.out, r.err
 }
 
-// Cached reports whether path with content src is in the cache.
+// Runnable returns JavaScript the executor can run for the TypeScript src
+// at path: the cached output if there is one (from either path), else the
+// fast path's (see strip.go: the source parsed once by tree-sitter,
+// TypeScript-only syntax blanked in place, no esbuild), else esbuild's.
+//
+// IMPORTANT: what only esbuild reports on a source that tree-sitter parses
+// cleanly is not checked here: goja's compiler reports what it also refuses
+// (a name declared twice, break outside a loop ...) when the module is
+// compiled to run, and Transpile (check_tool, write_file's gate) still
+// reports esbuild's verdict for the same source. See docs/PERFORMANCE.md.
+func (t *Transpiler) Runnable(path string, src []byte) (Output, error) {
+	k := key{path: path, hash: Hash(src)}
+	if r, ok := t.cache.Get(k); ok {
+		return r.out, r.err
+	}
+	if utf8.Valid(src) {
+		if js, ok := strip(path, src); ok {
+			out := Output{JS: js, Hash: k.hash, Stripped: true}
+			t.cache.Add(k, result{out: out})
+			return out, nil
+		}
+	}
+	r := transform(path, k.hash, src)
+	t.cache.Add(k, r)
+	return r.out, r.err
+}
+
+// Cached reports whether esbuild's verdict on path with content src is in
+// the cache (an entry of the fast path's is not).
 func (t *Transpiler) Cached(path string, src []byte) bool {
-	_, ok := t.cache.Get(key{path: path, hash: Hash(src)})
-	return ok
+	r, ok := t.cache.Get(key{path: path, hash: Hash(src)})
+	return ok && !r.out.Stripped
 }
 
 func transform(path, hash string, src []byte) result {

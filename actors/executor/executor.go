@@ -478,7 +478,7 @@ func (e *Executor) moduleWith(p string, src []byte) (sandbox.Module, []byte, *Er
 			return sandbox.Module{}, nil, pathError(p, err)
 		}
 	}
-	out, err := e.opts.Transpiler.Transpile(clean, src)
+	out, err := e.opts.Transpiler.Runnable(clean, src)
 	if err != nil {
 		return sandbox.Module{}, nil, &Error{Kind: sandbox.KindCompile, Message: err.Error()}
 	}
@@ -740,7 +740,7 @@ func (b *bridge) requireNamedMCP(name, from, spec string) (sandbox.Module, error
 // generated is the generated module src at path p (under a mount),
 // transpiled through the shared cache, as required by spec from from.
 func (b *bridge) generated(p string, src []byte, from, spec string) (sandbox.Module, error) {
-	out, err := b.e.opts.Transpiler.Transpile(p, src)
+	out, err := b.e.opts.Transpiler.Runnable(p, src)
 	if err != nil {
 		return sandbox.Module{}, driver.Errorf(string(sandbox.KindCompile), "require(%q) from %s: the generated module does not compile: %v", spec, from, err)
 	}

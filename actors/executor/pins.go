@@ -96,7 +96,7 @@ func (b *bridge) requirePinned(pm journal.Module, from, spec string) (sandbox.Mo
 			return sandbox.Module{}, driver.Errorf(driver.CodeNotFound, "require(%q) from %s: the run is pinned to version %.12s of %s, and it cannot be loaded (%v); the journal keeps a run's modules until the run is pruned", spec, from, pm.Hash, pm.Path, err)
 		}
 	}
-	out, err := b.e.opts.Transpiler.Transpile(pm.Path, src)
+	out, err := b.e.opts.Transpiler.Runnable(pm.Path, src)
 	if err != nil {
 		return sandbox.Module{}, driver.Errorf(string(sandbox.KindCompile), "require(%q) from %s: %v", spec, from, err)
 	}
