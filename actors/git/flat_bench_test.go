@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/agentos-run/agentos/actors/git"
 	gitclient "github.com/agentos-run/agentos/actors/git/client"
@@ -196,5 +199,59 @@ func BenchmarkWriteFileAtNTools(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkWriteFileFloor is BenchmarkWriteFileAtNTools's floor, to run in
+// the same window: "git-cli-N" is the git command writing one new file
+// beside N tools in tools/ (add, commit, push to the bare upstream: the
+// work a write_file does, without the registry), timed from outside;
+// "tree-encode-N" is go-git encoding and hashing the tools/ tree object of
+// N+1 entries alone, in memory (what any commit into that directory
+// rewrites).
+func BenchmarkWriteFileFloor(b *testing.B) {
+	base, upstreams := b.TempDir(), map[layout]string{}
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("git-cli-%d", n), func(b *testing.B) {
+			up := upstreamWithTools(b, layout{n, 0}, base, upstreams)
+			work := filepath.Join(b.TempDir(), "work")
+			// gc.auto=0: a commit beside 10,000 loose objects would start
+			// git's background gc, still writing when the test ends.
+			gitRun(b, "clone", "-q", "-c", "gc.auto=0", up, work)
+			b.ResetTimer()
+			for i := range b.N {
+				p := fmt.Sprintf("tools/w%d-%d.ts", time.Now().UnixNano(), i)
+				if err := os.WriteFile(filepath.Join(work, filepath.FromSlash(p)), []byte(flatTool(n+i)), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				gitRun(b, "-C", work, "add", p)
+				gitRun(b, "-C", work, "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", "write "+p)
+				gitRun(b, "-C", work, "push", "-q", "origin", "main")
+			}
+		})
+		b.Run(fmt.Sprintf("tree-encode-%d", n), func(b *testing.B) { benchTreeEncode(b, n) })
+	}
+}
+
+// benchTreeEncode encodes and hashes a tree object of n+1 blob entries.
+func benchTreeEncode(b *testing.B, n int) {
+	t := &object.Tree{}
+	for i := range n + 1 {
+		t.Entries = append(t.Entries, object.TreeEntry{Name: fmt.Sprintf("t%05d.ts", i), Mode: filemode.Regular, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(flatTool(i)))})
+	}
+	b.ResetTimer()
+	for range b.N {
+		o := &plumbing.MemoryObject{}
+		if err := t.Encode(o); err != nil {
+			b.Fatal(err)
+		}
+		_ = o.Hash()
+	}
+}
+
+func gitRun(b *testing.B, args ...string) {
+	b.Helper()
+	if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+		b.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 }

@@ -67,6 +67,9 @@ type Options struct {
 	State *vfs.Jail
 	// LogFile is the registry log's path in State. Default DefaultLogFile.
 	LogFile string
+	// Seed, when set, is what the writer of the tool files knows of them
+	// (see Seed): Open's Rebuild reads none of the files it vouches for.
+	Seed *Seed
 }
 
 // Registry is the tool registry of a tool root: every tool under the tools
@@ -76,6 +79,7 @@ type Options struct {
 // file write.
 type Registry struct {
 	jail       *vfs.Jail
+	seed       *Seed // Open's Rebuild's (under mut), then nil
 	toolsDir   string
 	file       string
 	threshold  float64
@@ -208,6 +212,7 @@ func Open(jail *vfs.Jail, opts Options) (*Registry, error) {
 	}
 	r.dir = shardDir(r.file)
 	r.state = opts.State
+	r.seed = opts.Seed
 	r.statFile = DefaultStatFile
 	if opts.LogFile == "" {
 		opts.LogFile = DefaultLogFile
@@ -531,6 +536,8 @@ func (r *Registry) Rebuild() error {
 	}
 	cache := r.loadStatCache()
 	sc := r.scanTools(files, mem, disk, cache)
+	r.seed.release() // the first Rebuild's only: the files move on
+	r.seed = nil
 	r.saveStatCache(cache, sc.stats, sc.read)
 	next, diskUsage := sc.next, sc.diskUsage
 
@@ -613,6 +620,9 @@ func (r *Registry) scanTools(files []vfs.Entry, mem, disk map[string]*Tool, cach
 	for _, e := range files {
 		p, m, d := e.Path, mem[e.Path], disk[e.Path]
 		h, ok := cache.hash(p, e.Info)
+		if !ok {
+			h, ok = r.seed.hash(p, e.Info)
+		}
 		var src []byte
 		if !ok || !hasHash(h, m, d) {
 			if readHook != nil {

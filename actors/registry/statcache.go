@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -161,3 +163,62 @@ func sameStats(a, b map[string]fileStat) bool {
 
 // readHook, when set (tests), is called with each tool file Rebuild reads.
 var readHook func(path string)
+
+// Seed is what the writer of the tool files knows of the files it has just
+// written (the Git checkout of a fresh tool root: every tool file, with no
+// stat cache yet): given as Options.Seed, Open's Rebuild takes the hash of
+// a file whose stat is still the one the writer saw instead of reading it,
+// as it does with the stat cache. Safe for concurrent use.
+//
+// IMPORTANT: the writer MUST call Wrote with the exact content written and
+// the stat read from the file after writing it. The rule is the stat
+// cache's without its racy-clean window (Git's checkout trusts its own
+// writes the same way): another process rewriting such a file within the
+// same tick of the file system's clock with the same size, before Open, is
+// not seen. It is used by the first Rebuild only, then dropped.
+type Seed struct {
+	mu    sync.Mutex
+	files map[string]fileStat
+}
+
+// NewSeed returns an empty seed.
+func NewSeed() *Seed { return &Seed{files: map[string]fileStat{}} }
+
+// Wrote records that the file p (slash-separated, relative to the tool
+// root) was written with content, and stat'ed as fi right after.
+func (s *Seed) Wrote(p string, content []byte, fi fs.FileInfo) {
+	st := statOf(fi)
+	st.hash = transpile.Hash(content)
+	s.mu.Lock()
+	if s.files != nil { // not used yet
+		s.files[p] = st
+	}
+	s.mu.Unlock()
+}
+
+// release forgets the seed (used once: the files move on).
+func (s *Seed) release() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.files = nil
+	s.mu.Unlock()
+}
+
+// hash returns the seeded hash of the tool file p whose listing read fi,
+// if the file is still as its writer left it.
+func (s *Seed) hash(p string, fi fs.FileInfo) (string, bool) {
+	if s == nil || fi == nil {
+		return "", false
+	}
+	s.mu.Lock()
+	old, ok := s.files[p]
+	s.mu.Unlock()
+	cur := statOf(fi)
+	cur.hash = old.hash
+	if !ok || old != cur {
+		return "", false
+	}
+	return old.hash, true
+}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -115,4 +116,60 @@ func TestRebuildReadsOnlyChangedFiles(t *testing.T) {
 		t.Errorf("with a damaged cache %d files were read, want all 20", len(reads))
 	}
 	r.Close()
+}
+
+// TestSeedSparesReadingCheckedOutFiles (issue 28 goal 4, a fresh boot): a
+// registry opened with a Seed from the writer of the tool files (the Git
+// checkout of a fresh tool root) reads none of the files the seed knows
+// with their stat unchanged, and still reads the files changed after the
+// seed learnt them and those it never knew; every entry is right.
+func TestSeedSparesReadingCheckedOutFiles(t *testing.T) {
+	rt := newRoot(t)
+	src := func(i int, how string) string {
+		return fmt.Sprintf("/** Tool %d %s. @tag n%d */\nexport default function (a: { n: number }): number { return a.n * %d; }\n", i, how, i, i)
+	}
+	var paths []string
+	for i := range 10 {
+		p := fmt.Sprintf("tools/g%d/t%02d.ts", i%2, i)
+		rt.write(p, src(i, "first"))
+		paths = append(paths, p)
+	}
+	// The upstream's registry (its shards), as a fresh root finds it.
+	r, err := Open(rt.jail, rt.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	seed := NewSeed()
+	for i, p := range paths {
+		fi, err := os.Lstat(filepath.Join(rt.dir, filepath.FromSlash(p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed.Wrote(p, []byte(src(i, "first")), fi)
+	}
+	rt.write("tools/g1/t03.ts", src(3, "changed after the checkout")) // another size
+	rt.write("tools/g0/t99.ts", src(99, "unknown to the seed"))
+	opts := rt.withState(rt.options())
+	opts.Seed = seed
+	r, reads := rt.readsOf(opts)
+	defer r.Close()
+	if want := []string{"tools/g0/t99.ts", "tools/g1/t03.ts"}; !slices.Equal(reads, want) {
+		t.Fatalf("a seeded open read %v; want only the file changed since the seed and the one it never knew: %v", reads, want)
+	}
+	if tl, ok := r.Get("tools/g1/t03.ts"); !ok || tl.Version != 2 || !strings.Contains(tl.Description, "changed") {
+		t.Errorf("the tool changed after the checkout: %+v, want version 2 with its new description", tl)
+	}
+	if tl, ok := r.Get("tools/g0/t04.ts"); !ok || tl.Version != 1 || !strings.Contains(tl.Description, "first") {
+		t.Errorf("a seeded tool: %+v", tl)
+	}
+	if _, ok := r.Get("tools/g0/t99.ts"); !ok {
+		t.Error("the tool the seed never knew is not registered")
+	}
+	if got := len(r.List()); got != 11 {
+		t.Errorf("the registry lists %d tools, want 11", got)
+	}
 }

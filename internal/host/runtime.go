@@ -290,7 +290,10 @@ func (rt *Runtime) openJails(context.Context) (closeFunc, error) {
 // registry's share of a start.
 func (rt *Runtime) openTools(ctx context.Context) (closeFunc, error) {
 	cfg := rt.cfg
-	regOpts := registry.Options{ToolsDir: cfg.Tools(), File: RegistryFile, Threshold: cfg.ReuseThreshold, Logger: rt.log, State: rt.state}
+	// The fresh checkout tells the registry what it wrote: its first scan
+	// reads none of those files again (issue 28 goal 4).
+	seed := registry.NewSeed()
+	regOpts := registry.Options{ToolsDir: cfg.Tools(), File: RegistryFile, Threshold: cfg.ReuseThreshold, Logger: rt.log, State: rt.state, Seed: seed}
 	regenerate := func() error {
 		if rt.reg != nil {
 			return rt.reg.Rebuild()
@@ -313,6 +316,7 @@ func (rt *Runtime) openTools(ctx context.Context) (closeFunc, error) {
 	}
 	if cfg.Git.Upstream != "" {
 		opts := cfg.repoOptions(rt.root, regenerate, rt.log)
+		opts.CheckedOut = seed.Wrote
 		opts.Derive = func() ([]string, error) { // the registry's shards written from its log before each commit
 			if rt.reg == nil {
 				return nil, nil

@@ -3,6 +3,7 @@ package repo
 import (
 	"cmp"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
@@ -82,6 +83,14 @@ type Options struct {
 	// lock held: it MUST NOT call the Repo. nil: every Derived file is
 	// read at every commit, as the working tree holds it.
 	Derive func() (changed []string, err error)
+	// CheckedOut, when set, is told of each file the first checkout of a
+	// fresh tool root writes (p slash-separated, relative to Dir), with the
+	// exact content written and the file's stat read right after writing
+	// it: what the registry needs not to read the files again
+	// (registry.Seed). Later updates do not call it. It runs with the
+	// Repo's lock held: it MUST NOT call the Repo, and MUST NOT keep
+	// content past the call.
+	CheckedOut func(p string, content []byte, fi fs.FileInfo)
 	// Hold, when set, says why a working file must not be committed yet
 	// (e.g. a tool that does not compile): Hydrate's recovery of files a
 	// killed writer left unsaved skips it (it stays in the working tree,

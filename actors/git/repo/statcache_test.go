@@ -3,6 +3,8 @@ package repo_test
 import (
 	"bufio"
 	"bytes"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -135,5 +137,36 @@ func slowRegenerate(o *repo.Options) {
 	o.Regenerate = func() error {
 		time.Sleep(50 * time.Millisecond)
 		return nil
+	}
+}
+
+// TestFreshCheckoutReportsWrites (issue 28 goal 4): the first checkout of
+// a fresh tool root calls CheckedOut with each file it writes, its exact
+// content and its stat as written (so that the registry need not read the
+// 10,000 files again); a later update does not call it.
+func TestFreshCheckoutReportsWrites(t *testing.T) {
+	up := newUpstream(t)
+	files := map[string]string{"tools/a.ts": "aaaa", "tools/sub/b.ts": "bbbbbb", "README.md": "r"}
+	plainCommit(t, up, "main", files, "three files")
+	dir := t.TempDir()
+	got := map[string]string{}
+	report := func(o *repo.Options) {
+		o.CheckedOut = func(p string, content []byte, fi fs.FileInfo) {
+			disk, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
+			if err != nil || !os.SameFile(disk, fi) || disk.Size() != fi.Size() || !disk.ModTime().Equal(fi.ModTime()) {
+				t.Errorf("%s: CheckedOut's stat %v is not the written file's (%v, %v)", p, fi, disk, err)
+			}
+			got[p] = string(content)
+		}
+	}
+	must(t, hydrate(t, dir, up, report).Close())
+	if !maps.Equal(got, files) {
+		t.Fatalf("the fresh checkout reported %v, want every file it wrote with its content %v", got, files)
+	}
+	plainCommit(t, up, "main", map[string]string{"tools/c.ts": "cc"}, "one more")
+	clear(got)
+	must(t, hydrate(t, dir, up, report).Close())
+	if len(got) != 0 {
+		t.Errorf("a later update reported %v: CheckedOut is the fresh checkout's only", got)
 	}
 }

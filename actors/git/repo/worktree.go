@@ -329,13 +329,14 @@ func (r *Repo) writeWork(p string, e entry) error {
 	if err != nil {
 		return err
 	}
-	a := r.abs(p)
-	if err := r.putFile(a, content, e.mode); err != nil {
+	fi, err := r.putFile(r.abs(p), content, e.mode)
+	if err != nil || fi == nil {
 		return err
 	}
-	if fi, err := os.Lstat(a); err == nil {
-		r.recordStat(p, e.hash, e.mode, fi)
-		r.recordCheckout(p, e, fi)
+	r.recordStat(p, e.hash, e.mode, fi)
+	r.recordCheckout(p, e, fi)
+	if r.direct && r.opts.CheckedOut != nil {
+		r.opts.CheckedOut(p, content, fi)
 	}
 	return nil
 }
@@ -362,11 +363,12 @@ func (r *Repo) recordCheckout(p string, e entry, fi fs.FileInfo) {
 
 // putFile writes content at the absolute path a with the permissions of
 // mode, replacing a directory or link there: in place during the first
-// checkout, by rename otherwise.
-func (r *Repo) putFile(a string, content []byte, mode filemode.FileMode) error {
+// checkout, by rename otherwise. It returns the written file's stat (nil
+// if it could not be read).
+func (r *Repo) putFile(a string, content []byte, mode filemode.FileMode) (fs.FileInfo, error) {
 	if fi, err := os.Lstat(a); err == nil && (fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0) {
 		if err := os.Remove(a); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	perm := os.FileMode(0o644)
@@ -376,7 +378,11 @@ func (r *Repo) putFile(a string, content []byte, mode filemode.FileMode) error {
 	if r.direct {
 		return writeDirect(a, content, perm)
 	}
-	return atomicWrite(r.gitDir, a, content, perm)
+	if err := atomicWrite(r.gitDir, a, content, perm); err != nil {
+		return nil, err
+	}
+	fi, _ := os.Lstat(a)
+	return fi, nil
 }
 
 // writeRefusal says why the tree entry e is never written at p (its mode,
@@ -418,15 +424,24 @@ const racyWindow = 2 * time.Second
 
 // writeDirect writes a file in place (first checkout only: until the refs
 // are written, a killed checkout is redone from scratch, and a half-written
-// file is replaced by the upstream's version).
-func writeDirect(a string, content []byte, perm os.FileMode) error {
-	err := os.WriteFile(a, content, perm)
+// file is replaced by the upstream's version) and returns its stat, read
+// from the open file once written (nil if it could not be).
+func writeDirect(a string, content []byte, perm os.FileMode) (fs.FileInfo, error) {
+	f, err := os.OpenFile(a, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(filepath.Dir(a), 0o755); err == nil {
-			err = os.WriteFile(a, content, perm)
+			f, err = os.OpenFile(a, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 		}
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(content)
+	fi, _ := f.Stat()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return fi, err
 }
 
 func (r *Repo) removeEmptyParents(p string) {
