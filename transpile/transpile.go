@@ -148,8 +148,10 @@ func (t *Transpiler) Transpile(path string, src []byte) (Output, error) {
 // IMPORTANT: what only esbuild reports on a source that tree-sitter parses
 // cleanly is not checked here: goja's compiler reports what it also refuses
 // (a name declared twice, break outside a loop ...) when the module is
-// compiled to run, and Transpile (check_tool, write_file's gate) still
-// reports esbuild's verdict for the same source. See docs/PERFORMANCE.md.
+// compiled to run (the executor then asks Transpile, so that the run fails
+// with esbuild's diagnostics and check_tool finds them cached), and
+// Transpile (check_tool, write_file's gate) still reports esbuild's verdict
+// for the same source. See docs/PERFORMANCE.md.
 func (t *Transpiler) Runnable(path string, src []byte) (Output, error) {
 	k := key{path: path, hash: Hash(src)}
 	if r, ok := t.cache.Get(k); ok {

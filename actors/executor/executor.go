@@ -209,7 +209,7 @@ func (e *Executor) exec(ctx context.Context, req Request) (res execclient.Result
 		}
 		e.tel.end(ctx, span, res, e.opts.Isolation)
 	}()
-	entry, err := e.entryOf(req)
+	entry, src, err := e.entryOf(req)
 	res.Hash = entry.Hash
 	if err != nil {
 		res.Error = err
@@ -231,6 +231,7 @@ func (e *Executor) exec(ctx context.Context, req Request) (res execclient.Result
 		out = e.engine.Run(ctx, job, br)
 	}
 	res.Result, res.Logs, res.Error, res.Calls = out.Result, out.Logs, out.Err, out.Calls
+	res.Error = e.verdictOf(entry.Path, src, res.Error)
 	if p := br.panicked.Load(); p != nil {
 		res.Error = &Error{Kind: sandbox.KindInternal, Message: p.msg}
 	}
@@ -241,24 +242,42 @@ func (e *Executor) exec(ctx context.Context, req Request) (res execclient.Result
 	return res, nil
 }
 
-// entryOf checks req and reads its tool: the module to run, or the error
-// refusing the run before it starts. Once the source is read, entry.Hash
-// is set even when the arguments do not fit the tool's parameters.
-func (e *Executor) entryOf(req Request) (entry sandbox.Module, err *Error) {
+// verdictOf is the error of a run whose entry (path, with TypeScript src)
+// failed with err. A source the fast path made runnable without esbuild
+// (transpile.Runnable) is judged by goja's compiler alone when it runs;
+// when it does not compile, esbuild's diagnostics are the ones check_tool
+// reports and a user acts on, so the run fails with those when esbuild
+// refuses the source too. Asking caches esbuild's verdict: check_tool of
+// the same content reports it from then on.
+func (e *Executor) verdictOf(path string, src []byte, err *Error) *Error {
+	if err == nil || err.Kind != sandbox.KindCompile || src == nil {
+		return err
+	}
+	if _, terr := e.opts.Transpiler.Transpile(path, src); terr != nil {
+		return &Error{Kind: sandbox.KindCompile, Message: terr.Error()}
+	}
+	return err
+}
+
+// entryOf checks req and reads its tool: the module to run and its
+// TypeScript source, or the error refusing the run before it starts. Once
+// the source is read, entry.Hash is set even when the arguments do not fit
+// the tool's parameters.
+func (e *Executor) entryOf(req Request) (entry sandbox.Module, src []byte, err *Error) {
 	if e.closed.Load() {
-		return entry, &Error{Kind: sandbox.KindCancelled, Message: "the executor is closed"}
+		return entry, nil, &Error{Kind: sandbox.KindCancelled, Message: "the executor is closed"}
 	}
 	if err := checkArgs(req.Args); err != nil {
-		return entry, err
+		return entry, nil, err
 	}
 	if _, v, ok := SplitVersion(req.Path); ok && req.Source == nil {
-		return entry, &Error{Kind: sandbox.KindNotFound, Code: driver.CodeNotFound, Message: fmt.Sprintf("%s names version %s, and versions are kept in the journal: run it through a journaled entry point (agentos exec, exec_tool) or call executor.ResolveVersion first", req.Path, v)}
+		return entry, nil, &Error{Kind: sandbox.KindNotFound, Code: driver.CodeNotFound, Message: fmt.Sprintf("%s names version %s, and versions are kept in the journal: run it through a journaled entry point (agentos exec, exec_tool) or call executor.ResolveVersion first", req.Path, v)}
 	}
 	m, src, err := e.moduleWith(req.Path, req.Source)
 	if err != nil {
-		return entry, err
+		return entry, nil, err
 	}
-	return m, e.checkParams(m, src, req.Args)
+	return m, src, e.checkParams(m, src, req.Args)
 }
 
 // devices is a run's device mux: the built-in fs (reading through sb and
