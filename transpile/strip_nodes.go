@@ -70,8 +70,8 @@ func buildActions() map[string]action {
 		"abstract_class_declaration": (*stripper).class, "class_body": (*stripper).class,
 		"class_static_block": (*stripper).children, "public_field_definition": (*stripper).field,
 		"required_parameter": (*stripper).parameter, "optional_parameter": (*stripper).parameter,
-		"as_expression": (*stripper).asExpression, "satisfies_expression": (*stripper).asExpression,
-		"non_null_expression": (*stripper).nonNull, "this": (*stripper).this,
+		"as_expression": (*stripper).keepOperand, "satisfies_expression": (*stripper).keepOperand,
+		"non_null_expression": (*stripper).keepOperand, "this": (*stripper).this,
 		"return_statement": (*stripper).returns, "await_expression": (*stripper).await,
 		"for_in_statement": (*stripper).forIn, "import_statement": (*stripper).importStatement,
 		"export_statement": (*stripper).exportStatement, "variable_declarator": (*stripper).declarator,
@@ -150,18 +150,9 @@ func (s *stripper) parameter(i int32) bool {
 	return s.children(i)
 }
 
-// asExpression erases `as T` / `satisfies T`, keeping the expression.
-func (s *stripper) asExpression(i int32) bool {
-	e := s.t.FirstNamedChild(i)
-	if e < 0 {
-		return false
-	}
-	s.blank(s.t.Nodes[e].End, s.t.Nodes[i].End)
-	return s.afterErasure(s.t.Nodes[i].End) && s.walk(e)
-}
-
-// nonNull erases the `!` of `x!`.
-func (s *stripper) nonNull(i int32) bool {
+// keepOperand erases what follows a node's operand: the `as T` or
+// `satisfies T` of an expression, the `!` of `x!`.
+func (s *stripper) keepOperand(i int32) bool {
 	e := s.t.FirstNamedChild(i)
 	if e < 0 {
 		return false
