@@ -14,8 +14,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"time"
+
+	"github.com/agentos-run/agentos/internal/lazyre"
 )
 
 // The files MakeCA and MakeMemberCert write in their directory.
@@ -26,7 +27,7 @@ const (
 
 // memberName is what a member certificate's name may be (its files are
 // <name>.crt and <name>.key).
-var memberName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+var memberName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // MakeCA makes the cluster's CA in dir (ca.crt, and ca.key readable by its
 // owner only), valid for validity, unless dir already holds one: then it
@@ -72,7 +73,7 @@ func MakeCA(dir, cluster string, validity time.Duration) (made bool, err error) 
 // added to MemberServerName as subject alternative names). It refuses to
 // overwrite an existing certificate of that name. It returns the paths.
 func MakeMemberCert(dir, name string, hosts []string, validity time.Duration) (certPath, keyPath string, err error) {
-	if !memberName.MatchString(name) || name == "ca" {
+	if !memberName().MatchString(name) || name == "ca" {
 		return "", "", fmt.Errorf("cluster: member name %q: use letters, digits, '.', '_' or '-' (not \"ca\")", name)
 	}
 	ca, err := loadCA(dir)

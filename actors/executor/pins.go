@@ -2,13 +2,13 @@ package executor
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/lazyre"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/agentos-run/agentos/transpile"
 	"github.com/agentos-run/agentos/vfs"
@@ -127,14 +127,14 @@ func (b *bridge) noteModule(m journal.Module, src []byte) error {
 }
 
 // versionRE matches a tool path that names a version: tools/x.ts@<hex>.
-var versionRE = regexp.MustCompile(`^(.+)@([0-9a-fA-F]+)$`)
+var versionRE = lazyre.New(`^(.+)@([0-9a-fA-F]+)$`)
 
 // SplitVersion splits a tool path that names a recorded version
 // (tools/x.ts@<hash prefix>) into the path and the hash prefix; ok is false
 // for a plain path. The prefix MUST have at least journal.MinVersionPrefix
 // hex digits to resolve (ResolveVersion says so otherwise).
 func SplitVersion(p string) (path, version string, ok bool) {
-	m := versionRE.FindStringSubmatch(p)
+	m := versionRE().FindStringSubmatch(p)
 	if m == nil || strings.Contains(m[2], "/") {
 		return p, "", false
 	}

@@ -2,12 +2,12 @@ package llm
 
 import (
 	"errors"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agentos-run/agentos/driver"
+	"github.com/agentos-run/agentos/internal/lazyre"
 )
 
 // Configuration errors returned by New. Call errors (Complete, Device) are
@@ -36,7 +36,7 @@ func RetryAfter(err error) time.Duration {
 	if !errors.As(err, &e) {
 		return 0
 	}
-	m := retryAfter.FindStringSubmatch(e.Message)
+	m := retryAfter().FindStringSubmatch(e.Message)
 	if m == nil {
 		return 0
 	}
@@ -44,7 +44,7 @@ func RetryAfter(err error) time.Duration {
 	return time.Duration(n) * time.Second
 }
 
-var retryAfter = regexp.MustCompile(`retry after (\d+) s`)
+var retryAfter = lazyre.New(`retry after (\d+) s`)
 
 // contextPhrases are how OpenAI, vLLM, llama.cpp and Ollama say that a
 // request does not fit the model's context window.

@@ -5,9 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/agentos-run/agentos/internal/lazyre"
 )
 
 // Call forms: how the model wrote the tool calls of a Response
@@ -32,9 +33,9 @@ const (
 )
 
 var (
-	hermesCall  = regexp.MustCompile(`(?s)<tool_call>\s*(.*?)\s*(?:</tool_call>|$)`)
-	fencedBlock = regexp.MustCompile("(?s)```[a-zA-Z0-9_-]*[ \t]*\n(.*?)\n?```")
-	mistralArgs = regexp.MustCompile(`(?s)\[TOOL_CALLS\]\s*([A-Za-z0-9_.-]+)\s*\[ARGS\]\s*(.*)`)
+	hermesCall  = lazyre.New(`(?s)<tool_call>\s*(.*?)\s*(?:</tool_call>|$)`)
+	fencedBlock = lazyre.New("(?s)```[a-zA-Z0-9_-]*[ \t]*\n(.*?)\n?```")
+	mistralArgs = lazyre.New(`(?s)\[TOOL_CALLS\]\s*([A-Za-z0-9_.-]+)\s*\[ARGS\]\s*(.*)`)
 )
 
 // textCall is one call as a model writes it in text.
@@ -84,17 +85,17 @@ func parseTextCalls(content string, tools []ToolSpec) ([]ToolCall, string, strin
 		known[t.Name] = true
 	}
 	s := strings.TrimSpace(content)
-	if ms := hermesCall.FindAllStringSubmatchIndex(s, -1); len(ms) > 0 {
+	if ms := hermesCall().FindAllStringSubmatchIndex(s, -1); len(ms) > 0 {
 		var calls []ToolCall
 		for _, m := range ms {
 			calls = append(calls, decodeCalls([]byte(s[m[2]:m[3]]), known)...)
 		}
 		if len(calls) > 0 {
-			return calls, FormHermes, strings.TrimSpace(hermesCall.ReplaceAllString(s, ""))
+			return calls, FormHermes, strings.TrimSpace(hermesCall().ReplaceAllString(s, ""))
 		}
 	}
 	if i := strings.Index(s, "[TOOL_CALLS]"); i >= 0 {
-		if m := mistralArgs.FindStringSubmatch(s[i:]); m != nil && known[m[1]] {
+		if m := mistralArgs().FindStringSubmatch(s[i:]); m != nil && known[m[1]] {
 			if args := firstJSON(m[2]); args != nil {
 				return []ToolCall{{Name: m[1], Arguments: string(args)}}, FormMistral, strings.TrimSpace(s[:i])
 			}
@@ -107,7 +108,7 @@ func parseTextCalls(content string, tools []ToolSpec) ([]ToolCall, string, strin
 	if calls := decodeCalls([]byte(body), known); len(calls) > 0 {
 		return calls, FormJSON, ""
 	}
-	for _, m := range fencedBlock.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range fencedBlock().FindAllStringSubmatchIndex(s, -1) {
 		if calls := decodeCalls([]byte(s[m[2]:m[3]]), known); len(calls) > 0 {
 			return calls, FormJSON, strings.TrimSpace(s[:m[0]] + s[m[1]:])
 		}
