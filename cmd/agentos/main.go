@@ -76,6 +76,7 @@ import (
 	"syscall"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/cmd/agentos/internal/quickhelp"
 )
 
 func main() {
@@ -217,15 +218,14 @@ func exitStatus(c command, err error, asJSON bool, stdout, stderr io.Writer) int
 }
 
 func printUsage(w io.Writer) {
-	info := buildVersion()
-	head := fmt.Sprintf("agentos %s (%s %s", info.Version, info.Go, info.Platform)
-	if info.Commit != "" {
-		head += ", commit " + info.Commit[:min(12, len(info.Commit))]
-		if info.Modified {
-			head += "+modified"
-		}
-	}
-	fmt.Fprintln(w, head+"): a runtime where agents forge, check and run their own TypeScript tools")
+	fmt.Fprintln(w, quickhelp.Head(quickhelp.Build())+": "+quickhelp.Tagline)
+	printUsageBody(w)
+}
+
+// printUsageBody is the usage after its first line: the commands, their
+// flags, the arguments' forms, the exit statuses. quickhelp's usage.txt
+// MUST be this text (TestQuickHelpIsTheUsage).
+func printUsageBody(w io.Writer) {
 	fmt.Fprintln(w, "\nusage:")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-66s %s\n", c.usage, c.summary)

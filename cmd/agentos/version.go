@@ -11,12 +11,8 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/cmd/agentos/internal/quickhelp"
 )
-
-// version is the release, set at link time with
-// -ldflags "-X main.version=v1.2.3"; empty means the module's version from
-// the build information ("(devel)" for a local build).
-var version string
 
 // versionInfo is what `agentos version --json` prints.
 type versionInfo struct {
@@ -110,7 +106,7 @@ func runVersion(ctx context.Context, args []string, stdout, _ io.Writer) error {
 
 // buildVersion reads the build information of this binary.
 func buildVersion() versionInfo {
-	info := versionInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Build: map[string]string{}, Deps: []versionDep{}}
+	info := versionInfo{Version: quickhelp.Version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Build: map[string]string{}, Deps: []versionDep{}}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		if info.Version == "" {
@@ -145,14 +141,7 @@ func buildVersion() versionInfo {
 }
 
 func printVersion(w io.Writer, info versionInfo) {
-	head := fmt.Sprintf("agentos %s (%s %s", info.Version, info.Go, info.Platform)
-	if info.Commit != "" {
-		head += ", commit " + info.Commit[:min(12, len(info.Commit))]
-		if info.Modified {
-			head += "+modified"
-		}
-	}
-	fmt.Fprintln(w, head+")")
+	fmt.Fprintln(w, quickhelp.Head(info.Version, info.Commit, info.Modified))
 	if info.ConfigError != "" {
 		fmt.Fprintf(w, "tool root settings not used (%s): defaults probed\n", info.ConfigError)
 	}
