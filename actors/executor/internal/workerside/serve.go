@@ -399,6 +399,18 @@ func (c *workerConn) Start(ctx context.Context, call driver.Call, done func(json
 	c.startCall(ctx, call, func(v json.RawMessage, _ bool, err error) { done(v, err) })
 }
 
+// Instant answers call from the run's pinned reads when its gate would
+// answer it at once (sandbox.Instant): no channel, callback or queue.
+func (c *workerConn) Instant(call driver.Call) (json.RawMessage, bool) {
+	c.rmu.Lock()
+	g := c.gate
+	c.rmu.Unlock()
+	if g == nil {
+		return nil, false
+	}
+	return g.instant(call)
+}
+
 // startCall answers call from the recorded answers or here, or asks the
 // parent; done also gets whether the parent marked the answer pinnable.
 func (c *workerConn) startCall(ctx context.Context, call driver.Call, done func(json.RawMessage, bool, error)) {
