@@ -68,7 +68,7 @@ func TestKeptRequestAndAnswer(t *testing.T) {
 		arg, want string
 	}{{read, "a", `{"path":"a"}`}, {read, "a", `{"path":"a"}`}, {read, "b", `{"path":"b"}`}, {find, "b", `{"name":"b"}`}, {read, "b", `{"path":"b"}`}, {read, `q"`, ""}} {
 		got, ok := r.plainRequest(c.b, goja.FunctionCall{Arguments: []goja.Value{vm.ToValue(c.arg)}})
-		if got != c.want || ok != (c.want != "") {
+		if string(got) != c.want || ok != (c.want != "") {
 			t.Fatalf("%s(%q): %q %v, want %q", c.b.Name, c.arg, got, ok, c.want)
 		}
 	}

@@ -61,17 +61,18 @@ func (r *run) callBinding(b Binding, c goja.FunctionCall) goja.Value {
 	if !r.takeSlot() {
 		return goja.Undefined() // the run is being stopped; the interrupt follows
 	}
-	call := driver.Call{Seq: r.seq.Add(1), Driver: b.Driver, Op: b.Op, Request: json.RawMessage(request)}
+	call := driver.Call{Seq: r.seq.Add(1), Driver: b.Driver, Op: b.Op, Request: request}
 	p, resolve, reject := r.vm.NewPromise()
-	pc := &pending{resolve: resolve, reject: reject}
-	r.queue = append(r.queue, pc)
 	r.calls.Add(1)
-	r.dispatch(call, pc)
+	ch, res := r.dispatch(call)
+	r.queue = append(r.queue, pending{ch: ch, res: res, resolve: resolve, reject: reject})
 	return r.vm.ToValue(p)
 }
 
 // request is the JSON request of a call of b with c's arguments.
-func (r *run) request(b Binding, c goja.FunctionCall) string {
+// IMPORTANT: it MAY be the bytes of an earlier call's request (see
+// plainRequest): no one modifies a call's request.
+func (r *run) request(b Binding, c goja.FunctionCall) json.RawMessage {
 	if request, ok := r.plainRequest(b, c); ok {
 		return request
 	}
@@ -85,7 +86,7 @@ func (r *run) request(b Binding, c goja.FunctionCall) string {
 	if err != nil {
 		panic(r.throw(driver.CodeInvalid, fmt.Sprintf("tgp.%s: arguments are not JSON-serializable: %v", b.Name, err)))
 	}
-	return s.String()
+	return json.RawMessage(s.String())
 }
 
 // takeSlot takes one of the run's MaxInFlight slots, waiting for one;
@@ -104,32 +105,47 @@ func (r *run) takeSlot() bool {
 	}
 }
 
-// dispatch makes call through the bridge, answering pc: started by a
-// Starter, made at once by an Inliner (pc.res, no channel), or made on a
-// helper goroutine.
-func (r *run) dispatch(call driver.Call, pc *pending) {
+// dispatch makes call through the bridge: its answer res, known at once
+// by an Instant or made at once by an Inliner, or the channel ch that will
+// carry it, the call started by a Starter or made on a helper goroutine.
+// The slot and the count of calls in flight are given back when the call
+// is answered.
+func (r *run) dispatch(call driver.Call) (ch chan callResult, res callResult) {
+	if in, ok := r.br.(Instant); ok {
+		if val, ok := in.Instant(call); ok {
+			r.answered()
+			return nil, callResult{val: val}
+		}
+	}
 	if st, ok := r.br.(Starter); ok {
-		pc.ch = make(chan callResult, 1)
+		ch = make(chan callResult, 1)
 		st.Start(r.ctx, call, func(val json.RawMessage, err error) {
 			<-r.slots
-			pc.ch <- callResult{val, err}
+			ch <- callResult{val, err}
 			r.calls.Done()
 		})
-		return
+		return ch, res
 	}
 	if in, ok := r.br.(Inliner); ok && in.Inline(call) {
-		pc.res.val, pc.res.err = r.do(call)
-		<-r.slots
-		r.calls.Done()
-		return
+		res.val, res.err = r.do(call)
+		r.answered()
+		return nil, res
 	}
-	pc.ch = make(chan callResult, 1)
+	ch = make(chan callResult, 1)
 	r.goCall(func() {
 		defer r.calls.Done()
 		val, err := r.do(call)
 		<-r.slots
-		pc.ch <- callResult{val, err}
+		ch <- callResult{val, err}
 	})
+	return ch, res
+}
+
+// answered gives back the slot and the count of a call answered on the
+// run's goroutine.
+func (r *run) answered() {
+	<-r.slots
+	r.calls.Done()
 }
 
 // plainRequest is the request JSON.stringify makes of a binding's
@@ -137,27 +153,33 @@ func (r *run) dispatch(call driver.Call, pc *pending) {
 // quote or backslash (e.g. tgp.read_file('data.txt')): the same bytes,
 // without building an object and stringifying it. ok false: any other
 // argument; stringify them. The latest one-argument request is kept
-// (r.lastReq): a loop reading one file builds its request once.
-func (r *run) plainRequest(b Binding, c goja.FunctionCall) (string, bool) {
+// (r.lastReq): a loop reading one file builds its request once, and its
+// calls share its bytes.
+func (r *run) plainRequest(b Binding, c goja.FunctionCall) (json.RawMessage, bool) {
 	if len(c.Arguments) > len(b.Params) {
-		return "", false
+		return nil, false
 	}
 	if len(c.Arguments) != 1 || !goja.IsString(c.Arguments[0]) {
-		return plainRequest(b, c)
+		req, ok := plainRequest(b, c)
+		return json.RawMessage(req), ok
 	}
 	arg := c.Arguments[0].String()
-	if last := &r.lastReq; last.req != "" && last.binding == b.Name && last.arg == arg {
+	if last := &r.lastReq; last.req != nil && last.binding == b.Name && last.arg == arg {
 		return last.req, true
 	}
 	req, ok := plainRequest(b, c)
-	if ok {
-		r.lastReq = lastRequest{binding: b.Name, arg: arg, req: req}
+	if !ok {
+		return nil, false
 	}
-	return req, ok
+	r.lastReq = lastRequest{binding: b.Name, arg: arg, req: json.RawMessage(req)}
+	return r.lastReq.req, true
 }
 
 // lastRequest is the latest one-argument plain request a run built.
-type lastRequest struct{ binding, arg, req string }
+type lastRequest struct {
+	binding, arg string
+	req          json.RawMessage
+}
 
 // plainRequest is run.plainRequest without the kept request.
 func plainRequest(b Binding, c goja.FunctionCall) (string, bool) {

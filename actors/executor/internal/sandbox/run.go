@@ -26,7 +26,7 @@ type callResult struct {
 
 // pending is a call whose promise the run's loop has yet to settle.
 type pending struct {
-	ch              chan callResult // its answer; nil: res, answered when made (Inliner)
+	ch              chan callResult // its answer; nil: res, answered when made (Instant, Inliner)
 	res             callResult
 	resolve, reject func(any) error
 }
@@ -39,8 +39,8 @@ type run struct {
 	lim      Limits
 	seq      atomic.Uint64
 	logs     []string
-	out      int        // bytes of logs so far
-	queue    []*pending // the calls not settled, oldest first from head
+	out      int       // bytes of logs so far
+	queue    []pending // the calls not settled, oldest first from head
 	head     int
 	lastReq  lastRequest // plainRequest's
 	answer   lastAnswer  // fromJSON's
@@ -300,9 +300,9 @@ func (r *run) turn() error {
 
 // dequeue takes the oldest call not settled from the queue, whose array
 // is reused once it is empty (no allocation per call).
-func (r *run) dequeue() *pending {
+func (r *run) dequeue() pending {
 	pc := r.queue[r.head]
-	r.queue[r.head] = nil
+	r.queue[r.head] = pending{} // no reference kept to its promise
 	if r.head++; r.head == len(r.queue) {
 		r.queue, r.head = r.queue[:0], 0
 	}

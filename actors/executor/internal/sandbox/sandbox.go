@@ -138,6 +138,19 @@ type Inliner interface {
 	Inline(c driver.Call) bool
 }
 
+// Instant is a Bridge that knows the answer of some calls at once, held in
+// memory, with nothing to wait for and no effect to make (a worker's pinned
+// read of the tool tree: workerside's pinGate): the run takes such an
+// answer on its own goroutine, with no channel, callback or helper. The
+// tool still sees a promise, settled in the same order as before.
+//
+// IMPORTANT: Instant MUST NOT block, and MUST answer (ok true) only a call
+// whose answer is exactly the one the Bridge's other path would give it at
+// this point of the run's call order, with the same effects (none).
+type Instant interface {
+	Instant(c driver.Call) (val json.RawMessage, ok bool)
+}
+
 // Job is one run.
 type Job struct {
 	Entry    Module          `json:"entry"`
