@@ -2848,8 +2848,18 @@ func (r *Runtime) leave() {
 		}
 	}
 	r.jobQueue = nil
-	r.vm.stack = nil
+	if cap(r.vm.stack) <= maxKeptStack {
+		// Kept for the next entry (a host's event loop enters once per
+		// settled promise): cleared, as its values beyond len already are.
+		clear(r.vm.stack)
+		r.vm.stack = r.vm.stack[:0]
+	} else {
+		r.vm.stack = nil
+	}
 }
+
+// maxKeptStack is the largest value stack leave keeps for the next entry.
+const maxKeptStack = 1024
 
 // called when the top level function returns (i.e. control is passed outside the Runtime) but it was due to an interrupt
 func (r *Runtime) leaveAbrupt() {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -67,4 +68,45 @@ func TestGojaPromiseSemantics(t *testing.T) {
 	if self.State() != goja.PromiseStateRejected || !strings.Contains(self.Result().String(), "self-resolution") {
 		t.Fatalf("a promise resolved with itself: %v %v, want rejected with a TypeError", self.State(), self.Result())
 	}
+}
+
+// TestGojaStackAcrossEntries: values left on goja's stack by one entry
+// into the runtime are not seen by the next (third_party/goja keeps a
+// small stack across entries, clearing it), after shallow and deep calls.
+func TestGojaStackAcrossEntries(t *testing.T) {
+	vm := goja.New()
+	if _, err := vm.RunString(`
+		function deep(n) { return n === 0 ? 0 : 1 + deep(n - 1); }
+		var got = [];
+		async function loop(depth) { for (let i = 0; i < 3; i++) { const v = await next(); got.push(v + ':' + deep(depth)); } }`); err != nil {
+		t.Fatal(err)
+	}
+	for _, depth := range []int{3, 5000, 3} {
+		var resolves []func(any) error
+		vm.Set("next", func() *goja.Promise {
+			p, resolve, _ := vm.NewPromise()
+			resolves = append(resolves, resolve)
+			return p
+		})
+		if _, err := vm.RunString(fmt.Sprintf("got = []; loop(%d)", depth)); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			if err := resolves[i](fmt.Sprint("v", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := fmt.Sprintf("v0:%d,v1:%d,v2:%d", depth, depth, depth)
+		if got := vm.Get("got").Export(); strings.Join(toStrings(got), ",") != want {
+			t.Fatalf("depth %d: %v, want %s", depth, got, want)
+		}
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, fmt.Sprint(x))
+	}
+	return out
 }
