@@ -115,3 +115,6 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+// The goja of the require above with two promise changes (third_party/goja/PATCHES.md).
+replace github.com/dop251/goja => ./third_party/goja
