@@ -58,8 +58,15 @@ func tinyTimeoutRoot(t *testing.T, files map[string]string) string {
 // killedExec runs 'agentos exec' as a real child process (this test binary
 // as the CLI), waits until its tool has started, and SIGKILLs it: the run
 // is genuinely interrupted. It returns the run's id.
+//
+// The root is set to journal_sync_runs first: under the default group
+// commit a run's start reaches the file within milliseconds of the tool
+// starting, not before it, so a kill at once may lose the run whole, as
+// docs/REPLAY.md says (a faster tool made that race show). These tests are
+// about a run that was recorded, which journal_sync_runs guarantees.
 func killedExec(t *testing.T, root string, args ...string) string {
 	t.Helper()
+	syncRuns(t, root)
 	tmp := t.TempDir()
 	cmd := exec.Command(os.Args[0], append([]string{"exec", "--root", root}, args...)...)
 	cmd.Env = append(os.Environ(), "AGENTOS_CLI_CHILD=1", "TMPDIR="+tmp)
@@ -90,6 +97,27 @@ func killedExec(t *testing.T, root string, args ...string) string {
 	}
 	t.Fatalf("no run of the killed exec (pid %d) in the journal", cmd.Process.Pid)
 	return ""
+}
+
+// syncRuns sets journal_sync_runs in root's agentos.json.
+func syncRuns(t *testing.T, root string) {
+	t.Helper()
+	p := filepath.Join(root, "agentos.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["journal_sync_runs"] = true
+	if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func runRowByID(t *testing.T, root, id string) runRow {
