@@ -2,6 +2,8 @@ package capability
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -242,5 +244,64 @@ func TestGrantReaches(t *testing.T) {
 	}
 	if (Grant{Right: Read}).Reaches(MCP, "github") {
 		t.Error("a read grant reaches an mcp server")
+	}
+}
+
+// Decode answers a token it decoded before from its memo: the same token
+// each time, each caller its own copy (a caller editing its token, as a
+// forger would, changes nothing another caller decodes), and a token that
+// left the memo decodes again.
+func TestDecodeMemoHandsOutCopies(t *testing.T) {
+	a, c := newAuth(t)
+	root := a.Mint("p1", []Grant{{Read, "tools/"}, {Write, "tools/drafts/"}}, Caveats{NotAfter: c.t.Add(time.Hour)})
+	tok, err := a.Attenuate(root, []Grant{{Read, "tools/reports/"}}, Caveats{MaxUses: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := tok.Encode()
+	first, err := Decode(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Grants[0].Scope = ""
+	first.Chain[0] = "forged"
+	first.Caveats[0].MaxUses = 99
+	first.Holders[0] = "p2"
+	first.IssuedChain[0] = 1
+	first.Sig[0] ^= 0xff
+	second, err := Decode(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(second, tok) {
+		t.Fatalf("second decoding differs from the token: %+v", second)
+	}
+	if err := a.Verify(second); err != nil {
+		t.Fatalf("second decoding: %v", err)
+	}
+	for i := range decodeMemoSize + 1 { // push enc out of the memo
+		if _, err := Decode(a.Mint(fmt.Sprint("q", i), []Grant{{Read, ""}}, Caveats{}).Encode()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if third, err := Decode(enc); err != nil || !reflect.DeepEqual(third, tok) {
+		t.Fatalf("after the memo was emptied: %+v %v", third, err)
+	}
+	if _, err := Decode(enc[:len(enc)-4]); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a damaged token: %v", err)
+	}
+}
+
+func BenchmarkDecodeSameToken(b *testing.B) {
+	a, err := NewAuthority([]byte("0123456789abcdef0123456789abcdef"), time.Now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc := a.Mint("p1", []Grant{{Read, "tools/"}, {Write, "tools/drafts/"}, {Exec, "tools/"}}, Caveats{}).Encode()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(enc); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
