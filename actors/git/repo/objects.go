@@ -61,6 +61,11 @@ func readBlob(s storer.EncodedObjectStorer, h plumbing.Hash) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readObject(o)
+}
+
+// readObject reads an object's content.
+func readObject(o plumbing.EncodedObject) ([]byte, error) {
 	rd, err := o.Reader()
 	if err != nil {
 		return nil, err

@@ -134,3 +134,49 @@ func TestTruncatedPackLeavesNoTemp(t *testing.T) {
 		t.Fatalf("temporary files left: %v", left)
 	}
 }
+
+// A loose object over largeObjectBytes is returned unread, with its size:
+// writeWork refuses a file over Options.MaxFileBytes from that size, so a
+// loose blob of any size is never read whole to be refused. Smaller loose
+// objects and the content itself read as before.
+func TestLargeLooseObjectReadLazily(t *testing.T) {
+	dir := t.TempDir()
+	for _, sub := range []string{"objects/pack", "refs"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sto := openStorage(dir)
+	big := bytes.Repeat([]byte("x"), largeObjectBytes+1)
+	hashes := map[int]plumbing.Hash{}
+	for _, content := range [][]byte{big, []byte("small")} {
+		o := sto.NewEncodedObject()
+		o.SetType(plumbing.BlobObject)
+		w, _ := o.Writer()
+		w.Write(content)
+		w.Close()
+		h, err := sto.SetEncodedObject(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes[len(content)] = h
+	}
+	sto = openStorage(dir)
+	for n, h := range hashes {
+		o, err := sto.EncodedObject(plumbing.BlobObject, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, inMemory := o.(*plumbing.MemoryObject)
+		if lazy := n > largeObjectBytes; inMemory == lazy {
+			t.Errorf("loose blob of %d bytes: read into memory = %v, want %v", n, inMemory, !lazy)
+		}
+		if o.Size() != int64(n) {
+			t.Errorf("loose blob of %d bytes: Size() = %d", n, o.Size())
+		}
+		got, err := readObject(o)
+		if err != nil || len(got) != n {
+			t.Errorf("loose blob of %d bytes: read %d bytes, %v", n, len(got), err)
+		}
+	}
+}

@@ -299,8 +299,15 @@ func resolveGitDir(p string) (string, error) {
 // between reads (go-git otherwise reopens the pack for every object). Close
 // releases them.
 func openStorage(gitDir string) *filesystem.Storage {
-	return filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(), filesystem.Options{MaxOpenDescriptors: 64})
+	return filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(),
+		filesystem.Options{MaxOpenDescriptors: 64, LargeObjectThreshold: largeObjectBytes})
 }
+
+// largeObjectBytes: a loose object over this size is returned unread (its
+// content read when asked for), as go-git does for packed objects over 16
+// KiB. IMPORTANT: writeWork relies on it to refuse a file over
+// Options.MaxFileBytes from the object's size without reading it whole.
+const largeObjectBytes = 1 << 20
 
 // receiveSession is the in-process receive-pack.
 type receiveSession struct {

@@ -324,8 +324,16 @@ func (r *Repo) writeWork(p string, e entry) error {
 		r.refuse(p, e, why)
 		return nil
 	}
+	o, err := r.sto.EncodedObject(plumbing.BlobObject, e.hash)
+	if err != nil {
+		return err
+	}
+	if o.Size() > r.opts.MaxFileBytes {
+		r.refuse(p, e, fmt.Sprintf("the file is %d bytes, over git.max_file_bytes (%d): large files are never checked out", o.Size(), r.opts.MaxFileBytes))
+		return nil
+	}
 	delete(r.refused, p)
-	content, err := readBlob(r.sto, e.hash)
+	content, err := readObject(o)
 	if err != nil {
 		return err
 	}
@@ -386,7 +394,11 @@ func (r *Repo) putFile(a string, content []byte, mode filemode.FileMode) (fs.Fil
 }
 
 // writeRefusal says why the tree entry e is never written at p (its mode,
-// its name, a linked directory on the way, its size), or "".
+// its name, a linked directory on the way), or "". Its size is checked by
+// writeWork on the object itself, before its content is read: the object
+// is opened once (go-git's EncodedObjectSize tries a loose file before the
+// packs, a failing open per packed blob of a fresh checkout), and one over
+// largeObjectBytes is read lazily, so a refused file is never read whole.
 func (r *Repo) writeRefusal(p string, e entry) string {
 	if why := checkoutRefusal(e.mode); why != "" {
 		return why
@@ -396,9 +408,6 @@ func (r *Repo) writeRefusal(p string, e entry) string {
 	}
 	if l := r.linkAt(p, false); l != "" {
 		return "its directory " + l + " is a symbolic link in the tool root: nothing is written through a link"
-	}
-	if n, err := r.sto.EncodedObjectSize(e.hash); err == nil && n > r.opts.MaxFileBytes {
-		return fmt.Sprintf("the file is %d bytes, over git.max_file_bytes (%d): large files are never checked out", n, r.opts.MaxFileBytes)
 	}
 	return ""
 }
