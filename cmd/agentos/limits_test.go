@@ -66,7 +66,7 @@ func tinyTimeoutRoot(t *testing.T, files map[string]string) string {
 // about a run that was recorded, which journal_sync_runs guarantees.
 func killedExec(t *testing.T, root string, args ...string) string {
 	t.Helper()
-	syncRuns(t, root)
+	setConfig(t, root, "journal_sync_runs", true)
 	tmp := t.TempDir()
 	cmd := exec.Command(os.Args[0], append([]string{"exec", "--root", root}, args...)...)
 	cmd.Env = append(os.Environ(), "AGENTOS_CLI_CHILD=1", "TMPDIR="+tmp)
@@ -97,27 +97,6 @@ func killedExec(t *testing.T, root string, args ...string) string {
 	}
 	t.Fatalf("no run of the killed exec (pid %d) in the journal", cmd.Process.Pid)
 	return ""
-}
-
-// syncRuns sets journal_sync_runs in root's agentos.json.
-func syncRuns(t *testing.T, root string) {
-	t.Helper()
-	p := filepath.Join(root, "agentos.json")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["journal_sync_runs"] = true
-	if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func runRowByID(t *testing.T, root, id string) runRow {

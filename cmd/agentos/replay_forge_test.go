@@ -127,6 +127,15 @@ func TestReplayForgePatchedCheckerDiverges(t *testing.T) {
 // setAllowedImports rewrites the root's allowed_imports.
 func setAllowedImports(t *testing.T, root string, mods []string) {
 	t.Helper()
+	if mods == nil {
+		mods = []string{}
+	}
+	setConfig(t, root, "allowed_imports", mods)
+}
+
+// setConfig sets key to value at the top of root's agentos.json.
+func setConfig(t *testing.T, root, key string, value any) {
+	t.Helper()
 	p := filepath.Join(root, "agentos.json")
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -136,11 +145,10 @@ func setAllowedImports(t *testing.T, root string, mods []string) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg["allowed_imports"] = mods
-	if mods == nil {
-		cfg["allowed_imports"] = []string{}
+	cfg[key] = value
+	if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
+		t.Fatal(err)
 	}
-	b, _ = json.MarshalIndent(cfg, "", "  ")
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
