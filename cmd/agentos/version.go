@@ -104,28 +104,22 @@ func runVersion(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	return nil
 }
 
-// buildVersion reads the build information of this binary.
+// buildVersion reads the build information of this binary: the version,
+// commit and modified flag as quickhelp.Build reads them for the help's
+// first line, and the rest of it.
 func buildVersion() versionInfo {
-	info := versionInfo{Version: quickhelp.Version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Build: map[string]string{}, Deps: []versionDep{}}
+	info := versionInfo{Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Build: map[string]string{}, Deps: []versionDep{}}
+	info.Version, info.Commit, info.Modified = quickhelp.Build()
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		if info.Version == "" {
-			info.Version = "unknown"
-		}
 		return info
 	}
 	info.Module = bi.Main.Path
-	if info.Version == "" {
-		info.Version = bi.Main.Version
-	}
 	for _, s := range bi.Settings {
 		switch s.Key {
-		case "vcs.revision":
-			info.Commit = s.Value
+		case "vcs.revision", "vcs.modified": // quickhelp.Build's
 		case "vcs.time":
 			info.CommitTime = s.Value
-		case "vcs.modified":
-			info.Modified = s.Value == "true"
 		default:
 			info.Build[s.Key] = s.Value
 		}
