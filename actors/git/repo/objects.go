@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
@@ -75,11 +77,27 @@ func readObject(o plumbing.EncodedObject) ([]byte, error) {
 }
 
 // treeEntries returns a tree's entries; the zero hash and the empty tree
-// have none.
+// have none. A tool root's store answers from its tree cache when it can.
 func treeEntries(s storer.EncodedObjectStorer, h plumbing.Hash) ([]object.TreeEntry, error) {
 	if h.IsZero() || h == emptyTree {
 		return nil, nil
 	}
+	c, cached := s.(*store)
+	if cached {
+		if ents, ok := c.trees.get(h); ok {
+			return ents, nil
+		}
+	}
+	ents, err := decodeTree(s, h)
+	if err == nil && cached {
+		c.trees.put(h, slices.Clone(ents))
+	}
+	return ents, err
+}
+
+// decodeTree reads and decodes tree h from s (no cache: what an integrity
+// check of the objects calls).
+func decodeTree(s storer.EncodedObjectStorer, h plumbing.Hash) ([]object.TreeEntry, error) {
 	t, err := object.GetTree(s, h)
 	if err != nil {
 		return nil, fmt.Errorf("tree %s: %w", h, err)
@@ -96,7 +114,11 @@ func writeTree(s storer.EncodedObjectStorer, ents []object.TreeEntry) (plumbing.
 		buf.WriteByte(0)
 		buf.Write(e.Hash[:])
 	}
-	return putObject(s, plumbing.TreeObject, buf.Bytes())
+	h, err := putObject(s, plumbing.TreeObject, buf.Bytes())
+	if c, ok := s.(*store); ok && err == nil && len(ents) > 0 {
+		c.trees.put(h, slices.Clone(ents))
+	}
+	return h, err
 }
 
 // updateTree returns the tree root with changes applied (path -> entry; an
@@ -387,6 +409,9 @@ func unpackLoose(s storer.Storer, full, r io.Reader) error {
 		return err
 	}
 	_, _ = io.Copy(io.Discard, r)
+	if fs, ok := s.(*filesystem.Storage); ok {
+		s = fastLoose{fs}
+	}
 	return copyOrdered(mem, s)
 }
 

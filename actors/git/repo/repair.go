@@ -303,7 +303,7 @@ func (rc readCheck) tree(h plumbing.Hash) error {
 		return nil
 	}
 	rc.seen[h] = true
-	ents, err := treeEntries(rc.sto, h)
+	ents, err := decodeTree(rc.sto, h)
 	if err != nil {
 		return err
 	}

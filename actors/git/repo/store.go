@@ -38,6 +38,8 @@ type store struct {
 	mu  sync.Mutex // guards Storage's object reads and mem
 	mem map[plumbing.Hash]plumbing.EncodedObject
 	log *slog.Logger // where recovered panics are logged (nil: in the error)
+
+	trees treeCache // decoded trees, by hash
 }
 
 func newStore(gitDir string, log *slog.Logger) *store {
@@ -135,7 +137,7 @@ func (s *store) flush() error {
 	if err != nil {
 		return err
 	}
-	_, encErr := packfile.NewEncoder(w, s, false).Encode(hs, 0)
+	encErr := encodeWhole(w, s, hs)
 	if err := errors.Join(encErr, w.Close()); err != nil {
 		return err
 	}

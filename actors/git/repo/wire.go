@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
@@ -203,22 +202,20 @@ func (r *Repo) push(ctx context.Context, ref plumbing.ReferenceName, old, new pl
 		return r.upstreamErr("push to", err, token)
 	}
 	req := packp.NewReferenceUpdateRequest()
-	useRefDeltas := true
 	if ar != nil {
 		if cur := ar.References[ref.String()]; cur != old {
 			return fmt.Errorf("%w: %s is at %s, not %s", errStale, ref, short(cur), short(old))
 		}
 		req = packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
-		useRefDeltas = !ar.Capabilities.Supports(capability.OFSDelta)
 	}
 	req.Commands = []*packp.Command{{Name: ref, Old: old, New: new}}
-	return r.sendPack(ctx, sess, req, objs, useRefDeltas, token)
+	return r.sendPack(ctx, sess, req, objs, token)
 }
 
 // sendPack sends req with a pack of objs encoded as it streams, and
 // returns the outcome: nil, an error wrapping errStale when the upstream
 // refused a stale update, or what failed (our objects' encoding first).
-func (r *Repo) sendPack(ctx context.Context, sess transport.ReceivePackSession, req *packp.ReferenceUpdateRequest, objs []plumbing.Hash, useRefDeltas bool, token string) error {
+func (r *Repo) sendPack(ctx context.Context, sess transport.ReceivePackSession, req *packp.ReferenceUpdateRequest, objs []plumbing.Hash, token string) error {
 	rd, wr := io.Pipe()
 	req.Packfile = rd
 	done := make(chan error, 1)
@@ -227,8 +224,10 @@ func (r *Repo) sendPack(ctx context.Context, sess transport.ReceivePackSession, 
 		defer func() { done <- err }()
 		defer func() { _ = wr.CloseWithError(err) }()
 		defer recoverInto(&err, r.log, "encoding the objects to push")
-		// Window 0: no delta search; pushes are a handful of new objects.
-		_, err = packfile.NewEncoder(wr, r.sto, useRefDeltas).Encode(objs, 0)
+		// Whole objects, no delta search: pushes are a handful of new
+		// objects (and no delta means no choice between ref and offset
+		// deltas to make from the upstream's capabilities).
+		err = encodeWhole(wr, r.sto, objs)
 	}()
 	rs, err := sess.ReceivePack(ctx, req)
 	_ = rd.Close() // unblocks the encoder if the receiver stopped reading
