@@ -25,16 +25,25 @@ import (
 // 22 ms at the default level and 5.7 ms at BestSpeed, and a write_file
 // compresses it three times (the local pack, the push, the upstream's
 // loose object). Git and go-git read any zlib level.
-var fastZlib = sync.Pool{New: func() any {
-	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
-	return w
-}}
+var fastZlib = zlibPool(zlib.BestSpeed)
+
+// storedZlib writes zlib streams of stored (uncompressed) blocks: for a
+// pack that never reaches a disk or a network (see sendPack).
+var storedZlib = zlibPool(zlib.NoCompression)
+
+func zlibPool(level int) *sync.Pool {
+	return &sync.Pool{New: func() any {
+		w, _ := zlib.NewWriterLevel(nil, level)
+		return w
+	}}
+}
 
 // encodeWhole writes to w a pack (version 2) of the objects hs of s, each
-// whole and compressed at zlib.BestSpeed, in the order given. It is what
-// go-git's packfile.Encoder writes with a delta window of 0 (no delta
-// search, objects read whole), at a quarter of the CPU.
-func encodeWhole(w io.Writer, s storer.EncodedObjectStorer, hs []plumbing.Hash) error {
+// whole and compressed by a writer of zp (fastZlib or storedZlib), in the
+// order given. It is what go-git's packfile.Encoder writes with a delta
+// window of 0 (no delta search, objects read whole), at a quarter of the
+// CPU or less.
+func encodeWhole(w io.Writer, s storer.EncodedObjectStorer, hs []plumbing.Hash, zp *sync.Pool) error {
 	sum := hash.New(hash.CryptoType)
 	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 64<<10)
 	var head [12]byte
@@ -44,8 +53,8 @@ func encodeWhole(w io.Writer, s storer.EncodedObjectStorer, hs []plumbing.Hash) 
 	if _, err := bw.Write(head[:]); err != nil {
 		return err
 	}
-	zw := fastZlib.Get().(*zlib.Writer)
-	defer fastZlib.Put(zw)
+	zw := zp.Get().(*zlib.Writer)
+	defer zp.Put(zw)
 	for _, h := range hs {
 		o, err := s.EncodedObject(plumbing.AnyObject, h)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -75,13 +76,19 @@ func content(t *testing.T, o plumbing.EncodedObject) string {
 	return o.Type().String() + ":" + string(b)
 }
 
-// TestEncodeWholeIsAPack: the BestSpeed pack encoder's output parses with
-// go-git's parser and, when git is installed, indexes with git index-pack,
-// every object intact.
+// TestEncodeWholeIsAPack: the pack encoder's output, at BestSpeed and
+// stored, parses with go-git's parser and, when git is installed, indexes
+// with git index-pack, every object intact.
 func TestEncodeWholeIsAPack(t *testing.T) {
+	for name, zp := range map[string]*sync.Pool{"best-speed": fastZlib, "stored": storedZlib} {
+		t.Run(name, func(t *testing.T) { checkEncodeWhole(t, zp) })
+	}
+}
+
+func checkEncodeWhole(t *testing.T, zp *sync.Pool) {
 	src, hs := sampleObjects(t)
 	var pack bytes.Buffer
-	if err := encodeWhole(&pack, src, hs); err != nil {
+	if err := encodeWhole(&pack, src, hs, zp); err != nil {
 		t.Fatal(err)
 	}
 	dst := memory.NewStorage()

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-billy/v5"
@@ -108,13 +109,19 @@ func decodeTree(s storer.EncodedObjectStorer, h plumbing.Hash) ([]object.TreeEnt
 // writeTree stores a tree made of ents (any order).
 func writeTree(s storer.EncodedObjectStorer, ents []object.TreeEntry) (plumbing.Hash, error) {
 	sort.Sort(object.TreeEntrySorter(ents))
-	var buf bytes.Buffer
+	n := 0
 	for _, e := range ents {
-		fmt.Fprintf(&buf, "%o %s", e.Mode, e.Name)
-		buf.WriteByte(0)
-		buf.Write(e.Hash[:])
+		n += 8 + len(e.Name) + len(e.Hash)
 	}
-	h, err := putObject(s, plumbing.TreeObject, buf.Bytes())
+	buf := make([]byte, 0, n)
+	for _, e := range ents {
+		buf = strconv.AppendUint(buf, uint64(e.Mode), 8)
+		buf = append(buf, ' ')
+		buf = append(buf, e.Name...)
+		buf = append(buf, 0)
+		buf = append(buf, e.Hash[:]...)
+	}
+	h, err := putObject(s, plumbing.TreeObject, buf)
 	if c, ok := s.(*store); ok && err == nil && len(ents) > 0 {
 		c.trees.put(h, slices.Clone(ents))
 	}

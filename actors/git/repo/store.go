@@ -137,7 +137,7 @@ func (s *store) flush() error {
 	if err != nil {
 		return err
 	}
-	encErr := encodeWhole(w, s, hs)
+	encErr := encodeWhole(w, s, hs, fastZlib)
 	if err := errors.Join(encErr, w.Close()); err != nil {
 		return err
 	}
