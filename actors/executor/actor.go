@@ -297,13 +297,16 @@ func (s *actorState) run(ctx context.Context, m *pb.Run, remote bool) (ran *pb.R
 			ran = ranOf(execclient.Result{Error: &Error{Kind: sandbox.KindInternal, Message: fmt.Sprintf("the executor panicked while running %s: %v (a bug in agentos: please report it with this stack)\n%s", m.GetPath(), v, debug.Stack())}}, "")
 		}
 	}()
+	overlay, err := s.overlayOf(m, remote)
+	if err != nil {
+		return &pb.Ran{Failure: failureOf(err)}, nil
+	}
 	if remote && s.opts.AdmitRemote != nil {
-		var err error
 		if m, err = s.admitRemote(ctx, m); err != nil {
 			return &pb.Ran{Failure: failureOf(err)}, nil
 		}
 	}
-	req := Request{Path: m.GetPath(), Args: m.GetArgs(), Limits: limitsFromPB(m.GetLimits())}
+	req := Request{Path: m.GetPath(), Args: m.GetArgs(), Limits: limitsFromPB(m.GetLimits()), Overlay: overlay}
 	// tools/x.ts@<hash>: the recorded version, from this node's journal
 	// (also when the run itself is not recorded).
 	if xerr := ResolveVersion(s.opts.Journal, &req); xerr != nil {

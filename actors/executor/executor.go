@@ -41,6 +41,15 @@ type Request struct {
 	// the module (its directory resolves relative requires). Replay uses it
 	// to run the recorded or a patched version of a tool.
 	Source []byte
+	// Overlay holds, by clean path, modules the run loads from memory
+	// instead of the tool tree: a require that resolves to one of its
+	// paths loads that content (the caller's Rights checked on the path,
+	// as from disk), and the entry is run from it when Source is nil. Any
+	// other path, and every read_file, goes to the tool tree as usual. The
+	// forge's test runs use it: the candidate and its tests are never
+	// written. IMPORTANT: the executor actor accepts it only from a sender
+	// on this node and only under StagingDir (overlayOf).
+	Overlay map[string][]byte
 	// Rights are the rights of the run's caller. When set, every file
 	// operation on the tool root (read_file, write_file, list_files in /lib
 	// and root-relative paths; /tmp is the run's own) and every require of
@@ -273,7 +282,11 @@ func (e *Executor) entryOf(req Request) (entry sandbox.Module, src []byte, err *
 	if _, v, ok := SplitVersion(req.Path); ok && req.Source == nil {
 		return entry, nil, &Error{Kind: sandbox.KindNotFound, Code: driver.CodeNotFound, Message: fmt.Sprintf("%s names version %s, and versions are kept in the journal: run it through a journaled entry point (agentos exec, exec_tool) or call executor.ResolveVersion first", req.Path, v)}
 	}
-	m, src, err := e.moduleWith(req.Path, req.Source)
+	src = req.Source
+	if src == nil {
+		src = overlaid(req.Overlay, req.Path)
+	}
+	m, src, err := e.moduleWith(req.Path, src)
 	if err != nil {
 		return entry, nil, err
 	}
@@ -317,7 +330,7 @@ func (e *Executor) bridgeFor(req Request, sb *vfs.Sandbox, mux driver.Mux, mount
 		snap = snapshotFor(sb, req, e.pool != nil)
 		mux[driver.FSDriver] = refusingFS{mux[driver.FSDriver]}
 	}
-	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local, pins: req.Pins, onModule: req.OnModule, admit: req.AdmitModule, inlineReads: pinned && e.pool == nil, snap: snap}
+	br := &bridge{e: e, host: driver.Chain(mux, req.Middleware...), rights: req.Rights, mounts: mounts, replayed: req.Replayed, local: local, pins: req.Pins, onModule: req.OnModule, admit: req.AdmitModule, inlineReads: pinned && e.pool == nil, snap: snap, overlay: req.Overlay}
 	if req.Replayed && req.Recorded != nil && e.pool != nil {
 		br.answers, br.consumed = answersOf(req.Recorded), req.Recorded.Consumed
 	}
@@ -526,6 +539,7 @@ type bridge struct {
 	consumed func(seqs ...uint64)               // reports the seqs it gave
 	local    []string                           // the calls a worker answers itself and streams ("clock.now"; Request.StreamLocal)
 	pins     *Pins                              // Request.Pins
+	overlay  map[string][]byte                  // Request.Overlay
 	onModule func(journal.Module, []byte) error // Request.OnModule
 	admit    func(journal.Module, []byte) error // Request.AdmitModule
 	panicked atomic.Pointer[driverPanic]        // the first driver panic of the run
@@ -623,6 +637,11 @@ func (b *bridge) Require(ctx context.Context, from, spec string) (sandbox.Module
 		}
 	}
 	for _, c := range candidates {
+		if src, ok := b.overlay[c]; ok {
+			return b.load(c, c, src, from, spec)
+		}
+	}
+	for _, c := range candidates {
 		if !inTools(c) {
 			continue // e.g. require('.') from the top: tools.ts is outside
 		}
@@ -697,14 +716,22 @@ func (b *bridge) requireCandidate(tools, c, from, spec string) (sandbox.Module, 
 	if !inToolsDir(tools, r) {
 		return sandbox.Module{}, false, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: %s resolves (through a symbolic link) to %s, outside the tools directory %s/", spec, from, c, r, tools)
 	}
+	m, err := b.load(c, r, nil, from, spec)
+	return m, err == nil, err
+}
+
+// load loads module c, resolved to r, from src (nil: the file r of the
+// tool tree) for require(spec) from from: the caller's read right on r
+// checked, transpiled, and handed to the journal.
+func (b *bridge) load(c, r string, src []byte, from, spec string) (sandbox.Module, error) {
 	if b.rights != nil {
 		if err := b.rights.Allow(vfs.AccessRead, r); err != nil {
-			return sandbox.Module{}, false, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: the tool runs with its caller's rights, and the caller may not read %s (%v)", spec, from, r, err)
+			return sandbox.Module{}, driver.Errorf(driver.CodeSecurity, "require(%q) from %s: the tool runs with its caller's rights, and the caller may not read %s (%v)", spec, from, r, err)
 		}
 	}
-	m, src, xerr := e.moduleWith(r, nil)
+	m, src, xerr := b.e.moduleWith(r, src)
 	if xerr != nil {
-		return sandbox.Module{}, false, driver.Errorf(string(xerr.Kind), "require(%q) from %s: %s", spec, from, xerr.Message)
+		return sandbox.Module{}, driver.Errorf(string(xerr.Kind), "require(%q) from %s: %s", spec, from, xerr.Message)
 	}
 	if b.pins != nil {
 		b.pins.noteTree(m.Path)
@@ -714,9 +741,21 @@ func (b *bridge) requireCandidate(tools, c, from, spec string) (sandbox.Module, 
 		as = c
 	}
 	if err := b.noteModule(journal.Module{Path: m.Path, Hash: m.Hash, As: as}, src); err != nil {
-		return sandbox.Module{}, false, err
+		return sandbox.Module{}, err
 	}
-	return m, true, nil
+	return m, nil
+}
+
+// overlaid is the content of p in overlay (nil: none).
+func overlaid(overlay map[string][]byte, p string) []byte {
+	if len(overlay) == 0 {
+		return nil
+	}
+	c, err := vfs.Clean(p)
+	if err != nil {
+		return nil
+	}
+	return overlay[c]
 }
 
 // requireMounted loads a generated module of a mount (e.g.

@@ -14,3 +14,6 @@ func ForgeFor(f *Forge, ctx context.Context, spec string, caller *execclient.Cal
 
 // ErrorOfDone is the Go error of a grain's Done (nil: it passed).
 func ErrorOfDone(d *pb.Done) error { return errorOf(d.GetFailure()) }
+
+// StagingDir is where candidates are tested (tests).
+const StagingDir = stagingDir

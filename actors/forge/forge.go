@@ -47,7 +47,8 @@ type Options struct {
 	// actor's client (execclient.Client), so that the tests run through the
 	// executor actor, with the forge's caller's rights.
 	Executor Runner
-	// Jail is the tool root (candidates are written there to be tested).
+	// Jail is the tool root (Clean empties its staging directory of what
+	// an older version, which wrote candidates there, left behind).
 	Jail *vfs.Jail
 	// Journal records every LLM call and test run of a forge under the
 	// forge's run, so a crashed forge resumes without paying twice (nil:

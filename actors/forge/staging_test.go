@@ -3,8 +3,11 @@ package forge_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
@@ -48,5 +51,35 @@ func TestCrashDuringTestsLeavesNoCandidate(t *testing.T) {
 	}
 	if _, ok := e2.reg.Get("tools/.forge/math/fib.ts"); ok {
 		t.Fatal("a staged candidate was registered")
+	}
+}
+
+// The candidate and its tests are tested from memory (the executor's
+// overlay), never written: a forge passes where the staging directory
+// cannot even be created (a file stands in its place).
+func TestCandidatesAreNeverWritten(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "tools", ".forge"), []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer([]llmtest.Step{submit(fibCode)})
+	defer srv.Close()
+	e := newEnv(t, srv, root)
+	res, err := e.f.Forge(context.Background(), "a tool that returns the n-th Fibonacci number", nil)
+	if err != nil || len(res.Attempts) != 1 || !res.Attempts[0].Passed {
+		t.Fatalf("forge with no staging directory on disk: %+v %v", res, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "tools", ".forge")); err != nil || string(b) != "not a directory" {
+		t.Fatalf("the file in the staging directory's place changed: %q %v", b, err)
+	}
+}
+
+// The forge stages where the executor runs modules from memory.
+func TestStagingDirIsTheExecutors(t *testing.T) {
+	if want := "tools/" + executor.StagingDir + "/"; forge.StagingDir != want {
+		t.Fatalf("the forge stages under %s, the executor runs from memory under %s", forge.StagingDir, want)
 	}
 }

@@ -74,37 +74,30 @@ func (f *Forge) taken(ctx context.Context, req json.RawMessage) (json.RawMessage
 	return b, nil
 }
 
-// stagingDir holds candidates while their tests run: a dot directory, so
-// the registry never indexes them and Git never commits them, whatever a
-// crash leaves there (Clean empties it).
+// stagingDir is where candidates are tested: a dot directory, so the
+// registry never indexes them and Git never commits them. IMPORTANT: it
+// MUST be the tools directory's executor.StagingDir, the only place the
+// executor runs modules from memory (TestStagingDirIsTheExecutors).
 const stagingDir = "tools/.forge/"
 
 // staged is where candidate path p is tested.
 func staged(p string) string { return stagingDir + strings.TrimPrefix(p, "tools/") }
 
-// runTests writes the candidate and its tests into the staging directory
-// (the tests load it with require('./<name>')) and runs the tests' default
-// export in the sandbox: they pass when it returns, fail with what it
-// throws. The staged files are removed whatever happens. The tests run on
-// the executor actor, with caller's rights: model-written test code can do
-// no more than the process that asked for the forge.
+// runTests runs the candidate's tests, staged beside it (they load it with
+// require('./<name>')), from memory: the executor gets both as the run's
+// overlay and never reads or writes them on disk (creating and removing
+// two files was the largest part of a forge's CPU outside the model). The
+// tests' default export passes when it returns, fails with what it throws.
+// The tests run on the executor actor, with caller's rights: model-written
+// test code can do no more than the process that asked for the forge.
 func (f *Forge) runTests(ctx context.Context, caller *execclient.Caller, op string, req json.RawMessage) (json.RawMessage, error) {
 	var c candidate
 	if err := json.Unmarshal(req, &c); err != nil || op != "run" {
 		return nil, driver.Errorf(driver.CodeInvalid, "forge.%s: bad request", op)
 	}
 	tool, tests := staged(c.Path), staged(testPath(c.Path))
-	defer func() {
-		_ = f.opts.Jail.Remove(tool)
-		_ = f.opts.Jail.Remove(tests)
-	}()
-	if err := f.opts.Jail.WriteFile(tool, []byte(c.Code)); err != nil {
-		return nil, driver.Errorf(driver.CodeIO, "staging the candidate %s: %v", c.Path, err)
-	}
-	if err := f.opts.Jail.WriteFile(tests, []byte(c.Tests)); err != nil {
-		return nil, driver.Errorf(driver.CodeIO, "staging the tests of %s: %v", c.Path, err)
-	}
-	res, _, err := f.opts.Executor.Run(ctx, execclient.RunRequest{Path: tests, Caller: caller})
+	res, _, err := f.opts.Executor.Run(ctx, execclient.RunRequest{Path: tests, Caller: caller,
+		Overlay: map[string][]byte{tool: []byte(c.Code), tests: []byte(c.Tests)}})
 	if ctx.Err() != nil {
 		// Interrupted, not judged: an error, so the journal does not record
 		// it and a resumed forge runs the tests again.
@@ -123,7 +116,8 @@ func (f *Forge) runTests(ctx context.Context, caller *execclient.Caller, op stri
 	return b, nil
 }
 
-// Clean removes what a crash left in the staging directory.
+// Clean removes what is left in the staging directory: files an older
+// version, which staged candidates on disk, left when it crashed mid-test.
 func (f *Forge) Clean() {
 	files, _ := f.opts.Jail.List(strings.TrimSuffix(stagingDir, "/"))
 	for _, p := range files {

@@ -70,6 +70,12 @@ type RunRequest struct {
 	// file again (pb.Run.source). IMPORTANT: only for a run on this node;
 	// a run placed on another node is held to that node's file by Hash.
 	Source []byte
+	// Overlay holds, by path, modules the run loads from memory instead of
+	// the tool tree (the forge's candidate and its tests, never written):
+	// see pb.Run.overlay. IMPORTANT: only for a run on this node, and only
+	// paths under the staging directory (tools/.forge/); anything else is
+	// refused with ErrOverlay.
+	Overlay map[string][]byte
 	// Caller is the process the run executes for. IMPORTANT: nil means no
 	// caller restriction (the operator's own runs); a run made on behalf
 	// of a process MUST carry it.
@@ -121,7 +127,7 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (Result, string, error
 	if err := ctx.Err(); err != nil {
 		return Result{Logs: []string{}, Result: json.RawMessage("null"), Error: &sandbox.Error{Kind: sandbox.KindCancelled, Message: fmt.Sprintf("the run was cancelled before it started (%v)", context.Cause(ctx))}}, "", nil
 	}
-	msg := &pb.Run{RunKey: req.Key, Path: req.Path, Args: req.Args, Limits: limitsToPB(req.Limits), Record: req.Record, Caller: callerToPB(req.Caller), Hash: req.Hash, GateModules: req.GateModules, Judged: req.Judged, Source: req.Source}
+	msg := &pb.Run{RunKey: req.Key, Path: req.Path, Args: req.Args, Limits: limitsToPB(req.Limits), Record: req.Record, Caller: callerToPB(req.Caller), Hash: req.Hash, GateModules: req.GateModules, Judged: req.Judged, Source: req.Source, Overlay: req.Overlay}
 	f := system.RequestFuture(ctx, c.Root, c.PID, system.Outgoing(c.Root, c.PID, msg), wait) // the run continues ctx's trace
 	stop := system.AfterCancel(ctx, func() { c.Root.Send(c.PID, system.Outgoing(c.Root, c.PID, &pb.Cancel{RunKey: req.Key})) })
 	defer stop()

@@ -82,6 +82,10 @@ var (
 	// without a journal (executor.ActorOptions.Journal): nothing was
 	// recorded there to replay.
 	ErrNoJournal = errors.New("executor: the actor has no journal to replay from")
+	// ErrOverlay: a Run's overlay (RunRequest.Overlay) was refused: it came
+	// from another node, named a path outside the staging directory
+	// (tools/.forge/), or held a module over executor.MaxOverlayBytes.
+	ErrOverlay = errors.New("executor: the run's in-memory modules were refused")
 	// ErrProtocol: the actor answered with an unexpected message (a bug).
 	ErrProtocol = errors.New("executor: unexpected reply")
 )
@@ -102,6 +106,7 @@ var FailureCodes = system.FailureCodes{
 	{Code: system.CodeUnauthenticated, Err: system.ErrUnauthenticated},
 	{Code: "denied", Err: capability.ErrDenied},
 	{Code: "no_journal", Err: ErrNoJournal},
+	{Code: "overlay", Err: ErrOverlay},
 }
 
 // Replayed is what a replay through the executor actor gave, compared with

@@ -248,7 +248,18 @@ type Run struct {
 	// the gate, the version hold, the journal and the run all see one read.
 	// IMPORTANT: honoured only from a sender on this node; a run from another
 	// node is held to this node's own file (its source is ignored).
-	Source        []byte `protobuf:"bytes,10,opt,name=source,proto3" json:"source,omitempty"`
+	Source []byte `protobuf:"bytes,10,opt,name=source,proto3" json:"source,omitempty"`
+	// overlay holds, by path, modules the run loads from memory instead of
+	// the tool tree: the forge's test runs, whose candidate and tests are
+	// never written to disk. The entry itself may be one of them. A require
+	// that resolves to an overlay path loads its content with the caller's
+	// read right on that path checked, exactly as from disk; every other
+	// path is read from the tool tree as usual. IMPORTANT: every path MUST
+	// lie under the tools directory's staging directory (tools/.forge/),
+	// each module within the size bound (executor.MaxOverlayBytes), and the
+	// sender MUST be on this node: otherwise the run is refused (Failure
+	// "overlay").
+	Overlay       map[string][]byte `protobuf:"bytes,11,rep,name=overlay,proto3" json:"overlay,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -353,6 +364,13 @@ func (x *Run) GetSource() []byte {
 	return nil
 }
 
+func (x *Run) GetOverlay() map[string][]byte {
+	if x != nil {
+		return x.Overlay
+	}
+	return nil
+}
+
 // Error is why a run failed (executor.Error).
 type Error struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -440,7 +458,8 @@ func (x *Error) GetCode() string {
 // the Run had none), "not_cleared" (client.ErrNotCleared), "denied"
 // (capability.ErrDenied), "unauthenticated" (system.ErrUnauthenticated),
 // "no_journal" (client.ErrNoJournal: a Replay to an actor without a
-// journal), "internal" (none of them). message is the full error text.
+// journal), "overlay" (client.ErrOverlay: a Run's overlay was refused),
+// "internal" (none of them). message is the full error text.
 type Failure struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Code          string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
@@ -1052,7 +1071,7 @@ const file_actors_executor_executorpb_executor_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
 	"\x06holder\x18\x03 \x01(\tR\x06holder\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\tR\x05token\x12\x12\n" +
-	"\x04home\x18\x05 \x01(\tR\x04home\"\xaf\x02\n" +
+	"\x04home\x18\x05 \x01(\tR\x04home\"\xac\x03\n" +
 	"\x03Run\x12\x17\n" +
 	"\arun_key\x18\x01 \x01(\tR\x06runKey\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -1064,7 +1083,11 @@ const file_actors_executor_executorpb_executor_proto_rawDesc = "" +
 	"\fgate_modules\x18\b \x01(\bR\vgateModules\x12\x16\n" +
 	"\x06judged\x18\t \x03(\tR\x06judged\x12\x16\n" +
 	"\x06source\x18\n" +
-	" \x01(\fR\x06source\"_\n" +
+	" \x01(\fR\x06source\x12?\n" +
+	"\aoverlay\x18\v \x03(\v2%.agentos.executor.v1.Run.OverlayEntryR\aoverlay\x1a:\n" +
+	"\fOverlayEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"_\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
@@ -1136,7 +1159,7 @@ func file_actors_executor_executorpb_executor_proto_rawDescGZIP() []byte {
 	return file_actors_executor_executorpb_executor_proto_rawDescData
 }
 
-var file_actors_executor_executorpb_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_actors_executor_executorpb_executor_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_actors_executor_executorpb_executor_proto_goTypes = []any{
 	(*Limits)(nil),     // 0: agentos.executor.v1.Limits
 	(*Caller)(nil),     // 1: agentos.executor.v1.Caller
@@ -1149,24 +1172,26 @@ var file_actors_executor_executorpb_executor_proto_goTypes = []any{
 	(*Replay)(nil),     // 8: agentos.executor.v1.Replay
 	(*Divergence)(nil), // 9: agentos.executor.v1.Divergence
 	(*Replayed)(nil),   // 10: agentos.executor.v1.Replayed
-	nil,                // 11: agentos.executor.v1.Replay.SourcesEntry
+	nil,                // 11: agentos.executor.v1.Run.OverlayEntry
+	nil,                // 12: agentos.executor.v1.Replay.SourcesEntry
 }
 var file_actors_executor_executorpb_executor_proto_depIdxs = []int32{
 	0,  // 0: agentos.executor.v1.Run.limits:type_name -> agentos.executor.v1.Limits
 	1,  // 1: agentos.executor.v1.Run.caller:type_name -> agentos.executor.v1.Caller
-	3,  // 2: agentos.executor.v1.Ran.error:type_name -> agentos.executor.v1.Error
-	4,  // 3: agentos.executor.v1.Ran.failure:type_name -> agentos.executor.v1.Failure
-	11, // 4: agentos.executor.v1.Replay.sources:type_name -> agentos.executor.v1.Replay.SourcesEntry
-	0,  // 5: agentos.executor.v1.Replay.limits:type_name -> agentos.executor.v1.Limits
-	5,  // 6: agentos.executor.v1.Replayed.result:type_name -> agentos.executor.v1.Ran
-	9,  // 7: agentos.executor.v1.Replayed.divergence:type_name -> agentos.executor.v1.Divergence
-	0,  // 8: agentos.executor.v1.Replayed.limits:type_name -> agentos.executor.v1.Limits
-	4,  // 9: agentos.executor.v1.Replayed.failure:type_name -> agentos.executor.v1.Failure
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	11, // 2: agentos.executor.v1.Run.overlay:type_name -> agentos.executor.v1.Run.OverlayEntry
+	3,  // 3: agentos.executor.v1.Ran.error:type_name -> agentos.executor.v1.Error
+	4,  // 4: agentos.executor.v1.Ran.failure:type_name -> agentos.executor.v1.Failure
+	12, // 5: agentos.executor.v1.Replay.sources:type_name -> agentos.executor.v1.Replay.SourcesEntry
+	0,  // 6: agentos.executor.v1.Replay.limits:type_name -> agentos.executor.v1.Limits
+	5,  // 7: agentos.executor.v1.Replayed.result:type_name -> agentos.executor.v1.Ran
+	9,  // 8: agentos.executor.v1.Replayed.divergence:type_name -> agentos.executor.v1.Divergence
+	0,  // 9: agentos.executor.v1.Replayed.limits:type_name -> agentos.executor.v1.Limits
+	4,  // 10: agentos.executor.v1.Replayed.failure:type_name -> agentos.executor.v1.Failure
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_actors_executor_executorpb_executor_proto_init() }
@@ -1181,7 +1206,7 @@ func file_actors_executor_executorpb_executor_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_executor_executorpb_executor_proto_rawDesc), len(file_actors_executor_executorpb_executor_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
