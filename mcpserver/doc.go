@@ -21,7 +21,11 @@
 // lists the tools with List and watches their changes with Watch (the
 // registry actor's Changed events on the node's EventStream), then adds,
 // replaces or removes the MCP tools, which sends
-// notifications/tools/list_changed to every connected client.
+// notifications/tools/list_changed to every connected client. A request
+// that reads the tools (tools/call, tools/list, resources/list and read, a
+// task's tools/call) first catches up with a change the watch has heard
+// but not yet applied: a tool whose write returned is served by the next
+// request, with no wait for the watch.
 //
 // # Resources, prompts, completions
 //

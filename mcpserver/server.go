@@ -10,6 +10,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentos-run/agentos/governance/approval"
@@ -107,10 +108,13 @@ type Server struct {
 	confirms *confirmer // signs and redeems high-risk confirmations (own lock)
 	tasks    taskStore  // the tasks (own lock)
 
-	stopWatch func()
-	wake      chan struct{} // the registry changed (buffered: one pending wake)
-	stop      chan struct{} // closed by Close
-	done      chan struct{} // closed when follow returns
+	stopWatch  func()
+	changes    atomic.Uint64 // the registry changes heard (Watch)
+	listed     atomic.Uint64 // the value of changes that s.tools is as new as
+	refreshing sync.Mutex    // one refresh at a time (refresh)
+	wake       chan struct{} // the registry changed (buffered: one pending wake)
+	stop       chan struct{} // closed by Close
+	done       chan struct{} // closed when follow returns
 }
 
 // bound is the MCP server of one process and the registered tools it
@@ -167,6 +171,7 @@ func New(opts Options) (*Server, error) {
 	}
 	// Watch first: a change made while the tools are listed wakes follow.
 	s.stopWatch = opts.Registry.Watch(func() {
+		s.changes.Add(1)
 		select {
 		case s.wake <- struct{}{}:
 		default:
@@ -215,6 +220,9 @@ func (s *Server) follow() {
 			s.sweepTasks()
 			continue
 		case <-s.wake:
+			if s.changes.Load() == s.listed.Load() {
+				continue // a request caught up first (catchUp)
+			}
 			personas = s.listPersonas()
 		case <-poll.C:
 			personas = s.listPersonas()
@@ -225,24 +233,62 @@ func (s *Server) follow() {
 				continue
 			}
 		}
-		tools, err := s.listTools(ctx)
-		if err != nil {
-			s.log.Warn("mcp: the registry did not answer: the tools stay as they were until its next change", slog.Any("err", err))
-		}
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
+		if !s.refresh(ctx, personas) {
 			return
 		}
-		if err == nil {
-			s.tools = tools
+	}
+}
+
+// refresh lists the registered tools and brings every process's MCP
+// tools, resources and prompts in step with them and personas; false: the
+// server is closed.
+func (s *Server) refresh(ctx context.Context, personas []persona.Persona) bool {
+	s.refreshing.Lock()
+	defer s.refreshing.Unlock()
+	seen := s.changes.Load() // read first: a change during the List is listed again
+	tools, err := s.listTools(ctx)
+	if err != nil {
+		s.log.Warn("mcp: the registry did not answer: the tools stay as they were until its next change", slog.Any("err", err))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if err == nil {
+		s.tools = tools
+	}
+	s.personas = personas
+	s.dropEndedLocked()
+	for _, b := range s.bound {
+		s.syncLocked(b)
+	}
+	if err == nil {
+		s.listed.Store(seen) // last: catchUp trusts it without s.mu
+	}
+	return true
+}
+
+// catchUp refreshes the tools now when the registry changed since they
+// were listed. IMPORTANT: a request that reads the tools MUST call it
+// first, so that a tool whose write returned before the request is
+// served by it, whether or not follow has woken yet.
+func (s *Server) catchUp(ctx context.Context) {
+	if s.changes.Load() == s.listed.Load() {
+		return
+	}
+	s.refresh(ctx, s.listPersonas())
+}
+
+// caughtUp is the middleware of every bound server: the requests that
+// read the tools are served after catchUp.
+func (s *Server) caughtUp(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call", "tools/list", "resources/list", "resources/read":
+			s.catchUp(ctx)
 		}
-		s.personas = personas
-		s.dropEndedLocked()
-		for _, b := range s.bound {
-			s.syncLocked(b)
-		}
-		s.mu.Unlock()
+		return next(ctx, method, req)
 	}
 }
 
@@ -299,6 +345,7 @@ func (s *Server) For(p proc.Process) (*mcp.Server, error) {
 		},
 		CompletionHandler: s.complete(p),
 	})
+	srv.AddReceivingMiddleware(s.caughtUp)
 	kt, err := s.opts.Node.Tools(p)
 	if err != nil {
 		return nil, err

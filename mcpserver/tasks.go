@@ -262,6 +262,7 @@ func (s *Server) taskable(p proc.Process, name string, args json.RawMessage) (st
 		_ = json.Unmarshal(args, &a)
 		return a.Path, true
 	}
+	s.catchUp(context.Background())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tools[name]
