@@ -14,7 +14,6 @@ import (
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
@@ -22,7 +21,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/storage/filesystem"
-	"github.com/go-git/go-git/v5/utils/ioutil"
 )
 
 // InstallTransport replaces, process-wide, go-git's client for the "file"
@@ -86,10 +84,12 @@ type uploadSession struct {
 	// storage is never closed under a reader.
 	pack     *io.PipeReader
 	encoding chan struct{}
+	stopCtx  func() bool // stops the closing of pack at the request's end
 }
 
 func (s *uploadSession) Close() error {
 	if s.encoding != nil {
+		s.stopCtx()
 		_ = s.pack.Close()
 		<-s.encoding
 	}
@@ -143,14 +143,18 @@ func (s *uploadSession) UploadPack(ctx context.Context, req *packp.UploadPackReq
 	}
 	pr, pw := io.Pipe()
 	s.pack, s.encoding = pr, make(chan struct{})
+	// ctx's end closes the pipe: its reader reads ctx's error (go-git's
+	// context reader would instead start a goroutine and allocate a
+	// buffer of the reader's size on every Read).
+	s.stopCtx = context.AfterFunc(ctx, func() { _ = pw.CloseWithError(context.Cause(ctx)) })
 	go func() {
 		var err error
 		defer close(s.encoding)
 		defer func() { _ = pw.CloseWithError(err) }()
 		defer recoverInto(&err, nil, "encoding the objects to send")
-		_, err = packfile.NewEncoder(pw, s.sto, false).Encode(objs, 0)
+		err = encodeWhole(pw, s.sto, objs, fastZlib)
 	}()
-	resp := packp.NewUploadPackResponseWithPackfile(req, ioutil.NewContextReadCloser(ctx, pr))
+	resp := packp.NewUploadPackResponseWithPackfile(req, pr)
 	resp.ShallowUpdate.Shallows = shallows
 	return resp, nil
 }
@@ -351,7 +355,14 @@ func (s *receiveSession) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 	rs := packp.NewReportStatus()
 	rs.UnpackStatus = "ok"
 	if req.Packfile != nil {
-		if err := unpack(s.sto, ioutil.NewContextReadCloser(ctx, req.Packfile), receiveLooseLimit); err != nil {
+		// ctx's end closes the pack, which ends the unpacking (cheaper
+		// than go-git's context reader: a goroutine and a buffer per Read).
+		stop := context.AfterFunc(ctx, func() { _ = req.Packfile.Close() })
+		err := unpack(s.sto, req.Packfile, receiveLooseLimit)
+		if !stop() && err != nil {
+			err = fmt.Errorf("%w (%w)", context.Cause(ctx), err)
+		}
+		if err != nil {
 			rs.UnpackStatus = err.Error()
 			return rs, fmt.Errorf("unpack: %w", err)
 		}
