@@ -8,9 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentos-run/agentos/internal/benchutil"
 )
 
 // startBinary returns the agentos binary the start benchmarks exec:
@@ -31,16 +32,6 @@ func startBinary(b *testing.B) string {
 	return bin
 }
 
-// reportMedian reports the median of the per-iteration durations, which
-// is steadier than the mean on a shared machine.
-func reportMedian(b *testing.B, d []time.Duration, unit string) {
-	if len(d) == 0 {
-		return
-	}
-	slices.Sort(d)
-	b.ReportMetric(float64(d[len(d)/2])/float64(time.Microsecond), unit)
-}
-
 // BenchmarkStartHelp execs `agentos help` and waits for it to exit: the
 // cost of starting the command (runtime start, package initialisation) with
 // nothing after it. median-µs is the median of the runs.
@@ -56,7 +47,7 @@ func BenchmarkStartHelp(b *testing.B) {
 		}
 		d = append(d, time.Since(t0))
 	}
-	reportMedian(b, d, "median-µs")
+	benchutil.ReportMedian(b, d, "median-µs", time.Microsecond)
 }
 
 // BenchmarkStartWorker starts a sandbox worker the way the executor's pool
@@ -105,5 +96,5 @@ func BenchmarkStartWorker(b *testing.B) {
 		}
 		b.StartTimer()
 	}
-	reportMedian(b, d, "ready-µs")
+	benchutil.ReportMedian(b, d, "ready-µs", time.Microsecond)
 }

@@ -2,6 +2,7 @@
 package benchutil
 
 import (
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -47,4 +48,33 @@ func ReportCPUSplit(b *testing.B, user, sys time.Duration) {
 	b.ReportMetric(float64(u-user+s-sys)/n, "cpu-µs/op")
 	b.ReportMetric(float64(u-user)/n, "user-µs/op")
 	b.ReportMetric(float64(s-sys)/n, "sys-µs/op")
+}
+
+// Laps times each iteration of a benchmark, for its median: a peer that
+// reports the median of its runs is compared with ours, not with the mean
+// ns/op, which the slowest iterations (a collection, the first run's
+// warm-up) pull up. The zero value is ready for use.
+type Laps struct {
+	start time.Time
+	d     []time.Duration
+}
+
+// Start starts timing an iteration.
+func (l *Laps) Start() { l.start = time.Now() }
+
+// Stop ends the iteration Start started.
+func (l *Laps) Stop() { l.d = append(l.d, time.Since(l.start)) }
+
+// Report reports the median iteration as "median-ns/op" (nothing when no
+// iteration was timed).
+func (l *Laps) Report(b *testing.B) { ReportMedian(b, l.d, "median-ns/op", time.Nanosecond) }
+
+// ReportMedian reports the median of d, in units of per, as the metric
+// unit (nothing when d is empty). It sorts d.
+func ReportMedian(b *testing.B, d []time.Duration, unit string, per time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2])/float64(per), unit)
 }

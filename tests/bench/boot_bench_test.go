@@ -78,10 +78,13 @@ func BenchmarkBoot100(b *testing.B) {
 	bare, _ := bootUpstream(b, 100)
 	root := b.TempDir()
 	var cpu time.Duration
+	var laps benchutil.Laps
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := benchutil.CPUTime()
+		laps.Start()
 		rt := bootStart(b, filepath.Join(root, fmt.Sprint(i)), bare, 100)
+		laps.Stop()
 		cpu += benchutil.CPUTime() - start
 		b.StopTimer()
 		if err := rt.Close(); err != nil {
@@ -90,6 +93,7 @@ func BenchmarkBoot100(b *testing.B) {
 		b.StartTimer()
 	}
 	reportCPU(b, cpu)
+	laps.Report(b)
 }
 
 // reportCPU reports the process CPU time of the timed parts per op

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/internal/benchutil"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/tests/internal/scenario"
@@ -36,6 +37,9 @@ import (
 // The sources of the new-source cases are put on disk directly (not
 // through write_file, which would time a commit and push as well); the
 // tools read them from the root as TGP reads its files.
+//
+// Each also reports median-ns/op, the median iteration: TGP reports the
+// median of its runs, so that is the figure its are compared with.
 //
 // docs/PERFORMANCE.md puts these figures next to TGP's from the same
 // window.
@@ -67,8 +71,15 @@ func BenchmarkTGPShapes(b *testing.B) {
 
 	b.Run("write_file", func(b *testing.B) {
 		written := 0
+		var laps benchutil.Laps
+		defer laps.Report(b)
 		for b.Loop() {
-			out := call("write_file", map[string]string{"path": fmt.Sprintf("tools/bench/w%d.ts", n), "content": fresh()})
+			b.StopTimer()
+			args := map[string]string{"path": fmt.Sprintf("tools/bench/w%d.ts", n), "content": fresh()}
+			b.StartTimer()
+			laps.Start()
+			out := call("write_file", args)
+			laps.Stop()
 			if !strings.Contains(string(out), `"commit":"`) {
 				b.Fatalf("write_file did not commit: %s", out)
 			}
@@ -85,18 +96,25 @@ func BenchmarkTGPShapes(b *testing.B) {
 		}
 	})
 	b.Run("check_tool/new-source", func(b *testing.B) {
+		var laps benchutil.Laps
+		defer laps.Report(b)
 		for b.Loop() {
 			b.StopTimer()
 			path := fmt.Sprintf("tools/fresh/c%d.ts", n)
 			put(path, fresh())
 			b.StartTimer()
-			if out := call("check_tool", map[string]string{"path": path}); !strings.Contains(string(out), `"valid":true`) {
+			laps.Start()
+			out := call("check_tool", map[string]string{"path": path})
+			laps.Stop()
+			if !strings.Contains(string(out), `"valid":true`) {
 				b.Fatalf("check_tool: %s", out)
 			}
 		}
 	})
-	exec := func(b *testing.B, path string) {
+	exec := func(b *testing.B, laps *benchutil.Laps, path string) {
+		laps.Start()
 		out := call("exec_tool", map[string]any{"path": path, "args": map[string]int{"n": 10}})
+		laps.Stop()
 		var r struct {
 			Success bool
 			Result  json.RawMessage
@@ -106,17 +124,21 @@ func BenchmarkTGPShapes(b *testing.B) {
 		}
 	}
 	b.Run("exec_tool/cached", func(b *testing.B) {
+		var laps benchutil.Laps
+		defer laps.Report(b)
 		for b.Loop() {
-			exec(b, samples.FibPath)
+			exec(b, &laps, samples.FibPath)
 		}
 	})
 	b.Run("exec_tool/new-source", func(b *testing.B) {
+		var laps benchutil.Laps
+		defer laps.Report(b)
 		for b.Loop() {
 			b.StopTimer()
 			path := fmt.Sprintf("tools/fresh/e%d.ts", n)
 			put(path, fresh())
 			b.StartTimer()
-			exec(b, path)
+			exec(b, &laps, path)
 		}
 	})
 }
