@@ -204,7 +204,7 @@ const defaultInstructions = "agentos: a sandboxed TypeScript tool runtime. searc
 // List it waits for.
 func (s *Server) follow() {
 	defer close(s.done)
-	ctx, cancel := s.untilClosed()
+	ctx, cancel := s.untilClosed(context.Background())
 	defer cancel()
 	poll := time.NewTicker(s.opts.PersonaPoll)
 	defer poll.Stop()
@@ -277,6 +277,8 @@ func (s *Server) catchUp(ctx context.Context) {
 	if s.changes.Load() == s.listed.Load() {
 		return
 	}
+	ctx, cancel := s.untilClosed(ctx) // Close waits for follow, which may wait for this
+	defer cancel()
 	s.refresh(ctx, s.listPersonas())
 }
 
@@ -292,9 +294,10 @@ func (s *Server) caughtUp(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// untilClosed returns a context that ends when Close is called, or cancel.
-func (s *Server) untilClosed() (ctx context.Context, cancel context.CancelFunc) {
-	ctx, cancel = context.WithCancel(context.Background())
+// untilClosed returns a context of parent that also ends when Close is
+// called, or cancel.
+func (s *Server) untilClosed(parent context.Context) (ctx context.Context, cancel context.CancelFunc) {
+	ctx, cancel = context.WithCancel(parent)
 	go func() {
 		select {
 		case <-s.stop:
