@@ -39,7 +39,7 @@ import (
 // tools read them from the root as TGP reads its files.
 //
 // Each also reports median-ns/op, the median iteration: TGP reports the
-// median of its runs, so that is the figure its are compared with.
+// median of its runs, and sidebyside compares that median with it.
 //
 // docs/PERFORMANCE.md puts these figures next to TGP's from the same
 // window.
@@ -74,9 +74,7 @@ func BenchmarkTGPShapes(b *testing.B) {
 		var laps benchutil.Laps
 		defer laps.Report(b)
 		for b.Loop() {
-			b.StopTimer()
 			args := map[string]string{"path": fmt.Sprintf("tools/bench/w%d.ts", n), "content": fresh()}
-			b.StartTimer()
 			laps.Start()
 			out := call("write_file", args)
 			laps.Stop()
