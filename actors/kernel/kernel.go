@@ -607,10 +607,18 @@ func (k *Kernel) Kill(pid PID, by string) error {
 // (clean up, then return). Unlike Kill it never forces the end.
 func (k *Kernel) Terminate(pid PID, from PID) error {
 	t := k.lookupPID(pid)
-	if t == nil || !t.deliver(Message{From: from, Body: &Term{From: from}}) {
+	if t == nil {
 		return fmt.Errorf("%w: %v", ErrNoProcess, pid)
 	}
+	if _, ended := t.Reason(); ended {
+		return fmt.Errorf("%w: %v", ErrNoProcess, pid)
+	}
+	// Recorded before the delivery: a process that ends on its Term at
+	// once records its exit after the signal that caused it, never before.
 	k.emit(&Event{Kind: EventSignal, PID: pid, Detail: "term"})
+	if !t.deliver(Message{From: from, Body: &Term{From: from}}) {
+		return fmt.Errorf("%w: %v (it ended as the term was sent)", ErrNoProcess, pid)
+	}
 	return nil
 }
 
