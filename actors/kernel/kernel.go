@@ -109,6 +109,7 @@ type Kernel struct {
 
 	hooks atomic.Pointer[[]func(Event)] // telemetry; copy on write, so Boot may add while processes run
 
+	stopMu     sync.Mutex      // serializes Stop and Continue (setStopped)
 	restoreMu  sync.Mutex      // serializes Restore: check, spawn and consume are one step on this node
 	restoredMu sync.Mutex      // guards restored
 	restored   map[string]bool // keys of the snapshots restored by this kernel (SnapshotKey)
@@ -634,17 +635,32 @@ func (k *Kernel) setStopped(pid PID, stop bool) error {
 	if t == nil {
 		return fmt.Errorf("%w: %v", ErrNoProcess, pid)
 	}
+	k.stopMu.Lock()
+	defer k.stopMu.Unlock()
 	t.mu.Lock()
 	changed := t.stopped != stop && !t.dead
-	wake := changed && !stop && t.waiting
-	if changed {
-		t.stopped = stop
-		if stop {
-			t.cont = make(chan struct{})
-		} else {
-			close(t.cont) // wakes every waiter: Recv and concurrent kernel calls
-			t.cont = nil
-		}
+	t.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	if !stop {
+		// Recorded before the process runs again: what it does next (an
+		// exit on a waiting Term) is recorded after. Only Stop and
+		// Continue change stopped, and stopMu serializes them.
+		k.emit(&Event{Kind: EventSignal, PID: pid, Detail: "cont"})
+	}
+	t.mu.Lock()
+	if stop && t.dead { // it ended meanwhile: nothing to stop
+		t.mu.Unlock()
+		return nil
+	}
+	wake := !stop && t.waiting
+	t.stopped = stop
+	if stop {
+		t.cont = make(chan struct{})
+	} else {
+		close(t.cont) // wakes every waiter: Recv and concurrent kernel calls
+		t.cont = nil
 	}
 	t.mu.Unlock()
 	if wake { // a Recv parked before the Stop waits on wake, not on cont
@@ -653,14 +669,9 @@ func (k *Kernel) setStopped(pid PID, stop bool) error {
 		default:
 		}
 	}
-	if !changed {
-		return nil
+	if stop {
+		k.emit(&Event{Kind: EventSignal, PID: pid, Detail: "stop"})
 	}
-	sig := "stop"
-	if !stop {
-		sig = "cont"
-	}
-	k.emit(&Event{Kind: EventSignal, PID: pid, Detail: sig})
 	return nil
 }
 

@@ -480,3 +480,43 @@ func TestWallQuota(t *testing.T) {
 		t.Fatalf("a dead handle charged: %v", err)
 	}
 }
+
+// A stopped process with a Term waiting ends on it as soon as it is
+// continued: the event log shows the continue before the exit it led to.
+func TestContinueIsRecordedBeforeWhatItLetsHappen(t *testing.T) {
+	k := newKernel(t, kernel.Options{Logger: quiet})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p := spawn(t, k, func(ctx context.Context, p *kernel.Process) error {
+		for {
+			m, err := p.Recv(ctx)
+			if err != nil {
+				return err
+			}
+			if _, ok := m.Body.(*kernel.Term); ok {
+				return nil
+			}
+		}
+	}, kernel.SpawnOptions{})
+	if err := k.Stop(p.PID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Terminate(p.PID(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Continue(p.PID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range k.Events(0, 0) {
+		if e.PID == p.PID() {
+			kinds = append(kinds, string(e.Kind)+":"+e.Detail)
+		}
+	}
+	if want := "spawn::signal:stop:signal:term:signal:cont:exit:"; strings.Join(kinds, ":") != want {
+		t.Fatalf("events = %v, want %s", kinds, want)
+	}
+}
