@@ -292,12 +292,7 @@ func TestStopContinueTerm(t *testing.T) {
 	if r, _ := p.Wait(ctx); r.Detail != "terminated cleanly" {
 		t.Fatalf("reason %v: Term is catchable, the process chose how to end", r)
 	}
-	var kinds []string
-	for _, e := range k.Events(0, 0) {
-		if e.PID == p.PID() {
-			kinds = append(kinds, string(e.Kind)+":"+e.Detail)
-		}
-	}
+	kinds := eventsOf(k, p.PID())
 	want := "spawn::signal:stop:signal:cont:signal:term:exit:"
 	if strings.Join(kinds, ":") != want {
 		t.Fatalf("events = %v", kinds)
@@ -510,13 +505,19 @@ func TestContinueIsRecordedBeforeWhatItLetsHappen(t *testing.T) {
 	if _, err := p.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var kinds []string
-	for _, e := range k.Events(0, 0) {
-		if e.PID == p.PID() {
-			kinds = append(kinds, string(e.Kind)+":"+e.Detail)
-		}
-	}
+	kinds := eventsOf(k, p.PID())
 	if want := "spawn::signal:stop:signal:term:signal:cont:exit:"; strings.Join(kinds, ":") != want {
 		t.Fatalf("events = %v, want %s", kinds, want)
 	}
+}
+
+// eventsOf lists pid's kernel events as "kind:detail", oldest first.
+func eventsOf(k *kernel.Kernel, pid kernel.PID) []string {
+	var kinds []string
+	for _, e := range k.Events(0, 0) {
+		if e.PID == pid {
+			kinds = append(kinds, string(e.Kind)+":"+e.Detail)
+		}
+	}
+	return kinds
 }
