@@ -542,7 +542,23 @@ func (m *Member) leave(ctx context.Context) error {
 		step("stop subscriptions", func() error { m.stopSubscriptions(); return nil })
 	}
 	step("stop gossip", func() error { m.c.Gossip.Shutdown(); return nil })
-	step("stop remote", func() error {
+	step("stop remote", m.stopRemote)
+	m.prov.close()
+	return errors.Join(errs...)
+}
+
+// remoteGrace is how long Leave lets the remote's graceful stop wait for
+// the peers to close their streams to this member. A peer that is paused
+// or cut off never does: protoactor would wait 10 s for it.
+const remoteGrace = 2 * time.Second
+
+// stopRemote stops protoactor's remote gracefully (the peers are told to
+// disconnect and their streams drain) for at most remoteGrace, then
+// outright: IMPORTANT: a silent peer MUST NOT hold this member's leave.
+func (m *Member) stopRemote() error {
+	graceful := make(chan struct{})
+	go func() {
+		defer close(graceful)
 		defer func() {
 			if r := recover(); r != nil {
 				// protoactor's endpoint manager sent on the channel of an
@@ -554,8 +570,17 @@ func (m *Member) leave(ctx context.Context) error {
 			}
 		}()
 		m.c.Remote.Shutdown(true)
+	}()
+	t := time.NewTimer(remoteGrace)
+	defer t.Stop()
+	select {
+	case <-graceful:
 		return nil
-	})
-	m.prov.close()
-	return errors.Join(errs...)
+	case <-t.C:
+	}
+	m.log.Info("a peer did not close its stream to this member in time (paused or cut off?); stopping the remote outright",
+		slog.Duration("grace", remoteGrace))
+	m.c.Remote.Shutdown(false)
+	<-graceful
+	return nil
 }
