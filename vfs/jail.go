@@ -130,6 +130,15 @@ func (j *Jail) Resolve(p string) (string, error) {
 // resolve is Resolve for the clean path c (p is the caller's path, for
 // errors).
 func (j *Jail) resolve(op, p, c string) (string, error) {
+	if r, ok := j.resolveFast(c); ok {
+		return r, nil
+	}
+	return j.walk(op, p, c)
+}
+
+// walk is resolve component by component: an lstat of each prefix,
+// following the links it meets.
+func (j *Jail) walk(op, p, c string) (string, error) {
 	todo := strings.Split(c, "/")
 	var done []string
 	links, missing := 0, false

@@ -91,3 +91,53 @@ func TestFastReadIsReadResolved(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveFastIsResolve: the fast resolve takes only a path that
+// exists with no link and no hidden component on its way, where it
+// answers what the walk answers; every other path (a link anywhere,
+// the last component included, a missing tail, a hidden directory) is
+// left to the walk.
+func TestResolveFastIsResolve(t *testing.T) {
+	j, dir := newJail(t)
+	for _, d := range []string{"tools/deep", ".git", "real"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"tools/deep/a.ts", ".git/config", "real/b.ts"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"tools/last.ts": "deep/a.ts", "tools/mid": "../real", "tools/git": "../.git"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		c    string
+		fast bool
+	}{
+		{"tools/deep/a.ts", true},
+		{"tools/deep", true},
+		{"tools", true},
+		{"tools/last.ts", false},    // the last component is a link
+		{"tools/mid/b.ts", false},   // a link on the way
+		{"tools/git/config", false}, // a link to a hidden directory
+		{".git/config", false},      // hidden
+		{"tools/deep/new.ts", false},
+		{".", false},
+	} {
+		r, ok := j.resolveFast(tc.c)
+		if ok != tc.fast || (ok && r != tc.c) {
+			t.Errorf("resolveFast(%q) = %q, %v; want fast %v", tc.c, r, ok, tc.fast)
+		}
+		if !ok {
+			continue
+		}
+		// What the walk answers for it, without the fast path.
+		if walked, err := j.walk("resolve", tc.c, tc.c); err != nil || walked != r {
+			t.Errorf("the walk of %q answers %q, %v; the fast path %q", tc.c, walked, err, r)
+		}
+	}
+}

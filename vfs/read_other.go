@@ -9,6 +9,9 @@ func (j *Jail) fastRead(p, r string, max int64, check func() error) ([]byte, boo
 	return nil, false, nil
 }
 
+// resolveFast: only Linux has one; resolve walks every path.
+func (j *Jail) resolveFast(c string) (string, bool) { return "", false }
+
 func openRootFD(r *os.Root) int { return -1 }
 
 func closeRootFD(fd int) {}
