@@ -218,7 +218,7 @@ func exitStatus(c command, err error, asJSON bool, stdout, stderr io.Writer) int
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprintln(w, quickhelp.Head(quickhelp.Build())+": "+quickhelp.Tagline)
+	fmt.Fprintln(w, quickhelp.Head(build())+": "+quickhelp.Tagline)
 	printUsageBody(w)
 }
 

@@ -104,12 +104,23 @@ func runVersion(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	return nil
 }
 
+// build is the version, commit and modified flag of this binary
+// (quickhelp.Fields of runtime/debug's build information): what the help's
+// first line and `agentos version` say.
+func build() (version, commit string, modified bool) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return quickhelp.Fields("", false)
+	}
+	return quickhelp.Fields(bi.String(), true)
+}
+
 // buildVersion reads the build information of this binary: the version,
-// commit and modified flag as quickhelp.Build reads them for the help's
-// first line, and the rest of it.
+// commit and modified flag as build reads them for the help's first line,
+// and the rest of it.
 func buildVersion() versionInfo {
 	info := versionInfo{Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Build: map[string]string{}, Deps: []versionDep{}}
-	info.Version, info.Commit, info.Modified = quickhelp.Build()
+	info.Version, info.Commit, info.Modified = build()
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return info
@@ -117,7 +128,7 @@ func buildVersion() versionInfo {
 	info.Module = bi.Main.Path
 	for _, s := range bi.Settings {
 		switch s.Key {
-		case "vcs.revision", "vcs.modified": // quickhelp.Build's
+		case "vcs.revision", "vcs.modified": // build's
 		case "vcs.time":
 			info.CommitTime = s.Value
 		default:

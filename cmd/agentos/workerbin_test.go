@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor"
+	"github.com/agentos-run/agentos/cmd/agentos/internal/quickhelp"
 )
 
 // stampFlag sets a build stamp (see workerside.stamp) at link time.
@@ -97,6 +98,11 @@ func TestSeparateWorkerBinary(t *testing.T) {
 	v := versionOf(t, bin, root)
 	if !v.Worker.Separate || v.Worker.Path != wbin {
 		t.Fatalf("agentos built with agentos-worker uses %+v", v.Worker)
+	}
+	// The help, answered from the executable's own build information
+	// before most packages initialise, names the build as version does.
+	if out, err := exec.Command(bin, "help").Output(); err != nil || !strings.HasPrefix(string(out), quickhelp.Head(v.Version, v.Commit, v.Modified)+": ") {
+		t.Errorf("agentos help (%v) does not begin with version's head %q:\n%s", err, quickhelp.Head(v.Version, v.Commit, v.Modified), out)
 	}
 	self, err := executor.Probe(context.Background(), executor.Options{})
 	if err != nil {
