@@ -102,7 +102,8 @@ var rows = []row{
 	{"supervisor restarts of a crashing child (restarts/s)", "agent-OS", "supervisor_restarts_per_sec", "BenchmarkRestarts", "restarts/s", true, 1},
 	{"a forge cycle against a model that answers at once: CPU outside the model (ms)", "", "", "BenchmarkForgeCycle", "cpu-µs/op", false, 1e3},
 	{"process start: `agentos help` until it exits (ms)", "", "", "BenchmarkStartHelp", "median-µs", false, 1e3},
-	{"a sandbox worker started until it is ready for its first run (ms)", "", "", "BenchmarkStartWorker", "ready-µs", false, 1e3},
+	{"a sandbox worker started until it is ready for its first run: agentos-worker, which the pool starts when it sits beside agentos (`go install ./cmd/...`) (ms)", "", "", "BenchmarkStartWorker/agentos-worker", "ready-µs", false, 1e3},
+	{"the same, agentos re-executed as its own worker (no agentos-worker beside it, as under `go run`) (ms)", "", "", "BenchmarkStartWorker/agentos", "ready-µs", false, 1e3},
 }
 
 func main() {
@@ -183,8 +184,8 @@ func build(bin string) (string, error) {
 		}
 	}
 	agentos := filepath.Join(bin, "agentos")
-	fmt.Fprintln(os.Stderr, "building ./cmd/agentos")
-	if b, err := exec.Command("go", "build", "-o", agentos, "./cmd/agentos").CombinedOutput(); err != nil {
+	fmt.Fprintln(os.Stderr, "building ./cmd/agentos and ./cmd/agentos-worker")
+	if b, err := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./cmd/agentos", "./cmd/agentos-worker").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building agentos: %v\n%s", err, b)
 	}
 	return agentos, nil
