@@ -327,6 +327,7 @@ func TestOpenRebuildsCorruptFile(t *testing.T) {
 		{name: "empty", file: ``, warns: true},
 		{name: "merge conflict", file: "<<<<<<< HEAD\n{\"tools\": {}}\n=======\n{\"tools\": {}}\n>>>>>>> feat/x\n", warns: true},
 		{name: "bad entry among good", file: `{"tools": {"tools/a.ts": 5, "tools/b.ts": ` + fmt.Sprintf(good, "Bee.", transpile.Hash([]byte(srcB))) + `}}`, warns: true, keepsB: true},
+		{name: "null entry among good", file: `{"tools": {"tools/a.ts": null, "tools/b.ts": ` + fmt.Sprintf(good, "Bee.", transpile.Hash([]byte(srcB))) + `}}`, warns: true, keepsB: true},
 		{name: "entry outside the tools", file: `{"tools": {"../a.ts": {"hash": "x"}, "tools/b.ts": ` + fmt.Sprintf(good, "Bee.", transpile.Hash([]byte(srcB))) + `}}`, warns: true, keepsB: true},
 		{name: "stale hash", file: `{"tools": {"tools/b.ts": ` + fmt.Sprintf(good, "Old.", "0123") + `}}`},
 		{name: "missing file"},

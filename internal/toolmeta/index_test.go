@@ -133,3 +133,26 @@ func synthetic(n int) []*Tool {
 	}
 	return out
 }
+
+// BenchmarkInvertedPut indexes 10,000 tools with descriptions and tags
+// into a new index: what a node's boot does for every tool of its
+// registry.
+func BenchmarkInvertedPut(b *testing.B) {
+	words := strings.Fields("parse fetch convert compute render validate merge split sort filter " +
+		"JSON CSV YAML HTTP URL date time number string array matrix graph tree list map queue " +
+		"Fibonacci prime factorial checksum encode decode compress hash sign verify")
+	tools := make([]*Tool, 10000)
+	for i := range tools {
+		w := func(k int) string { return words[(i*7+k*13)%len(words)] }
+		tools[i] = &Tool{Path: fmt.Sprintf("tools/g%02d/%sTo%s%d.ts", i%100, w(0), w(1), i), Name: fmt.Sprintf("%sTo%s%d", w(0), w(1), i),
+			Description: fmt.Sprintf("Takes a %s and returns its %s as %s; the %s of the tool's %s, for %s.", w(2), w(3), w(4), w(5), w(6), w(7)),
+			Tags:        []string{w(8), w(9)}}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		x := NewInverted()
+		for _, t := range tools {
+			x.Put(t, "tools")
+		}
+	}
+}

@@ -45,7 +45,6 @@ var stopWords = func() map[string]bool {
 	return m
 }()
 
-// tokenize appends the index terms of s to out.
 // caseBreak reports whether a word breaks before the letter r, after
 // prev and followed by rest: fooBar -> foo|Bar; HTTPResponse ->
 // HTTP|Response; but URLs and getURLs2 keep their plural s.
@@ -59,15 +58,19 @@ func caseBreak(prev, r rune, rest string) bool {
 	return unicode.IsLower(prev) || unicode.IsDigit(prev) || unicode.IsUpper(prev) && unicode.IsLower(next) && !plural
 }
 
+// tokenize appends the index terms of s to out.
 func tokenize(s string, out []string) []string {
-	var word []rune
-	flush := func() {
-		if len(word) == 0 {
+	start, n := 0, 0 // the word so far: s[start:i], n runes, the first one first
+	var first rune
+	flush := func(end int) {
+		if n == 0 {
 			return
 		}
-		w := strings.ToLower(string(word))
-		single := len(word) == 1 && unicode.IsLetter(word[0])
-		word = word[:0]
+		// A word is a run of s: its lower case needs no copy when it is
+		// lower case already, the common case.
+		w := strings.ToLower(s[start:end])
+		single := n == 1 && unicode.IsLetter(first)
+		n = 0
 		if stopWords[w] || single { // single letters: the s of "tool's", x, ...
 			return
 		}
@@ -76,17 +79,20 @@ func tokenize(s string, out []string) []string {
 	var prev rune
 	for i, r := range s {
 		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			flush()
+			flush(i)
 			prev = 0
 			continue
 		}
-		if len(word) > 0 && caseBreak(prev, r, s[i+utf8.RuneLen(r):]) {
-			flush()
+		if n > 0 && caseBreak(prev, r, s[i+utf8.RuneLen(r):]) {
+			flush(i)
 		}
-		word = append(word, r)
+		if n == 0 {
+			start, first = i, r
+		}
+		n++
 		prev = r
 	}
-	flush()
+	flush(len(s))
 	return out
 }
 
@@ -119,6 +125,11 @@ type Inverted struct {
 	sumLen [numFields]int
 	// noPath leaves the path field out (NewIndexWithoutPaths).
 	noPath bool
+	// termAt and tfs are Put's scratch, kept for the next Put: the
+	// index in tfs of each term of the tool being indexed, and its term
+	// frequencies per field.
+	termAt map[string]int
+	tfs    [][numFields]uint16
 }
 
 // NewInverted returns an empty index.
@@ -157,7 +168,11 @@ func (x *Inverted) Put(t *Tool, toolsDir string) {
 		x.docs = append(x.docs, doc{})
 	}
 	d := doc{path: t.Path, live: true, usage: max(usage, t.Usage)}
-	tfs := map[string]*[numFields]uint16{}
+	if x.termAt == nil {
+		x.termAt = map[string]int{}
+	}
+	clear(x.termAt)
+	x.tfs = x.tfs[:0]
 	var toks []string
 	for f, texts := range fieldTexts(t, toolsDir) {
 		if fieldID(f) == fieldPath && x.noPath {
@@ -166,25 +181,26 @@ func (x *Inverted) Put(t *Tool, toolsDir string) {
 		for _, s := range texts {
 			toks = tokenize(s, toks[:0])
 			for _, w := range toks {
-				c := tfs[w]
-				if c == nil {
-					c = new([numFields]uint16)
-					tfs[w] = c
+				i, ok := x.termAt[w]
+				if !ok {
+					i = len(x.tfs)
+					x.termAt[w] = i
+					x.tfs = append(x.tfs, [numFields]uint16{})
 					d.terms = append(d.terms, w)
 				}
-				if c[f] < math.MaxUint16 {
-					c[f]++
+				if x.tfs[i][f] < math.MaxUint16 {
+					x.tfs[i][f]++
 				}
 				d.lens[f]++
 			}
 		}
 	}
-	for _, w := range d.terms {
+	for i, w := range d.terms {
 		ps := x.post[w]
-		i := sort.Search(len(ps), func(i int) bool { return ps[i].doc >= id })
+		j := sort.Search(len(ps), func(j int) bool { return ps[j].doc >= id })
 		ps = append(ps, posting{})
-		copy(ps[i+1:], ps[i:])
-		ps[i] = posting{doc: id, tf: *tfs[w]}
+		copy(ps[j+1:], ps[j:])
+		ps[j] = posting{doc: id, tf: x.tfs[i]}
 		x.post[w] = ps
 	}
 	for f := range d.lens {
