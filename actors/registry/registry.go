@@ -104,6 +104,9 @@ type Registry struct {
 	timer       *time.Timer // a pending usage flush
 	// compactTimer rewrites meta.json once writes pause (log.go).
 	compactTimer *time.Timer
+	// verifyTimer checks the stat cache's too recent files once they
+	// have settled (statcache.go).
+	verifyTimer *time.Timer
 
 	io sync.Mutex // serialises writes of the files and the log; guards the fields below
 	// written is what each shard file holds, as far as the registry knows
@@ -493,6 +496,9 @@ func (r *Registry) Close() error {
 	}
 	if r.compactTimer != nil {
 		r.compactTimer.Stop()
+	}
+	if r.verifyTimer != nil {
+		r.verifyTimer.Stop()
 	}
 	r.mu.Unlock()
 	r.mut.Unlock()

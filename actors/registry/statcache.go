@@ -27,8 +27,12 @@ import (
 // its line has the line's hash, and is not read, unless it was modified
 // within statRacy of the cache being written (a write in the same tick of
 // the file system's clock would not change its times: such a file is read
-// again, as Git does with its index). A missing, unreadable or damaged
-// cache only makes Rebuild read every file, as it did without one.
+// again, as Git does with its index). Such files are checked once they
+// have settled (verifyRacy, statRacy after the cache was written): read,
+// hashed and kept when unchanged, under a cache stamped with the check's
+// time. A fresh checkout's files, all just written, are thus not all read
+// again at the next start. A missing, unreadable or damaged cache only
+// makes Rebuild read every file, as it did without one.
 //
 // IMPORTANT: the cache is never trusted for what it does not check: a file
 // changed in place with its size, both times and inode restored is not
@@ -38,8 +42,9 @@ import (
 const DefaultStatFile = "registry.stat"
 
 // statRacy is how close to the cache's writing a file's modification may
-// be and still be trusted: coarser than any file system's timestamps.
-const statRacy = 2 * time.Second
+// be and still be trusted: coarser than any file system's timestamps. A
+// variable for the tests only.
+var statRacy = 2 * time.Second
 
 // statHeader begins the cache file.
 const statHeader = "agentos-registry-stat 1"
@@ -136,8 +141,21 @@ func (r *Registry) saveStatCache(old statCache, files map[string]fileStat, read 
 	if r.state == nil || !read && old.written != 0 && sameStats(old.files, files) {
 		return
 	}
+	written := time.Now().UnixNano()
+	if r.writeStatCache(written, files) && racy(files, written) {
+		r.mu.Lock()
+		if !r.closed && r.verifyTimer == nil {
+			r.verifyTimer = time.AfterFunc(statRacy+statRacy/4, r.verifyRacy)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// writeStatCache writes the cache of files, stamped written; a failure is
+// logged (false), never an error (the next Rebuild reads the files).
+func (r *Registry) writeStatCache(written int64, files map[string]fileStat) bool {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "%s %d\n", statHeader, time.Now().UnixNano())
+	fmt.Fprintf(&buf, "%s %d\n", statHeader, written)
 	for p, st := range files {
 		if strings.ContainsAny(p, "\n") {
 			continue // never cached: read every time
@@ -146,7 +164,69 @@ func (r *Registry) saveStatCache(old statCache, files map[string]fileStat, read 
 	}
 	if err := r.state.WriteFile(r.statFile, buf.Bytes()); err != nil {
 		r.log.Warn("registry: cannot write the stat cache; the next start reads every tool file", slog.String("file", r.statFile), slog.Any("err", err))
+		return false
 	}
+	return true
+}
+
+// racy reports whether a file of files is too recent for a cache written
+// at written to vouch for it.
+func racy(files map[string]fileStat, written int64) bool {
+	for _, st := range files {
+		if st.mtime >= written-int64(statRacy) {
+			return true
+		}
+	}
+	return false
+}
+
+// verifyRacy is the verify timer's function: each file the cache holds
+// but could not trust (modified within statRacy of its writing) and that
+// has settled since is read again; one whose times, size, inode and
+// content are still the cached ones is kept, any other dropped (the next
+// Rebuild reads it). The cache is then written again, stamped with the
+// time the check began: IMPORTANT: a file modified within statRacy of
+// that time is not vouched for (it stays too recent under the new stamp).
+func (r *Registry) verifyRacy() {
+	r.mut.Lock() // no Rebuild meanwhile: it writes the cache too
+	defer r.mut.Unlock()
+	r.mu.Lock()
+	r.verifyTimer = nil
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return
+	}
+	c := r.loadStatCache()
+	if c.files == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	for p, st := range c.files {
+		if st.mtime < c.written-int64(statRacy) || st.mtime >= now-int64(statRacy) {
+			continue // trusted already, or still too recent (stays so under now)
+		}
+		if !r.unchanged(p, st) {
+			delete(c.files, p)
+		}
+	}
+	r.writeStatCache(now, c.files)
+}
+
+// unchanged reports whether the tool file p is a regular file with the
+// stat and the content hash of st.
+func (r *Registry) unchanged(p string, st fileStat) bool {
+	fi, err := r.jail.Stat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	cur := statOf(fi)
+	cur.hash = st.hash
+	if cur != st {
+		return false
+	}
+	src, err := r.jail.ReadFile(p)
+	return err == nil && transpile.Hash(src) == st.hash
 }
 
 func sameStats(a, b map[string]fileStat) bool {

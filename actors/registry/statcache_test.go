@@ -173,3 +173,49 @@ func TestSeedSparesReadingCheckedOutFiles(t *testing.T) {
 		t.Errorf("the registry lists %d tools, want 11", got)
 	}
 }
+
+// TestFreshFilesAreVerifiedOnceSettled: files written just before a
+// registry opened are too recent for its stat cache to vouch for; once
+// they have settled the registry checks them itself, so that the next
+// open reads none of them (a node restarted soon after its first
+// checkout read every tool again). A file changed before that check, even
+// to the same size, is still read.
+func TestFreshFilesAreVerifiedOnceSettled(t *testing.T) {
+	defer func(d time.Duration) { statRacy = d }(statRacy)
+	statRacy = 200 * time.Millisecond
+	rt := newRoot(t)
+	var paths []string
+	for i := range 6 {
+		p := fmt.Sprintf("tools/t%d.ts", i)
+		rt.write(p, fmt.Sprintf("/** Tool %d. */\nexport default function (a: { n: number }): number { return a.n * %d; }\n", i, i))
+		paths = append(paths, p)
+	}
+	opts := rt.withState(rt.options())
+	r, reads := rt.readsOf(opts)
+	if len(reads) != len(paths) {
+		t.Fatalf("first open read %d files, want %d", len(reads), len(paths))
+	}
+	// Changed before the check: same size, new content.
+	rt.write(paths[0], strings.Replace(readFile(t, rt, paths[0]), "* 0", "* 9", 1))
+	time.Sleep(statRacy + statRacy/4 + 300*time.Millisecond) // the check runs
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, reads = rt.readsOf(opts)
+	defer r.Close()
+	if !slices.Equal(reads, paths[:1]) {
+		t.Errorf("the open after the check read %q, want only the changed %q", reads, paths[0])
+	}
+	if got, _ := r.Get(paths[0]); got.Version != 2 {
+		t.Errorf("the changed tool: %+v, want version 2", got)
+	}
+}
+
+func readFile(t *testing.T, rt *root, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(rt.dir, filepath.FromSlash(p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
