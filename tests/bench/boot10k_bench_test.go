@@ -173,16 +173,7 @@ func BenchmarkReboot10k(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
-		for i := n; i < n+3; i++ {
-			p, src := bigTool(i)
-			if err := os.WriteFile(filepath.Join(work, filepath.FromSlash(p)), []byte(src), 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-		n += 3
-		regenerateRegistry(b, work)
-		gitCommitAll(b, work, "3 more tools")
-		gitCmd(b, "-C", work, "push", "-q", "origin", "main")
+		n = pushThreeMore(b, work, n)
 		b.StartTimer()
 		t0, start := time.Now(), benchutil.CPUTime()
 		rt := bootStart(b, dir, bare, n)
@@ -214,19 +205,26 @@ func BenchmarkReboot10kGitFloor(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
-		for i := n; i < n+3; i++ {
-			p, src := bigTool(i)
-			if err := os.WriteFile(filepath.Join(work, filepath.FromSlash(p)), []byte(src), 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-		n += 3
-		regenerateRegistry(b, work)
-		gitCommitAll(b, work, "3 more tools")
-		gitCmd(b, "-C", work, "push", "-q", "origin", "main")
+		n = pushThreeMore(b, work, n)
 		b.StartTimer()
 		t0 := time.Now()
 		gitCmd(b, "-C", clone, "pull", "-q", "--ff-only", "origin", "main")
 		b.Logf("git pull %d: %v", i+1, time.Since(t0).Round(time.Millisecond))
 	}
+}
+
+// pushThreeMore commits tools n, n+1 and n+2 and the registry they change
+// in work and pushes them to its upstream; it returns n+3.
+func pushThreeMore(b *testing.B, work string, n int) int {
+	b.Helper()
+	for i := n; i < n+3; i++ {
+		p, src := bigTool(i)
+		if err := os.WriteFile(filepath.Join(work, filepath.FromSlash(p)), []byte(src), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	regenerateRegistry(b, work)
+	gitCommitAll(b, work, "3 more tools")
+	gitCmd(b, "-C", work, "push", "-q", "origin", "main")
+	return n + 3
 }
