@@ -764,9 +764,9 @@ func (r *Registry) load() loaded {
 // parseFile adds the valid entries of the registry file f (content raw)
 // to out. A corrupt file or entry is logged at Warn and skipped.
 //
-// The file is decoded in one pass; only when that fails is it decoded
-// again entry by entry, so that a corrupt entry costs itself alone (a
-// later boot decodes every shard: one pass is 40 % of the two's time).
+// The file is decoded in one pass (a later boot decodes every shard);
+// only when that fails is it decoded again entry by entry, so that a
+// corrupt entry costs itself alone.
 func (r *Registry) parseFile(f string, raw []byte, out map[string]*Tool) {
 	var whole struct {
 		Tools map[string]*Tool `json:"tools"`
