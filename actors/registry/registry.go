@@ -121,6 +121,7 @@ type Registry struct {
 	state        *vfs.Jail // where the log is (nil: no log)
 	logFile      string    // the registry log in state (log.go)
 	statFile     string    // the stat cache in state (statcache.go)
+	statWritten  int64     // the stamp of the stat cache this registry last wrote (under mut)
 	logF         *os.File  // the log, open for appending (nil until the first record)
 	logBytes     int64     // the log's size
 

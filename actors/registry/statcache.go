@@ -152,7 +152,8 @@ func (r *Registry) saveStatCache(old statCache, files map[string]fileStat, read 
 }
 
 // writeStatCache writes the cache of files, stamped written; a failure is
-// logged (false), never an error (the next Rebuild reads the files).
+// logged (false), never an error (the next Rebuild reads the files). The
+// caller MUST hold r.mut.
 func (r *Registry) writeStatCache(written int64, files map[string]fileStat) bool {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "%s %d\n", statHeader, written)
@@ -166,6 +167,7 @@ func (r *Registry) writeStatCache(written int64, files map[string]fileStat) bool
 		r.log.Warn("registry: cannot write the stat cache; the next start reads every tool file", slog.String("file", r.statFile), slog.Any("err", err))
 		return false
 	}
+	r.statWritten = written
 	return true
 }
 
@@ -187,9 +189,10 @@ func racy(files map[string]fileStat, written int64) bool {
 // Rebuild reads it). The cache is then written again, stamped with the
 // time the check began: IMPORTANT: a file modified within statRacy of
 // that time is not vouched for (it stays too recent under the new stamp).
+// The files are read without the registry's write lock, which is taken
+// only to write the cache, and not at all if a Rebuild wrote a newer one
+// meanwhile.
 func (r *Registry) verifyRacy() {
-	r.mut.Lock() // no Rebuild meanwhile: it writes the cache too
-	defer r.mut.Unlock()
 	r.mu.Lock()
 	r.verifyTimer = nil
 	closed := r.closed
@@ -210,7 +213,14 @@ func (r *Registry) verifyRacy() {
 			delete(c.files, p)
 		}
 	}
-	r.writeStatCache(now, c.files)
+	r.mut.Lock() // Rebuild writes the cache under it
+	defer r.mut.Unlock()
+	r.mu.RLock()
+	closed = r.closed
+	r.mu.RUnlock()
+	if !closed && r.statWritten == c.written {
+		r.writeStatCache(now, c.files)
+	}
 }
 
 // unchanged reports whether the tool file p is a regular file with the

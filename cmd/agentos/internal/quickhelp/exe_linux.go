@@ -31,9 +31,11 @@ func exeModinfo() (modinfo string, ok bool) {
 	if sec == nil || sec.Type == elf.SHT_NOBITS {
 		return "", false
 	}
-	buf := make([]byte, 64<<10)
-	n, _ := sec.ReadAt(buf, 0)
-	return parseBuildInfo(buf[:n])
+	b, err := sec.Data()
+	if err != nil {
+		return "", false
+	}
+	return parseBuildInfo(b)
 }
 
 // parseBuildInfo is exeModinfo's reading of the section's bytes b.
