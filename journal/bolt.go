@@ -25,6 +25,15 @@ type boltStore struct {
 	// time), under fenceMu.
 	fenceMu sync.Mutex
 	fences  map[string]int64
+	// pageSize is the file's page size, read at open: IMPORTANT: bbolt's
+	// Info reads its mapping unguarded, which a commit that grows the file
+	// replaces, so it is read only before the journal writes.
+	pageSize int
+}
+
+// newBoltStore wraps an open db, before anything writes to it.
+func newBoltStore(db *bolt.DB) *boltStore {
+	return &boltStore{db: db, fences: map[string]int64{}, pageSize: db.Info().PageSize}
 }
 
 var (
@@ -75,19 +84,19 @@ func Open(path string, opts Options) (*Journal, error) {
 			}
 			return nil, fmt.Errorf("opening journal %s: %w", path, err)
 		}
-		return newJournal(&boltStore{db: db, fences: map[string]int64{}}, opts), nil
+		return newJournal(newBoltStore(db), opts), nil
 	}
 	// IMPORTANT: a journal already current is only read here. A commit,
 	// even of nothing, writes bbolt's meta page and fdatasyncs it: every
 	// open (each replay's) would wait for the disk.
 	if db.View(storageCurrent) == nil {
-		return newJournal(&boltStore{db: db, fences: map[string]int64{}}, opts), nil
+		return newJournal(newBoltStore(db), opts), nil
 	}
 	if err := db.Update(initStorage); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("initialising journal %s: %w", path, err)
 	}
-	return newJournal(&boltStore{db: db, fences: map[string]int64{}}, opts), nil
+	return newJournal(newBoltStore(db), opts), nil
 }
 
 // errMigrate: a journal opened read-only needs its storage migrated first.
@@ -732,7 +741,7 @@ func (s *boltStore) liveBytes() int64 {
 		return 0
 	}
 	st := s.db.Stats()
-	return fi.Size() - int64(st.FreePageN+st.PendingPageN)*int64(s.db.Info().PageSize)
+	return fi.Size() - int64(st.FreePageN+st.PendingPageN)*int64(s.pageSize)
 }
 
 // prune scans the whole file and deletes what decide chooses, in one

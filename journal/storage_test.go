@@ -405,3 +405,44 @@ func TestOpenCurrentWritesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A runtime prunes by size (retention's keep_bytes) on a timer while runs
+// write: the size estimate MUST NOT read bbolt's mapping unguarded, which
+// a write that grows the file remaps (CI's race detector caught
+// TestRetention this way). Run under -race.
+func TestPruneBySizeWhileWriting(t *testing.T) {
+	for round := range 10 { // each fresh file is remapped about 9 times as it grows
+		pruneBySizeWhileWriting(t, filepath.Join(t.TempDir(), fmt.Sprintf("journal%d.db", round)))
+	}
+}
+
+func pruneBySizeWhileWriting(t *testing.T, path string) {
+	j, err := Open(path, Options{Durability: NoSync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		big := bigString(256<<10, "grow:")
+		for i := range 40 {
+			r := mustBegin(t, j, RunMeta{Kind: "exec", Tool: "tools/t.ts"})
+			h := r.Middleware()(driver.HostFunc(func(context.Context, driver.Call) (json.RawMessage, error) {
+				return append(json.RawMessage(fmt.Sprintf(`"%d`, i)), big[1:]...), nil
+			}))
+			h.Do(context.Background(), driver.Call{Seq: 1, Driver: "fs", Op: "read", Request: json.RawMessage(`{}`)})
+			r.End(StatusOK, nil, nil)
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if _, err := j.Prune(PruneOptions{KeepBytes: 1 << 30}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
