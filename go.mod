@@ -118,3 +118,7 @@ require (
 
 // The goja of the require above with two promise changes (third_party/goja/PATCHES.md).
 replace github.com/dop251/goja => ./third_party/goja
+
+// The protoactor-go of the require above (unmaintained since 2024-08) with fixes of its
+// crashes (third_party/protoactor-go/PATCHES.md).
+replace github.com/asynkron/protoactor-go => ./third_party/protoactor-go

@@ -2,9 +2,13 @@ package cluster
 
 import (
 	"context"
+	"log/slog"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
 )
 
 // TestLeaveDoesNotWaitForAPausedPeer: a member leaving while a peer is
@@ -37,4 +41,37 @@ func TestLeaveDoesNotWaitForAPausedPeer(t *testing.T) {
 		t.Errorf("leave with a paused peer took %v, want at most %v", took.Round(time.Millisecond), limit)
 	}
 	t.Logf("leave with a paused peer took %v", took.Round(time.Millisecond))
+}
+
+// Defect 17: protoactor's graceful remote stop unsubscribes its endpoint
+// manager from the event stream, then sets the manager's connections to
+// nil; an endpoint event whose Publish listed the manager's subscription
+// before the unsubscribe reaches it afterwards and dereferences the nil
+// map, on the goroutine that published it: a peer's stream breaking while
+// a node leaves killed the node (CI, TestSilentMemberIsShown's package,
+// 2026-12-04). Here a handler subscribed ahead of the manager holds such
+// a Publish until the stop has ended. third_party/protoactor-go's patch:
+// a stopped manager ignores endpoint events.
+func TestEndpointEventDuringRemoteStop(t *testing.T) {
+	for _, ev := range []any{&remote.EndpointTerminatedEvent{Address: "127.0.0.1:1"}, &remote.EndpointConnectedEvent{Address: "127.0.0.1:1"}} {
+		sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet(t) }))
+		held, release := make(chan struct{}), make(chan struct{})
+		sub := sys.EventStream.SubscribeWithPredicate(func(any) { close(held); <-release },
+			func(m any) bool { return m == ev })
+		r := remote.NewRemote(sys, remote.Configure("127.0.0.1", 0))
+		r.Start()
+		published := make(chan any)
+		go func() {
+			defer func() { published <- recover() }()
+			sys.EventStream.Publish(ev)
+		}()
+		<-held
+		r.Shutdown(true)
+		close(release)
+		if p := <-published; p != nil {
+			t.Errorf("%T published during a graceful remote stop: the publisher panicked: %v", ev, p)
+		}
+		sys.EventStream.Unsubscribe(sub)
+		sys.Shutdown()
+	}
 }

@@ -1,0 +1,3 @@
+package cluster
+
+type Option func(g *Gossiper)
