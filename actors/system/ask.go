@@ -22,8 +22,9 @@ var ErrNoReply = errors.New("system: no reply")
 // before sending), ErrNoReply wrapping protoactor's when no reply came in
 // time.
 //
-// IMPORTANT: when ctx ends first, a goroutine keeps waiting for the
-// abandoned reply until timeout: keep timeouts bounded.
+// When ctx ends first, the request's future is stopped: nothing waits on
+// for the abandoned reply (which then goes to the dead letters, as one
+// after the timeout does).
 //
 // It is the one request path of the actors' typed clients; each wraps its
 // errors in its own package's sentinel (ErrUnavailable) and checks the
@@ -54,6 +55,7 @@ func Ask(ctx context.Context, sender actor.SenderContext, pid *actor.PID, req an
 		select {
 		case <-done:
 		case <-ctx.Done():
+			sender.ActorSystem().Root.Stop(f.PID()) // ends f.Result: the goroutine returns
 			return nil, ctx.Err()
 		}
 	}

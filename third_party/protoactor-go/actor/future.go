@@ -154,19 +154,35 @@ func (ref *futureProcess) SendUserMessage(pid *PID, message interface{}) {
 
 	_, msg, _ := UnwrapEnvelope(message)
 
+	// agentos: the result is set under the lock, and only while the future
+	// is not done (upstream wrote it unguarded: a reply arriving as the
+	// future timed out or was stopped raced with its reader).
+	ref.cond.L.Lock()
+	if ref.done {
+		ref.cond.L.Unlock()
+		return
+	}
 	if _, ok := msg.(*DeadLetterResponse); ok {
 		ref.result = nil
 		ref.err = ErrDeadLetter
 	} else {
 		ref.result = msg
 	}
+	ref.cond.L.Unlock()
 
 	ref.Stop(pid)
 }
 
 func (ref *futureProcess) SendSystemMessage(pid *PID, message interface{}) {
 	defer ref.instrument()
+	// agentos: under the lock, as SendUserMessage.
+	ref.cond.L.Lock()
+	if ref.done {
+		ref.cond.L.Unlock()
+		return
+	}
 	ref.result = message
+	ref.cond.L.Unlock()
 	ref.Stop(pid)
 }
 
