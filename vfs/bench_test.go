@@ -23,3 +23,23 @@ func BenchmarkSandboxReadFile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadFile8MiB reads an 8 MiB file through the jail: past its
+// first buffer (1 MiB), the cost of growing it.
+func BenchmarkReadFile8MiB(b *testing.B) {
+	j, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.WriteFile("big.bin", make([]byte, 8<<20)); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(8 << 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := j.ReadFile("big.bin"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -129,12 +129,18 @@ func hasHidden(c string) bool {
 // buffer has room for the file and one byte more, so that the read finding
 // the end is the second one (as io.ReadAll, for a file that did not grow);
 // at most 1 MiB up front, so that a sparse or lying size cannot make one
-// huge allocation (the buffer grows as the bytes really come).
+// huge allocation: the buffer grows as the bytes really come, doubling,
+// or to the size and one byte when that is less (append's growth of a
+// large slice, a quarter at a time, copied an 8 MiB file 37 MB over).
 func readFD(fd int, size int64) ([]byte, error) {
 	b := make([]byte, 0, min(size+1, 1<<20))
 	for {
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
+			n := 2 * cap(b)
+			if want := size + 1; want > int64(cap(b)) && want < int64(n) {
+				n = int(want)
+			}
+			b = append(make([]byte, 0, n), b...)
 		}
 		n, err := unix.Read(fd, b[len(b):cap(b)])
 		if err == unix.EINTR {

@@ -27,6 +27,11 @@ func TestFastReadIsReadResolved(t *testing.T) {
 	write("a.txt", "0123456789abcdef")
 	write("empty.txt", "")
 	write("d/big.txt", string(make([]byte, 70000)))
+	huge := make([]byte, 3<<20+7) // past readFD's first buffer (1 MiB): it grows twice
+	for i := range huge {
+		huge[i] = byte(i % 251)
+	}
+	write("d/huge.txt", string(huge))
 	write("twin.txt", "twin")
 	if err := os.Link(filepath.Join(dir, "twin.txt"), filepath.Join(dir, "twin2.txt")); err != nil {
 		t.Fatal(err)
@@ -48,6 +53,7 @@ func TestFastReadIsReadResolved(t *testing.T) {
 		{"empty.txt", 0, false, true},
 		{"d/big.txt", 0, false, true},
 		{"d/big.txt", 1000, true, true}, // too large comes before the check
+		{"d/huge.txt", 0, false, true},
 		{"twin.txt", 0, false, true},
 		{"twin.txt", 0, true, true},
 		{"missing.txt", 0, false, false},
