@@ -59,7 +59,17 @@ func caseBreak(prev, r rune, rest string) bool {
 }
 
 // tokenize appends the index terms of s to out.
-func tokenize(s string, out []string) []string {
+func tokenize(s string, out []string) []string { return tokenizeWith(s, out, nil) }
+
+// maxStems bounds an index's memo of stems (stems), about 2 MB: a
+// registry's vocabulary is far smaller, and past the bound words are
+// stemmed each time.
+const maxStems = 1 << 15
+
+// tokenizeWith is tokenize, stemming through the memo stems when it is
+// not nil (words to their stems, added to until maxStems): the same words
+// recur across a registry's tools, and a stem costs an allocation.
+func tokenizeWith(s string, out []string, stems map[string]string) []string {
 	start, n := 0, 0 // the word so far: s[start:i], n runes, the first one first
 	var first rune
 	flush := func(end int) {
@@ -74,7 +84,21 @@ func tokenize(s string, out []string) []string {
 		if stopWords[w] || single { // single letters: the s of "tool's", x, ...
 			return
 		}
-		out = append(out, stem(w))
+		if stems == nil {
+			out = append(out, stem(w))
+			return
+		}
+		st, ok := stems[w]
+		if !ok {
+			st = stem(w)
+			if len(stems) < maxStems {
+				// Copies: w and its stem may be runs of a long text.
+				w = strings.Clone(w)
+				st = strings.Clone(st)
+				stems[w] = st
+			}
+		}
+		out = append(out, st)
 	}
 	var prev rune
 	for i, r := range s {
@@ -125,6 +149,8 @@ type Inverted struct {
 	sumLen [numFields]int
 	// noPath leaves the path field out (NewIndexWithoutPaths).
 	noPath bool
+	// stems is Put's memo of stems (tokenizeWith).
+	stems map[string]string
 	// termAt and tfs are Put's scratch, kept for the next Put: the
 	// index in tfs of each term of the tool being indexed, and its term
 	// frequencies per field.
@@ -169,7 +195,7 @@ func (x *Inverted) Put(t *Tool, toolsDir string) {
 	}
 	d := doc{path: t.Path, live: true, usage: max(usage, t.Usage)}
 	if x.termAt == nil {
-		x.termAt = map[string]int{}
+		x.termAt, x.stems = map[string]int{}, map[string]string{}
 	}
 	clear(x.termAt)
 	x.tfs = x.tfs[:0]
@@ -179,7 +205,7 @@ func (x *Inverted) Put(t *Tool, toolsDir string) {
 			continue
 		}
 		for _, s := range texts {
-			toks = tokenize(s, toks[:0])
+			toks = tokenizeWith(s, toks[:0], x.stems)
 			for _, w := range toks {
 				i, ok := x.termAt[w]
 				if !ok {
