@@ -22,9 +22,9 @@ var ErrNoReply = errors.New("system: no reply")
 // before sending), ErrNoReply wrapping protoactor's when no reply came in
 // time.
 //
-// When ctx ends first, the request's future is stopped: nothing waits on
-// for the abandoned reply (which then goes to the dead letters, as one
-// after the timeout does).
+// When ctx ends first, the request's future is stopped: nothing keeps
+// waiting for the abandoned reply, which then goes to the dead letters,
+// as a reply after the timeout does.
 //
 // It is the one request path of the actors' typed clients; each wraps its
 // errors in its own package's sentinel (ErrUnavailable) and checks the

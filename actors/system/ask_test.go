@@ -46,7 +46,7 @@ func TestAsk(t *testing.T) {
 }
 
 // TestAskAbandonedLeavesNothing: an Ask whose ctx ends stops its future, so
-// that nothing waits on for the reply until the timeout (a goroutine and a
+// that nothing keeps waiting for the reply until the timeout (a goroutine and a
 // timer per abandoned request; goleak found one at the end of
 // internal/host's tests under -race in CI).
 func TestAskAbandonedLeavesNothing(t *testing.T) {
