@@ -154,9 +154,24 @@ func (s *uploadSession) UploadPack(ctx context.Context, req *packp.UploadPackReq
 		defer recoverInto(&err, nil, "encoding the objects to send")
 		err = encodeWhole(pw, s.sto, objs, fastZlib)
 	}()
-	resp := packp.NewUploadPackResponseWithPackfile(req, pr)
+	resp := packp.NewUploadPackResponseWithPackfile(req, endedReader{ctx: ctx, PipeReader: pr})
 	resp.ShallowUpdate.Shallows = shallows
 	return resp, nil
+}
+
+// endedReader is the pack's reader: once ctx has ended, a read returns its
+// error, even when the pipe still holds bytes or the AfterFunc that closes
+// it has not run yet (ctx.Err is a check, not a goroutine).
+type endedReader struct {
+	ctx context.Context
+	*io.PipeReader
+}
+
+func (r endedReader) Read(p []byte) (int, error) {
+	if r.ctx.Err() != nil {
+		return 0, context.Cause(r.ctx)
+	}
+	return r.PipeReader.Read(p)
 }
 
 // objectsAt lists the wanted commits and every object of their trees (a
