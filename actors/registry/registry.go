@@ -122,6 +122,8 @@ type Registry struct {
 	logFile      string    // the registry log in state (log.go)
 	statFile     string    // the stat cache in state (statcache.go)
 	statWritten  int64     // the stamp of the stat cache this registry last wrote (under mut)
+	snapFile     string    // the snapshot in state (snapshot.go)
+	snap         *snapshot // what the snapshot holds (under mut)
 	logF         *os.File  // the log, open for appending (nil until the first record)
 	logBytes     int64     // the log's size
 
@@ -218,6 +220,7 @@ func Open(jail *vfs.Jail, opts Options) (*Registry, error) {
 	r.state = opts.State
 	r.seed = opts.Seed
 	r.statFile = DefaultStatFile
+	r.snapFile = DefaultSnapshotFile
 	if opts.LogFile == "" {
 		opts.LogFile = DefaultLogFile
 	}
@@ -239,6 +242,7 @@ func Open(jail *vfs.Jail, opts Options) (*Registry, error) {
 	if r.flushDelay == 0 {
 		r.flushDelay = DefaultFlushDelay
 	}
+	r.snap = r.loadSnapshot()
 	if err := r.Rebuild(); err != nil {
 		return nil, err
 	}
@@ -507,6 +511,9 @@ func (r *Registry) Close() error {
 	r.io.Lock()
 	r.closeLog()
 	r.io.Unlock()
+	r.mut.Lock()
+	r.saveSnapshot() // for the next start (snapshot.go)
+	r.mut.Unlock()
 	return err
 }
 
@@ -548,8 +555,17 @@ func (r *Registry) Rebuild() error {
 	r.saveStatCache(cache, sc.stats, sc.read)
 	next, diskUsage := sc.next, sc.diskUsage
 
+	// A first Rebuild starts from the snapshot's search index, if any.
+	var indexed map[string]*Tool
+	var x *toolmeta.Inverted
+	if len(mem) == 0 {
+		x, indexed = r.takeIndex()
+	}
 	changed := false
 	r.mu.Lock()
+	if x != nil && r.idx.Len() == 0 {
+		r.idx = x
+	}
 	for p, t := range next {
 		cur := r.tools[p]
 		if f := st.files[p]; f == nil || !same(f, t) || st.legacy {
@@ -574,7 +590,7 @@ func (r *Registry) Rebuild() error {
 			changed = true
 		}
 		if cur == nil || !sameSearch(cur, t) {
-			r.idx.Put(t, r.toolsDir)
+			r.index(t, indexed)
 		} else {
 			r.idx.SetUsage(p, t.Usage)
 		}
@@ -593,6 +609,7 @@ func (r *Registry) Rebuild() error {
 			r.dirtyShards[shardOf(p)] = true // a vanished tool's entry is dropped from its file
 		}
 	}
+	r.dropIndexed(indexed)
 	r.mu.Unlock()
 	if changed {
 		// Readers are free; a Register waits on mut until the Rebuild ends.
@@ -609,7 +626,39 @@ func (r *Registry) Rebuild() error {
 	return r.persist(true)
 }
 
-// hasHash reports whether the entry in memory or on file has hash h (then
+// index puts t in the search index, unless the snapshot's index, which
+// holds the tools indexed (what index has not met yet), has it with the
+// same searched fields. The caller holds r.mu.
+func (r *Registry) index(t *Tool, indexed map[string]*Tool) {
+	if f, ok := indexed[t.Path]; ok {
+		delete(indexed, t.Path)
+		if sameSearch(f, t) {
+			r.idx.SetUsage(t.Path, t.Usage)
+			return
+		}
+		r.idx.Remove(t.Path)
+	}
+	r.idx.Put(t, r.toolsDir)
+}
+
+// dropIndexed removes from the search index the snapshot's tools that are
+// no longer registered (what index did not meet), and indexes every tool
+// again if the index still differs from the tools (a snapshot that does
+// not hold what it says). The caller holds r.mu.
+func (r *Registry) dropIndexed(indexed map[string]*Tool) {
+	for p := range indexed {
+		r.idx.Remove(p)
+	}
+	if r.idx.Len() == len(r.tools) {
+		return
+	}
+	r.log.Warn("registry: the snapshot's search index does not match the tools; indexing every tool again", slog.String("file", r.snapFile), slog.Int("indexed", r.idx.Len()), slog.Int("tools", len(r.tools)))
+	r.idx = toolmeta.NewInverted()
+	for _, t := range r.tools {
+		r.idx.Put(t, r.toolsDir)
+	}
+}
+
 // scanned is what Rebuild's scan of the tool files found.
 type scanned struct {
 	next      map[string]*Tool // each file's entry, reconciled
@@ -658,6 +707,7 @@ func (r *Registry) scanTools(files []vfs.Entry, mem, disk map[string]*Tool, cach
 	return sc
 }
 
+// hasHash reports whether the entry in memory or on file has hash h (then
 // reconcile needs no source).
 func hasHash(h string, m, d *Tool) bool {
 	return m != nil && m.Hash == h || d != nil && d.Hash == h
@@ -740,6 +790,7 @@ func (r *Registry) load() loaded {
 	if err != nil && !errors.Is(err, vfs.ErrNotFound) {
 		r.log.Warn("registry: cannot list the registry's shards; rebuilding them from the tools", slog.String("dir", r.dir), slog.Any("err", err))
 	}
+	seen := map[string]snapShard{}
 	for _, f := range names {
 		if path.Dir(f) != r.dir || !strings.HasSuffix(f, ".json") {
 			continue
@@ -750,8 +801,9 @@ func (r *Registry) load() loaded {
 			continue
 		}
 		st.raw[f] = b
-		r.parseFile(f, b, st.files)
+		r.decodeShard(f, b, st.files, seen)
 	}
+	r.snap.shards = seen // the shards of no file are dropped
 	for p, t := range legacy {
 		if s := st.files[p]; s == nil || s.Version < t.Version {
 			st.files[p] = t

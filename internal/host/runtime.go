@@ -306,8 +306,8 @@ func (rt *Runtime) openTools(ctx context.Context) (closeFunc, error) {
 	}
 	closeTools := func(context.Context) error {
 		var errs []error
-		if rt.reg != nil {
-			errs = append(errs, rt.reg.Flush())
+		if rt.reg != nil { // Close writes the registry's snapshot: the next start reads it
+			errs = append(errs, rt.reg.Close())
 		}
 		if rt.repo != nil {
 			errs = append(errs, rt.repo.Close())

@@ -1,0 +1,265 @@
+package toolmeta
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// The binary form of an Inverted (AppendBinary, DecodeInverted): what a
+// registry keeps between two starts, so that a later start does not index
+// every tool again (issue 28 goal 4). Integers are uvarints, a string is
+// its length then its bytes:
+//
+//	"agentos-inverted 1\n" flags(1: no path field)
+//	terms  string...                      (sorted)
+//	docs   { path lens[4] usage terms{term index...} }...
+//	postings, per term in order: { doc delta, tf[4] }...
+//
+// each list preceded by its length. Removed documents are left out and the
+// others renumbered in their order, so postings stay sorted by doc.
+
+const invertedMagic = "agentos-inverted 1\n"
+
+// ErrBadInverted is what DecodeInverted returns for bytes that are not an
+// index AppendBinary wrote.
+var ErrBadInverted = errors.New("toolmeta: not a binary search index")
+
+// AppendBinary appends the index's binary form to b. Equal indexes (the
+// same tools, usage and history of removals) give equal bytes.
+func (x *Inverted) AppendBinary(b []byte) []byte {
+	b = append(b, invertedMagic...)
+	flags := byte(0)
+	if x.noPath {
+		flags = 1
+	}
+	b = append(b, flags)
+	terms := make([]string, 0, len(x.post))
+	for w := range x.post {
+		terms = append(terms, w)
+	}
+	slices.Sort(terms)
+	at := make(map[string]uint64, len(terms))
+	b = binary.AppendUvarint(b, uint64(len(terms)))
+	for i, w := range terms {
+		at[w] = uint64(i)
+		b = appendString(b, w)
+	}
+	renum := make([]int32, len(x.docs)) // old id -> new id
+	b = binary.AppendUvarint(b, uint64(x.n))
+	next := int32(0)
+	for id, d := range x.docs {
+		if !d.live {
+			continue
+		}
+		renum[id] = next
+		next++
+		b = appendString(b, d.path)
+		for _, l := range d.lens {
+			b = binary.AppendUvarint(b, uint64(l))
+		}
+		b = binary.AppendUvarint(b, uint64(max(d.usage, 0)))
+		b = binary.AppendUvarint(b, uint64(len(d.terms)))
+		for _, w := range d.terms {
+			b = binary.AppendUvarint(b, at[w])
+		}
+	}
+	for _, w := range terms {
+		ps := x.post[w]
+		b = binary.AppendUvarint(b, uint64(len(ps)))
+		prev := int32(-1)
+		for _, p := range ps {
+			id := renum[p.doc]
+			b = binary.AppendUvarint(b, uint64(id-prev))
+			prev = id
+			for _, tf := range p.tf {
+				b = binary.AppendUvarint(b, uint64(tf))
+			}
+		}
+	}
+	return b
+}
+
+// DecodeInverted returns the index whose binary form is b (AppendBinary).
+// It fails with ErrBadInverted, and never panics, on anything else; the
+// index keeps no reference to b.
+func DecodeInverted(b []byte) (*Inverted, error) {
+	if len(b) < len(invertedMagic)+1 || string(b[:len(invertedMagic)]) != invertedMagic {
+		return nil, fmt.Errorf("%w: no header", ErrBadInverted)
+	}
+	d := &decoder{s: string(b), i: len(invertedMagic)}
+	x := &Inverted{noPath: d.byte() == 1}
+	terms := d.strings()
+	docs := d.docs(terms)
+	x.docs = docs
+	x.n = len(docs)
+	x.byPath = make(map[string]int32, len(docs))
+	for id, dc := range docs {
+		x.byPath[dc.path] = int32(id)
+		for f := range dc.lens {
+			x.sumLen[f] += int(dc.lens[f])
+		}
+	}
+	x.post = d.postings(terms, docs)
+	if d.err == nil && d.i != len(d.s) {
+		d.fail("%d bytes after the postings", len(d.s)-d.i)
+	}
+	if d.err == nil && len(x.byPath) != len(docs) {
+		d.fail("a path indexed twice")
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return x, nil
+}
+
+// decoder reads the binary form; its first error sticks.
+type decoder struct {
+	s   string // the whole input: decoded strings are its substrings
+	i   int
+	err error
+}
+
+func (d *decoder) fail(format string, a ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: at byte %d: %s", ErrBadInverted, d.i, fmt.Sprintf(format, a...))
+	}
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil || d.i >= len(d.s) {
+		d.fail("truncated")
+		return 0
+	}
+	d.i++
+	return d.s[d.i-1]
+}
+
+// uint reads a uvarint no larger than limit.
+func (d *decoder) uint(limit uint64) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := uvarintString(d.s[d.i:])
+	if n <= 0 || v > limit {
+		d.fail("a number out of range")
+		return 0
+	}
+	d.i += n
+	return v
+}
+
+// count reads a list's length: no more items of at least size bytes
+// each than the bytes left hold (a damaged length allocates nothing huge).
+func (d *decoder) count(size int) int { return int(d.uint(uint64((len(d.s) - d.i) / size))) }
+
+func (d *decoder) string() string {
+	n := d.count(1)
+	if d.err != nil || n > len(d.s)-d.i {
+		d.fail("truncated")
+		return ""
+	}
+	d.i += n
+	return d.s[d.i-n : d.i]
+}
+
+func (d *decoder) strings() []string {
+	out := make([]string, d.count(1))
+	for i := range out {
+		out[i] = d.string()
+	}
+	return out
+}
+
+// docs reads the documents, their terms indexes into terms.
+func (d *decoder) docs(terms []string) []doc {
+	out := make([]doc, d.count(7)) // path, lens, usage, terms: 7 bytes at least
+	ends := make([]int, len(out))
+	all := make([]string, 0, min(24*len(out), len(d.s)-d.i)) // one array for every doc's terms (a guess of their number)
+	for i := range out {
+		out[i] = doc{path: d.string(), live: true}
+		for f := range out[i].lens {
+			out[i].lens[f] = uint32(d.uint(math.MaxUint32))
+		}
+		out[i].usage = int(d.uint(math.MaxInt64))
+		for range d.count(1) {
+			t := d.uint(uint64(len(terms)))
+			if d.err != nil || int(t) >= len(terms) {
+				d.fail("a term out of range")
+				return nil
+			}
+			all = append(all, terms[t])
+		}
+		ends[i] = len(all)
+	}
+	start := 0
+	for i := range out { // full slices: Put's appends never reach the next doc's
+		out[i].terms = all[start:ends[i]:ends[i]]
+		start = ends[i]
+	}
+	return out
+}
+
+// postings reads each term's postings and checks them against the docs:
+// sorted, in range, and as many per doc as the doc has terms.
+func (d *decoder) postings(terms []string, docs []doc) map[string][]posting {
+	post := make(map[string][]posting, len(terms))
+	seen := make([]int, len(docs))
+	for _, w := range terms {
+		n := d.count(5) // doc delta and four tfs
+		if d.err != nil {
+			return nil
+		}
+		if n == 0 {
+			d.fail("no postings for a term")
+			return nil
+		}
+		ps := make([]posting, n)
+		prev := int64(-1)
+		for j := range ps {
+			id := prev + int64(d.uint(uint64(len(docs))))
+			if d.err != nil || id <= prev || id >= int64(len(docs)) {
+				d.fail("a posting out of order")
+				return nil
+			}
+			prev = id
+			ps[j].doc = int32(id)
+			for f := range ps[j].tf {
+				ps[j].tf[f] = uint16(d.uint(math.MaxUint16))
+			}
+			seen[id]++
+		}
+		post[w] = ps
+	}
+	for id := range docs {
+		if seen[id] != len(docs[id].terms) {
+			d.fail("doc %d has %d terms and %d postings", id, len(docs[id].terms), seen[id])
+			return nil
+		}
+	}
+	return post
+}
+
+// uvarintString is binary.Uvarint of a string.
+func uvarintString(s string) (uint64, int) {
+	var x uint64
+	var sh uint
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		c := s[i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				return 0, -1
+			}
+			return x | uint64(c)<<sh, i + 1
+		}
+		x |= uint64(c&0x7f) << sh
+		sh += 7
+	}
+	return 0, 0
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
