@@ -415,6 +415,11 @@ func (j *Jail) List(dir string) ([]string, error) {
 	return out, err
 }
 
+// Links is the number of hard links to the file fi describes (1 where the
+// platform does not tell): a listing (Entries) leaves out a regular file
+// with more than one, which the jail never reads.
+func Links(fi fs.FileInfo) uint64 { return links(fi) }
+
 // Entry is one file a listing found.
 type Entry struct {
 	// Path is where the listing found it, relative to the jail root, below

@@ -544,9 +544,12 @@ func (r *Registry) Rebuild() error {
 
 	st := r.load()
 	disk := st.entries
-	files, err := r.scanEntries()
-	if err != nil {
-		return err
+	files, listed := r.listing() // the Git scan's, when it can stand for a walk
+	if !listed {
+		var err error
+		if files, err = r.scanEntries(); err != nil {
+			return err
+		}
 	}
 	cache := r.loadStatCache()
 	sc := r.scanTools(files, mem, disk, cache)

@@ -267,8 +267,10 @@ var readHook func(path string)
 // same tick of the file system's clock with the same size, before Open, is
 // not seen. It is used by the first Rebuild only, then dropped.
 type Seed struct {
-	mu    sync.Mutex
-	files map[string]fileStat
+	mu      sync.Mutex
+	files   map[string]fileStat
+	listed  map[string]fs.FileInfo // Listed's (listing.go)
+	skipped []string
 }
 
 // NewSeed returns an empty seed.
@@ -292,7 +294,7 @@ func (s *Seed) release() {
 		return
 	}
 	s.mu.Lock()
-	s.files = nil
+	s.files, s.listed, s.skipped = nil, nil, nil
 	s.mu.Unlock()
 }
 

@@ -317,6 +317,8 @@ func (rt *Runtime) openTools(ctx context.Context) (closeFunc, error) {
 	if cfg.Git.Upstream != "" {
 		opts := cfg.repoOptions(rt.root, regenerate, rt.log)
 		opts.CheckedOut = seed.Wrote
+		// A later start: the registry lists its tools from Git's scan.
+		opts.Walked = seed.Listed
 		opts.Derive = func() ([]string, error) { // the registry's shards written from its log before each commit
 			if rt.reg == nil {
 				return nil, nil

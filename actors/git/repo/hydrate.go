@@ -194,6 +194,10 @@ func (r *Repo) configCurrent() bool {
 }
 
 func (r *Repo) regenerate() error {
+	if r.walk != nil { // this sync's scan, for the first Regenerate
+		r.opts.Walked(r.walk, r.walkSkipped)
+		r.walk, r.walkSkipped, r.walkGiven = nil, nil, true
+	}
 	if r.opts.Regenerate == nil {
 		return nil
 	}

@@ -91,6 +91,19 @@ type Options struct {
 	// Repo's lock held: it MUST NOT call the Repo, and MUST NOT keep
 	// content past the call.
 	CheckedOut func(p string, content []byte, fi fs.FileInfo)
+	// Walked, when set, is given once, just before the first Regenerate
+	// of a tool root checked out before (a later start), what the scan of
+	// the working tree lstat'ed: every regular file and symbolic link it
+	// met, by path (slash-separated, relative to Dir), kept up to date
+	// with the files the update then wrote or removed; and the paths it
+	// skipped as ignored (Ignore, temporary files; a directory with a
+	// final slash). It is what the
+	// registry lists its tools from instead of walking the tree again
+	// (registry.Seed.Listed). The maps are the callee's. It runs with the
+	// Repo's lock held: it MUST NOT call the Repo. IMPORTANT: it is the
+	// tree as the scan and the update saw it: a file another process
+	// writes in between is not in it.
+	Walked func(files map[string]fs.FileInfo, skipped []string)
 	// Hold, when set, says why a working file must not be committed yet
 	// (e.g. a tool that does not compile): Hydrate's recovery of files a
 	// killed writer left unsaved skips it (it stays in the working tree,

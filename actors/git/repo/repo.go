@@ -6,6 +6,7 @@ package repo
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"sync"
 
@@ -17,12 +18,18 @@ import (
 // Repo is a tool root kept in sync with its upstream. It is safe for
 // concurrent use: one operation runs at a time.
 type Repo struct {
-	mu     sync.Mutex
-	opts   Options
-	log    *slog.Logger
-	gitDir string
-	sto    *store
-	closed bool
+	mu sync.Mutex
+	// walk is what this sync's scanDirty lstat'ed, kept up to date by the
+	// update's writes, and walkSkipped what it skipped, for
+	// Options.Walked (nil when not wanted, or given already: walkGiven).
+	walk        map[string]fs.FileInfo
+	walkSkipped []string
+	walkGiven   bool
+	opts        Options
+	log         *slog.Logger
+	gitDir      string
+	sto         *store
+	closed      bool
 	// resync says the in-memory state may disagree with the disk after a
 	// failure midway: the next operation reloads it (the refs on disk are
 	// the truth; they are only written once a step is complete).

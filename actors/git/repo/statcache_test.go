@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 
 	"github.com/agentos-run/agentos/actors/git/repo"
+	"github.com/agentos-run/agentos/vfs"
 )
 
 // The stat cache of .git/index (issue 28, goal 4: a later boot that grows
@@ -168,5 +170,65 @@ func TestFreshCheckoutReportsWrites(t *testing.T) {
 	must(t, hydrate(t, dir, up, report).Close())
 	if len(got) != 0 {
 		t.Errorf("a later update reported %v: CheckedOut is the fresh checkout's only", got)
+	}
+}
+
+// TestWalkedIsTheTreeAfterTheUpdate (issue 28 goal 4): what a later
+// Hydrate gives Options.Walked, once, is what an lstat of every working
+// file gives once the update is done: the files the update wrote (a new
+// and a changed tool, a deleted one restored) with their new stat, the
+// files it left alone, an untracked file and a symbolic link, nothing it
+// removed, and the ignored directory among the skipped paths.
+func TestWalkedIsTheTreeAfterTheUpdate(t *testing.T) {
+	dir, up, _ := statRoot(t)
+	plainCommit(t, up, "main", map[string]string{"tools/d.ts": "dddd", "tools/c.ts": "CCCCC"}, "upstream changes")
+	must(t, os.Remove(filepath.Join(dir, "tools", "b.ts")))
+	writeFile(t, dir, "tools/n.ts", "new")
+	writeFile(t, dir, "tools/.forge/x.ts", "staged")
+	must(t, os.Symlink("a.ts", filepath.Join(dir, "tools", "l.ts")))
+	var got map[string]fs.FileInfo
+	var skipped []string
+	calls := 0
+	hydrate(t, dir, up, func(o *repo.Options) {
+		o.Ignore = []string{"tools/.forge/"}
+		o.Walked = func(f map[string]fs.FileInfo, s []string) { calls++; got, skipped = f, s }
+	})
+	if calls != 1 {
+		t.Fatalf("Walked called %d times, want once", calls)
+	}
+	want := map[string]fs.FileInfo{}
+	must(t, filepath.WalkDir(dir, func(a string, d fs.DirEntry, err error) error {
+		must(t, err)
+		rel, _ := filepath.Rel(dir, a)
+		p := filepath.ToSlash(rel)
+		switch {
+		case d.IsDir() && (p == ".git" || p == ".agentos" || p == "tools/.forge"):
+			return filepath.SkipDir
+		case d.IsDir():
+			return nil
+		}
+		fi, err := os.Lstat(a)
+		must(t, err)
+		want[p] = fi
+		return nil
+	}))
+	if !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want))) {
+		t.Fatalf("Walked gave %v\nthe working tree holds %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+	for p, w := range want {
+		g := got[p]
+		gi, _ := vfs.InodeCtime(g)
+		wi, _ := vfs.InodeCtime(w)
+		if g.Size() != w.Size() || !g.ModTime().Equal(w.ModTime()) || g.Mode() != w.Mode() || gi != wi {
+			t.Errorf("%s: Walked gave size %d mtime %v mode %v inode %d; the file has %d %v %v %d", p, g.Size(), g.ModTime(), g.Mode(), gi, w.Size(), w.ModTime(), w.Mode(), wi)
+		}
+	}
+	if !slices.Contains(skipped, "tools/.forge/") {
+		t.Errorf("skipped %v, want the ignored tools/.forge/ among them", skipped)
+	}
+	for _, p := range []string{"tools/b.ts", "tools/c.ts", "tools/d.ts"} {
+		if _, ok := got[p]; !ok {
+			t.Errorf("%s, written by the update, is not in what Walked gave", p)
+		}
 	}
 }

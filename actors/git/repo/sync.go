@@ -21,6 +21,7 @@ import (
 // upstream (see Hydrate). Called with r.mu held.
 func (r *Repo) sync(ctx context.Context) error {
 	r.resync = true
+	defer func() { r.walk, r.walkSkipped = nil, nil }() // given within this sync, or never
 	local, track, fresh := r.loadRefs()
 	r.local, r.upstream = local, track
 	u, err := r.fetch(ctx)
@@ -294,10 +295,21 @@ func firstN(s []string, n int) []string {
 func (r *Repo) scanDirty() error {
 	seen := map[string]bool{}
 	var links []string
+	if r.opts.Walked != nil && !r.walkGiven {
+		r.walk, r.walkSkipped = map[string]fs.FileInfo{}, nil
+	}
 	err := r.walkWork("", func(p string, d fs.DirEntry) error {
 		seen[p] = true
+		var fi fs.FileInfo
+		if r.walk != nil {
+			var err error
+			if fi, err = d.Info(); err != nil {
+				return nil // vanished since it was listed
+			}
+			r.walk[p] = fi
+		}
 		if d.Type()&fs.ModeSymlink == 0 {
-			return r.scanFile(p, d)
+			return r.scanFile(p, d, fi)
 		}
 		f, tracked := r.files[p]
 		if !tracked {
@@ -318,14 +330,19 @@ func (r *Repo) scanDirty() error {
 }
 
 // scanFile marks the working file p pending when it differs from r.files
-// (and is not a conflict's version, which its tool's Persist reports).
-func (r *Repo) scanFile(p string, d fs.DirEntry) error {
+// (and is not a conflict's version, which its tool's Persist reports); fi
+// is its lstat when the walk read it already (else nil).
+func (r *Repo) scanFile(p string, d fs.DirEntry, fi fs.FileInfo) error {
 	if r.localOnly[p] {
 		return nil
 	}
 	f, tracked := r.files[p]
 	if tracked {
-		if fi, err := d.Info(); err == nil && r.statClean(p, f.hash, fi) {
+		var err error
+		if fi == nil {
+			fi, err = d.Info()
+		}
+		if err == nil && r.statClean(p, f.hash, fi) {
 			return nil
 		}
 	}

@@ -140,6 +140,9 @@ func (r *Repo) walkWork(under string, fn func(p string, d fs.DirEntry) error) er
 		}
 		p := filepath.ToSlash(rel)
 		if r.ignored(p) {
+			if r.walk != nil { // a directory with a final slash
+				r.walkSkipped = append(r.walkSkipped, p+map[bool]string{true: "/"}[d.IsDir()])
+			}
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -309,6 +312,9 @@ func (r *Repo) removeWork(p string) error {
 	if err := os.Remove(r.abs(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	if r.walk != nil {
+		delete(r.walk, p)
+	}
 	r.removeEmptyParents(p)
 	return nil
 }
@@ -343,6 +349,9 @@ func (r *Repo) writeWork(p string, e entry) error {
 	}
 	r.recordStat(p, e.hash, e.mode, fi)
 	r.recordCheckout(p, e, fi)
+	if r.walk != nil {
+		r.walk[p] = fi
+	}
 	if r.direct && r.opts.CheckedOut != nil {
 		r.opts.CheckedOut(p, content, fi)
 	}
