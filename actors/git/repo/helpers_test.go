@@ -80,7 +80,15 @@ func plainCommit(t testing.TB, up, branch string, files map[string]string, msg s
 	}
 	for p, c := range files {
 		writeFile(t, dir, p, c)
+		if len(files) > 100 {
+			continue // added at once below: go-git's Add of each reads the whole tree
+		}
 		if _, err := w.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(files) > 100 {
+		if err := w.AddWithOptions(&git.AddOptions{All: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

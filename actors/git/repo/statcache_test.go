@@ -3,6 +3,7 @@ package repo_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -28,9 +29,16 @@ import (
 // tools, whose .git/index trusts every file (their stat data recorded
 // long after they were last modified), with the Repo closed.
 func statRoot(t *testing.T) (dir, up string, old time.Time) {
+	return statRootWith(t, nil)
+}
+
+// statRootWith is statRoot with more files in the upstream's commit.
+func statRootWith(t *testing.T, more map[string]string) (dir, up string, old time.Time) {
 	t.Helper()
 	up = newUpstream(t)
-	plainCommit(t, up, "main", map[string]string{"tools/a.ts": "aaaa", "tools/b.ts": "bbbb", "tools/c.ts": "cccc"}, "three tools")
+	files := map[string]string{"tools/a.ts": "aaaa", "tools/b.ts": "bbbb", "tools/c.ts": "cccc"}
+	maps.Copy(files, more)
+	plainCommit(t, up, "main", files, "three tools")
 	dir = t.TempDir()
 	must(t, hydrate(t, dir, up).Close())
 	old = time.Now().Add(-time.Hour).Truncate(time.Second)
@@ -88,6 +96,30 @@ func TestLaterBootFindsHandChanges(t *testing.T) {
 	var logs syncBuffer
 	hydrate(t, dir, up, func(o *repo.Options) { o.Logger = newLogger(&logs) })
 	checkFound(t, dir, up, logs.String())
+}
+
+// TestLaterBootFindsHandChangesInALargeTree: the same in a tree large
+// enough for the scan to lstat its files on several goroutines first
+// (preloadStat, on a machine with more than one core).
+func TestLaterBootFindsHandChangesInALargeTree(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the change time is compared where the platform gives it (linux)")
+	}
+	more := map[string]string{}
+	for i := range 1200 {
+		more[fmt.Sprintf("tools/g%d/f%04d.ts", i%12, i)] = fmt.Sprint(i)
+	}
+	dir, up, old := statRootWith(t, more)
+	handChanges(t, dir, up, old)
+	preloaded := 0
+	repo.SetPreloadHook(func(n int) { preloaded = n })
+	defer repo.SetPreloadHook(nil)
+	var logs syncBuffer
+	hydrate(t, dir, up, func(o *repo.Options) { o.Logger = newLogger(&logs) })
+	checkFound(t, dir, up, logs.String())
+	if runtime.GOMAXPROCS(0) > 1 && preloaded < 1200 {
+		t.Errorf("the scan preloaded %d files' stat on %d cores, want the 1,203 tracked", preloaded, runtime.GOMAXPROCS(0))
+	}
 }
 
 // TestDamagedIndexScansEverything: a damaged .git/index trusts nothing:

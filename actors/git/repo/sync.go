@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -293,18 +295,21 @@ func firstN(s []string, n int) []string {
 // upstream) is removed (and the tracked file restored when it is a
 // regular file); other links are never committed.
 func (r *Repo) scanDirty() error {
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(r.files))
 	var links []string
 	if r.opts.Walked != nil && !r.walkGiven {
-		r.walk, r.walkSkipped = map[string]fs.FileInfo{}, nil
+		r.walk, r.walkSkipped = make(map[string]fs.FileInfo, len(r.files)), nil
 	}
+	pre := r.preloadStat()
 	err := r.walkWork("", func(p string, d fs.DirEntry) error {
 		seen[p] = true
-		var fi fs.FileInfo
+		fi := pre[p]
 		if r.walk != nil {
 			var err error
-			if fi, err = d.Info(); err != nil {
-				return nil // vanished since it was listed
+			if fi == nil {
+				if fi, err = d.Info(); err != nil {
+					return nil // vanished since it was listed
+				}
 			}
 			r.walk[p] = fi
 		}
@@ -327,6 +332,51 @@ func (r *Repo) scanDirty() error {
 	}
 	r.warnLinks(links)
 	return r.restoreMissing(seen)
+}
+
+// preloadMin is the number of tracked files from which preloadStat
+// lstat's them on several goroutines (git's preload_index: 500 a thread).
+const preloadMin = 1000
+
+// preloadHook, when set (tests), is told how many files preloadStat read.
+var preloadHook func(n int)
+
+// preloadStat lstat's the tracked files of a large tree on as many
+// goroutines as there are cores (at most 8) before the walk meets them
+// one by one, as git's core.preloadIndex does: their lstat, most of a
+// later start's scan, then overlaps. It returns each file's stat by path
+// (nil on one core or a small tree); the walk takes a file's stat from it
+// instead of reading it again. A file changed between the two reads it as
+// it was at the preload: a change made during the scan, seen at the next.
+func (r *Repo) preloadStat() map[string]fs.FileInfo {
+	workers := min(runtime.GOMAXPROCS(0), 8, len(r.files)/(preloadMin/2))
+	if workers < 2 {
+		return nil
+	}
+	paths := make([]string, 0, len(r.files))
+	for p := range r.files {
+		paths = append(paths, p)
+	}
+	stats := make([]fs.FileInfo, len(paths))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(paths); i += workers {
+				stats[i], _ = os.Lstat(r.abs(paths[i])) // nil when absent: the walk reads it if it meets it
+			}
+		})
+	}
+	wg.Wait()
+	if preloadHook != nil {
+		preloadHook(len(paths))
+	}
+	out := make(map[string]fs.FileInfo, len(paths))
+	for i, p := range paths {
+		if stats[i] != nil {
+			out[p] = stats[i]
+		}
+	}
+	return out
 }
 
 // scanFile marks the working file p pending when it differs from r.files
