@@ -83,7 +83,7 @@ func (r *Registry) loadSnapshot() *snapshot {
 		}
 	}
 	if err != nil {
-		r.log.Warn("registry: ignoring the snapshot of the registry; this start decodes and indexes every tool", slog.String("file", r.snapFile), slog.Any("err", err))
+		r.log.Warn("registry: ignoring a damaged snapshot of the registry; this start decodes and indexes every tool, and the snapshot is written again when the registry closes", slog.String("file", r.snapFile), slog.Any("err", err))
 		return &snapshot{shards: map[string]snapShard{}}
 	}
 	s.sum = sha256.Sum256(b)
