@@ -649,6 +649,9 @@ func (r *Registry) index(t *Tool, indexed map[string]*Tool) {
 // again if the index still differs from the tools (a snapshot that does
 // not hold what it says). The caller holds r.mu.
 func (r *Registry) dropIndexed(indexed map[string]*Tool) {
+	if indexed == nil { // no snapshot's index: Put and Remove kept it
+		return
+	}
 	for p := range indexed {
 		r.idx.Remove(p)
 	}
