@@ -57,7 +57,10 @@ func (r *Registry) listing() ([]vfs.Entry, bool) {
 			out = append(out, vfs.Entry{Path: p, Resolved: p, Info: fi})
 		}
 	}
-	return out, true
+	// No tool at all: the walk costs nothing then, and it is right where the
+	// scan's names differ from the tools directory's in case alone (a
+	// case-insensitive file system).
+	return out, len(out) > 0
 }
 
 // overlaps reports whether p is the tools directory, above it or under it.

@@ -250,7 +250,7 @@ func decodeEntries(b []byte) (map[string]*Tool, error) {
 	d := &snapReader{b: b, s: string(b)}
 	params := bytes.Clone(b) // the entries' Parameters share it, as their strings share s
 	n := d.count()
-	m := make(map[string]*Tool, n)
+	m := make(map[string]*Tool, min(n, len(b)/10)) // an entry is 10 bytes at least
 	for range n {
 		t := &Tool{Path: d.string(), Name: d.string(), Description: d.string()}
 		if d.byte() == 1 {

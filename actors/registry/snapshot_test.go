@@ -1,8 +1,10 @@
 package registry
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -216,4 +218,33 @@ func TestSnapshotDamagedIsIgnored(t *testing.T) {
 			t.Error(err)
 		}
 	})
+}
+
+// TestSnapshotCraftedIndexIsRefused: a snapshot whose checksum holds but
+// whose index is inconsistent (a doc listing a term twice, another term
+// posting to it) is refused, and Search neither panics nor misses the
+// tools (found by review).
+func TestSnapshotCraftedIndexIsRefused(t *testing.T) {
+	rt := newRoot(t)
+	rt.write("tools/y.ts", "/** Gamma thing. */\nexport default function () { return 1; }\n")
+	opts := rt.withState(rt.options())
+	idx := append([]byte("agentos-inverted 1\n"), 0) // a header of no indexer: refused as such too
+	b := appendString(appendString([]byte(snapMagic), "tools"), shardDir(DefaultFile))
+	b = binary.AppendUvarint(b, 0)
+	b = appendBytes(b, idx)
+	b = binary.AppendUvarint(b, 1)
+	b = appendStrings(appendString(appendString(appendString(b, "tools/x.ts"), "x"), "alpha"), nil)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	if err := os.WriteFile(filepath.Join(rt.dir, ".agentos", DefaultSnapshotFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := rt.parsesOf(opts)
+	defer closeChecked(t, r)
+	if hits := r.Search("gamma thing", 5); len(hits) != 1 || hits[0].Path != "tools/y.ts" {
+		t.Errorf("search after a refused index: %+v", hits)
+	}
+	r.Search("alpha", 5)
+	if rt.warn.count() == 0 {
+		t.Error("no warning for the refused index")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // The binary form of an Inverted (AppendBinary, DecodeInverted): what a
@@ -13,7 +14,7 @@ import (
 // every tool again (issue 28 goal 4). Integers are uvarints, a string is
 // its length then its bytes:
 //
-//	"agentos-inverted 1\n" flags(1: no path field)
+//	"agentos-inverted 1\n" indexer flags(1: no path field)
 //	terms  string...                      (sorted)
 //	docs   { path lens[4] usage terms{term index...} }...
 //	postings, per term in order: { doc delta, tf[4] }...
@@ -23,6 +24,19 @@ import (
 
 const invertedMagic = "agentos-inverted 1\n"
 
+// indexVersion MUST be raised by any change to what Put makes of a tool
+// (fieldTexts, the fields, their lengths) that the probe below cannot see.
+const indexVersion = "1"
+
+// indexer names the tokenizer and Put that built an index: their version
+// and the terms of a probe text through today's tokenizer, stemmer and
+// stop words. An index built by another is refused (ErrBadInverted): its
+// terms are not the ones a search of today's would look for.
+var indexer = func() string {
+	terms := tokenize("Parsing HTTPResponses, the URLs' getURLs2 of compound_interest and résumés for 3D fooBar tools", nil)
+	return indexVersion + " " + strings.Join(terms, " ")
+}()
+
 // ErrBadInverted is what DecodeInverted returns for bytes that are not an
 // index AppendBinary wrote.
 var ErrBadInverted = errors.New("toolmeta: not a binary search index")
@@ -31,6 +45,7 @@ var ErrBadInverted = errors.New("toolmeta: not a binary search index")
 // same tools, usage and history of removals) give equal bytes.
 func (x *Inverted) AppendBinary(b []byte) []byte {
 	b = append(b, invertedMagic...)
+	b = appendString(b, indexer)
 	flags := byte(0)
 	if x.noPath {
 		flags = 1
@@ -90,6 +105,9 @@ func DecodeInverted(b []byte) (*Inverted, error) {
 		return nil, fmt.Errorf("%w: no header", ErrBadInverted)
 	}
 	d := &decoder{s: string(b), i: len(invertedMagic)}
+	if by := d.string(); d.err == nil && by != indexer {
+		return nil, fmt.Errorf("%w: built by another indexer (%q, today's %q)", ErrBadInverted, by, indexer)
+	}
 	x := &Inverted{noPath: d.byte() == 1}
 	terms := d.strings()
 	docs := d.docs(terms)
@@ -120,6 +138,10 @@ type decoder struct {
 	s   string // the whole input: decoded strings are its substrings
 	i   int
 	err error
+	// termIdx holds each doc's terms as indexes, sorted, one doc after
+	// the other, doc i's ending at termEnds[i] (docs, for postings).
+	termIdx  []int32
+	termEnds []int
 }
 
 func (d *decoder) fail(format string, a ...any) {
@@ -177,13 +199,15 @@ func (d *decoder) strings() []string {
 func (d *decoder) docs(terms []string) []doc {
 	out := make([]doc, d.count(7)) // path, lens, usage, terms: 7 bytes at least
 	ends := make([]int, len(out))
-	all := make([]string, 0, min(24*len(out), len(d.s)-d.i)) // one array for every doc's terms (a guess of their number)
+	all := make([]string, 0, min(24*len(out), len(d.s)-d.i))
+	d.termIdx = make([]int32, 0, cap(all)) // one array for every doc's terms (a guess of their number)
 	for i := range out {
 		out[i] = doc{path: d.string(), live: true}
 		for f := range out[i].lens {
 			out[i].lens[f] = uint32(d.uint(math.MaxUint32))
 		}
 		out[i].usage = int(d.uint(math.MaxInt64))
+		start := len(all)
 		for range d.count(1) {
 			t := d.uint(uint64(len(terms)))
 			if d.err != nil || int(t) >= len(terms) {
@@ -191,9 +215,19 @@ func (d *decoder) docs(terms []string) []doc {
 				return nil
 			}
 			all = append(all, terms[t])
+			d.termIdx = append(d.termIdx, int32(t))
 		}
 		ends[i] = len(all)
+		own := d.termIdx[start:]
+		slices.Sort(own) // for postings' check
+		for j := 1; j < len(own); j++ {
+			if own[j] == own[j-1] {
+				d.fail("doc %d lists a term twice", i)
+				return nil
+			}
+		}
 	}
+	d.termEnds = ends
 	start := 0
 	for i := range out { // full slices: Put's appends never reach the next doc's
 		out[i].terms = all[start:ends[i]:ends[i]]
@@ -203,11 +237,12 @@ func (d *decoder) docs(terms []string) []doc {
 }
 
 // postings reads each term's postings and checks them against the docs:
-// sorted, in range, and as many per doc as the doc has terms.
+// sorted, in range, and each doc's postings exactly the terms it lists
+// (what Remove walks).
 func (d *decoder) postings(terms []string, docs []doc) map[string][]posting {
 	post := make(map[string][]posting, len(terms))
 	seen := make([]int, len(docs))
-	for _, w := range terms {
+	for ti, w := range terms {
 		n := d.count(5) // doc delta and four tfs
 		if d.err != nil {
 			return nil
@@ -225,6 +260,12 @@ func (d *decoder) postings(terms []string, docs []doc) map[string][]posting {
 				return nil
 			}
 			prev = id
+			// The terms come in order of index, so each doc's postings
+			// meet its sorted term indexes in order.
+			if k := d.termStart(int(id)) + seen[id]; k >= d.termEnds[id] || d.termIdx[k] != int32(ti) {
+				d.fail("a posting of a term doc %d does not list", id)
+				return nil
+			}
 			ps[j].doc = int32(id)
 			for f := range ps[j].tf {
 				ps[j].tf[f] = uint16(d.uint(math.MaxUint16))
@@ -240,6 +281,14 @@ func (d *decoder) postings(terms []string, docs []doc) map[string][]posting {
 		}
 	}
 	return post
+}
+
+// termStart is where doc id's term indexes begin in termIdx.
+func (d *decoder) termStart(id int) int {
+	if id == 0 {
+		return 0
+	}
+	return d.termEnds[id-1]
 }
 
 // uvarintString is binary.Uvarint of a string.

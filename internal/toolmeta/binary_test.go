@@ -2,6 +2,7 @@ package toolmeta
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
@@ -149,5 +150,52 @@ func BenchmarkPutSynthetic10k(b *testing.B) {
 		for _, t := range tools {
 			x.Put(t, "tools")
 		}
+	}
+}
+
+// craftedIndex is an index one document of which lists "alpha" twice
+// while "beta" posts to it too: its counts agree, but removing the
+// document would leave beta pointing at a dead one.
+func craftedIndex(by string) []byte {
+	b := appendString([]byte(invertedMagic), by)
+	b = append(b, 0)
+	b = binary.AppendUvarint(b, 2)
+	b = appendString(appendString(b, "alpha"), "beta")
+	b = binary.AppendUvarint(b, 1)
+	b = appendString(b, "tools/x.ts")
+	b = append(b, 1, 0, 0, 0, 0, 2, 0, 0) // lens, usage, terms {alpha, alpha}
+	for range 2 {
+		b = append(b, 1, 1, 1, 0, 0, 0) // alpha, then beta: doc 0
+	}
+	return b
+}
+
+// TestDecodeInvertedRefusesInconsistentPostings: postings that are not
+// exactly the terms their documents list, and an index built by another
+// tokenizer, are refused (found by review: the first made a registry's
+// Search panic after a Remove).
+func TestDecodeInvertedRefusesInconsistentPostings(t *testing.T) {
+	if _, err := DecodeInverted(craftedIndex(indexer)); !errors.Is(err, ErrBadInverted) {
+		t.Errorf("a doc listing a term twice, another posting to it: %v", err)
+	}
+	swapped := append(appendString([]byte(invertedMagic), indexer), 0)
+	swapped = binary.AppendUvarint(swapped, 2)
+	swapped = appendString(appendString(swapped, "alpha"), "beta")
+	swapped = binary.AppendUvarint(swapped, 2)
+	swapped = append(appendString(swapped, "tools/a.ts"), 1, 0, 0, 0, 0, 1, 0) // lists alpha
+	swapped = append(appendString(swapped, "tools/b.ts"), 1, 0, 0, 0, 0, 1, 1) // lists beta
+	swapped = append(swapped, 1, 2, 1, 0, 0, 0)                                // alpha posts to doc 1
+	swapped = append(swapped, 1, 1, 1, 0, 0, 0)                                // beta posts to doc 0
+	if _, err := DecodeInverted(swapped); !errors.Is(err, ErrBadInverted) {
+		t.Errorf("each doc's posting under the other's term: %v", err)
+	}
+	x, _ := builtIndex(synthetic(20))
+	good := x.AppendBinary(nil)
+	other := append(appendString([]byte(invertedMagic), "0 another tokenizer"), good[len(invertedMagic)+len(appendString(nil, indexer)):]...)
+	if _, err := DecodeInverted(other); !errors.Is(err, ErrBadInverted) {
+		t.Errorf("an index of another indexer: %v", err)
+	}
+	if _, err := DecodeInverted(good); err != nil {
+		t.Fatalf("the good index: %v", err)
 	}
 }

@@ -304,13 +304,10 @@ func (r *Repo) scanDirty() error {
 	err := r.walkWork("", func(p string, d fs.DirEntry) error {
 		seen[p] = true
 		fi := pre[p]
-		if r.walk != nil {
-			var err error
-			if fi == nil {
-				if fi, err = d.Info(); err != nil {
-					return nil // vanished since it was listed
-				}
-			}
+		if r.walk != nil && fi == nil {
+			fi, _ = d.Info() // nil if it vanished since it was listed: scanFile finds out
+		}
+		if r.walk != nil && fi != nil {
 			r.walk[p] = fi
 		}
 		if d.Type()&fs.ModeSymlink == 0 {

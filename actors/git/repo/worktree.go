@@ -344,6 +344,9 @@ func (r *Repo) writeWork(p string, e entry) error {
 		return err
 	}
 	fi, err := r.putFile(r.abs(p), content, e.mode)
+	if fi == nil {
+		r.walk = nil // its stat of p is stale now: Walked is not given, the registry walks
+	}
 	if err != nil || fi == nil {
 		return err
 	}
