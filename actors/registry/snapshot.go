@@ -33,7 +33,11 @@ import (
 // It is written by Close (a stopped node), not on every change: a node
 // killed before Close starts from its last snapshot, or from none, and is
 // as correct either way. A damaged file (its CRC-32C, its header, an
-// unreadable part) is logged at Warn and ignored.
+// unreadable part, an index another tokenizer built) is logged at Warn and
+// ignored. IMPORTANT: it is trusted for what it checks, as the registry
+// log beside it is: the state directory MUST be the node's own. A field
+// added to Tool MUST be added to appendEntries and decodeEntries, with
+// snapMagic's version raised (TestSnapshotEntriesCarryEveryField).
 //
 //	"agentos-registry-snap 1\n" toolsDir shardsDir
 //	shards { file sum[32] entries }...   index fields { path name description tags }...

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"testing"
@@ -246,5 +247,38 @@ func TestSnapshotCraftedIndexIsRefused(t *testing.T) {
 	r.Search("alpha", 5)
 	if rt.warn.count() == 0 {
 		t.Error("no warning for the refused index")
+	}
+}
+
+// TestSnapshotEntriesCarryEveryField: an entry with every field of Tool
+// set comes back from the snapshot's binary form whole. A field added to
+// Tool and not to appendEntries fails here (a start from the snapshot
+// would lose it).
+func TestSnapshotEntriesCarryEveryField(t *testing.T) {
+	var tl Tool
+	v := reflect.ValueOf(&tl).Elem()
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		switch f.Interface().(type) {
+		case string:
+			f.SetString("value of " + name)
+		case json.RawMessage:
+			f.SetBytes([]byte(`{"type":"object"}`))
+		case []string:
+			f.Set(reflect.ValueOf([]string{"one", name}))
+		case int:
+			f.SetInt(int64(7 + i))
+		case time.Time:
+			f.Set(reflect.ValueOf(epoch.Add(time.Duration(i) * time.Hour)))
+		default:
+			t.Fatalf("Tool.%s is a %s, which this test (and appendEntries) does not know: carry it in the snapshot", name, f.Type())
+		}
+	}
+	m, err := decodeEntries(appendEntries(nil, map[string]*Tool{tl.Path: &tl}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m[tl.Path]; got == nil || !reflect.DeepEqual(*got, tl) {
+		t.Errorf("from the snapshot:\n%+v\nwant\n%+v", got, tl)
 	}
 }
