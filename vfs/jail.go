@@ -321,16 +321,15 @@ func (j *Jail) writeResolved(p, r string, data []byte) error {
 	if r == "." {
 		return &PathError{Op: "write", Path: p, Err: ErrInvalidPath, Hint: "the path names the root directory, not a file"}
 	}
+	if j.writeFast(r, data) {
+		return nil
+	}
 	if dir := path.Dir(r); dir != "." {
 		if err := j.root.MkdirAll(dir, 0o755); err != nil {
 			return j.wrap("write", p, err)
 		}
 	}
-	// A temp name of its own per write (O_EXCL): two concurrent writers of
-	// one path each rename a whole file; the last rename wins, none tears.
-	var rnd [6]byte
-	rand.Read(rnd[:])
-	tmp := path.Join(path.Dir(r), "."+path.Base(r)+"."+hex.EncodeToString(rnd[:])+".agentos-tmp")
+	tmp := path.Join(path.Dir(r), tempName(path.Base(r)))
 	f, err := j.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return j.wrap("write", p, err)
@@ -348,6 +347,15 @@ func (j *Jail) writeResolved(p, r string, data []byte) error {
 		return j.wrap("write", p, err)
 	}
 	return nil
+}
+
+// tempName is the name a write of the file base goes through: a name of
+// its own per write (O_EXCL), so that two concurrent writers of one path
+// each rename a whole file; the last rename wins, none tears.
+func tempName(base string) string {
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	return "." + base + "." + hex.EncodeToString(rnd[:]) + ".agentos-tmp"
 }
 
 // OpenAppend opens the file at p for appending (created, mode 0600, with

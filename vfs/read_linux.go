@@ -88,9 +88,11 @@ func (j *Jail) openBeneath(r string) (fd int, ok bool) {
 // resolveFast is resolve for a path with no symbolic link on its way,
 // the common case: one openat2 beneath the root that refuses every link
 // (the last component's too) proves that c resolves to itself, instead of
-// an lstat of every prefix. ok false: c names something missing, has a
-// link or a hidden component on its way, or openat2 is not there; resolve
-// then walks c and gives the answer or the error it always gave.
+// an lstat of every prefix; for a c whose last name is missing (a file
+// about to be written), a second one proves it of its directory. ok false:
+// c's directory is missing, c has a link or a hidden component on its
+// way, or openat2 is not there; resolve then walks c and gives the answer
+// or the error it always gave.
 func (j *Jail) resolveFast(c string) (r string, ok bool) {
 	if noOpenat2.Load() || c == "" || c == "." || strings.HasPrefix(c, "/") || hasHidden(c) {
 		return "", false
@@ -104,8 +106,14 @@ func (j *Jail) resolveFast(c string) (r string, ok bool) {
 	// itself instead of refusing it.
 	fd, err := unix.Openat2(j.rootFD, c, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		Resolve: beneath,
 	})
+	if errors.Is(err, unix.ENOENT) {
+		// A file about to be created: if its directory resolves to
+		// itself, so does c (its missing last name is no link), as the
+		// walk would find.
+		return c, j.parentBeneath(c)
+	}
 	if err != nil {
 		return "", false
 	}

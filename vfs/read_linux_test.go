@@ -99,10 +99,10 @@ func TestFastReadIsReadResolved(t *testing.T) {
 }
 
 // TestResolveFastIsResolve: the fast resolve takes only a path that
-// exists with no link and no hidden component on its way, where it
-// answers what the walk answers; every other path (a link anywhere,
-// the last component included, a missing tail, a hidden directory) is
-// left to the walk.
+// exists, or whose last name alone is missing, with no link and no hidden
+// component on its way, where it answers what the walk answers; every
+// other path (a link anywhere, the last component included, a dangling
+// one too, a missing directory, a hidden directory) is left to the walk.
 func TestResolveFastIsResolve(t *testing.T) {
 	j, dir := newJail(t)
 	for _, d := range []string{"tools/deep", ".git", "real"} {
@@ -115,7 +115,7 @@ func TestResolveFastIsResolve(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for link, target := range map[string]string{"tools/last.ts": "deep/a.ts", "tools/mid": "../real", "tools/git": "../.git"} {
+	for link, target := range map[string]string{"tools/last.ts": "deep/a.ts", "tools/mid": "../real", "tools/git": "../.git", "tools/dangling.ts": "nowhere.ts"} {
 		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,15 @@ func TestResolveFastIsResolve(t *testing.T) {
 		{"tools/mid/b.ts", false},   // a link on the way
 		{"tools/git/config", false}, // a link to a hidden directory
 		{".git/config", false},      // hidden
-		{"tools/deep/new.ts", false},
+		{"tools/deep/new.ts", true}, // about to be written: its directory resolves
+		{"tools/new.ts", true},
+		{"new.ts", true},
+		{"tools/nodir/new.ts", false},  // its directory is missing
+		{"tools/mid/new.ts", false},    // a link on the way to a missing file
+		{"tools/dangling.ts", false},   // a link to nothing
+		{"tools/last.ts/new", false},   // under a link
+		{"tools/deep/a.ts/new", false}, // under a file
+		{".git/new", false},            // hidden
 		{".", false},
 	} {
 		r, ok := j.resolveFast(tc.c)

@@ -12,6 +12,9 @@ func (j *Jail) fastRead(p, r string, max int64, check func() error) ([]byte, boo
 // resolveFast: only Linux has one; resolve walks every path.
 func (j *Jail) resolveFast(c string) (string, bool) { return "", false }
 
+// writeFast: only Linux has one; writeResolved writes through os.Root.
+func (j *Jail) writeFast(r string, data []byte) bool { return false }
+
 func openRootFD(r *os.Root) int { return -1 }
 
 func closeRootFD(fd int) {}
