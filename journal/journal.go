@@ -733,20 +733,24 @@ func (j *Journal) PutSource(hash string, src []byte) error {
 			return nil
 		}
 	}
-	found := false
-	j.readNow(func(st store) error {
-		_, found, _ = st.source(hash)
-		return nil
-	})
-	if found {
-		j.stored.Store(hash, true)
-		return nil
-	}
 	var err error
 	if j.async() {
+		// Queued without asking the store first: the writer keeps a source
+		// only if its hash is absent (both stores), so a source an earlier
+		// process kept costs the writer one lookup, and this run no read of
+		// the store (a transaction; with PostgreSQL a round trip).
 		j.lost.Delete(hash) // this write may succeed where an earlier one failed
 		err = j.submit(&write{run: hash, source: src}, false)
 	} else {
+		found := false
+		j.readNow(func(st store) error {
+			_, found, _ = st.source(hash)
+			return nil
+		})
+		if found { // no commit to wait for
+			j.stored.Store(hash, true)
+			return nil
+		}
 		err = j.submit(&write{run: hash, source: src}, true)
 	}
 	if err == nil {

@@ -1347,3 +1347,35 @@ func TestInterruptedCallNotRecorded(t *testing.T) {
 		}
 	})
 }
+
+// TestPutSourceKeptByAnEarlierOpen: a source an earlier Open kept stays
+// as it was when PutSource is called with its hash again, in every
+// durability mode (GroupCommit queues it without reading the store first:
+// the writer keeps a source only if its hash is absent).
+func TestPutSourceKeptByAnEarlierOpen(t *testing.T) {
+	both(t, func(t *testing.T) {
+		for _, d := range []Durability{GroupCommit, SyncEach, NoSync} {
+			t.Run(d.String(), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "journal.db")
+				hash := fmt.Sprintf("hash-%s-%d", d, time.Now().UnixNano())
+				j, err := openStorage(t, path, Options{Durability: d})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := j.PutSource(hash, []byte("first")); err != nil {
+					t.Fatal(err)
+				}
+				if err := j.Close(); err != nil {
+					t.Fatal(err)
+				}
+				j = openAt(t, path, Options{Durability: d})
+				if err := j.PutSource(hash, []byte("second: not kept")); err != nil {
+					t.Fatal(err)
+				}
+				if src, err := j.Source(hash); err != nil || string(src) != "first" {
+					t.Fatalf("Source = %q, %v; want the first source kept", src, err)
+				}
+			})
+		}
+	})
+}
