@@ -37,13 +37,17 @@ const maxSchemaDepth = 16
 //
 // The source is parsed by the shared front end (tsparse.Shared): a source
 // just checked is not parsed again.
-func Extract(src []byte) Meta {
+func Extract(src []byte) Meta { return extract(src, true) }
+
+// extract is Extract; encode false leaves Meta.Parameters nil (ParamsOf
+// needs the schema, not its JSON).
+func extract(src []byte, encode bool) Meta {
 	var m Meta
 	t := tsparse.Shared(src)
 	broken := true
 	if t != nil {
 		broken = t.HasError
-		x := extractor{t: t, f: fields()}
+		x := extractor{t: t, f: fields(), encode: encode}
 		x.run(&m)
 	}
 	if broken && m.Description == "" && len(m.Tags) == 0 {
@@ -104,6 +108,8 @@ type extractor struct {
 	// types are the file's top-level interfaces and type aliases, by name,
 	// for parameter types declared apart (`args: Args`).
 	types map[string]int32
+	// encode: marshal the parameters' schema into Meta.Parameters.
+	encode bool
 }
 
 func (x *extractor) text(n int32) string   { return x.t.Text(n) }
@@ -130,7 +136,9 @@ func (x *extractor) run(m *Meta) {
 		return
 	}
 	m.params, m.declared = x.paramSchema(fn, paramDocs)
-	if m.params == nil {
+	if m.params == nil || !x.encode {
+		// Not marshalled, the schema is still one that marshals: its
+		// numbers are finite (numberLiteral), the rest strings and bools.
 		return
 	}
 	if b, err := json.Marshal(m.params); err == nil {

@@ -36,6 +36,18 @@ func FuzzExtract(f *testing.F) {
 				t.Fatalf("parameters %s: %v", m.Parameters, err)
 			}
 		}
+		// ParamsOf skips the marshalling: its schema MUST be the one
+		// Extract marshals, and it MUST be nil exactly when Extract has
+		// no declared parameters.
+		p := ParamsOf(src)
+		if want := m.Parameters != nil && m.declared; (p != nil) != want {
+			t.Fatalf("ParamsOf = %v, Extract's parameters %s (declared %v)", p, m.Parameters, m.declared)
+		}
+		if p != nil {
+			if b, err := json.Marshal(p.s); err != nil || string(b) != string(m.Parameters) {
+				t.Fatalf("ParamsOf's schema %s (%v), Extract's %s", b, err, m.Parameters)
+			}
+		}
 		for _, tg := range m.Tags {
 			if tg == "" {
 				t.Fatal("empty tag")

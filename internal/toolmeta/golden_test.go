@@ -75,6 +75,14 @@ func TestExtractGolden(t *testing.T) {
 			got.Parameters != want.Parameters || got.Declared != want.Declared {
 			t.Errorf("case %d: Extract(%q)\n got %+v\nwant %+v", i, want.Src, got, want)
 		}
+		var params string // ParamsOf's schema, marshalled as Extract does
+		if p := ParamsOf([]byte(want.Src)); p != nil {
+			b, _ := json.Marshal(p.s)
+			params = string(b)
+		}
+		if wantParams := map[bool]string{true: want.Parameters}[want.Declared]; params != wantParams {
+			t.Errorf("case %d: ParamsOf(%q) = %s, want %s", i, want.Src, params, wantParams)
+		}
 	}
 }
 

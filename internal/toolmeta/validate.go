@@ -27,7 +27,7 @@ type Params struct {
 // tool, unless the checker has just parsed the same source: tsparse.Shared);
 // callers running a tool many times MUST cache the result by content hash.
 func ParamsOf(src []byte) *Params {
-	m := Extract(src)
+	m := extract(src, false)
 	if m.params == nil || !m.declared {
 		return nil
 	}
