@@ -27,7 +27,7 @@ var bootstrapJS = sync.OnceValue(func() *goja.Program {
 	// that replaces Reflect.apply or Number must not be handed the originals
 	// or fool a check.
 	const apply = Reflect.apply, construct = Reflect.construct, get = Reflect.get, N = Number, O = Object, S = String, isArray = Array.isArray;
-	const isProto = Object.prototype.isPrototypeOf, symHasInstance = Symbol.hasInstance;
+	const isProto = Object.prototype.isPrototypeOf;
 	const deny = function () {
 		throw new EvalError('code generation from strings is disabled in the agentos sandbox (eval, Function and their constructors): write the logic as ordinary functions');
 	};
@@ -40,6 +40,9 @@ var bootstrapJS = sync.OnceValue(func() *goja.Program {
 	lock(globalThis, 'eval', deny);
 
 	if (!cfg.guard) return;
+	// Taken here, not above: goja builds Symbol lazily, and a worker's
+	// runtime (no guards) need not pay for it.
+	const symHasInstance = Symbol.hasInstance;
 	const check = (bytes, what) => {
 		if (bytes > cfg.max) {
 			oom(bytes, what);
