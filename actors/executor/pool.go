@@ -28,10 +28,16 @@ type pool struct {
 	opts  Options
 	log   *slog.Logger
 	slots chan struct{} // one per run in flight
-	idle  chan *worker
 
-	mu     sync.Mutex
-	all    map[*worker]struct{}
+	mu  sync.Mutex
+	all map[*worker]struct{}
+	// idle are the workers waiting for a run, the last one released last:
+	// get takes it first (LIFO), so that runs one at a time keep going to
+	// the same warm process (its threads awake, its caches and heap hot)
+	// while the others wait as spare capacity. Taken in turn (FIFO), each
+	// of n workers slept n-1 runs between two of its own.
+	idle   []*worker
+	max    int // of idle: the pool's size
 	closed bool
 	wg     sync.WaitGroup // prewarming and reaper goroutines
 
@@ -42,7 +48,7 @@ type pool struct {
 }
 
 func newPool(n int, opts Options) *pool {
-	p := &pool{opts: opts, log: opts.Logger, slots: make(chan struct{}, n), idle: make(chan *worker, n), all: map[*worker]struct{}{}}
+	p := &pool{opts: opts, log: opts.Logger, slots: make(chan struct{}, n), max: n, all: map[*worker]struct{}{}}
 	p.binary = sync.OnceValues(p.findBinary)
 	p.wg.Go(func() {
 		for range n {
@@ -245,17 +251,22 @@ func (p *pool) get(ctx context.Context) (*worker, error) {
 		return nil, ctx.Err()
 	}
 	for {
-		select {
-		case w := <-p.idle:
-			if w.alive() {
-				return w, nil
-			}
-		default:
+		p.mu.Lock()
+		n := len(p.idle)
+		if n == 0 {
+			p.mu.Unlock()
 			w, err := p.spawn()
 			if err != nil {
 				<-p.slots
 			}
 			return w, err
+		}
+		w := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		if w.alive() {
+			return w, nil
 		}
 	}
 }
@@ -263,15 +274,12 @@ func (p *pool) get(ctx context.Context) (*worker, error) {
 // put returns a healthy worker to the idle set; an unhealthy one is killed.
 func (p *pool) put(w *worker, healthy bool) {
 	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if healthy && !closed && w.alive() {
-		select {
-		case p.idle <- w:
-			return
-		default:
-		}
+	if healthy && !p.closed && w.alive() && len(p.idle) < p.max {
+		p.idle = append(p.idle, w)
+		p.mu.Unlock()
+		return
 	}
+	p.mu.Unlock()
 	w.kill("retired")
 	_ = w.stdin.Close()
 }
