@@ -31,6 +31,8 @@ type Engine struct {
 	cond    *sync.Cond
 	spare   *prepared // the next run's runtime, if ready
 	filling bool      // a goroutine is preparing the spare
+	// onPrewarm: take leaves the next spare to Prewarm (PrewarmAfterRuns).
+	onPrewarm bool
 }
 
 // helpersJS is compiled once, on first use: see transpile.HelpersJS (helpersjs.JS).
@@ -121,8 +123,9 @@ func (p *prepared) boot() error {
 
 // take returns the spare runtime (waiting for the one being prepared, if
 // any, rather than preparing a second) and starts preparing the next spare
-// in the background. Each run thus costs one preparation, mostly overlapped
-// with the previous run.
+// in the background (unless PrewarmAfterRuns: then the caller's next
+// Prewarm does). Each run thus costs one preparation, mostly overlapped
+// with the previous run or with the wait for the next.
 func (e *Engine) take() *prepared {
 	e.mu.Lock()
 	for e.spare == nil && e.filling {
@@ -130,13 +133,29 @@ func (e *Engine) take() *prepared {
 	}
 	p := e.spare
 	e.spare = nil
-	e.filling = true
+	refill := !e.onPrewarm
+	e.filling = refill
 	e.mu.Unlock()
-	go e.fill()
+	if refill {
+		go e.fill()
+	}
 	if p == nil {
 		p = e.prepare()
 	}
 	return p
+}
+
+// PrewarmAfterRuns makes a run leave the preparation of the next runtime
+// to the caller's next Prewarm, instead of starting it as the run starts,
+// where it competes with the run for the CPU. A sandbox worker, which runs
+// one job at a time and then waits for the next, calls Prewarm once each
+// run's outcome is sent. A run that starts while the preparation is under
+// way waits for it (at most one preparation, about 0.1 ms); one that starts
+// with none ready or under way prepares its own.
+func (e *Engine) PrewarmAfterRuns() {
+	e.mu.Lock()
+	e.onPrewarm = true
+	e.mu.Unlock()
 }
 
 // NewEngine returns an Engine caching at most max compiled programs

@@ -120,6 +120,7 @@ func Serve(r io.Reader, w io.Writer, probe func() json.RawMessage) error {
 	// The first runtime is prepared while the worker waits for its first
 	// job: ready (hello) does not wait for it, the first run rarely does.
 	engine := sandbox.NewEngine(0, false)
+	engine.PrewarmAfterRuns() // each next runtime is prepared once a run's outcome is sent
 	engine.Prewarm()
 	for f := range runs {
 		if f.Job == nil {
@@ -133,6 +134,7 @@ func Serve(r io.Reader, w io.Writer, probe func() json.RawMessage) error {
 		if err := c.send(&Frame{T: "done", ID: f.ID, Out: &out, Answered: answered}); err != nil {
 			return err
 		}
+		engine.Prewarm()
 	}
 	return <-readErr
 }
