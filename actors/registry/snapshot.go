@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentos-run/agentos/internal/binform"
 	"github.com/agentos-run/agentos/internal/toolmeta"
 	"github.com/agentos-run/agentos/vfs"
 )
@@ -57,7 +57,7 @@ var errSnapshot = errors.New("not a registry snapshot")
 // guarded by r.mut.
 type snapshot struct {
 	shards map[string]snapShard // by shard file
-	index  []byte               // the search index's binary form (nil: none)
+	index  string               // the search index's binary form ("": none)
 	fields map[string]*Tool     // what index indexed: path, name, description, tags
 	sum    [sha256.Size]byte    // the file's, as read or last written
 }
@@ -66,7 +66,7 @@ type snapshot struct {
 // whose SHA-256 is sum.
 type snapShard struct {
 	sum     [sha256.Size]byte
-	entries []byte // appendEntries
+	entries string // appendEntries
 }
 
 // loadSnapshot reads the snapshot of the state directory; an absent one,
@@ -104,33 +104,31 @@ func (r *Registry) decodeSnapshot(b []byte, s *snapshot) (bool, error) {
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(body):]) {
 		return false, fmt.Errorf("%w: checksum mismatch (a damaged file)", errSnapshot)
 	}
-	d := &snapReader{b: body, i: len(snapMagic)}
-	if d.string() != r.toolsDir || d.string() != r.dir {
-		return false, d.err
+	d := binform.NewReader(string(body), len(snapMagic), errSnapshot)
+	if d.String() != r.toolsDir || d.String() != r.dir {
+		return false, d.Err()
 	}
-	for range d.count() {
-		f := d.string()
+	for range d.Count(1) {
+		f := d.String()
 		var sh snapShard
-		copy(sh.sum[:], d.bytes(sha256.Size))
-		sh.entries = d.bytes(d.count())
-		if d.err == nil {
+		copy(sh.sum[:], d.Raw(sha256.Size))
+		sh.entries = d.String()
+		if d.Err() == nil {
 			s.shards[f] = sh
 		}
 	}
-	if idx := d.bytes(d.count()); len(idx) > 0 {
-		s.index = idx
-	}
-	n := d.count()
-	s.fields = make(map[string]*Tool, min(n, len(body)))
+	s.index = d.String()
+	n := d.Count(1)
+	s.fields = make(map[string]*Tool, n)
 	for range n {
-		t := &Tool{Path: d.string(), Name: d.string(), Description: d.string()}
-		t.Tags = d.strings()
+		t := &Tool{Path: d.String(), Name: d.String(), Description: d.String()}
+		t.Tags = d.Strings()
 		s.fields[t.Path] = t
 	}
-	if d.err == nil && d.i != len(body) {
-		d.err = fmt.Errorf("%w: %d bytes after its end", errSnapshot, len(body)-d.i)
+	if d.Err() == nil && d.Left() != 0 {
+		d.Fail("%d bytes after its end", d.Left())
 	}
-	return true, d.err
+	return true, d.Err()
 }
 
 // decodeShard adds the entries of the shard file f (content raw) to out:
@@ -151,7 +149,7 @@ func (r *Registry) decodeShard(f string, raw []byte, out map[string]*Tool, seen 
 	m := map[string]*Tool{}
 	r.parseFile(f, raw, m)
 	maps.Copy(out, m)
-	seen[f] = snapShard{sum: sum, entries: appendEntries(nil, m)}
+	seen[f] = snapShard{sum: sum, entries: string(appendEntries(nil, m))}
 }
 
 // parseHook, when set (tests), is called with each shard file a Rebuild
@@ -163,8 +161,8 @@ var parseHook func(file string)
 // the snapshot lets go of them.
 func (r *Registry) takeIndex() (*toolmeta.Inverted, map[string]*Tool) {
 	b, fields := r.snap.index, r.snap.fields
-	r.snap.index, r.snap.fields = nil, nil
-	if b == nil {
+	r.snap.index, r.snap.fields = "", nil
+	if b == "" {
 		return nil, nil
 	}
 	x, err := toolmeta.DecodeInverted(b)
@@ -187,7 +185,7 @@ func (r *Registry) saveSnapshot() {
 	written := maps.Clone(r.written)
 	r.io.Unlock()
 	b := append([]byte(nil), snapMagic...)
-	b = appendString(appendString(b, r.toolsDir), r.dir)
+	b = binform.AppendString(binform.AppendString(b, r.toolsDir), r.dir)
 	files := slices.Sorted(maps.Keys(written))
 	b = binary.AppendUvarint(b, uint64(len(files)))
 	shards := make(map[string]snapShard, len(files))
@@ -197,21 +195,21 @@ func (r *Registry) saveSnapshot() {
 		if !ok || sh.sum != sum { // written since it was decoded: decode what was written
 			m := map[string]*Tool{}
 			r.parseFile(f, written[f], m)
-			sh = snapShard{sum: sum, entries: appendEntries(nil, m)}
+			sh = snapShard{sum: sum, entries: string(appendEntries(nil, m))}
 		}
 		shards[f] = sh
-		b = appendString(b, f)
+		b = binform.AppendString(b, f)
 		b = append(b, sh.sum[:]...)
-		b = appendBytes(b, sh.entries)
+		b = binform.AppendString(b, sh.entries)
 	}
 	r.snap.shards = shards
 	r.mu.RLock()
-	b = appendBytes(b, r.idx.AppendBinary(nil))
+	b = binform.AppendBytes(b, r.idx.AppendBinary(nil))
 	paths := slices.Sorted(maps.Keys(r.tools))
 	b = binary.AppendUvarint(b, uint64(len(paths)))
 	for _, p := range paths {
 		t := r.tools[p]
-		b = appendStrings(appendString(appendString(appendString(b, p), t.Name), t.Description), t.Tags)
+		b = binform.AppendStrings(binform.AppendString(binform.AppendString(binform.AppendString(b, p), t.Name), t.Description), t.Tags)
 	}
 	r.mu.RUnlock()
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
@@ -231,16 +229,16 @@ func appendEntries(b []byte, m map[string]*Tool) []byte {
 	b = binary.AppendUvarint(b, uint64(len(m)))
 	for _, p := range slices.Sorted(maps.Keys(m)) {
 		t := m[p]
-		b = appendString(b, p)
-		b = appendString(b, t.Name)
-		b = appendString(b, t.Description)
+		b = binform.AppendString(b, p)
+		b = binform.AppendString(b, t.Name)
+		b = binform.AppendString(b, t.Description)
 		if t.Parameters == nil {
 			b = append(b, 0)
 		} else {
-			b = appendBytes(append(b, 1), t.Parameters)
+			b = binform.AppendBytes(append(b, 1), t.Parameters)
 		}
-		b = appendStrings(b, t.Tags)
-		b = appendString(b, t.Hash)
+		b = binform.AppendStrings(b, t.Tags)
+		b = binform.AppendString(b, t.Hash)
 		b = binary.AppendVarint(b, int64(t.Version))
 		b = binary.AppendVarint(b, int64(t.Usage))
 		b = appendTime(b, t.Created)
@@ -250,155 +248,53 @@ func appendEntries(b []byte, m map[string]*Tool) []byte {
 }
 
 // decodeEntries reads appendEntries's form: the entries, each path keyed.
-func decodeEntries(b []byte) (map[string]*Tool, error) {
-	d := &snapReader{b: b, s: string(b)}
-	params := bytes.Clone(b) // the entries' Parameters share it, as their strings share s
-	n := d.count()
-	m := make(map[string]*Tool, min(n, len(b)/10)) // an entry is 10 bytes at least
-	for range n {
-		t := &Tool{Path: d.string(), Name: d.string(), Description: d.string()}
-		if d.byte() == 1 {
-			k := d.count()
-			if d.err == nil {
-				t.Parameters = params[d.i : d.i+k : d.i+k]
-			}
-			d.skip(k)
+// Their strings share s; their Parameters and times are cut from one copy
+// of it.
+func decodeEntries(s string) (map[string]*Tool, error) {
+	d := binform.NewReader(s, 0, errSnapshot)
+	raw := []byte(s)
+	bytesOf := func(n int) []byte { // the next n bytes, from raw
+		at := d.Pos()
+		if d.Raw(n); d.Err() != nil {
+			return nil
 		}
-		t.Tags = d.strings()
-		t.Hash = d.string()
-		t.Version, t.Usage = int(d.varint()), int(d.varint())
-		t.Created, t.Updated = d.time(), d.time()
+		return raw[at : at+n : at+n]
+	}
+	n := d.Count(10) // an entry is 10 bytes at least
+	m := make(map[string]*Tool, n)
+	for range n {
+		t := &Tool{Path: d.String(), Name: d.String(), Description: d.String()}
+		if d.Byte() == 1 {
+			t.Parameters = bytesOf(d.Count(1))
+		}
+		t.Tags = d.Strings()
+		t.Hash = d.String()
+		t.Version, t.Usage = int(d.Varint()), int(d.Varint())
+		t.Created, t.Updated = timeOf(d, bytesOf(d.Count(1))), timeOf(d, bytesOf(d.Count(1)))
 		m[t.Path] = t
 	}
-	if d.err == nil && d.i != len(b) {
-		d.err = fmt.Errorf("%w: %d bytes after a shard's entries", errSnapshot, len(b)-d.i)
+	if d.Err() == nil && d.Left() != 0 {
+		d.Fail("%d bytes after a shard's entries", d.Left())
 	}
-	return m, d.err
+	return m, d.Err()
 }
 
-func appendString(b []byte, s string) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
-}
-
-func appendBytes(b, s []byte) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
-}
-
-// appendStrings appends a list of strings; nil and empty are alike (an
-// entry has nil Tags for none).
-func appendStrings(b []byte, ss []string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(ss)))
-	for _, s := range ss {
-		b = appendString(b, s)
-	}
-	return b
-}
-
+// appendTime appends t's binary form (time.Time.MarshalBinary) as bytes.
 func appendTime(b []byte, t time.Time) []byte {
 	tb, err := t.MarshalBinary()
 	if err != nil { // a year beyond what Go encodes: stored as zero
 		tb = nil
 	}
-	return appendBytes(b, tb)
+	return binform.AppendBytes(b, tb)
 }
 
-// snapReader reads the snapshot's binary forms; its first error sticks.
-type snapReader struct {
-	b   []byte
-	s   string // b as a string when strings are cut from it (decodeEntries)
-	i   int
-	err error
-}
-
-func (d *snapReader) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s at byte %d", errSnapshot, what, d.i)
-	}
-}
-
-func (d *snapReader) byte() byte {
-	if d.err != nil || d.i >= len(d.b) {
-		d.fail("truncated")
-		return 0
-	}
-	d.i++
-	return d.b[d.i-1]
-}
-
-// count reads a length: no more than the bytes left.
-func (d *snapReader) count() int {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b[d.i:])
-	if n <= 0 || v > uint64(len(d.b)-d.i-n) {
-		d.fail("a length out of range")
-		return 0
-	}
-	d.i += n
-	return int(v)
-}
-
-func (d *snapReader) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b[d.i:])
-	if n <= 0 {
-		d.fail("a bad number")
-		return 0
-	}
-	d.i += n
-	return v
-}
-
-func (d *snapReader) skip(n int) {
-	if d.err == nil {
-		d.i += n
-	}
-}
-
-// bytes returns the next n bytes (sharing b).
-func (d *snapReader) bytes(n int) []byte {
-	if d.err != nil || n > len(d.b)-d.i {
-		d.fail("truncated")
-		return nil
-	}
-	d.i += n
-	return d.b[d.i-n : d.i : d.i]
-}
-
-func (d *snapReader) string() string {
-	n := d.count()
-	if d.err != nil {
-		return ""
-	}
-	d.i += n
-	if d.s != "" {
-		return d.s[d.i-n : d.i]
-	}
-	return string(d.b[d.i-n : d.i])
-}
-
-// strings reads a list of strings; an empty one is nil.
-func (d *snapReader) strings() []string {
-	n := d.count()
-	if n == 0 {
-		return nil
-	}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = d.string()
-	}
-	return out
-}
-
-func (d *snapReader) time() time.Time {
-	b := d.bytes(d.count())
+// timeOf is the time whose binary form is b (none: the zero time); a bad
+// one fails d.
+func timeOf(d *binform.Reader, b []byte) time.Time {
 	var t time.Time
 	if len(b) > 0 {
 		if err := t.UnmarshalBinary(b); err != nil {
-			d.fail("a bad time")
+			d.Fail("a bad time")
 		}
 	}
 	return t

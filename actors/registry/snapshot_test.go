@@ -12,6 +12,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/agentos-run/agentos/internal/binform"
 )
 
 // snapTools writes n tools with descriptions, tags and parameters.
@@ -230,11 +232,11 @@ func TestSnapshotCraftedIndexIsRefused(t *testing.T) {
 	rt.write("tools/y.ts", "/** Gamma thing. */\nexport default function () { return 1; }\n")
 	opts := rt.withState(rt.options())
 	idx := append([]byte("agentos-inverted 1\n"), 0) // a header of no indexer: refused as such too
-	b := appendString(appendString([]byte(snapMagic), "tools"), shardDir(DefaultFile))
+	b := binform.AppendString(binform.AppendString([]byte(snapMagic), "tools"), shardDir(DefaultFile))
 	b = binary.AppendUvarint(b, 0)
-	b = appendBytes(b, idx)
+	b = binform.AppendBytes(b, idx)
 	b = binary.AppendUvarint(b, 1)
-	b = appendStrings(appendString(appendString(appendString(b, "tools/x.ts"), "x"), "alpha"), nil)
+	b = binform.AppendStrings(binform.AppendString(binform.AppendString(binform.AppendString(b, "tools/x.ts"), "x"), "alpha"), nil)
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	if err := os.WriteFile(filepath.Join(rt.dir, ".agentos", DefaultSnapshotFile), b, 0o600); err != nil {
 		t.Fatal(err)
@@ -274,7 +276,7 @@ func TestSnapshotEntriesCarryEveryField(t *testing.T) {
 			t.Fatalf("Tool.%s is a %s, which this test (and appendEntries) does not know: carry it in the snapshot", name, f.Type())
 		}
 	}
-	m, err := decodeEntries(appendEntries(nil, map[string]*Tool{tl.Path: &tl}))
+	m, err := decodeEntries(string(appendEntries(nil, map[string]*Tool{tl.Path: &tl})))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/agentos-run/agentos/internal/binform"
 )
 
 // The binary form of an Inverted (AppendBinary, DecodeInverted): what a
@@ -45,7 +47,7 @@ var ErrBadInverted = errors.New("toolmeta: not a binary search index")
 // same tools, usage and history of removals) give equal bytes.
 func (x *Inverted) AppendBinary(b []byte) []byte {
 	b = append(b, invertedMagic...)
-	b = appendString(b, indexer)
+	b = binform.AppendString(b, indexer)
 	flags := byte(0)
 	if x.noPath {
 		flags = 1
@@ -60,7 +62,7 @@ func (x *Inverted) AppendBinary(b []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(terms)))
 	for i, w := range terms {
 		at[w] = uint64(i)
-		b = appendString(b, w)
+		b = binform.AppendString(b, w)
 	}
 	renum := make([]int32, len(x.docs)) // old id -> new id
 	b = binary.AppendUvarint(b, uint64(x.n))
@@ -71,7 +73,7 @@ func (x *Inverted) AppendBinary(b []byte) []byte {
 		}
 		renum[id] = next
 		next++
-		b = appendString(b, d.path)
+		b = binform.AppendString(b, d.path)
 		for _, l := range d.lens {
 			b = binary.AppendUvarint(b, uint64(l))
 		}
@@ -97,19 +99,19 @@ func (x *Inverted) AppendBinary(b []byte) []byte {
 	return b
 }
 
-// DecodeInverted returns the index whose binary form is b (AppendBinary).
-// It fails with ErrBadInverted, and never panics, on anything else; the
-// index keeps no reference to b.
-func DecodeInverted(b []byte) (*Inverted, error) {
-	if len(b) < len(invertedMagic)+1 || string(b[:len(invertedMagic)]) != invertedMagic {
+// DecodeInverted returns the index whose binary form is s (AppendBinary).
+// It fails with ErrBadInverted, and never panics, on anything else. The
+// index's strings are substrings of s.
+func DecodeInverted(s string) (*Inverted, error) {
+	if len(s) < len(invertedMagic)+1 || s[:len(invertedMagic)] != invertedMagic {
 		return nil, fmt.Errorf("%w: no header", ErrBadInverted)
 	}
-	d := &decoder{s: string(b), i: len(invertedMagic)}
-	if by := d.string(); d.err == nil && by != indexer {
+	d := &decoder{Reader: binform.NewReader(s, len(invertedMagic), ErrBadInverted)}
+	if by := d.String(); d.Err() == nil && by != indexer {
 		return nil, fmt.Errorf("%w: built by another indexer (%q, today's %q)", ErrBadInverted, by, indexer)
 	}
-	x := &Inverted{noPath: d.byte() == 1}
-	terms := d.strings()
+	x := &Inverted{noPath: d.Byte() == 1}
+	terms := d.Strings()
 	docs := d.docs(terms)
 	x.docs = docs
 	x.n = len(docs)
@@ -121,97 +123,45 @@ func DecodeInverted(b []byte) (*Inverted, error) {
 		}
 	}
 	x.post = d.postings(terms, docs)
-	if d.err == nil && d.i != len(d.s) {
-		d.fail("%d bytes after the postings", len(d.s)-d.i)
+	if d.Err() == nil && d.Left() != 0 {
+		d.Fail("%d bytes after the postings", d.Left())
 	}
-	if d.err == nil && len(x.byPath) != len(docs) {
-		d.fail("a path indexed twice")
+	if d.Err() == nil && len(x.byPath) != len(docs) {
+		d.Fail("a path indexed twice")
 	}
-	if d.err != nil {
-		return nil, d.err
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	return x, nil
 }
 
-// decoder reads the binary form; its first error sticks.
+// decoder reads the binary form (its strings are substrings of the
+// input); its first error sticks.
 type decoder struct {
-	s   string // the whole input: decoded strings are its substrings
-	i   int
-	err error
+	*binform.Reader
 	// termIdx holds each doc's terms as indexes, sorted, one doc after
 	// the other, doc i's ending at termEnds[i] (docs, for postings).
 	termIdx  []int32
 	termEnds []int
 }
 
-func (d *decoder) fail(format string, a ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: at byte %d: %s", ErrBadInverted, d.i, fmt.Sprintf(format, a...))
-	}
-}
-
-func (d *decoder) byte() byte {
-	if d.err != nil || d.i >= len(d.s) {
-		d.fail("truncated")
-		return 0
-	}
-	d.i++
-	return d.s[d.i-1]
-}
-
-// uint reads a uvarint no larger than limit.
-func (d *decoder) uint(limit uint64) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := uvarintString(d.s[d.i:])
-	if n <= 0 || v > limit {
-		d.fail("a number out of range")
-		return 0
-	}
-	d.i += n
-	return v
-}
-
-// count reads a list's length: no more items of at least size bytes
-// each than the bytes left hold (a damaged length allocates nothing huge).
-func (d *decoder) count(size int) int { return int(d.uint(uint64((len(d.s) - d.i) / size))) }
-
-func (d *decoder) string() string {
-	n := d.count(1)
-	if d.err != nil || n > len(d.s)-d.i {
-		d.fail("truncated")
-		return ""
-	}
-	d.i += n
-	return d.s[d.i-n : d.i]
-}
-
-func (d *decoder) strings() []string {
-	out := make([]string, d.count(1))
-	for i := range out {
-		out[i] = d.string()
-	}
-	return out
-}
-
 // docs reads the documents, their terms indexes into terms.
 func (d *decoder) docs(terms []string) []doc {
-	out := make([]doc, d.count(7)) // path, lens, usage, terms: 7 bytes at least
+	out := make([]doc, d.Count(7)) // path, lens, usage, terms: 7 bytes at least
 	ends := make([]int, len(out))
-	all := make([]string, 0, min(24*len(out), len(d.s)-d.i))
+	all := make([]string, 0, min(24*len(out), d.Left()))
 	d.termIdx = make([]int32, 0, cap(all)) // one array for every doc's terms (a guess of their number)
 	for i := range out {
-		out[i] = doc{path: d.string(), live: true}
+		out[i] = doc{path: d.String(), live: true}
 		for f := range out[i].lens {
-			out[i].lens[f] = uint32(d.uint(math.MaxUint32))
+			out[i].lens[f] = uint32(d.Uint(math.MaxUint32))
 		}
-		out[i].usage = int(d.uint(math.MaxInt64))
+		out[i].usage = int(d.Uint(math.MaxInt64))
 		start := len(all)
-		for range d.count(1) {
-			t := d.uint(uint64(len(terms)))
-			if d.err != nil || int(t) >= len(terms) {
-				d.fail("a term out of range")
+		for range d.Count(1) {
+			t := d.Uint(uint64(len(terms)))
+			if d.Err() != nil || int(t) >= len(terms) {
+				d.Fail("a term out of range")
 				return nil
 			}
 			all = append(all, terms[t])
@@ -222,7 +172,7 @@ func (d *decoder) docs(terms []string) []doc {
 		slices.Sort(own) // for postings' check
 		for j := 1; j < len(own); j++ {
 			if own[j] == own[j-1] {
-				d.fail("doc %d lists a term twice", i)
+				d.Fail("doc %d lists a term twice", i)
 				return nil
 			}
 		}
@@ -243,32 +193,32 @@ func (d *decoder) postings(terms []string, docs []doc) map[string][]posting {
 	post := make(map[string][]posting, len(terms))
 	seen := make([]int, len(docs))
 	for ti, w := range terms {
-		n := d.count(5) // doc delta and four tfs
-		if d.err != nil {
+		n := d.Count(5) // doc delta and four tfs
+		if d.Err() != nil {
 			return nil
 		}
 		if n == 0 {
-			d.fail("no postings for a term")
+			d.Fail("no postings for a term")
 			return nil
 		}
 		ps := make([]posting, n)
 		prev := int64(-1)
 		for j := range ps {
-			id := prev + int64(d.uint(uint64(len(docs))))
-			if d.err != nil || id <= prev || id >= int64(len(docs)) {
-				d.fail("a posting out of order")
+			id := prev + int64(d.Uint(uint64(len(docs))))
+			if d.Err() != nil || id <= prev || id >= int64(len(docs)) {
+				d.Fail("a posting out of order")
 				return nil
 			}
 			prev = id
 			// The terms come in order of index, so each doc's postings
 			// meet its sorted term indexes in order.
 			if k := d.termStart(int(id)) + seen[id]; k >= d.termEnds[id] || d.termIdx[k] != int32(ti) {
-				d.fail("a posting of a term doc %d does not list", id)
+				d.Fail("a posting of a term doc %d does not list", id)
 				return nil
 			}
 			ps[j].doc = int32(id)
 			for f := range ps[j].tf {
-				ps[j].tf[f] = uint16(d.uint(math.MaxUint16))
+				ps[j].tf[f] = uint16(d.Uint(math.MaxUint16))
 			}
 			seen[id]++
 		}
@@ -276,7 +226,7 @@ func (d *decoder) postings(terms []string, docs []doc) map[string][]posting {
 	}
 	for id := range docs {
 		if seen[id] != len(docs[id].terms) {
-			d.fail("doc %d has %d terms and %d postings", id, len(docs[id].terms), seen[id])
+			d.Fail("doc %d has %d terms and %d postings", id, len(docs[id].terms), seen[id])
 			return nil
 		}
 	}
@@ -289,26 +239,4 @@ func (d *decoder) termStart(id int) int {
 		return 0
 	}
 	return d.termEnds[id-1]
-}
-
-// uvarintString is binary.Uvarint of a string.
-func uvarintString(s string) (uint64, int) {
-	var x uint64
-	var sh uint
-	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
-		c := s[i]
-		if c < 0x80 {
-			if i == binary.MaxVarintLen64-1 && c > 1 {
-				return 0, -1
-			}
-			return x | uint64(c)<<sh, i + 1
-		}
-		x |= uint64(c&0x7f) << sh
-		sh += 7
-	}
-	return 0, 0
-}
-
-func appendString(b []byte, s string) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/agentos-run/agentos/internal/binform"
 )
 
 // builtIndex indexes tools, then removes every fifth and gives usage to
@@ -40,7 +42,7 @@ func TestInvertedBinaryRoundTrip(t *testing.T) {
 	tools := synthetic(500)
 	x, usage := builtIndex(tools)
 	b := x.AppendBinary(nil)
-	y, err := DecodeInverted(b)
+	y, err := DecodeInverted(string(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,20 +90,20 @@ func TestDecodeInvertedRefusesDamage(t *testing.T) {
 	x, _ := builtIndex(synthetic(40))
 	b := x.AppendBinary(nil)
 	for n := range len(b) {
-		if _, err := DecodeInverted(b[:n]); !errors.Is(err, ErrBadInverted) {
+		if _, err := DecodeInverted(string(b[:n])); !errors.Is(err, ErrBadInverted) {
 			t.Fatalf("truncated to %d of %d bytes: %v", n, len(b), err)
 		}
 	}
 	for i := range b {
 		c := bytes.Clone(b)
 		c[i] ^= 0x5a
-		if y, err := DecodeInverted(c); err == nil {
+		if y, err := DecodeInverted(string(c)); err == nil {
 			y.Hits("calculate", 5, func(p string) Tool { return Tool{Path: p} })
 		} else if !errors.Is(err, ErrBadInverted) {
 			t.Fatalf("byte %d flipped: %v", i, err)
 		}
 	}
-	if _, err := DecodeInverted(append(bytes.Clone(b), 0)); !errors.Is(err, ErrBadInverted) {
+	if _, err := DecodeInverted(string(append(bytes.Clone(b), 0))); !errors.Is(err, ErrBadInverted) {
 		t.Fatalf("a byte more: %v", err)
 	}
 }
@@ -111,7 +113,7 @@ func FuzzDecodeInverted(f *testing.F) {
 	f.Add(x.AppendBinary(nil))
 	f.Add([]byte(invertedMagic + "\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		y, err := DecodeInverted(b)
+		y, err := DecodeInverted(string(b))
 		if err != nil {
 			return
 		}
@@ -134,7 +136,7 @@ func BenchmarkDecodeInverted(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(bin)))
 	for b.Loop() {
-		if _, err := DecodeInverted(bin); err != nil {
+		if _, err := DecodeInverted(string(bin)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -157,12 +159,12 @@ func BenchmarkPutSynthetic10k(b *testing.B) {
 // while "beta" posts to it too: its counts agree, but removing the
 // document would leave beta pointing at a dead one.
 func craftedIndex(by string) []byte {
-	b := appendString([]byte(invertedMagic), by)
+	b := binform.AppendString([]byte(invertedMagic), by)
 	b = append(b, 0)
 	b = binary.AppendUvarint(b, 2)
-	b = appendString(appendString(b, "alpha"), "beta")
+	b = binform.AppendString(binform.AppendString(b, "alpha"), "beta")
 	b = binary.AppendUvarint(b, 1)
-	b = appendString(b, "tools/x.ts")
+	b = binform.AppendString(b, "tools/x.ts")
 	b = append(b, 1, 0, 0, 0, 0, 2, 0, 0) // lens, usage, terms {alpha, alpha}
 	for range 2 {
 		b = append(b, 1, 1, 1, 0, 0, 0) // alpha, then beta: doc 0
@@ -175,27 +177,27 @@ func craftedIndex(by string) []byte {
 // tokenizer, are refused (found by review: the first made a registry's
 // Search panic after a Remove).
 func TestDecodeInvertedRefusesInconsistentPostings(t *testing.T) {
-	if _, err := DecodeInverted(craftedIndex(indexer)); !errors.Is(err, ErrBadInverted) {
+	if _, err := DecodeInverted(string(craftedIndex(indexer))); !errors.Is(err, ErrBadInverted) {
 		t.Errorf("a doc listing a term twice, another posting to it: %v", err)
 	}
-	swapped := append(appendString([]byte(invertedMagic), indexer), 0)
+	swapped := append(binform.AppendString([]byte(invertedMagic), indexer), 0)
 	swapped = binary.AppendUvarint(swapped, 2)
-	swapped = appendString(appendString(swapped, "alpha"), "beta")
+	swapped = binform.AppendString(binform.AppendString(swapped, "alpha"), "beta")
 	swapped = binary.AppendUvarint(swapped, 2)
-	swapped = append(appendString(swapped, "tools/a.ts"), 1, 0, 0, 0, 0, 1, 0) // lists alpha
-	swapped = append(appendString(swapped, "tools/b.ts"), 1, 0, 0, 0, 0, 1, 1) // lists beta
-	swapped = append(swapped, 1, 2, 1, 0, 0, 0)                                // alpha posts to doc 1
-	swapped = append(swapped, 1, 1, 1, 0, 0, 0)                                // beta posts to doc 0
-	if _, err := DecodeInverted(swapped); !errors.Is(err, ErrBadInverted) {
+	swapped = append(binform.AppendString(swapped, "tools/a.ts"), 1, 0, 0, 0, 0, 1, 0) // lists alpha
+	swapped = append(binform.AppendString(swapped, "tools/b.ts"), 1, 0, 0, 0, 0, 1, 1) // lists beta
+	swapped = append(swapped, 1, 2, 1, 0, 0, 0)                                        // alpha posts to doc 1
+	swapped = append(swapped, 1, 1, 1, 0, 0, 0)                                        // beta posts to doc 0
+	if _, err := DecodeInverted(string(swapped)); !errors.Is(err, ErrBadInverted) {
 		t.Errorf("each doc's posting under the other's term: %v", err)
 	}
 	x, _ := builtIndex(synthetic(20))
 	good := x.AppendBinary(nil)
-	other := append(appendString([]byte(invertedMagic), "0 another tokenizer"), good[len(invertedMagic)+len(appendString(nil, indexer)):]...)
-	if _, err := DecodeInverted(other); !errors.Is(err, ErrBadInverted) {
+	other := append(binform.AppendString([]byte(invertedMagic), "0 another tokenizer"), good[len(invertedMagic)+len(binform.AppendString(nil, indexer)):]...)
+	if _, err := DecodeInverted(string(other)); !errors.Is(err, ErrBadInverted) {
 		t.Errorf("an index of another indexer: %v", err)
 	}
-	if _, err := DecodeInverted(good); err != nil {
+	if _, err := DecodeInverted(string(good)); err != nil {
 		t.Fatalf("the good index: %v", err)
 	}
 }
