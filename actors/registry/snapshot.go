@@ -118,7 +118,7 @@ func (r *Registry) decodeSnapshot(b []byte, s *snapshot) (bool, error) {
 		}
 	}
 	s.index = d.String()
-	n := d.Count(1)
+	n := d.Count(4) // path, name, description, tags: 4 bytes at least
 	s.fields = make(map[string]*Tool, n)
 	for range n {
 		t := &Tool{Path: d.String(), Name: d.String(), Description: d.String()}
