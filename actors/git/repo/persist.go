@@ -209,7 +209,7 @@ func (c *collection) addPath(p string, named bool) error {
 	prefix := p + "/"
 	for q := range c.r.files {
 		if strings.HasPrefix(q, prefix) && !c.seen[q] {
-			if _, err := os.Lstat(c.r.abs(q)); errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Lstat(c.r.abs(q)); gone(err) {
 				c.seen[q] = true
 				c.changes[q] = entry{}
 			}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -84,7 +85,7 @@ func (r *Repo) workEntry(p string, store bool) (entry, error) {
 	}
 	a := r.abs(p)
 	fi, err := os.Lstat(a)
-	if errors.Is(err, fs.ErrNotExist) {
+	if gone(err) {
 		return entry{}, nil
 	}
 	if err != nil {
@@ -176,7 +177,7 @@ func (r *Repo) workDirty(p string, e entry) (entry, bool, error) {
 		return e, false, nil
 	}
 	fi, err := os.Lstat(r.abs(p))
-	if errors.Is(err, fs.ErrNotExist) {
+	if gone(err) {
 		return entry{}, !e.absent(), nil
 	}
 	if err != nil {
@@ -566,4 +567,12 @@ func (r *Repo) smudgeCheckoutStat(writeErr error) {
 			delete(r.checkoutStat, p)
 		}
 	}
+}
+
+// gone says whether err, from an lstat of a working path, means no file
+// is there: it does not exist, or a directory on its way is now a file (a
+// tool replaced the directory tools/x by a file tools/x: tools/x/a.ts is
+// gone, not unreadable).
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
