@@ -72,10 +72,7 @@ func (j *Jail) openBeneath(r string) (fd int, ok bool) {
 	if j.rootFD < 0 {
 		return -1, false
 	}
-	fd, err := unix.Openat2(j.rootFD, r, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NOCTTY | unix.O_NONBLOCK,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	fd, err := j.openat2(r, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_NONBLOCK)
 	if err != nil {
 		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
 			noOpenat2.Store(true)
@@ -104,10 +101,7 @@ func (j *Jail) resolveFast(c string) (r string, ok bool) {
 	}
 	// IMPORTANT: no O_NOFOLLOW: with O_PATH it would open a final link
 	// itself instead of refusing it.
-	fd, err := unix.Openat2(j.rootFD, c, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_CLOEXEC,
-		Resolve: beneath,
-	})
+	fd, err := j.openat2(c, unix.O_PATH|unix.O_CLOEXEC)
 	if errors.Is(err, unix.ENOENT) {
 		// A file about to be created: if its directory resolves to
 		// itself, so does c (its missing last name is no link), as the

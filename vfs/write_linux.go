@@ -35,10 +35,7 @@ func (j *Jail) writeFast(r string, data []byte) (ok bool) {
 	if j.rootFD < 0 {
 		return false
 	}
-	dir, err := unix.Openat2(j.rootFD, path.Dir(r), &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: beneath,
-	})
+	dir, err := j.openat2(path.Dir(r), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return false
 	}
@@ -78,14 +75,18 @@ func writeAll(fd int, data []byte) error {
 	return nil
 }
 
+// openat2 opens p (relative to the root) with flags, beneath the root
+// and refusing every symbolic link. The caller MUST hold j.fdMu (read) and
+// have checked j.rootFD.
+func (j *Jail) openat2(p string, flags uint64) (int, error) {
+	return unix.Openat2(j.rootFD, p, &unix.OpenHow{Flags: flags, Resolve: beneath})
+}
+
 // parentBeneath reports whether the directory holding the clean path c
 // resolves beneath the root with no symbolic link on its way (c's own
-// name, missing, then resolves to itself).
+// name, missing, then resolves to itself). The caller holds j.fdMu.
 func (j *Jail) parentBeneath(c string) bool {
-	fd, err := unix.Openat2(j.rootFD, path.Dir(c), &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: beneath,
-	})
+	fd, err := j.openat2(path.Dir(c), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return false
 	}

@@ -31,7 +31,7 @@ type pool struct {
 
 	mu  sync.Mutex
 	all map[*worker]struct{}
-	// idle are the workers waiting for a run, the last one released last:
+	// idle are the workers waiting for a run, in the order they came back:
 	// get takes it first (LIFO), so that runs one at a time keep going to
 	// the same warm process (its threads awake, its caches and heap hot)
 	// while the others wait as spare capacity. Taken in turn (FIFO), each
