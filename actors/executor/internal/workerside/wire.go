@@ -18,7 +18,8 @@ import (
 // The parent and a worker exchange frames over the worker's stdin (parent to
 // worker) and stdout (worker to parent): a 4-byte big-endian length, then one
 // frame: JSON-encoded, or for the frames of a driver call (call, rec, reply)
-// in the binary form described at hotMark.
+// in the binary form described at hotMark (and a run's run and done frames,
+// described at appendRun).
 //
 //	parent -> worker  run     {id, job}            start a run (one at a time)
 //	worker -> parent  call    {id, call}           a driver call of the run
@@ -92,7 +93,7 @@ const MaxFrame = 64 << 20
 var ErrFrameTooBig = errors.New("frame too large")
 
 func WriteFrame(w io.Writer, f *Frame) error {
-	if b, ok := appendHot(make([]byte, 4, 64+len(f.Val)+hotCallLen(f.Call)), f); ok {
+	if b, ok := appendHot(make([]byte, 4, 64+hotLen(f)), f); ok {
 		if len(b)-4 > MaxFrame {
 			return fmt.Errorf("%w: %d bytes encoded, the limit is %d", ErrFrameTooBig, len(b)-4, MaxFrame)
 		}
@@ -205,6 +206,12 @@ func hotCallLen(c *driver.Call) int {
 // appendHot appends f's binary form to b; ok false if f is not a frame
 // that has one (it is then written as JSON).
 func appendHot(b []byte, f *Frame) ([]byte, bool) {
+	switch f.T {
+	case "run":
+		return appendRun(b, f)
+	case "done":
+		return appendDone(b, f)
+	}
 	if !hotFieldsOnly(f) {
 		return b, false
 	}
@@ -371,6 +378,10 @@ func decodeHot(b []byte) (*Frame, error) {
 		f.T = "reply"
 		f.Err = &driver.Error{Code: r.str()}
 		f.Err.Message = r.str()
+	case 'j':
+		r.run(f)
+	case 'd':
+		r.done(f)
 	default:
 		return nil, fmt.Errorf("unknown binary frame kind %q", b[1])
 	}

@@ -68,7 +68,21 @@ func TestHotFrames(t *testing.T) {
 		{"reply with a module", &Frame{T: "reply", ID: 9, Mod: &sandbox.Module{}}, false},
 		{"reply with value and error", &Frame{T: "reply", ID: 9, Val: json.RawMessage(`1`), Err: &driver.Error{Code: "io", Message: "x"}}, false},
 		{"call with request whitespace", &Frame{T: "call", ID: 3, Call: &driver.Call{Seq: 1, Driver: "fs", Op: "read_file", Request: json.RawMessage(`{"path": "a"}`)}}, false},
-		{"done", &Frame{T: "done", ID: 3, Out: &sandbox.Outcome{}}, false},
+		{"done", &Frame{T: "done", ID: 3, Out: &sandbox.Outcome{}}, true},
+		{"done with logs and answered", &Frame{T: "done", ID: 3, Out: &sandbox.Outcome{Result: json.RawMessage(`{"n":55}`), Logs: []string{"a", "b\xff"}, Calls: 12}, Answered: []uint64{2, 9}}, true},
+		{"done, empty logs and answered", &Frame{T: "done", ID: 3, Out: &sandbox.Outcome{Logs: []string{}}, Answered: []uint64{}}, true},
+		{"done with an error", &Frame{T: "done", ID: 3, Out: &sandbox.Outcome{Err: &sandbox.Error{Kind: sandbox.KindTimeout, Message: "ran past 5s", Stack: "at f (x.ts:1)", Code: "E\xff"}}}, true},
+		{"done JSON would escape", &Frame{T: "done", ID: 3, Out: &sandbox.Outcome{Result: json.RawMessage(`"<"`)}}, false},
+		{"done with a pin", &Frame{T: "done", ID: 3, Out: &sandbox.Outcome{}, Pin: true}, false},
+		{"run", sampleRun(), true},
+		{"run, nil args and bindings", &Frame{T: "run", ID: 1, Job: &sandbox.Job{}}, true},
+		{"run, empty bindings, local and plan", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Args: json.RawMessage(`[]`), Bindings: []sandbox.Binding{}}, Local: []string{}, Snap: &PinPlan{Held: []uint64{}}}, true},
+		{"run, nil and empty params", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Args: json.RawMessage(`1`), Bindings: []sandbox.Binding{{Name: "a"}, {Name: "b", Params: []string{}}}}}, true},
+		{"run, negative limits", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Args: json.RawMessage(`{}`), Limits: sandbox.Limits{Timeout: -1, MemoryBytes: -5, MaxCallDepth: -1 << 40}}}, true},
+		{"run, invalid UTF-8 source", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Entry: sandbox.Module{Path: "a\xff.ts", JS: "x\xfe"}, Args: json.RawMessage(`0`)}}, true},
+		{"run, heap shared is not sent", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Args: json.RawMessage(`0`), HeapShared: true}}, true},
+		{"run, args JSON would compact", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Args: json.RawMessage(`{"n": 1}`)}}, false},
+		{"run with recorded answers", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Args: json.RawMessage(`0`)}, Ans: []Answer{{Seq: 1, Driver: "clock", Op: "now", Val: json.RawMessage(`1`)}}}, false},
 		{"pinnable reply", &Frame{T: "reply", ID: 4, Val: json.RawMessage(`"one"`), Pin: true}, true},
 		{"pinnable reply JSON would escape", &Frame{T: "reply", ID: 4, Val: json.RawMessage(`"<b>"`), Pin: true}, false},
 		{"pinnable error reply", &Frame{T: "reply", ID: 6, Err: &driver.Error{Code: "io", Message: "x"}, Pin: true}, false},
@@ -95,6 +109,8 @@ func TestHotFrames(t *testing.T) {
 // as malformed, never read past its end or accepted with invalid JSON.
 func TestHotFrameMalformed(t *testing.T) {
 	good := appendHotOK(t, &Frame{T: "rec", ID: 2, Call: &driver.Call{Seq: 9, Driver: "clock", Op: "now"}, Val: json.RawMessage(`17`)})
+	run := appendHotOK(t, &Frame{T: "run", ID: 2, Job: &sandbox.Job{Args: json.RawMessage(`0`)}})
+	done := appendHotOK(t, &Frame{T: "done", ID: 2, Out: &sandbox.Outcome{Result: json.RawMessage(`1`)}, Answered: []uint64{3}})
 	cases := map[string][]byte{
 		"no kind":          {hotMark},
 		"unknown kind":     {hotMark, 'z', 1},
@@ -106,6 +122,14 @@ func TestHotFrameMalformed(t *testing.T) {
 		"invalid request":  {hotMark, 'c', 1, 1, 2, 'f', 's', 1, 'x', 3, 'n', 'o', 'p'},
 		"huge length":      append([]byte{hotMark, 'v', 1}, binary.AppendUvarint(nil, 1<<62)...),
 		"error, truncated": {hotMark, 'e', 1, 2, 'i', 'o', 5, 'x'},
+		"run, truncated":   run[:len(run)-1],
+		"run, trailing":    append(append([]byte{}, run...), 0),
+		"run without args": {hotMark, 'j', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		"run, bad flag":    append(append([]byte{}, run[:len(run)-1]...), 2),
+		"run, huge count":  {hotMark, 'j', 1, 0, 0, 0, 1, '0', 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"done, truncated":  done[:len(done)-1],
+		"done, bad result": {hotMark, 'd', 1, 1, '{', 0, 0, 0, 0},
+		"done, huge logs":  {hotMark, 'd', 1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
 	}
 	for name, b := range cases {
 		var buf bytes.Buffer
@@ -130,6 +154,10 @@ func appendHotOK(t *testing.T, f *Frame) []byte {
 func FuzzHotFrame(f *testing.F) {
 	f.Add([]byte{hotMark, 'c', 1, 1, 2, 'f', 's', 1, 'x', 2, '{', '}'})
 	f.Add([]byte{hotMark, 'e', 1, 2, 'i', 'o', 1, 'x'})
+	if b, ok := appendHot(nil, sampleRun()); ok {
+		f.Add(b)
+	}
+	f.Add([]byte{hotMark, 'd', 1, 1, '1', 2, 1, 'x', 1, 1, 'k', 0, 0, 0, 3, 1, 1, 2})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := decodeHot(b)
 		if err != nil {
@@ -138,5 +166,41 @@ func FuzzHotFrame(f *testing.F) {
 		if fr.Call != nil && len(fr.Call.Request) > 0 && !json.Valid(fr.Call.Request) || len(fr.Val) > 0 && !json.Valid(fr.Val) {
 			t.Fatalf("accepted invalid JSON: %+v", fr)
 		}
+		if fr.Job != nil && !json.Valid(fr.Job.Args) || fr.Out != nil && len(fr.Out.Result) > 0 && !json.Valid(fr.Out.Result) {
+			t.Fatalf("accepted invalid JSON: %+v", fr)
+		}
+		// What decodes, encodes again to a frame that decodes the same.
+		if again, ok := appendHot(nil, fr); ok {
+			if fr2, err := decodeHot(again); err != nil || !reflect.DeepEqual(fr2, fr) {
+				t.Fatalf("decoded %+v, which encodes as %q, read back as %+v, %v", fr, again, fr2, err)
+			}
+		}
 	})
+}
+
+// sampleRun is the run frame of a small tool with the default bindings.
+func sampleRun() *Frame {
+	js := "(function (exports, require, module, tgp, console) {\n" + strings.Repeat("  if (n < 2) { return \"fib\" + n; }\n", 20) + "})"
+	var b []sandbox.Binding
+	for i := 0; i < 8; i++ {
+		b = append(b, sandbox.Binding{Name: "read_file", Driver: "fs", Op: "read_file", Params: []string{"path", "content"}})
+	}
+	job := &sandbox.Job{Entry: sandbox.Module{Path: "tools/math/fib.ts", Hash: strings.Repeat("ab", 32), JS: js}, Args: json.RawMessage(`{"n":10}`), Limits: sandbox.DefaultLimits, Bindings: b}
+	return &Frame{T: "run", ID: 7, Job: job, Local: []string{"clock.now", "random.seed"}, Snap: &PinPlan{}}
+}
+
+// BenchmarkRunFrame writes a run frame and reads it back (the parent's
+// and the worker's cost of starting each run).
+func BenchmarkRunFrame(b *testing.B) {
+	f := sampleRun()
+	var buf bytes.Buffer
+	r := bufio.NewReader(&buf)
+	for b.Loop() {
+		if err := WriteFrame(&buf, f); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ReadFrame(r); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
