@@ -78,7 +78,8 @@ func readObject(o plumbing.EncodedObject) ([]byte, error) {
 }
 
 // treeEntries returns a tree's entries; the zero hash and the empty tree
-// have none. A tool root's store answers from its tree cache when it can.
+// have none. A tool root's store answers from its tree cache when it can:
+// IMPORTANT: the caller MUST NOT change the entries.
 func treeEntries(s storer.EncodedObjectStorer, h plumbing.Hash) ([]object.TreeEntry, error) {
 	if h.IsZero() || h == emptyTree {
 		return nil, nil
@@ -147,30 +148,28 @@ func updateSubtree(s storer.EncodedObjectStorer, root plumbing.Hash, changes map
 	if len(changes) == 0 {
 		return root, nil
 	}
-	byName, err := entriesByName(s, root)
+	ents, err := treeEntries(s, root)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	t := &treeEdit{base: byName(ents), changed: map[string]*object.TreeEntry{}}
 	files, dirs := splitChanges(changes)
 	for name, e := range files {
 		switch {
 		case !e.absent():
-			byName[name] = object.TreeEntry{Name: name, Mode: e.mode, Hash: e.hash}
-		case byName[name].Mode != filemode.Dir: // a file's deletion never removes a directory
-			delete(byName, name)
+			t.put(object.TreeEntry{Name: name, Mode: e.mode, Hash: e.hash})
+		case t.get(name).Mode != filemode.Dir: // a file's deletion never removes a directory
+			t.remove(name)
 		}
 	}
 	for name, sub := range dirs {
-		if err := updateDir(s, byName, name, sub); err != nil {
+		if err := updateDir(s, t, name, sub); err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
-	if len(byName) == 0 {
+	out := t.entries()
+	if len(out) == 0 {
 		return plumbing.ZeroHash, nil
-	}
-	out := make([]object.TreeEntry, 0, len(byName))
-	for _, e := range byName {
-		out = append(out, e)
 	}
 	return writeTree(s, out)
 }
@@ -195,11 +194,11 @@ func splitChanges(changes map[string]entry) (files map[string]entry, dirs map[st
 }
 
 // updateDir applies changes (relative to the directory name) to the
-// entry name of byName, writing the new subtree; a directory left empty
-// is removed. A file at name is replaced by the directory.
-func updateDir(s storer.EncodedObjectStorer, byName map[string]object.TreeEntry, name string, changes map[string]entry) error {
+// entry name of t, writing the new subtree; a directory left empty is
+// removed. A file at name is replaced by the directory.
+func updateDir(s storer.EncodedObjectStorer, t *treeEdit, name string, changes map[string]entry) error {
 	base := plumbing.ZeroHash
-	if cur := byName[name]; cur.Mode == filemode.Dir {
+	if cur := t.get(name); cur.Mode == filemode.Dir {
 		base = cur.Hash
 	}
 	h, err := updateSubtree(s, base, changes)
@@ -207,9 +206,9 @@ func updateDir(s storer.EncodedObjectStorer, byName map[string]object.TreeEntry,
 		return err
 	}
 	if !h.IsZero() && h != emptyTree {
-		byName[name] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
-	} else if byName[name].Mode == filemode.Dir {
-		delete(byName, name)
+		t.put(object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+	} else if t.get(name).Mode == filemode.Dir {
+		t.remove(name)
 	}
 	return nil
 }
@@ -224,19 +223,17 @@ func diffSub(s storer.EncodedObjectStorer, a, b plumbing.Hash, prefix string, fn
 	if a == b {
 		return nil
 	}
-	ma, err := entriesByName(s, a)
+	ea, err := treeEntries(s, a)
 	if err != nil {
 		return err
 	}
-	mb, err := entriesByName(s, b)
+	eb, err := treeEntries(s, b)
 	if err != nil {
 		return err
 	}
-	for _, n := range unionNames(ma, mb) {
-		x, inA := ma[n]
-		y, inB := mb[n]
+	return mergeNames(byName(ea), byName(eb), func(n string, x object.TreeEntry, inA bool, y object.TreeEntry, inB bool) error {
 		if inA && inB && x.Hash == y.Hash && x.Mode == y.Mode {
-			continue
+			return nil
 		}
 		p := prefix + n
 		xDir, subA, from := diffSide(x, inA)
@@ -245,40 +242,10 @@ func diffSub(s storer.EncodedObjectStorer, a, b plumbing.Hash, prefix string, fn
 			fn(p, from, to)
 		}
 		if xDir || yDir {
-			if err := diffSub(s, subA, subB, p+"/", fn); err != nil {
-				return err
-			}
+			return diffSub(s, subA, subB, p+"/", fn)
 		}
-	}
-	return nil
-}
-
-// entriesByName reads the entries of tree h (zero: empty) by name.
-func entriesByName(s storer.EncodedObjectStorer, h plumbing.Hash) (map[string]object.TreeEntry, error) {
-	ents, err := treeEntries(s, h)
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[string]object.TreeEntry, len(ents))
-	for _, e := range ents {
-		m[e.Name] = e
-	}
-	return m, nil
-}
-
-// unionNames returns the names in ma or mb, sorted.
-func unionNames(ma, mb map[string]object.TreeEntry) []string {
-	names := make([]string, 0, len(ma)+len(mb))
-	for n := range ma {
-		names = append(names, n)
-	}
-	for n := range mb {
-		if _, ok := ma[n]; !ok {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	return names
+		return nil
+	})
 }
 
 // diffSide reads one side of a diffed name: the tree entry e, when present
@@ -309,7 +276,7 @@ func newObjects(s storer.EncodedObjectStorer, a, b plumbing.Hash, out map[plumbi
 		return nil
 	}
 	out[b] = true
-	ma, err := entriesByName(s, a)
+	ea, err := treeEntries(s, a)
 	if err != nil {
 		return err
 	}
@@ -317,8 +284,9 @@ func newObjects(s storer.EncodedObjectStorer, a, b plumbing.Hash, out map[plumbi
 	if err != nil {
 		return err
 	}
+	ea = byName(ea)
 	for _, y := range eb {
-		x, ok := ma[y.Name]
+		x, ok := findName(ea, y.Name)
 		if ok && x.Hash == y.Hash {
 			continue
 		}

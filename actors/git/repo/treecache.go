@@ -30,12 +30,14 @@ const (
 	treeCacheEntries = 200_000
 )
 
-// get returns a copy of the entries of tree h (the caller may change it).
+// get returns the entries of tree h. IMPORTANT: they are the cache's own:
+// the caller MUST NOT change them (appending is safe: the slice has no
+// spare capacity). Copying them cost 3 ms a commit at 10,000 entries.
 func (c *treeCache) get(h plumbing.Hash) ([]object.TreeEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ents, ok := c.byHash[h]
-	return slices.Clone(ents), ok
+	return slices.Clip(ents), ok
 }
 
 // put keeps ents as tree h's entries. IMPORTANT: ents MUST be the decoded
