@@ -412,10 +412,18 @@ func (r *Repo) scanFile(p string, d fs.DirEntry, fi fs.FileInfo) error {
 }
 
 // restoreMissing writes the tracked files the walk did not see (seen)
-// back into the tool root, refusing those a checkout never writes.
+// back into the tool root, refusing those a checkout never writes. A
+// tracked file replaced by a directory, or whose directory was replaced by
+// a file or a link (by hand, while the node was stopped), is not restored:
+// its deletion is pending, as is what replaced it.
 func (r *Repo) restoreMissing(seen map[string]bool) error {
 	for _, p := range sortedKeys(r.files) {
 		if seen[p] || r.ignored(p) || !safeTreePath(p) {
+			continue
+		}
+		if by := r.replacedBy(p, seen); by != "" {
+			r.log.Info("git: a tracked file was replaced in the tool root; its deletion is pending", slog.String("path", p), slog.String("replaced by", by))
+			r.pending[p] = true
 			continue
 		}
 		f := r.files[p]
@@ -429,6 +437,21 @@ func (r *Repo) restoreMissing(seen map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// replacedBy says what replaced the missing tracked file p: a directory
+// at p, or a file or link the walk saw (seen) at a directory of its path;
+// "" when nothing did.
+func (r *Repo) replacedBy(p string, seen map[string]bool) string {
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' && seen[p[:i]] {
+			return "a file at " + p[:i]
+		}
+	}
+	if fi, err := os.Lstat(r.abs(p)); err == nil && fi.IsDir() {
+		return "a directory"
+	}
+	return ""
 }
 
 // loadChain finds the local commits not known to be upstream: those after
