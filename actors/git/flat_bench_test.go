@@ -20,6 +20,7 @@ import (
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/actors/registry"
 	regclient "github.com/agentos-run/agentos/actors/registry/client"
+	"github.com/agentos-run/agentos/internal/benchutil"
 	"github.com/agentos-run/agentos/vfs"
 )
 
@@ -188,13 +189,18 @@ func BenchmarkWriteFileAtNTools(b *testing.B) {
 			c, stop := flatNode(b, up)
 			defer stop()
 			ctx := context.Background()
+			var laps benchutil.Laps // the median too: a write now and then merges packs (repack)
+			defer laps.Report(b)
 			b.ResetTimer()
 			for i := range b.N {
 				p := fmt.Sprintf("tools/w%d-%d.ts", time.Now().UnixNano(), i)
 				if l.dirs > 0 {
 					p = fmt.Sprintf("tools/g%02d/w%d-%d.ts", i%l.dirs, time.Now().UnixNano(), i)
 				}
-				if _, err := c.WriteFile(ctx, p, []byte(flatTool(n+i))); err != nil {
+				laps.Start()
+				_, err := c.WriteFile(ctx, p, []byte(flatTool(n+i)))
+				laps.Stop()
+				if err != nil {
 					b.Fatal(err)
 				}
 			}
