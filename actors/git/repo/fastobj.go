@@ -28,7 +28,8 @@ import (
 var fastZlib = zlibPool(zlib.BestSpeed)
 
 // storedZlib writes zlib streams of stored (uncompressed) blocks: for a
-// pack that never reaches a disk or a network (see sendPack).
+// pack that never reaches a network (see sendPack), or that repack will
+// soon merge and compress (see store.flush).
 var storedZlib = zlibPool(zlib.NoCompression)
 
 func zlibPool(level int) *sync.Pool {
