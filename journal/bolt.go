@@ -613,6 +613,17 @@ func (s *boltStore) runs() ([]RunMeta, error) {
 	return out, err
 }
 
+// lastRunID is the greatest run id the file holds ("" for none).
+func (s *boltStore) lastRunID() (string, error) {
+	var last string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketRuns).Cursor().Last()
+		last = string(k)
+		return nil
+	})
+	return last, err
+}
+
 func (s *boltStore) prefixed(id string) ([]RunMeta, error) {
 	var found []RunMeta
 	err := s.db.View(func(tx *bolt.Tx) error {

@@ -43,6 +43,7 @@ func (j *Journal) Import(d Dump) error {
 	if d.Run.ID == "" {
 		return fmt.Errorf("importing a run: the dump has no run id")
 	}
+	j.raiseIDFloor(d.Run.ID) // an id uniqueID did not issue
 	if d.Source != "" && d.Run.Hash != "" {
 		if err := j.PutSource(d.Run.Hash, []byte(d.Source)); err != nil {
 			return err
