@@ -207,10 +207,17 @@ func hotCallLen(c *driver.Call) int {
 // that has one (it is then written as JSON).
 func appendHot(b []byte, f *Frame) ([]byte, bool) {
 	switch f.T {
-	case "run":
-		return appendRun(b, f)
-	case "done":
-		return appendDone(b, f)
+	case "run", "done":
+		start, ok := len(b), false
+		if f.T == "run" {
+			b, ok = appendRun(b, f)
+		} else {
+			b, ok = appendDone(b, f)
+		}
+		if ok && hotAlloc(f) > hotBudget(len(b)-start) {
+			return b[:start], false // its decoder would refuse it: see hotAmplification
+		}
+		return b, ok
 	}
 	if !hotFieldsOnly(f) {
 		return b, false
@@ -306,8 +313,9 @@ func appendBytes(b, s []byte) []byte {
 
 // hotReader reads the fields of a binary frame; the first failure sticks.
 type hotReader struct {
-	b   []byte
-	err error
+	b      []byte
+	err    error
+	budget int // what decoding may still allocate for lists (see hotAmplification)
 }
 
 func (r *hotReader) uvarint() uint64 {
@@ -364,7 +372,7 @@ func decodeHot(b []byte) (*Frame, error) {
 	if len(b) < 2 {
 		return nil, errors.New("a binary frame without a kind")
 	}
-	r := &hotReader{b: b[2:]}
+	r := &hotReader{b: b[2:], budget: hotBudget(len(b))}
 	f := &Frame{ID: r.uvarint()}
 	switch b[1] {
 	case 'c':

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
 )
@@ -34,6 +35,45 @@ import (
 // JSON form: a nil args reads as null, a list JSON omits when empty reads
 // as nil, and the same strings are repaired.
 
+// hotAmplification bounds what decoding a binary frame may allocate
+// besides the strings' bytes (which the frame holds): hotAmplification
+// times the frame's bytes, plus hotSlack. A list's items take more memory
+// than their wire form (a string's header is 16 bytes, an empty string's
+// wire form 1, a binding 72 bytes, its wire form 4): unbounded, a
+// compromised worker could make its parent allocate 16 times each frame it
+// sends. The JSON form allocates at most about 5 times ("" is 3 bytes);
+// appendHot writes a frame whose lists would pass the bound as JSON.
+const (
+	hotAmplification = 6
+	hotSlack         = 64 << 10
+)
+
+func hotBudget(frameBytes int) int { return hotAmplification*frameBytes + hotSlack }
+
+// hotAlloc is what decoding run or done frame f allocates for its lists
+// (see hotAmplification).
+func hotAlloc(f *Frame) int {
+	n := 8*len(f.Answered) + strHeader*len(f.Local)
+	if f.Job != nil {
+		n += bindingSize * len(f.Job.Bindings)
+		for _, bd := range f.Job.Bindings {
+			n += strHeader * len(bd.Params)
+		}
+	}
+	if f.Snap != nil {
+		n += 8 * len(f.Snap.Held)
+	}
+	if f.Out != nil {
+		n += strHeader * len(f.Out.Logs)
+	}
+	return n
+}
+
+const (
+	strHeader   = int(unsafe.Sizeof(""))
+	bindingSize = int(unsafe.Sizeof(sandbox.Binding{}))
+)
+
 // hotLen estimates the encoded size of f's variable fields.
 func hotLen(f *Frame) int {
 	n := len(f.Val) + hotCallLen(f.Call)
@@ -53,8 +93,8 @@ func hotLen(f *Frame) int {
 // none.
 func appendRun(b []byte, f *Frame) ([]byte, bool) {
 	j := f.Job
-	if j == nil || !runFieldsOnly(f) || !asMarshaled(j.Args) {
-		return b, false
+	if j == nil || !runFieldsOnly(f) || !asMarshaled(j.Args) || j.Args != nil && len(j.Args) == 0 {
+		return b, false // (empty args that are not nil: json.Marshal refuses them)
 	}
 	args := j.Args
 	if args == nil {
@@ -155,9 +195,9 @@ func (r *hotReader) run(f *Frame) {
 	}
 	j.Limits.Timeout = time.Duration(r.varint())
 	j.Limits.MemoryBytes = r.varint()
-	j.Limits.MaxCallDepth = int(r.varint())
-	j.Limits.MaxOutputBytes = int(r.varint())
-	if n, null := r.nullable(4); !null {
+	j.Limits.MaxCallDepth = r.int()
+	j.Limits.MaxOutputBytes = r.int()
+	if n, null := r.nullable(4); !null && r.charge(n*bindingSize) {
 		j.Bindings = make([]sandbox.Binding, n)
 		for i := range j.Bindings {
 			bd := &j.Bindings[i]
@@ -231,7 +271,33 @@ func (r *hotReader) nullable(size int) (n int, null bool) {
 	return int(c - 1), false
 }
 
+// int reads a varint that MUST fit an int (as JSON's decoder requires).
+func (r *hotReader) int() int {
+	v := r.varint()
+	if r.err == nil && int64(int(v)) != v {
+		r.err = fmt.Errorf("%d does not fit an int", v)
+	}
+	return int(v)
+}
+
+// charge takes n bytes from what the frame may still allocate (see
+// hotAmplification); false, with r.err set, when they are not left.
+func (r *hotReader) charge(n int) bool {
+	if r.err != nil {
+		return false
+	}
+	if n > r.budget {
+		r.err = fmt.Errorf("the frame's lists would take more than %d times its bytes in memory", hotAmplification)
+		return false
+	}
+	r.budget -= n
+	return true
+}
+
 func (r *hotReader) strs(n int) []string {
+	if !r.charge(n * strHeader) {
+		return nil
+	}
 	ss := make([]string, 0, n)
 	for i := 0; i < n && r.err == nil; i++ {
 		ss = append(ss, r.str())
@@ -242,7 +308,7 @@ func (r *hotReader) strs(n int) []string {
 // uints reads a list of uvarints, nil when empty (as JSON omits it).
 func (r *hotReader) uints() []uint64 {
 	n := r.count(1)
-	if n == 0 {
+	if n == 0 || !r.charge(8*n) {
 		return nil
 	}
 	vs := make([]uint64, 0, n)

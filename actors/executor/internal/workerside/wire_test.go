@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -78,7 +79,7 @@ func TestHotFrames(t *testing.T) {
 		{"run, nil args and bindings", &Frame{T: "run", ID: 1, Job: &sandbox.Job{}}, true},
 		{"run, empty bindings, local and plan", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Args: json.RawMessage(`[]`), Bindings: []sandbox.Binding{}}, Local: []string{}, Snap: &PinPlan{Held: []uint64{}}}, true},
 		{"run, nil and empty params", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Args: json.RawMessage(`1`), Bindings: []sandbox.Binding{{Name: "a"}, {Name: "b", Params: []string{}}}}}, true},
-		{"run, negative limits", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Args: json.RawMessage(`{}`), Limits: sandbox.Limits{Timeout: -1, MemoryBytes: -5, MaxCallDepth: -1 << 40}}}, true},
+		{"run, negative limits", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Args: json.RawMessage(`{}`), Limits: sandbox.Limits{Timeout: -1, MemoryBytes: -5, MaxCallDepth: -1 << 30}}}, true},
 		{"run, invalid UTF-8 source", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Entry: sandbox.Module{Path: "a\xff.ts", JS: "x\xfe"}, Args: json.RawMessage(`0`)}}, true},
 		{"run, heap shared is not sent", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Args: json.RawMessage(`0`), HeapShared: true}}, true},
 		{"run, args JSON would compact", &Frame{T: "run", ID: 1, Job: &sandbox.Job{Args: json.RawMessage(`{"n": 1}`)}}, false},
@@ -202,5 +203,49 @@ func BenchmarkRunFrame(b *testing.B) {
 		if _, err := ReadFrame(r); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestHotFrameAllocationIsBounded: a frame whose lists would take far more
+// memory than its bytes (empty strings, empty bindings: a compromised
+// worker's way to make its parent allocate 16 times what it sends) is
+// refused before its lists are allocated; an honest frame of that shape
+// is written as JSON instead, and reads back.
+func TestHotFrameAllocationIsBounded(t *testing.T) {
+	const n = 1 << 20
+	logs := append([]byte{hotMark, 'd', 1, 0}, binary.AppendUvarint(nil, n+1)...)
+	logs = append(append(logs, make([]byte, n)...), 0, 0, 0)
+	bindings := append([]byte{hotMark, 'j', 1, 0, 0, 0, 1, '0', 0, 0, 0, 0}, binary.AppendUvarint(nil, n+1)...)
+	bindings = append(bindings, make([]byte, 4*n)...)
+	for name, b := range map[string][]byte{"done, a million empty logs": logs, "run, a million empty bindings": bindings} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f, err := decodeHot(b)
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "times its bytes in memory") {
+			t.Errorf("%s: decoded %v, %v; want it refused for its memory", name, f != nil, err)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > uint64(len(b)) {
+			t.Errorf("%s: refusing a %d-byte frame allocated %d bytes", name, len(b), got)
+		}
+	}
+	honest := &Frame{T: "done", ID: 1, Out: &sandbox.Outcome{Result: json.RawMessage(`1`), Logs: make([]string, 100_000)}}
+	if _, ok := appendHot(nil, honest); ok {
+		t.Fatal("a done frame of 100,000 empty logs was written in the binary form its decoder refuses")
+	}
+	if got, jsonForm := roundTrip(t, honest); !jsonForm || !reflect.DeepEqual(got, asJSON(t, honest)) {
+		t.Fatalf("100,000 empty logs: JSON form %v, read back %d logs", jsonForm, len(got.Out.Logs))
+	}
+}
+
+// TestRunFrameEmptyArgsAsJSON: args that are empty but not nil have no
+// binary form; json.Marshal refuses them, as it always did.
+func TestRunFrameEmptyArgsAsJSON(t *testing.T) {
+	f := &Frame{T: "run", ID: 1, Job: &sandbox.Job{Args: json.RawMessage{}}}
+	if _, ok := appendHot(nil, f); ok {
+		t.Fatal("a run frame with empty args was written in the binary form")
+	}
+	if err := WriteFrame(new(bytes.Buffer), f); err == nil {
+		t.Fatal("a run frame with empty args was written")
 	}
 }
