@@ -613,11 +613,19 @@ func (s *boltStore) runs() ([]RunMeta, error) {
 	return out, err
 }
 
-// lastRunID is the greatest run id the file holds ("" for none).
+// lastRunID is the greatest run id the file holds that starts with a
+// digit, as generated ids do ("" for none): ids given in another form
+// ("restored-…") sort above them and can never equal one.
 func (s *boltStore) lastRunID() (string, error) {
 	var last string
 	err := s.db.View(func(tx *bolt.Tx) error {
-		k, _ := tx.Bucket(bucketRuns).Cursor().Last()
+		c := tx.Bucket(bucketRuns).Cursor()
+		k, _ := c.Seek([]byte(":")) // the first key past the digits
+		if k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
 		last = string(k)
 		return nil
 	})

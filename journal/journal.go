@@ -626,6 +626,9 @@ func (j *Journal) uniqueID() string {
 			j.idUsed[id] = struct{}{}
 			return id
 		}
+		// The lookup sees only what is committed: an id issued in this
+		// millisecond before the clock went back may still be queued.
+		j.barrier()
 		found := false
 		j.readNow(func(st store) error {
 			found, _ = st.exists(id)
@@ -671,8 +674,12 @@ func (j *Journal) readIDFloor() {
 }
 
 // raiseIDFloor raises idFloor to the millisecond of id, an id given to
-// Begin (see uniqueID).
+// Begin or imported (see uniqueID), if it has a generated id's length:
+// another can never equal one.
 func (j *Journal) raiseIDFloor(id string) {
+	if len(id) != len(idMillis)+len("-a1b2c3") {
+		return
+	}
 	j.idMu.Lock()
 	defer j.idMu.Unlock()
 	j.idFloor = max(j.idFloor, id[:min(len(id), len(idMillis))])

@@ -115,15 +115,31 @@ func TestUniqueIDNeverIssuesATakenID(t *testing.T) {
 	// in above the floor: never the same id twice.
 	now = now.Add(time.Millisecond)
 	draws = [][3]byte{{0, 0, 7}}
-	again := begin(t, j, "")
-	if _, err := j.Get(again); err != nil { // committed: the lookup can find it
-		t.Fatal(err)
-	}
+	again := begin(t, j, "") // queued, not yet committed
 	now = now.Add(time.Millisecond)
 	begin(t, j, "")
 	now = now.Add(-time.Millisecond)
 	draws = [][3]byte{{0, 0, 7}}
 	if id := begin(t, j, ""); id == again {
 		t.Fatalf("issued %s twice across a clock that went back", id)
+	}
+
+	// An id in another form than a generated one's, given or stored,
+	// never holds the floor up.
+	begin(t, j, "restored-abc")
+	now = now.Add(time.Hour)
+	cs.lookups = 0
+	begin(t, j, "")
+	if cs.lookups != 0 {
+		t.Fatalf("after an id of another form was given, a new id was looked up %d times", cs.lookups)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j, cs = openCounting(t, path, &now)
+	now = now.Add(time.Millisecond)
+	begin(t, j, "")
+	if cs.lookups != 0 {
+		t.Fatalf("after an id of another form, new ids were looked up %d times", cs.lookups)
 	}
 }
