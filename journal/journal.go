@@ -594,7 +594,7 @@ func seqKey(seq uint64) []byte {
 func (j *Journal) newID() string {
 	var r [3]byte
 	readRandom(r[:])
-	return j.now().UTC().Format("20060102-150405.000") + "-" + hex.EncodeToString(r[:])
+	return j.now().UTC().Format(idMillis) + "-" + hex.EncodeToString(r[:])
 }
 
 // uniqueID returns a new run id that this Journal has not issued and the

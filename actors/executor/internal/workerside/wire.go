@@ -318,11 +318,14 @@ type hotReader struct {
 	budget int // what decoding may still allocate for lists (see hotAmplification)
 }
 
-func (r *hotReader) uvarint() uint64 {
+func (r *hotReader) uvarint() uint64 { return readVarint(r, binary.Uvarint) }
+
+// readVarint reads one integer with read (binary.Varint or Uvarint).
+func readVarint[T int64 | uint64](r *hotReader, read func([]byte) (T, int)) T {
 	if r.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(r.b)
+	v, n := read(r.b)
 	if n <= 0 {
 		r.err = errors.New("truncated or overlong integer")
 		return 0

@@ -230,18 +230,7 @@ func (r *hotReader) done(f *Frame) {
 	f.T, f.Out, f.Answered = "done", o, r.uints()
 }
 
-func (r *hotReader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = errors.New("truncated or overlong integer")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *hotReader) varint() int64 { return readVarint(r, binary.Varint) }
 
 // count reads a list's count, refused if its items (each at least size
 // bytes) cannot fit in the bytes left: nothing is allocated for a count a
