@@ -27,6 +27,7 @@ const (
 	envTestEscape = "AGENTOS_TEST_ESCAPE" // JSON escapeTargets: try to escape after confinement
 	envTestHide   = "AGENTOS_TEST_HIDE"   // "landlock" or "seccomp": the worker's kernel "lacks" it
 	envTestVictim = "AGENTOS_TEST_VICTIM" // "1": sleep, as a process a worker may try to trace
+	envTestRogue  = "AGENTOS_TEST_ROGUE"  // "result" or "logs": answer every run with that much output (flood_test.go)
 )
 
 // testHooks runs first in TestMain, in the test binary and in the workers
@@ -38,6 +39,9 @@ func testHooks() {
 	}
 	if !IsWorker() {
 		return
+	}
+	if how := os.Getenv(envTestRogue); how != "" {
+		rogueWorker(how)
 	}
 	switch os.Getenv(envTestHide) {
 	case "landlock":

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentos-run/agentos/actors/executor/internal/confine"
+	"github.com/agentos-run/agentos/actors/executor/internal/sandbox"
+	"github.com/agentos-run/agentos/actors/executor/internal/workerside"
 	"github.com/agentos-run/agentos/driver"
 )
 
@@ -143,5 +147,68 @@ func TestWorkerThatIsNotAWorkerSaysWhatToDo(t *testing.T) {
 	}
 	if strings.Contains(r.Error.Message, "escape") {
 		t.Fatalf("a program that is no worker is reported as an escape: %s", r.Error.Message)
+	}
+}
+
+// rogueWorker is a worker that escaped goja (envTestRogue): it speaks the
+// protocol but answers every run with an outcome over the run's output
+// limit, the whole of it in the result or in log lines of 1 KiB.
+func rogueWorker(how string) {
+	out, in := os.Stdout, bufio.NewReader(os.Stdin)
+	send := func(f *workerside.Frame) {
+		if err := workerside.WriteFrame(out, f); err != nil {
+			os.Exit(1)
+		}
+	}
+	send(&workerside.Frame{T: "hello", Prot: &confine.Report{}, Build: workerside.BuildID().ID})
+	for {
+		f, err := workerside.ReadFrame(in)
+		if err != nil {
+			os.Exit(0)
+		}
+		if f.T != "run" || f.Job == nil {
+			continue
+		}
+		size := f.Job.Limits.WithDefaults().MaxOutputBytes + outcomeSlack + 1
+		o := sandbox.Outcome{Result: json.RawMessage(`"` + strings.Repeat("x", size) + `"`), Logs: []string{}}
+		if how == "logs" {
+			line := strings.Repeat("y", 1<<10)
+			o = sandbox.Outcome{Result: json.RawMessage("1")}
+			for n := 0; n < size; n += len(line) {
+				o.Logs = append(o.Logs, line)
+			}
+		}
+		send(&workerside.Frame{T: "done", ID: f.ID, Out: &o})
+	}
+}
+
+// A worker enforces its run's output limit; the parent checks that it
+// did. A worker that escaped goja and returns more (up to a frame's 64 MiB)
+// fails its run as one that broke the protocol, and is killed, instead of
+// handing the host, the journal and the caller what it made up.
+func TestWorkerOutcomeOverTheOutputLimitIsRefused(t *testing.T) {
+	for _, how := range []string{"result", "logs"} {
+		t.Run(how, func(t *testing.T) {
+			t.Setenv(envTestRogue, how)
+			e := newExec(t, IsolationProcess, map[string]string{"tools/ok.ts": "export default () => 1;\n"}, func(o *Options) { o.Workers = 1 })
+			r := run(t, e, "tools/ok.ts", `{}`)
+			wantKind(t, r, "host_failure", "over its run's 1048576-byte output limit, which the worker enforces")
+			if !strings.Contains(r.Error.Message, "its worker was killed") || len(r.Result) > len("null") || len(r.Logs) > 0 {
+				t.Fatalf("the refused outcome reached the caller, or the error does not say the worker was killed: %+v", r)
+			}
+		})
+	}
+}
+
+// An honest worker's outcome at its limits passes the parent's check: logs
+// up to the output limit, then a thrown error whose message and stack are
+// as long as the worker keeps them.
+func TestOutcomeAtTheOutputLimitPasses(t *testing.T) {
+	const tool = "export default (a: { n: number }) => { const line = 'z'.repeat(1000); for (let i = 0; i < a.n; i++) console.log(line); throw new Error('m'.repeat(200000)); };\n"
+	e := newExec(t, IsolationProcess, map[string]string{"tools/full.ts": tool}, func(o *Options) { o.Workers = 1 })
+	r := run(t, e, "tools/full.ts", `{"n": 1048}`)
+	wantKind(t, r, "exception", "mmmm")
+	if len(r.Logs) != 1048 {
+		t.Fatalf("the run kept %d of its 1048 log lines: %+v", len(r.Logs), r.Error)
 	}
 }

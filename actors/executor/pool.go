@@ -568,6 +568,13 @@ func (r *running) onDone(f *frame) (sandbox.Outcome, bool) {
 	if f.ID != r.id || f.Out == nil {
 		return sandbox.Outcome{}, false
 	}
+	if over := overOutput(f.Out, r.job.Limits); over != nil {
+		r.w.kill("protocol")
+		r.disarm()
+		r.finish()
+		r.p.release(r.w, false)
+		return sandbox.Outcome{Err: over}, true
+	}
 	if r.br.consumed != nil {
 		r.br.consumed(f.Answered...)
 	}
@@ -579,6 +586,30 @@ func (r *running) onDone(f *frame) (sandbox.Outcome, bool) {
 		out.Err, out.Result = r.streamErr, nil
 	}
 	return out, true
+}
+
+// outcomeSlack is what an honest worker's outcome may hold beyond its
+// run's output limit: the warnings it adds after its last check (a NaN
+// result's), and an error's message and stack, each clipped to 64 KiB.
+const outcomeSlack = 256 << 10
+
+// overOutput refuses an outcome larger than its run's output limit allows.
+// IMPORTANT: the worker enforces the limit; the parent, which does not
+// trust it, checks that it did, so that a worker that escaped goja cannot
+// hand the host (the journal, the caller) up to a frame's 64 MiB per run.
+func overOutput(out *sandbox.Outcome, lim sandbox.Limits) *Error {
+	n := len(out.Result)
+	for _, l := range out.Logs {
+		n += len(l)
+	}
+	if e := out.Err; e != nil {
+		n += len(e.Kind) + len(e.Message) + len(e.Stack) + len(e.Code)
+	}
+	limit := lim.WithDefaults().MaxOutputBytes
+	if n <= limit+outcomeSlack {
+		return nil
+	}
+	return &Error{Kind: sandbox.KindHostFailure, Message: fmt.Sprintf("the sandbox worker returned an outcome of %d bytes, over its run's %d-byte output limit, which the worker enforces; the run fails and its worker was killed (a worker that breaks the protocol is not trusted). A tool cannot do this through its own output: report it, with the tool, as a bug or an escape from the sandbox", n, limit)}
 }
 
 // onHello records the worker's protections, or fails the run and kills
