@@ -16,7 +16,7 @@ func BenchmarkBeginEnd(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	meta := RunMeta{Kind: "exec", Tool: "tools/orders.ts", Hash: fmt.Sprintf("%064x", 1), Pinned: true,
+	meta := RunMeta{Kind: "exec", Tool: "tools/orders.ts", Hash: fmt.Sprintf("%064x", 1), Pinned: true, Args: []byte(`{"n":10,"region":"eu"}`),
 		Modules: []Module{{Path: "tools/lib/a.ts", Hash: fmt.Sprintf("%064x", 2)}, {Path: "tools/lib/b.ts", Hash: fmt.Sprintf("%064x", 3)}}}
 	b.ReportAllocs()
 	b.ResetTimer()

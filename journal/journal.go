@@ -294,6 +294,9 @@ type write struct {
 	// another one now.
 	fence int64
 	done  chan error
+	// argsClean says meta's Args are redacted already (a Run's, redacted
+	// at Begin): putMetaWith does not redact them again.
+	argsClean bool
 	// index is what the indexes keep of meta (toolindex.go), so that the
 	// storage need not decode it.
 	index indexed
@@ -705,11 +708,11 @@ func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 		meta.ID = j.uniqueID()
 		j.stamp(&meta)
 		scope := j.redactArgs(&meta)
-		if err := j.putMetaWith(meta, &write{create: true, claim: true}, false); err != nil {
+		if err := j.putMetaWith(meta, &write{create: true, claim: true, argsClean: true}, false); err != nil {
 			return nil, err
 		}
 		j.held.Store(meta.ID, int64(1))
-		return &Run{j: j, meta: meta, scope: scope, fence: 1}, nil
+		return &Run{j: j, meta: meta, scope: scope, fence: 1, argsClean: true}, nil
 	}
 	if generated {
 		meta.ID = j.newID()
@@ -722,7 +725,7 @@ func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 		if generated && attempt > 0 {
 			meta.ID = j.newID()
 		}
-		err := j.putMetaWith(meta, &write{create: true, claim: true}, true)
+		err := j.putMetaWith(meta, &write{create: true, claim: true, argsClean: true}, true)
 		if err == nil {
 			break
 		}
@@ -733,7 +736,7 @@ func (j *Journal) Begin(meta RunMeta) (*Run, error) {
 		}
 	}
 	j.held.Store(meta.ID, int64(1))
-	return &Run{j: j, meta: meta, scope: scope, fence: 1}, nil
+	return &Run{j: j, meta: meta, scope: scope, fence: 1, argsClean: true}, nil
 }
 
 // stamp fills in a beginning run's start, status and host.
@@ -771,9 +774,11 @@ func (j *Journal) putMeta(meta RunMeta) error { return j.putMetaWith(meta, &writ
 // (raiseIDFloor), or uniqueID may issue the same id without asking.
 func (j *Journal) putMetaWith(meta RunMeta, w *write, wait bool) error {
 	meta.Owner, meta.LeaseUntil, meta.Calls = "", time.Time{}, 0 // kept by the storage, beside the metadata
-	var redacted bool
-	meta.Args, redacted = j.redact.args(meta.Args, nil)
-	meta.ArgsRedacted = meta.ArgsRedacted || redacted
+	if !w.argsClean {
+		var redacted bool
+		meta.Args, redacted = j.redact.args(meta.Args, nil)
+		meta.ArgsRedacted = meta.ArgsRedacted || redacted
+	}
 	meta.Result = j.redact.json(meta.Result)
 	meta.Error = j.redact.json(meta.Error)
 	meta.Reason = j.redact.text(meta.Reason)
@@ -869,6 +874,10 @@ type Run struct {
 	// because the run was claimed again (ErrClaimed, ErrFenced): the Run
 	// performs no call after it.
 	superseded atomic.Pointer[error]
+	// argsClean: meta's Args were redacted by Begin (with this Journal's
+	// rules) and are written as they are. A recovered run's, read from a
+	// store another node may share, are redacted again.
+	argsClean bool
 }
 
 // Fence returns the fencing token the run's writes carry: 1 for a run
@@ -879,7 +888,7 @@ func (r *Run) Fence() int64 { return r.fence }
 // putMeta writes the run's metadata as r knows it, with w's flags and the
 // run's fencing token.
 func (r *Run) putMeta(w *write, wait bool) error {
-	w.fence = r.fence
+	w.fence, w.argsClean = r.fence, r.argsClean
 	return r.j.putMetaWith(r.meta, w, wait)
 }
 
