@@ -7,7 +7,8 @@ import (
 
 // lineOneMap returns the base64 source map that maps the tokens of the
 // body's first line, which follows shift bytes of wrapper on the same
-// line, back to their columns; "" when that line has no token.
+// line, back to their columns; "" when that line has no token but
+// comments (a tool's doc comment: goja then parses no map at all).
 //
 // Why only the first line: goja (with go-sourcemap) reports a position
 // without a mapping at its own line and column, which on every later line
@@ -23,12 +24,12 @@ func (s *stripper) lineOneMap(path string, shift int) string {
 	// number and an unmapped one 1-based; the map says column+1 so that the
 	// first line reads 1-based like every other.
 	prevGen, prevSrc := 0, 0
-	for _, n := range s.t.Nodes {
+	for i, n := range s.t.Nodes {
 		if n.Start >= end {
 			break // pre-order: every later node starts later
 		}
-		if n.First >= 0 || n.End == n.Start || s.out[n.Start] == ' ' {
-			continue // not a token, or an erased one
+		if n.First >= 0 || n.End == n.Start || s.out[n.Start] == ' ' || s.t.Type(int32(i)) == "comment" {
+			continue // not a token, an erased one, or a comment (no error is ever there)
 		}
 		gen, src := shift+int(n.Start), int(n.Start)+1
 		if len(seg) > 0 {

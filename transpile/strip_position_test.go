@@ -17,12 +17,20 @@ func TestStripKeepsPositions(t *testing.T) {
 			"tools/pos.ts:1:60"},
 		"later line": {"// a comment\nexport default function boom(args: { n: number }): number {\n  const x: number = args.n as number;\n  throw new Error('at ' + x);\n}\n",
 			"tools/pos.ts:4:9"},
+		"comment, then code on line one": {"/* doc */ export default function (a: { n: number }): number { throw new Error('x' + a.n); }\n",
+			"tools/pos.ts:1:70"},
+		"doc comment on line one": {"/** Doubles. */\nexport default function (a: { n: number }): number {\n  throw new Error('x' + a.n);\n}\n",
+			"tools/pos.ts:3:9"},
 		"after erased lines": {"interface A {\n  n: number;\n}\ntype B = A;\nexport default (a: B): number => {\n  return (null as any).n;\n};\n",
 			"tools/pos.ts:6:24"},
 	} {
 		js, ok := strip("tools/pos.ts", []byte(c.src))
 		if !ok {
 			t.Fatalf("%s: the fast path declined", name)
+		}
+		lineOne := strings.Contains(c.want, ".ts:1:")
+		if mapped := strings.Contains(js, "sourceMappingURL"); mapped != lineOne {
+			t.Errorf("%s: a source map (%v) is there exactly when line one holds code", name, mapped)
 		}
 		got := runModule("tools/pos.ts", js, `{"n":1}`)
 		t.Logf("%s:\nfast path %s\nesbuild %s", name, got.Stack, runModule("tools/pos.ts", must(New(0).Transpile("tools/pos.ts", []byte(c.src))), `{"n":1}`).Stack)
