@@ -178,6 +178,17 @@ func benchReadFloor(b *testing.B) {
 }
 
 func benchPipeFloor(b *testing.B) {
+	rt := pipeEcho(b)
+	start := time.Now()
+	for b.Loop() {
+		rt()
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+}
+
+// pipeEcho starts the echo child and returns one 128-byte round trip to
+// it; the child is stopped when b ends.
+func pipeEcho(b *testing.B) (roundTrip func()) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), envPipeEcho+"=1")
 	w, err := cmd.StdinPipe()
@@ -191,7 +202,7 @@ func benchPipeFloor(b *testing.B) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { w.Close(); cmd.Wait() }()
+	b.Cleanup(func() { w.Close(); cmd.Wait() })
 	msg := make([]byte, 4+124)
 	binary.BigEndian.PutUint32(msg, 124)
 	back := make([]byte, len(msg))
@@ -204,9 +215,29 @@ func benchPipeFloor(b *testing.B) {
 		}
 	}
 	rt() // the child has started
-	start := time.Now()
-	for b.Loop() {
-		rt()
+	return rt
+}
+
+// BenchmarkPipeRoundTripAfterWork is the pipe floor's round trip when the
+// child has idled while the parent worked (a busy loop of the given
+// length), as a sandbox worker idles between two runs: on a VM
+// whose idle vCPU halts, waking it costs more than the round trip itself.
+// It reports the median round trip (median-ns/op; ns/op counts the work).
+//
+//	go test -run '^$' -bench PipeRoundTripAfterWork -benchtime 2000x ./actors/executor/
+func BenchmarkPipeRoundTripAfterWork(b *testing.B) {
+	for _, gap := range []time.Duration{0, 100 * time.Microsecond, 500 * time.Microsecond, time.Millisecond} {
+		b.Run(fmt.Sprintf("after-%v", gap), func(b *testing.B) {
+			rt := pipeEcho(b)
+			var laps benchutil.Laps
+			defer laps.Report(b)
+			for b.Loop() {
+				for t := time.Now(); time.Since(t) < gap; {
+				}
+				laps.Start()
+				rt()
+				laps.Stop()
+			}
+		})
 	}
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
 }
