@@ -212,3 +212,17 @@ func TestOutcomeAtTheOutputLimitPasses(t *testing.T) {
 		t.Fatalf("the run kept %d of its 1048 log lines: %+v", len(r.Logs), r.Error)
 	}
 }
+
+// A run's error text is bounded whatever the tool makes of it: a toJSON
+// that throws a 2 MB string is the tool's exception, its message clipped
+// (in a worker: not an outcome the parent refuses as a broken protocol).
+func TestHugeErrorTextIsClippedNotRefused(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Isolation) {
+		e := newExec(t, mode, map[string]string{"tools/big.ts": "export default () => ({ toJSON() { throw 'x'.repeat(2 << 20); } });\n"})
+		r := run(t, e, "tools/big.ts", `{}`)
+		wantKind(t, r, "exception", "the tool's result cannot be turned into JSON: xxxx")
+		if n := len(r.Error.Message); n > 65<<10 {
+			t.Fatalf("the error's message is %d bytes", n)
+		}
+	})
+}

@@ -99,6 +99,7 @@ func (e *Engine) Run(ctx context.Context, job Job, br Bridge) (out Outcome) {
 		if out.Logs == nil {
 			out.Logs = []string{}
 		}
+		out.Err = clipError(out.Err)
 	}()
 
 	timer := time.AfterFunc(lim.Timeout, func() {

@@ -113,6 +113,20 @@ func (r *run) overflowed(x *goja.StackOverflowError) *Error {
 // reported: a tool can throw a string of hundreds of megabytes.
 const maxThrownText = 64 << 10
 
+// clipError bounds the text of a run's error as a thrown value's is
+// bounded: a message or stack over maxThrownText (a toJSON that threw a
+// huge string, a BigInt of a million digits, a deep stack of long names)
+// is clipped. IMPORTANT: the parent refuses a worker's outcome larger than
+// the output limit plus room for these two (executor's overOutput).
+func clipError(e *Error) *Error {
+	if e == nil || (len(e.Message) <= maxThrownText && len(e.Stack) <= maxThrownText) {
+		return e
+	}
+	c := *e
+	c.Message, c.Stack = clip.N(c.Message, maxThrownText), clip.N(c.Stack, maxThrownText)
+	return &c
+}
+
 // thrown describes a value the tool threw (or rejected with) and did not
 // catch: "Name: message", the driver code if it has one, and the stack
 // (frames, when the runtime captured them, else the value's own stack).
