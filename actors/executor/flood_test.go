@@ -213,6 +213,25 @@ func TestOutcomeAtTheOutputLimitPasses(t *testing.T) {
 	}
 }
 
+// A warning names a value's path, bounded however long its keys are: a
+// result whose NaN sits under a 2 MB key is over the output limit (the
+// tool's error, output_too_large) with a short warning, in a worker too
+// (not an outcome the parent refuses as a broken protocol).
+func TestHugeKeyInAWarningIsClipped(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Isolation) {
+		e := newExec(t, mode, map[string]string{"tools/deep.ts": "export default () => ({ ['k'.repeat(2 << 20)]: NaN });\n"})
+		r := run(t, e, "tools/deep.ts", `{}`)
+		if r.Error == nil || r.Error.Kind != "output_too_large" {
+			t.Fatalf("a 2 MB key in the result: want output_too_large, got %+v", r.Error)
+		}
+		for _, l := range r.Logs {
+			if len(l) > 4<<10 {
+				t.Fatalf("a warning of %d bytes", len(l))
+			}
+		}
+	})
+}
+
 // A run's error text is bounded whatever the tool makes of it: a toJSON
 // that throws a 2 MB string is the tool's exception, its message clipped
 // (in a worker: not an outcome the parent refuses as a broken protocol).

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"github.com/agentos-run/agentos/internal/clip"
 	"strings"
 	"sync"
 
@@ -130,6 +131,9 @@ var replacerJS = sync.OnceValue(func() *goja.Program {
 })`, true)
 })
 
+// maxNotedText bounds the path and the value a warning names.
+const maxNotedText = 1 << 10
+
 // valueNotes collects what turning a result into JSON changed, as warnings.
 type valueNotes struct {
 	counts map[string]int
@@ -141,8 +145,8 @@ func (n *valueNotes) add(kind, path, text string) {
 	if n.counts == nil {
 		n.counts, n.first, n.text = map[string]int{}, map[string]string{}, map[string]string{}
 	}
-	if n.counts[kind] == 0 {
-		n.first[kind], n.text[kind] = path, text
+	if n.counts[kind] == 0 { // a warning names them: bounded, however long a key is
+		n.first[kind], n.text[kind] = clip.N(path, maxNotedText), clip.N(text, maxNotedText)
 	}
 	n.counts[kind]++
 }
