@@ -3,6 +3,7 @@ package journal
 import (
 	"crypto/rand"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -34,9 +35,27 @@ func drawing(t *testing.T, seq *[][3]byte) {
 	t.Cleanup(func() { readRandom = prev })
 }
 
-func openCounting(t *testing.T, path string, now *time.Time) (*Journal, *countingStore) {
+// testClock is a clock the test moves while the journal's writer reads it.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func openCounting(t *testing.T, path string, now *testClock) (*Journal, *countingStore) {
 	t.Helper()
-	j, err := Open(path, Options{Durability: GroupCommit, Now: func() time.Time { return *now }})
+	j, err := Open(path, Options{Durability: GroupCommit, Now: now.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,16 +85,16 @@ func TestUniqueIDNeverIssuesATakenID(t *testing.T) {
 	var draws [][3]byte
 	drawing(t, &draws)
 	draws = [][3]byte{{0, 0, 1}}
-	now := time.Date(2026, 12, 4, 13, 0, 0, 0, time.UTC)
+	now := &testClock{t: time.Date(2026, 12, 4, 13, 0, 0, 0, time.UTC)}
 	path := filepath.Join(t.TempDir(), "j.db")
-	j, _ := openCounting(t, path, &now)
+	j, _ := openCounting(t, path, now)
 	first := begin(t, j, "")
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	// An earlier open's id, in the same millisecond with the same draw.
-	j, cs := openCounting(t, path, &now)
+	j, cs := openCounting(t, path, now)
 	draws = [][3]byte{{0, 0, 1}}
 	if id := begin(t, j, ""); id == first {
 		t.Fatalf("issued %s again, an id the file held", id)
@@ -85,7 +104,7 @@ func TestUniqueIDNeverIssuesATakenID(t *testing.T) {
 	}
 
 	// A later millisecond: nothing to ask.
-	now = now.Add(time.Millisecond)
+	now.add(time.Millisecond)
 	cs.lookups = 0
 	draws = [][3]byte{{0, 0, 3}}
 	begin(t, j, "")
@@ -94,16 +113,16 @@ func TestUniqueIDNeverIssuesATakenID(t *testing.T) {
 	}
 
 	// Ids given to Begin and imported raise the floor.
-	now = now.Add(time.Millisecond)
+	now.add(time.Millisecond)
 	draws = [][3]byte{{0, 0, 4}}
-	given := now.UTC().Format(idMillis) + "-000004"
+	given := now.Now().UTC().Format(idMillis) + "-000004"
 	begin(t, j, given)
 	if id := begin(t, j, ""); id == given {
 		t.Fatalf("issued %s, an id given to Begin", id)
 	}
-	now = now.Add(time.Millisecond)
+	now.add(time.Millisecond)
 	draws = [][3]byte{{0, 0, 5}}
-	imported := now.UTC().Format(idMillis) + "-000005"
+	imported := now.Now().UTC().Format(idMillis) + "-000005"
 	if err := j.Import(Dump{Run: RunMeta{ID: imported, Kind: "exec", Tool: "tools/t.ts", Status: StatusOK}}); err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +132,12 @@ func TestUniqueIDNeverIssuesATakenID(t *testing.T) {
 
 	// The clock goes back, then forward to a millisecond ids were issued
 	// in above the floor: never the same id twice.
-	now = now.Add(time.Millisecond)
+	now.add(time.Millisecond)
 	draws = [][3]byte{{0, 0, 7}}
 	again := begin(t, j, "") // queued, not yet committed
-	now = now.Add(time.Millisecond)
+	now.add(time.Millisecond)
 	begin(t, j, "")
-	now = now.Add(-time.Millisecond)
+	now.add(-time.Millisecond)
 	draws = [][3]byte{{0, 0, 7}}
 	if id := begin(t, j, ""); id == again {
 		t.Fatalf("issued %s twice across a clock that went back", id)
@@ -127,7 +146,7 @@ func TestUniqueIDNeverIssuesATakenID(t *testing.T) {
 	// An id in another form than a generated one's, given or stored,
 	// never holds the floor up.
 	begin(t, j, "restored-abc")
-	now = now.Add(time.Hour)
+	now.add(time.Hour)
 	cs.lookups = 0
 	begin(t, j, "")
 	if cs.lookups != 0 {
@@ -136,8 +155,8 @@ func TestUniqueIDNeverIssuesATakenID(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	j, cs = openCounting(t, path, &now)
-	now = now.Add(time.Millisecond)
+	j, cs = openCounting(t, path, now)
+	now.add(time.Millisecond)
 	begin(t, j, "")
 	if cs.lookups != 0 {
 		t.Fatalf("after an id of another form, new ids were looked up %d times", cs.lookups)
