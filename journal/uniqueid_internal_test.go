@@ -3,7 +3,6 @@ package journal
 import (
 	"crypto/rand"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 )
@@ -35,25 +34,7 @@ func drawing(t *testing.T, seq *[][3]byte) {
 	t.Cleanup(func() { readRandom = prev })
 }
 
-// testClock is a clock the test moves while the journal's writer reads it.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func openCounting(t *testing.T, path string, now *testClock) (*Journal, *countingStore) {
+func openCounting(t *testing.T, path string, now *manualClock) (*Journal, *countingStore) {
 	t.Helper()
 	j, err := Open(path, Options{Durability: GroupCommit, Now: now.Now})
 	if err != nil {
@@ -85,7 +66,7 @@ func TestUniqueIDNeverIssuesATakenID(t *testing.T) {
 	var draws [][3]byte
 	drawing(t, &draws)
 	draws = [][3]byte{{0, 0, 1}}
-	now := &testClock{t: time.Date(2026, 12, 4, 13, 0, 0, 0, time.UTC)}
+	now := &manualClock{t: time.Date(2026, 12, 4, 13, 0, 0, 0, time.UTC)} // moved while the writer reads it
 	path := filepath.Join(t.TempDir(), "j.db")
 	j, _ := openCounting(t, path, now)
 	first := begin(t, j, "")
@@ -104,7 +85,7 @@ func TestUniqueIDNeverIssuesATakenID(t *testing.T) {
 	}
 
 	// A later millisecond: nothing to ask.
-	now.add(time.Millisecond)
+	now.Advance(time.Millisecond)
 	cs.lookups = 0
 	draws = [][3]byte{{0, 0, 3}}
 	begin(t, j, "")
@@ -113,14 +94,14 @@ func TestUniqueIDNeverIssuesATakenID(t *testing.T) {
 	}
 
 	// Ids given to Begin and imported raise the floor.
-	now.add(time.Millisecond)
+	now.Advance(time.Millisecond)
 	draws = [][3]byte{{0, 0, 4}}
 	given := now.Now().UTC().Format(idMillis) + "-000004"
 	begin(t, j, given)
 	if id := begin(t, j, ""); id == given {
 		t.Fatalf("issued %s, an id given to Begin", id)
 	}
-	now.add(time.Millisecond)
+	now.Advance(time.Millisecond)
 	draws = [][3]byte{{0, 0, 5}}
 	imported := now.Now().UTC().Format(idMillis) + "-000005"
 	if err := j.Import(Dump{Run: RunMeta{ID: imported, Kind: "exec", Tool: "tools/t.ts", Status: StatusOK}}); err != nil {
@@ -132,12 +113,12 @@ func TestUniqueIDNeverIssuesATakenID(t *testing.T) {
 
 	// The clock goes back, then forward to a millisecond ids were issued
 	// in above the floor: never the same id twice.
-	now.add(time.Millisecond)
+	now.Advance(time.Millisecond)
 	draws = [][3]byte{{0, 0, 7}}
 	again := begin(t, j, "") // queued, not yet committed
-	now.add(time.Millisecond)
+	now.Advance(time.Millisecond)
 	begin(t, j, "")
-	now.add(-time.Millisecond)
+	now.Advance(-time.Millisecond)
 	draws = [][3]byte{{0, 0, 7}}
 	if id := begin(t, j, ""); id == again {
 		t.Fatalf("issued %s twice across a clock that went back", id)
@@ -146,7 +127,7 @@ func TestUniqueIDNeverIssuesATakenID(t *testing.T) {
 	// An id in another form than a generated one's, given or stored,
 	// never holds the floor up.
 	begin(t, j, "restored-abc")
-	now.add(time.Hour)
+	now.Advance(time.Hour)
 	cs.lookups = 0
 	begin(t, j, "")
 	if cs.lookups != 0 {
@@ -156,7 +137,7 @@ func TestUniqueIDNeverIssuesATakenID(t *testing.T) {
 		t.Fatal(err)
 	}
 	j, cs = openCounting(t, path, now)
-	now.add(time.Millisecond)
+	now.Advance(time.Millisecond)
 	begin(t, j, "")
 	if cs.lookups != 0 {
 		t.Fatalf("after an id of another form, new ids were looked up %d times", cs.lookups)
