@@ -433,6 +433,15 @@ func (r *running) disarm() bool {
 	return ok
 }
 
+// drop ends the run on a worker it no longer trusts: killed (saying why),
+// its watchers and helpers stopped, the worker released as unhealthy.
+func (r *running) drop(why string) {
+	r.w.kill(why)
+	r.disarm()
+	r.finish()
+	r.p.release(r.w, false)
+}
+
 // finish ends the run's helper goroutines: cancelled, then waited for.
 func (r *running) finish() {
 	r.cancel()
@@ -569,10 +578,7 @@ func (r *running) onDone(f *frame) (sandbox.Outcome, bool) {
 		return sandbox.Outcome{}, false
 	}
 	if over := overOutput(f.Out, r.job.Limits); over != nil {
-		r.w.kill("protocol")
-		r.disarm()
-		r.finish()
-		r.p.release(r.w, false)
+		r.drop("protocol")
 		return sandbox.Outcome{Err: over}, true
 	}
 	if r.br.consumed != nil {
@@ -617,10 +623,7 @@ func overOutput(out *sandbox.Outcome, lim sandbox.Limits) *Error {
 func (r *running) onHello(f *frame) (sandbox.Outcome, bool) {
 	r.w.greeted.Store(true)
 	if why := foreignWorker(r.w, f.Build); why != "" {
-		r.w.kill("foreign")
-		r.disarm()
-		r.finish()
-		r.p.release(r.w, false)
+		r.drop("foreign")
 		return sandbox.Outcome{Err: &Error{Kind: sandbox.KindHostFailure, Message: why}}, true
 	}
 	r.p.hello(f.Prot)
