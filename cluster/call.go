@@ -63,17 +63,11 @@ func (m *Member) callOnce(ctx context.Context, ci *pcluster.ClusterIdentity, msg
 		wait = max(time.Until(d), time.Millisecond)
 	}
 	f := system.RequestFuture(ctx, m.root, pid, msg, wait)
-	type answer struct {
-		v   any
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() { v, err := f.Result(); done <- answer{v, err} }()
 	answered := false
 	defer func() {
 		if !answered {
-			// Given up on (host gone, ctx, Leave): complete the future, so
-			// that its waiting goroutine ends now, not after wait.
+			// Given up on (host gone, ctx, Leave): complete the future now,
+			// not after wait (its timer and registration go with it).
 			m.root.Send(f.PID(), &actor.DeadLetterResponse{Target: pid})
 		}
 	}()
@@ -83,9 +77,9 @@ func (m *Member) callOnce(ctx context.Context, ci *pcluster.ClusterIdentity, msg
 			return nil, errHostGone
 		}
 		select {
-		case a := <-done:
+		case <-f.Done():
 			answered = true
-			return a.v, a.err
+			return f.Result()
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-m.life.Done():

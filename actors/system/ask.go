@@ -40,25 +40,13 @@ func Ask(ctx context.Context, sender actor.SenderContext, pid *actor.PID, req an
 		return nil, context.DeadlineExceeded
 	}
 	f := RequestFuture(ctx, sender, pid, req, timeout)
-	var (
-		res  any
-		err  error
-		done = make(chan struct{})
-	)
-	if ctx.Done() == nil {
-		res, err = f.Result()
-	} else {
-		go func() {
-			res, err = f.Result()
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			sender.ActorSystem().Root.Stop(f.PID()) // ends f.Result: the goroutine returns
-			return nil, ctx.Err()
-		}
+	select {
+	case <-f.Done():
+	case <-ctx.Done():
+		sender.ActorSystem().Root.Stop(f.PID()) // nothing waits for the abandoned reply
+		return nil, ctx.Err()
 	}
+	res, err := f.Result()
 	if err != nil {
 		return nil, fmt.Errorf("%w from %s within %s: %w", ErrNoReply, pid.GetId(), timeout, err)
 	}

@@ -3,6 +3,8 @@ package system_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +88,91 @@ func TestAskCancelRacesReply(t *testing.T) {
 		}
 		cancel()
 	}
+}
+
+// TestFutureDone: a future's Done channel (agentos's protoactor copy,
+// third_party/protoactor-go/PATCHES.md) is open while the request waits
+// and closed by its reply, its timeout and a stop, Result then answering
+// at once.
+func TestFutureDone(t *testing.T) {
+	s := system.New(system.Options{})
+	defer func() { _ = s.Shutdown(5 * time.Second) }()
+	echoPID := s.Spawn(echo)
+	silent := s.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	root := s.Root()
+	closed := func(f *actor.Future, within time.Duration) bool {
+		select {
+		case <-f.Done():
+			return true
+		case <-time.After(within):
+			return false
+		}
+	}
+
+	f := root.RequestFuture(echoPID, "ping", 5*time.Second)
+	if !closed(f, 5*time.Second) {
+		t.Fatal("Done stayed open after the reply")
+	}
+	if res, err := f.Result(); err != nil || res != "pong" {
+		t.Fatalf("Result after Done: %v, %v", res, err)
+	}
+	f = root.RequestFuture(silent, "hi", 30*time.Millisecond)
+	if closed(f, 5*time.Millisecond) {
+		t.Fatal("Done closed before any reply or the timeout")
+	}
+	if !closed(f, 5*time.Second) {
+		t.Fatal("Done stayed open after the timeout")
+	}
+	if _, err := f.Result(); !errors.Is(err, actor.ErrTimeout) {
+		t.Fatalf("Result after the timeout: %v, want actor.ErrTimeout", err)
+	}
+	f = root.RequestFuture(silent, "hi", time.Hour)
+	root.Stop(f.PID())
+	if !closed(f, 5*time.Second) {
+		t.Fatal("Done stayed open after the future was stopped")
+	}
+}
+
+// TestAskWaitsWithoutAGoroutine: an Ask whose ctx can end waits for the
+// reply and the ctx in one select: no goroutine blocked in Result per
+// request (it was one more goroutine and one more wake-up for each request
+// of every actor client).
+func TestAskWaitsWithoutAGoroutine(t *testing.T) {
+	s := system.New(system.Options{})
+	defer func() { _ = s.Shutdown(5 * time.Second) }()
+	gate := make(chan struct{})
+	slow := s.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if _, ok := c.Message().(string); ok {
+			<-gate
+			c.Respond("late")
+		}
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := system.Ask(ctx, s.Root(), slow, "hi", time.Minute)
+		done <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(stacks(), "system.Ask(") {
+		if time.Now().After(deadline) {
+			t.Fatal("the Ask never started waiting")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond) // a helper goroutine would have started by now
+	if st := stacks(); strings.Contains(st, "(*Future).Result") {
+		t.Errorf("a goroutine is blocked in Future.Result while Ask waits:\n%s", st)
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatalf("Ask: %v", err)
+	}
+}
+
+// stacks returns every goroutine's stack.
+func stacks() string {
+	b := make([]byte, 1<<20)
+	return string(b[:runtime.Stack(b, true)])
 }

@@ -131,19 +131,16 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (Result, string, error
 	f := system.RequestFuture(ctx, c.Root, c.PID, system.Outgoing(c.Root, c.PID, msg), wait) // the run continues ctx's trace
 	stop := system.AfterCancel(ctx, func() { c.Root.Send(c.PID, system.Outgoing(c.Root, c.PID, &pb.Cancel{RunKey: req.Key})) })
 	defer stop()
-	done := make(chan struct{})
-	var reply any
-	var err error
-	go func() { reply, err = f.Result(); close(done) }()
 	select {
-	case <-done:
+	case <-f.Done():
 	case <-ctx.Done():
 		select { // the Cancel is on its way: the reply normally follows
-		case <-done:
+		case <-f.Done():
 		case <-time.After(CancelWait):
 			return Result{}, "", ctx.Err()
 		}
 	}
+	reply, err := f.Result()
 	if err != nil {
 		return Result{}, "", fmt.Errorf("%w: no reply from %s within %s (%v); the actor may be restarting, try again", ErrUnavailable, c.PID.GetId(), wait, err)
 	}

@@ -22,7 +22,8 @@ var ErrDeadLetter = errors.New("future: dead letter")
 
 // NewFuture creates and returns a new actor.Future with a timeout of duration d.
 func NewFuture(actorSystem *ActorSystem, d time.Duration) *Future {
-	ref := &futureProcess{Future{actorSystem: actorSystem, cond: sync.NewCond(&sync.Mutex{})}}
+	// agentos: done is closed once the future is resolved (Done).
+	ref := &futureProcess{Future{actorSystem: actorSystem, cond: sync.NewCond(&sync.Mutex{}), doneCh: make(chan struct{})}}
 	id := actorSystem.ProcessRegistry.NextId()
 
 	pid, ok := actorSystem.ProcessRegistry.Add(ref, "future"+id)
@@ -73,6 +74,15 @@ type Future struct {
 	t           *time.Timer
 	pipes       []*PID
 	completions []func(res interface{}, err error)
+	doneCh      chan struct{} // agentos: closed when done is set (Done)
+}
+
+// Done (agentos) returns a channel closed once the future is resolved: a
+// reply, its timeout or a stop. Result then returns at once. It lets a
+// caller wait for the reply and for something else in one select, without
+// a goroutine blocked in Result.
+func (f *Future) Done() <-chan struct{} {
+	return f.doneCh
 }
 
 // PID to the backing actor for the Future result.
@@ -214,6 +224,7 @@ func (ref *futureProcess) Stop(pid *PID) {
 	}
 
 	ref.done = true
+	close(ref.doneCh) // agentos: Done
 	tp := (*time.Timer)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&ref.t))))
 
 	if tp != nil {
