@@ -425,8 +425,9 @@ func (a *Authority) checkLive(t Token, holder string, right Right, resource stri
 // it skips the signature (the expensive part of Check) and nothing else:
 // revocation, expiry and use counts are checked every time.
 type Held struct {
-	a *Authority
-	t Token
+	a   *Authority
+	t   Token
+	enc func() string // t encoded, once: a held token never changes
 }
 
 // Hold verifies t and returns it held. IMPORTANT: hand out Held values only
@@ -435,11 +436,17 @@ func (a *Authority) Hold(t Token) (*Held, error) {
 	if err := a.live(t); err != nil {
 		return nil, err
 	}
-	return &Held{a: a, t: t.clone()}, nil
+	h := &Held{a: a, t: t.clone()}
+	h.enc = sync.OnceValue(h.t.Encode)
+	return h, nil
 }
 
 // Token returns a copy of the held token.
 func (h *Held) Token() Token { return h.t.clone() }
+
+// Encoded returns the held token encoded (Token.Encode), encoded once: a
+// process hands its token on with every run.
+func (h *Held) Encoded() string { return h.enc() }
 
 // Check is Authority.Check without re-verifying the signature.
 func (h *Held) Check(holder string, right Right, resource string) error {

@@ -307,3 +307,23 @@ func BenchmarkDecodeSameToken(b *testing.B) {
 		}
 	}
 }
+
+// A held token's Encoded is its Encode, whatever a holder does to the
+// copies Token hands out.
+func TestHeldEncodedIsTheTokensEncoding(t *testing.T) {
+	a, c := newAuth(t)
+	tok := a.Mint("p1", []Grant{{Read, "tools/"}}, Caveats{NotAfter: c.t.Add(time.Hour)})
+	h, err := a.Hold(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tok.Encode()
+	edited := h.Token()
+	edited.Grants[0].Scope = ""
+	edited.Sig[0] ^= 0xff
+	for range 2 {
+		if got := h.Encoded(); got != want {
+			t.Fatalf("Encoded = %q, want the token's encoding %q", got, want)
+		}
+	}
+}

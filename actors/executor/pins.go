@@ -134,6 +134,9 @@ var versionRE = lazyre.New(`^(.+)@([0-9a-fA-F]+)$`)
 // for a plain path. The prefix MUST have at least journal.MinVersionPrefix
 // hex digits to resolve (ResolveVersion says so otherwise).
 func SplitVersion(p string) (path, version string, ok bool) {
+	if !strings.Contains(p, "@") {
+		return p, "", false // every exec's path: no regexp (about 10 µs of each)
+	}
 	m := versionRE().FindStringSubmatch(p)
 	if m == nil || strings.Contains(m[2], "/") {
 		return p, "", false

@@ -165,6 +165,17 @@ func (p *Process) Token() (capability.Token, bool) {
 	return p.token.Token(), true
 }
 
+// EncodedToken returns the process's capability token encoded
+// (capability.Token.Encode, encoded once); ok false: it holds none.
+func (p *Process) EncodedToken() (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.token == nil {
+		return "", false
+	}
+	return p.token.Encoded(), true
+}
+
 // Name returns the registered name ("" when none).
 func (p *Process) Name() string {
 	p.mu.Lock()

@@ -37,6 +37,10 @@ type Caller struct {
 	Holder string
 	// Token is the process's capability token.
 	Token capability.Token
+	// TokenText is Token encoded (capability.Token.Encode), when the caller
+	// holds it so ("": Token is encoded for each request). It MUST be
+	// Token's encoding.
+	TokenText string
 	// Home is the remote address of the node the process lives on ("": the
 	// node handling the request). Work placed on another node of a cluster
 	// charges the process's quota there, on its home node.

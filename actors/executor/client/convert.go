@@ -28,7 +28,11 @@ func callerToPB(c *Caller) *pb.Caller {
 	if c == nil {
 		return nil
 	}
-	return &pb.Caller{Pid: c.PID, Name: c.Name, Holder: c.Holder, Token: c.Token.Encode(), Home: c.Home}
+	tok := c.TokenText
+	if tok == "" {
+		tok = c.Token.Encode()
+	}
+	return &pb.Caller{Pid: c.PID, Name: c.Name, Holder: c.Holder, Token: tok, Home: c.Home}
 }
 
 func resultOf(r *pb.Ran) Result {
