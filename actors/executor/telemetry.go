@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -31,6 +33,37 @@ type telemetry struct {
 	runs     metric.Int64Counter
 	duration metric.Float64Histogram
 	calls    metric.Int64Counter
+	// sets holds the metrics' attribute sets, by outcome and isolation
+	// (a handful): built once, not sorted and allocated on every run. At
+	// most maxAttrSets are kept (an outcome is an error kind, which a
+	// worker reports).
+	sets  sync.Map // attrKey -> metric.MeasurementOption
+	nsets atomic.Int32
+}
+
+// maxAttrSets bounds telemetry.sets.
+const maxAttrSets = 64
+
+// attrKey names one of the metrics' attribute sets: outcome "" is the
+// calls counter's, by isolation alone.
+type attrKey struct{ outcome, iso string }
+
+// attrs returns the metrics' attributes for outcome and isolation iso.
+func (t *telemetry) attrs(outcome string, iso Isolation) metric.MeasurementOption {
+	k := attrKey{outcome, string(iso)}
+	if o, ok := t.sets.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	kv := []attribute.KeyValue{attribute.String("isolation", k.iso)}
+	if outcome != "" {
+		kv = append(kv, attribute.String("outcome", outcome))
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(kv...))
+	if t.nsets.Add(1) > maxAttrSets {
+		return o
+	}
+	kept, _ := t.sets.LoadOrStore(k, o)
+	return kept.(metric.MeasurementOption)
 }
 
 func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry, error) {
@@ -77,8 +110,8 @@ func (t *telemetry) end(ctx context.Context, span trace.Span, res execclient.Res
 		attribute.Int64("agentos.calls", int64(res.Calls)),
 	)
 	span.End()
-	attrs := metric.WithAttributes(attribute.String("outcome", outcome), attribute.String("isolation", string(iso)))
+	attrs := t.attrs(outcome, iso)
 	t.runs.Add(ctx, 1, attrs)
 	t.duration.Record(ctx, float64(res.Duration)/float64(time.Millisecond), attrs)
-	t.calls.Add(ctx, int64(res.Calls), metric.WithAttributes(attribute.String("isolation", string(iso))))
+	t.calls.Add(ctx, int64(res.Calls), t.attrs("", iso))
 }
