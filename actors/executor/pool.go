@@ -403,8 +403,8 @@ type running struct {
 // that has not finished its run KillGrace after being stopped is
 // SIGKILLed: a native built-in is ignoring the interrupt.
 func (r *running) watch(ctx context.Context) {
-	timeout := &Error{Kind: sandbox.KindTimeout, Message: fmt.Sprintf("the tool ran longer than its %v limit and was stopped; look for an endless loop or raise the timeout", r.job.Limits.Timeout)}
 	r.deadline = timeAfter(r.job.Limits.Timeout+r.p.opts.KillGrace, func() {
+		timeout := &Error{Kind: sandbox.KindTimeout, Message: fmt.Sprintf("the tool ran longer than its %v limit and was stopped; look for an endless loop or raise the timeout", r.job.Limits.Timeout)}
 		_ = r.w.send(&frame{T: "stop", ID: r.id, Stop: timeout})
 		r.stopping("timeout")
 	})
