@@ -229,9 +229,22 @@ func (c *faultCluster) waitMembers() {
 	defer cancel()
 	for _, n := range c.nodes {
 		if err := demoWaitMembers(ctx, n, 3); err != nil {
-			c.t.Fatalf("%s: %v (log %s)", n.name, err, filepath.Join(c.dir, n.name+".log"))
+			c.t.Fatalf("%s: %v\n%s", n.name, err, c.logTails())
 		}
 	}
+}
+
+// logTails returns the last lines of every node's log: the test's
+// directory, and the logs with it, are gone once it failed (CI once saw a
+// cluster stay at 2 of 3 members, with nothing left to say why).
+func (c *faultCluster) logTails() string {
+	var b strings.Builder
+	for _, n := range c.nodes {
+		data, err := os.ReadFile(filepath.Join(c.dir, n.name+".log"))
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		fmt.Fprintf(&b, "--- %s.log (last %d lines; %v):\n%s\n", n.name, min(len(lines), 30), err, strings.Join(lines[max(0, len(lines)-30):], "\n"))
+	}
+	return b.String()
 }
 
 // journal opens the shared journal (closed when the test ends).
