@@ -732,11 +732,11 @@ func (n *Node) ResumeForge(ctx context.Context, p *kernel.Process, id string) (f
 // calls from then on).
 func callerOf(p *kernel.Process) (*execclient.Caller, error) {
 	tok, ok := p.Token()
-	text, _ := p.EncodedToken()
 	if !ok {
 		// The kernel's own check says why (and logs the refusal).
 		return nil, p.Check(capability.Exec, "")
 	}
+	text, _ := p.EncodedToken() // its token never changes: the same one
 	return &execclient.Caller{PID: uint64(p.PID()), Name: p.Name(), Holder: p.Holder(), Token: tok, TokenText: text}, nil
 }
 

@@ -22,7 +22,7 @@ var ErrDeadLetter = errors.New("future: dead letter")
 
 // NewFuture creates and returns a new actor.Future with a timeout of duration d.
 func NewFuture(actorSystem *ActorSystem, d time.Duration) *Future {
-	// agentos: done is closed once the future is resolved (Done).
+	// agentos: doneCh is closed once the future is resolved (Done).
 	ref := &futureProcess{Future{actorSystem: actorSystem, cond: sync.NewCond(&sync.Mutex{}), doneCh: make(chan struct{})}}
 	id := actorSystem.ProcessRegistry.NextId()
 
