@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"runtime/metrics"
+	"sync"
 	"time"
 )
 
@@ -19,6 +20,10 @@ func (r *run) oom(bytes int64, what string) {
 // (garbage-free, but only as of the last GC, whose cycle may span two runs).
 // A bomb grows both; garbage churn or a GC cycle that started in another run
 // grows only one. RLIMIT_AS backs this up in workers.
+//
+// The samples are taken by a timer that re-arms itself, not by a goroutine
+// with a ticker: a run shorter than a millisecond (most runs) then starts no
+// goroutine for its watch, and so wakes no other thread to run one.
 func (r *run) watchMemory(shared bool) (stop func()) {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	read := func() (objects, live int64) {
@@ -29,33 +34,45 @@ func (r *run) watchMemory(shared bool) (stop func()) {
 	if shared {
 		baseObjects, baseLive = read()
 	}
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				objects, live := read()
-				if objects-baseObjects > r.lim.MemoryBytes && live-baseLive > r.lim.MemoryBytes {
-					over := errorf(KindMemory, "the run's heap grew to %d bytes (%d live), over its %d-byte memory limit", objects-baseObjects, live-baseLive, r.lim.MemoryBytes)
-					if r.reason.Load() == nil {
-						r.abort(over)
-						return
-					}
-					// Stopped already (its deadline), but a native built-in
-					// that ignores the interrupt is still allocating: a
-					// memory bomb. The Bridge hears of it (a worker's parent
-					// then reports memory_limit, not timeout).
-					if a, ok := r.br.(Aborter); ok && r.reason.Load().Kind != KindMemory {
-						a.Aborted(over)
-					}
-					return
-				}
-			}
+	var (
+		mu      sync.Mutex // holds t and stopped; a sample runs under it
+		stopped bool
+		t       *time.Timer
+	)
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(time.Millisecond, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
-	}()
-	return func() { close(done) }
+		objects, live := read()
+		if objects-baseObjects > r.lim.MemoryBytes && live-baseLive > r.lim.MemoryBytes {
+			r.overMemory(objects-baseObjects, live-baseLive)
+			return
+		}
+		t.Reset(time.Millisecond)
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
+}
+
+// overMemory stops the run whose heap grew over its limit.
+func (r *run) overMemory(objects, live int64) {
+	over := errorf(KindMemory, "the run's heap grew to %d bytes (%d live), over its %d-byte memory limit", objects, live, r.lim.MemoryBytes)
+	if r.reason.Load() == nil {
+		r.abort(over)
+		return
+	}
+	// Stopped already (its deadline), but a native built-in that ignores
+	// the interrupt is still allocating: a memory bomb. The Bridge hears of
+	// it (a worker's parent then reports memory_limit, not timeout).
+	if a, ok := r.br.(Aborter); ok && r.reason.Load().Kind != KindMemory {
+		a.Aborted(over)
+	}
 }
