@@ -212,6 +212,9 @@ func (j *Jail) readMax(p string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b, ok, err := j.readBeneath(p, c, max, nil); ok {
+		return b, err
+	}
 	r, err := j.resolve("read", p, c)
 	if err != nil {
 		return nil, err
@@ -226,6 +229,9 @@ func (j *Jail) ReadFileResolved(p string, check func(resolved string) error) ([]
 	c, err := Clean(p)
 	if err != nil {
 		return nil, "", err
+	}
+	if b, ok, err := j.readBeneath(p, c, 0, check); ok {
+		return b, c, err
 	}
 	r, err := j.resolve("read", p, c)
 	if err != nil {

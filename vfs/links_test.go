@@ -354,3 +354,41 @@ func FuzzResolveThroughLinks(f *testing.F) {
 		}
 	})
 }
+
+// ReadFileResolved calls its check exactly once, on where the path leads,
+// before reading, whether the read takes the one-open fast path (no link on
+// the way) or resolves first (a link): a refusal is returned instead of the
+// content, and a hard-linked file is refused after the check, as ReadFile
+// refuses it.
+func TestReadFileResolvedChecksOnceWhereThePathLeads(t *testing.T) {
+	j, _ := linkedRoot(t)
+	for _, c := range []struct{ asked, resolved, content string }{
+		{"tools/math/fib.ts", "tools/math/fib.ts", "fib"},
+		{"./tools//math/fib.ts", "tools/math/fib.ts", "fib"},
+		{"tools/alias.ts", "tools/math/fib.ts", "fib"},
+		{"docs/fib.ts", "tools/math/fib.ts", "fib"},
+	} {
+		var seen []string
+		b, r, err := j.ReadFileResolved(c.asked, func(r string) error { seen = append(seen, r); return nil })
+		if err != nil || string(b) != c.content || r != c.resolved || len(seen) != 1 || seen[0] != c.resolved {
+			t.Errorf("ReadFileResolved(%q) = %q, %q, %v (checked %q); want %q at %q, checked once there", c.asked, b, r, err, seen, c.content, c.resolved)
+		}
+		refusal := errors.New("no exec right")
+		b, r, err = j.ReadFileResolved(c.asked, func(string) error { return refusal })
+		if !errors.Is(err, refusal) || b != nil || r != c.resolved {
+			t.Errorf("ReadFileResolved(%q) refused = %q, %q, %v; want no content, %q and the refusal", c.asked, b, r, err, c.resolved)
+		}
+	}
+	checked := 0
+	_, _, err := j.ReadFileResolved("tools/j.db", func(string) error { checked++; return nil })
+	wantSecurity(t, "tools/j.db (hard link)", err)
+	if checked != 1 {
+		t.Errorf("the hard link's check ran %d times, want once", checked)
+	}
+	if _, _, err := j.ReadFileResolved("tools/state/journal.db", func(string) error { t.Error("checked a hidden path"); return nil }); !errors.Is(err, ErrSecurity) {
+		t.Errorf("tools/state/journal.db: want ErrSecurity, got %v", err)
+	}
+	if b, _, err := j.ReadFileResolved("tools/none.ts", nil); err == nil || b != nil {
+		t.Errorf("a missing file read %q, %v", b, err)
+	}
+}

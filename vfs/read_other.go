@@ -9,6 +9,11 @@ func (j *Jail) fastRead(p, r string, max int64, check func() error) ([]byte, boo
 	return nil, false, nil
 }
 
+// readBeneath: only Linux has one; the read resolves, then reads.
+func (j *Jail) readBeneath(p, c string, max int64, check func(string) error) ([]byte, bool, error) {
+	return nil, false, nil
+}
+
 // resolveFast: only Linux has one; resolve walks every path.
 func (j *Jail) resolveFast(c string) (string, bool) { return "", false }
 
