@@ -60,48 +60,23 @@ func (j *Jail) fastRead(p, r string, max int64, check func() error) (b []byte, o
 }
 
 // readBeneath is resolve and readResolved in one openat2 for the clean
-// path c when no symbolic link is on its way (the common case): the open
-// beneath the root that refuses every link proves that c resolves to
-// itself, as resolveFast's O_PATH open does, and is the read's open as
-// well. check, when not nil, is called on c once the open succeeded and
-// before anything is read; max as readResolved's. ok false: nothing was
-// done and check was not called (c has a link or a hidden name on its way,
-// is missing or no regular file, or openat2 is not there); the caller
+// path c when no symbolic link is on its way (the common case): fastRead's
+// open beneath the root, refusing every link, proves that c resolves to
+// itself (as resolveFast's O_PATH open does) and is the read's open as
+// well. check, when not nil, is called on c (where c resolves) before
+// anything is read, as fastRead calls its own. ok false: nothing was done
+// and check was not called (c has a link or a hidden name on its way, is
+// missing or no regular file, or openat2 is not there); the caller
 // resolves and reads as before.
-//
-// IMPORTANT: once check is called, the outcome is final (ok true): check
-// counts a use of the caller's token and MUST run once.
-func (j *Jail) readBeneath(p, c string, max int64, check func(resolved string) error) (b []byte, ok bool, err error) {
+func (j *Jail) readBeneath(p, c string, max int64, check func(resolved string) error) ([]byte, bool, error) {
 	if hasHidden(c) {
 		return nil, false, nil
 	}
-	fd, opened := j.openBeneath(c)
-	if !opened {
-		return nil, false, nil
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, false, nil
-	}
+	var then func() error
 	if check != nil {
-		if err := check(c); err != nil {
-			return nil, true, err
-		}
+		then = func() error { return check(c) }
 	}
-	if max > 0 && st.Size > max {
-		return nil, true, &TooLargeError{Path: p, Size: st.Size, Max: max}
-	}
-	if st.Nlink > 1 {
-		return nil, true, securityErr("read", p, fmt.Sprintf("the file has %d hard links; agentos never reads a hard-linked file, since it may be another file's twin (its journal, a key): copy it instead", st.Nlink))
-	}
-	if b, err = readFD(fd, st.Size); err != nil {
-		return nil, true, j.wrap("read", p, &fs.PathError{Op: "read", Path: j.fileName(c), Err: err})
-	}
-	if max > 0 && int64(len(b)) > max { // it grew since
-		return nil, true, &TooLargeError{Path: p, Size: int64(len(b)), Max: max}
-	}
-	return b, true, nil
+	return j.fastRead(p, c, max, then)
 }
 
 // openBeneath opens the resolved path r read-only with openat2 beneath the
