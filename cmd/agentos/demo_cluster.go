@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -484,26 +483,6 @@ func demoClusterConfig(root string, add map[string]any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o600)
-}
-
-// demoPorts reserves n free loopback ports (released for the nodes).
-func demoPorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // demoWaitMembers waits until n's socket answers and its cluster has want
