@@ -23,6 +23,7 @@ import (
 	"github.com/agentos-run/agentos/cluster"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/internal/loopport"
 	"github.com/agentos-run/agentos/internal/pgtest"
 	"github.com/agentos-run/agentos/journal"
 )
@@ -208,7 +209,7 @@ func newDemoClusterEnv(dir, dsn string) (e demoClusterEnv, err error) {
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	if e.health, err = demoPorts(3); err != nil {
+	if e.health, err = loopport.Reserve(3); err != nil {
 		return e, err
 	}
 	e.seeds = make([]string, len(e.health))

@@ -33,6 +33,7 @@ import (
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/internal/loopport"
 	"github.com/agentos-run/agentos/internal/pgtest"
 	"github.com/agentos-run/agentos/journal"
 	"github.com/jackc/pgx/v5"
@@ -108,7 +109,7 @@ func newFaultCluster(t *testing.T) *faultCluster {
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	health, err := demoPorts(3)
+	health, err := loopport.Reserve(3)
 	if err != nil {
 		t.Fatal(err)
 	}

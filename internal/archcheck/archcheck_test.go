@@ -141,12 +141,12 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"examples/supervision-quotas", osFiles, "a demonstration program: its temporary tool root", ""},
 
 	// Test and benchmark helpers (imported only by _test files).
+	{"internal/loopport", "net", "picks free loopback ports for servers bound later (a cluster's nodes, the throwaway PostgreSQL and etcd): listens to check each is free", ""},
+	{"internal/loopport", osFiles, "reads the kernel's ephemeral port range (/proc/sys/net/ipv4/ip_local_port_range) to draw ports below it", ""},
 	{"internal/pgtest", osExec, "test and demo helper: starts a throwaway PostgreSQL server (initdb, postgres)", ""},
-	{"internal/pgtest", "net", "test helper: picks a free port and waits for the PostgreSQL server", ""},
 	{"internal/pgtest", "syscall", "test helper: kills the PostgreSQL server's process group", ""},
 	{"internal/pgtest", osFiles, "test helper: the PostgreSQL server's data directory", ""},
 	{"internal/etcdtest", osExec, "test helper: starts a throwaway etcd server", ""},
-	{"internal/etcdtest", "net", "test helper: picks free loopback ports for etcd", ""},
 	{"internal/etcdtest", "net/http", "test helper: waits for etcd's /health", ""},
 	{"internal/etcdtest", "syscall", "test helper: kills the etcd server's process group", ""},
 	{"internal/npmtest", osExec, "test helper: runs npm install for the tests that drive real JavaScript MCP clients and servers", ""},
@@ -154,7 +154,6 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"internal/mcptest", "net", "test and example helper: the MCP test server's loopback listener", ""},
 	{"internal/mcptest", "net/http", "test and example helper: serves the MCP test server over streamable HTTP", ""},
 	{"internal/benchutil", "syscall", "benchmark helper: reads the process's CPU time (getrusage)", ""},
-	{"tests/internal/scenario", "net", "test and benchmark helper: picks free loopback ports for the health endpoints of the cluster members the scenarios start", ""},
 }
 
 // osFileFuncs are the functions of package os that reach the file system or

@@ -6,7 +6,6 @@ package etcdtest
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentos-run/agentos/internal/loopport"
 )
 
 // Start runs an etcd server for the rest of t and returns its client URL
@@ -124,15 +125,15 @@ func (s *Server) kill() {
 	<-s.exited
 }
 
-// freePort returns a loopback port free at the time of the call.
+// freePort returns a loopback port free at the time of the call, drawn
+// where no concurrent test's port 0 lands (loopport) before etcd binds it.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := loopport.Reserve(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // syncBuffer collects the server's output for an error message.

@@ -7,7 +7,6 @@ package pgtest
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -15,6 +14,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/agentos-run/agentos/internal/loopport"
 )
 
 // Start runs a server for the rest of t and returns the DSN of its
@@ -87,12 +88,13 @@ func StartServer(dir string) (*Server, error) {
 		}
 		return nil
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Drawn below the ephemeral range (loopport): initdb takes seconds
+	// before the server binds the port.
+	ports, err := loopport.Reserve(1)
 	if err != nil {
 		return nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := ports[0]
 	data := filepath.Join(dir, "data")
 	if err := run(initdb, "-D", data, "-A", "trust", "-U", "agent"); err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -14,27 +13,20 @@ import (
 
 	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/internal/loopport"
 )
 
 // Quiet is the logger of the nodes the scenarios start: it drops every record.
 var Quiet = slog.New(slog.DiscardHandler)
 
 // FreePorts reserves n loopback ports and releases them for the nodes to
-// bind (the seed list names every node's health port before any starts).
+// bind (the seed list names every node's health port before any starts):
+// loopport.Reserve's, drawn where no concurrent test's port 0 lands.
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
+	ports, err := loopport.Reserve(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }
