@@ -18,10 +18,9 @@ import (
 // before and after sending; a ctx deadline shorter than the timeout bounds
 // the wait.
 func TestAsk(t *testing.T) {
-	s := system.New(system.Options{})
-	defer func() { _ = s.Shutdown(5 * time.Second) }()
+	s := newSystem(t)
 	echoPID := s.Spawn(echo)
-	silent := s.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	silent := s.Spawn(silentProps)
 	root := s.Root()
 
 	if res, err := system.Ask(context.Background(), root, echoPID, "ping", 5*time.Second); err != nil || res != "pong" {
@@ -52,9 +51,8 @@ func TestAsk(t *testing.T) {
 // timer per abandoned request; goleak found one at the end of
 // internal/host's tests under -race in CI).
 func TestAskAbandonedLeavesNothing(t *testing.T) {
-	s := system.New(system.Options{})
-	defer func() { _ = s.Shutdown(5 * time.Second) }()
-	silent := s.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	s := newSystem(t)
+	silent := s.Spawn(silentProps)
 	before := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
@@ -71,8 +69,7 @@ func TestAskAbandonedLeavesNothing(t *testing.T) {
 // a data race on the future (run under -race: protoactor wrote a reply
 // into a future without its lock, third_party/protoactor-go/PATCHES.md).
 func TestAskCancelRacesReply(t *testing.T) {
-	s := system.New(system.Options{})
-	defer func() { _ = s.Shutdown(5 * time.Second) }()
+	s := newSystem(t)
 	replier := s.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		if d, ok := c.Message().(time.Duration); ok {
 			time.Sleep(d)
@@ -95,10 +92,9 @@ func TestAskCancelRacesReply(t *testing.T) {
 // and closed by its reply, its timeout and a stop, Result then answering
 // at once.
 func TestFutureDone(t *testing.T) {
-	s := system.New(system.Options{})
-	defer func() { _ = s.Shutdown(5 * time.Second) }()
+	s := newSystem(t)
 	echoPID := s.Spawn(echo)
-	silent := s.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	silent := s.Spawn(silentProps)
 	root := s.Root()
 	closed := func(f *actor.Future, within time.Duration) bool {
 		select {
@@ -138,8 +134,7 @@ func TestFutureDone(t *testing.T) {
 // request (it was one more goroutine and one more wake-up for each request
 // of every actor client).
 func TestAskWaitsWithoutAGoroutine(t *testing.T) {
-	s := system.New(system.Options{})
-	defer func() { _ = s.Shutdown(5 * time.Second) }()
+	s := newSystem(t)
 	gate := make(chan struct{})
 	slow := s.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		if _, ok := c.Message().(string); ok {
@@ -176,3 +171,14 @@ func stacks() string {
 	b := make([]byte, 1<<20)
 	return string(b[:runtime.Stack(b, true)])
 }
+
+// newSystem starts an actor system that t shuts down when it ends.
+func newSystem(t *testing.T) *system.System {
+	t.Helper()
+	s := system.New(system.Options{})
+	t.Cleanup(func() { _ = s.Shutdown(5 * time.Second) })
+	return s
+}
+
+// silentProps is an actor that never answers.
+var silentProps = actor.PropsFromFunc(func(actor.Context) {})
