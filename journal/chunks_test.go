@@ -182,7 +182,7 @@ func TestSharedChunksSurvivePrune(t *testing.T) {
 		j, path := openTemp(t, Options{Durability: NoSync, Now: clk.Now})
 		reqs, answers := chat(10, "shared")
 		first := recordChat(t, j, reqs, answers)
-		clk.t = clk.t.Add(time.Hour)
+		clk.Advance(time.Hour)
 		second := recordChat(t, j, reqs, answers)
 		want := mustEntries(t, j, second)
 		rep, err := j.Prune(PruneOptions{KeepRuns: 1})
@@ -207,7 +207,7 @@ func TestSharedChunksSurvivePrune(t *testing.T) {
 				t.Fatalf("call #%d of the kept run changed after the prune", i+1)
 			}
 		}
-		clk.t = clk.t.Add(time.Hour)
+		clk.Advance(time.Hour)
 		other, otherAnswers := chat(3, "other")
 		third := recordChat(t, j, other, otherAnswers)
 		rep, err = j.Prune(PruneOptions{KeepRuns: 1})

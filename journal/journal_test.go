@@ -53,6 +53,15 @@ func (c *clock) Now() time.Time {
 	return c.t
 }
 
+// Advance moves the clock on by d. The journal's writer reads the clock
+// on its own goroutine, so a test MUST move it through here, never by
+// writing c.t.
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
 // openAt opens (or reopens) the journal at path and closes it when the test ends.
 func openAt(t testing.TB, path string, opts Options) *Journal {
 	t.Helper()

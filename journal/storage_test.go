@@ -206,9 +206,7 @@ func TestPrune(t *testing.T) {
 				r.End(StatusOK, nil, nil)
 			} // the last run is still running: never pruned
 			ids = append(ids, r.ID())
-			clk.mu.Lock()
-			clk.t = clk.t.Add(24 * time.Hour)
-			clk.mu.Unlock()
+			clk.Advance(24 * time.Hour)
 		}
 		j.Close()
 		j, err = openStorage(t, path, Options{Durability: NoSync, Now: clk.Now})
@@ -348,9 +346,7 @@ func TestPruneKeepsQuarantinedRuns(t *testing.T) {
 		}
 		done := mustBegin(t, j, RunMeta{Kind: "exec", Tool: "tools/ok.ts"})
 		done.End(StatusOK, nil, nil)
-		clk.mu.Lock()
-		clk.t = clk.t.Add(1000 * time.Hour)
-		clk.mu.Unlock()
+		clk.Advance(1000 * time.Hour)
 		for _, opts := range []PruneOptions{{OlderThan: time.Hour}, {KeepRuns: 0, KeepBytes: 1}, {KeepRuns: 1, OlderThan: time.Minute}} {
 			if _, err := j.Prune(opts); err != nil {
 				t.Fatal(err)
