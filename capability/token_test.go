@@ -327,3 +327,54 @@ func TestHeldEncodedIsTheTokensEncoding(t *testing.T) {
 		}
 	}
 }
+
+// HoldEncoded remembers a good signature only: a forged or edited string
+// is refused every time, a remembered one is still refused once revoked or
+// expired, and another key's Authority never takes it.
+func TestHoldEncodedRemembersOnlyGoodSignatures(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	auth, err := NewAuthority(nil, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := auth.Mint("p", []Grant{{Right: Read, Scope: "tools/"}}, Caveats{NotAfter: now.Add(time.Hour), MaxUses: 1})
+	enc := tok.Encode()
+	forged := tok
+	forged.Grants = []Grant{{Right: Write}}
+	for range 2 {
+		if _, err := auth.HoldEncoded(forged.Encode()); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("HoldEncoded(forged) = %v, want ErrInvalid", err)
+		}
+		h, err := auth.HoldEncoded(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Encoded() != enc || h.Token().ID != tok.ID || !reflect.DeepEqual(h.Token().Grants, tok.Grants) {
+			t.Fatal("the held token is not the one encoded")
+		}
+	}
+	if _, err := auth.HoldEncoded("garbage"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("garbage: %v", err)
+	}
+	other, _ := NewAuthority(nil, func() time.Time { return now })
+	if _, err := other.HoldEncoded(enc); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("another key's Authority held it: %v", err)
+	}
+	h, _ := auth.HoldEncoded(enc)
+	if err := h.Check("p", Read, "tools/a.ts"); err != nil {
+		t.Fatal(err)
+	}
+	h, _ = auth.HoldEncoded(enc)
+	if err := h.Check("p", Read, "tools/a.ts"); !errors.Is(err, ErrUsedUp) {
+		t.Fatalf("the use count is shared by every holding: %v", err)
+	}
+	now = now.Add(2 * time.Hour)
+	if _, err := auth.HoldEncoded(enc); !errors.Is(err, ErrExpired) {
+		t.Fatalf("expired yet held: %v", err)
+	}
+	now = now.Add(-2 * time.Hour)
+	auth.Revoke(tok.ID)
+	if _, err := auth.HoldEncoded(enc); !errors.Is(err, ErrRevoked) {
+		t.Fatalf("revoked yet held: %v", err)
+	}
+}

@@ -409,14 +409,11 @@ func (s *actorState) asCaller(req *Request, c *pb.Caller) error {
 	if s.opts.Authority == nil {
 		return fmt.Errorf("%w: start it with executor.ActorOptions.Authority (the kernel's)", execclient.ErrNoAuthority)
 	}
-	tok, err := capability.Decode(c.GetToken())
-	if err != nil {
-		return fmt.Errorf("the caller's token: %w", err)
-	}
-	held, err := s.opts.Authority.Hold(tok)
+	held, err := s.opts.Authority.HoldEncoded(c.GetToken())
 	if err != nil {
 		return fmt.Errorf("the token of %s: %w", c.GetHolder(), err)
 	}
+	tok := held.Token()
 	r := tokenRights{held: held, caller: execclient.Caller{PID: c.GetPid(), Name: c.GetName(), Holder: c.GetHolder()}, onRefused: s.opts.OnRefused}
 	req.Rights = r
 	req.Middleware = append(req.Middleware, checkDrivers(r.check))
