@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -575,18 +574,6 @@ func (j *Journal) async() bool {
 	return !j.opts.Durability.EachCommitted() && !j.opts.SyncRuns && !j.st.shared()
 }
 
-// marshal encodes v as JSON without HTML escaping, so that stored requests
-// keep the canonical bytes the redactor produced ("&" stays "&").
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 func seqKey(seq uint64) []byte {
 	var k [8]byte
 	binary.BigEndian.PutUint64(k[:], seq)
@@ -782,9 +769,9 @@ func (j *Journal) putMetaWith(meta RunMeta, w *write, wait bool) error {
 	meta.Result = j.redact.json(meta.Result)
 	meta.Error = j.redact.json(meta.Error)
 	meta.Reason = j.redact.text(meta.Reason)
-	b, err := marshal(meta)
+	b, err := meta.appendJSON(make([]byte, 0, 512))
 	if err != nil {
-		return err
+		return fmt.Errorf("journal: the metadata of run %s: %w", meta.ID, err)
 	}
 	w.run, w.meta, w.started, w.ended = meta.ID, b, meta.Started, meta.Status != StatusRunning
 	w.index = indexedOf(meta)
