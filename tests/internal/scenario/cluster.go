@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentos-run/agentos/actors/forge"
+	"github.com/agentos-run/agentos/actors/system"
 	"github.com/agentos-run/agentos/internal/host"
 	"github.com/agentos-run/agentos/internal/loopport"
 )
@@ -71,7 +74,7 @@ func Cluster(t testing.TB, n int, bare, modelURL string, tweak ...func(*host.Con
 		if rt != nil {
 			t.Cleanup(func() {
 				if err := rt.Close(); err != nil {
-					t.Errorf("closing node %d: %v", i+1, err)
+					t.Errorf("closing node %d: %v%s", i+1, err, stacksIfStuck(err))
 				}
 			})
 		}
@@ -89,6 +92,17 @@ func Cluster(t testing.TB, n int, bare, modelURL string, tweak ...func(*host.Con
 		}
 	}
 	return rts
+}
+
+// stacksIfStuck returns, for a Close that timed out waiting for actors to
+// stop, every goroutine's stack: what the stuck actor was doing, which the
+// error alone cannot say. "" for any other error.
+func stacksIfStuck(err error) string {
+	if !errors.Is(err, system.ErrStopTimeout) {
+		return ""
+	}
+	buf := make([]byte, 4<<20)
+	return "\nthe goroutines:\n" + string(buf[:runtime.Stack(buf, true)])
 }
 
 // ForgeOn calls forge_tool for spec through rt's kernel tool API.
