@@ -182,3 +182,35 @@ func newSystem(t *testing.T) *system.System {
 
 // silentProps is an actor that never answers.
 var silentProps = actor.PropsFromFunc(func(actor.Context) {})
+
+// A request already in an actor's mailbox when the actor stops is answered
+// as a dead letter at once (PATCHES.md 5), as a request to a stopped PID
+// is: upstream dropped it without a word, and its asker waited out its
+// whole timeout (a node's git actor asking its registry, stopping beside
+// it, waited a minute and held the node's Close past its bound).
+func TestRequestQueuedAtStopIsADeadLetter(t *testing.T) {
+	s := newSystem(t)
+	stopping, release := make(chan struct{}), make(chan struct{})
+	pid := s.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch c.Message().(type) {
+		case *actor.Stopping:
+			close(stopping)
+			<-release // the request below is queued meanwhile
+		case string:
+			c.Respond("answered")
+		}
+	}))
+	root := s.Root()
+	root.Stop(pid)
+	<-stopping
+	f := root.RequestFuture(pid, "hi", 30*time.Second)
+	close(release)
+	select {
+	case <-f.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a request queued as its actor stopped had no answer within 5 s (it waits out its 30 s timeout)")
+	}
+	if res, err := f.Result(); !errors.Is(err, actor.ErrDeadLetter) {
+		t.Fatalf("the queued request: %v, %v; want actor.ErrDeadLetter", res, err)
+	}
+}

@@ -470,6 +470,14 @@ func (ctx *actorContext) PoisonFuture(pid *PID) *Future {
 func (ctx *actorContext) InvokeUserMessage(md interface{}) {
 	if atomic.LoadInt32(&ctx.state) == stateStopped {
 		// already stopped
+		// agentos: a request left in the mailbox when the actor stopped is a
+		// dead letter, as one sent to its PID after the stop is: its sender
+		// gets a DeadLetterResponse at once instead of waiting out its
+		// timeout (upstream dropped it without a word). Other messages are
+		// dropped, as upstream did.
+		if env, ok := md.(*MessageEnvelope); ok && env.Sender != nil {
+			ctx.actorSystem.DeadLetter.SendUserMessage(ctx.self, md)
+		}
 		return
 	}
 
