@@ -136,7 +136,7 @@ func (t Token) Encode() string {
 // that changes its token changes no other caller's.
 func Decode(s string) (Token, error) {
 	if t, ok := decoded.get(s); ok {
-		return t, nil
+		return t.clone(), nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
@@ -150,40 +150,38 @@ func Decode(s string) (Token, error) {
 	return t.clone(), nil
 }
 
-// decodeMemoSize bounds the memo of decoded tokens: at that many it starts
-// again empty (a node holds a few tokens per process; a flood of distinct
-// tokens costs what it cost without the memo).
-const decodeMemoSize = 256
+// memoSize bounds each memo of encoded tokens (their decodings, their good
+// signatures): at that many it starts again empty (a node holds a few
+// tokens per process; a flood of distinct tokens costs what it cost
+// without the memo).
+const memoSize = 256
 
-// decodeMemo maps encoded tokens to their decoding. Decode is a function
-// of its string alone, so an entry never goes stale. Safe for concurrent use.
-type decodeMemo struct {
+// memo maps encoded tokens to what was found of them (a function of the
+// string alone, or of the string and a key that never changes), so an
+// entry never goes stale. Safe for concurrent use.
+type memo[V any] struct {
 	mu sync.Mutex
-	m  map[string]Token
+	m  map[string]V
 }
 
-var decoded decodeMemo
+// decoded maps encoded tokens to their decoding. Its Tokens MUST NOT be
+// changed: Decode hands out copies only.
+var decoded memo[Token]
 
-// get returns a copy of s's decoding, if s is in the memo.
-func (d *decodeMemo) get(s string) (Token, bool) {
-	d.mu.Lock()
-	t, ok := d.m[s]
-	d.mu.Unlock()
-	if !ok {
-		return Token{}, false
-	}
-	return t.clone(), true
-}
-
-// put keeps t as s's decoding. t MUST NOT be changed afterwards: Decode
-// hands out copies only.
-func (d *decodeMemo) put(s string, t Token) {
+func (d *memo[V]) get(s string) (V, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.m == nil || len(d.m) >= decodeMemoSize {
-		d.m = make(map[string]Token, decodeMemoSize)
+	v, ok := d.m[s]
+	return v, ok
+}
+
+func (d *memo[V]) put(s string, v V) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil || len(d.m) >= memoSize {
+		d.m = make(map[string]V, memoSize)
 	}
-	d.m[s] = t
+	d.m[s] = v
 }
 
 // Errors of token checks. Test with errors.Is; the messages say which
@@ -220,7 +218,7 @@ type Authority struct {
 	subs     map[int]func(Revocation)
 	nextSub  int
 
-	signed signedMemo // encoded tokens whose signature this Authority checked
+	signed memo[struct{}] // encoded tokens whose signature this Authority found good
 }
 
 // Options configure an Authority. The zero value is a fresh random key,
@@ -456,44 +454,17 @@ func (a *Authority) HoldEncoded(s string) (*Held, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !a.signed.has(s) {
+	if _, ok := a.signed.get(s); !ok {
 		if err := a.live(t); err != nil {
 			return nil, err
 		}
-		a.signed.add(s)
+		a.signed.put(s, struct{}{})
 	} else if err := a.state(t); err != nil {
 		return nil, err
 	}
 	h := &Held{a: a, t: t}
 	h.enc = sync.OnceValue(h.t.Encode)
 	return h, nil
-}
-
-// signedMemoSize bounds the memo of good signatures: at that many it starts
-// again empty, as decodeMemo does.
-const signedMemoSize = 256
-
-// signedMemo is a set of encoded tokens whose signature was found good.
-// Safe for concurrent use.
-type signedMemo struct {
-	mu sync.Mutex
-	m  map[string]struct{}
-}
-
-func (m *signedMemo) has(s string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.m[s]
-	return ok
-}
-
-func (m *signedMemo) add(s string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.m == nil || len(m.m) >= signedMemoSize {
-		m.m = make(map[string]struct{}, signedMemoSize)
-	}
-	m.m[s] = struct{}{}
 }
 
 // Token returns a copy of the held token.

@@ -281,7 +281,7 @@ func TestDecodeMemoHandsOutCopies(t *testing.T) {
 	if err := a.Verify(second); err != nil {
 		t.Fatalf("second decoding: %v", err)
 	}
-	for i := range decodeMemoSize + 1 { // push enc out of the memo
+	for i := range memoSize + 1 { // push enc out of the memo
 		if _, err := Decode(a.Mint(fmt.Sprint("q", i), []Grant{{Read, ""}}, Caveats{}).Encode()); err != nil {
 			t.Fatal(err)
 		}
