@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 )
@@ -25,10 +26,8 @@ func TestLeaveDoesNotWaitForAPausedPeer(t *testing.T) {
 	}
 	c := startChild(t, "fenced", all, lns[1], childName+"=leave-paused")
 	waitAll(t, []*Member{m}, 2)
-	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { _ = c.cmd.Process.Signal(syscall.SIGCONT) })
+	testutil.Pause(t, c.cmd.Process.Pid) // every thread stopped: it answers nothing from here on
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	t0 := time.Now()

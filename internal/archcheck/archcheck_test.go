@@ -146,6 +146,8 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	{"internal/pgtest", osExec, "test and demo helper: starts a throwaway PostgreSQL server (initdb, postgres)", ""},
 	{"internal/pgtest", "syscall", "test helper: kills the PostgreSQL server's process group", ""},
 	{"internal/pgtest", osFiles, "test helper: the PostgreSQL server's data directory", ""},
+	{"internal/testutil", "syscall", "test helper: pauses a test's child process (SIGSTOP) for the fault tests", ""},
+	{"internal/testutil", osFiles, "test helper: reads /proc/PID/task/*/stat to wait until a paused process's every thread has stopped", ""},
 	{"internal/etcdtest", osExec, "test helper: starts a throwaway etcd server", ""},
 	{"internal/etcdtest", "net/http", "test helper: waits for etcd's /health", ""},
 	{"internal/etcdtest", "syscall", "test helper: kills the etcd server's process group", ""},

@@ -2,8 +2,13 @@ package testutil
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -45,4 +50,27 @@ func TestEventuallyFailsNamingWhat(t *testing.T) {
 	if !strings.Contains(r.msg, "the impossible") {
 		t.Fatalf("failure %q does not name what was awaited", r.msg)
 	}
+}
+
+// Pause returns only once every thread of the process is stopped, and the
+// process then makes no progress until it is continued.
+func TestPauseWaitsForEveryThread(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("no procfs here: Pause only sends the signal")
+	}
+	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no sh to run: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	Pause(t, cmd.Process.Pid)
+	if !allStopped(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "task")) {
+		t.Fatal("Pause returned before every thread stopped")
+	}
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, 10*time.Second, "the process to run again", func() bool {
+		return !allStopped(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "task"))
+	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/agentos-run/agentos/actors/kernel"
 	"github.com/agentos-run/agentos/capability"
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/internal/testutil"
 	"github.com/agentos-run/agentos/tests/internal/scenario"
 )
 
@@ -254,10 +255,9 @@ func TestClusterPageNeedsTheRight(t *testing.T) {
 func TestSilentMemberIsShown(t *testing.T) {
 	rt, ts, mp := clusterOfTwo(t)
 	ops := login(t, ts, mint(rt, "ops", capability.Grant{Right: capability.Read}))
-	if err := mp.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { _ = mp.cmd.Process.Signal(syscall.SIGCONT) }) // before its stdin closes: it must run to end
+	// Every thread stopped: it answers nothing from here on.
+	testutil.Pause(t, mp.cmd.Process.Pid)
 	code, page := ops.get("/procs?node=" + url.QueryEscape(mp.addr))
 	t.Logf("the paused member's processes: %d", code)
 	switch {
