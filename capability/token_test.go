@@ -332,12 +332,8 @@ func TestHeldEncodedIsTheTokensEncoding(t *testing.T) {
 // is refused every time, a remembered one is still refused once revoked or
 // expired, and another key's Authority never takes it.
 func TestHoldEncodedRemembersOnlyGoodSignatures(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	auth, err := NewAuthority(nil, func() time.Time { return now })
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok := auth.Mint("p", []Grant{{Right: Read, Scope: "tools/"}}, Caveats{NotAfter: now.Add(time.Hour), MaxUses: 1})
+	auth, clk := newAuth(t)
+	tok := auth.Mint("p", []Grant{{Right: Read, Scope: "tools/"}}, Caveats{NotAfter: clk.t.Add(time.Hour), MaxUses: 1})
 	enc := tok.Encode()
 	forged := tok
 	forged.Grants = []Grant{{Right: Write}}
@@ -356,7 +352,7 @@ func TestHoldEncodedRemembersOnlyGoodSignatures(t *testing.T) {
 	if _, err := auth.HoldEncoded("garbage"); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("garbage: %v", err)
 	}
-	other, _ := NewAuthority(nil, func() time.Time { return now })
+	other, _ := NewAuthority(nil, clk.now) // another key
 	if _, err := other.HoldEncoded(enc); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("another key's Authority held it: %v", err)
 	}
@@ -368,11 +364,11 @@ func TestHoldEncodedRemembersOnlyGoodSignatures(t *testing.T) {
 	if err := h.Check("p", Read, "tools/a.ts"); !errors.Is(err, ErrUsedUp) {
 		t.Fatalf("the use count is shared by every holding: %v", err)
 	}
-	now = now.Add(2 * time.Hour)
+	clk.t = clk.t.Add(2 * time.Hour)
 	if _, err := auth.HoldEncoded(enc); !errors.Is(err, ErrExpired) {
 		t.Fatalf("expired yet held: %v", err)
 	}
-	now = now.Add(-2 * time.Hour)
+	clk.t = clk.t.Add(-2 * time.Hour)
 	auth.Revoke(tok.ID)
 	if _, err := auth.HoldEncoded(enc); !errors.Is(err, ErrRevoked) {
 		t.Fatalf("revoked yet held: %v", err)
