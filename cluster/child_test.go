@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/agentos-run/agentos/internal/etcdtest"
+	"github.com/agentos-run/agentos/internal/loopport"
 )
 
 // The child processes: the test binary re-executed with childEnv set to a
@@ -189,15 +190,16 @@ func (c *child) errText() string {
 	return c.stderr.String()
 }
 
-// freePort returns a loopback port free at the time of the call.
-func freePort(t *testing.T) int {
+// freePorts returns n distinct loopback ports free at the time of the
+// call, drawn where no concurrent test's port 0 lands (loopport) before the
+// members bind them.
+func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := loopport.Reserve(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // unknownMessage returns a message of a protobuf type registered in this

@@ -226,7 +226,7 @@ func TestEtcdLeftMemberRemoved(t *testing.T) {
 // through protoactor (raw) is lost.
 func TestSubscriptionSurvivesTopicMove(t *testing.T) {
 	lns, seeds := reserve(t, 3)
-	ports := []int{freePort(t), freePort(t), freePort(t)}
+	ports := freePorts(t, 3)
 	opts := make([]Options, 3)
 	members := make([]*pcluster.Member, 3)
 	for i := range opts {

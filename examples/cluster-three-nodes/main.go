@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +30,7 @@ import (
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/internal/loopport"
 )
 
 const (
@@ -75,7 +75,10 @@ func run() error {
 	if err := repo.InitBare(upstream, "main"); err != nil {
 		return err
 	}
-	ports, err := freePorts(3)
+	// The nodes' seed list names every node's port before any starts:
+	// ports free now, drawn where no other program's port 0 lands before
+	// the nodes bind them (on your machines, fixed ports from your config).
+	ports, err := loopport.Reserve(3)
 	if err != nil {
 		return err
 	}
@@ -179,18 +182,4 @@ func run() error {
 		return fmt.Errorf("want 3 members and one holder, got %+v", rep)
 	}
 	return nil
-}
-
-// freePorts reserves n loopback ports for the nodes' health endpoints.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-		defer l.Close()
-	}
-	return ports, nil
 }

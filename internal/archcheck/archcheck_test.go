@@ -124,7 +124,6 @@ var exceptions = []struct{ pkg, resource, why, todo string }{
 	// The examples are demonstration programs: each makes its own temporary
 	// tool root, and one serves prices on loopback for a tool to fetch.
 	{"examples/cluster-three-nodes", osFiles, "a demonstration program: its temporary tool roots, the upstream, the signing key in the environment", ""},
-	{"examples/cluster-three-nodes", "net", "a demonstration program: picks free loopback ports for the nodes' health endpoints", ""},
 	{"examples/mcp-serve", osFiles, "a demonstration program: its temporary tool root", ""},
 	{"examples/governance-approval", osFiles, "a demonstration program: its temporary tool root", ""},
 	{"examples/forge-scripted-model", osFiles, "a demonstration program: its temporary tool root", ""},
