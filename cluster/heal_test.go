@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/agentos-run/agentos/internal/etcdtest"
+	"github.com/agentos-run/agentos/internal/loopport"
 )
 
 // whereKind is the grain kind of the healing tests: it answers
@@ -223,7 +224,13 @@ type cutter struct {
 func newCutter(t *testing.T, target string) *cutter {
 	t.Helper()
 	c := &cutter{target: target}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Below port 0's range: while cut, no other listener or outgoing
+	// connection is given the port that restore binds again.
+	ports, err := loopport.Reserve(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0]))
 	if err != nil {
 		t.Fatal(err)
 	}

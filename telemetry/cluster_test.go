@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/internal/loopport"
 	"github.com/agentos-run/agentos/internal/pgtest"
 	"github.com/agentos-run/agentos/internal/samples"
 	"github.com/agentos-run/agentos/internal/testutil"
@@ -39,14 +39,14 @@ func twoNodes(t *testing.T, endpoint string) []*host.Runtime {
 	}
 	var health []int
 	var seeds []string
-	for range 2 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		health = append(health, l.Addr().(*net.TCPAddr).Port)
-		seeds = append(seeds, l.Addr().String())
-		l.Close()
+	// Drawn where no concurrent test's port 0 lands before the nodes bind them.
+	ports, err := loopport.Reserve(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ports {
+		health = append(health, p)
+		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", p))
 	}
 	rts := make([]*host.Runtime, 2)
 	errs := make([]error, 2)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/git/repo"
 	"github.com/agentos-run/agentos/internal/host"
+	"github.com/agentos-run/agentos/internal/loopport"
 )
 
 // 'cluster status', 'ps --cluster' and 'events --cluster' on a node of a
@@ -30,12 +30,11 @@ func TestClusterCommands(t *testing.T) {
 	if err := repo.InitBare(bare, "main"); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := loopport.Reserve(1) // below port 0's range: nobody takes it before the node binds it
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := ports[0]
 	t.Setenv("CLI_CLUSTER_KEY", hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	cfg := host.Config{Root: root, Isolation: "inprocess", Logger: slog.New(slog.DiscardHandler),
 		Git:         host.GitConfig{Upstream: bare},
