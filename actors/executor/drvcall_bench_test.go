@@ -108,9 +108,9 @@ func benchLoop(b *testing.B, mode Isolation, tool string, d journal.Durability, 
 	for b.Loop() {
 		if replay {
 			// The journal is opened again each time: loading it is part
-			// of a replay.
+			// of a replay. Read-only, as 'agentos replay' opens it.
 			j.Close()
-			if j, err = journal.Open(jpath, journal.Options{}); err != nil {
+			if j, err = journal.Open(jpath, journal.Options{ReadOnly: true}); err != nil {
 				b.Fatal(err)
 			}
 			rep, err := Replay(context.Background(), e, j, id, nil)

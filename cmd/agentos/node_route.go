@@ -135,11 +135,12 @@ func (n *nodeRuns) EachRun(q journal.RunQuery, fn func(journal.RunMeta) error) e
 
 func (n *nodeRuns) Close() error { n.c.Close(); return nil }
 
-// openRun is open for the commands about one run (trace, replay): when a
-// node serves the root, the run (pos[0], an id or unique prefix) is fetched
-// from it into a private journal file of this process, which only this
-// command sees (removed at once, gone when the journal closes). Reads and
-// replay are then exactly those of the journal itself.
+// openRun is open for the commands about one run (trace, replay): the
+// root's journal, read-only (openJournalToRead); or, when a node serves
+// the root, the run (pos[0], an id or unique prefix) fetched from it into a
+// private journal file of this process, which only this command sees
+// (removed at once, gone when the journal closes). Reads and replay are
+// then exactly those of the journal itself.
 func (c *journalCmd) openRun(ctx context.Context, args []string, what string) (pos []string, absRoot string, cfg host.Config, j *journal.Journal, err error) {
 	if pos, absRoot, cfg, err = c.parse(args, 1, what); err != nil {
 		return nil, "", cfg, nil, err
@@ -149,7 +150,10 @@ func (c *journalCmd) openRun(ctx context.Context, args []string, what string) (p
 		return nil, "", cfg, nil, err
 	}
 	if nc == nil {
-		j, err = openJournal(absRoot, cfg, *c.jpath, true)
+		// Read-only: trace and replay only read the run, and an open for
+		// writing would first rebuild bbolt's free-page list over the whole
+		// file (seconds on a journal of 100,000 runs).
+		j, err = openJournalToRead(absRoot, cfg, *c.jpath)
 		return pos, absRoot, cfg, j, err
 	}
 	defer nc.Close()

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentos-run/agentos/journal"
 )
 
 func TestReplay(t *testing.T) {
@@ -28,5 +30,24 @@ func TestReplay(t *testing.T) {
 	}
 	if code, _, stderr := cli(t, "replay", "--root", root, "--tool", "/nope.ts", id); code != 2 || !strings.Contains(stderr, "cannot read the patched tool") {
 		t.Fatalf("missing patch: %d %q", code, stderr)
+	}
+}
+
+// TestTraceAndReplayOnlyRead: trace and replay open the journal read-only,
+// beside another reader (a second terminal's replay of the same journal):
+// an open for writing waited for the other's lock and failed with
+// ErrLocked, and first rebuilt bbolt's free-page list over the whole file.
+func TestTraceAndReplayOnlyRead(t *testing.T) {
+	root, id := recorded(t)
+	other, err := journal.Open(filepath.Join(root, ".agentos", "journal.db"), journal.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if code, stdout, stderr := cli(t, "trace", "--root", root, id); code != 0 || !strings.Contains(stdout, id) {
+		t.Fatalf("trace beside a reader: %d %q %q", code, stdout, stderr)
+	}
+	if code, stdout, stderr := cli(t, "replay", "--root", root, id); code != 0 || !strings.Contains(stdout, "same result as recorded") {
+		t.Fatalf("replay beside a reader: %d %q %q", code, stdout, stderr)
 	}
 }
