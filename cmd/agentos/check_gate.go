@@ -118,7 +118,7 @@ func gateJournal(ctx context.Context, absRoot string, cfg host.Config, jpath, re
 				return nil, nil // nothing was ever recorded here
 			}
 		}
-		return openJournal(absRoot, cfg, jpath, true)
+		return openJournalToRead(absRoot, cfg, jpath) // the gate only reads and replays
 	}
 	defer nc.Close()
 	var all []journal.RunMeta // oldest first
