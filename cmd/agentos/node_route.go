@@ -152,7 +152,7 @@ func (c *journalCmd) openRun(ctx context.Context, args []string, what string) (p
 	if nc == nil {
 		// Read-only: trace and replay only read the run, and an open for
 		// writing would first rebuild bbolt's free-page list over the whole
-		// file (seconds on a journal of 100,000 runs).
+		// file (0.4 s and 400 MB on a journal of 100,000 runs).
 		j, err = openJournalToRead(absRoot, cfg, *c.jpath)
 		return pos, absRoot, cfg, j, err
 	}
