@@ -64,7 +64,9 @@ func IsWorker() bool { return workerside.IsWorker() }
 // WorkerMain serves as a sandbox worker and exits if this process was started
 // as one; otherwise it returns at once. Programs that run tools with
 // IsolationProcess MUST call it first thing in main (tests: in TestMain).
-func WorkerMain() { workerside.Main(testEscape) }
+func WorkerMain() {
+	workerside.Main(workerside.Options{Restrict: landlockEveryThread, Probe: testEscape})
+}
 
 // testEscape, set only by tests, runs in the worker right after it is
 // confined and its result is sent to the parent in a "probe" frame: it

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -76,7 +77,7 @@ func findWorkerBinary(exe string, own workerside.Build) WorkerBinary {
 		self.Why = fmt.Sprintf("this program's build cannot be matched to %s: %s; build both from a clean checkout (go build ./cmd/...) or stamp both (-ldflags -X, see docs/SECURITY.md)", cand, own.Why)
 		return self
 	}
-	theirs, err := workerside.BuildOfFile(cand)
+	theirs, err := buildOfFile(cand)
 	if err != nil || !theirs.Trusted || theirs.ID != own.ID {
 		self.Why = fmt.Sprintf("%s is not from this program's build (%s): rebuild both together with go build ./cmd/..., or remove it", cand, buildSays(theirs, err))
 		return self
@@ -93,4 +94,14 @@ func buildSays(b workerside.Build, err error) string {
 		return b.Why
 	}
 	return "build " + b.ID + ", this program is " + workerside.BuildID().ID
+}
+
+// buildOfFile returns the Build of the Go program in file, read from the
+// build information Go records in it, without running it.
+func buildOfFile(file string) (workerside.Build, error) {
+	bi, err := buildinfo.ReadFile(file)
+	if err != nil {
+		return workerside.Build{}, err
+	}
+	return workerside.BuildOf(bi), nil
 }

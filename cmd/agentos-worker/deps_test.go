@@ -26,6 +26,12 @@ func TestWorkerLinksOnlyTheWorker(t *testing.T) {
 		"github.com/evanw/esbuild", "net/http", "github.com/modelcontextprotocol/",
 		"github.com/agentos-run/agentos/actors/executor\n", "github.com/agentos-run/agentos/journal",
 		"github.com/agentos-run/agentos/driver\n",
+		// What made a worker's start 5-6 ms slower (docs/PERFORMANCE.md): cgo
+		// (go-landlock's libpsx linked it: a dynamically linked program), goja's
+		// JS profiler (pprof's package-level regexps), and reading another
+		// binary's build information (debug/elf, dwarf, macho, pe).
+		"runtime/cgo\n", "github.com/landlock-lsm/", "kernel.org/pub/linux/libs/security/libcap/psx",
+		"github.com/google/pprof/", "debug/",
 	}
 	deps := string(out) + "\n"
 	for _, b := range banned {

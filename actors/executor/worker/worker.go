@@ -15,7 +15,7 @@ import "github.com/agentos-run/agentos/actors/executor/internal/workerside"
 // Main serves as a sandbox worker and exits if this process was started as
 // one (by an executor's pool); otherwise it returns at once. IMPORTANT: a
 // worker program MUST call it first thing in main.
-func Main() { workerside.Main(nil) }
+func Main() { workerside.Main(workerside.Options{}) }
 
 // Build says which build this program is: ID, and whether ID can tell
 // two builds apart (Trusted, or Why not). A pool runs a worker binary

@@ -124,11 +124,27 @@ func (r Report) Missing() string {
 	return strings.Join(miss, "; ")
 }
 
+// Restrictor applies to every thread of the process a Landlock ruleset
+// that handles every access class of Landlock ABI abi and allows nothing.
+//
+// Apply's own (a nil Restrictor) runs the system calls on every thread
+// through Go's runtime (syscall.AllThreadsSyscall6), which a program that
+// links cgo cannot use: there the runtime refuses it (ENOTSUP), since C
+// may have started threads it does not know. Such a program MUST pass one
+// that can; the agentos binary, which links cgo for tree-sitter, passes
+// go-landlock's (executor.WorkerMain), which reaches each thread through
+// libpsx. IMPORTANT: the worker program (cmd/agentos-worker) links neither
+// cgo nor go-landlock, whose libpsx would link cgo into it: a dynamically
+// linked start costs it about 2 ms.
+type Restrictor func(abi int) error
+
 // Apply confines the calling process as mode says and reports what is in
-// force. In Required mode it returns an error when a layer could not be
-// applied (the worker MUST then exit without serving); in BestEffort mode
-// it never fails and the report says what is missing.
-func Apply(mode Mode) (r Report, err error) {
+// force, restricting every thread's Landlock domain with restrict (nil:
+// Go's all-threads system call). In Required mode it returns an error
+// when a layer could not be applied (the worker MUST then exit without
+// serving); in BestEffort mode it never fails and the report says what is
+// missing.
+func Apply(mode Mode, restrict Restrictor) (r Report, err error) {
 	r = Report{Mode: mode}
 	start := time.Now()
 	defer func() { r.SetupMicros = float64(time.Since(start).Nanoseconds()) / 1e3 }()
@@ -137,10 +153,13 @@ func Apply(mode Mode) (r Report, err error) {
 		r.Seccomp.Reason = "confinement is off"
 		return r, nil
 	}
-	// Landlock first: with cgo it runs its system call on every thread by
-	// signalling them after listing /proc/self/task, which the seccomp
-	// filter would refuse.
-	r.Landlock = applyLandlock()
+	// Landlock first: with cgo, go-landlock runs its system call on every
+	// thread by signalling them after listing /proc/self/task, which the
+	// seccomp filter would refuse.
+	if restrict == nil {
+		restrict = allThreads
+	}
+	r.Landlock = applyLandlock(restrict)
 	r.Seccomp = applySeccomp()
 	r.NoNewPrivs = noNewPrivs() && (r.Landlock.Active || r.Seccomp.Active)
 	if mode == Required && !r.Complete() {

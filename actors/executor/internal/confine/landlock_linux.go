@@ -3,17 +3,18 @@ package confine
 import (
 	"errors"
 	"fmt"
+	"syscall"
+	"unsafe"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
-// applyLandlock restricts every thread of the process to no filesystem
-// access, no TCP bind or connect, and no signals or abstract UNIX sockets
-// outside its own Landlock domain, as far as the kernel's ABI allows.
-func applyLandlock() LandlockReport {
-	abi, err := llsys.LandlockGetABIVersion()
+// applyLandlock restricts every thread of the process (through restrict)
+// to no filesystem access, no TCP or UDP bind or connect, and no signals
+// or abstract UNIX sockets outside its own Landlock domain, as far as the
+// kernel's ABI allows.
+func applyLandlock(restrict Restrictor) LandlockReport {
+	abi, err := landlockAsk(unix.LANDLOCK_CREATE_RULESET_VERSION)
 	switch {
 	case errors.Is(err, unix.ENOSYS):
 		return LandlockReport{Reason: "the kernel has no Landlock (it needs Linux 5.13+ built with CONFIG_SECURITY_LANDLOCK)"}
@@ -27,9 +28,9 @@ func applyLandlock() LandlockReport {
 		return LandlockReport{Reason: fmt.Sprintf("the kernel reports Landlock ABI %d", abi)}
 	}
 	if abi >= 6 {
-		// go-landlock uses ABI 5 (no scoping) on kernels whose signal
-		// scoping has a known bug (erratum 2 not fixed): report that.
-		if errata, err := llsys.LandlockGetErrata(); err != nil || errata&0x2 == 0 {
+		// ABI 5 (no scoping) on kernels whose signal scoping has a known
+		// bug (erratum 2 not fixed), as go-landlock does.
+		if errata, err := landlockAsk(unix.LANDLOCK_CREATE_RULESET_ERRATA); err != nil || errata&0x2 == 0 {
 			abi = 5
 		}
 	}
@@ -37,7 +38,7 @@ func applyLandlock() LandlockReport {
 	// IMPORTANT: no rule at all: nothing is allowed. (With cgo, go-landlock
 	// adds one of its own: listing /proc/<pid>/task, which its all-threads
 	// mechanism needs.)
-	if err := landlock.V11.BestEffort().Restrict(); err != nil {
+	if err := restrict(abi); err != nil {
 		rep.Reason = fmt.Sprintf("applying the ruleset: %v", err)
 		return rep
 	}
@@ -62,6 +63,9 @@ func restricts(abi int) []string {
 	if abi >= 4 {
 		r = append(r, "net_tcp")
 	}
+	if abi >= 10 {
+		r = append(r, "net_udp")
+	}
 	if abi >= 6 {
 		r = append(r, "scope_signal", "scope_abstract_unix")
 	}
@@ -72,4 +76,59 @@ func restricts(abi int) []string {
 func noNewPrivs() bool {
 	v, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
 	return err == nil && v == 1
+}
+
+// landlockAsk asks the kernel for its Landlock ABI version or errata
+// (flag: LANDLOCK_CREATE_RULESET_VERSION or _ERRATA).
+func landlockAsk(flag uintptr) (int, error) {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, flag)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(v), nil
+}
+
+// handledAt is the ruleset that handles every access right Landlock ABI
+// abi knows (go-landlock's table, up to ABI 11) and its size in bytes as
+// that ABI's kernel reads it.
+func handledAt(abi int) (attr unix.LandlockRulesetAttr, size uintptr) {
+	fs := []uint64{0, 1<<13 - 1, 1<<14 - 1, 1<<15 - 1, 1<<15 - 1, 1<<16 - 1, 1<<16 - 1, 1<<16 - 1, 1<<16 - 1, 1<<17 - 1}
+	attr.Handled_access_fs = fs[min(abi, len(fs)-1)]
+	size = 8
+	if abi >= 4 {
+		attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+		size = 16
+	}
+	if abi >= 10 {
+		attr.Handled_access_net |= unix.LANDLOCK_ACCESS_NET_BIND_UDP | unix.LANDLOCK_ACCESS_NET_CONNECT_SEND_UDP
+	}
+	if abi >= 6 {
+		attr.Scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+		size = 24
+	}
+	return attr, size
+}
+
+// allThreads is Apply's own Restrictor: it creates the ruleset, then sets
+// no_new_privs (which restricting oneself requires) and restricts itself on
+// every thread at once, through the Go runtime, which stops them all
+// meanwhile (syscall.AllThreadsSyscall6; ENOTSUP in a program that links
+// cgo, see Restrictor).
+func allThreads(abi int) error {
+	attr, size := handledAt(abi)
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+	if errno != 0 {
+		return fmt.Errorf("landlock_create_ruleset: %w", errno)
+	}
+	defer unix.Close(int(fd))
+	if _, _, errno := syscall.AllThreadsSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); errno != 0 {
+		if errno == syscall.ENOTSUP {
+			return errors.New("this program links cgo, where Go cannot run a system call on every thread: it MUST pass its own confine.Restrictor (a worker program that embeds agentos: call executor.WorkerMain)")
+		}
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS) on every thread: %w", errno)
+	}
+	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_restrict_self on every thread: %w", errno)
+	}
+	return nil
 }

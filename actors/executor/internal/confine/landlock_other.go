@@ -2,6 +2,10 @@
 
 package confine
 
-func applyLandlock() LandlockReport { return LandlockReport{Reason: "Landlock is a Linux feature"} }
+func applyLandlock(Restrictor) LandlockReport {
+	return LandlockReport{Reason: "Landlock is a Linux feature"}
+}
+
+func allThreads(int) error { return nil }
 
 func noNewPrivs() bool { return false }

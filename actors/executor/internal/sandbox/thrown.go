@@ -259,7 +259,7 @@ func primitiveText(v goja.Value) string {
 const describeBudget = 250 * time.Millisecond
 
 // errDescribeBudget interrupts the tool code run by safely.
-var errDescribeBudget = fmt.Errorf("it ran longer than %v and was stopped", describeBudget)
+var errDescribeBudget = errors.New("it ran longer than " + describeBudget.String() + " and was stopped")
 
 // safely runs f, which may run the tool's code, for at most describeBudget.
 // A throw, an interrupt or a stack overflow in it is returned as an error

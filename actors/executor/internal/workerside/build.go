@@ -2,7 +2,6 @@ package workerside
 
 import (
 	"crypto/sha256"
-	"debug/buildinfo"
 	"encoding/hex"
 	"runtime/debug"
 	"strings"
@@ -45,18 +44,8 @@ var BuildID = sync.OnceValue(func() Build {
 	if !ok {
 		return Build{Why: "the binary carries no build information"}
 	}
-	return buildOf(bi)
+	return BuildOf(bi)
 })
-
-// BuildOfFile returns the Build of the Go program in file, read from the
-// build information Go records in it, without running it.
-func BuildOfFile(file string) (Build, error) {
-	bi, err := buildinfo.ReadFile(file)
-	if err != nil {
-		return Build{}, err
-	}
-	return buildOf(bi), nil
-}
 
 // stampOf returns the stamp set by -X in bi's recorded -ldflags, or "".
 func stampOf(bi *debug.BuildInfo) string {
@@ -74,8 +63,10 @@ func stampOf(bi *debug.BuildInfo) string {
 	return ""
 }
 
-// buildOf names the build bi describes.
-func buildOf(bi *debug.BuildInfo) Build {
+// BuildOf names the build bi describes: this program's (BuildID), or
+// another program's read from its file (debug/buildinfo, which the parent
+// uses; the worker does not link it).
+func BuildOf(bi *debug.BuildInfo) Build {
 	if s := stampOf(bi); s != "" {
 		return Build{ID: digest("stamp", s), Trusted: true}
 	}

@@ -1,8 +1,6 @@
 package workerside
 
 import (
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -33,30 +31,18 @@ func TestBuildOfTrustsOnlyWhatNamesTheSources(t *testing.T) {
 		{"no vcs", bi("(devel)", nil), false, "without version control"},
 	}
 	for _, c := range cases {
-		b := buildOf(c.bi)
+		b := BuildOf(c.bi)
 		if b.Trusted != c.trusted || !strings.Contains(b.Why, c.why) || b.ID == "" {
 			t.Errorf("%s: got %+v, want trusted %v, why containing %q", c.name, b, c.trusted, c.why)
 		}
 	}
-	if a, b := buildOf(bi("(devel)", vcs("abc", "false"))), buildOf(bi("(devel)", vcs("abd", "false"))); a.ID == b.ID {
+	if a, b := BuildOf(bi("(devel)", vcs("abc", "false"))), BuildOf(bi("(devel)", vcs("abd", "false"))); a.ID == b.ID {
 		t.Errorf("two revisions share ID %s", a.ID)
 	}
-	if a, b := buildOf(bi("(devel)", stamped)), buildOf(bi("v9", stamped)); a.ID != b.ID {
+	if a, b := BuildOf(bi("(devel)", stamped)), BuildOf(bi("v9", stamped)); a.ID != b.ID {
 		t.Errorf("one stamp, two IDs: %s, %s", a.ID, b.ID)
 	}
-	if got, want := buildOf(bi("(devel)", stamped)).ID, digest("stamp", "v1.2.3"); got != want {
+	if got, want := BuildOf(bi("(devel)", stamped)).ID, digest("stamp", "v1.2.3"); got != want {
 		t.Errorf("a stamp read from -ldflags is %s, the same stamp set in the program is %s", got, want)
-	}
-}
-
-// TestBuildOfFileRefusesWhatIsNoGoProgram: a worker file that is not a Go
-// program (a script) has no build to match.
-func TestBuildOfFileRefusesWhatIsNoGoProgram(t *testing.T) {
-	f := filepath.Join(t.TempDir(), "agentos-worker")
-	if err := os.WriteFile(f, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := BuildOfFile(f); err == nil {
-		t.Fatalf("a shell script has build %+v", b)
 	}
 }

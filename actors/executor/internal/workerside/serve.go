@@ -59,16 +59,25 @@ func addressSpace() (uint64, error) {
 // IsWorker reports whether this process was started as a sandbox worker.
 func IsWorker() bool { return os.Getenv(EnvWorker) == "1" }
 
+// Options are what a worker program gives Main.
+type Options struct {
+	// Restrict applies Landlock to every thread; nil: confine's own,
+	// which a program that links cgo cannot use (see confine.Restrictor).
+	Restrict confine.Restrictor
+	// Probe (nil but in tests) runs right after the worker is confined,
+	// its result sent in a "probe" frame: it stands for code that escaped
+	// goja.
+	Probe func() json.RawMessage
+}
+
 // Main serves as a sandbox worker and exits if this process was started as
-// one; otherwise it returns at once. probe (nil but in tests) runs right
-// after the worker is confined, its result sent in a "probe" frame: it
-// stands for code that escaped goja. IMPORTANT: a program MUST call it
+// one; otherwise it returns at once. IMPORTANT: a program MUST call it
 // first thing in main, before it opens anything a tool must not reach.
-func Main(probe func() json.RawMessage) {
+func Main(opts Options) {
 	if !IsWorker() {
 		return
 	}
-	err := Serve(pollable(os.Stdin), os.Stdout, probe)
+	err := Serve(pollable(os.Stdin), os.Stdout, opts)
 	if err != nil && err != io.EOF {
 		fmt.Fprintln(os.Stderr, "agentos worker:", err)
 		if errors.Is(err, ErrNotConfined) {
@@ -99,8 +108,8 @@ var ErrNotConfined = errors.New("refusing to serve unconfined")
 // Serve hardens the process, then runs jobs from r one at a time,
 // answering on w, until r closes. Its first frame is a hello saying which
 // protections are in force and which build this worker is (BuildID); a
-// probe's result follows it (see Main).
-func Serve(r io.Reader, w io.Writer, probe func() json.RawMessage) error {
+// probe's result follows it (see Options).
+func Serve(r io.Reader, w io.Writer, opts Options) error {
 	time.Local = time.UTC // Date's local time zone is UTC in every tool
 	mode, err := confine.ParseMode(os.Getenv(EnvConfine))
 	if err != nil {
@@ -112,7 +121,7 @@ func Serve(r io.Reader, w io.Writer, probe func() json.RawMessage) error {
 	}
 	// IMPORTANT: from here on the worker can open no file, socket or
 	// process: everything it needs it already holds (its pipes).
-	prot, err := confine.Apply(mode)
+	prot, err := confine.Apply(mode, opts.Restrict)
 	prot.RlimitAS = rlimit
 	if err != nil {
 		return fmt.Errorf("%w: %v (confine mode %q; set it to %q to run without, or use a kernel with Landlock and seccomp)", ErrNotConfined, err, mode, confine.BestEffort)
@@ -121,8 +130,8 @@ func Serve(r io.Reader, w io.Writer, probe func() json.RawMessage) error {
 	if err := c.send(&Frame{T: "hello", Prot: &prot, Build: BuildID().ID}); err != nil {
 		return err
 	}
-	if probe != nil {
-		if err := c.send(&Frame{T: "probe", Val: probe()}); err != nil {
+	if opts.Probe != nil {
+		if err := c.send(&Frame{T: "probe", Val: opts.Probe()}); err != nil {
 			return err
 		}
 	}
