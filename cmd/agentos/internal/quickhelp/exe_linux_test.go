@@ -59,9 +59,6 @@ func TestFields(t *testing.T) {
 	if v != "v0.0.0-20261203-abcdef012345+dirty" || c != "abcdef0123456789abcdef0123456789abcdef01" || !m {
 		t.Errorf("Fields = %q, %q, %v", v, c, m)
 	}
-	if k, val := setting(`"odd key"="a b"`); k != "odd key" || val != "a b" {
-		t.Errorf("setting of a quoted pair = %q, %q", k, val)
-	}
 	if v, c, m := Fields("", false); v != "unknown" || c != "" || m {
 		t.Errorf("Fields without build information = %q, %q, %v", v, c, m)
 	}

@@ -22,8 +22,6 @@ import (
 	_ "embed"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 )
 
 // Usage is the usage after the first line; see the package comment.
@@ -78,14 +76,19 @@ func Head(version, commit string, modified bool) string {
 // "unknown" when there is no build information: ok false), the VCS
 // revision and whether the tree was modified, from modinfo: the build
 // information in runtime/debug.BuildInfo.String's form, which is how the
-// go command stores it in the binary.
+// go command stores it in the binary. (A setting whose key or value holds
+// a space, quote, tab or newline is quoted there; the vcs ones never are.)
 //
-// IMPORTANT: this package MUST NOT import runtime/debug: its path sorts
-// after every github.com, go.* and google.* package, so all of those that
-// are ready would be initialised before this package's init (235 inits
-// instead of 90, and `agentos help` took 2.4 times its page faults and
-// its time). The help reads the same text from the executable itself
-// (exeModinfo).
+// IMPORTANT: this package imports nothing but os and runtime (and embed,
+// io): not runtime/debug, not even strings or strconv. Go initialises the
+// packages in the order of their import paths, each once its imports are:
+// its init waits until every import is initialised, and meanwhile every
+// package that sorts before this one and is ready goes first. strings and
+// strconv sort late, so with them (and runtime/debug, debug/elf or
+// encoding/binary, which import reflect and fmt) all of encoding/gob,
+// encoding/xml, debug/dwarf, crypto/... and the protobuf runtime's first
+// packages were initialised before the help could answer (90 inits; 235
+// with runtime/debug, which took 2.4 times the page faults and the time).
 func Fields(modinfo string, ok bool) (version, commit string, modified bool) {
 	version = Version
 	if !ok {
@@ -94,16 +97,17 @@ func Fields(modinfo string, ok bool) (version, commit string, modified bool) {
 		}
 		return version, "", false
 	}
-	for line := range strings.SplitSeq(modinfo, "\n") {
-		kind, rest, _ := strings.Cut(line, "\t")
+	for len(modinfo) > 0 {
+		var line string
+		line, modinfo, _ = cut(modinfo, '\n')
+		kind, rest, _ := cut(line, '\t')
 		switch kind {
 		case "mod":
-			if f := strings.Split(rest, "\t"); version == "" && len(f) > 1 {
-				version = f[1]
+			if _, f, ok := cut(rest, '\t'); ok && version == "" {
+				version, _, _ = cut(f, '\t')
 			}
 		case "build":
-			key, value := setting(rest)
-			switch key {
+			switch key, value, _ := cut(rest, '='); key {
 			case "vcs.revision":
 				commit = value
 			case "vcs.modified":
@@ -114,26 +118,12 @@ func Fields(modinfo string, ok bool) (version, commit string, modified bool) {
 	return version, commit, modified
 }
 
-// setting splits a build line's "key=value", either side quoted when it
-// holds a space, a quote, a tab or a newline (as BuildInfo.String writes
-// it).
-func setting(kv string) (key, value string) {
-	ok := false
-	if strings.HasPrefix(kv, `"`) {
-		q, err := strconv.QuotedPrefix(kv)
-		if err != nil {
-			return "", ""
+// cut is strings.Cut of s around the first sep.
+func cut(s string, sep byte) (before, after string, found bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			return s[:i], s[i+1:], true
 		}
-		key, _ = strconv.Unquote(q)
-		value, ok = strings.CutPrefix(kv[len(q):], "=")
-	} else {
-		key, value, ok = strings.Cut(kv, "=")
 	}
-	if !ok {
-		return "", ""
-	}
-	if strings.HasPrefix(value, `"`) {
-		value, _ = strconv.Unquote(value)
-	}
-	return key, value
+	return s, "", false
 }
