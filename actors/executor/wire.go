@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/actors/executor/internal/workerside"
+	"github.com/agentos-run/agentos/actors/executor/worker/cgoworker"
 	"github.com/agentos-run/agentos/journal"
 )
 
@@ -65,7 +66,7 @@ func IsWorker() bool { return workerside.IsWorker() }
 // as one; otherwise it returns at once. Programs that run tools with
 // IsolationProcess MUST call it first thing in main (tests: in TestMain).
 func WorkerMain() {
-	workerside.Main(workerside.Options{Restrict: landlockEveryThread, Probe: testEscape})
+	workerside.Main(workerside.Options{Restrict: cgoworker.Restrict, Probe: testEscape})
 }
 
 // testEscape, set only by tests, runs in the worker right after it is

@@ -77,6 +77,7 @@ import (
 
 	"github.com/agentos-run/agentos/actors/executor"
 	"github.com/agentos-run/agentos/cmd/agentos/internal/quickhelp"
+	_ "github.com/agentos-run/agentos/cmd/agentos/internal/quickworker" // serves a worker before the other inits
 )
 
 func main() {

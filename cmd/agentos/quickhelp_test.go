@@ -83,3 +83,30 @@ func TestQuickHelpAsksOnlyForTheGlobalHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerBeforeTheHeavyPackages: agentos started again as a sandbox
+// worker (what the pool does when no agentos-worker sits beside it) greets
+// its parent from quickworker's init, before the packages only the other
+// commands need are initialised.
+func TestWorkerBeforeTheHeavyPackages(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1", "AGENTOS_SANDBOX_WORKER=1", "AGENTOS_WORKER_MEMORY=268435456")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr // stdin: none, so the worker ends after its hello
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("worker: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `{"t":"hello"`) {
+		t.Fatalf("no hello frame from the worker: %q\n%s", stdout.String(), stderr.String())
+	}
+	for _, heavy := range []string{"google.golang.org/grpc", "github.com/openai/openai-go/v3",
+		"github.com/prometheus/client_golang/prometheus", "net/http", "modernc.org/sqlite", "go.etcd.io/etcd/client/v3",
+		"github.com/agentos-run/agentos/journal", "github.com/agentos-run/agentos/actors/executor"} {
+		if strings.Contains(stderr.String(), "init "+heavy+" @") {
+			t.Errorf("the worker initialised %s before serving", heavy)
+		}
+	}
+	if !strings.Contains(stderr.String(), "init github.com/dop251/goja @") {
+		t.Errorf("no inittrace line for goja (GODEBUG=inittrace=1 unsupported?): the check above saw nothing:\n%s", stderr.String())
+	}
+}

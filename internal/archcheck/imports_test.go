@@ -18,11 +18,12 @@ import (
 // compositionRoot are the packages that may import the actors' packages
 // and the kernel tools' package (kerneltools) and hold the actors' objects: the
 // composition root (internal/host), the kernel tools it wires to the
-// actors (kerneltools), and the CLI: agentos, and agentos-worker (the
-// sandbox worker's program, which imports the executor's worker side and
-// holds no actor). Only one of them constructs the actors (constructor,
+// actors (kerneltools), and the CLI: agentos (and its quickworker, which
+// serves agentos started again as a sandbox worker from its init), and
+// agentos-worker (the sandbox worker's program); the last two import the
+// executor's worker side and hold no actor. Only one of them constructs the actors (constructor,
 // construct_test.go).
-var compositionRoot = []string{"internal/host", "kerneltools", "cmd/agentos", "cmd/agentos-worker"}
+var compositionRoot = []string{"internal/host", "kerneltools", "cmd/agentos", "cmd/agentos/internal/quickworker", "cmd/agentos-worker"}
 
 // leaves are packages any package may import: they hold no actor
 // (actors/system: protoactor's fences; actors/supervisor: supervision

@@ -132,8 +132,8 @@ func (r Report) Missing() string {
 // links cgo cannot use: there the runtime refuses it (ENOTSUP), since C
 // may have started threads it does not know. Such a program MUST pass one
 // that can; the agentos binary, which links cgo for tree-sitter, passes
-// go-landlock's (executor.WorkerMain), which reaches each thread through
-// libpsx. IMPORTANT: the worker program (cmd/agentos-worker) links neither
+// go-landlock's (cgoworker.Restrict, through executor.WorkerMain and
+// cmd/agentos's quickworker), which reaches each thread through libpsx. IMPORTANT: the worker program (cmd/agentos-worker) links neither
 // cgo nor go-landlock, whose libpsx would link cgo into it: a dynamically
 // linked start costs it about 2 ms.
 type Restrictor func(abi int) error

@@ -123,7 +123,7 @@ func allThreads(abi int) error {
 	defer unix.Close(int(fd))
 	if _, _, errno := syscall.AllThreadsSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); errno != 0 {
 		if errno == syscall.ENOTSUP {
-			return errors.New("this program links cgo, where Go cannot run a system call on every thread: it MUST pass its own confine.Restrictor (a worker program that embeds agentos: call executor.WorkerMain)")
+			return errors.New("this program links cgo, where Go cannot run a system call on every thread: it MUST pass its own confine.Restrictor (a program that embeds agentos: call executor.WorkerMain or cgoworker.Main)")
 		}
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS) on every thread: %w", errno)
 	}
