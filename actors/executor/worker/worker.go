@@ -7,7 +7,12 @@
 // The executor's pool starts such a program when it finds it next to its
 // own executable, built from the same sources (see executor.WorkerBinary);
 // otherwise it starts its own executable again, which serves as a worker
-// through executor.WorkerMain.
+// through executor.WorkerMain (or cgoworker.Main).
+//
+// IMPORTANT: Main applies Landlock through the Go runtime's all-threads
+// system call, which a program that links cgo cannot use: there the
+// worker reports Landlock missing (and refuses to serve in the required
+// mode). Such a program uses package cgoworker instead.
 package worker
 
 import "github.com/agentos-run/agentos/actors/executor/internal/workerside"
