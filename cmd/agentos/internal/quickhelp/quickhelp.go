@@ -1,14 +1,14 @@
 // Package quickhelp answers `agentos help` before the packages that only
 // other commands need are initialised.
 //
-// Go initialises packages in a specified order (since Go 1.21: sorted by
-// import path, each as soon as its imports are initialised). This package
-// imports only the standard library's lightest packages, and its path sorts
+// Go initialises packages in a specified order (since Go 1.21: the first
+// package, sorted by import path, whose imports are all initialised). This
+// package imports only os and syscall (see Fields), and its path sorts
 // before the heavy ones the agentos binary links (etcd's and Google's
-// protobufs, the OpenAI SDK, prometheus, gRPC), so its init runs before
-// theirs; when the command line is exactly `agentos help` (or -h, --help)
-// it prints the usage and exits there. Every other command line passes
-// through untouched.
+// protobufs, the OpenAI SDK, prometheus, gRPC), so its init runs right
+// after os, 28 inits in; when the command line is exactly `agentos help`
+// (or -h, --help) it prints the usage and exits there. Every other command
+// line passes through untouched.
 //
 // The usage it prints is usage.txt, which MUST be byte for byte what the
 // command's own printUsage writes after its first line (the flag sets the
