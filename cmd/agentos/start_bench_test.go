@@ -38,10 +38,15 @@ func startBinary(b *testing.B) string {
 // cost of starting the command (runtime start, package initialisation) with
 // nothing after it. median-µs is the median of the runs.
 func BenchmarkStartHelp(b *testing.B) {
-	bin := startBinary(b)
+	benchExit(b, startBinary(b), "help")
+}
+
+// benchExit execs bin with args until it exits, b.N times, and reports the
+// median as median-µs.
+func benchExit(b *testing.B, bin string, args ...string) {
 	var d []time.Duration
 	for b.Loop() {
-		cmd := exec.Command(bin, "help")
+		cmd := exec.Command(bin, args...)
 		cmd.Stdout = io.Discard
 		t0 := time.Now()
 		if err := cmd.Run(); err != nil {
@@ -121,4 +126,75 @@ func startWorkerOnce(b *testing.B, bin string, env []string) time.Duration {
 	}
 	b.StartTimer()
 	return took
+}
+
+// BenchmarkStartFloor is the start benchmarks' floor, to run in the same
+// window (docs/PERFORMANCE.md, issue 28's goal 5): Go programs that do
+// nothing but start, built by the same toolchain and timed the same way.
+//
+//   - cgo: a hello world that links cgo, as agentos must (tree-sitter),
+//     run until it exits, as BenchmarkStartHelp runs `agentos help`;
+//   - pure: a program without cgo, as agentos-worker is, that writes a
+//     worker's hello frame and waits for EOF, timed as BenchmarkStartWorker
+//     times a worker (until the frame arrives).
+func BenchmarkStartFloor(b *testing.B) {
+	b.Run("cgo", func(b *testing.B) {
+		benchExit(b, buildFloor(b, "1", floorCgo))
+	})
+	b.Run("pure", func(b *testing.B) {
+		bin := buildFloor(b, "0", floorPure)
+		var d []time.Duration
+		for b.Loop() {
+			d = append(d, startWorkerOnce(b, bin, nil))
+		}
+		benchutil.ReportMedian(b, d, "ready-µs", time.Microsecond)
+	})
+}
+
+const floorCgo = `package main
+
+// static int answer(void) { return 42; }
+import "C"
+
+import "os"
+
+func main() {
+	if C.answer() != 42 {
+		os.Exit(1)
+	}
+	os.Stdout.WriteString("hello\n")
+}
+`
+
+const floorPure = `package main
+
+import (
+	"io"
+	"os"
+)
+
+func main() {
+	body := []byte(` + "`" + `{"t":"hello"}` + "`" + `)
+	os.Stdout.Write(append([]byte{0, 0, 0, byte(len(body))}, body...))
+	io.Copy(io.Discard, os.Stdin)
+}
+`
+
+// buildFloor builds src as a module of its own with CGO_ENABLED=cgo and
+// returns the binary's path.
+func buildFloor(b *testing.B, cgo, src string) string {
+	b.Helper()
+	dir := b.TempDir()
+	for name, text := range map[string]string{"go.mod": "module startfloor\n", "main.go": src} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cmd := exec.Command("go", "build", "-o", "floor", ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo, "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building the start floor (CGO_ENABLED=%s): %v\n%s", cgo, err, out)
+	}
+	return filepath.Join(dir, "floor")
 }

@@ -3,7 +3,10 @@
 // built by ../shared/peers/setup.sh) in one window, alternating, and prints
 // one Markdown table of medians: each row puts a peer's figure next to the
 // agentos benchmark of the same shape, with the ratio (above 1: agentos is
-// better) and the machine load before and after.
+// better) and the machine load before and after; a second table puts the
+// goals that sit beyond what the machine allows next to their floors,
+// benchmarks of the unavoidable part of the same work, run in the same
+// rounds.
 //
 //	bash ../shared/peers/setup.sh                     # once: builds the peers into /tmp/peers
 //	go run ./internal/sidebyside -rounds 3            # ~10 minutes on 2 cores
@@ -70,8 +73,8 @@ var suites = []suite{
 	{"./actors/executor", "JournaledReadFile/(process|inprocess)/(group-commit|write-each|replay|await-floor)", "10x", false},
 	{"./actors/executor", "JournaledReadFile/(pipe|read)-floor", "20000x", false},
 	{"./actors/kernel", "^BenchmarkMessages$|SpawnExit|^BenchmarkRestarts$", "1s", false},
-	{"./actors/forge", "ForgeCycle", "30x", false},
-	{"./cmd/agentos", "StartHelp|StartWorker", "30x", true},
+	{"./actors/forge", "ForgeCycle|ForgeFloor/all", "30x", false},
+	{"./cmd/agentos", "StartHelp|StartWorker|StartFloor", "30x", true},
 }
 
 // A row compares a peer's metric with an agentos benchmark's metric.
@@ -114,6 +117,23 @@ var rows = []row{
 	{"process start: `agentos help` until it exits (ms)", "", "", "BenchmarkStartHelp", "median-µs", false, 1e3},
 	{"a sandbox worker started until it is ready for its first run: agentos-worker, which the pool starts when it sits beside agentos (`go install ./cmd/...`) (ms)", "", "", "BenchmarkStartWorker/agentos-worker", "ready-µs", false, 1e3},
 	{"the same, agentos re-executed as its own worker (no agentos-worker beside it, as under `go run`) (ms)", "", "", "BenchmarkStartWorker/agentos", "ready-µs", false, 1e3},
+}
+
+// A floorRow puts an agentos figure next to its floor, measured in the same
+// rounds (a benchmark of the part of the work no implementation can avoid),
+// and next to issue 28's goal for it.
+type floorRow struct {
+	what         string
+	bench, unit  string // agentos
+	floor, funit string // its floor
+	goal         float64
+	scale        float64 // the units per printed ms
+}
+
+var floorRows = []floorRow{
+	{"goal 5: `agentos help` until it exits, against a Go hello world that links cgo, as agentos must (`BenchmarkStartFloor/cgo`)", "BenchmarkStartHelp", "median-µs", "BenchmarkStartFloor/cgo", "median-µs", 15, 1e3},
+	{"goal 5: agentos-worker until ready, against a Go program without cgo that writes the same hello frame (`BenchmarkStartFloor/pure`)", "BenchmarkStartWorker/agentos-worker", "ready-µs", "BenchmarkStartFloor/pure", "ready-µs", 15, 1e3},
+	{"goal 6: a forge cycle's CPU outside the model, against the same work without agentos's plumbing (`BenchmarkForgeFloor/all`)", "BenchmarkForgeCycle", "cpu-µs/op", "BenchmarkForgeFloor/all", "cpu-µs/op", 2, 1e3},
 }
 
 func main() {
@@ -162,7 +182,30 @@ func run(peersDir string, rounds int) error {
 	for _, r := range rows {
 		fmt.Println(tableRow(all, r))
 	}
+	fmt.Println()
+	fmt.Println("| goal against its floor, same rounds | agentos (ms) | floor (ms) | agentos ÷ floor | goal (ms) |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, r := range floorRows {
+		fmt.Println(floorLine(all, r))
+	}
 	return nil
+}
+
+// floorLine is r's line of the floors' table, "—" where a figure is missing.
+func floorLine(all samples, r floorRow) string {
+	av, aok := median(all["agentos"][r.bench+" "+r.unit])
+	fv, fok := median(all["agentos"][r.floor+" "+r.funit])
+	as, fs, ratio := "—", "—", "—"
+	if aok {
+		as = strconv.FormatFloat(av/r.scale, 'f', 3, 64)
+	}
+	if fok {
+		fs = strconv.FormatFloat(fv/r.scale, 'f', 3, 64)
+	}
+	if aok && fok && fv > 0 {
+		ratio = fmt.Sprintf("%.2f×", av/fv)
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | %s |", r.what, as, fs, ratio, strconv.FormatFloat(r.goal, 'f', -1, 64))
 }
 
 // checkPeers checks that every peer is built under peersDir.
