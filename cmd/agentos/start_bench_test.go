@@ -73,13 +73,19 @@ func BenchmarkStartWorker(b *testing.B) {
 			if _, err := os.Stat(path); err != nil {
 				b.Skipf("no %s beside %s: %v", prog, bin, err)
 			}
-			benchStartWorker(b, path)
+			benchStartWorker(b, path, workerEnv())
 		})
 	}
 }
 
-func benchStartWorker(b *testing.B, bin string) {
-	env := append(os.Environ(), "AGENTOS_SANDBOX_WORKER=1", "AGENTOS_WORKER_MEMORY=268435456", "AGENTOS_WORKER_CONFINE=best_effort")
+// workerEnv is the environment the executor's pool starts a worker with.
+func workerEnv() []string {
+	return append(os.Environ(), "AGENTOS_SANDBOX_WORKER=1", "AGENTOS_WORKER_MEMORY=268435456", "AGENTOS_WORKER_CONFINE=best_effort")
+}
+
+// benchStartWorker starts bin with env b.N times and reports the median
+// time until its hello frame as ready-µs.
+func benchStartWorker(b *testing.B, bin string, env []string) {
 	var d []time.Duration
 	for b.Loop() {
 		d = append(d, startWorkerOnce(b, bin, env))
@@ -142,12 +148,7 @@ func BenchmarkStartFloor(b *testing.B) {
 		benchExit(b, buildFloor(b, "1", floorCgo))
 	})
 	b.Run("pure", func(b *testing.B) {
-		bin := buildFloor(b, "0", floorPure)
-		var d []time.Duration
-		for b.Loop() {
-			d = append(d, startWorkerOnce(b, bin, nil))
-		}
-		benchutil.ReportMedian(b, d, "ready-µs", time.Microsecond)
+		benchStartWorker(b, buildFloor(b, "0", floorPure), nil)
 	})
 }
 

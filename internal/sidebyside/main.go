@@ -121,19 +121,18 @@ var rows = []row{
 
 // A floorRow puts an agentos figure next to its floor, measured in the same
 // rounds (a benchmark of the part of the work no implementation can avoid),
-// and next to issue 28's goal for it.
+// and next to issue 28's goal for it. Both figures are in unit, µs; the
+// table prints ms.
 type floorRow struct {
-	what         string
-	bench, unit  string // agentos
-	floor, funit string // its floor
-	goal         float64
-	scale        float64 // the units per printed ms
+	what               string
+	bench, floor, unit string
+	goal               float64 // ms
 }
 
 var floorRows = []floorRow{
-	{"goal 5: `agentos help` until it exits, against a Go hello world that links cgo, as agentos must (`BenchmarkStartFloor/cgo`)", "BenchmarkStartHelp", "median-µs", "BenchmarkStartFloor/cgo", "median-µs", 15, 1e3},
-	{"goal 5: agentos-worker until ready, against a Go program without cgo that writes the same hello frame (`BenchmarkStartFloor/pure`)", "BenchmarkStartWorker/agentos-worker", "ready-µs", "BenchmarkStartFloor/pure", "ready-µs", 15, 1e3},
-	{"goal 6: a forge cycle's CPU outside the model, against the same work without agentos's plumbing (`BenchmarkForgeFloor/all`)", "BenchmarkForgeCycle", "cpu-µs/op", "BenchmarkForgeFloor/all", "cpu-µs/op", 2, 1e3},
+	{"goal 5: `agentos help` until it exits, against a Go hello world that links cgo, as agentos must (`BenchmarkStartFloor/cgo`)", "BenchmarkStartHelp", "BenchmarkStartFloor/cgo", "median-µs", 15},
+	{"goal 5: agentos-worker until ready, against a Go program without cgo that writes the same hello frame (`BenchmarkStartFloor/pure`)", "BenchmarkStartWorker/agentos-worker", "BenchmarkStartFloor/pure", "ready-µs", 15},
+	{"goal 6: a forge cycle's CPU outside the model, against the same work without agentos's plumbing (`BenchmarkForgeFloor/all`)", "BenchmarkForgeCycle", "BenchmarkForgeFloor/all", "cpu-µs/op", 2},
 }
 
 func main() {
@@ -194,13 +193,13 @@ func run(peersDir string, rounds int) error {
 // floorLine is r's line of the floors' table, "—" where a figure is missing.
 func floorLine(all samples, r floorRow) string {
 	av, aok := median(all["agentos"][r.bench+" "+r.unit])
-	fv, fok := median(all["agentos"][r.floor+" "+r.funit])
+	fv, fok := median(all["agentos"][r.floor+" "+r.unit])
 	as, fs, ratio := "—", "—", "—"
 	if aok {
-		as = strconv.FormatFloat(av/r.scale, 'f', 3, 64)
+		as = strconv.FormatFloat(av/1e3, 'f', 3, 64)
 	}
 	if fok {
-		fs = strconv.FormatFloat(fv/r.scale, 'f', 3, 64)
+		fs = strconv.FormatFloat(fv/1e3, 'f', 3, 64)
 	}
 	if aok && fok && fv > 0 {
 		ratio = fmt.Sprintf("%.2f×", av/fv)
