@@ -70,7 +70,8 @@ func crashChild() {
 // upstream, and the next Hydrate and Persist work. A tool written but not
 // yet persisted when the kill came is recovered by the next Hydrate under
 // its own commit (issue 11 item 2): every commit of a write holds exactly
-// the written tool and meta.json, never a file another write left behind.
+// the written tool and meta.json, never a file another write left behind;
+// and the upstream verifies (every pack against its index).
 func TestKillLeavesNoLock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
@@ -151,6 +152,9 @@ func TestKillLeavesNoLock(t *testing.T) {
 			if files[path] != content {
 				t.Fatalf("trial %d: %s upstream = %q, want %q", trial, path, files[path], content)
 			}
+		}
+		if problems, err := repo.Verify(up, true); err != nil || len(problems) > 0 {
+			t.Fatalf("trial %d: the upstream after the kill: %v %v", trial, problems, err)
 		}
 		if files["meta.json"] != listing(files) {
 			t.Fatalf("trial %d: meta.json upstream is not the listing of the tools", trial)

@@ -20,3 +20,6 @@ func (r *Repo) FilesAreTheTree() error {
 
 // SetPreloadHook sets what preloadStat tells of each preload (tests).
 func SetPreloadHook(f func(n int)) { preloadHook = f }
+
+// MaxPacks is the pack count above which packs are merged (tests).
+const MaxPacks = maxPacks

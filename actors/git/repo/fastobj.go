@@ -4,17 +4,12 @@ import (
 	"bufio"
 	"compress/zlib"
 	"encoding/binary"
-	"errors"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/hash"
 	"github.com/go-git/go-git/v5/plumbing/storer"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/utils/ioutil"
 )
 
@@ -22,9 +17,9 @@ import (
 // compresses at zlib's default level, which costs four times as much CPU
 // for about 5 % fewer bytes: a tree of 10,000 entries (0.4 MB, the tools/
 // directory of a large tool root, rewritten by every commit into it) takes
-// 22 ms at the default level and 5.7 ms at BestSpeed, and a write_file
-// compresses it three times (the local pack, the push, the upstream's
-// loose object). Git and go-git read any zlib level.
+// 22 ms at the default level and 5.7 ms at BestSpeed. A write_file into a
+// local upstream stores it uncompressed (see storedZlib) and compresses it
+// when merging packs. Git and go-git read any zlib level.
 var fastZlib = zlibPool(zlib.BestSpeed)
 
 // storedZlib writes zlib streams of stored (uncompressed) blocks: for a
@@ -95,73 +90,6 @@ func packEntry(w io.Writer, zw *zlib.Writer, o plumbing.EncodedObject) error {
 		return err
 	}
 	return zw.Close()
-}
-
-// fastLoose is a filesystem storage whose SetEncodedObject writes loose
-// objects compressed at zlib.BestSpeed (go-git's own writer uses the
-// default level). Like go-git's, it writes a temporary file
-// (objects/pack/tmp_obj_*, which cleanStale removes when a kill leaves
-// it) and renames it into place: a reader sees the whole object or none.
-type fastLoose struct{ *filesystem.Storage }
-
-// SetEncodedObject stores o as a loose object named by the hash of what
-// was written (not by what o claims).
-func (f fastLoose) SetEncodedObject(o plumbing.EncodedObject) (plumbing.Hash, error) {
-	if o.Type() == plumbing.OFSDeltaObject || o.Type() == plumbing.REFDeltaObject {
-		return plumbing.ZeroHash, plumbing.ErrInvalidType
-	}
-	objects := filepath.Join(f.Filesystem().Root(), "objects")
-	tmp, h, err := writeLooseTemp(filepath.Join(objects, "pack"), o)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	hex := h.String()
-	dir := filepath.Join(objects, hex[:2])
-	err = os.MkdirAll(dir, 0o755)
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, hex[2:]))
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return plumbing.ZeroHash, err
-	}
-	return h, nil
-}
-
-// writeLooseTemp writes o's loose encoding ("<type> <size>\0<content>",
-// zlib-compressed) to a new temporary file in dir, and returns the file's
-// path and the object's hash.
-func writeLooseTemp(dir string, o plumbing.EncodedObject) (path string, h plumbing.Hash, err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", h, err
-	}
-	f, err := os.CreateTemp(dir, "tmp_obj_")
-	if err != nil {
-		return "", h, err
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	// The hasher starts with the header; the compressor gets it here.
-	sum := plumbing.NewHasher(o.Type(), o.Size())
-	zw := fastZlib.Get().(*zlib.Writer)
-	defer fastZlib.Put(zw)
-	bw := bufio.NewWriterSize(f, 64<<10)
-	zw.Reset(bw)
-	head := o.Type().String() + " " + strconv.FormatInt(o.Size(), 10) + "\x00"
-	if _, err := io.WriteString(zw, head); err != nil {
-		return "", h, err
-	}
-	if err := copyContent(io.MultiWriter(zw, sum), o); err != nil {
-		return "", h, err
-	}
-	if err := errors.Join(zw.Close(), bw.Flush(), f.Close()); err != nil {
-		return "", h, err
-	}
-	return f.Name(), sum.Sum(), nil
 }
 
 // copyContent writes o's content to w.

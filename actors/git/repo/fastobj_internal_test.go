@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -124,70 +123,6 @@ func checkEncodeWhole(t *testing.T, zp *sync.Pool) {
 		gitOK(t, bare, "cat-file", "-e", h.String())
 	}
 }
-
-// TestFastLooseObjects: the BestSpeed loose writer stores objects that
-// go-git and git read, named by the hash of what was written, with no
-// temporary file left.
-func TestFastLooseObjects(t *testing.T) {
-	src, hs := sampleObjects(t)
-	dir := filepath.Join(t.TempDir(), "up.git")
-	if err := InitBare(dir, "main"); err != nil {
-		t.Fatal(err)
-	}
-	sto := openStorage(dir)
-	defer sto.Close()
-	dst := fastLoose{sto}
-	for _, h := range hs {
-		o, _ := src.EncodedObject(plumbing.AnyObject, h)
-		got, err := dst.SetEncodedObject(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != h {
-			t.Fatalf("stored as %s, want %s", got, h)
-		}
-	}
-	// An object claiming another hash is stored under its real one.
-	blob := &plumbing.MemoryObject{}
-	blob.SetType(plumbing.BlobObject)
-	_, _ = blob.Write([]byte("honest bytes\n"))
-	real := blob.Hash()
-	liar := lyingObject{blob, hs[0]}
-	if got, err := dst.SetEncodedObject(liar); err != nil || got != real {
-		t.Fatalf("a blob claiming %s: stored as %s (%v), want %s", hs[0], got, err, real)
-	}
-	fresh := openStorage(dir)
-	defer fresh.Close()
-	for _, h := range append(hs, real) {
-		o, err := fresh.EncodedObject(plumbing.AnyObject, h)
-		if err != nil {
-			t.Fatalf("go-git cannot read loose object %s: %v", h, err)
-		}
-		if want, err := src.EncodedObject(plumbing.AnyObject, h); err == nil && content(t, o) != content(t, want) {
-			t.Fatalf("loose object %s changed", h)
-		}
-	}
-	left, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "tmp_obj_*"))
-	if len(left) > 0 {
-		t.Fatalf("temporary files left: %v", left)
-	}
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Log("git not installed: the objects are not checked with git cat-file")
-		return
-	}
-	for _, h := range append(hs, real) {
-		gitOK(t, dir, "cat-file", "-e", h.String())
-	}
-	gitOK(t, dir, "fsck", "--no-dangling")
-}
-
-// lyingObject is an object whose Hash is not its content's.
-type lyingObject struct {
-	*plumbing.MemoryObject
-	claim plumbing.Hash
-}
-
-func (l lyingObject) Hash() plumbing.Hash { return l.claim }
 
 // gitOK runs git (in dir when not empty) and fails the test on error.
 func gitOK(t *testing.T, dir string, args ...string) {

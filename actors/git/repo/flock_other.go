@@ -8,7 +8,10 @@ import (
 	"time"
 )
 
-var dirLocks sync.Map // dir -> *sync.Mutex
+var (
+	dirLocks  sync.Map // dir -> *sync.Mutex
+	readLocks sync.Map // dir -> *sync.RWMutex
+)
 
 // lockDir serializes on a directory within this process only: on systems
 // without flock, concurrent writer processes of one local upstream are not
@@ -26,4 +29,28 @@ func lockDirCtx(ctx context.Context, dir string) (unlock func(), err error) {
 		}
 	}
 	return mu.Unlock, nil
+}
+
+// readLockDir takes dir's readers' lock within this process only (see
+// the unix version).
+func readLockDir(ctx context.Context, dir string) (unlock func(), err error) {
+	m, _ := readLocks.LoadOrStore(dir, &sync.RWMutex{})
+	mu := m.(*sync.RWMutex)
+	for !mu.TryRLock() {
+		if err := sleep(ctx, time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	return mu.RUnlock, nil
+}
+
+// tryLockDir takes dir's readers' lock exclusively, within this process
+// only, without waiting.
+func tryLockDir(dir string) (unlock func(), ok bool, err error) {
+	m, _ := readLocks.LoadOrStore(dir, &sync.RWMutex{})
+	mu := m.(*sync.RWMutex)
+	if !mu.TryLock() {
+		return nil, false, nil
+	}
+	return mu.Unlock, true, nil
 }

@@ -230,9 +230,9 @@ func removeStaleInits(parent string) {
 }
 
 // cleanStale removes what a killed writer can leave in a git directory:
-// our temporary files, go-git's tmp_obj_/tmp_pack_ files and pack indexes
-// without their pack (written before the pack is renamed into place), when
-// older than minAge; with locks, also "*.lock" files (a killed git binary's:
+// our temporary files and go-git's tmp_obj_/tmp_pack_ files when older than
+// minAge, pack indexes without their pack (go-git writes the index in
+// place before renaming the pack) whatever their age; with locks, also "*.lock" files (a killed git binary's:
 // this package never creates one). It scans the top level, refs/, logs/
 // and objects/pack, never the loose-object fan-out.
 //
@@ -311,11 +311,26 @@ func (s *staleSweep) sweepPacks(packDir string) {
 	}
 	for _, e := range ents {
 		n := e.Name()
-		orphanIdx := strings.HasPrefix(n, "pack-") && strings.HasSuffix(n, ".idx") && !names[strings.TrimSuffix(n, ".idx")+".pack"]
-		if s.stale(n) || orphanIdx {
+		switch {
+		case orphanIndex(n, names):
+			// Whatever its age: only go-git writes an index before its
+			// pack (git renames the pack first), and a writer of ours
+			// holds the lock we run under. Left, it would be taken as
+			// the index of the same pack written again (go-git keeps an
+			// index already there): a partial one loses its objects.
+			if os.Remove(filepath.Join(packDir, n)) == nil {
+				s.removed = append(s.removed, filepath.Join(packDir, n))
+			}
+		case s.stale(n):
 			s.remove(filepath.Join(packDir, n))
 		}
 	}
+}
+
+// orphanIndex says whether the file name of a pack directory listing names
+// is a pack index without its pack.
+func orphanIndex(name string, names map[string]bool) bool {
+	return strings.HasPrefix(name, "pack-") && strings.HasSuffix(name, ".idx") && !names[strings.TrimSuffix(name, ".idx")+".pack"]
 }
 
 // within says whether the path p (slash-separated, relative to the tool

@@ -20,8 +20,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
-	"github.com/go-git/go-git/v5/storage/filesystem"
-	"github.com/go-git/go-git/v5/storage/memory"
 )
 
 // entry is one file of a tree: its blob and mode. The zero entry means
@@ -307,23 +305,15 @@ func newObjects(s storer.EncodedObjectStorer, a, b plumbing.Hash, out map[plumbi
 	return nil
 }
 
-// Object counts below which a received pack is exploded into loose
-// objects (git's receive.unpackLimit / fetch.unpackLimit). The upstream
-// keeps small pushes loose (git's default, 100): loose objects are never
-// deleted, so readers in other processes never race a repack. A tool root
-// keeps every fetch as a pack (creating files is the expensive part) and
-// repacks when packs pile up (see repack).
-const (
-	receiveLooseLimit = 100
-	fetchLooseLimit   = 1
-)
-
-// unpack stores the objects of a packfile stream. Small packs become loose
-// objects written blobs and trees first, commits last (parents before
-// children), so a commit present in the store always has its whole tree
-// even if the process is killed midway; large packs are written as one
-// pack and index by go-git (renamed into place when complete).
-func unpack(s storer.Storer, r io.Reader, looseLimit uint32) error {
+// unpack stores the objects of a packfile stream as one pack and its
+// index (see writePack), whether fetched into a tool root or received by a
+// local upstream: creating files is the expensive part of storing a few
+// objects (git's own receive.unpackLimit explodes a push of fewer than 100
+// objects into one file each), and a pack is renamed into place complete,
+// so a commit present in the store always has its whole tree even if the
+// process is killed midway. A tool root merges its packs as they pile up
+// (Repo.repack), an upstream at the end of a push (mergeUpstreamPacks).
+func unpack(s storer.PackfileWriter, r io.Reader) error {
 	var hdr [12]byte
 	n, err := io.ReadFull(r, hdr[:])
 	if n == 0 && (err == io.EOF || err == io.ErrUnexpectedEOF) {
@@ -335,147 +325,61 @@ func unpack(s storer.Storer, r io.Reader, looseLimit uint32) error {
 	if !bytes.Equal(hdr[:4], []byte("PACK")) {
 		return errors.New("received data is not a packfile")
 	}
-	count := binary.BigEndian.Uint32(hdr[8:12])
-
-	full := io.MultiReader(bytes.NewReader(hdr[:]), r)
-	if count == 0 {
+	if binary.BigEndian.Uint32(hdr[8:12]) == 0 {
 		_, err := io.Copy(io.Discard, r)
 		return err
 	}
-	if pw, ok := s.(storer.PackfileWriter); ok && count >= looseLimit {
-		return writePack(s, pw, full)
-	}
-	return unpackLoose(s, full, r)
+	return writePack(s, io.MultiReader(bytes.NewReader(hdr[:]), r))
 }
 
 // writePack stores the pack stream full as one pack and its index, in
 // temporary files renamed into place when complete.
-func writePack(s storer.Storer, pw storer.PackfileWriter, full io.Reader) error {
+func writePack(s storer.PackfileWriter, full io.Reader) error {
 	before := packTemps(s)
-	err := packfile.WritePackfileToObjectStorage(pw, full)
+	err := packfile.WritePackfileToObjectStorage(s, full)
 	if errors.Is(err, packfile.ErrEmptyPackfile) {
 		return nil
 	}
 	if err != nil {
 		// go-git leaves its tmp_pack_ file when the pack is
 		// truncated or malformed (a pusher that died mid-push):
-		// remove it now rather than at the next cleanStale. The
-		// caller holds the repository's lock: the new temporary
-		// files are this write's.
-		for name, path := range packTemps(s) {
-			if _, old := before[name]; !old {
-				_ = os.Remove(path)
-			}
-		}
+		// remove it now rather than at the next cleanStale.
+		removeNewTemps(s, before)
 	}
 	return err
 }
 
-// unpackLoose parses the pack stream full in memory and stores its
-// objects as loose objects in s (see copyOrdered), then drains r, the
-// stream's source.
-func unpackLoose(s storer.Storer, full, r io.Reader) error {
-	mem := memory.NewStorage()
-	p, err := packfile.NewParserWithStorage(packfile.NewScanner(full), mem)
-	if err != nil {
-		return err
+// removeNewTemps removes the files of packTemps(s) not in before: what a
+// failed pack write left. The caller holds the repository's lock: they
+// are this write's.
+func removeNewTemps(s any, before map[string]string) {
+	for name, path := range packTemps(s) {
+		if _, old := before[name]; !old {
+			_ = os.Remove(path)
+		}
 	}
-	if _, err := p.Parse(); err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, r)
-	if fs, ok := s.(*filesystem.Storage); ok {
-		s = fastLoose{fs}
-	}
-	return copyOrdered(mem, s)
 }
 
 // packTemps lists go-git's temporary pack files in the objects/pack
-// directory of a filesystem storage (name -> path; nil for other stores).
-func packTemps(s storer.Storer) map[string]string {
+// directory of a filesystem storage, and the indexes without their pack
+// (go-git writes an index in place before renaming its pack): name ->
+// path; nil for other stores.
+func packTemps(s any) map[string]string {
 	fsys, ok := s.(interface{ Filesystem() billy.Filesystem })
 	if !ok {
 		return nil
 	}
 	dir := filepath.Join(fsys.Filesystem().Root(), "objects", "pack")
 	ents, _ := os.ReadDir(dir)
+	names := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		names[e.Name()] = true
+	}
 	out := map[string]string{}
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "tmp_pack_") {
+		if strings.HasPrefix(e.Name(), "tmp_pack_") || orphanIndex(e.Name(), names) {
 			out[e.Name()] = filepath.Join(dir, e.Name())
 		}
 	}
 	return out
-}
-
-// copyOrdered copies every object of src into dst: blobs, trees and tags
-// first, then commits with parents before children.
-func copyOrdered(src *memory.Storage, dst storer.EncodedObjectStorer) error {
-	cc := &commitCopy{src: src, dst: dst, commits: map[plumbing.Hash]plumbing.EncodedObject{}, done: map[plumbing.Hash]bool{}}
-	for h, o := range src.ObjectStorage.Objects {
-		if o.Type() == plumbing.CommitObject {
-			cc.commits[h] = o
-		}
-	}
-	for _, t := range []plumbing.ObjectType{plumbing.BlobObject, plumbing.TreeObject, plumbing.TagObject} {
-		if err := copyType(src, dst, t); err != nil {
-			return err
-		}
-	}
-	hs := make([]plumbing.Hash, 0, len(cc.commits))
-	for h := range cc.commits {
-		hs = append(hs, h)
-	}
-	sort.Slice(hs, func(i, j int) bool { return bytes.Compare(hs[i][:], hs[j][:]) < 0 })
-	for _, h := range hs {
-		if err := cc.visit(h); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// copyType copies the objects of type t of src that dst lacks.
-func copyType(src *memory.Storage, dst storer.EncodedObjectStorer, t plumbing.ObjectType) error {
-	for _, o := range src.ObjectStorage.Objects {
-		if o.Type() != t || dst.HasEncodedObject(o.Hash()) == nil {
-			continue
-		}
-		if _, err := dst.SetEncodedObject(o); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// commitCopy copies the commits of src to dst, each after its parents.
-type commitCopy struct {
-	src     *memory.Storage
-	dst     storer.EncodedObjectStorer
-	commits map[plumbing.Hash]plumbing.EncodedObject // src's commits
-	done    map[plumbing.Hash]bool
-}
-
-// visit copies the commit h (when src has it and dst lacks it) after its
-// parents.
-func (cc *commitCopy) visit(h plumbing.Hash) error {
-	o, ok := cc.commits[h]
-	if !ok || cc.done[h] {
-		return nil
-	}
-	cc.done[h] = true
-	c, err := object.DecodeCommit(cc.src, o)
-	if err != nil {
-		return err
-	}
-	for _, p := range c.ParentHashes {
-		if err := cc.visit(p); err != nil {
-			return err
-		}
-	}
-	if cc.dst.HasEncodedObject(h) == nil {
-		return nil
-	}
-	_, err = cc.dst.SetEncodedObject(o)
-	return err
 }

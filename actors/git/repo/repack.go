@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -31,56 +32,85 @@ func (r *Repo) flush() error {
 	return nil
 }
 
-// repack merges packs when there are more than maxPacks: the smallest
-// ones, chosen so that the packs left form a geometric progression (see
-// packsToMerge), so an object is rewritten a logarithmic number of times
-// however many commits are made. The new pack is complete (written aside,
-// renamed) before the old ones are deleted, so a kill at any point leaves
-// every object readable (at worst twice). Only this process reads the tool
-// root's objects (one writer per tool root), and the storage is reopened
-// afterwards: no reader holds a deleted pack.
+// repack merges the tool root's packs (see mergePacks). Only this
+// process writes the tool root (one writer per tool root, under its lock)
+// and its storage is reopened afterwards.
 func (r *Repo) repack() error {
-	packs, err := r.sto.ObjectPacks()
-	if err != nil || len(packs) <= maxPacks {
-		return err
+	packs, objects, err := mergePacks(r.gitDir, r.sto)
+	if err == nil && packs > 0 {
+		r.log.Debug("git: repacked", slog.Int("packs", packs), slog.Int("objects", objects))
 	}
-	dir := filepath.Join(r.gitDir, "objects", "pack")
-	merge, err := packsToMerge(dir, packs)
+	return err
+}
+
+// mergePacks merges the packs of the git directory gitDir, read through s,
+// when there are more than maxPacks: the smallest ones, chosen so that the
+// packs left form a geometric progression (see packsToMerge), so an object
+// is rewritten a logarithmic number of times however many commits are
+// made. The new pack is complete (written aside, renamed) before the old
+// ones are deleted, so a kill at any point leaves every object readable
+// (at worst twice); s is reopened before they are.
+//
+// IMPORTANT: the caller MUST hold the repository's writer lock (the tool
+// root's, or a local upstream's). The merge takes the objects directory's
+// readers' lock exclusively and without waiting (tryLockDir): while a
+// reader that does not hold the writer lock (a fetch, Verify) holds it,
+// no pack is deleted under it, and the merge is left to a later call
+// (packs = 0, no error).
+func mergePacks(gitDir string, s *store) (packs, objects int, err error) {
+	all, err := s.ObjectPacks()
+	if err != nil || len(all) <= maxPacks {
+		return 0, 0, err
+	}
+	dir := filepath.Join(gitDir, "objects", "pack")
+	merge, err := packsToMerge(dir, all)
 	if err != nil || len(merge) < 2 {
-		return err
+		return 0, 0, err
 	}
+	unlock, ok, err := tryLockDir(filepath.Join(gitDir, "objects"))
+	if err != nil || !ok {
+		return 0, 0, err
+	}
+	defer unlock()
 	var hashes []plumbing.Hash
 	for _, p := range merge {
 		hs, err := packHashes(filepath.Join(dir, "pack-"+p.String()+".idx"))
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		hashes = append(hashes, hs...)
 	}
-	w, err := r.sto.Storage.PackfileWriter()
+	// An object in two of the packs (a push sent again after a kill, a
+	// merge killed before it deleted its inputs) is written once: a pack
+	// that holds it twice gets an index with fewer objects than its
+	// header, and git refuses it.
+	slices.SortFunc(hashes, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	hashes = slices.Compact(hashes)
+	before := packTemps(s.Storage)
+	w, err := s.Storage.PackfileWriter()
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	_, encErr := packfile.NewEncoder(w, r.sto, false).Encode(hashes, 10)
+	_, encErr := packfile.NewEncoder(w, s, false).Encode(hashes, 10)
 	if err := errors.Join(encErr, w.Close()); err != nil {
-		return err
+		removeNewTemps(s.Storage, before)
+		return 0, 0, err
 	}
-	fresh, err := r.sto.ObjectPacks()
+	fresh, err := s.ObjectPacks()
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	if len(fresh) != len(packs)+1 {
-		return fmt.Errorf("repack: %d packs after writing one to %d", len(fresh), len(packs))
+	if len(fresh) != len(all)+1 {
+		return 0, 0, fmt.Errorf("repack: %d packs after writing one to %d", len(fresh), len(all))
 	}
 	// Reopen the storage: it caches the indexes of the packs to delete.
-	if err := r.sto.reopen(r.gitDir); err != nil {
-		return err
+	if err := s.reopen(gitDir); err != nil {
+		return 0, 0, err
 	}
 	if err := removePacks(dir, merge); err != nil {
-		return err
+		return 0, 0, err
 	}
-	r.log.Debug("git: repacked", slog.Int("packs", len(merge)), slog.Int("objects", len(hashes)))
-	return nil
+	return len(merge), len(hashes), nil
 }
 
 // packsToMerge picks the packs of dir that repack merges, by git's
@@ -164,13 +194,12 @@ func removePacks(dir string, merged []plumbing.Hash) error {
 
 // packHashes lists the objects of a pack from its index.
 func packHashes(idxPath string) ([]plumbing.Hash, error) {
-	f, err := os.Open(idxPath)
+	b, err := os.ReadFile(idxPath) // the decoder reads 4 to 20 bytes at a time
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	idx := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
+	if err := idxfile.NewDecoder(bytes.NewReader(b)).Decode(idx); err != nil {
 		return nil, err
 	}
 	it, err := idx.Entries()

@@ -127,7 +127,7 @@ func TestTruncatedPackLeavesNoTemp(t *testing.T) {
 	sto := openStorage(dest)
 	defer sto.Close()
 	cut := pack.Bytes()[:pack.Len()/2]
-	if err := unpack(sto, bytes.NewReader(cut), 1); err == nil {
+	if err := unpack(sto, bytes.NewReader(cut)); err == nil {
 		t.Fatal("a truncated pack was accepted")
 	}
 	if left, _ := filepath.Glob(filepath.Join(dest, "objects", "pack", "tmp_*")); len(left) > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,8 +54,10 @@ import (
 //     ref file in place (a kill mid-write empties the branch). Ours takes an
 //     exclusive flock on the repository directory for the whole push,
 //     compares each reference with the command's old value (a moved branch
-//     is rejected: "fetch first"), and writes refs by rename. Small packs
-//     are exploded into loose objects, like git's receive.unpackLimit.
+//     is rejected: "fetch first"), and writes refs by rename. Each push is
+//     kept as the pack it arrived in, and the upstream's packs are merged
+//     as they pile up (see mergeUpstreamPacks) while no fetch reads them
+//     (upload-pack holds the objects directory's readers' lock).
 //
 // IMPORTANT: the flock is advisory: writers of a local upstream MUST be
 // processes using this package (the git binary, which uses ref.lock files,
@@ -73,12 +76,19 @@ func (t fileTransport) NewUploadPackSession(ep *transport.Endpoint, _ transport.
 	if err != nil {
 		return nil, err
 	}
-	return &uploadSession{sto: openStorage(dir)}, nil
+	// Held until Close: no merge of the upstream's packs deletes one
+	// this session listed (see mergePacks).
+	unlock, err := readLockDir(context.Background(), filepath.Join(dir, "objects"))
+	if err != nil {
+		return nil, fmt.Errorf("taking the readers' lock of %s: %w", dir, err)
+	}
+	return &uploadSession{sto: openStorage(dir), unlock: unlock}, nil
 }
 
 // uploadSession is the in-process upload-pack.
 type uploadSession struct {
-	sto *filesystem.Storage
+	sto    *filesystem.Storage
+	unlock func() // releases the readers' lock of the objects directory
 	// pack is the pipe the pack is read from, and encoding is closed when
 	// the goroutine writing it ends: Close stops and waits for it, so the
 	// storage is never closed under a reader.
@@ -93,7 +103,9 @@ func (s *uploadSession) Close() error {
 		_ = s.pack.Close()
 		<-s.encoding
 	}
-	return s.sto.Close()
+	err := s.sto.Close()
+	s.unlock()
+	return err
 }
 
 func (s *uploadSession) AdvertisedReferences() (*packp.AdvRefs, error) {
@@ -315,10 +327,10 @@ func resolveGitDir(p string) (string, error) {
 }
 
 // openStorage opens a git directory keeping up to 64 pack files open
-// between reads (go-git otherwise reopens the pack for every object). Close
-// releases them.
+// between reads (go-git otherwise reopens the pack for every object), and
+// reading each pack index in one go (see storageFS). Close releases them.
 func openStorage(gitDir string) *filesystem.Storage {
-	return filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(),
+	return filesystem.NewStorageWithOptions(storageFS{osfs.New(gitDir)}, cache.NewObjectLRUDefault(),
 		filesystem.Options{MaxOpenDescriptors: 64, LargeObjectThreshold: largeObjectBytes})
 }
 
@@ -366,14 +378,19 @@ func (s *receiveSession) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 	// removed: a git binary (not excluded by our flock) may be writing.
 	// Lock files are not ours: they are left alone.
 	cleanStale(s.gitDir, staleUpstreamAge, false)
+	// The storage was opened before the lock: another process may have
+	// merged the packs it listed since.
+	_ = s.sto.Close()
+	s.sto = openStorage(s.gitDir)
 
 	rs := packp.NewReportStatus()
 	rs.UnpackStatus = "ok"
+	pw := newPackWriter(s.gitDir)
 	if req.Packfile != nil {
 		// ctx's end closes the pack, which ends the unpacking (cheaper
 		// than go-git's context reader: a goroutine and a buffer per Read).
 		stop := context.AfterFunc(ctx, func() { _ = req.Packfile.Close() })
-		err := unpack(s.sto, req.Packfile, receiveLooseLimit)
+		err := unpack(pw, req.Packfile)
 		if !stop() && err != nil {
 			err = fmt.Errorf("%w (%w)", context.Cause(ctx), err)
 		}
@@ -385,10 +402,26 @@ func (s *receiveSession) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 	for _, cmd := range req.Commands {
 		rs.CommandStatuses = append(rs.CommandStatuses, &packp.CommandStatus{
 			ReferenceName: cmd.Name,
-			Status:        s.update(cmd),
+			Status:        s.update(cmd, pw),
 		})
 	}
+	if req.Packfile != nil {
+		mergeUpstreamPacks(s.gitDir)
+	}
 	return rs, nil
+}
+
+// mergeUpstreamPacks merges the packs of the local upstream gitDir when
+// they pile up (see mergePacks; the caller holds the upstream's lock):
+// each push is kept as the pack it arrived in. A merge that fails, or
+// that readers put off, leaves every object readable and is tried again
+// at the next push.
+func mergeUpstreamPacks(gitDir string) {
+	s := newStore(gitDir, nil)
+	defer s.Close()
+	if _, _, err := mergePacks(gitDir, s); err != nil {
+		slog.Warn("git: merging the packs of a local upstream failed; its objects are intact", slog.String("upstream", gitDir), slog.String("err", err.Error()))
+	}
 }
 
 // staleUpstreamAge is the age above which a temporary file in a local
@@ -399,8 +432,25 @@ const staleUpstreamAge = 5 * time.Minute
 // the reference's current value (another writer pushed first).
 const statusStale = "fetch first: the reference moved since it was advertised"
 
+// checkCommit says why h cannot be a reference's new value, "" when it
+// can: it MUST be a commit, of the pack just written (pw) or already
+// stored.
+func (s *receiveSession) checkCommit(h plumbing.Hash, pw *packWriter) string {
+	ok, unknown := pw.commit(h)
+	switch {
+	case ok:
+		return ""
+	case !unknown:
+		return "not a commit: " + h.String()
+	}
+	if _, err := s.sto.EncodedObject(plumbing.CommitObject, h); err != nil {
+		return "missing object " + h.String()
+	}
+	return ""
+}
+
 // update applies one command: compare-and-swap, rename into place.
-func (s *receiveSession) update(cmd *packp.Command) string {
+func (s *receiveSession) update(cmd *packp.Command, pw *packWriter) string {
 	name := cmd.Name
 	if !strings.HasPrefix(name.String(), "refs/") || name.Validate() != nil {
 		return "invalid reference name"
@@ -417,8 +467,8 @@ func (s *receiveSession) update(cmd *packp.Command) string {
 	if cmd.New.IsZero() {
 		return "deleting references is not supported"
 	}
-	if _, err := s.sto.EncodedObject(plumbing.CommitObject, cmd.New); err != nil {
-		return "missing object " + cmd.New.String()
+	if status := s.checkCommit(cmd.New, pw); status != "" {
+		return status
 	}
 	if err := writeRef(s.gitDir, name, cmd.New); err != nil {
 		return "cannot write reference: " + err.Error()

@@ -3,6 +3,7 @@ package repo
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
@@ -52,8 +53,15 @@ func (p Problem) String() string { return p.Kind + " " + p.Path + ": " + p.Reaso
 //
 // A nil slice means the store is sound. The error is for a store that
 // cannot be read at all (gitDir missing). Hydrate runs the shallow check
-// at every start (see Repair); tests run the deep one.
+// at every start (see Repair); tests run the deep one. It holds the
+// objects directory's readers' lock (see mergePacks): a local upstream's
+// packs are not merged under it by a push.
 func Verify(gitDir string, deep bool) (problems []Problem, err error) {
+	unlock, err := readLockDir(context.Background(), filepath.Join(gitDir, "objects"))
+	if err != nil {
+		return nil, fmt.Errorf("repo: verifying %s: %w", gitDir, err)
+	}
+	defer unlock()
 	return verify(gitDir, deep, nil)
 }
 

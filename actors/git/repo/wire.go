@@ -108,7 +108,7 @@ func (r *Repo) fetchOnce(ctx context.Context, haves []plumbing.Hash) (plumbing.H
 		return plumbing.ZeroHash, r.upstreamErr("fetch from", err, token)
 	}
 	defer resp.Close()
-	if err := unpack(r.sto.Storage, demux(resp, req.Capabilities), fetchLooseLimit); err != nil {
+	if err := unpack(r.sto.Storage, demux(resp, req.Capabilities)); err != nil {
 		return plumbing.ZeroHash, r.upstreamErr("fetch from", err, token)
 	}
 	if _, err := r.sto.EncodedObject(plumbing.CommitObject, head); err != nil {
@@ -251,16 +251,22 @@ func (r *Repo) sendPack(ctx context.Context, sess transport.ReceivePackSession, 
 }
 
 // pushZlib is how a push of n objects through sess is compressed: not at
-// all when our own receive-pack, in this process, explodes it into loose
-// objects (under receiveLooseLimit objects: the pack never reaches a disk
-// or a network, and compressing it only to inflate it again cost 5.7 +
-// 3 ms for a tree of 10,000 entries); at zlib.BestSpeed otherwise.
+// all when our own receive-pack, in this process, stores it (the pack
+// never reaches a network, the upstream keeps it as it arrives, and its
+// next merge of packs compresses it: compressing a tree of 10,000 entries
+// only to store it so cost 5.7 ms), unless it holds storedPushMax objects
+// or more (a first push of a large tool tree, a pack merged rarely if
+// ever); at zlib.BestSpeed otherwise.
 func pushZlib(sess transport.ReceivePackSession, n int) *sync.Pool {
-	if _, local := sess.(*receiveSession); local && n < receiveLooseLimit {
+	if _, local := sess.(*receiveSession); local && n < storedPushMax {
 		return storedZlib
 	}
 	return fastZlib
 }
+
+// storedPushMax bounds the objects of a push to a local upstream sent
+// uncompressed.
+const storedPushMax = 100
 
 // staleRefusals are the texts by which an upstream refuses an update
 // whose old value is not its reference's any more.
