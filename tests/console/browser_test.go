@@ -88,14 +88,25 @@ func screenshot(name string) chromedp.Action[chromedp.Void] {
 	}
 }
 
-// text is the text of the element sel.
+// text is the text of the element sel. A page that replaces the element
+// between the query of its node and the read of its text (a navigation
+// ending, a live update) is asked again: the browser answers "No node with
+// given id found" for the node it just named.
 func text(t *testing.T, ctx context.Context, sel chromedp.CSS) string {
 	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(sel))
-	if err != nil {
-		t.Fatalf("the text of %s: %v", sel, err)
+	var err error
+	for range 5 {
+		var s string
+		if s, err = chromedp.Run(ctx, chromedp.Text(sel)); err == nil {
+			return s
+		}
+		if !strings.Contains(err.Error(), "No node with given id") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return s
+	t.Fatalf("the text of %s: %v", sel, err)
+	return ""
 }
 
 // do runs steps, failing the test on an error.
