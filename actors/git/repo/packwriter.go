@@ -19,10 +19,9 @@ import (
 // receive needs only the pushed pack's, to check the commits the pushed
 // references name.
 type packWriter struct {
-	fs     billy.Filesystem
-	dir    *dotgit.DotGit
-	packs  map[plumbing.Hash]*idxfile.MemoryIndex // by pack checksum
-	failed bool                                   // an index was not kept
+	fs    billy.Filesystem
+	dir   *dotgit.DotGit
+	packs map[plumbing.Hash]*idxfile.MemoryIndex // by pack checksum
 }
 
 func newPackWriter(gitDir string) *packWriter {
@@ -37,12 +36,9 @@ func (p *packWriter) PackfileWriter() (io.WriteCloser, error) {
 		return nil, err
 	}
 	w.Notify = func(sum plumbing.Hash, iw *idxfile.Writer) {
-		idx, err := iw.Index()
-		if err != nil {
-			p.failed = true
-			return
+		if idx, err := iw.Index(); err == nil {
+			p.packs[sum] = idx // else commit asks the store
 		}
-		p.packs[sum] = idx
 	}
 	return w, nil
 }
@@ -51,8 +47,9 @@ func (p *packWriter) PackfileWriter() (io.WriteCloser, error) {
 func (p *packWriter) Filesystem() billy.Filesystem { return p.fs }
 
 // commit says whether a pack written holds h as a commit; unknown is true
-// when that cannot be told from the packs written (h is in none, or an
-// index was not kept): the store must be asked.
+// when that cannot be told from the packs written (h is in none of those
+// whose index was kept, or its type could not be read): the store must be
+// asked.
 func (p *packWriter) commit(h plumbing.Hash) (ok, unknown bool) {
 	for sum, idx := range p.packs {
 		if in, _ := idx.Contains(h); !in {
