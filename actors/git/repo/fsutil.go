@@ -230,11 +230,12 @@ func removeStaleInits(parent string) {
 }
 
 // cleanStale removes what a killed writer can leave in a git directory:
-// our temporary files and go-git's tmp_obj_/tmp_pack_ files when older than
-// minAge, pack indexes without their pack (go-git writes the index in
-// place before renaming the pack) whatever their age; with locks, also "*.lock" files (a killed git binary's:
-// this package never creates one). It scans the top level, refs/, logs/
-// and objects/pack, never the loose-object fan-out.
+// our temporary files and go-git's tmp_obj_/tmp_pack_ files when older
+// than minAge, pack indexes without their pack (go-git writes the index in
+// place before renaming the pack) whatever their age; with locks, also
+// "*.lock" files (a killed git binary's: this package never creates one).
+// It scans the top level, refs/, logs/ and objects/pack, never the
+// loose-object fan-out.
 //
 // IMPORTANT: it MUST only run when no other writer of ours is inside
 // gitDir: Hydrate runs it under the tool root's lock, receive-pack under
