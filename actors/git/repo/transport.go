@@ -57,7 +57,8 @@ import (
 //     is rejected: "fetch first"), and writes refs by rename. Each push is
 //     kept as the pack it arrived in, and the upstream's packs are merged
 //     as they pile up (see mergeUpstreamPacks) while no fetch reads them
-//     (upload-pack holds the objects directory's readers' lock).
+//     (upload-pack holds the objects directory's readers' lock from the
+//     moment it reads objects).
 //
 // IMPORTANT: the flock is advisory: writers of a local upstream MUST be
 // processes using this package (the git binary, which uses ref.lock files,
@@ -76,19 +77,14 @@ func (t fileTransport) NewUploadPackSession(ep *transport.Endpoint, _ transport.
 	if err != nil {
 		return nil, err
 	}
-	// Held until Close: no merge of the upstream's packs deletes one
-	// this session listed (see mergePacks).
-	unlock, err := readLockDir(context.Background(), filepath.Join(dir, "objects"))
-	if err != nil {
-		return nil, fmt.Errorf("taking the readers' lock of %s: %w", dir, err)
-	}
-	return &uploadSession{sto: openStorage(dir), unlock: unlock}, nil
+	return &uploadSession{dir: dir, sto: openStorage(dir)}, nil
 }
 
 // uploadSession is the in-process upload-pack.
 type uploadSession struct {
+	dir    string
 	sto    *filesystem.Storage
-	unlock func() // releases the readers' lock of the objects directory
+	unlock func() // releases the readers' lock, once UploadPack took it
 	// pack is the pipe the pack is read from, and encoding is closed when
 	// the goroutine writing it ends: Close stops and waits for it, so the
 	// storage is never closed under a reader.
@@ -104,8 +100,28 @@ func (s *uploadSession) Close() error {
 		<-s.encoding
 	}
 	err := s.sto.Close()
-	s.unlock()
+	if s.unlock != nil {
+		s.unlock()
+	}
 	return err
+}
+
+// readLock takes the objects directory's readers' lock, held until Close
+// (no merge of the upstream's packs deletes one this session lists; see
+// mergePacks), and opens the storage again under it. Only the objects
+// need it: an advertisement (Behind's, a fetch's first step) reads refs.
+func (s *uploadSession) readLock(ctx context.Context) error {
+	if s.unlock != nil {
+		return nil
+	}
+	unlock, err := readLockDir(ctx, filepath.Join(s.dir, "objects"))
+	if err != nil {
+		return fmt.Errorf("taking the readers' lock of %s: %w", s.dir, err)
+	}
+	s.unlock = unlock
+	_ = s.sto.Close()
+	s.sto = openStorage(s.dir)
+	return nil
 }
 
 func (s *uploadSession) AdvertisedReferences() (*packp.AdvRefs, error) {
@@ -136,6 +152,9 @@ func (s *uploadSession) UploadPack(ctx context.Context, req *packp.UploadPackReq
 		return nil, transport.ErrEmptyUploadPackRequest
 	}
 	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.readLock(ctx); err != nil {
 		return nil, err
 	}
 	var objs, shallows []plumbing.Hash

@@ -53,20 +53,24 @@ func TestUpstreamKeepsPushesAsPacks(t *testing.T) {
 	}
 }
 
-// TestUpstreamMergeWaitsForReaders: while a fetch from the upstream is
-// under way (an upload session is open), pushes leave its packs as they
-// are, and the fetch reads every object it was offered; the first push
-// after it ends merges them.
+// TestUpstreamMergeWaitsForReaders: while a fetch from the upstream reads
+// its objects (an upload session sending a pack), pushes leave its packs
+// as they are, and the fetch reads every object it was offered; the first
+// push after it ends merges them. An advertisement alone (Behind's, a
+// fetch's first step) holds nothing back: the objects are read, under the
+// lock, from the packs there when the objects are asked for.
 func TestUpstreamMergeWaitsForReaders(t *testing.T) {
 	up := newUpstream(t)
 	push := pusher(t, up)
-	push(0)
-	sess, head := openUpload(t, up)
-	for i := 1; i <= 2*repo.MaxPacks; i++ {
+	for i := range repo.MaxPacks {
 		push(i)
 	}
-	if n := len(packsOf(t, up)); n <= repo.MaxPacks+1 {
-		t.Fatalf("%d packs: the upstream's packs were merged while a fetch was reading them", n)
+	sess, head := openUpload(t, up)
+	for i := repo.MaxPacks; i < 2*repo.MaxPacks; i++ {
+		push(i) // merges: the session has only advertised
+	}
+	if n := len(packsOf(t, up)); n > repo.MaxPacks+1 {
+		t.Fatalf("%d packs: an advertisement held back the merge of the upstream's packs", n)
 	}
 	req := packp.NewUploadPackRequest()
 	req.Wants = []plumbing.Hash{head}
@@ -74,12 +78,18 @@ func TestUpstreamMergeWaitsForReaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for i := 2 * repo.MaxPacks; i < 4*repo.MaxPacks; i++ {
+		push(i)
+	}
+	if n := len(packsOf(t, up)); n <= repo.MaxPacks+1 {
+		t.Fatalf("%d packs: the upstream's packs were merged while a fetch was reading them", n)
+	}
 	if _, err := io.Copy(io.Discard, resp); err != nil {
 		t.Fatalf("the fetch begun before the pushes: %v", err)
 	}
 	must(t, resp.Close())
 	must(t, sess.Close())
-	push(2*repo.MaxPacks + 1)
+	push(4 * repo.MaxPacks)
 	if n := len(packsOf(t, up)); n > repo.MaxPacks+1 {
 		t.Fatalf("%d packs after the fetch ended and a push: not merged", n)
 	}
