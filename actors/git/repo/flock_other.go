@@ -34,8 +34,7 @@ func lockDirCtx(ctx context.Context, dir string) (unlock func(), err error) {
 // readLockDir takes dir's readers' lock within this process only (see
 // the unix version).
 func readLockDir(ctx context.Context, dir string) (unlock func(), err error) {
-	m, _ := readLocks.LoadOrStore(dir, &sync.RWMutex{})
-	mu := m.(*sync.RWMutex)
+	mu := readMutex(dir)
 	for !mu.TryRLock() {
 		if err := sleep(ctx, time.Millisecond); err != nil {
 			return nil, err
@@ -47,10 +46,15 @@ func readLockDir(ctx context.Context, dir string) (unlock func(), err error) {
 // tryLockDir takes dir's readers' lock exclusively, within this process
 // only, without waiting.
 func tryLockDir(dir string) (unlock func(), ok bool, err error) {
-	m, _ := readLocks.LoadOrStore(dir, &sync.RWMutex{})
-	mu := m.(*sync.RWMutex)
+	mu := readMutex(dir)
 	if !mu.TryLock() {
 		return nil, false, nil
 	}
 	return mu.Unlock, true, nil
+}
+
+// readMutex is dir's readers' lock in this process.
+func readMutex(dir string) *sync.RWMutex {
+	m, _ := readLocks.LoadOrStore(dir, &sync.RWMutex{})
+	return m.(*sync.RWMutex)
 }
