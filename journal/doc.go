@@ -46,7 +46,8 @@
 //	GroupCommit  (default) entries, a run's start (Begin), its source
 //	             (PutSource) and its end (End) are queued and a writer
 //	             commits them in batches, fsyncing each batch; nobody waits
-//	             for the commit except a Durable run's calls and end. A crash
+//	             for the commit except a Durable run's calls and end (a
+//	             DurableFor run's paid calls and end). A crash
 //	             may lose what was queued or being committed: the last
 //	             milliseconds (tens of them on a loaded machine) of calls,
 //	             and of runs: a run whose start was lost is lost whole (it is

@@ -848,6 +848,12 @@ type Run struct {
 	dirty   atomic.Bool // AddModule added a module not yet written: written before the run's next recorded call
 	meta    RunMeta
 	durable bool
+	// paid, when set (DurableFor), says which of the run's calls are
+	// durable; the others are held in held (under heldMu) until the run's
+	// next durable call or metadata write, and queued just ahead of it.
+	paid   func(driver.Call) bool
+	heldMu sync.Mutex
+	held   []*write
 	// scope holds the secrets found in this run (credential arguments and
 	// headers, secret files' content): scrubbed from its later entries and
 	// its result too.
@@ -876,7 +882,25 @@ func (r *Run) Fence() int64 { return r.fence }
 // run's fencing token.
 func (r *Run) putMeta(w *write, wait bool) error {
 	w.fence, w.argsClean = r.fence, r.argsClean
+	r.heldMu.Lock()
+	defer r.heldMu.Unlock()
+	if err := r.releaseHeld(); err != nil {
+		return err
+	}
 	return r.j.putMetaWith(r.meta, w, wait)
+}
+
+// releaseHeld queues the calls DurableFor held, in their order, ahead of
+// whatever the caller queues next. The caller holds heldMu.
+func (r *Run) releaseHeld() error {
+	for i, w := range r.held {
+		if _, err := r.j.enqueue(w, false); err != nil {
+			r.held = r.held[i:]
+			return err
+		}
+	}
+	r.held = r.held[:0]
+	return nil
 }
 
 // Durable makes every call of the run committed and fsynced before its
@@ -886,6 +910,45 @@ func (r *Run) putMeta(w *write, wait bool) error {
 func (r *Run) Durable() *Run {
 	r.durable = true
 	return r
+}
+
+// DurableFor makes the calls paid holds durable (as Durable: committed
+// and fsynced before their result is handed on) and holds the run's other
+// calls in memory until its next durable call or its end, to be committed
+// with it: a run that pays for few calls (a forge's model answers among
+// its path checks and test runs) then costs one commit per paid call and
+// one for its end, instead of one per call. The end is committed before
+// End returns, as a Durable run's. Under SyncEach and WriteEach nothing is
+// held: every call is committed before its result is used.
+//
+// IMPORTANT: a crash loses the calls held since the last durable one, so
+// a resumed run performs them again: paid MUST hold every call that cannot
+// be performed twice, or whose second answer could differ in a way the
+// run cannot take. Call it before Middleware.
+func (r *Run) DurableFor(paid func(driver.Call) bool) *Run {
+	r.paid = paid
+	return r
+}
+
+// waitsMeta says whether the run's metadata writes (its end, its modules)
+// are committed before they return: always but under GroupCommit and
+// NoSync on the embedded file, and there for a Durable run and one with
+// DurableFor.
+func (r *Run) waitsMeta() bool { return !r.j.async() || r.durable || r.paid != nil }
+
+// durableCall says whether the call c of the run is durable, and whether
+// it is held (DurableFor).
+func (r *Run) durableCall(c driver.Call) (durable, hold bool) {
+	switch {
+	case r.durable:
+		return true, false
+	case r.paid == nil:
+		return false, false
+	case r.paid(c):
+		return true, false
+	default:
+		return false, !r.j.opts.Durability.EachCommitted()
+	}
 }
 
 // Committed returns once the run's start, and everything queued before
@@ -898,6 +961,12 @@ func (r *Run) Durable() *Run {
 // it before the tool starts: if the tool then kills its host, the run is
 // in the journal, to be quarantined rather than lost whole.
 func (r *Run) Committed() error {
+	r.heldMu.Lock()
+	err := r.releaseHeld()
+	r.heldMu.Unlock()
+	if err != nil {
+		return err
+	}
 	if r.j.async() {
 		if err := r.j.submit(&write{flush: true}, true); err != nil {
 			return err
@@ -937,7 +1006,7 @@ func (r *Run) Middleware() driver.Middleware {
 			if rerr := r.flushModules(); rerr != nil {
 				return nil, driver.Errorf(driver.CodeUnavailable, "%s: the journal could not record the run's modules, so its result is withheld: %v", c, rerr)
 			}
-			if rerr := r.j.record(r.meta.ID, r.fence, r.scope, &r.chunks, c, val, err, start, r.durable, sealed); rerr != nil {
+			if rerr := r.record(c, val, err, start, sealed); rerr != nil {
 				if errors.Is(rerr, ErrClaimed) {
 					r.superseded.Store(&rerr) // another claim took the run: perform nothing more
 				}
@@ -952,7 +1021,8 @@ func (r *Run) Middleware() driver.Middleware {
 // credential names or in URLs joins the run's scope first, so that an
 // answer echoing it is scrubbed too), its answer redacted or, sealed, only
 // hashed.
-func (j *Journal) record(run string, fence int64, scope *secretSet, ck *chunker, c driver.Call, val json.RawMessage, callErr error, start time.Time, durable, sealed bool) error {
+func (r *Run) record(c driver.Call, val json.RawMessage, callErr error, start time.Time, sealed bool) error {
+	j, scope, ck := r.j, r.scope, &r.chunks
 	if sealed && callErr == nil {
 		scope.addContent(val)
 	}
@@ -966,12 +1036,15 @@ func (j *Journal) record(run string, fence int64, scope *secretSet, ck *chunker,
 	default:
 		e.Response = j.redact.jsonIn(val, scope)
 	}
+	durable, hold := r.durableCall(c)
 	wait := durable || j.opts.Durability.EachCommitted()
-	// Encoded and queued under the chunker's lock: an entry that continues
-	// another's chunks is queued after it, so committed with or after it.
+	// Encoded and queued (or held) under the chunker's lock: an entry that
+	// continues another's chunks is queued after it, so committed with or
+	// after it.
 	ck.mu.Lock()
 	entry, blobs := j.encodeEntry(&e, ck)
-	done, err := j.enqueue(&write{run: run, seq: c.Seq, entry: entry, blobs: blobs, sync: durable, fence: fence}, wait)
+	w := &write{run: r.meta.ID, seq: c.Seq, entry: entry, blobs: blobs, sync: durable, fence: r.fence}
+	done, err := r.queue(w, wait, hold)
 	ck.mu.Unlock()
 	if err != nil || done == nil {
 		return err
@@ -979,12 +1052,27 @@ func (j *Journal) record(run string, fence int64, scope *secretSet, ck *chunker,
 	return <-done
 }
 
+// queue hands the run's entry w to the writer behind the calls held so
+// far, or holds it too (hold).
+func (r *Run) queue(w *write, wait, hold bool) (<-chan error, error) {
+	r.heldMu.Lock()
+	defer r.heldMu.Unlock()
+	if hold {
+		r.held = append(r.held, w)
+		return nil, nil
+	}
+	if err := r.releaseHeld(); err != nil {
+		return nil, err
+	}
+	return r.j.enqueue(w, wait)
+}
+
 // End records how the run ended. It returns an error if any of the run's
 // calls could not be journaled (as far as known when End is called).
 //
 // IMPORTANT: under SyncEach, with Options.SyncRuns, on a shared journal,
-// and for a Durable run, the end is committed before End returns. Under GroupCommit and NoSync on
-// the embedded file it is queued for the next group commit (concurrent
+// and for a Durable or DurableFor run, the end is committed before End
+// returns. Under GroupCommit and NoSync on the embedded file it is queued for the next group commit (concurrent
 // runs share one commit), after the run's calls, and End returns at once:
 // a crash may then lose the end (the run is resumed by recovery) or the
 // whole run (see the package documentation). Every read of this Journal
@@ -1014,7 +1102,7 @@ func (r *Run) End(status string, result, errJSON json.RawMessage) error {
 	r.meta.Result = r.j.redact.jsonIn(result, r.scope)
 	r.meta.Error = r.j.redact.jsonIn(errJSON, r.scope)
 	r.meta.Reason = r.j.redact.textIn(r.meta.Reason, r.scope)
-	if err := r.putMeta(&write{}, !r.j.async() || r.durable); err != nil {
+	if err := r.putMeta(&write{}, r.waitsMeta()); err != nil {
 		// IMPORTANT: the end is not written: the run stays "running", to
 		// be resumed (its recorded calls replayed, none performed again).
 		// This Journal stops renewing its claim, so that the run becomes

@@ -95,7 +95,7 @@ func (r *Run) flushModules() error {
 	if r.ended || !r.dirty.Load() {
 		return nil
 	}
-	if err := r.putMeta(&write{}, !r.j.async() || r.durable); err != nil {
+	if err := r.putMeta(&write{}, r.waitsMeta()); err != nil {
 		return err
 	}
 	r.dirty.Store(false)

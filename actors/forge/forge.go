@@ -235,9 +235,7 @@ func (f *Forge) forgeRun(ctx context.Context, request, spec string, caller *exec
 		if run, err = f.journalForge(ctx, spec, request, agents); err != nil {
 			return Result{}, err
 		}
-		// Model answers are paid for: each is on disk before it is used, so
-		// a crash can never make the resumed forge ask again.
-		host = driver.Chain(host, run.Durable().Middleware())
+		host = driver.Chain(host, run.DurableFor(paid).Middleware())
 	}
 	// Above the journal: it records the tokenized requests.
 	host = driver.Chain(host, f.opts.PII.ModelMiddleware())
@@ -303,6 +301,15 @@ func (f *Forge) closeRun(ctx context.Context, run *journal.Run, res *Result, err
 	return f.endRun(ctx, run, *res, err)
 }
 
+// paid says which of a forge's calls are durable: the model's answers,
+// paid for, each on disk before it is used, so that a crash can never make
+// the resumed forge ask again. Its other calls (the path checks, the test
+// runs, the lessons) are committed with the next answer or the end: a
+// crash before then has the resumed forge perform them again, which they
+// allow (taken counts the forge's own tool as not taken; the tests judge
+// the same code).
+func paid(c driver.Call) bool { return c.Driver == llm.Driver }
+
 // Kind is the journal kind of forge runs; their record (the arguments'
 // codec: SpecOf, RequestOf) is the leaf forgerun's.
 const Kind = forgerun.Kind
@@ -341,7 +348,7 @@ func (f *Forge) resumeRun(ctx context.Context, id string, caller *execclient.Cal
 	if asked.Spec == "" {
 		return Result{}, fmt.Errorf("%w: run %s has no spec to resume", ErrSpec, id)
 	}
-	rec.Run().Durable().SetTraceID(traceIDOf(ctx)) // kept only if the run began untraced
+	rec.Run().DurableFor(paid).SetTraceID(traceIDOf(ctx)) // kept only if the run began untraced
 	host := driver.Chain(f.devices(caller), f.opts.PII.ModelMiddleware(), rec.Middleware())
 	agents := asked.LessonAgents
 	if asked.Lessons && len(agents) == 0 {

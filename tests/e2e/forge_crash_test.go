@@ -77,14 +77,16 @@ func forgeCrashSubmit(code string) llmtest.Step {
 // with n=1, parks the forge goroutine for good.
 //
 // Why this is deterministic: the forge logs "forge: attempt" synchronously
-// in its loop, after attempt 1's model answer (seq 1) and test run (seq 2)
-// went through the journal middleware and before it asks the model again.
-// A handler that never returns therefore holds the forge exactly between
-// request 1 and request 2, whatever the scheduling: the parent does not
-// race the child. The runtime's journal is GroupCommit, so the two entries
-// may still be queued when the line is logged; park waits until both are
-// committed (read back from the child's own journal) before it tells the
-// parent it is ready, so the kill cannot lose them.
+// in its loop, after attempt 1's lessons, model answer, path check and test
+// run (seqs 1-4) went through the journal middleware and before it asks the
+// model again. A handler that never returns therefore holds the forge
+// exactly between request 1 and request 2, whatever the scheduling: the
+// parent does not race the child. The model's answer is committed, with
+// the lessons before it, before the forge uses it; the path check and the
+// test run are held until the next answer (journal.Run.DurableFor), so the
+// kill loses them and the resumed forge performs them again. park waits
+// until the first two are committed (read back from the child's own
+// journal) before it tells the parent it is ready.
 type forgeCrashParker struct {
 	slog.Handler
 	rt     *atomic.Pointer[host.Runtime]
@@ -192,8 +194,8 @@ func forgeCrashChild() int {
 // resumes in recover mode, the recorded LLM answers are replayed, and the
 // scripted server proves that no LLM request was sent twice.
 //
-// The child is killed between its first model answer (buggy fib, recorded
-// with its failed test run) and its second model request: see
+// The child is killed between its first model answer (buggy fib, whose
+// tests failed) and its second model request: see
 // forgeCrashParker for how that point is reached without a race. The
 // scripted server has exactly two steps and outlives the child: the
 // resumed forge must replay answer 1 from the journal and ask only for
@@ -209,7 +211,8 @@ func TestForgeKilledResumes(t *testing.T) {
 	fixed := forgeCrashSubmit(forgeCrashFib)
 	fixed.Check = func(r llmtest.Received) error {
 		// The resumed conversation is the crashed one: answer 1 (replayed)
-		// and its test failure (replayed, not run again) lead to request 2.
+		// and its test failure (the same tests run again: the kill lost the
+		// held run) lead to request 2.
 		last := r.Messages[len(r.Messages)-1]
 		if last.Role != "tool" || !strings.Contains(last.Content, "fib(0) = 1, want 0") {
 			return fmt.Errorf("request 2 does not carry attempt 1's test failure: %+v", last)
@@ -284,7 +287,7 @@ func TestForgeKilledResumes(t *testing.T) {
 	if err := srv.Err(); err != nil {
 		t.Fatal(err)
 	}
-	// The run ended, with all four calls recorded once.
+	// The run ended, with every call recorded once.
 	meta, err := rt.Journal().Get(runID)
 	if err != nil || meta.Status != journal.StatusOK {
 		t.Fatalf("the forge run after resuming: %+v %v", meta, err)
