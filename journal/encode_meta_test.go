@@ -9,19 +9,12 @@ import (
 	"time"
 
 	"github.com/agentos-run/agentos/capability"
+	"github.com/agentos-run/agentos/driver"
 )
 
 // marshal is the reference RunMeta.appendJSON is held to: encoding/json
 // without HTML escaping, as the journal wrote a run's metadata before.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+func marshal(v any) ([]byte, error) { return driver.Marshal(v) }
 
 // metaStrings are strings encoding/json escapes in every way it does:
 // quotes, controls, HTML (not escaped: marshal turns that off), U+2028 and

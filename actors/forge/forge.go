@@ -423,8 +423,8 @@ func (f *Forge) endRun(ctx context.Context, run *journal.Run, res Result, err er
 
 // candidate is what the model submits.
 type candidate struct {
+	Code  string `json:"code"` // fields in the order of their JSON names: see llm.Message
 	Path  string `json:"path"`
-	Code  string `json:"code"`
 	Tests string `json:"tests"`
 }
 
@@ -447,8 +447,8 @@ func lessonAgents(caller *execclient.Caller, recall bool) []string {
 // lessonsRequest is the memory driver's "lessons" request.
 type lessonsRequest struct {
 	Agents []string `json:"agents"`
-	Query  string   `json:"query"`
 	Limit  int      `json:"limit"`
+	Query  string   `json:"query"`
 }
 
 // loop is the closed loop over a host whose calls are journaled. With
@@ -460,7 +460,7 @@ type lessonsRequest struct {
 func (f *Forge) loop(ctx context.Context, host driver.Host, spec string, lessonAgents []string, charge Charge, holds holder) (Result, error) {
 	var seq atomic.Uint64
 	call := func(drv, op string, req any, out any) error {
-		b, err := json.Marshal(req)
+		b, err := driver.Marshal(req) // canonical: journaled as it comes
 		if err != nil {
 			return err
 		}

@@ -33,9 +33,10 @@ Do not write one-off scripts: a tool is reused by other agents.`
 var submitTool = llm.ToolSpec{
 	Name:        "submit_tool",
 	Description: "Submit a TypeScript tool and its tests.",
-	Parameters: json.RawMessage(`{"type":"object","properties":{
-"path":{"type":"string","description":"tools/<area>/<name>.ts"},
-"code":{"type":"string","description":"The tool's TypeScript source."},
-"tests":{"type":"string","description":"The tests' TypeScript source."}},
-"required":["path","code","tests"],"additionalProperties":false}`),
+	// Keys sorted, no space: the journal records the request as it comes.
+	Parameters: json.RawMessage(`{"additionalProperties":false,"properties":{` +
+		`"code":{"description":"The tool's TypeScript source.","type":"string"},` +
+		`"path":{"description":"tools/<area>/<name>.ts","type":"string"},` +
+		`"tests":{"description":"The tests' TypeScript source.","type":"string"}},` +
+		`"required":["path","code","tests"],"type":"object"}`),
 }

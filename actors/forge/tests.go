@@ -16,9 +16,9 @@ import (
 const testDriver = "forge"
 
 type testOutcome struct {
-	Passed bool     `json:"passed"`
-	Error  string   `json:"error,omitempty"`
+	Error  string   `json:"error,omitempty"` // fields in the order of their JSON names: see llm.Message
 	Logs   []string `json:"logs,omitempty"`
+	Passed bool     `json:"passed"`
 }
 
 // devices is the forge's driver set: the model and the test runner, which
@@ -46,13 +46,13 @@ func (f *Forge) devices(caller *execclient.Caller) driver.Host {
 // takenRequest asks whether a candidate's path holds another tool: one
 // whose code is not the candidate's (hash).
 type takenRequest struct {
-	Path string `json:"path"`
 	Hash string `json:"hash"`
+	Path string `json:"path"`
 }
 
 type takenAnswer struct {
-	Taken       bool   `json:"taken"`
 	Description string `json:"description,omitempty"`
+	Taken       bool   `json:"taken"`
 }
 
 // taken answers whether the candidate's path holds another tool. It is a
@@ -70,7 +70,7 @@ func (f *Forge) taken(ctx context.Context, req json.RawMessage) (json.RawMessage
 	}
 	// The same code at the path is this forge's own tool (kept by an
 	// earlier run of it that died before it could end), not another.
-	b, _ := json.Marshal(takenAnswer{Taken: ok && t.Hash != r.Hash, Description: t.Description})
+	b, _ := driver.Marshal(takenAnswer{Taken: ok && t.Hash != r.Hash, Description: t.Description})
 	return b, nil
 }
 
@@ -112,7 +112,7 @@ func (f *Forge) runTests(ctx context.Context, caller *execclient.Caller, op stri
 	if !res.Success {
 		out.Error = fmt.Sprintf("%s: %s", res.Error.Kind, res.Error.Message)
 	}
-	b, _ := json.Marshal(out)
+	b, _ := driver.Marshal(out)
 	return b, nil
 }
 

@@ -34,7 +34,7 @@ func (c *Client) Device() driver.Device {
 		if err != nil {
 			return nil, err
 		}
-		b, err := json.Marshal(resp)
+		b, err := driver.Marshal(resp)
 		if err != nil {
 			return nil, driver.Errorf(driver.CodeIO, "llm.%s: encoding the response: %v", op, err)
 		}

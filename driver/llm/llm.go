@@ -108,41 +108,46 @@ type Config struct {
 }
 
 // Message is one chat message, in either direction.
+//
+// The fields of Message, ToolCall, ToolSpec, Request, Response and Usage
+// are declared in the order of their JSON names: encoded with
+// driver.Marshal, a request or an answer is already in the journal's
+// canonical form and is recorded as it comes (TestWireTypesAreCanonical).
 type Message struct {
-	// Role is "system", "developer", "user", "assistant" or "tool".
-	Role string `json:"role"`
 	// Content is the message's text; it MAY be empty for an assistant
 	// message that only calls tools.
 	Content string `json:"content,omitempty"`
-	// ToolCalls are the calls an assistant message asks for.
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	// ToolCallID ties a "tool" message (a tool's result) to the ToolCall.ID
-	// it answers. It is REQUIRED for role "tool".
-	ToolCallID string `json:"tool_call_id,omitempty"`
 	// Name optionally names the participant (system, developer, user and
 	// assistant messages); ignored for tool messages.
 	Name string `json:"name,omitempty"`
+	// Role is "system", "developer", "user", "assistant" or "tool".
+	Role string `json:"role"`
+	// ToolCallID ties a "tool" message (a tool's result) to the ToolCall.ID
+	// it answers. It is REQUIRED for role "tool".
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// ToolCalls are the calls an assistant message asks for.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ToolCall is one function call requested by the model.
 type ToolCall struct {
+	// Arguments is the call's arguments as JSON text, as the model wrote
+	// it: it MAY be invalid JSON or disagree with the schema, and callers
+	// MUST validate it.
+	Arguments string `json:"arguments"`
 	// ID identifies the call; the tool message answering it carries it as
 	// ToolCallID.
 	ID string `json:"id"`
 	// Name is the function's name, one of the request's ToolSpec names.
 	Name string `json:"name"`
-	// Arguments is the call's arguments as JSON text, as the model wrote
-	// it: it MAY be invalid JSON or disagree with the schema, and callers
-	// MUST validate it.
-	Arguments string `json:"arguments"`
 }
 
 // ToolSpec declares a function the model may call.
 type ToolSpec struct {
-	// Name is the function's name (a-z, A-Z, 0-9, _ and -, at most 64).
-	Name string `json:"name"`
 	// Description tells the model what the function does and when to call it.
 	Description string `json:"description,omitempty"`
+	// Name is the function's name (a-z, A-Z, 0-9, _ and -, at most 64).
+	Name string `json:"name"`
 	// Parameters is the JSON Schema of the arguments object; empty means no
 	// parameters. It MUST be a JSON object.
 	Parameters json.RawMessage `json:"parameters,omitempty"`
@@ -150,32 +155,32 @@ type ToolSpec struct {
 
 // Request is one chat completion request.
 type Request struct {
-	// Messages is the conversation so far; it MUST NOT be empty.
-	Messages []Message `json:"messages"`
-	// Tools are the functions the model may call.
-	Tools []ToolSpec `json:"tools,omitempty"`
-	// Temperature is the sampling temperature; nil leaves the server's default.
-	Temperature *float64 `json:"temperature,omitempty"`
 	// MaxTokens caps the completion's tokens (sent as max_tokens, which
 	// every OpenAI-compatible server understands); 0 = the client's
 	// Config.MaxTokens (itself 0: no cap).
 	MaxTokens int `json:"max_tokens,omitempty"`
+	// Messages is the conversation so far; it MUST NOT be empty.
+	Messages []Message `json:"messages"`
+	// Temperature is the sampling temperature; nil leaves the server's default.
+	Temperature *float64 `json:"temperature,omitempty"`
+	// Tools are the functions the model may call.
+	Tools []ToolSpec `json:"tools,omitempty"`
 }
 
 // Response is the model's answer to a Request.
 type Response struct {
-	// Message is the assistant's message: Content, ToolCalls or both.
-	// Append it to Request.Messages as is to continue the conversation.
-	Message Message `json:"message"`
-	// FinishReason is the server's reason: "stop", "tool_calls", "length",
-	// "content_filter", ...
-	FinishReason string `json:"finish_reason"`
-	// Usage is the call's token counts and cost.
-	Usage Usage `json:"usage"`
 	// CallForm says how the model wrote Message.ToolCalls: FormAPI (the
 	// tool_calls field), FormHermes, FormMistral or FormJSON (read from the
 	// text); empty when it called nothing.
 	CallForm string `json:"call_form,omitempty"`
+	// FinishReason is the server's reason: "stop", "tool_calls", "length",
+	// "content_filter", ...
+	FinishReason string `json:"finish_reason"`
+	// Message is the assistant's message: Content, ToolCalls or both.
+	// Append it to Request.Messages as is to continue the conversation.
+	Message Message `json:"message"`
+	// Usage is the call's token counts and cost.
+	Usage Usage `json:"usage"`
 }
 
 // CutOff reports whether the answer stopped at the token cap
@@ -185,14 +190,14 @@ func (r Response) CutOff() bool { return r.FinishReason == "length" }
 
 // Usage counts a call's tokens and prices them.
 type Usage struct {
-	// PromptTokens is the number of tokens the server read.
-	PromptTokens int64 `json:"prompt_tokens"`
 	// CompletionTokens is the number of tokens the server wrote.
 	CompletionTokens int64 `json:"completion_tokens"`
-	// TotalTokens is their sum as the server reported it.
-	TotalTokens int64 `json:"total_tokens"`
 	// CostUSD is the call's cost from Config's prices; 0 when unpriced.
 	CostUSD float64 `json:"cost_usd"`
+	// PromptTokens is the number of tokens the server read.
+	PromptTokens int64 `json:"prompt_tokens"`
+	// TotalTokens is their sum as the server reported it.
+	TotalTokens int64 `json:"total_tokens"`
 }
 
 // Client is an LLM driver. It is safe for concurrent use.

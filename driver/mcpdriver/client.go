@@ -726,13 +726,7 @@ func canonical(v any) (json.RawMessage, error) {
 	if err := dec.Decode(&x); err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(x); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return driver.Marshal(x)
 }
 
 // contentText joins the text of a result's text content (an error's
