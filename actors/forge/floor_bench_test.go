@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dop251/goja"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/agentos-run/agentos/actors/forge"
 	"github.com/agentos-run/agentos/actors/forge/check"
 	"github.com/agentos-run/agentos/driver/llm"
 	"github.com/agentos-run/agentos/driver/llm/llmtest"
@@ -36,7 +39,9 @@ func benchCandidate(i int) (path, code, tests, args string) {
 // with, in the same run (docs/PERFORMANCE.md, goal 6).
 //
 //   - model: one chat completion from the same scripted server over
-//     loopback HTTP, its answer decoded (the forge's one model call);
+//     loopback HTTP, the forge's request (its system prompt, the spec and
+//     the submit_tool schema), its answer decoded (the forge's one model
+//     call);
 //
 //   - check: check_tool on the tool (tree-sitter and one esbuild
 //     transform: the judgment the forge's replay reproduces);
@@ -45,7 +50,8 @@ func benchCandidate(i int) (path, code, tests, args string) {
 //     runtime, requiring the tool (transformed by check, so from the cache);
 //
 //   - journal: one bbolt transaction, fsynced, holding the run's start,
-//     the model's answer, the path check, the test run and the end;
+//     the model's request and answer, the path check, the test run and
+//     the end;
 //
 //   - files: the tool and its tests written into the tool root;
 //
@@ -53,28 +59,20 @@ func benchCandidate(i int) (path, code, tests, args string) {
 //
 //     go test -run '^$' -bench 'ForgeCycle|ForgeFloor' -benchtime 200x ./actors/forge/
 func BenchmarkForgeFloor(b *testing.B) {
-	parts := []struct {
-		name  string
-		setup func(b *testing.B, base int) func(i int)
-	}{
-		{"model", floorModel}, {"check", floorCheck}, {"tests", floorTests},
-		{"journal", floorJournal}, {"files", floorFiles},
+	for _, p := range floorParts {
+		b.Run(p.name, func(b *testing.B) { runFloor(b, p.setup(b, nextBase(), b.N)) })
 	}
-	for _, p := range parts {
-		b.Run(p.name, func(b *testing.B) { runFloor(b, p.setup(b, nextBase())) })
-	}
-	b.Run("all", func(b *testing.B) {
-		var fs []func(int)
-		base := nextBase() // one for all: tests find the tool check transformed
-		for _, p := range parts {
-			fs = append(fs, p.setup(b, base))
-		}
-		runFloor(b, func(i int) {
-			for _, f := range fs {
-				f(i)
-			}
-		})
-	})
+	b.Run("all", func(b *testing.B) { runFloor(b, floorAll(b, b.N)) })
+}
+
+// floorParts are the floor's parts: each sets up for n candidates from
+// base and returns the part's work for the i-th.
+var floorParts = []struct {
+	name  string
+	setup func(b *testing.B, base, n int) func(i int)
+}{
+	{"model", floorModel}, {"check", floorCheck}, {"tests", floorTests},
+	{"journal", floorJournal}, {"files", floorFiles},
 }
 
 // floorBase numbers the floor's candidates: every run of a part (the
@@ -94,8 +92,8 @@ func runFloor(b *testing.B, f func(i int)) {
 	}
 }
 
-func floorModel(b *testing.B, base int) func(int) {
-	script := make([]llmtest.Step, b.N)
+func floorModel(b *testing.B, base, n int) func(int) {
+	script := make([]llmtest.Step, n)
 	for i := range script {
 		_, _, _, args := benchCandidate(base + i)
 		script[i] = llmtest.Step{ToolCalls: []llm.ToolCall{{ID: "c", Name: "submit_tool", Arguments: args}}}
@@ -107,14 +105,14 @@ func floorModel(b *testing.B, base int) func(int) {
 		b.Fatal(err)
 	}
 	return func(i int) {
-		res, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: fmt.Sprintf("fibonacci variant %d", base+i)}}})
+		res, err := c.Complete(context.Background(), forge.FirstRequest(fmt.Sprintf("fibonacci variant %d", base+i)))
 		if err != nil || len(res.Message.ToolCalls) != 1 {
 			b.Fatalf("%v %+v", err, res)
 		}
 	}
 }
 
-func floorCheck(b *testing.B, base int) func(int) {
+func floorCheck(b *testing.B, base, _ int) func(int) {
 	c := check.New(check.Options{})
 	return func(i int) {
 		path, code, _, _ := benchCandidate(base + i)
@@ -124,7 +122,7 @@ func floorCheck(b *testing.B, base int) func(int) {
 	}
 }
 
-func floorTests(b *testing.B, base int) func(int) {
+func floorTests(b *testing.B, base, _ int) func(int) {
 	helpers := goja.MustCompile("helpers", transpile.HelpersJS, true)
 	tr := transpile.Default() // check's: the tool is in its cache
 	return func(i int) {
@@ -191,7 +189,7 @@ func runGojaTests(helpers *goja.Program, toolJS, testsJS string) error {
 	return nil
 }
 
-func floorJournal(b *testing.B, base int) func(int) {
+func floorJournal(b *testing.B, base, _ int) func(int) {
 	db, err := bolt.Open(filepath.Join(b.TempDir(), "floor.db"), 0o600, &bolt.Options{NoFreelistSync: true})
 	if err != nil {
 		b.Fatal(err)
@@ -200,9 +198,11 @@ func floorJournal(b *testing.B, base int) func(int) {
 	return func(i int) {
 		path, code, tests, args := benchCandidate(base + i)
 		run := []byte(fmt.Sprintf("%020d", base+i))
+		request, _ := json.Marshal(forge.FirstRequest(fmt.Sprintf("fibonacci variant %d", base+i)))
+		answer, _ := json.Marshal(llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c", Name: "submit_tool", Arguments: args}}}, FinishReason: "tool_calls"})
 		records := [][]byte{
 			[]byte(`{"kind":"forge","args":{"spec":"fibonacci variant"},"status":"running"}`),
-			[]byte(`{"driver":"llm","op":"complete","response":` + string(mustJSON(args)) + `}`),
+			[]byte(`{"driver":"llm","op":"complete","request":` + string(request) + `,"response":` + string(answer) + `}`),
 			[]byte(`{"driver":"forge","op":"taken","request":{"path":"` + path + `"},"response":{"taken":false}}`),
 			[]byte(`{"driver":"forge","op":"run","request":` + string(mustJSON(code+tests)) + `,"response":{"passed":true}}`),
 			[]byte(`{"kind":"forge","status":"ok","result":{"path":"` + path + `"}}`),
@@ -227,8 +227,12 @@ func floorJournal(b *testing.B, base int) func(int) {
 
 func mustJSON(s string) []byte { b, _ := json.Marshal(s); return b }
 
-func floorFiles(b *testing.B, base int) func(int) {
-	dir := filepath.Join(b.TempDir(), "tools", "bench")
+func floorFiles(b *testing.B, base, _ int) func(int) {
+	return floorFilesIn(b, base, filepath.Join(b.TempDir(), "tools", "bench"))
+}
+
+// floorFilesIn is floorFiles writing into dir.
+func floorFilesIn(b *testing.B, base int, dir string) func(int) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
@@ -240,4 +244,89 @@ func floorFiles(b *testing.B, base int) func(int) {
 			}
 		}
 	}
+}
+
+// pairChunk is how many forges, then floors, BenchmarkForgeVsFloor runs in
+// a row: short enough (about 0.1 s) that the machine's speed, which drifts
+// by tens of percent over seconds on a shared VM, is the same for both.
+const pairChunk = 10
+
+// BenchmarkForgeVsFloor is BenchmarkForgeCycle and BenchmarkForgeFloor/all
+// in one process, warmed up, in alternating chunks of pairChunk: the
+// comparison of goal 6 in one window. It reports each side's CPU per op
+// (cycle-cpu-µs/op, floor-cpu-µs/op) and "ratio", the median of the
+// chunks' ratios.
+//
+//	go test -run '^$' -bench ForgeVsFloor -benchtime 200x ./actors/forge/
+func BenchmarkForgeVsFloor(b *testing.B) {
+	const warm = pairChunk
+	n := b.N + warm
+	script := make([]llmtest.Step, n)
+	for i := range script {
+		_, _, _, args := benchCandidate(i)
+		script[i] = llmtest.Step{ToolCalls: []llm.ToolCall{{ID: "c", Name: "submit_tool", Arguments: args}}}
+	}
+	srv := llmtest.NewServer(script)
+	defer srv.Close()
+	root := b.TempDir()
+	e := newEnv(b, srv, root, 2) // a threshold above 1: never reuse
+	forge := func(i int) {
+		res, err := e.f.Forge(context.Background(), fmt.Sprintf("fibonacci variant %d", i), nil)
+		if err != nil || !res.Attempts[0].Passed {
+			b.Fatalf("%v %+v", err, res)
+		}
+	}
+	// The floor's files go beside the forged tools: creating a file costs
+	// what the directory's filesystem group makes it cost (on ext4, an
+	// inode allocation skips the inodes deleted in the last minutes, which
+	// earlier runs' temporary directories leave by the thousand).
+	floor := floorAll(b, n, filepath.Join(root, "tools", "bench"))
+	var cycleCPU, floorCPU time.Duration
+	var ratios []float64
+	for i := 0; i < n; i += pairChunk {
+		if i == warm {
+			b.ResetTimer()
+		}
+		k := min(pairChunk, n-i)
+		c := chunkCPU(forge, i, k)
+		f := chunkCPU(floor, i, k)
+		if i >= warm {
+			cycleCPU, floorCPU = cycleCPU+c, floorCPU+f
+			ratios = append(ratios, float64(c)/float64(f))
+		}
+	}
+	us := float64(b.N) * float64(time.Microsecond)
+	b.ReportMetric(float64(cycleCPU)/us, "cycle-cpu-µs/op")
+	b.ReportMetric(float64(floorCPU)/us, "floor-cpu-µs/op")
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+}
+
+// floorAll is BenchmarkForgeFloor/all's op for n candidates: the parts in
+// a row, on one base (the tests find the tool check transformed). With a
+// filesDir, the files are written there.
+func floorAll(b *testing.B, n int, filesDir ...string) func(int) {
+	var fs []func(int)
+	base := nextBase()
+	for _, p := range floorParts {
+		if p.name == "files" && len(filesDir) > 0 {
+			fs = append(fs, floorFilesIn(b, base, filesDir[0]))
+			continue
+		}
+		fs = append(fs, p.setup(b, base, n))
+	}
+	return func(i int) {
+		for _, f := range fs {
+			f(i)
+		}
+	}
+}
+
+// chunkCPU runs f(i) to f(i+k-1) and returns the process's CPU time they took.
+func chunkCPU(f func(int), i, k int) time.Duration {
+	start := benchutil.CPUTime()
+	for j := i; j < i+k; j++ {
+		f(j)
+	}
+	return benchutil.CPUTime() - start
 }
