@@ -49,9 +49,13 @@ func benchCandidate(i int) (path, code, tests, args string) {
 //   - tests: the tests transformed by esbuild and run once in a fresh goja
 //     runtime, requiring the tool (transformed by check, so from the cache);
 //
-//   - journal: one bbolt transaction, fsynced, holding the run's start,
-//     the model's request and answer, the path check, the test run and
-//     the end;
+//   - journal: two bbolt transactions, fsynced: the run's start with the
+//     model's request and answer (a forge MUST have the answer on disk
+//     before it uses it, so that a crash never pays for it twice), then
+//     the path check, the test run and the end;
+//
+//   - journal-one-tx: the same records in one transaction, below what
+//     that guarantee allows (reported beside, not part of "all");
 //
 //   - files: the tool and its tests written into the tool root;
 //
@@ -59,21 +63,27 @@ func benchCandidate(i int) (path, code, tests, args string) {
 //
 //     go test -run '^$' -bench 'ForgeCycle|ForgeFloor' -benchtime 200x ./actors/forge/
 func BenchmarkForgeFloor(b *testing.B) {
-	for _, p := range floorParts {
+	for _, p := range append(floorParts, floorOneTx) {
 		b.Run(p.name, func(b *testing.B) { runFloor(b, p.setup(b, nextBase(), b.N)) })
 	}
-	b.Run("all", func(b *testing.B) { runFloor(b, floorAll(b, b.N)) })
+	b.Run("all", func(b *testing.B) { runFloor(b, floorAll(b, b.N, "", false)) })
 }
 
-// floorParts are the floor's parts: each sets up for n candidates from
+// floorPart is one part of the floor: it sets up for n candidates from
 // base and returns the part's work for the i-th.
-var floorParts = []struct {
+type floorPart struct {
 	name  string
 	setup func(b *testing.B, base, n int) func(i int)
-}{
+}
+
+// floorParts are the floor's parts ("all" runs them in a row); floorOneTx
+// replaces "journal" in the one-transaction floor.
+var floorParts = []floorPart{
 	{"model", floorModel}, {"check", floorCheck}, {"tests", floorTests},
 	{"journal", floorJournal}, {"files", floorFiles},
 }
+
+var floorOneTx = floorPart{"journal-one-tx", floorJournalOneTx}
 
 // floorBase numbers the floor's candidates: every run of a part (the
 // benchmark's probe, its measured run, the parts, "all") judges sources no
@@ -189,7 +199,13 @@ func runGojaTests(helpers *goja.Program, toolJS, testsJS string) error {
 	return nil
 }
 
-func floorJournal(b *testing.B, base, _ int) func(int) {
+func floorJournal(b *testing.B, base, _ int) func(int) { return floorJournalTx(b, base, 2) }
+
+func floorJournalOneTx(b *testing.B, base, _ int) func(int) { return floorJournalTx(b, base, 1) }
+
+// floorJournalTx writes a forge's five records in txs fsynced
+// transactions (1 or 2: the start and the model's answer, then the rest).
+func floorJournalTx(b *testing.B, base, txs int) func(int) {
 	db, err := bolt.Open(filepath.Join(b.TempDir(), "floor.db"), 0o600, &bolt.Options{NoFreelistSync: true})
 	if err != nil {
 		b.Fatal(err)
@@ -207,20 +223,26 @@ func floorJournal(b *testing.B, base, _ int) func(int) {
 			[]byte(`{"driver":"forge","op":"run","request":` + string(mustJSON(code+tests)) + `,"response":{"passed":true}}`),
 			[]byte(`{"kind":"forge","status":"ok","result":{"path":"` + path + `"}}`),
 		}
-		err := db.Update(func(tx *bolt.Tx) error {
-			bk, err := tx.CreateBucketIfNotExists([]byte("runs"))
-			if err != nil {
-				return err
-			}
-			for n, r := range records {
-				if err := bk.Put(append(run, byte(n)), r); err != nil {
+		groups := [][2]int{{0, len(records)}}
+		if txs == 2 {
+			groups = [][2]int{{0, 2}, {2, len(records)}}
+		}
+		for _, g := range groups {
+			err := db.Update(func(tx *bolt.Tx) error {
+				bk, err := tx.CreateBucketIfNotExists([]byte("runs"))
+				if err != nil {
 					return err
 				}
+				for n := g[0]; n < g[1]; n++ {
+					if err := bk.Put(append(run, byte(n)), records[n]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
 			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
 		}
 	}
 }
@@ -255,7 +277,8 @@ const pairChunk = 10
 // in one process, warmed up, in alternating chunks of pairChunk: the
 // comparison of goal 6 in one window. It reports each side's CPU per op
 // (cycle-cpu-µs/op, floor-cpu-µs/op) and "ratio", the median of the
-// chunks' ratios.
+// chunks' ratios; and the same against the floor whose journal is one
+// transaction (floor-one-tx-cpu-µs/op, ratio-one-tx), a third chunk.
 //
 //	go test -run '^$' -bench ForgeVsFloor -benchtime 200x ./actors/forge/
 func BenchmarkForgeVsFloor(b *testing.B) {
@@ -280,38 +303,48 @@ func BenchmarkForgeVsFloor(b *testing.B) {
 	// what the directory's filesystem group makes it cost (on ext4, an
 	// inode allocation skips the inodes deleted in the last minutes, which
 	// earlier runs' temporary directories leave by the thousand).
-	floor := floorAll(b, n, filepath.Join(root, "tools", "bench"))
-	var cycleCPU, floorCPU time.Duration
-	var ratios []float64
+	dir := filepath.Join(root, "tools", "bench")
+	floor, floorOne := floorAll(b, n, dir, false), floorAll(b, n, dir, true)
+	var cycleCPU, floorCPU, oneCPU time.Duration
+	var ratios, oneRatios []float64
 	for i := 0; i < n; i += pairChunk {
 		if i == warm {
 			b.ResetTimer()
 		}
 		k := min(pairChunk, n-i)
-		c := chunkCPU(forge, i, k)
-		f := chunkCPU(floor, i, k)
+		c, f, o := chunkCPU(forge, i, k), chunkCPU(floor, i, k), chunkCPU(floorOne, i, k)
 		if i >= warm {
-			cycleCPU, floorCPU = cycleCPU+c, floorCPU+f
-			ratios = append(ratios, float64(c)/float64(f))
+			cycleCPU, floorCPU, oneCPU = cycleCPU+c, floorCPU+f, oneCPU+o
+			ratios, oneRatios = append(ratios, float64(c)/float64(f)), append(oneRatios, float64(c)/float64(o))
 		}
 	}
 	us := float64(b.N) * float64(time.Microsecond)
 	b.ReportMetric(float64(cycleCPU)/us, "cycle-cpu-µs/op")
 	b.ReportMetric(float64(floorCPU)/us, "floor-cpu-µs/op")
-	slices.Sort(ratios)
-	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+	b.ReportMetric(float64(oneCPU)/us, "floor-one-tx-cpu-µs/op")
+	b.ReportMetric(medianOf(ratios), "ratio")
+	b.ReportMetric(medianOf(oneRatios), "ratio-one-tx")
+}
+
+func medianOf(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // floorAll is BenchmarkForgeFloor/all's op for n candidates: the parts in
-// a row, on one base (the tests find the tool check transformed). With a
-// filesDir, the files are written there.
-func floorAll(b *testing.B, n int, filesDir ...string) func(int) {
+// a row, on one base (the tests find the tool check transformed), the
+// files written into filesDir ("": a directory of their own), the journal
+// in one transaction with oneTx.
+func floorAll(b *testing.B, n int, filesDir string, oneTx bool) func(int) {
 	var fs []func(int)
 	base := nextBase()
 	for _, p := range floorParts {
-		if p.name == "files" && len(filesDir) > 0 {
-			fs = append(fs, floorFilesIn(b, base, filesDir[0]))
+		switch {
+		case p.name == "files" && filesDir != "":
+			fs = append(fs, floorFilesIn(b, base, filesDir))
 			continue
+		case p.name == "journal" && oneTx:
+			p = floorOneTx
 		}
 		fs = append(fs, p.setup(b, base, n))
 	}
