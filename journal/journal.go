@@ -1072,11 +1072,12 @@ func (r *Run) queue(w *write, wait, hold bool) (<-chan error, error) {
 //
 // IMPORTANT: under SyncEach, with Options.SyncRuns, on a shared journal,
 // and for a Durable or DurableFor run, the end is committed before End
-// returns. Under GroupCommit and NoSync on the embedded file it is queued for the next group commit (concurrent
-// runs share one commit), after the run's calls, and End returns at once:
-// a crash may then lose the end (the run is resumed by recovery) or the
-// whole run (see the package documentation). Every read of this Journal
-// (Get, Runs, Entries, ...) sees it.
+// returns. Under GroupCommit and NoSync on the embedded file it is queued
+// for the next group commit (concurrent runs share one commit), after the
+// run's calls, and End returns at once: a crash may then lose the end (the
+// run is resumed by recovery) or the whole run (see the package
+// documentation). Every read of this Journal (Get, Runs, Entries, ...)
+// sees it.
 func (r *Run) End(status string, result, errJSON json.RawMessage) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
