@@ -326,6 +326,7 @@ func BenchmarkForgeVsFloor(b *testing.B) {
 	b.ReportMetric(medianOf(oneRatios), "ratio-one-tx")
 }
 
+// medianOf returns the median of v, which it sorts.
 func medianOf(v []float64) float64 {
 	slices.Sort(v)
 	return v[len(v)/2]
