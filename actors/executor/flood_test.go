@@ -213,13 +213,18 @@ func TestOutcomeAtTheOutputLimitPasses(t *testing.T) {
 	}
 }
 
+// roomyClock gives a run a minute: the tests that move megabytes are about
+// the output limit, not time, and under -race on a loaded machine a worker
+// took more than newExec's 2 s over a 2 MB key (CI, 2026-12-05).
+func roomyClock(o *Options) { o.Limits.Timeout = time.Minute }
+
 // A warning names a value's path, bounded however long its keys are: a
 // result whose NaN sits under a 2 MB key is over the output limit (the
 // tool's error, output_too_large) with a short warning, in a worker too
 // (not an outcome the parent refuses as a broken protocol).
 func TestHugeKeyInAWarningIsClipped(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Isolation) {
-		e := newExec(t, mode, map[string]string{"tools/deep.ts": "export default () => ({ ['k'.repeat(2 << 20)]: NaN });\n"})
+		e := newExec(t, mode, map[string]string{"tools/deep.ts": "export default () => ({ ['k'.repeat(2 << 20)]: NaN });\n"}, roomyClock)
 		r := run(t, e, "tools/deep.ts", `{}`)
 		if r.Error == nil || r.Error.Kind != "output_too_large" {
 			t.Fatalf("a 2 MB key in the result: want output_too_large, got %+v", r.Error)
@@ -237,7 +242,7 @@ func TestHugeKeyInAWarningIsClipped(t *testing.T) {
 // (in a worker: not an outcome the parent refuses as a broken protocol).
 func TestHugeErrorTextIsClippedNotRefused(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Isolation) {
-		e := newExec(t, mode, map[string]string{"tools/big.ts": "export default () => ({ toJSON() { throw 'x'.repeat(2 << 20); } });\n"})
+		e := newExec(t, mode, map[string]string{"tools/big.ts": "export default () => ({ toJSON() { throw 'x'.repeat(2 << 20); } });\n"}, roomyClock)
 		r := run(t, e, "tools/big.ts", `{}`)
 		wantKind(t, r, "exception", "the tool's result cannot be turned into JSON: xxxx")
 		if n := len(r.Error.Message); n > 65<<10 {
