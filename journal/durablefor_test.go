@@ -34,11 +34,7 @@ func paidLLM(c driver.Call) bool { return c.Driver == "llm" }
 // model's next answer or of the end instead of taking one each.
 func TestDurableForHoldsUnpaidCalls(t *testing.T) {
 	both(t, func(t *testing.T) {
-		j, err := openStorage(t, filepath.Join(t.TempDir(), "j.db"), Options{Durability: GroupCommit})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer j.Close()
+		j := openAt(t, filepath.Join(t.TempDir(), "j.db"), Options{Durability: GroupCommit})
 		run := mustBegin(t, j, RunMeta{Kind: "forge"})
 		h := run.DurableFor(paidLLM).Middleware()(echoDevices().host())
 		do := func(seq uint64, drv string) {

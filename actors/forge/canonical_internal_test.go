@@ -10,7 +10,8 @@ import (
 // The forge's own requests and answers (and submit_tool's schema, part of
 // every model request) are in the journal's canonical form as encoded, so
 // that the journal records them as they come. Every field is set, with
-// characters json.Marshal would escape.
+// characters json.Marshal would escape (a field added later must be set
+// here too).
 func TestForgeCallsAreCanonical(t *testing.T) {
 	for name, v := range map[string]any{
 		"candidate":      candidate{Path: "tools/a.ts", Code: "a < b && c > d", Tests: "<t>"},
